@@ -1,0 +1,735 @@
+#!/usr/bin/env bash
+# bench-dns.sh - compare gtm's authoritative UDP DNS path with NSD and gdnsd.
+#
+# Method (see the project's benchmarking notes): every server listens on its
+# own loopback port and is pinned to CPU 0 with one worker; dnsperf is pinned
+# to CPU 1.  Each (server, record) pair gets a 5-second warm-up, then --runs
+# measured runs of --duration seconds, with the servers alternated between
+# runs (forward order on odd runs, reverse order on even runs) so that drift
+# on a shared, noisy machine hits every server alike.  For each run we record
+# queries/s and lost queries from dnsperf, and the server's CPU time
+# (utime+stime from /proc/PID/stat, summed over the server's whole process
+# tree) before and after, giving CPU % of one core and CPU µs per answered
+# query.  On fast servers dnsperf itself is the bottleneck (one core tops out
+# near 170-225k q/s), so CPU µs/query is the figure that separates them.
+#
+# Records measured (zone bench.test, identical data in every server):
+#   static.bench.test  A 192.0.2.1                      gtm, NSD, gdnsd
+#   steered.bench.test A one of 192.0.2.10-13, weighted  gtm, gdnsd
+#                        1/2/3/4, one address per answer  (NSD cannot steer)
+#
+# Usage: scripts/bench-dns.sh [--duration N] [--runs N] [--only gtm,nsd,gdnsd]
+#                             [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
+#   --duration N  seconds per measured run (default 15)
+#   --runs N      measured runs per (server, record) pair (default 2)
+#   --only LIST   comma-separated subset of gtm,nsd,gdnsd (default all three)
+#   --no-build    skip `cargo build --release` (gtm binary must exist)
+#   --docs FILE   where to write the results section (default docs/performance.md,
+#                 between <!-- bench-dns:begin --> and <!-- bench-dns:end -->)
+#   --no-docs     print the table only
+#   --keep-tmp    keep the temporary directory (configs, logs, dnsperf output)
+# Environment: GTM_BIN (default target/release/gtm), GTM_PORT=15353,
+#   NSD_PORT=15354, GDNSD_PORT=15355, GTM_API_PORT=15380, MON_PORT=15390,
+#   RUST_LOG for gtm (default warn).  Needs 2+ CPUs; installs dnsperf, nsd,
+#   gdnsd, dnsutils with apt-get when missing (root or passwordless sudo).
+#
+# Only loopback addresses are ever contacted.  The script stops only the
+# processes it started, by PID, and removes its temporary directory on exit.
+
+set -euo pipefail
+
+# ---------------------------------------------------------------------------
+# Locations and defaults
+# ---------------------------------------------------------------------------
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+# The command line as typed, recorded in docs/performance.md.
+INVOCATION="scripts/$(basename -- "${BASH_SOURCE[0]}")"
+for arg in "$@"; do
+    if [[ $arg =~ ^[A-Za-z0-9_./,=:@+-]+$ ]]; then INVOCATION+=" $arg"; else INVOCATION+=" $(printf '%q' "$arg")"; fi
+done
+
+DURATION=15            # seconds per measured run
+RUNS=2                 # measured runs per (server, record) pair
+WARMUP=5               # seconds of warm-up per pair, not recorded
+ONLY="gtm,nsd,gdnsd"   # servers to benchmark
+BUILD=1                # run `cargo build --release` first
+DOCS_FILE="$REPO_ROOT/docs/performance.md"
+KEEP_TMP=0
+
+# Loopback ports, overridable from the environment.
+ADDR=127.0.0.1
+GTM_PORT=${GTM_PORT:-15353}
+NSD_PORT=${NSD_PORT:-15354}
+GDNSD_PORT=${GDNSD_PORT:-15355}
+GTM_API_PORT=${GTM_API_PORT:-15380}
+MON_PORT=${MON_PORT:-15390}      # TCP listener that gdnsd's monitor checks
+GTM_BIN=${GTM_BIN:-$REPO_ROOT/target/release/gtm}
+
+SERVER_CPU=0           # CPU the servers are pinned to
+CLIENT_CPU=1           # CPU dnsperf is pinned to
+CLIENTS=8              # dnsperf -c
+OUTSTANDING=200        # dnsperf -q
+START_TIMEOUT=30       # seconds to wait for a server to answer
+STEERED_ADDRS=(192.0.2.10 192.0.2.11 192.0.2.12 192.0.2.13)
+STEERED_WEIGHTS=(1 2 3 4)
+STATIC_ADDR=192.0.2.1
+
+# Servers may live in sbin directories that a non-root PATH lacks.
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+usage() {
+    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+    exit "${1:-0}"
+}
+
+log() { printf '[bench-dns %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+while (($#)); do
+    case $1 in
+        --duration) DURATION=${2:?--duration needs a value}; shift 2 ;;
+        --duration=*) DURATION=${1#*=}; shift ;;
+        --runs) RUNS=${2:?--runs needs a value}; shift 2 ;;
+        --runs=*) RUNS=${1#*=}; shift ;;
+        --only) ONLY=${2:?--only needs a value}; shift 2 ;;
+        --only=*) ONLY=${1#*=}; shift ;;
+        --no-build) BUILD=0; shift ;;
+        --docs) DOCS_FILE=${2:?--docs needs a value}; shift 2 ;;
+        --docs=*) DOCS_FILE=${1#*=}; shift ;;
+        --no-docs) DOCS_FILE=""; shift ;;
+        --keep-tmp) KEEP_TMP=1; shift ;;
+        -h|--help) usage 0 ;;
+        *) log "unknown argument: $1"; usage 2 ;;
+    esac
+done
+
+if ! is_uint "$DURATION" || ((DURATION < 1 || DURATION > 600)); then
+    die "--duration must be 1..600 seconds"
+fi
+if ! is_uint "$RUNS" || ((RUNS < 1 || RUNS > 20)); then
+    die "--runs must be 1..20"
+fi
+
+# Parse --only into flags.
+WANT_GTM=0 WANT_NSD=0 WANT_GDNSD=0
+IFS=',' read -ra only_list <<<"$ONLY"
+for s in "${only_list[@]}"; do
+    case $s in
+        gtm) WANT_GTM=1 ;;
+        nsd) WANT_NSD=1 ;;
+        gdnsd) WANT_GDNSD=1 ;;
+        "") ;;
+        *) die "--only: unknown server '$s' (expected gtm, nsd, gdnsd)" ;;
+    esac
+done
+((WANT_GTM + WANT_NSD + WANT_GDNSD > 0)) || die "--only selects no server"
+
+# ---------------------------------------------------------------------------
+# Cleanup: kill only the PIDs this script started, then remove the temp dir.
+# ---------------------------------------------------------------------------
+# PID and all its descendants, one per line (from /proc/PID/task/*/children).
+tree_pids() { # pid -> pid and all descendants
+    local -a queue=("$1") kids
+    local p
+    while ((${#queue[@]})); do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        echo "$p"
+        mapfile -t kids < <(cat /proc/"$p"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . || true)
+        queue+=("${kids[@]}")
+    done
+}
+
+STARTED_PIDS=()   # servers and helpers, stopped at exit
+CLIENT_PID=""     # the dnsperf (under `timeout`) currently running, if any
+TMP=""
+
+cleanup() {
+    local rc=$? pid i
+    trap - EXIT INT TERM
+    if [[ -n $CLIENT_PID ]]; then
+        # `timeout` passes the TERM on to dnsperf.
+        kill -TERM "$CLIENT_PID" 2>/dev/null || true
+        wait "$CLIENT_PID" 2>/dev/null || true
+    fi
+    # Note the servers' descendants (NSD's forked server, gdnsd's monitor
+    # helper) before stopping them, so we can wait until those are gone too
+    # and the ports are free when we return.
+    local -a tree=()
+    for pid in "${STARTED_PIDS[@]}"; do
+        mapfile -t -O "${#tree[@]}" tree < <(tree_pids "$pid")
+    done
+    for pid in "${STARTED_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    # Give them up to 5 s to exit, then SIGKILL whatever is left (by PID).
+    for pid in "${tree[@]}"; do
+        for ((i = 0; i < 50; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "PID $pid did not exit on SIGTERM; sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done
+    for pid in "${STARTED_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [[ -n $TMP && -d $TMP ]]; then
+        if ((KEEP_TMP)); then
+            log "keeping temporary directory $TMP"
+        else
+            rm -rf -- "$TMP"
+        fi
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------
+# 1. Tools: install what is missing (Debian/Ubuntu, non-interactive).
+# ---------------------------------------------------------------------------
+install_missing() {
+    local -A pkg_for=(
+        [dnsperf]=dnsperf [dig]=dnsutils [taskset]=util-linux
+        [getconf]=libc-bin [python3]=python3-minimal
+    )
+    ((WANT_NSD)) && pkg_for[nsd]=nsd
+    ((WANT_GDNSD)) && pkg_for[gdnsd]=gdnsd && pkg_for[gdnsdctl]=gdnsd
+    local -a missing=() sudo=()
+    local cmd
+    for cmd in "${!pkg_for[@]}"; do
+        command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
+    done
+    ((${#missing[@]})) || return 0
+    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+    command -v apt-get >/dev/null 2>&1 \
+        || die "missing packages (${missing[*]}) and no apt-get to install them"
+    if ((EUID != 0)); then
+        command -v sudo >/dev/null 2>&1 || die "need root or sudo to install: ${missing[*]}"
+        sudo=(sudo -n)
+    fi
+    log "installing: ${missing[*]}"
+    # Fresh machines often have no package lists yet.
+    timeout 600 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+        || die "apt-get update failed"
+    timeout 900 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+        "${missing[@]}" >&2 || die "apt-get install failed"
+}
+install_missing
+
+((WANT_GTM)) && ! ((BUILD)) && [[ ! -x $GTM_BIN ]] \
+    && die "$GTM_BIN not found; build it or drop --no-build"
+
+if ((WANT_GTM && BUILD)); then
+    log "building gtm (cargo build --release)"
+    (cd "$REPO_ROOT" && timeout 3600 cargo build --release) || die "cargo build failed"
+    [[ -x $GTM_BIN ]] || die "build produced no $GTM_BIN"
+fi
+
+NCPU=$(nproc)
+((NCPU >= 2)) || die "need at least 2 CPUs (server on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU); have $NCPU"
+CLK_TCK=$(getconf CLK_TCK)
+
+# Refuse to start if a port we need is already taken (we only ever talk to
+# 127.0.0.1, so a stray listener there would be measured instead of ours).
+port_busy() { # proto port; waits up to 5 s for a port that is being released
+    local flag=-lun i
+    [[ $1 == tcp ]] && flag=-ltn
+    for ((i = 0; i < 25; i++)); do
+        ss -H "$flag" "sport = :$2" 2>/dev/null | grep -q . || return 1
+        sleep 0.2
+    done
+    return 0
+}
+check_ports() {
+    local p
+    if ((WANT_GTM)); then
+        for p in "udp $GTM_PORT" "tcp $GTM_API_PORT"; do
+            # shellcheck disable=SC2086
+            port_busy $p && die "port ${p#* } (${p% *}) on loopback is already in use"
+        done
+    fi
+    if ((WANT_NSD)); then port_busy udp "$NSD_PORT" && die "UDP port $NSD_PORT already in use"; fi
+    if ((WANT_GDNSD)); then
+        port_busy udp "$GDNSD_PORT" && die "UDP port $GDNSD_PORT already in use"
+        port_busy tcp "$MON_PORT" && die "TCP port $MON_PORT already in use"
+    fi
+    return 0
+}
+command -v ss >/dev/null 2>&1 && check_ports
+
+# ---------------------------------------------------------------------------
+# 2. Temporary directory, zones and configurations.
+# ---------------------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-dns.XXXXXX")
+chmod 755 "$TMP"
+log "working in $TMP"
+
+# dnsperf query files: one query per line, repeated.
+for rec in static steered; do
+    for ((i = 0; i < 100; i++)); do echo "$rec.bench.test A"; done >"$TMP/q-$rec.txt"
+done
+
+# Common zone head (SOA + NS), used by NSD and gdnsd.
+write_zone_head() {
+    cat <<'EOF'
+$TTL 30
+@       SOA  ns1.bench.test. hostmaster.bench.test. ( 1 3600 600 604800 30 )
+@       NS   ns1.bench.test.
+EOF
+}
+
+# --- NSD: static A only; rate limiting off, one server process. -------------
+if ((WANT_NSD)); then
+    mkdir -p "$TMP/nsd"
+    { write_zone_head; echo "static  A    $STATIC_ADDR"; } >"$TMP/nsd/bench.test.zone"
+    cat >"$TMP/nsd/nsd.conf" <<EOF
+server:
+    ip-address: $ADDR@$NSD_PORT
+    port: $NSD_PORT
+    do-ip6: no
+    server-count: 1
+    reuseport: no
+    username: ""
+    chroot: ""
+    zonesdir: "$TMP/nsd"
+    database: ""
+    zonelistfile: "$TMP/nsd/zone.list"
+    xfrdfile: "$TMP/nsd/xfrd.state"
+    xfrdir: "$TMP/nsd/xfr"
+    pidfile: "$TMP/nsd/nsd.pid"
+    logfile: "$TMP/nsd/nsd.log"
+    verbosity: 0
+    hide-version: yes
+    # Answer section only, like gdnsd (no NS/glue in the authority section).
+    minimal-responses: yes
+    # Debian's build rate-limits by default (~120 q/s answered from loopback).
+    rrl-ratelimit: 0
+    rrl-whitelist-ratelimit: 0
+remote-control:
+    control-enable: no
+zone:
+    name: bench.test
+    zonefile: bench.test.zone
+EOF
+    mkdir -p "$TMP/nsd/xfr"
+    nsd-checkconf "$TMP/nsd/nsd.conf" || die "nsd-checkconf rejected the config"
+fi
+
+# --- gdnsd 3.x: static A plus DYNA weighted, monitored. ----------------------
+# The monitor: gdnsd's tcp_connect plugin connects to *each resource address*
+# (192.0.2.10-13 here) which would leave the loopback interface, so instead an
+# extmon service type does the same thing - a plain TCP connect, every second -
+# against a listener on 127.0.0.1:$MON_PORT that this script keeps running.
+# Its verdict drives the state of all four addresses.  Weights 1/2/3/4, all UP,
+# so the up share is 100% and the up_thresh fail-open rule never triggers.
+if ((WANT_GDNSD)); then
+    mkdir -p "$TMP/gdnsd/zones" "$TMP/gdnsd/run" "$TMP/gdnsd/state"
+    {
+        write_zone_head
+        echo "static  A    $STATIC_ADDR"
+        echo "steered DYNA weighted!steered"
+    } >"$TMP/gdnsd/zones/bench.test"
+    {
+        cat <<EOF
+options => {
+    listen => [ $ADDR:$GDNSD_PORT ]
+    udp_threads => 1
+    tcp_threads => 1
+    run_dir => "$TMP/gdnsd/run"
+    state_dir => "$TMP/gdnsd/state"
+}
+service_types => {
+    bench_tcp => {
+        plugin => extmon
+        direct => false
+        interval => 2
+        timeout => 1
+        cmd => [ "/bin/bash", "-c", "exec 3<>/dev/tcp/$ADDR/$MON_PORT", "%%ITEM%%" ]
+    }
+}
+plugins => {
+    weighted => {
+        steered => {
+            service_types => bench_tcp
+            multi => false
+EOF
+        for i in "${!STEERED_ADDRS[@]}"; do
+            printf '            a%d => [ %s, %d ]\n' "$i" "${STEERED_ADDRS[$i]}" "${STEERED_WEIGHTS[$i]}"
+        done
+        cat <<'EOF'
+        }
+    }
+}
+EOF
+    } >"$TMP/gdnsd/config"
+    gdnsd -c "$TMP/gdnsd" checkconf >"$TMP/gdnsd/checkconf.log" 2>&1 \
+        || { cat "$TMP/gdnsd/checkconf.log" >&2; die "gdnsd checkconf failed"; }
+fi
+
+# --- gtm: node file plus the replicated configuration. -----------------------
+if ((WANT_GTM)); then
+    mkdir -p "$TMP/gtm-data"
+    cat >"$TMP/gtm-node.toml" <<EOF
+name = "bench"
+datacenter = "dc1"
+data_dir = "$TMP/gtm-data"
+dns_listen = ["$ADDR:$GTM_PORT"]
+api_listen = "$ADDR:$GTM_API_PORT"
+udp_workers = 1
+EOF
+    {
+        cat <<EOF
+[[datacenter]]
+name = "dc1"
+
+[[domain]]
+name = "bench.test"
+ttl = 30
+nameservers = ["ns1.bench.test"]
+
+[[domain.record]]
+name = "static"
+type = "A"
+addresses = [{ ip = "$STATIC_ADDR" }]
+
+[[domain.record]]
+name = "steered"
+type = "A"
+balance = "weighted"
+max_answers = 1
+addresses = [
+EOF
+        for i in "${!STEERED_ADDRS[@]}"; do
+            printf '  { ip = "%s", weight = %d },\n' "${STEERED_ADDRS[$i]}" "${STEERED_WEIGHTS[$i]}"
+        done
+        echo "]"
+    } >"$TMP/gtm-bench.toml"
+fi
+
+# ---------------------------------------------------------------------------
+# 3. Start the servers (pinned to CPU 0) and check their answers.
+# ---------------------------------------------------------------------------
+declare -A PID_OF=() PORT_OF=() LOG_OF=()
+
+# start NAME LOGFILE CMD...: run CMD on the server CPU in the background.
+# taskset execs CMD, so $! is the server's own PID.
+start() {
+    local name=$1 logf=$2
+    shift 2
+    taskset -c "$SERVER_CPU" "$@" >"$logf" 2>&1 &
+    PID_OF[$name]=$!
+    LOG_OF[$name]=$logf
+    STARTED_PIDS+=("$!")
+    log "started $name (PID $!): $*"
+}
+
+alive_or_die() {
+    kill -0 "${PID_OF[$1]}" 2>/dev/null && return 0
+    log "$1 exited early; last lines of ${LOG_OF[$1]}:"
+    tail -n 30 "${LOG_OF[$1]}" >&2 || true
+    die "$1 is not running"
+}
+
+dig_short() { # port name
+    dig +short +tries=1 +time=1 -p "$1" "@$ADDR" "$2" A 2>/dev/null || true
+}
+
+# Wait (bounded) until the server answers static.bench.test A.
+wait_answering() {
+    local name=$1 port=$2 deadline=$((SECONDS + START_TIMEOUT)) ans
+    while ((SECONDS < deadline)); do
+        alive_or_die "$name"
+        ans=$(dig_short "$port" static.bench.test)
+        if [[ -n $ans ]]; then
+            log "$name answers on $ADDR:$port"
+            return 0
+        fi
+        sleep 0.2
+    done
+    tail -n 30 "${LOG_OF[$name]}" >&2 || true
+    die "$name did not answer static.bench.test within ${START_TIMEOUT}s"
+}
+
+# Wait (bounded) for a TCP port on loopback to accept connections.
+wait_tcp() { # name port
+    local deadline=$((SECONDS + START_TIMEOUT))
+    while ((SECONDS < deadline)); do
+        alive_or_die "$1"
+        if (exec 3<>"/dev/tcp/$ADDR/$2") 2>/dev/null; then return 0; fi
+        sleep 0.2
+    done
+    die "$1 did not listen on $ADDR:$2 within ${START_TIMEOUT}s"
+}
+
+# Verify the answers before measuring: static must be exactly 192.0.2.1;
+# steered must be exactly one of the four addresses, every time.
+verify() { # name port steered(0/1)
+    local name=$1 port=$2 steered=$3 ans i a n
+    ans=$(dig_short "$port" static.bench.test)
+    [[ $ans == "$STATIC_ADDR" ]] || die "$name: static.bench.test A gave '${ans//$'\n'/ }', want $STATIC_ADDR"
+    # Response size without EDNS, as dnsperf sends its queries (no -e).
+    log "$name: static.bench.test A -> $ans ($(dig +noedns +tries=1 +time=1 -p "$port" "@$ADDR" static.bench.test A \
+        | grep -o 'MSG SIZE  rcvd: [0-9]*'))"
+    ((steered)) || return 0
+    local -A seen=()
+    for ((i = 0; i < 40; i++)); do
+        ans=$(dig_short "$port" steered.bench.test)
+        n=$(grep -c . <<<"$ans" || true)
+        ((n == 1)) || die "$name: steered.bench.test A gave $n addresses ('${ans//$'\n'/ }'), want exactly 1"
+        local ok=0
+        for a in "${STEERED_ADDRS[@]}"; do [[ $ans == "$a" ]] && ok=1; done
+        ((ok)) || die "$name: steered.bench.test A gave unexpected $ans"
+        seen[$ans]=$((${seen[$ans]:-0} + 1))
+    done
+    local dist=""
+    for a in "${STEERED_ADDRS[@]}"; do dist+=" $a:${seen[$a]:-0}"; done
+    log "$name: steered.bench.test A, 40 queries, one address each:$dist"
+    ((${#seen[@]} >= 2)) || die "$name: steered answers never changed address; weighting not active?"
+}
+
+if ((WANT_NSD)); then
+    start nsd "$TMP/nsd/stdout.log" nsd -d -c "$TMP/nsd/nsd.conf"
+    PORT_OF[nsd]=$NSD_PORT
+    wait_answering nsd "$NSD_PORT"
+    verify nsd "$NSD_PORT" 0
+fi
+
+if ((WANT_GDNSD)); then
+    # The monitored "backend": accepts TCP connections on loopback and closes
+    # them.  It runs on the server CPU with the servers.
+    taskset -c "$SERVER_CPU" python3 -c '
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(64)
+while True:
+    c, _ = s.accept()
+    c.close()
+' "$MON_PORT" >"$TMP/monitor.log" 2>&1 &
+    STARTED_PIDS+=("$!")
+    PID_OF[monitor]=$!
+    LOG_OF[monitor]="$TMP/monitor.log"
+    wait_tcp monitor "$MON_PORT"
+    log "monitor target listening on $ADDR:$MON_PORT (PID ${PID_OF[monitor]})"
+
+    start gdnsd "$TMP/gdnsd/stdout.log" gdnsd -c "$TMP/gdnsd" start
+    PORT_OF[gdnsd]=$GDNSD_PORT
+    wait_answering gdnsd "$GDNSD_PORT"
+    # Wait (bounded) until the monitor has run and all four addresses are UP.
+    deadline=$((SECONDS + START_TIMEOUT))
+    while :; do
+        states=$(gdnsdctl -c "$TMP/gdnsd" -t 5 states 2>/dev/null || true)
+        # JSON lines like: "192.0.2.10/bench_tcp": {"state": "UP", "real_state": "UP"},
+        n_up=$(grep -c '/bench_tcp": *{"state": *"UP"' <<<"$states" || true)
+        ((n_up >= ${#STEERED_ADDRS[@]})) && break
+        ((SECONDS < deadline)) || { echo "$states" >&2; die "gdnsd monitor states not all UP"; }
+        sleep 0.5
+    done
+    log "gdnsd: $n_up monitored addresses UP (extmon TCP connect to $ADDR:$MON_PORT)"
+    verify gdnsd "$GDNSD_PORT" 1
+fi
+
+if ((WANT_GTM)); then
+    # RUST_LOG defaults to warn so per-query logging cannot skew the numbers.
+    RUST_LOG=${RUST_LOG:-warn} start gtm "$TMP/gtm.log" \
+        "$GTM_BIN" serve --config "$TMP/gtm-node.toml"
+    PORT_OF[gtm]=$GTM_PORT
+    wait_tcp gtm "$GTM_API_PORT"
+    # Apply the replicated configuration once the node is up (bounded retries).
+    deadline=$((SECONDS + START_TIMEOUT))
+    until timeout 20 "$GTM_BIN" --data-dir "$TMP/gtm-data" config apply "$TMP/gtm-bench.toml" \
+        >"$TMP/gtm-apply.log" 2>&1; do
+        alive_or_die gtm
+        ((SECONDS < deadline)) || { cat "$TMP/gtm-apply.log" >&2; die "gtm config apply failed"; }
+        sleep 1
+    done
+    log "gtm: configuration applied"
+    wait_answering gtm "$GTM_PORT"
+    verify gtm "$GTM_PORT" 1
+fi
+
+# ---------------------------------------------------------------------------
+# 4. Measure.
+# ---------------------------------------------------------------------------
+
+# CPU ticks (utime+stime, /proc/PID/stat fields 14 and 15) summed over the
+# process and all its descendants: NSD answers from a forked child, and the
+# process-level stat already includes every thread.
+cpu_ticks() { # pid
+    local total=0 p stat rest
+    local -a f
+    for p in $(tree_pids "$1"); do
+        { stat=$(<"/proc/$p/stat"); } 2>/dev/null || continue  # may have exited
+        rest=${stat##*) }       # fields from 3 (state) on; comm may hold spaces
+        read -ra f <<<"$rest"
+        total=$((total + f[11] + f[12]))
+    done
+    echo "$total"
+}
+
+now_ns() { date +%s%N; }
+
+RESULTS="$TMP/results.tsv"
+: >"$RESULTS"
+
+# One dnsperf run against server NAME for RECORD; optionally recorded.
+run_dnsperf() { # name record seconds label
+    local name=$1 record=$2 secs=$3 label=$4 pid port out t0 t1 c0 c1
+    pid=${PID_OF[$name]} port=${PORT_OF[$name]}
+    alive_or_die "$name"
+    out="$TMP/dnsperf-$name-$record-$label.txt"
+    c0=$(cpu_ticks "$pid"); t0=$(now_ns)
+    # In the background + wait, so a SIGTERM/SIGINT to this script runs the
+    # cleanup trap at once (cleanup also stops this dnsperf).
+    timeout $((secs + 60)) taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" \
+        -d "$TMP/q-$record.txt" -c "$CLIENTS" -q "$OUTSTANDING" -l "$secs" >"$out" 2>&1 &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || { cat "$out" >&2; die "dnsperf failed against $name"; }
+    CLIENT_PID=""
+    t1=$(now_ns); c1=$(cpu_ticks "$pid")
+    alive_or_die "$name"
+    [[ $label == warmup ]] && return 0
+    local qps completed lost
+    qps=$(awk '/Queries per second:/ {print $4}' "$out")
+    completed=$(awk '/Queries completed:/ {print $3}' "$out")
+    lost=$(awk '/Queries lost:/ {print $3}' "$out")
+    [[ -n $qps && -n $completed && -n $lost ]] || { cat "$out" >&2; die "cannot parse dnsperf output"; }
+    # CPU % of one core over the wall time of the run, and CPU µs per answer.
+    local cpu_pct us_q
+    cpu_pct=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v ns=$((t1 - t0)) \
+        'BEGIN { printf "%.1f", 100 * (d / hz) / (ns / 1e9) }')
+    us_q=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$completed" \
+        'BEGIN { if (n > 0) printf "%.2f", 1e6 * (d / hz) / n; else print "n/a" }')
+    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\n' "$name" "$record" "$label" "$qps" "$lost" "$cpu_pct" "$us_q" >>"$RESULTS"
+    log "$name $record run $label: $(printf '%.0f' "$qps") q/s, lost $lost, server CPU $cpu_pct %, $us_q µs/query"
+}
+
+# Pairs in the order used on odd runs: servers alternate from one run to the next.
+PAIRS=()
+((WANT_GTM)) && PAIRS+=("gtm static")
+((WANT_NSD)) && PAIRS+=("nsd static")
+((WANT_GDNSD)) && PAIRS+=("gdnsd static")
+((WANT_GTM)) && PAIRS+=("gtm steered")
+((WANT_GDNSD)) && PAIRS+=("gdnsd steered")
+
+total=$((${#PAIRS[@]} * (WARMUP + RUNS * DURATION)))
+log "measuring ${#PAIRS[@]} pairs: ${WARMUP}s warm-up + $RUNS x ${DURATION}s each (~${total}s)"
+
+for pair in "${PAIRS[@]}"; do
+    read -r name record <<<"$pair"
+    log "warm-up: $name $record (${WARMUP}s)"
+    run_dnsperf "$name" "$record" "$WARMUP" warmup
+done
+
+for ((run = 1; run <= RUNS; run++)); do
+    order=("${PAIRS[@]}")
+    if ((run % 2 == 0)); then   # reverse order on even runs
+        order=()
+        for ((i = ${#PAIRS[@]} - 1; i >= 0; i--)); do order+=("${PAIRS[$i]}"); done
+    fi
+    for pair in "${order[@]}"; do
+        read -r name record <<<"$pair"
+        run_dnsperf "$name" "$record" "$DURATION" "$run"
+        sleep 1
+    done
+done
+
+# ---------------------------------------------------------------------------
+# 5. Report: Markdown table, ratios, and docs/performance.md.
+# ---------------------------------------------------------------------------
+version_of() {
+    case $1 in
+        nsd) nsd -v 2>&1 | awk 'NR == 1 {print "NSD " $3}' ;;
+        gdnsd) gdnsd -c /nonexistent checkconf 2>&1 | grep -o 'gdnsd version [0-9.]*' | head -1 | sed 's/ version//' ;;
+        gtm)
+            local v rev
+            v=$(timeout 5 "$GTM_BIN" --version 2>/dev/null | head -n 1 || true)
+            rev=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || true)
+            printf '%s%s' "${v:-gtm}" "${rev:+ ($rev)}" ;;
+    esac
+}
+
+# Mean of column COL over the runs of SERVER/RECORD (empty if none).
+mean_of() { # server record col
+    awk -F'\t' -v s="$1" -v r="$2" -v c="$3" \
+        '$1 == s && $2 == r && $c != "n/a" { t += $c; n++ } END { if (n) printf "%.4f", t / n }' "$RESULTS"
+}
+
+ratio_line() { # label num den
+    awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN { if (a != "" && b > 0) printf "%s %.2f", l, a / b }'
+}
+
+make_report() {
+    echo "| server | record | run | q/s | lost | server CPU % | CPU µs/query |"
+    echo "|---|---|---|---|---|---|---|"
+    # Rows grouped gtm, gdnsd, nsd; then record; then run.
+    awk -F'\t' 'BEGIN { rank["gtm"] = 1; rank["gdnsd"] = 2; rank["nsd"] = 3 }
+                 { print rank[$1] "\t" $0 }' "$RESULTS" \
+        | sort -t $'\t' -k1,1n -k3,3 -k4,4n \
+        | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $2, $3, $4, $5, $6, $7, $8 }'
+    echo
+    local parts=() q_gtm q_gd u_gtm u_gd
+    q_gtm=$(mean_of gtm steered 4); q_gd=$(mean_of gdnsd steered 4)
+    u_gtm=$(mean_of gtm steered 7); u_gd=$(mean_of gdnsd steered 7)
+    if [[ -n $q_gtm && -n $q_gd ]]; then
+        parts+=("$(ratio_line "gtm/gdnsd steered q/s:" "$q_gtm" "$q_gd")")
+        parts+=("$(ratio_line "gtm/gdnsd steered CPU µs/query:" "$u_gtm" "$u_gd")")
+    fi
+    q_gtm=$(mean_of gtm static 4); q_gd=$(mean_of nsd static 4)
+    u_gtm=$(mean_of gtm static 7); u_gd=$(mean_of nsd static 7)
+    if [[ -n $q_gtm && -n $q_gd ]]; then
+        parts+=("$(ratio_line "gtm/NSD static q/s:" "$q_gtm" "$q_gd")")
+        parts+=("$(ratio_line "gtm/NSD static CPU µs/query:" "$u_gtm" "$u_gd")")
+    fi
+    if ((${#parts[@]})); then
+        local joined
+        joined=$(printf '%s; ' "${parts[@]}")
+        echo "Ratios (means over runs): ${joined%; }"
+        echo
+    fi
+    local versions=() s
+    for s in gtm nsd gdnsd; do
+        [[ -n ${PID_OF[$s]:-} ]] && versions+=("$(version_of "$s")")
+    done
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
+        "($(printf '%s, ' "${versions[@]}")dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'))."
+    echo "Server on CPU $SERVER_CPU with one worker, dnsperf on CPU $CLIENT_CPU" \
+        "(\`-c $CLIENTS -q $OUTSTANDING -l $DURATION\`), ${WARMUP}s warm-up per pair," \
+        "runs alternated between servers. CPU is utime+stime of the server's process tree."
+    echo
+    echo "Command: \`$INVOCATION\`"
+}
+
+REPORT=$(make_report)
+echo
+echo "$REPORT"
+
+# Replace the section between the markers in docs/performance.md.
+if [[ -n $DOCS_FILE ]]; then
+    BEGIN_MARK='<!-- bench-dns:begin -->'
+    END_MARK='<!-- bench-dns:end -->'
+    mkdir -p "$(dirname -- "$DOCS_FILE")"
+    if [[ ! -f $DOCS_FILE ]]; then
+        printf '# Performance\n\n%s\n\n%s\n%s\n' \
+            "DNS benchmark against NSD and gdnsd, written by \`scripts/bench-dns.sh\`." \
+            "$BEGIN_MARK" "$END_MARK" >"$DOCS_FILE"
+    elif ! grep -qF "$BEGIN_MARK" "$DOCS_FILE" || ! grep -qF "$END_MARK" "$DOCS_FILE"; then
+        printf '\n%s\n%s\n' "$BEGIN_MARK" "$END_MARK" >>"$DOCS_FILE"
+    fi
+    printf '%s\n' "$REPORT" >"$TMP/report.md"
+    awk -v b="$BEGIN_MARK" -v e="$END_MARK" -v rep="$TMP/report.md" '
+        $0 == b { print; while ((getline line < rep) > 0) print line; skip = 1; next }
+        $0 == e { skip = 0 }
+        !skip   { print }
+    ' "$DOCS_FILE" >"$TMP/performance.md.new"
+    cat "$TMP/performance.md.new" >"$DOCS_FILE"
+    log "wrote results into $DOCS_FILE"
+fi

@@ -1,0 +1,158 @@
+//! A running device: start-up, in the order it happens, and shutdown.
+
+use std::{
+    fs,
+    io::Write,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use anyhow::{Context, Result};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    api::{self, ApiState},
+    dns::{handler::DnsState, server::DnsServer},
+    engine::Engine,
+    geo::Geo,
+    model::{self, node::NodeSettings},
+};
+use gtm_cluster::Store;
+
+/// The embedded demo configuration, served on first start without a node file.
+pub const DEMO_CONFIG: &str = include_str!("../config/demo.toml");
+
+/// Where the CLI finds a local device.
+pub const API_FILE: &str = "api-address";
+pub const TOKEN_FILE: &str = "api-token";
+
+/// A started device.
+#[derive(Debug)]
+pub struct Device {
+    pub engine: Arc<Engine>,
+    pub dns_addrs: Vec<SocketAddr>,
+    pub api_addr: SocketAddr,
+    pub token: String,
+    dns: DnsServer,
+    cancel: CancellationToken,
+    api_task: tokio::task::JoinHandle<()>,
+}
+
+impl Device {
+    /// Starts a device. `demo`: seed an empty store with the demo
+    /// configuration, and skip listeners that cannot bind (IPv6 may be off).
+    pub async fn start(settings: NodeSettings, demo: bool) -> Result<Self> {
+        let dir = &settings.data_dir;
+        fs::create_dir_all(dir).with_context(|| format!("cannot create data directory {}", dir.display()))?;
+        let store = Store::open(dir)?;
+
+        let (version, text) = match store.load_config()? {
+            Some(stored) => (stored.version, stored.text),
+            None if demo => (0, DEMO_CONFIG.to_string()),
+            None => (0, String::new()),
+        };
+        let config = model::parse(&text).with_context(|| "the stored configuration does not parse")?;
+
+        let geo = open_geo(&settings)?;
+        let payload = settings.edns_payload.unwrap_or(1232);
+        let dns_state = DnsState::new(Default::default(), geo, payload);
+        let engine = Arc::new(
+            Engine::new(&settings.name, version, config, dns_state.clone())
+                .map_err(|e| anyhow::anyhow!("the stored configuration is invalid:\n{e}"))?,
+        );
+
+        let workers = settings
+            .udp_workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let mut listen = Vec::new();
+        for addr in &settings.dns_listen {
+            // In the demo, an address that cannot bind (no IPv6) is skipped.
+            if demo && std::net::UdpSocket::bind(addr).is_err() {
+                tracing::warn!(%addr, "cannot listen here; skipped");
+                continue;
+            }
+            listen.push(*addr);
+        }
+        let dns = DnsServer::start(&listen, workers, dns_state).await?;
+
+        let token = api_token(dir)?;
+        let listener = TcpListener::bind(settings.api_listen)
+            .await
+            .with_context(|| format!("cannot listen for the API on {}", settings.api_listen))?;
+        let api_addr = listener.local_addr()?;
+        write_private(&dir.join(API_FILE), &format!("http://{api_addr}\n"))?;
+        let router = api::router(ApiState {
+            engine: engine.clone(),
+            store,
+            data_dir: dir.clone(),
+            token: token.clone().into(),
+        });
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let api_task = tokio::spawn(async move {
+            let serve = axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned());
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "API server failed");
+            }
+        });
+        tracing::info!(device = %settings.name, dns = ?dns.addrs, api = %api_addr, data_dir = %dir.display(), "device started");
+        Ok(Self {
+            engine,
+            dns_addrs: dns.addrs.clone(),
+            api_addr,
+            token,
+            dns,
+            cancel,
+            api_task,
+        })
+    }
+
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.api_task.await;
+        self.dns.stop().await;
+    }
+}
+
+fn open_geo(settings: &NodeSettings) -> Result<Geo> {
+    let imported = settings.data_dir.join("geoip.mmdb");
+    let path: Option<PathBuf> = settings.geoip_file.clone().or_else(|| imported.exists().then_some(imported));
+    match path {
+        Some(p) => Ok(Geo::open(&p)?),
+        None => Ok(Geo::none()),
+    }
+}
+
+/// The API token: kept in the data directory, made on first start.
+fn api_token(dir: &Path) -> Result<String> {
+    let path = dir.join(TOKEN_FILE);
+    if let Ok(t) = fs::read_to_string(&path) {
+        let t = t.trim().to_string();
+        if !t.is_empty() {
+            return Ok(t);
+        }
+    }
+    // From the kernel's CSPRNG: the token guards the whole management plane.
+    let mut raw = [0u8; 32];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
+        .context("cannot read /dev/urandom for the API token")?;
+    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    write_private(&path, &format!("{token}\n"))?;
+    Ok(token)
+}
+
+fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! The fast path: answers the common UDP query straight from precomputed
+//! wire bytes, with no allocation and no lock.
+//!
+//! It takes a query only when it is plain: one question of class IN for a
+//! name that exists, at most an OPT record of EDNS version 0, and a
+//! response that fits. Anything else (wildcards, CNAME chains, NXDOMAIN,
+//! errors, truncation) it declines, and the general path answers it. The
+//! differential test in `tests/` asks both paths the same questions and
+//! requires the same answers.
+
+use std::net::IpAddr;
+
+use super::{
+    handler::DnsState,
+    snapshot::{Client, Draw, choose},
+    wire::{self, EdnsInfo, OPT_TYPE},
+};
+
+const TYPE_ANY: u16 = 255;
+const TYPE_AXFR: u16 = 252;
+const TYPE_IXFR: u16 = 251;
+const TYPE_CNAME: u16 = 5;
+
+/// Writes the response to `msg` into `out` and returns true, or returns
+/// false to leave the query to the general path.
+pub fn answer(state: &DnsState, msg: &[u8], src: IpAddr, draw: &mut Draw, out: &mut Vec<u8>) -> bool {
+    if msg.len() < 17 {
+        return false;
+    }
+    let count = |i: usize| u16::from_be_bytes([msg[i], msg[i + 1]]);
+    // QR=0, OPCODE=0, TC=0; one question, nothing but an OPT after it.
+    if msg[2] & 0xFA != 0 || count(4) != 1 || count(6) != 0 || count(8) != 0 || count(10) > 1 {
+        return false;
+    }
+    let Ok(q) = wire::question(msg) else {
+        return false;
+    };
+    if q.qclass != 1 || matches!(q.qtype, TYPE_ANY | TYPE_AXFR | TYPE_IXFR | OPT_TYPE) {
+        return false;
+    }
+    let edns = if count(10) == 1 {
+        match opt_at(msg, q.end) {
+            Some(e) if e.version == 0 => Some(e),
+            _ => return false,
+        }
+    } else if msg.len() != q.end {
+        return false;
+    } else {
+        None
+    };
+
+    let snapshot = state.snapshot.load();
+    let Some(node) = snapshot.node(q.name()) else {
+        return false;
+    };
+    let slot = node.rrsets.iter().find(|s| u16::from(s.rtype) == q.qtype);
+    if slot.is_none() && node.rrsets.iter().any(|s| u16::from(s.rtype) == TYPE_CNAME) {
+        return false;
+    }
+    let answer_guard;
+    let mut scope = 0;
+    let (body, an, ns): (&[u8], u16, u16) = match slot {
+        Some(slot) => {
+            answer_guard = slot.answer.load();
+            let geo = state.geo.load();
+            let client = Client {
+                src,
+                ecs: edns.and_then(|e| e.ecs),
+            };
+            let choice = choose(&answer_guard, &geo, &client, draw);
+            scope = choice.scope;
+            let group = &answer_guard.groups[choice.group];
+            if group.records.is_empty() {
+                (&node.nodata_wire, 0, 1)
+            } else {
+                let (body, n) = &group.wire[choice.variant];
+                (body, *n, 0)
+            }
+        }
+        None => (&node.nodata_wire, 0, 1),
+    };
+
+    let question = &msg[12..q.end];
+    let opt_len = edns.map_or(0, |e| 11 + e.ecs.map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8)));
+    let len = 12 + question.len() + body.len() + opt_len;
+    if len > state.udp_limit(edns.as_ref()) as usize {
+        return false;
+    }
+    out.clear();
+    out.extend_from_slice(&msg[0..2]);
+    // QR, AA, RD copied; CD copied; RCODE NOERROR.
+    out.push(0x84 | (msg[2] & 0x01));
+    out.push(msg[3] & 0x10);
+    out.extend_from_slice(&1u16.to_be_bytes());
+    out.extend_from_slice(&an.to_be_bytes());
+    out.extend_from_slice(&ns.to_be_bytes());
+    out.extend_from_slice(&u16::from(edns.is_some()).to_be_bytes());
+    out.extend_from_slice(question);
+    out.extend_from_slice(body);
+    if let Some(e) = edns {
+        out.push(0); // root
+        out.extend_from_slice(&OPT_TYPE.to_be_bytes());
+        out.extend_from_slice(&state.edns_payload.to_be_bytes());
+        out.extend_from_slice(&[0, 0, if e.dnssec_ok { 0x80 } else { 0 }, 0]);
+        let rdlen_at = out.len();
+        out.extend_from_slice(&[0, 0]);
+        if let Some(ecs) = &e.ecs {
+            wire::push_ecs(out, ecs, scope);
+        }
+        let rdlen = (out.len() - rdlen_at - 2) as u16;
+        out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+    }
+    true
+}
+
+/// Reads an OPT record that must fill the message from `at` to its end.
+fn opt_at(msg: &[u8], at: usize) -> Option<EdnsInfo> {
+    let rest = msg.get(at..)?;
+    if rest.len() < 11 || rest[0] != 0 || u16::from_be_bytes([rest[1], rest[2]]) != OPT_TYPE {
+        return None;
+    }
+    let rdlen = u16::from_be_bytes([rest[9], rest[10]]) as usize;
+    if rest.len() != 11 + rdlen {
+        return None;
+    }
+    Some(EdnsInfo {
+        payload: u16::from_be_bytes([rest[3], rest[4]]),
+        version: rest[6],
+        dnssec_ok: rest[7] & 0x80 != 0,
+        ecs: wire::options(&rest[11..]).ok()?,
+    })
+}

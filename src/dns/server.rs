@@ -1,0 +1,69 @@
+//! Starting and stopping the DNS listeners of a device.
+
+use std::{
+    io,
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use hickory_server::Server;
+use tokio::net::TcpListener;
+
+use super::{handler::{DnsState, Handler}, udp};
+
+/// The running DNS service: UDP workers and the TCP server.
+pub struct DnsServer {
+    /// The addresses really bound (port 0 resolved), UDP and TCP alike.
+    pub addrs: Vec<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    tcp: Server<Handler>,
+}
+
+impl DnsServer {
+    /// Binds every address for UDP and TCP (the same port for both) and
+    /// starts answering.
+    pub async fn start(listen: &[SocketAddr], workers: usize, state: DnsState) -> io::Result<Self> {
+        let handler = Handler { state };
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tcp = Server::new(handler.clone());
+        let mut addrs = Vec::new();
+        let mut threads = Vec::new();
+        for addr in listen {
+            let socket = udp::bind(*addr).map_err(|e| with_addr(e, "UDP", *addr))?;
+            let bound = socket
+                .local_addr()?
+                .as_socket()
+                .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
+            let listener = TcpListener::bind(bound).await.map_err(|e| with_addr(e, "TCP", bound))?;
+            tcp.register_listener(listener, Duration::from_secs(10), 64);
+            threads.extend(udp::spawn(socket, workers, handler.clone(), tokio::runtime::Handle::current(), stop.clone())?);
+            addrs.push(bound);
+        }
+        Ok(Self { addrs, stop, threads, tcp })
+    }
+
+    /// Stops the listeners and waits for the workers.
+    pub async fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.tcp.shutdown_gracefully().await;
+        for t in self.threads.drain(..) {
+            let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+fn with_addr(e: io::Error, proto: &str, addr: SocketAddr) -> io::Error {
+    io::Error::new(e.kind(), format!("cannot listen for DNS over {proto} on {addr}: {e}"))
+}
+
+impl std::fmt::Debug for DnsServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DnsServer").field("addrs", &self.addrs).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,451 @@
+//! The answers a device gives, ready for the query path.
+//!
+//! A [`Snapshot`] is built once per configuration: every name of every zone,
+//! with a slot per record type. The slot of a steered record holds its
+//! current [`RrsetAnswer`] behind an `ArcSwap`, so a health change replaces
+//! one record's answer without touching anything else, and a query reads it
+//! without a lock. Each answer is kept twice: as hickory records for the
+//! general path, and as encoded wire bytes per balance variant for the fast
+//! path (see `fast`).
+
+use std::{collections::HashMap, net::IpAddr, sync::Arc};
+
+use arc_swap::ArcSwap;
+use hickory_server::proto::{
+    op::Query,
+    rr::{Name, RData, Record, RecordType as Rt},
+    serialize::binary::{BinEncodable, BinEncoder},
+};
+
+use super::wire::Ecs;
+use crate::{
+    geo::{Geo, is_private},
+    model::{
+        compile::{Compiled, Content, Steering, ZoneSpec},
+        config::Balance,
+    },
+    resolve::{Answer, PlaceAnswers, PlaceKey, place_group},
+};
+
+/// Everything the DNS path serves, for one configuration.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub zones: Vec<ZoneData>,
+    /// Every name that exists (including empty non-terminals), keyed by its
+    /// lower-case wire form.
+    nodes: HashMap<Box<[u8]>, Node>,
+    /// The slots of steered records, in the order of `steered_records`.
+    pub steered: Vec<Arc<RrsetSlot>>,
+}
+
+#[derive(Debug)]
+pub struct ZoneData {
+    pub apex: Name,
+    /// Labels of the apex, to find the zone of a name by its suffix.
+    pub apex_labels: usize,
+    /// The SOA record with the negative-caching TTL, for authority sections.
+    pub negative_soa: Record,
+    /// Encoded NODATA authority section (the SOA), per node name length.
+    pub negative_wire: Box<[u8]>,
+}
+
+#[derive(Debug)]
+pub struct Node {
+    pub zone: usize,
+    pub name: Name,
+    pub rrsets: Vec<Arc<RrsetSlot>>,
+    /// Wire body of a NODATA answer for this name.
+    pub nodata_wire: Box<[u8]>,
+}
+
+/// One record (name and type) and its current answer.
+#[derive(Debug)]
+pub struct RrsetSlot {
+    pub rtype: Rt,
+    pub answer: ArcSwap<RrsetAnswer>,
+}
+
+/// The answer of one record for every place and balance variant.
+#[derive(Debug)]
+pub struct RrsetAnswer {
+    pub balance: Balance,
+    pub places: Vec<(PlaceKey, usize)>,
+    pub default: usize,
+    pub groups: Vec<Group>,
+}
+
+/// The answer for the clients of one place.
+#[derive(Debug)]
+pub struct Group {
+    /// Candidates in order; variant `i` answers them rotated to start at `i`.
+    pub records: Vec<Record>,
+    pub max_answers: usize,
+    /// Cumulative weights, for weighted balance.
+    pub cumulative: Vec<u64>,
+    /// Per candidate: a key for rendezvous hashing, for persist balance.
+    pub keys: Vec<u64>,
+    /// Per variant: the encoded answer section and its record count.
+    pub wire: Vec<(Box<[u8]>, u16)>,
+}
+
+impl Group {
+    /// The records of variant `v`.
+    pub fn variant(&self, v: usize) -> impl Iterator<Item = &Record> {
+        let n = self.records.len();
+        (0..n.min(self.max_answers)).map(move |k| &self.records[(v + k) % n])
+    }
+}
+
+impl Snapshot {
+    /// Builds the static structure of a configuration; steered records get
+    /// their answers from `answer_of(i, steering)` (the i-th steered record
+    /// in zone and record order).
+    pub fn build(
+        compiled: &Compiled,
+        mut answer_of: impl FnMut(usize, &Steering) -> PlaceAnswers,
+    ) -> Self {
+        let mut snap = Snapshot::default();
+        for (zi, zone) in compiled.zones.iter().enumerate() {
+            let negative_soa = negative_soa(zone);
+            let negative_wire = encode_body(&zone.apex, &[], std::slice::from_ref(&negative_soa)).0;
+            snap.zones.push(ZoneData {
+                apex: zone.apex.clone(),
+                apex_labels: zone.apex.num_labels() as usize,
+                negative_soa,
+                negative_wire,
+            });
+            let apex_records: [(Rt, Vec<Record>); 2] = [
+                (Rt::SOA, vec![Record::from_rdata(zone.apex.clone(), zone.soa_ttl, RData::SOA(zone.soa.clone()))]),
+                (
+                    Rt::NS,
+                    zone.nameservers
+                        .iter()
+                        .map(|ns| Record::from_rdata(zone.apex.clone(), zone.ns_ttl, RData::NS(hickory_server::proto::rr::rdata::NS(ns.clone()))))
+                        .collect(),
+                ),
+            ];
+            for (rt, records) in apex_records {
+                let answer = static_answer(&zone.apex, records);
+                snap.insert(zi, &zone.apex, rt, answer);
+            }
+            for record in &zone.records {
+                let rt = wire_type(record.kind);
+                let answer = match &record.content {
+                    Content::Static(data) => static_answer(
+                        &record.owner,
+                        data.iter().map(|d| Record::from_rdata(record.owner.clone(), record.ttl, d.clone())).collect(),
+                    ),
+                    Content::Steered(steering) => {
+                        let places = answer_of(snap.steered.len(), steering);
+                        steered_answer(&record.owner, record.ttl, steering, &places)
+                    }
+                };
+                let slot = snap.insert(zi, &record.owner, rt, answer);
+                if matches!(record.content, Content::Steered(_)) {
+                    snap.steered.push(slot);
+                }
+            }
+        }
+        snap
+    }
+
+    fn insert(&mut self, zone: usize, name: &Name, rtype: Rt, answer: RrsetAnswer) -> Arc<RrsetSlot> {
+        let slot = Arc::new(RrsetSlot {
+            rtype,
+            answer: ArcSwap::from_pointee(answer),
+        });
+        // The name and every ancestor up to the apex exist.
+        let apex_labels = self.zones[zone].apex_labels;
+        for n in (apex_labels..=name.num_labels() as usize).rev() {
+            let ancestor = name.trim_to(n);
+            let key = wire_key(&ancestor);
+            self.nodes.entry(key).or_insert_with(|| Node {
+                zone,
+                nodata_wire: encode_body(&ancestor, &[], std::slice::from_ref(&self.zones[zone].negative_soa)).0,
+                name: ancestor,
+                rrsets: Vec::new(),
+            });
+        }
+        let node = self.nodes.get_mut(&*wire_key(name)).expect("inserted above");
+        node.rrsets.push(slot.clone());
+        slot
+    }
+
+    /// The node of an existing name.
+    pub fn node(&self, wire_name: &[u8]) -> Option<&Node> {
+        self.nodes.get(wire_name)
+    }
+
+    /// The innermost zone holding a name.
+    pub fn zone_of(&self, name: &Name) -> Option<usize> {
+        self.zones
+            .iter()
+            .enumerate()
+            .filter(|(_, z)| z.apex.zone_of(name))
+            .max_by_key(|(_, z)| z.apex_labels)
+            .map(|(i, _)| i)
+    }
+
+    pub fn name_count(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
+/// The lower-case wire form of a name: the key of [`Snapshot::node`].
+pub fn wire_key(name: &Name) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(name.len() + 1);
+    for label in name.to_lowercase().iter() {
+        out.push(label.len() as u8);
+        out.extend_from_slice(label);
+    }
+    out.push(0);
+    out.into_boxed_slice()
+}
+
+pub fn wire_type(kind: crate::model::config::RecordType) -> Rt {
+    use crate::model::config::RecordType as K;
+    match kind {
+        K::A => Rt::A,
+        K::Aaaa => Rt::AAAA,
+        K::Cname => Rt::CNAME,
+        K::Mx => Rt::MX,
+        K::Txt => Rt::TXT,
+        K::Srv => Rt::SRV,
+        K::Caa => Rt::CAA,
+        K::Ns => Rt::NS,
+    }
+}
+
+fn negative_soa(zone: &ZoneSpec) -> Record {
+    // RFC 2308 §5: the negative TTL is the lesser of the SOA's TTL and MINIMUM.
+    let ttl = zone.soa_ttl.min(zone.soa.minimum);
+    Record::from_rdata(zone.apex.clone(), ttl, RData::SOA(zone.soa.clone()))
+}
+
+fn static_answer(owner: &Name, records: Vec<Record>) -> RrsetAnswer {
+    RrsetAnswer {
+        balance: Balance::Priority,
+        places: Vec::new(),
+        default: 0,
+        groups: vec![group(owner, records, usize::MAX, Balance::Priority, &[])],
+    }
+}
+
+/// Builds the answer of a steered record from the resolver's decision.
+pub fn steered_answer(owner: &Name, ttl: u32, steering: &Steering, places: &PlaceAnswers) -> RrsetAnswer {
+    let groups = places
+        .groups
+        .iter()
+        .map(|answer| {
+            let (data, weights): (Vec<RData>, Vec<u32>) = match answer {
+                Answer::Addresses(list) => list
+                    .iter()
+                    .map(|&i| (steering.addresses[i].value.clone(), steering.addresses[i].weight))
+                    .unzip(),
+                Answer::FailSafe => steering.fail_safe.iter().map(|d| (d.clone(), 1)).unzip(),
+                Answer::Empty => (Vec::new(), Vec::new()),
+            };
+            let records = data
+                .into_iter()
+                .map(|d| Record::from_rdata(owner.clone(), ttl, d))
+                .collect();
+            let balance = if matches!(answer, Answer::Addresses(_)) { steering.balance } else { Balance::RoundRobin };
+            group(owner, records, steering.max_answers, balance, &weights)
+        })
+        .collect();
+    RrsetAnswer {
+        balance: steering.balance,
+        places: places.places.clone(),
+        default: places.default,
+        groups,
+    }
+}
+
+fn group(owner: &Name, records: Vec<Record>, max_answers: usize, balance: Balance, weights: &[u32]) -> Group {
+    let n = records.len();
+    // Priority answers the first ones in order; one candidate has one order.
+    let variants = if balance == Balance::Priority || n <= 1 { 1 } else { n };
+    let all_zero = weights.iter().all(|&w| w == 0);
+    let mut total = 0u64;
+    let cumulative = (0..n)
+        .map(|i| {
+            total += if all_zero { 1 } else { u64::from(weights.get(i).copied().unwrap_or(1)) };
+            total
+        })
+        .collect();
+    let keys = records.iter().map(|r| hash_bytes(&r.data.to_bytes().unwrap_or_default())).collect();
+    let mut g = Group {
+        records,
+        max_answers,
+        cumulative,
+        keys,
+        wire: Vec::new(),
+    };
+    g.wire = (0..variants)
+        .map(|v| {
+            let chosen: Vec<Record> = g.variant(v).cloned().collect();
+            let (body, count, _) = encode_body(owner, &chosen, &[]);
+            (body, count)
+        })
+        .collect();
+    g
+}
+
+/// Encodes answer and authority records as they follow a question for
+/// `qname`, with names compressed against that question. Valid after any
+/// question whose name has the same labels in any case.
+pub fn encode_body(qname: &Name, answers: &[Record], authority: &[Record]) -> (Box<[u8]>, u16, u16) {
+    let mut buf = Vec::with_capacity(128);
+    let mut enc = BinEncoder::new(&mut buf);
+    let header = [0u8; 12];
+    let question = Query::query(qname.clone(), Rt::A);
+    let start = (|| -> Result<usize, hickory_server::proto::ProtoError> {
+        enc.emit_vec(&header)?;
+        question.emit(&mut enc)?;
+        let start = enc.offset();
+        for r in answers.iter().chain(authority) {
+            r.emit(&mut enc)?;
+        }
+        Ok(start)
+    })()
+    .expect("a record set of a validated configuration encodes");
+    let body = buf[start..].to_vec().into_boxed_slice();
+    (body, answers.len() as u16, authority.len() as u16)
+}
+
+/// FNV-1a, then a finalizer: stable across runs and builds, so a persist
+/// client keeps its answer across restarts too.
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    mix(h)
+}
+
+pub fn mix(mut x: u64) -> u64 {
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Who asks: the source address and the client subnet a resolver sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Client {
+    pub src: IpAddr,
+    pub ecs: Option<Ecs>,
+}
+
+impl Client {
+    /// The address a client is placed by, and whether it came from ECS.
+    /// ECS with a source prefix of 0 means "do not use my address"; a
+    /// private ECS address is ignored (spec §3).
+    fn address(&self) -> (Option<IpAddr>, Option<u8>) {
+        match self.ecs {
+            Some(e) if e.source_prefix == 0 => (None, None),
+            Some(e) if !is_private(e.address) => (Some(e.address), Some(e.source_prefix)),
+            _ => (Some(self.src), None),
+        }
+    }
+}
+
+/// Which answer a client gets, and the ECS scope it depended on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    pub group: usize,
+    pub variant: usize,
+    pub scope: u8,
+}
+
+/// The numbers balance algorithms draw from: a round-robin counter and a
+/// random sequence, one per answering thread. Seeded, so the fast and
+/// general paths can be compared on the same draws.
+#[derive(Debug, Clone)]
+pub struct Draw {
+    counter: u64,
+    state: u64,
+}
+
+impl Draw {
+    pub fn new(seed: u64) -> Self {
+        Self {
+            counter: seed,
+            state: mix(seed) | 1,
+        }
+    }
+
+    fn next_counter(&mut self) -> u64 {
+        self.counter = self.counter.wrapping_add(1);
+        self.counter
+    }
+
+    /// xorshift64*: fast, and plenty for spreading answers.
+    fn next_random(&mut self) -> u64 {
+        let mut x = self.state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Picks the group by the client's place and the variant by the balance
+/// algorithm.
+pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw) -> Choice {
+    let (addr, source) = client.address();
+    let mut scope = 0u8;
+    let group = if answer.places.is_empty() {
+        answer.default
+    } else {
+        match addr {
+            Some(ip) => {
+                let located = geo.locate(ip);
+                if let Some(src) = source {
+                    scope = scope.max(located.prefix.min(src));
+                }
+                place_group(&answer.places, answer.default, &located.place)
+            }
+            None => answer.default,
+        }
+    };
+    let g = &answer.groups[group];
+    let n = g.wire.len();
+    let variant = if n <= 1 {
+        0
+    } else {
+        match answer.balance {
+            Balance::RoundRobin => (draw.next_counter() % n as u64) as usize,
+            Balance::Random => (draw.next_random() % n as u64) as usize,
+            Balance::Priority => 0,
+            Balance::Weighted => {
+                let total = *g.cumulative.last().unwrap_or(&1);
+                let r = draw.next_random() % total;
+                g.cumulative.partition_point(|&c| c <= r)
+            }
+            Balance::Persist => match addr {
+                Some(ip) => {
+                    let (subnet, width) = persist_subnet(ip);
+                    if let Some(src) = source {
+                        scope = scope.max(width.min(src));
+                    }
+                    (0..n).max_by_key(|&i| mix(subnet ^ g.keys[i])).unwrap_or(0)
+                }
+                None => 0,
+            },
+        }
+    };
+    Choice { group, variant, scope }
+}
+
+/// The subnet that keeps a persist answer: /24 for IPv4, /56 for IPv6.
+fn persist_subnet(ip: IpAddr) -> (u64, u8) {
+    match ip {
+        IpAddr::V4(v4) => (mix(u64::from(u32::from(v4) & 0xFFFF_FF00)), 24),
+        IpAddr::V6(v6) => (mix((u128::from(v6) >> 72) as u64), 56),
+    }
+}
+

@@ -1,0 +1,168 @@
+//! UDP serving with batched socket I/O: `recvmmsg` a batch of queries,
+//! answer each (fast path, else general path), `sendmmsg` the responses.
+//!
+//! Each worker is an OS thread with its own `SO_REUSEPORT` socket on the
+//! listen address, so the kernel spreads queries over workers and no
+//! worker waits on another. Buffers are allocated once per worker.
+
+use std::{
+    io,
+    mem::MaybeUninit,
+    net::SocketAddr,
+    os::fd::AsRawFd,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::{
+    fast,
+    handler::{DRAW, Handler, answer_udp},
+};
+
+const BATCH: usize = 32;
+const MAX_QUERY: usize = 4096;
+
+/// Binds one `SO_REUSEPORT` UDP socket on `addr`.
+pub fn bind(addr: SocketAddr) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_reuse_port(true)?;
+    socket.set_recv_buffer_size(4 << 20).ok();
+    socket.set_send_buffer_size(4 << 20).ok();
+    // Wake up now and then to notice shutdown.
+    socket.set_read_timeout(Some(Duration::from_millis(200)))?;
+    socket.bind(&addr.into())?;
+    Ok(socket)
+}
+
+/// Starts `workers` threads answering on `first` and further sockets bound
+/// to the same address.
+pub fn spawn(
+    first: Socket,
+    workers: usize,
+    handler: Handler,
+    runtime: tokio::runtime::Handle,
+    stop: Arc<AtomicBool>,
+) -> io::Result<Vec<JoinHandle<()>>> {
+    let addr = first
+        .local_addr()?
+        .as_socket()
+        .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
+    let mut sockets = vec![first];
+    for _ in 1..workers.max(1) {
+        sockets.push(bind(addr)?);
+    }
+    sockets
+        .into_iter()
+        .enumerate()
+        .map(|(i, socket)| {
+            let (handler, runtime, stop) = (handler.clone(), runtime.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name(format!("dns-udp-{i}"))
+                .spawn(move || worker(socket, handler, runtime, stop))
+        })
+        .collect()
+}
+
+fn worker(socket: Socket, handler: Handler, runtime: tokio::runtime::Handle, stop: Arc<AtomicBool>) {
+    let fd = socket.as_raw_fd();
+    let mut inbuf = vec![[0u8; MAX_QUERY]; BATCH];
+    let mut outbuf: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::with_capacity(1232)).collect();
+    // SAFETY: sockaddr_storage, iovec and mmsghdr are plain C structs for
+    // which all-zero bytes are a valid value.
+    let mut names: Vec<libc::sockaddr_storage> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+    let mut iov: Vec<libc::iovec> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+    let mut hdrs: Vec<libc::mmsghdr> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+    let mut send_iov: Vec<libc::iovec> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+    let mut send_hdrs: Vec<libc::mmsghdr> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+
+    while !stop.load(Ordering::Relaxed) {
+        for i in 0..BATCH {
+            iov[i].iov_base = inbuf[i].as_mut_ptr().cast();
+            iov[i].iov_len = MAX_QUERY;
+            hdrs[i].msg_hdr.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+            hdrs[i].msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+            hdrs[i].msg_hdr.msg_iovlen = 1;
+            hdrs[i].msg_hdr.msg_control = std::ptr::null_mut();
+            hdrs[i].msg_hdr.msg_controllen = 0;
+            hdrs[i].msg_len = 0;
+        }
+        // SAFETY: every header points at live buffers of the stated sizes.
+        let n = unsafe {
+            libc::recvmmsg(fd, hdrs.as_mut_ptr(), BATCH as libc::c_uint, libc::MSG_WAITFORONE, std::ptr::null_mut())
+        };
+        if n <= 0 {
+            continue; // timeout (shutdown check), EINTR, or a transient error
+        }
+        let mut replies = 0;
+        {
+            for i in 0..n as usize {
+                let len = hdrs[i].msg_len as usize;
+                let query = &inbuf[i][..len];
+                let Some(src) = socket_addr(&names[i]) else { continue };
+                let out = &mut outbuf[replies];
+                let fast = DRAW.with(|d| fast::answer(&handler.state, query, src.ip(), &mut d.borrow_mut(), out));
+                if !fast {
+                    match runtime.block_on(answer_udp(&handler, query, src)) {
+                        Some(bytes) => *out = bytes,
+                        None => continue,
+                    }
+                }
+                send_iov[replies].iov_base = out.as_mut_ptr().cast();
+                send_iov[replies].iov_len = out.len();
+                let h = &mut send_hdrs[replies];
+                h.msg_hdr.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+                h.msg_hdr.msg_namelen = hdrs[i].msg_hdr.msg_namelen;
+                h.msg_hdr.msg_iov = &mut send_iov[replies];
+                h.msg_hdr.msg_iovlen = 1;
+                replies += 1;
+            }
+        }
+        let mut sent = 0;
+        while sent < replies {
+            // SAFETY: the first `replies` headers point at live buffers.
+            let r = unsafe {
+                libc::sendmmsg(fd, send_hdrs[sent..].as_mut_ptr(), (replies - sent) as libc::c_uint, 0)
+            };
+            if r <= 0 {
+                break; // a full socket buffer drops the rest, as UDP may
+            }
+            sent += r as usize;
+        }
+    }
+}
+
+/// The address the kernel wrote into a `sockaddr_storage`.
+fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+    match storage.ss_family as libc::c_int {
+        libc::AF_INET => {
+            // SAFETY: the family says this storage holds a sockaddr_in.
+            let a: &libc::sockaddr_in = unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says this storage holds a sockaddr_in6.
+            let a: &libc::sockaddr_in6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}

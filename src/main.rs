@@ -1,0 +1,23 @@
+//! The `gtm` binary: parse the command line, set up logging, run.
+
+use clap::Parser;
+
+fn main() {
+    let cli = gtm::cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("GTM_LOG")
+                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+                .unwrap_or_else(|_| "info,hickory_server=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("starting the async runtime");
+    if let Err(e) = runtime.block_on(gtm::cli::run(cli)) {
+        eprintln!("error: {e:#}");
+        std::process::exit(gtm::cli::exit_code(&e));
+    }
+}

@@ -1,0 +1,1038 @@
+//! Validation and compilation of a [`Config`] into the form the resolver and
+//! the DNS path use.
+//!
+//! One pass walks the whole configuration, collects *every* error with the
+//! path of the object it concerns (`domain example.test / record www A /
+//! address 3: unknown scenario "dc2-up"`), and only when there is none
+//! returns a [`Compiled`] configuration. Nothing half-valid ever leaves this
+//! module, so an apply is all or nothing.
+
+use std::{
+    collections::{HashMap, HashSet},
+    fmt,
+    net::IpAddr,
+    str::FromStr,
+    time::Duration,
+};
+
+use hickory_server::proto::rr::{
+    Name, RData,
+    rdata::{A, AAAA, CNAME, SOA},
+};
+
+use super::{
+    condition::{self, CheckRef, Expr},
+    config::*,
+    place::{Continent, Country},
+};
+
+/// One thing wrong with a configuration, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Every error of a configuration that did not validate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Index of a datacenter in [`Compiled::datacenters`].
+pub type DcId = usize;
+
+/// The default TTL of records (spec §6, seed 002's advice of 30–60 s).
+pub const DEFAULT_TTL: u32 = 30;
+/// Built-in scenarios: not offered as an HC, usable as a DR condition.
+pub const BUILTIN_SCENARIOS: [&str; 2] = ["always", "never"];
+
+/// A validated configuration with every default resolved.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub datacenters: Vec<DcSpec>,
+    pub checks: Vec<CheckSpec>,
+    pub scenarios: Vec<ScenarioSpec>,
+    pub zones: Vec<ZoneSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DcSpec {
+    pub name: String,
+    pub country: Option<Country>,
+    pub continent: Option<Continent>,
+}
+
+/// A check with its defaults applied (seed 002 and 003 defaults).
+#[derive(Debug, Clone)]
+pub struct CheckSpec {
+    pub name: String,
+    pub kind: CheckType,
+    /// `None` for a template, probed against each address naming it.
+    pub target: Option<String>,
+    pub port: u16,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub failures: u32,
+    pub successes: u32,
+    /// `None` = all devices.
+    pub run_on: Option<DcId>,
+    pub policy: Policy,
+    /// The check as written, for the parameters the probers read.
+    pub raw: Check,
+}
+
+#[derive(Debug, Clone)]
+pub struct ScenarioSpec {
+    pub name: String,
+    pub condition: Expr,
+    pub verify: Option<Expr>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ZoneSpec {
+    /// Lower-case, fully qualified.
+    pub apex: Name,
+    pub soa: SOA,
+    pub soa_ttl: u32,
+    pub nameservers: Vec<Name>,
+    pub ns_ttl: u32,
+    pub records: Vec<RecordSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecordSpec {
+    /// Lower-case, fully qualified; `*.` first for a wildcard.
+    pub owner: Name,
+    pub kind: RecordType,
+    pub ttl: u32,
+    pub content: Content,
+}
+
+impl RecordSpec {
+    /// `www.example.test/A`, the subject of the record's events.
+    pub fn label(&self) -> String {
+        let owner = self.owner.to_string();
+        format!("{}/{}", owner.trim_end_matches('.'), self.kind.as_str())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Content {
+    /// MX, TXT, SRV, CAA: answered as configured.
+    Static(Vec<RData>),
+    /// A, AAAA, CNAME: answered by the record resolution logic.
+    Steered(Steering),
+}
+
+/// Everything the record resolution logic needs about one record.
+#[derive(Debug, Clone)]
+pub struct Steering {
+    pub mode: ModeSpec,
+    pub balance: Balance,
+    pub max_answers: usize,
+    pub fail_safe: Vec<RData>,
+    pub on_no_healthy: OnNoHealthy,
+    pub topology: bool,
+    pub addresses: Vec<AddressSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModeSpec {
+    Standalone,
+    DisasterRecovery {
+        main: DcId,
+        dr: DcId,
+        condition: DrCondition,
+        on_no_healthy: bool,
+        failback: Failback,
+    },
+    Datacenter {
+        order: Vec<DcId>,
+        count: usize,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DrCondition {
+    Automatic,
+    Scenario(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct AddressSpec {
+    pub value: RData,
+    /// The value as operators read it: an IP or a target name.
+    pub display: String,
+    pub dc: Option<DcId>,
+    pub hc: Hc,
+    pub weight: u32,
+    pub countries: Vec<Country>,
+    pub continents: Vec<Continent>,
+}
+
+/// The HC field of an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hc {
+    Static,
+    Disabled,
+    Scenario(String),
+    /// A template check probed against this address.
+    Check(CheckRef),
+}
+
+/// Parses TOML text into a configuration, with the TOML error's position.
+pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
+    toml::from_str(text).map_err(|e| {
+        let message = e.message().to_string();
+        let path = match e.span() {
+            Some(span) => {
+                let line = text[..span.start].matches('\n').count() + 1;
+                format!("line {line}")
+            }
+            None => String::new(),
+        };
+        ConfigErrors(vec![ConfigError { path, message }])
+    })
+}
+
+/// Validates a configuration and resolves its defaults.
+pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
+    let mut cx = Cx::default();
+    let datacenters = cx.datacenters(config);
+    let dc_index: HashMap<&str, DcId> = datacenters
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), i))
+        .collect();
+    let checks = cx.checks(config, &dc_index);
+    let check_index: HashMap<&str, &CheckSpec> =
+        checks.iter().map(|c| (c.name.as_str(), c)).collect();
+    let scenarios = cx.scenarios(config, &check_index);
+    let scenario_names: HashSet<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    cx.services(config);
+    let refs = Refs {
+        dcs: &dc_index,
+        checks: &check_index,
+        scenarios: &scenario_names,
+    };
+    let zones = config
+        .domains
+        .iter()
+        .filter_map(|d| cx.domain(d, &refs))
+        .collect::<Vec<_>>();
+    let mut apexes = HashSet::new();
+    for z in &zones {
+        if !apexes.insert(z.apex.clone()) {
+            cx.err(format!("domain {}", z.apex), "is defined twice");
+        }
+    }
+    if cx.errors.is_empty() {
+        Ok(Compiled {
+            datacenters,
+            checks,
+            scenarios,
+            zones,
+        })
+    } else {
+        Err(ConfigErrors(cx.errors))
+    }
+}
+
+struct Refs<'a> {
+    dcs: &'a HashMap<&'a str, DcId>,
+    checks: &'a HashMap<&'a str, &'a CheckSpec>,
+    scenarios: &'a HashSet<&'a str>,
+}
+
+#[derive(Default)]
+struct Cx {
+    errors: Vec<ConfigError>,
+}
+
+fn unique<'a>(cx: &mut Cx, kind: &str, names: impl Iterator<Item = &'a str>) {
+    let mut seen = HashSet::new();
+    for name in names {
+        if name.trim().is_empty() {
+            cx.err(kind.to_string(), "a name is required");
+        } else if !seen.insert(name) {
+            cx.err(format!("{kind} {name}"), "is defined twice");
+        }
+    }
+}
+
+impl Cx {
+    fn err(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(ConfigError {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+
+    fn datacenters(&mut self, config: &Config) -> Vec<DcSpec> {
+        unique(self, "datacenter", config.datacenters.iter().map(|d| d.name.as_str()));
+        config
+            .datacenters
+            .iter()
+            .map(|d| {
+                let path = format!("datacenter {}", d.name);
+                let country = d.country.as_deref().and_then(|c| {
+                    let parsed = Country::parse(c);
+                    if parsed.is_none() {
+                        self.err(&path, format!("country \"{c}\" is not an ISO 3166 two-letter code"));
+                    }
+                    parsed
+                });
+                let continent = d.continent.as_deref().and_then(|c| self.continent(&path, c));
+                DcSpec {
+                    name: d.name.clone(),
+                    country,
+                    continent,
+                }
+            })
+            .collect()
+    }
+
+    fn continent(&mut self, path: &str, text: &str) -> Option<Continent> {
+        let parsed = Continent::parse(text);
+        if parsed.is_none() {
+            self.err(
+                path,
+                format!("continent \"{text}\" is not one of AF, AN, AS, EU, NA, OC, SA"),
+            );
+        }
+        parsed
+    }
+
+    fn checks(&mut self, config: &Config, dcs: &HashMap<&str, DcId>) -> Vec<CheckSpec> {
+        unique(self, "check", config.checks.iter().map(|c| c.name.as_str()));
+        config
+            .checks
+            .iter()
+            .map(|c| self.check(c, dcs))
+            .collect()
+    }
+
+    fn check(&mut self, c: &Check, dcs: &HashMap<&str, DcId>) -> CheckSpec {
+        use CheckType::*;
+        let path = format!("check {}", c.name);
+        if BUILTIN_SCENARIOS.contains(&c.name.as_str()) || c.name.contains('@') {
+            self.err(&path, "this name is reserved; choose another");
+        }
+        let kind = c.kind;
+        let applies = |ok: &[CheckType]| ok.contains(&kind);
+        let only = |cx: &mut Cx, set: bool, key: &str, ok: &[CheckType], what: &str| {
+            if set && !applies(ok) {
+                cx.err(&path, format!("{key} applies to {what} checks only"));
+            }
+        };
+        const HTTP: &[CheckType] = &[Http, Https, Http2];
+        only(self, c.path.is_some(), "path", HTTP, "http, https and http2");
+        only(self, c.expect_status.is_some(), "expect_status", HTTP, "http, https and http2");
+        only(self, c.expect_body.is_some(), "expect_body", HTTP, "http, https and http2");
+        only(self, c.host.is_some(), "host", &[Http, Https, Http2, Tls, Grpc], "http, https, http2, tls and grpc");
+        only(self, c.send.is_some(), "send", &[Tcp, Tls], "tcp and tls");
+        only(self, c.expect.is_some(), "expect", &[Tcp, Tls], "tcp and tls");
+        only(self, c.tls_verify.is_some(), "tls_verify", &[Https, Http2, Tls, Grpc], "https, http2, tls and grpc");
+        only(self, c.proxy_protocol.is_some(), "proxy_protocol", &[Http, Https, Http2, Tcp, Tls], "http, https, http2, tcp and tls");
+        only(self, c.query_name.is_some(), "query_name", &[Dns], "dns");
+        only(self, c.query_type.is_some(), "query_type", &[Dns], "dns");
+        only(self, c.expect_rcode.is_some(), "expect_rcode", &[Dns], "dns");
+        only(self, c.expect_answer.is_some(), "expect_answer", &[Dns], "dns");
+        only(self, c.service.is_some(), "service", &[Grpc], "grpc");
+        only(self, c.tls.is_some(), "tls", &[Grpc], "grpc");
+        only(self, !c.command.is_empty(), "command", &[Exec], "exec");
+        only(self, c.port.is_some(), "port", &[Http, Https, Http2, Tcp, Tls, Dns, Grpc], "http, https, http2, tcp, tls, dns and grpc");
+        if kind == Manual {
+            for (set, key) in [
+                (c.target.is_some(), "target"),
+                (c.interval.is_some(), "interval"),
+                (c.timeout.is_some(), "timeout"),
+                (c.failures.is_some(), "failures"),
+                (c.successes.is_some(), "successes"),
+            ] {
+                if set {
+                    self.err(&path, format!("{key} does not apply to a manual check: its state is set by an operator"));
+                }
+            }
+        }
+        if kind == Exec && c.command.is_empty() {
+            self.err(&path, "an exec check needs command = [\"program\", \"arg\", ...]");
+        }
+        if kind == Dns && c.query_name.is_none() {
+            self.err(&path, "a dns check needs query_name");
+        }
+        if let Some(t) = &c.query_type
+            && hickory_server::proto::rr::RecordType::from_str(&t.to_ascii_uppercase()).is_err()
+        {
+            self.err(&path, format!("query_type \"{t}\" is not a DNS record type"));
+        }
+        if let Some(r) = &c.expect_rcode
+            && !["NOERROR", "NXDOMAIN", "SERVFAIL", "REFUSED", "NOTIMP", "FORMERR"]
+                .contains(&r.to_ascii_uppercase().as_str())
+        {
+            self.err(&path, format!("expect_rcode \"{r}\" is not one of NOERROR, NXDOMAIN, SERVFAIL, REFUSED, NOTIMP, FORMERR"));
+        }
+        if let Some(s) = &c.expect_status
+            && let Err(e) = parse_status_set(s)
+        {
+            self.err(&path, format!("expect_status: {e}"));
+        }
+        if let Some(p) = &c.path
+            && !p.starts_with('/')
+        {
+            self.err(&path, format!("path \"{p}\" must start with /"));
+        }
+        if c.port == Some(0) {
+            self.err(&path, "port 0 is not a port");
+        }
+        let interval = c.interval.map_or(Duration::from_secs(30), |i| i.0);
+        let timeout = c.timeout.map_or(Duration::from_secs(3).min(interval), |i| i.0);
+        if interval.is_zero() {
+            self.err(&path, "interval must be more than 0s");
+        }
+        if timeout.is_zero() {
+            self.err(&path, "timeout must be more than 0s");
+        }
+        if timeout > interval {
+            self.err(
+                &path,
+                format!(
+                    "timeout {} is longer than interval {}: a probe must end before the next starts",
+                    super::duration::Interval(timeout),
+                    super::duration::Interval(interval)
+                ),
+            );
+        }
+        let failures = c.failures.unwrap_or(3);
+        let successes = c.successes.unwrap_or(2);
+        if failures == 0 {
+            self.err(&path, "failures must be 1 or more");
+        }
+        if successes == 0 {
+            self.err(&path, "successes must be 1 or more");
+        }
+        let run_on = match c.run_on.as_deref() {
+            None | Some("all") => None,
+            Some(dc) => match dcs.get(dc) {
+                Some(id) => Some(*id),
+                None => {
+                    self.err(&path, format!("run_on names unknown datacenter \"{dc}\" (use \"all\" or a datacenter name)"));
+                    None
+                }
+            },
+        };
+        let port = c.port.unwrap_or(match kind {
+            Https | Tls => 443,
+            Dns => 53,
+            _ => 80,
+        });
+        CheckSpec {
+            name: c.name.clone(),
+            kind,
+            target: c.target.clone(),
+            port,
+            interval,
+            timeout,
+            failures,
+            successes,
+            run_on,
+            policy: c.policy.unwrap_or_default(),
+            raw: c.clone(),
+        }
+    }
+
+    fn scenarios(
+        &mut self,
+        config: &Config,
+        checks: &HashMap<&str, &CheckSpec>,
+    ) -> Vec<ScenarioSpec> {
+        unique(self, "scenario", config.scenarios.iter().map(|s| s.name.as_str()));
+        let mut out = Vec::new();
+        for s in &config.scenarios {
+            let path = format!("scenario {}", s.name);
+            if BUILTIN_SCENARIOS.contains(&s.name.as_str()) {
+                self.err(&path, format!("\"{}\" is a built-in scenario; choose another name", s.name));
+            }
+            let condition = self.condition(&path, "condition", &s.condition, checks);
+            let verify = s
+                .verify
+                .as_deref()
+                .map(|v| self.condition(&path, "verify", v, checks));
+            if let (Some(condition), Some(verify)) = (condition, verify.unwrap_or(Some(Expr::And(vec![])))) {
+                out.push(ScenarioSpec {
+                    name: s.name.clone(),
+                    condition,
+                    verify: s.verify.as_ref().map(|_| verify),
+                });
+            }
+        }
+        out
+    }
+
+    fn condition(
+        &mut self,
+        path: &str,
+        key: &str,
+        text: &str,
+        checks: &HashMap<&str, &CheckSpec>,
+    ) -> Option<Expr> {
+        let expr = match condition::parse(text) {
+            Ok(e) => e,
+            Err(e) => {
+                self.err(path, format!("{key}: {e}"));
+                return None;
+            }
+        };
+        let before = self.errors.len();
+        for r in expr.refs() {
+            match checks.get(r.name.as_str()) {
+                None => self.err(path, format!("{key}: unknown check \"{}\"", r.name)),
+                Some(c) => match (&r.address, c.target.is_some() || c.kind == CheckType::Manual) {
+                    (Some(_), true) => self.err(
+                        path,
+                        format!("{key}: check \"{}\" is not a template, so it takes no @address", r.name),
+                    ),
+                    (None, false) => self.err(
+                        path,
+                        format!("{key}: check \"{}\" is a template; name the address it probes, e.g. {}@192.0.2.10", r.name, r.name),
+                    ),
+                    _ => {}
+                },
+            }
+        }
+        (self.errors.len() == before).then_some(expr)
+    }
+
+    fn services(&mut self, config: &Config) {
+        unique(self, "service", config.services.iter().map(|s| s.name.as_str()));
+        let domains: HashSet<String> = config.domains.iter().map(|d| normal(&d.name)).collect();
+        let mut owner: HashMap<String, &str> = HashMap::new();
+        for s in &config.services {
+            for d in &s.domains {
+                let path = format!("service {}", s.name);
+                if !domains.contains(&normal(d)) {
+                    self.err(&path, format!("unknown domain \"{d}\""));
+                } else if let Some(other) = owner.insert(normal(d), &s.name) {
+                    self.err(&path, format!("domain \"{d}\" already belongs to service \"{other}\""));
+                }
+            }
+        }
+    }
+
+    fn domain(&mut self, d: &Domain, refs: &Refs) -> Option<ZoneSpec> {
+        let path = format!("domain {}", d.name);
+        let before = self.errors.len();
+        let apex = match fqdn(&d.name, &Name::root()) {
+            Ok(n) if !n.is_root() => n,
+            Ok(_) => {
+                self.err(&path, "the root zone cannot be served");
+                return None;
+            }
+            Err(e) => {
+                self.err(&path, e);
+                return None;
+            }
+        };
+        let ttl = d.ttl.unwrap_or(DEFAULT_TTL);
+        let dc = |cx: &mut Cx, key: &str, name: &Option<String>| -> Option<DcId> {
+            let name = name.as_deref()?;
+            let id = refs.dcs.get(name).copied();
+            if id.is_none() {
+                cx.err(&path, format!("{key}: unknown datacenter \"{name}\""));
+            }
+            id
+        };
+        let main_dc = dc(self, "main_dc", &d.main_dc);
+        let dr_dc = dc(self, "dr_dc", &d.dr_dc);
+        if main_dc.is_some() && main_dc == dr_dc {
+            self.err(&path, "main_dc and dr_dc must be different datacenters");
+        }
+        let mut dc_order = Vec::new();
+        for name in &d.dc_order {
+            match refs.dcs.get(name.as_str()) {
+                Some(id) if dc_order.contains(id) => {
+                    self.err(&path, format!("dc_order names \"{name}\" twice"))
+                }
+                Some(id) => dc_order.push(*id),
+                None => self.err(&path, format!("dc_order: unknown datacenter \"{name}\"")),
+            }
+        }
+        if d.dcs_to_select == Some(0) {
+            self.err(&path, "dcs_to_select must be 1 or more");
+        }
+        if d.nameservers.is_empty() {
+            self.err(&path, "a domain needs at least one name server: nameservers = [\"ns1.example.test\"]");
+        }
+        let nameservers: Vec<Name> = d
+            .nameservers
+            .iter()
+            .filter_map(|n| match fqdn(n, &Name::root()) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    self.err(&path, format!("nameservers: {e}"));
+                    None
+                }
+            })
+            .collect();
+        let soa_in = d.soa.clone().unwrap_or_default();
+        let mname = match &soa_in.mname {
+            Some(m) => fqdn(m, &Name::root()).map_err(|e| self.err(&path, format!("soa.mname: {e}"))).ok(),
+            None => nameservers.first().cloned(),
+        };
+        let rname = match &soa_in.rname {
+            Some(r) => fqdn(r, &Name::root()).map_err(|e| self.err(&path, format!("soa.rname: {e}"))).ok(),
+            None => Name::from_ascii("hostmaster").ok().and_then(|h| h.append_domain(&apex).ok()),
+        };
+        let minimum = soa_in.minimum.unwrap_or(ttl);
+        let soa = SOA::new(
+            mname.unwrap_or_else(Name::root),
+            rname.unwrap_or_else(Name::root),
+            soa_in.serial.unwrap_or(1),
+            soa_in.refresh.unwrap_or(3600) as i32,
+            soa_in.retry.unwrap_or(600) as i32,
+            soa_in.expire.unwrap_or(604_800) as i32,
+            minimum,
+        );
+        let domain_mode = d.mode.unwrap_or_default();
+        let mode_cx = ModeCx {
+            main_dc,
+            dr_dc,
+            dc_order: if dc_order.is_empty() {
+                (0..refs.dcs.len()).collect()
+            } else {
+                dc_order
+            },
+            dcs_to_select: d.dcs_to_select,
+        };
+        let mut records = Vec::new();
+        let mut keys = HashSet::new();
+        for (i, r) in d.records.iter().enumerate() {
+            let rpath = format!("{path} / record {} {}", r.name, r.kind.as_str());
+            if !keys.insert((normal(&r.name), r.kind)) {
+                self.err(&rpath, "is defined twice (one record per name and type; list several addresses or values in it)");
+                continue;
+            }
+            if let Some(rec) = self.record(&rpath, r, &apex, ttl, domain_mode, &mode_cx, refs) {
+                records.push(rec);
+            }
+            let _ = i;
+        }
+        // A CNAME owns its name alone (RFC 1034 §3.6.2).
+        let mut by_owner: HashMap<&Name, Vec<RecordType>> = HashMap::new();
+        for r in &records {
+            by_owner.entry(&r.owner).or_default().push(r.kind);
+        }
+        for (owner, kinds) in by_owner {
+            if kinds.contains(&RecordType::Cname) && kinds.len() > 1 {
+                self.err(&path, format!("{owner} has a CNAME and other records; a CNAME must be alone at its name"));
+            }
+            if *owner == apex && kinds.contains(&RecordType::Cname) {
+                self.err(&path, "the apex cannot be a CNAME (it holds SOA and NS)");
+            }
+        }
+        (self.errors.len() == before).then(|| ZoneSpec {
+            apex,
+            soa,
+            soa_ttl: ttl,
+            nameservers,
+            ns_ttl: ttl,
+            records,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        path: &str,
+        r: &Record,
+        apex: &Name,
+        domain_ttl: u32,
+        domain_mode: Mode,
+        m: &ModeCx,
+        refs: &Refs,
+    ) -> Option<RecordSpec> {
+        let before = self.errors.len();
+        let owner = if r.name == "@" {
+            apex.clone()
+        } else if r.name.ends_with('.') {
+            self.err(path, "write the name relative to the domain (\"www\", \"@\" or \"*\"), not as a full name");
+            return None;
+        } else {
+            match fqdn(&r.name, apex) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.err(path, e);
+                    return None;
+                }
+            }
+        };
+        if r.name.contains('*') && !(r.name == "*" || (r.name.starts_with("*.") && !r.name[2..].contains('*'))) {
+            self.err(path, "a wildcard is \"*\" or starts with \"*.\" and has no other \"*\"");
+        }
+        let ttl = r.ttl.unwrap_or(domain_ttl);
+        let content = if r.kind == RecordType::Ns {
+            self.err(path, "NS records are not served from records: the apex NS set is the domain's nameservers, and delegation is not supported");
+            return None;
+        } else if r.kind.is_steerable() {
+            if !r.values.is_empty() {
+                self.err(path, format!("{} records take addresses = [...], not values", r.kind.as_str()));
+            }
+            Content::Steered(self.steering(path, r, apex, domain_mode, m, refs)?)
+        } else {
+            for (set, key) in [
+                (r.mode.is_some(), "mode"),
+                (r.balance.is_some(), "balance"),
+                (r.max_answers.is_some(), "max_answers"),
+                (r.dr_condition.is_some(), "dr_condition"),
+                (r.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+                (r.failback.is_some(), "failback"),
+                (!r.fail_safe.is_empty(), "fail_safe"),
+                (r.on_no_healthy.is_some(), "on_no_healthy"),
+                (r.topology.is_some(), "topology"),
+                (!r.addresses.is_empty(), "addresses"),
+            ] {
+                if set {
+                    self.err(path, format!("{key} applies to A, AAAA and CNAME records only; {} records are static and take values = [...]", r.kind.as_str()));
+                }
+            }
+            if r.values.is_empty() {
+                self.err(path, "a static record needs values = [...] in zone-file syntax");
+            }
+            let mut data = Vec::new();
+            for (i, v) in r.values.iter().enumerate() {
+                match static_rdata(r.kind, v, apex) {
+                    Ok(d) => data.push(d),
+                    Err(e) => self.err(format!("{path} / value {}", i + 1), e),
+                }
+            }
+            Content::Static(data)
+        };
+        (self.errors.len() == before).then_some(RecordSpec {
+            owner,
+            kind: r.kind,
+            ttl,
+            content,
+        })
+    }
+
+    fn steering(
+        &mut self,
+        path: &str,
+        r: &Record,
+        apex: &Name,
+        domain_mode: Mode,
+        m: &ModeCx,
+        refs: &Refs,
+    ) -> Option<Steering> {
+        let mode = r.mode.unwrap_or(domain_mode);
+        let balance = r.balance.unwrap_or_default();
+        if r.addresses.is_empty() {
+            self.err(path, "needs at least one address");
+        }
+        if mode != Mode::DisasterRecovery {
+            for (set, key) in [
+                (r.dr_condition.is_some(), "dr_condition"),
+                (r.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+                (r.failback.is_some(), "failback"),
+            ] {
+                if set {
+                    self.err(path, format!("{key} applies to disaster-recovery mode only"));
+                }
+            }
+        }
+        let mode_spec = match mode {
+            Mode::Standalone => ModeSpec::Standalone,
+            Mode::DisasterRecovery => {
+                let condition = match r.dr_condition.as_deref() {
+                    None | Some("automatic") => DrCondition::Automatic,
+                    Some(s) => match s.strip_prefix("scenario:") {
+                        Some(name) if refs.scenarios.contains(name) || BUILTIN_SCENARIOS.contains(&name) => {
+                            DrCondition::Scenario(name.to_string())
+                        }
+                        Some(name) => {
+                            self.err(path, format!("dr_condition: unknown scenario \"{name}\""));
+                            DrCondition::Automatic
+                        }
+                        None => {
+                            self.err(path, format!("dr_condition \"{s}\" is not \"automatic\" or \"scenario:NAME\""));
+                            DrCondition::Automatic
+                        }
+                    },
+                };
+                match (m.main_dc, m.dr_dc) {
+                    (Some(main), Some(dr)) => ModeSpec::DisasterRecovery {
+                        main,
+                        dr,
+                        condition,
+                        on_no_healthy: r.dr_on_no_healthy.unwrap_or(true),
+                        failback: r.failback.unwrap_or_default(),
+                    },
+                    _ => {
+                        self.err(path, "disaster-recovery mode needs main_dc and dr_dc on the domain");
+                        return None;
+                    }
+                }
+            }
+            Mode::Datacenter => ModeSpec::Datacenter {
+                order: m.dc_order.clone(),
+                count: m.dcs_to_select.unwrap_or(1),
+            },
+        };
+        let max_answers = r.max_answers.unwrap_or(match balance {
+            Balance::RoundRobin | Balance::Random => usize::MAX,
+            Balance::Weighted | Balance::Priority | Balance::Persist => 1,
+        });
+        if max_answers == 0 {
+            self.err(path, "max_answers must be 1 or more");
+        }
+        let topology = r.topology.unwrap_or(false);
+        let mut addresses = Vec::new();
+        let mut seen = HashSet::new();
+        for (i, a) in r.addresses.iter().enumerate() {
+            let apath = format!("{path} / address {}", i + 1);
+            if let Some(addr) = self.address(&apath, r.kind, a, apex, balance, topology, &mode_spec, refs) {
+                if !seen.insert(addr.display.clone()) {
+                    self.err(&apath, format!("{} is listed twice", addr.display));
+                }
+                addresses.push(addr);
+            }
+        }
+        let mut fail_safe = Vec::new();
+        for v in &r.fail_safe {
+            match answer_rdata(r.kind, v) {
+                Ok(d) => fail_safe.push(d),
+                Err(e) => self.err(path, format!("fail_safe: {e}")),
+            }
+        }
+        Some(Steering {
+            mode: mode_spec,
+            balance,
+            max_answers,
+            fail_safe,
+            on_no_healthy: r.on_no_healthy.unwrap_or_default(),
+            topology,
+            addresses,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn address(
+        &mut self,
+        path: &str,
+        kind: RecordType,
+        a: &Address,
+        _apex: &Name,
+        balance: Balance,
+        topology: bool,
+        mode: &ModeSpec,
+        refs: &Refs,
+    ) -> Option<AddressSpec> {
+        let before = self.errors.len();
+        let value = match (kind, a.ip, &a.target) {
+            (RecordType::Cname, None, Some(t)) => answer_rdata(kind, t),
+            (RecordType::Cname, _, _) => Err("a CNAME address needs target = \"name\" (and no ip)".to_string()),
+            (_, Some(ip), None) => answer_rdata(kind, &ip.to_string()),
+            (_, _, Some(_)) => Err(format!("{} addresses take ip, not target", kind.as_str())),
+            (_, None, None) => Err("needs ip = \"...\"".to_string()),
+        };
+        let value = value.map_err(|e| self.err(path, e)).ok();
+        let dc = match a.dc.as_deref() {
+            Some(name) => match refs.dcs.get(name) {
+                Some(id) => Some(*id),
+                None => {
+                    self.err(path, format!("unknown datacenter \"{name}\""));
+                    None
+                }
+            },
+            None => None,
+        };
+        match mode {
+            ModeSpec::DisasterRecovery { main, dr, .. } => match dc {
+                Some(d) if d == *main || d == *dr => {}
+                Some(_) => self.err(path, "in disaster-recovery mode an address must be in the domain's main_dc or dr_dc"),
+                None if a.dc.is_none() => self.err(path, "in disaster-recovery mode every address needs dc = main_dc or dr_dc"),
+                None => {}
+            },
+            ModeSpec::Datacenter { .. } if a.dc.is_none() => {
+                self.err(path, "in datacenter mode every address needs dc = \"...\"")
+            }
+            _ => {}
+        }
+        let hc = match a.hc.as_deref() {
+            None | Some("static") => Hc::Static,
+            Some("disabled") => Hc::Disabled,
+            Some(text) => {
+                if let Some(name) = text.strip_prefix("scenario:") {
+                    if BUILTIN_SCENARIOS.contains(&name) {
+                        self.err(path, format!("the built-in scenario \"{name}\" is not offered as an HC; use hc = \"static\" or \"disabled\""));
+                    } else if !refs.scenarios.contains(name) {
+                        self.err(path, format!("unknown scenario \"{name}\""));
+                    }
+                    Hc::Scenario(name.to_string())
+                } else if let Some(name) = text.strip_prefix("check:") {
+                    match refs.checks.get(name) {
+                        None => self.err(path, format!("unknown check \"{name}\"")),
+                        Some(c) if c.target.is_some() => self.err(path, format!("check \"{name}\" has a fixed target; use a template check (no target) or name it in a scenario")),
+                        Some(_) => {}
+                    }
+                    let address = match (a.ip, refs.checks.get(name)) {
+                        (_, Some(c)) if c.kind == CheckType::Manual => None,
+                        (Some(ip), _) => Some(ip),
+                        (None, _) => None,
+                    };
+                    Hc::Check(CheckRef {
+                        name: name.to_string(),
+                        address,
+                    })
+                } else {
+                    self.err(path, format!("hc \"{text}\" is not static, disabled, scenario:NAME or check:NAME"));
+                    Hc::Static
+                }
+            }
+        };
+        if a.weight.is_some() && balance != Balance::Weighted {
+            self.err(path, "weight applies only with balance = \"weighted\"");
+        }
+        if (!a.countries.is_empty() || !a.continents.is_empty()) && !topology {
+            self.err(path, "countries and continents apply only with topology = true on the record");
+        }
+        let countries = a
+            .countries
+            .iter()
+            .filter_map(|c| {
+                let parsed = Country::parse(c);
+                if parsed.is_none() {
+                    self.err(path, format!("country \"{c}\" is not an ISO 3166 two-letter code"));
+                }
+                parsed
+            })
+            .collect();
+        let continents = a
+            .continents
+            .iter()
+            .filter_map(|c| self.continent(path, c))
+            .collect();
+        let value = value?;
+        (self.errors.len() == before).then(|| AddressSpec {
+            display: match (&a.ip, &a.target) {
+                (Some(ip), _) => ip.to_string(),
+                (None, Some(t)) => t.trim_end_matches('.').to_ascii_lowercase(),
+                _ => String::new(),
+            },
+            value,
+            dc,
+            hc,
+            weight: a.weight.unwrap_or(1),
+            countries,
+            continents,
+        })
+    }
+}
+
+struct ModeCx {
+    main_dc: Option<DcId>,
+    dr_dc: Option<DcId>,
+    dc_order: Vec<DcId>,
+    dcs_to_select: Option<usize>,
+}
+
+fn normal(name: &str) -> String {
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// A lower-case absolute name: `name` as is when it ends in a dot, else
+/// relative to `origin`.
+fn fqdn(name: &str, origin: &Name) -> Result<Name, String> {
+    let parsed = Name::from_ascii(name).map_err(|e| format!("\"{name}\" is not a valid DNS name: {e}"))?;
+    let full = if parsed.is_fqdn() || origin.is_root() {
+        let mut p = parsed;
+        p.set_fqdn(true);
+        p
+    } else {
+        parsed
+            .append_domain(origin)
+            .map_err(|e| format!("\"{name}\" is too long: {e}"))?
+    };
+    Ok(full.to_lowercase())
+}
+
+/// The data of an A, AAAA or CNAME answer.
+fn answer_rdata(kind: RecordType, value: &str) -> Result<RData, String> {
+    match kind {
+        RecordType::A => match IpAddr::from_str(value) {
+            Ok(IpAddr::V4(v4)) => Ok(RData::A(A(v4))),
+            _ => Err(format!("\"{value}\" is not an IPv4 address, as an A record needs")),
+        },
+        RecordType::Aaaa => match IpAddr::from_str(value) {
+            Ok(IpAddr::V6(v6)) => Ok(RData::AAAA(AAAA(v6))),
+            _ => Err(format!("\"{value}\" is not an IPv6 address, as an AAAA record needs")),
+        },
+        // Targets are full names, with or without the final dot.
+        RecordType::Cname => Ok(RData::CNAME(CNAME(fqdn(value, &Name::root())?))),
+        other => Err(format!("{} is not an answer type", other.as_str())),
+    }
+}
+
+/// Parses one static value in zone-file syntax with hickory's zone parser.
+fn static_rdata(kind: RecordType, value: &str, apex: &Name) -> Result<RData, String> {
+    use hickory_server::proto::serialize::txt::Parser;
+    let line = format!("@ 60 IN {} {}\n", kind.as_str(), value);
+    let (_, sets) = Parser::new(line, None, Some(apex.clone()))
+        .parse()
+        .map_err(|e| format!("\"{value}\" is not valid {} data: {e}", kind.as_str()))?;
+    sets.into_values()
+        .flat_map(|set| set.records_without_rrsigs().map(|r| r.data.clone()).collect::<Vec<_>>())
+        .next()
+        .ok_or_else(|| format!("\"{value}\" holds no {} data", kind.as_str()))
+}
+
+/// A set of HTTP status codes: `200-399`, `200,204`, `200-299,304`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusSet(pub Vec<(u16, u16)>);
+
+impl StatusSet {
+    pub fn contains(&self, status: u16) -> bool {
+        self.0.iter().any(|(lo, hi)| (*lo..=*hi).contains(&status))
+    }
+}
+
+pub fn parse_status_set(text: &str) -> Result<StatusSet, String> {
+    let mut ranges = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let code = |s: &str| -> Result<u16, String> {
+            match s.trim().parse::<u16>() {
+                Ok(c) if (100..=599).contains(&c) => Ok(c),
+                _ => Err(format!("\"{s}\" in \"{text}\" is not an HTTP status (100-599)")),
+            }
+        };
+        let (lo, hi) = (code(lo)?, code(hi)?);
+        if lo > hi {
+            return Err(format!("range \"{part}\" runs backwards"));
+        }
+        ranges.push((lo, hi));
+    }
+    Ok(StatusSet(ranges))
+}

@@ -1,0 +1,335 @@
+//! The replicated configuration as operators write it (spec §1, §6).
+//!
+//! These types mirror the TOML file one to one: what `gtm config apply`
+//! takes and `gtm config export` prints back. Defaults are left as `None` so
+//! that an export shows what the operator wrote, not what we filled in;
+//! [`super::compile`] resolves the defaults in one place.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use super::duration::Interval;
+
+/// The whole replicated configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default, rename = "datacenter", skip_serializing_if = "Vec::is_empty")]
+    pub datacenters: Vec<Datacenter>,
+    #[serde(default, rename = "check", skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    #[serde(default, rename = "scenario", skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<Scenario>,
+    #[serde(default, rename = "service", skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<Service>,
+    #[serde(default, rename = "domain", skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<Domain>,
+}
+
+/// A site. Every device and every address belongs to one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Datacenter {
+    pub name: String,
+    /// ISO 3166 two-letter code, used by topological selection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
+    /// AF, AN, AS, EU, NA, OC or SA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continent: Option<String>,
+}
+
+/// How a check probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckType {
+    Http,
+    Https,
+    Http2,
+    Tcp,
+    Tls,
+    Dns,
+    Icmp,
+    Grpc,
+    Exec,
+    Manual,
+}
+
+/// How the reports of several devices combine into one state for a check
+/// that runs in another datacenter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    #[default]
+    Any,
+    All,
+    Majority,
+}
+
+/// A probe definition. Without `target` it is a template, probed against
+/// every address whose HC field names it (`check:NAME`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: CheckType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Host header and TLS server name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_body: Option<String>,
+    /// TCP/TLS request string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<String>,
+    /// TCP/TLS exact expected response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_verify: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_protocol: Option<bool>,
+    /// DNS checks: the name and type asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_rcode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_answer: Option<String>,
+    /// gRPC checks: the grpc.health.v1 service name; `tls` for gRPC over TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<bool>,
+    /// Exec checks: program and arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Interval>,
+    /// Required failures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<u32>,
+    /// Required successes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub successes: Option<u32>,
+    /// `all` devices (default) or the name of one datacenter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_on: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+}
+
+/// A condition over checks; active or passive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub condition: String,
+    /// "With Trigger": a change of decision applies only once this holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
+}
+
+/// A named group of domains.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    pub name: String,
+    #[serde(default)]
+    pub domains: Vec<String>,
+}
+
+/// How the candidates of a record are chosen (spec §2 step 2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    #[default]
+    Standalone,
+    DisasterRecovery,
+    Datacenter,
+}
+
+/// A zone served authoritatively.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Domain {
+    pub name: String,
+    /// Default TTL of the records (30 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u32>,
+    /// Default mode of the records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_dc: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dr_dc: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dc_order: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dcs_to_select: Option<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nameservers: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soa: Option<Soa>,
+    #[serde(default, rename = "record", skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<Record>,
+}
+
+/// The SOA fields; every one has a default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Soa {
+    /// Primary name server (default: the first of `nameservers`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mname: Option<String>,
+    /// Responsible mailbox as a name (default: `hostmaster.<domain>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rname: Option<String>,
+    /// Default: derived from the configuration version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire: Option<u32>,
+    /// Negative-caching TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<u32>,
+}
+
+/// The record types gtm serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RecordType {
+    A,
+    Aaaa,
+    Cname,
+    Mx,
+    Txt,
+    Srv,
+    Caa,
+    Ns,
+}
+
+impl RecordType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::A => "A",
+            Self::Aaaa => "AAAA",
+            Self::Cname => "CNAME",
+            Self::Mx => "MX",
+            Self::Txt => "TXT",
+            Self::Srv => "SRV",
+            Self::Caa => "CAA",
+            Self::Ns => "NS",
+        }
+    }
+
+    /// A, AAAA and CNAME take `addresses` and can be steered; the rest are
+    /// static and take `values`.
+    pub fn is_steerable(self) -> bool {
+        matches!(self, Self::A | Self::Aaaa | Self::Cname)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Balance {
+    #[default]
+    RoundRobin,
+    Weighted,
+    Random,
+    Priority,
+    Persist,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Failback {
+    #[default]
+    Auto,
+    Manual,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnNoHealthy {
+    #[default]
+    Empty,
+    All,
+}
+
+/// A name and type inside a domain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// `@` for the apex, a relative name, or a name starting with `*.`.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: RecordType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<Balance>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_answers: Option<usize>,
+    /// `automatic` or `scenario:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dr_condition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dr_on_no_healthy: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failback: Option<Failback>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_safe: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_no_healthy: Option<OnNoHealthy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<Address>,
+    /// Static record data in zone-file syntax, e.g. `10 mail.example.test.`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+/// One answer candidate of a steerable record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Address {
+    /// For A and AAAA records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<IpAddr>,
+    /// For CNAME records: the target name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dc: Option<String>,
+    /// `static` (default), `disabled`, `scenario:NAME` or `check:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hc: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub countries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub continents: Vec<String>,
+}

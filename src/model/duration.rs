@@ -1,0 +1,96 @@
+//! Durations as operators write them in configuration: `500ms`, `5s`, `2m`, `1h`.
+
+use std::{fmt, str::FromStr, time::Duration};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A duration that parses from and prints as a short human form (`30s`).
+///
+/// Kept as its own type so the exported configuration prints back exactly the
+/// unit an operator is used to reading, not a pair of integers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Interval(pub Duration);
+
+impl FromStr for Interval {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let (digits, unit) = s.split_at(split);
+        let value: u64 = digits
+            .parse()
+            .map_err(|_| format!("\"{s}\" is not a duration (write e.g. 500ms, 5s, 2m)"))?;
+        let millis = match unit.trim() {
+            "ms" => Some(value),
+            "s" | "" => value.checked_mul(1_000),
+            "m" => value.checked_mul(60_000),
+            "h" => value.checked_mul(3_600_000),
+            other => {
+                return Err(format!(
+                    "\"{s}\": unknown unit \"{other}\" (use ms, s, m or h)"
+                ));
+            }
+        };
+        millis
+            .map(|ms| Interval(Duration::from_millis(ms)))
+            .ok_or_else(|| format!("\"{s}\" is too long"))
+    }
+}
+
+impl fmt::Display for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_millis();
+        if ms == 0 {
+            write!(f, "0s")
+        } else if ms % 3_600_000 == 0 {
+            write!(f, "{}h", ms / 3_600_000)
+        } else if ms % 60_000 == 0 {
+            write!(f, "{}m", ms / 60_000)
+        } else if ms % 1_000 == 0 {
+            write!(f, "{}s", ms / 1_000)
+        } else {
+            write!(f, "{ms}ms")
+        }
+    }
+}
+
+impl Serialize for Interval {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Interval {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_each_unit() {
+        for (text, ms, printed) in [
+            ("500ms", 500, "500ms"),
+            ("5s", 5_000, "5s"),
+            ("90s", 90_000, "90s"),
+            ("2m", 120_000, "2m"),
+            ("1h", 3_600_000, "1h"),
+            ("30", 30_000, "30s"),
+        ] {
+            let parsed: Interval = text.parse().unwrap();
+            assert_eq!(parsed.0, Duration::from_millis(ms), "{text}");
+            assert_eq!(parsed.to_string(), printed, "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_garbage_with_a_reason() {
+        assert!("5 parsecs".parse::<Interval>().unwrap_err().contains("unknown unit"));
+        assert!("fast".parse::<Interval>().unwrap_err().contains("not a duration"));
+    }
+}

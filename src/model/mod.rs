@@ -1,0 +1,14 @@
+//! The replicated configuration: its types, parsing and validation.
+//!
+//! [`config`] is the file as written; [`compile`] checks it whole and turns
+//! it into [`Compiled`], the only form the rest of gtm reads.
+
+pub mod compile;
+pub mod condition;
+pub mod config;
+pub mod duration;
+pub mod node;
+pub mod place;
+
+pub use compile::{Compiled, ConfigError, ConfigErrors, compile, parse};
+pub use config::Config;

@@ -1,0 +1,72 @@
+//! A device's own settings: the node file given to `gtm serve --config`.
+//! Never replicated.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The node file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSettings {
+    /// Device name, shown in events and status.
+    pub name: String,
+    pub datacenter: String,
+    /// Where the device keeps its store, API token and GeoIP database.
+    pub data_dir: PathBuf,
+    /// DNS listeners, UDP and TCP on each.
+    #[serde(default = "default_dns_listen")]
+    pub dns_listen: Vec<SocketAddr>,
+    #[serde(default = "default_api_listen")]
+    pub api_listen: SocketAddr,
+    /// A country `.mmdb`; default: `geoip.mmdb` in the data directory if
+    /// one was imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geoip_file: Option<PathBuf>,
+    /// UDP worker threads per listener (default: one per CPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_workers: Option<usize>,
+    /// The EDNS buffer size advertised and used for UDP (default 1232).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edns_payload: Option<u16>,
+}
+
+pub fn default_dns_listen() -> Vec<SocketAddr> {
+    vec!["127.0.0.1:1053".parse().expect("literal"), "[::1]:1053".parse().expect("literal")]
+}
+
+pub fn default_api_listen() -> SocketAddr {
+    "127.0.0.1:8053".parse().expect("literal")
+}
+
+/// The data directory used when none is given: `$GTM_DATA_DIR`, else
+/// `~/.local/share/gtm`, else `./gtm-data`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GTM_DATA_DIR") {
+        return dir.into();
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/gtm"),
+        None => PathBuf::from("gtm-data"),
+    }
+}
+
+impl NodeSettings {
+    /// The settings of `gtm serve` with no arguments: the demo on loopback.
+    pub fn demo(data_dir: PathBuf) -> Self {
+        Self {
+            name: "demo".into(),
+            datacenter: "dc1".into(),
+            data_dir,
+            dns_listen: default_dns_listen(),
+            api_listen: default_api_listen(),
+            geoip_file: None,
+            udp_workers: None,
+            edns_payload: None,
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+}
