@@ -1,1 +1,10 @@
+//! gtm's integration tests: one binary (one link step), real sockets on
+//! loopback, real devices started in-process on port 0.
 
+mod support;
+
+mod cli;
+mod config_files;
+mod differential;
+mod dns;
+mod geo;

@@ -6,22 +6,18 @@
 //! payload, DO, ECS), and the lookup itself. UDP queries come here only when
 //! the fast path declines them.
 
-use std::{
-    cell::RefCell,
-    net::IpAddr,
-    sync::{Arc, Mutex},
-};
+use std::{cell::RefCell, sync::Arc};
 
 use arc_swap::ArcSwap;
 use hickory_server::{
-    net::{NetError, runtime::Time},
+    net::runtime::Time,
     proto::{
         op::{Edns, MessageType, Metadata, OpCode, ResponseCode},
         rr::{DNSClass, Name, Record, rdata::opt::{ClientSubnet, EdnsOption}},
         serialize::binary::BinEncoder,
     },
     server::{Request, RequestHandler, ResponseHandler, ResponseInfo},
-    zone_handler::{MessageResponse, MessageResponseBuilder},
+    zone_handler::MessageResponseBuilder,
 };
 
 use super::{
@@ -166,68 +162,31 @@ impl RequestHandler for Handler {
     }
 }
 
-/// A [`ResponseHandler`] that keeps the encoded response, for UDP queries
-/// the general path answers on our own sockets.
-#[derive(Debug, Clone)]
-pub struct Capture {
-    pub out: Arc<Mutex<Vec<u8>>>,
-    pub max_size: u16,
-}
-
-#[async_trait::async_trait]
-impl ResponseHandler for Capture {
-    async fn send_response<'a>(
-        &mut self,
-        response: MessageResponse<
-            '_,
-            'a,
-            impl Iterator<Item = &'a Record> + Send + 'a,
-            impl Iterator<Item = &'a Record> + Send + 'a,
-            impl Iterator<Item = &'a Record> + Send + 'a,
-            impl Iterator<Item = &'a Record> + Send + 'a,
-        >,
-    ) -> Result<ResponseInfo, NetError> {
-        let mut buf = Vec::with_capacity(512);
-        let mut encoder = BinEncoder::new(&mut buf);
-        encoder.set_max_size(self.max_size);
-        let info = response.destructive_emit(&mut encoder)?;
-        *self.out.lock().unwrap_or_else(|e| e.into_inner()) = buf;
-        Ok(info)
-    }
-}
-
 /// Answers one UDP query by the general path; `None` when nothing should be
 /// sent back (not a query, or shorter than a header).
-pub async fn answer_udp(handler: &Handler, bytes: &[u8], src: std::net::SocketAddr) -> Option<Vec<u8>> {
+pub fn answer_udp(handler: &Handler, bytes: &[u8], src: std::net::SocketAddr, draw: &mut Draw) -> Option<Vec<u8>> {
     use hickory_server::net::xfer::Protocol;
     if bytes.len() < 12 || bytes[2] & 0x80 != 0 {
         return None;
     }
-    let max_size = handler.state.udp_limit(wire::edns(bytes).ok().flatten().as_ref());
-    let capture = Capture {
-        out: Arc::new(Mutex::new(Vec::new())),
-        max_size,
+    let Ok(request) = Request::from_bytes(bytes.to_vec(), src, Protocol::Udp) else {
+        // Undecodable past the header: FORMERR with the header's id.
+        let mut out = bytes[..12].to_vec();
+        out[2] = 0x80 | (bytes[2] & 0x79);
+        out[3] = ResponseCode::FormErr.low();
+        out[4..12].fill(0);
+        return Some(out);
     };
-    match Request::from_bytes(bytes.to_vec(), src, Protocol::Udp) {
-        Ok(request) => {
-            handler
-                .handle_request::<_, hickory_server::net::runtime::TokioTime>(&request, capture.clone())
-                .await;
-        }
-        Err(_) => {
-            // Undecodable past the header: FORMERR with the header's id.
-            let mut out = bytes[..12].to_vec();
-            out[2] = 0x80 | (bytes[2] & 0x79);
-            out[3] = ResponseCode::FormErr.low();
-            out[4..12].fill(0);
-            return Some(out);
-        }
+    let max_size = handler.state.udp_limit(wire::edns(bytes).ok().flatten().as_ref());
+    let d = handler.decide(&request, draw);
+    let mut builder = MessageResponseBuilder::from_message_request(&request);
+    if let Some(edns) = &d.edns {
+        builder.edns(edns);
     }
-    let out = std::mem::take(&mut *capture.out.lock().unwrap_or_else(|e| e.into_inner()));
-    (!out.is_empty()).then_some(out)
-}
-
-/// The source a query is placed by when it carries no ECS.
-pub fn source_ip(src: std::net::SocketAddr) -> IpAddr {
-    src.ip()
+    let message = builder.build(d.metadata, d.answers.iter(), d.authority.iter(), std::iter::empty(), std::iter::empty());
+    let mut buf = Vec::with_capacity(512);
+    let mut encoder = BinEncoder::new(&mut buf);
+    encoder.set_max_size(max_size);
+    message.destructive_emit(&mut encoder).ok()?;
+    Some(buf)
 }

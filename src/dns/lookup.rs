@@ -104,7 +104,7 @@ fn find<'s>(snap: &'s Snapshot, name: &Name, apex_labels: usize) -> Option<(&'s 
     if let Some(node) = snap.node(&wire_key(name)) {
         return Some((node, false));
     }
-    let labels = name.num_labels() as usize;
+    let labels = name.iter().count();
     for n in (apex_labels..labels).rev() {
         let ancestor = name.trim_to(n);
         if snap.node(&wire_key(&ancestor)).is_some() {

@@ -42,7 +42,7 @@ impl DnsServer {
                 .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
             let listener = TcpListener::bind(bound).await.map_err(|e| with_addr(e, "TCP", bound))?;
             tcp.register_listener(listener, Duration::from_secs(10), 64);
-            threads.extend(udp::spawn(socket, workers, handler.clone(), tokio::runtime::Handle::current(), stop.clone())?);
+            threads.extend(udp::spawn(socket, workers, handler.clone(), stop.clone())?);
             addrs.push(bound);
         }
         Ok(Self { addrs, stop, threads, tcp })

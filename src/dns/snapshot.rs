@@ -156,7 +156,7 @@ impl Snapshot {
         });
         // The name and every ancestor up to the apex exist.
         let apex_labels = self.zones[zone].apex_labels;
-        for n in (apex_labels..=name.num_labels() as usize).rev() {
+        for n in (apex_labels..=name.iter().count()).rev() {
             let ancestor = name.trim_to(n);
             let key = wire_key(&ancestor);
             self.nodes.entry(key).or_insert_with(|| Node {

@@ -49,7 +49,6 @@ pub fn spawn(
     first: Socket,
     workers: usize,
     handler: Handler,
-    runtime: tokio::runtime::Handle,
     stop: Arc<AtomicBool>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
     let addr = first
@@ -64,15 +63,15 @@ pub fn spawn(
         .into_iter()
         .enumerate()
         .map(|(i, socket)| {
-            let (handler, runtime, stop) = (handler.clone(), runtime.clone(), stop.clone());
+            let (handler, stop) = (handler.clone(), stop.clone());
             std::thread::Builder::new()
                 .name(format!("dns-udp-{i}"))
-                .spawn(move || worker(socket, handler, runtime, stop))
+                .spawn(move || worker(socket, handler, stop))
         })
         .collect()
 }
 
-fn worker(socket: Socket, handler: Handler, runtime: tokio::runtime::Handle, stop: Arc<AtomicBool>) {
+fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
     let fd = socket.as_raw_fd();
     let mut inbuf = vec![[0u8; MAX_QUERY]; BATCH];
     let mut outbuf: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::with_capacity(1232)).collect();
@@ -110,12 +109,21 @@ fn worker(socket: Socket, handler: Handler, runtime: tokio::runtime::Handle, sto
                 let query = &inbuf[i][..len];
                 let Some(src) = socket_addr(&names[i]) else { continue };
                 let out = &mut outbuf[replies];
-                let fast = DRAW.with(|d| fast::answer(&handler.state, query, src.ip(), &mut d.borrow_mut(), out));
-                if !fast {
-                    match runtime.block_on(answer_udp(&handler, query, src)) {
-                        Some(bytes) => *out = bytes,
-                        None => continue,
+                let answered = DRAW.with(|d| {
+                    let draw = &mut d.borrow_mut();
+                    if fast::answer(&handler.state, query, src.ip(), draw, out) {
+                        return true;
                     }
+                    match answer_udp(&handler, query, src, draw) {
+                        Some(bytes) => {
+                            *out = bytes;
+                            true
+                        }
+                        None => false,
+                    }
+                });
+                if !answered {
+                    continue;
                 }
                 send_iov[replies].iov_base = out.as_mut_ptr().cast();
                 send_iov[replies].iov_len = out.len();

@@ -1,0 +1,225 @@
+//! Starting devices and asking them questions the way DNS clients do.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use gtm::{device::Device, model::node::NodeSettings};
+use hickory_server::proto::{
+    op::{Edns, Message, MessageType, OpCode, Query},
+    rr::{Name, RecordType, rdata::opt::{ClientSubnet, EdnsOption}},
+};
+use tokio::{io::{AsyncReadExt, AsyncWriteExt}, net::{TcpStream, UdpSocket}};
+
+pub struct TestDevice {
+    pub device: Device,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestDevice {
+    /// A device on 127.0.0.1 and ::1, port 0, serving `config`.
+    pub async fn start(config: &str) -> Self {
+        Self::start_with(config, None).await
+    }
+
+    pub async fn start_with(config: &str, geoip: Option<PathBuf>) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let settings = NodeSettings {
+            name: "test1".into(),
+            datacenter: "dc1".into(),
+            data_dir: dir.path().to_path_buf(),
+            dns_listen: vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()],
+            api_listen: "127.0.0.1:0".parse().unwrap(),
+            geoip_file: geoip,
+            udp_workers: Some(1),
+            edns_payload: None,
+        };
+        let device = Device::start(settings, false).await.expect("device starts");
+        let config = gtm::model::parse(config).expect("test config parses");
+        device.engine.apply(1, config).expect("test config is valid");
+        Self { device, dir }
+    }
+
+    pub fn v4(&self) -> SocketAddr {
+        self.device.dns_addrs[0]
+    }
+
+    pub fn v6(&self) -> SocketAddr {
+        self.device.dns_addrs[1]
+    }
+}
+
+/// A query as `dig` sends it: RD set, EDNS unless `edns` is None.
+pub fn query(name: &str, rtype: RecordType) -> Message {
+    let mut m = Message::new(fastrand::u16(..), MessageType::Query, OpCode::Query);
+    m.metadata.recursion_desired = true;
+    m.add_query(Query::query(Name::from_ascii(name).unwrap(), rtype));
+    let mut edns = Edns::new();
+    edns.set_max_payload(1232);
+    m.set_edns(edns);
+    m
+}
+
+pub fn with_ecs(mut m: Message, subnet: &str) -> Message {
+    let ecs: ClientSubnet = subnet.parse().unwrap();
+    m.edns.as_mut().unwrap().options_mut().insert(EdnsOption::Subnet(ecs));
+    m
+}
+
+pub fn without_edns(mut m: Message) -> Message {
+    m.edns = None;
+    m
+}
+
+pub async fn udp_raw(server: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let bind = if server.is_ipv6() { "[::1]:0" } else { "127.0.0.1:0" };
+    let socket = UdpSocket::bind(bind).await.unwrap();
+    socket.send_to(bytes, server).await.unwrap();
+    let mut buf = vec![0u8; 65535];
+    let n = tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut buf))
+        .await
+        .expect("an answer within 5 s")
+        .unwrap();
+    buf.truncate(n);
+    buf
+}
+
+pub async fn udp(server: SocketAddr, m: &Message) -> Message {
+    let raw = udp_raw(server, &m.to_vec().unwrap()).await;
+    let resp = Message::from_vec(&raw).expect("a well-formed response");
+    assert_eq!(resp.metadata.id, m.metadata.id, "response id matches");
+    resp
+}
+
+pub async fn tcp(server: SocketAddr, m: &Message) -> Message {
+    let mut stream = TcpStream::connect(server).await.unwrap();
+    let bytes = m.to_vec().unwrap();
+    stream.write_all(&(bytes.len() as u16).to_be_bytes()).await.unwrap();
+    stream.write_all(&bytes).await.unwrap();
+    let mut len = [0u8; 2];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut len)).await.expect("an answer within 5 s").unwrap();
+    let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
+    stream.read_exact(&mut buf).await.unwrap();
+    Message::from_vec(&buf).unwrap()
+}
+
+/// The answer section's data as text, in order.
+pub fn answers(m: &Message) -> Vec<String> {
+    m.answers.iter().map(|r| r.data.to_string()).collect()
+}
+
+pub const ZONE: &str = r#"
+[[datacenter]]
+name = "dc1"
+country = "DE"
+continent = "EU"
+
+[[datacenter]]
+name = "dc2"
+country = "US"
+continent = "NA"
+
+[[check]]
+name = "web"
+type = "http"
+
+[[scenario]]
+name = "dc1-down"
+condition = "NOT (web@192.0.2.10 OR web@192.0.2.11)"
+
+[[domain]]
+name = "example.test"
+ttl = 30
+main_dc = "dc1"
+dr_dc = "dc2"
+nameservers = ["ns1.example.test", "ns2.example.test"]
+soa = { minimum = 20 }
+
+[[domain.record]]
+name = "www"
+type = "A"
+ttl = 60
+addresses = [
+  { ip = "192.0.2.10", dc = "dc1", hc = "check:web" },
+  { ip = "192.0.2.11", dc = "dc1", hc = "check:web" },
+]
+
+[[domain.record]]
+name = "dr"
+type = "A"
+mode = "disaster-recovery"
+fail_safe = ["192.0.2.250"]
+addresses = [
+  { ip = "192.0.2.20", dc = "dc1", hc = "check:web" },
+  { ip = "198.51.100.20", dc = "dc2" },
+]
+
+[[domain.record]]
+name = "w"
+type = "A"
+balance = "weighted"
+addresses = [
+  { ip = "192.0.2.40", weight = 1 },
+  { ip = "192.0.2.41", weight = 3 },
+  { ip = "192.0.2.42", weight = 0 },
+]
+
+[[domain.record]]
+name = "geo"
+type = "A"
+topology = true
+addresses = [
+  { ip = "192.0.2.50", countries = ["DE"] },
+  { ip = "192.0.2.51", continents = ["EU"] },
+  { ip = "192.0.2.52" },
+]
+
+[[domain.record]]
+name = "sticky"
+type = "A"
+balance = "persist"
+addresses = [{ ip = "192.0.2.60" }, { ip = "192.0.2.61" }, { ip = "192.0.2.62" }]
+
+[[domain.record]]
+name = "*.wild"
+type = "A"
+addresses = [{ ip = "192.0.2.70" }]
+
+[[domain.record]]
+name = "v6"
+type = "AAAA"
+addresses = [{ ip = "2001:db8::1" }]
+
+[[domain.record]]
+name = "alias"
+type = "CNAME"
+addresses = [{ target = "www.example.test" }]
+
+[[domain.record]]
+name = "@"
+type = "MX"
+values = ["10 mail.example.test."]
+
+[[domain.record]]
+name = "@"
+type = "TXT"
+values = ["\"hello world\""]
+
+[[domain.record]]
+name = "_sip._udp"
+type = "SRV"
+values = ["10 5 5060 sip.example.test."]
+
+[[domain.record]]
+name = "@"
+type = "CAA"
+values = ["0 issue \"ca.example.net\""]
+
+[[domain.record]]
+name = "big"
+type = "TXT"
+values = [
+  "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"",
+  "\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\"",
+  "\"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\"",
+  "\"dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\"",
+]
+"#;
