@@ -140,17 +140,20 @@ impl Engine {
     }
 
     fn install(&self, inner: &mut Inner, version: u64, config: Config, compiled: Compiled) {
-        let mut previous: HashMap<String, RecordState> = inner
+        let mut previous: HashMap<String, (RecordState, Vec<String>)> = inner
             .records
             .drain(..)
-            .filter_map(|r| Some((r.label, r.state?)))
+            .filter_map(|r| {
+                let displays = r.steering.addresses.iter().map(|a| a.display.clone()).collect();
+                Some((r.label, (r.state?, displays)))
+            })
             .collect();
         let mut records = Vec::new();
         for zone in &compiled.zones {
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
-                    let prev = previous.remove(&label).filter(|p| p.healthy.len() == steering.addresses.len());
+                    let prev = previous.remove(&label).map(|(state, displays)| remap(state, &displays, steering));
                     let eval = resolve::evaluate(&label, steering, &compiled.datacenters, &inner.health, prev.as_ref(), Operator::default());
                     let events = eval.events;
                     records.push(Steered {
@@ -255,5 +258,22 @@ impl Engine {
                 decision: r.decision.clone(),
             })
             .collect()
+    }
+}
+
+/// Carries a record's state across a configuration change: per-address
+/// decisions follow the address, not its position in the list.
+fn remap(state: RecordState, old: &[String], steering: &Steering) -> RecordState {
+    let index_of = |display: &str| old.iter().position(|d| d == display);
+    let new_index = |i: usize| steering.addresses.iter().position(|a| a.display == old[i]);
+    RecordState {
+        healthy: steering
+            .addresses
+            .iter()
+            .map(|a| index_of(&a.display).is_some_and(|i| state.healthy[i]))
+            .collect(),
+        active: state.active.iter().filter_map(|&i| new_index(i)).collect(),
+        dr_on: state.dr_on,
+        status: state.status,
     }
 }
