@@ -45,7 +45,8 @@ impl Device {
     /// configuration, and skip listeners that cannot bind (IPv6 may be off).
     pub async fn start(settings: NodeSettings, demo: bool) -> Result<Self> {
         let dir = &settings.data_dir;
-        fs::create_dir_all(dir).with_context(|| format!("cannot create data directory {}", dir.display()))?;
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create data directory {}", dir.display()))?;
         let store = Store::open(dir)?;
 
         let (version, text) = match store.load_config()? {
@@ -53,7 +54,8 @@ impl Device {
             None if demo => (0, DEMO_CONFIG.to_string()),
             None => (0, String::new()),
         };
-        let config = model::parse(&text).with_context(|| "the stored configuration does not parse")?;
+        let config =
+            model::parse(&text).with_context(|| "the stored configuration does not parse")?;
 
         let geo = open_geo(&settings)?;
         let payload = settings.edns_payload.unwrap_or(1232);
@@ -92,7 +94,8 @@ impl Device {
         let cancel = CancellationToken::new();
         let stop = cancel.clone();
         let api_task = tokio::spawn(async move {
-            let serve = axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned());
+            let serve =
+                axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned());
             if let Err(e) = serve.await {
                 tracing::error!(error = %e, "API server failed");
             }
@@ -118,7 +121,10 @@ impl Device {
 
 fn open_geo(settings: &NodeSettings) -> Result<Geo> {
     let imported = settings.data_dir.join("geoip.mmdb");
-    let path: Option<PathBuf> = settings.geoip_file.clone().or_else(|| imported.exists().then_some(imported));
+    let path: Option<PathBuf> = settings
+        .geoip_file
+        .clone()
+        .or_else(|| imported.exists().then_some(imported));
     match path {
         Some(p) => Ok(Geo::open(&p)?),
         None => Ok(Geo::none()),

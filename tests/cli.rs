@@ -20,11 +20,20 @@ fn config_check_lists_every_error_with_its_path_and_fails() {
     let out = gtm().args(["config", "check"]).arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "bad input exits 2");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("domain example.test / record www A / address 3: unknown scenario \"dc2-up\""), "{stderr}");
+    assert!(
+        stderr.contains(
+            "domain example.test / record www A / address 3: unknown scenario \"dc2-up\""
+        ),
+        "{stderr}"
+    );
 
     let good = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/demo.toml");
     let out = gtm().args(["config", "check"]).arg(&good).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -36,33 +45,78 @@ async fn config_apply_shows_the_diff_and_export_prints_it_back() {
     std::fs::write(&file, &changed).unwrap();
 
     let run = |args: &[&str]| {
-        let out = gtm().arg("--data-dir").arg(&data).args(args).output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+        let out = gtm()
+            .arg("--data-dir")
+            .arg(&data)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
     };
     let file_s = file.to_str().unwrap();
-    let (code, stdout, stderr) = tokio::task::block_in_place(|| run(&["config", "apply", "--dry-run", file_s]));
+    let (code, stdout, stderr) =
+        tokio::task::block_in_place(|| run(&["config", "apply", "--dry-run", file_s]));
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("~ domain example.test / record *.wild A"), "{stdout}");
+    assert!(
+        stdout.contains("~ domain example.test / record *.wild A"),
+        "{stdout}"
+    );
     assert!(stdout.contains("dry run: nothing applied"));
-    let r = udp(d.v4(), &query("x.wild.example.test.", hickory_server::proto::rr::RecordType::A)).await;
+    let r = udp(
+        d.v4(),
+        &query(
+            "x.wild.example.test.",
+            hickory_server::proto::rr::RecordType::A,
+        ),
+    )
+    .await;
     assert_eq!(answers(&r), ["192.0.2.70"], "a dry run changes nothing");
 
     let (code, stdout, stderr) = tokio::task::block_in_place(|| run(&["config", "apply", file_s]));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("applied as version 2"), "{stdout}");
-    let r = udp(d.v4(), &query("x.wild.example.test.", hickory_server::proto::rr::RecordType::A)).await;
+    let r = udp(
+        d.v4(),
+        &query(
+            "x.wild.example.test.",
+            hickory_server::proto::rr::RecordType::A,
+        ),
+    )
+    .await;
     assert_eq!(answers(&r), ["192.0.2.71"]);
 
     let (code, exported, _) = tokio::task::block_in_place(|| run(&["config", "export"]));
     assert_eq!(code, Some(0));
-    assert_eq!(gtm::model::parse(&exported).unwrap(), gtm::model::parse(&changed).unwrap(), "export prints the applied configuration back");
+    assert_eq!(
+        gtm::model::parse(&exported).unwrap(),
+        gtm::model::parse(&changed).unwrap(),
+        "export prints the applied configuration back"
+    );
 
     // An invalid file is refused whole.
-    std::fs::write(&file, ZONE.replace("hc = \"check:web\" },\n  { ip = \"198.51", "hc = \"check:nope\" },\n  { ip = \"198.51")).unwrap();
+    std::fs::write(
+        &file,
+        ZONE.replace(
+            "hc = \"check:web\" },\n  { ip = \"198.51",
+            "hc = \"check:nope\" },\n  { ip = \"198.51",
+        ),
+    )
+    .unwrap();
     let (code, _, stderr) = tokio::task::block_in_place(|| run(&["config", "apply", file_s]));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("unknown check \"nope\""), "{stderr}");
-    let r = udp(d.v4(), &query("x.wild.example.test.", hickory_server::proto::rr::RecordType::A)).await;
+    let r = udp(
+        d.v4(),
+        &query(
+            "x.wild.example.test.",
+            hickory_server::proto::rr::RecordType::A,
+        ),
+    )
+    .await;
     assert_eq!(answers(&r), ["192.0.2.71"], "nothing half-applied");
 
     let (code, stdout, _) = tokio::task::block_in_place(|| run(&["status"]));
@@ -79,10 +133,21 @@ fn geoip_import_refuses_a_corrupt_file_and_keeps_the_old_one() {
     std::fs::write(&bad, b"garbage").unwrap();
     let good = data.join("good.mmdb");
     crate::geo::write_mmdb(&good);
-    let run = |args: &[&str]| gtm().arg("--data-dir").arg(&data).args(args).output().unwrap();
+    let run = |args: &[&str]| {
+        gtm()
+            .arg("--data-dir")
+            .arg(&data)
+            .args(args)
+            .output()
+            .unwrap()
+    };
 
     let out = run(&["geoip", "import", good.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = run(&["geoip", "import", bad.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("the current database stays"));

@@ -8,16 +8,24 @@ fn every_shipped_configuration_is_valid() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             let text = std::fs::read_to_string(&path).unwrap();
-            if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("node")) {
-                gtm::model::node::NodeSettings::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("node"))
+            {
+                gtm::model::node::NodeSettings::parse(&text)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             } else {
-                let config = gtm::model::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                let config =
+                    gtm::model::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 gtm::model::compile(&config).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             }
             checked += 1;
         }
     }
-    assert!(checked >= 2, "config/ holds the demo and the commented example");
+    assert!(
+        checked >= 2,
+        "config/ holds the demo and the commented example"
+    );
 }
 
 #[test]
@@ -48,7 +56,12 @@ addresses = [
 ]
 "#;
     let config = gtm::model::parse(text).unwrap();
-    let errors: Vec<String> = gtm::model::compile(&config).unwrap_err().0.iter().map(ToString::to_string).collect();
+    let errors: Vec<String> = gtm::model::compile(&config)
+        .unwrap_err()
+        .0
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     for expected in [
         "check web: path applies to http, https and http2 checks only",
         "check web: timeout 5s is longer than interval 2s: a probe must end before the next starts",
@@ -56,7 +69,10 @@ addresses = [
         "domain example.test / record www A / address 3: unknown scenario \"dc2-up\"",
         "domain example.test / record www A / address 4: \"2001:db8::1\" is not an IPv4 address, as an A record needs",
     ] {
-        assert!(errors.iter().any(|e| e == expected), "missing {expected:?} in {errors:#?}");
+        assert!(
+            errors.iter().any(|e| e == expected),
+            "missing {expected:?} in {errors:#?}"
+        );
     }
 }
 

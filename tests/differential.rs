@@ -26,15 +26,38 @@ fn fast_and_general_paths_agree() {
     crate::geo::write_mmdb(&db);
     let state = DnsState::new(Snapshot::default(), Geo::open(&db).unwrap(), 1232);
     let engine = Engine::new("diff", 1, gtm::model::parse(ZONE).unwrap(), state.clone()).unwrap();
-    let handler = Handler { state: engine.dns().clone() };
+    let handler = Handler {
+        state: engine.dns().clone(),
+    };
     let src: SocketAddr = "127.0.0.1:5353".parse().unwrap();
 
     let names = [
-        "www.example.test.", "WWW.Example.TEST.", "dr.example.test.", "w.example.test.", "geo.example.test.",
-        "sticky.example.test.", "v6.example.test.", "alias.example.test.", "example.test.", "_sip._udp.example.test.",
-        "big.example.test.", "missing.example.test.", "x.wild.example.test.", "other.test.",
+        "www.example.test.",
+        "WWW.Example.TEST.",
+        "dr.example.test.",
+        "w.example.test.",
+        "geo.example.test.",
+        "sticky.example.test.",
+        "v6.example.test.",
+        "alias.example.test.",
+        "example.test.",
+        "_sip._udp.example.test.",
+        "big.example.test.",
+        "missing.example.test.",
+        "x.wild.example.test.",
+        "other.test.",
     ];
-    let types = [RecordType::A, RecordType::AAAA, RecordType::MX, RecordType::TXT, RecordType::SOA, RecordType::NS, RecordType::CNAME, RecordType::SRV, RecordType::CAA];
+    let types = [
+        RecordType::A,
+        RecordType::AAAA,
+        RecordType::MX,
+        RecordType::TXT,
+        RecordType::SOA,
+        RecordType::NS,
+        RecordType::CNAME,
+        RecordType::SRV,
+        RecordType::CAA,
+    ];
     let mut asked = 0;
     let mut fast_taken = 0;
     for (i, name) in names.iter().enumerate() {
@@ -51,22 +74,42 @@ fn fast_and_general_paths_agree() {
                     asked += 1;
                     let seed = seed + i as u64 * 7;
                     let mut out = Vec::new();
-                    let took = fast::answer(&handler.state, &bytes, src.ip(), &mut Draw::new(seed), &mut out);
-                    let general = answer_udp(&handler, &bytes, src, &mut Draw::new(seed)).expect("general path answers");
+                    let took = fast::answer(
+                        &handler.state,
+                        &bytes,
+                        src.ip(),
+                        &mut Draw::new(seed),
+                        &mut out,
+                    );
+                    let general = answer_udp(&handler, &bytes, src, &mut Draw::new(seed))
+                        .expect("general path answers");
                     if took {
                         fast_taken += 1;
                         let f = Message::from_vec(&out).expect("fast path response decodes");
                         let g = Message::from_vec(&general).unwrap();
-                        assert_eq!(f.metadata, g.metadata, "{name} {rtype} variant {variant}: header");
+                        assert_eq!(
+                            f.metadata, g.metadata,
+                            "{name} {rtype} variant {variant}: header"
+                        );
                         assert_eq!(f.queries, g.queries, "{name} {rtype}: question");
-                        assert_eq!(f.answers, g.answers, "{name} {rtype} variant {variant} seed {seed}: answers");
+                        assert_eq!(
+                            f.answers, g.answers,
+                            "{name} {rtype} variant {variant} seed {seed}: answers"
+                        );
                         assert_eq!(f.authorities, g.authorities, "{name} {rtype}: authority");
                         assert_eq!(f.additionals, g.additionals, "{name} {rtype}: additional");
-                        assert_eq!(format!("{:?}", f.edns), format!("{:?}", g.edns), "{name} {rtype} variant {variant}: EDNS");
+                        assert_eq!(
+                            format!("{:?}", f.edns),
+                            format!("{:?}", g.edns),
+                            "{name} {rtype} variant {variant}: EDNS"
+                        );
                     }
                 }
             }
         }
     }
-    assert!(fast_taken * 2 > asked, "the fast path takes most questions: {fast_taken} of {asked}");
+    assert!(
+        fast_taken * 2 > asked,
+        "the fast path takes most questions: {fast_taken} of {asked}"
+    );
 }

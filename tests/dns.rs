@@ -9,10 +9,20 @@ use hickory_server::proto::{
 use crate::support::*;
 
 fn web_ok(d: &TestDevice, ok: bool) {
-    let state = if ok { CheckState::Ok } else { CheckState::Error };
+    let state = if ok {
+        CheckState::Ok
+    } else {
+        CheckState::Error
+    };
     d.device.engine.update_health(|h| {
         for ip in ["192.0.2.10", "192.0.2.11", "192.0.2.20"] {
-            h.checks.insert(CheckRef { name: "web".into(), address: Some(ip.parse().unwrap()) }, state);
+            h.checks.insert(
+                CheckRef {
+                    name: "web".into(),
+                    address: Some(ip.parse().unwrap()),
+                },
+                state,
+            );
         }
     });
 }
@@ -99,7 +109,11 @@ async fn wildcards_answer_for_the_names_below_them() {
     let d = TestDevice::start(ZONE).await;
     let r = udp(d.v4(), &query("anything.wild.example.test.", RecordType::A)).await;
     assert_eq!(answers(&r), ["192.0.2.70"]);
-    assert_eq!(r.answers[0].name.to_string(), "anything.wild.example.test.", "owner is the query name");
+    assert_eq!(
+        r.answers[0].name.to_string(),
+        "anything.wild.example.test.",
+        "owner is the query name"
+    );
     let deeper = udp(d.v4(), &query("a.b.wild.example.test.", RecordType::A)).await;
     assert_eq!(answers(&deeper), ["192.0.2.70"]);
     // The wildcard's parent exists as an empty non-terminal: NODATA.
@@ -127,7 +141,11 @@ async fn edns_payload_version_and_options() {
     assert_eq!(edns.max_payload(), 1232);
     assert_eq!(edns.version(), 0);
 
-    let plain = udp(d.v4(), &without_edns(query("v6.example.test.", RecordType::AAAA))).await;
+    let plain = udp(
+        d.v4(),
+        &without_edns(query("v6.example.test.", RecordType::AAAA)),
+    )
+    .await;
     assert!(plain.edns.is_none(), "no EDNS in, none out");
 
     let mut v1 = query("v6.example.test.", RecordType::AAAA);
@@ -151,12 +169,20 @@ async fn edns_payload_version_and_options() {
 #[tokio::test]
 async fn large_answers_truncate_over_udp_and_come_whole_over_tcp() {
     let d = TestDevice::start(ZONE).await;
-    let small = udp(d.v4(), &without_edns(query("big.example.test.", RecordType::TXT))).await;
+    let small = udp(
+        d.v4(),
+        &without_edns(query("big.example.test.", RecordType::TXT)),
+    )
+    .await;
     assert!(small.metadata.truncation, "TC over 512 bytes without EDNS");
     let with_edns = udp(d.v4(), &query("big.example.test.", RecordType::TXT)).await;
     assert!(!with_edns.metadata.truncation, "fits in 1232 bytes");
     assert_eq!(with_edns.answers.len(), 4);
-    let whole = tcp(d.v4(), &without_edns(query("big.example.test.", RecordType::TXT))).await;
+    let whole = tcp(
+        d.v4(),
+        &without_edns(query("big.example.test.", RecordType::TXT)),
+    )
+    .await;
     assert!(!whole.metadata.truncation);
     assert_eq!(whole.answers.len(), 4);
 }
@@ -173,15 +199,31 @@ async fn unknown_opcodes_get_notimp() {
 #[tokio::test]
 async fn ecs_is_echoed_with_scope_zero_when_the_answer_does_not_depend_on_place() {
     let d = TestDevice::start(ZONE).await;
-    let m = with_ecs(query("v6.example.test.", RecordType::AAAA), "198.51.100.0/24");
+    let m = with_ecs(
+        query("v6.example.test.", RecordType::AAAA),
+        "198.51.100.0/24",
+    );
     let raw = udp_raw(d.v4(), &m.to_vec().unwrap()).await;
     // The OPT is the last record: its ECS option is the last 11 bytes.
     let tail = &raw[raw.len() - 11..];
-    assert_eq!(tail, [0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100], "code, length, family, source, scope, address");
+    assert_eq!(
+        tail,
+        [0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100],
+        "code, length, family, source, scope, address"
+    );
     // NXDOMAIN also echoes ECS, scope 0.
-    let nx = udp(d.v4(), &with_ecs(query("nope.example.test.", RecordType::A), "198.51.100.0/24")).await;
+    let nx = udp(
+        d.v4(),
+        &with_ecs(
+            query("nope.example.test.", RecordType::A),
+            "198.51.100.0/24",
+        ),
+    )
+    .await;
     match nx.edns.unwrap().options().options.first() {
-        Some((_, hickory_server::proto::rr::rdata::opt::EdnsOption::Subnet(s))) => assert_eq!(s.scope_prefix(), 0),
+        Some((_, hickory_server::proto::rr::rdata::opt::EdnsOption::Subnet(s))) => {
+            assert_eq!(s.scope_prefix(), 0)
+        }
         other => panic!("no ECS echoed: {other:?}"),
     }
 }
@@ -189,7 +231,12 @@ async fn ecs_is_echoed_with_scope_zero_when_the_answer_does_not_depend_on_place(
 #[tokio::test]
 async fn malformed_ecs_is_formerr() {
     let d = TestDevice::start(ZONE).await;
-    let good = with_ecs(query("v6.example.test.", RecordType::AAAA), "198.51.100.0/24").to_vec().unwrap();
+    let good = with_ecs(
+        query("v6.example.test.", RecordType::AAAA),
+        "198.51.100.0/24",
+    )
+    .to_vec()
+    .unwrap();
     // Family 3 does not exist.
     let mut bad = good.clone();
     let at = bad.len() - 7;
@@ -221,15 +268,36 @@ async fn answers_follow_health_within_one_change() {
     let dr = udp(d.v4(), &query("dr.example.test.", RecordType::A)).await;
     assert_eq!(answers(&dr), ["198.51.100.20"], "DR is on");
     let www = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
-    assert!(www.answers.is_empty(), "no healthy records and on_no_healthy = empty");
+    assert!(
+        www.answers.is_empty(),
+        "no healthy records and on_no_healthy = empty"
+    );
     assert_eq!(www.metadata.response_code, ResponseCode::NoError);
-    let texts: Vec<String> = d.device.engine.events().into_iter().map(|e| e.text).collect();
-    assert!(texts.contains(&"dr.example.test/A: DR is on".to_string()), "{texts:?}");
-    assert!(texts.contains(&"www.example.test/A: No healthy records left".to_string()), "{texts:?}");
+    let texts: Vec<String> = d
+        .device
+        .engine
+        .events()
+        .into_iter()
+        .map(|e| e.text)
+        .collect();
+    assert!(
+        texts.contains(&"dr.example.test/A: DR is on".to_string()),
+        "{texts:?}"
+    );
+    assert!(
+        texts.contains(&"www.example.test/A: No healthy records left".to_string()),
+        "{texts:?}"
+    );
     web_ok(&d, true);
     let dr = udp(d.v4(), &query("dr.example.test.", RecordType::A)).await;
     assert_eq!(answers(&dr), ["192.0.2.20"], "back to Main");
-    let texts: Vec<String> = d.device.engine.events().into_iter().map(|e| e.text).collect();
+    let texts: Vec<String> = d
+        .device
+        .engine
+        .events()
+        .into_iter()
+        .map(|e| e.text)
+        .collect();
     assert!(texts.contains(&"dr.example.test/A: DR ended".to_string()));
 }
 
@@ -247,7 +315,10 @@ async fn weighted_answers_follow_the_weights() {
         }
     }
     let share = f64::from(b) / f64::from(a + b);
-    assert!((0.70..0.80).contains(&share), "weight 3 of 4 got {share:.3}");
+    assert!(
+        (0.70..0.80).contains(&share),
+        "weight 3 of 4 got {share:.3}"
+    );
 }
 
 #[tokio::test]
@@ -256,14 +327,29 @@ async fn persist_keeps_a_subnet_on_one_answer() {
     let mut seen = std::collections::HashSet::new();
     for subnet in 0..30u8 {
         let ecs = format!("198.51.{subnet}.0/24");
-        let first = answers(&udp(d.v4(), &with_ecs(query("sticky.example.test.", RecordType::A), &ecs)).await);
+        let first = answers(
+            &udp(
+                d.v4(),
+                &with_ecs(query("sticky.example.test.", RecordType::A), &ecs),
+            )
+            .await,
+        );
         for _ in 0..5 {
-            let again = answers(&udp(d.v4(), &with_ecs(query("sticky.example.test.", RecordType::A), &ecs)).await);
+            let again = answers(
+                &udp(
+                    d.v4(),
+                    &with_ecs(query("sticky.example.test.", RecordType::A), &ecs),
+                )
+                .await,
+            );
             assert_eq!(again, first, "same subnet, same answer");
         }
         seen.insert(first);
     }
-    assert!(seen.len() > 1, "different subnets spread over the addresses");
+    assert!(
+        seen.len() > 1,
+        "different subnets spread over the addresses"
+    );
 }
 
 #[tokio::test]

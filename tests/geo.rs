@@ -27,9 +27,20 @@ struct Entry {
 /// FR, 3.3.0.0/16 in the US.
 pub fn write_mmdb(path: &Path) {
     let mut w = mmdb_writer::Writer::new("GeoLite2-Country");
-    for (net, cc, cont) in [("81.2.69.0/24", "DE", "EU"), ("2.2.2.0/24", "FR", "EU"), ("3.3.0.0/16", "US", "NA")] {
+    for (net, cc, cont) in [
+        ("81.2.69.0/24", "DE", "EU"),
+        ("2.2.2.0/24", "FR", "EU"),
+        ("3.3.0.0/16", "US", "NA"),
+    ] {
         let net: mmdb_writer::ipnet::IpNet = net.parse().unwrap();
-        w.insert(net, &Entry { country: Code { iso_code: cc }, continent: ContinentCode { code: cont } }).unwrap();
+        w.insert(
+            net,
+            &Entry {
+                country: Code { iso_code: cc },
+                continent: ContinentCode { code: cont },
+            },
+        )
+        .unwrap();
     }
     std::fs::write(path, w.to_bytes().unwrap()).unwrap();
 }
@@ -41,19 +52,33 @@ async fn clients_are_placed_by_ecs_country_then_continent_then_default() {
     write_mmdb(&db);
     let d = TestDevice::start_with(ZONE, Some(db)).await;
     for (subnet, expect, scope) in [
-        ("81.2.69.0/24", "192.0.2.50", 24),  // Germany
-        ("2.2.2.0/24", "192.0.2.51", 24),    // France: Europe
-        ("3.3.3.0/24", "192.0.2.52", 16),    // US: the default; the database network is a /16
-        ("10.1.2.0/24", "192.0.2.52", 0),    // private: ignored
+        ("81.2.69.0/24", "192.0.2.50", 24), // Germany
+        ("2.2.2.0/24", "192.0.2.51", 24),   // France: Europe
+        ("3.3.3.0/24", "192.0.2.52", 16),   // US: the default; the database network is a /16
+        ("10.1.2.0/24", "192.0.2.52", 0),   // private: ignored
     ] {
-        let r = udp(d.v4(), &with_ecs(query("geo.example.test.", RecordType::A), subnet)).await;
+        let r = udp(
+            d.v4(),
+            &with_ecs(query("geo.example.test.", RecordType::A), subnet),
+        )
+        .await;
         assert_eq!(answers(&r), [expect], "{subnet}");
-        let echoed = r.edns.unwrap().options().options.iter().find_map(|(_, o)| match o {
-            EdnsOption::Subnet(s) => Some((s.addr(), s.source_prefix(), s.scope_prefix())),
-            _ => None,
-        });
+        let echoed = r
+            .edns
+            .unwrap()
+            .options()
+            .options
+            .iter()
+            .find_map(|(_, o)| match o {
+                EdnsOption::Subnet(s) => Some((s.addr(), s.source_prefix(), s.scope_prefix())),
+                _ => None,
+            });
         let sent: IpAddr = subnet.split('/').next().unwrap().parse().unwrap();
-        assert_eq!(echoed, Some((sent, 24, scope)), "{subnet}: address and source echoed, scope as decided");
+        assert_eq!(
+            echoed,
+            Some((sent, 24, scope)),
+            "{subnet}: address and source echoed, scope as decided"
+        );
     }
     // Without ECS a loopback client has no place: the default.
     let r = udp(d.v4(), &query("geo.example.test.", RecordType::A)).await;
@@ -67,7 +92,10 @@ fn lookup_shows_place_as_the_dns_path_sees_it() {
     write_mmdb(&db);
     let geo = gtm::geo::Geo::open(&db).unwrap();
     let de = gtm::api::lookup_in(&geo, "81.2.69.7".parse().unwrap());
-    assert_eq!((de.country.as_deref(), de.continent.as_deref(), de.prefix), (Some("DE"), Some("EU"), 24));
+    assert_eq!(
+        (de.country.as_deref(), de.continent.as_deref(), de.prefix),
+        (Some("DE"), Some("EU"), 24)
+    );
     let private = gtm::api::lookup_in(&geo, "192.168.1.1".parse().unwrap());
     assert_eq!(private.country, None);
     assert!(private.note.unwrap().contains("default records"));

@@ -5,9 +5,15 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use gtm::{device::Device, model::node::NodeSettings};
 use hickory_server::proto::{
     op::{Edns, Message, MessageType, OpCode, Query},
-    rr::{Name, RecordType, rdata::opt::{ClientSubnet, EdnsOption}},
+    rr::{
+        Name, RecordType,
+        rdata::opt::{ClientSubnet, EdnsOption},
+    },
 };
-use tokio::{io::{AsyncReadExt, AsyncWriteExt}, net::{TcpStream, UdpSocket}};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::{TcpStream, UdpSocket},
+};
 
 pub struct TestDevice {
     pub device: Device,
@@ -34,7 +40,10 @@ impl TestDevice {
         };
         let device = Device::start(settings, false).await.expect("device starts");
         let config = gtm::model::parse(config).expect("test config parses");
-        device.engine.apply(1, config).expect("test config is valid");
+        device
+            .engine
+            .apply(1, config)
+            .expect("test config is valid");
         Self { device, dir }
     }
 
@@ -60,7 +69,11 @@ pub fn query(name: &str, rtype: RecordType) -> Message {
 
 pub fn with_ecs(mut m: Message, subnet: &str) -> Message {
     let ecs: ClientSubnet = subnet.parse().unwrap();
-    m.edns.as_mut().unwrap().options_mut().insert(EdnsOption::Subnet(ecs));
+    m.edns
+        .as_mut()
+        .unwrap()
+        .options_mut()
+        .insert(EdnsOption::Subnet(ecs));
     m
 }
 
@@ -70,7 +83,11 @@ pub fn without_edns(mut m: Message) -> Message {
 }
 
 pub async fn udp_raw(server: SocketAddr, bytes: &[u8]) -> Vec<u8> {
-    let bind = if server.is_ipv6() { "[::1]:0" } else { "127.0.0.1:0" };
+    let bind = if server.is_ipv6() {
+        "[::1]:0"
+    } else {
+        "127.0.0.1:0"
+    };
     let socket = UdpSocket::bind(bind).await.unwrap();
     socket.send_to(bytes, server).await.unwrap();
     let mut buf = vec![0u8; 65535];
@@ -92,10 +109,16 @@ pub async fn udp(server: SocketAddr, m: &Message) -> Message {
 pub async fn tcp(server: SocketAddr, m: &Message) -> Message {
     let mut stream = TcpStream::connect(server).await.unwrap();
     let bytes = m.to_vec().unwrap();
-    stream.write_all(&(bytes.len() as u16).to_be_bytes()).await.unwrap();
+    stream
+        .write_all(&(bytes.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
     stream.write_all(&bytes).await.unwrap();
     let mut len = [0u8; 2];
-    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut len)).await.expect("an answer within 5 s").unwrap();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut len))
+        .await
+        .expect("an answer within 5 s")
+        .unwrap();
     let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
     stream.read_exact(&mut buf).await.unwrap();
     Message::from_vec(&buf).unwrap()

@@ -12,7 +12,10 @@ pub enum StoreError {
     #[error("cannot open the store in {path}: {source}")]
     Open { path: String, source: sled::Error },
     #[error("store I/O failed while {action}: {source}")]
-    Io { action: &'static str, source: sled::Error },
+    Io {
+        action: &'static str,
+        source: sled::Error,
+    },
     #[error("stored {what} is corrupt: {why}")]
     Corrupt { what: &'static str, why: String },
 }
@@ -49,12 +52,13 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (config, _) = bincode::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| {
-            StoreError::Corrupt {
-                what: "configuration",
-                why: e.to_string(),
-            }
-        })?;
+        let (config, _) =
+            bincode::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| {
+                StoreError::Corrupt {
+                    what: "configuration",
+                    why: e.to_string(),
+                }
+            })?;
         Ok(Some(config))
     }
 
@@ -66,10 +70,12 @@ impl Store {
                 why: e.to_string(),
             }
         })?;
-        self.db.insert(CONFIG_KEY, bytes).map_err(|source| StoreError::Io {
-            action: "writing the configuration",
-            source,
-        })?;
+        self.db
+            .insert(CONFIG_KEY, bytes)
+            .map_err(|source| StoreError::Io {
+                action: "writing the configuration",
+                source,
+            })?;
         self.db.flush().map_err(|source| StoreError::Io {
             action: "flushing the configuration",
             source,

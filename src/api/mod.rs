@@ -54,7 +54,14 @@ impl ApiError {
     }
 
     fn invalid(errors: ConfigErrors) -> Self {
-        let mut e = Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-config", format!("the configuration has {} error(s); nothing was applied", errors.0.len()));
+        let mut e = Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-config",
+            format!(
+                "the configuration has {} error(s); nothing was applied",
+                errors.0.len()
+            ),
+        );
         e.errors = errors.0.iter().map(ToString::to_string).collect();
         e
     }
@@ -142,7 +149,13 @@ async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError
 
 fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
     let text = std::str::from_utf8(body)
-        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "bad-request", "the configuration must be UTF-8 TOML text"))?
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad-request",
+                "the configuration must be UTF-8 TOML text",
+            )
+        })?
         .to_string();
     let config = model::parse(&text).map_err(ApiError::invalid)?;
     model::compile(&config).map_err(ApiError::invalid)?;
@@ -151,28 +164,55 @@ fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
 
 async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
     parse_body(&body)?;
-    Ok(Json(ApplyResult { applied: false, version: 0, changes: Vec::new() }))
+    Ok(Json(ApplyResult {
+        applied: false,
+        version: 0,
+        changes: Vec::new(),
+    }))
 }
 
-async fn apply_config(State(state): State<ApiState>, Query(q): Query<DryRun>, body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
+async fn apply_config(
+    State(state): State<ApiState>,
+    Query(q): Query<DryRun>,
+    body: Bytes,
+) -> Result<Json<ApplyResult>, ApiError> {
     let (text, config) = parse_body(&body)?;
     let engine = state.engine.clone();
     let changes = diff(&engine.config(), &config);
     let current = engine.version();
     if q.dry_run {
-        return Ok(Json(ApplyResult { applied: false, version: current, changes }));
+        return Ok(Json(ApplyResult {
+            applied: false,
+            version: current,
+            changes,
+        }));
     }
     let version = current + 1;
     let store = state.store.clone();
     // Durable first: a crash after this keeps the new configuration.
     tokio::task::spawn_blocking(move || {
         store.save_config(&StoredConfig { version, text })?;
-        engine.apply(version, config).map_err(|e| gtm_cluster::StoreError::Corrupt { what: "configuration", why: e.to_string() })
+        engine
+            .apply(version, config)
+            .map_err(|e| gtm_cluster::StoreError::Corrupt {
+                what: "configuration",
+                why: e.to_string(),
+            })
     })
     .await
     .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store-failed", e.to_string()))?;
-    Ok(Json(ApplyResult { applied: true, version, changes }))
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "store-failed",
+            e.to_string(),
+        )
+    })?;
+    Ok(Json(ApplyResult {
+        applied: true,
+        version,
+        changes,
+    }))
 }
 
 async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
@@ -187,10 +227,17 @@ async fn events(State(state): State<ApiState>) -> Json<Vec<Event>> {
     Json(state.engine.events())
 }
 
-async fn geoip_lookup(State(state): State<ApiState>, Path(ip): Path<String>) -> Result<Json<GeoLookup>, ApiError> {
-    let ip: IpAddr = ip
-        .parse()
-        .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "bad-request", format!("\"{ip}\" is not an IP address")))?;
+async fn geoip_lookup(
+    State(state): State<ApiState>,
+    Path(ip): Path<String>,
+) -> Result<Json<GeoLookup>, ApiError> {
+    let ip: IpAddr = ip.parse().map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            format!("\"{ip}\" is not an IP address"),
+        )
+    })?;
     Ok(Json(lookup_in(&state.engine.dns().geo.load(), ip)))
 }
 
@@ -203,15 +250,22 @@ pub fn lookup_in(geo: &Geo, ip: IpAddr) -> GeoLookup {
         continent: located.place.continent.map(|c| c.to_string()),
         prefix: located.prefix,
         database: geo.description().to_string(),
-        note: located.unplaced.map(|why| format!("{why}: this client gets the default records")),
+        note: located
+            .unplaced
+            .map(|why| format!("{why}: this client gets the default records")),
     }
 }
 
-async fn geoip_import(State(state): State<ApiState>, body: Bytes) -> Result<Json<GeoLookup>, ApiError> {
+async fn geoip_import(
+    State(state): State<ApiState>,
+    body: Bytes,
+) -> Result<Json<GeoLookup>, ApiError> {
     let dir = state.data_dir.clone();
     let geo = tokio::task::spawn_blocking(move || install_geoip(&dir, &body))
         .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))??;
+        .map_err(|e| {
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+        })??;
     let probe = lookup_in(&geo, "8.8.8.8".parse().expect("literal"));
     state.engine.dns().geo.store(Arc::new(geo));
     Ok(Json(probe))
@@ -221,7 +275,8 @@ async fn geoip_import(State(state): State<ApiState>, body: Bytes) -> Result<Json
 /// so a bad file never replaces a good one.
 fn install_geoip(dir: &std::path::Path, bytes: &[u8]) -> Result<Geo, ApiError> {
     let tmp = dir.join("geoip.mmdb.new");
-    let fail = |e: std::io::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "io", e.to_string());
+    let fail =
+        |e: std::io::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "io", e.to_string());
     std::fs::write(&tmp, bytes).map_err(fail)?;
     match Geo::open(&tmp) {
         Ok(geo) => {
@@ -230,7 +285,11 @@ fn install_geoip(dir: &std::path::Path, bytes: &[u8]) -> Result<Geo, ApiError> {
         }
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-geoip", format!("{e}; the current database stays")))
+            Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid-geoip",
+                format!("{e}; the current database stays"),
+            ))
         }
     }
 }

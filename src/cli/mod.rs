@@ -11,11 +11,18 @@ use crate::{
     api::{ApiError, ApplyResult, GeoLookup, StatusReport},
     device::{API_FILE, Device, TOKEN_FILE},
     engine::Event,
-    model::{self, node::{NodeSettings, default_data_dir}},
+    model::{
+        self,
+        node::{NodeSettings, default_data_dir},
+    },
 };
 
 #[derive(Debug, Parser)]
-#[command(name = "gtm", version, about = "Global Traffic Manager: authoritative DNS whose answers follow health")]
+#[command(
+    name = "gtm",
+    version,
+    about = "Global Traffic Manager: authoritative DNS whose answers follow health"
+)]
 pub struct Cli {
     /// Data directory of the local device (where the CLI finds its API
     /// address and token).
@@ -114,8 +121,14 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Config(ConfigCmd::Apply { file, dry_run }) => {
             let text = read(file)?;
             let client = Client::new(&cli)?;
-            let path = if *dry_run { "/api/v1/config?dry_run=true" } else { "/api/v1/config" };
-            let result: ApplyResult = client.send(client.http.put(client.url(path)).body(text)).await?;
+            let path = if *dry_run {
+                "/api/v1/config?dry_run=true"
+            } else {
+                "/api/v1/config"
+            };
+            let result: ApplyResult = client
+                .send(client.http.put(client.url(path)).body(text))
+                .await?;
             if result.changes.is_empty() {
                 println!("no changes");
             }
@@ -131,18 +144,25 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Config(ConfigCmd::Export) => {
             let client = Client::new(&cli)?;
-            let text = client.text(client.http.get(client.url("/api/v1/config"))).await?;
+            let text = client
+                .text(client.http.get(client.url("/api/v1/config")))
+                .await?;
             print!("{text}");
             Ok(())
         }
         Command::Status { json } => {
             let client = Client::new(&cli)?;
-            let report: StatusReport = client.send(client.http.get(client.url("/api/v1/status"))).await?;
+            let report: StatusReport = client
+                .send(client.http.get(client.url("/api/v1/status")))
+                .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
                 return Ok(());
             }
-            println!("device {} (configuration version {})", report.device, report.version);
+            println!(
+                "device {} (configuration version {})",
+                report.device, report.version
+            );
             let rows: Vec<[String; 3]> = report
                 .records
                 .iter()
@@ -150,7 +170,11 @@ pub async fn run(cli: Cli) -> Result<()> {
                     [
                         r.record.clone(),
                         r.status.map_or("-".into(), |s| s.to_string()),
-                        if r.active.is_empty() { "-".into() } else { r.active.join(", ") },
+                        if r.active.is_empty() {
+                            "-".into()
+                        } else {
+                            r.active.join(", ")
+                        },
                     ]
                 })
                 .collect();
@@ -159,7 +183,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Logs { json } => {
             let client = Client::new(&cli)?;
-            let events: Vec<Event> = client.send(client.http.get(client.url("/api/v1/events"))).await?;
+            let events: Vec<Event> = client
+                .send(client.http.get(client.url("/api/v1/events")))
+                .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&events)?);
             } else {
@@ -171,7 +197,13 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Geoip(GeoipCmd::Lookup { ip, json }) => {
             let client = Client::new(&cli)?;
-            let found: GeoLookup = client.send(client.http.get(client.url(&format!("/api/v1/geoip/lookup/{ip}")))).await?;
+            let found: GeoLookup = client
+                .send(
+                    client
+                        .http
+                        .get(client.url(&format!("/api/v1/geoip/lookup/{ip}"))),
+                )
+                .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&found)?);
             } else {
@@ -187,9 +219,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Geoip(GeoipCmd::Import { file }) => {
-            let bytes = std::fs::read(file).map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())))?;
+            let bytes = std::fs::read(file)
+                .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())))?;
             let client = Client::new(&cli)?;
-            let _: GeoLookup = client.send(client.http.put(client.url("/api/v1/geoip")).body(bytes)).await?;
+            let _: GeoLookup = client
+                .send(client.http.put(client.url("/api/v1/geoip")).body(bytes))
+                .await?;
             println!("installed {}", file.display());
             Ok(())
         }
@@ -200,22 +235,34 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
     let (settings, demo) = match config {
         Some(path) => {
             let text = read(&path)?;
-            let settings = NodeSettings::parse(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+            let settings = NodeSettings::parse(&text)
+                .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
             (settings, false)
         }
-        None => (NodeSettings::demo(data_dir.unwrap_or_else(default_data_dir)), true),
+        None => (
+            NodeSettings::demo(data_dir.unwrap_or_else(default_data_dir)),
+            true,
+        ),
     };
     let device = Device::start(settings, demo).await?;
     eprintln!(
         "gtm serving DNS on {} and the API on http://{} (data directory has the token)",
-        device.dns_addrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+        device
+            .dns_addrs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
         device.api_addr
     );
-    if demo {
-        if let Some(addr) = device.dns_addrs.first() {
-            eprintln!("try: dig @{} -p {} www.example.test A", addr.ip(), addr.port());
+    if demo
+        && let Some(addr) = device.dns_addrs.first() {
+            eprintln!(
+                "try: dig @{} -p {} www.example.test A",
+                addr.ip(),
+                addr.port()
+            );
         }
-    }
     shutdown_signal().await;
     device.stop().await;
     Ok(())
@@ -231,11 +278,15 @@ async fn shutdown_signal() {
 }
 
 fn read(file: &PathBuf) -> Result<String> {
-    std::fs::read_to_string(file).map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())).into())
+    std::fs::read_to_string(file)
+        .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())).into())
 }
 
 fn bad_file(file: &std::path::Path, e: &model::ConfigErrors) -> anyhow::Error {
-    let lines: Vec<String> = e.0.iter().map(|e| format!("{}: {e}", file.display())).collect();
+    let lines: Vec<String> =
+        e.0.iter()
+            .map(|e| format!("{}: {e}", file.display()))
+            .collect();
     CliError::BadInput(lines.join("\n")).into()
 }
 
@@ -258,9 +309,16 @@ impl Client {
             Some(t) => t.clone(),
             None => std::fs::read_to_string(dir.join(TOKEN_FILE))
                 .map(|s| s.trim().to_string())
-                .map_err(|_| CliError::BadInput(format!("no API token: {} has no {TOKEN_FILE} (give --token or GTM_TOKEN)", dir.display())))?,
+                .map_err(|_| {
+                    CliError::BadInput(format!(
+                        "no API token: {} has no {TOKEN_FILE} (give --token or GTM_TOKEN)",
+                        dir.display()
+                    ))
+                })?,
         };
-        let http = reqwest::Client::builder().build().context("building the HTTP client")?;
+        let http = reqwest::Client::builder()
+            .build()
+            .context("building the HTTP client")?;
         Ok(Self { http, base, token })
     }
 
@@ -269,11 +327,9 @@ impl Client {
     }
 
     async fn response(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response> {
-        let resp = req
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .map_err(|e| CliError::Unreachable(format!("cannot reach the device at {}: {e}", self.base)))?;
+        let resp = req.bearer_auth(&self.token).send().await.map_err(|e| {
+            CliError::Unreachable(format!("cannot reach the device at {}: {e}", self.base))
+        })?;
         if resp.status().is_success() {
             return Ok(resp);
         }
@@ -295,7 +351,10 @@ impl Client {
         }
     }
 
-    async fn send<T: serde::de::DeserializeOwned>(&self, req: reqwest::RequestBuilder) -> Result<T> {
+    async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T> {
         Ok(self.response(req).await?.json().await?)
     }
 
@@ -312,7 +371,11 @@ fn table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) {
         }
     }
     let line = |cells: Vec<&str>| {
-        let parts: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         println!("{}", parts.join("  ").trim_end());
     };
     line(head.to_vec());
@@ -334,5 +397,11 @@ fn format_ms(ms: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
 }

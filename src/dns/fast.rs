@@ -23,7 +23,13 @@ const TYPE_CNAME: u16 = 5;
 
 /// Writes the response to `msg` into `out` and returns true, or returns
 /// false to leave the query to the general path.
-pub fn answer(state: &DnsState, msg: &[u8], src: IpAddr, draw: &mut Draw, out: &mut Vec<u8>) -> bool {
+pub fn answer(
+    state: &DnsState,
+    msg: &[u8],
+    src: IpAddr,
+    draw: &mut Draw,
+    out: &mut Vec<u8>,
+) -> bool {
     if msg.len() < 17 {
         return false;
     }
@@ -81,7 +87,11 @@ pub fn answer(state: &DnsState, msg: &[u8], src: IpAddr, draw: &mut Draw, out: &
     };
 
     let question = &msg[12..q.end];
-    let opt_len = edns.map_or(0, |e| 11 + e.ecs.map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8)));
+    let opt_len = edns.map_or(0, |e| {
+        11 + e
+            .ecs
+            .map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8))
+    });
     let len = 12 + question.len() + body.len() + opt_len;
     if len > state.udp_limit(edns.as_ref()) as usize {
         return false;

@@ -13,7 +13,10 @@ use hickory_server::{
     net::runtime::Time,
     proto::{
         op::{Edns, MessageType, Metadata, OpCode, ResponseCode},
-        rr::{DNSClass, Name, Record, rdata::opt::{ClientSubnet, EdnsOption}},
+        rr::{
+            DNSClass, Name, Record,
+            rdata::opt::{ClientSubnet, EdnsOption},
+        },
         serialize::binary::BinEncoder,
     },
     server::{Request, RequestHandler, ResponseHandler, ResponseInfo},
@@ -98,27 +101,53 @@ impl Handler {
             e.set_version(0);
             e.set_dnssec_ok(req.flags().dnssec_ok);
             if let Some(ecs) = ecs {
-                e.options_mut().insert(EdnsOption::Subnet(ClientSubnet::new(ecs.address, ecs.source_prefix, scope)));
+                e.options_mut().insert(EdnsOption::Subnet(ClientSubnet::new(
+                    ecs.address,
+                    ecs.source_prefix,
+                    scope,
+                )));
             }
             Some(e)
         };
         let info = match request_edns {
             Ok(info) => info,
-            Err(_) => return decided(ResponseCode::FormErr, Resolved::default(), reply_edns(0, None)),
+            Err(_) => {
+                return decided(
+                    ResponseCode::FormErr,
+                    Resolved::default(),
+                    reply_edns(0, None),
+                );
+            }
         };
         let ecs = info.and_then(|i| i.ecs);
         if info.is_some_and(|i| i.version > 0) {
-            return decided(ResponseCode::BADVERS, Resolved::default(), reply_edns(0, None));
+            return decided(
+                ResponseCode::BADVERS,
+                Resolved::default(),
+                reply_edns(0, None),
+            );
         }
         if request.metadata.op_code != OpCode::Query {
-            return decided(ResponseCode::NotImp, Resolved::default(), reply_edns(0, ecs.as_ref()));
+            return decided(
+                ResponseCode::NotImp,
+                Resolved::default(),
+                reply_edns(0, ecs.as_ref()),
+            );
         }
         let queries = request.queries.queries();
         let [query] = queries else {
-            return decided(ResponseCode::FormErr, Resolved::default(), reply_edns(0, ecs.as_ref()));
+            return decided(
+                ResponseCode::FormErr,
+                Resolved::default(),
+                reply_edns(0, ecs.as_ref()),
+            );
         };
         if query.query_class() != DNSClass::IN {
-            return decided(ResponseCode::Refused, Resolved::default(), reply_edns(0, ecs.as_ref()));
+            return decided(
+                ResponseCode::Refused,
+                Resolved::default(),
+                reply_edns(0, ecs.as_ref()),
+            );
         }
         let client = Client {
             src: request.src().ip(),
@@ -136,7 +165,11 @@ impl Handler {
 
 #[async_trait::async_trait]
 impl RequestHandler for Handler {
-    async fn handle_request<R: ResponseHandler, T: Time>(&self, request: &Request, mut response: R) -> ResponseInfo {
+    async fn handle_request<R: ResponseHandler, T: Time>(
+        &self,
+        request: &Request,
+        mut response: R,
+    ) -> ResponseInfo {
         if request.metadata.message_type != MessageType::Query {
             return ResponseInfo::from(hickory_server::proto::op::Header {
                 metadata: request.metadata,
@@ -148,7 +181,13 @@ impl RequestHandler for Handler {
         if let Some(edns) = &d.edns {
             builder.edns(edns);
         }
-        let message = builder.build(d.metadata, d.answers.iter(), d.authority.iter(), std::iter::empty(), std::iter::empty());
+        let message = builder.build(
+            d.metadata,
+            d.answers.iter(),
+            d.authority.iter(),
+            std::iter::empty(),
+            std::iter::empty(),
+        );
         match response.send_response(message).await {
             Ok(info) => info,
             Err(error) => {
@@ -164,7 +203,12 @@ impl RequestHandler for Handler {
 
 /// Answers one UDP query by the general path; `None` when nothing should be
 /// sent back (not a query, or shorter than a header).
-pub fn answer_udp(handler: &Handler, bytes: &[u8], src: std::net::SocketAddr, draw: &mut Draw) -> Option<Vec<u8>> {
+pub fn answer_udp(
+    handler: &Handler,
+    bytes: &[u8],
+    src: std::net::SocketAddr,
+    draw: &mut Draw,
+) -> Option<Vec<u8>> {
     use hickory_server::net::xfer::Protocol;
     if bytes.len() < 12 || bytes[2] & 0x80 != 0 {
         return None;
@@ -177,13 +221,21 @@ pub fn answer_udp(handler: &Handler, bytes: &[u8], src: std::net::SocketAddr, dr
         out[4..12].fill(0);
         return Some(out);
     };
-    let max_size = handler.state.udp_limit(wire::edns(bytes).ok().flatten().as_ref());
+    let max_size = handler
+        .state
+        .udp_limit(wire::edns(bytes).ok().flatten().as_ref());
     let d = handler.decide(&request, draw);
     let mut builder = MessageResponseBuilder::from_message_request(&request);
     if let Some(edns) = &d.edns {
         builder.edns(edns);
     }
-    let message = builder.build(d.metadata, d.answers.iter(), d.authority.iter(), std::iter::empty(), std::iter::empty());
+    let message = builder.build(
+        d.metadata,
+        d.answers.iter(),
+        d.authority.iter(),
+        std::iter::empty(),
+        std::iter::empty(),
+    );
     let mut buf = Vec::with_capacity(512);
     let mut encoder = BinEncoder::new(&mut buf);
     encoder.set_max_size(max_size);

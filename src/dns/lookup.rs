@@ -25,7 +25,14 @@ pub struct Resolved {
 
 const MAX_CNAME_HOPS: usize = 8;
 
-pub fn lookup(snap: &Snapshot, geo: &Geo, qname: &Name, qtype: Rt, client: &Client, draw: &mut Draw) -> Resolved {
+pub fn lookup(
+    snap: &Snapshot,
+    geo: &Geo,
+    qname: &Name,
+    qtype: Rt,
+    client: &Client,
+    draw: &mut Draw,
+) -> Resolved {
     let mut out = Resolved::default();
     let mut name = qname.to_lowercase();
     for _ in 0..=MAX_CNAME_HOPS {
@@ -72,7 +79,9 @@ pub fn lookup(snap: &Snapshot, geo: &Geo, qname: &Name, qtype: Rt, client: &Clie
             return out;
         }
         match add(&mut out, qtype) {
-            Some(0) | None if qtype != Rt::CNAME && node.rrsets.iter().any(|s| s.rtype == Rt::CNAME) => {
+            Some(0) | None
+                if qtype != Rt::CNAME && node.rrsets.iter().any(|s| s.rtype == Rt::CNAME) =>
+            {
                 let before = out.answers.len();
                 add(&mut out, Rt::CNAME);
                 let target = out.answers[before..].iter().find_map(|r| match &r.data {

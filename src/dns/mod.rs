@@ -1,8 +1,8 @@
 //! Authoritative DNS over UDP and TCP (spec §3).
 pub mod fast;
 pub mod handler;
-pub mod server;
-pub mod udp;
 pub mod lookup;
+pub mod server;
 pub mod snapshot;
+pub mod udp;
 pub mod wire;

@@ -14,7 +14,10 @@ use std::{
 use hickory_server::Server;
 use tokio::net::TcpListener;
 
-use super::{handler::{DnsState, Handler}, udp};
+use super::{
+    handler::{DnsState, Handler},
+    udp,
+};
 
 /// The running DNS service: UDP workers and the TCP server.
 pub struct DnsServer {
@@ -40,12 +43,19 @@ impl DnsServer {
                 .local_addr()?
                 .as_socket()
                 .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
-            let listener = TcpListener::bind(bound).await.map_err(|e| with_addr(e, "TCP", bound))?;
+            let listener = TcpListener::bind(bound)
+                .await
+                .map_err(|e| with_addr(e, "TCP", bound))?;
             tcp.register_listener(listener, Duration::from_secs(10), 64);
             threads.extend(udp::spawn(socket, workers, handler.clone(), stop.clone())?);
             addrs.push(bound);
         }
-        Ok(Self { addrs, stop, threads, tcp })
+        Ok(Self {
+            addrs,
+            stop,
+            threads,
+            tcp,
+        })
     }
 
     /// Stops the listeners and waits for the workers.
@@ -59,11 +69,16 @@ impl DnsServer {
 }
 
 fn with_addr(e: io::Error, proto: &str, addr: SocketAddr) -> io::Error {
-    io::Error::new(e.kind(), format!("cannot listen for DNS over {proto} on {addr}: {e}"))
+    io::Error::new(
+        e.kind(),
+        format!("cannot listen for DNS over {proto} on {addr}: {e}"),
+    )
 }
 
 impl std::fmt::Debug for DnsServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DnsServer").field("addrs", &self.addrs).finish_non_exhaustive()
+        f.debug_struct("DnsServer")
+            .field("addrs", &self.addrs)
+            .finish_non_exhaustive()
     }
 }

@@ -115,12 +115,25 @@ impl Snapshot {
                 negative_wire,
             });
             let apex_records: [(Rt, Vec<Record>); 2] = [
-                (Rt::SOA, vec![Record::from_rdata(zone.apex.clone(), zone.soa_ttl, RData::SOA(zone.soa.clone()))]),
+                (
+                    Rt::SOA,
+                    vec![Record::from_rdata(
+                        zone.apex.clone(),
+                        zone.soa_ttl,
+                        RData::SOA(zone.soa.clone()),
+                    )],
+                ),
                 (
                     Rt::NS,
                     zone.nameservers
                         .iter()
-                        .map(|ns| Record::from_rdata(zone.apex.clone(), zone.ns_ttl, RData::NS(hickory_server::proto::rr::rdata::NS(ns.clone()))))
+                        .map(|ns| {
+                            Record::from_rdata(
+                                zone.apex.clone(),
+                                zone.ns_ttl,
+                                RData::NS(hickory_server::proto::rr::rdata::NS(ns.clone())),
+                            )
+                        })
                         .collect(),
                 ),
             ];
@@ -133,7 +146,11 @@ impl Snapshot {
                 let answer = match &record.content {
                     Content::Static(data) => static_answer(
                         &record.owner,
-                        data.iter().map(|d| Record::from_rdata(record.owner.clone(), record.ttl, d.clone())).collect(),
+                        data.iter()
+                            .map(|d| {
+                                Record::from_rdata(record.owner.clone(), record.ttl, d.clone())
+                            })
+                            .collect(),
                     ),
                     Content::Steered(steering) => {
                         let places = answer_of(snap.steered.len(), steering);
@@ -149,7 +166,13 @@ impl Snapshot {
         snap
     }
 
-    fn insert(&mut self, zone: usize, name: &Name, rtype: Rt, answer: RrsetAnswer) -> Arc<RrsetSlot> {
+    fn insert(
+        &mut self,
+        zone: usize,
+        name: &Name,
+        rtype: Rt,
+        answer: RrsetAnswer,
+    ) -> Arc<RrsetSlot> {
         let slot = Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
@@ -161,12 +184,20 @@ impl Snapshot {
             let key = wire_key(&ancestor);
             self.nodes.entry(key).or_insert_with(|| Node {
                 zone,
-                nodata_wire: encode_body(&ancestor, &[], std::slice::from_ref(&self.zones[zone].negative_soa)).0,
+                nodata_wire: encode_body(
+                    &ancestor,
+                    &[],
+                    std::slice::from_ref(&self.zones[zone].negative_soa),
+                )
+                .0,
                 name: ancestor,
                 rrsets: Vec::new(),
             });
         }
-        let node = self.nodes.get_mut(&*wire_key(name)).expect("inserted above");
+        let node = self
+            .nodes
+            .get_mut(&*wire_key(name))
+            .expect("inserted above");
         node.rrsets.push(slot.clone());
         slot
     }
@@ -232,7 +263,12 @@ fn static_answer(owner: &Name, records: Vec<Record>) -> RrsetAnswer {
 }
 
 /// Builds the answer of a steered record from the resolver's decision.
-pub fn steered_answer(owner: &Name, ttl: u32, steering: &Steering, places: &PlaceAnswers) -> RrsetAnswer {
+pub fn steered_answer(
+    owner: &Name,
+    ttl: u32,
+    steering: &Steering,
+    places: &PlaceAnswers,
+) -> RrsetAnswer {
     let groups = places
         .groups
         .iter()
@@ -240,7 +276,12 @@ pub fn steered_answer(owner: &Name, ttl: u32, steering: &Steering, places: &Plac
             let (data, weights): (Vec<RData>, Vec<u32>) = match answer {
                 Answer::Addresses(list) => list
                     .iter()
-                    .map(|&i| (steering.addresses[i].value.clone(), steering.addresses[i].weight))
+                    .map(|&i| {
+                        (
+                            steering.addresses[i].value.clone(),
+                            steering.addresses[i].weight,
+                        )
+                    })
                     .unzip(),
                 Answer::FailSafe => steering.fail_safe.iter().map(|d| (d.clone(), 1)).unzip(),
                 Answer::Empty => (Vec::new(), Vec::new()),
@@ -249,7 +290,11 @@ pub fn steered_answer(owner: &Name, ttl: u32, steering: &Steering, places: &Plac
                 .into_iter()
                 .map(|d| Record::from_rdata(owner.clone(), ttl, d))
                 .collect();
-            let balance = if matches!(answer, Answer::Addresses(_)) { steering.balance } else { Balance::RoundRobin };
+            let balance = if matches!(answer, Answer::Addresses(_)) {
+                steering.balance
+            } else {
+                Balance::RoundRobin
+            };
             group(owner, records, steering.max_answers, balance, &weights)
         })
         .collect();
@@ -261,19 +306,36 @@ pub fn steered_answer(owner: &Name, ttl: u32, steering: &Steering, places: &Plac
     }
 }
 
-fn group(owner: &Name, records: Vec<Record>, max_answers: usize, balance: Balance, weights: &[u32]) -> Group {
+fn group(
+    owner: &Name,
+    records: Vec<Record>,
+    max_answers: usize,
+    balance: Balance,
+    weights: &[u32],
+) -> Group {
     let n = records.len();
     // Priority answers the first ones in order; one candidate has one order.
-    let variants = if balance == Balance::Priority || n <= 1 { 1 } else { n };
+    let variants = if balance == Balance::Priority || n <= 1 {
+        1
+    } else {
+        n
+    };
     let all_zero = weights.iter().all(|&w| w == 0);
     let mut total = 0u64;
     let cumulative = (0..n)
         .map(|i| {
-            total += if all_zero { 1 } else { u64::from(weights.get(i).copied().unwrap_or(1)) };
+            total += if all_zero {
+                1
+            } else {
+                u64::from(weights.get(i).copied().unwrap_or(1))
+            };
             total
         })
         .collect();
-    let keys = records.iter().map(|r| hash_bytes(&r.data.to_bytes().unwrap_or_default())).collect();
+    let keys = records
+        .iter()
+        .map(|r| hash_bytes(&r.data.to_bytes().unwrap_or_default()))
+        .collect();
     let mut g = Group {
         records,
         max_answers,
@@ -294,7 +356,11 @@ fn group(owner: &Name, records: Vec<Record>, max_answers: usize, balance: Balanc
 /// Encodes answer and authority records as they follow a question for
 /// `qname`, with names compressed against that question. Valid after any
 /// question whose name has the same labels in any case.
-pub fn encode_body(qname: &Name, answers: &[Record], authority: &[Record]) -> (Box<[u8]>, u16, u16) {
+pub fn encode_body(
+    qname: &Name,
+    answers: &[Record],
+    authority: &[Record],
+) -> (Box<[u8]>, u16, u16) {
     let mut buf = Vec::with_capacity(128);
     let mut enc = BinEncoder::new(&mut buf);
     let header = [0u8; 12];
@@ -438,7 +504,11 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
             },
         }
     };
-    Choice { group, variant, scope }
+    Choice {
+        group,
+        variant,
+        scope,
+    }
 }
 
 /// The subnet that keeps a persist answer: /24 for IPv4, /56 for IPv6.
@@ -448,4 +518,3 @@ fn persist_subnet(ip: IpAddr) -> (u64, u8) {
         IpAddr::V6(v6) => (mix((u128::from(v6) >> 72) as u64), 56),
     }
 }
-

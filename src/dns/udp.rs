@@ -77,11 +77,14 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
     let mut outbuf: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::with_capacity(1232)).collect();
     // SAFETY: sockaddr_storage, iovec and mmsghdr are plain C structs for
     // which all-zero bytes are a valid value.
-    let mut names: Vec<libc::sockaddr_storage> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+    let mut names: Vec<libc::sockaddr_storage> =
+        vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
     let mut iov: Vec<libc::iovec> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
     let mut hdrs: Vec<libc::mmsghdr> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
-    let mut send_iov: Vec<libc::iovec> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
-    let mut send_hdrs: Vec<libc::mmsghdr> = vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+    let mut send_iov: Vec<libc::iovec> =
+        vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
+    let mut send_hdrs: Vec<libc::mmsghdr> =
+        vec![unsafe { MaybeUninit::zeroed().assume_init() }; BATCH];
 
     while !stop.load(Ordering::Relaxed) {
         for i in 0..BATCH {
@@ -97,7 +100,13 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
         }
         // SAFETY: every header points at live buffers of the stated sizes.
         let n = unsafe {
-            libc::recvmmsg(fd, hdrs.as_mut_ptr(), BATCH as libc::c_uint, libc::MSG_WAITFORONE, std::ptr::null_mut())
+            libc::recvmmsg(
+                fd,
+                hdrs.as_mut_ptr(),
+                BATCH as libc::c_uint,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
         };
         if n <= 0 {
             continue; // timeout (shutdown check), EINTR, or a transient error
@@ -107,7 +116,9 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
             for i in 0..n as usize {
                 let len = hdrs[i].msg_len as usize;
                 let query = &inbuf[i][..len];
-                let Some(src) = socket_addr(&names[i]) else { continue };
+                let Some(src) = socket_addr(&names[i]) else {
+                    continue;
+                };
                 let out = &mut outbuf[replies];
                 let answered = DRAW.with(|d| {
                     let draw = &mut d.borrow_mut();
@@ -139,7 +150,12 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
         while sent < replies {
             // SAFETY: the first `replies` headers point at live buffers.
             let r = unsafe {
-                libc::sendmmsg(fd, send_hdrs[sent..].as_mut_ptr(), (replies - sent) as libc::c_uint, 0)
+                libc::sendmmsg(
+                    fd,
+                    send_hdrs[sent..].as_mut_ptr(),
+                    (replies - sent) as libc::c_uint,
+                    0,
+                )
             };
             if r <= 0 {
                 break; // a full socket buffer drops the rest, as UDP may
@@ -155,7 +171,8 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     match storage.ss_family as libc::c_int {
         libc::AF_INET => {
             // SAFETY: the family says this storage holds a sockaddr_in.
-            let a: &libc::sockaddr_in = unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
+            let a: &libc::sockaddr_in =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
             Some(SocketAddr::V4(SocketAddrV4::new(
                 Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
                 u16::from_be(a.sin_port),
@@ -163,7 +180,8 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
         }
         libc::AF_INET6 => {
             // SAFETY: the family says this storage holds a sockaddr_in6.
-            let a: &libc::sockaddr_in6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
+            let a: &libc::sockaddr_in6 =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast() };
             Some(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(a.sin6_addr.s6_addr),
                 u16::from_be(a.sin6_port),

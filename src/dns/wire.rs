@@ -222,13 +222,21 @@ fn client_subnet(data: &[u8]) -> Result<Ecs, WireError> {
     }
     let needed = (source_prefix as usize).div_ceil(8);
     if addr.len() != needed {
-        return Err(WireError::BadEcs("address length does not match the source prefix"));
+        return Err(WireError::BadEcs(
+            "address length does not match the source prefix",
+        ));
     }
     if let Some(last) = addr.last() {
         let used_bits = source_prefix as usize - (needed - 1) * 8;
-        let mask = if used_bits == 8 { 0 } else { 0xFFu8 >> used_bits };
+        let mask = if used_bits == 8 {
+            0
+        } else {
+            0xFFu8 >> used_bits
+        };
         if last & mask != 0 {
-            return Err(WireError::BadEcs("address bits set beyond the source prefix"));
+            return Err(WireError::BadEcs(
+                "address bits set beyond the source prefix",
+            ));
         }
     }
     let address = if family == 1 {
@@ -279,10 +287,22 @@ mod tests {
         assert!(ecs(&[0, 2, 56, 0, 0x20, 1, 0xd, 0xb8, 0, 0, 0]).is_ok());
         for (bytes, why) in [
             (&[0, 3, 24, 0, 1, 2, 3][..], "unknown address family"),
-            (&[0, 1, 33, 0, 1, 2, 3, 4, 5], "source prefix longer than the address"),
-            (&[0, 1, 24, 0, 1, 2], "address length does not match the source prefix"),
-            (&[0, 1, 24, 0, 1, 2, 3, 4], "address length does not match the source prefix"),
-            (&[0, 1, 23, 0, 1, 2, 3], "address bits set beyond the source prefix"),
+            (
+                &[0, 1, 33, 0, 1, 2, 3, 4, 5],
+                "source prefix longer than the address",
+            ),
+            (
+                &[0, 1, 24, 0, 1, 2],
+                "address length does not match the source prefix",
+            ),
+            (
+                &[0, 1, 24, 0, 1, 2, 3, 4],
+                "address length does not match the source prefix",
+            ),
+            (
+                &[0, 1, 23, 0, 1, 2, 3],
+                "address bits set beyond the source prefix",
+            ),
             (&[0, 1, 24, 8, 1, 2, 3], "scope prefix must be 0 in a query"),
             (&[0, 1], "shorter than 4 bytes"),
         ] {

@@ -8,10 +8,22 @@ use crate::model::Config;
 /// `- scenario old`, in file order.
 pub fn diff(old: &Config, new: &Config) -> Vec<String> {
     let mut out = Vec::new();
-    objects(&mut out, "datacenter", &old.datacenters, &new.datacenters, |d| d.name.clone());
-    objects(&mut out, "check", &old.checks, &new.checks, |c| c.name.clone());
-    objects(&mut out, "scenario", &old.scenarios, &new.scenarios, |s| s.name.clone());
-    objects(&mut out, "service", &old.services, &new.services, |s| s.name.clone());
+    objects(
+        &mut out,
+        "datacenter",
+        &old.datacenters,
+        &new.datacenters,
+        |d| d.name.clone(),
+    );
+    objects(&mut out, "check", &old.checks, &new.checks, |c| {
+        c.name.clone()
+    });
+    objects(&mut out, "scenario", &old.scenarios, &new.scenarios, |s| {
+        s.name.clone()
+    });
+    objects(&mut out, "service", &old.services, &new.services, |s| {
+        s.name.clone()
+    });
     for d in &new.domains {
         let path = format!("domain {}", d.name);
         match old.domains.iter().find(|o| o.name == d.name) {
@@ -23,9 +35,13 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
                 if a != b {
                     out.push(format!("~ {path}"));
                 }
-                objects(&mut out, &format!("{path} / record"), &o.records, &d.records, |r| {
-                    format!("{} {}", r.name, r.kind.as_str())
-                });
+                objects(
+                    &mut out,
+                    &format!("{path} / record"),
+                    &o.records,
+                    &d.records,
+                    |r| format!("{} {}", r.name, r.kind.as_str()),
+                );
             }
         }
     }
@@ -37,7 +53,13 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
     out
 }
 
-fn objects<T: PartialEq + Serialize>(out: &mut Vec<String>, kind: &str, old: &[T], new: &[T], key: impl Fn(&T) -> String) {
+fn objects<T: PartialEq + Serialize>(
+    out: &mut Vec<String>,
+    kind: &str,
+    old: &[T],
+    new: &[T],
+    key: impl Fn(&T) -> String,
+) {
     for n in new {
         match old.iter().find(|o| key(o) == key(n)) {
             None => out.push(format!("+ {kind} {}", key(n))),

@@ -40,7 +40,10 @@ pub struct HealthInputs {
 
 impl HealthView for HealthInputs {
     fn check(&self, check: &CheckRef) -> CheckState {
-        self.checks.get(check).copied().unwrap_or(CheckState::Preparing)
+        self.checks
+            .get(check)
+            .copied()
+            .unwrap_or(CheckState::Preparing)
     }
 
     fn scenario_active(&self, name: &str) -> bool {
@@ -100,7 +103,12 @@ struct Steered {
 
 impl Engine {
     /// Starts with a configuration, building the first snapshot.
-    pub fn new(device: &str, version: u64, config: Config, dns: DnsState) -> Result<Self, ConfigErrors> {
+    pub fn new(
+        device: &str,
+        version: u64,
+        config: Config,
+        dns: DnsState,
+    ) -> Result<Self, ConfigErrors> {
         let compiled = compile(&config)?;
         let engine = Engine {
             device: device.to_string(),
@@ -144,7 +152,12 @@ impl Engine {
             .records
             .drain(..)
             .filter_map(|r| {
-                let displays = r.steering.addresses.iter().map(|a| a.display.clone()).collect();
+                let displays = r
+                    .steering
+                    .addresses
+                    .iter()
+                    .map(|a| a.display.clone())
+                    .collect();
                 Some((r.label, (r.state?, displays)))
             })
             .collect();
@@ -153,8 +166,17 @@ impl Engine {
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
-                    let prev = previous.remove(&label).map(|(state, displays)| remap(state, &displays, steering));
-                    let eval = resolve::evaluate(&label, steering, &compiled.datacenters, &inner.health, prev.as_ref(), Operator::default());
+                    let prev = previous
+                        .remove(&label)
+                        .map(|(state, displays)| remap(state, &displays, steering));
+                    let eval = resolve::evaluate(
+                        &label,
+                        steering,
+                        &compiled.datacenters,
+                        &inner.health,
+                        prev.as_ref(),
+                        Operator::default(),
+                    );
                     let events = eval.events;
                     records.push(Steered {
                         label,
@@ -177,7 +199,11 @@ impl Engine {
         inner.compiled = compiled;
         inner.config = config;
         inner.version = version;
-        tracing::info!(version, records = inner.records.len(), "configuration applied");
+        tracing::info!(
+            version,
+            records = inner.records.len(),
+            "configuration applied"
+        );
     }
 
     /// Changes health inputs and re-evaluates every record, swapping in the
@@ -200,10 +226,22 @@ impl Engine {
 
     fn reevaluate(&self, inner: &mut Inner, operator: impl Fn(&str) -> Operator) {
         let snapshot = self.dns.snapshot.load();
-        let Inner { records, compiled, health, .. } = &mut *inner;
+        let Inner {
+            records,
+            compiled,
+            health,
+            ..
+        } = &mut *inner;
         let mut events = Vec::new();
         for (i, r) in records.iter_mut().enumerate() {
-            let eval = resolve::evaluate(&r.label, &r.steering, &compiled.datacenters, &*health, r.state.as_ref(), operator(&r.label));
+            let eval = resolve::evaluate(
+                &r.label,
+                &r.steering,
+                &compiled.datacenters,
+                &*health,
+                r.state.as_ref(),
+                operator(&r.label),
+            );
             if eval.answers != r.answers {
                 let answer = steered_answer(&r.owner, r.ttl, &r.steering, &eval.answers);
                 snapshot.steered[i].answer.store(Arc::new(answer));
@@ -224,7 +262,9 @@ impl Engine {
             inner.events.pop_front();
         }
         inner.events.push_back(Event {
-            time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+            time_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
             device: self.device.clone(),
             text,
         });
@@ -253,7 +293,11 @@ impl Engine {
                 active: r
                     .state
                     .iter()
-                    .flat_map(|s| s.active.iter().map(|&i| r.steering.addresses[i].display.clone()))
+                    .flat_map(|s| {
+                        s.active
+                            .iter()
+                            .map(|&i| r.steering.addresses[i].display.clone())
+                    })
                     .collect(),
                 decision: r.decision.clone(),
             })

@@ -86,9 +86,13 @@ impl Geo {
             });
         }
         // Decode one lookup so a corrupt data section is found now, not per query.
-        let probe: IpAddr = if meta.ip_version == 6 { "2001:4860::1" } else { "8.8.8.8" }
-            .parse()
-            .expect("literal address");
+        let probe: IpAddr = if meta.ip_version == 6 {
+            "2001:4860::1"
+        } else {
+            "8.8.8.8"
+        }
+        .parse()
+        .expect("literal address");
         reader
             .lookup(probe)
             .and_then(|r| r.decode::<CountryRecord>())
@@ -108,7 +112,11 @@ impl Geo {
 
     /// `type (IPv6, built EPOCH)`, or "none".
     pub fn description(&self) -> &str {
-        if self.reader.is_some() { &self.description } else { "none" }
+        if self.reader.is_some() {
+            &self.description
+        } else {
+            "none"
+        }
     }
 
     /// Places an address. Never fails: anything unknown is no place.
@@ -143,7 +151,10 @@ impl Geo {
             .or(record.registered_country)
             .and_then(|c| c.iso_code)
             .and_then(Country::parse);
-        let continent = record.continent.and_then(|c| c.code).and_then(Continent::parse);
+        let continent = record
+            .continent
+            .and_then(|c| c.code)
+            .and_then(Continent::parse);
         Located {
             place: Place { country, continent },
             prefix,

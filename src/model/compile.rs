@@ -290,7 +290,11 @@ impl Cx {
     }
 
     fn datacenters(&mut self, config: &Config) -> Vec<DcSpec> {
-        unique(self, "datacenter", config.datacenters.iter().map(|d| d.name.as_str()));
+        unique(
+            self,
+            "datacenter",
+            config.datacenters.iter().map(|d| d.name.as_str()),
+        );
         config
             .datacenters
             .iter()
@@ -299,11 +303,17 @@ impl Cx {
                 let country = d.country.as_deref().and_then(|c| {
                     let parsed = Country::parse(c);
                     if parsed.is_none() {
-                        self.err(&path, format!("country \"{c}\" is not an ISO 3166 two-letter code"));
+                        self.err(
+                            &path,
+                            format!("country \"{c}\" is not an ISO 3166 two-letter code"),
+                        );
                     }
                     parsed
                 });
-                let continent = d.continent.as_deref().and_then(|c| self.continent(&path, c));
+                let continent = d
+                    .continent
+                    .as_deref()
+                    .and_then(|c| self.continent(&path, c));
                 DcSpec {
                     name: d.name.clone(),
                     country,
@@ -326,11 +336,7 @@ impl Cx {
 
     fn checks(&mut self, config: &Config, dcs: &HashMap<&str, DcId>) -> Vec<CheckSpec> {
         unique(self, "check", config.checks.iter().map(|c| c.name.as_str()));
-        config
-            .checks
-            .iter()
-            .map(|c| self.check(c, dcs))
-            .collect()
+        config.checks.iter().map(|c| self.check(c, dcs)).collect()
     }
 
     fn check(&mut self, c: &Check, dcs: &HashMap<&str, DcId>) -> CheckSpec {
@@ -347,22 +353,82 @@ impl Cx {
             }
         };
         const HTTP: &[CheckType] = &[Http, Https, Http2];
-        only(self, c.path.is_some(), "path", HTTP, "http, https and http2");
-        only(self, c.expect_status.is_some(), "expect_status", HTTP, "http, https and http2");
-        only(self, c.expect_body.is_some(), "expect_body", HTTP, "http, https and http2");
-        only(self, c.host.is_some(), "host", &[Http, Https, Http2, Tls, Grpc], "http, https, http2, tls and grpc");
+        only(
+            self,
+            c.path.is_some(),
+            "path",
+            HTTP,
+            "http, https and http2",
+        );
+        only(
+            self,
+            c.expect_status.is_some(),
+            "expect_status",
+            HTTP,
+            "http, https and http2",
+        );
+        only(
+            self,
+            c.expect_body.is_some(),
+            "expect_body",
+            HTTP,
+            "http, https and http2",
+        );
+        only(
+            self,
+            c.host.is_some(),
+            "host",
+            &[Http, Https, Http2, Tls, Grpc],
+            "http, https, http2, tls and grpc",
+        );
         only(self, c.send.is_some(), "send", &[Tcp, Tls], "tcp and tls");
-        only(self, c.expect.is_some(), "expect", &[Tcp, Tls], "tcp and tls");
-        only(self, c.tls_verify.is_some(), "tls_verify", &[Https, Http2, Tls, Grpc], "https, http2, tls and grpc");
-        only(self, c.proxy_protocol.is_some(), "proxy_protocol", &[Http, Https, Http2, Tcp, Tls], "http, https, http2, tcp and tls");
+        only(
+            self,
+            c.expect.is_some(),
+            "expect",
+            &[Tcp, Tls],
+            "tcp and tls",
+        );
+        only(
+            self,
+            c.tls_verify.is_some(),
+            "tls_verify",
+            &[Https, Http2, Tls, Grpc],
+            "https, http2, tls and grpc",
+        );
+        only(
+            self,
+            c.proxy_protocol.is_some(),
+            "proxy_protocol",
+            &[Http, Https, Http2, Tcp, Tls],
+            "http, https, http2, tcp and tls",
+        );
         only(self, c.query_name.is_some(), "query_name", &[Dns], "dns");
         only(self, c.query_type.is_some(), "query_type", &[Dns], "dns");
-        only(self, c.expect_rcode.is_some(), "expect_rcode", &[Dns], "dns");
-        only(self, c.expect_answer.is_some(), "expect_answer", &[Dns], "dns");
+        only(
+            self,
+            c.expect_rcode.is_some(),
+            "expect_rcode",
+            &[Dns],
+            "dns",
+        );
+        only(
+            self,
+            c.expect_answer.is_some(),
+            "expect_answer",
+            &[Dns],
+            "dns",
+        );
         only(self, c.service.is_some(), "service", &[Grpc], "grpc");
         only(self, c.tls.is_some(), "tls", &[Grpc], "grpc");
         only(self, !c.command.is_empty(), "command", &[Exec], "exec");
-        only(self, c.port.is_some(), "port", &[Http, Https, Http2, Tcp, Tls, Dns, Grpc], "http, https, http2, tcp, tls, dns and grpc");
+        only(
+            self,
+            c.port.is_some(),
+            "port",
+            &[Http, Https, Http2, Tcp, Tls, Dns, Grpc],
+            "http, https, http2, tcp, tls, dns and grpc",
+        );
         if kind == Manual {
             for (set, key) in [
                 (c.target.is_some(), "target"),
@@ -377,7 +443,10 @@ impl Cx {
             }
         }
         if kind == Exec && c.command.is_empty() {
-            self.err(&path, "an exec check needs command = [\"program\", \"arg\", ...]");
+            self.err(
+                &path,
+                "an exec check needs command = [\"program\", \"arg\", ...]",
+            );
         }
         if kind == Dns && c.query_name.is_none() {
             self.err(&path, "a dns check needs query_name");
@@ -385,11 +454,16 @@ impl Cx {
         if let Some(t) = &c.query_type
             && hickory_server::proto::rr::RecordType::from_str(&t.to_ascii_uppercase()).is_err()
         {
-            self.err(&path, format!("query_type \"{t}\" is not a DNS record type"));
+            self.err(
+                &path,
+                format!("query_type \"{t}\" is not a DNS record type"),
+            );
         }
         if let Some(r) = &c.expect_rcode
-            && !["NOERROR", "NXDOMAIN", "SERVFAIL", "REFUSED", "NOTIMP", "FORMERR"]
-                .contains(&r.to_ascii_uppercase().as_str())
+            && ![
+                "NOERROR", "NXDOMAIN", "SERVFAIL", "REFUSED", "NOTIMP", "FORMERR",
+            ]
+            .contains(&r.to_ascii_uppercase().as_str())
         {
             self.err(&path, format!("expect_rcode \"{r}\" is not one of NOERROR, NXDOMAIN, SERVFAIL, REFUSED, NOTIMP, FORMERR"));
         }
@@ -407,7 +481,9 @@ impl Cx {
             self.err(&path, "port 0 is not a port");
         }
         let interval = c.interval.map_or(Duration::from_secs(30), |i| i.0);
-        let timeout = c.timeout.map_or(Duration::from_secs(3).min(interval), |i| i.0);
+        let timeout = c
+            .timeout
+            .map_or(Duration::from_secs(3).min(interval), |i| i.0);
         if interval.is_zero() {
             self.err(&path, "interval must be more than 0s");
         }
@@ -467,19 +543,28 @@ impl Cx {
         config: &Config,
         checks: &HashMap<&str, &CheckSpec>,
     ) -> Vec<ScenarioSpec> {
-        unique(self, "scenario", config.scenarios.iter().map(|s| s.name.as_str()));
+        unique(
+            self,
+            "scenario",
+            config.scenarios.iter().map(|s| s.name.as_str()),
+        );
         let mut out = Vec::new();
         for s in &config.scenarios {
             let path = format!("scenario {}", s.name);
             if BUILTIN_SCENARIOS.contains(&s.name.as_str()) {
-                self.err(&path, format!("\"{}\" is a built-in scenario; choose another name", s.name));
+                self.err(
+                    &path,
+                    format!("\"{}\" is a built-in scenario; choose another name", s.name),
+                );
             }
             let condition = self.condition(&path, "condition", &s.condition, checks);
             let verify = s
                 .verify
                 .as_deref()
                 .map(|v| self.condition(&path, "verify", v, checks));
-            if let (Some(condition), Some(verify)) = (condition, verify.unwrap_or(Some(Expr::And(vec![])))) {
+            if let (Some(condition), Some(verify)) =
+                (condition, verify.unwrap_or(Some(Expr::And(vec![]))))
+            {
                 out.push(ScenarioSpec {
                     name: s.name.clone(),
                     condition,
@@ -525,7 +610,11 @@ impl Cx {
     }
 
     fn services(&mut self, config: &Config) {
-        unique(self, "service", config.services.iter().map(|s| s.name.as_str()));
+        unique(
+            self,
+            "service",
+            config.services.iter().map(|s| s.name.as_str()),
+        );
         let domains: HashSet<String> = config.domains.iter().map(|d| normal(&d.name)).collect();
         let mut owner: HashMap<String, &str> = HashMap::new();
         for s in &config.services {
@@ -534,7 +623,10 @@ impl Cx {
                 if !domains.contains(&normal(d)) {
                     self.err(&path, format!("unknown domain \"{d}\""));
                 } else if let Some(other) = owner.insert(normal(d), &s.name) {
-                    self.err(&path, format!("domain \"{d}\" already belongs to service \"{other}\""));
+                    self.err(
+                        &path,
+                        format!("domain \"{d}\" already belongs to service \"{other}\""),
+                    );
                 }
             }
         }
@@ -582,7 +674,10 @@ impl Cx {
             self.err(&path, "dcs_to_select must be 1 or more");
         }
         if d.nameservers.is_empty() {
-            self.err(&path, "a domain needs at least one name server: nameservers = [\"ns1.example.test\"]");
+            self.err(
+                &path,
+                "a domain needs at least one name server: nameservers = [\"ns1.example.test\"]",
+            );
         }
         let nameservers: Vec<Name> = d
             .nameservers
@@ -597,12 +692,18 @@ impl Cx {
             .collect();
         let soa_in = d.soa.clone().unwrap_or_default();
         let mname = match &soa_in.mname {
-            Some(m) => fqdn(m, &Name::root()).map_err(|e| self.err(&path, format!("soa.mname: {e}"))).ok(),
+            Some(m) => fqdn(m, &Name::root())
+                .map_err(|e| self.err(&path, format!("soa.mname: {e}")))
+                .ok(),
             None => nameservers.first().cloned(),
         };
         let rname = match &soa_in.rname {
-            Some(r) => fqdn(r, &Name::root()).map_err(|e| self.err(&path, format!("soa.rname: {e}"))).ok(),
-            None => Name::from_ascii("hostmaster").ok().and_then(|h| h.append_domain(&apex).ok()),
+            Some(r) => fqdn(r, &Name::root())
+                .map_err(|e| self.err(&path, format!("soa.rname: {e}")))
+                .ok(),
+            None => Name::from_ascii("hostmaster")
+                .ok()
+                .and_then(|h| h.append_domain(&apex).ok()),
         };
         let minimum = soa_in.minimum.unwrap_or(ttl);
         let soa = SOA::new(
@@ -645,13 +746,18 @@ impl Cx {
         }
         for (owner, kinds) in by_owner {
             if kinds.contains(&RecordType::Cname) && kinds.len() > 1 {
-                self.err(&path, format!("{owner} has a CNAME and other records; a CNAME must be alone at its name"));
+                self.err(
+                    &path,
+                    format!(
+                        "{owner} has a CNAME and other records; a CNAME must be alone at its name"
+                    ),
+                );
             }
             if *owner == apex && kinds.contains(&RecordType::Cname) {
                 self.err(&path, "the apex cannot be a CNAME (it holds SOA and NS)");
             }
         }
-        (self.errors.len() == before).then(|| ZoneSpec {
+        (self.errors.len() == before).then_some(ZoneSpec {
             apex,
             soa,
             soa_ttl: ttl,
@@ -687,8 +793,13 @@ impl Cx {
                 }
             }
         };
-        if r.name.contains('*') && !(r.name == "*" || (r.name.starts_with("*.") && !r.name[2..].contains('*'))) {
-            self.err(path, "a wildcard is \"*\" or starts with \"*.\" and has no other \"*\"");
+        if r.name.contains('*')
+            && !(r.name == "*" || (r.name.starts_with("*.") && !r.name[2..].contains('*')))
+        {
+            self.err(
+                path,
+                "a wildcard is \"*\" or starts with \"*.\" and has no other \"*\"",
+            );
         }
         let ttl = r.ttl.unwrap_or(domain_ttl);
         let content = if r.kind == RecordType::Ns {
@@ -696,7 +807,13 @@ impl Cx {
             return None;
         } else if r.kind.is_steerable() {
             if !r.values.is_empty() {
-                self.err(path, format!("{} records take addresses = [...], not values", r.kind.as_str()));
+                self.err(
+                    path,
+                    format!(
+                        "{} records take addresses = [...], not values",
+                        r.kind.as_str()
+                    ),
+                );
             }
             Content::Steered(self.steering(path, r, apex, domain_mode, m, refs)?)
         } else {
@@ -717,7 +834,10 @@ impl Cx {
                 }
             }
             if r.values.is_empty() {
-                self.err(path, "a static record needs values = [...] in zone-file syntax");
+                self.err(
+                    path,
+                    "a static record needs values = [...] in zone-file syntax",
+                );
             }
             let mut data = Vec::new();
             for (i, v) in r.values.iter().enumerate() {
@@ -757,7 +877,10 @@ impl Cx {
                 (r.failback.is_some(), "failback"),
             ] {
                 if set {
-                    self.err(path, format!("{key} applies to disaster-recovery mode only"));
+                    self.err(
+                        path,
+                        format!("{key} applies to disaster-recovery mode only"),
+                    );
                 }
             }
         }
@@ -766,19 +889,27 @@ impl Cx {
             Mode::DisasterRecovery => {
                 let condition = match r.dr_condition.as_deref() {
                     None | Some("automatic") => DrCondition::Automatic,
-                    Some(s) => match s.strip_prefix("scenario:") {
-                        Some(name) if refs.scenarios.contains(name) || BUILTIN_SCENARIOS.contains(&name) => {
-                            DrCondition::Scenario(name.to_string())
+                    Some(s) => {
+                        match s.strip_prefix("scenario:") {
+                            Some(name)
+                                if refs.scenarios.contains(name)
+                                    || BUILTIN_SCENARIOS.contains(&name) =>
+                            {
+                                DrCondition::Scenario(name.to_string())
+                            }
+                            Some(name) => {
+                                self.err(
+                                    path,
+                                    format!("dr_condition: unknown scenario \"{name}\""),
+                                );
+                                DrCondition::Automatic
+                            }
+                            None => {
+                                self.err(path, format!("dr_condition \"{s}\" is not \"automatic\" or \"scenario:NAME\""));
+                                DrCondition::Automatic
+                            }
                         }
-                        Some(name) => {
-                            self.err(path, format!("dr_condition: unknown scenario \"{name}\""));
-                            DrCondition::Automatic
-                        }
-                        None => {
-                            self.err(path, format!("dr_condition \"{s}\" is not \"automatic\" or \"scenario:NAME\""));
-                            DrCondition::Automatic
-                        }
-                    },
+                    }
                 };
                 match (m.main_dc, m.dr_dc) {
                     (Some(main), Some(dr)) => ModeSpec::DisasterRecovery {
@@ -789,7 +920,10 @@ impl Cx {
                         failback: r.failback.unwrap_or_default(),
                     },
                     _ => {
-                        self.err(path, "disaster-recovery mode needs main_dc and dr_dc on the domain");
+                        self.err(
+                            path,
+                            "disaster-recovery mode needs main_dc and dr_dc on the domain",
+                        );
                         return None;
                     }
                 }
@@ -811,7 +945,9 @@ impl Cx {
         let mut seen = HashSet::new();
         for (i, a) in r.addresses.iter().enumerate() {
             let apath = format!("{path} / address {}", i + 1);
-            if let Some(addr) = self.address(&apath, r.kind, a, apex, balance, topology, &mode_spec, refs) {
+            if let Some(addr) =
+                self.address(&apath, r.kind, a, apex, balance, topology, &mode_spec, refs)
+            {
                 if !seen.insert(addr.display.clone()) {
                     self.err(&apath, format!("{} is listed twice", addr.display));
                 }
@@ -851,7 +987,9 @@ impl Cx {
         let before = self.errors.len();
         let value = match (kind, a.ip, &a.target) {
             (RecordType::Cname, None, Some(t)) => answer_rdata(kind, t),
-            (RecordType::Cname, _, _) => Err("a CNAME address needs target = \"name\" (and no ip)".to_string()),
+            (RecordType::Cname, _, _) => {
+                Err("a CNAME address needs target = \"name\" (and no ip)".to_string())
+            }
             (_, Some(ip), None) => answer_rdata(kind, &ip.to_string()),
             (_, _, Some(_)) => Err(format!("{} addresses take ip, not target", kind.as_str())),
             (_, None, None) => Err("needs ip = \"...\"".to_string()),
@@ -870,8 +1008,14 @@ impl Cx {
         match mode {
             ModeSpec::DisasterRecovery { main, dr, .. } => match dc {
                 Some(d) if d == *main || d == *dr => {}
-                Some(_) => self.err(path, "in disaster-recovery mode an address must be in the domain's main_dc or dr_dc"),
-                None if a.dc.is_none() => self.err(path, "in disaster-recovery mode every address needs dc = main_dc or dr_dc"),
+                Some(_) => self.err(
+                    path,
+                    "in disaster-recovery mode an address must be in the domain's main_dc or dr_dc",
+                ),
+                None if a.dc.is_none() => self.err(
+                    path,
+                    "in disaster-recovery mode every address needs dc = main_dc or dr_dc",
+                ),
                 None => {}
             },
             ModeSpec::Datacenter { .. } if a.dc.is_none() => {
@@ -906,7 +1050,12 @@ impl Cx {
                         address,
                     })
                 } else {
-                    self.err(path, format!("hc \"{text}\" is not static, disabled, scenario:NAME or check:NAME"));
+                    self.err(
+                        path,
+                        format!(
+                            "hc \"{text}\" is not static, disabled, scenario:NAME or check:NAME"
+                        ),
+                    );
                     Hc::Static
                 }
             }
@@ -915,7 +1064,10 @@ impl Cx {
             self.err(path, "weight applies only with balance = \"weighted\"");
         }
         if (!a.countries.is_empty() || !a.continents.is_empty()) && !topology {
-            self.err(path, "countries and continents apply only with topology = true on the record");
+            self.err(
+                path,
+                "countries and continents apply only with topology = true on the record",
+            );
         }
         let countries = a
             .countries
@@ -923,7 +1075,10 @@ impl Cx {
             .filter_map(|c| {
                 let parsed = Country::parse(c);
                 if parsed.is_none() {
-                    self.err(path, format!("country \"{c}\" is not an ISO 3166 two-letter code"));
+                    self.err(
+                        path,
+                        format!("country \"{c}\" is not an ISO 3166 two-letter code"),
+                    );
                 }
                 parsed
             })
@@ -964,7 +1119,8 @@ fn normal(name: &str) -> String {
 /// A lower-case absolute name: `name` as is when it ends in a dot, else
 /// relative to `origin`.
 fn fqdn(name: &str, origin: &Name) -> Result<Name, String> {
-    let parsed = Name::from_ascii(name).map_err(|e| format!("\"{name}\" is not a valid DNS name: {e}"))?;
+    let parsed =
+        Name::from_ascii(name).map_err(|e| format!("\"{name}\" is not a valid DNS name: {e}"))?;
     let full = if parsed.is_fqdn() || origin.is_root() {
         let mut p = parsed;
         p.set_fqdn(true);
@@ -982,11 +1138,15 @@ fn answer_rdata(kind: RecordType, value: &str) -> Result<RData, String> {
     match kind {
         RecordType::A => match IpAddr::from_str(value) {
             Ok(IpAddr::V4(v4)) => Ok(RData::A(A(v4))),
-            _ => Err(format!("\"{value}\" is not an IPv4 address, as an A record needs")),
+            _ => Err(format!(
+                "\"{value}\" is not an IPv4 address, as an A record needs"
+            )),
         },
         RecordType::Aaaa => match IpAddr::from_str(value) {
             Ok(IpAddr::V6(v6)) => Ok(RData::AAAA(AAAA(v6))),
-            _ => Err(format!("\"{value}\" is not an IPv6 address, as an AAAA record needs")),
+            _ => Err(format!(
+                "\"{value}\" is not an IPv6 address, as an AAAA record needs"
+            )),
         },
         // Targets are full names, with or without the final dot.
         RecordType::Cname => Ok(RData::CNAME(CNAME(fqdn(value, &Name::root())?))),
@@ -1002,7 +1162,11 @@ fn static_rdata(kind: RecordType, value: &str, apex: &Name) -> Result<RData, Str
         .parse()
         .map_err(|e| format!("\"{value}\" is not valid {} data: {e}", kind.as_str()))?;
     sets.into_values()
-        .flat_map(|set| set.records_without_rrsigs().map(|r| r.data.clone()).collect::<Vec<_>>())
+        .flat_map(|set| {
+            set.records_without_rrsigs()
+                .map(|r| r.data.clone())
+                .collect::<Vec<_>>()
+        })
         .next()
         .ok_or_else(|| format!("\"{value}\" holds no {} data", kind.as_str()))
 }
@@ -1025,7 +1189,9 @@ pub fn parse_status_set(text: &str) -> Result<StatusSet, String> {
         let code = |s: &str| -> Result<u16, String> {
             match s.trim().parse::<u16>() {
                 Ok(c) if (100..=599).contains(&c) => Ok(c),
-                _ => Err(format!("\"{s}\" in \"{text}\" is not an HTTP status (100-599)")),
+                _ => Err(format!(
+                    "\"{s}\" in \"{text}\" is not an HTTP status (100-599)"
+                )),
             }
         };
         let (lo, hi) = (code(lo)?, code(hi)?);

@@ -43,11 +43,11 @@ impl fmt::Display for Interval {
         let ms = self.0.as_millis();
         if ms == 0 {
             write!(f, "0s")
-        } else if ms % 3_600_000 == 0 {
+        } else if ms.is_multiple_of(3_600_000) {
             write!(f, "{}h", ms / 3_600_000)
-        } else if ms % 60_000 == 0 {
+        } else if ms.is_multiple_of(60_000) {
             write!(f, "{}m", ms / 60_000)
-        } else if ms % 1_000 == 0 {
+        } else if ms.is_multiple_of(1_000) {
             write!(f, "{}s", ms / 1_000)
         } else {
             write!(f, "{ms}ms")
@@ -90,7 +90,17 @@ mod tests {
 
     #[test]
     fn rejects_garbage_with_a_reason() {
-        assert!("5 parsecs".parse::<Interval>().unwrap_err().contains("unknown unit"));
-        assert!("fast".parse::<Interval>().unwrap_err().contains("not a duration"));
+        assert!(
+            "5 parsecs"
+                .parse::<Interval>()
+                .unwrap_err()
+                .contains("unknown unit")
+        );
+        assert!(
+            "fast"
+                .parse::<Interval>()
+                .unwrap_err()
+                .contains("not a duration")
+        );
     }
 }

@@ -32,7 +32,10 @@ pub struct NodeSettings {
 }
 
 pub fn default_dns_listen() -> Vec<SocketAddr> {
-    vec!["127.0.0.1:1053".parse().expect("literal"), "[::1]:1053".parse().expect("literal")]
+    vec![
+        "127.0.0.1:1053".parse().expect("literal"),
+        "[::1]:1053".parse().expect("literal"),
+    ]
 }
 
 pub fn default_api_listen() -> SocketAddr {

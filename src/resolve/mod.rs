@@ -184,7 +184,11 @@ pub fn evaluate(
             failback,
         } => {
             let in_dc = |dc: DcId| -> Vec<usize> {
-                group.iter().copied().filter(|&i| addresses[i].dc == Some(dc)).collect()
+                group
+                    .iter()
+                    .copied()
+                    .filter(|&i| addresses[i].dc == Some(dc))
+                    .collect()
             };
             let (main_group, dr_group) = (in_dc(*main), in_dc(*dr));
             let main_healthy = main_group.iter().any(|&i| usable(i));
@@ -200,7 +204,11 @@ pub fn evaluate(
                         format!(
                             "scenario {name} ({}){}",
                             if active { "active" } else { "passive" },
-                            if *on_no_healthy { ", or no healthy primary records" } else { "" }
+                            if *on_no_healthy {
+                                ", or no healthy primary records"
+                            } else {
+                                ""
+                            }
                         ),
                     )
                 }
@@ -215,7 +223,9 @@ pub fn evaluate(
                     "DR on: held by manual failback until an operator resumes (condition {why} has cleared); answering from {dr_name}"
                 ),
                 (true, false) => format!("DR on: condition {why} holds; answering from {dr_name}"),
-                (false, _) => format!("Main: condition {why} does not hold; answering from {main_name}"),
+                (false, _) => {
+                    format!("Main: condition {why} does not hold; answering from {main_name}")
+                }
             };
             group = if dr_on { dr_group } else { main_group };
             group.iter().copied().filter(|&i| usable(i)).collect()
@@ -224,7 +234,11 @@ pub fn evaluate(
             let with_healthy: Vec<DcId> = order
                 .iter()
                 .copied()
-                .filter(|&dc| group.iter().any(|&i| addresses[i].dc == Some(dc) && usable(i)))
+                .filter(|&dc| {
+                    group
+                        .iter()
+                        .any(|&i| addresses[i].dc == Some(dc) && usable(i))
+                })
                 .collect();
             let with_addresses = order
                 .iter()
@@ -269,7 +283,9 @@ pub fn evaluate(
                 let nearest = nearest_first(order, dcs, place);
                 let chosen: Vec<DcId> = nearest
                     .into_iter()
-                    .filter(|&dc| (0..addresses.len()).any(|i| addresses[i].dc == Some(dc) && usable(i)))
+                    .filter(|&dc| {
+                        (0..addresses.len()).any(|i| addresses[i].dc == Some(dc) && usable(i))
+                    })
                     .take(*count)
                     .collect();
                 in_dcs(&candidates_all(addresses, &healthy), addresses, &chosen)
@@ -340,7 +356,11 @@ fn candidates_all(addresses: &[AddressSpec], healthy: &[bool]) -> Vec<usize> {
 /// datacenter in that order.
 fn in_dcs(from: &[usize], addresses: &[AddressSpec], dcs: &[DcId]) -> Vec<usize> {
     dcs.iter()
-        .flat_map(|&dc| from.iter().copied().filter(move |&i| addresses[i].dc == Some(dc)))
+        .flat_map(|&dc| {
+            from.iter()
+                .copied()
+                .filter(move |&i| addresses[i].dc == Some(dc))
+        })
         .collect()
 }
 
@@ -364,11 +384,19 @@ fn names(dcs: &[DcSpec], ids: &[DcId]) -> String {
     if ids.is_empty() {
         return "none".to_string();
     }
-    ids.iter().map(|&d| dcs[d].name.as_str()).collect::<Vec<_>>().join(", ")
+    ids.iter()
+        .map(|&d| dcs[d].name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The events between two states, in the order an operator reads them.
-fn transition(label: &str, steering: &Steering, prev: &RecordState, next: &RecordState) -> Vec<String> {
+fn transition(
+    label: &str,
+    steering: &Steering,
+    prev: &RecordState,
+    next: &RecordState,
+) -> Vec<String> {
     let mut events = Vec::new();
     let addr = |i: usize| &steering.addresses[i].display;
     for &i in prev.active.iter().filter(|i| !next.active.contains(i)) {

@@ -82,8 +82,16 @@ pub(super) fn answers(
     out.groups.push(default);
 
     let dc_mode = matches!(steering.mode, ModeSpec::Datacenter { .. });
-    let mut countries: Vec<Country> = steering.addresses.iter().flat_map(|a| a.countries.iter().copied()).collect();
-    let mut continents: Vec<Continent> = steering.addresses.iter().flat_map(|a| a.continents.iter().copied()).collect();
+    let mut countries: Vec<Country> = steering
+        .addresses
+        .iter()
+        .flat_map(|a| a.countries.iter().copied())
+        .collect();
+    let mut continents: Vec<Continent> = steering
+        .addresses
+        .iter()
+        .flat_map(|a| a.continents.iter().copied())
+        .collect();
     if dc_mode {
         countries.extend(dcs.iter().filter_map(|d| d.country));
         continents.extend(dcs.iter().filter_map(|d| d.continent));
@@ -96,7 +104,10 @@ pub(super) fn answers(
     // Continents first: a country keeps an entry of its own only where it
     // answers differently from what its clients would get without one.
     for k in continents {
-        let place = Place { country: None, continent: Some(k) };
+        let place = Place {
+            country: None,
+            continent: Some(k),
+        };
         let answer = finish(narrow(steering, mode_for_place(Some(&place)), Some(&place)));
         let index = intern(&mut out.groups, answer);
         if index != out.default {
@@ -105,15 +116,30 @@ pub(super) fn answers(
     }
     for c in countries {
         // A country's continent is known here only from a datacenter in it.
-        let continent = dcs.iter().find(|d| d.country == Some(c)).and_then(|d| d.continent);
-        let place = Place { country: Some(c), continent };
+        let continent = dcs
+            .iter()
+            .find(|d| d.country == Some(c))
+            .and_then(|d| d.continent);
+        let place = Place {
+            country: Some(c),
+            continent,
+        };
         let list = mode_for_place(Some(&place));
         // Records for the country come before any continent's, even when
         // they equal the default answer (seed 002 step 2).
-        let own = list.iter().any(|&i| steering.addresses[i].countries.contains(&c));
-        let index = intern(&mut out.groups, finish(narrow(steering, list, Some(&place))));
+        let own = list
+            .iter()
+            .any(|&i| steering.addresses[i].countries.contains(&c));
+        let index = intern(
+            &mut out.groups,
+            finish(narrow(steering, list, Some(&place))),
+        );
         let fallback = continent
-            .and_then(|k| out.places.iter().find(|(key, _)| *key == PlaceKey::Continent(k)))
+            .and_then(|k| {
+                out.places
+                    .iter()
+                    .find(|(key, _)| *key == PlaceKey::Continent(k))
+            })
             .map_or(out.default, |(_, g)| *g);
         if own || index != fallback {
             out.places.push((PlaceKey::Country(c), index));
@@ -137,7 +163,9 @@ fn intern(groups: &mut Vec<Answer>, answer: Answer) -> usize {
 /// continent, else those for no place in particular, else all of them.
 fn narrow(steering: &Steering, candidates: Vec<usize>, place: Option<&Place>) -> Vec<usize> {
     let a = &steering.addresses;
-    let pick = |f: &dyn Fn(usize) -> bool| -> Vec<usize> { candidates.iter().copied().filter(|&i| f(i)).collect() };
+    let pick = |f: &dyn Fn(usize) -> bool| -> Vec<usize> {
+        candidates.iter().copied().filter(|&i| f(i)).collect()
+    };
     if let Some(place) = place {
         if let Some(c) = place.country {
             let by_country = pick(&|i| a[i].countries.contains(&c));
@@ -153,5 +181,9 @@ fn narrow(steering: &Steering, candidates: Vec<usize>, place: Option<&Place>) ->
         }
     }
     let no_place = pick(&|i| a[i].countries.is_empty() && a[i].continents.is_empty());
-    if no_place.is_empty() { candidates } else { no_place }
+    if no_place.is_empty() {
+        candidates
+    } else {
+        no_place
+    }
 }

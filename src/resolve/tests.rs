@@ -19,10 +19,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::model::{
-    Compiled,
+    Compiled, compile,
     compile::{Content, DcId, Steering},
-    compile, parse,
     condition::CheckRef,
+    parse,
     place::{Continent, Country, Place},
 };
 
@@ -38,7 +38,10 @@ struct TestHealth {
 
 impl HealthView for TestHealth {
     fn check(&self, check: &CheckRef) -> CheckState {
-        self.checks.get(check).copied().unwrap_or(CheckState::Preparing)
+        self.checks
+            .get(check)
+            .copied()
+            .unwrap_or(CheckState::Preparing)
     }
 
     fn scenario_active(&self, name: &str) -> bool {
@@ -179,7 +182,14 @@ impl Fixture {
     fn eval(&self, health: &str, prev: Option<&RecordState>, resume: bool) -> Evaluation {
         let dcs = &self.compiled.datacenters;
         let h = TestHealth::parse(health, dcs);
-        evaluate(&self.label(), self.steering(), dcs, &h, prev, Operator { resume })
+        evaluate(
+            &self.label(),
+            self.steering(),
+            dcs,
+            &h,
+            prev,
+            Operator { resume },
+        )
     }
 
     /// An answer as text: the addresses as operators read them, or
@@ -218,7 +228,12 @@ struct Step {
     decision: Option<&'static str>,
 }
 
-fn step(health: impl Into<String>, status: Status, answer: &'static str, events: &[&'static str]) -> Step {
+fn step(
+    health: impl Into<String>,
+    status: Status,
+    answer: &'static str,
+    events: &[&'static str],
+) -> Step {
     Step {
         health: health.into(),
         resume: false,
@@ -257,7 +272,12 @@ struct Row {
     steps: Vec<Step>,
 }
 
-fn row(seed: &'static str, domain: impl Into<String>, record: impl Into<String>, steps: Vec<Step>) -> Row {
+fn row(
+    seed: &'static str,
+    domain: impl Into<String>,
+    record: impl Into<String>,
+    steps: Vec<Step>,
+) -> Row {
     Row {
         seed,
         domain: domain.into(),
@@ -278,7 +298,11 @@ fn run(rows: Vec<Row>) -> usize {
             let e = fx.eval(&s.health, prev.as_ref(), s.resume);
             let mut wrong = Vec::new();
             if e.state.status != s.status {
-                wrong.push(format!("status {:?}, want {:?}", e.state.status.as_str(), s.status.as_str()));
+                wrong.push(format!(
+                    "status {:?}, want {:?}",
+                    e.state.status.as_str(),
+                    s.status.as_str()
+                ));
             }
             let answer = fx.show(e.answers.default_answer());
             if answer != s.answer {
@@ -315,7 +339,10 @@ fn run(rows: Vec<Row>) -> usize {
                         active.sort();
                         active != all
                     } {
-                        wrong.push(format!("active {:?} is not the default answer {a:?} then the others", e.state.active));
+                        wrong.push(format!(
+                            "active {:?} is not the default answer {a:?} then the others",
+                            e.state.active
+                        ));
                     }
                 }
                 _ => {
@@ -337,7 +364,12 @@ fn run(rows: Vec<Row>) -> usize {
             prev = Some(e.state);
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     count
 }
 
@@ -388,7 +420,9 @@ fn h(parts: &[&str]) -> String {
 }
 
 fn dc_domain(count: usize) -> String {
-    format!("mode = \"datacenter\"\ndc_order = [\"dc2\", \"dc1\", \"dc3\"]\ndcs_to_select = {count}")
+    format!(
+        "mode = \"datacenter\"\ndc_order = [\"dc2\", \"dc1\", \"dc3\"]\ndcs_to_select = {count}"
+    )
 }
 
 // ---------------------------------------------------------------------------
@@ -417,7 +451,12 @@ fn hc_field() {
             r#"addresses = [ { ip = "192.0.2.10", hc = "disabled" }, { ip = "192.0.2.11" } ]"#,
             vec![
                 step("", OK, "192.0.2.11", &[]),
-                step("scenario:flag=on maint=ok web@192.0.2.10=ok", OK, "192.0.2.11", &[]),
+                step(
+                    "scenario:flag=on maint=ok web@192.0.2.10=ok",
+                    OK,
+                    "192.0.2.11",
+                    &[],
+                ),
             ],
         ),
         row(
@@ -427,8 +466,18 @@ fn hc_field() {
             r#"addresses = [ { ip = "192.0.2.10", hc = "scenario:flag" }, { ip = "192.0.2.11" } ]"#,
             vec![
                 step("", DOWN, "192.0.2.11", &[]),
-                step("scenario:flag=on", OK, "192.0.2.10 192.0.2.11", &[ev!("192.0.2.10 is enabled")]),
-                step("scenario:flag=off", DOWN, "192.0.2.11", &[ev!("192.0.2.10 is disabled")]),
+                step(
+                    "scenario:flag=on",
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[ev!("192.0.2.10 is enabled")],
+                ),
+                step(
+                    "scenario:flag=off",
+                    DOWN,
+                    "192.0.2.11",
+                    &[ev!("192.0.2.10 is disabled")],
+                ),
             ],
         ),
         row(
@@ -438,8 +487,18 @@ fn hc_field() {
             TWO_CHECKED,
             vec![
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[]),
-                step("web@192.0.2.10=error web@192.0.2.11=ok", DOWN, "192.0.2.11", &[ev!("192.0.2.10 is disabled")]),
-                step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[ev!("192.0.2.10 is enabled")]),
+                step(
+                    "web@192.0.2.10=error web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[ev!("192.0.2.10 is disabled")],
+                ),
+                step(
+                    BOTH_OK,
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[ev!("192.0.2.10 is enabled")],
+                ),
             ],
         ),
         row(
@@ -448,12 +507,42 @@ fn hc_field() {
             TWO_CHECKED,
             vec![
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[]),
-                step("web@192.0.2.10=nodata web@192.0.2.11=ok", OK, "192.0.2.10 192.0.2.11", &[]),
-                step("web@192.0.2.10=preparing web@192.0.2.11=ok", OK, "192.0.2.10 192.0.2.11", &[]),
-                step("web@192.0.2.10=error web@192.0.2.11=ok", DOWN, "192.0.2.11", &[ev!("192.0.2.10 is disabled")]),
-                step("web@192.0.2.10=nodata web@192.0.2.11=ok", DOWN, "192.0.2.11", &[]),
-                step("web@192.0.2.10=preparing web@192.0.2.11=ok", DOWN, "192.0.2.11", &[]),
-                step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[ev!("192.0.2.10 is enabled")]),
+                step(
+                    "web@192.0.2.10=nodata web@192.0.2.11=ok",
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[],
+                ),
+                step(
+                    "web@192.0.2.10=preparing web@192.0.2.11=ok",
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[],
+                ),
+                step(
+                    "web@192.0.2.10=error web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[ev!("192.0.2.10 is disabled")],
+                ),
+                step(
+                    "web@192.0.2.10=nodata web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[],
+                ),
+                step(
+                    "web@192.0.2.10=preparing web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[],
+                ),
+                step(
+                    BOTH_OK,
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[ev!("192.0.2.10 is enabled")],
+                ),
             ],
         ),
         row(
@@ -462,8 +551,18 @@ fn hc_field() {
             TWO_CHECKED,
             vec![
                 step("web@192.0.2.11=ok", DOWN, "192.0.2.11", &[]),
-                step("web@192.0.2.10=preparing web@192.0.2.11=ok", DOWN, "192.0.2.11", &[]),
-                step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[ev!("192.0.2.10 is enabled")]),
+                step(
+                    "web@192.0.2.10=preparing web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[],
+                ),
+                step(
+                    BOTH_OK,
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[ev!("192.0.2.10 is enabled")],
+                ),
             ],
         ),
         row(
@@ -471,9 +570,24 @@ fn hc_field() {
             "",
             TWO_CHECKED,
             vec![
-                step("web@192.0.2.10=nodata web@192.0.2.11=ok", DOWN, "192.0.2.11", &[]),
-                step("web@192.0.2.10=error web@192.0.2.11=ok", DOWN, "192.0.2.11", &[]),
-                step("web@192.0.2.10=nodata web@192.0.2.11=ok", DOWN, "192.0.2.11", &[]),
+                step(
+                    "web@192.0.2.10=nodata web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[],
+                ),
+                step(
+                    "web@192.0.2.10=error web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[],
+                ),
+                step(
+                    "web@192.0.2.10=nodata web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[],
+                ),
             ],
         ),
         row(
@@ -482,7 +596,12 @@ fn hc_field() {
             r#"addresses = [ { ip = "192.0.2.10", hc = "check:maint" }, { ip = "192.0.2.11" } ]"#,
             vec![
                 step("maint=ok", OK, "192.0.2.10 192.0.2.11", &[]),
-                step("maint=error", DOWN, "192.0.2.11", &[ev!("192.0.2.10 is disabled")]),
+                step(
+                    "maint=error",
+                    DOWN,
+                    "192.0.2.11",
+                    &[ev!("192.0.2.10 is disabled")],
+                ),
             ],
         ),
         row(
@@ -531,7 +650,8 @@ fn disaster_recovery() {
         ev!("192.0.2.10 is enabled"),
         ev!("192.0.2.11 is enabled"),
     ];
-    let scenario = |extra: &str| format!("dr_condition = \"scenario:dc1-down\"\n{extra}\n{DR_ADDRESSES}");
+    let scenario =
+        |extra: &str| format!("dr_condition = \"scenario:dc1-down\"\n{extra}\n{DR_ADDRESSES}");
     let n = run(vec![
         row(
             "001: DNS Service normally answers only with the healthy addresses of the Main DC (active-passive); \
@@ -547,7 +667,12 @@ fn disaster_recovery() {
             DR_ADDRESSES,
             vec![
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[]),
-                step("web@192.0.2.10=error web@192.0.2.11=ok", DOWN, "192.0.2.11", &[ev!("192.0.2.10 is disabled")]),
+                step(
+                    "web@192.0.2.10=error web@192.0.2.11=ok",
+                    DOWN,
+                    "192.0.2.11",
+                    &[ev!("192.0.2.10 is disabled")],
+                ),
             ],
         ),
         row(
@@ -578,9 +703,14 @@ fn disaster_recovery() {
             scenario(""),
             vec![
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[]),
-                step(h(&[BOTH_OK, "scenario:dc1-down=on"]), Dr, "198.51.100.10 198.51.100.11", &main_up_dr_on)
-                    .dr()
-                    .decision("scenario dc1-down (active)"),
+                step(
+                    h(&[BOTH_OK, "scenario:dc1-down=on"]),
+                    Dr,
+                    "198.51.100.10 198.51.100.11",
+                    &main_up_dr_on,
+                )
+                .dr()
+                .decision("scenario dc1-down (active)"),
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &back_to_main),
             ],
         ),
@@ -591,7 +721,13 @@ fn disaster_recovery() {
             scenario(""),
             vec![
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[]),
-                step(h(&[BOTH_DOWN, "scenario:dc1-down=off"]), Dr, "198.51.100.10 198.51.100.11", &main_up_dr_on).dr(),
+                step(
+                    h(&[BOTH_DOWN, "scenario:dc1-down=off"]),
+                    Dr,
+                    "198.51.100.10 198.51.100.11",
+                    &main_up_dr_on,
+                )
+                .dr(),
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &back_to_main),
             ],
         ),
@@ -616,7 +752,11 @@ fn disaster_recovery() {
                     h(&[BOTH_DOWN, "scenario:dc1-down=on"]),
                     Dr,
                     "198.51.100.10 198.51.100.11",
-                    &[ev!("DR is on"), ev!("198.51.100.10 is enabled"), ev!("198.51.100.11 is enabled")],
+                    &[
+                        ev!("DR is on"),
+                        ev!("198.51.100.10 is enabled"),
+                        ev!("198.51.100.11 is enabled"),
+                    ],
                 )
                 .dr(),
             ],
@@ -633,7 +773,9 @@ fn disaster_recovery() {
                     .decision("held by manual failback"),
                 step(BOTH_OK, Dr, "198.51.100.10 198.51.100.11", &[]).dr(),
                 // Resuming while the condition holds does not end DR.
-                step(BOTH_DOWN, Dr, "198.51.100.10 198.51.100.11", &[]).dr().resume(),
+                step(BOTH_DOWN, Dr, "198.51.100.10 198.51.100.11", &[])
+                    .dr()
+                    .resume(),
                 step(BOTH_OK, Dr, "198.51.100.10 198.51.100.11", &[]).dr(),
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &back_to_main).resume(),
             ],
@@ -694,11 +836,16 @@ fn disaster_recovery() {
                     ],
                 )
                 .dr(),
-                step(h(&[BOTH_OK, DR_DOWN_H]), OK, "192.0.2.10 192.0.2.11", &[
-                    ev!("DR ended"),
-                    ev!("192.0.2.10 is enabled"),
-                    ev!("192.0.2.11 is enabled"),
-                ]),
+                step(
+                    h(&[BOTH_OK, DR_DOWN_H]),
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[
+                        ev!("DR ended"),
+                        ev!("192.0.2.10 is enabled"),
+                        ev!("192.0.2.11 is enabled"),
+                    ],
+                ),
             ],
         ),
         row(
@@ -707,7 +854,13 @@ fn disaster_recovery() {
             DR_ADDRESSES,
             vec![
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[]),
-                step(h(&[BOTH_OK, "dc:dc1=down"]), Dr, "198.51.100.10 198.51.100.11", &main_up_dr_on).dr(),
+                step(
+                    h(&[BOTH_OK, "dc:dc1=down"]),
+                    Dr,
+                    "198.51.100.10 198.51.100.11",
+                    &main_up_dr_on,
+                )
+                .dr(),
                 step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &back_to_main),
             ],
         ),
@@ -715,13 +868,15 @@ fn disaster_recovery() {
             "001 status: DR answers from the DR DC even when some DR addresses are down",
             DR_DOMAIN,
             DR_CHECKED,
-            vec![step(
-                h(&[BOTH_DOWN, "web@198.51.100.10=error web@198.51.100.11=ok"]),
-                Dr,
-                "198.51.100.11",
-                &[],
-            )
-            .dr()],
+            vec![
+                step(
+                    h(&[BOTH_DOWN, "web@198.51.100.10=error web@198.51.100.11=ok"]),
+                    Dr,
+                    "198.51.100.11",
+                    &[],
+                )
+                .dr(),
+            ],
         ),
     ]);
     assert_eq!(n, 12);
@@ -756,8 +911,17 @@ addresses = [ { ip = "192.0.2.40", dc = "dc1" }, { ip = "198.51.100.40", dc = "d
     let dcs = &compiled.datacenters;
     let eval = |i: usize, health: &str| {
         let r = &compiled.zones[0].records[i];
-        let Content::Steered(s) = &r.content else { panic!() };
-        evaluate(&r.label(), s, dcs, &TestHealth::parse(health, dcs), None, Operator::default())
+        let Content::Steered(s) = &r.content else {
+            panic!()
+        };
+        evaluate(
+            &r.label(),
+            s,
+            dcs,
+            &TestHealth::parse(health, dcs),
+            None,
+            Operator::default(),
+        )
     };
     // www's Main DC is down, api's is not: one is in DR, the other in Main.
     assert!(eval(0, BOTH_DOWN).state.dr_on);
@@ -785,7 +949,11 @@ fn datacenter_mode() {
             vec![
                 step(all.clone(), OK, "198.51.100.10 198.51.100.11", &[]),
                 step(
-                    h(&[DC1_OK, "web@198.51.100.10=error web@198.51.100.11=ok", DC3_OK]),
+                    h(&[
+                        DC1_OK,
+                        "web@198.51.100.10=error web@198.51.100.11=ok",
+                        DC3_OK,
+                    ]),
                     DOWN,
                     "198.51.100.11",
                     &[ev!("198.51.100.10 is disabled")],
@@ -814,12 +982,20 @@ fn datacenter_mode() {
                     h(&[DC1_DOWN, DC2_DOWN, DC3_DOWN]),
                     NoHealthy,
                     "empty",
-                    &[ev!("203.0.113.10 is disabled"), ev!("No healthy records left")],
+                    &[
+                        ev!("203.0.113.10 is disabled"),
+                        ev!("No healthy records left"),
+                    ],
                 ),
-                step(all.clone(), OK, "198.51.100.10 198.51.100.11", &[
-                    ev!("198.51.100.10 is enabled"),
-                    ev!("198.51.100.11 is enabled"),
-                ]),
+                step(
+                    all.clone(),
+                    OK,
+                    "198.51.100.10 198.51.100.11",
+                    &[
+                        ev!("198.51.100.10 is enabled"),
+                        ev!("198.51.100.11 is enabled"),
+                    ],
+                ),
             ],
         ),
         row(
@@ -828,7 +1004,12 @@ fn datacenter_mode() {
             dc_domain(2),
             DC_ADDRESSES,
             vec![
-                step(all.clone(), OK, "198.51.100.10 198.51.100.11 192.0.2.10 192.0.2.11", &[]),
+                step(
+                    all.clone(),
+                    OK,
+                    "198.51.100.10 198.51.100.11 192.0.2.10 192.0.2.11",
+                    &[],
+                ),
                 step(
                     h(&[DC1_DOWN, DC2_OK, DC3_OK]),
                     PartiallyOk,
@@ -856,7 +1037,12 @@ fn datacenter_mode() {
             "spec §4: a datacenter reported down has no healthy address (Datacenter mode picks the next)",
             dc_domain(1),
             DC_ADDRESSES,
-            vec![step(h(&[&all, "dc:dc2=down"]), PartiallyOk, "192.0.2.10 192.0.2.11", &[])],
+            vec![step(
+                h(&[&all, "dc:dc2=down"]),
+                PartiallyOk,
+                "192.0.2.10 192.0.2.11",
+                &[],
+            )],
         ),
         row(
             "spec §2 Datacenter: dc_order defaults to the datacenters in declaration order, 1 to select",
@@ -892,7 +1078,12 @@ fn no_candidate() {
                     ],
                 ),
                 step(BOTH_DOWN, FailSafe, "fail-safe", &[]),
-                step("web@192.0.2.10=ok web@192.0.2.11=error", DOWN, "192.0.2.10", &[ev!("192.0.2.10 is enabled")]),
+                step(
+                    "web@192.0.2.10=ok web@192.0.2.11=error",
+                    DOWN,
+                    "192.0.2.10",
+                    &[ev!("192.0.2.10 is enabled")],
+                ),
             ],
         ),
         row(
@@ -913,10 +1104,12 @@ fn no_candidate() {
                     ],
                 ),
                 step(BOTH_DOWN, NoHealthy, "empty", &[]),
-                step(BOTH_OK, OK, "192.0.2.10 192.0.2.11", &[
-                    ev!("192.0.2.10 is enabled"),
-                    ev!("192.0.2.11 is enabled"),
-                ]),
+                step(
+                    BOTH_OK,
+                    OK,
+                    "192.0.2.10 192.0.2.11",
+                    &[ev!("192.0.2.10 is enabled"), ev!("192.0.2.11 is enabled")],
+                ),
             ],
         ),
         row(
@@ -1022,7 +1215,12 @@ addresses = [
   { ip = "192.0.2.3", hc = "check:web" },
 ]"#,
             vec![
-                step("web@192.0.2.1=ok web@192.0.2.3=ok", OK, "192.0.2.1 192.0.2.3", &[]),
+                step(
+                    "web@192.0.2.1=ok web@192.0.2.3=ok",
+                    OK,
+                    "192.0.2.1 192.0.2.3",
+                    &[],
+                ),
                 step(
                     "web@192.0.2.1=error web@192.0.2.3=ok",
                     DOWN,
@@ -1047,7 +1245,12 @@ addresses = [
   { ip = "192.0.2.3", hc = "check:web" },
 ]"#,
             vec![
-                step("web@192.0.2.1=ok web@192.0.2.2=ok web@192.0.2.3=ok", OK, "192.0.2.1 192.0.2.2 192.0.2.3", &[]),
+                step(
+                    "web@192.0.2.1=ok web@192.0.2.2=ok web@192.0.2.3=ok",
+                    OK,
+                    "192.0.2.1 192.0.2.2 192.0.2.3",
+                    &[],
+                ),
                 step(
                     "web@192.0.2.1=ok web@192.0.2.2=error web@192.0.2.3=ok",
                     DOWN,
@@ -1104,7 +1307,9 @@ addresses = [
 const DC_TOPO_OK: &str = "web@192.0.2.10=ok web@198.51.100.10=ok web@203.0.113.10=ok";
 
 fn dc_topo_domain(count: usize) -> String {
-    format!("mode = \"datacenter\"\ndc_order = [\"dc1\", \"dc2\", \"dc3\"]\ndcs_to_select = {count}")
+    format!(
+        "mode = \"datacenter\"\ndc_order = [\"dc1\", \"dc2\", \"dc3\"]\ndcs_to_select = {count}"
+    )
 }
 
 #[test]
@@ -1135,7 +1340,11 @@ fn topological_selection() {
             record: GEO,
             health: "web@203.0.113.10=error web@198.51.100.20=ok web@192.0.2.30=ok",
             depends_on_place: true,
-            lookups: vec![("ID/AS", "192.0.2.30"), ("DE/EU", "198.51.100.20"), ("-", "192.0.2.30")],
+            lookups: vec![
+                ("ID/AS", "192.0.2.30"),
+                ("DE/EU", "198.51.100.20"),
+                ("-", "192.0.2.30"),
+            ],
         },
         PlaceRow {
             seed: "002: if there are none [for the country], those for its continent (country record down)",
@@ -1148,7 +1357,11 @@ addresses = [
 ]"#,
             health: "web@192.0.2.1=error web@192.0.2.2=ok web@192.0.2.3=ok",
             depends_on_place: true,
-            lookups: vec![("DE/EU", "192.0.2.2"), ("FR/EU", "192.0.2.2"), ("US/NA", "192.0.2.3")],
+            lookups: vec![
+                ("DE/EU", "192.0.2.2"),
+                ("FR/EU", "192.0.2.2"),
+                ("US/NA", "192.0.2.3"),
+            ],
         },
         PlaceRow {
             seed: "002: continent record down → the default",
@@ -1156,7 +1369,11 @@ addresses = [
             record: GEO,
             health: "web@203.0.113.10=ok web@198.51.100.20=error web@192.0.2.30=ok",
             depends_on_place: true,
-            lookups: vec![("DE/EU", "192.0.2.30"), ("ID/AS", "203.0.113.10"), ("-", "192.0.2.30")],
+            lookups: vec![
+                ("DE/EU", "192.0.2.30"),
+                ("ID/AS", "203.0.113.10"),
+                ("-", "192.0.2.30"),
+            ],
         },
         PlaceRow {
             seed: "002: without a default, every record left after step 1 is answered",
@@ -1177,7 +1394,11 @@ addresses = [
             record: GEO_NO_DEFAULT,
             health: "web@203.0.113.10=ok web@198.51.100.20=error",
             depends_on_place: false,
-            lookups: vec![("DE/EU", "203.0.113.10"), ("ID/AS", "203.0.113.10"), ("-", "203.0.113.10")],
+            lookups: vec![
+                ("DE/EU", "203.0.113.10"),
+                ("ID/AS", "203.0.113.10"),
+                ("-", "203.0.113.10"),
+            ],
         },
         PlaceRow {
             seed: "spec §2 step 3: no candidate anywhere → the no-candidate answer for every place",
@@ -1193,7 +1414,10 @@ addresses = [
             record: TWO_CHECKED,
             health: BOTH_OK,
             depends_on_place: false,
-            lookups: vec![("ID/AS", "192.0.2.10 192.0.2.11"), ("-", "192.0.2.10 192.0.2.11")],
+            lookups: vec![
+                ("ID/AS", "192.0.2.10 192.0.2.11"),
+                ("-", "192.0.2.10 192.0.2.11"),
+            ],
         },
         PlaceRow {
             seed: "002: records of the name without steering count as defaults (topology on, no place named)",
@@ -1202,7 +1426,10 @@ addresses = [
 addresses = [ { ip = "192.0.2.1" }, { ip = "192.0.2.2" } ]"#,
             health: "",
             depends_on_place: false,
-            lookups: vec![("ID/AS", "192.0.2.1 192.0.2.2"), ("-", "192.0.2.1 192.0.2.2")],
+            lookups: vec![
+                ("ID/AS", "192.0.2.1 192.0.2.2"),
+                ("-", "192.0.2.1 192.0.2.2"),
+            ],
         },
         PlaceRow {
             seed: "002 step 2 then 3: weights apply within the place (weight 0 only when the other is out)",
@@ -1257,7 +1484,11 @@ addresses = [
             record: DC_TOPO,
             health: "web@192.0.2.10=ok web@198.51.100.10=error web@203.0.113.10=ok",
             depends_on_place: true,
-            lookups: vec![("US/NA", "192.0.2.10"), ("JP/AS", "203.0.113.10"), ("-", "192.0.2.10")],
+            lookups: vec![
+                ("US/NA", "192.0.2.10"),
+                ("JP/AS", "203.0.113.10"),
+                ("-", "192.0.2.10"),
+            ],
         },
         PlaceRow {
             seed: "spec §2 Datacenter: nearest first, up to dcs_to_select (2)",
@@ -1297,7 +1528,12 @@ addresses = [
         // The default group is what a client with no particular place gets.
         assert_eq!(e.answers.lookup(&Place::default()), e.answers.default);
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert_eq!(count, 14);
 }
 
@@ -1308,7 +1544,10 @@ addresses = [
 fn status_texts() {
     let table = [
         (Status::Ok, "OK"),
-        (Status::PartiallyOkRecordDown, "Partially OK (a record is down)"),
+        (
+            Status::PartiallyOkRecordDown,
+            "Partially OK (a record is down)",
+        ),
         (Status::PartiallyOk, "Partially OK"),
         (Status::Dr, "DR"),
         (Status::FailSafe, "Fail-safe"),
@@ -1317,14 +1556,20 @@ fn status_texts() {
     for (status, text) in table {
         assert_eq!(status.as_str(), text);
         assert_eq!(status.to_string(), text);
-        assert_eq!(serde_json::to_string(&status).unwrap(), format!("\"{text}\""));
+        assert_eq!(
+            serde_json::to_string(&status).unwrap(),
+            format!("\"{text}\"")
+        );
     }
 }
 
 #[test]
 fn event_texts_are_exact() {
     // The macro is a convenience; the texts themselves, written out once.
-    assert_eq!(ev!("192.0.2.10 is enabled"), "www.example.test/A: 192.0.2.10 is enabled");
+    assert_eq!(
+        ev!("192.0.2.10 is enabled"),
+        "www.example.test/A: 192.0.2.10 is enabled"
+    );
     assert_eq!(ev!("DR ended"), "www.example.test/A: DR ended");
     // Labels of other types and names.
     let compiled = compile_text(
@@ -1343,19 +1588,34 @@ addresses = [ { target = "a.example.net.", hc = "scenario:flag" }, { target = "b
     let dcs = &compiled.datacenters;
     let run = |i: usize, health: &str, prev: Option<&RecordState>| {
         let r = &compiled.zones[0].records[i];
-        let Content::Steered(s) = &r.content else { panic!() };
-        evaluate(&r.label(), s, dcs, &TestHealth::parse(health, dcs), prev, Operator::default())
+        let Content::Steered(s) = &r.content else {
+            panic!()
+        };
+        evaluate(
+            &r.label(),
+            s,
+            dcs,
+            &TestHealth::parse(health, dcs),
+            prev,
+            Operator::default(),
+        )
     };
     let first = run(0, "web@2001:db8::1=ok", None);
     let next = run(0, "web@2001:db8::1=error", Some(&first.state));
     assert_eq!(
         next.events,
-        ["example.test/AAAA: 2001:db8::1 is disabled", "example.test/AAAA: No healthy records left"]
+        [
+            "example.test/AAAA: 2001:db8::1 is disabled",
+            "example.test/AAAA: No healthy records left"
+        ]
     );
     let first = run(1, "", None);
     assert_eq!(first.state.status, Status::PartiallyOkRecordDown);
     let next = run(1, "scenario:flag=on", Some(&first.state));
-    assert_eq!(next.events, ["alias.example.test/CNAME: a.example.net is enabled"]);
+    assert_eq!(
+        next.events,
+        ["alias.example.test/CNAME: a.example.net is enabled"]
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1372,7 +1632,12 @@ fn place_only_addresses_have_events() {
             "",
             GEO,
             vec![
-                step("web@203.0.113.10=ok web@198.51.100.20=ok web@192.0.2.30=ok", OK, "192.0.2.30", &[]),
+                step(
+                    "web@203.0.113.10=ok web@198.51.100.20=ok web@192.0.2.30=ok",
+                    OK,
+                    "192.0.2.30",
+                    &[],
+                ),
                 step(
                     "web@203.0.113.10=error web@198.51.100.20=ok web@192.0.2.30=ok",
                     DOWN,
