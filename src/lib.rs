@@ -8,3 +8,4 @@ pub mod engine;
 pub mod geo;
 pub mod model;
 pub mod resolve;
+pub mod health;

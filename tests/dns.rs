@@ -14,17 +14,10 @@ fn web_ok(d: &TestDevice, ok: bool) {
     } else {
         CheckState::Error
     };
-    d.device.engine.update_health(|h| {
-        for ip in ["192.0.2.10", "192.0.2.11", "192.0.2.20"] {
-            h.checks.insert(
-                CheckRef {
-                    name: "web".into(),
-                    address: Some(ip.parse().unwrap()),
-                },
-                state,
-            );
-        }
-    });
+    for ip in ["192.0.2.10", "192.0.2.11", "192.0.2.20"] {
+        let check = CheckRef { name: "web".into(), address: Some(ip.parse().unwrap()) };
+        d.device.engine.set_check(&check, state, "set by the test");
+    }
 }
 
 #[tokio::test]

@@ -37,6 +37,9 @@ impl TestDevice {
             geoip_file: geoip,
             udp_workers: Some(1),
             edns_payload: None,
+            event_retention: None,
+            allow_exec: false,
+            max_concurrent_probes: None,
         };
         let device = Device::start(settings, false).await.expect("device starts");
         let config = gtm::model::parse(config).expect("test config parses");

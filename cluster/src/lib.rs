@@ -31,17 +31,91 @@ pub struct StoredConfig {
 #[derive(Debug, Clone)]
 pub struct Store {
     db: sled::Db,
+    /// Last health decision per check instance.
+    health: sled::Tree,
+    /// The event log, keyed by big-endian sequence number.
+    events: sled::Tree,
+    event_retention: u64,
 }
+
+/// Events kept by default: the oldest beyond this are dropped.
+pub const DEFAULT_EVENT_RETENTION: u64 = 100_000;
 
 const CONFIG_KEY: &[u8] = b"config";
 
 impl Store {
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
-        let db = sled::open(dir.join("store")).map_err(|source| StoreError::Open {
+        let open_err = |source| StoreError::Open {
             path: dir.display().to_string(),
             source,
-        })?;
-        Ok(Self { db })
+        };
+        let db = sled::open(dir.join("store")).map_err(open_err)?;
+        let health = db.open_tree("health").map_err(open_err)?;
+        let events = db.open_tree("events").map_err(open_err)?;
+        Ok(Self {
+            db,
+            health,
+            events,
+            event_retention: DEFAULT_EVENT_RETENTION,
+        })
+    }
+
+    /// How many events the log keeps (at least 1).
+    pub fn with_event_retention(mut self, events: u64) -> Self {
+        self.event_retention = events.max(1);
+        self
+    }
+
+    /// Every kept health decision, by check instance name.
+    pub fn health_decisions(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.health
+            .iter()
+            .map(|item| {
+                let (k, v) = item.map_err(|source| StoreError::Io { action: "reading health decisions", source })?;
+                Ok((String::from_utf8_lossy(&k).into_owned(), v.to_vec()))
+            })
+            .collect()
+    }
+
+    pub fn put_health_decision(&self, check: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.health
+            .insert(check.as_bytes(), value)
+            .map_err(|source| StoreError::Io { action: "writing a health decision", source })?;
+        Ok(())
+    }
+
+    /// Appends an event and drops the oldest beyond the retention.
+    pub fn append_event(&self, seq: u64, value: &[u8]) -> Result<(), StoreError> {
+        let io = |source| StoreError::Io { action: "writing the event log", source };
+        self.events.insert(seq.to_be_bytes(), value).map_err(io)?;
+        if seq > self.event_retention {
+            let cutoff = (seq - self.event_retention + 1).to_be_bytes();
+            // Usually one entry: the log is trimmed on every append.
+            for item in self.events.range(..cutoff) {
+                let (k, _) = item.map_err(io)?;
+                self.events.remove(k).map_err(io)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn last_event_seq(&self) -> Result<u64, StoreError> {
+        let last = self
+            .events
+            .last()
+            .map_err(|source| StoreError::Io { action: "reading the event log", source })?;
+        Ok(last.map_or(0, |(k, _)| seq_of(&k)))
+    }
+
+    /// Events with a sequence number above `after`, oldest first.
+    pub fn events_after(&self, after: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+        self.events
+            .range((after.saturating_add(1)).to_be_bytes()..)
+            .map(|item| {
+                let (k, v) = item.map_err(|source| StoreError::Io { action: "reading the event log", source })?;
+                Ok((seq_of(&k), v.to_vec()))
+            })
+            .collect()
     }
 
     pub fn load_config(&self) -> Result<Option<StoredConfig>, StoreError> {
@@ -84,6 +158,10 @@ impl Store {
     }
 }
 
+fn seq_of(key: &[u8]) -> u64 {
+    key.try_into().map_or(0, u64::from_be_bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,8 +180,19 @@ mod tests {
                 })
                 .unwrap();
         }
-        let store = Store::open(&dir).unwrap();
+        let store = Store::open(&dir).unwrap().with_event_retention(3);
         assert_eq!(store.load_config().unwrap().unwrap().version, 3);
+        for seq in 1..=5u64 {
+            store.append_event(seq, format!("event {seq}").as_bytes()).unwrap();
+        }
+        let kept: Vec<u64> = store.events_after(0).unwrap().into_iter().map(|(s, _)| s).collect();
+        assert_eq!(kept, [3, 4, 5], "retention keeps the newest");
+        assert_eq!(store.last_event_seq().unwrap(), 5);
+        assert_eq!(store.events_after(4).unwrap().len(), 1);
+        store.put_health_decision("web@192.0.2.10", b"ok").unwrap();
+        drop(store);
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(store.health_decisions().unwrap(), [("web@192.0.2.10".to_string(), b"ok".to_vec())]);
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }

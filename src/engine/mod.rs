@@ -1,62 +1,63 @@
-//! The device's answer engine: the applied configuration, the health inputs,
+//! The device's answer engine: the applied configuration, the health state,
 //! each record's state, and the snapshot the DNS path reads.
 //!
-//! Every change (a configuration apply, a check or scenario transition)
-//! goes through here under one mutex: re-evaluate the records, swap in the
-//! answers that changed, log the events. Queries never take that mutex.
+//! Every change (a configuration apply, a probe result, an operator action)
+//! goes through here under one mutex: decide the check, re-decide the
+//! scenarios that read it, re-evaluate the records that depend on either,
+//! swap in the answers that changed, log the events. Queries never take
+//! that mutex.
 
 mod diff;
+pub mod health;
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{BTreeSet, HashMap, HashSet, VecDeque},
     sync::{Arc, Mutex, MutexGuard},
     time::{SystemTime, UNIX_EPOCH},
 };
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, watch};
 
 pub use diff::diff;
+pub use health::{CheckStatus, HealthState, Instance};
 
 use crate::{
     dns::{
         handler::DnsState,
         snapshot::{Snapshot, steered_answer},
     },
+    health::{scenario, threshold::Threshold},
     model::{
         Compiled, Config, ConfigErrors, compile,
-        compile::{Content, Steering},
+        compile::{Content, DrCondition, Hc, ModeSpec, Steering},
         condition::CheckRef,
     },
-    resolve::{self, CheckState, HealthView, Operator, PlaceAnswers, RecordState, Status},
+    resolve::{self, CheckState, Operator, PlaceAnswers, RecordState, Status},
 };
+use gtm_cluster::Store;
 
-/// The health inputs the resolver reads. The health engine feeds it from
-/// probes and scenarios; until then, and in tests, it is set directly.
-#[derive(Debug, Clone, Default)]
-pub struct HealthInputs {
-    pub checks: HashMap<CheckRef, CheckState>,
-    pub scenarios: HashMap<String, bool>,
-}
-
-impl HealthView for HealthInputs {
-    fn check(&self, check: &CheckRef) -> CheckState {
-        self.checks
-            .get(check)
-            .copied()
-            .unwrap_or(CheckState::Preparing)
-    }
-
-    fn scenario_active(&self, name: &str) -> bool {
-        self.scenarios.get(name).copied().unwrap_or(false)
-    }
+/// What an event is about, for filtering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    Record,
+    Check,
+    Scenario,
+    Operator,
+    Config,
 }
 
 /// One entry of the GTM Logs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Event {
+    pub seq: u64,
     /// Milliseconds since the Unix epoch.
     pub time_ms: u64,
     pub device: String,
+    pub kind: EventKind,
+    /// The record (`www.example.test/A`), check instance or scenario.
+    pub object: String,
     pub text: String,
 }
 
@@ -69,14 +70,52 @@ pub struct RecordStatus {
     pub decision: String,
 }
 
-const EVENT_LIMIT: usize = 10_000;
+/// The record preview: what is answered now and why.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Preview {
+    pub device: String,
+    pub record: String,
+    pub mode: String,
+    pub status: Option<Status>,
+    pub active: Vec<String>,
+    pub decision: String,
+    /// Each address with its HC field and whether it is healthy now.
+    pub addresses: Vec<AddressView>,
+    /// The latest DR and fail-safe switchovers, newest last.
+    pub switchovers: Vec<Event>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AddressView {
+    pub address: String,
+    pub dc: Option<String>,
+    pub hc: String,
+    pub healthy: bool,
+    pub drained: bool,
+}
+
+/// Scenario decisions as operators see them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioStatus {
+    pub scenario: String,
+    pub active: bool,
+    pub pending: Option<bool>,
+}
+
+/// Events kept in memory when the engine has no store (tests).
+const MEMORY_EVENTS: usize = 10_000;
 
 /// The answer engine of one device.
 #[derive(Debug)]
 pub struct Engine {
     device: String,
     dns: DnsState,
+    store: Option<Store>,
     inner: Mutex<Inner>,
+    /// The check instances to probe; the scheduler follows it.
+    instances: watch::Sender<Arc<Vec<Instance>>>,
+    /// New events, for `logs --follow`.
+    events_tx: broadcast::Sender<Event>,
 }
 
 #[derive(Debug)]
@@ -84,9 +123,19 @@ struct Inner {
     version: u64,
     config: Config,
     compiled: Compiled,
-    health: HealthInputs,
+    health: HealthState,
     records: Vec<Steered>,
+    deps: Deps,
     events: VecDeque<Event>,
+    next_seq: u64,
+}
+
+/// Who reads what: for re-evaluating only what a change touches.
+#[derive(Debug, Default)]
+struct Deps {
+    check_scenarios: HashMap<CheckRef, Vec<usize>>,
+    check_records: HashMap<CheckRef, Vec<usize>>,
+    scenario_records: HashMap<String, Vec<usize>>,
 }
 
 /// Per steered record: what it is and where it stands.
@@ -101,26 +150,45 @@ struct Steered {
     decision: String,
 }
 
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 impl Engine {
-    /// Starts with a configuration, building the first snapshot.
-    pub fn new(
-        device: &str,
-        version: u64,
-        config: Config,
-        dns: DnsState,
-    ) -> Result<Self, ConfigErrors> {
+    /// Starts with a configuration, restoring health decisions and events
+    /// from `store` when there is one.
+    pub fn new(device: &str, version: u64, config: Config, dns: DnsState, store: Option<Store>) -> Result<Self, ConfigErrors> {
         let compiled = compile(&config)?;
+        let mut health = HealthState::default();
+        let mut events = VecDeque::new();
+        let mut next_seq = 1;
+        if let Some(store) = &store {
+            for (key, value) in store.health_decisions().unwrap_or_default() {
+                if let (Some(check), Ok(status)) = (parse_ref(&key), serde_json::from_slice::<CheckStatus>(&value)) {
+                    let mut status = status;
+                    status.restored = true;
+                    health.checks.insert(check, (Threshold::restored(status.state), status));
+                }
+            }
+            next_seq = store.last_event_seq().unwrap_or(0) + 1;
+        }
+        let _ = &mut events;
         let engine = Engine {
             device: device.to_string(),
             dns,
+            store,
             inner: Mutex::new(Inner {
                 version,
                 config: Config::default(),
                 compiled: compile(&Config::default()).expect("the empty configuration is valid"),
-                health: HealthInputs::default(),
+                health,
                 records: Vec::new(),
-                events: VecDeque::new(),
+                deps: Deps::default(),
+                events,
+                next_seq,
             }),
+            instances: watch::channel(Arc::new(Vec::new())).0,
+            events_tx: broadcast::channel(1024).0,
         };
         engine.install(&mut engine.lock(), version, config, compiled);
         Ok(engine)
@@ -138,6 +206,16 @@ impl Engine {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The check instances to probe, following configuration changes.
+    pub fn instances(&self) -> watch::Receiver<Arc<Vec<Instance>>> {
+        self.instances.subscribe()
+    }
+
+    /// New events as they are logged.
+    pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
+        self.events_tx.subscribe()
+    }
+
     /// Replaces the configuration atomically; records keep their state
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
@@ -148,36 +226,44 @@ impl Engine {
     }
 
     fn install(&self, inner: &mut Inner, version: u64, config: Config, compiled: Compiled) {
+        // Check instances: unchanged ones keep their state, others start over.
+        let instances = health::instances(&compiled);
+        let old_specs: HashMap<String, &crate::model::compile::CheckSpec> =
+            inner.compiled.checks.iter().map(|c| (c.name.clone(), c)).collect();
+        let keep: HashSet<CheckRef> = instances
+            .iter()
+            .filter(|i| old_specs.get(&i.check.name).is_none_or(|old| **old == i.spec))
+            .map(|i| i.check.clone())
+            .collect();
+        inner.health.checks.retain(|k, _| keep.contains(k));
+        inner.health.dc_names = compiled.datacenters.iter().map(|d| d.name.clone()).collect();
+        let scenario_names: HashSet<&str> = compiled.scenarios.iter().map(|s| s.name.as_str()).collect();
+        inner.health.scenarios.retain(|k, _| scenario_names.contains(k.as_str()));
+        let truth = |h: &HealthState, r: &CheckRef| h.truth(r);
+        for s in &compiled.scenarios {
+            let last = inner.health.scenarios.get(&s.name).copied().unwrap_or_default();
+            let health = &inner.health;
+            let decision = scenario::decide(s, last, &|r| truth(health, r));
+            inner.health.scenarios.insert(s.name.clone(), decision);
+        }
+
         let mut previous: HashMap<String, (RecordState, Vec<String>)> = inner
             .records
             .drain(..)
             .filter_map(|r| {
-                let displays = r
-                    .steering
-                    .addresses
-                    .iter()
-                    .map(|a| a.display.clone())
-                    .collect();
+                let displays = r.steering.addresses.iter().map(|a| a.display.clone()).collect();
                 Some((r.label, (r.state?, displays)))
             })
             .collect();
         let mut records = Vec::new();
+        let mut events = Vec::new();
         for zone in &compiled.zones {
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
-                    let prev = previous
-                        .remove(&label)
-                        .map(|(state, displays)| remap(state, &displays, steering));
-                    let eval = resolve::evaluate(
-                        &label,
-                        steering,
-                        &compiled.datacenters,
-                        &inner.health,
-                        prev.as_ref(),
-                        Operator::default(),
-                    );
-                    let events = eval.events;
+                    let prev = previous.remove(&label).map(|(state, displays)| remap(state, &displays, steering));
+                    let eval = resolve::evaluate(&label, steering, &compiled.datacenters, &inner.health, prev.as_ref(), Operator::default());
+                    events.extend(eval.events.into_iter().map(|t| (EventKind::Record, label.clone(), t)));
                     records.push(Steered {
                         label,
                         owner: record.owner.clone(),
@@ -187,87 +273,214 @@ impl Engine {
                         answers: eval.answers,
                         decision: eval.decision,
                     });
-                    for text in events {
-                        self.log(inner, text);
-                    }
                 }
             }
         }
         let snapshot = Snapshot::build(&compiled, |i, _| records[i].answers.clone());
         self.dns.snapshot.store(Arc::new(snapshot));
+        inner.deps = deps(&compiled, &records);
         inner.records = records;
         inner.compiled = compiled;
         inner.config = config;
         inner.version = version;
-        tracing::info!(
-            version,
-            records = inner.records.len(),
-            "configuration applied"
-        );
+        self.instances.send_replace(Arc::new(instances));
+        for (kind, object, text) in events {
+            self.log(inner, kind, object, text);
+        }
+        tracing::info!(version, records = inner.records.len(), "configuration applied");
     }
 
-    /// Changes health inputs and re-evaluates every record, swapping in the
-    /// answers that changed.
-    pub fn update_health(&self, change: impl FnOnce(&mut HealthInputs)) {
+    /// One probe result for a check instance: thresholds, then everything
+    /// that depends on a transition. Results for instances no longer in the
+    /// configuration are ignored.
+    pub fn probe_result(&self, check: &CheckRef, ok: bool, reason: String) {
         let mut inner = self.lock();
-        change(&mut inner.health);
-        self.reevaluate(&mut inner, |_| Operator::default());
+        let Some(spec) = inner.compiled.checks.iter().find(|c| c.name == check.name).cloned() else { return };
+        let instance_known = self.instances.borrow().iter().any(|i| &i.check == check);
+        if !instance_known {
+            return;
+        }
+        let entry = inner.health.checks.entry(check.clone()).or_insert_with(|| {
+            (
+                Threshold::default(),
+                CheckStatus {
+                    check: check.to_string(),
+                    state: CheckState::Preparing,
+                    reason: String::new(),
+                    since_ms: now_ms(),
+                    restored: false,
+                },
+            )
+        });
+        let changed = entry.0.record(ok, spec.failures, spec.successes);
+        entry.1.reason = reason;
+        entry.1.restored = false;
+        if let Some(state) = changed {
+            self.check_transition(&mut inner, check, state);
+        }
+    }
+
+    /// Sets a check instance's state directly: manual checks, and tests.
+    pub fn set_check(&self, check: &CheckRef, state: CheckState, reason: &str) {
+        let mut inner = self.lock();
+        let entry = inner.health.checks.entry(check.clone()).or_insert_with(|| {
+            (
+                Threshold::default(),
+                CheckStatus {
+                    check: check.to_string(),
+                    state: CheckState::Preparing,
+                    reason: String::new(),
+                    since_ms: now_ms(),
+                    restored: false,
+                },
+            )
+        });
+        entry.1.reason = reason.to_string();
+        entry.1.restored = false;
+        if entry.0.state != state {
+            entry.0 = Threshold { state, ..Threshold::default() };
+            self.check_transition(&mut inner, check, state);
+        }
+    }
+
+    fn check_transition(&self, inner: &mut Inner, check: &CheckRef, state: CheckState) {
+        let (old_state, reason) = {
+            let (_, status) = inner.health.checks.get_mut(check).expect("transition of a known check");
+            let old = status.state;
+            status.state = state;
+            status.since_ms = now_ms();
+            (old, status.reason.clone())
+        };
+        let text = format!("check {check}: {} → {} ({reason})", state_text(old_state), state_text(state));
+        self.log(inner, EventKind::Check, check.to_string(), text);
+        if let (Some(store), Some((_, status))) = (&self.store, inner.health.checks.get(check))
+            && let Ok(bytes) = serde_json::to_vec(status)
+            && let Err(e) = store.put_health_decision(&check.to_string(), &bytes)
+        {
+            tracing::error!(error = %e, "cannot persist a health decision");
+        }
+        // Scenarios reading the check, then records reading either.
+        let mut records: BTreeSet<usize> = inner.deps.check_records.get(check).into_iter().flatten().copied().collect();
+        let scenarios: Vec<usize> = inner.deps.check_scenarios.get(check).cloned().unwrap_or_default();
+        for si in scenarios {
+            let spec = inner.compiled.scenarios[si].clone();
+            let last = inner.health.scenarios.get(&spec.name).copied().unwrap_or_default();
+            let health = &inner.health;
+            let decision = scenario::decide(&spec, last, &|r| health.truth(r));
+            inner.health.scenarios.insert(spec.name.clone(), decision);
+            if decision.active != last.active {
+                let text = format!(
+                    "scenario {}: {} → {}",
+                    spec.name,
+                    if last.active { "active" } else { "passive" },
+                    if decision.active { "active" } else { "passive" }
+                );
+                self.log(inner, EventKind::Scenario, spec.name.clone(), text);
+                records.extend(inner.deps.scenario_records.get(&spec.name).into_iter().flatten().copied());
+            } else if decision.pending.is_some() && decision.pending != last.pending {
+                let text = format!("scenario {}: change waits for its verify condition", spec.name);
+                self.log(inner, EventKind::Scenario, spec.name.clone(), text);
+            }
+        }
+        self.reevaluate(inner, records, |_| Operator::default());
+    }
+
+    /// Takes an address (of one record, or of every record with `None`) out
+    /// of answers, or puts it back.
+    pub fn drain_address(&self, record: Option<&str>, address: &str, drained: bool) -> bool {
+        let mut inner = self.lock();
+        let key = (record.unwrap_or("*").to_string(), address.to_string());
+        let known = inner.records.iter().any(|r| {
+            record.is_none_or(|l| l == r.label) && r.steering.addresses.iter().any(|a| a.display == address)
+        });
+        if !known {
+            return false;
+        }
+        let changed = if drained { inner.health.drained_addresses.insert(key) } else { inner.health.drained_addresses.remove(&key) };
+        if changed {
+            let text = format!("{} {address}{}", if drained { "drained" } else { "undrained" }, record.map_or(String::new(), |r| format!(" of {r}")));
+            self.log(&mut inner, EventKind::Operator, address.to_string(), text);
+            let all = (0..inner.records.len()).collect();
+            self.reevaluate(&mut inner, all, |_| Operator::default());
+        }
+        true
+    }
+
+    /// Takes every address of a datacenter out of answers, or puts them back.
+    pub fn drain_datacenter(&self, dc: &str, drained: bool) -> bool {
+        let mut inner = self.lock();
+        if !inner.health.dc_names.iter().any(|d| d == dc) {
+            return false;
+        }
+        let changed = if drained { inner.health.drained_dcs.insert(dc.to_string()) } else { inner.health.drained_dcs.remove(dc) };
+        if changed {
+            let text = format!("datacenter {dc} {}", if drained { "drained" } else { "undrained" });
+            self.log(&mut inner, EventKind::Operator, dc.to_string(), text);
+            let all = (0..inner.records.len()).collect();
+            self.reevaluate(&mut inner, all, |_| Operator::default());
+        }
+        true
     }
 
     /// Releases a DR hold kept by manual failback on one record.
     pub fn resume(&self, label: &str) -> bool {
         let mut inner = self.lock();
-        if !inner.records.iter().any(|r| r.label == label) {
-            return false;
-        }
-        self.reevaluate(&mut inner, |l| Operator { resume: l == label });
+        let Some(i) = inner.records.iter().position(|r| r.label == label) else { return false };
+        self.log(&mut inner, EventKind::Operator, label.to_string(), format!("{label}: failback resumed by an operator"));
+        self.reevaluate(&mut inner, BTreeSet::from([i]), |l| Operator { resume: l == label });
         true
     }
 
-    fn reevaluate(&self, inner: &mut Inner, operator: impl Fn(&str) -> Operator) {
+    fn reevaluate(&self, inner: &mut Inner, which: BTreeSet<usize>, operator: impl Fn(&str) -> Operator) {
         let snapshot = self.dns.snapshot.load();
-        let Inner {
-            records,
-            compiled,
-            health,
-            ..
-        } = &mut *inner;
         let mut events = Vec::new();
-        for (i, r) in records.iter_mut().enumerate() {
-            let eval = resolve::evaluate(
-                &r.label,
-                &r.steering,
-                &compiled.datacenters,
-                &*health,
-                r.state.as_ref(),
-                operator(&r.label),
-            );
-            if eval.answers != r.answers {
-                let answer = steered_answer(&r.owner, r.ttl, &r.steering, &eval.answers);
-                snapshot.steered[i].answer.store(Arc::new(answer));
-                r.answers = eval.answers;
+        {
+            let Inner { records, compiled, health, .. } = &mut *inner;
+            for i in which {
+                let r = &mut records[i];
+                let eval = resolve::evaluate(&r.label, &r.steering, &compiled.datacenters, &*health, r.state.as_ref(), operator(&r.label));
+                if eval.answers != r.answers {
+                    let answer = steered_answer(&r.owner, r.ttl, &r.steering, &eval.answers);
+                    snapshot.steered[i].answer.store(Arc::new(answer));
+                    r.answers = eval.answers;
+                }
+                r.state = Some(eval.state);
+                r.decision = eval.decision;
+                events.extend(eval.events.into_iter().map(|t| (r.label.clone(), t)));
             }
-            r.state = Some(eval.state);
-            r.decision = eval.decision;
-            events.extend(eval.events);
         }
-        for text in events {
-            self.log(inner, text);
+        for (label, text) in events {
+            self.log(inner, EventKind::Record, label, text);
         }
     }
 
-    fn log(&self, inner: &mut Inner, text: String) {
+    fn log(&self, inner: &mut Inner, kind: EventKind, object: String, text: String) {
         tracing::info!(device = %self.device, "{text}");
-        if inner.events.len() == EVENT_LIMIT {
-            inner.events.pop_front();
-        }
-        inner.events.push_back(Event {
-            time_ms: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+        let event = Event {
+            seq: inner.next_seq,
+            time_ms: now_ms(),
             device: self.device.clone(),
+            kind,
+            object,
             text,
-        });
+        };
+        inner.next_seq += 1;
+        match &self.store {
+            Some(store) => {
+                if let Ok(bytes) = serde_json::to_vec(&event)
+                    && let Err(e) = store.append_event(event.seq, &bytes)
+                {
+                    tracing::error!(error = %e, "cannot persist an event");
+                }
+            }
+            None => {
+                if inner.events.len() == MEMORY_EVENTS {
+                    inner.events.pop_front();
+                }
+                inner.events.push_back(event.clone());
+            }
+        }
+        let _ = self.events_tx.send(event);
     }
 
     pub fn version(&self) -> u64 {
@@ -278,8 +491,25 @@ impl Engine {
         self.lock().config.clone()
     }
 
+    pub fn compiled_check(&self, name: &str) -> Option<crate::model::compile::CheckSpec> {
+        self.lock().compiled.checks.iter().find(|c| c.name == name).cloned()
+    }
+
+    /// Events after `after_seq`, oldest first.
+    pub fn events_since(&self, after_seq: u64) -> Vec<Event> {
+        match &self.store {
+            Some(store) => store
+                .events_after(after_seq)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|(_, bytes)| serde_json::from_slice(&bytes).ok())
+                .collect(),
+            None => self.lock().events.iter().filter(|e| e.seq > after_seq).cloned().collect(),
+        }
+    }
+
     pub fn events(&self) -> Vec<Event> {
-        self.lock().events.iter().cloned().collect()
+        self.events_since(0)
     }
 
     /// Every steered record with its status and the addresses answered now.
@@ -290,19 +520,153 @@ impl Engine {
             .map(|r| RecordStatus {
                 record: r.label.clone(),
                 status: r.state.as_ref().map(|s| s.status),
-                active: r
-                    .state
-                    .iter()
-                    .flat_map(|s| {
-                        s.active
-                            .iter()
-                            .map(|&i| r.steering.addresses[i].display.clone())
-                    })
-                    .collect(),
+                active: active_of(r),
                 decision: r.decision.clone(),
             })
             .collect()
     }
+
+    pub fn checks(&self) -> Vec<CheckStatus> {
+        let inner = self.lock();
+        let instances = self.instances.borrow();
+        instances
+            .iter()
+            .map(|i| {
+                inner.health.checks.get(&i.check).map(|(_, s)| s.clone()).unwrap_or(CheckStatus {
+                    check: i.check.to_string(),
+                    state: CheckState::Preparing,
+                    reason: "no result yet".into(),
+                    since_ms: 0,
+                    restored: false,
+                })
+            })
+            .collect()
+    }
+
+    pub fn scenarios(&self) -> Vec<ScenarioStatus> {
+        let inner = self.lock();
+        inner
+            .compiled
+            .scenarios
+            .iter()
+            .map(|s| {
+                let d = inner.health.scenarios.get(&s.name).copied().unwrap_or_default();
+                ScenarioStatus { scenario: s.name.clone(), active: d.active, pending: d.pending }
+            })
+            .collect()
+    }
+
+    /// The preview of one record (`www.example.test/A`).
+    pub fn preview(&self, label: &str) -> Option<Preview> {
+        let (preview, _) = {
+            let inner = self.lock();
+            let r = inner.records.iter().find(|r| r.label == label)?;
+            let dcs = &inner.compiled.datacenters;
+            let state = r.state.as_ref();
+            let addresses = r
+                .steering
+                .addresses
+                .iter()
+                .enumerate()
+                .map(|(i, a)| AddressView {
+                    address: a.display.clone(),
+                    dc: a.dc.map(|d| dcs[d].name.clone()),
+                    hc: match &a.hc {
+                        Hc::Static => "static".into(),
+                        Hc::Disabled => "disabled".into(),
+                        Hc::Scenario(s) => format!("scenario:{s}"),
+                        Hc::Check(c) => format!("check:{c}"),
+                    },
+                    healthy: state.is_some_and(|s| s.healthy.get(i).copied().unwrap_or(false)),
+                    drained: resolve::HealthView::drained(&inner.health, label, a),
+                })
+                .collect();
+            let mode = match &r.steering.mode {
+                ModeSpec::Standalone => "standalone".to_string(),
+                ModeSpec::DisasterRecovery { main, dr, condition, .. } => format!(
+                    "disaster-recovery (main {}, dr {}, condition {})",
+                    dcs[*main].name,
+                    dcs[*dr].name,
+                    match condition {
+                        DrCondition::Automatic => "automatic".to_string(),
+                        DrCondition::Scenario(s) => format!("scenario:{s}"),
+                    }
+                ),
+                ModeSpec::Datacenter { count, .. } => format!("datacenter (select {count})"),
+            };
+            (
+                Preview {
+                    device: self.device.clone(),
+                    record: label.to_string(),
+                    mode,
+                    status: state.map(|s| s.status),
+                    active: active_of(r),
+                    decision: r.decision.clone(),
+                    addresses,
+                    switchovers: Vec::new(),
+                },
+                (),
+            )
+        };
+        let switch_texts = [": DR is on", ": DR ended", ": Fail-safe records are on", ": No healthy records left"];
+        let mut switchovers: Vec<Event> = self
+            .events()
+            .into_iter()
+            .filter(|e| e.object == label && switch_texts.iter().any(|t| e.text.ends_with(t)))
+            .collect();
+        let keep = switchovers.len().saturating_sub(10);
+        switchovers.drain(..keep);
+        Some(Preview { switchovers, ..preview })
+    }
+}
+
+fn active_of(r: &Steered) -> Vec<String> {
+    r.state
+        .iter()
+        .flat_map(|s| s.active.iter().map(|&i| r.steering.addresses[i].display.clone()))
+        .collect()
+}
+
+fn state_text(s: CheckState) -> &'static str {
+    match s {
+        CheckState::Preparing => "Preparing",
+        CheckState::Ok => "OK",
+        CheckState::Error => "Error",
+        CheckState::NoData => "No Data",
+    }
+}
+
+/// `web@192.0.2.10` or `web` back into a check reference.
+pub fn parse_ref(text: &str) -> Option<CheckRef> {
+    match text.split_once('@') {
+        Some((name, addr)) => Some(CheckRef { name: name.to_string(), address: Some(addr.parse().ok()?) }),
+        None => Some(CheckRef { name: text.to_string(), address: None }),
+    }
+}
+
+fn deps(compiled: &Compiled, records: &[Steered]) -> Deps {
+    let mut d = Deps::default();
+    for (si, s) in compiled.scenarios.iter().enumerate() {
+        for r in s.condition.refs().into_iter().chain(s.verify.iter().flat_map(|v| v.refs())) {
+            let list = d.check_scenarios.entry(r.clone()).or_default();
+            if !list.contains(&si) {
+                list.push(si);
+            }
+        }
+    }
+    for (ri, r) in records.iter().enumerate() {
+        for a in &r.steering.addresses {
+            match &a.hc {
+                Hc::Check(c) => d.check_records.entry(c.clone()).or_default().push(ri),
+                Hc::Scenario(s) => d.scenario_records.entry(s.clone()).or_default().push(ri),
+                Hc::Static | Hc::Disabled => {}
+            }
+        }
+        if let ModeSpec::DisasterRecovery { condition: DrCondition::Scenario(s), .. } = &r.steering.mode {
+            d.scenario_records.entry(s.clone()).or_default().push(ri);
+        }
+    }
+    d
 }
 
 /// Carries a record's state across a configuration change: per-address

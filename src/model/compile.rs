@@ -84,7 +84,7 @@ pub struct DcSpec {
 }
 
 /// A check with its defaults applied (seed 002 and 003 defaults).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CheckSpec {
     pub name: String,
     pub kind: CheckType,

@@ -29,6 +29,15 @@ pub struct NodeSettings {
     /// The EDNS buffer size advertised and used for UDP (default 1232).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edns_payload: Option<u16>,
+    /// Events the log keeps on disk (default 100,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_retention: Option<u64>,
+    /// Allow `exec` checks to run commands on this device (default false).
+    #[serde(default)]
+    pub allow_exec: bool,
+    /// Most probes running at once (default 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_probes: Option<usize>,
 }
 
 pub fn default_dns_listen() -> Vec<SocketAddr> {
@@ -66,6 +75,9 @@ impl NodeSettings {
             geoip_file: None,
             udp_workers: None,
             edns_payload: None,
+            event_retention: None,
+            allow_exec: false,
+            max_concurrent_probes: None,
         }
     }
 

@@ -25,13 +25,15 @@ use crate::model::{
 };
 
 /// The state of one check as this device sees it (spec §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CheckState {
     /// No result yet since the check started or changed.
     Preparing,
+    #[serde(rename = "OK")]
     Ok,
     Error,
     /// No fresh result: the check runs elsewhere and no fresh report came.
+    #[serde(rename = "No Data")]
     NoData,
 }
 
@@ -57,6 +59,11 @@ pub trait HealthView {
     /// are unhealthy.
     fn datacenter_up(&self, _dc: DcId) -> bool {
         true
+    }
+    /// Whether an operator took this address of this record (or its whole
+    /// datacenter) out of answers (maintenance / drain).
+    fn drained(&self, _record: &str, _address: &AddressSpec) -> bool {
+        false
     }
 }
 
@@ -159,7 +166,7 @@ pub fn evaluate(
         .enumerate()
         .map(|(i, a)| {
             let dc_up = a.dc.is_none_or(|dc| health.datacenter_up(dc));
-            dc_up && address_healthy(a, health, prev.and_then(|p| p.healthy.get(i).copied()))
+            dc_up && !health.drained(label, a) && address_healthy(a, health, prev.and_then(|p| p.healthy.get(i).copied()))
         })
         .collect();
     let usable = |i: usize| healthy[i];

@@ -1,0 +1,109 @@
+//! Scenario decisions (spec §1 "Health scenario", seed 000 step 2).
+//!
+//! A scenario is active or passive. Its condition is evaluated three-valued;
+//! when it is unknown (a Preparing or No Data check the others do not
+//! decide) the scenario keeps its last decision, initially passive. With a
+//! `verify` condition ("With Trigger"), a change of decision applies only
+//! once `verify` is true; until then it is pending.
+
+use crate::model::{compile::ScenarioSpec, condition::CheckRef};
+
+/// The decision of one scenario.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub active: bool,
+    /// A change the condition asks for, waiting for `verify`.
+    pub pending: Option<bool>,
+}
+
+/// Re-decides a scenario from check truths (`None` = unknown). Returns the
+/// new decision; `active` differs from `last.active` when it switched.
+pub fn decide(spec: &ScenarioSpec, last: Decision, truth: &impl Fn(&CheckRef) -> Option<bool>) -> Decision {
+    let wanted = spec.condition.eval(truth).unwrap_or(last.active);
+    if wanted == last.active {
+        return Decision { active: last.active, pending: None };
+    }
+    match &spec.verify {
+        Some(verify) if verify.eval(truth) != Some(true) => Decision {
+            active: last.active,
+            pending: Some(wanted),
+        },
+        _ => Decision { active: wanted, pending: None },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::model::condition;
+
+    fn spec(condition: &str, verify: Option<&str>) -> ScenarioSpec {
+        ScenarioSpec {
+            name: "s".into(),
+            condition: condition::parse(condition).unwrap(),
+            verify: verify.map(|v| condition::parse(v).unwrap()),
+        }
+    }
+
+    fn truths(pairs: &[(&str, Option<bool>)]) -> impl Fn(&CheckRef) -> Option<bool> {
+        let map: HashMap<String, Option<bool>> = pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        move |r: &CheckRef| map.get(&r.to_string()).copied().flatten()
+    }
+
+    #[test]
+    fn decisions_of_seed_000() {
+        let passive = Decision::default();
+        let active = Decision { active: true, pending: None };
+        for (what, s, last, checks, expect) in [
+            ("a true condition activates", spec("a", None), passive, vec![("a", Some(true))], active),
+            ("a false condition deactivates", spec("a", None), active, vec![("a", Some(false))], passive),
+            (
+                "Preparing/No Data the others do not decide: the scenario keeps its last decision",
+                spec("a AND b", None),
+                active,
+                vec![("a", Some(true)), ("b", None)],
+                active,
+            ),
+            ("initially passive while unknown", spec("a", None), passive, vec![("a", None)], passive),
+            (
+                "an unknown check the others decide does not hold the decision",
+                spec("a OR b", None),
+                passive,
+                vec![("a", Some(true)), ("b", None)],
+                active,
+            ),
+            (
+                "With Trigger: the change waits for the verification condition",
+                spec("a", Some("v")),
+                passive,
+                vec![("a", Some(true)), ("v", Some(false))],
+                Decision { active: false, pending: Some(true) },
+            ),
+            (
+                "With Trigger: the change applies once verify is true",
+                spec("a", Some("v")),
+                Decision { active: false, pending: Some(true) },
+                vec![("a", Some(true)), ("v", Some(true))],
+                active,
+            ),
+            (
+                "With Trigger: an unknown verify keeps waiting",
+                spec("a", Some("v")),
+                passive,
+                vec![("a", Some(true)), ("v", None)],
+                Decision { active: false, pending: Some(true) },
+            ),
+            (
+                "UNLESS builds \"main data center unhealthy\" conditions",
+                spec("NOT web UNLESS maint", None),
+                passive,
+                vec![("web", Some(false)), ("maint", Some(true))],
+                passive,
+            ),
+        ] {
+            assert_eq!(decide(&s, last, &truths(&checks)), expect, "{what}");
+        }
+    }
+}
