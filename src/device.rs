@@ -17,6 +17,7 @@ use crate::{
     dns::{handler::DnsState, server::DnsServer},
     engine::Engine,
     geo::Geo,
+    health::{probe::Prober, scheduler},
     model::{self, node::NodeSettings},
 };
 use gtm_cluster::Store;
@@ -38,6 +39,7 @@ pub struct Device {
     dns: DnsServer,
     cancel: CancellationToken,
     api_task: tokio::task::JoinHandle<()>,
+    scheduler: tokio::task::JoinHandle<()>,
 }
 
 impl Device {
@@ -85,13 +87,22 @@ impl Device {
             .with_context(|| format!("cannot listen for the API on {}", settings.api_listen))?;
         let api_addr = listener.local_addr()?;
         write_private(&dir.join(API_FILE), &format!("http://{api_addr}\n"))?;
+        let prober = Arc::new(Prober::new(settings.allow_exec));
+        let cancel = CancellationToken::new();
+        let scheduler = tokio::spawn(scheduler::run(
+            engine.clone(),
+            prober.clone(),
+            settings.datacenter.clone(),
+            settings.max_concurrent_probes.unwrap_or(1000),
+            cancel.child_token(),
+        ));
         let router = api::router(ApiState {
             engine: engine.clone(),
+            prober,
             store,
             data_dir: dir.clone(),
             token: token.clone().into(),
         });
-        let cancel = CancellationToken::new();
         let stop = cancel.clone();
         let api_task = tokio::spawn(async move {
             let serve =
@@ -109,12 +120,14 @@ impl Device {
             dns,
             cancel,
             api_task,
+            scheduler,
         })
     }
 
     pub async fn stop(self) {
         self.cancel.cancel();
         let _ = self.api_task.await;
+        let _ = self.scheduler.await;
         self.dns.stop().await;
     }
 }

@@ -3,8 +3,10 @@
 
 mod support;
 
+mod backends;
 mod cli;
 mod config_files;
 mod differential;
 mod dns;
 mod geo;
+mod probes;

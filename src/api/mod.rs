@@ -17,7 +17,8 @@ use axum::{
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    engine::{Engine, Event, RecordStatus, diff},
+    engine::{CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus, diff},
+    resolve::CheckState,
     geo::Geo,
     model::{self, ConfigErrors},
 };
@@ -27,6 +28,7 @@ use gtm_cluster::{Store, StoredConfig};
 #[derive(Debug, Clone)]
 pub struct ApiState {
     pub engine: Arc<Engine>,
+    pub prober: Arc<crate::health::probe::Prober>,
     pub store: Store,
     pub data_dir: PathBuf,
     pub token: Arc<str>,
@@ -87,6 +89,67 @@ pub struct StatusReport {
     pub device: String,
     pub version: u64,
     pub records: Vec<RecordStatus>,
+    pub checks: Vec<CheckStatus>,
+    pub scenarios: Vec<ScenarioStatus>,
+}
+
+/// Filters of the event log.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct EventFilter {
+    /// A record label, e.g. `www.example.test/A`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// record, check, scenario, operator or config.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<EventKind>,
+    /// Only events newer than this long ago, e.g. `10m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Keep the response open and stream new events as NDJSON.
+    #[serde(default)]
+    pub follow: bool,
+}
+
+/// "Test now": which address to probe a template check against.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct TestRequest {
+    #[serde(default)]
+    pub address: Option<IpAddr>,
+}
+
+/// The result of one probe run by "Test now"; nothing is saved.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TestResult {
+    pub check: String,
+    pub ok: bool,
+    pub reason: String,
+    pub elapsed_ms: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CheckStateRequest {
+    /// `ok` or `error`.
+    pub state: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DrainAddress {
+    pub address: String,
+    /// Only this record (`www.example.test/A`); every record when absent.
+    #[serde(default)]
+    pub record: Option<String>,
+    pub drained: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DrainDatacenter {
+    pub datacenter: String,
+    pub drained: bool,
+}
+
+/// `www.Example.test.` + `a` → `www.example.test/A`, the engine's label.
+pub fn record_label(name: &str, rtype: &str) -> String {
+    format!("{}/{}", name.trim_end_matches('.').to_ascii_lowercase(), rtype.to_ascii_uppercase())
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -115,6 +178,12 @@ pub fn router(state: ApiState) -> Router {
         .route("/config/validate", post(validate_config))
         .route("/status", get(status))
         .route("/events", get(events))
+        .route("/records/{name}/{rtype}/preview", get(preview))
+        .route("/records/{name}/{rtype}/resume", post(resume))
+        .route("/checks/{name}/state", put(set_check_state))
+        .route("/checks/{name}/test", post(test_check))
+        .route("/drain/address", put(drain_address))
+        .route("/drain/datacenter", put(drain_datacenter))
         .route("/geoip/lookup/{ip}", get(geoip_lookup))
         .route("/geoip", put(geoip_import))
         .layer(middleware::from_fn_with_state(state.clone(), auth));
@@ -220,11 +289,172 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
         device: state.engine.device().to_string(),
         version: state.engine.version(),
         records: state.engine.status(),
+        checks: state.engine.checks(),
+        scenarios: state.engine.scenarios(),
     })
 }
 
-async fn events(State(state): State<ApiState>) -> Json<Vec<Event>> {
-    Json(state.engine.events())
+async fn events(State(state): State<ApiState>, Query(filter): Query<EventFilter>) -> Result<Response, ApiError> {
+    let since_ms = match &filter.since {
+        Some(text) => {
+            let age: crate::model::duration::Interval = text
+                .parse()
+                .map_err(|e: String| ApiError::new(StatusCode::BAD_REQUEST, "bad-request", format!("since: {e}")))?;
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            now.saturating_sub(age.0.as_millis() as u64)
+        }
+        None => 0,
+    };
+    let matches = move |e: &Event| {
+        e.time_ms >= since_ms
+            && filter.record.as_ref().is_none_or(|r| e.object == *r)
+            && filter.kind.is_none_or(|k| e.kind == k)
+    };
+    // Subscribe before reading the backlog so nothing falls in between.
+    let live = state.engine.subscribe_events();
+    let backlog: Vec<Event> = state.engine.events().into_iter().filter(|e| matches(e)).collect();
+    if !filter.follow {
+        return Ok(Json(backlog).into_response());
+    }
+    let last = backlog.last().map_or(0, |e| e.seq);
+    let lines = backlog.into_iter().map(|e| ndjson(&e)).collect::<Vec<_>>();
+    let head = futures_util::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
+    let tail = futures_util::stream::unfold((live, matches, last), |(mut rx, matches, last)| async move {
+        loop {
+            match rx.recv().await {
+                Ok(e) if e.seq > last && matches(&e) => return Some((Ok(ndjson(&e)), (rx, matches, last))),
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    let body = axum::body::Body::from_stream(futures_util::StreamExt::chain(head, tail));
+    Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response())
+}
+
+fn ndjson(e: &Event) -> String {
+    let mut line = serde_json::to_string(e).unwrap_or_default();
+    line.push('\n');
+    line
+}
+
+fn not_found(what: String) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not-found", what)
+}
+
+async fn preview(State(state): State<ApiState>, Path((name, rtype)): Path<(String, String)>) -> Result<Json<Preview>, ApiError> {
+    let label = record_label(&name, &rtype);
+    state
+        .engine
+        .preview(&label)
+        .map(Json)
+        .ok_or_else(|| not_found(format!("no steered record {label} (see gtm status for the records)")))
+}
+
+async fn resume(State(state): State<ApiState>, Path((name, rtype)): Path<(String, String)>) -> Result<Json<Preview>, ApiError> {
+    let label = record_label(&name, &rtype);
+    if !state.engine.resume(&label) {
+        return Err(not_found(format!("no steered record {label}")));
+    }
+    state.engine.preview(&label).map(Json).ok_or_else(|| not_found(label))
+}
+
+async fn set_check_state(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    Json(req): Json<CheckStateRequest>,
+) -> Result<Json<Vec<CheckStatus>>, ApiError> {
+    let Some(spec) = state.engine.compiled_check(&name) else {
+        return Err(not_found(format!("no check named \"{name}\"")));
+    };
+    if spec.kind != crate::model::config::CheckType::Manual {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not-manual",
+            format!("check \"{name}\" is a {:?} check; only manual checks are set by an operator", spec.kind).to_lowercase(),
+        ));
+    }
+    let new = match req.state.to_ascii_lowercase().as_str() {
+        "ok" => CheckState::Ok,
+        "error" => CheckState::Error,
+        other => {
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad-request", format!("state \"{other}\" is not ok or error")));
+        }
+    };
+    let check = crate::model::condition::CheckRef { name: name.clone(), address: None };
+    state.engine.set_check(&check, new, "set by an operator");
+    Ok(Json(state.engine.checks().into_iter().filter(|c| c.check == name).collect()))
+}
+
+async fn test_check(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    body: Option<Json<TestRequest>>,
+) -> Result<Json<TestResult>, ApiError> {
+    use crate::model::config::CheckType;
+    let req = body.map(|Json(b)| b).unwrap_or_default();
+    let Some(spec) = state.engine.compiled_check(&name) else {
+        return Err(not_found(format!("no check named \"{name}\"")));
+    };
+    if spec.kind == CheckType::Manual {
+        return Err(ApiError::new(StatusCode::CONFLICT, "not-probed", format!("check \"{name}\" is manual: it is set by an operator, not probed")));
+    }
+    match (&spec.target, req.address) {
+        (None, None) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad-request",
+                format!("check \"{name}\" is a template: give the address to probe (gtm check test {name} --address IP)"),
+            ));
+        }
+        (Some(_), Some(_)) => {
+            return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad-request", format!("check \"{name}\" has a fixed target; it takes no address")));
+        }
+        _ => {}
+    }
+    let check = crate::model::condition::CheckRef { name: name.clone(), address: req.address };
+    let server_name = state
+        .engine
+        .instances()
+        .borrow()
+        .iter()
+        .find(|i| i.check == check)
+        .map_or_else(|| req.address.map_or_else(|| spec.target.clone().unwrap_or_default(), |a| a.to_string()), |i| i.server_name.clone());
+    let instance = crate::engine::Instance { check: check.clone(), spec, server_name };
+    let outcome = state
+        .prober
+        .probe(&crate::health::probe_spec(&instance.spec), &crate::health::target_of(&instance))
+        .await;
+    Ok(Json(TestResult {
+        check: check.to_string(),
+        ok: outcome.ok,
+        reason: outcome.reason,
+        elapsed_ms: outcome.elapsed.as_secs_f64() * 1000.0,
+    }))
+}
+
+async fn drain_address(State(state): State<ApiState>, Json(req): Json<DrainAddress>) -> Result<Json<Vec<RecordStatus>>, ApiError> {
+    let record = req.record.as_deref().map(|r| match r.rsplit_once('/') {
+        Some((n, t)) => record_label(n, t),
+        None => r.to_string(),
+    });
+    if !state.engine.drain_address(record.as_deref(), &req.address, req.drained) {
+        return Err(not_found(format!(
+            "no steered record{} has the address {}",
+            record.map_or(String::new(), |r| format!(" {r}")),
+            req.address
+        )));
+    }
+    Ok(Json(state.engine.status()))
+}
+
+async fn drain_datacenter(State(state): State<ApiState>, Json(req): Json<DrainDatacenter>) -> Result<Json<Vec<RecordStatus>>, ApiError> {
+    if !state.engine.drain_datacenter(&req.datacenter, req.drained) {
+        return Err(not_found(format!("no datacenter named \"{}\"", req.datacenter)));
+    }
+    Ok(Json(state.engine.status()))
 }
 
 async fn geoip_lookup(

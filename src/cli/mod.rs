@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::{
     api::{ApiError, ApplyResult, GeoLookup, StatusReport},
     device::{API_FILE, Device, TOKEN_FILE},
-    engine::Event,
+    engine::{Event, Preview},
     model::{
         self,
         node::{NodeSettings, default_data_dir},
@@ -56,9 +56,30 @@ pub enum Command {
     },
     /// The event log (GTM Logs) of the device.
     Logs {
+        /// Only this record, e.g. www.example.test/A.
+        #[arg(long)]
+        record: Option<String>,
+        /// Only events of this kind: record, check, scenario, operator, config.
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only events newer than this, e.g. 10m or 2h.
+        #[arg(long)]
+        since: Option<String>,
+        /// Keep printing new events as they happen.
+        #[arg(long, short)]
+        follow: bool,
         #[arg(long)]
         json: bool,
     },
+    /// Records: preview, failback resume, drains.
+    #[command(subcommand)]
+    Record(RecordCmd),
+    /// Checks: state of every instance, operator-set states.
+    #[command(subcommand)]
+    Check(CheckCmd),
+    /// Datacenters: drain one out of answers and back.
+    #[command(subcommand)]
+    Dc(DcCmd),
     /// GeoIP: where an address is, and the database.
     #[command(subcommand)]
     Geoip(GeoipCmd),
@@ -77,6 +98,65 @@ pub enum ConfigCmd {
     },
     /// Print the applied configuration.
     Export,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RecordCmd {
+    /// What the record answers now, the mode's decision, addresses and the latest switchovers.
+    Preview {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Return to the Main DC after a manual-failback DR (failback = "manual").
+    Resume {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+    },
+    /// Take an address out of answers (maintenance), for one record or all.
+    Drain {
+        address: String,
+        /// Only this record, e.g. www.example.test/A.
+        #[arg(long)]
+        record: Option<String>,
+    },
+    /// Put a drained address back.
+    Undrain {
+        address: String,
+        #[arg(long)]
+        record: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CheckCmd {
+    /// Every check instance with its state and last reason.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a manual check: ok or error.
+    Set { name: String, state: String },
+    /// Test now: run one probe without saving; prints the result, the reason and the time it took.
+    Test {
+        name: String,
+        /// The address to probe a template check against.
+        #[arg(long)]
+        address: Option<IpAddr>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DcCmd {
+    /// Take every address of a datacenter out of answers.
+    Drain { name: String },
+    /// Put a drained datacenter back.
+    Undrain { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -179,20 +259,170 @@ pub async fn run(cli: Cli) -> Result<()> {
                 })
                 .collect();
             table(&["RECORD", "STATUS", "ACTIVE RECORDS"], &rows);
+            if !report.checks.is_empty() {
+                println!();
+                print_checks(&report.checks);
+            }
+            if !report.scenarios.is_empty() {
+                println!();
+                let rows: Vec<[String; 2]> = report
+                    .scenarios
+                    .iter()
+                    .map(|s| {
+                        let mut state = if s.active { "active" } else { "passive" }.to_string();
+                        if let Some(p) = s.pending {
+                            state.push_str(if p { " (activation waits for verify)" } else { " (deactivation waits for verify)" });
+                        }
+                        [s.scenario.clone(), state]
+                    })
+                    .collect();
+                table(&["SCENARIO", "STATE"], &rows);
+            }
             Ok(())
         }
-        Command::Logs { json } => {
+        Command::Logs { record, kind, since, follow, json } => {
             let client = Client::new(&cli)?;
-            let events: Vec<Event> = client
-                .send(client.http.get(client.url("/api/v1/events")))
-                .await?;
-            if *json {
-                println!("{}", serde_json::to_string_pretty(&events)?);
-            } else {
-                for e in events {
+            let mut query: Vec<(&str, String)> = Vec::new();
+            if let Some(r) = record {
+                let label = match r.rsplit_once('/') {
+                    Some((n, t)) => crate::api::record_label(n, t),
+                    None => r.clone(),
+                };
+                query.push(("record", label));
+            }
+            if let Some(k) = kind {
+                query.push(("kind", k.to_ascii_lowercase()));
+            }
+            if let Some(s) = since {
+                query.push(("since", s.clone()));
+            }
+            if *follow {
+                query.push(("follow", "true".into()));
+            }
+            let req = client.http.get(client.url("/api/v1/events")).query(&query);
+            let print = |e: &Event| {
+                if *json {
+                    println!("{}", serde_json::to_string(e).unwrap_or_default());
+                } else {
                     println!("{}  {}  {}", format_ms(e.time_ms), e.device, e.text);
                 }
+            };
+            if !*follow {
+                let events: Vec<Event> = client.send(req).await?;
+                events.iter().for_each(print);
+                return Ok(());
             }
+            let mut resp = client.response(req).await?;
+            let mut pending = Vec::new();
+            while let Some(chunk) = resp.chunk().await? {
+                pending.extend_from_slice(&chunk);
+                while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=end).collect();
+                    if let Ok(e) = serde_json::from_slice::<Event>(&line) {
+                        print(&e);
+                    }
+                }
+            }
+            Ok(())
+        }
+        Command::Record(RecordCmd::Preview { name, rtype, json }) => {
+            let client = Client::new(&cli)?;
+            let p: Preview = client
+                .send(client.http.get(client.url(&format!("/api/v1/records/{name}/{rtype}/preview"))))
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&p)?);
+                return Ok(());
+            }
+            println!("record          {}  (device {})", p.record, p.device);
+            println!("mode            {}", p.mode);
+            println!("status          {}", p.status.map_or("-".into(), |s| s.to_string()));
+            println!("active records  {}", if p.active.is_empty() { "-".into() } else { p.active.join(", ") });
+            println!("decision        {}", p.decision);
+            println!();
+            let rows: Vec<[String; 4]> = p
+                .addresses
+                .iter()
+                .map(|a| {
+                    let health = if a.drained {
+                        "drained"
+                    } else if a.healthy {
+                        "healthy"
+                    } else {
+                        "unhealthy"
+                    };
+                    [a.address.clone(), a.dc.clone().unwrap_or_else(|| "-".into()), a.hc.clone(), health.into()]
+                })
+                .collect();
+            table(&["ADDRESS", "DC", "HC", "HEALTH"], &rows);
+            if !p.switchovers.is_empty() {
+                println!();
+                println!("latest switchovers");
+                for e in &p.switchovers {
+                    println!("  {}  {}", format_ms(e.time_ms), e.text);
+                }
+            }
+            Ok(())
+        }
+        Command::Record(RecordCmd::Resume { name, rtype }) => {
+            let client = Client::new(&cli)?;
+            let p: Preview = client
+                .send(client.http.post(client.url(&format!("/api/v1/records/{name}/{rtype}/resume"))))
+                .await?;
+            println!("{}: {}", p.record, p.decision);
+            Ok(())
+        }
+        Command::Record(RecordCmd::Drain { address, record } | RecordCmd::Undrain { address, record }) => {
+            let drained = matches!(&cli.command, Command::Record(RecordCmd::Drain { .. }));
+            let client = Client::new(&cli)?;
+            let body = crate::api::DrainAddress { address: address.clone(), record: record.clone(), drained };
+            let _: Vec<crate::engine::RecordStatus> =
+                client.send(client.http.put(client.url("/api/v1/drain/address")).json(&body)).await?;
+            println!("{address} {}", if drained { "drained" } else { "back in answers" });
+            Ok(())
+        }
+        Command::Check(CheckCmd::List { json }) => {
+            let client = Client::new(&cli)?;
+            let report: StatusReport = client.send(client.http.get(client.url("/api/v1/status"))).await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report.checks)?);
+            } else {
+                print_checks(&report.checks);
+            }
+            Ok(())
+        }
+        Command::Check(CheckCmd::Set { name, state }) => {
+            let client = Client::new(&cli)?;
+            let body = crate::api::CheckStateRequest { state: state.clone() };
+            let _: Vec<crate::engine::CheckStatus> = client
+                .send(client.http.put(client.url(&format!("/api/v1/checks/{name}/state"))).json(&body))
+                .await?;
+            println!("check {name} set to {state}");
+            Ok(())
+        }
+        Command::Check(CheckCmd::Test { name, address, json }) => {
+            let client = Client::new(&cli)?;
+            let body = crate::api::TestRequest { address: *address };
+            let r: crate::api::TestResult = client
+                .send(client.http.post(client.url(&format!("/api/v1/checks/{name}/test"))).json(&body))
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!("{}: {} ({}) in {:.1} ms", r.check, if r.ok { "OK" } else { "Error" }, r.reason, r.elapsed_ms);
+            }
+            if !r.ok {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Dc(DcCmd::Drain { name } | DcCmd::Undrain { name }) => {
+            let drained = matches!(&cli.command, Command::Dc(DcCmd::Drain { .. }));
+            let client = Client::new(&cli)?;
+            let body = crate::api::DrainDatacenter { datacenter: name.clone(), drained };
+            let _: Vec<crate::engine::RecordStatus> =
+                client.send(client.http.put(client.url("/api/v1/drain/datacenter")).json(&body)).await?;
+            println!("datacenter {name} {}", if drained { "drained" } else { "back in answers" });
             Ok(())
         }
         Command::Geoip(GeoipCmd::Lookup { ip, json }) => {
@@ -361,6 +591,17 @@ impl Client {
     async fn text(&self, req: reqwest::RequestBuilder) -> Result<String> {
         Ok(self.response(req).await?.text().await?)
     }
+}
+
+fn print_checks(checks: &[crate::engine::CheckStatus]) {
+    let rows: Vec<[String; 3]> = checks
+        .iter()
+        .map(|c| {
+            let state = serde_json::to_value(c.state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            [c.check.clone(), if c.restored { format!("{state} (restored)") } else { state }, c.reason.clone()]
+        })
+        .collect();
+    table(&["CHECK", "STATE", "LAST REASON"], &rows);
 }
 
 fn table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) {

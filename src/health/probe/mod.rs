@@ -1,0 +1,490 @@
+//! Health-check probers: one probe of one target, bounded by a timeout,
+//! giving an [`Outcome`] whose `reason` is meant for operators
+//! (`status 503`, `connect refused`, `timeout after 3000 ms`, ...).
+//!
+//! Every probe opens its own connection (health checks must see connection
+//! failures) and never panics.
+
+mod dns;
+mod exec;
+mod grpc;
+mod http;
+mod icmp;
+mod tcp;
+
+use std::fmt;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::ClientConfig;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use tokio::net::TcpStream;
+
+/// Where a probe goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    Ip(IpAddr),
+    /// Resolved with `tokio::net::lookup_host` at probe time.
+    Name(String),
+}
+
+impl fmt::Display for Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Host::Ip(ip) => write!(f, "{ip}"),
+            Host::Name(name) => f.write_str(name),
+        }
+    }
+}
+
+/// The address probed, with the name used as Host header and TLS SNI /
+/// verification name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub host: Host,
+    pub port: u16,
+    pub server_name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpVersion {
+    Http1,
+    Http2,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeKind {
+    Http {
+        tls: bool,
+        version: HttpVersion,
+        path: String,
+        /// Inclusive ranges, e.g. `vec![(200, 399)]`.
+        expect_status: Vec<(u16, u16)>,
+        /// Substring looked for in the first 1,024 bytes of the body.
+        expect_body: Option<String>,
+        tls_verify: bool,
+        proxy_protocol: bool,
+    },
+    Tcp {
+        send: Option<String>,
+        expect: Option<String>,
+        proxy_protocol: bool,
+    },
+    Tls {
+        send: Option<String>,
+        expect: Option<String>,
+        tls_verify: bool,
+        proxy_protocol: bool,
+    },
+    Dns {
+        query_name: String,
+        query_type: u16,
+        expect_rcode: u8,
+        expect_answer: Option<String>,
+    },
+    Icmp,
+    Grpc {
+        service: String,
+        tls: bool,
+        tls_verify: bool,
+    },
+    Exec {
+        command: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeSpec {
+    pub kind: ProbeKind,
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub ok: bool,
+    pub reason: String,
+    pub elapsed: Duration,
+}
+
+/// The result of a prober before timing: `Ok(reason)` or `Err(reason)`.
+pub(crate) type ProbeResult = Result<String, String>;
+
+/// TLS client configurations for one verification mode.
+#[derive(Debug)]
+pub(crate) struct TlsConfigs {
+    /// No ALPN (plain TLS probe).
+    pub plain: Arc<ClientConfig>,
+    /// ALPN `http/1.1`.
+    pub http1: Arc<ClientConfig>,
+    /// ALPN `h2` (HTTP/2 and gRPC).
+    pub h2: Arc<ClientConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Alpn {
+    None,
+    Http1,
+    H2,
+}
+
+impl TlsConfigs {
+    fn new(provider: &Arc<CryptoProvider>, verify: bool) -> Result<Self, rustls::Error> {
+        let make = |alpn: &[&[u8]]| -> Result<Arc<ClientConfig>, rustls::Error> {
+            let builder = ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()?;
+            let mut config = if verify {
+                let roots = rustls::RootCertStore {
+                    roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+                };
+                builder.with_root_certificates(roots).with_no_client_auth()
+            } else {
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(AcceptAnyCert {
+                        provider: provider.clone(),
+                    }))
+                    .with_no_client_auth()
+            };
+            config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+            // A probe is one connection: no session resumption, so every probe
+            // sees the full handshake (and the current certificate).
+            config.resumption = rustls::client::Resumption::disabled();
+            Ok(Arc::new(config))
+        };
+        Ok(TlsConfigs {
+            plain: make(&[])?,
+            http1: make(&[b"http/1.1"])?,
+            h2: make(&[b"h2"])?,
+        })
+    }
+
+    pub fn get(&self, alpn: Alpn) -> Arc<ClientConfig> {
+        match alpn {
+            Alpn::None => self.plain.clone(),
+            Alpn::Http1 => self.http1.clone(),
+            Alpn::H2 => self.h2.clone(),
+        }
+    }
+}
+
+/// Certificate verifier for "TLS verification off": any certificate is
+/// accepted; handshake signatures are still checked with the provider.
+#[derive(Debug)]
+struct AcceptAnyCert {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for AcceptAnyCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// Runs probes. Cheap to share (`Arc<Prober>`); holds the TLS client
+/// configurations and whether exec checks are allowed on this device.
+#[derive(Debug)]
+pub struct Prober {
+    /// (verifying, accept-any); `Err` only if building the rustls configs
+    /// failed (then TLS probes fail with that reason instead of panicking).
+    tls: Result<(TlsConfigs, TlsConfigs), String>,
+    allow_exec: bool,
+}
+
+impl Prober {
+    pub fn new(allow_exec: bool) -> Self {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = TlsConfigs::new(&provider, true)
+            .and_then(|verifying| Ok((verifying, TlsConfigs::new(&provider, false)?)))
+            .map_err(|e| format!("TLS client setup failed: {e}"));
+        Prober { tls, allow_exec }
+    }
+
+    /// Runs one probe of `target`. Never panics; the whole probe (resolution,
+    /// connection, handshake, exchange) is bounded by `spec.timeout`.
+    pub async fn probe(&self, spec: &ProbeSpec, target: &Target) -> Outcome {
+        let start = Instant::now();
+        let result = match tokio::time::timeout(spec.timeout, self.run(&spec.kind, target)).await
+        {
+            Ok(result) => result,
+            Err(_) => Err(format!("timeout after {} ms", spec.timeout.as_millis())),
+        };
+        let elapsed = start.elapsed();
+        let (ok, reason) = match result {
+            Ok(reason) => (true, reason),
+            Err(reason) => (false, reason),
+        };
+        tracing::trace!(target = %target.host, port = target.port, ok, %reason, "probe");
+        Outcome {
+            ok,
+            reason,
+            elapsed,
+        }
+    }
+
+    async fn run(&self, kind: &ProbeKind, target: &Target) -> ProbeResult {
+        match kind {
+            ProbeKind::Http {
+                tls,
+                version,
+                path,
+                expect_status,
+                expect_body,
+                tls_verify,
+                proxy_protocol,
+            } => {
+                let params = http::HttpParams {
+                    tls: *tls,
+                    version: *version,
+                    path,
+                    expect_status,
+                    expect_body: expect_body.as_deref(),
+                    tls_verify: *tls_verify,
+                    proxy_protocol: *proxy_protocol,
+                };
+                http::probe(self, &params, target).await
+            }
+            ProbeKind::Tcp {
+                send,
+                expect,
+                proxy_protocol,
+            } => {
+                tcp::probe_tcp(target, send.as_deref(), expect.as_deref(), *proxy_protocol).await
+            }
+            ProbeKind::Tls {
+                send,
+                expect,
+                tls_verify,
+                proxy_protocol,
+            } => {
+                tcp::probe_tls(
+                    self,
+                    target,
+                    send.as_deref(),
+                    expect.as_deref(),
+                    *tls_verify,
+                    *proxy_protocol,
+                )
+                .await
+            }
+            ProbeKind::Dns {
+                query_name,
+                query_type,
+                expect_rcode,
+                expect_answer,
+            } => {
+                dns::probe(
+                    target,
+                    query_name,
+                    *query_type,
+                    *expect_rcode,
+                    expect_answer.as_deref(),
+                )
+                .await
+            }
+            ProbeKind::Icmp => icmp::probe(target).await,
+            ProbeKind::Grpc {
+                service,
+                tls,
+                tls_verify,
+            } => grpc::probe(self, target, service, *tls, *tls_verify).await,
+            ProbeKind::Exec { command } => {
+                if !self.allow_exec {
+                    return Err(
+                        "exec checks are disabled on this device (node setting allow_exec)"
+                            .to_string(),
+                    );
+                }
+                exec::probe(target, command).await
+            }
+        }
+    }
+
+    pub(crate) fn tls_config(&self, verify: bool, alpn: Alpn) -> Result<Arc<ClientConfig>, String> {
+        match &self.tls {
+            Ok((verifying, any)) => Ok(if verify { verifying } else { any }.get(alpn)),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers shared by the probers.
+
+/// The socket addresses of a target, resolving names at probe time.
+pub(crate) async fn resolve(target: &Target) -> Result<Vec<SocketAddr>, String> {
+    match &target.host {
+        Host::Ip(ip) => Ok(vec![SocketAddr::new(*ip, target.port)]),
+        Host::Name(name) if name.trim().is_empty() => Err("no target address".to_string()),
+        Host::Name(name) => {
+            // An IP literal given as a name needs no resolver.
+            if let Ok(ip) = name.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+                return Ok(vec![SocketAddr::new(ip, target.port)]);
+            }
+            match tokio::net::lookup_host((name.as_str(), target.port)).await {
+                Ok(addrs) => {
+                    let addrs: Vec<SocketAddr> = addrs.collect();
+                    if addrs.is_empty() {
+                        Err(format!("cannot resolve {name}"))
+                    } else {
+                        Ok(addrs)
+                    }
+                }
+                Err(_) => Err(format!("cannot resolve {name}")),
+            }
+        }
+    }
+}
+
+/// Operator-facing text for a connection-level I/O error.
+pub(crate) fn connect_error(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "connect refused".to_string(),
+        io::ErrorKind::HostUnreachable | io::ErrorKind::NetworkUnreachable => {
+            "host unreachable".to_string()
+        }
+        // EHOSTUNREACH, ENETUNREACH on Linux.
+        _ if matches!(e.raw_os_error(), Some(113 | 101)) => "host unreachable".to_string(),
+        _ => format!("connect failed: {e}"),
+    }
+}
+
+/// Opens a TCP connection to the target (first address that answers; the
+/// first error is reported when none does).
+pub(crate) async fn connect(target: &Target) -> Result<TcpStream, String> {
+    let addrs = resolve(target).await?;
+    let mut first_err = None;
+    for addr in addrs {
+        match TcpStream::connect(addr).await {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(connect_error(&e));
+                }
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| format!("cannot resolve {}", target.host)))
+}
+
+/// Text for a write/read failure after the connection was established.
+pub(crate) fn io_error(what: &str, e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "connect refused".to_string(),
+        io::ErrorKind::ConnectionReset => format!("{what} failed: connection reset"),
+        io::ErrorKind::UnexpectedEof => format!("{what} failed: connection closed"),
+        _ => format!("{what} failed: {e}"),
+    }
+}
+
+/// Escapes `bytes` for a reason text, truncated to 64 characters.
+pub(crate) fn escape_truncated(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let escaped: String = text.escape_debug().collect();
+    if escaped.chars().count() > 64 {
+        let mut s: String = escaped.chars().take(64).collect();
+        s.push('…');
+        s
+    } else {
+        escaped
+    }
+}
+
+/// The name used for TLS: `server_name`, or the target itself when empty.
+pub(crate) fn tls_name(target: &Target) -> String {
+    if target.server_name.is_empty() {
+        target.host.to_string()
+    } else {
+        target.server_name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_future_is_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let prober = Prober::new(false);
+        let spec = ProbeSpec {
+            kind: ProbeKind::Icmp,
+            timeout: Duration::from_secs(1),
+        };
+        let target = Target {
+            host: Host::Name(String::new()),
+            port: 0,
+            server_name: String::new(),
+        };
+        let fut = prober.probe(&spec, &target);
+        assert_send(&fut);
+    }
+
+    #[tokio::test]
+    async fn empty_target_and_refused() {
+        let prober = Prober::new(false);
+        let spec = ProbeSpec {
+            kind: ProbeKind::Tcp {
+                send: None,
+                expect: None,
+                proxy_protocol: false,
+            },
+            timeout: Duration::from_secs(1),
+        };
+        let empty = Target {
+            host: Host::Name(String::new()),
+            port: 80,
+            server_name: String::new(),
+        };
+        let o = prober.probe(&spec, &empty).await;
+        assert_eq!((o.ok, o.reason.as_str()), (false, "no target address"));
+        assert_eq!(escape_truncated(b"a\"\r\n"), "a\\\"\\r\\n");
+    }
+}
