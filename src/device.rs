@@ -49,7 +49,11 @@ impl Device {
         let dir = &settings.data_dir;
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create data directory {}", dir.display()))?;
-        let store = Store::open(dir)?.with_event_retention(settings.event_retention.unwrap_or(gtm_cluster::DEFAULT_EVENT_RETENTION));
+        let store = Store::open(dir)?.with_event_retention(
+            settings
+                .event_retention
+                .unwrap_or(gtm_cluster::DEFAULT_EVENT_RETENTION),
+        );
 
         let (version, text) = match store.load_config()? {
             Some(stored) => (stored.version, stored.text),
@@ -63,8 +67,14 @@ impl Device {
         let payload = settings.edns_payload.unwrap_or(1232);
         let dns_state = DnsState::new(Default::default(), geo, payload);
         let engine = Arc::new(
-            Engine::new(&settings.name, version, config, dns_state.clone(), Some(store.clone()))
-                .map_err(|e| anyhow::anyhow!("the stored configuration is invalid:\n{e}"))?,
+            Engine::new(
+                &settings.name,
+                version,
+                config,
+                dns_state.clone(),
+                Some(store.clone()),
+            )
+            .map_err(|e| anyhow::anyhow!("the stored configuration is invalid:\n{e}"))?,
         );
 
         let workers = settings

@@ -6,6 +6,6 @@ pub mod device;
 pub mod dns;
 pub mod engine;
 pub mod geo;
+pub mod health;
 pub mod model;
 pub mod resolve;
-pub mod health;

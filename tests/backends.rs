@@ -25,7 +25,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Frame, Incoming};
 use hyper::{HeaderMap, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, ReadBuf,
+};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
@@ -113,9 +115,19 @@ impl<S: Send + Sync + 'static> Backend<S> {
     }
 
     async fn launch(udp: bool, state: S, serve: ServeFn<S>) -> Self {
-        let sock = Self::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), udp)
-            .await
-            .expect("bind loopback");
+        Self::launch_at(
+            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            udp,
+            state,
+            serve,
+        )
+        .await
+    }
+
+    /// Like `launch`, on a chosen loopback address (e.g. 127.0.0.2 and the
+    /// port of another backend, so one template check reaches both).
+    async fn launch_at(at: SocketAddr, udp: bool, state: S, serve: ServeFn<S>) -> Self {
+        let sock = Self::bind(at, udp).await.expect("bind loopback");
         let addr = match &sock {
             Sock::Tcp(l) => l.local_addr(),
             Sock::Udp(u) => u.local_addr(),
@@ -149,7 +161,9 @@ impl<S: Send + Sync + 'static> Backend<S> {
     async fn wait_closed(&self) {
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
         let probe = if self.udp {
-            let s = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await.expect("bind");
+            let s = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
+                .await
+                .expect("bind");
             s.connect(self.addr).await.expect("connect udp");
             Some(s)
         } else {
@@ -237,7 +251,11 @@ struct Prefixed<S> {
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         if self.pos < self.prefix.len() {
             let n = (self.prefix.len() - self.pos).min(buf.remaining());
             let start = self.pos;
@@ -250,7 +268,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -264,7 +286,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 /// Reads an optional `PROXY ...\r\n` line (recorded without CRLF) and
 /// returns the stream with any other bytes put back. Needs the client to
 /// send first (HTTP, TLS, gRPC do).
-async fn strip_proxy(mut stream: TcpStream, proxy_lines: &Log<String>) -> Option<Prefixed<TcpStream>> {
+async fn strip_proxy(
+    mut stream: TcpStream,
+    proxy_lines: &Log<String>,
+) -> Option<Prefixed<TcpStream>> {
     let mut head = [0u8; 6];
     stream.read_exact(&mut head).await.ok()?;
     let mut prefix = Vec::new();
@@ -325,7 +350,11 @@ trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// PROXY line, then TLS when configured: the stream the protocol sees.
-async fn prepare(stream: TcpStream, tls: Option<&TestTls>, proxy_lines: &Log<String>) -> Option<Box<dyn Io>> {
+async fn prepare(
+    stream: TcpStream,
+    tls: Option<&TestTls>,
+    proxy_lines: &Log<String>,
+) -> Option<Box<dyn Io>> {
     let stream = strip_proxy(stream, proxy_lines).await?;
     match tls {
         None => Some(Box::new(stream)),
@@ -379,7 +408,16 @@ impl Backend<HttpState> {
         Self::start_with(Some(TestTls::new(name, &[b"h2", b"http/1.1"]))).await
     }
 
+    /// Plain HTTP on a chosen loopback address.
+    pub async fn start_at(at: SocketAddr) -> Self {
+        Self::start_with_at(None, at).await
+    }
+
     async fn start_with(tls: Option<TestTls>) -> Self {
+        Self::start_with_at(tls, SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await
+    }
+
+    async fn start_with_at(tls: Option<TestTls>, at: SocketAddr) -> Self {
         let state = HttpState {
             reply: Mutex::new(HttpReply {
                 status: 200,
@@ -392,7 +430,7 @@ impl Backend<HttpState> {
             connections: AtomicUsize::new(0),
             tls,
         };
-        Backend::launch(false, state, |sock, state| {
+        Backend::launch_at(at, false, state, |sock, state| {
             Box::pin(accept_loop(sock, state, serve_http_conn))
         })
         .await
@@ -536,7 +574,9 @@ async fn serve_line_conn(stream: TcpStream, state: Arc<LineState>) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        let text = String::from_utf8_lossy(&line).trim_end_matches(['\r', '\n']).to_string();
+        let text = String::from_utf8_lossy(&line)
+            .trim_end_matches(['\r', '\n'])
+            .to_string();
         if std::mem::take(&mut first) && state.tls.is_none() && text.starts_with("PROXY ") {
             state.proxy_lines.push(text);
             continue;
@@ -685,7 +725,10 @@ impl hyper::body::Body for GrpcBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         if let Some(data) = self.data.take() {
             return Poll::Ready(Some(Ok(Frame::data(data))));
         }
@@ -720,7 +763,12 @@ async fn serve_grpc_conn(stream: TcpStream, state: Arc<GrpcState>) {
         let state = state.clone();
         async move {
             let path_ok = req.uri().path() == "/grpc.health.v1.Health/Check";
-            let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            let body = req
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
             let mut trailers = HeaderMap::new();
             let mut data = None;
             match parse_health_request(&body).filter(|_| path_ok) {

@@ -15,7 +15,10 @@ fn web_ok(d: &TestDevice, ok: bool) {
         CheckState::Error
     };
     for ip in ["192.0.2.10", "192.0.2.11", "192.0.2.20"] {
-        let check = CheckRef { name: "web".into(), address: Some(ip.parse().unwrap()) };
+        let check = CheckRef {
+            name: "web".into(),
+            address: Some(ip.parse().unwrap()),
+        };
         d.device.engine.set_check(&check, state, "set by the test");
     }
 }

@@ -36,7 +36,10 @@ fn http(tls: bool, version: HttpVersion) -> ProbeKind {
     }
 }
 
-fn with_http(kind: ProbeKind, f: impl FnOnce(&mut Vec<(u16, u16)>, &mut Option<String>, &mut bool, &mut bool)) -> ProbeKind {
+fn with_http(
+    kind: ProbeKind,
+    f: impl FnOnce(&mut Vec<(u16, u16)>, &mut Option<String>, &mut bool, &mut bool),
+) -> ProbeKind {
     let mut kind = kind;
     if let ProbeKind::Http {
         expect_status,
@@ -74,9 +77,17 @@ async fn http_up_down_and_back() {
     assert_eq!(seen[0].version, hyper::Version::HTTP_11);
 
     b.stop().await;
-    assert_outcome(&run(http(false, HttpVersion::Http1), &t).await, false, "connect refused");
+    assert_outcome(
+        &run(http(false, HttpVersion::Http1), &t).await,
+        false,
+        "connect refused",
+    );
     b.restart().await;
-    assert_outcome(&run(http(false, HttpVersion::Http1), &t).await, true, "status 200");
+    assert_outcome(
+        &run(http(false, HttpVersion::Http1), &t).await,
+        true,
+        "status 200",
+    );
 }
 
 #[tokio::test]
@@ -84,17 +95,31 @@ async fn http_wrong_status_and_body() {
     let b = HttpBackend::start().await;
     let t = target(b.addr, NAME);
     b.set_status(503);
-    assert_outcome(&run(http(false, HttpVersion::Http1), &t).await, false, "status 503");
+    assert_outcome(
+        &run(http(false, HttpVersion::Http1), &t).await,
+        false,
+        "status 503",
+    );
 
     b.set_status(200);
-    let want_ok = with_http(http(false, HttpVersion::Http1), |_, body, _, _| *body = Some("ok".into()));
+    let want_ok = with_http(http(false, HttpVersion::Http1), |_, body, _, _| {
+        *body = Some("ok".into())
+    });
     b.set_body("all is ok here");
     assert_outcome(&run(want_ok.clone(), &t).await, true, "status 200");
     b.set_body("degraded");
-    assert_outcome(&run(want_ok.clone(), &t).await, false, "body did not contain \"ok\"");
+    assert_outcome(
+        &run(want_ok.clone(), &t).await,
+        false,
+        "body did not contain \"ok\"",
+    );
     // Only the first 1,024 bytes count.
     b.set_body(&format!("{}ok", "x".repeat(1024)));
-    assert_outcome(&run(want_ok, &t).await, false, "body did not contain \"ok\"");
+    assert_outcome(
+        &run(want_ok, &t).await,
+        false,
+        "body did not contain \"ok\"",
+    );
 }
 
 #[tokio::test]
@@ -102,13 +127,25 @@ async fn http_status_lists_and_redirects_not_followed() {
     let b = HttpBackend::start().await;
     let t = target(b.addr, NAME);
     b.set_redirect(301, "http://elsewhere.test/");
-    let only_2xx = with_http(http(false, HttpVersion::Http1), |st, _, _, _| *st = vec![(200, 299)]);
+    let only_2xx = with_http(http(false, HttpVersion::Http1), |st, _, _, _| {
+        *st = vec![(200, 299)]
+    });
     assert_outcome(&run(only_2xx, &t).await, false, "status 301");
-    assert_outcome(&run(http(false, HttpVersion::Http1), &t).await, true, "status 301");
+    assert_outcome(
+        &run(http(false, HttpVersion::Http1), &t).await,
+        true,
+        "status 301",
+    );
     b.set_status(204);
-    let list = with_http(http(false, HttpVersion::Http1), |st, _, _, _| *st = vec![(200, 200), (204, 204)]);
+    let list = with_http(http(false, HttpVersion::Http1), |st, _, _, _| {
+        *st = vec![(200, 200), (204, 204)]
+    });
     assert_outcome(&run(list, &t).await, true, "status 204");
-    assert_eq!(b.requests().len(), 3, "one request per probe, no redirect followed");
+    assert_eq!(
+        b.requests().len(),
+        3,
+        "one request per probe, no redirect followed"
+    );
 }
 
 #[tokio::test]
@@ -119,10 +156,15 @@ async fn https_verification_on_and_off() {
     let o = run(verify, &t).await;
     assert!(!o.ok);
     assert!(
-        o.reason.starts_with("certificate not valid for www.example.test: "),
+        o.reason
+            .starts_with("certificate not valid for www.example.test: "),
         "{o:?}"
     );
-    assert_outcome(&run(http(true, HttpVersion::Http1), &t).await, true, "status 200");
+    assert_outcome(
+        &run(http(true, HttpVersion::Http1), &t).await,
+        true,
+        "status 200",
+    );
     assert_eq!(b.requests()[0].host.as_deref(), Some(NAME));
 }
 
@@ -130,7 +172,11 @@ async fn https_verification_on_and_off() {
 async fn http2_over_tls_and_cleartext() {
     let b = HttpBackend::start_tls(NAME).await;
     let t = target(b.addr, NAME);
-    assert_outcome(&run(http(true, HttpVersion::Http2), &t).await, true, "status 200");
+    assert_outcome(
+        &run(http(true, HttpVersion::Http2), &t).await,
+        true,
+        "status 200",
+    );
     let seen = b.requests();
     assert_eq!(seen[0].version, hyper::Version::HTTP_2);
     assert_eq!(seen[0].host.as_deref(), Some(NAME));
@@ -139,7 +185,11 @@ async fn http2_over_tls_and_cleartext() {
     let c = HttpBackend::start().await;
     let t = target(c.addr, NAME);
     c.set_status(503);
-    assert_outcome(&run(http(false, HttpVersion::Http2), &t).await, false, "status 503");
+    assert_outcome(
+        &run(http(false, HttpVersion::Http2), &t).await,
+        false,
+        "status 503",
+    );
     assert_eq!(c.requests()[0].version, hyper::Version::HTTP_2);
 }
 
@@ -152,7 +202,10 @@ async fn http_proxy_protocol_header() {
     let lines = b.state.proxy_lines.wait_len(1).await;
     let prefix = "PROXY TCP4 127.0.0.1 127.0.0.1 ";
     assert!(lines[0].starts_with(prefix), "{lines:?}");
-    assert!(lines[0].ends_with(&format!(" {}", b.addr.port())), "{lines:?}");
+    assert!(
+        lines[0].ends_with(&format!(" {}", b.addr.port())),
+        "{lines:?}"
+    );
 }
 
 #[tokio::test]
@@ -169,15 +222,27 @@ async fn timeouts_against_hanging_backends() {
         expect: Some("PONG".into()),
         proxy_protocol: false,
     };
-    for kind in [tcp, http(false, HttpVersion::Http1), http(true, HttpVersion::Http1)] {
+    for kind in [
+        tcp,
+        http(false, HttpVersion::Http1),
+        http(true, HttpVersion::Http1),
+    ] {
         let o = prober.probe(&short(kind), &t).await;
         assert_outcome(&o, false, "timeout after 300 ms");
-        assert!(o.elapsed >= Duration::from_millis(300) && o.elapsed < Duration::from_secs(2), "{o:?}");
+        assert!(
+            o.elapsed >= Duration::from_millis(300) && o.elapsed < Duration::from_secs(2),
+            "{o:?}"
+        );
     }
 
     let h = HttpBackend::start().await;
     h.set_hang(true);
-    let o = prober.probe(&short(http(false, HttpVersion::Http1)), &target(h.addr, NAME)).await;
+    let o = prober
+        .probe(
+            &short(http(false, HttpVersion::Http1)),
+            &target(h.addr, NAME),
+        )
+        .await;
     assert_outcome(&o, false, "timeout after 300 ms");
 }
 
@@ -214,17 +279,26 @@ async fn tcp_connect_send_expect_and_proxy() {
     // Long answers are truncated in the reason.
     b.set_response(Some(&"y".repeat(200)));
     let o = run(ping(&"z".repeat(200), false), &t).await;
-    assert_eq!(o.reason, format!("response did not match: got \"{}…\"", "y".repeat(64)));
+    assert_eq!(
+        o.reason,
+        format!("response did not match: got \"{}…\"", "y".repeat(64))
+    );
 
     b.set_response(Some("PONG\r\n"));
     let before = b.state.proxy_lines.len();
     assert_outcome(&run(ping("PONG\r\n", true), &t).await, true, "connected");
     let lines = b.state.proxy_lines.wait_len(before + 1).await;
     let line = &lines[before];
-    assert!(line.starts_with("PROXY TCP4 127.0.0.1 127.0.0.1 "), "{line}");
+    assert!(
+        line.starts_with("PROXY TCP4 127.0.0.1 127.0.0.1 "),
+        "{line}"
+    );
     assert!(line.ends_with(&format!(" {}", b.addr.port())), "{line}");
     let lines = b.state.lines.snapshot();
-    assert!(lines.iter().all(|l| l == "PING"), "the PROXY line is not a request: {lines:?}");
+    assert!(
+        lines.iter().all(|l| l == "PING"),
+        "the PROXY line is not a request: {lines:?}"
+    );
 
     b.stop().await;
     assert_outcome(&run(plain, &t).await, false, "connect refused");
@@ -241,44 +315,79 @@ async fn tcp_proxy_header_without_send() {
     };
     assert_outcome(&run(kind, &t).await, true, "connected");
     let lines = b.state.proxy_lines.wait_len(1).await;
-    assert!(lines[0].starts_with("PROXY TCP4 127.0.0.1 127.0.0.1 "), "{lines:?}");
+    assert!(
+        lines[0].starts_with("PROXY TCP4 127.0.0.1 127.0.0.1 "),
+        "{lines:?}"
+    );
 }
 
 #[tokio::test]
 async fn tls_handshake_verify_and_exchange() {
     let mut b = TcpBackend::start_tls_line(NAME, Some("PONG\n")).await;
     let t = target(b.addr, NAME);
-    let tls = |send: Option<&str>, expect: Option<&str>, verify: bool, proxy: bool| ProbeKind::Tls {
-        send: send.map(str::to_string),
-        expect: expect.map(str::to_string),
-        tls_verify: verify,
-        proxy_protocol: proxy,
-    };
-    assert_outcome(&run(tls(None, None, false, false), &t).await, true, "handshake ok");
+    let tls =
+        |send: Option<&str>, expect: Option<&str>, verify: bool, proxy: bool| ProbeKind::Tls {
+            send: send.map(str::to_string),
+            expect: expect.map(str::to_string),
+            tls_verify: verify,
+            proxy_protocol: proxy,
+        };
+    assert_outcome(
+        &run(tls(None, None, false, false), &t).await,
+        true,
+        "handshake ok",
+    );
     let o = run(tls(None, None, true, false), &t).await;
-    assert!(!o.ok && o.reason.starts_with("certificate not valid for www.example.test: "), "{o:?}");
-    assert_outcome(&run(tls(Some("PING\n"), Some("PONG\n"), false, false), &t).await, true, "handshake ok");
+    assert!(
+        !o.ok
+            && o.reason
+                .starts_with("certificate not valid for www.example.test: "),
+        "{o:?}"
+    );
+    assert_outcome(
+        &run(tls(Some("PING\n"), Some("PONG\n"), false, false), &t).await,
+        true,
+        "handshake ok",
+    );
     assert_outcome(
         &run(tls(Some("PING\n"), Some("PANG\n"), false, false), &t).await,
         false,
         "response did not match: got \"PONG\\n\"",
     );
-    assert_outcome(&run(tls(Some("PING\n"), Some("PONG\n"), false, true), &t).await, true, "handshake ok");
+    assert_outcome(
+        &run(tls(Some("PING\n"), Some("PONG\n"), false, true), &t).await,
+        true,
+        "handshake ok",
+    );
     let lines = b.state.proxy_lines.wait_len(1).await;
-    assert!(lines[0].starts_with("PROXY TCP4 127.0.0.1 127.0.0.1 "), "{lines:?}");
+    assert!(
+        lines[0].starts_with("PROXY TCP4 127.0.0.1 127.0.0.1 "),
+        "{lines:?}"
+    );
 
     // Verification for another name than the certificate's.
     let other = target(b.addr, "other.example.test");
     let o = run(tls(None, None, true, false), &other).await;
-    assert!(o.reason.starts_with("certificate not valid for other.example.test: "), "{o:?}");
+    assert!(
+        o.reason
+            .starts_with("certificate not valid for other.example.test: "),
+        "{o:?}"
+    );
 
     // TLS probe against a plain TCP backend: a handshake failure, not a pass.
     let plain = TcpBackend::start_tcp(Some("HELLO\n")).await;
     let o = run(tls(None, None, false, false), &target(plain.addr, NAME)).await;
-    assert!(!o.ok && o.reason.starts_with("TLS handshake failed"), "{o:?}");
+    assert!(
+        !o.ok && o.reason.starts_with("TLS handshake failed"),
+        "{o:?}"
+    );
 
     b.stop().await;
-    assert_outcome(&run(tls(None, None, false, false), &t).await, false, "connect refused");
+    assert_outcome(
+        &run(tls(None, None, false, false), &t).await,
+        false,
+        "connect refused",
+    );
 }
 
 #[tokio::test]
@@ -292,15 +401,31 @@ async fn dns_rcode_and_answer() {
         expect_answer: answer.map(str::to_string),
     };
     assert_outcome(&run(dns(0, None), &t).await, true, "rcode NOERROR");
-    assert_outcome(&run(dns(0, Some("192.0.2.10")), &t).await, true, "rcode NOERROR");
+    assert_outcome(
+        &run(dns(0, Some("192.0.2.10")), &t).await,
+        true,
+        "rcode NOERROR",
+    );
     b.set_address(Ipv4Addr::new(192, 0, 2, 11));
-    assert_outcome(&run(dns(0, Some("192.0.2.10")), &t).await, false, "answer did not contain 192.0.2.10");
+    assert_outcome(
+        &run(dns(0, Some("192.0.2.10")), &t).await,
+        false,
+        "answer did not contain 192.0.2.10",
+    );
     b.set_rcode(2);
-    assert_outcome(&run(dns(0, None), &t).await, false, "rcode SERVFAIL, expected NOERROR");
+    assert_outcome(
+        &run(dns(0, None), &t).await,
+        false,
+        "rcode SERVFAIL, expected NOERROR",
+    );
     b.set_rcode(3);
     assert_outcome(&run(dns(3, None), &t).await, true, "rcode NXDOMAIN");
     b.set_rcode(5);
-    assert_outcome(&run(dns(0, None), &t).await, false, "rcode REFUSED, expected NOERROR");
+    assert_outcome(
+        &run(dns(0, None), &t).await,
+        false,
+        "rcode REFUSED, expected NOERROR",
+    );
     b.stop().await;
     assert_outcome(&run(dns(0, None), &t).await, false, "connect refused");
     b.restart().await;
@@ -323,17 +448,36 @@ async fn grpc_health() {
     b.set_status("api", SERVING);
     assert_outcome(&run(grpc("api", false, false), &t).await, true, "SERVING");
     b.set_status("api", SERVICE_UNKNOWN);
-    assert_outcome(&run(grpc("api", false, false), &t).await, false, "SERVICE_UNKNOWN");
-    assert_outcome(&run(grpc("nope", false, false), &t).await, false, "grpc-status 5: unknown service");
-    assert_eq!(b.state.requests.snapshot(), vec!["", "", "api", "api", "nope"]);
+    assert_outcome(
+        &run(grpc("api", false, false), &t).await,
+        false,
+        "SERVICE_UNKNOWN",
+    );
+    assert_outcome(
+        &run(grpc("nope", false, false), &t).await,
+        false,
+        "grpc-status 5: unknown service",
+    );
+    assert_eq!(
+        b.state.requests.snapshot(),
+        vec!["", "", "api", "api", "nope"]
+    );
     b.stop().await;
-    assert_outcome(&run(grpc("", false, false), &t).await, false, "connect refused");
+    assert_outcome(
+        &run(grpc("", false, false), &t).await,
+        false,
+        "connect refused",
+    );
 
     let s = GrpcBackend::start_grpc_tls(NAME).await;
     let t = target(s.addr, NAME);
     assert_outcome(&run(grpc("", true, false), &t).await, true, "SERVING");
     let o = run(grpc("", true, true), &t).await;
-    assert!(o.reason.starts_with("certificate not valid for www.example.test: "), "{o:?}");
+    assert!(
+        o.reason
+            .starts_with("certificate not valid for www.example.test: "),
+        "{o:?}"
+    );
 
     // A plain HTTP/1-only server is not a gRPC health service.
     let h = HttpBackend::start().await;
@@ -352,17 +496,36 @@ async fn exec_checks() {
         command: args.iter().map(|s| s.to_string()).collect(),
     };
     let disabled = Prober::new(false).probe(&spec(exec(&["true"])), &t).await;
-    assert_outcome(&disabled, false, "exec checks are disabled on this device (node setting allow_exec)");
+    assert_outcome(
+        &disabled,
+        false,
+        "exec checks are disabled on this device (node setting allow_exec)",
+    );
 
     let p = Prober::new(true);
     assert_outcome(&p.probe(&spec(exec(&["true"])), &t).await, true, "exit 0");
-    assert_outcome(&p.probe(&spec(exec(&["false"])), &t).await, false, "exit status 1");
+    assert_outcome(
+        &p.probe(&spec(exec(&["false"])), &t).await,
+        false,
+        "exit status 1",
+    );
     let script = "echo boom >&2; echo second >&2; exit 2";
-    assert_outcome(&p.probe(&spec(exec(&["sh", "-c", script])), &t).await, false, "exit status 2: boom");
+    assert_outcome(
+        &p.probe(&spec(exec(&["sh", "-c", script])), &t).await,
+        false,
+        "exit status 2: boom",
+    );
     let env = r#"test "$GTM_TARGET:$GTM_PORT:$GTM_HOST" = "127.0.0.1:8080:www.example.test""#;
-    assert_outcome(&p.probe(&spec(exec(&["sh", "-c", env])), &t).await, true, "exit 0");
+    assert_outcome(
+        &p.probe(&spec(exec(&["sh", "-c", env])), &t).await,
+        true,
+        "exit 0",
+    );
     let o = p.probe(&spec(exec(&["/nonexistent/gtm-check"])), &t).await;
-    assert!(!o.ok && o.reason.starts_with("cannot run /nonexistent/gtm-check"), "{o:?}");
+    assert!(
+        !o.ok && o.reason.starts_with("cannot run /nonexistent/gtm-check"),
+        "{o:?}"
+    );
     let slow = ProbeSpec {
         kind: exec(&["sleep", "30"]),
         timeout: Duration::from_millis(300),
@@ -400,10 +563,18 @@ async fn names_are_resolved_at_probe_time() {
         port: b.addr.port(),
         server_name: NAME.into(),
     };
-    assert_outcome(&run(http(false, HttpVersion::Http1), &t).await, true, "status 200");
+    assert_outcome(
+        &run(http(false, HttpVersion::Http1), &t).await,
+        true,
+        "status 200",
+    );
     let bad = Target {
         host: Host::Name("nonexistent.invalid".into()),
         ..t
     };
-    assert_outcome(&run(http(false, HttpVersion::Http1), &bad).await, false, "cannot resolve nonexistent.invalid");
+    assert_outcome(
+        &run(http(false, HttpVersion::Http1), &bad).await,
+        false,
+        "cannot resolve nonexistent.invalid",
+    );
 }

@@ -28,10 +28,29 @@ impl TestDevice {
 
     pub async fn start_with(config: &str, geoip: Option<PathBuf>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().to_path_buf();
+        Self::start_full(config, geoip, &path, Some(dir)).await
+    }
+
+    /// A device on a data directory the caller keeps (for restarts).
+    pub async fn start_in(config: &str, data_dir: &std::path::Path) -> Self {
+        Self::start_full(config, None, data_dir, None).await
+    }
+
+    async fn start_full(
+        config: &str,
+        geoip: Option<PathBuf>,
+        data_dir: &std::path::Path,
+        owned: Option<tempfile::TempDir>,
+    ) -> Self {
+        let dir = match owned {
+            Some(d) => d,
+            None => tempfile::tempdir().expect("temp dir"),
+        };
         let settings = NodeSettings {
             name: "test1".into(),
             datacenter: "dc1".into(),
-            data_dir: dir.path().to_path_buf(),
+            data_dir: data_dir.to_path_buf(),
             dns_listen: vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()],
             api_listen: "127.0.0.1:0".parse().unwrap(),
             geoip_file: geoip,
@@ -42,11 +61,13 @@ impl TestDevice {
             max_concurrent_probes: None,
         };
         let device = Device::start(settings, false).await.expect("device starts");
-        let config = gtm::model::parse(config).expect("test config parses");
-        device
-            .engine
-            .apply(1, config)
-            .expect("test config is valid");
+        let parsed = gtm::model::parse(config).expect("test config parses");
+        if device.engine.config() != parsed {
+            device
+                .engine
+                .apply_persisted(config.to_string(), parsed)
+                .expect("test config is valid");
+        }
         Self { device, dir }
     }
 

@@ -9,4 +9,5 @@ mod config_files;
 mod differential;
 mod dns;
 mod geo;
+mod health;
 mod probes;

@@ -71,7 +71,10 @@ impl Store {
         self.health
             .iter()
             .map(|item| {
-                let (k, v) = item.map_err(|source| StoreError::Io { action: "reading health decisions", source })?;
+                let (k, v) = item.map_err(|source| StoreError::Io {
+                    action: "reading health decisions",
+                    source,
+                })?;
                 Ok((String::from_utf8_lossy(&k).into_owned(), v.to_vec()))
             })
             .collect()
@@ -80,13 +83,19 @@ impl Store {
     pub fn put_health_decision(&self, check: &str, value: &[u8]) -> Result<(), StoreError> {
         self.health
             .insert(check.as_bytes(), value)
-            .map_err(|source| StoreError::Io { action: "writing a health decision", source })?;
+            .map_err(|source| StoreError::Io {
+                action: "writing a health decision",
+                source,
+            })?;
         Ok(())
     }
 
     /// Appends an event and drops the oldest beyond the retention.
     pub fn append_event(&self, seq: u64, value: &[u8]) -> Result<(), StoreError> {
-        let io = |source| StoreError::Io { action: "writing the event log", source };
+        let io = |source| StoreError::Io {
+            action: "writing the event log",
+            source,
+        };
         self.events.insert(seq.to_be_bytes(), value).map_err(io)?;
         if seq > self.event_retention {
             let cutoff = (seq - self.event_retention + 1).to_be_bytes();
@@ -100,10 +109,10 @@ impl Store {
     }
 
     pub fn last_event_seq(&self) -> Result<u64, StoreError> {
-        let last = self
-            .events
-            .last()
-            .map_err(|source| StoreError::Io { action: "reading the event log", source })?;
+        let last = self.events.last().map_err(|source| StoreError::Io {
+            action: "reading the event log",
+            source,
+        })?;
         Ok(last.map_or(0, |(k, _)| seq_of(&k)))
     }
 
@@ -112,7 +121,10 @@ impl Store {
         self.events
             .range((after.saturating_add(1)).to_be_bytes()..)
             .map(|item| {
-                let (k, v) = item.map_err(|source| StoreError::Io { action: "reading the event log", source })?;
+                let (k, v) = item.map_err(|source| StoreError::Io {
+                    action: "reading the event log",
+                    source,
+                })?;
                 Ok((seq_of(&k), v.to_vec()))
             })
             .collect()
@@ -183,16 +195,26 @@ mod tests {
         let store = Store::open(&dir).unwrap().with_event_retention(3);
         assert_eq!(store.load_config().unwrap().unwrap().version, 3);
         for seq in 1..=5u64 {
-            store.append_event(seq, format!("event {seq}").as_bytes()).unwrap();
+            store
+                .append_event(seq, format!("event {seq}").as_bytes())
+                .unwrap();
         }
-        let kept: Vec<u64> = store.events_after(0).unwrap().into_iter().map(|(s, _)| s).collect();
+        let kept: Vec<u64> = store
+            .events_after(0)
+            .unwrap()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
         assert_eq!(kept, [3, 4, 5], "retention keeps the newest");
         assert_eq!(store.last_event_seq().unwrap(), 5);
         assert_eq!(store.events_after(4).unwrap().len(), 1);
         store.put_health_decision("web@192.0.2.10", b"ok").unwrap();
         drop(store);
         let store = Store::open(&dir).unwrap();
-        assert_eq!(store.health_decisions().unwrap(), [("web@192.0.2.10".to_string(), b"ok".to_vec())]);
+        assert_eq!(
+            store.health_decisions().unwrap(),
+            [("web@192.0.2.10".to_string(), b"ok".to_vec())]
+        );
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -18,11 +18,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     engine::{CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus, diff},
-    resolve::CheckState,
     geo::Geo,
     model::{self, ConfigErrors},
+    resolve::CheckState,
 };
-use gtm_cluster::{Store, StoredConfig};
+use gtm_cluster::Store;
 
 /// What the handlers share.
 #[derive(Debug, Clone)]
@@ -149,7 +149,11 @@ pub struct DrainDatacenter {
 
 /// `www.Example.test.` + `a` → `www.example.test/A`, the engine's label.
 pub fn record_label(name: &str, rtype: &str) -> String {
-    format!("{}/{}", name.trim_end_matches('.').to_ascii_lowercase(), rtype.to_ascii_uppercase())
+    format!(
+        "{}/{}",
+        name.trim_end_matches('.').to_ascii_lowercase(),
+        rtype.to_ascii_uppercase()
+    )
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -247,41 +251,30 @@ async fn apply_config(
 ) -> Result<Json<ApplyResult>, ApiError> {
     let (text, config) = parse_body(&body)?;
     let engine = state.engine.clone();
-    let changes = diff(&engine.config(), &config);
-    let current = engine.version();
     if q.dry_run {
         return Ok(Json(ApplyResult {
             applied: false,
-            version: current,
-            changes,
+            version: engine.version(),
+            changes: diff(&engine.config(), &config),
         }));
     }
-    let version = current + 1;
-    let store = state.store.clone();
-    // Durable first: a crash after this keeps the new configuration.
-    tokio::task::spawn_blocking(move || {
-        store.save_config(&StoredConfig { version, text })?;
-        engine
-            .apply(version, config)
-            .map_err(|e| gtm_cluster::StoreError::Corrupt {
-                what: "configuration",
-                why: e.to_string(),
-            })
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-    .map_err(|e| {
-        ApiError::new(
+    // The store write and the swap run off the async workers.
+    let result = tokio::task::spawn_blocking(move || engine.apply_persisted(text, config))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    match result {
+        Ok((version, changes)) => Ok(Json(ApplyResult {
+            applied: true,
+            version,
+            changes,
+        })),
+        Err(crate::engine::ApplyError::Invalid(e)) => Err(ApiError::invalid(e)),
+        Err(crate::engine::ApplyError::Store(e)) => Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "store-failed",
-            e.to_string(),
-        )
-    })?;
-    Ok(Json(ApplyResult {
-        applied: true,
-        version,
-        changes,
-    }))
+            format!("{e}; nothing was applied"),
+        )),
+    }
 }
 
 async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
@@ -294,12 +287,19 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
     })
 }
 
-async fn events(State(state): State<ApiState>, Query(filter): Query<EventFilter>) -> Result<Response, ApiError> {
+async fn events(
+    State(state): State<ApiState>,
+    Query(filter): Query<EventFilter>,
+) -> Result<Response, ApiError> {
     let since_ms = match &filter.since {
         Some(text) => {
-            let age: crate::model::duration::Interval = text
-                .parse()
-                .map_err(|e: String| ApiError::new(StatusCode::BAD_REQUEST, "bad-request", format!("since: {e}")))?;
+            let age: crate::model::duration::Interval = text.parse().map_err(|e: String| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "bad-request",
+                    format!("since: {e}"),
+                )
+            })?;
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
@@ -314,22 +314,32 @@ async fn events(State(state): State<ApiState>, Query(filter): Query<EventFilter>
     };
     // Subscribe before reading the backlog so nothing falls in between.
     let live = state.engine.subscribe_events();
-    let backlog: Vec<Event> = state.engine.events().into_iter().filter(|e| matches(e)).collect();
+    let backlog: Vec<Event> = state
+        .engine
+        .events()
+        .into_iter()
+        .filter(|e| matches(e))
+        .collect();
     if !filter.follow {
         return Ok(Json(backlog).into_response());
     }
     let last = backlog.last().map_or(0, |e| e.seq);
     let lines = backlog.into_iter().map(|e| ndjson(&e)).collect::<Vec<_>>();
     let head = futures_util::stream::iter(lines.into_iter().map(Ok::<_, std::convert::Infallible>));
-    let tail = futures_util::stream::unfold((live, matches, last), |(mut rx, matches, last)| async move {
-        loop {
-            match rx.recv().await {
-                Ok(e) if e.seq > last && matches(&e) => return Some((Ok(ndjson(&e)), (rx, matches, last))),
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+    let tail = futures_util::stream::unfold(
+        (live, matches, last),
+        |(mut rx, matches, last)| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(e) if e.seq > last && matches(&e) => {
+                        return Some((Ok(ndjson(&e)), (rx, matches, last)));
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
             }
-        }
-    });
+        },
+    );
     let body = axum::body::Body::from_stream(futures_util::StreamExt::chain(head, tail));
     Ok(([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response())
 }
@@ -344,21 +354,31 @@ fn not_found(what: String) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not-found", what)
 }
 
-async fn preview(State(state): State<ApiState>, Path((name, rtype)): Path<(String, String)>) -> Result<Json<Preview>, ApiError> {
+async fn preview(
+    State(state): State<ApiState>,
+    Path((name, rtype)): Path<(String, String)>,
+) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
-    state
-        .engine
-        .preview(&label)
-        .map(Json)
-        .ok_or_else(|| not_found(format!("no steered record {label} (see gtm status for the records)")))
+    state.engine.preview(&label).map(Json).ok_or_else(|| {
+        not_found(format!(
+            "no steered record {label} (see gtm status for the records)"
+        ))
+    })
 }
 
-async fn resume(State(state): State<ApiState>, Path((name, rtype)): Path<(String, String)>) -> Result<Json<Preview>, ApiError> {
+async fn resume(
+    State(state): State<ApiState>,
+    Path((name, rtype)): Path<(String, String)>,
+) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
     if !state.engine.resume(&label) {
         return Err(not_found(format!("no steered record {label}")));
     }
-    state.engine.preview(&label).map(Json).ok_or_else(|| not_found(label))
+    state
+        .engine
+        .preview(&label)
+        .map(Json)
+        .ok_or_else(|| not_found(label))
 }
 
 async fn set_check_state(
@@ -373,19 +393,37 @@ async fn set_check_state(
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "not-manual",
-            format!("check \"{name}\" is a {:?} check; only manual checks are set by an operator", spec.kind).to_lowercase(),
+            format!(
+                "check \"{name}\" is a {:?} check; only manual checks are set by an operator",
+                spec.kind
+            )
+            .to_lowercase(),
         ));
     }
     let new = match req.state.to_ascii_lowercase().as_str() {
         "ok" => CheckState::Ok,
         "error" => CheckState::Error,
         other => {
-            return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad-request", format!("state \"{other}\" is not ok or error")));
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad-request",
+                format!("state \"{other}\" is not ok or error"),
+            ));
         }
     };
-    let check = crate::model::condition::CheckRef { name: name.clone(), address: None };
+    let check = crate::model::condition::CheckRef {
+        name: name.clone(),
+        address: None,
+    };
     state.engine.set_check(&check, new, "set by an operator");
-    Ok(Json(state.engine.checks().into_iter().filter(|c| c.check == name).collect()))
+    Ok(Json(
+        state
+            .engine
+            .checks()
+            .into_iter()
+            .filter(|c| c.check == name)
+            .collect(),
+    ))
 }
 
 async fn test_check(
@@ -399,33 +437,61 @@ async fn test_check(
         return Err(not_found(format!("no check named \"{name}\"")));
     };
     if spec.kind == CheckType::Manual {
-        return Err(ApiError::new(StatusCode::CONFLICT, "not-probed", format!("check \"{name}\" is manual: it is set by an operator, not probed")));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not-probed",
+            format!("check \"{name}\" is manual: it is set by an operator, not probed"),
+        ));
     }
     match (&spec.target, req.address) {
         (None, None) => {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "bad-request",
-                format!("check \"{name}\" is a template: give the address to probe (gtm check test {name} --address IP)"),
+                format!(
+                    "check \"{name}\" is a template: give the address to probe (gtm check test {name} --address IP)"
+                ),
             ));
         }
         (Some(_), Some(_)) => {
-            return Err(ApiError::new(StatusCode::BAD_REQUEST, "bad-request", format!("check \"{name}\" has a fixed target; it takes no address")));
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad-request",
+                format!("check \"{name}\" has a fixed target; it takes no address"),
+            ));
         }
         _ => {}
     }
-    let check = crate::model::condition::CheckRef { name: name.clone(), address: req.address };
+    let check = crate::model::condition::CheckRef {
+        name: name.clone(),
+        address: req.address,
+    };
     let server_name = state
         .engine
         .instances()
         .borrow()
         .iter()
         .find(|i| i.check == check)
-        .map_or_else(|| req.address.map_or_else(|| spec.target.clone().unwrap_or_default(), |a| a.to_string()), |i| i.server_name.clone());
-    let instance = crate::engine::Instance { check: check.clone(), spec, server_name };
+        .map_or_else(
+            || {
+                req.address.map_or_else(
+                    || spec.target.clone().unwrap_or_default(),
+                    |a| a.to_string(),
+                )
+            },
+            |i| i.server_name.clone(),
+        );
+    let instance = crate::engine::Instance {
+        check: check.clone(),
+        spec,
+        server_name,
+    };
     let outcome = state
         .prober
-        .probe(&crate::health::probe_spec(&instance.spec), &crate::health::target_of(&instance))
+        .probe(
+            &crate::health::probe_spec(&instance.spec),
+            &crate::health::target_of(&instance),
+        )
         .await;
     Ok(Json(TestResult {
         check: check.to_string(),
@@ -435,12 +501,18 @@ async fn test_check(
     }))
 }
 
-async fn drain_address(State(state): State<ApiState>, Json(req): Json<DrainAddress>) -> Result<Json<Vec<RecordStatus>>, ApiError> {
+async fn drain_address(
+    State(state): State<ApiState>,
+    Json(req): Json<DrainAddress>,
+) -> Result<Json<Vec<RecordStatus>>, ApiError> {
     let record = req.record.as_deref().map(|r| match r.rsplit_once('/') {
         Some((n, t)) => record_label(n, t),
         None => r.to_string(),
     });
-    if !state.engine.drain_address(record.as_deref(), &req.address, req.drained) {
+    if !state
+        .engine
+        .drain_address(record.as_deref(), &req.address, req.drained)
+    {
         return Err(not_found(format!(
             "no steered record{} has the address {}",
             record.map_or(String::new(), |r| format!(" {r}")),
@@ -450,9 +522,15 @@ async fn drain_address(State(state): State<ApiState>, Json(req): Json<DrainAddre
     Ok(Json(state.engine.status()))
 }
 
-async fn drain_datacenter(State(state): State<ApiState>, Json(req): Json<DrainDatacenter>) -> Result<Json<Vec<RecordStatus>>, ApiError> {
+async fn drain_datacenter(
+    State(state): State<ApiState>,
+    Json(req): Json<DrainDatacenter>,
+) -> Result<Json<Vec<RecordStatus>>, ApiError> {
     if !state.engine.drain_datacenter(&req.datacenter, req.drained) {
-        return Err(not_found(format!("no datacenter named \"{}\"", req.datacenter)));
+        return Err(not_found(format!(
+            "no datacenter named \"{}\"",
+            req.datacenter
+        )));
     }
     Ok(Json(state.engine.status()))
 }

@@ -271,7 +271,11 @@ pub async fn run(cli: Cli) -> Result<()> {
                     .map(|s| {
                         let mut state = if s.active { "active" } else { "passive" }.to_string();
                         if let Some(p) = s.pending {
-                            state.push_str(if p { " (activation waits for verify)" } else { " (deactivation waits for verify)" });
+                            state.push_str(if p {
+                                " (activation waits for verify)"
+                            } else {
+                                " (deactivation waits for verify)"
+                            });
                         }
                         [s.scenario.clone(), state]
                     })
@@ -280,7 +284,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Logs { record, kind, since, follow, json } => {
+        Command::Logs {
+            record,
+            kind,
+            since,
+            follow,
+            json,
+        } => {
             let client = Client::new(&cli)?;
             let mut query: Vec<(&str, String)> = Vec::new();
             if let Some(r) = record {
@@ -328,7 +338,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Record(RecordCmd::Preview { name, rtype, json }) => {
             let client = Client::new(&cli)?;
             let p: Preview = client
-                .send(client.http.get(client.url(&format!("/api/v1/records/{name}/{rtype}/preview"))))
+                .send(
+                    client
+                        .http
+                        .get(client.url(&format!("/api/v1/records/{name}/{rtype}/preview"))),
+                )
                 .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&p)?);
@@ -336,8 +350,18 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             println!("record          {}  (device {})", p.record, p.device);
             println!("mode            {}", p.mode);
-            println!("status          {}", p.status.map_or("-".into(), |s| s.to_string()));
-            println!("active records  {}", if p.active.is_empty() { "-".into() } else { p.active.join(", ") });
+            println!(
+                "status          {}",
+                p.status.map_or("-".into(), |s| s.to_string())
+            );
+            println!(
+                "active records  {}",
+                if p.active.is_empty() {
+                    "-".into()
+                } else {
+                    p.active.join(", ")
+                }
+            );
             println!("decision        {}", p.decision);
             println!();
             let rows: Vec<[String; 4]> = p
@@ -351,7 +375,12 @@ pub async fn run(cli: Cli) -> Result<()> {
                     } else {
                         "unhealthy"
                     };
-                    [a.address.clone(), a.dc.clone().unwrap_or_else(|| "-".into()), a.hc.clone(), health.into()]
+                    [
+                        a.address.clone(),
+                        a.dc.clone().unwrap_or_else(|| "-".into()),
+                        a.hc.clone(),
+                        health.into(),
+                    ]
                 })
                 .collect();
             table(&["ADDRESS", "DC", "HC", "HEALTH"], &rows);
@@ -367,23 +396,48 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Record(RecordCmd::Resume { name, rtype }) => {
             let client = Client::new(&cli)?;
             let p: Preview = client
-                .send(client.http.post(client.url(&format!("/api/v1/records/{name}/{rtype}/resume"))))
+                .send(
+                    client
+                        .http
+                        .post(client.url(&format!("/api/v1/records/{name}/{rtype}/resume"))),
+                )
                 .await?;
             println!("{}: {}", p.record, p.decision);
             Ok(())
         }
-        Command::Record(RecordCmd::Drain { address, record } | RecordCmd::Undrain { address, record }) => {
+        Command::Record(
+            RecordCmd::Drain { address, record } | RecordCmd::Undrain { address, record },
+        ) => {
             let drained = matches!(&cli.command, Command::Record(RecordCmd::Drain { .. }));
             let client = Client::new(&cli)?;
-            let body = crate::api::DrainAddress { address: address.clone(), record: record.clone(), drained };
-            let _: Vec<crate::engine::RecordStatus> =
-                client.send(client.http.put(client.url("/api/v1/drain/address")).json(&body)).await?;
-            println!("{address} {}", if drained { "drained" } else { "back in answers" });
+            let body = crate::api::DrainAddress {
+                address: address.clone(),
+                record: record.clone(),
+                drained,
+            };
+            let _: Vec<crate::engine::RecordStatus> = client
+                .send(
+                    client
+                        .http
+                        .put(client.url("/api/v1/drain/address"))
+                        .json(&body),
+                )
+                .await?;
+            println!(
+                "{address} {}",
+                if drained {
+                    "drained"
+                } else {
+                    "back in answers"
+                }
+            );
             Ok(())
         }
         Command::Check(CheckCmd::List { json }) => {
             let client = Client::new(&cli)?;
-            let report: StatusReport = client.send(client.http.get(client.url("/api/v1/status"))).await?;
+            let report: StatusReport = client
+                .send(client.http.get(client.url("/api/v1/status")))
+                .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&report.checks)?);
             } else {
@@ -393,23 +447,45 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Check(CheckCmd::Set { name, state }) => {
             let client = Client::new(&cli)?;
-            let body = crate::api::CheckStateRequest { state: state.clone() };
+            let body = crate::api::CheckStateRequest {
+                state: state.clone(),
+            };
             let _: Vec<crate::engine::CheckStatus> = client
-                .send(client.http.put(client.url(&format!("/api/v1/checks/{name}/state"))).json(&body))
+                .send(
+                    client
+                        .http
+                        .put(client.url(&format!("/api/v1/checks/{name}/state")))
+                        .json(&body),
+                )
                 .await?;
             println!("check {name} set to {state}");
             Ok(())
         }
-        Command::Check(CheckCmd::Test { name, address, json }) => {
+        Command::Check(CheckCmd::Test {
+            name,
+            address,
+            json,
+        }) => {
             let client = Client::new(&cli)?;
             let body = crate::api::TestRequest { address: *address };
             let r: crate::api::TestResult = client
-                .send(client.http.post(client.url(&format!("/api/v1/checks/{name}/test"))).json(&body))
+                .send(
+                    client
+                        .http
+                        .post(client.url(&format!("/api/v1/checks/{name}/test")))
+                        .json(&body),
+                )
                 .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                println!("{}: {} ({}) in {:.1} ms", r.check, if r.ok { "OK" } else { "Error" }, r.reason, r.elapsed_ms);
+                println!(
+                    "{}: {} ({}) in {:.1} ms",
+                    r.check,
+                    if r.ok { "OK" } else { "Error" },
+                    r.reason,
+                    r.elapsed_ms
+                );
             }
             if !r.ok {
                 std::process::exit(1);
@@ -419,10 +495,26 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Dc(DcCmd::Drain { name } | DcCmd::Undrain { name }) => {
             let drained = matches!(&cli.command, Command::Dc(DcCmd::Drain { .. }));
             let client = Client::new(&cli)?;
-            let body = crate::api::DrainDatacenter { datacenter: name.clone(), drained };
-            let _: Vec<crate::engine::RecordStatus> =
-                client.send(client.http.put(client.url("/api/v1/drain/datacenter")).json(&body)).await?;
-            println!("datacenter {name} {}", if drained { "drained" } else { "back in answers" });
+            let body = crate::api::DrainDatacenter {
+                datacenter: name.clone(),
+                drained,
+            };
+            let _: Vec<crate::engine::RecordStatus> = client
+                .send(
+                    client
+                        .http
+                        .put(client.url("/api/v1/drain/datacenter"))
+                        .json(&body),
+                )
+                .await?;
+            println!(
+                "datacenter {name} {}",
+                if drained {
+                    "drained"
+                } else {
+                    "back in answers"
+                }
+            );
             Ok(())
         }
         Command::Geoip(GeoipCmd::Lookup { ip, json }) => {
@@ -485,14 +577,13 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
             .join(", "),
         device.api_addr
     );
-    if demo
-        && let Some(addr) = device.dns_addrs.first() {
-            eprintln!(
-                "try: dig @{} -p {} www.example.test A",
-                addr.ip(),
-                addr.port()
-            );
-        }
+    if demo && let Some(addr) = device.dns_addrs.first() {
+        eprintln!(
+            "try: dig @{} -p {} www.example.test A",
+            addr.ip(),
+            addr.port()
+        );
+    }
     shutdown_signal().await;
     device.stop().await;
     Ok(())
@@ -597,8 +688,19 @@ fn print_checks(checks: &[crate::engine::CheckStatus]) {
     let rows: Vec<[String; 3]> = checks
         .iter()
         .map(|c| {
-            let state = serde_json::to_value(c.state).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
-            [c.check.clone(), if c.restored { format!("{state} (restored)") } else { state }, c.reason.clone()]
+            let state = serde_json::to_value(c.state)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            [
+                c.check.clone(),
+                if c.restored {
+                    format!("{state} (restored)")
+                } else {
+                    state
+                },
+                c.reason.clone(),
+            ]
         })
         .collect();
     table(&["CHECK", "STATE", "LAST REASON"], &rows);

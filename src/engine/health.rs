@@ -49,7 +49,9 @@ pub struct HealthState {
 
 impl HealthView for HealthState {
     fn check(&self, check: &CheckRef) -> CheckState {
-        self.checks.get(check).map_or(CheckState::Preparing, |(t, _)| t.state)
+        self.checks
+            .get(check)
+            .map_or(CheckState::Preparing, |(t, _)| t.state)
     }
 
     fn scenario_active(&self, name: &str) -> bool {
@@ -57,10 +59,18 @@ impl HealthView for HealthState {
     }
 
     fn drained(&self, record: &str, address: &AddressSpec) -> bool {
-        let dc_drained = |dc: DcId| self.dc_names.get(dc).is_some_and(|n| self.drained_dcs.contains(n));
+        let dc_drained = |dc: DcId| {
+            self.dc_names
+                .get(dc)
+                .is_some_and(|n| self.drained_dcs.contains(n))
+        };
         address.dc.is_some_and(dc_drained)
-            || self.drained_addresses.contains(&("*".to_string(), address.display.clone()))
-            || self.drained_addresses.contains(&(record.to_string(), address.display.clone()))
+            || self
+                .drained_addresses
+                .contains(&("*".to_string(), address.display.clone()))
+            || self
+                .drained_addresses
+                .contains(&(record.to_string(), address.display.clone()))
     }
 }
 
@@ -72,7 +82,11 @@ impl HealthState {
 
 /// Every check instance of a configuration.
 pub fn instances(compiled: &Compiled) -> Vec<Instance> {
-    let by_name: HashMap<&str, &CheckSpec> = compiled.checks.iter().map(|c| (c.name.as_str(), c)).collect();
+    let by_name: HashMap<&str, &CheckSpec> = compiled
+        .checks
+        .iter()
+        .map(|c| (c.name.as_str(), c))
+        .collect();
     let mut out: Vec<Instance> = Vec::new();
     let mut push = |check: CheckRef, server_name: String| {
         if out.iter().any(|i| i.check == check) {
@@ -88,19 +102,33 @@ pub fn instances(compiled: &Compiled) -> Vec<Instance> {
     };
     for zone in &compiled.zones {
         for record in &zone.records {
-            let Content::Steered(steering) = &record.content else { continue };
+            let Content::Steered(steering) = &record.content else {
+                continue;
+            };
             for a in &steering.addresses {
                 if let Hc::Check(r) = &a.hc {
                     let owner = record.owner.to_string();
-                    let name = if owner.starts_with("*.") { a.display.clone() } else { owner.trim_end_matches('.').to_string() };
+                    let name = if owner.starts_with("*.") {
+                        a.display.clone()
+                    } else {
+                        owner.trim_end_matches('.').to_string()
+                    };
                     push(r.clone(), name);
                 }
             }
         }
     }
     for s in &compiled.scenarios {
-        for r in s.condition.refs().into_iter().chain(s.verify.iter().flat_map(|v| v.refs())) {
-            let name = match (&r.address, by_name.get(r.name.as_str()).and_then(|c| c.target.clone())) {
+        for r in s
+            .condition
+            .refs()
+            .into_iter()
+            .chain(s.verify.iter().flat_map(|v| v.refs()))
+        {
+            let name = match (
+                &r.address,
+                by_name.get(r.name.as_str()).and_then(|c| c.target.clone()),
+            ) {
                 (Some(ip), _) => ip.to_string(),
                 (None, Some(target)) => target,
                 (None, None) => r.name.clone(),
@@ -110,7 +138,13 @@ pub fn instances(compiled: &Compiled) -> Vec<Instance> {
     }
     for c in &compiled.checks {
         if c.target.is_some() || c.kind == crate::model::config::CheckType::Manual {
-            push(CheckRef { name: c.name.clone(), address: None }, c.target.clone().unwrap_or_default());
+            push(
+                CheckRef {
+                    name: c.name.clone(),
+                    address: None,
+                },
+                c.target.clone().unwrap_or_default(),
+            );
         }
     }
     out

@@ -37,6 +37,15 @@ use crate::{
 };
 use gtm_cluster::Store;
 
+/// Why an apply did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{0}")]
+    Invalid(ConfigErrors),
+    #[error("{0}")]
+    Store(gtm_cluster::StoreError),
+}
+
 /// What an event is about, for filtering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -151,28 +160,41 @@ struct Steered {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Engine {
     /// Starts with a configuration, restoring health decisions and events
     /// from `store` when there is one.
-    pub fn new(device: &str, version: u64, config: Config, dns: DnsState, store: Option<Store>) -> Result<Self, ConfigErrors> {
+    pub fn new(
+        device: &str,
+        version: u64,
+        config: Config,
+        dns: DnsState,
+        store: Option<Store>,
+    ) -> Result<Self, ConfigErrors> {
         let compiled = compile(&config)?;
         let mut health = HealthState::default();
-        let mut events = VecDeque::new();
+
         let mut next_seq = 1;
         if let Some(store) = &store {
             for (key, value) in store.health_decisions().unwrap_or_default() {
-                if let (Some(check), Ok(status)) = (parse_ref(&key), serde_json::from_slice::<CheckStatus>(&value)) {
+                if let (Some(check), Ok(status)) = (
+                    parse_ref(&key),
+                    serde_json::from_slice::<CheckStatus>(&value),
+                ) {
                     let mut status = status;
                     status.restored = true;
-                    health.checks.insert(check, (Threshold::restored(status.state), status));
+                    health
+                        .checks
+                        .insert(check, (Threshold::restored(status.state), status));
                 }
             }
             next_seq = store.last_event_seq().unwrap_or(0) + 1;
         }
-        let _ = &mut events;
+
         let engine = Engine {
             device: device.to_string(),
             dns,
@@ -184,7 +206,7 @@ impl Engine {
                 health,
                 records: Vec::new(),
                 deps: Deps::default(),
-                events,
+                events: VecDeque::new(),
                 next_seq,
             }),
             instances: watch::channel(Arc::new(Vec::new())).0,
@@ -216,6 +238,37 @@ impl Engine {
         self.events_tx.subscribe()
     }
 
+    /// Validates, stores durably, then applies: what `gtm config apply`
+    /// does. Returns the new version and the changes.
+    pub fn apply_persisted(
+        &self,
+        text: String,
+        config: Config,
+    ) -> Result<(u64, Vec<String>), ApplyError> {
+        let compiled = compile(&config).map_err(ApplyError::Invalid)?;
+        let mut inner = self.lock();
+        let version = inner.version + 1;
+        let changes = diff(&inner.config, &config);
+        if let Some(store) = &self.store {
+            // Durable first: a crash after this keeps the new configuration.
+            store
+                .save_config(&gtm_cluster::StoredConfig { version, text })
+                .map_err(ApplyError::Store)?;
+        }
+        self.install(&mut inner, version, config, compiled);
+        let summary = format!(
+            "configuration version {version} applied ({} changes)",
+            changes.len()
+        );
+        self.log(
+            &mut inner,
+            EventKind::Config,
+            format!("version {version}"),
+            summary,
+        );
+        Ok((version, changes))
+    }
+
     /// Replaces the configuration atomically; records keep their state
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
@@ -228,20 +281,41 @@ impl Engine {
     fn install(&self, inner: &mut Inner, version: u64, config: Config, compiled: Compiled) {
         // Check instances: unchanged ones keep their state, others start over.
         let instances = health::instances(&compiled);
-        let old_specs: HashMap<String, &crate::model::compile::CheckSpec> =
-            inner.compiled.checks.iter().map(|c| (c.name.clone(), c)).collect();
+        let old_specs: HashMap<String, &crate::model::compile::CheckSpec> = inner
+            .compiled
+            .checks
+            .iter()
+            .map(|c| (c.name.clone(), c))
+            .collect();
         let keep: HashSet<CheckRef> = instances
             .iter()
-            .filter(|i| old_specs.get(&i.check.name).is_none_or(|old| **old == i.spec))
+            .filter(|i| {
+                old_specs
+                    .get(&i.check.name)
+                    .is_none_or(|old| **old == i.spec)
+            })
             .map(|i| i.check.clone())
             .collect();
         inner.health.checks.retain(|k, _| keep.contains(k));
-        inner.health.dc_names = compiled.datacenters.iter().map(|d| d.name.clone()).collect();
-        let scenario_names: HashSet<&str> = compiled.scenarios.iter().map(|s| s.name.as_str()).collect();
-        inner.health.scenarios.retain(|k, _| scenario_names.contains(k.as_str()));
+        inner.health.dc_names = compiled
+            .datacenters
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        let scenario_names: HashSet<&str> =
+            compiled.scenarios.iter().map(|s| s.name.as_str()).collect();
+        inner
+            .health
+            .scenarios
+            .retain(|k, _| scenario_names.contains(k.as_str()));
         let truth = |h: &HealthState, r: &CheckRef| h.truth(r);
         for s in &compiled.scenarios {
-            let last = inner.health.scenarios.get(&s.name).copied().unwrap_or_default();
+            let last = inner
+                .health
+                .scenarios
+                .get(&s.name)
+                .copied()
+                .unwrap_or_default();
             let health = &inner.health;
             let decision = scenario::decide(s, last, &|r| truth(health, r));
             inner.health.scenarios.insert(s.name.clone(), decision);
@@ -251,7 +325,12 @@ impl Engine {
             .records
             .drain(..)
             .filter_map(|r| {
-                let displays = r.steering.addresses.iter().map(|a| a.display.clone()).collect();
+                let displays = r
+                    .steering
+                    .addresses
+                    .iter()
+                    .map(|a| a.display.clone())
+                    .collect();
                 Some((r.label, (r.state?, displays)))
             })
             .collect();
@@ -261,9 +340,22 @@ impl Engine {
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
-                    let prev = previous.remove(&label).map(|(state, displays)| remap(state, &displays, steering));
-                    let eval = resolve::evaluate(&label, steering, &compiled.datacenters, &inner.health, prev.as_ref(), Operator::default());
-                    events.extend(eval.events.into_iter().map(|t| (EventKind::Record, label.clone(), t)));
+                    let prev = previous
+                        .remove(&label)
+                        .map(|(state, displays)| remap(state, &displays, steering));
+                    let eval = resolve::evaluate(
+                        &label,
+                        steering,
+                        &compiled.datacenters,
+                        &inner.health,
+                        prev.as_ref(),
+                        Operator::default(),
+                    );
+                    events.extend(
+                        eval.events
+                            .into_iter()
+                            .map(|t| (EventKind::Record, label.clone(), t)),
+                    );
                     records.push(Steered {
                         label,
                         owner: record.owner.clone(),
@@ -287,7 +379,11 @@ impl Engine {
         for (kind, object, text) in events {
             self.log(inner, kind, object, text);
         }
-        tracing::info!(version, records = inner.records.len(), "configuration applied");
+        tracing::info!(
+            version,
+            records = inner.records.len(),
+            "configuration applied"
+        );
     }
 
     /// One probe result for a check instance: thresholds, then everything
@@ -295,7 +391,15 @@ impl Engine {
     /// configuration are ignored.
     pub fn probe_result(&self, check: &CheckRef, ok: bool, reason: String) {
         let mut inner = self.lock();
-        let Some(spec) = inner.compiled.checks.iter().find(|c| c.name == check.name).cloned() else { return };
+        let Some(spec) = inner
+            .compiled
+            .checks
+            .iter()
+            .find(|c| c.name == check.name)
+            .cloned()
+        else {
+            return;
+        };
         let instance_known = self.instances.borrow().iter().any(|i| &i.check == check);
         if !instance_known {
             return;
@@ -338,20 +442,31 @@ impl Engine {
         entry.1.reason = reason.to_string();
         entry.1.restored = false;
         if entry.0.state != state {
-            entry.0 = Threshold { state, ..Threshold::default() };
+            entry.0 = Threshold {
+                state,
+                ..Threshold::default()
+            };
             self.check_transition(&mut inner, check, state);
         }
     }
 
     fn check_transition(&self, inner: &mut Inner, check: &CheckRef, state: CheckState) {
         let (old_state, reason) = {
-            let (_, status) = inner.health.checks.get_mut(check).expect("transition of a known check");
+            let (_, status) = inner
+                .health
+                .checks
+                .get_mut(check)
+                .expect("transition of a known check");
             let old = status.state;
             status.state = state;
             status.since_ms = now_ms();
             (old, status.reason.clone())
         };
-        let text = format!("check {check}: {} → {} ({reason})", state_text(old_state), state_text(state));
+        let text = format!(
+            "check {check}: {} → {} ({reason})",
+            state_text(old_state),
+            state_text(state)
+        );
         self.log(inner, EventKind::Check, check.to_string(), text);
         if let (Some(store), Some((_, status))) = (&self.store, inner.health.checks.get(check))
             && let Ok(bytes) = serde_json::to_vec(status)
@@ -360,11 +475,28 @@ impl Engine {
             tracing::error!(error = %e, "cannot persist a health decision");
         }
         // Scenarios reading the check, then records reading either.
-        let mut records: BTreeSet<usize> = inner.deps.check_records.get(check).into_iter().flatten().copied().collect();
-        let scenarios: Vec<usize> = inner.deps.check_scenarios.get(check).cloned().unwrap_or_default();
+        let mut records: BTreeSet<usize> = inner
+            .deps
+            .check_records
+            .get(check)
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
+        let scenarios: Vec<usize> = inner
+            .deps
+            .check_scenarios
+            .get(check)
+            .cloned()
+            .unwrap_or_default();
         for si in scenarios {
             let spec = inner.compiled.scenarios[si].clone();
-            let last = inner.health.scenarios.get(&spec.name).copied().unwrap_or_default();
+            let last = inner
+                .health
+                .scenarios
+                .get(&spec.name)
+                .copied()
+                .unwrap_or_default();
             let health = &inner.health;
             let decision = scenario::decide(&spec, last, &|r| health.truth(r));
             inner.health.scenarios.insert(spec.name.clone(), decision);
@@ -376,9 +508,20 @@ impl Engine {
                     if decision.active { "active" } else { "passive" }
                 );
                 self.log(inner, EventKind::Scenario, spec.name.clone(), text);
-                records.extend(inner.deps.scenario_records.get(&spec.name).into_iter().flatten().copied());
+                records.extend(
+                    inner
+                        .deps
+                        .scenario_records
+                        .get(&spec.name)
+                        .into_iter()
+                        .flatten()
+                        .copied(),
+                );
             } else if decision.pending.is_some() && decision.pending != last.pending {
-                let text = format!("scenario {}: change waits for its verify condition", spec.name);
+                let text = format!(
+                    "scenario {}: change waits for its verify condition",
+                    spec.name
+                );
                 self.log(inner, EventKind::Scenario, spec.name.clone(), text);
             }
         }
@@ -391,14 +534,23 @@ impl Engine {
         let mut inner = self.lock();
         let key = (record.unwrap_or("*").to_string(), address.to_string());
         let known = inner.records.iter().any(|r| {
-            record.is_none_or(|l| l == r.label) && r.steering.addresses.iter().any(|a| a.display == address)
+            record.is_none_or(|l| l == r.label)
+                && r.steering.addresses.iter().any(|a| a.display == address)
         });
         if !known {
             return false;
         }
-        let changed = if drained { inner.health.drained_addresses.insert(key) } else { inner.health.drained_addresses.remove(&key) };
+        let changed = if drained {
+            inner.health.drained_addresses.insert(key)
+        } else {
+            inner.health.drained_addresses.remove(&key)
+        };
         if changed {
-            let text = format!("{} {address}{}", if drained { "drained" } else { "undrained" }, record.map_or(String::new(), |r| format!(" of {r}")));
+            let text = format!(
+                "{} {address}{}",
+                if drained { "drained" } else { "undrained" },
+                record.map_or(String::new(), |r| format!(" of {r}"))
+            );
             self.log(&mut inner, EventKind::Operator, address.to_string(), text);
             let all = (0..inner.records.len()).collect();
             self.reevaluate(&mut inner, all, |_| Operator::default());
@@ -412,9 +564,16 @@ impl Engine {
         if !inner.health.dc_names.iter().any(|d| d == dc) {
             return false;
         }
-        let changed = if drained { inner.health.drained_dcs.insert(dc.to_string()) } else { inner.health.drained_dcs.remove(dc) };
+        let changed = if drained {
+            inner.health.drained_dcs.insert(dc.to_string())
+        } else {
+            inner.health.drained_dcs.remove(dc)
+        };
         if changed {
-            let text = format!("datacenter {dc} {}", if drained { "drained" } else { "undrained" });
+            let text = format!(
+                "datacenter {dc} {}",
+                if drained { "drained" } else { "undrained" }
+            );
             self.log(&mut inner, EventKind::Operator, dc.to_string(), text);
             let all = (0..inner.records.len()).collect();
             self.reevaluate(&mut inner, all, |_| Operator::default());
@@ -425,20 +584,46 @@ impl Engine {
     /// Releases a DR hold kept by manual failback on one record.
     pub fn resume(&self, label: &str) -> bool {
         let mut inner = self.lock();
-        let Some(i) = inner.records.iter().position(|r| r.label == label) else { return false };
-        self.log(&mut inner, EventKind::Operator, label.to_string(), format!("{label}: failback resumed by an operator"));
-        self.reevaluate(&mut inner, BTreeSet::from([i]), |l| Operator { resume: l == label });
+        let Some(i) = inner.records.iter().position(|r| r.label == label) else {
+            return false;
+        };
+        self.log(
+            &mut inner,
+            EventKind::Operator,
+            label.to_string(),
+            format!("{label}: failback resumed by an operator"),
+        );
+        self.reevaluate(&mut inner, BTreeSet::from([i]), |l| Operator {
+            resume: l == label,
+        });
         true
     }
 
-    fn reevaluate(&self, inner: &mut Inner, which: BTreeSet<usize>, operator: impl Fn(&str) -> Operator) {
+    fn reevaluate(
+        &self,
+        inner: &mut Inner,
+        which: BTreeSet<usize>,
+        operator: impl Fn(&str) -> Operator,
+    ) {
         let snapshot = self.dns.snapshot.load();
         let mut events = Vec::new();
         {
-            let Inner { records, compiled, health, .. } = &mut *inner;
+            let Inner {
+                records,
+                compiled,
+                health,
+                ..
+            } = &mut *inner;
             for i in which {
                 let r = &mut records[i];
-                let eval = resolve::evaluate(&r.label, &r.steering, &compiled.datacenters, &*health, r.state.as_ref(), operator(&r.label));
+                let eval = resolve::evaluate(
+                    &r.label,
+                    &r.steering,
+                    &compiled.datacenters,
+                    &*health,
+                    r.state.as_ref(),
+                    operator(&r.label),
+                );
                 if eval.answers != r.answers {
                     let answer = steered_answer(&r.owner, r.ttl, &r.steering, &eval.answers);
                     snapshot.steered[i].answer.store(Arc::new(answer));
@@ -492,7 +677,12 @@ impl Engine {
     }
 
     pub fn compiled_check(&self, name: &str) -> Option<crate::model::compile::CheckSpec> {
-        self.lock().compiled.checks.iter().find(|c| c.name == name).cloned()
+        self.lock()
+            .compiled
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .cloned()
     }
 
     /// Events after `after_seq`, oldest first.
@@ -504,7 +694,13 @@ impl Engine {
                 .into_iter()
                 .filter_map(|(_, bytes)| serde_json::from_slice(&bytes).ok())
                 .collect(),
-            None => self.lock().events.iter().filter(|e| e.seq > after_seq).cloned().collect(),
+            None => self
+                .lock()
+                .events
+                .iter()
+                .filter(|e| e.seq > after_seq)
+                .cloned()
+                .collect(),
         }
     }
 
@@ -532,13 +728,18 @@ impl Engine {
         instances
             .iter()
             .map(|i| {
-                inner.health.checks.get(&i.check).map(|(_, s)| s.clone()).unwrap_or(CheckStatus {
-                    check: i.check.to_string(),
-                    state: CheckState::Preparing,
-                    reason: "no result yet".into(),
-                    since_ms: 0,
-                    restored: false,
-                })
+                inner
+                    .health
+                    .checks
+                    .get(&i.check)
+                    .map(|(_, s)| s.clone())
+                    .unwrap_or(CheckStatus {
+                        check: i.check.to_string(),
+                        state: CheckState::Preparing,
+                        reason: "no result yet".into(),
+                        since_ms: 0,
+                        restored: false,
+                    })
             })
             .collect()
     }
@@ -550,8 +751,17 @@ impl Engine {
             .scenarios
             .iter()
             .map(|s| {
-                let d = inner.health.scenarios.get(&s.name).copied().unwrap_or_default();
-                ScenarioStatus { scenario: s.name.clone(), active: d.active, pending: d.pending }
+                let d = inner
+                    .health
+                    .scenarios
+                    .get(&s.name)
+                    .copied()
+                    .unwrap_or_default();
+                ScenarioStatus {
+                    scenario: s.name.clone(),
+                    active: d.active,
+                    pending: d.pending,
+                }
             })
             .collect()
     }
@@ -583,7 +793,12 @@ impl Engine {
                 .collect();
             let mode = match &r.steering.mode {
                 ModeSpec::Standalone => "standalone".to_string(),
-                ModeSpec::DisasterRecovery { main, dr, condition, .. } => format!(
+                ModeSpec::DisasterRecovery {
+                    main,
+                    dr,
+                    condition,
+                    ..
+                } => format!(
                     "disaster-recovery (main {}, dr {}, condition {})",
                     dcs[*main].name,
                     dcs[*dr].name,
@@ -608,7 +823,12 @@ impl Engine {
                 (),
             )
         };
-        let switch_texts = [": DR is on", ": DR ended", ": Fail-safe records are on", ": No healthy records left"];
+        let switch_texts = [
+            ": DR is on",
+            ": DR ended",
+            ": Fail-safe records are on",
+            ": No healthy records left",
+        ];
         let mut switchovers: Vec<Event> = self
             .events()
             .into_iter()
@@ -616,14 +836,21 @@ impl Engine {
             .collect();
         let keep = switchovers.len().saturating_sub(10);
         switchovers.drain(..keep);
-        Some(Preview { switchovers, ..preview })
+        Some(Preview {
+            switchovers,
+            ..preview
+        })
     }
 }
 
 fn active_of(r: &Steered) -> Vec<String> {
     r.state
         .iter()
-        .flat_map(|s| s.active.iter().map(|&i| r.steering.addresses[i].display.clone()))
+        .flat_map(|s| {
+            s.active
+                .iter()
+                .map(|&i| r.steering.addresses[i].display.clone())
+        })
         .collect()
 }
 
@@ -639,15 +866,26 @@ fn state_text(s: CheckState) -> &'static str {
 /// `web@192.0.2.10` or `web` back into a check reference.
 pub fn parse_ref(text: &str) -> Option<CheckRef> {
     match text.split_once('@') {
-        Some((name, addr)) => Some(CheckRef { name: name.to_string(), address: Some(addr.parse().ok()?) }),
-        None => Some(CheckRef { name: text.to_string(), address: None }),
+        Some((name, addr)) => Some(CheckRef {
+            name: name.to_string(),
+            address: Some(addr.parse().ok()?),
+        }),
+        None => Some(CheckRef {
+            name: text.to_string(),
+            address: None,
+        }),
     }
 }
 
 fn deps(compiled: &Compiled, records: &[Steered]) -> Deps {
     let mut d = Deps::default();
     for (si, s) in compiled.scenarios.iter().enumerate() {
-        for r in s.condition.refs().into_iter().chain(s.verify.iter().flat_map(|v| v.refs())) {
+        for r in s
+            .condition
+            .refs()
+            .into_iter()
+            .chain(s.verify.iter().flat_map(|v| v.refs()))
+        {
             let list = d.check_scenarios.entry(r.clone()).or_default();
             if !list.contains(&si) {
                 list.push(si);
@@ -662,7 +900,11 @@ fn deps(compiled: &Compiled, records: &[Steered]) -> Deps {
                 Hc::Static | Hc::Disabled => {}
             }
         }
-        if let ModeSpec::DisasterRecovery { condition: DrCondition::Scenario(s), .. } = &r.steering.mode {
+        if let ModeSpec::DisasterRecovery {
+            condition: DrCondition::Scenario(s),
+            ..
+        } = &r.steering.mode
+        {
             d.scenario_records.entry(s.clone()).or_default().push(ri);
         }
     }

@@ -48,9 +48,18 @@ pub fn probe_spec(check: &CheckSpec) -> ProbeSpec {
             query_type: raw
                 .query_type
                 .as_deref()
-                .and_then(|t| t.to_ascii_uppercase().parse::<hickory_server::proto::rr::RecordType>().ok())
+                .and_then(|t| {
+                    t.to_ascii_uppercase()
+                        .parse::<hickory_server::proto::rr::RecordType>()
+                        .ok()
+                })
                 .map_or(1, u16::from),
-            expect_rcode: match raw.expect_rcode.as_deref().map(str::to_ascii_uppercase).as_deref() {
+            expect_rcode: match raw
+                .expect_rcode
+                .as_deref()
+                .map(str::to_ascii_uppercase)
+                .as_deref()
+            {
                 Some("FORMERR") => 1,
                 Some("SERVFAIL") => 2,
                 Some("NXDOMAIN") => 3,
@@ -66,11 +75,18 @@ pub fn probe_spec(check: &CheckSpec) -> ProbeSpec {
             tls: raw.tls.unwrap_or(false),
             tls_verify: verify,
         },
-        CheckType::Exec => ProbeKind::Exec { command: raw.command.clone() },
+        CheckType::Exec => ProbeKind::Exec {
+            command: raw.command.clone(),
+        },
         // Manual checks are never probed; a probe of one reports why.
-        CheckType::Manual => ProbeKind::Exec { command: Vec::new() },
+        CheckType::Manual => ProbeKind::Exec {
+            command: Vec::new(),
+        },
     };
-    ProbeSpec { kind, timeout: check.timeout }
+    ProbeSpec {
+        kind,
+        timeout: check.timeout,
+    }
 }
 
 /// Where an instance probes: its address, or the check's fixed target.
@@ -83,7 +99,12 @@ pub fn target_of(instance: &Instance) -> Target {
         },
         (None, None) => Host::Name(String::new()),
     };
-    let server_name = instance.spec.raw.host.clone().unwrap_or_else(|| instance.server_name.clone());
+    let server_name = instance
+        .spec
+        .raw
+        .host
+        .clone()
+        .unwrap_or_else(|| instance.server_name.clone());
     Target {
         host,
         port: instance.spec.port,

@@ -18,17 +18,27 @@ pub struct Decision {
 
 /// Re-decides a scenario from check truths (`None` = unknown). Returns the
 /// new decision; `active` differs from `last.active` when it switched.
-pub fn decide(spec: &ScenarioSpec, last: Decision, truth: &impl Fn(&CheckRef) -> Option<bool>) -> Decision {
+pub fn decide(
+    spec: &ScenarioSpec,
+    last: Decision,
+    truth: &impl Fn(&CheckRef) -> Option<bool>,
+) -> Decision {
     let wanted = spec.condition.eval(truth).unwrap_or(last.active);
     if wanted == last.active {
-        return Decision { active: last.active, pending: None };
+        return Decision {
+            active: last.active,
+            pending: None,
+        };
     }
     match &spec.verify {
         Some(verify) if verify.eval(truth) != Some(true) => Decision {
             active: last.active,
             pending: Some(wanted),
         },
-        _ => Decision { active: wanted, pending: None },
+        _ => Decision {
+            active: wanted,
+            pending: None,
+        },
     }
 }
 
@@ -48,17 +58,33 @@ mod tests {
     }
 
     fn truths(pairs: &[(&str, Option<bool>)]) -> impl Fn(&CheckRef) -> Option<bool> {
-        let map: HashMap<String, Option<bool>> = pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        let map: HashMap<String, Option<bool>> =
+            pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         move |r: &CheckRef| map.get(&r.to_string()).copied().flatten()
     }
 
     #[test]
     fn decisions_of_seed_000() {
         let passive = Decision::default();
-        let active = Decision { active: true, pending: None };
+        let active = Decision {
+            active: true,
+            pending: None,
+        };
         for (what, s, last, checks, expect) in [
-            ("a true condition activates", spec("a", None), passive, vec![("a", Some(true))], active),
-            ("a false condition deactivates", spec("a", None), active, vec![("a", Some(false))], passive),
+            (
+                "a true condition activates",
+                spec("a", None),
+                passive,
+                vec![("a", Some(true))],
+                active,
+            ),
+            (
+                "a false condition deactivates",
+                spec("a", None),
+                active,
+                vec![("a", Some(false))],
+                passive,
+            ),
             (
                 "Preparing/No Data the others do not decide: the scenario keeps its last decision",
                 spec("a AND b", None),
@@ -66,7 +92,13 @@ mod tests {
                 vec![("a", Some(true)), ("b", None)],
                 active,
             ),
-            ("initially passive while unknown", spec("a", None), passive, vec![("a", None)], passive),
+            (
+                "initially passive while unknown",
+                spec("a", None),
+                passive,
+                vec![("a", None)],
+                passive,
+            ),
             (
                 "an unknown check the others decide does not hold the decision",
                 spec("a OR b", None),
@@ -79,12 +111,18 @@ mod tests {
                 spec("a", Some("v")),
                 passive,
                 vec![("a", Some(true)), ("v", Some(false))],
-                Decision { active: false, pending: Some(true) },
+                Decision {
+                    active: false,
+                    pending: Some(true),
+                },
             ),
             (
                 "With Trigger: the change applies once verify is true",
                 spec("a", Some("v")),
-                Decision { active: false, pending: Some(true) },
+                Decision {
+                    active: false,
+                    pending: Some(true),
+                },
                 vec![("a", Some(true)), ("v", Some(true))],
                 active,
             ),
@@ -93,7 +131,10 @@ mod tests {
                 spec("a", Some("v")),
                 passive,
                 vec![("a", Some(true)), ("v", None)],
-                Decision { active: false, pending: Some(true) },
+                Decision {
+                    active: false,
+                    pending: Some(true),
+                },
             ),
             (
                 "UNLESS builds \"main data center unhealthy\" conditions",

@@ -1,8 +1,8 @@
 //! Runs the check instances of the current configuration.
 //!
 //! One task per instance. The first probe starts after a random offset
-//! within the interval, so a thousand checks with the same interval do not
-//! fire together; afterwards probes start on a fixed schedule, start to
+//! within the interval (at most one second, so a new address is decided
+//! quickly), so a thousand checks do not fire together; afterwards probes start on a fixed schedule, start to
 //! start, and a slow probe never stretches it: a probe is bounded by its
 //! timeout, which validation keeps within the interval, and a start that
 //! falls due while a probe still runs is skipped, never queued. A semaphore
@@ -25,10 +25,17 @@ use crate::{
 };
 
 /// Follows the engine's check instances until `cancel`.
-pub async fn run(engine: Arc<Engine>, prober: Arc<Prober>, datacenter: String, max_concurrent: usize, cancel: CancellationToken) {
+pub async fn run(
+    engine: Arc<Engine>,
+    prober: Arc<Prober>,
+    datacenter: String,
+    max_concurrent: usize,
+    cancel: CancellationToken,
+) {
     let mut instances = engine.instances();
     let permits = Arc::new(Semaphore::new(max_concurrent.max(1)));
-    let mut running: HashMap<String, (Instance, CancellationToken, JoinHandle<()>)> = HashMap::new();
+    let mut running: HashMap<String, (Instance, CancellationToken, JoinHandle<()>)> =
+        HashMap::new();
     loop {
         let wanted = instances.borrow_and_update().clone();
         let mut keep = HashMap::new();
@@ -52,12 +59,21 @@ pub async fn run(engine: Arc<Engine>, prober: Arc<Prober>, datacenter: String, m
                 engine.set_check(
                     &instance.check,
                     CheckState::NoData,
-                    &format!("runs in {}; no report from there", instance.spec.raw.run_on.as_deref().unwrap_or("?")),
+                    &format!(
+                        "runs in {}; no report from there",
+                        instance.spec.raw.run_on.as_deref().unwrap_or("?")
+                    ),
                 );
                 continue;
             }
             let token = cancel.child_token();
-            let task = tokio::spawn(probe_loop(engine.clone(), prober.clone(), permits.clone(), instance.clone(), token.clone()));
+            let task = tokio::spawn(probe_loop(
+                engine.clone(),
+                prober.clone(),
+                permits.clone(),
+                instance.clone(),
+                token.clone(),
+            ));
             keep.insert(key, (instance.clone(), token, task));
         }
         for (_, (_, token, _)) in running.drain() {
@@ -75,11 +91,18 @@ pub async fn run(engine: Arc<Engine>, prober: Arc<Prober>, datacenter: String, m
     }
 }
 
-async fn probe_loop(engine: Arc<Engine>, prober: Arc<Prober>, permits: Arc<Semaphore>, instance: Instance, cancel: CancellationToken) {
+async fn probe_loop(
+    engine: Arc<Engine>,
+    prober: Arc<Prober>,
+    permits: Arc<Semaphore>,
+    instance: Instance,
+    cancel: CancellationToken,
+) {
     let spec = probe_spec(&instance.spec);
     let target: Target = target_of(&instance);
     let interval = instance.spec.interval;
-    let offset = Duration::from_millis(fastrand::u64(0..interval.as_millis().max(1) as u64));
+    let spread = interval.min(Duration::from_secs(1));
+    let offset = Duration::from_millis(fastrand::u64(0..spread.as_millis().max(1) as u64));
     let mut next = Instant::now() + offset;
     loop {
         tokio::select! {
@@ -87,7 +110,9 @@ async fn probe_loop(engine: Arc<Engine>, prober: Arc<Prober>, permits: Arc<Semap
             _ = cancel.cancelled() => return,
         }
         let outcome = {
-            let Ok(_permit) = permits.acquire().await else { return };
+            let Ok(_permit) = permits.acquire().await else {
+                return;
+            };
             tokio::select! {
                 outcome = prober.probe(&spec, &target) => outcome,
                 _ = cancel.cancelled() => return,

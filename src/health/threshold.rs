@@ -39,11 +39,19 @@ impl Threshold {
 
     /// Records one probe result; returns the new state when it changed.
     pub fn record(&mut self, ok: bool, failures: u32, successes: u32) -> Option<CheckState> {
-        self.streak = if self.last_ok == Some(ok) { self.streak.saturating_add(1) } else { 1 };
+        self.streak = if self.last_ok == Some(ok) {
+            self.streak.saturating_add(1)
+        } else {
+            1
+        };
         self.last_ok = Some(ok);
         let next = if matches!(self.state, CheckState::Preparing | CheckState::NoData) {
             // A check with no decision is decided by its first result.
-            if ok { CheckState::Ok } else { CheckState::Error }
+            if ok {
+                CheckState::Ok
+            } else {
+                CheckState::Error
+            }
         } else if ok && self.streak >= successes {
             CheckState::Ok
         } else if !ok && self.streak >= failures {
@@ -79,8 +87,18 @@ mod tests {
     #[test]
     fn thresholds_of_spec_and_seed_000() {
         for (what, start, results, expect) in [
-            ("a new check is decided by its first result (ok)", Threshold::default(), vec![true], vec![Ok]),
-            ("a new check is decided by its first result (error)", Threshold::default(), vec![false], vec![Error]),
+            (
+                "a new check is decided by its first result (ok)",
+                Threshold::default(),
+                vec![true],
+                vec![Ok],
+            ),
+            (
+                "a new check is decided by its first result (error)",
+                Threshold::default(),
+                vec![false],
+                vec![Error],
+            ),
             (
                 "after Required Failures (3) consecutive failures it becomes Error",
                 Threshold::default(),

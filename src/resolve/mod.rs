@@ -166,7 +166,9 @@ pub fn evaluate(
         .enumerate()
         .map(|(i, a)| {
             let dc_up = a.dc.is_none_or(|dc| health.datacenter_up(dc));
-            dc_up && !health.drained(label, a) && address_healthy(a, health, prev.and_then(|p| p.healthy.get(i).copied()))
+            dc_up
+                && !health.drained(label, a)
+                && address_healthy(a, health, prev.and_then(|p| p.healthy.get(i).copied()))
         })
         .collect();
     let usable = |i: usize| healthy[i];

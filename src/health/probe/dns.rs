@@ -31,7 +31,9 @@ pub(crate) fn rcode_name(rcode: u16) -> String {
 
 /// Compares presentation forms, ignoring case and a final dot.
 fn same_rdata(a: &str, b: &str) -> bool {
-    a.trim().trim_end_matches('.').eq_ignore_ascii_case(b.trim().trim_end_matches('.'))
+    a.trim()
+        .trim_end_matches('.')
+        .eq_ignore_ascii_case(b.trim().trim_end_matches('.'))
 }
 
 pub(crate) async fn probe(

@@ -31,7 +31,12 @@ pub(crate) async fn probe(target: &Target, command: &[String]) -> ProbeResult {
         return Ok("exit 0".to_string());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let mut first_line = stderr.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").to_string();
+    let mut first_line = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string();
     if first_line.chars().count() > 200 {
         first_line = first_line.chars().take(200).collect::<String>() + "…";
     }

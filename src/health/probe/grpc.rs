@@ -70,7 +70,9 @@ pub(crate) fn decode_status(msg: &[u8]) -> Result<u64, String> {
             1 => pos += 8,
             2 => {
                 let len = get_varint(msg, &mut pos).ok_or_else(bad)?;
-                pos = pos.checked_add(usize::try_from(len).map_err(|_| bad())?).ok_or_else(bad)?;
+                pos = pos
+                    .checked_add(usize::try_from(len).map_err(|_| bad())?)
+                    .ok_or_else(bad)?;
             }
             5 => pos += 4,
             _ => return Err(bad()),
@@ -217,7 +219,10 @@ mod tests {
     #[test]
     fn encode_decode() {
         assert_eq!(&encode_request("")[..], &[0, 0, 0, 0, 0]);
-        assert_eq!(&encode_request("ab")[..], &[0, 0, 0, 0, 4, 0x0a, 2, b'a', b'b']);
+        assert_eq!(
+            &encode_request("ab")[..],
+            &[0, 0, 0, 0, 4, 0x0a, 2, b'a', b'b']
+        );
         assert_eq!(decode_status(&[0x08, 0x01]), Ok(1));
         assert_eq!(decode_status(&[]), Ok(0));
         assert_eq!(decode_status(&[0x12, 0x01, b'x', 0x08, 0x02]), Ok(2));

@@ -81,7 +81,10 @@ where
             let guard = AbortOnDrop(tokio::spawn(async move {
                 let _ = conn.await;
             }));
-            let resp = sender.send_request(req).await.map_err(|e| hyper_error(&e))?;
+            let resp = sender
+                .send_request(req)
+                .await
+                .map_err(|e| hyper_error(&e))?;
             Ok((resp, guard))
         }
         HttpVersion::Http2 => {
@@ -92,7 +95,10 @@ where
             let guard = AbortOnDrop(tokio::spawn(async move {
                 let _ = conn.await;
             }));
-            let resp = sender.send_request(req).await.map_err(|e| hyper_error(&e))?;
+            let resp = sender
+                .send_request(req)
+                .await
+                .map_err(|e| hyper_error(&e))?;
             Ok((resp, guard))
         }
     }

@@ -57,8 +57,7 @@ fn echo_request(v6: bool, id: u16, seq: u16, payload: &[u8]) -> Vec<u8> {
 }
 
 fn is_permission(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::PermissionDenied
-        || matches!(e.raw_os_error(), Some(1) | Some(13)) // EPERM, EACCES
+    e.kind() == io::ErrorKind::PermissionDenied || matches!(e.raw_os_error(), Some(1) | Some(13)) // EPERM, EACCES
 }
 
 /// Opens an ICMP socket: datagram first, raw as fallback. Returns the
@@ -76,7 +75,11 @@ fn open(v6: bool) -> Result<(Socket, bool), String> {
     match Socket::new(domain, Type::RAW, Some(proto)) {
         Ok(s) => Ok((s, true)),
         Err(e) => {
-            let shown = if is_permission(&dgram_err) { &dgram_err } else { &e };
+            let shown = if is_permission(&dgram_err) {
+                &dgram_err
+            } else {
+                &e
+            };
             if is_permission(&e) || is_permission(&dgram_err) {
                 Err(format!(
                     "ICMP not permitted here (needs CAP_NET_RAW or net.ipv4.ping_group_range): {shown}"
@@ -93,7 +96,9 @@ fn is_our_reply(data: &[u8], v6: bool, raw: bool, id: u16, seq: u16, payload: &[
     let mut icmp = data;
     if raw && !v6 {
         // Raw IPv4 sockets deliver the IP header too.
-        let Some(&first) = data.first() else { return false };
+        let Some(&first) = data.first() else {
+            return false;
+        };
         let ihl = usize::from(first & 0x0f) * 4;
         if first >> 4 != 4 || data.len() < ihl {
             return false;
@@ -138,9 +143,7 @@ pub(crate) async fn probe(target: &Target) -> ProbeResult {
     let pkt = echo_request(v6, id, seq, &payload);
     socket.send(&pkt).await.map_err(|e| {
         if is_permission(&e) {
-            format!(
-                "ICMP not permitted here (needs CAP_NET_RAW or net.ipv4.ping_group_range): {e}"
-            )
+            format!("ICMP not permitted here (needs CAP_NET_RAW or net.ipv4.ping_group_range): {e}")
         } else {
             connect_error(&e)
         }

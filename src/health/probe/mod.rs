@@ -248,8 +248,7 @@ impl Prober {
     /// connection, handshake, exchange) is bounded by `spec.timeout`.
     pub async fn probe(&self, spec: &ProbeSpec, target: &Target) -> Outcome {
         let start = Instant::now();
-        let result = match tokio::time::timeout(spec.timeout, self.run(&spec.kind, target)).await
-        {
+        let result = match tokio::time::timeout(spec.timeout, self.run(&spec.kind, target)).await {
             Ok(result) => result,
             Err(_) => Err(format!("timeout after {} ms", spec.timeout.as_millis())),
         };
@@ -292,9 +291,7 @@ impl Prober {
                 send,
                 expect,
                 proxy_protocol,
-            } => {
-                tcp::probe_tcp(target, send.as_deref(), expect.as_deref(), *proxy_protocol).await
-            }
+            } => tcp::probe_tcp(target, send.as_deref(), expect.as_deref(), *proxy_protocol).await,
             ProbeKind::Tls {
                 send,
                 expect,
@@ -362,7 +359,11 @@ pub(crate) async fn resolve(target: &Target) -> Result<Vec<SocketAddr>, String> 
         Host::Name(name) if name.trim().is_empty() => Err("no target address".to_string()),
         Host::Name(name) => {
             // An IP literal given as a name needs no resolver.
-            if let Ok(ip) = name.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+            if let Ok(ip) = name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+            {
                 return Ok(vec![SocketAddr::new(ip, target.port)]);
             }
             match tokio::net::lookup_host((name.as_str(), target.port)).await {

@@ -32,7 +32,10 @@ pub(crate) fn proxy_v1_header(local: SocketAddr, peer: SocketAddr) -> String {
 }
 
 /// Connects to the target and, if asked, writes the PROXY v1 header.
-pub(crate) async fn connect_proxied(target: &Target, proxy_protocol: bool) -> Result<TcpStream, String> {
+pub(crate) async fn connect_proxied(
+    target: &Target,
+    proxy_protocol: bool,
+) -> Result<TcpStream, String> {
     let mut stream = connect(target).await?;
     if proxy_protocol {
         let (local, peer) = match (stream.local_addr(), stream.peer_addr()) {
@@ -73,7 +76,10 @@ fn handshake_error(name: &str, e: &std::io::Error) -> String {
     if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
         return match inner {
             rustls::Error::InvalidCertificate(cert) => {
-                format!("certificate not valid for {name}: {}", short_cert_error(cert))
+                format!(
+                    "certificate not valid for {name}: {}",
+                    short_cert_error(cert)
+                )
             }
             other => format!("TLS handshake failed: {other}"),
         };
@@ -82,9 +88,7 @@ fn handshake_error(name: &str, e: &std::io::Error) -> String {
         std::io::ErrorKind::UnexpectedEof => {
             "TLS handshake failed: connection closed by peer".to_string()
         }
-        std::io::ErrorKind::ConnectionReset => {
-            "TLS handshake failed: connection reset".to_string()
-        }
+        std::io::ErrorKind::ConnectionReset => "TLS handshake failed: connection reset".to_string(),
         _ => format!("TLS handshake failed: {e}"),
     }
 }
@@ -100,8 +104,8 @@ pub(crate) async fn tls_handshake(
 ) -> Result<TlsStream<TcpStream>, String> {
     let config = prober.tls_config(verify, alpn)?;
     let name = tls_name(target);
-    let server_name = ServerName::try_from(name.clone())
-        .map_err(|_| format!("invalid TLS name {name}"))?;
+    let server_name =
+        ServerName::try_from(name.clone()).map_err(|_| format!("invalid TLS name {name}"))?;
     tokio_rustls::TlsConnector::from(config)
         .connect(server_name, stream)
         .await
@@ -183,12 +187,21 @@ mod tests {
     fn proxy_header_v4_and_v6() {
         let l: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let p: SocketAddr = "127.0.0.2:80".parse().unwrap();
-        assert_eq!(proxy_v1_header(l, p), "PROXY TCP4 127.0.0.1 127.0.0.2 40000 80\r\n");
+        assert_eq!(
+            proxy_v1_header(l, p),
+            "PROXY TCP4 127.0.0.1 127.0.0.2 40000 80\r\n"
+        );
         let l: SocketAddr = "[::1]:40000".parse().unwrap();
         let p: SocketAddr = "[2001:db8::1]:443".parse().unwrap();
-        assert_eq!(proxy_v1_header(l, p), "PROXY TCP6 ::1 2001:db8::1 40000 443\r\n");
+        assert_eq!(
+            proxy_v1_header(l, p),
+            "PROXY TCP6 ::1 2001:db8::1 40000 443\r\n"
+        );
         let l: SocketAddr = "[::ffff:127.0.0.1]:1".parse().unwrap();
         let p: SocketAddr = "[::ffff:127.0.0.1]:2".parse().unwrap();
-        assert_eq!(proxy_v1_header(l, p), "PROXY TCP4 127.0.0.1 127.0.0.1 1 2\r\n");
+        assert_eq!(
+            proxy_v1_header(l, p),
+            "PROXY TCP4 127.0.0.1 127.0.0.1 1 2\r\n"
+        );
     }
 }

@@ -1,0 +1,346 @@
+//! Health checks drive the answers: real backends on loopback go down and
+//! up, and the DNS answers, statuses and events follow (seeds 000, 001).
+
+use std::{net::SocketAddr, time::Duration};
+
+use hickory_server::proto::rr::RecordType;
+
+use crate::{backends::*, support::*};
+
+/// Polls until `f` holds, for at most 15 s.
+async fn until<F: std::future::Future<Output = bool>>(what: &str, mut f: impl FnMut() -> F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !f().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn sorted_answers(d: &TestDevice, name: &str) -> Vec<String> {
+    let mut a = answers(&udp(d.v4(), &query(name, RecordType::A)).await);
+    a.sort();
+    a
+}
+
+fn texts(d: &TestDevice) -> Vec<String> {
+    d.device
+        .engine
+        .events()
+        .into_iter()
+        .map(|e| e.text)
+        .collect()
+}
+
+fn status_of(d: &TestDevice, record: &str) -> String {
+    d.device
+        .engine
+        .status()
+        .into_iter()
+        .find(|r| r.record == record)
+        .and_then(|r| r.status)
+        .map(|s| s.to_string())
+        .unwrap_or_default()
+}
+
+fn config(port: u16, interval: &str, extra: &str) -> String {
+    format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "web"
+type = "http"
+port = {port}
+path = "/health"
+expect_body = "ok"
+interval = "{interval}"
+timeout = "80ms"
+failures = 2
+successes = 2
+
+[[scenario]]
+name = "dc1-down"
+condition = "NOT (web@127.0.0.2 OR web@127.0.0.3)"
+
+{extra}
+
+[[domain]]
+name = "example.test"
+main_dc = "dc1"
+dr_dc = "dc2"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+fail_safe = ["192.0.2.250"]
+addresses = [
+  {{ ip = "127.0.0.2", hc = "check:web" }},
+  {{ ip = "127.0.0.3", hc = "check:web" }},
+]
+
+[[domain.record]]
+name = "plain"
+type = "A"
+addresses = [{{ ip = "127.0.0.2", hc = "check:web" }}]
+
+[[domain.record]]
+name = "dr"
+type = "A"
+mode = "disaster-recovery"
+dr_condition = "scenario:dc1-down"
+addresses = [
+  {{ ip = "127.0.0.2", dc = "dc1", hc = "check:web" }},
+  {{ ip = "127.0.0.3", dc = "dc1", hc = "check:web" }},
+  {{ ip = "198.51.100.10", dc = "dc2" }},
+]
+"#
+    )
+}
+
+/// Two HTTP backends on 127.0.0.2 and 127.0.0.3, on the same port.
+async fn two_backends() -> (HttpBackend, HttpBackend) {
+    let a = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
+    let b =
+        HttpBackend::start_at(SocketAddr::new("127.0.0.3".parse().unwrap(), a.addr.port())).await;
+    (a, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_statuses_and_events_follow_real_backends() {
+    let (mut a, mut b) = two_backends().await;
+    let d = TestDevice::start(&config(a.addr.port(), "100ms", "")).await;
+
+    until("both addresses healthy", || async {
+        sorted_answers(&d, "www.example.test.").await == ["127.0.0.2", "127.0.0.3"]
+    })
+    .await;
+    assert_eq!(status_of(&d, "www.example.test/A"), "OK");
+    assert_eq!(
+        sorted_answers(&d, "dr.example.test.").await,
+        ["127.0.0.2", "127.0.0.3"],
+        "Main answers"
+    );
+
+    // One backend down: the record is answered by the other, Partially OK; no DR.
+    a.stop().await;
+    until("127.0.0.2 leaves", || async {
+        sorted_answers(&d, "www.example.test.").await == ["127.0.0.3"]
+    })
+    .await;
+    assert_eq!(
+        status_of(&d, "www.example.test/A"),
+        "Partially OK (a record is down)"
+    );
+    assert!(texts(&d).contains(&"www.example.test/A: 127.0.0.2 is disabled".to_string()));
+    assert_eq!(
+        sorted_answers(&d, "dr.example.test.").await,
+        ["127.0.0.3"],
+        "a partial Main failure never switches"
+    );
+    let reason = d
+        .device
+        .engine
+        .checks()
+        .into_iter()
+        .find(|c| c.check == "web@127.0.0.2")
+        .unwrap()
+        .reason;
+    assert_eq!(reason, "connect refused");
+
+    // Both down: fail-safe, no healthy records, DR on.
+    b.stop().await;
+    until("fail-safe", || async {
+        sorted_answers(&d, "www.example.test.").await == ["192.0.2.250"]
+    })
+    .await;
+    assert_eq!(status_of(&d, "www.example.test/A"), "Fail-safe");
+    until("DR on", || async {
+        sorted_answers(&d, "dr.example.test.").await == ["198.51.100.10"]
+    })
+    .await;
+    assert_eq!(status_of(&d, "dr.example.test/A"), "DR");
+    until("plain empty", || async {
+        sorted_answers(&d, "plain.example.test.").await.is_empty()
+    })
+    .await;
+    assert_eq!(status_of(&d, "plain.example.test/A"), "No healthy records");
+    let t = texts(&d);
+    for expected in [
+        "www.example.test/A: Fail-safe records are on",
+        "plain.example.test/A: No healthy records left",
+        "dr.example.test/A: DR is on",
+        "scenario dc1-down: passive → active",
+    ] {
+        assert!(
+            t.contains(&expected.to_string()),
+            "missing {expected:?} in {t:#?}"
+        );
+    }
+    assert!(
+        t.iter()
+            .any(|e| e.starts_with("check web@127.0.0.3: OK → Error (")),
+        "{t:#?}"
+    );
+
+    // A wrong body is a failure with its reason.
+    b.restart().await;
+    b.set_body("maintenance");
+    until("body reason", || async {
+        d.device
+            .engine
+            .checks()
+            .into_iter()
+            .any(|c| c.check == "web@127.0.0.3" && c.reason == "body did not contain \"ok\"")
+    })
+    .await;
+
+    // Back up: DR ends at the first evaluation where the condition clears.
+    a.restart().await;
+    until("127.0.0.2 back", || async {
+        sorted_answers(&d, "www.example.test.").await == ["127.0.0.2"]
+    })
+    .await;
+    until("Main again", || async {
+        sorted_answers(&d, "dr.example.test.").await == ["127.0.0.2"]
+    })
+    .await;
+    assert!(texts(&d).contains(&"dr.example.test/A: DR ended".to_string()));
+    assert!(texts(&d).contains(&"www.example.test/A: 127.0.0.2 is enabled".to_string()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenario_keeps_its_decision_while_a_check_is_unknown() {
+    let (mut a, _b) = two_backends().await;
+    // `remote` runs only in dc2: on this dc1 device it is No Data.
+    let extra = r#"
+[[check]]
+name = "remote"
+type = "tcp"
+target = "127.0.0.9"
+run_on = "dc2"
+
+[[scenario]]
+name = "web-or-remote"
+condition = "web@127.0.0.2 OR remote"
+
+[[domain]]
+name = "keep.test"
+nameservers = ["ns1.keep.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.1", hc = "scenario:web-or-remote" }]
+"#;
+    let d = TestDevice::start(&config(a.addr.port(), "100ms", extra)).await;
+    until("scenario active", || async {
+        sorted_answers(&d, "www.keep.test.").await == ["192.0.2.1"]
+    })
+    .await;
+    let remote = d
+        .device
+        .engine
+        .checks()
+        .into_iter()
+        .find(|c| c.check == "remote")
+        .unwrap();
+    assert_eq!(serde_json::to_value(remote.state).unwrap(), "No Data");
+
+    a.stop().await;
+    until("web Error", || async {
+        d.device.engine.checks().into_iter().any(|c| {
+            c.check == "web@127.0.0.2" && serde_json::to_value(c.state).unwrap() == "Error"
+        })
+    })
+    .await;
+    // web is Error, remote unknown: the condition is unknown, so the scenario stays active.
+    assert_eq!(sorted_answers(&d, "www.keep.test.").await, ["192.0.2.1"]);
+    assert!(
+        d.device
+            .engine
+            .scenarios()
+            .iter()
+            .any(|s| s.scenario == "web-or-remote" && s.active)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_starts_from_the_last_decisions() {
+    let (mut a, mut b) = two_backends().await;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(a.addr.port(), "5s", "");
+    let d = TestDevice::start_in(&cfg, dir.path()).await;
+    until("both healthy", || async {
+        sorted_answers(&d, "www.example.test.").await == ["127.0.0.2", "127.0.0.3"]
+    })
+    .await;
+    d.device.stop().await;
+
+    // The backends are gone, but the restarted device answers from its last
+    // decisions until probes cross the thresholds: no flap on restart.
+    a.stop().await;
+    b.stop().await;
+    let again = TestDevice::start_in(&cfg, dir.path()).await;
+    assert_eq!(
+        sorted_answers(&again, "www.example.test.").await,
+        ["127.0.0.2", "127.0.0.3"]
+    );
+    let restored = again.device.engine.checks();
+    assert!(
+        restored
+            .iter()
+            .all(|c| c.restored && serde_json::to_value(c.state).unwrap() == "OK"),
+        "{restored:?}"
+    );
+    again.device.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_checks_stop_probing_and_new_ones_start() {
+    let a = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
+    let d = TestDevice::start(&config(a.addr.port(), "100ms", "")).await;
+    a.state.requests.wait_len(3).await;
+
+    let without = r#"
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.1" }]
+"#;
+    d.device
+        .engine
+        .apply(2, gtm::model::parse(without).unwrap())
+        .unwrap();
+    assert!(d.device.engine.instances().borrow().is_empty());
+    // A probe already under way may finish; none starts after it.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let settled = a.state.requests.len();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        a.state.requests.len(),
+        settled,
+        "no probe for a deleted check"
+    );
+
+    // Putting the check back starts it again.
+    d.device
+        .engine
+        .apply(
+            3,
+            gtm::model::parse(&config(a.addr.port(), "100ms", "")).unwrap(),
+        )
+        .unwrap();
+    a.state.requests.wait_len(settled + 2).await;
+}
