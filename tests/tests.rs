@@ -10,4 +10,5 @@ mod differential;
 mod dns;
 mod geo;
 mod health;
+mod operator;
 mod probes;

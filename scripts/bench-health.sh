@@ -1,0 +1,658 @@
+#!/usr/bin/env bash
+# bench-health.sh - DNS latency of gtm with and without a large health-check load.
+#
+# Issue: "10,000 checks at a 1 s interval against local targets on one device
+# while dnsperf measures DNS; report probe CPU and DNS latency with and
+# without the probe load (target: DNS p99 within 2x of idle, no loss)."
+#
+# Method: gtm runs with one UDP worker, pinned to CPU 0 (`taskset -c 0`).
+# dnsperf is pinned to CPU 1 and sends static.bench.test A at a fixed rate
+# (`-Q`, default 20,000 q/s, well below saturation) so that its latency is
+# service latency, not queueing.  dnsperf 2.10 prints no percentiles, so it
+# runs with -v (one line per answered query, latency in µs resolution) and
+# the script computes p50 / p99 / p99.9 from those lines.  The probe target
+# is a TCP listener on 127.0.0.1:TARGET_PORT that accepts and closes (python3,
+# blocking accept loop, backlog 4096), pinned to CPU 1 with dnsperf, i.e. on
+# the "rest of the world" side, so gtm has CPU 0 to itself.  It counts the
+# connections it accepted, which gives the probe rate actually achieved.
+#
+# Two modes, same zone in both:
+#   idle    gtm with zone bench.test (static A 192.0.2.1, steered A with a
+#           scenario-free address) and no checks;
+#   loaded  the same plus --checks fixed-target TCP checks (t00001...) at a
+#           1 s interval, timeout 500 ms, against the local target, and
+#           scenario s1 = "t00001 AND t00002" steering steered.bench.test.
+# After applying the loaded configuration the script waits (bounded) until
+# >= 99 % of the checks are decided (not Preparing), then measures.  A 5 s
+# dnsperf warm-up precedes the first measured run.  With --runs N the modes
+# alternate idle,loaded / loaded,idle / ... (ABBA), switching the
+# configuration only when the mode changes.  For every run: q/s, lost, DNS
+# p50/p99/p99.9 (ms), gtm CPU % of one core (utime+stime from /proc/PID/stat
+# over the run: DNS plus probing, so loaded minus idle is the probe cost),
+# probes/s accepted by the target, target CPU %, TCP listen overflows
+# (system-wide TcpExtListenOverflows delta; must be 0, else the target did
+# not keep up) and check states (OK / Error / other) at the end of the run.
+#
+# Usage: scripts/bench-health.sh [--duration N] [--runs N] [--rate QPS]
+#                                [--checks N] [--settle N] [--no-build]
+#                                [--docs FILE | --no-docs] [--keep-tmp]
+#   --duration N  seconds per measured dnsperf run (default 15)
+#   --runs N      measured runs per mode (default 2; ABBA order)
+#   --rate QPS    dnsperf -Q rate limit in queries/s (default 20000)
+#   --checks N    number of fixed-target checks in the loaded mode (default 10000)
+#   --settle N    at most N seconds to wait for >= 99 % of checks decided (default 120)
+#   --no-build    skip `cargo build --release` (the gtm binary must exist)
+#   --docs FILE   where to write the results (default docs/performance.md,
+#                 between <!-- bench-health:begin --> and <!-- bench-health:end -->)
+#   --no-docs     print the table only
+#   --keep-tmp    keep the temporary directory (configs, logs, dnsperf output)
+# Environment: GTM_BIN (default $CARGO_TARGET_DIR/release/gtm, else
+#   target/release/gtm), GTM_PORT=15353, GTM_API_PORT=15380,
+#   TARGET_PORT=15390, RUST_LOG for gtm (default warn).  Needs 2+ CPUs;
+#   installs dnsperf, dnsutils, python3 with apt-get when missing (root or
+#   passwordless sudo).
+#
+# Only loopback addresses are ever contacted.  The script stops only the
+# processes it started, by PID, and removes its temporary directory on exit.
+
+set -euo pipefail
+
+# ---------------------------------------------------------------------------
+# Locations and defaults
+# ---------------------------------------------------------------------------
+SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
+# The command line as typed, recorded in the report.
+INVOCATION="scripts/$(basename -- "${BASH_SOURCE[0]}")"
+for arg in "$@"; do
+    if [[ $arg =~ ^[A-Za-z0-9_./,=:@+-]+$ ]]; then INVOCATION+=" $arg"; else INVOCATION+=" $(printf '%q' "$arg")"; fi
+done
+
+DURATION=15            # seconds per measured run
+RUNS=2                 # measured runs per mode
+WARMUP=5               # seconds of warm-up, not recorded
+RATE=20000             # dnsperf -Q
+NCHECKS=10000          # checks in the loaded mode
+SETTLE=120             # max seconds to wait for checks to be decided
+DECIDED_PCT=99         # share of checks that must be decided before measuring
+BUILD=1
+DOCS_FILE="$REPO_ROOT/docs/performance.md"
+KEEP_TMP=0
+
+ADDR=127.0.0.1
+GTM_PORT=${GTM_PORT:-15353}
+GTM_API_PORT=${GTM_API_PORT:-15380}
+TARGET_PORT=${TARGET_PORT:-15390}
+if [[ -n ${CARGO_TARGET_DIR:-} ]]; then
+    GTM_BIN=${GTM_BIN:-$CARGO_TARGET_DIR/release/gtm}
+else
+    GTM_BIN=${GTM_BIN:-$REPO_ROOT/target/release/gtm}
+fi
+
+SERVER_CPU=0           # gtm
+CLIENT_CPU=1           # dnsperf and the probe target
+CLIENTS=8              # dnsperf -c
+OUTSTANDING=100        # dnsperf -q (the -Q rate keeps the real number low)
+START_TIMEOUT=30
+CHECK_INTERVAL=1s
+CHECK_TIMEOUT=500ms
+STATIC_ADDR=192.0.2.1
+STEERED_SCN_ADDR=192.0.2.10   # hc = scenario:s1 in the loaded mode
+STEERED_STATIC_ADDR=192.0.2.11
+
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+usage() {
+    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+    exit "${1:-0}"
+}
+
+log() { printf '[bench-health %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+while (($#)); do
+    case $1 in
+        --duration) DURATION=${2:?--duration needs a value}; shift 2 ;;
+        --duration=*) DURATION=${1#*=}; shift ;;
+        --runs) RUNS=${2:?--runs needs a value}; shift 2 ;;
+        --runs=*) RUNS=${1#*=}; shift ;;
+        --rate) RATE=${2:?--rate needs a value}; shift 2 ;;
+        --rate=*) RATE=${1#*=}; shift ;;
+        --checks) NCHECKS=${2:?--checks needs a value}; shift 2 ;;
+        --checks=*) NCHECKS=${1#*=}; shift ;;
+        --settle) SETTLE=${2:?--settle needs a value}; shift 2 ;;
+        --settle=*) SETTLE=${1#*=}; shift ;;
+        --no-build) BUILD=0; shift ;;
+        --docs) DOCS_FILE=${2:?--docs needs a value}; shift 2 ;;
+        --docs=*) DOCS_FILE=${1#*=}; shift ;;
+        --no-docs) DOCS_FILE=""; shift ;;
+        --keep-tmp) KEEP_TMP=1; shift ;;
+        -h|--help) usage 0 ;;
+        *) log "unknown argument: $1"; usage 2 ;;
+    esac
+done
+
+in_range() { # option value lo hi
+    if ! is_uint "$2" || (($2 < $3 || $2 > $4)); then die "$1 must be $3..$4"; fi
+}
+in_range --duration "$DURATION" 1 600
+in_range --runs "$RUNS" 1 20
+in_range --rate "$RATE" 100 1000000
+in_range --checks "$NCHECKS" 2 99999
+in_range --settle "$SETTLE" 1 1800
+
+# ---------------------------------------------------------------------------
+# Cleanup: kill only the PIDs this script started, then remove the temp dir.
+# ---------------------------------------------------------------------------
+tree_pids() { # pid -> pid and all descendants
+    local -a queue=("$1") kids
+    local p
+    while ((${#queue[@]})); do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        echo "$p"
+        mapfile -t kids < <(cat /proc/"$p"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . || true)
+        queue+=("${kids[@]}")
+    done
+}
+
+STARTED_PIDS=()
+CLIENT_PID=""
+TMP=""
+
+cleanup() {
+    local rc=$? pid i
+    trap - EXIT INT TERM
+    if [[ -n $CLIENT_PID ]]; then
+        kill -TERM "$CLIENT_PID" 2>/dev/null || true
+        wait "$CLIENT_PID" 2>/dev/null || true
+    fi
+    local -a tree=()
+    for pid in "${STARTED_PIDS[@]}"; do
+        mapfile -t -O "${#tree[@]}" tree < <(tree_pids "$pid")
+    done
+    for pid in "${STARTED_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${tree[@]}"; do
+        for ((i = 0; i < 50; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$pid" 2>/dev/null; then
+            log "PID $pid did not exit on SIGTERM; sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+    done
+    for pid in "${STARTED_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [[ -n $TMP && -d $TMP ]]; then
+        if ((KEEP_TMP)); then
+            log "keeping temporary directory $TMP"
+        else
+            rm -rf -- "$TMP"
+        fi
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------
+# 1. Tools: install what is missing (Debian/Ubuntu, non-interactive).
+# ---------------------------------------------------------------------------
+install_missing() {
+    local -A pkg_for=(
+        [dnsperf]=dnsperf [dig]=dnsutils [taskset]=util-linux
+        [getconf]=libc-bin [python3]=python3-minimal [ss]=iproute2
+    )
+    local -a missing=() sudo=()
+    local cmd
+    for cmd in "${!pkg_for[@]}"; do
+        command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
+    done
+    ((${#missing[@]})) || return 0
+    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+    command -v apt-get >/dev/null 2>&1 \
+        || die "missing packages (${missing[*]}) and no apt-get to install them"
+    if ((EUID != 0)); then
+        command -v sudo >/dev/null 2>&1 || die "need root or sudo to install: ${missing[*]}"
+        sudo=(sudo -n)
+    fi
+    log "installing: ${missing[*]}"
+    timeout 600 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+        || die "apt-get update failed"
+    timeout 900 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+        "${missing[@]}" >&2 || die "apt-get install failed"
+}
+install_missing
+
+if ((BUILD)); then
+    log "building gtm (cargo build --release${CARGO_TARGET_DIR:+, CARGO_TARGET_DIR=$CARGO_TARGET_DIR})"
+    (cd "$REPO_ROOT" && timeout 3600 cargo build --release) || die "cargo build failed"
+fi
+[[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
+
+NCPU=$(nproc)
+((NCPU >= 2)) || die "need at least 2 CPUs (gtm on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU); have $NCPU"
+CLK_TCK=$(getconf CLK_TCK)
+
+# Probes use one ephemeral port each; with fewer ports than probes in flight
+# per TIME_WAIT period connects can fail for reasons unrelated to gtm.
+read -r port_lo port_hi </proc/sys/net/ipv4/ip_local_port_range
+TW_REUSE=$(cat /proc/sys/net/ipv4/tcp_tw_reuse 2>/dev/null || echo "?")
+NOFILE=$(ulimit -n)
+log "ephemeral ports $port_lo-$port_hi, tcp_tw_reuse=$TW_REUSE, open files limit $NOFILE"
+
+port_busy() { # proto port; waits up to 5 s for a port that is being released
+    local flag=-lun i
+    [[ $1 == tcp ]] && flag=-ltn
+    for ((i = 0; i < 25; i++)); do
+        ss -H "$flag" "sport = :$2" 2>/dev/null | grep -q . || return 1
+        sleep 0.2
+    done
+    return 0
+}
+port_busy udp "$GTM_PORT" && die "UDP port $GTM_PORT on loopback is already in use"
+port_busy tcp "$GTM_API_PORT" && die "TCP port $GTM_API_PORT on loopback is already in use"
+port_busy tcp "$TARGET_PORT" && die "TCP port $TARGET_PORT on loopback is already in use"
+
+# ---------------------------------------------------------------------------
+# 2. Temporary directory and configurations.
+# ---------------------------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-health.XXXXXX")
+chmod 755 "$TMP"
+log "working in $TMP"
+
+for ((i = 0; i < 100; i++)); do echo "static.bench.test A"; done >"$TMP/q-static.txt"
+
+mkdir -p "$TMP/gtm-data"
+cat >"$TMP/gtm-node.toml" <<EOF
+name = "bench"
+datacenter = "dc1"
+data_dir = "$TMP/gtm-data"
+dns_listen = ["$ADDR:$GTM_PORT"]
+api_listen = "$ADDR:$GTM_API_PORT"
+udp_workers = 1
+max_concurrent_probes = 2000
+EOF
+
+# write_config MODE: the replicated configuration for idle or loaded.
+write_config() {
+    local mode=$1 i
+    cat <<EOF
+[[datacenter]]
+name = "dc1"
+
+EOF
+    if [[ $mode == loaded ]]; then
+        for ((i = 1; i <= NCHECKS; i++)); do
+            printf '[[check]]\nname = "t%05d"\ntype = "tcp"\ntarget = "%s"\nport = %d\ninterval = "%s"\ntimeout = "%s"\n\n' \
+                "$i" "$ADDR" "$TARGET_PORT" "$CHECK_INTERVAL" "$CHECK_TIMEOUT"
+        done
+        cat <<'EOF'
+[[scenario]]
+name = "s1"
+condition = "t00001 AND t00002"
+
+EOF
+    fi
+    cat <<EOF
+[[domain]]
+name = "bench.test"
+ttl = 30
+nameservers = ["ns1.bench.test"]
+
+[[domain.record]]
+name = "static"
+type = "A"
+addresses = [{ ip = "$STATIC_ADDR" }]
+
+[[domain.record]]
+name = "steered"
+type = "A"
+EOF
+    if [[ $mode == loaded ]]; then
+        echo "addresses = [{ ip = \"$STEERED_SCN_ADDR\", hc = \"scenario:s1\" }, { ip = \"$STEERED_STATIC_ADDR\" }]"
+    else
+        echo "addresses = [{ ip = \"$STEERED_SCN_ADDR\" }, { ip = \"$STEERED_STATIC_ADDR\" }]"
+    fi
+}
+write_config idle >"$TMP/gtm-idle.toml"
+write_config loaded >"$TMP/gtm-loaded.toml"
+timeout 60 "$GTM_BIN" config check "$TMP/gtm-loaded.toml" >"$TMP/config-check.log" 2>&1 \
+    || { cat "$TMP/config-check.log" >&2; die "gtm config check rejected the loaded configuration"; }
+
+# The probe target: accept and close, counting accepted connections; the
+# count and a timestamp are written to a file twice a second.
+cat >"$TMP/target.py" <<'EOF'
+import os, socket, sys, threading, time
+port, out = int(sys.argv[1]), sys.argv[2]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+s.listen(4096)
+count = 0
+def report():
+    while True:
+        with open(out + ".tmp", "w") as f:
+            f.write("%d %.6f\n" % (count, time.time()))
+        os.replace(out + ".tmp", out)
+        time.sleep(0.5)
+threading.Thread(target=report, daemon=True).start()
+accept = s.accept
+while True:
+    c, _ = accept()
+    c.close()
+    count += 1
+EOF
+
+# ---------------------------------------------------------------------------
+# 3. Start the target and gtm.
+# ---------------------------------------------------------------------------
+declare -A PID_OF=() LOG_OF=()
+
+start() { # name cpu logfile cmd...
+    local name=$1 cpu=$2 logf=$3
+    shift 3
+    taskset -c "$cpu" "$@" >"$logf" 2>&1 &
+    PID_OF[$name]=$!
+    LOG_OF[$name]=$logf
+    STARTED_PIDS+=("$!")
+    log "started $name (PID $!, CPU $cpu): $*"
+}
+
+alive_or_die() {
+    kill -0 "${PID_OF[$1]}" 2>/dev/null && return 0
+    log "$1 (PID ${PID_OF[$1]}) exited; last lines of ${LOG_OF[$1]}:"
+    tail -n 30 "${LOG_OF[$1]}" >&2 || true
+    die "$1 is not running"
+}
+
+wait_tcp() { # name port
+    local deadline=$((SECONDS + START_TIMEOUT))
+    while ((SECONDS < deadline)); do
+        alive_or_die "$1"
+        if (exec 3<>"/dev/tcp/$ADDR/$2") 2>/dev/null; then return 0; fi
+        sleep 0.2
+    done
+    die "$1 did not listen on $ADDR:$2 within ${START_TIMEOUT}s"
+}
+
+dig_short() { # name
+    dig +short +tries=1 +time=1 -p "$GTM_PORT" "@$ADDR" "$1" A 2>/dev/null || true
+}
+
+COUNT_FILE="$TMP/target.count"
+start target "$CLIENT_CPU" "$TMP/target.log" python3 "$TMP/target.py" "$TARGET_PORT" "$COUNT_FILE"
+wait_tcp target "$TARGET_PORT"
+
+RUST_LOG=${RUST_LOG:-warn} start gtm "$SERVER_CPU" "$TMP/gtm.log" \
+    "$GTM_BIN" serve --config "$TMP/gtm-node.toml"
+wait_tcp gtm "$GTM_API_PORT"
+
+gtm_cli() { "$GTM_BIN" --data-dir "$TMP/gtm-data" "$@"; }
+
+CURRENT_MODE=""
+apply_mode() { # idle|loaded
+    local mode=$1 deadline=$((SECONDS + START_TIMEOUT)) t0=$SECONDS
+    until timeout 60 "$GTM_BIN" --data-dir "$TMP/gtm-data" config apply "$TMP/gtm-$mode.toml" \
+        >"$TMP/gtm-apply-$mode.log" 2>&1; do
+        alive_or_die gtm
+        ((SECONDS < deadline)) || { cat "$TMP/gtm-apply-$mode.log" >&2; die "gtm config apply ($mode) failed"; }
+        sleep 1
+    done
+    CURRENT_MODE=$mode
+    log "gtm: $mode configuration applied in $((SECONDS - t0))s"
+}
+
+# Check states as "total ok error preparing other", from `check list --json`.
+# Prints "? ? ? ? ?" when the list cannot be had in 30 s.
+check_counts() {
+    local json
+    if ! json=$(timeout 30 "$GTM_BIN" --data-dir "$TMP/gtm-data" check list --json 2>"$TMP/check-list.err"); then
+        echo "? ? ? ? ?"
+        return 0
+    fi
+    printf '%s' "$json" >"$TMP/checks.json"
+    python3 - "$TMP/checks.json" <<'EOF'
+import json, sys
+checks = json.load(open(sys.argv[1]))
+if isinstance(checks, dict):
+    checks = checks.get("checks", [])
+n = {"OK": 0, "Error": 0, "Preparing": 0}
+other = 0
+for c in checks:
+    s = c.get("state")
+    if s in n:
+        n[s] += 1
+    else:
+        other += 1
+print(len(checks), n["OK"], n["Error"], n["Preparing"], other)
+EOF
+}
+
+# The most common Error reasons in the last check list (for the report).
+error_reasons() {
+    [[ -f $TMP/checks.json ]] || return 0
+    python3 - "$TMP/checks.json" <<'EOF'
+import collections, json, sys
+checks = json.load(open(sys.argv[1]))
+if isinstance(checks, dict):
+    checks = checks.get("checks", [])
+c = collections.Counter(x.get("reason", "") for x in checks if x.get("state") == "Error")
+print("; ".join("%d x %s" % (n, r or "(no reason)") for r, n in c.most_common(5)))
+EOF
+}
+
+SETTLE_NOTE=()
+wait_decided() {
+    local deadline=$((SECONDS + SETTLE)) t0=$SECONDS total ok err prep other decided
+    while :; do
+        alive_or_die gtm
+        read -r total ok err prep other < <(check_counts)
+        if [[ $total != "?" ]] && ((total >= NCHECKS)); then
+            decided=$((total - prep))
+            if ((decided * 100 >= total * DECIDED_PCT)); then
+                log "checks decided after $((SECONDS - t0))s: $decided/$total (OK $ok, Error $err, other $other)"
+                return 0
+            fi
+        fi
+        if ((SECONDS >= deadline)); then
+            local msg="only ${decided:-?}/${total} checks decided after ${SETTLE}s (OK $ok, Error $err, Preparing $prep)"
+            log "WARNING: $msg; measuring anyway"
+            SETTLE_NOTE+=("$msg")
+            return 0
+        fi
+        sleep 2
+    done
+}
+
+# ---------------------------------------------------------------------------
+# 4. Measure.
+# ---------------------------------------------------------------------------
+cpu_ticks() { # pid: utime+stime over the process tree (all threads included)
+    local total=0 p stat rest
+    local -a f
+    for p in $(tree_pids "$1"); do
+        { stat=$(<"/proc/$p/stat"); } 2>/dev/null || continue
+        rest=${stat##*) }
+        read -ra f <<<"$rest"
+        total=$((total + f[11] + f[12]))
+    done
+    echo "$total"
+}
+now_ns() { date +%s%N; }
+accepted() { awk '{print $1}' "$COUNT_FILE" 2>/dev/null || echo 0; }
+listen_overflows() { # system-wide TcpExt ListenOverflows + ListenDrops
+    awk '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) col[$i] = i; h = 1; next }
+                      print $col["ListenOverflows"] + $col["ListenDrops"]; exit }' /proc/net/netstat
+}
+rss_mb() { awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+
+RESULTS="$TMP/results.tsv"
+: >"$RESULTS"
+
+run_dnsperf() { # label seconds mode
+    local label=$1 secs=$2 mode=$3 out gpid tpid t0 t1 c0 c1 tc0 tc1 a0 a1 o0 o1
+    gpid=${PID_OF[gtm]} tpid=${PID_OF[target]}
+    alive_or_die gtm
+    alive_or_die target
+    out="$TMP/dnsperf-$label.txt"
+    c0=$(cpu_ticks "$gpid"); tc0=$(cpu_ticks "$tpid"); a0=$(accepted); o0=$(listen_overflows); t0=$(now_ns)
+    timeout $((secs + 60)) taskset -c "$CLIENT_CPU" dnsperf -v -s "$ADDR" -p "$GTM_PORT" \
+        -d "$TMP/q-static.txt" -c "$CLIENTS" -q "$OUTSTANDING" -Q "$RATE" -l "$secs" >"$out" 2>&1 &
+    CLIENT_PID=$!
+    wait "$CLIENT_PID" || { tail -n 30 "$out" >&2; die "dnsperf failed ($label)"; }
+    CLIENT_PID=""
+    t1=$(now_ns); c1=$(cpu_ticks "$gpid"); tc1=$(cpu_ticks "$tpid"); a1=$(accepted); o1=$(listen_overflows)
+    alive_or_die gtm
+    [[ $label == warmup ]] && return 0
+    local qps completed lost
+    qps=$(awk '/Queries per second:/ {print $4}' "$out")
+    completed=$(awk '/Queries completed:/ {print $3}' "$out")
+    lost=$(awk '/Queries lost:/ {print $3}' "$out")
+    [[ -n $qps && -n $completed && -n $lost ]] || { tail -n 30 "$out" >&2; die "cannot parse dnsperf output"; }
+    # Per-query lines: "> NOERROR static.bench.test A 0.000123" (latency in s).
+    local pct
+    pct=$(awk '$1 == ">" && $NF ~ /^[0-9.]+$/ { print $NF * 1000 }' "$out" | sort -g \
+        | awk '{ v[NR] = $1 } END {
+                 if (!NR) { print "n/a n/a n/a n/a 0"; exit }
+                 i50 = int(0.50 * NR + 0.999999); i99 = int(0.99 * NR + 0.999999); i999 = int(0.999 * NR + 0.999999)
+                 printf "%.3f %.3f %.3f %.3f %d\n", v[i50], v[i99], v[i999], v[NR], NR }')
+    local p50 p99 p999 pmax nlat
+    read -r p50 p99 p999 pmax nlat <<<"$pct"
+    local secs_wall cpu_pct tcpu_pct probes_s
+    secs_wall=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.3f", ns / 1e9 }')
+    cpu_pct=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
+    tcpu_pct=$(awk -v d=$((tc1 - tc0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
+    probes_s=$(awk -v d=$((a1 - a0)) -v s="$secs_wall" 'BEGIN { printf "%.0f", d / s }')
+    local total ok err prep other checks_col
+    read -r total ok err prep other < <(check_counts)
+    if [[ $mode == idle ]]; then checks_col=0; else checks_col=$total; fi
+    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$label" "$mode" "$checks_col" "$qps" "$lost" "$p50" "$p99" "$p999" "$pmax" \
+        "$cpu_pct" "$probes_s" "$tcpu_pct" "$((o1 - o0))" "$ok" "$err" "$((prep + other))" "$(rss_mb "$gpid")" >>"$RESULTS"
+    log "$label ($mode): $(printf '%.0f' "$qps") q/s, lost $lost, p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms, max $pmax ms ($nlat answers);" \
+        "gtm CPU $cpu_pct %, probes $probes_s/s, target CPU $tcpu_pct %, listen overflows $((o1 - o0)), checks OK $ok / Error $err / other $((prep + other))"
+    if [[ $mode == loaded && $err != "?" ]] && ((err > 0)); then
+        log "Error reasons: $(error_reasons)"
+    fi
+}
+
+apply_mode idle
+ans=$(dig_short static.bench.test)
+[[ $ans == "$STATIC_ADDR" ]] || die "static.bench.test A gave '${ans//$'\n'/ }', want $STATIC_ADDR"
+log "static.bench.test A -> $ans"
+
+log "warm-up (${WARMUP}s at $RATE q/s)"
+run_dnsperf warmup "$WARMUP" idle
+
+SEQ=()
+for ((run = 1; run <= RUNS; run++)); do
+    if ((run % 2)); then SEQ+=("idle $run" "loaded $run"); else SEQ+=("loaded $run" "idle $run"); fi
+done
+log "measuring: ${#SEQ[@]} runs of ${DURATION}s at $RATE q/s, $NCHECKS checks in loaded runs"
+
+ERROR_REASONS=""
+for item in "${SEQ[@]}"; do
+    read -r mode run <<<"$item"
+    if [[ $mode != "$CURRENT_MODE" ]]; then
+        apply_mode "$mode"
+        if [[ $mode == loaded ]]; then
+            wait_decided
+            ans=$(dig_short steered.bench.test | sort | tr '\n' ' ')
+            log "steered.bench.test A -> $ans(s1 = t00001 AND t00002)"
+        else
+            sleep 2   # let removed probe tasks stop
+        fi
+    fi
+    run_dnsperf "$mode-$run" "$DURATION" "$mode"
+    if [[ $mode == loaded ]]; then
+        reasons=$(error_reasons)
+        [[ -n $reasons ]] && ERROR_REASONS=$reasons
+    fi
+    sleep 1
+done
+
+GTM_TAIL=$(grep -ciE 'error|warn|panic' "$TMP/gtm.log" || true)
+
+# ---------------------------------------------------------------------------
+# 5. Report.
+# ---------------------------------------------------------------------------
+mean_of() { # mode col
+    awk -F'\t' -v m="$1" -v c="$2" '$2 == m && $c != "n/a" && $c != "?" { t += $c; n++ } END { if (n) printf "%.4f", t / n }' "$RESULTS"
+}
+
+make_report() {
+    echo "| run | checks | q/s | lost | DNS p50 ms | DNS p99 ms | DNS p99.9 ms | gtm CPU % | probes/s | target CPU % | listen overflows | checks OK/Error |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' '{ ce = ($2 == "idle") ? "–" : $14 "/" $15 ($16 > 0 ? " (+" $16 " other)" : "");
+                  printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                         $1, $3, $4, $5, $6, $7, $8, $10, $11, $12, $13, ce }' "$RESULTS"
+    echo
+    local i99 l99 i50 l50 icpu lcpu probes lost_total ratio verdict loss
+    i99=$(mean_of idle 7); l99=$(mean_of loaded 7); i50=$(mean_of idle 6); l50=$(mean_of loaded 6)
+    icpu=$(mean_of idle 10); lcpu=$(mean_of loaded 10); probes=$(mean_of loaded 11)
+    lost_total=$(awk -F'\t' '{ t += $5 } END { print t + 0 }' "$RESULTS")
+    ratio=$(awk -v a="$l99" -v b="$i99" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "n/a" }')
+    verdict=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print "n/a"; else if (r <= 2) print "met"; else print "NOT met" }')
+    if ((lost_total == 0)); then loss="held (0 lost in every run)"; else loss="NOT held ($lost_total queries lost in total)"; fi
+    echo "- Loaded / idle DNS p99 (means over runs): $(awk -v a="$l99" -v b="$i99" 'BEGIN { printf "%.3f / %.3f ms", a, b }')" \
+        "= **$ratio×** (target ≤ 2×: $verdict); p50 $(awk -v a="$l50" -v b="$i50" 'BEGIN { printf "%.3f / %.3f ms", a, b }')."
+    echo "- No loss: $loss."
+    awk -v l="$lcpu" -v i="$icpu" -v p="$probes" 'BEGIN {
+        if (l == "" || i == "") exit
+        printf "- Probe CPU: gtm %.1f %% of one core loaded vs %.1f %% idle = %.1f %% for probing", l, i, l - i
+        if (p > 0) printf " (%.0f probes/s accepted by the target, %.1f µs of gtm CPU per probe)", p, 1e6 * (l - i) / 100 / p
+        print "." }'
+    local rss
+    rss=$(awk -F'\t' '$2 == "loaded" { r = $17 } END { print r }' "$RESULTS")
+    [[ -n $rss ]] && echo "- gtm RSS at the end of the last loaded run: ${rss} MB."
+    local n
+    for n in "${SETTLE_NOTE[@]}"; do echo "- Settling: $n."; done
+    [[ -n $ERROR_REASONS ]] && echo "- Error reasons (most common, last loaded run): $ERROR_REASONS."
+    echo
+    local v rev
+    v=$(timeout 5 "$GTM_BIN" --version 2>/dev/null | head -n 1 || true)
+    rev=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || true)
+    echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
+        "(${v:-gtm}${rev:+ ($rev)}, dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'), kernel $(uname -r))."
+    echo "gtm on CPU $SERVER_CPU (\`udp_workers = 1\`, \`max_concurrent_probes = 2000\`);" \
+        "dnsperf on CPU $CLIENT_CPU (\`-c $CLIENTS -q $OUTSTANDING -Q $RATE -l $DURATION\`, static.bench.test A," \
+        "percentiles from \`-v\` per-query latencies) together with the probe target" \
+        "(python3 accept-and-close on $ADDR:$TARGET_PORT)." \
+        "Loaded: $NCHECKS fixed-target \`tcp\` checks, interval $CHECK_INTERVAL, timeout $CHECK_TIMEOUT," \
+        "measured once ≥ $DECIDED_PCT % were decided. gtm CPU is utime+stime from \`/proc\` over the run, % of one core;" \
+        "probes/s is what the target accepted; listen overflows is the system-wide TcpExt delta (0 = the target kept up)."
+    echo
+    echo "Command: \`$INVOCATION\`"
+}
+
+REPORT=$(make_report)
+echo
+echo "$REPORT"
+((GTM_TAIL > 0)) && log "gtm log has $GTM_TAIL warning/error lines (see $TMP/gtm.log with --keep-tmp)"
+
+if [[ -n $DOCS_FILE ]]; then
+    BEGIN_MARK='<!-- bench-health:begin -->'
+    END_MARK='<!-- bench-health:end -->'
+    mkdir -p "$(dirname -- "$DOCS_FILE")"
+    if [[ ! -f $DOCS_FILE ]]; then
+        printf '# Performance\n\n%s\n\n%s\n%s\n' \
+            "DNS latency under health-check load, written by \`scripts/bench-health.sh\`." \
+            "$BEGIN_MARK" "$END_MARK" >"$DOCS_FILE"
+    elif ! grep -qF "$BEGIN_MARK" "$DOCS_FILE" || ! grep -qF "$END_MARK" "$DOCS_FILE"; then
+        printf '\n%s\n%s\n' "$BEGIN_MARK" "$END_MARK" >>"$DOCS_FILE"
+    fi
+    printf '%s\n' "$REPORT" >"$TMP/report.md"
+    awk -v b="$BEGIN_MARK" -v e="$END_MARK" -v rep="$TMP/report.md" '
+        $0 == b { print; while ((getline line < rep) > 0) print line; skip = 1; next }
+        $0 == e { skip = 0 }
+        !skip   { print }
+    ' "$DOCS_FILE" >"$TMP/doc.new"
+    cat "$TMP/doc.new" >"$DOCS_FILE"
+    log "wrote results into $DOCS_FILE"
+fi

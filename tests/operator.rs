@@ -1,0 +1,325 @@
+//! The operator's commands against a running device: Test now, preview,
+//! logs with filters and --follow, drains, manual checks, failback resume.
+
+use std::{
+    io::{BufRead, BufReader},
+    process::{Command, Stdio},
+};
+
+use hickory_server::proto::rr::RecordType;
+
+use crate::{backends::*, support::*};
+
+fn config(port: u16) -> String {
+    format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "web"
+type = "http"
+port = {port}
+interval = "1h"
+
+[[check]]
+name = "maint"
+type = "manual"
+
+[[scenario]]
+name = "dc1-maint"
+condition = "maint"
+
+[[domain]]
+name = "example.test"
+main_dc = "dc1"
+dr_dc = "dc2"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{{ ip = "127.0.0.2" }}, {{ ip = "127.0.0.3" }}]
+
+[[domain.record]]
+name = "dr"
+type = "A"
+mode = "disaster-recovery"
+dr_condition = "scenario:dc1-maint"
+dr_on_no_healthy = false
+failback = "manual"
+addresses = [
+  {{ ip = "192.0.2.20", dc = "dc1" }},
+  {{ ip = "198.51.100.20", dc = "dc2" }},
+]
+"#
+    )
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn gtm(d: &TestDevice, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_gtm"))
+        .arg("--data-dir")
+        .arg(d.dir.path())
+        .args(args)
+        .output()
+        .unwrap();
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}
+
+async fn www(d: &TestDevice, name: &str) -> Vec<String> {
+    let mut a = answers(&udp(d.v4(), &query(name, RecordType::A)).await);
+    a.sort();
+    a
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_now_runs_one_probe_and_saves_nothing() {
+    let mut web = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
+    let d = TestDevice::start(&config(web.addr.port())).await;
+    let before = d.device.engine.events().len();
+
+    let ok = tokio::task::block_in_place(|| {
+        gtm(&d, &["check", "test", "web", "--address", "127.0.0.2"])
+    });
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+    assert!(
+        ok.stdout.starts_with("web@127.0.0.2: OK (status 200) in "),
+        "{}",
+        ok.stdout
+    );
+    assert!(ok.stdout.trim_end().ends_with(" ms"));
+
+    web.stop().await;
+    let down = tokio::task::block_in_place(|| {
+        gtm(
+            &d,
+            &["check", "test", "web", "--address", "127.0.0.2", "--json"],
+        )
+    });
+    assert_eq!(down.code, Some(1));
+    let r: serde_json::Value = serde_json::from_str(&down.stdout).unwrap();
+    assert_eq!(r["reason"], "connect refused");
+    assert_eq!(r["ok"], false);
+
+    let no_address = tokio::task::block_in_place(|| gtm(&d, &["check", "test", "web"]));
+    assert_eq!(no_address.code, Some(2));
+    assert!(
+        no_address
+            .stderr
+            .contains("is a template: give the address"),
+        "{}",
+        no_address.stderr
+    );
+    let manual = tokio::task::block_in_place(|| gtm(&d, &["check", "test", "maint"]));
+    assert_eq!(manual.code, Some(2));
+
+    let after: Vec<String> = d
+        .device
+        .engine
+        .events()
+        .into_iter()
+        .skip(before)
+        .map(|e| e.text)
+        .collect();
+    assert!(
+        after.is_empty(),
+        "Test now logs and changes nothing: {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drains_take_addresses_and_datacenters_out_and_back() {
+    let d = TestDevice::start(&config(9)).await;
+    assert_eq!(
+        www(&d, "www.example.test.").await,
+        ["127.0.0.2", "127.0.0.3"]
+    );
+
+    let r = tokio::task::block_in_place(|| {
+        gtm(
+            &d,
+            &[
+                "record",
+                "drain",
+                "127.0.0.2",
+                "--record",
+                "www.example.test/A",
+            ],
+        )
+    });
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(www(&d, "www.example.test.").await, ["127.0.0.3"]);
+    let preview =
+        tokio::task::block_in_place(|| gtm(&d, &["record", "preview", "www.example.test", "A"]));
+    assert!(preview.stdout.contains("drained"), "{}", preview.stdout);
+    tokio::task::block_in_place(|| {
+        gtm(
+            &d,
+            &[
+                "record",
+                "undrain",
+                "127.0.0.2",
+                "--record",
+                "www.example.test/A",
+            ],
+        )
+    });
+    assert_eq!(
+        www(&d, "www.example.test.").await,
+        ["127.0.0.2", "127.0.0.3"]
+    );
+
+    let unknown = tokio::task::block_in_place(|| gtm(&d, &["record", "drain", "10.9.9.9"]));
+    assert_eq!(unknown.code, Some(2), "not found is bad input");
+
+    // Draining the Main datacenter empties the Main group; with
+    // dr_on_no_healthy off and the scenario passive, nothing healthy is left.
+    tokio::task::block_in_place(|| gtm(&d, &["dc", "drain", "dc1"]));
+    assert!(www(&d, "dr.example.test.").await.is_empty());
+    tokio::task::block_in_place(|| gtm(&d, &["dc", "undrain", "dc1"]));
+    assert_eq!(www(&d, "dr.example.test.").await, ["192.0.2.20"]);
+    let ops: Vec<String> = d
+        .device
+        .engine
+        .events()
+        .into_iter()
+        .filter(|e| serde_json::to_value(e.kind).unwrap() == "operator")
+        .map(|e| e.text)
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "drained 127.0.0.2 of www.example.test/A",
+            "undrained 127.0.0.2 of www.example.test/A",
+            "datacenter dc1 drained",
+            "datacenter dc1 undrained"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_failback_holds_dr_until_an_operator_resumes() {
+    let d = TestDevice::start(&config(9)).await;
+    assert_eq!(www(&d, "dr.example.test.").await, ["192.0.2.20"]);
+    let set = tokio::task::block_in_place(|| gtm(&d, &["check", "set", "maint", "ok"]));
+    assert_eq!(set.code, Some(0), "{}", set.stderr);
+    assert_eq!(
+        www(&d, "dr.example.test.").await,
+        ["198.51.100.20"],
+        "DR on"
+    );
+    tokio::task::block_in_place(|| gtm(&d, &["check", "set", "maint", "error"]));
+    assert_eq!(
+        www(&d, "dr.example.test.").await,
+        ["198.51.100.20"],
+        "held by manual failback"
+    );
+    let preview = tokio::task::block_in_place(|| {
+        gtm(&d, &["record", "preview", "dr.example.test", "A", "--json"])
+    });
+    let p: serde_json::Value = serde_json::from_str(&preview.stdout).unwrap();
+    assert_eq!(p["status"], "DR");
+    assert!(
+        p["decision"]
+            .as_str()
+            .unwrap()
+            .contains("held by manual failback")
+    );
+    assert_eq!(p["switchovers"][0]["text"], "dr.example.test/A: DR is on");
+
+    let resume =
+        tokio::task::block_in_place(|| gtm(&d, &["record", "resume", "dr.example.test", "A"]));
+    assert_eq!(resume.code, Some(0), "{}", resume.stderr);
+    assert_eq!(
+        www(&d, "dr.example.test.").await,
+        ["192.0.2.20"],
+        "back to Main"
+    );
+
+    let not_manual = tokio::task::block_in_place(|| gtm(&d, &["check", "set", "web", "ok"]));
+    assert_eq!(not_manual.code, Some(2));
+    assert!(
+        not_manual
+            .stderr
+            .contains("only manual checks are set by an operator"),
+        "{}",
+        not_manual.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_filter_and_follow() {
+    let d = TestDevice::start(&config(9)).await;
+    tokio::task::block_in_place(|| gtm(&d, &["check", "set", "maint", "ok"]));
+
+    let records = tokio::task::block_in_place(|| {
+        gtm(&d, &["logs", "--record", "dr.example.test/A", "--json"])
+    });
+    let lines: Vec<serde_json::Value> = records
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    assert!(
+        lines.iter().all(|e| e["object"] == "dr.example.test/A"),
+        "{lines:?}"
+    );
+    let checks = tokio::task::block_in_place(|| gtm(&d, &["logs", "--kind", "check"]));
+    assert!(
+        checks
+            .stdout
+            .contains("check maint: Preparing → OK (set by an operator)"),
+        "{}",
+        checks.stdout
+    );
+    assert!(!checks.stdout.contains("DR is on"));
+    let recent = tokio::task::block_in_place(|| gtm(&d, &["logs", "--since", "1h"]));
+    assert!(
+        recent.stdout.contains("test1"),
+        "every line names the device"
+    );
+
+    // --follow prints the backlog, then new events as they happen.
+    let mut follow = Command::new(env!("CARGO_BIN_EXE_gtm"))
+        .arg("--data-dir")
+        .arg(d.dir.path())
+        .args(["logs", "--follow", "--kind", "scenario"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(follow.stdout.take().unwrap()).lines();
+    let first = tokio::task::block_in_place(|| out.next().unwrap().unwrap());
+    assert!(
+        first.ends_with("scenario dc1-maint: passive → active"),
+        "{first}"
+    );
+    d.device.engine.set_check(
+        &gtm::model::condition::CheckRef {
+            name: "maint".into(),
+            address: None,
+        },
+        gtm::resolve::CheckState::Error,
+        "test",
+    );
+    let next = tokio::task::block_in_place(|| out.next().unwrap().unwrap());
+    assert!(
+        next.ends_with("scenario dc1-maint: active → passive"),
+        "{next}"
+    );
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+}
