@@ -1,3 +1,4 @@
+#![allow(clippy::print_stdout)] // a benchmark prints its figures
 //! How long a deciding probe result takes to reach the DNS answer on the
 //! wire (spec §7 target: < 10 ms). Run: `cargo run --release --example propagation`.
 //!
