@@ -344,3 +344,126 @@ addresses = [{ ip = "192.0.2.1" }]
         .unwrap();
     a.state.requests.wait_len(settled + 2).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_probe_type_drives_answers() {
+    let mut https = HttpBackend::start_tls("www.example.test").await;
+    let tcp = TcpBackend::start_tcp(Some("PONG")).await;
+    let mut tls = TcpBackend::start_tls_line("www.example.test", None).await;
+    let dns = DnsBackend::start_dns("192.0.2.53".parse().unwrap(), 0).await;
+    let grpc = GrpcBackend::start_grpc().await;
+    let check = |name: &str, kind: &str, port: u16, extra: &str| {
+        format!(
+            "[[check]]\nname = \"{name}\"\ntype = \"{kind}\"\ntarget = \"127.0.0.1\"\nport = {port}\ninterval = \"100ms\"\ntimeout = \"80ms\"\nfailures = 1\nsuccesses = 1\n{extra}\n\n[[scenario]]\nname = \"{name}-up\"\ncondition = \"{name}\"\n\n"
+        )
+    };
+    let mut cfg = String::new();
+    cfg += &check(
+        "https1",
+        "https",
+        https.addr.port(),
+        "tls_verify = false\nhost = \"www.example.test\"",
+    );
+    cfg += &check(
+        "tcp1",
+        "tcp",
+        tcp.addr.port(),
+        "send = \"PING\\r\\n\"\nexpect = \"PONG\"",
+    );
+    cfg += &check("tls1", "tls", tls.addr.port(), "tls_verify = false");
+    cfg += &check(
+        "dns1",
+        "dns",
+        dns.addr.port(),
+        "query_name = \"www.example.test\"\nexpect_answer = \"192.0.2.53\"",
+    );
+    cfg += &check("grpc1", "grpc", grpc.addr.port(), "");
+    cfg += r#"
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "multi"
+type = "A"
+addresses = [
+  { ip = "192.0.2.1", hc = "scenario:https1-up" },
+  { ip = "192.0.2.2", hc = "scenario:tcp1-up" },
+  { ip = "192.0.2.3", hc = "scenario:tls1-up" },
+  { ip = "192.0.2.4", hc = "scenario:dns1-up" },
+  { ip = "192.0.2.5", hc = "scenario:grpc1-up" },
+]
+"#;
+    let d = TestDevice::start(&cfg).await;
+    let all = [
+        "192.0.2.1",
+        "192.0.2.2",
+        "192.0.2.3",
+        "192.0.2.4",
+        "192.0.2.5",
+    ];
+    until("every check OK", || async {
+        sorted_answers(&d, "multi.example.test.").await == all
+    })
+    .await;
+
+    let reason = |name: &str| {
+        d.device
+            .engine
+            .checks()
+            .into_iter()
+            .find(|c| c.check == name)
+            .map(|c| c.reason)
+            .unwrap_or_default()
+    };
+    // One down at a time: exactly its address leaves.
+    https.stop().await;
+    until("https down", || async {
+        sorted_answers(&d, "multi.example.test.").await == all[1..]
+    })
+    .await;
+    assert_eq!(reason("https1"), "connect refused");
+    https.restart().await;
+    tcp.set_response(Some("NOPE"));
+    until("tcp mismatch", || async {
+        sorted_answers(&d, "multi.example.test.").await
+            == ["192.0.2.1", "192.0.2.3", "192.0.2.4", "192.0.2.5"]
+    })
+    .await;
+    assert!(
+        reason("tcp1").starts_with("response did not match"),
+        "{}",
+        reason("tcp1")
+    );
+    tcp.set_response(Some("PONG"));
+    tls.stop().await;
+    until("tls down", || async {
+        !sorted_answers(&d, "multi.example.test.")
+            .await
+            .contains(&"192.0.2.3".to_string())
+    })
+    .await;
+    tls.restart().await;
+    dns.set_rcode(2);
+    until("dns servfail", || async {
+        !sorted_answers(&d, "multi.example.test.")
+            .await
+            .contains(&"192.0.2.4".to_string())
+    })
+    .await;
+    assert_eq!(reason("dns1"), "rcode SERVFAIL, expected NOERROR");
+    dns.set_rcode(0);
+    grpc.set_serving(false);
+    until("grpc not serving", || async {
+        !sorted_answers(&d, "multi.example.test.")
+            .await
+            .contains(&"192.0.2.5".to_string())
+    })
+    .await;
+    assert_eq!(reason("grpc1"), "NOT_SERVING");
+    grpc.set_serving(true);
+    until("all back", || async {
+        sorted_answers(&d, "multi.example.test.").await == all
+    })
+    .await;
+}

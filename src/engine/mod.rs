@@ -629,9 +629,17 @@ impl Engine {
                     snapshot.steered[i].answer.store(Arc::new(answer));
                     r.answers = eval.answers;
                 }
+                let old_status = r.state.as_ref().map(|s| s.status);
+                let new_status = eval.state.status;
                 r.state = Some(eval.state);
                 r.decision = eval.decision;
                 events.extend(eval.events.into_iter().map(|t| (r.label.clone(), t)));
+                if let Some(old) = old_status.filter(|old| *old != new_status) {
+                    events.push((
+                        r.label.clone(),
+                        format!("{}: status {old} → {new_status}", r.label),
+                    ));
+                }
             }
         }
         for (label, text) in events {
