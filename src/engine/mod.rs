@@ -135,6 +135,8 @@ struct Inner {
     health: HealthState,
     records: Vec<Steered>,
     deps: Deps,
+    /// The instances of the configuration, with their thresholds.
+    probed: HashMap<CheckRef, (u32, u32)>,
     events: VecDeque<Event>,
     next_seq: u64,
 }
@@ -206,6 +208,7 @@ impl Engine {
                 health,
                 records: Vec::new(),
                 deps: Deps::default(),
+                probed: HashMap::new(),
                 events: VecDeque::new(),
                 next_seq,
             }),
@@ -371,6 +374,10 @@ impl Engine {
         let snapshot = Snapshot::build(&compiled, |i, _| records[i].answers.clone());
         self.dns.snapshot.store(Arc::new(snapshot));
         inner.deps = deps(&compiled, &records);
+        inner.probed = instances
+            .iter()
+            .map(|i| (i.check.clone(), (i.spec.failures, i.spec.successes)))
+            .collect();
         inner.records = records;
         inner.compiled = compiled;
         inner.config = config;
@@ -391,19 +398,10 @@ impl Engine {
     /// configuration are ignored.
     pub fn probe_result(&self, check: &CheckRef, ok: bool, reason: String) {
         let mut inner = self.lock();
-        let Some(spec) = inner
-            .compiled
-            .checks
-            .iter()
-            .find(|c| c.name == check.name)
-            .cloned()
-        else {
+        // Results of instances the configuration no longer has are dropped.
+        let Some(&(failures, successes)) = inner.probed.get(check) else {
             return;
         };
-        let instance_known = self.instances.borrow().iter().any(|i| &i.check == check);
-        if !instance_known {
-            return;
-        }
         let entry = inner.health.checks.entry(check.clone()).or_insert_with(|| {
             (
                 Threshold::default(),
@@ -416,7 +414,7 @@ impl Engine {
                 },
             )
         });
-        let changed = entry.0.record(ok, spec.failures, spec.successes);
+        let changed = entry.0.record(ok, failures, successes);
         entry.1.reason = reason;
         entry.1.restored = false;
         if let Some(state) = changed {
