@@ -246,6 +246,15 @@ TW_REUSE=$(cat /proc/sys/net/ipv4/tcp_tw_reuse 2>/dev/null || echo "?")
 NOFILE=$(ulimit -n)
 log "ephemeral ports $port_lo-$port_hi, tcp_tw_reuse=$TW_REUSE, open files limit $NOFILE"
 
+# A shared machine: say so when something else is already using the CPUs.
+busy0=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)
+sleep 2
+busy1=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)
+PRE_BUSY=$(awk -v d=$((busy1 - busy0)) -v hz="$CLK_TCK" 'BEGIN { printf "%.0f", 100 * d / hz / 2 }')
+if ((PRE_BUSY > 20)); then
+    log "WARNING: the machine is already busy ($PRE_BUSY % of one core used by others); latency figures will be noisy"
+fi
+
 port_busy() { # proto port; waits up to 5 s for a port that is being released
     local flag=-lun i
     [[ $1 == tcp ]] && flag=-ltn
@@ -473,17 +482,23 @@ wait_decided() {
 # ---------------------------------------------------------------------------
 # 4. Measure.
 # ---------------------------------------------------------------------------
-cpu_ticks() { # pid: utime+stime over the process tree (all threads included)
+cpu_ticks() { # pid [usr|sys]: utime+stime (or one of them) over the process tree
     local total=0 p stat rest
     local -a f
     for p in $(tree_pids "$1"); do
         { stat=$(<"/proc/$p/stat"); } 2>/dev/null || continue
         rest=${stat##*) }
         read -ra f <<<"$rest"
-        total=$((total + f[11] + f[12]))
+        case ${2:-all} in
+            usr) total=$((total + f[11])) ;;
+            sys) total=$((total + f[12])) ;;
+            *) total=$((total + f[11] + f[12])) ;;
+        esac
     done
     echo "$total"
 }
+# Busy ticks of one CPU (everything but idle and iowait) from /proc/stat.
+cpu_busy() { awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 now_ns() { date +%s%N; }
 accepted() { awk '{print $1}' "$COUNT_FILE" 2>/dev/null || echo 0; }
 listen_overflows() { # system-wide TcpExt ListenOverflows + ListenDrops
@@ -501,13 +516,16 @@ run_dnsperf() { # label seconds mode
     alive_or_die gtm
     alive_or_die target
     out="$TMP/dnsperf-$label.txt"
-    c0=$(cpu_ticks "$gpid"); tc0=$(cpu_ticks "$tpid"); a0=$(accepted); o0=$(listen_overflows); t0=$(now_ns)
+    local u0 u1 b0 b1
+    c0=$(cpu_ticks "$gpid"); u0=$(cpu_ticks "$gpid" usr); tc0=$(cpu_ticks "$tpid")
+    b0=$(cpu_busy "$SERVER_CPU"); a0=$(accepted); o0=$(listen_overflows); t0=$(now_ns)
     timeout $((secs + 60)) taskset -c "$CLIENT_CPU" dnsperf -v -s "$ADDR" -p "$GTM_PORT" \
         -d "$TMP/q-static.txt" -c "$CLIENTS" -q "$OUTSTANDING" -Q "$RATE" -l "$secs" >"$out" 2>&1 &
     CLIENT_PID=$!
     wait "$CLIENT_PID" || { tail -n 30 "$out" >&2; die "dnsperf failed ($label)"; }
     CLIENT_PID=""
-    t1=$(now_ns); c1=$(cpu_ticks "$gpid"); tc1=$(cpu_ticks "$tpid"); a1=$(accepted); o1=$(listen_overflows)
+    t1=$(now_ns); c1=$(cpu_ticks "$gpid"); u1=$(cpu_ticks "$gpid" usr); tc1=$(cpu_ticks "$tpid")
+    b1=$(cpu_busy "$SERVER_CPU"); a1=$(accepted); o1=$(listen_overflows)
     alive_or_die gtm
     [[ $label == warmup ]] && return 0
     local qps completed lost
@@ -524,19 +542,23 @@ run_dnsperf() { # label seconds mode
                  printf "%.3f %.3f %.3f %.3f %d\n", v[i50], v[i99], v[i999], v[NR], NR }')
     local p50 p99 p999 pmax nlat
     read -r p50 p99 p999 pmax nlat <<<"$pct"
-    local secs_wall cpu_pct tcpu_pct probes_s
+    local secs_wall cpu_pct usr_pct tcpu_pct probes_s other_pct
     secs_wall=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.3f", ns / 1e9 }')
     cpu_pct=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
+    usr_pct=$(awk -v d=$((u1 - u0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
+    # CPU 0 time not charged to gtm: other processes, interrupts, softirqs.
+    other_pct=$(awk -v d=$((b1 - b0 - (c1 - c0))) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
     tcpu_pct=$(awk -v d=$((tc1 - tc0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
     probes_s=$(awk -v d=$((a1 - a0)) -v s="$secs_wall" 'BEGIN { printf "%.0f", d / s }')
     local total ok err prep other checks_col
     read -r total ok err prep other < <(check_counts)
     if [[ $mode == idle ]]; then checks_col=0; else checks_col=$total; fi
-    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$label" "$mode" "$checks_col" "$qps" "$lost" "$p50" "$p99" "$p999" "$pmax" \
-        "$cpu_pct" "$probes_s" "$tcpu_pct" "$((o1 - o0))" "$ok" "$err" "$((prep + other))" "$(rss_mb "$gpid")" >>"$RESULTS"
+        "$cpu_pct" "$probes_s" "$tcpu_pct" "$((o1 - o0))" "$ok" "$err" "$((prep + other))" "$(rss_mb "$gpid")" \
+        "$usr_pct" "$other_pct" >>"$RESULTS"
     log "$label ($mode): $(printf '%.0f' "$qps") q/s, lost $lost, p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms, max $pmax ms ($nlat answers);" \
-        "gtm CPU $cpu_pct %, probes $probes_s/s, target CPU $tcpu_pct %, listen overflows $((o1 - o0)), checks OK $ok / Error $err / other $((prep + other))"
+        "gtm CPU $cpu_pct % (user $usr_pct %), other CPU $SERVER_CPU load $other_pct %, probes $probes_s/s, target CPU $tcpu_pct %, listen overflows $((o1 - o0)), checks OK $ok / Error $err / other $((prep + other))"
     if [[ $mode == loaded && $err != "?" ]] && ((err > 0)); then
         log "Error reasons: $(error_reasons)"
     fi
@@ -587,11 +609,11 @@ mean_of() { # mode col
 }
 
 make_report() {
-    echo "| run | checks | q/s | lost | DNS p50 ms | DNS p99 ms | DNS p99.9 ms | gtm CPU % | probes/s | target CPU % | listen overflows | checks OK/Error |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| run | checks | q/s | lost | DNS p50 ms | DNS p99 ms | DNS p99.9 ms | gtm CPU % (user) | other CPU 0 % | probes/s | target CPU % | listen overflows | checks OK/Error |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' '{ ce = ($2 == "idle") ? "–" : $14 "/" $15 ($16 > 0 ? " (+" $16 " other)" : "");
-                  printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                         $1, $3, $4, $5, $6, $7, $8, $10, $11, $12, $13, ce }' "$RESULTS"
+                  printf "| %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s |\n",
+                         $1, $3, $4, $5, $6, $7, $8, $10, $18, $19, $11, $12, $13, ce }' "$RESULTS"
     echo
     local i99 l99 i50 l50 icpu lcpu probes lost_total ratio verdict loss
     i99=$(mean_of idle 7); l99=$(mean_of loaded 7); i50=$(mean_of idle 6); l50=$(mean_of loaded 6)
@@ -619,13 +641,16 @@ make_report() {
     v=$(timeout 5 "$GTM_BIN" --version 2>/dev/null | head -n 1 || true)
     rev=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || true)
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
-        "(${v:-gtm}${rev:+ ($rev)}, dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'), kernel $(uname -r))."
+        "(${v:-gtm}${rev:+ ($rev)}, dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'), kernel $(uname -r));" \
+        "CPU used by other processes just before the start: $PRE_BUSY % of one core."
     echo "gtm on CPU $SERVER_CPU (\`udp_workers = 1\`, \`max_concurrent_probes = 2000\`);" \
         "dnsperf on CPU $CLIENT_CPU (\`-c $CLIENTS -q $OUTSTANDING -Q $RATE -l $DURATION\`, static.bench.test A," \
         "percentiles from \`-v\` per-query latencies) together with the probe target" \
         "(python3 accept-and-close on $ADDR:$TARGET_PORT)." \
         "Loaded: $NCHECKS fixed-target \`tcp\` checks, interval $CHECK_INTERVAL, timeout $CHECK_TIMEOUT," \
         "measured once ≥ $DECIDED_PCT % were decided. gtm CPU is utime+stime from \`/proc\` over the run, % of one core;" \
+        "user is its utime share; other CPU 0 % is CPU 0 busy time not charged to gtm" \
+        "(other processes on a shared machine, interrupts and softirqs: a noise indicator);" \
         "probes/s is what the target accepted; listen overflows is the system-wide TcpExt delta (0 = the target kept up)."
     echo
     echo "Command: \`$INVOCATION\`"

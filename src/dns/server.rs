@@ -38,14 +38,7 @@ impl DnsServer {
         let mut addrs = Vec::new();
         let mut threads = Vec::new();
         for addr in listen {
-            let socket = udp::bind(*addr).map_err(|e| with_addr(e, "UDP", *addr))?;
-            let bound = socket
-                .local_addr()?
-                .as_socket()
-                .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
-            let listener = TcpListener::bind(bound)
-                .await
-                .map_err(|e| with_addr(e, "TCP", bound))?;
+            let (socket, listener, bound) = bind_pair(*addr).await?;
             tcp.register_listener(listener, Duration::from_secs(10), 64);
             threads.extend(udp::spawn(socket, workers, handler.clone(), stop.clone())?);
             addrs.push(bound);
@@ -64,6 +57,24 @@ impl DnsServer {
         let _ = self.tcp.shutdown_gracefully().await;
         for t in self.threads.drain(..) {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
+        }
+    }
+}
+
+/// A UDP socket and a TCP listener on the same address. With port 0 the
+/// kernel picks the UDP port, which TCP may already use: then try another.
+async fn bind_pair(addr: SocketAddr) -> io::Result<(socket2::Socket, TcpListener, SocketAddr)> {
+    let mut attempts = 0;
+    loop {
+        let socket = udp::bind(addr).map_err(|e| with_addr(e, "UDP", addr))?;
+        let bound = socket
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
+        match TcpListener::bind(bound).await {
+            Ok(listener) => return Ok((socket, listener, bound)),
+            Err(e) if addr.port() == 0 && e.kind() == io::ErrorKind::AddrInUse && attempts < 20 => attempts += 1,
+            Err(e) => return Err(with_addr(e, "TCP", bound)),
         }
     }
 }
