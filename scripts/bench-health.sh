@@ -75,6 +75,7 @@ RATE=20000             # dnsperf -Q
 NCHECKS=10000          # checks in the loaded mode
 SETTLE=120             # max seconds to wait for checks to be decided
 DECIDED_PCT=99         # share of checks that must be decided before measuring
+QUIET_MAX=10           # a run where other processes used more CPU (% of one core) is "noisy"
 BUILD=1
 DOCS_FILE="$REPO_ROOT/docs/performance.md"
 KEEP_TMP=0
@@ -497,8 +498,44 @@ cpu_ticks() { # pid [usr|sys]: utime+stime (or one of them) over the process tre
     done
     echo "$total"
 }
-# Busy ticks of one CPU (everything but idle and iowait) from /proc/stat.
-cpu_busy() { awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+# CPU ticks (utime+stime+cutime+cstime) of every process on the machine
+# except this script and the processes it started: what others used.  A
+# child reaped inside the window moves into its parent's cutime, so the
+# difference of two samples is the others' CPU time in between.
+foreign_ticks() {
+    local -a mine=("$$")
+    local pid
+    for pid in "${STARTED_PIDS[@]}"; do mapfile -t -O "${#mine[@]}" mine < <(tree_pids "$pid"); done
+    python3 - "${mine[@]}" <<'PY'
+import os, sys
+mine = set(sys.argv[1:])
+total = 0
+for pid in os.listdir("/proc"):
+    if not pid.isdigit() or pid in mine:
+        continue
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            f = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    if f[1] in mine:  # a helper started by this script (ppid)
+        continue
+    total += int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+print(total)
+PY
+}
+# "run_delay_ns pcount" summed over gtm's dns-udp threads (/proc/.../schedstat):
+# time runnable but waiting for the CPU, and how many times they were scheduled.
+udp_wait() { # pid
+    local t comm d=0 n=0 rd pc
+    for t in /proc/"$1"/task/*; do
+        { comm=$(<"$t/comm"); } 2>/dev/null || continue
+        [[ $comm == dns-udp* ]] || continue
+        read -r _ rd pc <"$t/schedstat" 2>/dev/null || continue
+        d=$((d + rd)) n=$((n + pc))
+    done
+    echo "$d $n"
+}
 now_ns() { date +%s%N; }
 accepted() { awk '{print $1}' "$COUNT_FILE" 2>/dev/null || echo 0; }
 listen_overflows() { # system-wide TcpExt ListenOverflows + ListenDrops
@@ -516,16 +553,18 @@ run_dnsperf() { # label seconds mode
     alive_or_die gtm
     alive_or_die target
     out="$TMP/dnsperf-$label.txt"
-    local u0 u1 b0 b1
+    local u0 u1 f0 f1 wd0 wn0 wd1 wn1
+    f0=$(foreign_ticks); read -r wd0 wn0 < <(udp_wait "$gpid")
     c0=$(cpu_ticks "$gpid"); u0=$(cpu_ticks "$gpid" usr); tc0=$(cpu_ticks "$tpid")
-    b0=$(cpu_busy "$SERVER_CPU"); a0=$(accepted); o0=$(listen_overflows); t0=$(now_ns)
+    a0=$(accepted); o0=$(listen_overflows); t0=$(now_ns)
     timeout $((secs + 60)) taskset -c "$CLIENT_CPU" dnsperf -v -s "$ADDR" -p "$GTM_PORT" \
         -d "$TMP/q-static.txt" -c "$CLIENTS" -q "$OUTSTANDING" -Q "$RATE" -l "$secs" >"$out" 2>&1 &
     CLIENT_PID=$!
     wait "$CLIENT_PID" || { tail -n 30 "$out" >&2; die "dnsperf failed ($label)"; }
     CLIENT_PID=""
     t1=$(now_ns); c1=$(cpu_ticks "$gpid"); u1=$(cpu_ticks "$gpid" usr); tc1=$(cpu_ticks "$tpid")
-    b1=$(cpu_busy "$SERVER_CPU"); a1=$(accepted); o1=$(listen_overflows)
+    a1=$(accepted); o1=$(listen_overflows)
+    read -r wd1 wn1 < <(udp_wait "$gpid"); f1=$(foreign_ticks)
     alive_or_die gtm
     [[ $label == warmup ]] && return 0
     local qps completed lost
@@ -542,23 +581,25 @@ run_dnsperf() { # label seconds mode
                  printf "%.3f %.3f %.3f %.3f %d\n", v[i50], v[i99], v[i999], v[NR], NR }')
     local p50 p99 p999 pmax nlat
     read -r p50 p99 p999 pmax nlat <<<"$pct"
-    local secs_wall cpu_pct usr_pct tcpu_pct probes_s other_pct
+    local secs_wall cpu_pct usr_pct tcpu_pct probes_s other_pct wait_us
     secs_wall=$(awk -v ns=$((t1 - t0)) 'BEGIN { printf "%.3f", ns / 1e9 }')
     cpu_pct=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
     usr_pct=$(awk -v d=$((u1 - u0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
-    # CPU 0 time not charged to gtm: other processes, interrupts, softirqs.
-    other_pct=$(awk -v d=$((b1 - b0 - (c1 - c0))) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
+    # CPU used by other processes on the machine (both CPUs, % of one core).
+    other_pct=$(awk -v d=$((f1 - f0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
+    # Mean wait for CPU 0 each time the UDP thread became runnable.
+    wait_us=$(awk -v d=$((wd1 - wd0)) -v n=$((wn1 - wn0)) 'BEGIN { if (n > 0) printf "%.1f", d / n / 1000; else print "n/a" }')
     tcpu_pct=$(awk -v d=$((tc1 - tc0)) -v hz="$CLK_TCK" -v s="$secs_wall" 'BEGIN { printf "%.1f", 100 * (d / hz) / s }')
     probes_s=$(awk -v d=$((a1 - a0)) -v s="$secs_wall" 'BEGIN { printf "%.0f", d / s }')
     local total ok err prep other checks_col
     read -r total ok err prep other < <(check_counts)
     if [[ $mode == idle ]]; then checks_col=0; else checks_col=$total; fi
-    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    printf '%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$label" "$mode" "$checks_col" "$qps" "$lost" "$p50" "$p99" "$p999" "$pmax" \
         "$cpu_pct" "$probes_s" "$tcpu_pct" "$((o1 - o0))" "$ok" "$err" "$((prep + other))" "$(rss_mb "$gpid")" \
-        "$usr_pct" "$other_pct" >>"$RESULTS"
+        "$usr_pct" "$other_pct" "$wait_us" >>"$RESULTS"
     log "$label ($mode): $(printf '%.0f' "$qps") q/s, lost $lost, p50 $p50 ms, p99 $p99 ms, p99.9 $p999 ms, max $pmax ms ($nlat answers);" \
-        "gtm CPU $cpu_pct % (user $usr_pct %), other CPU $SERVER_CPU load $other_pct %, probes $probes_s/s, target CPU $tcpu_pct %, listen overflows $((o1 - o0)), checks OK $ok / Error $err / other $((prep + other))"
+        "gtm CPU $cpu_pct % (user $usr_pct %), UDP thread waited $wait_us µs per wake-up, others used $other_pct %, probes $probes_s/s, target CPU $tcpu_pct %, listen overflows $((o1 - o0)), checks OK $ok / Error $err / other $((prep + other))"
     if [[ $mode == loaded && $err != "?" ]] && ((err > 0)); then
         log "Error reasons: $(error_reasons)"
     fi
@@ -604,16 +645,26 @@ GTM_TAIL=$(grep -ciE 'error|warn|panic' "$TMP/gtm.log" || true)
 # ---------------------------------------------------------------------------
 # 5. Report.
 # ---------------------------------------------------------------------------
+# Mean of column COL over the runs of MODE; only over quiet runs (others used
+# at most QUIET_MAX % CPU) when the mode has any, else over all its runs.
 mean_of() { # mode col
-    awk -F'\t' -v m="$1" -v c="$2" '$2 == m && $c != "n/a" && $c != "?" { t += $c; n++ } END { if (n) printf "%.4f", t / n }' "$RESULTS"
+    awk -F'\t' -v m="$1" -v c="$2" -v q="$QUIET_MAX" '
+        $2 == m && $c != "n/a" && $c != "?" { t += $c; n++; if ($19 + 0 <= q) { tq += $c; nq++ } }
+        END { if (nq) printf "%.4f", tq / nq; else if (n) printf "%.4f", t / n }' "$RESULTS"
+}
+noisy_note() { # mode: why its means are over some runs only, or over noisy runs
+    awk -F'\t' -v m="$1" -v q="$QUIET_MAX" '
+        $2 == m { n++; if ($19 + 0 <= q) nq++ }
+        END { if (n && nq < n) printf "%s: %s", m, (nq ? "means over the " nq " quiet run(s) of " n : "all " n " runs noisy; means over them all") }' "$RESULTS"
 }
 
 make_report() {
-    echo "| run | checks | q/s | lost | DNS p50 ms | DNS p99 ms | DNS p99.9 ms | gtm CPU % (user) | other CPU 0 % | probes/s | target CPU % | listen overflows | checks OK/Error |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-    awk -F'\t' '{ ce = ($2 == "idle") ? "–" : $14 "/" $15 ($16 > 0 ? " (+" $16 " other)" : "");
-                  printf "| %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s |\n",
-                         $1, $3, $4, $5, $6, $7, $8, $10, $18, $19, $11, $12, $13, ce }' "$RESULTS"
+    echo "| run | checks | q/s | lost | DNS p50 ms | DNS p99 ms | DNS p99.9 ms | gtm CPU % (user) | UDP thread wait µs | probes/s | target CPU % | listen overflows | others CPU % | checks OK/Error |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' -v q="$QUIET_MAX" '{ ce = ($2 == "idle") ? "–" : $14 "/" $15 ($16 > 0 ? " (+" $16 " other)" : "");
+                  if ($19 + 0 > q) $1 = $1 " (noisy)";
+                  printf "| %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s | %s |\n",
+                         $1, $3, $4, $5, $6, $7, $8, $10, $18, $20, $11, $12, $13, $19, ce }' "$RESULTS"
     echo
     local i99 l99 i50 l50 icpu lcpu probes lost_total ratio verdict loss
     i99=$(mean_of idle 7); l99=$(mean_of loaded 7); i50=$(mean_of idle 6); l50=$(mean_of loaded 6)
@@ -621,8 +672,16 @@ make_report() {
     lost_total=$(awk -F'\t' '{ t += $5 } END { print t + 0 }' "$RESULTS")
     ratio=$(awk -v a="$l99" -v b="$i99" 'BEGIN { if (a != "" && b > 0) printf "%.2f", a / b; else print "n/a" }')
     verdict=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print "n/a"; else if (r <= 2) print "met"; else print "NOT met" }')
+    local notes=() x
+    for x in idle loaded; do
+        x=$(noisy_note "$x")
+        [[ -n $x ]] && notes+=("$x")
+    done
+    if ((${#notes[@]})); then
+        echo "- Noisy runs (other processes used > $QUIET_MAX % of a core): $(printf '%s; ' "${notes[@]}" | sed 's/; $//')."
+    fi
     if ((lost_total == 0)); then loss="held (0 lost in every run)"; else loss="NOT held ($lost_total queries lost in total)"; fi
-    echo "- Loaded / idle DNS p99 (means over runs): $(awk -v a="$l99" -v b="$i99" 'BEGIN { printf "%.3f / %.3f ms", a, b }')" \
+    echo "- Loaded / idle DNS p99 (means over quiet runs): $(awk -v a="$l99" -v b="$i99" 'BEGIN { printf "%.3f / %.3f ms", a, b }')" \
         "= **$ratio×** (target ≤ 2×: $verdict); p50 $(awk -v a="$l50" -v b="$i50" 'BEGIN { printf "%.3f / %.3f ms", a, b }')."
     echo "- No loss: $loss."
     awk -v l="$lcpu" -v i="$icpu" -v p="$probes" 'BEGIN {
@@ -630,6 +689,10 @@ make_report() {
         printf "- Probe CPU: gtm %.1f %% of one core loaded vs %.1f %% idle = %.1f %% for probing", l, i, l - i
         if (p > 0) printf " (%.0f probes/s accepted by the target, %.1f µs of gtm CPU per probe)", p, 1e6 * (l - i) / 100 / p
         print "." }'
+    local iw lw
+    iw=$(mean_of idle 20); lw=$(mean_of loaded 20)
+    [[ -n $iw && -n $lw ]] && awk -v l="$lw" -v i="$iw" 'BEGIN {
+        printf "- gtm'"'"'s DNS (dns-udp) thread waited for CPU %d on average %.1f µs per wake-up loaded vs %.1f µs idle.\n", '"$SERVER_CPU"', l, i }'
     local rss
     rss=$(awk -F'\t' '$2 == "loaded" { r = $17 } END { print r }' "$RESULTS")
     [[ -n $rss ]] && echo "- gtm RSS at the end of the last loaded run: ${rss} MB."
@@ -649,8 +712,9 @@ make_report() {
         "(python3 accept-and-close on $ADDR:$TARGET_PORT)." \
         "Loaded: $NCHECKS fixed-target \`tcp\` checks, interval $CHECK_INTERVAL, timeout $CHECK_TIMEOUT," \
         "measured once ≥ $DECIDED_PCT % were decided. gtm CPU is utime+stime from \`/proc\` over the run, % of one core;" \
-        "user is its utime share; other CPU 0 % is CPU 0 busy time not charged to gtm" \
-        "(other processes on a shared machine, interrupts and softirqs: a noise indicator);" \
+        "user is its utime share; UDP thread wait is the mean time gtm's DNS thread was runnable" \
+        "but waiting for CPU 0 per wake-up (run_delay/pcount from \`/proc/PID/task/TID/schedstat\`);" \
+        "others CPU % is what every other process on the machine used (a noise indicator, % of one core);" \
         "probes/s is what the target accepted; listen overflows is the system-wide TcpExt delta (0 = the target kept up)."
     echo
     echo "Command: \`$INVOCATION\`"

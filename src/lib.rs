@@ -9,3 +9,4 @@ pub mod geo;
 pub mod health;
 pub mod model;
 pub mod resolve;
+pub mod peers;
