@@ -1,10 +1,37 @@
-//! gtm's replication layer. Today: the durable store of a device's applied
-//! configuration, in sled. Raft (openraft) joins here, and nothing outside
-//! this crate names a sled type.
+//! gtm's replication layer: the durable store of a device (sled) and the Raft
+//! cluster (openraft) that replicates a generic key/value map between devices.
+//!
+//! The crate knows nothing of DNS: the application writes [`Request`]s
+//! (batches of key/value [`Write`]s, applied atomically) through
+//! [`ClusterNode::write`] on the leader, and every device observes the
+//! replicated map through [`ClusterNode::applied`].
+//!
+//! Layout, one concern per module:
+//! - `types`: the openraft type configuration and the public value types;
+//! - `log_store`: the Raft log, vote and committed pointer in sled;
+//! - `state_machine`: the replicated map, its snapshots, the applied watch;
+//! - `network`: Raft RPC over HTTP, both ends;
+//! - `node`: [`ClusterNode`], the facade the application uses.
+//!
+//! Nothing outside this crate names an openraft or sled type: only the
+//! types re-exported here are public.
 
 use std::path::Path;
 
 use bincode::{Decode, Encode};
+
+mod log_store;
+mod network;
+mod node;
+mod state_machine;
+mod types;
+
+pub use network::{SECRET_HEADER, rpc_router};
+pub use node::{
+    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,
+    WRITE_TIMEOUT,
+};
+pub use types::{Applied, NodeInfo, Request, Write};
 
 /// Storage failures, with the operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +157,11 @@ impl Store {
             .collect()
     }
 
+    /// The sled database shared with the Raft log and state machine trees.
+    pub(crate) fn db(&self) -> &sled::Db {
+        &self.db
+    }
+
     pub fn load_config(&self) -> Result<Option<StoredConfig>, StoreError> {
         let Some(bytes) = self.db.get(CONFIG_KEY).map_err(|source| StoreError::Io {
             action: "reading the configuration",
@@ -217,5 +249,54 @@ mod tests {
         );
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod storage_suite {
+    //! openraft's storage test suite against the sled log and state machine,
+    //! each case in a fresh directory.
+
+    use std::sync::Arc;
+
+    use openraft::testing::{StoreBuilder, Suite};
+    use tokio::sync::watch;
+
+    use crate::Store;
+    use crate::log_store::LogStore;
+    use crate::state_machine::StateMachine;
+    use crate::types::{Applied, StorageError, TypeConfig};
+
+    struct SledBuilder;
+
+    /// Keeps the directory until the case ends; the store closes first.
+    struct Guard {
+        _store: Store,
+        _dir: tempfile::TempDir,
+    }
+
+    impl StoreBuilder<TypeConfig, LogStore, StateMachine, Guard> for SledBuilder {
+        async fn build(&self) -> Result<(Guard, LogStore, StateMachine), StorageError> {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let store = Store::open(dir.path()).expect("open store");
+            let log = LogStore::open(store.db())?;
+            let sm =
+                StateMachine::open(store.db(), Arc::new(watch::Sender::new(Applied::default())))?;
+            Ok((
+                Guard {
+                    _store: store,
+                    _dir: dir,
+                },
+                log,
+                sm,
+            ))
+        }
+    }
+
+    #[test]
+    fn openraft_storage_suite() {
+        if let Err(e) = Suite::test_all(SledBuilder) {
+            panic!("openraft storage suite: {e}");
+        }
     }
 }

@@ -1,0 +1,306 @@
+//! The Raft log, the vote and the committed pointer, in sled.
+//!
+//! Tree `raft-log`: big-endian log index → bincode of the entry.
+//! Tree `raft-meta`: `vote`, `committed`, `last_purged` → bincode values.
+//!
+//! Durability: `append` flushes before it reports the entries as persisted
+//! (`log_io_completed`), `save_vote` flushes before it returns, `purge` and
+//! `truncate` flush too. `committed` is not flushed on its own (openraft only
+//! uses it to re-apply already durable entries on start-up); it rides along
+//! with the next flush. A stored value that does not decode is a
+//! `StorageError`, never treated as absent.
+
+// openraft's `StorageError` (224 bytes) is fixed by its traits' signatures.
+#![allow(clippy::result_large_err)]
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::{Bound, RangeBounds};
+
+use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
+use openraft::{AnyError, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader};
+
+use crate::types::{Entry, LogId, StorageError, StorageIOError, TypeConfig, Vote, decode, encode};
+
+const VOTE: &[u8] = b"vote";
+const COMMITTED: &[u8] = b"committed";
+const LAST_PURGED: &[u8] = b"last_purged";
+
+#[derive(Debug, Clone)]
+pub(crate) struct LogStore {
+    db: sled::Db,
+    log: sled::Tree,
+    meta: sled::Tree,
+}
+
+fn io_err(
+    subject: ErrorSubject<u64>,
+    verb: ErrorVerb,
+    e: &(impl std::error::Error + 'static),
+) -> StorageError {
+    StorageIOError::new(subject, verb, AnyError::new(e)).into()
+}
+
+fn corrupt(
+    subject: ErrorSubject<u64>,
+    what: &str,
+    e: &(impl std::error::Error + 'static),
+) -> StorageError {
+    StorageIOError::new(
+        subject,
+        ErrorVerb::Read,
+        AnyError::new(e).add_context(|| format!("decoding stored {what}")),
+    )
+    .into()
+}
+
+fn index_key(index: u64) -> [u8; 8] {
+    index.to_be_bytes()
+}
+
+fn index_of(key: &[u8]) -> Result<u64, StorageError> {
+    let bytes: [u8; 8] = key.try_into().map_err(|_| {
+        StorageError::from(StorageIOError::new(
+            ErrorSubject::Logs,
+            ErrorVerb::Read,
+            AnyError::error(format!("log key of {} bytes, want 8", key.len())),
+        ))
+    })?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+impl LogStore {
+    pub(crate) fn open(db: &sled::Db) -> Result<Self, StorageError> {
+        let open = |name: &str| {
+            db.open_tree(name)
+                .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))
+        };
+        Ok(Self {
+            db: db.clone(),
+            log: open("raft-log")?,
+            meta: open("raft-meta")?,
+        })
+    }
+
+    async fn flush(&self, subject: ErrorSubject<u64>) -> Result<(), StorageError> {
+        self.db
+            .flush_async()
+            .await
+            .map_err(|e| io_err(subject, ErrorVerb::Write, &e))?;
+        Ok(())
+    }
+
+    fn get_meta<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &[u8],
+        subject: ErrorSubject<u64>,
+    ) -> Result<Option<T>, StorageError> {
+        let Some(bytes) = self
+            .meta
+            .get(key)
+            .map_err(|e| io_err(subject.clone(), ErrorVerb::Read, &e))?
+        else {
+            return Ok(None);
+        };
+        let what = String::from_utf8_lossy(key).into_owned();
+        decode(&bytes)
+            .map(Some)
+            .map_err(|e| corrupt(subject, &what, &e))
+    }
+
+    fn put_meta<T: serde::Serialize>(
+        &self,
+        key: &[u8],
+        value: &T,
+        subject: ErrorSubject<u64>,
+    ) -> Result<(), StorageError> {
+        let bytes = encode(value).map_err(|e| io_err(subject.clone(), ErrorVerb::Write, &e))?;
+        self.meta
+            .insert(key, bytes)
+            .map_err(|e| io_err(subject, ErrorVerb::Write, &e))?;
+        Ok(())
+    }
+
+    pub(crate) fn vote(&self) -> Result<Option<Vote>, StorageError> {
+        self.get_meta(VOTE, ErrorSubject::Vote)
+    }
+
+    fn last_purged(&self) -> Result<Option<LogId>, StorageError> {
+        self.get_meta(LAST_PURGED, ErrorSubject::Store)
+    }
+
+    fn decode_entry(bytes: &[u8]) -> Result<Entry, StorageError> {
+        decode(bytes).map_err(|e| corrupt(ErrorSubject::Logs, "log entry", &e))
+    }
+
+    /// The id of the last entry present, else the last purged one.
+    pub(crate) fn last_log_id(&self) -> Result<Option<LogId>, StorageError> {
+        let last = self
+            .log
+            .last()
+            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+        match last {
+            Some((_, bytes)) => Ok(Some(Self::decode_entry(&bytes)?.log_id)),
+            None => self.last_purged(),
+        }
+    }
+
+    /// Writes entries and the vote, then flushes: used by recovery while
+    /// Raft is stopped.
+    pub(crate) async fn write_direct(
+        &self,
+        entries: &[Entry],
+        vote: &Vote,
+    ) -> Result<(), StorageError> {
+        self.insert_entries(entries.iter())?;
+        self.put_meta(VOTE, vote, ErrorSubject::Vote)?;
+        self.flush(ErrorSubject::Logs).await
+    }
+
+    fn insert_entries<'a>(
+        &self,
+        entries: impl Iterator<Item = &'a Entry>,
+    ) -> Result<(), StorageError> {
+        let mut batch = sled::Batch::default();
+        for entry in entries {
+            let bytes = encode(entry).map_err(|e| {
+                StorageError::from(StorageIOError::write_log_entry(
+                    entry.log_id,
+                    AnyError::new(&e),
+                ))
+            })?;
+            batch.insert(&index_key(entry.log_id.index), bytes);
+        }
+        self.log
+            .apply_batch(batch)
+            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e))
+    }
+
+    /// Removes the keys in `[from, to)` (`to` None: to the end).
+    fn remove_range(&self, from: u64, to: Option<u64>) -> Result<(), StorageError> {
+        let io = |e: sled::Error| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e);
+        let mut batch = sled::Batch::default();
+        let range = match to {
+            Some(to) => self.log.range(index_key(from)..index_key(to)),
+            None => self.log.range(index_key(from)..),
+        };
+        for item in range {
+            let (key, _) = item.map_err(io)?;
+            batch.remove(key);
+        }
+        self.log.apply_batch(batch).map_err(io)
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, StorageError> {
+        let start = match range.start_bound() {
+            Bound::Included(&x) => x,
+            Bound::Excluded(&x) => match x.checked_add(1) {
+                Some(x) => x,
+                None => return Ok(Vec::new()),
+            },
+            Bound::Unbounded => 0,
+        };
+        let mut entries = Vec::new();
+        for item in self.log.range(index_key(start)..) {
+            let (key, bytes) = item.map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+            let index = index_of(&key)?;
+            if !range.contains(&index) {
+                break;
+            }
+            let entry = Self::decode_entry(&bytes)?;
+            if entry.log_id.index != index {
+                return Err(StorageIOError::read_log_at_index(
+                    index,
+                    AnyError::error(format!(
+                        "entry under key {index} has index {}",
+                        entry.log_id.index
+                    )),
+                )
+                .into());
+            }
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
+        let last_purged_log_id = self.last_purged()?;
+        let last_log_id = self.last_log_id()?;
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
+        self.put_meta(VOTE, vote, ErrorSubject::Vote)?;
+        self.flush(ErrorSubject::Vote).await
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
+        self.vote()
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        self.put_meta(COMMITTED, &committed, ErrorSubject::Store)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
+        Ok(self
+            .get_meta::<Option<LogId>>(COMMITTED, ErrorSubject::Store)?
+            .flatten())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        self.insert_entries(entries.iter())?;
+        // Durable before openraft may count these entries towards a quorum.
+        match self.db.flush_async().await {
+            Ok(_) => {
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Err(e) => {
+                let err = io_err(ErrorSubject::Logs, ErrorVerb::Write, &e);
+                callback.log_io_completed(Err(io::Error::other(e.to_string())));
+                Err(err)
+            }
+        }
+    }
+
+    async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        tracing::debug!(%log_id, "truncating the raft log");
+        self.remove_range(log_id.index, None)?;
+        self.flush(ErrorSubject::Logs).await
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
+        tracing::debug!(%log_id, "purging the raft log");
+        // Record the purge point first: a crash in between leaves extra
+        // entries below it, never a hole above it.
+        self.put_meta(LAST_PURGED, &log_id, ErrorSubject::Store)?;
+        self.remove_range(0, log_id.index.checked_add(1))?;
+        self.flush(ErrorSubject::Logs).await
+    }
+}

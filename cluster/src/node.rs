@@ -1,0 +1,613 @@
+//! [`ClusterNode`]: the facade the application drives the cluster through.
+//!
+//! It owns the openraft instance (rebuilt by [`ClusterNode::force_single`]),
+//! the shared HTTP client, and the applied-state watch. Every call that needs
+//! a quorum is bounded in time: without one it fails with
+//! [`ClusterError::NoQuorum`] naming the members not heard from.
+
+// openraft's `StorageError` (224 bytes) is fixed by its traits' signatures.
+#![allow(clippy::result_large_err)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::error::{ClientWriteError, Fatal, InitializeError, RaftError};
+use openraft::{
+    ChangeMembers, CommittedLeaderId, EntryPayload, Membership, RaftMetrics, ServerState,
+    SnapshotPolicy,
+};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::Store;
+use crate::log_store::LogStore;
+use crate::network::{Contacts, NetworkFactory};
+use crate::state_machine::StateMachine;
+use crate::types::{Applied, Entry, LogId, NodeInfo, Raft, Request, StorageError, Vote};
+
+/// A write, or a membership change, that cannot reach a quorum fails after this.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Adding a member waits this long for it to catch up (it may need a snapshot).
+pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// A snapshot is built after this many log entries since the last one.
+pub const SNAPSHOT_EVERY: u64 = 1000;
+/// Entries kept behind a snapshot, so a briefly lagging peer needs none.
+pub const LOGS_KEPT_BEHIND_SNAPSHOT: u64 = 100;
+
+/// How a device takes part in the cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    pub node_id: u64,
+    pub info: NodeInfo,
+    /// Shared by all devices; sent with, and required on, every Raft RPC.
+    pub secret: String,
+    pub heartbeat_ms: u64,
+    /// Election timeout, randomised in `[min, max)` milliseconds.
+    pub election_timeout_ms: (u64, u64),
+}
+
+impl ClusterConfig {
+    /// With the default timing: heartbeat 250 ms, election 1–2 s.
+    pub fn new(node_id: u64, info: NodeInfo, secret: impl Into<String>) -> Self {
+        Self {
+            node_id,
+            info,
+            secret: secret.into(),
+            heartbeat_ms: 250,
+            election_timeout_ms: (1000, 2000),
+        }
+    }
+}
+
+/// Why a cluster operation failed. Each message says what to do next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("this device is not the cluster leader; {}", match leader {
+        Some((id, info)) => format!("send the request to the leader, device {id} {info}"),
+        None => "no leader is known right now; retry shortly".to_string(),
+    })]
+    NotLeader { leader: Option<(u64, NodeInfo)> },
+    #[error(
+        "no quorum: the change cannot be committed; not heard from: {}. \
+         Bring those devices back, or, if they are lost for good, run the \
+         recovery command on this device to continue alone",
+        if unreachable.is_empty() { "(none identified)".to_string() }
+        else { unreachable.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ") }
+    )]
+    NoQuorum { unreachable: Vec<NodeInfo> },
+    #[error("cluster storage failed: {0}")]
+    Storage(String),
+    #[error("cluster network failed: {0}")]
+    Network(String),
+    #[error("invalid cluster request: {0}")]
+    Invalid(String),
+}
+
+impl From<StorageError> for ClusterError {
+    fn from(e: StorageError) -> Self {
+        Self::Storage(e.to_string())
+    }
+}
+
+fn fatal(e: Fatal<u64>) -> ClusterError {
+    match e {
+        Fatal::StorageError(e) => ClusterError::Storage(e.to_string()),
+        Fatal::Panicked => ClusterError::Storage("the raft core task panicked".into()),
+        Fatal::Stopped => ClusterError::Invalid("the cluster node is shut down".into()),
+    }
+}
+
+/// A device's role, as Raft sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeState {
+    Leader,
+    Follower,
+    Candidate,
+    Learner,
+    Shutdown,
+}
+
+/// One member of the cluster, as seen from this device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberStatus {
+    pub id: u64,
+    pub info: NodeInfo,
+    pub voter: bool,
+    /// Milliseconds since this device last exchanged a Raft RPC with the
+    /// member (None: not since start, or this device itself). On the leader
+    /// it is the age of the last replication reply.
+    pub last_contact_ms: Option<u64>,
+}
+
+/// A device's view of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterStatus {
+    pub id: u64,
+    pub state: NodeState,
+    pub leader: Option<(u64, NodeInfo)>,
+    pub term: u64,
+    pub last_log_index: Option<u64>,
+    pub applied_index: Option<u64>,
+    /// Last log index covered by this device's current snapshot.
+    pub snapshot_index: Option<u64>,
+    /// Last log index removed from this device's log.
+    pub purged_index: Option<u64>,
+    pub members: Vec<MemberStatus>,
+}
+
+/// A running cluster member. Cheap to share (`Arc`); [`rpc_router`](crate::rpc_router)
+/// serves its Raft RPC.
+pub struct ClusterNode {
+    id: u64,
+    info: NodeInfo,
+    secret: String,
+    db: sled::Db,
+    raft_config: Arc<openraft::Config>,
+    network: NetworkFactory,
+    contacts: Arc<Contacts>,
+    applied_tx: Arc<watch::Sender<Applied>>,
+    /// Replaced by `force_single`; cloned out for each call.
+    raft: Mutex<Raft>,
+    /// Serialises `force_single` and `shutdown`.
+    lifecycle: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for ClusterNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterNode")
+            .field("id", &self.id)
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterNode {
+    /// Opens the Raft log and state machine in `store`'s database and starts
+    /// Raft. A device that was a member resumes with its membership and data;
+    /// a new one waits for [`initialize`](Self::initialize) or to be added.
+    pub async fn start(store: &Store, config: ClusterConfig) -> Result<Arc<Self>, ClusterError> {
+        let ClusterConfig {
+            node_id,
+            info,
+            secret,
+            heartbeat_ms,
+            election_timeout_ms: (election_min, election_max),
+        } = config;
+        if secret.is_empty() {
+            return Err(ClusterError::Invalid("the cluster secret is empty".into()));
+        }
+        let raft_config = openraft::Config {
+            cluster_name: "gtm".into(),
+            heartbeat_interval: heartbeat_ms,
+            election_timeout_min: election_min,
+            election_timeout_max: election_max,
+            install_snapshot_timeout: 10_000,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(SNAPSHOT_EVERY),
+            max_in_snapshot_log_to_keep: LOGS_KEPT_BEHIND_SNAPSHOT,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| ClusterError::Invalid(format!("cluster timing: {e}")))?;
+        let contacts = Arc::new(Contacts::default());
+        let network = NetworkFactory::new(&secret, contacts.clone())
+            .map_err(|e| ClusterError::Network(format!("building the HTTP client: {e}")))?;
+        let applied_tx = Arc::new(watch::Sender::new(Applied::default()));
+        let db = store.db().clone();
+        let raft = spawn_raft(
+            node_id,
+            &db,
+            Arc::new(raft_config.clone()),
+            &network,
+            &applied_tx,
+        )
+        .await?;
+        tracing::info!(node_id, %info, "cluster node started");
+        Ok(Arc::new(Self {
+            id: node_id,
+            info,
+            secret,
+            db,
+            raft_config: Arc::new(raft_config),
+            network,
+            contacts,
+            applied_tx,
+            raft: Mutex::new(raft),
+            lifecycle: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn raft(&self) -> Raft {
+        self.raft.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn secret(&self) -> &str {
+        &self.secret
+    }
+
+    pub(crate) fn contacts(&self) -> &Contacts {
+        &self.contacts
+    }
+
+    fn metrics(&self) -> RaftMetrics<u64, NodeInfo> {
+        self.raft().metrics().borrow().clone()
+    }
+
+    /// Makes this device the single member of a new cluster (the first
+    /// device), and returns once it leads it.
+    pub async fn initialize(&self) -> Result<(), ClusterError> {
+        let raft = self.raft();
+        let members = BTreeMap::from([(self.id, self.info.clone())]);
+        raft.initialize(members).await.map_err(|e| match e {
+            RaftError::APIError(InitializeError::NotAllowed(_)) => ClusterError::Invalid(
+                "this device is already part of a cluster: it cannot be initialized again".into(),
+            ),
+            RaftError::APIError(e) => ClusterError::Invalid(e.to_string()),
+            RaftError::Fatal(e) => fatal(e),
+        })?;
+        let id = self.id;
+        raft.wait(Some(WRITE_TIMEOUT * 3))
+            .metrics(
+                move |m| m.current_leader == Some(id),
+                "leader of a new cluster",
+            )
+            .await
+            .map_err(|e| {
+                ClusterError::Invalid(format!("initialized but did not become leader: {e}"))
+            })?;
+        Ok(())
+    }
+
+    /// Adds a device: first as a learner, which waits until it has caught
+    /// up (from a snapshot if needed), then as a voter if `voter`. Only on
+    /// the leader.
+    pub async fn add_member(
+        &self,
+        id: u64,
+        info: NodeInfo,
+        voter: bool,
+    ) -> Result<(), ClusterError> {
+        self.ensure_leader()?;
+        let raft = self.raft();
+        match tokio::time::timeout(JOIN_TIMEOUT, raft.add_learner(id, info, true)).await {
+            Err(_) => return Err(self.no_quorum()),
+            Ok(res) => res.map_err(|e| self.write_error(e))?,
+        };
+        if voter {
+            let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
+            self.change_membership(&raft, change).await?;
+        }
+        tracing::info!(id, voter, "member added");
+        Ok(())
+    }
+
+    /// Removes a device from the cluster entirely. Only on the leader.
+    pub async fn remove_member(&self, id: u64) -> Result<(), ClusterError> {
+        self.ensure_leader()?;
+        let raft = self.raft();
+        let metrics = raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership();
+        let change = if membership.voter_ids().any(|v| v == id) {
+            ChangeMembers::RemoveVoters(BTreeSet::from([id]))
+        } else if membership.get_node(&id).is_some() {
+            ChangeMembers::RemoveNodes(BTreeSet::from([id]))
+        } else {
+            return Err(ClusterError::Invalid(format!(
+                "device {id} is not a member"
+            )));
+        };
+        self.change_membership(&raft, change).await?;
+        tracing::info!(id, "member removed");
+        Ok(())
+    }
+
+    async fn change_membership(
+        &self,
+        raft: &Raft,
+        change: ChangeMembers<u64, NodeInfo>,
+    ) -> Result<(), ClusterError> {
+        match tokio::time::timeout(WRITE_TIMEOUT, raft.change_membership(change, false)).await {
+            Err(_) => Err(self.no_quorum()),
+            Ok(res) => res.map(|_| ()).map_err(|e| self.write_error(e)),
+        }
+    }
+
+    /// Commits `request` and returns its log index, once applied on this
+    /// device. Only on the leader: elsewhere `NotLeader` says where to
+    /// forward. Without a quorum it fails within [`WRITE_TIMEOUT`].
+    pub async fn write(&self, request: Request) -> Result<u64, ClusterError> {
+        let deadline = Instant::now() + WRITE_TIMEOUT;
+        let raft = self.wait_for_leader(deadline).await?;
+        match tokio::time::timeout_at(deadline, raft.client_write(request)).await {
+            Err(_) => Err(self.no_quorum()),
+            Ok(Ok(resp)) => Ok(resp.log_id.index),
+            Ok(Err(e)) => Err(self.write_error(e)),
+        }
+    }
+
+    /// Returns this device's Raft handle if it leads; `NotLeader` if another
+    /// live device leads; waits (until `deadline`) while no live leader is
+    /// known, then `NoQuorum`.
+    async fn wait_for_leader(&self, deadline: Instant) -> Result<Raft, ClusterError> {
+        let stale = Duration::from_millis(self.raft_config.election_timeout_min);
+        loop {
+            let raft = self.raft();
+            let mut rx = raft.metrics();
+            let metrics = rx.borrow_and_update().clone();
+            if metrics
+                .membership_config
+                .membership()
+                .nodes()
+                .next()
+                .is_none()
+            {
+                return Err(ClusterError::Invalid(
+                    "this device is not part of a cluster yet: initialize it or add it to one"
+                        .into(),
+                ));
+            }
+            match metrics.current_leader {
+                Some(l) if l == self.id => return Ok(raft),
+                // A leader we heard from recently is worth forwarding to.
+                Some(l) if self.contacts.age(l).is_some_and(|a| a < stale) => {
+                    return Err(ClusterError::NotLeader {
+                        leader: leader_of(&metrics, l),
+                    });
+                }
+                _ => {}
+            }
+            if Instant::now() >= deadline {
+                return Err(self.no_quorum());
+            }
+            // Heartbeats do not change metrics: poll them too.
+            let tick = (deadline - Instant::now()).min(Duration::from_millis(100));
+            let _ = tokio::time::timeout(tick, rx.changed()).await;
+        }
+    }
+
+    fn ensure_leader(&self) -> Result<(), ClusterError> {
+        let metrics = self.metrics();
+        match metrics.current_leader {
+            Some(l) if l == self.id => Ok(()),
+            Some(l) => Err(ClusterError::NotLeader {
+                leader: leader_of(&metrics, l),
+            }),
+            None => Err(ClusterError::NotLeader { leader: None }),
+        }
+    }
+
+    fn write_error(&self, e: RaftError<u64, ClientWriteError<u64, NodeInfo>>) -> ClusterError {
+        match e {
+            RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => ClusterError::NotLeader {
+                leader: f.leader_id.zip(f.leader_node),
+            },
+            RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+                ClusterError::Invalid(e.to_string())
+            }
+            RaftError::Fatal(e) => fatal(e),
+        }
+    }
+
+    /// The members (other than this device) not heard from within an
+    /// election timeout.
+    fn no_quorum(&self) -> ClusterError {
+        let stale = Duration::from_millis(self.raft_config.election_timeout_min);
+        let metrics = self.metrics();
+        let unreachable = metrics
+            .membership_config
+            .membership()
+            .nodes()
+            .filter(|(id, _)| **id != self.id)
+            .filter(|(id, _)| self.contacts.age(**id).is_none_or(|a| a >= stale))
+            .map(|(_, info)| info.clone())
+            .collect();
+        ClusterError::NoQuorum { unreachable }
+    }
+
+    /// The replicated map, updated after every apply and snapshot install.
+    pub fn applied(&self) -> watch::Receiver<Applied> {
+        self.applied_tx.subscribe()
+    }
+
+    pub fn status(&self) -> ClusterStatus {
+        status_of(self.id, &self.metrics(), &self.contacts)
+    }
+
+    /// Waits until `pred` holds for this device's status, at most `timeout`.
+    pub async fn wait_status(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&ClusterStatus) -> bool,
+    ) -> Result<ClusterStatus, ClusterError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut rx = self.raft().metrics();
+            let status = status_of(self.id, &rx.borrow_and_update(), &self.contacts);
+            if pred(&status) {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                return Err(ClusterError::Invalid(format!(
+                    "timed out after {timeout:?} waiting for the cluster state; last: {status:?}"
+                )));
+            }
+            // Contact ages change without a metrics change: poll as well.
+            let tick = (deadline - Instant::now()).min(Duration::from_millis(100));
+            let _ = tokio::time::timeout(tick, rx.changed()).await;
+        }
+    }
+
+    /// Builds a snapshot of everything applied, then purges the log up to
+    /// it (openraft defers the purge while a member still replicates those
+    /// entries). Returns the snapshot's last log index.
+    pub async fn compact(&self) -> Result<u64, ClusterError> {
+        let raft = self.raft();
+        let Some(applied) = raft.metrics().borrow().last_applied else {
+            return Err(ClusterError::Invalid(
+                "nothing applied yet: nothing to compact".into(),
+            ));
+        };
+        raft.trigger().snapshot().await.map_err(fatal)?;
+        let metrics = raft
+            .wait(Some(WRITE_TIMEOUT * 3))
+            .metrics(
+                move |m| m.snapshot.is_some_and(|s| s.index >= applied.index),
+                "snapshot built",
+            )
+            .await
+            .map_err(|e| ClusterError::Storage(format!("building a snapshot: {e}")))?;
+        let upto = metrics.snapshot.map_or(applied.index, |s| s.index);
+        raft.trigger().purge_log(upto).await.map_err(fatal)?;
+        Ok(upto)
+    }
+
+    /// Recovery after the permanent loss of the other voters: makes this
+    /// device the only member, without a quorum.
+    ///
+    /// openraft cannot change membership without a quorum, and refuses to
+    /// initialize a node that has a log. So this stops Raft, appends to the
+    /// local log a membership entry `{this device}` under a new term (and
+    /// saves a vote for that term), and starts Raft again. On start-up the
+    /// last membership in the log is the effective one even uncommitted, so
+    /// this device, sole voter, elects itself and commits that entry and
+    /// everything before it. Entries the lost leader committed but never sent
+    /// here are lost. The lost devices must have their data wiped before
+    /// being added back.
+    pub async fn force_single(&self) -> Result<(), ClusterError> {
+        let _lifecycle = self.lifecycle.lock().await;
+        let raft = self.raft();
+        let metrics = raft.metrics().borrow().clone();
+        if metrics
+            .membership_config
+            .membership()
+            .nodes()
+            .next()
+            .is_none()
+        {
+            return Err(ClusterError::Invalid(
+                "this device is not part of a cluster: nothing to recover".into(),
+            ));
+        }
+        tracing::warn!(id = self.id, "forcing a single-member cluster");
+        if let Err(e) = raft.shutdown().await {
+            return Err(ClusterError::Storage(format!("stopping raft: {e}")));
+        }
+
+        let log = LogStore::open(&self.db)?;
+        let vote = log.vote()?;
+        let last = log.last_log_id()?;
+        let term = vote
+            .map_or(0, |v| v.leader_id().get_term())
+            .max(last.map_or(0, |l| l.leader_id.get_term()))
+            + 1;
+        let index = last.map_or(0, |l| l.index + 1);
+        let membership = Membership::new(
+            vec![BTreeSet::from([self.id])],
+            BTreeMap::from([(self.id, self.info.clone())]),
+        );
+        let entry = Entry {
+            log_id: LogId::new(CommittedLeaderId::new(term, self.id), index),
+            payload: EntryPayload::Membership(membership),
+        };
+        log.write_direct(&[entry], &Vote::new(term, self.id))
+            .await?;
+
+        let raft = spawn_raft(
+            self.id,
+            &self.db,
+            self.raft_config.clone(),
+            &self.network,
+            &self.applied_tx,
+        )
+        .await?;
+        *self.raft.lock().unwrap_or_else(|p| p.into_inner()) = raft.clone();
+        let id = self.id;
+        raft.wait(Some(WRITE_TIMEOUT * 3))
+            .metrics(
+                move |m| {
+                    m.current_leader == Some(id) && m.last_applied.is_some_and(|l| l.index >= index)
+                },
+                "sole leader after recovery",
+            )
+            .await
+            .map_err(|e| ClusterError::Invalid(format!("recovery did not take effect: {e}")))?;
+        tracing::warn!(id, index, "now the only member of the cluster");
+        Ok(())
+    }
+
+    /// Stops Raft. The RPC routes then answer with an error; the caller
+    /// stops its HTTP server.
+    pub async fn shutdown(&self) {
+        let _lifecycle = self.lifecycle.lock().await;
+        if let Err(e) = self.raft().shutdown().await {
+            tracing::error!(error = %e, "raft did not stop cleanly");
+        }
+    }
+}
+
+async fn spawn_raft(
+    id: u64,
+    db: &sled::Db,
+    config: Arc<openraft::Config>,
+    network: &NetworkFactory,
+    applied_tx: &Arc<watch::Sender<Applied>>,
+) -> Result<Raft, ClusterError> {
+    let log = LogStore::open(db)?;
+    let sm = StateMachine::open(db, applied_tx.clone())?;
+    let raft = Raft::new(id, config, network.clone(), log, sm)
+        .await
+        .map_err(fatal)?;
+    // One round trip to the core: it reports the state loaded from disk
+    // (membership, log, vote) before serving it, so status() is right at once.
+    raft.with_raft_state(|_| ()).await.map_err(fatal)?;
+    Ok(raft)
+}
+
+fn leader_of(metrics: &RaftMetrics<u64, NodeInfo>, id: u64) -> Option<(u64, NodeInfo)> {
+    metrics
+        .membership_config
+        .membership()
+        .get_node(&id)
+        .map(|info| (id, info.clone()))
+}
+
+fn status_of(id: u64, m: &RaftMetrics<u64, NodeInfo>, contacts: &Contacts) -> ClusterStatus {
+    let membership = m.membership_config.membership();
+    let voters: BTreeSet<u64> = membership.voter_ids().collect();
+    let members = membership
+        .nodes()
+        .map(|(mid, info)| MemberStatus {
+            id: *mid,
+            info: info.clone(),
+            voter: voters.contains(mid),
+            last_contact_ms: if *mid == id {
+                None
+            } else {
+                contacts.age(*mid).map(|a| a.as_millis() as u64)
+            },
+        })
+        .collect();
+    ClusterStatus {
+        id,
+        state: match m.state {
+            ServerState::Leader => NodeState::Leader,
+            ServerState::Follower => NodeState::Follower,
+            ServerState::Candidate => NodeState::Candidate,
+            ServerState::Learner => NodeState::Learner,
+            ServerState::Shutdown => NodeState::Shutdown,
+        },
+        leader: m.current_leader.and_then(|l| leader_of(m, l)),
+        term: m.current_term,
+        last_log_index: m.last_log_index,
+        applied_index: m.last_applied.map(|l| l.index),
+        snapshot_index: m.snapshot.map(|l| l.index),
+        purged_index: m.purged.map(|l| l.index),
+        members,
+    }
+}

@@ -1,0 +1,512 @@
+//! Real cluster nodes in one process: each with its own sled directory and
+//! its own HTTP server on 127.0.0.1:0. Tests wait on state (the applied
+//! watch, the status), never on fixed sleeps.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gtm_cluster::{
+    Applied, ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, NodeState, Request,
+    SECRET_HEADER, Store, Write, rpc_router,
+};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+const SECRET: &str = "test-cluster-secret";
+const WAIT: Duration = Duration::from_secs(20);
+
+struct TestNode {
+    id: u64,
+    dir: PathBuf,
+    addr: SocketAddr,
+    node: Arc<ClusterNode>,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<()>>,
+}
+
+fn info(id: u64, addr: SocketAddr) -> NodeInfo {
+    NodeInfo {
+        name: format!("gtm-{id}"),
+        datacenter: if id == 3 { "dc2" } else { "dc1" }.into(),
+        api_addr: format!("http://{addr}"),
+    }
+}
+
+impl TestNode {
+    /// Starts a node on `dir`, serving on `addr` (port 0: a new one).
+    async fn start(id: u64, dir: &Path, addr: SocketAddr) -> Self {
+        let listener = bind(addr).await;
+        let addr = listener.local_addr().expect("local addr");
+        let store = Store::open(dir).expect("open store");
+        let mut config = ClusterConfig::new(id, info(id, addr), SECRET);
+        config.heartbeat_ms = 100;
+        config.election_timeout_ms = (600, 1200);
+        let node = ClusterNode::start(&store, config)
+            .await
+            .expect("start node");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let app = rpc_router(node.clone());
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await
+                .expect("serve");
+        });
+        Self {
+            id,
+            dir: dir.to_path_buf(),
+            addr,
+            node,
+            stop: Some(stop),
+            server: Some(server),
+        }
+    }
+
+    fn info(&self) -> NodeInfo {
+        info(self.id, self.addr)
+    }
+
+    /// Stops Raft and the HTTP server, releasing the directory.
+    async fn kill(mut self) -> (u64, PathBuf, SocketAddr) {
+        self.node.shutdown().await;
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.expect("server task");
+        }
+        (self.id, self.dir.clone(), self.addr)
+    }
+
+    async fn wait_applied(&self, what: &str, pred: impl Fn(&Applied) -> bool) -> Applied {
+        let mut rx = self.node.applied();
+        let res = tokio::time::timeout(WAIT, rx.wait_for(|a| pred(a))).await;
+        match res {
+            Ok(Ok(a)) => a.clone(),
+            _ => panic!(
+                "node {}: timed out waiting for {what}; status {:?}",
+                self.id,
+                self.node.status()
+            ),
+        }
+    }
+
+    async fn wait_status(
+        &self,
+        what: &str,
+        pred: impl Fn(&ClusterStatus) -> bool,
+    ) -> ClusterStatus {
+        self.node
+            .wait_status(WAIT, pred)
+            .await
+            .unwrap_or_else(|e| panic!("node {}: waiting for {what}: {e}", self.id))
+    }
+
+    async fn wait_has(&self, key: &str, value: &[u8]) {
+        self.wait_applied(&format!("{key}={}", String::from_utf8_lossy(value)), |a| {
+            a.kv.get(key).map(Vec::as_slice) == Some(value)
+        })
+        .await;
+    }
+}
+
+/// Binds `addr`. A restarted node needs its old port back (peers know it by
+/// address), and an outgoing connection may hold that port for a moment.
+async fn bind(addr: SocketAddr) -> TcpListener {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match TcpListener::bind(addr).await {
+            Ok(listener) => return listener,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("bind {addr}: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("bind {addr}: {e}"),
+        }
+    }
+}
+
+fn put(key: &str, value: &str) -> Request {
+    Request(vec![Write::Put {
+        key: key.into(),
+        value: value.as_bytes().to_vec(),
+    }])
+}
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().expect("addr")
+}
+
+/// A cluster of `n` voters, node 1 initialized first and leading.
+async fn cluster(root: &Path, n: u64) -> Vec<TestNode> {
+    let mut nodes = Vec::new();
+    for id in 1..=n {
+        let dir = root.join(format!("node{id}"));
+        nodes.push(TestNode::start(id, &dir, loopback()).await);
+    }
+    nodes[0].node.initialize().await.expect("initialize");
+    for other in &nodes[1..] {
+        nodes[0]
+            .node
+            .add_member(other.id, other.info(), true)
+            .await
+            .expect("add member");
+    }
+    for node in &nodes {
+        node.wait_status("full membership", |s| {
+            s.members.len() == n as usize && s.members.iter().all(|m| m.voter) && s.leader.is_some()
+        })
+        .await;
+    }
+    nodes
+}
+
+fn leader_index(nodes: &[TestNode]) -> usize {
+    nodes
+        .iter()
+        .position(|n| n.node.status().state == NodeState::Leader)
+        .expect("a leader")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_replicate_and_followers_name_the_leader() {
+    let root = tempfile::tempdir().unwrap();
+    let nodes = cluster(root.path(), 3).await;
+    let l = leader_index(&nodes);
+    let index = nodes[l]
+        .node
+        .write(put("config", "v1"))
+        .await
+        .expect("write");
+    for node in &nodes {
+        node.wait_has("config", b"v1").await;
+        assert!(node.node.applied().borrow().index >= index);
+    }
+    // A batch is applied atomically, deletes included.
+    let batch = Request(vec![
+        Write::Put {
+            key: "a".into(),
+            value: b"1".to_vec(),
+        },
+        Write::Put {
+            key: "b".into(),
+            value: b"2".to_vec(),
+        },
+        Write::Delete {
+            key: "config".into(),
+        },
+    ]);
+    nodes[l].node.write(batch).await.expect("batch");
+    for node in &nodes {
+        let a = node.wait_applied("batch", |a| a.kv.contains_key("b")).await;
+        assert_eq!(a.kv.get("a").map(Vec::as_slice), Some(&b"1"[..]));
+        assert!(!a.kv.contains_key("config"));
+    }
+
+    let f = (l + 1) % 3;
+    let err = nodes[f].node.write(put("config", "v2")).await.unwrap_err();
+    match &err {
+        ClusterError::NotLeader {
+            leader: Some((id, info)),
+        } => {
+            assert_eq!(*id, nodes[l].id);
+            assert_eq!(*info, nodes[l].info());
+        }
+        other => panic!("want NotLeader with the leader, got {other:?}"),
+    }
+    assert!(
+        err.to_string().contains("send the request to the leader"),
+        "{err}"
+    );
+    let err = nodes[f]
+        .node
+        .add_member(9, info(9, loopback()), false)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ClusterError::NotLeader { leader: Some(_) }),
+        "{err:?}"
+    );
+
+    let status = nodes[l].node.status();
+    assert_eq!(status.state, NodeState::Leader);
+    assert_eq!(status.members.len(), 3);
+    for m in status.members.iter().filter(|m| m.id != nodes[l].id) {
+        assert!(m.last_contact_ms.is_some_and(|ms| ms < 5_000), "{m:?}");
+    }
+    for node in nodes {
+        node.kill().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pair_replicates_and_losing_the_follower_is_no_quorum() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 2).await;
+    let index = nodes[0]
+        .node
+        .write(put("config", "pair"))
+        .await
+        .expect("write");
+    for node in &nodes {
+        node.wait_has("config", b"pair").await;
+        assert!(node.node.applied().borrow().index >= index);
+    }
+    let follower = nodes.pop().unwrap();
+    let lost = follower.info();
+    follower.kill().await;
+
+    let started = Instant::now();
+    let err = nodes[0]
+        .node
+        .write(put("config", "lost"))
+        .await
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    match &err {
+        ClusterError::NoQuorum { unreachable } => assert_eq!(unreachable, &vec![lost.clone()]),
+        other => panic!("want NoQuorum, got {other:?}"),
+    }
+    assert!(err.to_string().contains(&lost.name), "{err}");
+    // DNS keeps answering: the applied state is still there.
+    assert_eq!(
+        nodes[0]
+            .node
+            .applied()
+            .borrow()
+            .kv
+            .get("config")
+            .map(Vec::as_slice),
+        Some(&b"pair"[..])
+    );
+    for node in nodes {
+        node.kill().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn survivor_of_a_pair_recovers_with_force_single() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 2).await;
+    nodes[0]
+        .node
+        .write(put("config", "before"))
+        .await
+        .expect("write");
+    nodes[1].wait_has("config", b"before").await;
+
+    // Lose the leader: the survivor has no quorum.
+    let leader = nodes.remove(0);
+    let lost = leader.info();
+    leader.kill().await;
+    let survivor = &nodes[0];
+    // Until it misses heartbeats, a follower still names the old leader.
+    survivor
+        .wait_status("the loss noticed", |s| s.state == NodeState::Candidate)
+        .await;
+    let started = Instant::now();
+    let err = survivor
+        .node
+        .write(put("config", "after"))
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    match &err {
+        ClusterError::NoQuorum { unreachable } => assert_eq!(unreachable, &vec![lost]),
+        other => panic!("want NoQuorum, got {other:?}"),
+    }
+
+    survivor.node.force_single().await.expect("force_single");
+    let status = survivor.node.status();
+    assert_eq!(status.state, NodeState::Leader);
+    assert_eq!(status.members.len(), 1);
+    assert_eq!(status.members[0].id, survivor.id);
+    assert!(status.members[0].voter);
+    survivor
+        .node
+        .write(put("config", "after"))
+        .await
+        .expect("write after recovery");
+    survivor.wait_has("config", b"after").await;
+
+    // The recovery survives a restart.
+    let (id, dir, addr) = nodes.pop().unwrap().kill().await;
+    let again = TestNode::start(id, &dir, addr).await;
+    again
+        .wait_status("sole leader again", |s| s.state == NodeState::Leader)
+        .await;
+    assert_eq!(again.node.status().members.len(), 1);
+    again
+        .node
+        .write(put("config", "restarted"))
+        .await
+        .expect("write after restart");
+    again.wait_has("config", b"restarted").await;
+    again.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_node_keeps_membership_and_data_and_catches_up() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 3).await;
+    let l = leader_index(&nodes);
+    nodes[l]
+        .node
+        .write(put("k1", "one"))
+        .await
+        .expect("write k1");
+    for node in &nodes {
+        node.wait_has("k1", b"one").await;
+    }
+    let victim = if l == 2 { 1 } else { 2 };
+    let (id, dir, addr) = nodes.remove(victim).kill().await;
+    let l = leader_index(&nodes);
+    nodes[l]
+        .node
+        .write(put("k2", "two"))
+        .await
+        .expect("write k2 with 2 of 3");
+
+    let back = TestNode::start(id, &dir, addr).await;
+    // From its own disk, before hearing from anyone.
+    assert_eq!(
+        back.node.applied().borrow().kv.get("k1").map(Vec::as_slice),
+        Some(&b"one"[..])
+    );
+    assert_eq!(
+        back.node.status().members.len(),
+        3,
+        "membership survives a restart"
+    );
+    back.wait_has("k2", b"two").await;
+    let status = back
+        .wait_status("following", |s| {
+            s.state == NodeState::Follower && s.leader.is_some()
+        })
+        .await;
+    assert_eq!(status.members.len(), 3);
+    back.kill().await;
+    for node in nodes {
+        node.kill().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wiped_node_rejoins_through_a_snapshot() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 3).await;
+    let l = leader_index(&nodes);
+    nodes[l]
+        .node
+        .write(put("k1", "one"))
+        .await
+        .expect("write k1");
+    let victim = if l == 2 { 1 } else { 2 };
+    let (id, dir, _) = nodes.remove(victim).kill().await;
+    std::fs::remove_dir_all(&dir).expect("wipe");
+    let l = leader_index(&nodes);
+    nodes[l]
+        .node
+        .remove_member(id)
+        .await
+        .expect("remove member");
+    for i in 0..5 {
+        nodes[l]
+            .node
+            .write(put(&format!("key{i}"), "x"))
+            .await
+            .expect("write");
+    }
+    let snap = nodes[l].node.compact().await.expect("compact");
+    nodes[l]
+        .wait_status("log purged up to the snapshot", |s| {
+            s.purged_index.is_some_and(|p| p >= snap)
+        })
+        .await;
+
+    let fresh = TestNode::start(id, &dir, loopback()).await;
+    assert_eq!(fresh.node.applied().borrow().index, 0);
+    nodes[l]
+        .node
+        .add_member(id, fresh.info(), true)
+        .await
+        .expect("re-add");
+    let applied = fresh
+        .wait_applied("snapshot content", |a| a.kv.contains_key("key4"))
+        .await;
+    assert_eq!(applied.kv.get("k1").map(Vec::as_slice), Some(&b"one"[..]));
+    let status = fresh
+        .wait_status("a voter", |s| {
+            s.members.iter().any(|m| m.id == id && m.voter)
+        })
+        .await;
+    assert!(
+        status.snapshot_index.is_some_and(|s| s >= snap),
+        "caught up through a snapshot: {status:?}"
+    );
+    // And it follows new writes.
+    nodes[l].node.write(put("k9", "nine")).await.expect("write");
+    fresh.wait_has("k9", b"nine").await;
+    fresh.kill().await;
+    for node in nodes {
+        node.kill().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_without_the_secret_is_unauthorized() {
+    let root = tempfile::tempdir().unwrap();
+    let node = TestNode::start(1, &root.path().join("node1"), loopback()).await;
+    let client = reqwest::Client::new();
+    for route in ["append", "vote", "snapshot"] {
+        let url = format!("http://{}/cluster/v1/{route}", node.addr);
+        let none = client
+            .post(&url)
+            .body(vec![0xffu8; 4])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(none.status(), reqwest::StatusCode::UNAUTHORIZED, "{route}");
+        let wrong = client
+            .post(&url)
+            .header(SECRET_HEADER, "not-the-secret")
+            .body(vec![0xffu8; 4])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(wrong.status(), reqwest::StatusCode::UNAUTHORIZED, "{route}");
+        // The right secret passes authentication (the body is not bincode).
+        let right = client
+            .post(&url)
+            .header(SECRET_HEADER, SECRET)
+            .body(vec![0xffu8; 4])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(right.status(), reqwest::StatusCode::BAD_REQUEST, "{route}");
+    }
+    node.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uninitialized_node_refuses_writes_and_double_initialize() {
+    let root = tempfile::tempdir().unwrap();
+    let node = TestNode::start(1, &root.path().join("node1"), loopback()).await;
+    let err = node.node.write(put("k", "v")).await.unwrap_err();
+    assert!(matches!(err, ClusterError::Invalid(_)), "{err:?}");
+    node.node.initialize().await.expect("initialize");
+    let err = node.node.initialize().await.unwrap_err();
+    assert!(matches!(err, ClusterError::Invalid(_)), "{err:?}");
+    assert_eq!(node.node.write(put("k", "v")).await.expect("write"), 2);
+    node.kill().await;
+}
