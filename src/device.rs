@@ -2,7 +2,6 @@
 
 use std::{
     fs,
-    io::Write,
     net::SocketAddr,
     path::{Path, PathBuf},
     sync::Arc,
@@ -20,7 +19,8 @@ use crate::{
     health::{probe::Prober, scheduler},
     model::{self, node::NodeSettings},
 };
-use gtm_cluster::Store;
+use crate::replication::{Replication, random_bytes, write_private};
+use gtm_cluster::{NodeInfo, Store};
 
 /// The embedded demo configuration, served on first start without a node file.
 pub const DEMO_CONFIG: &str = include_str!("../config/demo.toml");
@@ -33,6 +33,7 @@ pub const TOKEN_FILE: &str = "api-token";
 #[derive(Debug)]
 pub struct Device {
     pub engine: Arc<Engine>,
+    pub replication: Arc<Replication>,
     pub dns_addrs: Vec<SocketAddr>,
     pub api_addr: SocketAddr,
     pub token: String,
@@ -121,8 +122,15 @@ impl Device {
             settings.max_concurrent_probes.unwrap_or(1000),
             cancel.child_token(),
         ));
+        let info = NodeInfo {
+            name: settings.name.clone(),
+            datacenter: settings.datacenter.clone(),
+            api_addr: settings.advertise_api.clone().unwrap_or_else(|| format!("http://{api_addr}")),
+        };
+        let replication = Replication::start(&store, dir, info, engine.clone()).await?;
         let router = api::router(ApiState {
             engine: engine.clone(),
+            replication: replication.clone(),
             prober,
             store,
             data_dir: dir.clone(),
@@ -139,6 +147,7 @@ impl Device {
         tracing::info!(device = %settings.name, dns = ?dns.addrs, api = %api_addr, data_dir = %dir.display(), "device started");
         Ok(Self {
             engine,
+            replication,
             dns_addrs: dns.addrs.clone(),
             api_addr,
             token,
@@ -155,6 +164,7 @@ impl Device {
         let _ = self.api_task.await;
         let _ = self.scheduler.await;
         drop(self.probes);
+        self.replication.shutdown().await;
         self.dns.stop().await;
     }
 }
@@ -200,24 +210,8 @@ fn api_token(dir: &Path) -> Result<String> {
         }
     }
     // From the kernel's CSPRNG: the token guards the whole management plane.
-    let mut raw = [0u8; 32];
-    fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
-        .context("cannot read /dev/urandom for the API token")?;
-    let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let token: String = random_bytes::<32>()?.iter().map(|b| format!("{b:02x}")).collect();
     write_private(&path, &format!("{token}\n"))?;
     Ok(token)
 }
 
-fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    Ok(())
-}

@@ -10,3 +10,4 @@ pub mod health;
 pub mod model;
 pub mod resolve;
 pub mod peers;
+pub mod replication;

@@ -53,6 +53,7 @@ impl TestDevice {
             data_dir: data_dir.to_path_buf(),
             dns_listen: vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()],
             api_listen: "127.0.0.1:0".parse().unwrap(),
+            advertise_api: None,
             geoip_file: geoip,
             udp_workers: Some(1),
             edns_payload: None,

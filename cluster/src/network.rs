@@ -65,16 +65,35 @@ impl Contacts {
 
 // ---- client side ----
 
+/// The cluster secret, shared by the RPC client and server of a node and
+/// replaced when a device adopts the secret of the cluster it joins.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedSecret(Arc<std::sync::RwLock<Arc<str>>>);
+
+impl SharedSecret {
+    pub(crate) fn new(secret: &str) -> Self {
+        Self(Arc::new(std::sync::RwLock::new(secret.into())))
+    }
+
+    pub(crate) fn get(&self) -> Arc<str> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, secret: &str) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = secret.into();
+    }
+}
+
 /// Builds one connection per target; all share one HTTP client (and pool).
 #[derive(Debug, Clone)]
 pub(crate) struct NetworkFactory {
     pub(crate) client: reqwest::Client,
-    pub(crate) secret: Arc<str>,
+    pub(crate) secret: SharedSecret,
     pub(crate) contacts: Arc<Contacts>,
 }
 
 impl NetworkFactory {
-    pub(crate) fn new(secret: &str, contacts: Arc<Contacts>) -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(secret: SharedSecret, contacts: Arc<Contacts>) -> Result<Self, reqwest::Error> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
             // Each call sets its own; this bounds anything that does not.
@@ -83,7 +102,7 @@ impl NetworkFactory {
             .build()?;
         Ok(Self {
             client,
-            secret: secret.into(),
+            secret,
             contacts,
         })
     }
@@ -144,7 +163,7 @@ impl Connection {
             .factory
             .client
             .post(&url)
-            .header(SECRET_HEADER, &*self.factory.secret)
+            .header(SECRET_HEADER, &*self.factory.secret.get())
             .header(header::CONTENT_TYPE, "application/octet-stream")
             .timeout(timeout)
             .body(body)
@@ -271,7 +290,7 @@ pub fn rpc_router(node: Arc<ClusterNode>) -> Router {
 }
 
 /// Equal length and equal bytes, in time independent of where they differ.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 use crate::Store;
 use crate::log_store::LogStore;
-use crate::network::{Contacts, NetworkFactory};
+use crate::network::{Contacts, NetworkFactory, SharedSecret};
 use crate::state_machine::StateMachine;
 use crate::types::{Applied, Entry, LogId, NodeInfo, Raft, Request, StorageError, Vote};
 
@@ -143,7 +143,7 @@ pub struct ClusterStatus {
 pub struct ClusterNode {
     id: u64,
     info: NodeInfo,
-    secret: String,
+    secret: SharedSecret,
     db: sled::Db,
     raft_config: Arc<openraft::Config>,
     network: NetworkFactory,
@@ -192,7 +192,8 @@ impl ClusterNode {
         .validate()
         .map_err(|e| ClusterError::Invalid(format!("cluster timing: {e}")))?;
         let contacts = Arc::new(Contacts::default());
-        let network = NetworkFactory::new(&secret, contacts.clone())
+        let secret = SharedSecret::new(&secret);
+        let network = NetworkFactory::new(secret.clone(), contacts.clone())
             .map_err(|e| ClusterError::Network(format!("building the HTTP client: {e}")))?;
         let applied_tx = Arc::new(watch::Sender::new(Applied::default()));
         let db = store.db().clone();
@@ -223,12 +224,32 @@ impl ClusterNode {
         self.id
     }
 
+    /// This device as membership records it.
+    pub fn info(&self) -> &NodeInfo {
+        &self.info
+    }
+
     pub(crate) fn raft(&self) -> Raft {
         self.raft.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub(crate) fn secret(&self) -> &str {
-        &self.secret
+    pub(crate) fn secret(&self) -> Arc<str> {
+        self.secret.get()
+    }
+
+    /// Adopts the secret of a cluster this device is about to join. Only a
+    /// device that belongs to no cluster yet may change it.
+    pub fn set_secret(&self, secret: &str) -> Result<(), ClusterError> {
+        if secret.is_empty() {
+            return Err(ClusterError::Invalid("the cluster secret is empty".into()));
+        }
+        if !self.status().members.is_empty() {
+            return Err(ClusterError::Invalid(
+                "this device already belongs to a cluster; leave it first".into(),
+            ));
+        }
+        self.secret.set(secret);
+        Ok(())
     }
 
     pub(crate) fn contacts(&self) -> &Contacts {

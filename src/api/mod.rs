@@ -17,17 +17,19 @@ use axum::{
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    engine::{CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus, diff},
+    engine::{ApplyError, CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus, diff},
     geo::Geo,
     model::{self, ConfigErrors},
     resolve::CheckState,
 };
-use gtm_cluster::Store;
+use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
+use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
 
 /// What the handlers share.
 #[derive(Debug, Clone)]
 pub struct ApiState {
     pub engine: Arc<Engine>,
+    pub replication: Arc<Replication>,
     pub prober: Arc<crate::health::probe::Prober>,
     pub store: Store,
     pub data_dir: PathBuf,
@@ -66,6 +68,17 @@ impl ApiError {
         );
         e.errors = errors.0.iter().map(ToString::to_string).collect();
         e
+    }
+}
+
+impl From<ApplyError> for ApiError {
+    fn from(e: ApplyError) -> Self {
+        match e {
+            ApplyError::Invalid(errors) => ApiError::invalid(errors),
+            ApplyError::Store(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store-failed", format!("{e}; nothing was applied")),
+            ApplyError::NoQuorum(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no-quorum", e.to_string()),
+            ApplyError::Cluster(message) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cluster", message),
+        }
     }
 }
 
@@ -188,14 +201,28 @@ pub fn router(state: ApiState) -> Router {
         .route("/checks/{name}/test", post(test_check))
         .route("/drain/address", put(drain_address))
         .route("/drain/datacenter", put(drain_datacenter))
+        .route("/cluster/init", post(cluster_init))
+        .route("/cluster/token", get(cluster_token))
+        .route("/cluster/join", post(cluster_join))
+        .route("/cluster/leave", post(cluster_leave))
+        .route("/cluster/status", get(cluster_status))
+        .route("/cluster/recover", post(cluster_recover))
         .route("/geoip/lookup/{ip}", get(geoip_lookup))
         .route("/geoip", put(geoip_import))
         .layer(middleware::from_fn_with_state(state.clone(), auth));
+    // Device-to-device routes: guarded by the cluster secret, not the token.
+    let peer = Router::new()
+        .route("/cluster/v1/write", post(peer_write))
+        .route("/cluster/v1/join", post(peer_join))
+        .route("/cluster/v1/leave", post(peer_leave))
+        .layer(middleware::from_fn_with_state(state.clone(), peer_auth));
     Router::new()
         .route("/health", get(|| async { "ok\n" }))
         .nest("/api/v1", api)
+        .merge(peer)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(gtm_cluster::rpc_router(state.replication.node.clone()))
 }
 
 async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {
@@ -258,23 +285,8 @@ async fn apply_config(
             changes: diff(&engine.config(), &config),
         }));
     }
-    // The store write and the swap run off the async workers.
-    let result = tokio::task::spawn_blocking(move || engine.apply_persisted(text, config))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    match result {
-        Ok((version, changes)) => Ok(Json(ApplyResult {
-            applied: true,
-            version,
-            changes,
-        })),
-        Err(crate::engine::ApplyError::Invalid(e)) => Err(ApiError::invalid(e)),
-        Err(crate::engine::ApplyError::Store(e)) => Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "store-failed",
-            format!("{e}; nothing was applied"),
-        )),
-    }
+    let (version, changes) = state.replication.apply(text, config).await?;
+    Ok(Json(ApplyResult { applied: true, version, changes }))
 }
 
 async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
@@ -600,4 +612,111 @@ fn install_geoip(dir: &std::path::Path, bytes: &[u8]) -> Result<Geo, ApiError> {
             ))
         }
     }
+}
+
+async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {
+    let given = request.headers().get(SECRET_HEADER).and_then(|v| v.to_str().ok());
+    if state.replication.secret_ok(given) {
+        next.run(request).await
+    } else {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong cluster secret").into_response()
+    }
+}
+
+/// A configuration write forwarded by a follower: validated again here.
+async fn peer_write(State(state): State<ApiState>, body: Bytes) -> Result<Json<Written>, ApiError> {
+    let (text, _) = parse_body(&body)?;
+    let version = state.replication.write_config(text).await?;
+    Ok(Json(Written { version }))
+}
+
+async fn peer_join(State(state): State<ApiState>, Json(req): Json<JoinRequest>) -> Result<Json<Written>, ApiError> {
+    state.replication.admit(req).await?;
+    Ok(Json(Written { version: state.engine.version() }))
+}
+
+async fn peer_leave(State(state): State<ApiState>, Json(req): Json<LeaveRequest>) -> Result<Json<Written>, ApiError> {
+    state.replication.remove(req.id).await?;
+    Ok(Json(Written { version: state.engine.version() }))
+}
+
+/// What `gtm cluster init` and `recover` report.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ClusterMessage {
+    pub message: String,
+    pub status: ClusterStatus,
+}
+
+async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
+    if state.replication.clustered() {
+        return Err(ApiError::new(StatusCode::CONFLICT, "already-clustered", "this device already belongs to a cluster (gtm cluster status)"));
+    }
+    state.replication.init().await?;
+    Ok(Json(ClusterMessage {
+        message: "cluster initialized with this device as its only voter. \
+                  Join the second device of the pair with `gtm cluster join <this device's API address> --token <gtm cluster token>`. \
+                  Two voters cannot survive the loss of one: with a pair, losing either device stops configuration writes \
+                  (DNS keeps answering). Join a remote device in another datacenter as the third voter so that either \
+                  device of the pair can fail, or use `gtm cluster recover --force-single` on the survivor."
+            .into(),
+        status: state.replication.status(),
+    }))
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TokenResponse {
+    pub token: String,
+}
+
+async fn cluster_token(State(state): State<ApiState>) -> Result<Json<TokenResponse>, ApiError> {
+    if !state.replication.clustered() {
+        return Err(ApiError::new(StatusCode::CONFLICT, "not-clustered", "this device belongs to no cluster yet: run gtm cluster init first"));
+    }
+    let token = state
+        .replication
+        .token()
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    Ok(Json(TokenResponse { token }))
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JoinCommand {
+    /// API address of any member, e.g. http://127.0.0.11:8053.
+    pub address: String,
+    pub token: String,
+    #[serde(default)]
+    pub learner: bool,
+}
+
+async fn cluster_join(State(state): State<ApiState>, Json(req): Json<JoinCommand>) -> Result<Json<ClusterStatus>, ApiError> {
+    if state.replication.clustered() {
+        return Err(ApiError::new(StatusCode::CONFLICT, "already-clustered", "this device already belongs to a cluster; gtm cluster leave first"));
+    }
+    let address = if req.address.contains("://") { req.address.clone() } else { format!("http://{}", req.address) };
+    state.replication.join(&address, &req.token, !req.learner).await?;
+    Ok(Json(state.replication.status()))
+}
+
+async fn cluster_leave(State(state): State<ApiState>) -> Result<Json<ClusterStatus>, ApiError> {
+    if !state.replication.clustered() {
+        return Err(ApiError::new(StatusCode::CONFLICT, "not-clustered", "this device belongs to no cluster"));
+    }
+    let id = state.replication.node.id();
+    state.replication.remove(id).await?;
+    Ok(Json(state.replication.status()))
+}
+
+async fn cluster_status(State(state): State<ApiState>) -> Json<ClusterStatus> {
+    Json(state.replication.status())
+}
+
+async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
+    if !state.replication.clustered() {
+        return Err(ApiError::new(StatusCode::CONFLICT, "not-clustered", "this device belongs to no cluster"));
+    }
+    state.replication.recover_single().await?;
+    Ok(Json(ClusterMessage {
+        message: "this device now continues alone as the only voter; wipe the lost device's data directory before it joins again".into(),
+        status: state.replication.status(),
+    }))
 }

@@ -7,6 +7,8 @@ use std::{net::IpAddr, path::PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+use gtm_cluster::ClusterStatus;
+
 use crate::{
     api::{ApiError, ApplyResult, GeoLookup, StatusReport},
     device::{API_FILE, Device, TOKEN_FILE},
@@ -83,6 +85,51 @@ pub enum Command {
     /// GeoIP: where an address is, and the database.
     #[command(subcommand)]
     Geoip(GeoipCmd),
+    /// The cluster: init, join, leave, status, recovery.
+    #[command(subcommand)]
+    Cluster(ClusterCmd),
+    /// Devices of the cluster.
+    #[command(subcommand)]
+    Device(DeviceCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCmd {
+    /// Make this device the first member of a new cluster.
+    Init,
+    /// Print the token another device needs to join.
+    Token,
+    /// Join the cluster of the device at ADDRESS (its API address).
+    Join {
+        address: String,
+        #[arg(long)]
+        token: String,
+        /// Join as a non-voting member.
+        #[arg(long)]
+        learner: bool,
+    },
+    /// Leave the cluster (the device keeps serving its last configuration).
+    Leave,
+    /// Members, datacenter, voter or learner, leader, term, applied index, last contact.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// After the permanent loss of the peer: continue on this device alone.
+    Recover {
+        /// Required: make this device the only voter.
+        #[arg(long)]
+        force_single: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeviceCmd {
+    /// Every device of the cluster.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -171,19 +218,23 @@ pub enum GeoipCmd {
     Import { file: PathBuf },
 }
 
-/// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable.
+/// Exit codes: 0 ok, 1 error, 2 bad input or not found (clap's too),
+/// 3 unreachable, 4 no quorum.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error("{0}")]
     BadInput(String),
     #[error("{0}")]
     Unreachable(String),
+    #[error("{0}")]
+    NoQuorum(String),
 }
 
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     match e.downcast_ref::<CliError>() {
         Some(CliError::BadInput(_)) => 2,
         Some(CliError::Unreachable(_)) => 3,
+        Some(CliError::NoQuorum(_)) => 4,
         None => 1,
     }
 }
@@ -517,6 +568,17 @@ pub async fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Cluster(cmd) => cluster(&cli, cmd).await,
+        Command::Device(DeviceCmd::List { json }) => {
+            let client = Client::new(&cli)?;
+            let status: ClusterStatus = client.send(client.http.get(client.url("/api/v1/cluster/status"))).await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&status.members)?);
+                return Ok(());
+            }
+            print_members(&status);
+            Ok(())
+        }
         Command::Geoip(GeoipCmd::Lookup { ip, json }) => {
             let client = Client::new(&cli)?;
             let found: GeoLookup = client
@@ -551,6 +613,82 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+async fn cluster(cli: &Cli, cmd: &ClusterCmd) -> Result<()> {
+    let client = Client::new(cli)?;
+    match cmd {
+        ClusterCmd::Init => {
+            let r: crate::api::ClusterMessage = client.send(client.http.post(client.url("/api/v1/cluster/init"))).await?;
+            println!("{}", r.message);
+        }
+        ClusterCmd::Token => {
+            let r: crate::api::TokenResponse = client.send(client.http.get(client.url("/api/v1/cluster/token"))).await?;
+            println!("{}", r.token);
+        }
+        ClusterCmd::Join { address, token, learner } => {
+            let body = crate::api::JoinCommand { address: address.clone(), token: token.clone(), learner: *learner };
+            let status: ClusterStatus = client.send(client.http.post(client.url("/api/v1/cluster/join")).json(&body)).await?;
+            println!("joined; the cluster's configuration is applied here");
+            print_members(&status);
+        }
+        ClusterCmd::Leave => {
+            let _: ClusterStatus = client.send(client.http.post(client.url("/api/v1/cluster/leave"))).await?;
+            println!("left the cluster; this device keeps serving its last configuration");
+        }
+        ClusterCmd::Status { json } => {
+            let status: ClusterStatus = client.send(client.http.get(client.url("/api/v1/cluster/status"))).await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+                return Ok(());
+            }
+            println!("this device  id {} ({:?})", status.id, status.state);
+            println!(
+                "leader       {}",
+                status.leader.as_ref().map_or("none".to_string(), |(id, info)| format!("{} (id {id})", info.name))
+            );
+            println!("term         {}", status.term);
+            println!("applied      {}", status.applied_index.map_or("-".into(), |i| i.to_string()));
+            println!();
+            print_members(&status);
+        }
+        ClusterCmd::Recover { force_single } => {
+            if !force_single {
+                return Err(CliError::BadInput(
+                    "recovery makes this device the only voter of the cluster: only for the permanent loss of the peer. \
+                     Run `gtm cluster recover --force-single` to do it."
+                        .into(),
+                )
+                .into());
+            }
+            let r: crate::api::ClusterMessage = client.send(client.http.post(client.url("/api/v1/cluster/recover"))).await?;
+            println!("{}", r.message);
+        }
+    }
+    Ok(())
+}
+
+fn print_members(status: &ClusterStatus) {
+    let leader = status.leader.as_ref().map(|(id, _)| *id);
+    let rows: Vec<[String; 6]> = status
+        .members
+        .iter()
+        .map(|m| {
+            let mut name = m.info.name.clone();
+            if m.id == status.id {
+                name.push_str(" (this device)");
+            }
+            [
+                name,
+                m.info.datacenter.clone(),
+                if m.voter { "voter" } else { "learner" }.into(),
+                if Some(m.id) == leader { "leader".into() } else { "-".into() },
+                m.info.api_addr.clone(),
+                m.last_contact_ms.map_or("-".into(), |ms| format!("{ms} ms ago")),
+            ]
+        })
+        .collect();
+    table(&["DEVICE", "DC", "ROLE", "LEADER", "API", "LAST CONTACT"], &rows);
 }
 
 async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()> {
@@ -662,6 +800,9 @@ impl Client {
                 for line in e.errors {
                     msg.push_str("\n  ");
                     msg.push_str(&line);
+                }
+                if e.error == "no-quorum" {
+                    bail!(CliError::NoQuorum(msg))
                 }
                 if status.is_client_error() {
                     bail!(CliError::BadInput(msg))

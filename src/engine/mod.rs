@@ -37,13 +37,18 @@ use crate::{
 };
 use gtm_cluster::Store;
 
-/// Why an apply did not happen.
+/// Why an apply did not happen. Nothing of the configuration was applied.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error("{0}")]
     Invalid(ConfigErrors),
     #[error("{0}")]
     Store(gtm_cluster::StoreError),
+    /// The cluster cannot commit: these devices were not heard from.
+    #[error("no quorum: not heard from {}; bring them back, or run `gtm cluster recover --force-single` on this device if they are lost for good", .0.join(", "))]
+    NoQuorum(Vec<String>),
+    #[error("{0}")]
+    Cluster(String),
 }
 
 /// What an event is about, for filtering.

@@ -19,6 +19,10 @@ pub struct NodeSettings {
     pub dns_listen: Vec<SocketAddr>,
     #[serde(default = "default_api_listen")]
     pub api_listen: SocketAddr,
+    /// The API base URL other devices use to reach this one (default:
+    /// `http://<api_listen>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertise_api: Option<String>,
     /// A country `.mmdb`; default: `geoip.mmdb` in the data directory if
     /// one was imported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +76,7 @@ impl NodeSettings {
             data_dir,
             dns_listen: default_dns_listen(),
             api_listen: default_api_listen(),
+            advertise_api: None,
             geoip_file: None,
             udp_workers: None,
             edns_payload: None,

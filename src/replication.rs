@@ -1,0 +1,373 @@
+//! Glue between a device and its cluster (spec §4): every configuration
+//! write goes through Raft once the device is in a cluster, and every
+//! device applies what Raft committed.
+//!
+//! The replicated map holds one key, `config`: the configuration text.
+//! Its version is the Raft log index that wrote it. A device that belongs to
+//! no cluster yet (before `gtm cluster init` or `join`) writes its own store
+//! directly, as a single appliance.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    engine::{ApplyError, Engine, diff},
+    model::{self, Config},
+};
+use gtm_cluster::{
+    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, Request, SECRET_HEADER, Store, StoredConfig,
+    Write,
+};
+
+/// The key of the configuration text in the replicated map.
+pub const CONFIG_KEY: &str = "config";
+const NODE_ID_FILE: &str = "node-id";
+const SECRET_FILE: &str = "cluster-secret";
+const TOKEN_PREFIX: &str = "gtm1.";
+
+/// A device's membership in its cluster.
+#[derive(Debug)]
+pub struct Replication {
+    pub node: Arc<ClusterNode>,
+    engine: Arc<Engine>,
+    store: Store,
+    dir: std::path::PathBuf,
+    http: reqwest::Client,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+/// What a device asks of the leader to join.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JoinRequest {
+    pub id: u64,
+    pub info: NodeInfo,
+    pub voter: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LeaveRequest {
+    pub id: u64,
+}
+
+/// The answer of a forwarded configuration write.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Written {
+    pub version: u64,
+}
+
+/// An error from another device, forwarded as it said it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RemoteError {
+    pub error: String,
+    pub message: String,
+}
+
+impl Replication {
+    /// Starts the device's Raft node (resuming its membership, if any) and
+    /// the task that applies committed configurations.
+    pub async fn start(store: &Store, dir: &Path, info: NodeInfo, engine: Arc<Engine>) -> Result<Arc<Self>> {
+        let id = node_id(dir)?;
+        let secret = secret(dir)?;
+        let node = ClusterNode::start(store, ClusterConfig::new(id, info, secret)).await?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(Duration::from_secs(35))
+            .build()
+            .context("building the cluster HTTP client")?;
+        let replication = Arc::new(Self {
+            node,
+            engine,
+            store: store.clone(),
+            dir: dir.to_path_buf(),
+            http,
+            stop: tokio_util::sync::CancellationToken::new(),
+        });
+        tokio::spawn(apply_committed(replication.clone()));
+        Ok(replication)
+    }
+
+    /// Stops Raft and the applying task, releasing the store.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.node.shutdown().await;
+    }
+
+    /// Whether this device belongs to a cluster.
+    pub fn clustered(&self) -> bool {
+        !self.node.status().members.is_empty()
+    }
+
+    pub fn status(&self) -> ClusterStatus {
+        self.node.status()
+    }
+
+    fn secret(&self) -> Result<String> {
+        Ok(std::fs::read_to_string(self.dir.join(SECRET_FILE))?.trim().to_string())
+    }
+
+    /// Validates and applies a configuration: through Raft in a cluster
+    /// (forwarded to the leader from a follower), else to the local store.
+    pub async fn apply(&self, text: String, config: Config) -> Result<(u64, Vec<String>), ApplyError> {
+        if !self.clustered() {
+            let engine = self.engine.clone();
+            return tokio::task::spawn_blocking(move || engine.apply_persisted(text, config))
+                .await
+                .map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        }
+        model::compile(&config).map_err(ApplyError::Invalid)?;
+        let changes = diff(&self.engine.config(), &config);
+        let version = self.write_config(text).await?;
+        self.wait_applied(version).await;
+        Ok((version, changes))
+    }
+
+    /// Writes the configuration text through the leader; returns its version.
+    pub async fn write_config(&self, text: String) -> Result<u64, ApplyError> {
+        let request = Request(vec![Write::Put { key: CONFIG_KEY.into(), value: text.clone().into_bytes() }]);
+        match self.node.write(request).await {
+            Ok(index) => Ok(index),
+            Err(ClusterError::NotLeader { leader: Some((_, leader)) }) => self.forward(&leader, text).await,
+            Err(e) => Err(cluster_error(e)),
+        }
+    }
+
+    async fn forward(&self, leader: &NodeInfo, text: String) -> Result<u64, ApplyError> {
+        let url = format!("{}/cluster/v1/write", leader.api_addr.trim_end_matches('/'));
+        let secret = self.secret().map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let response = self
+            .http
+            .post(&url)
+            .header(SECRET_HEADER, secret)
+            .body(text)
+            .send()
+            .await
+            .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
+        decode::<Written>(response).await.map(|w| w.version)
+    }
+
+    /// Waits (bounded) until this device has applied `version`.
+    async fn wait_applied(&self, version: u64) {
+        let mut applied = self.node.applied();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while self.engine.version() < version {
+            if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
+                return;
+            }
+            // The applying task runs after the watch; let it finish.
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Makes this device the first member of a new cluster and commits its
+    /// configuration as the cluster's.
+    pub async fn init(&self) -> Result<(), ApplyError> {
+        self.node.initialize().await.map_err(cluster_error)?;
+        let text = toml::to_string_pretty(&self.engine.config()).map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let version = self.write_config(text).await?;
+        self.wait_applied(version).await;
+        Ok(())
+    }
+
+    /// The token a device needs to join: the cluster secret.
+    pub fn token(&self) -> Result<String> {
+        Ok(format!("{TOKEN_PREFIX}{}", self.secret()?))
+    }
+
+    /// Joins the cluster of the device at `address` (any member; followers
+    /// forward to the leader). This device's configuration is replaced by
+    /// the cluster's.
+    pub async fn join(&self, address: &str, token: &str, voter: bool) -> Result<(), ApplyError> {
+        let secret = token
+            .strip_prefix(TOKEN_PREFIX)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| ApplyError::Cluster("the token is not a gtm join token (gtm cluster token prints one)".into()))?;
+        self.node.set_secret(secret).map_err(cluster_error)?;
+        write_private(&self.dir.join(SECRET_FILE), secret).map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let request = JoinRequest { id: self.node.id(), info: self.status_info(), voter };
+        let url = format!("{}/cluster/v1/join", address.trim_end_matches('/'));
+        let response = self
+            .http
+            .post(&url)
+            .header(SECRET_HEADER, secret)
+            .json(&request)
+            .send()
+            .await
+            .map_err(|e| ApplyError::Cluster(format!("cannot reach {address}: {e}")))?;
+        decode::<Written>(response).await?;
+        // The leader replicates to us; wait until the configuration arrived.
+        let mut applied = self.node.applied();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while !applied.borrow().kv.contains_key(CONFIG_KEY) || !self.clustered() {
+            if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
+                return Err(ApplyError::Cluster("joined, but no configuration arrived within 30 s; see gtm cluster status".into()));
+            }
+        }
+        let version = applied.borrow().index;
+        self.wait_applied(version).await;
+        Ok(())
+    }
+
+    fn status_info(&self) -> NodeInfo {
+        let status = self.node.status();
+        status
+            .members
+            .iter()
+            .find(|m| m.id == status.id)
+            .map(|m| m.info.clone())
+            .unwrap_or_else(|| self.node.info().clone())
+    }
+
+    /// Handles a join request on the leader (a follower forwards it).
+    pub async fn admit(&self, request: JoinRequest) -> Result<(), ApplyError> {
+        match self.node.add_member(request.id, request.info.clone(), request.voter).await {
+            Ok(()) => Ok(()),
+            Err(ClusterError::NotLeader { leader: Some((_, leader)) }) => {
+                let url = format!("{}/cluster/v1/join", leader.api_addr.trim_end_matches('/'));
+                let secret = self.secret().map_err(|e| ApplyError::Cluster(e.to_string()))?;
+                let response = self
+                    .http
+                    .post(&url)
+                    .header(SECRET_HEADER, secret)
+                    .json(&request)
+                    .send()
+                    .await
+                    .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
+                decode::<Written>(response).await.map(|_| ())
+            }
+            Err(e) => Err(cluster_error(e)),
+        }
+    }
+
+    /// Removes a member (this device, for `gtm cluster leave`).
+    pub async fn remove(&self, id: u64) -> Result<(), ApplyError> {
+        match self.node.remove_member(id).await {
+            Ok(()) => Ok(()),
+            Err(ClusterError::NotLeader { leader: Some((_, leader)) }) => {
+                let url = format!("{}/cluster/v1/leave", leader.api_addr.trim_end_matches('/'));
+                let secret = self.secret().map_err(|e| ApplyError::Cluster(e.to_string()))?;
+                let response = self
+                    .http
+                    .post(&url)
+                    .header(SECRET_HEADER, secret)
+                    .json(&LeaveRequest { id })
+                    .send()
+                    .await
+                    .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
+                decode::<Written>(response).await.map(|_| ())
+            }
+            Err(e) => Err(cluster_error(e)),
+        }
+    }
+
+    /// After the permanent loss of the peer: continue as the only voter.
+    pub async fn recover_single(&self) -> Result<(), ApplyError> {
+        self.node.force_single().await.map_err(cluster_error)
+    }
+
+    /// Checks a cluster RPC's secret.
+    pub fn secret_ok(&self, given: Option<&str>) -> bool {
+        match (given, self.secret()) {
+            (Some(g), Ok(s)) => gtm_cluster::constant_time_eq(g.as_bytes(), s.as_bytes()),
+            _ => false,
+        }
+    }
+}
+
+/// Applies every configuration Raft commits, and keeps it in the local store
+/// so a restart serves it at once.
+async fn apply_committed(r: Arc<Replication>) {
+    let mut applied = r.node.applied();
+    loop {
+        let (index, text) = {
+            let a = applied.borrow_and_update();
+            (a.index, a.kv.get(CONFIG_KEY).map(|v| String::from_utf8_lossy(v).into_owned()))
+        };
+        if let Some(text) = text
+            && index > r.engine.version()
+        {
+            match model::parse(&text) {
+                Ok(config) => {
+                    if let Err(e) = r.store.save_config(&StoredConfig { version: index, text }) {
+                        tracing::error!(error = %e, "cannot keep the committed configuration");
+                    }
+                    if let Err(e) = r.engine.apply(index, config) {
+                        tracing::error!(index, error = %e, "a committed configuration does not validate here");
+                    }
+                }
+                Err(e) => tracing::error!(index, error = %e, "a committed configuration does not parse"),
+            }
+        }
+        tokio::select! {
+            changed = applied.changed() => if changed.is_err() { return },
+            _ = r.stop.cancelled() => return,
+        }
+    }
+}
+
+fn cluster_error(e: ClusterError) -> ApplyError {
+    match e {
+        ClusterError::NoQuorum { unreachable } => ApplyError::NoQuorum(unreachable.iter().map(ToString::to_string).collect()),
+        other => ApplyError::Cluster(other.to_string()),
+    }
+}
+
+async fn decode<T: serde::de::DeserializeOwned>(response: reqwest::Response) -> Result<T, ApplyError> {
+    let status = response.status();
+    let body = response.bytes().await.map_err(|e| ApplyError::Cluster(e.to_string()))?;
+    if status.is_success() {
+        return serde_json::from_slice(&body).map_err(|e| ApplyError::Cluster(format!("unexpected answer: {e}")));
+    }
+    match serde_json::from_slice::<RemoteError>(&body) {
+        Ok(e) if e.error == "no-quorum" => Err(ApplyError::NoQuorum(vec![e.message])),
+        Ok(e) => Err(ApplyError::Cluster(e.message)),
+        Err(_) => Err(ApplyError::Cluster(format!("the peer answered {status}: {}", String::from_utf8_lossy(&body)))),
+    }
+}
+
+/// This device's Raft id: random on first start, kept in the data directory.
+fn node_id(dir: &Path) -> Result<u64> {
+    let path = dir.join(NODE_ID_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        return text.trim().parse().with_context(|| format!("{} is corrupt", path.display()));
+    }
+    let id = u64::from_be_bytes(random_bytes::<8>()?) >> 1;
+    write_private(&path, &id.to_string())?;
+    Ok(id)
+}
+
+/// The cluster secret: made on first start; replaced when joining.
+fn secret(dir: &Path) -> Result<String> {
+    let path = dir.join(SECRET_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let s = text.trim().to_string();
+        if !s.is_empty() {
+            return Ok(s);
+        }
+    }
+    let s: String = random_bytes::<32>()?.iter().map(|b| format!("{b:02x}")).collect();
+    write_private(&path, &s)?;
+    Ok(s)
+}
+
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut raw = [0u8; N];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
+        .context("cannot read /dev/urandom")?;
+    Ok(raw)
+}
+
+pub(crate) fn write_private(path: &Path, text: &str) -> Result<()> {
+    use std::{io::Write as _, os::unix::fs::OpenOptionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
