@@ -4,6 +4,14 @@ use clap::Parser;
 
 fn main() {
     let cli = gtm::cli::Cli::parse();
+    if !matches!(cli.command, gtm::cli::Command::Serve { .. }) {
+        // A client command piped into `head` ends quietly, like other tools.
+        // SAFETY: restoring the default disposition of SIGPIPE before any
+        // thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("GTM_LOG")

@@ -35,7 +35,7 @@ pub struct Cli {
     pub api: Option<String>,
     /// API bearer token.
     #[arg(long, global = true, env = "GTM_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
+    pub api_token: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -764,13 +764,13 @@ impl Client {
                 .map(|s| s.trim().to_string())
                 .map_err(|_| CliError::Unreachable(format!("no local device: {} has no {API_FILE} (is `gtm serve` running? else give --api or GTM_API)", dir.display())))?,
         };
-        let token = match &cli.token {
+        let token = match &cli.api_token {
             Some(t) => t.clone(),
             None => std::fs::read_to_string(dir.join(TOKEN_FILE))
                 .map(|s| s.trim().to_string())
                 .map_err(|_| {
                     CliError::BadInput(format!(
-                        "no API token: {} has no {TOKEN_FILE} (give --token or GTM_TOKEN)",
+                        "no API token: {} has no {TOKEN_FILE} (give --api-token or GTM_TOKEN)",
                         dir.display()
                     ))
                 })?,
