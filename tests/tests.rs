@@ -5,6 +5,7 @@ mod support;
 
 mod backends;
 mod cli;
+mod cluster;
 mod config_files;
 mod differential;
 mod dns;

@@ -1,0 +1,224 @@
+//! The cluster with real processes of the gtm binary on loopback: each test
+//! uses its own 127.0.N.x addresses, so the well-known ports never clash.
+
+use std::{
+    net::SocketAddr,
+    path::PathBuf,
+    process::{Child, Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+use hickory_server::proto::rr::RecordType;
+
+use crate::support::{answers, query, udp};
+
+/// A `gtm serve` process, killed by its PID when dropped.
+struct Proc {
+    child: Option<Child>,
+    name: String,
+    ip: String,
+    dir: PathBuf,
+    node: PathBuf,
+}
+
+impl Proc {
+    fn start(root: &std::path::Path, name: &str, dc: &str, ip: &str) -> Self {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let node = dir.join("node.toml");
+        std::fs::write(
+            &node,
+            format!(
+                "name = \"{name}\"\ndatacenter = \"{dc}\"\ndata_dir = \"{}\"\ndns_listen = [\"{ip}:1053\"]\napi_listen = \"{ip}:8053\"\nudp_workers = 1\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        let mut p = Proc { child: None, name: name.into(), ip: ip.into(), dir, node };
+        p.restart();
+        p
+    }
+
+    fn restart(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_gtm"))
+            .arg("serve")
+            .arg("--config")
+            .arg(&self.node)
+            .env("GTM_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.gtm(&["cluster", "status", "--json"]).status.code() != Some(0) {
+            assert!(Instant::now() < deadline, "{} did not start", self.name);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// kill -9, as a crash.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn gtm(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_gtm")).arg("--data-dir").arg(&self.dir).args(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.gtm(args);
+        assert!(out.status.success(), "gtm {args:?} on {}: {}", self.name, String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into()
+    }
+
+    fn api(&self) -> String {
+        format!("http://{}:8053", self.ip)
+    }
+
+    fn dns(&self) -> SocketAddr {
+        format!("{}:1053", self.ip).parse().unwrap()
+    }
+
+    fn join(&self, leader: &Proc) {
+        let token = leader.ok(&["cluster", "token"]);
+        self.ok(&["cluster", "join", &leader.api(), "--token", token.trim()]);
+    }
+
+    fn apply(&self, text: &str) -> Output {
+        let file = self.dir.join("apply.toml");
+        std::fs::write(&file, text).unwrap();
+        self.gtm(&["config", "apply", file.to_str().unwrap()])
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn zone(record_ip: &str) -> String {
+    format!(
+        "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"{record_ip}\" }}]\n"
+    )
+}
+
+/// Waits (bounded) until the device answers `www.pair.test` with `ip`.
+async fn until_answer(p: &Proc, ip: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = udp(p.dns(), &query("www.pair.test.", RecordType::A)).await;
+        if answers(&r) == [ip] {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{} never answered {ip}: {:?}", p.name, answers(&r));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn pair(net: u8) -> (tempfile::TempDir, Proc, Proc) {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", &format!("127.0.{net}.1"));
+    let b = Proc::start(root.path(), "gtm2", "dc1", &format!("127.0.{net}.2"));
+    let init = a.ok(&["cluster", "init"]);
+    assert!(init.contains("Two voters cannot survive the loss of one"), "{init}");
+    b.join(&a);
+    (root, a, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_replicates_and_a_follower_forwards_writes() {
+    let (_root, a, b) = pair(31);
+    let out = a.apply(&zone("192.0.2.1"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    until_answer(&a, "192.0.2.1").await;
+    until_answer(&b, "192.0.2.1").await;
+
+    // A write on the follower goes to the leader, then to both.
+    let out = b.apply(&zone("192.0.2.2"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    until_answer(&a, "192.0.2.2").await;
+    until_answer(&b, "192.0.2.2").await;
+    assert!(a.ok(&["config", "export"]).contains("192.0.2.2"));
+
+    let status: serde_json::Value = serde_json::from_str(&b.ok(&["cluster", "status", "--json"])).unwrap();
+    let members = status["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2);
+    assert!(members.iter().all(|m| m["voter"] == true && m["info"]["datacenter"] == "dc1"));
+    assert_eq!(status["leader"][1]["name"], "gtm1");
+    let devices = a.ok(&["device", "list"]);
+    assert!(devices.contains("gtm1") && devices.contains("gtm2"), "{devices}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_a_device_stops_writes_but_never_dns() {
+    let (_root, mut a, b) = pair(32);
+    assert!(a.apply(&zone("192.0.2.1")).status.success());
+    until_answer(&b, "192.0.2.1").await;
+
+    // kill -9 the leader while queries run against the survivor.
+    let server = b.dns();
+    let queries = tokio::spawn(async move {
+        let mut answered = 0;
+        for _ in 0..400 {
+            let r = udp(server, &query("www.pair.test.", RecordType::A)).await;
+            assert_eq!(answers(&r), ["192.0.2.1"]);
+            answered += 1;
+        }
+        answered
+    });
+    a.kill();
+    assert_eq!(queries.await.unwrap(), 400, "the survivor answered every query");
+
+    // Without quorum the survivor refuses writes, naming the lost peer.
+    let out = b.apply(&zone("192.0.2.9"));
+    assert_eq!(out.status.code(), Some(4), "no quorum exits 4");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no quorum") && stderr.contains("gtm1"), "{stderr}");
+    until_answer(&b, "192.0.2.1").await;
+
+    // After the permanent loss of the peer, recovery continues alone.
+    assert_eq!(b.gtm(&["cluster", "recover"]).status.code(), Some(2), "recovery needs --force-single");
+    b.ok(&["cluster", "recover", "--force-single"]);
+    let out = b.apply(&zone("192.0.2.9"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    until_answer(&b, "192.0.2.9").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_device_keeps_its_state_and_catches_up() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.33.1");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.33.2");
+    let mut c = Proc::start(root.path(), "gtm3", "dc2", "127.0.33.3");
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    c.join(&a);
+    assert!(a.apply(&zone("192.0.2.1")).status.success());
+    until_answer(&c, "192.0.2.1").await;
+
+    // While the remote device is down, the pair still has a quorum of three.
+    c.kill();
+    assert!(b.apply(&zone("192.0.2.2")).status.success());
+    until_answer(&a, "192.0.2.2").await;
+    c.restart();
+    until_answer(&c, "192.0.2.2").await;
+    let status: serde_json::Value = serde_json::from_str(&c.ok(&["cluster", "status", "--json"])).unwrap();
+    assert_eq!(status["members"].as_array().unwrap().len(), 3, "membership survives the restart");
+
+    // A device that leaves, loses its data and joins again catches up.
+    c.ok(&["cluster", "leave"]);
+    c.kill();
+    std::fs::remove_dir_all(c.dir.join("store")).unwrap();
+    for file in ["node-id", "cluster-secret"] {
+        let _ = std::fs::remove_file(c.dir.join(file));
+    }
+    c.restart();
+    assert!(a.apply(&zone("192.0.2.3")).status.success());
+    c.join(&b);
+    until_answer(&c, "192.0.2.3").await;
+}
