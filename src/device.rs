@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::replication::{Replication, random_bytes, write_private};
 use crate::{
     api::{self, ApiState},
     dns::{handler::DnsState, server::DnsServer},
@@ -19,7 +20,6 @@ use crate::{
     health::{probe::Prober, scheduler},
     model::{self, node::NodeSettings},
 };
-use crate::replication::{Replication, random_bytes, write_private};
 use gtm_cluster::{NodeInfo, Store};
 
 /// The embedded demo configuration, served on first start without a node file.
@@ -125,7 +125,10 @@ impl Device {
         let info = NodeInfo {
             name: settings.name.clone(),
             datacenter: settings.datacenter.clone(),
-            api_addr: settings.advertise_api.clone().unwrap_or_else(|| format!("http://{api_addr}")),
+            api_addr: settings
+                .advertise_api
+                .clone()
+                .unwrap_or_else(|| format!("http://{api_addr}")),
         };
         let replication = Replication::start(&store, dir, info, engine.clone()).await?;
         let router = api::router(ApiState {
@@ -213,8 +216,10 @@ fn api_token(dir: &Path) -> Result<String> {
         }
     }
     // From the kernel's CSPRNG: the token guards the whole management plane.
-    let token: String = random_bytes::<32>()?.iter().map(|b| format!("{b:02x}")).collect();
+    let token: String = random_bytes::<32>()?
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     write_private(&path, &format!("{token}\n"))?;
     Ok(token)
 }
-

@@ -8,6 +8,6 @@ pub mod engine;
 pub mod geo;
 pub mod health;
 pub mod model;
-pub mod resolve;
 pub mod peers;
 pub mod replication;
+pub mod resolve;

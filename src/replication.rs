@@ -17,8 +17,8 @@ use crate::{
     model::{self, Config},
 };
 use gtm_cluster::{
-    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, Request, SECRET_HEADER, Store, StoredConfig,
-    Write,
+    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, Request, SECRET_HEADER,
+    Store, StoredConfig, Write,
 };
 
 /// The key of the configuration text in the replicated map.
@@ -26,6 +26,7 @@ pub const CONFIG_KEY: &str = "config";
 const NODE_ID_FILE: &str = "node-id";
 const SECRET_FILE: &str = "cluster-secret";
 const TOKEN_PREFIX: &str = "gtm1.";
+const UNREACHABLE: &str = "cannot reach the leader";
 
 /// A device's membership in its cluster.
 #[derive(Debug)]
@@ -67,7 +68,12 @@ pub struct RemoteError {
 impl Replication {
     /// Starts the device's Raft node (resuming its membership, if any) and
     /// the task that applies committed configurations.
-    pub async fn start(store: &Store, dir: &Path, info: NodeInfo, engine: Arc<Engine>) -> Result<Arc<Self>> {
+    pub async fn start(
+        store: &Store,
+        dir: &Path,
+        info: NodeInfo,
+        engine: Arc<Engine>,
+    ) -> Result<Arc<Self>> {
         let id = node_id(dir)?;
         let secret = secret(dir)?;
         let node = ClusterNode::start(store, ClusterConfig::new(id, info, secret)).await?;
@@ -104,12 +110,18 @@ impl Replication {
     }
 
     fn secret(&self) -> Result<String> {
-        Ok(std::fs::read_to_string(self.dir.join(SECRET_FILE))?.trim().to_string())
+        Ok(std::fs::read_to_string(self.dir.join(SECRET_FILE))?
+            .trim()
+            .to_string())
     }
 
     /// Validates and applies a configuration: through Raft in a cluster
     /// (forwarded to the leader from a follower), else to the local store.
-    pub async fn apply(&self, text: String, config: Config) -> Result<(u64, Vec<String>), ApplyError> {
+    pub async fn apply(
+        &self,
+        text: String,
+        config: Config,
+    ) -> Result<(u64, Vec<String>), ApplyError> {
         if !self.clustered() {
             let engine = self.engine.clone();
             return tokio::task::spawn_blocking(move || engine.apply_persisted(text, config))
@@ -124,18 +136,40 @@ impl Replication {
     }
 
     /// Writes the configuration text through the leader; returns its version.
+    ///
+    /// A leader that cannot be reached may just have died: retry (bounded)
+    /// until the cluster elects another or says there is no quorum.
     pub async fn write_config(&self, text: String) -> Result<u64, ApplyError> {
-        let request = Request(vec![Write::Put { key: CONFIG_KEY.into(), value: text.clone().into_bytes() }]);
-        match self.node.write(request).await {
-            Ok(index) => Ok(index),
-            Err(ClusterError::NotLeader { leader: Some((_, leader)) }) => self.forward(&leader, text).await,
-            Err(e) => Err(cluster_error(e)),
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
+        loop {
+            let request = Request(vec![Write::Put {
+                key: CONFIG_KEY.into(),
+                value: text.clone().into_bytes(),
+            }]);
+            let leader = match self.node.write(request).await {
+                Ok(index) => return Ok(index),
+                Err(ClusterError::NotLeader {
+                    leader: Some((_, leader)),
+                }) => leader,
+                Err(e) => return Err(cluster_error(e)),
+            };
+            match self.forward(&leader, text.clone()).await {
+                Err(ApplyError::Cluster(why)) if why.starts_with(UNREACHABLE) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(ApplyError::NoQuorum(vec![leader.to_string()]));
+                    }
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                other => return other,
+            }
         }
     }
 
     async fn forward(&self, leader: &NodeInfo, text: String) -> Result<u64, ApplyError> {
         let url = format!("{}/cluster/v1/write", leader.api_addr.trim_end_matches('/'));
-        let secret = self.secret().map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let secret = self
+            .secret()
+            .map_err(|e| ApplyError::Cluster(e.to_string()))?;
         let response = self
             .http
             .post(&url)
@@ -143,7 +177,7 @@ impl Replication {
             .body(text)
             .send()
             .await
-            .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
+            .map_err(|e| ApplyError::Cluster(format!("{UNREACHABLE} {leader}: {e}")))?;
         decode::<Written>(response).await.map(|w| w.version)
     }
 
@@ -152,7 +186,10 @@ impl Replication {
         let mut applied = self.node.applied();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while self.engine.version() < version {
-            if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
+            if tokio::time::timeout_at(deadline, applied.changed())
+                .await
+                .is_err()
+            {
                 return;
             }
             // The applying task runs after the watch; let it finish.
@@ -164,7 +201,8 @@ impl Replication {
     /// configuration as the cluster's.
     pub async fn init(&self) -> Result<(), ApplyError> {
         self.node.initialize().await.map_err(cluster_error)?;
-        let text = toml::to_string_pretty(&self.engine.config()).map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let text = toml::to_string_pretty(&self.engine.config())
+            .map_err(|e| ApplyError::Cluster(e.to_string()))?;
         let version = self.write_config(text).await?;
         self.wait_applied(version).await;
         Ok(())
@@ -182,10 +220,19 @@ impl Replication {
         let secret = token
             .strip_prefix(TOKEN_PREFIX)
             .filter(|s| !s.is_empty())
-            .ok_or_else(|| ApplyError::Cluster("the token is not a gtm join token (gtm cluster token prints one)".into()))?;
+            .ok_or_else(|| {
+                ApplyError::Cluster(
+                    "the token is not a gtm join token (gtm cluster token prints one)".into(),
+                )
+            })?;
         self.node.set_secret(secret).map_err(cluster_error)?;
-        write_private(&self.dir.join(SECRET_FILE), secret).map_err(|e| ApplyError::Cluster(e.to_string()))?;
-        let request = JoinRequest { id: self.node.id(), info: self.status_info(), voter };
+        write_private(&self.dir.join(SECRET_FILE), secret)
+            .map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let request = JoinRequest {
+            id: self.node.id(),
+            info: self.status_info(),
+            voter,
+        };
         let url = format!("{}/cluster/v1/join", address.trim_end_matches('/'));
         let response = self
             .http
@@ -200,8 +247,14 @@ impl Replication {
         let mut applied = self.node.applied();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         while !applied.borrow().kv.contains_key(CONFIG_KEY) || !self.clustered() {
-            if tokio::time::timeout_at(deadline, applied.changed()).await.is_err() {
-                return Err(ApplyError::Cluster("joined, but no configuration arrived within 30 s; see gtm cluster status".into()));
+            if tokio::time::timeout_at(deadline, applied.changed())
+                .await
+                .is_err()
+            {
+                return Err(ApplyError::Cluster(
+                    "joined, but no configuration arrived within 30 s; see gtm cluster status"
+                        .into(),
+                ));
             }
         }
         let version = applied.borrow().index;
@@ -221,11 +274,19 @@ impl Replication {
 
     /// Handles a join request on the leader (a follower forwards it).
     pub async fn admit(&self, request: JoinRequest) -> Result<(), ApplyError> {
-        match self.node.add_member(request.id, request.info.clone(), request.voter).await {
+        match self
+            .node
+            .add_member(request.id, request.info.clone(), request.voter)
+            .await
+        {
             Ok(()) => Ok(()),
-            Err(ClusterError::NotLeader { leader: Some((_, leader)) }) => {
+            Err(ClusterError::NotLeader {
+                leader: Some((_, leader)),
+            }) => {
                 let url = format!("{}/cluster/v1/join", leader.api_addr.trim_end_matches('/'));
-                let secret = self.secret().map_err(|e| ApplyError::Cluster(e.to_string()))?;
+                let secret = self
+                    .secret()
+                    .map_err(|e| ApplyError::Cluster(e.to_string()))?;
                 let response = self
                     .http
                     .post(&url)
@@ -233,7 +294,9 @@ impl Replication {
                     .json(&request)
                     .send()
                     .await
-                    .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
+                    .map_err(|e| {
+                        ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}"))
+                    })?;
                 decode::<Written>(response).await.map(|_| ())
             }
             Err(e) => Err(cluster_error(e)),
@@ -244,9 +307,13 @@ impl Replication {
     pub async fn remove(&self, id: u64) -> Result<(), ApplyError> {
         match self.node.remove_member(id).await {
             Ok(()) => Ok(()),
-            Err(ClusterError::NotLeader { leader: Some((_, leader)) }) => {
+            Err(ClusterError::NotLeader {
+                leader: Some((_, leader)),
+            }) => {
                 let url = format!("{}/cluster/v1/leave", leader.api_addr.trim_end_matches('/'));
-                let secret = self.secret().map_err(|e| ApplyError::Cluster(e.to_string()))?;
+                let secret = self
+                    .secret()
+                    .map_err(|e| ApplyError::Cluster(e.to_string()))?;
                 let response = self
                     .http
                     .post(&url)
@@ -254,7 +321,9 @@ impl Replication {
                     .json(&LeaveRequest { id })
                     .send()
                     .await
-                    .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
+                    .map_err(|e| {
+                        ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}"))
+                    })?;
                 decode::<Written>(response).await.map(|_| ())
             }
             Err(e) => Err(cluster_error(e)),
@@ -282,21 +351,30 @@ async fn apply_committed(r: Arc<Replication>) {
     loop {
         let (index, text) = {
             let a = applied.borrow_and_update();
-            (a.index, a.kv.get(CONFIG_KEY).map(|v| String::from_utf8_lossy(v).into_owned()))
+            (
+                a.index,
+                a.kv.get(CONFIG_KEY)
+                    .map(|v| String::from_utf8_lossy(v).into_owned()),
+            )
         };
         if let Some(text) = text
             && index > r.engine.version()
         {
             match model::parse(&text) {
                 Ok(config) => {
-                    if let Err(e) = r.store.save_config(&StoredConfig { version: index, text }) {
+                    if let Err(e) = r.store.save_config(&StoredConfig {
+                        version: index,
+                        text,
+                    }) {
                         tracing::error!(error = %e, "cannot keep the committed configuration");
                     }
                     if let Err(e) = r.engine.apply(index, config) {
                         tracing::error!(index, error = %e, "a committed configuration does not validate here");
                     }
                 }
-                Err(e) => tracing::error!(index, error = %e, "a committed configuration does not parse"),
+                Err(e) => {
+                    tracing::error!(index, error = %e, "a committed configuration does not parse")
+                }
             }
         }
         tokio::select! {
@@ -308,21 +386,32 @@ async fn apply_committed(r: Arc<Replication>) {
 
 fn cluster_error(e: ClusterError) -> ApplyError {
     match e {
-        ClusterError::NoQuorum { unreachable } => ApplyError::NoQuorum(unreachable.iter().map(ToString::to_string).collect()),
+        ClusterError::NoQuorum { unreachable } => {
+            ApplyError::NoQuorum(unreachable.iter().map(ToString::to_string).collect())
+        }
         other => ApplyError::Cluster(other.to_string()),
     }
 }
 
-async fn decode<T: serde::de::DeserializeOwned>(response: reqwest::Response) -> Result<T, ApplyError> {
+async fn decode<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+) -> Result<T, ApplyError> {
     let status = response.status();
-    let body = response.bytes().await.map_err(|e| ApplyError::Cluster(e.to_string()))?;
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| ApplyError::Cluster(e.to_string()))?;
     if status.is_success() {
-        return serde_json::from_slice(&body).map_err(|e| ApplyError::Cluster(format!("unexpected answer: {e}")));
+        return serde_json::from_slice(&body)
+            .map_err(|e| ApplyError::Cluster(format!("unexpected answer: {e}")));
     }
     match serde_json::from_slice::<RemoteError>(&body) {
         Ok(e) if e.error == "no-quorum" => Err(ApplyError::NoQuorum(vec![e.message])),
         Ok(e) => Err(ApplyError::Cluster(e.message)),
-        Err(_) => Err(ApplyError::Cluster(format!("the peer answered {status}: {}", String::from_utf8_lossy(&body)))),
+        Err(_) => Err(ApplyError::Cluster(format!(
+            "the peer answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        ))),
     }
 }
 
@@ -330,7 +419,10 @@ async fn decode<T: serde::de::DeserializeOwned>(response: reqwest::Response) -> 
 fn node_id(dir: &Path) -> Result<u64> {
     let path = dir.join(NODE_ID_FILE);
     if let Ok(text) = std::fs::read_to_string(&path) {
-        return text.trim().parse().with_context(|| format!("{} is corrupt", path.display()));
+        return text
+            .trim()
+            .parse()
+            .with_context(|| format!("{} is corrupt", path.display()));
     }
     let id = u64::from_be_bytes(random_bytes::<8>()?) >> 1;
     write_private(&path, &id.to_string())?;
@@ -346,7 +438,10 @@ fn secret(dir: &Path) -> Result<String> {
             return Ok(s);
         }
     }
-    let s: String = random_bytes::<32>()?.iter().map(|b| format!("{b:02x}")).collect();
+    let s: String = random_bytes::<32>()?
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     write_private(&path, &s)?;
     Ok(s)
 }

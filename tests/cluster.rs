@@ -34,7 +34,13 @@ impl Proc {
             ),
         )
         .unwrap();
-        let mut p = Proc { child: None, name: name.into(), ip: ip.into(), dir, node };
+        let mut p = Proc {
+            child: None,
+            name: name.into(),
+            ip: ip.into(),
+            dir,
+            node,
+        };
         p.restart();
         p
     }
@@ -66,12 +72,22 @@ impl Proc {
     }
 
     fn gtm(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_gtm")).arg("--data-dir").arg(&self.dir).args(args).output().unwrap()
+        Command::new(env!("CARGO_BIN_EXE_gtm"))
+            .arg("--data-dir")
+            .arg(&self.dir)
+            .args(args)
+            .output()
+            .unwrap()
     }
 
     fn ok(&self, args: &[&str]) -> String {
         let out = self.gtm(args);
-        assert!(out.status.success(), "gtm {args:?} on {}: {}", self.name, String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "gtm {args:?} on {}: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into()
     }
 
@@ -115,7 +131,12 @@ async fn until_answer(p: &Proc, ip: &str) {
         if answers(&r) == [ip] {
             return;
         }
-        assert!(Instant::now() < deadline, "{} never answered {ip}: {:?}", p.name, answers(&r));
+        assert!(
+            Instant::now() < deadline,
+            "{} never answered {ip}: {:?}",
+            p.name,
+            answers(&r)
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -125,7 +146,10 @@ fn pair(net: u8) -> (tempfile::TempDir, Proc, Proc) {
     let a = Proc::start(root.path(), "gtm1", "dc1", &format!("127.0.{net}.1"));
     let b = Proc::start(root.path(), "gtm2", "dc1", &format!("127.0.{net}.2"));
     let init = a.ok(&["cluster", "init"]);
-    assert!(init.contains("Two voters cannot survive the loss of one"), "{init}");
+    assert!(
+        init.contains("Two voters cannot survive the loss of one"),
+        "{init}"
+    );
     b.join(&a);
     (root, a, b)
 }
@@ -134,24 +158,40 @@ fn pair(net: u8) -> (tempfile::TempDir, Proc, Proc) {
 async fn a_pair_replicates_and_a_follower_forwards_writes() {
     let (_root, a, b) = pair(31);
     let out = a.apply(&zone("192.0.2.1"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     until_answer(&a, "192.0.2.1").await;
     until_answer(&b, "192.0.2.1").await;
 
     // A write on the follower goes to the leader, then to both.
     let out = b.apply(&zone("192.0.2.2"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     until_answer(&a, "192.0.2.2").await;
     until_answer(&b, "192.0.2.2").await;
     assert!(a.ok(&["config", "export"]).contains("192.0.2.2"));
 
-    let status: serde_json::Value = serde_json::from_str(&b.ok(&["cluster", "status", "--json"])).unwrap();
+    let status: serde_json::Value =
+        serde_json::from_str(&b.ok(&["cluster", "status", "--json"])).unwrap();
     let members = status["members"].as_array().unwrap();
     assert_eq!(members.len(), 2);
-    assert!(members.iter().all(|m| m["voter"] == true && m["info"]["datacenter"] == "dc1"));
+    assert!(
+        members
+            .iter()
+            .all(|m| m["voter"] == true && m["info"]["datacenter"] == "dc1")
+    );
     assert_eq!(status["leader"][1]["name"], "gtm1");
     let devices = a.ok(&["device", "list"]);
-    assert!(devices.contains("gtm1") && devices.contains("gtm2"), "{devices}");
+    assert!(
+        devices.contains("gtm1") && devices.contains("gtm2"),
+        "{devices}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,20 +212,35 @@ async fn losing_a_device_stops_writes_but_never_dns() {
         answered
     });
     a.kill();
-    assert_eq!(queries.await.unwrap(), 400, "the survivor answered every query");
+    assert_eq!(
+        queries.await.unwrap(),
+        400,
+        "the survivor answered every query"
+    );
 
     // Without quorum the survivor refuses writes, naming the lost peer.
     let out = b.apply(&zone("192.0.2.9"));
     assert_eq!(out.status.code(), Some(4), "no quorum exits 4");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no quorum") && stderr.contains("gtm1"), "{stderr}");
+    assert!(
+        stderr.contains("no quorum") && stderr.contains("gtm1"),
+        "{stderr}"
+    );
     until_answer(&b, "192.0.2.1").await;
 
     // After the permanent loss of the peer, recovery continues alone.
-    assert_eq!(b.gtm(&["cluster", "recover"]).status.code(), Some(2), "recovery needs --force-single");
+    assert_eq!(
+        b.gtm(&["cluster", "recover"]).status.code(),
+        Some(2),
+        "recovery needs --force-single"
+    );
     b.ok(&["cluster", "recover", "--force-single"]);
     let out = b.apply(&zone("192.0.2.9"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     until_answer(&b, "192.0.2.9").await;
 }
 
@@ -207,8 +262,13 @@ async fn a_restarted_device_keeps_its_state_and_catches_up() {
     until_answer(&a, "192.0.2.2").await;
     c.restart();
     until_answer(&c, "192.0.2.2").await;
-    let status: serde_json::Value = serde_json::from_str(&c.ok(&["cluster", "status", "--json"])).unwrap();
-    assert_eq!(status["members"].as_array().unwrap().len(), 3, "membership survives the restart");
+    let status: serde_json::Value =
+        serde_json::from_str(&c.ok(&["cluster", "status", "--json"])).unwrap();
+    assert_eq!(
+        status["members"].as_array().unwrap().len(),
+        3,
+        "membership survives the restart"
+    );
 
     // A device that leaves, loses its data and joins again catches up.
     c.ok(&["cluster", "leave"]);

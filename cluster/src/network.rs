@@ -93,7 +93,10 @@ pub(crate) struct NetworkFactory {
 }
 
 impl NetworkFactory {
-    pub(crate) fn new(secret: SharedSecret, contacts: Arc<Contacts>) -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(
+        secret: SharedSecret,
+        contacts: Arc<Contacts>,
+    ) -> Result<Self, reqwest::Error> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(1))
             // Each call sets its own; this bounds anything that does not.

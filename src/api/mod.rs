@@ -16,13 +16,16 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use crate::{
-    engine::{ApplyError, CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus, diff},
+    engine::{
+        ApplyError, CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus,
+        diff,
+    },
     geo::Geo,
     model::{self, ConfigErrors},
     resolve::CheckState,
 };
-use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
 
 /// What the handlers share.
@@ -75,9 +78,17 @@ impl From<ApplyError> for ApiError {
     fn from(e: ApplyError) -> Self {
         match e {
             ApplyError::Invalid(errors) => ApiError::invalid(errors),
-            ApplyError::Store(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store-failed", format!("{e}; nothing was applied")),
-            ApplyError::NoQuorum(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no-quorum", e.to_string()),
-            ApplyError::Cluster(message) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cluster", message),
+            ApplyError::Store(e) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "store-failed",
+                format!("{e}; nothing was applied"),
+            ),
+            ApplyError::NoQuorum(_) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no-quorum", e.to_string())
+            }
+            ApplyError::Cluster(message) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cluster", message)
+            }
         }
     }
 }
@@ -286,7 +297,11 @@ async fn apply_config(
         }));
     }
     let (version, changes) = state.replication.apply(text, config).await?;
-    Ok(Json(ApplyResult { applied: true, version, changes }))
+    Ok(Json(ApplyResult {
+        applied: true,
+        version,
+        changes,
+    }))
 }
 
 async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
@@ -615,11 +630,19 @@ fn install_geoip(dir: &std::path::Path, bytes: &[u8]) -> Result<Geo, ApiError> {
 }
 
 async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let given = request.headers().get(SECRET_HEADER).and_then(|v| v.to_str().ok());
+    let given = request
+        .headers()
+        .get(SECRET_HEADER)
+        .and_then(|v| v.to_str().ok());
     if state.replication.secret_ok(given) {
         next.run(request).await
     } else {
-        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "missing or wrong cluster secret").into_response()
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or wrong cluster secret",
+        )
+        .into_response()
     }
 }
 
@@ -630,14 +653,24 @@ async fn peer_write(State(state): State<ApiState>, body: Bytes) -> Result<Json<W
     Ok(Json(Written { version }))
 }
 
-async fn peer_join(State(state): State<ApiState>, Json(req): Json<JoinRequest>) -> Result<Json<Written>, ApiError> {
+async fn peer_join(
+    State(state): State<ApiState>,
+    Json(req): Json<JoinRequest>,
+) -> Result<Json<Written>, ApiError> {
     state.replication.admit(req).await?;
-    Ok(Json(Written { version: state.engine.version() }))
+    Ok(Json(Written {
+        version: state.engine.version(),
+    }))
 }
 
-async fn peer_leave(State(state): State<ApiState>, Json(req): Json<LeaveRequest>) -> Result<Json<Written>, ApiError> {
+async fn peer_leave(
+    State(state): State<ApiState>,
+    Json(req): Json<LeaveRequest>,
+) -> Result<Json<Written>, ApiError> {
     state.replication.remove(req.id).await?;
-    Ok(Json(Written { version: state.engine.version() }))
+    Ok(Json(Written {
+        version: state.engine.version(),
+    }))
 }
 
 /// What `gtm cluster init` and `recover` report.
@@ -649,7 +682,11 @@ pub struct ClusterMessage {
 
 async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
     if state.replication.clustered() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "already-clustered", "this device already belongs to a cluster (gtm cluster status)"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already-clustered",
+            "this device already belongs to a cluster (gtm cluster status)",
+        ));
     }
     state.replication.init().await?;
     Ok(Json(ClusterMessage {
@@ -670,7 +707,11 @@ pub struct TokenResponse {
 
 async fn cluster_token(State(state): State<ApiState>) -> Result<Json<TokenResponse>, ApiError> {
     if !state.replication.clustered() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "not-clustered", "this device belongs to no cluster yet: run gtm cluster init first"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not-clustered",
+            "this device belongs to no cluster yet: run gtm cluster init first",
+        ));
     }
     let token = state
         .replication
@@ -688,18 +729,36 @@ pub struct JoinCommand {
     pub learner: bool,
 }
 
-async fn cluster_join(State(state): State<ApiState>, Json(req): Json<JoinCommand>) -> Result<Json<ClusterStatus>, ApiError> {
+async fn cluster_join(
+    State(state): State<ApiState>,
+    Json(req): Json<JoinCommand>,
+) -> Result<Json<ClusterStatus>, ApiError> {
     if state.replication.clustered() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "already-clustered", "this device already belongs to a cluster; gtm cluster leave first"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already-clustered",
+            "this device already belongs to a cluster; gtm cluster leave first",
+        ));
     }
-    let address = if req.address.contains("://") { req.address.clone() } else { format!("http://{}", req.address) };
-    state.replication.join(&address, &req.token, !req.learner).await?;
+    let address = if req.address.contains("://") {
+        req.address.clone()
+    } else {
+        format!("http://{}", req.address)
+    };
+    state
+        .replication
+        .join(&address, &req.token, !req.learner)
+        .await?;
     Ok(Json(state.replication.status()))
 }
 
 async fn cluster_leave(State(state): State<ApiState>) -> Result<Json<ClusterStatus>, ApiError> {
     if !state.replication.clustered() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "not-clustered", "this device belongs to no cluster"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not-clustered",
+            "this device belongs to no cluster",
+        ));
     }
     let id = state.replication.node.id();
     state.replication.remove(id).await?;
@@ -712,7 +771,11 @@ async fn cluster_status(State(state): State<ApiState>) -> Json<ClusterStatus> {
 
 async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
     if !state.replication.clustered() {
-        return Err(ApiError::new(StatusCode::CONFLICT, "not-clustered", "this device belongs to no cluster"));
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not-clustered",
+            "this device belongs to no cluster",
+        ));
     }
     state.replication.recover_single().await?;
     Ok(Json(ClusterMessage {

@@ -571,7 +571,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Cluster(cmd) => cluster(&cli, cmd).await,
         Command::Device(DeviceCmd::List { json }) => {
             let client = Client::new(&cli)?;
-            let status: ClusterStatus = client.send(client.http.get(client.url("/api/v1/cluster/status"))).await?;
+            let status: ClusterStatus = client
+                .send(client.http.get(client.url("/api/v1/cluster/status")))
+                .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&status.members)?);
                 return Ok(());
@@ -619,25 +621,48 @@ async fn cluster(cli: &Cli, cmd: &ClusterCmd) -> Result<()> {
     let client = Client::new(cli)?;
     match cmd {
         ClusterCmd::Init => {
-            let r: crate::api::ClusterMessage = client.send(client.http.post(client.url("/api/v1/cluster/init"))).await?;
+            let r: crate::api::ClusterMessage = client
+                .send(client.http.post(client.url("/api/v1/cluster/init")))
+                .await?;
             println!("{}", r.message);
         }
         ClusterCmd::Token => {
-            let r: crate::api::TokenResponse = client.send(client.http.get(client.url("/api/v1/cluster/token"))).await?;
+            let r: crate::api::TokenResponse = client
+                .send(client.http.get(client.url("/api/v1/cluster/token")))
+                .await?;
             println!("{}", r.token);
         }
-        ClusterCmd::Join { address, token, learner } => {
-            let body = crate::api::JoinCommand { address: address.clone(), token: token.clone(), learner: *learner };
-            let status: ClusterStatus = client.send(client.http.post(client.url("/api/v1/cluster/join")).json(&body)).await?;
+        ClusterCmd::Join {
+            address,
+            token,
+            learner,
+        } => {
+            let body = crate::api::JoinCommand {
+                address: address.clone(),
+                token: token.clone(),
+                learner: *learner,
+            };
+            let status: ClusterStatus = client
+                .send(
+                    client
+                        .http
+                        .post(client.url("/api/v1/cluster/join"))
+                        .json(&body),
+                )
+                .await?;
             println!("joined; the cluster's configuration is applied here");
             print_members(&status);
         }
         ClusterCmd::Leave => {
-            let _: ClusterStatus = client.send(client.http.post(client.url("/api/v1/cluster/leave"))).await?;
+            let _: ClusterStatus = client
+                .send(client.http.post(client.url("/api/v1/cluster/leave")))
+                .await?;
             println!("left the cluster; this device keeps serving its last configuration");
         }
         ClusterCmd::Status { json } => {
-            let status: ClusterStatus = client.send(client.http.get(client.url("/api/v1/cluster/status"))).await?;
+            let status: ClusterStatus = client
+                .send(client.http.get(client.url("/api/v1/cluster/status")))
+                .await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&status)?);
                 return Ok(());
@@ -645,10 +670,19 @@ async fn cluster(cli: &Cli, cmd: &ClusterCmd) -> Result<()> {
             println!("this device  id {} ({:?})", status.id, status.state);
             println!(
                 "leader       {}",
-                status.leader.as_ref().map_or("none".to_string(), |(id, info)| format!("{} (id {id})", info.name))
+                status
+                    .leader
+                    .as_ref()
+                    .map_or("none".to_string(), |(id, info)| format!(
+                        "{} (id {id})",
+                        info.name
+                    ))
             );
             println!("term         {}", status.term);
-            println!("applied      {}", status.applied_index.map_or("-".into(), |i| i.to_string()));
+            println!(
+                "applied      {}",
+                status.applied_index.map_or("-".into(), |i| i.to_string())
+            );
             println!();
             print_members(&status);
         }
@@ -661,7 +695,9 @@ async fn cluster(cli: &Cli, cmd: &ClusterCmd) -> Result<()> {
                 )
                 .into());
             }
-            let r: crate::api::ClusterMessage = client.send(client.http.post(client.url("/api/v1/cluster/recover"))).await?;
+            let r: crate::api::ClusterMessage = client
+                .send(client.http.post(client.url("/api/v1/cluster/recover")))
+                .await?;
             println!("{}", r.message);
         }
     }
@@ -682,13 +718,21 @@ fn print_members(status: &ClusterStatus) {
                 name,
                 m.info.datacenter.clone(),
                 if m.voter { "voter" } else { "learner" }.into(),
-                if Some(m.id) == leader { "leader".into() } else { "-".into() },
+                if Some(m.id) == leader {
+                    "leader".into()
+                } else {
+                    "-".into()
+                },
                 m.info.api_addr.clone(),
-                m.last_contact_ms.map_or("-".into(), |ms| format!("{ms} ms ago")),
+                m.last_contact_ms
+                    .map_or("-".into(), |ms| format!("{ms} ms ago")),
             ]
         })
         .collect();
-    table(&["DEVICE", "DC", "ROLE", "LEADER", "API", "LAST CONTACT"], &rows);
+    table(
+        &["DEVICE", "DC", "ROLE", "LEADER", "API", "LAST CONTACT"],
+        &rows,
+    );
 }
 
 async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()> {

@@ -73,7 +73,9 @@ async fn bind_pair(addr: SocketAddr) -> io::Result<(socket2::Socket, TcpListener
             .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
         match TcpListener::bind(bound).await {
             Ok(listener) => return Ok((socket, listener, bound)),
-            Err(e) if addr.port() == 0 && e.kind() == io::ErrorKind::AddrInUse && attempts < 20 => attempts += 1,
+            Err(e) if addr.port() == 0 && e.kind() == io::ErrorKind::AddrInUse && attempts < 20 => {
+                attempts += 1
+            }
             Err(e) => return Err(with_addr(e, "TCP", bound)),
         }
     }

@@ -32,7 +32,11 @@ pub fn combine(policy: Policy, interval: Duration, reports: &[Reported]) -> Chec
         Policy::All => ok == fresh.len(),
         Policy::Majority => ok * 2 > fresh.len(),
     };
-    if decided_ok { CheckState::Ok } else { CheckState::Error }
+    if decided_ok {
+        CheckState::Ok
+    } else {
+        CheckState::Error
+    }
 }
 
 #[cfg(test)]
@@ -41,23 +45,71 @@ mod tests {
     use CheckState::*;
 
     fn r(state: CheckState, secs: u64) -> Reported {
-        Reported { state, age: Duration::from_secs(secs) }
+        Reported {
+            state,
+            age: Duration::from_secs(secs),
+        }
     }
 
     #[test]
     fn policies_and_freshness_of_spec_section_4() {
         let i = Duration::from_secs(5);
         for (what, policy, reports, expect) in [
-            ("any OK device suffices (default)", Policy::Any, vec![r(Ok, 1), r(Error, 1)], Ok),
-            ("any: all failing is Error", Policy::Any, vec![r(Error, 1), r(Error, 2)], Error),
-            ("all: one failing device is Error", Policy::All, vec![r(Ok, 1), r(Error, 1)], Error),
-            ("all: every device OK", Policy::All, vec![r(Ok, 1), r(Ok, 1)], Ok),
-            ("majority: 2 of 3", Policy::Majority, vec![r(Ok, 1), r(Ok, 1), r(Error, 1)], Ok),
-            ("majority: a tie is not a majority", Policy::Majority, vec![r(Ok, 1), r(Error, 1)], Error),
-            ("a report older than 3 intervals is No Data", Policy::Any, vec![r(Ok, 16)], NoData),
-            ("stale reports are left out of the vote", Policy::All, vec![r(Ok, 1), r(Error, 20)], Ok),
+            (
+                "any OK device suffices (default)",
+                Policy::Any,
+                vec![r(Ok, 1), r(Error, 1)],
+                Ok,
+            ),
+            (
+                "any: all failing is Error",
+                Policy::Any,
+                vec![r(Error, 1), r(Error, 2)],
+                Error,
+            ),
+            (
+                "all: one failing device is Error",
+                Policy::All,
+                vec![r(Ok, 1), r(Error, 1)],
+                Error,
+            ),
+            (
+                "all: every device OK",
+                Policy::All,
+                vec![r(Ok, 1), r(Ok, 1)],
+                Ok,
+            ),
+            (
+                "majority: 2 of 3",
+                Policy::Majority,
+                vec![r(Ok, 1), r(Ok, 1), r(Error, 1)],
+                Ok,
+            ),
+            (
+                "majority: a tie is not a majority",
+                Policy::Majority,
+                vec![r(Ok, 1), r(Error, 1)],
+                Error,
+            ),
+            (
+                "a report older than 3 intervals is No Data",
+                Policy::Any,
+                vec![r(Ok, 16)],
+                NoData,
+            ),
+            (
+                "stale reports are left out of the vote",
+                Policy::All,
+                vec![r(Ok, 1), r(Error, 20)],
+                Ok,
+            ),
             ("no report at all is No Data", Policy::Any, vec![], NoData),
-            ("reports still Preparing do not vote", Policy::Any, vec![r(Preparing, 1)], NoData),
+            (
+                "reports still Preparing do not vote",
+                Policy::Any,
+                vec![r(Preparing, 1)],
+                NoData,
+            ),
         ] {
             assert_eq!(combine(policy, i, &reports), expect, "{what}");
         }
