@@ -19,6 +19,7 @@ use crate::{
     geo::Geo,
     health::{probe::Prober, scheduler},
     model::{self, node::NodeSettings},
+    peers::{self, Peers},
 };
 use gtm_cluster::{NodeInfo, Store};
 
@@ -41,6 +42,7 @@ pub struct Device {
     cancel: CancellationToken,
     api_task: tokio::task::JoinHandle<()>,
     scheduler: tokio::task::JoinHandle<()>,
+    reports: tokio::task::JoinHandle<()>,
     probes: ProbeRuntime,
 }
 
@@ -131,9 +133,19 @@ impl Device {
                 .unwrap_or_else(|| format!("http://{api_addr}")),
         };
         let replication = Replication::start(&store, dir, info, engine.clone()).await?;
+        let peers = Arc::new(Peers::default());
+        let reports = tokio::spawn(peers::run(
+            peers.clone(),
+            replication.clone(),
+            engine.clone(),
+            settings.datacenter.clone(),
+            cancel.child_token(),
+        ));
         let router = api::router(ApiState {
             engine: engine.clone(),
             replication: replication.clone(),
+            peers,
+            datacenter: settings.datacenter.clone(),
             prober,
             store,
             data_dir: dir.clone(),
@@ -158,6 +170,7 @@ impl Device {
             cancel,
             api_task,
             scheduler,
+            reports,
             probes: ProbeRuntime(Some(probes)),
         })
     }
@@ -166,6 +179,7 @@ impl Device {
         self.cancel.cancel();
         let _ = self.api_task.await;
         let _ = self.scheduler.await;
+        let _ = self.reports.await;
         drop(self.probes);
         self.replication.shutdown().await;
         self.dns.stop().await;

@@ -109,6 +109,11 @@ impl Replication {
         self.node.status()
     }
 
+    /// The cluster secret, for device-to-device requests.
+    pub fn secret_value(&self) -> Result<String> {
+        self.secret()
+    }
+
     fn secret(&self) -> Result<String> {
         Ok(std::fs::read_to_string(self.dir.join(SECRET_FILE))?
             .trim()

@@ -282,3 +282,101 @@ async fn a_restarted_device_keeps_its_state_and_catches_up() {
     c.join(&b);
     until_answer(&c, "192.0.2.3").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_devices_report_drives_dr_and_its_silence_keeps_the_decision() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.34.1");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.34.2");
+    let mut c = Proc::start(root.path(), "gtm3", "dc2", "127.0.34.3");
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    c.join(&a);
+    // What dc2 probes: a listener this test opens and closes.
+    let target = std::net::TcpListener::bind("127.0.34.9:0").unwrap();
+    let port = target.local_addr().unwrap().port();
+    let config = format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "seen-from-dc2"
+type = "tcp"
+target = "127.0.34.9"
+port = {port}
+interval = "500ms"
+timeout = "300ms"
+failures = 1
+successes = 1
+run_on = "dc2"
+
+[[scenario]]
+name = "main-unreachable"
+condition = "NOT seen-from-dc2"
+
+[[domain]]
+name = "pair.test"
+main_dc = "dc1"
+dr_dc = "dc2"
+nameservers = ["ns1.pair.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+mode = "disaster-recovery"
+dr_condition = "scenario:main-unreachable"
+addresses = [
+  {{ ip = "192.0.2.1", dc = "dc1" }},
+  {{ ip = "198.51.100.1", dc = "dc2" }},
+]
+"#
+    );
+    let out = a.apply(&config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&a, "192.0.2.1").await;
+
+    // dc2 loses the target: its report switches the pair to DR.
+    drop(target);
+    until_answer(&a, "198.51.100.1").await;
+    until_answer(&b, "198.51.100.1").await;
+    let checks: serde_json::Value =
+        serde_json::from_str(&a.ok(&["check", "list", "--json"])).unwrap();
+    let reason = checks[0]["reason"].as_str().unwrap().to_string();
+    assert!(reason.starts_with("from dc2: gtm3 Error"), "{reason}");
+
+    // The remote device is cut off: its check goes No Data on the pair, the
+    // scenario keeps its decision, and dc2 is reported down.
+    c.kill();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let checks: serde_json::Value =
+            serde_json::from_str(&a.ok(&["check", "list", "--json"])).unwrap();
+        if checks[0]["state"] == "No Data" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the check never went No Data: {checks}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    until_answer(&a, "198.51.100.1").await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !a
+        .ok(&["logs", "--kind", "datacenter"])
+        .contains("datacenter dc2 is down")
+    {
+        assert!(Instant::now() < deadline, "dc2 was never reported down");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let status = a.ok(&["status"]);
+    assert!(status.contains("gtm3 (unreachable)"), "{status}");
+}

@@ -33,6 +33,8 @@ use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
 pub struct ApiState {
     pub engine: Arc<Engine>,
     pub replication: Arc<Replication>,
+    pub peers: Arc<crate::peers::Peers>,
+    pub datacenter: String,
     pub prober: Arc<crate::health::probe::Prober>,
     pub store: Store,
     pub data_dir: PathBuf,
@@ -115,6 +117,9 @@ pub struct StatusReport {
     pub records: Vec<RecordStatus>,
     pub checks: Vec<CheckStatus>,
     pub scenarios: Vec<ScenarioStatus>,
+    /// The other devices of the cluster, as their reports last said.
+    #[serde(default)]
+    pub peers: Vec<crate::peers::PeerStatus>,
 }
 
 /// Filters of the event log.
@@ -132,6 +137,9 @@ pub struct EventFilter {
     /// Keep the response open and stream new events as NDJSON.
     #[serde(default)]
     pub follow: bool,
+    /// Every device's events (from the peer reports), not only this one's.
+    #[serde(default)]
+    pub all: bool,
 }
 
 /// "Test now": which address to probe a template check against.
@@ -226,6 +234,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/cluster/v1/write", post(peer_write))
         .route("/cluster/v1/join", post(peer_join))
         .route("/cluster/v1/leave", post(peer_leave))
+        .route("/cluster/v1/report", post(peer_report))
+        .route("/cluster/v1/preview/{name}/{rtype}", get(peer_preview))
         .layer(middleware::from_fn_with_state(state.clone(), peer_auth));
     Router::new()
         .route("/health", get(|| async { "ok\n" }))
@@ -311,6 +321,7 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
         records: state.engine.status(),
         checks: state.engine.checks(),
         scenarios: state.engine.scenarios(),
+        peers: state.peers.status(&state.replication),
     })
 }
 
@@ -341,12 +352,12 @@ async fn events(
     };
     // Subscribe before reading the backlog so nothing falls in between.
     let live = state.engine.subscribe_events();
-    let backlog: Vec<Event> = state
-        .engine
-        .events()
-        .into_iter()
-        .filter(|e| matches(e))
-        .collect();
+    let mut backlog: Vec<Event> = state.engine.events();
+    if filter.all {
+        backlog.extend(state.peers.events());
+        backlog.sort_by_key(|e| e.time_ms);
+    }
+    let backlog: Vec<Event> = backlog.into_iter().filter(|e| matches(e)).collect();
     if !filter.follow {
         return Ok(Json(backlog).into_response());
     }
@@ -381,10 +392,21 @@ fn not_found(what: String) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not-found", what)
 }
 
+#[derive(Debug, Default, Deserialize)]
+struct DeviceQuery {
+    device: Option<String>,
+}
+
 async fn preview(
     State(state): State<ApiState>,
     Path((name, rtype)): Path<(String, String)>,
+    Query(q): Query<DeviceQuery>,
 ) -> Result<Json<Preview>, ApiError> {
+    if let Some(device) = q.device.as_deref().filter(|d| *d != state.engine.device()) {
+        return remote_preview(&state, device, &name, &rtype)
+            .await
+            .map(Json);
+    }
     let label = record_label(&name, &rtype);
     state.engine.preview(&label).map(Json).ok_or_else(|| {
         not_found(format!(
@@ -782,4 +804,79 @@ async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMe
         message: "this device now continues alone as the only voter; wipe the lost device's data directory before it joins again".into(),
         status: state.replication.status(),
     }))
+}
+
+async fn peer_report(
+    State(state): State<ApiState>,
+    Json(report): Json<crate::peers::Report>,
+) -> StatusCode {
+    state.peers.receive(report);
+    let (peers, replication, engine, dc) = (
+        state.peers.clone(),
+        state.replication.clone(),
+        state.engine.clone(),
+        state.datacenter.clone(),
+    );
+    // Judging takes the engine's lock: off the async workers.
+    tokio::task::spawn_blocking(move || peers.judge(&replication, &engine, &dc));
+    StatusCode::NO_CONTENT
+}
+
+async fn peer_preview(
+    State(state): State<ApiState>,
+    Path((name, rtype)): Path<(String, String)>,
+) -> Result<Json<Preview>, ApiError> {
+    let label = record_label(&name, &rtype);
+    state
+        .engine
+        .preview(&label)
+        .map(Json)
+        .ok_or_else(|| not_found(format!("no steered record {label}")))
+}
+
+/// Asks another device of the cluster for a record's preview.
+async fn remote_preview(
+    state: &ApiState,
+    device: &str,
+    name: &str,
+    rtype: &str,
+) -> Result<Preview, ApiError> {
+    let status = state.replication.status();
+    let Some(member) = status.members.iter().find(|m| m.info.name == device) else {
+        return Err(not_found(format!(
+            "no device named \"{device}\" in the cluster (gtm device list)"
+        )));
+    };
+    let secret = state
+        .replication
+        .secret_value()
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    let url = format!(
+        "{}/cluster/v1/preview/{name}/{rtype}",
+        member.info.api_addr.trim_end_matches('/')
+    );
+    let unreachable = |e: String| {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "unreachable",
+            format!("cannot reach device {device}: {e}"),
+        )
+    };
+    let response = reqwest::Client::new()
+        .get(url)
+        .header(SECRET_HEADER, secret)
+        .timeout(std::time::Duration::from_secs(3))
+        .send()
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    if response.status() == StatusCode::NOT_FOUND {
+        return Err(not_found(format!(
+            "device {device} has no steered record {}",
+            record_label(name, rtype)
+        )));
+    }
+    response
+        .json::<Preview>()
+        .await
+        .map_err(|e| unreachable(e.to_string()))
 }

@@ -154,6 +154,9 @@ pub enum RecordCmd {
         name: String,
         #[arg(value_name = "TYPE")]
         rtype: String,
+        /// The preview as another device of the cluster computes it.
+        #[arg(long)]
+        device: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -310,6 +313,10 @@ pub async fn run(cli: Cli) -> Result<()> {
                 })
                 .collect();
             table(&["RECORD", "STATUS", "ACTIVE RECORDS"], &rows);
+            if !report.peers.is_empty() {
+                println!();
+                print_side_by_side(&report);
+            }
             if !report.checks.is_empty() {
                 println!();
                 print_checks(&report.checks);
@@ -360,6 +367,24 @@ pub async fn run(cli: Cli) -> Result<()> {
             if *follow {
                 query.push(("follow", "true".into()));
             }
+            // Every device's events, and a word on those not heard from.
+            query.push(("all", "true".into()));
+            if let Ok(report) = client
+                .send::<StatusReport>(client.http.get(client.url("/api/v1/status")))
+                .await
+            {
+                for p in report.peers.iter().filter(|p| !p.reachable) {
+                    eprintln!(
+                        "note: device {} ({}) could not be reached: {}; its latest events may be missing",
+                        p.device,
+                        p.datacenter,
+                        p.age_ms.map_or("never heard from".into(), |ms| format!(
+                            "last report {} s ago",
+                            ms / 1000
+                        ))
+                    );
+                }
+            }
             let req = client.http.get(client.url("/api/v1/events")).query(&query);
             let print = |e: &Event| {
                 if *json {
@@ -386,15 +411,20 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Record(RecordCmd::Preview { name, rtype, json }) => {
+        Command::Record(RecordCmd::Preview {
+            name,
+            rtype,
+            device,
+            json,
+        }) => {
             let client = Client::new(&cli)?;
-            let p: Preview = client
-                .send(
-                    client
-                        .http
-                        .get(client.url(&format!("/api/v1/records/{name}/{rtype}/preview"))),
-                )
-                .await?;
+            let mut request = client
+                .http
+                .get(client.url(&format!("/api/v1/records/{name}/{rtype}/preview")));
+            if let Some(d) = device {
+                request = request.query(&[("device", d)]);
+            }
+            let p: Preview = client.send(request).await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&p)?);
                 return Ok(());
@@ -866,6 +896,58 @@ impl Client {
 
     async fn text(&self, req: reqwest::RequestBuilder) -> Result<String> {
         Ok(self.response(req).await?.text().await?)
+    }
+}
+
+/// Each record's status on every device, side by side (spec §4).
+fn print_side_by_side(report: &StatusReport) {
+    let mut head = vec!["RECORD".to_string(), report.device.clone()];
+    head.extend(report.peers.iter().map(|p| {
+        if p.reachable {
+            p.device.clone()
+        } else {
+            format!("{} (unreachable)", p.device)
+        }
+    }));
+    let mut records: Vec<String> = report.records.iter().map(|r| r.record.clone()).collect();
+    for p in &report.peers {
+        for r in &p.records {
+            if !records.contains(&r.record) {
+                records.push(r.record.clone());
+            }
+        }
+    }
+    let cell = |list: &[crate::engine::RecordStatus], record: &str| -> String {
+        list.iter()
+            .find(|r| r.record == record)
+            .and_then(|r| r.status)
+            .map_or("-".into(), |s| s.to_string())
+    };
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|record| {
+            let mut row = vec![record.clone(), cell(&report.records, record)];
+            row.extend(report.peers.iter().map(|p| cell(&p.records, record)));
+            row
+        })
+        .collect();
+    let mut widths: Vec<usize> = head.iter().map(String::len).collect();
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: &[String]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        println!("{}", parts.join("  ").trim_end());
+    };
+    line(&head);
+    for row in &rows {
+        line(row);
     }
 }
 

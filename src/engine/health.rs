@@ -43,6 +43,9 @@ pub struct HealthState {
     /// (record label or "*", address) taken out of answers.
     pub drained_addresses: BTreeSet<(String, String)>,
     pub drained_dcs: BTreeSet<String>,
+    /// Datacenters none of whose devices reported recently (cluster):
+    /// reported to operators; addresses keep the health of their HC field.
+    pub dcs_down: BTreeSet<String>,
     /// Datacenter names by id, for drains.
     pub dc_names: Vec<String>,
 }

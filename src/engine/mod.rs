@@ -60,6 +60,7 @@ pub enum EventKind {
     Scenario,
     Operator,
     Config,
+    Datacenter,
 }
 
 /// One entry of the GTM Logs.
@@ -753,6 +754,68 @@ impl Engine {
                     })
             })
             .collect()
+    }
+
+    /// The check instances this device probes itself: not those that
+    /// `run_on` another datacenter.
+    pub fn local_checks(&self, datacenter: &str) -> Vec<CheckStatus> {
+        let local: HashSet<String> = self
+            .instances
+            .borrow()
+            .iter()
+            .filter(|i| {
+                i.spec
+                    .raw
+                    .run_on
+                    .as_deref()
+                    .is_none_or(|dc| dc == "all" || dc == datacenter)
+            })
+            .map(|i| i.check.to_string())
+            .collect();
+        self.checks()
+            .into_iter()
+            .filter(|c| local.contains(&c.check))
+            .collect()
+    }
+
+    /// The check instances that run in another datacenter, to be judged
+    /// from its devices' reports.
+    pub fn remote_instances(&self, datacenter: &str) -> Vec<Instance> {
+        self.instances
+            .borrow()
+            .iter()
+            .filter(|i| {
+                i.spec
+                    .raw
+                    .run_on
+                    .as_deref()
+                    .is_some_and(|dc| dc != "all" && dc != datacenter)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Marks a datacenter up or down (no device there reported recently).
+    /// An event, and the records are re-evaluated; addresses keep the health
+    /// of their HC field (a `static` address stays a candidate), while the
+    /// checks that run there go No Data.
+    pub fn set_datacenter_up(&self, dc: &str, up: bool, why: &str) {
+        let mut inner = self.lock();
+        let changed = if up {
+            inner.health.dcs_down.remove(dc)
+        } else {
+            inner.health.dcs_down.insert(dc.to_string())
+        };
+        if !changed {
+            return;
+        }
+        let text = format!(
+            "datacenter {dc} is {} ({why})",
+            if up { "up" } else { "down" }
+        );
+        self.log(&mut inner, EventKind::Datacenter, dc.to_string(), text);
+        let all = (0..inner.records.len()).collect();
+        self.reevaluate(&mut inner, all, |_| Operator::default());
     }
 
     pub fn scenarios(&self) -> Vec<ScenarioStatus> {

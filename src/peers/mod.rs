@@ -1,4 +1,299 @@
-//! What devices tell each other outside the Raft log (spec §4): their check
-//! states, record states and new events, every few seconds.
+//! What devices tell each other outside the Raft log (spec §4): every few
+//! seconds each device sends every peer its check states, scenario
+//! decisions, record states and new events. From the reports a device
+//! judges the checks that run in other datacenters ([`combine`]), notices
+//! datacenters none of whose devices is heard from, and shows every
+//! device's record states and events.
 
 pub mod combine;
+
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    engine::{CheckStatus, Engine, Event, RecordStatus, ScenarioStatus},
+    replication::Replication,
+    resolve::CheckState,
+};
+use combine::{Reported, combine};
+use gtm_cluster::SECRET_HEADER;
+
+/// How often reports go out.
+pub const REPORT_EVERY: Duration = Duration::from_secs(2);
+/// A datacenter whose devices sent nothing for this long is down.
+pub const DEVICE_SILENT_AFTER: Duration = Duration::from_secs(6);
+/// Events of each peer kept for merged logs.
+const PEER_EVENTS: usize = 10_000;
+/// Events in one report at most (the rest follow in the next).
+const EVENTS_PER_REPORT: usize = 1_000;
+
+/// One device's report to its peers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub device: String,
+    pub datacenter: String,
+    pub checks: Vec<CheckStatus>,
+    pub scenarios: Vec<ScenarioStatus>,
+    pub records: Vec<RecordStatus>,
+    pub events: Vec<Event>,
+}
+
+/// A peer as this device last heard from it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerStatus {
+    pub device: String,
+    pub datacenter: String,
+    /// Milliseconds since its last report; `None`: never heard from.
+    pub age_ms: Option<u64>,
+    pub reachable: bool,
+    pub records: Vec<RecordStatus>,
+    pub checks: Vec<CheckStatus>,
+}
+
+/// The latest reports of the peers, and their events.
+#[derive(Debug, Default)]
+pub struct Peers {
+    reports: Mutex<HashMap<String, (Instant, Report)>>,
+    events: Mutex<HashMap<String, VecDeque<Event>>>,
+    /// Per peer id: the last event sequence number it acknowledged.
+    sent: Mutex<HashMap<u64, u64>>,
+    /// When this device first saw each peer in the membership: a peer
+    /// gets a grace period for its first report before it counts as silent.
+    known_since: Mutex<HashMap<String, Instant>>,
+}
+
+impl Peers {
+    /// Takes a report in (the route `/cluster/v1/report`).
+    pub fn receive(&self, mut report: Report) {
+        let events = std::mem::take(&mut report.events);
+        {
+            let mut all = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            let log = all.entry(report.device.clone()).or_default();
+            for e in events {
+                if log.back().is_none_or(|last| e.seq > last.seq) {
+                    if log.len() == PEER_EVENTS {
+                        log.pop_front();
+                    }
+                    log.push_back(e);
+                }
+            }
+        }
+        self.reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(report.device.clone(), (Instant::now(), report));
+    }
+
+    /// Every member but this device, with what it last reported.
+    pub fn status(&self, replication: &Replication) -> Vec<PeerStatus> {
+        let status = replication.status();
+        let reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+        status
+            .members
+            .iter()
+            .filter(|m| m.id != status.id)
+            .map(|m| {
+                let latest = reports.get(&m.info.name);
+                let age = latest.map(|(at, _)| at.elapsed());
+                PeerStatus {
+                    device: m.info.name.clone(),
+                    datacenter: m.info.datacenter.clone(),
+                    age_ms: age.map(|a| a.as_millis() as u64),
+                    reachable: age.is_some_and(|a| a <= DEVICE_SILENT_AFTER),
+                    records: latest.map(|(_, r)| r.records.clone()).unwrap_or_default(),
+                    checks: latest.map(|(_, r)| r.checks.clone()).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// The events peers sent, every device's together.
+    pub fn events(&self) -> Vec<Event> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .flat_map(|log| log.iter().cloned())
+            .collect()
+    }
+
+    /// Judges the checks probed in other datacenters and the datacenters
+    /// themselves from the reports.
+    pub fn judge(&self, replication: &Replication, engine: &Engine, datacenter: &str) {
+        let status = replication.status();
+        if status.members.is_empty() {
+            return;
+        }
+        let reports = self
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let known: HashMap<String, Instant> = {
+            let mut known = self.known_since.lock().unwrap_or_else(|e| e.into_inner());
+            for m in &status.members {
+                known
+                    .entry(m.info.name.clone())
+                    .or_insert_with(Instant::now);
+            }
+            known.clone()
+        };
+        // Silent for: since its last report, or since we know of it.
+        let age_of = |device: &str| {
+            reports
+                .get(device)
+                .map(|(at, _)| at.elapsed())
+                .or_else(|| known.get(device).map(Instant::elapsed))
+        };
+        // Datacenters with devices: down when none of them reported lately.
+        let mut dcs: HashMap<String, Vec<String>> = HashMap::new();
+        for m in status.members.iter().filter(|m| m.id != status.id) {
+            dcs.entry(m.info.datacenter.clone())
+                .or_default()
+                .push(m.info.name.clone());
+        }
+        for (dc, devices) in &dcs {
+            if dc == datacenter {
+                continue;
+            }
+            let up = devices
+                .iter()
+                .any(|d| age_of(d).is_some_and(|a| a <= DEVICE_SILENT_AFTER));
+            let why = if up {
+                "a device there reports again".to_string()
+            } else {
+                format!(
+                    "no report from {} for {} s",
+                    devices.join(", "),
+                    DEVICE_SILENT_AFTER.as_secs()
+                )
+            };
+            engine.set_datacenter_up(dc, up, &why);
+        }
+        for instance in engine.remote_instances(datacenter) {
+            let Some(run_on) = instance.spec.raw.run_on.clone() else {
+                continue;
+            };
+            let name = instance.check.to_string();
+            let mut from = Vec::new();
+            let reported: Vec<Reported> = dcs
+                .get(&run_on)
+                .into_iter()
+                .flatten()
+                .filter_map(|device| {
+                    let (at, report) = reports.get(device)?;
+                    let check = report.checks.iter().find(|c| c.check == name)?;
+                    from.push(format!("{device} {}", state_word(check.state)));
+                    Some(Reported {
+                        state: check.state,
+                        age: at.elapsed(),
+                    })
+                })
+                .collect();
+            let state = combine(instance.spec.policy, instance.spec.interval, &reported);
+            let reason = if from.is_empty() {
+                format!("runs in {run_on}; no report from there")
+            } else {
+                format!("from {run_on}: {}", from.join(", "))
+            };
+            engine.set_check(&instance.check, state, &reason);
+        }
+    }
+}
+
+fn state_word(s: CheckState) -> &'static str {
+    match s {
+        CheckState::Ok => "OK",
+        CheckState::Error => "Error",
+        CheckState::Preparing => "Preparing",
+        CheckState::NoData => "No Data",
+    }
+}
+
+/// Sends this device's report to every peer every [`REPORT_EVERY`], and
+/// re-judges remote checks and datacenters, until `cancel`.
+pub async fn run(
+    peers: Arc<Peers>,
+    replication: Arc<Replication>,
+    engine: Arc<Engine>,
+    datacenter: String,
+    cancel: CancellationToken,
+) {
+    let http = match reqwest::Client::builder()
+        .timeout(Duration::from_millis(1500))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the report client; no peer reports");
+            return;
+        }
+    };
+    let mut tick = tokio::time::interval(REPORT_EVERY);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = cancel.cancelled() => return,
+        }
+        let status = replication.status();
+        let Ok(secret) = replication.secret_value() else {
+            continue;
+        };
+        let base = Report {
+            device: engine.device().to_string(),
+            datacenter: datacenter.clone(),
+            checks: engine.local_checks(&datacenter),
+            scenarios: engine.scenarios(),
+            records: engine.status(),
+            events: Vec::new(),
+        };
+        let sends = status
+            .members
+            .iter()
+            .filter(|m| m.id != status.id)
+            .map(|m| {
+                let after = peers
+                    .sent
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&m.id)
+                    .copied()
+                    .unwrap_or(0);
+                let mut report = base.clone();
+                report.events = engine
+                    .events_since(after)
+                    .into_iter()
+                    .take(EVENTS_PER_REPORT)
+                    .collect();
+                let last = report.events.last().map_or(after, |e| e.seq);
+                let url = format!(
+                    "{}/cluster/v1/report",
+                    m.info.api_addr.trim_end_matches('/')
+                );
+                let request = http
+                    .post(url)
+                    .header(SECRET_HEADER, secret.clone())
+                    .json(&report);
+                let (peers, id) = (peers.clone(), m.id);
+                async move {
+                    if let Ok(response) = request.send().await
+                        && response.status().is_success()
+                    {
+                        peers
+                            .sent
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(id, last);
+                    }
+                }
+            });
+        futures_util::future::join_all(sends).await;
+        peers.judge(&replication, &engine, &datacenter);
+    }
+}
