@@ -40,6 +40,7 @@ import random
 import socket
 import struct
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -172,79 +173,158 @@ def pct(values, p):
 # writes
 # ---------------------------------------------------------------------------
 def writes(args):
+    """Sequential writes.  Each PUT runs in its own thread on its own
+    connection while this thread polls every device's status (tight loop),
+    so two times are known per write: when every device had applied it
+    ("applied"), and when the client had both the PUT's answer and every
+    device at the returned version ("answered").  Without --overlap the next
+    write waits for the answer; with it, only for "applied" (the answer is
+    collected later)."""
     devs = parse_devices(args.devices, args.http_timeout)
-    send = devs[args.send]
-    others = [d for n, d in devs.items() if n != args.send]
-    deadline_s = args.wait_timeout
+    put_spec = [s for s in args.devices if s.split("=", 1)[0] == args.send]
     rows = []
     errors = []
-    late_self = 0
-    polls_total = 0
+    pending = []
     rng_offset = random.randrange(1 << 20)   # never repeat the previous run's text
+    prev = min(d.version() for d in devs.values())
+    put_dev = parse_devices(put_spec, args.http_timeout)[args.send]
     start = NOW()
-    for i in range(args.n):
-        text = small_config(rng_offset + i).encode()
-        t0 = NOW()
+    stopped = ""
+
+    def do_put(dev, text, res):
         try:
-            status, body = send.request("PUT", "/api/v1/config", body=text)
-        except Exception as e:  # noqa: BLE001 - reported, then the run stops
-            errors.append("write %d: PUT failed: %r" % (i, e))
+            res["status"], res["body"] = dev.request("PUT", "/api/v1/config", body=text)
+        except Exception as e:  # noqa: BLE001 - reported
+            res["status"], res["body"] = None, "PUT failed: %r" % (e,)
+        res["t"] = NOW()
+        if args.overlap:
+            dev.close()
+
+    def returned_version(res):
+        body = res.get("body")
+        if res.get("status") != 200 or not isinstance(body, dict) or not body.get("applied"):
+            return None
+        return int(body["version"])
+
+    for i in range(args.n):
+        if args.budget and NOW() - start > args.budget:
+            stopped = "stopped after %d writes: the %.0f s budget was used up" % (i, args.budget)
             break
-        t_put = NOW()
-        if status != 200 or not isinstance(body, dict) or not body.get("applied"):
-            errors.append("write %d: PUT -> HTTP %s %r" % (i, status, body))
-            if len(errors) >= 10:
-                break
-            continue
-        v = int(body["version"])
+        text = small_config(rng_offset + i).encode()
+        res = {}
+        dev = parse_devices(put_spec, args.http_timeout)[args.send] if args.overlap else put_dev
+        th = threading.Thread(target=do_put, args=(dev, text, res), daemon=True)
+        t0 = NOW()
+        th.start()
+        seen = {}      # device -> (seconds, version) when it first passed prev
         polls = 0
-        ok = True
-        for d in others:
-            while True:
+        failed = None
+        while len(seen) < len(devs):
+            for n, d in devs.items():
+                if n in seen:
+                    continue
                 polls += 1
-                if d.version() >= v:
-                    break
-                if NOW() - t0 > deadline_s:
-                    errors.append("write %d: %s did not reach version %d within %ss"
-                                  % (i, d.name, v, deadline_s))
-                    ok = False
-                    break
-        t_all = NOW()
-        polls_total += polls
-        if not ok:
-            if len(errors) >= 10:
+                v = d.version()
+                if v > prev:
+                    seen[n] = (NOW() - t0, v)
+            if "t" in res and returned_version(res) is None:
+                failed = "write %d: HTTP %s %r" % (i, res["status"], res["body"])
                 break
+            if NOW() - t0 > args.wait_timeout:
+                failed = "write %d: not applied on %s within %.0f s" % (
+                    i, sorted(set(devs) - set(seen)), args.wait_timeout)
+                break
+        if failed:
+            th.join(args.http_timeout + 5)
+            errors.append(failed)
+            if len(errors) >= 5:
+                stopped = "stopped after %d errors" % len(errors)
+                break
+            prev = min(d.version() for d in devs.values())
             continue
-        # Not timed: did the receiving device really apply what it returned?
-        if send.version() < v:
-            late_self += 1
-        rows.append((i, v, (t_put - t0) * 1000, (t_all - t0) * 1000, polls))
+        applied_ms = max(t for t, _ in seen.values()) * 1000
+        observed = min(v for _, v in seen.values())
+        row = {"i": i, "observed": observed, "applied_ms": applied_ms, "polls": polls,
+               "t0": t0, "res": res, "thread": th}
+        if args.overlap:
+            pending.append(row)
+        else:
+            th.join(args.http_timeout + 5)
+            finish(row, devs, errors, args)
+            if row.get("answered_ms") is not None:
+                rows.append(row)
+        prev = observed
         if args.progress and (i + 1) % args.progress == 0:
-            log("%s: %d/%d writes, last %.2f ms" % (args.send, i + 1, args.n, rows[-1][3]))
+            log("%s: %d/%d writes, last applied in %.2f ms%s" % (
+                args.send, i + 1, args.n, applied_ms,
+                "" if args.overlap else ", answered in %.2f ms" % row.get("answered_ms", -1)))
     wall = NOW() - start
+    for row in pending:
+        row["thread"].join(args.http_timeout + 5)
+        finish(row, devs, errors, args)
+        rows.append(row)
     if args.out:
         with open(args.out, "w") as f:
-            f.write("i\tversion\tput_ms\tall_ms\tpolls\n")
+            f.write("i\tversion\tapplied_ms\tput_ms\tanswered_ms\tpolls\n")
             for r in rows:
-                f.write("%d\t%d\t%.3f\t%.3f\t%d\n" % r)
-    put = [r[2] for r in rows]
-    both = [r[3] for r in rows]
+                f.write("%d\t%s\t%.3f\t%s\t%s\t%d\n" % (
+                    r["i"], r.get("version"), r["applied_ms"], fmt(r.get("put_ms")),
+                    fmt(r.get("answered_ms")), r["polls"]))
+    applied = [r["applied_ms"] for r in rows]
+    put = [r["put_ms"] for r in rows if r.get("put_ms") is not None]
+    answered = [r["answered_ms"] for r in rows if r.get("answered_ms") is not None]
     out = {
-        "send": args.send, "requested": args.n, "ok": len(rows), "errors": errors,
-        "wall_s": round(wall, 3),
+        "send": args.send, "overlap": args.overlap, "requested": args.n, "done": len(rows),
+        "errors": errors, "stopped": stopped, "wall_s": round(wall, 3),
         "writes_per_s": round(len(rows) / wall, 1) if wall > 0 else None,
-        "put_p50": pct(put, 50), "put_p99": pct(put, 99), "put_max": max(put) if put else None,
-        "all_p50": pct(both, 50), "all_p99": pct(both, 99), "all_max": max(both) if both else None,
-        "all_mean": sum(both) / len(both) if both else None,
-        "polls_mean": polls_total / len(rows) if rows else None,
-        "receiver_not_applied_at_return": late_self,
-        "first_version": rows[0][1] if rows else None,
-        "last_version": rows[-1][1] if rows else None,
-        "slowest": sorted(((round(r[3], 1), r[1]) for r in rows), reverse=True)[:5],
+        "applied": stats(applied), "put": stats(put), "answered": stats(answered),
+        "polls_mean": sum(r["polls"] for r in rows) / len(rows) if rows else None,
+        "first_version": rows[0].get("version") if rows else None,
+        "last_version": rows[-1].get("version") if rows else None,
+        "slowest_applied": sorted(((round(r["applied_ms"], 1), r.get("version")) for r in rows),
+                                  reverse=True)[:5],
     }
     for d in devs.values():
         d.close()
+    put_dev.close()
     print(json.dumps(out))
+
+
+def fmt(x):
+    return "" if x is None else "%.3f" % x
+
+
+def stats(values):
+    if not values:
+        return None
+    return {"n": len(values), "p50": pct(values, 50), "p99": pct(values, 99),
+            "max": max(values), "mean": sum(values) / len(values)}
+
+
+def finish(row, devs, errors, args):
+    """The PUT answer of a write: its version must be the one observed, and
+    "answered" is when the client had the answer and every device had it."""
+    res = row["res"]
+    if "t" not in res:
+        errors.append("write %d: no answer to the PUT within %.0f s" % (row["i"], args.http_timeout))
+        return
+    body = res["body"]
+    if res["status"] != 200 or not isinstance(body, dict) or not body.get("applied"):
+        errors.append("write %d: HTTP %s %r (after the write was applied everywhere)"
+                      % (row["i"], res["status"], body))
+        return
+    v = int(body["version"])
+    row["version"] = v
+    row["put_ms"] = (res["t"] - row["t0"]) * 1000
+    if v > row["observed"]:
+        # Some device was seen at an older version: wait for it now.
+        while min(d.version() for d in devs.values()) < v:
+            if NOW() - row["t0"] > args.wait_timeout:
+                errors.append("write %d: version %d not everywhere within %.0f s"
+                              % (row["i"], v, args.wait_timeout))
+                return
+        row["applied_ms"] = (NOW() - row["t0"]) * 1000
+    row["answered_ms"] = max(row["put_ms"], row["applied_ms"])
 
 
 # ---------------------------------------------------------------------------
@@ -337,14 +417,29 @@ def apply(args):
     out = {"send": args.send, "bytes": len(text), "marker": args.marker}
     v_before = {n: d.version() for n, d in devs.items()}
     out["version_before"] = v_before
+    res = {}
+
+    def do_put():
+        try:
+            res["status"], res["body"] = send.request("PUT", "/api/v1/config", body=text,
+                                                      timeout=args.timeout)
+        except Exception as e:  # noqa: BLE001 - reported
+            res["status"], res["body"] = None, "PUT failed after %.1f s: %r" % (NOW() - t0, e)
+        res["t"] = NOW()
+
+    # The PUT runs in a thread; meanwhile each device's DNS is asked when it
+    # answers the marker of this configuration.
+    th = threading.Thread(target=do_put, daemon=True)
     t0 = NOW()
     deadline = t0 + args.timeout
-    try:
-        status, body = send.request("PUT", "/api/v1/config", body=text, timeout=args.timeout)
-    except Exception as e:  # noqa: BLE001
-        status, body = None, "PUT failed after %.1f s: %r" % (NOW() - t0, e)
-    t_put = NOW() - t0
-    out["put_s"] = round(t_put, 3)
+    th.start()
+    seen, last = dns_watch(dns, "marker.b000.test", args.marker, t0, deadline)
+    th.join(max(1.0, deadline - NOW() + 5))
+    status, body = res.get("status"), res.get("body")
+    if "t" not in res:
+        status, body = None, "no answer to the PUT within %.0f s" % args.timeout
+    else:
+        out["put_s"] = round(res["t"] - t0, 3)
     out["http_status"] = status
     if status != 200 or not isinstance(body, dict):
         out["error"] = body if isinstance(body, str) else json.dumps(body)[:2000]
@@ -352,12 +447,10 @@ def apply(args):
         out["version"] = body.get("version")
         out["applied_flag"] = body.get("applied")
         out["changes"] = len(body.get("changes") or [])
-    # DNS: when does each device answer the marker of this configuration?
-    seen, last = dns_watch(dns, "marker.b000.test", args.marker, t0, deadline)
     out["dns_s"] = {n: (round(s, 3) if s is not None else None) for n, s in seen.items()}
     out["dns_last_answer"] = last
     times = [s for s in seen.values()]
-    out["all_s"] = round(max(max(times), t_put), 3) if times and None not in times else None
+    out["all_s"] = round(max(times), 3) if times and None not in times else None
     # Versions, once (the status of a large configuration is itself large).
     out["version_after"] = {}
     out["status_get_s"] = {}
@@ -399,6 +492,10 @@ def main():
     w.add_argument("--http-timeout", type=float, default=30)
     w.add_argument("--wait-timeout", type=float, default=30)
     w.add_argument("--progress", type=int, default=0)
+    w.add_argument("--budget", type=float, default=0, help="stop sending after S seconds (0: none)")
+    w.add_argument("--overlap", action="store_true",
+                   help="send the next write once the previous is applied everywhere, "
+                        "without waiting for its PUT answer")
     a = sub.add_parser("apply")
     a.add_argument("--send", required=True)
     a.add_argument("--file", required=True)

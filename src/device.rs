@@ -5,6 +5,7 @@ use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
     sync::Arc,
+    time::Duration,
 };
 
 use anyhow::{Context, Result};
@@ -20,6 +21,7 @@ use crate::{
     health::{probe::Prober, scheduler},
     model::{self, node::NodeSettings},
     peers::{self, Peers},
+    tls::{self, Tls},
 };
 use gtm_cluster::{NodeInfo, Store};
 
@@ -113,7 +115,20 @@ impl Device {
             .await
             .with_context(|| format!("cannot listen for the API on {}", settings.api_listen))?;
         let api_addr = listener.local_addr()?;
-        write_private(&dir.join(API_FILE), &format!("http://{api_addr}\n"))?;
+        let tls = match (&settings.tls_cert, &settings.tls_key) {
+            (Some(cert), Some(key)) => Some(Tls::load(cert, key, settings.tls_ca.as_deref())?),
+            (None, None) => None,
+            _ => anyhow::bail!("the node settings need both tls_cert and tls_key, or neither"),
+        };
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        write_private(&dir.join(API_FILE), &format!("{scheme}://{api_addr}\n"))?;
+        match &tls {
+            Some(t) => fs::write(dir.join(tls::CA_FILE), &t.trust_pem)?,
+            None => {
+                let _ = fs::remove_file(dir.join(tls::CA_FILE));
+            }
+        }
+        let trust = tls.as_ref().map(|t| t.trust_pem.as_slice());
         let prober = Arc::new(Prober::new(settings.allow_exec));
         let cancel = CancellationToken::new();
         let probes = probe_runtime()?;
@@ -130,11 +145,20 @@ impl Device {
             api_addr: settings
                 .advertise_api
                 .clone()
-                .unwrap_or_else(|| format!("http://{api_addr}")),
+                .unwrap_or_else(|| format!("{scheme}://{api_addr}")),
         };
-        let replication = Replication::start(&store, dir, info, engine.clone()).await?;
+        let replication = Replication::start(
+            &store,
+            dir,
+            info,
+            engine.clone(),
+            tls::http_client(trust, Duration::from_secs(35))?,
+            tls::http_client(trust, Duration::from_secs(30))?,
+        )
+        .await?;
         let peers = Arc::new(Peers::default());
         let reports = tokio::spawn(peers::run(
+            tls::http_client(trust, Duration::from_millis(1500))?,
             peers.clone(),
             replication.clone(),
             engine.clone(),
@@ -152,11 +176,17 @@ impl Device {
             token: token.clone().into(),
         });
         let stop = cancel.clone();
+        let server_tls = tls.map(|t| t.server);
         let api_task = tokio::spawn(async move {
-            let serve =
-                axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned());
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, "API server failed");
+            match server_tls {
+                Some(config) => tls::serve(listener, router, config, stop).await,
+                None => {
+                    let serve = axum::serve(listener, router)
+                        .with_graceful_shutdown(stop.cancelled_owned());
+                    if let Err(e) = serve.await {
+                        tracing::error!(error = %e, "API server failed");
+                    }
+                }
             }
         });
         tracing::info!(device = %settings.name, dns = ?dns.addrs, api = %api_addr, data_dir = %dir.display(), "device started");

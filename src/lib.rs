@@ -11,3 +11,4 @@ pub mod model;
 pub mod peers;
 pub mod replication;
 pub mod resolve;
+pub mod tls;

@@ -68,20 +68,21 @@ pub struct RemoteError {
 impl Replication {
     /// Starts the device's Raft node (resuming its membership, if any) and
     /// the task that applies committed configurations.
+    /// `http` carries forwarded writes and joins; `raft_http` the Raft RPC
+    /// (both trust the cluster's certificates when TLS is on).
     pub async fn start(
         store: &Store,
         dir: &Path,
         info: NodeInfo,
         engine: Arc<Engine>,
+        http: reqwest::Client,
+        raft_http: reqwest::Client,
     ) -> Result<Arc<Self>> {
         let id = node_id(dir)?;
         let secret = secret(dir)?;
-        let node = ClusterNode::start(store, ClusterConfig::new(id, info, secret)).await?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(2))
-            .timeout(Duration::from_secs(35))
-            .build()
-            .context("building the cluster HTTP client")?;
+        let mut config = ClusterConfig::new(id, info, secret);
+        config.http = Some(raft_http);
+        let node = ClusterNode::start(store, config).await?;
         let replication = Arc::new(Self {
             node,
             engine,

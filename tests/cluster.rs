@@ -23,13 +23,18 @@ struct Proc {
 
 impl Proc {
     fn start(root: &std::path::Path, name: &str, dc: &str, ip: &str) -> Self {
+        Self::start_with(root, name, dc, ip, "")
+    }
+
+    /// With extra node settings (e.g. TLS files).
+    fn start_with(root: &std::path::Path, name: &str, dc: &str, ip: &str, extra: &str) -> Self {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let node = dir.join("node.toml");
         std::fs::write(
             &node,
             format!(
-                "name = \"{name}\"\ndatacenter = \"{dc}\"\ndata_dir = \"{}\"\ndns_listen = [\"{ip}:1053\"]\napi_listen = \"{ip}:8053\"\nudp_workers = 1\n",
+                "name = \"{name}\"\ndatacenter = \"{dc}\"\ndata_dir = \"{}\"\ndns_listen = [\"{ip}:1053\"]\napi_listen = \"{ip}:8053\"\nudp_workers = 1\n{extra}\n",
                 dir.display()
             ),
         )
@@ -92,7 +97,9 @@ impl Proc {
     }
 
     fn api(&self) -> String {
-        format!("http://{}:8053", self.ip)
+        let tls = std::fs::read_to_string(self.dir.join("api-address"))
+            .is_ok_and(|a| a.starts_with("https"));
+        format!("{}://{}:8053", if tls { "https" } else { "http" }, self.ip)
     }
 
     fn dns(&self) -> SocketAddr {
@@ -379,4 +386,57 @@ addresses = [
     }
     let status = a.ok(&["status"]);
     assert!(status.contains("gtm3 (unreachable)"), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_and_cluster_traffic_over_tls() {
+    let root = tempfile::tempdir().unwrap();
+    // One certificate for the cluster, valid for both devices' addresses.
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["127.0.35.1".into(), "127.0.35.2".into()]).unwrap();
+    let cert = root.path().join("cluster.pem");
+    let key = root.path().join("cluster.key");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let extra = format!(
+        "tls_cert = \"{}\"\ntls_key = \"{}\"",
+        cert.display(),
+        key.display()
+    );
+    let a = Proc::start_with(root.path(), "gtm1", "dc1", "127.0.35.1", &extra);
+    let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.35.2", &extra);
+    assert!(a.api().starts_with("https://"));
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    let out = b.apply(&zone("192.0.2.7"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&a, "192.0.2.7").await;
+    until_answer(&b, "192.0.2.7").await;
+    let status: serde_json::Value =
+        serde_json::from_str(&a.ok(&["cluster", "status", "--json"])).unwrap();
+    assert!(status["members"].as_array().unwrap().iter().all(|m| {
+        m["info"]["api_addr"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    }));
+
+    // Plain HTTP to the TLS listener gets no answer.
+    let plain = a.gtm(&["--api", "http://127.0.35.1:8053", "status"]);
+    assert!(!plain.status.success());
+    // A client that does not trust the certificate is refused.
+    let other = rcgen::generate_simple_self_signed(vec!["127.0.35.1".into()]).unwrap();
+    let wrong = root.path().join("wrong.pem");
+    std::fs::write(&wrong, other.cert.pem()).unwrap();
+    let refused = a.gtm(&["--ca-file", wrong.to_str().unwrap(), "status"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }

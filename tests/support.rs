@@ -59,6 +59,9 @@ impl TestDevice {
             edns_payload: None,
             event_retention: None,
             allow_exec: false,
+            tls_cert: None,
+            tls_key: None,
+            tls_ca: None,
             max_concurrent_probes: None,
         };
         let device = Device::start(settings, false).await.expect("device starts");

@@ -47,6 +47,9 @@ pub struct ClusterConfig {
     pub heartbeat_ms: u64,
     /// Election timeout, randomised in `[min, max)` milliseconds.
     pub election_timeout_ms: (u64, u64),
+    /// The HTTP client for Raft RPC, e.g. one that trusts the cluster's TLS
+    /// certificates; `None`: a plain pooled client.
+    pub http: Option<reqwest::Client>,
 }
 
 impl ClusterConfig {
@@ -58,6 +61,7 @@ impl ClusterConfig {
             secret: secret.into(),
             heartbeat_ms: 250,
             election_timeout_ms: (1000, 2000),
+            http: None,
         }
     }
 }
@@ -175,6 +179,7 @@ impl ClusterNode {
             secret,
             heartbeat_ms,
             election_timeout_ms: (election_min, election_max),
+            http,
         } = config;
         if secret.is_empty() {
             return Err(ClusterError::Invalid("the cluster secret is empty".into()));
@@ -193,7 +198,7 @@ impl ClusterNode {
         .map_err(|e| ClusterError::Invalid(format!("cluster timing: {e}")))?;
         let contacts = Arc::new(Contacts::default());
         let secret = SharedSecret::new(&secret);
-        let network = NetworkFactory::new(secret.clone(), contacts.clone())
+        let network = NetworkFactory::new(secret.clone(), contacts.clone(), http)
             .map_err(|e| ClusterError::Network(format!("building the HTTP client: {e}")))?;
         let applied_tx = Arc::new(watch::Sender::new(Applied::default()));
         let db = store.db().clone();

@@ -467,6 +467,8 @@ async fn wiped_node_rejoins_through_a_snapshot() {
 async fn rpc_without_the_secret_is_unauthorized() {
     let root = tempfile::tempdir().unwrap();
     let node = TestNode::start(1, &root.path().join("node1"), loopback()).await;
+    // reqwest is built without a default TLS provider: name one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::new();
     for route in ["append", "vote", "snapshot"] {
         let url = format!("http://{}/cluster/v1/{route}", node.addr);

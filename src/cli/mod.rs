@@ -4,7 +4,7 @@
 
 use std::{net::IpAddr, path::PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 
 use gtm_cluster::ClusterStatus;
@@ -36,6 +36,10 @@ pub struct Cli {
     /// API bearer token.
     #[arg(long, global = true, env = "GTM_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
+    /// PEM certificate(s) to trust for an https API (default: the local
+    /// device's api-ca.pem in the data directory).
+    #[arg(long, global = true, env = "GTM_CA")]
+    pub ca_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -849,9 +853,20 @@ impl Client {
                     ))
                 })?,
         };
-        let http = reqwest::Client::builder()
-            .build()
-            .context("building the HTTP client")?;
+        // An https device is trusted by --ca-file, else by the certificate
+        // the local device keeps in its data directory.
+        let trust = if base.starts_with("https://") {
+            let path = cli
+                .ca_file
+                .clone()
+                .unwrap_or_else(|| dir.join(crate::tls::CA_FILE));
+            Some(std::fs::read(&path).map_err(|e| {
+                CliError::BadInput(format!("{base} uses TLS: cannot read the certificate to trust, {}: {e} (give --ca-file)", path.display()))
+            })?)
+        } else {
+            None
+        };
+        let http = crate::tls::http_client(trust.as_deref(), None)?;
         Ok(Self { http, base, token })
     }
 

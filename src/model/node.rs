@@ -39,6 +39,16 @@ pub struct NodeSettings {
     /// Allow `exec` checks to run commands on this device (default false).
     #[serde(default)]
     pub allow_exec: bool,
+    /// TLS for the API and cluster traffic: this device's certificate chain
+    /// and key (PEM). Both or neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<PathBuf>,
+    /// Certificates (PEM) trusted for the other devices' APIs (default: this
+    /// device's own certificate, for a cluster sharing one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ca: Option<PathBuf>,
     /// Most probes running at once (default 1,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_probes: Option<usize>,
@@ -82,6 +92,9 @@ impl NodeSettings {
             edns_payload: None,
             event_retention: None,
             allow_exec: false,
+            tls_cert: None,
+            tls_key: None,
+            tls_ca: None,
             max_concurrent_probes: None,
         }
     }

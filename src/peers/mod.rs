@@ -219,22 +219,13 @@ fn state_word(s: CheckState) -> &'static str {
 /// Sends this device's report to every peer every [`REPORT_EVERY`], and
 /// re-judges remote checks and datacenters, until `cancel`.
 pub async fn run(
+    http: reqwest::Client,
     peers: Arc<Peers>,
     replication: Arc<Replication>,
     engine: Arc<Engine>,
     datacenter: String,
     cancel: CancellationToken,
 ) {
-    let http = match reqwest::Client::builder()
-        .timeout(Duration::from_millis(1500))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot build the report client; no peer reports");
-            return;
-        }
-    };
     let mut tick = tokio::time::interval(REPORT_EVERY);
     loop {
         tokio::select! {
