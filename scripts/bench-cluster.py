@@ -5,8 +5,9 @@ Subcommands (each prints one JSON object on stdout; progress on stderr):
 
   gen     --domains D --per N --marker IP --out FILE [--ttl T]
           Writes a configuration of D domains (b000.test ...) x N A records
-          (r000001 ...), plus marker.b000.test A IP, the address that tells
-          that a device installed this very configuration.
+          (r000001 ...; addresses x.x.x.1-200), plus marker.b000.test A IP,
+          the address that tells that a device installed this very
+          configuration (pick IP outside the records' addresses).
 
   writes  --send NAME --n N --devices NAME=URL,TOKEN_FILE ... [--out TSV]
           N configuration writes, one at a time, PUT to device --send; each
@@ -84,7 +85,7 @@ def gen(args):
             for _ in range(args.per):
                 n += 1
                 w('[[domain.record]]\nname = "r%06d"\ntype = "A"\naddresses = [{ ip = "%s.%d" }]\n\n'
-                  % (n, ip_hi[n % 3], 1 + n % 254))
+                  % (n, ip_hi[n % 3], 1 + n % 200))
     os.replace(tmp, args.out)
     size = os.path.getsize(args.out)
     print(json.dumps({"file": args.out, "records": n + 1, "domains": args.domains,
