@@ -189,18 +189,9 @@ impl Replication {
 
     /// Waits (bounded) until this device has applied `version`.
     async fn wait_applied(&self, version: u64) {
-        let mut applied = self.node.applied();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while self.engine.version() < version {
-            if tokio::time::timeout_at(deadline, applied.changed())
-                .await
-                .is_err()
-            {
-                return;
-            }
-            // The applying task runs after the watch; let it finish.
-            tokio::task::yield_now().await;
-        }
+        let mut applied = self.engine.applied_version();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), applied.wait_for(|v| *v >= version)).await;
     }
 
     /// Makes this device the first member of a new cluster and commits its

@@ -76,7 +76,22 @@ impl Store {
             path: dir.display().to_string(),
             source,
         };
-        let db = sled::open(dir.join("store")).map_err(open_err)?;
+        // sled caches up to 1 GiB by default; a device's store is small.
+        let config = sled::Config::new().path(dir.join("store")).cache_capacity(64 << 20);
+        // A store closed a moment ago in this process may still be held by
+        // sled's flusher thread until it notices: wait for it, briefly.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(e))
+                    if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(open_err(e)),
+            }
+        };
         let health = db.open_tree("health").map_err(open_err)?;
         let events = db.open_tree("events").map_err(open_err)?;
         Ok(Self {

@@ -104,11 +104,13 @@ impl NetworkFactory {
             // give it one with an explicit provider and no trust anchors.
             None => reqwest::Client::builder()
                 .tls_backend_preconfigured(
-                    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                        .with_safe_default_protocol_versions()
-                        .expect("ring supports the default protocol versions")
-                        .with_root_certificates(rustls::RootCertStore::empty())
-                        .with_no_client_auth(),
+                    rustls::ClientConfig::builder_with_provider(Arc::new(
+                        rustls::crypto::ring::default_provider(),
+                    ))
+                    .with_safe_default_protocol_versions()
+                    .expect("ring supports the default protocol versions")
+                    .with_root_certificates(rustls::RootCertStore::empty())
+                    .with_no_client_auth(),
                 )
                 .connect_timeout(Duration::from_secs(1))
                 // Each call sets its own; this bounds anything that does not.

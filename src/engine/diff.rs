@@ -1,5 +1,7 @@
 //! What a configuration apply changes, object by object.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 
 use crate::model::Config;
@@ -24,15 +26,14 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
     objects(&mut out, "service", &old.services, &new.services, |s| {
         s.name.clone()
     });
+    let old_domains: HashMap<&str, &crate::model::config::Domain> =
+        old.domains.iter().map(|d| (d.name.as_str(), d)).collect();
     for d in &new.domains {
         let path = format!("domain {}", d.name);
-        match old.domains.iter().find(|o| o.name == d.name) {
+        match old_domains.get(d.name.as_str()) {
             None => out.push(format!("+ {path}")),
             Some(o) => {
-                let (mut a, mut b) = (o.clone(), d.clone());
-                a.records.clear();
-                b.records.clear();
-                if a != b {
+                if !same_header(o, d) {
                     out.push(format!("~ {path}"));
                 }
                 objects(
@@ -60,16 +61,47 @@ fn objects<T: PartialEq + Serialize>(
     new: &[T],
     key: impl Fn(&T) -> String,
 ) {
+    // By key: a domain of 100,000 records diffs in linear time.
+    let old_by_key: HashMap<String, &T> = old.iter().map(|o| (key(o), o)).collect();
+    let new_keys: HashSet<String> = new.iter().map(&key).collect();
     for n in new {
-        match old.iter().find(|o| key(o) == key(n)) {
-            None => out.push(format!("+ {kind} {}", key(n))),
-            Some(o) if o != n => out.push(format!("~ {kind} {}", key(n))),
+        let k = key(n);
+        match old_by_key.get(&k) {
+            None => out.push(format!("+ {kind} {k}")),
+            Some(o) if *o != n => out.push(format!("~ {kind} {k}")),
             Some(_) => {}
         }
     }
     for o in old {
-        if !new.iter().any(|n| key(n) == key(o)) {
-            out.push(format!("- {kind} {}", key(o)));
+        let k = key(o);
+        if !new_keys.contains(&k) {
+            out.push(format!("- {kind} {k}"));
         }
     }
+}
+
+/// A domain's own keys (not its records) are equal. Destructured so that a
+/// new key cannot be forgotten here.
+fn same_header(a: &crate::model::config::Domain, b: &crate::model::config::Domain) -> bool {
+    let crate::model::config::Domain {
+        name,
+        ttl,
+        mode,
+        main_dc,
+        dr_dc,
+        dc_order,
+        dcs_to_select,
+        nameservers,
+        soa,
+        records: _,
+    } = a;
+    *name == b.name
+        && *ttl == b.ttl
+        && *mode == b.mode
+        && *main_dc == b.main_dc
+        && *dr_dc == b.dr_dc
+        && *dc_order == b.dc_order
+        && *dcs_to_select == b.dcs_to_select
+        && *nameservers == b.nameservers
+        && *soa == b.soa
 }

@@ -131,6 +131,8 @@ pub struct Engine {
     instances: watch::Sender<Arc<Vec<Instance>>>,
     /// New events, for `logs --follow`.
     events_tx: broadcast::Sender<Event>,
+    /// The version of the configuration being served.
+    version_tx: watch::Sender<u64>,
 }
 
 #[derive(Debug)]
@@ -220,6 +222,7 @@ impl Engine {
             }),
             instances: watch::channel(Arc::new(Vec::new())).0,
             events_tx: broadcast::channel(1024).0,
+            version_tx: watch::channel(version).0,
         };
         engine.install(&mut engine.lock(), version, config, compiled);
         Ok(engine)
@@ -240,6 +243,11 @@ impl Engine {
     /// The check instances to probe, following configuration changes.
     pub fn instances(&self) -> watch::Receiver<Arc<Vec<Instance>>> {
         self.instances.subscribe()
+    }
+
+    /// The version of the configuration being served, as it changes.
+    pub fn applied_version(&self) -> watch::Receiver<u64> {
+        self.version_tx.subscribe()
     }
 
     /// New events as they are logged.
@@ -388,6 +396,7 @@ impl Engine {
         inner.compiled = compiled;
         inner.config = config;
         inner.version = version;
+        self.version_tx.send_replace(version);
         self.instances.send_replace(Arc::new(instances));
         for (kind, object, text) in events {
             self.log(inner, kind, object, text);
