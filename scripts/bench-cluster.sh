@@ -601,7 +601,7 @@ make_report() {
     v=$(timeout 5 "$GTM_BIN" --version 2>/dev/null | head -n 1 || true)
     rev=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || true)
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
-        "(${v:-gtm}${rev:+ ($rev)}, $(python3 --version 2>&1), kernel $(uname -r))." \
+        "(${v:-gtm}${rev:+ ($rev)}, binary built $(date -u -r "$GTM_BIN" '+%H:%M UTC')$( ((BUILD)) || echo ' (--no-build: the tree may have changed since)'), $(python3 --version 2>&1), kernel $(uname -r))." \
         "Nothing pinned: both devices (\`udp_workers = 1\`) and the Python client share the CPUs." \
         "Client: \`scripts/bench-cluster.py\`, one keep-alive HTTP/1.1 connection per device; the other device's" \
         "\`GET /api/v1/status\` is polled without sleeping. Large applies: marker seen over UDP DNS (polled every 2 ms)," \
