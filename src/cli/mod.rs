@@ -701,6 +701,14 @@ async fn cluster(cli: &Cli, cmd: &ClusterCmd) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&status)?);
                 return Ok(());
             }
+            if status.members.is_empty() {
+                println!(
+                    "this device (id {}) belongs to no cluster yet: `gtm cluster init` makes it the first member, \
+                     `gtm cluster join ADDRESS --token T` joins an existing cluster",
+                    status.id
+                );
+                return Ok(());
+            }
             println!("this device  id {} ({:?})", status.id, status.state);
             println!(
                 "leader       {}",
