@@ -172,19 +172,30 @@ impl Replication {
     }
 
     async fn forward(&self, leader: &NodeInfo, text: String) -> Result<u64, ApplyError> {
-        let url = format!("{}/cluster/v1/write", leader.api_addr.trim_end_matches('/'));
+        self.to_leader(leader, "write", |r| r.body(text))
+            .await
+            .map(|w| w.version)
+    }
+
+    /// Sends a device-to-device request to the leader's `/cluster/v1/<route>`.
+    async fn to_leader(
+        &self,
+        leader: &NodeInfo,
+        route: &str,
+        body: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<Written, ApplyError> {
+        let url = format!(
+            "{}/cluster/v1/{route}",
+            leader.api_addr.trim_end_matches('/')
+        );
         let secret = self
             .secret()
             .map_err(|e| ApplyError::Cluster(e.to_string()))?;
-        let response = self
-            .http
-            .post(&url)
-            .header(SECRET_HEADER, secret)
-            .body(text)
+        let response = body(self.http.post(&url).header(SECRET_HEADER, secret))
             .send()
             .await
             .map_err(|e| ApplyError::Cluster(format!("{UNREACHABLE} {leader}: {e}")))?;
-        decode::<Written>(response).await.map(|w| w.version)
+        decode::<Written>(response).await
     }
 
     /// Waits (bounded) until this device has applied `version`.
@@ -279,23 +290,10 @@ impl Replication {
             Ok(()) => Ok(()),
             Err(ClusterError::NotLeader {
                 leader: Some((_, leader)),
-            }) => {
-                let url = format!("{}/cluster/v1/join", leader.api_addr.trim_end_matches('/'));
-                let secret = self
-                    .secret()
-                    .map_err(|e| ApplyError::Cluster(e.to_string()))?;
-                let response = self
-                    .http
-                    .post(&url)
-                    .header(SECRET_HEADER, secret)
-                    .json(&request)
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}"))
-                    })?;
-                decode::<Written>(response).await.map(|_| ())
-            }
+            }) => self
+                .to_leader(&leader, "join", |r| r.json(&request))
+                .await
+                .map(|_| ()),
             Err(e) => Err(cluster_error(e)),
         }
     }
@@ -306,23 +304,10 @@ impl Replication {
             Ok(()) => Ok(()),
             Err(ClusterError::NotLeader {
                 leader: Some((_, leader)),
-            }) => {
-                let url = format!("{}/cluster/v1/leave", leader.api_addr.trim_end_matches('/'));
-                let secret = self
-                    .secret()
-                    .map_err(|e| ApplyError::Cluster(e.to_string()))?;
-                let response = self
-                    .http
-                    .post(&url)
-                    .header(SECRET_HEADER, secret)
-                    .json(&LeaveRequest { id })
-                    .send()
-                    .await
-                    .map_err(|e| {
-                        ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}"))
-                    })?;
-                decode::<Written>(response).await.map(|_| ())
-            }
+            }) => self
+                .to_leader(&leader, "leave", |r| r.json(&LeaveRequest { id }))
+                .await
+                .map(|_| ()),
             Err(e) => Err(cluster_error(e)),
         }
     }

@@ -77,7 +77,9 @@ impl Store {
             source,
         };
         // sled caches up to 1 GiB by default; a device's store is small.
-        let config = sled::Config::new().path(dir.join("store")).cache_capacity(64 << 20);
+        let config = sled::Config::new()
+            .path(dir.join("store"))
+            .cache_capacity(64 << 20);
         // A store closed a moment ago in this process may still be held by
         // sled's flusher thread until it notices: wait for it, briefly.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -85,7 +87,8 @@ impl Store {
             match config.open() {
                 Ok(db) => break db,
                 Err(sled::Error::Io(e))
-                    if e.to_string().contains("could not acquire lock") && std::time::Instant::now() < deadline =>
+                    if e.to_string().contains("could not acquire lock")
+                        && std::time::Instant::now() < deadline =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }

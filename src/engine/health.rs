@@ -81,6 +81,24 @@ impl HealthState {
     pub fn truth(&self, r: &CheckRef) -> Option<bool> {
         self.check(r).truth()
     }
+
+    /// The state of a check instance, Preparing when it has none yet.
+    pub fn entry(&mut self, check: &CheckRef) -> &mut (Threshold, CheckStatus) {
+        self.checks.entry(check.clone()).or_insert_with(|| {
+            (
+                Threshold::default(),
+                CheckStatus {
+                    check: check.to_string(),
+                    state: CheckState::Preparing,
+                    reason: String::new(),
+                    since_ms: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64),
+                    restored: false,
+                },
+            )
+        })
+    }
 }
 
 /// Every check instance of a configuration.

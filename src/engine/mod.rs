@@ -418,18 +418,7 @@ impl Engine {
         let Some(&(failures, successes)) = inner.probed.get(check) else {
             return;
         };
-        let entry = inner.health.checks.entry(check.clone()).or_insert_with(|| {
-            (
-                Threshold::default(),
-                CheckStatus {
-                    check: check.to_string(),
-                    state: CheckState::Preparing,
-                    reason: String::new(),
-                    since_ms: now_ms(),
-                    restored: false,
-                },
-            )
-        });
+        let entry = inner.health.entry(check);
         let changed = entry.0.record(ok, failures, successes);
         entry.1.reason = reason;
         entry.1.restored = false;
@@ -441,18 +430,7 @@ impl Engine {
     /// Sets a check instance's state directly: manual checks, and tests.
     pub fn set_check(&self, check: &CheckRef, state: CheckState, reason: &str) {
         let mut inner = self.lock();
-        let entry = inner.health.checks.entry(check.clone()).or_insert_with(|| {
-            (
-                Threshold::default(),
-                CheckStatus {
-                    check: check.to_string(),
-                    state: CheckState::Preparing,
-                    reason: String::new(),
-                    since_ms: now_ms(),
-                    restored: false,
-                },
-            )
-        });
+        let entry = inner.health.entry(check);
         entry.1.reason = reason.to_string();
         entry.1.restored = false;
         if entry.0.state != state {
