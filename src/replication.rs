@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    engine::{ApplyError, Engine, diff},
+    engine::{ApplyError, Engine},
     model::{self, Config},
 };
 use gtm_cluster::{
@@ -135,7 +135,10 @@ impl Replication {
                 .map_err(|e| ApplyError::Cluster(e.to_string()))?;
         }
         model::compile(&config).map_err(ApplyError::Invalid)?;
-        let changes = diff(&self.engine.config(), &config);
+        let changes = self.engine.changes(&config);
+        // Every device (this one too) parses the committed text again: do
+        // not hold a second copy of a large configuration meanwhile.
+        drop(config);
         let version = self.write_config(text).await?;
         self.wait_applied(version).await;
         Ok((version, changes))

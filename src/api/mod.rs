@@ -20,7 +20,6 @@ use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use crate::{
     engine::{
         ApplyError, CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus,
-        diff,
     },
     geo::Geo,
     model::{self, ConfigErrors},
@@ -303,7 +302,7 @@ async fn apply_config(
         return Ok(Json(ApplyResult {
             applied: false,
             version: engine.version(),
-            changes: diff(&engine.config(), &config),
+            changes: engine.changes(&config),
         }));
     }
     let (version, changes) = state.replication.apply(text, config).await?;

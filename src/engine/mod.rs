@@ -296,6 +296,9 @@ impl Engine {
     }
 
     fn install(&self, inner: &mut Inner, version: u64, config: Config, compiled: Compiled) {
+        // The text form is only kept for export and diffs: free the old one
+        // before the new answers are built (a large configuration is large).
+        drop(std::mem::replace(&mut inner.config, config));
         // Check instances: unchanged ones keep their state, others start over.
         let instances = health::instances(&compiled);
         let old_specs: HashMap<String, &crate::model::compile::CheckSpec> = inner
@@ -394,7 +397,6 @@ impl Engine {
             .collect();
         inner.records = records;
         inner.compiled = compiled;
-        inner.config = config;
         inner.version = version;
         self.version_tx.send_replace(version);
         self.instances.send_replace(Arc::new(instances));
@@ -674,6 +676,11 @@ impl Engine {
 
     pub fn config(&self) -> Config {
         self.lock().config.clone()
+    }
+
+    /// What applying `config` would change, without copying the current one.
+    pub fn changes(&self, config: &Config) -> Vec<String> {
+        diff(&self.lock().config, config)
     }
 
     pub fn compiled_check(&self, name: &str) -> Option<crate::model::compile::CheckSpec> {
