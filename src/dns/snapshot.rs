@@ -45,8 +45,6 @@ pub struct ZoneData {
     pub apex_labels: usize,
     /// The SOA record with the negative-caching TTL, for authority sections.
     pub negative_soa: Record,
-    /// Encoded NODATA authority section (the SOA), per node name length.
-    pub negative_wire: Box<[u8]>,
 }
 
 #[derive(Debug)]
@@ -107,12 +105,10 @@ impl Snapshot {
         let mut snap = Snapshot::default();
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let negative_soa = negative_soa(zone);
-            let negative_wire = encode_body(&zone.apex, &[], std::slice::from_ref(&negative_soa)).0;
             snap.zones.push(ZoneData {
                 apex: zone.apex.clone(),
                 apex_labels: zone.apex.num_labels() as usize,
                 negative_soa,
-                negative_wire,
             });
             let apex_records: [(Rt, Vec<Record>); 2] = [
                 (
@@ -215,10 +211,6 @@ impl Snapshot {
             .filter(|(_, z)| z.apex.zone_of(name))
             .max_by_key(|(_, z)| z.apex_labels)
             .map(|(i, _)| i)
-    }
-
-    pub fn name_count(&self) -> usize {
-        self.nodes.len()
     }
 }
 

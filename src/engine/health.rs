@@ -82,6 +82,15 @@ impl HealthState {
         self.check(r).truth()
     }
 
+    /// Re-decides a scenario from the current check states; returns its
+    /// previous and its new decision.
+    pub fn redecide(&mut self, spec: &crate::model::compile::ScenarioSpec) -> (Decision, Decision) {
+        let last = self.scenarios.get(&spec.name).copied().unwrap_or_default();
+        let decision = crate::health::scenario::decide(spec, last, &|r| self.truth(r));
+        self.scenarios.insert(spec.name.clone(), decision);
+        (last, decision)
+    }
+
     /// The state of a check instance, Preparing when it has none yet.
     pub fn entry(&mut self, check: &CheckRef) -> &mut (Threshold, CheckStatus) {
         self.checks.entry(check.clone()).or_insert_with(|| {

@@ -27,7 +27,7 @@ use crate::{
         handler::DnsState,
         snapshot::{Snapshot, steered_answer},
     },
-    health::{scenario, threshold::Threshold},
+    health::threshold::Threshold,
     model::{
         Compiled, Config, ConfigErrors, compile,
         compile::{Content, DrCondition, Hc, ModeSpec, Steering},
@@ -328,17 +328,8 @@ impl Engine {
             .health
             .scenarios
             .retain(|k, _| scenario_names.contains(k.as_str()));
-        let truth = |h: &HealthState, r: &CheckRef| h.truth(r);
         for s in &compiled.scenarios {
-            let last = inner
-                .health
-                .scenarios
-                .get(&s.name)
-                .copied()
-                .unwrap_or_default();
-            let health = &inner.health;
-            let decision = scenario::decide(s, last, &|r| truth(health, r));
-            inner.health.scenarios.insert(s.name.clone(), decision);
+            inner.health.redecide(s);
         }
 
         let mut previous: HashMap<String, (RecordState, Vec<String>)> = inner
@@ -485,15 +476,7 @@ impl Engine {
             .unwrap_or_default();
         for si in scenarios {
             let spec = inner.compiled.scenarios[si].clone();
-            let last = inner
-                .health
-                .scenarios
-                .get(&spec.name)
-                .copied()
-                .unwrap_or_default();
-            let health = &inner.health;
-            let decision = scenario::decide(&spec, last, &|r| health.truth(r));
-            inner.health.scenarios.insert(spec.name.clone(), decision);
+            let (last, decision) = inner.health.redecide(&spec);
             if decision.active != last.active {
                 let text = format!(
                     "scenario {}: {} → {}",
