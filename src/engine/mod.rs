@@ -163,7 +163,7 @@ struct Steered {
     label: String,
     owner: hickory_server::proto::rr::Name,
     ttl: u32,
-    steering: Steering,
+    steering: Arc<Steering>,
     state: Option<RecordState>,
     answers: PlaceAnswers,
     decision: String,
@@ -345,7 +345,14 @@ impl Engine {
                 Some((r.label, (r.state?, displays)))
             })
             .collect();
-        let mut records = Vec::new();
+        let mut records = Vec::with_capacity(
+            compiled
+                .zones
+                .iter()
+                .flat_map(|z| &z.records)
+                .filter(|r| matches!(r.content, Content::Steered(_)))
+                .count(),
+        );
         let mut events = Vec::new();
         for zone in &compiled.zones {
             for record in &zone.records {

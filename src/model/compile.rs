@@ -12,6 +12,7 @@ use std::{
     fmt,
     net::IpAddr,
     str::FromStr,
+    sync::Arc,
     time::Duration,
 };
 
@@ -141,8 +142,9 @@ impl RecordSpec {
 pub enum Content {
     /// MX, TXT, SRV, CAA: answered as configured.
     Static(Vec<RData>),
-    /// A, AAAA, CNAME: answered by the record resolution logic.
-    Steered(Steering),
+    /// A, AAAA, CNAME: answered by the record resolution logic. Shared with
+    /// the engine's record state.
+    Steered(Arc<Steering>),
 }
 
 /// Everything the record resolution logic needs about one record.
@@ -199,21 +201,6 @@ pub enum Hc {
     Scenario(String),
     /// A template check probed against this address.
     Check(CheckRef),
-}
-
-/// Parses TOML text into a configuration, with the TOML error's position.
-pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
-    toml::from_str(text).map_err(|e| {
-        let message = e.message().to_string();
-        let path = match e.span() {
-            Some(span) => {
-                let line = text[..span.start].matches('\n').count() + 1;
-                format!("line {line}")
-            }
-            None => String::new(),
-        };
-        ConfigErrors(vec![ConfigError { path, message }])
-    })
 }
 
 /// Validates a configuration and resolves its defaults.
@@ -726,9 +713,9 @@ impl Cx {
             },
             dcs_to_select: d.dcs_to_select,
         };
-        let mut records = Vec::new();
+        let mut records = Vec::with_capacity(d.records.len());
         let mut keys = HashSet::new();
-        for (i, r) in d.records.iter().enumerate() {
+        for r in &d.records {
             let rpath = format!("{path} / record {} {}", r.name, r.kind.as_str());
             if !keys.insert((normal(&r.name), r.kind)) {
                 self.err(&rpath, "is defined twice (one record per name and type; list several addresses or values in it)");
@@ -737,7 +724,6 @@ impl Cx {
             if let Some(rec) = self.record(&rpath, r, &apex, ttl, domain_mode, &mode_cx, refs) {
                 records.push(rec);
             }
-            let _ = i;
         }
         // A CNAME owns its name alone (RFC 1034 §3.6.2).
         let mut by_owner: HashMap<&Name, Vec<RecordType>> = HashMap::new();
@@ -815,7 +801,9 @@ impl Cx {
                     ),
                 );
             }
-            Content::Steered(self.steering(path, r, apex, domain_mode, m, refs)?)
+            Content::Steered(Arc::new(
+                self.steering(path, r, apex, domain_mode, m, refs)?,
+            ))
         } else {
             for (set, key) in [
                 (r.mode.is_some(), "mode"),
@@ -941,7 +929,7 @@ impl Cx {
             self.err(path, "max_answers must be 1 or more");
         }
         let topology = r.topology.unwrap_or(false);
-        let mut addresses = Vec::new();
+        let mut addresses = Vec::with_capacity(r.addresses.len());
         let mut seen = HashSet::new();
         for (i, a) in r.addresses.iter().enumerate() {
             let apath = format!("{path} / address {}", i + 1);
@@ -954,7 +942,7 @@ impl Cx {
                 addresses.push(addr);
             }
         }
-        let mut fail_safe = Vec::new();
+        let mut fail_safe = Vec::with_capacity(r.fail_safe.len());
         for v in &r.fail_safe {
             match answer_rdata(r.kind, v) {
                 Ok(d) => fail_safe.push(d),

@@ -8,7 +8,9 @@ pub mod condition;
 pub mod config;
 pub mod duration;
 pub mod node;
+mod parse;
 pub mod place;
 
-pub use compile::{Compiled, ConfigError, ConfigErrors, compile, parse};
+pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
+pub use parse::parse;
 pub use config::Config;

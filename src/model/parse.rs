@@ -1,0 +1,234 @@
+//! Parsing the configuration text, in bounded memory.
+//!
+//! The `toml` crate lexes a whole document into a token vector and builds a
+//! table tree of it before deserializing: for a 100,000-record file (8 MiB)
+//! that is over 400 MiB at once, while the device still serves the old
+//! configuration. So a large file is cut into pieces at top-level
+//! array-of-tables headers (`[[domain]]`, `[[check]]`, ...) and each piece is
+//! parsed on its own; their lists are joined in order.
+//!
+//! A cut is only made where it cannot change the meaning: the piece must not
+//! refer to a table that started in an earlier piece. Where that cannot be
+//! shown (a root key, a quoted header, a `[domain.x]` with no `[[domain]]`
+//! before it in the piece), the whole text is parsed in one go, so the result
+//! and the errors are always those of parsing the whole file.
+
+use std::collections::HashSet;
+
+use toml_parser::{
+    Source,
+    lexer::{Token, TokenKind},
+};
+
+use super::{
+    compile::{ConfigError, ConfigErrors},
+    config::Config,
+};
+
+/// The size of text below which a piece is not cut further.
+const PIECE_BYTES: usize = 256 * 1024;
+
+/// Parses a configuration file.
+pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
+    parse_in_pieces(text, PIECE_BYTES)
+}
+
+fn parse_in_pieces(text: &str, piece_bytes: usize) -> Result<Config, ConfigErrors> {
+    let Some(cuts) = cuts(text, piece_bytes) else {
+        return parse_whole(text, 0, text);
+    };
+    let mut config = Config::default();
+    let mut start = 0;
+    for end in cuts.into_iter().chain([text.len()]) {
+        let piece = parse_whole(&text[start..end], start, text)?;
+        config.datacenters.extend(piece.datacenters);
+        config.checks.extend(piece.checks);
+        config.scenarios.extend(piece.scenarios);
+        config.services.extend(piece.services);
+        config.domains.extend(piece.domains);
+        start = end;
+    }
+    Ok(config)
+}
+
+/// Parses `piece`, which starts at byte `offset` of `text`; errors name the
+/// line in `text`.
+fn parse_whole(piece: &str, offset: usize, text: &str) -> Result<Config, ConfigErrors> {
+    toml::from_str(piece).map_err(|e| {
+        let path = match e.span() {
+            Some(span) => {
+                let line = text[..offset + span.start].matches('\n').count() + 1;
+                format!("line {line}")
+            }
+            None => String::new(),
+        };
+        ConfigErrors(vec![ConfigError {
+            path,
+            message: e.message().to_string(),
+        }])
+    })
+}
+
+/// Where to cut `text` (byte offsets of header lines), or `None` when it
+/// should be parsed whole: it is small, or a cut could change its meaning.
+fn cuts(text: &str, piece_bytes: usize) -> Option<Vec<usize>> {
+    if text.len() <= piece_bytes {
+        return None;
+    }
+    let source = Source::new(text);
+    let mut tokens = source.lex().peekable();
+    let mut cuts = Vec::new();
+    let mut piece_start = 0;
+    // Top-level tables given an `[[element]]` in the current piece.
+    let mut started: HashSet<&str> = HashSet::new();
+    // Nesting of `[` and `{` inside values.
+    let mut depth = 0usize;
+    let mut line_start = true;
+    while let Some(token) = tokens.next() {
+        let kind = token.kind();
+        match kind {
+            TokenKind::Newline => {
+                line_start = depth == 0;
+                continue;
+            }
+            TokenKind::Whitespace | TokenKind::Comment => continue,
+            TokenKind::Eof => break,
+            _ => {}
+        }
+        if !line_start {
+            match kind {
+                TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => depth += 1,
+                TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
+                    depth = depth.checked_sub(1)?;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        line_start = false;
+        if kind != TokenKind::LeftSquareBracket {
+            // A key at the root, or inside a table before any header.
+            if started.is_empty() {
+                return None;
+            }
+            continue;
+        }
+        let header_start = token.span().start();
+        let (array, keys) = header(text, &mut tokens)?;
+        let first = *keys.first()?;
+        if array && keys.len() == 1 {
+            if header_start - piece_start >= piece_bytes {
+                cuts.push(header_start);
+                piece_start = header_start;
+                started.clear();
+            }
+            started.insert(first);
+        } else if !started.contains(first) {
+            return None;
+        }
+    }
+    Some(cuts)
+}
+
+/// Reads a header after its first `[`: whether it is `[[...]]`, and its
+/// bare keys. `None` for anything else (quoted keys, a malformed header):
+/// the whole text is then parsed as one.
+fn header<'t>(
+    text: &'t str,
+    tokens: &mut std::iter::Peekable<impl Iterator<Item = Token>>,
+) -> Option<(bool, Vec<&'t str>)> {
+    let array = tokens
+        .next_if(|t| t.kind() == TokenKind::LeftSquareBracket)
+        .is_some();
+    let mut keys = Vec::new();
+    loop {
+        let token = tokens.next()?;
+        let span = token.span();
+        match token.kind() {
+            TokenKind::Whitespace | TokenKind::Dot => {}
+            TokenKind::Atom => keys.push(&text[span.start()..span.end()]),
+            TokenKind::RightSquareBracket => break,
+            _ => return None,
+        }
+    }
+    if array && tokens.next()?.kind() != TokenKind::RightSquareBracket {
+        return None;
+    }
+    Some((array, keys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every configuration in config/, and a generated one with everything a cut
+    /// must not break, parse the same in pieces as whole.
+    #[test]
+    fn pieces_parse_like_the_whole_file() {
+        let mut texts: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/config"))
+            .expect("config/")
+            .map(|e| e.expect("entry").path())
+            // The device's own settings are another kind of file.
+            .filter(|p| !p.ends_with("node.toml"))
+            .map(|p| std::fs::read_to_string(p).expect("read"))
+            .collect();
+        let tricky = tricky();
+        // Before each of its 20 domains and 20 checks.
+        assert_eq!(cuts(&tricky, 1).map(|c| c.len()), Some(40));
+        texts.push(tricky);
+        for text in &texts {
+            let whole = parse_whole(text, 0, text).expect("parses whole");
+            for piece_bytes in [1, 64, 300, 5000] {
+                if text.len() > piece_bytes {
+                    assert!(
+                        cuts(text, piece_bytes).is_some(),
+                        "the file should be safe to cut at {piece_bytes} bytes:\n{text}"
+                    );
+                }
+                assert_eq!(parse_in_pieces(text, piece_bytes).expect("parses"), whole);
+            }
+        }
+    }
+
+    fn tricky() -> String {
+        let mut t = String::from("[[datacenter]]\nname = \"dc1\"\n\n");
+        for d in 0..20 {
+            t += &format!(
+                "# [[domain]] in a comment\n[[domain]]\nname = \"d{d}.test\"\nnameservers = [\n\"ns1.d{d}.test\",\n]\n\n\
+                 [[domain.record]]\nname = \"t\"\ntype = \"TXT\"\nvalues = [\"\"\"\n[[domain]]\nname = \"x\"\n\"\"\"]\n\n\
+                 [[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [\n{{ ip = \"192.0.2.{d}\" }},\n]\n\n\
+                 [[check]]\nname = \"c{d}\"\ntype = \"tcp\"\n\n"
+            );
+        }
+        t
+    }
+
+    /// Errors name the line in the whole file, whichever piece they are in.
+    #[test]
+    fn errors_name_the_line_in_the_whole_file() {
+        let mut text = tricky();
+        // The misspelt key is on the third line of what is appended.
+        let line = text.matches('\n').count() + 3;
+        text += "\n[[domain]]\nnaem = \"late.test\"\n";
+        let whole = parse_whole(&text, 0, &text).expect_err("invalid");
+        let pieces = parse_in_pieces(&text, 64).expect_err("invalid");
+        assert_eq!(pieces, whole);
+        assert_eq!(pieces.0[0].path, format!("line {line}"));
+    }
+
+    /// What cannot be cut safely is parsed whole, errors and all.
+    #[test]
+    fn unsafe_cuts_fall_back_to_the_whole_file() {
+        let cases = [
+            // A later piece extends a domain started in an earlier one.
+            "[[domain]]\nname = \"a.test\"\n[[check]]\nname = \"c\"\ntype = \"tcp\"\n[[domain.record]]\nname = \"w\"\ntype = \"A\"\n",
+            // A quoted header.
+            "[[domain]]\nname = \"a.test\"\n[[\"domain\"]]\nname = \"b.test\"\n",
+            // A root key.
+            "x = 1\n[[domain]]\nname = \"a.test\"\n[[domain]]\nname = \"b.test\"\n",
+        ];
+        for text in cases {
+            assert_eq!(cuts(text, 1), None, "{text}");
+        }
+    }
+}
