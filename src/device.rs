@@ -174,6 +174,7 @@ impl Device {
             store,
             data_dir: dir.clone(),
             token: token.clone().into(),
+            edits: Default::default(),
         });
         let stop = cancel.clone();
         let server_tls = tls.map(|t| t.server);

@@ -183,7 +183,7 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
     );
 
     let unknown = tokio::task::block_in_place(|| gtm(&d, &["record", "drain", "10.9.9.9"]));
-    assert_eq!(unknown.code, Some(2), "not found is bad input");
+    assert_eq!(unknown.code, Some(5), "an address in no record is not found");
 
     // Draining the Main datacenter empties the Main group; with
     // dr_on_no_healthy off and the scenario passive, nothing healthy is left.

@@ -3,6 +3,8 @@
 //! Every route but `/health` needs `Authorization: Bearer <token>`. Errors
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
+mod objects;
+
 use std::{net::IpAddr, path::PathBuf, sync::Arc};
 
 use axum::{
@@ -22,7 +24,10 @@ use crate::{
         ApplyError, CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus,
     },
     geo::Geo,
-    model::{self, ConfigErrors},
+    model::{
+        self, ConfigErrors,
+        config::{Check, Datacenter, Domain, Scenario, Service},
+    },
     resolve::CheckState,
 };
 use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
@@ -38,6 +43,8 @@ pub struct ApiState {
     pub store: Store,
     pub data_dir: PathBuf,
     pub token: Arc<str>,
+    /// Serializes object edits on this device (see [`objects`]).
+    pub edits: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// An API error: status, stable label, and what to fix.
@@ -213,6 +220,31 @@ pub fn router(state: ApiState) -> Router {
         .route("/config/validate", post(validate_config))
         .route("/status", get(status))
         .route("/events", get(events))
+        .route("/datacenters", get(objects::list::<Datacenter>))
+        .route("/datacenters/{name}", object::<Datacenter>())
+        .route("/checks", get(objects::list::<Check>))
+        .route("/checks/{name}", object::<Check>())
+        .route("/scenarios", get(objects::list::<Scenario>))
+        .route("/scenarios/{name}", object::<Scenario>())
+        .route("/services", get(objects::list::<Service>))
+        .route("/services/{name}", object::<Service>())
+        .route("/domains", get(objects::list::<Domain>))
+        .route("/domains/{name}", object::<Domain>())
+        .route("/domains/{domain}/records", get(objects::list_records))
+        .route(
+            "/domains/{domain}/records/{name}/{rtype}",
+            get(objects::show_record)
+                .put(objects::put_record)
+                .delete(objects::delete_record),
+        )
+        .route(
+            "/domains/{domain}/records/{name}/{rtype}/addresses",
+            get(objects::list_addresses),
+        )
+        .route(
+            "/domains/{domain}/records/{name}/{rtype}/addresses/{address}",
+            put(objects::put_address).delete(objects::delete_address),
+        )
         .route("/records/{name}/{rtype}/preview", get(preview))
         .route("/records/{name}/{rtype}/resume", post(resume))
         .route("/checks/{name}/state", put(set_check_state))
@@ -243,6 +275,46 @@ pub fn router(state: ApiState) -> Router {
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state.clone())
         .merge(gtm_cluster::rpc_router(state.replication.node.clone()))
+        .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(middleware::from_fn(json_errors))
+}
+
+/// Errors that axum itself answers (a body that does not parse, an unknown
+/// route, a wrong method, a body over the limit) come as plain text: give
+/// them the same JSON shape and stable labels as every other error.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let text = match axum::body::to_bytes(response.into_body(), 64 << 10).await {
+        Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let (label, hint) = match status {
+        StatusCode::NOT_FOUND => ("not-found", "no such route; the routes are in /api/v1/openapi.json"),
+        StatusCode::METHOD_NOT_ALLOWED => ("method-not-allowed", "this route does not take that method"),
+        StatusCode::PAYLOAD_TOO_LARGE => ("too-large", "the request body is over the limit"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("bad-request", "send the body as Content-Type: application/json"),
+        s if s.is_client_error() => ("bad-request", "the request does not parse"),
+        _ => ("internal", "the device failed to answer"),
+    };
+    let message = if text.is_empty() { hint.to_string() } else { format!("{text} ({hint})") };
+    // The route extractors' "unprocessable" means a body of the wrong shape.
+    let status = if status == StatusCode::UNPROCESSABLE_ENTITY { StatusCode::BAD_REQUEST } else { status };
+    ApiError::new(status, label, message).into_response()
+}
+
+/// `GET`, `PUT` and `DELETE` of one named object.
+fn object<T: objects::Collection>() -> axum::routing::MethodRouter<ApiState> {
+    get(objects::show::<T>)
+        .put(objects::put::<T>)
+        .delete(objects::delete::<T>)
 }
 
 async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {

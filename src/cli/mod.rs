@@ -2,6 +2,8 @@
 //! The `gtm` command line: `serve` runs a device; every other command is a
 //! client of a device's API.
 
+mod objects;
+
 use std::{net::IpAddr, path::PathBuf};
 
 use anyhow::{Result, bail};
@@ -77,15 +79,28 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Records: preview, failback resume, drains.
+    /// Records: configuration, preview, failback resume, drains.
     #[command(subcommand)]
     Record(RecordCmd),
-    /// Checks: state of every instance, operator-set states.
+    /// Checks: configuration, state of every instance, operator-set states, test now.
     #[command(subcommand)]
     Check(CheckCmd),
-    /// Datacenters: drain one out of answers and back.
+    /// Datacenters: configuration; drain one out of answers and back.
     #[command(subcommand)]
     Dc(DcCmd),
+    /// Domains (zones): configuration.
+    #[command(subcommand)]
+    Domain(ListedCmd),
+    /// Health scenarios: configuration.
+    #[command(subcommand)]
+    Scenario(ListedCmd),
+    /// Services (named ports checks can use): configuration.
+    #[command(subcommand)]
+    Service(ListedCmd),
+    /// Print a shell completion script: gtm completions bash > /etc/bash_completion.d/gtm
+    Completions {
+        shell: clap_complete::Shell,
+    },
     /// GeoIP: where an address is, and the database.
     #[command(subcommand)]
     Geoip(GeoipCmd),
@@ -151,8 +166,22 @@ pub enum ConfigCmd {
     Export,
 }
 
+/// `list`, and the verbs of one named object.
+#[derive(Debug, Subcommand)]
+pub enum ListedCmd {
+    /// Every one, as configured.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    #[command(flatten)]
+    Object(objects::ObjectCmd),
+}
+
 #[derive(Debug, Subcommand)]
 pub enum RecordCmd {
+    #[command(flatten)]
+    Object(objects::RecordObjectCmd),
     /// What the record answers now, the mode's decision, addresses and the latest switchovers.
     Preview {
         name: String,
@@ -194,6 +223,8 @@ pub enum CheckCmd {
     },
     /// Set a manual check: ok or error.
     Set { name: String, state: String },
+    #[command(flatten)]
+    Object(objects::ObjectCmd),
     /// Test now: run one probe without saving; prints the result, the reason and the time it took.
     Test {
         name: String,
@@ -207,6 +238,13 @@ pub enum CheckCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum DcCmd {
+    /// Every datacenter, as configured.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    #[command(flatten)]
+    Object(objects::ObjectCmd),
     /// Take every address of a datacenter out of answers.
     Drain { name: String },
     /// Put a drained datacenter back.
@@ -225,8 +263,8 @@ pub enum GeoipCmd {
     Import { file: PathBuf },
 }
 
-/// Exit codes: 0 ok, 1 error, 2 bad input or not found (clap's too),
-/// 3 unreachable, 4 no quorum.
+/// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
+/// 4 no quorum, 5 not found.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error("{0}")]
@@ -235,6 +273,8 @@ pub enum CliError {
     Unreachable(String),
     #[error("{0}")]
     NoQuorum(String),
+    #[error("{0}")]
+    NotFound(String),
 }
 
 pub fn exit_code(e: &anyhow::Error) -> i32 {
@@ -242,6 +282,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         Some(CliError::BadInput(_)) => 2,
         Some(CliError::Unreachable(_)) => 3,
         Some(CliError::NoQuorum(_)) => 4,
+        Some(CliError::NotFound(_)) => 5,
         None => 1,
     }
 }
@@ -267,17 +308,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let result: ApplyResult = client
                 .send(client.http.put(client.url(path)).body(text))
                 .await?;
-            if result.changes.is_empty() {
-                println!("no changes");
-            }
-            for line in &result.changes {
-                println!("{line}");
-            }
-            if result.applied {
-                println!("applied as version {}", result.version);
-            } else {
-                println!("dry run: nothing applied");
-            }
+            print_apply(&result);
             Ok(())
         }
         Command::Config(ConfigCmd::Export) => {
@@ -478,6 +509,30 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Record(RecordCmd::Object(cmd)) => {
+            objects::record(&Client::new(&cli)?, cmd).await
+        }
+        Command::Check(CheckCmd::Object(cmd)) => {
+            objects::object(&Client::new(&cli)?, "checks", cmd).await
+        }
+        Command::Dc(DcCmd::List { json }) => {
+            objects::list(&Client::new(&cli)?, "datacenters", *json).await
+        }
+        Command::Dc(DcCmd::Object(cmd)) => {
+            objects::object(&Client::new(&cli)?, "datacenters", cmd).await
+        }
+        Command::Domain(cmd) => listed(&cli, "domains", cmd).await,
+        Command::Scenario(cmd) => listed(&cli, "scenarios", cmd).await,
+        Command::Service(cmd) => listed(&cli, "services", cmd).await,
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                *shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "gtm",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
         Command::Record(RecordCmd::Resume { name, rtype }) => {
             let client = Client::new(&cli)?;
             let p: Preview = client
@@ -648,6 +703,29 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("installed {}", file.display());
             Ok(())
         }
+    }
+}
+
+async fn listed(cli: &Cli, collection: &str, cmd: &ListedCmd) -> Result<()> {
+    let client = Client::new(cli)?;
+    match cmd {
+        ListedCmd::List { json } => objects::list(&client, collection, *json).await,
+        ListedCmd::Object(cmd) => objects::object(&client, collection, cmd).await,
+    }
+}
+
+/// What a configuration write changed, and its version.
+fn print_apply(result: &ApplyResult) {
+    if result.changes.is_empty() {
+        println!("no changes");
+    }
+    for line in &result.changes {
+        println!("{line}");
+    }
+    if result.applied {
+        println!("applied as version {}", result.version);
+    } else if !result.changes.is_empty() {
+        println!("dry run: nothing applied");
     }
 }
 
@@ -901,6 +979,9 @@ impl Client {
                 if e.error == "no-quorum" {
                     bail!(CliError::NoQuorum(msg))
                 }
+                if e.error == "not-found" {
+                    bail!(CliError::NotFound(msg))
+                }
                 if status.is_client_error() {
                     bail!(CliError::BadInput(msg))
                 }
@@ -954,8 +1035,13 @@ fn print_side_by_side(report: &StatusReport) {
             row
         })
         .collect();
+    print_rows(&head, &rows);
+}
+
+/// A table with as many columns as `head`, each as wide as its widest cell.
+fn print_rows(head: &[String], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = head.iter().map(String::len).collect();
-    for row in &rows {
+    for row in rows {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.len());
         }
@@ -968,8 +1054,8 @@ fn print_side_by_side(report: &StatusReport) {
             .collect();
         println!("{}", parts.join("  ").trim_end());
     };
-    line(&head);
-    for row in &rows {
+    line(head);
+    for row in rows {
         line(row);
     }
 }
@@ -997,24 +1083,9 @@ fn print_checks(checks: &[crate::engine::CheckStatus]) {
 }
 
 fn table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) {
-    let mut widths = head.map(str::len);
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        println!("{}", parts.join("  ").trim_end());
-    };
-    line(head.to_vec());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
-    }
+    let head: Vec<String> = head.iter().map(|h| h.to_string()).collect();
+    let rows: Vec<Vec<String>> = rows.iter().map(|r| r.to_vec()).collect();
+    print_rows(&head, &rows);
 }
 
 fn format_ms(ms: u64) -> String {

@@ -1,0 +1,384 @@
+//! Create, read, update and delete of single configuration objects.
+//!
+//! Each write edits a copy of the applied configuration and sends the whole
+//! of it through the same path as `PUT /api/v1/config`: validated as one,
+//! replicated as one Raft entry, all or nothing. `PUT` creates or replaces
+//! (a retried `PUT` changes nothing the second time); `DELETE` of something
+//! absent is `not-found`. `?dry_run=true` returns the changes without
+//! applying; `?version=N` refuses the write (`conflict`) unless the applied
+//! configuration is still version N, for clients that read, edit and write.
+
+use axum::{
+    Json,
+    extract::{Path, Query, State},
+    http::StatusCode,
+};
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::{Map, Value};
+
+use super::{ApiError, ApiState, ApplyResult};
+use crate::model::{
+    self, Config,
+    config::{Address, Check, Datacenter, Domain, Record, Scenario, Service},
+};
+
+/// Options of every object write.
+#[derive(Debug, Default, Deserialize)]
+pub struct WriteOptions {
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Apply only if the configuration is still at this version.
+    #[serde(default)]
+    pub version: Option<u64>,
+}
+
+/// A top-level list of the configuration whose items have a unique name.
+pub trait Collection: Serialize + DeserializeOwned + Clone + Send + 'static {
+    /// Singular, as errors name it.
+    const NOUN: &'static str;
+    fn items(config: &mut Config) -> &mut Vec<Self>;
+    fn name(&self) -> &str;
+    fn set_name(&mut self, name: String);
+}
+
+macro_rules! collection {
+    ($t:ty, $noun:literal, $field:ident) => {
+        impl Collection for $t {
+            const NOUN: &'static str = $noun;
+            fn items(config: &mut Config) -> &mut Vec<Self> {
+                &mut config.$field
+            }
+            fn name(&self) -> &str {
+                &self.name
+            }
+            fn set_name(&mut self, name: String) {
+                self.name = name;
+            }
+        }
+    };
+}
+
+collection!(Datacenter, "datacenter", datacenters);
+collection!(Check, "check", checks);
+collection!(Scenario, "scenario", scenarios);
+collection!(Service, "service", services);
+collection!(Domain, "domain", domains);
+
+/// Names compare as DNS names do: without case, and a final dot is optional.
+fn same_name(a: &str, b: &str) -> bool {
+    a.trim_end_matches('.')
+        .eq_ignore_ascii_case(b.trim_end_matches('.'))
+}
+
+fn not_found(what: String) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not-found",
+        format!("{what} is not in the configuration"),
+    )
+}
+
+fn find<T: Collection>(config: &mut Config, name: &str) -> Result<usize, ApiError> {
+    T::items(config)
+        .iter()
+        .position(|x| same_name(x.name(), name))
+        .ok_or_else(|| not_found(format!("{} \"{name}\"", T::NOUN)))
+}
+
+pub async fn list<T: Collection>(State(state): State<ApiState>) -> Json<Vec<T>> {
+    let mut config = state.engine.config();
+    Json(std::mem::take(T::items(&mut config)))
+}
+
+pub async fn show<T: Collection>(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<Json<T>, ApiError> {
+    let mut config = state.engine.config();
+    let i = find::<T>(&mut config, &name)?;
+    Ok(Json(T::items(&mut config).swap_remove(i)))
+}
+
+pub async fn put<T: Collection>(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    Query(options): Query<WriteOptions>,
+    Json(mut body): Json<Map<String, Value>>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    if let Some(given) = body.get("name") {
+        name_matches(T::NOUN, &name, given.as_str().unwrap_or_default())?;
+    }
+    body.insert("name".into(), name.clone().into());
+    let mut item: T = serde_json::from_value(body.into()).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            format!("{} \"{name}\": {e}", T::NOUN),
+        )
+    })?;
+    item.set_name(name.clone());
+    edit(&state, &options, |config| {
+        let items = T::items(config);
+        match items.iter().position(|x| same_name(x.name(), &name)) {
+            Some(i) => items[i] = item,
+            None => items.push(item),
+        }
+        Ok(())
+    })
+    .await
+}
+
+pub async fn delete<T: Collection>(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    Query(options): Query<WriteOptions>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    edit(&state, &options, |config| {
+        let i = find::<T>(config, &name)?;
+        T::items(config).remove(i);
+        Ok(())
+    })
+    .await
+}
+
+/// A body may leave the name out; if it gives one, it is the path's.
+fn name_matches(noun: &str, path: &str, body: &str) -> Result<(), ApiError> {
+    if same_name(path, body) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            format!("the body names {noun} \"{body}\" but the path names \"{path}\"; rename by deleting and creating"),
+        ))
+    }
+}
+
+/// A record in a domain, by owner name and type.
+fn record_index(domain: &Domain, name: &str, rtype: &str) -> Result<usize, ApiError> {
+    domain
+        .records
+        .iter()
+        .position(|r| same_name(&r.name, name) && r.kind.as_str().eq_ignore_ascii_case(rtype))
+        .ok_or_else(|| {
+            not_found(format!(
+                "record {name} {} in domain \"{}\"",
+                rtype.to_ascii_uppercase(),
+                domain.name
+            ))
+        })
+}
+
+fn domain_mut<'c>(config: &'c mut Config, name: &str) -> Result<&'c mut Domain, ApiError> {
+    let i = find::<Domain>(config, name)?;
+    Ok(&mut config.domains[i])
+}
+
+pub async fn list_records(
+    State(state): State<ApiState>,
+    Path(domain): Path<String>,
+) -> Result<Json<Vec<Record>>, ApiError> {
+    let mut config = state.engine.config();
+    Ok(Json(std::mem::take(
+        &mut domain_mut(&mut config, &domain)?.records,
+    )))
+}
+
+pub async fn show_record(
+    State(state): State<ApiState>,
+    Path((domain, name, rtype)): Path<(String, String, String)>,
+) -> Result<Json<Record>, ApiError> {
+    let mut config = state.engine.config();
+    let d = domain_mut(&mut config, &domain)?;
+    let i = record_index(d, &name, &rtype)?;
+    Ok(Json(d.records.swap_remove(i)))
+}
+
+/// A record PUT: the path gives the name and type (a body may repeat them).
+pub async fn put_record(
+    State(state): State<ApiState>,
+    Path((domain, name, rtype)): Path<(String, String, String)>,
+    Query(options): Query<WriteOptions>,
+    Json(mut fields): Json<Map<String, Value>>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    if let Some(given) = fields.get("name") {
+        name_matches("record", &name, given.as_str().unwrap_or_default())?;
+    }
+    if let Some(k) = fields.get("type")
+        && !k.as_str().is_some_and(|k| k.eq_ignore_ascii_case(&rtype))
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            format!("the body's type {k} is not the path's {rtype}"),
+        ));
+    }
+    fields.insert("name".into(), name.clone().into());
+    fields.insert("type".into(), rtype.to_ascii_uppercase().into());
+    let record: Record = serde_json::from_value(fields.into()).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+            format!("record {name} {rtype}: {e}"),
+        )
+    })?;
+    edit(&state, &options, |config| {
+        let d = domain_mut(config, &domain)?;
+        match record_index(d, &name, &rtype) {
+            Ok(i) => d.records[i] = record,
+            Err(_) => d.records.push(record),
+        }
+        Ok(())
+    })
+    .await
+}
+
+pub async fn delete_record(
+    State(state): State<ApiState>,
+    Path((domain, name, rtype)): Path<(String, String, String)>,
+    Query(options): Query<WriteOptions>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    edit(&state, &options, |config| {
+        let d = domain_mut(config, &domain)?;
+        let i = record_index(d, &name, &rtype)?;
+        d.records.remove(i);
+        Ok(())
+    })
+    .await
+}
+
+/// An address is named by its IP or, in a CNAME record, its target.
+fn address_key(a: &Address) -> String {
+    match (&a.ip, &a.target) {
+        (Some(ip), _) => ip.to_string(),
+        (None, Some(t)) => t.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+fn same_address(a: &Address, key: &str) -> bool {
+    match key.parse::<std::net::IpAddr>() {
+        Ok(ip) => a.ip == Some(ip),
+        Err(_) => a.target.as_deref().is_some_and(|t| same_name(t, key)),
+    }
+}
+
+pub async fn list_addresses(
+    State(state): State<ApiState>,
+    Path((domain, name, rtype)): Path<(String, String, String)>,
+) -> Result<Json<Vec<Address>>, ApiError> {
+    let mut config = state.engine.config();
+    let d = domain_mut(&mut config, &domain)?;
+    let i = record_index(d, &name, &rtype)?;
+    Ok(Json(std::mem::take(&mut d.records[i].addresses)))
+}
+
+pub async fn put_address(
+    State(state): State<ApiState>,
+    Path((domain, name, rtype, key)): Path<(String, String, String, String)>,
+    Query(options): Query<WriteOptions>,
+    Json(mut address): Json<Address>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    // The path names the address: an IP, or a CNAME target.
+    match key.parse::<std::net::IpAddr>() {
+        Ok(ip) => {
+            if address.ip.is_some_and(|given| given != ip) {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "bad-request",
+                    format!("the body's ip {} is not the path's {ip}", address_key(&address)),
+                ));
+            }
+            address.ip = Some(ip);
+        }
+        Err(_) => {
+            if address.target.as_deref().is_some_and(|t| !same_name(t, &key)) {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "bad-request",
+                    format!("the body's target is not the path's {key}"),
+                ));
+            }
+            address.target = Some(key.clone());
+        }
+    }
+    edit(&state, &options, |config| {
+        let d = domain_mut(config, &domain)?;
+        let i = record_index(d, &name, &rtype)?;
+        let addresses = &mut d.records[i].addresses;
+        match addresses.iter().position(|a| same_address(a, &key)) {
+            Some(j) => addresses[j] = address,
+            None => addresses.push(address),
+        }
+        Ok(())
+    })
+    .await
+}
+
+pub async fn delete_address(
+    State(state): State<ApiState>,
+    Path((domain, name, rtype, key)): Path<(String, String, String, String)>,
+    Query(options): Query<WriteOptions>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    edit(&state, &options, |config| {
+        let d = domain_mut(config, &domain)?;
+        let i = record_index(d, &name, &rtype)?;
+        let record = &mut d.records[i];
+        let j = record
+            .addresses
+            .iter()
+            .position(|a| same_address(a, &key))
+            .ok_or_else(|| not_found(format!("address {key} of record {name} {rtype}")))?;
+        record.addresses.remove(j);
+        Ok(())
+    })
+    .await
+}
+
+/// Applies `change` to a copy of the applied configuration, then writes the
+/// result as one configuration. Nothing changes when `change` or the
+/// validation fails.
+async fn edit(
+    state: &ApiState,
+    options: &WriteOptions,
+    change: impl FnOnce(&mut Config) -> Result<(), ApiError>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    // One edit at a time on this device, so two clients do not both start
+    // from the same version and lose one's change.
+    let _one = state.edits.lock().await;
+    let version = state.engine.version();
+    if let Some(expected) = options.version
+        && expected != version
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!("the configuration is at version {version}, not {expected}; read it again and retry"),
+        ));
+    }
+    let mut config = state.engine.config();
+    change(&mut config)?;
+    model::compile(&config).map_err(ApiError::invalid)?;
+    let changes = state.engine.changes(&config);
+    if options.dry_run || changes.is_empty() {
+        // A retried write that is already applied changes nothing.
+        return Ok(Json(ApplyResult {
+            applied: false,
+            version,
+            changes,
+        }));
+    }
+    let text = toml::to_string_pretty(&config).map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("the configuration cannot be written as TOML: {e}"),
+        )
+    })?;
+    let (version, changes) = state.replication.apply(text, config).await?;
+    Ok(Json(ApplyResult {
+        applied: true,
+        version,
+        changes,
+    }))
+}

@@ -1,0 +1,352 @@
+//! `list`, `show`, `put` and `delete` of configuration objects: datacenters,
+//! checks, scenarios, services, domains, records and their addresses, over
+//! the API's object routes (docs/api.md).
+//!
+//! An object is written as it appears in the configuration file: `gtm check
+//! put web --file web.toml` takes the keys of one `[[check]]` table.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Subcommand;
+use serde_json::{Map, Value};
+
+use super::{CliError, Client};
+use crate::api::ApplyResult;
+
+/// The verbs every named object has.
+#[derive(Debug, Subcommand)]
+pub enum ObjectCmd {
+    /// Print the object as configured (TOML; --json for JSON).
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create or replace it from a file of its keys (TOML, or - for stdin).
+    Put {
+        name: String,
+        #[arg(long, short, value_name = "FILE")]
+        file: PathBuf,
+        /// Show the changes; apply nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove it from the configuration.
+    Delete {
+        name: String,
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// `gtm record` verbs on the configuration; NAME is the owner name
+/// (`www.example.test`), and the domain is found from it.
+#[derive(Debug, Subcommand)]
+pub enum RecordObjectCmd {
+    /// Every record of a domain (of every domain without one).
+    List {
+        domain: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a record as configured.
+    Show {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create or replace a record from a file of its keys.
+    Put {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        #[arg(long, short, value_name = "FILE")]
+        file: PathBuf,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove a record.
+    Delete {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Add, replace or remove one address of a record.
+    #[command(subcommand)]
+    Address(AddressCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AddressCmd {
+    /// Add an address, or replace the one with this IP (or CNAME target).
+    Put {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        /// The IP, or the target name of a CNAME.
+        address: String,
+        #[arg(long)]
+        dc: Option<String>,
+        /// static, disabled, scenario:NAME or check:NAME.
+        #[arg(long)]
+        hc: Option<String>,
+        #[arg(long)]
+        weight: Option<u32>,
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Remove an address from a record.
+    Delete {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        address: String,
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// A collection's path under /api/v1, e.g. `checks`.
+pub async fn object(client: &Client, collection: &str, cmd: &ObjectCmd) -> Result<()> {
+    match cmd {
+        ObjectCmd::Show { name, json } => {
+            let path = format!("/api/v1/{collection}/{}", segment(name));
+            show(&client.send(client.http.get(client.url(&path))).await?, *json)
+        }
+        ObjectCmd::Put {
+            name,
+            file,
+            dry_run,
+        } => {
+            let body = read_object(file)?;
+            let path = format!("/api/v1/{collection}/{}", segment(name));
+            write(client, client.http.put(client.url(&path)).json(&body), *dry_run).await
+        }
+        ObjectCmd::Delete { name, dry_run } => {
+            let path = format!("/api/v1/{collection}/{}", segment(name));
+            write(client, client.http.delete(client.url(&path)), *dry_run).await
+        }
+    }
+}
+
+/// `gtm dc list`, `gtm domain list`, ...: one line per object.
+pub async fn list(client: &Client, collection: &str, json: bool) -> Result<()> {
+    let items: Vec<Value> = client
+        .send(client.http.get(client.url(&format!("/api/v1/{collection}"))))
+        .await?;
+    print_list(&items, json, &["name"])
+}
+
+pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
+    match cmd {
+        RecordObjectCmd::List { domain, json } => {
+            let domains = match domain {
+                Some(d) => vec![d.clone()],
+                None => domain_names(client).await?,
+            };
+            let mut rows = Vec::new();
+            for d in domains {
+                let path = format!("/api/v1/domains/{}/records", segment(&d));
+                let records: Vec<Value> = client.send(client.http.get(client.url(&path))).await?;
+                rows.extend(records.into_iter().map(|mut r| {
+                    if let Some(o) = r.as_object_mut() {
+                        o.insert("domain".into(), d.clone().into());
+                    }
+                    r
+                }));
+            }
+            print_list(&rows, *json, &["domain", "name", "type"])
+        }
+        RecordObjectCmd::Show { name, rtype, json } => {
+            let path = record_path(client, name, rtype).await?;
+            show(&client.send(client.http.get(client.url(&path))).await?, *json)
+        }
+        RecordObjectCmd::Put {
+            name,
+            rtype,
+            file,
+            dry_run,
+        } => {
+            let body = read_object(file)?;
+            let path = record_path(client, name, rtype).await?;
+            write(client, client.http.put(client.url(&path)).json(&body), *dry_run).await
+        }
+        RecordObjectCmd::Delete {
+            name,
+            rtype,
+            dry_run,
+        } => {
+            let path = record_path(client, name, rtype).await?;
+            write(client, client.http.delete(client.url(&path)), *dry_run).await
+        }
+        RecordObjectCmd::Address(AddressCmd::Put {
+            name,
+            rtype,
+            address,
+            dc,
+            hc,
+            weight,
+            dry_run,
+        }) => {
+            let path = format!(
+                "{}/addresses/{}",
+                record_path(client, name, rtype).await?,
+                segment(address)
+            );
+            let mut body = Map::new();
+            for (key, value) in [
+                ("dc", dc.clone().map(Value::from)),
+                ("hc", hc.clone().map(Value::from)),
+                ("weight", weight.map(Value::from)),
+            ] {
+                if let Some(v) = value {
+                    body.insert(key.into(), v);
+                }
+            }
+            write(client, client.http.put(client.url(&path)).json(&body), *dry_run).await
+        }
+        RecordObjectCmd::Address(AddressCmd::Delete {
+            name,
+            rtype,
+            address,
+            dry_run,
+        }) => {
+            let path = format!(
+                "{}/addresses/{}",
+                record_path(client, name, rtype).await?,
+                segment(address)
+            );
+            write(client, client.http.delete(client.url(&path)), *dry_run).await
+        }
+    }
+}
+
+async fn domain_names(client: &Client) -> Result<Vec<String>> {
+    let domains: Vec<Value> = client
+        .send(client.http.get(client.url("/api/v1/domains")))
+        .await?;
+    Ok(domains
+        .iter()
+        .filter_map(|d| d["name"].as_str().map(String::from))
+        .collect())
+}
+
+/// The API path of record `www.example.test` TYPE: the domain is the
+/// longest configured one the name ends in.
+async fn record_path(client: &Client, name: &str, rtype: &str) -> Result<String> {
+    let owner = name.trim_end_matches('.').to_ascii_lowercase();
+    let domain = domain_names(client)
+        .await?
+        .into_iter()
+        .filter(|d| {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            owner == d || owner.ends_with(&format!(".{d}"))
+        })
+        .max_by_key(String::len)
+        .ok_or_else(|| {
+            CliError::NotFound(format!(
+                "{name} is in no configured domain (gtm domain list shows them)"
+            ))
+        })?;
+    let apex = domain.trim_end_matches('.').to_ascii_lowercase();
+    let relative = if owner == apex {
+        "@".to_string()
+    } else {
+        owner[..owner.len() - apex.len() - 1].to_string()
+    };
+    Ok(format!(
+        "/api/v1/domains/{}/records/{}/{}",
+        segment(&domain),
+        segment(&relative),
+        segment(rtype)
+    ))
+}
+
+/// A path segment, percent-encoded where it must be.
+fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~@:".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// An object's keys from a TOML file (`-` = stdin), as JSON for the API.
+fn read_object(file: &PathBuf) -> Result<Value> {
+    let text = if file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        super::read(file)?
+    };
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|e| CliError::BadInput(format!("{}: {}", file.display(), e.message())))?;
+    Ok(serde_json::to_value(table)?)
+}
+
+async fn write(client: &Client, request: reqwest::RequestBuilder, dry_run: bool) -> Result<()> {
+    let request = if dry_run {
+        request.query(&[("dry_run", "true")])
+    } else {
+        request
+    };
+    let result: ApplyResult = client.send(request).await?;
+    super::print_apply(&result);
+    Ok(())
+}
+
+fn show(value: &Value, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", toml::to_string_pretty(value)?);
+    }
+    Ok(())
+}
+
+/// Objects as a table: the `first` keys, then the other plain values as
+/// `key=value`.
+fn print_list(items: &[Value], json: bool, first: &[&str]) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(items)?);
+        return Ok(());
+    }
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for item in items {
+        let Some(o) = item.as_object() else { continue };
+        let mut row: Vec<String> = first
+            .iter()
+            .map(|k| o.get(*k).map_or("-".into(), plain))
+            .collect();
+        let rest: Vec<String> = o
+            .iter()
+            .filter(|(k, _)| !first.contains(&k.as_str()))
+            .map(|(k, v)| match v {
+                Value::Array(a) => format!("{k}: {}", a.len()),
+                Value::Object(_) => format!("{k}: {{..}}"),
+                v => format!("{k}={}", plain(v)),
+            })
+            .collect();
+        row.push(rest.join(" "));
+        rows.push(row);
+    }
+    let mut head: Vec<String> = first.iter().map(|k| k.to_ascii_uppercase()).collect();
+    head.push(String::new());
+    super::print_rows(&head, &rows);
+    Ok(())
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
