@@ -129,7 +129,13 @@ impl Device {
             }
         }
         let trust = tls.as_ref().map(|t| t.trust_pem.as_slice());
-        let prober = Arc::new(Prober::new(settings.allow_exec));
+        let prober = Arc::new(Prober::fenced(
+            settings.allow_exec,
+            crate::health::probe::Fence {
+                allow_link_local: settings.allow_link_local_probes,
+                only: settings.probe_networks.clone(),
+            },
+        ));
         let cancel = CancellationToken::new();
         let probes = probe_runtime()?;
         let scheduler = probes.spawn(scheduler::run(

@@ -578,3 +578,64 @@ async fn names_are_resolved_at_probe_time() {
         "cannot resolve nonexistent.invalid",
     );
 }
+
+/// Link-local targets (metadata services) are refused unless the node
+/// settings allow them, and `probe_networks` fences probes in; the refusal
+/// comes before any packet is sent.
+#[tokio::test]
+async fn probes_are_fenced() {
+    let tcp = || ProbeKind::Tcp {
+        send: None,
+        expect: None,
+        proxy_protocol: false,
+    };
+    let at = |ip: &str, port: u16| Target {
+        host: Host::Ip(ip.parse().unwrap()),
+        port,
+        server_name: String::new(),
+    };
+    for ip in ["169.254.169.254", "fe80::1", "::ffff:169.254.169.254"] {
+        let o = run(tcp(), &at(ip, 80)).await;
+        assert!(!o.ok, "{o:?}");
+        assert!(
+            o.reason.contains("link-local") && o.reason.contains("allow_link_local_probes"),
+            "{o:?}"
+        );
+    }
+    let metadata: IpAddr = "169.254.169.254".parse().unwrap();
+    let open = Fence {
+        allow_link_local: true,
+        only: Vec::new(),
+    };
+    assert_eq!(open.check(metadata), Ok(()));
+
+    let b = HttpBackend::start().await;
+    let only_v4_loopback = Prober::fenced(
+        false,
+        Fence {
+            allow_link_local: false,
+            only: vec!["127.0.0.0/8".to_string().try_into().unwrap()],
+        },
+    );
+    let inside = only_v4_loopback
+        .probe(&spec(http(false, HttpVersion::Http1)), &target(b.addr, NAME))
+        .await;
+    assert_outcome(&inside, true, "status 200");
+    let outside = only_v4_loopback
+        .probe(&spec(tcp()), &at("::1", b.addr.port()))
+        .await;
+    assert_outcome(
+        &outside,
+        false,
+        "::1 is outside the node setting probe_networks; probes there are refused",
+    );
+    // A name is probed on its addresses inside the fence.
+    let by_name = Target {
+        host: Host::Name("localhost".into()),
+        ..target(b.addr, NAME)
+    };
+    let o = only_v4_loopback
+        .probe(&spec(http(false, HttpVersion::Http1)), &by_name)
+        .await;
+    assert_outcome(&o, true, "status 200");
+}

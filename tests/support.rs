@@ -63,6 +63,8 @@ impl TestDevice {
             tls_key: None,
             tls_ca: None,
             max_concurrent_probes: None,
+            allow_link_local_probes: false,
+            probe_networks: Vec::new(),
         };
         let device = Device::start(settings, false).await.expect("device starts");
         let parsed = gtm::model::parse(config).expect("test config parses");

@@ -1,7 +1,11 @@
 //! A device's own settings: the node file given to `gtm serve --config`.
 //! Never replicated.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    fmt,
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,6 +56,71 @@ pub struct NodeSettings {
     /// Most probes running at once (default 1,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_concurrent_probes: Option<usize>,
+    /// Let probes reach link-local addresses (169.254.0.0/16, fe80::/10),
+    /// where cloud metadata services answer (default false).
+    #[serde(default)]
+    pub allow_link_local_probes: bool,
+    /// When given, probes reach only addresses in these networks, e.g.
+    /// `["10.0.0.0/8", "2001:db8::/32"]` (default: anywhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_networks: Vec<Network>,
+}
+
+/// An IP network, written `ADDRESS/PREFIX` (a lone address is /32 or /128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Network {
+    pub addr: IpAddr,
+    pub prefix: u8,
+}
+
+impl Network {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let bits = |ip: IpAddr| -> (u128, u8) {
+            match ip.to_canonical() {
+                IpAddr::V4(v4) => (u128::from(u32::from(v4)), 32),
+                IpAddr::V6(v6) => (u128::from(v6), 128),
+            }
+        };
+        let ((net, width), (ip, ip_width)) = (bits(self.addr), bits(ip));
+        if width != ip_width {
+            return false;
+        }
+        let shift = u32::from(width - self.prefix);
+        shift >= 128 || (net >> shift) == (ip >> shift)
+    }
+}
+
+impl TryFrom<String> for Network {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        let (addr, prefix) = text.split_once('/').unwrap_or((&text, ""));
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| format!("\"{text}\" is not a network: write ADDRESS/PREFIX, e.g. 10.0.0.0/8"))?;
+        let max = if addr.to_canonical().is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            "" => max,
+            p => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("\"{text}\": the prefix must be 0 to {max}"))?,
+        };
+        Ok(Self { addr, prefix })
+    }
+}
+
+impl From<Network> for String {
+    fn from(n: Network) -> Self {
+        n.to_string()
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
 }
 
 pub fn default_dns_listen() -> Vec<SocketAddr> {
@@ -96,10 +165,33 @@ impl NodeSettings {
             tls_key: None,
             tls_ca: None,
             max_concurrent_probes: None,
+            allow_link_local_probes: false,
+            probe_networks: Vec::new(),
         }
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Network;
+
+    #[test]
+    fn networks_parse_and_contain() {
+        let n = |s: &str| Network::try_from(s.to_string());
+        let lo = n("127.0.0.0/8").expect("valid");
+        assert!(lo.contains("127.9.9.9".parse().expect("ip")));
+        assert!(lo.contains("::ffff:127.0.0.1".parse().expect("ip")));
+        assert!(!lo.contains("128.0.0.1".parse().expect("ip")));
+        assert!(!lo.contains("::1".parse().expect("ip")));
+        let one = n("::1").expect("valid");
+        assert_eq!(one.to_string(), "::1/128");
+        assert!(one.contains("::1".parse().expect("ip")));
+        assert!(n("0.0.0.0/0").expect("valid").contains("192.0.2.1".parse().expect("ip")));
+        assert!(n("10.0.0.0/33").is_err());
+        assert!(n("nonsense/8").is_err());
     }
 }

@@ -11,7 +11,7 @@ pub(crate) async fn probe(target: &Target, command: &[String]) -> ProbeResult {
     };
     let target_text = match &target.host {
         Host::Ip(ip) => ip.to_string(),
-        Host::Name(name) => name.clone(),
+        Host::Name(name) | Host::Resolved(name, _) => name.clone(),
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)

@@ -30,14 +30,51 @@ pub enum Host {
     Ip(IpAddr),
     /// Resolved with `tokio::net::lookup_host` at probe time.
     Name(String),
+    /// A name's addresses, resolved and let through the [`Fence`]: what the
+    /// probers connect to.
+    Resolved(String, Vec<IpAddr>),
 }
 
 impl fmt::Display for Host {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Host::Ip(ip) => write!(f, "{ip}"),
-            Host::Name(name) => f.write_str(name),
+            Host::Name(name) | Host::Resolved(name, _) => f.write_str(name),
         }
+    }
+}
+
+/// The addresses probes may reach, from the node settings.
+///
+/// Link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata
+/// services answer, are refused unless `allow_link_local_probes` is set; when
+/// `probe_networks` is given, only addresses inside those networks are
+/// probed. A refused probe fails with a reason that names the setting.
+#[derive(Debug, Clone, Default)]
+pub struct Fence {
+    pub allow_link_local: bool,
+    /// Empty: any address (but link-local, as above).
+    pub only: Vec<crate::model::node::Network>,
+}
+
+impl Fence {
+    pub fn check(&self, ip: IpAddr) -> Result<(), String> {
+        let ip = ip.to_canonical();
+        let link_local = match ip {
+            IpAddr::V4(v4) => v4.is_link_local(),
+            IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
+        };
+        if link_local && !self.allow_link_local {
+            return Err(format!(
+                "{ip} is link-local (where metadata services answer): probes there are refused unless the node setting allow_link_local_probes = true"
+            ));
+        }
+        if !self.only.is_empty() && !self.only.iter().any(|n| n.contains(ip)) {
+            return Err(format!(
+                "{ip} is outside the node setting probe_networks; probes there are refused"
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -233,15 +270,50 @@ pub struct Prober {
     /// failed (then TLS probes fail with that reason instead of panicking).
     tls: Result<(TlsConfigs, TlsConfigs), String>,
     allow_exec: bool,
+    fence: Fence,
 }
 
 impl Prober {
     pub fn new(allow_exec: bool) -> Self {
+        Self::fenced(allow_exec, Fence::default())
+    }
+
+    pub fn fenced(allow_exec: bool, fence: Fence) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls = TlsConfigs::new(&provider, true)
             .and_then(|verifying| Ok((verifying, TlsConfigs::new(&provider, false)?)))
             .map_err(|e| format!("TLS client setup failed: {e}"));
-        Prober { tls, allow_exec }
+        Prober {
+            tls,
+            allow_exec,
+            fence,
+        }
+    }
+
+    /// The target with its name resolved, every address let through the
+    /// fence; probers connect only to what this returns.
+    /// A name whose addresses are partly refused is probed on the others.
+    async fn resolve_fenced(&self, target: &Target) -> Result<Target, String> {
+        let mut refused = None;
+        let allowed: Vec<IpAddr> = resolve(target)
+            .await?
+            .iter()
+            .map(SocketAddr::ip)
+            .filter(|ip| match self.fence.check(*ip) {
+                Ok(()) => true,
+                Err(why) => {
+                    refused.get_or_insert(why);
+                    false
+                }
+            })
+            .collect();
+        if allowed.is_empty() {
+            return Err(refused.unwrap_or_else(|| "no target address".to_string()));
+        }
+        Ok(Target {
+            host: Host::Resolved(target.host.to_string(), allowed),
+            ..target.clone()
+        })
     }
 
     /// Runs one probe of `target`. Never panics; the whole probe (resolution,
@@ -266,6 +338,14 @@ impl Prober {
     }
 
     async fn run(&self, kind: &ProbeKind, target: &Target) -> ProbeResult {
+        // A command runs here, not against the network: nothing to fence.
+        let resolved;
+        let target = if matches!(kind, ProbeKind::Exec { .. }) {
+            target
+        } else {
+            resolved = self.resolve_fenced(target).await?;
+            &resolved
+        };
         match kind {
             ProbeKind::Http {
                 tls,
@@ -356,6 +436,10 @@ impl Prober {
 pub(crate) async fn resolve(target: &Target) -> Result<Vec<SocketAddr>, String> {
     match &target.host {
         Host::Ip(ip) => Ok(vec![SocketAddr::new(*ip, target.port)]),
+        Host::Resolved(_, ips) => Ok(ips
+            .iter()
+            .map(|ip| SocketAddr::new(*ip, target.port))
+            .collect()),
         Host::Name(name) if name.trim().is_empty() => Err("no target address".to_string()),
         Host::Name(name) => {
             // An IP literal given as a name needs no resolver.
