@@ -7,6 +7,7 @@ pub mod dns;
 pub mod engine;
 pub mod geo;
 pub mod health;
+pub mod metrics;
 pub mod model;
 pub mod peers;
 pub mod replication;

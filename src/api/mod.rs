@@ -3,7 +3,9 @@
 //! Every route but `/health` needs `Authorization: Bearer <token>`. Errors
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
+mod metrics;
 mod objects;
+pub mod routes;
 
 use std::{net::IpAddr, path::PathBuf, sync::Arc};
 
@@ -14,7 +16,6 @@ use axum::{
     http::{StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
-    routing::{get, post, put},
 };
 use serde::{Deserialize, Serialize};
 
@@ -24,10 +25,7 @@ use crate::{
         ApplyError, CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus,
     },
     geo::Geo,
-    model::{
-        self, ConfigErrors,
-        config::{Check, Datacenter, Domain, Scenario, Service},
-    },
+    model::{self, ConfigErrors},
     resolve::CheckState,
 };
 use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
@@ -48,7 +46,7 @@ pub struct ApiState {
 }
 
 /// An API error: status, stable label, and what to fix.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiError {
     pub error: String,
     pub message: String,
@@ -109,14 +107,14 @@ impl IntoResponse for ApiError {
 }
 
 /// The result of an apply or a dry run.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApplyResult {
     pub applied: bool,
     pub version: u64,
     pub changes: Vec<String>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusReport {
     pub device: String,
     pub version: u64,
@@ -129,7 +127,7 @@ pub struct StatusReport {
 }
 
 /// Filters of the event log.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventFilter {
     /// A record label, e.g. `www.example.test/A`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,14 +147,14 @@ pub struct EventFilter {
 }
 
 /// "Test now": which address to probe a template check against.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestRequest {
     #[serde(default)]
     pub address: Option<IpAddr>,
 }
 
 /// The result of one probe run by "Test now"; nothing is saved.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestResult {
     pub check: String,
     pub ok: bool,
@@ -164,13 +162,13 @@ pub struct TestResult {
     pub elapsed_ms: f64,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckStateRequest {
     /// `ok` or `error`.
     pub state: String,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DrainAddress {
     pub address: String,
     /// Only this record (`www.example.test/A`); every record when absent.
@@ -179,7 +177,7 @@ pub struct DrainAddress {
     pub drained: bool,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DrainDatacenter {
     pub datacenter: String,
     pub drained: bool,
@@ -194,7 +192,7 @@ pub fn record_label(name: &str, rtype: &str) -> String {
     )
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GeoLookup {
     pub ip: IpAddr,
     pub country: Option<String>,
@@ -204,7 +202,7 @@ pub struct GeoLookup {
     pub note: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct DryRun {
     #[serde(default)]
     dry_run: bool,
@@ -215,63 +213,19 @@ struct DryRun {
 const BODY_LIMIT: usize = 64 << 20;
 
 pub fn router(state: ApiState) -> Router {
-    let api = Router::new()
-        .route("/config", get(export_config).put(apply_config))
-        .route("/config/validate", post(validate_config))
-        .route("/status", get(status))
-        .route("/events", get(events))
-        .route("/datacenters", get(objects::list::<Datacenter>))
-        .route("/datacenters/{name}", object::<Datacenter>())
-        .route("/checks", get(objects::list::<Check>))
-        .route("/checks/{name}", object::<Check>())
-        .route("/scenarios", get(objects::list::<Scenario>))
-        .route("/scenarios/{name}", object::<Scenario>())
-        .route("/services", get(objects::list::<Service>))
-        .route("/services/{name}", object::<Service>())
-        .route("/domains", get(objects::list::<Domain>))
-        .route("/domains/{name}", object::<Domain>())
-        .route("/domains/{domain}/records", get(objects::list_records))
-        .route(
-            "/domains/{domain}/records/{name}/{rtype}",
-            get(objects::show_record)
-                .put(objects::put_record)
-                .delete(objects::delete_record),
-        )
-        .route(
-            "/domains/{domain}/records/{name}/{rtype}/addresses",
-            get(objects::list_addresses),
-        )
-        .route(
-            "/domains/{domain}/records/{name}/{rtype}/addresses/{address}",
-            put(objects::put_address).delete(objects::delete_address),
-        )
-        .route("/records/{name}/{rtype}/preview", get(preview))
-        .route("/records/{name}/{rtype}/resume", post(resume))
-        .route("/checks/{name}/state", put(set_check_state))
-        .route("/checks/{name}/test", post(test_check))
-        .route("/drain/address", put(drain_address))
-        .route("/drain/datacenter", put(drain_datacenter))
-        .route("/cluster/init", post(cluster_init))
-        .route("/cluster/token", get(cluster_token))
-        .route("/cluster/join", post(cluster_join))
-        .route("/cluster/leave", post(cluster_leave))
-        .route("/cluster/status", get(cluster_status))
-        .route("/cluster/recover", post(cluster_recover))
-        .route("/geoip/lookup/{ip}", get(geoip_lookup))
-        .route("/geoip", put(geoip_import))
-        .layer(middleware::from_fn_with_state(state.clone(), auth));
-    // Device-to-device routes: guarded by the cluster secret, not the token.
-    let peer = Router::new()
-        .route("/cluster/v1/write", post(peer_write))
-        .route("/cluster/v1/join", post(peer_join))
-        .route("/cluster/v1/leave", post(peer_leave))
-        .route("/cluster/v1/report", post(peer_report))
-        .route("/cluster/v1/preview/{name}/{rtype}", get(peer_preview))
-        .layer(middleware::from_fn_with_state(state.clone(), peer_auth));
+    let (mut public, mut token, mut secret) = (Router::new(), Router::new(), Router::new());
+    for op in routes::operations() {
+        let group = match op.access {
+            routes::Access::Public => &mut public,
+            routes::Access::Token => &mut token,
+            routes::Access::ClusterSecret => &mut secret,
+        };
+        *group = std::mem::take(group).route(op.path, op.handler);
+    }
     Router::new()
-        .route("/health", get(|| async { "ok\n" }))
-        .nest("/api/v1", api)
-        .merge(peer)
+        .merge(public)
+        .merge(token.route_layer(middleware::from_fn_with_state(state.clone(), auth)))
+        .merge(secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state.clone())
         .merge(gtm_cluster::rpc_router(state.replication.node.clone()))
@@ -308,13 +262,6 @@ async fn json_errors(request: Request, next: Next) -> Response {
     // The route extractors' "unprocessable" means a body of the wrong shape.
     let status = if status == StatusCode::UNPROCESSABLE_ENTITY { StatusCode::BAD_REQUEST } else { status };
     ApiError::new(status, label, message).into_response()
-}
-
-/// `GET`, `PUT` and `DELETE` of one named object.
-fn object<T: objects::Collection>() -> axum::routing::MethodRouter<ApiState> {
-    get(objects::show::<T>)
-        .put(objects::put::<T>)
-        .delete(objects::delete::<T>)
 }
 
 async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {
@@ -463,7 +410,7 @@ fn not_found(what: String) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not-found", what)
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 struct DeviceQuery {
     device: Option<String>,
 }
@@ -767,9 +714,11 @@ async fn peer_leave(
 }
 
 /// What `gtm cluster init` and `recover` report.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClusterMessage {
     pub message: String,
+    /// As `GET /api/v1/cluster/status` gives it.
+    #[schemars(with = "serde_json::Value")]
     pub status: ClusterStatus,
 }
 
@@ -793,7 +742,7 @@ async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessa
     }))
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TokenResponse {
     pub token: String,
 }
@@ -813,7 +762,7 @@ async fn cluster_token(State(state): State<ApiState>) -> Result<Json<TokenRespon
     Ok(Json(TokenResponse { token }))
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JoinCommand {
     /// API address of any member, e.g. http://127.0.0.11:8053.
     pub address: String,

@@ -23,7 +23,7 @@ use crate::model::{
 };
 
 /// Options of every object write.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 pub struct WriteOptions {
     #[serde(default)]
     pub dry_run: bool,

@@ -37,6 +37,7 @@ pub struct DnsState {
     pub geo: Arc<ArcSwap<Geo>>,
     /// The EDNS payload we advertise and the most a UDP response uses.
     pub edns_payload: u16,
+    pub metrics: Arc<crate::metrics::DnsMetrics>,
 }
 
 impl DnsState {
@@ -45,6 +46,7 @@ impl DnsState {
             snapshot: Arc::new(ArcSwap::from_pointee(snapshot)),
             geo: Arc::new(ArcSwap::from_pointee(geo)),
             edns_payload,
+            metrics: Arc::default(),
         }
     }
 
@@ -176,7 +178,15 @@ impl RequestHandler for Handler {
                 counts: Default::default(),
             });
         }
+        let start = std::time::Instant::now();
         let d = DRAW.with(|draw| self.decide(request, &mut draw.borrow_mut()));
+        let qtype = request
+            .queries
+            .queries()
+            .first()
+            .map_or(0, |q| u16::from(q.query_type()));
+        let metrics = &self.state.metrics;
+        metrics.response(qtype, d.metadata.response_code.low());
         let mut builder = MessageResponseBuilder::from_message_request(request);
         if let Some(edns) = &d.edns {
             builder.edns(edns);
@@ -188,7 +198,9 @@ impl RequestHandler for Handler {
             std::iter::empty(),
             std::iter::empty(),
         );
-        match response.send_response(message).await {
+        let sent = response.send_response(message).await;
+        metrics.latency.observe(start.elapsed(), 1);
+        match sent {
             Ok(info) => info,
             Err(error) => {
                 tracing::debug!(%error, "could not send a response");

@@ -65,6 +65,10 @@ pub fn lookup(
             let choice = choose(&answer, geo, client, draw);
             out.scope = out.scope.max(choice.scope);
             let group = &answer.groups[choice.group];
+            if !group.records.is_empty() {
+                slot.answers
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             let before = out.answers.len();
             out.answers.extend(group.variant(choice.variant).map(owner));
             Some(out.answers.len() - before)

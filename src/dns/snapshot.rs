@@ -8,7 +8,11 @@
 //! general path, and as encoded wire bytes per balance variant for the fast
 //! path (see `fast`).
 
-use std::{collections::HashMap, net::IpAddr, sync::Arc};
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    sync::{Arc, atomic::AtomicU64},
+};
 
 use arc_swap::ArcSwap;
 use hickory_server::proto::{
@@ -61,6 +65,9 @@ pub struct Node {
 pub struct RrsetSlot {
     pub rtype: Rt,
     pub answer: ArcSwap<RrsetAnswer>,
+    /// Responses whose answer section held this record; carried from one
+    /// configuration to the next while the record stays.
+    pub answers: Arc<AtomicU64>,
 }
 
 /// The answer of one record for every place and balance variant.
@@ -97,9 +104,11 @@ impl Group {
 impl Snapshot {
     /// Builds the static structure of a configuration; steered records get
     /// their answers from `answer_of(i, steering)` (the i-th steered record
-    /// in zone and record order).
+    /// in zone and record order). Records also in `previous` keep counting
+    /// on its counters.
     pub fn build(
         compiled: &Compiled,
+        previous: &Snapshot,
         mut answer_of: impl FnMut(usize, &Steering) -> PlaceAnswers,
     ) -> Self {
         let mut snap = Snapshot::default();
@@ -135,7 +144,7 @@ impl Snapshot {
             ];
             for (rt, records) in apex_records {
                 let answer = static_answer(&zone.apex, records);
-                snap.insert(zi, &zone.apex, rt, answer);
+                snap.insert(previous, zi, &zone.apex, rt, answer);
             }
             for record in &zone.records {
                 let rt = wire_type(record.kind);
@@ -153,7 +162,7 @@ impl Snapshot {
                         steered_answer(&record.owner, record.ttl, steering, &places)
                     }
                 };
-                let slot = snap.insert(zi, &record.owner, rt, answer);
+                let slot = snap.insert(previous, zi, &record.owner, rt, answer);
                 if matches!(record.content, Content::Steered(_)) {
                     snap.steered.push(slot);
                 }
@@ -164,14 +173,21 @@ impl Snapshot {
 
     fn insert(
         &mut self,
+        previous: &Snapshot,
         zone: usize,
         name: &Name,
         rtype: Rt,
         answer: RrsetAnswer,
     ) -> Arc<RrsetSlot> {
+        let answers = previous
+            .nodes
+            .get(&*wire_key(name))
+            .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rtype))
+            .map_or_else(Default::default, |s| s.answers.clone());
         let slot = Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
+            answers,
         });
         // The name and every ancestor up to the apex exist.
         let apex_labels = self.zones[zone].apex_labels;
@@ -201,6 +217,26 @@ impl Snapshot {
     /// The node of an existing name.
     pub fn node(&self, wire_name: &[u8]) -> Option<&Node> {
         self.nodes.get(wire_name)
+    }
+
+    /// Every record with the responses it was answered in (nonzero only),
+    /// as `www.example.test/A`.
+    pub fn answer_counts(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = self
+            .nodes
+            .values()
+            .flat_map(|node| {
+                node.rrsets.iter().filter_map(move |slot| {
+                    let n = slot.answers.load(std::sync::atomic::Ordering::Relaxed);
+                    (n > 0).then(|| {
+                        let name = node.name.to_string();
+                        (format!("{}/{}", name.trim_end_matches('.'), slot.rtype), n)
+                    })
+                })
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// The innermost zone holding a name.

@@ -111,6 +111,8 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
         if n <= 0 {
             continue; // timeout (shutdown check), EINTR, or a transient error
         }
+        let received = std::time::Instant::now();
+        let metrics = &handler.state.metrics;
         let mut replies = 0;
         {
             for i in 0..n as usize {
@@ -136,6 +138,7 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                 if !answered {
                     continue;
                 }
+                metrics.response_wire(out);
                 send_iov[replies].iov_base = out.as_mut_ptr().cast();
                 send_iov[replies].iov_len = out.len();
                 let h = &mut send_hdrs[replies];
@@ -162,6 +165,10 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
             }
             sent += r as usize;
         }
+        // Every query of the batch waited for the batch to be sent.
+        metrics
+            .latency
+            .observe(received.elapsed(), replies as u64);
     }
 }
 

@@ -15,7 +15,7 @@ use crate::{
 };
 
 /// One check instance as operators see it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckStatus {
     pub check: String,
     pub state: CheckState,

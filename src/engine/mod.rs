@@ -52,7 +52,7 @@ pub enum ApplyError {
 }
 
 /// What an event is about, for filtering.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EventKind {
     Record,
@@ -64,7 +64,7 @@ pub enum EventKind {
 }
 
 /// One entry of the GTM Logs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     pub seq: u64,
     /// Milliseconds since the Unix epoch.
@@ -77,7 +77,7 @@ pub struct Event {
 }
 
 /// A record's state as `gtm status` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordStatus {
     pub record: String,
     pub status: Option<Status>,
@@ -86,7 +86,7 @@ pub struct RecordStatus {
 }
 
 /// The record preview: what is answered now and why.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Preview {
     pub device: String,
     pub record: String,
@@ -100,7 +100,7 @@ pub struct Preview {
     pub switchovers: Vec<Event>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AddressView {
     pub address: String,
     pub dc: Option<String>,
@@ -110,7 +110,7 @@ pub struct AddressView {
 }
 
 /// Scenario decisions as operators see them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScenarioStatus {
     pub scenario: String,
     pub active: bool,
@@ -133,6 +133,7 @@ pub struct Engine {
     events_tx: broadcast::Sender<Event>,
     /// The version of the configuration being served.
     version_tx: watch::Sender<u64>,
+    probe_metrics: crate::metrics::ProbeMetrics,
 }
 
 #[derive(Debug)]
@@ -223,9 +224,15 @@ impl Engine {
             instances: watch::channel(Arc::new(Vec::new())).0,
             events_tx: broadcast::channel(1024).0,
             version_tx: watch::channel(version).0,
+            probe_metrics: Default::default(),
         };
         engine.install(&mut engine.lock(), version, config, compiled);
         Ok(engine)
+    }
+
+    /// Probe durations, by check instance.
+    pub fn probe_metrics(&self) -> &crate::metrics::ProbeMetrics {
+        &self.probe_metrics
     }
 
     pub fn dns(&self) -> &DnsState {
@@ -386,13 +393,17 @@ impl Engine {
                 }
             }
         }
-        let snapshot = Snapshot::build(&compiled, |i, _| records[i].answers.clone());
+        let snapshot = Snapshot::build(&compiled, &self.dns.snapshot.load(), |i, _| {
+            records[i].answers.clone()
+        });
         self.dns.snapshot.store(Arc::new(snapshot));
         inner.deps = deps(&compiled, &records);
         inner.probed = instances
             .iter()
             .map(|i| (i.check.clone(), (i.spec.failures, i.spec.successes)))
             .collect();
+        let probed: HashSet<String> = instances.iter().map(|i| i.check.to_string()).collect();
+        self.probe_metrics.retain(|check| probed.contains(check));
         inner.records = records;
         inner.compiled = compiled;
         inner.version = version;

@@ -121,6 +121,9 @@ async fn probe_loop(
         if cancel.is_cancelled() {
             return; // the configuration changed while this probe ran
         }
+        engine
+            .probe_metrics()
+            .observe(&instance.check.to_string(), outcome.elapsed);
         engine.probe_result(&instance.check, outcome.ok, outcome.reason);
         next += interval;
         let now = Instant::now();

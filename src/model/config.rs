@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::duration::Interval;
 
 /// The whole replicated configuration.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     #[serde(default, rename = "datacenter", skip_serializing_if = "Vec::is_empty")]
@@ -28,7 +28,7 @@ pub struct Config {
 }
 
 /// A site. Every device and every address belongs to one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Datacenter {
     pub name: String,
@@ -41,7 +41,7 @@ pub struct Datacenter {
 }
 
 /// How a check probes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CheckType {
     Http,
@@ -58,7 +58,7 @@ pub enum CheckType {
 
 /// How the reports of several devices combine into one state for a check
 /// that runs in another datacenter.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     #[default]
@@ -69,7 +69,7 @@ pub enum Policy {
 
 /// A probe definition. Without `target` it is a template, probed against
 /// every address whose HC field names it (`check:NAME`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Check {
     pub name: String,
@@ -133,7 +133,7 @@ pub struct Check {
 }
 
 /// A condition over checks; active or passive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub name: String,
@@ -144,7 +144,7 @@ pub struct Scenario {
 }
 
 /// A named group of domains.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Service {
     pub name: String,
@@ -153,7 +153,7 @@ pub struct Service {
 }
 
 /// How the candidates of a record are chosen (spec §2 step 2).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     #[default]
@@ -163,7 +163,7 @@ pub enum Mode {
 }
 
 /// A zone served authoritatively.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Domain {
     pub name: String,
@@ -190,7 +190,7 @@ pub struct Domain {
 }
 
 /// The SOA fields; every one has a default.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Soa {
     /// Primary name server (default: the first of `nameservers`).
@@ -214,7 +214,7 @@ pub struct Soa {
 }
 
 /// The record types gtm serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum RecordType {
     A,
@@ -248,7 +248,7 @@ impl RecordType {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Balance {
     #[default]
@@ -259,7 +259,7 @@ pub enum Balance {
     Persist,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Failback {
     #[default]
@@ -267,7 +267,7 @@ pub enum Failback {
     Manual,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnNoHealthy {
     #[default]
@@ -276,7 +276,7 @@ pub enum OnNoHealthy {
 }
 
 /// A name and type inside a domain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
     /// `@` for the apex, a relative name, or a name starting with `*.`.
@@ -312,7 +312,7 @@ pub struct Record {
 }
 
 /// One answer candidate of a steerable record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Address {
     /// For A and AAAA records.

@@ -55,6 +55,19 @@ impl fmt::Display for Interval {
     }
 }
 
+impl schemars::JsonSchema for Interval {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Interval".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration: a number and a unit (ms, s, m, h), e.g. 500ms, 10s, 2m",
+            "examples": ["10s", "500ms"]
+        })
+    }
+}
+
 impl Serialize for Interval {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

@@ -34,7 +34,7 @@ const PEER_EVENTS: usize = 10_000;
 const EVENTS_PER_REPORT: usize = 1_000;
 
 /// One device's report to its peers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub device: String,
     pub datacenter: String,
@@ -45,7 +45,7 @@ pub struct Report {
 }
 
 /// A peer as this device last heard from it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PeerStatus {
     pub device: String,
     pub datacenter: String,

@@ -25,7 +25,7 @@ use crate::model::{
 };
 
 /// The state of one check as this device sees it (spec §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum CheckState {
     /// No result yet since the check started or changed.
     Preparing,
@@ -68,7 +68,7 @@ pub trait HealthView {
 }
 
 /// Record status values of seed 000, in their exact wording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Status {
     #[serde(rename = "OK")]
     Ok,
@@ -104,7 +104,7 @@ impl fmt::Display for Status {
 }
 
 /// What one evaluation leaves for the next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RecordState {
     /// Per address: its last health decision, kept while its check is
     /// unknown.

@@ -1,0 +1,131 @@
+//! `GET /metrics`: the device in Prometheus text format. Open like
+//! `/health`; it says nothing an operator's dashboard should not see.
+
+use axum::{extract::State, http::header, response::IntoResponse};
+
+use super::ApiState;
+use crate::{metrics::Text, resolve::CheckState};
+
+fn state_label(s: CheckState) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
+    let mut out = Text::default();
+    let engine = &state.engine;
+    let device = engine.device().to_string();
+    engine.dns().metrics.write(&mut out);
+
+    out.family(
+        "gtm_record_answers_total",
+        "counter",
+        "Responses whose answer section held this record (records answered at least once)",
+    );
+    for (record, n) in engine.dns().snapshot.load().answer_counts() {
+        out.sample("gtm_record_answers_total", &[("record", &record)], n as f64);
+    }
+
+    let peers = state.peers.status(&state.replication);
+    out.family(
+        "gtm_record_status",
+        "gauge",
+        "1 for the status of each record on each device (the peers' as their last report said)",
+    );
+    let own = engine.status();
+    let all_records = std::iter::once((device.as_str(), &own))
+        .chain(peers.iter().map(|p| (p.device.as_str(), &p.records)));
+    for (dev, records) in all_records {
+        for r in records {
+            let status = r.status.map_or("-".to_string(), |s| s.to_string());
+            out.sample(
+                "gtm_record_status",
+                &[("device", dev), ("record", &r.record), ("status", &status)],
+                1.0,
+            );
+        }
+    }
+
+    out.family(
+        "gtm_check_state",
+        "gauge",
+        "1 for the state of each check instance on each device",
+    );
+    let own = engine.checks();
+    let all_checks = std::iter::once((device.as_str(), &own))
+        .chain(peers.iter().map(|p| (p.device.as_str(), &p.checks)));
+    for (dev, checks) in all_checks {
+        for c in checks {
+            out.sample(
+                "gtm_check_state",
+                &[("device", dev), ("check", &c.check), ("state", &state_label(c.state))],
+                1.0,
+            );
+        }
+    }
+    engine.probe_metrics().write(&mut out);
+
+    let cluster = state.replication.status();
+    out.family(
+        "gtm_raft_role",
+        "gauge",
+        "1 for this device's Raft role (none when it is not in a cluster)",
+    );
+    let role = if state.replication.clustered() {
+        format!("{:?}", cluster.state).to_ascii_lowercase()
+    } else {
+        "none".to_string()
+    };
+    out.sample("gtm_raft_role", &[("role", &role)], 1.0);
+    out.family("gtm_raft_term", "gauge", "The current Raft term");
+    out.sample("gtm_raft_term", &[], cluster.term as f64);
+    out.family(
+        "gtm_raft_applied_index",
+        "gauge",
+        "The last Raft log index applied on this device",
+    );
+    out.sample(
+        "gtm_raft_applied_index",
+        &[],
+        cluster.applied_index.unwrap_or(0) as f64,
+    );
+    out.family(
+        "gtm_config_version",
+        "gauge",
+        "The configuration version this device serves",
+    );
+    out.sample("gtm_config_version", &[], engine.version() as f64);
+
+    out.family(
+        "gtm_peer_report_age_seconds",
+        "gauge",
+        "Seconds since each peer's last report (peers never heard from are left out)",
+    );
+    for p in &peers {
+        if let Some(ms) = p.age_ms {
+            out.sample(
+                "gtm_peer_report_age_seconds",
+                &[("device", &p.device), ("datacenter", &p.datacenter)],
+                ms as f64 / 1000.0,
+            );
+        }
+    }
+    out.family(
+        "gtm_peer_reachable",
+        "gauge",
+        "1 when the peer's reports are fresh, else 0",
+    );
+    for p in &peers {
+        out.sample(
+            "gtm_peer_reachable",
+            &[("device", &p.device), ("datacenter", &p.datacenter)],
+            f64::from(u8::from(p.reachable)),
+        );
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        out.finish(),
+    )
+}
