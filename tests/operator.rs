@@ -59,26 +59,6 @@ addresses = [
     )
 }
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn gtm(d: &TestDevice, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_gtm"))
-        .arg("--data-dir")
-        .arg(d.dir.path())
-        .args(args)
-        .output()
-        .unwrap();
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into(),
-        stderr: String::from_utf8_lossy(&out.stderr).into(),
-    }
-}
-
 async fn www(d: &TestDevice, name: &str) -> Vec<String> {
     let mut a = answers(&udp(d.v4(), &query(name, RecordType::A)).await);
     a.sort();
@@ -92,7 +72,7 @@ async fn test_now_runs_one_probe_and_saves_nothing() {
     let before = d.device.engine.events().len();
 
     let ok = tokio::task::block_in_place(|| {
-        gtm(&d, &["check", "test", "web", "--address", "127.0.0.2"])
+        run_gtm(&d, &["check", "test", "web", "--address", "127.0.0.2"])
     });
     assert_eq!(ok.code, Some(0), "{}", ok.stderr);
     assert!(
@@ -104,7 +84,7 @@ async fn test_now_runs_one_probe_and_saves_nothing() {
 
     web.stop().await;
     let down = tokio::task::block_in_place(|| {
-        gtm(
+        run_gtm(
             &d,
             &["check", "test", "web", "--address", "127.0.0.2", "--json"],
         )
@@ -114,7 +94,7 @@ async fn test_now_runs_one_probe_and_saves_nothing() {
     assert_eq!(r["reason"], "connect refused");
     assert_eq!(r["ok"], false);
 
-    let no_address = tokio::task::block_in_place(|| gtm(&d, &["check", "test", "web"]));
+    let no_address = tokio::task::block_in_place(|| run_gtm(&d, &["check", "test", "web"]));
     assert_eq!(no_address.code, Some(2));
     assert!(
         no_address
@@ -123,7 +103,7 @@ async fn test_now_runs_one_probe_and_saves_nothing() {
         "{}",
         no_address.stderr
     );
-    let manual = tokio::task::block_in_place(|| gtm(&d, &["check", "test", "maint"]));
+    let manual = tokio::task::block_in_place(|| run_gtm(&d, &["check", "test", "maint"]));
     assert_eq!(manual.code, Some(2));
 
     let after: Vec<String> = d
@@ -149,7 +129,7 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
     );
 
     let r = tokio::task::block_in_place(|| {
-        gtm(
+        run_gtm(
             &d,
             &[
                 "record",
@@ -163,10 +143,10 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(www(&d, "www.example.test.").await, ["127.0.0.3"]);
     let preview =
-        tokio::task::block_in_place(|| gtm(&d, &["record", "preview", "www.example.test", "A"]));
+        tokio::task::block_in_place(|| run_gtm(&d, &["record", "preview", "www.example.test", "A"]));
     assert!(preview.stdout.contains("drained"), "{}", preview.stdout);
     tokio::task::block_in_place(|| {
-        gtm(
+        run_gtm(
             &d,
             &[
                 "record",
@@ -182,14 +162,14 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
         ["127.0.0.2", "127.0.0.3"]
     );
 
-    let unknown = tokio::task::block_in_place(|| gtm(&d, &["record", "drain", "10.9.9.9"]));
+    let unknown = tokio::task::block_in_place(|| run_gtm(&d, &["record", "drain", "10.9.9.9"]));
     assert_eq!(unknown.code, Some(5), "an address in no record is not found");
 
     // Draining the Main datacenter empties the Main group; with
     // dr_on_no_healthy off and the scenario passive, nothing healthy is left.
-    tokio::task::block_in_place(|| gtm(&d, &["dc", "drain", "dc1"]));
+    tokio::task::block_in_place(|| run_gtm(&d, &["dc", "drain", "dc1"]));
     assert!(www(&d, "dr.example.test.").await.is_empty());
-    tokio::task::block_in_place(|| gtm(&d, &["dc", "undrain", "dc1"]));
+    tokio::task::block_in_place(|| run_gtm(&d, &["dc", "undrain", "dc1"]));
     assert_eq!(www(&d, "dr.example.test.").await, ["192.0.2.20"]);
     let ops: Vec<String> = d
         .device
@@ -214,21 +194,21 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
 async fn manual_failback_holds_dr_until_an_operator_resumes() {
     let d = TestDevice::start(&config(9)).await;
     assert_eq!(www(&d, "dr.example.test.").await, ["192.0.2.20"]);
-    let set = tokio::task::block_in_place(|| gtm(&d, &["check", "set", "maint", "ok"]));
+    let set = tokio::task::block_in_place(|| run_gtm(&d, &["check", "set", "maint", "ok"]));
     assert_eq!(set.code, Some(0), "{}", set.stderr);
     assert_eq!(
         www(&d, "dr.example.test.").await,
         ["198.51.100.20"],
         "DR on"
     );
-    tokio::task::block_in_place(|| gtm(&d, &["check", "set", "maint", "error"]));
+    tokio::task::block_in_place(|| run_gtm(&d, &["check", "set", "maint", "error"]));
     assert_eq!(
         www(&d, "dr.example.test.").await,
         ["198.51.100.20"],
         "held by manual failback"
     );
     let preview = tokio::task::block_in_place(|| {
-        gtm(&d, &["record", "preview", "dr.example.test", "A", "--json"])
+        run_gtm(&d, &["record", "preview", "dr.example.test", "A", "--json"])
     });
     let p: serde_json::Value = serde_json::from_str(&preview.stdout).unwrap();
     assert_eq!(p["status"], "DR");
@@ -241,7 +221,7 @@ async fn manual_failback_holds_dr_until_an_operator_resumes() {
     assert_eq!(p["switchovers"][0]["text"], "dr.example.test/A: DR is on");
 
     let resume =
-        tokio::task::block_in_place(|| gtm(&d, &["record", "resume", "dr.example.test", "A"]));
+        tokio::task::block_in_place(|| run_gtm(&d, &["record", "resume", "dr.example.test", "A"]));
     assert_eq!(resume.code, Some(0), "{}", resume.stderr);
     assert_eq!(
         www(&d, "dr.example.test.").await,
@@ -249,7 +229,7 @@ async fn manual_failback_holds_dr_until_an_operator_resumes() {
         "back to Main"
     );
 
-    let not_manual = tokio::task::block_in_place(|| gtm(&d, &["check", "set", "web", "ok"]));
+    let not_manual = tokio::task::block_in_place(|| run_gtm(&d, &["check", "set", "web", "ok"]));
     assert_eq!(not_manual.code, Some(2));
     assert!(
         not_manual
@@ -263,10 +243,10 @@ async fn manual_failback_holds_dr_until_an_operator_resumes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn logs_filter_and_follow() {
     let d = TestDevice::start(&config(9)).await;
-    tokio::task::block_in_place(|| gtm(&d, &["check", "set", "maint", "ok"]));
+    tokio::task::block_in_place(|| run_gtm(&d, &["check", "set", "maint", "ok"]));
 
     let records = tokio::task::block_in_place(|| {
-        gtm(&d, &["logs", "--record", "dr.example.test/A", "--json"])
+        run_gtm(&d, &["logs", "--record", "dr.example.test/A", "--json"])
     });
     let lines: Vec<serde_json::Value> = records
         .stdout
@@ -278,7 +258,7 @@ async fn logs_filter_and_follow() {
         lines.iter().all(|e| e["object"] == "dr.example.test/A"),
         "{lines:?}"
     );
-    let checks = tokio::task::block_in_place(|| gtm(&d, &["logs", "--kind", "check"]));
+    let checks = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--kind", "check"]));
     assert!(
         checks
             .stdout
@@ -287,7 +267,7 @@ async fn logs_filter_and_follow() {
         checks.stdout
     );
     assert!(!checks.stdout.contains("DR is on"));
-    let recent = tokio::task::block_in_place(|| gtm(&d, &["logs", "--since", "1h"]));
+    let recent = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--since", "1h"]));
     assert!(
         recent.stdout.contains("test1"),
         "every line names the device"

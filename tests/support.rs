@@ -276,3 +276,27 @@ values = [
   "\"dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd\"",
 ]
 "#;
+
+/// What a `gtm` command printed and how it exited.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the `gtm` binary as a client of `d` (its data directory gives the
+/// API address and token).
+pub fn run_gtm(d: &TestDevice, args: &[&str]) -> Run {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gtm"))
+        .arg("--data-dir")
+        .arg(d.dir.path())
+        .args(args)
+        .output()
+        .expect("gtm runs");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod api;
 mod backends;
 mod cli;
 mod cluster;

@@ -26,7 +26,7 @@ mod node;
 mod state_machine;
 mod types;
 
-pub use network::{SECRET_HEADER, constant_time_eq, rpc_router};
+pub use network::{RPC_PATHS, SECRET_HEADER, constant_time_eq, rpc_router};
 pub use node::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,
     WRITE_TIMEOUT,

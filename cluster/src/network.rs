@@ -296,11 +296,19 @@ impl RaftNetwork<TypeConfig> for Connection {
 // ---- server side ----
 
 /// The Raft RPC routes of a device, to merge into its API server.
+/// The Raft RPC routes (all `POST`), each guarded by the cluster secret.
+pub const RPC_PATHS: [&str; 3] = [
+    "/cluster/v1/append",
+    "/cluster/v1/vote",
+    "/cluster/v1/snapshot",
+];
+
 pub fn rpc_router(node: Arc<ClusterNode>) -> Router {
+    let [append_path, vote_path, snapshot_path] = RPC_PATHS;
     Router::new()
-        .route("/cluster/v1/append", post(append))
-        .route("/cluster/v1/vote", post(vote))
-        .route("/cluster/v1/snapshot", post(snapshot))
+        .route(append_path, post(append))
+        .route(vote_path, post(vote))
+        .route(snapshot_path, post(snapshot))
         // Checked before the body is read.
         .route_layer(middleware::from_fn_with_state(node.clone(), require_secret))
         .layer(DefaultBodyLimit::max(MAX_BODY))

@@ -271,15 +271,12 @@ async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Re
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     match given {
-        Some(t) if constant_time_eq(t.as_bytes(), state.token.as_bytes()) => next.run(request).await,
+        Some(t) if gtm_cluster::constant_time_eq(t.as_bytes(), state.token.as_bytes()) => next.run(request).await,
         Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the bearer token is wrong").into_response(),
         None => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "send Authorization: Bearer <token> (the token is in the data directory's api-token file)").into_response(),
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
 
 async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
     toml::to_string_pretty(&state.engine.config())

@@ -1,0 +1,332 @@
+//! The management plane: who may call what, the object routes through the
+//! CLI, /metrics, and the OpenAPI document.
+
+use std::time::Duration;
+
+use gtm::api::routes::{Access, operations, openapi};
+use hickory_server::proto::rr::RecordType;
+use reqwest::Method;
+
+use crate::{backends::*, support::*};
+
+const ZONE: &str = r#"
+[[datacenter]]
+name = "dc1"
+
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.10", dc = "dc1" }]
+"#;
+
+fn base(d: &TestDevice) -> String {
+    format!("http://{}", d.device.api_addr)
+}
+
+/// Every route of the table, and the Raft RPC routes, refuse a caller
+/// without the token (or the cluster secret); only /health and /metrics
+/// answer anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_but_health_and_metrics_needs_a_credential() {
+    let d = TestDevice::start(ZONE).await;
+    let http = gtm::tls::http_client(None, None).unwrap();
+    let mut routes: Vec<(Method, String, Access)> = operations()
+        .into_iter()
+        .map(|op| {
+            // Every path parameter filled in; the guard acts before routing
+            // to the handler reads any of them.
+            let path = op
+                .path
+                .split('/')
+                .map(|seg| if seg.starts_with('{') { "x" } else { seg })
+                .collect::<Vec<_>>()
+                .join("/");
+            (op.method, path, op.access)
+        })
+        .collect();
+    routes.extend(
+        gtm_cluster::RPC_PATHS
+            .iter()
+            .map(|p| (Method::POST, p.to_string(), Access::ClusterSecret)),
+    );
+    assert!(routes.len() > 50, "the table lists every route");
+    let mut public = Vec::new();
+    for (method, path, access) in &routes {
+        let url = format!("{}{path}", base(&d));
+        let anonymous = http
+            .request(method.clone(), &url)
+            .send()
+            .await
+            .unwrap();
+        let wrong_token = http
+            .request(method.clone(), &url)
+            .bearer_auth("not-the-token")
+            .send()
+            .await
+            .unwrap();
+        match access {
+            Access::Public => {
+                assert_eq!(anonymous.status(), 200, "{method} {path}");
+                public.push(path.clone());
+            }
+            Access::Token | Access::ClusterSecret => {
+                assert_eq!(anonymous.status(), 401, "{method} {path} without a credential");
+                assert_eq!(wrong_token.status(), 401, "{method} {path} with a wrong token");
+                let body: serde_json::Value = anonymous.json().await.unwrap_or_default();
+                if path.starts_with("/api/") {
+                    assert_eq!(body["error"], "unauthorized", "{method} {path}");
+                }
+            }
+        }
+    }
+    public.sort();
+    assert_eq!(public, ["/health", "/metrics"]);
+
+    // The token opens the API routes but not the device-to-device ones.
+    let status = http
+        .get(format!("{}/cluster/v1/preview/www.example.test/A", base(&d)))
+        .bearer_auth(&d.device.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 401, "the API token is not the cluster secret");
+
+    // Errors are JSON with a stable label, including axum's own.
+    let authed = |m: Method, p: &str| {
+        http.request(m, format!("{}{p}", base(&d)))
+            .bearer_auth(&d.device.token)
+    };
+    let unknown = authed(Method::GET, "/api/v1/nope").send().await.unwrap();
+    assert_eq!(unknown.status(), 404);
+    let body: serde_json::Value = unknown.json().await.unwrap();
+    assert_eq!(body["error"], "not-found");
+    let bad_json = authed(Method::PUT, "/api/v1/checks/web")
+        .header("content-type", "application/json")
+        .body("{")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_json.status(), 400);
+    let body: serde_json::Value = bad_json.json().await.unwrap();
+    assert_eq!(body["error"], "bad-request");
+    // Bodies over the limit are refused before they are read whole.
+    let huge = authed(Method::POST, "/api/v1/config/validate")
+        .body(vec![b'#'; 65 << 20])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(huge.status(), 413);
+}
+
+/// Every object command of the CLI, against a running device: the answers
+/// follow, a bad write changes nothing, and retries are harmless.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_are_managed_one_by_one_through_the_cli() {
+    let d = TestDevice::start(ZONE).await;
+    let dir = d.dir.path().to_path_buf();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let ok = |args: &[&str]| {
+        let r = tokio::task::block_in_place(|| run_gtm(&d, args));
+        assert_eq!(r.code, Some(0), "gtm {args:?}: {}{}", r.stdout, r.stderr);
+        r.stdout
+    };
+    let fails = |args: &[&str], code: i32| {
+        let r = tokio::task::block_in_place(|| run_gtm(&d, args));
+        assert_eq!(r.code, Some(code), "gtm {args:?}: {}{}", r.stdout, r.stderr);
+        r.stderr
+    };
+    let www = || async { answers(&udp(d.v4(), &query("www.example.test.", RecordType::A)).await) };
+
+    // Datacenters.
+    let dc2 = file("dc2.toml", "country = \"US\"\ncontinent = \"NA\"\n");
+    assert!(ok(&["dc", "put", "dc2", "--file", &dc2, "--dry-run"]).contains("+ datacenter dc2"));
+    fails(&["dc", "show", "dc2"], 5);
+    assert!(ok(&["dc", "put", "dc2", "--file", &dc2]).contains("applied as version"));
+    assert_eq!(ok(&["dc", "put", "dc2", "--file", &dc2]), "no changes\n", "a retried put");
+    assert!(ok(&["dc", "show", "dc2"]).contains("country = \"US\""));
+    let list: serde_json::Value = serde_json::from_str(&ok(&["dc", "list", "--json"])).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+
+    // Records and addresses: the answers follow.
+    ok(&["record", "address", "put", "www.example.test", "A", "192.0.2.11", "--dc", "dc2"]);
+    let mut a = www().await;
+    a.sort();
+    assert_eq!(a, ["192.0.2.10", "192.0.2.11"]);
+    ok(&["record", "address", "delete", "www.example.test", "A", "192.0.2.10"]);
+    assert_eq!(www().await, ["192.0.2.11"]);
+    fails(&["record", "address", "delete", "www.example.test", "A", "192.0.2.10"], 5);
+    let api = file("api.toml", "addresses = [{ ip = \"192.0.2.30\" }]\nttl = 60\n");
+    ok(&["record", "put", "api.example.test", "A", "--file", &api]);
+    let r = udp(d.v4(), &query("api.example.test.", RecordType::A)).await;
+    assert_eq!(answers(&r), ["192.0.2.30"]);
+    assert_eq!(r.answers[0].ttl, 60);
+    assert!(ok(&["record", "show", "api.example.test", "A"]).contains("ttl = 60"));
+    assert!(ok(&["record", "list", "example.test"]).contains("api"));
+    ok(&["record", "delete", "api.example.test", "A"]);
+    let r = udp(d.v4(), &query("api.example.test.", RecordType::A)).await;
+    assert!(answers(&r).is_empty());
+    fails(&["record", "show", "www.elsewhere.test", "A"], 5);
+
+    // Checks and scenarios; a record's address then follows a check.
+    let mut web = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
+    let check = file(
+        "web.toml",
+        &format!("type = \"http\"\ntarget = \"127.0.0.2\"\nport = {}\ninterval = \"1s\"\ntimeout = \"500ms\"\n", web.addr.port()),
+    );
+    ok(&["check", "put", "web", "--file", &check]);
+    assert!(ok(&["check", "show", "web", "--json"]).contains("\"type\": \"http\""));
+    let scenario = file("up.toml", "condition = \"web\"\n");
+    ok(&["scenario", "put", "web-up", "--file", &scenario]);
+    assert!(ok(&["scenario", "list"]).contains("web-up"));
+    ok(&[
+        "record", "address", "put", "www.example.test", "A", "192.0.2.11", "--dc", "dc2", "--hc",
+        "scenario:web-up",
+    ]);
+    ok(&["record", "address", "put", "www.example.test", "A", "192.0.2.12", "--dc", "dc1"]);
+    wait_for(|| async { www().await.contains(&"192.0.2.11".to_string()) }).await;
+    web.stop().await;
+    wait_for(|| async { www().await == ["192.0.2.12"] }).await;
+
+    // A write that would leave the configuration invalid changes nothing.
+    let before = ok(&["config", "export"]);
+    let err = fails(&["check", "delete", "web"], 2);
+    assert!(err.contains("unknown check \"web\""), "{err}");
+    let err = fails(&["dc", "delete", "dc2"], 2);
+    assert!(err.contains("unknown datacenter \"dc2\""), "{err}");
+    let bad = file("bad.toml", "country = \"USA\"\n");
+    fails(&["dc", "put", "dc3", "--file", &bad], 2);
+    assert_eq!(ok(&["config", "export"]), before, "nothing half-applied");
+
+    // Services and domains.
+    let svc = file("svc.toml", "domains = [\"example.test\"]\n");
+    ok(&["service", "put", "shop", "--file", &svc]);
+    assert!(ok(&["service", "show", "shop"]).contains("example.test"));
+    ok(&["service", "delete", "shop"]);
+    let zone = file("zone.toml", "nameservers = [\"ns1.other.test\"]\nttl = 120\n");
+    ok(&["domain", "put", "other.test", "--file", &zone]);
+    let r = udp(d.v4(), &query("other.test.", RecordType::SOA)).await;
+    assert_eq!(r.answers.len(), 1, "the new zone answers at its apex");
+    assert!(ok(&["domain", "list"]).contains("other.test"));
+    ok(&["domain", "delete", "other.test"]);
+    let r = udp(d.v4(), &query("other.test.", RecordType::SOA)).await;
+    assert_eq!(
+        r.metadata.response_code,
+        hickory_server::proto::op::ResponseCode::Refused
+    );
+    let completions = ok(&["completions", "bash"]);
+    assert!(completions.contains("gtm record address put") || completions.contains("_gtm"));
+
+    // A write against a stale version is refused (read, edit, write).
+    let http = gtm::tls::http_client(None, None).unwrap();
+    let version = d.device.engine.version();
+    let stale = http
+        .put(format!("{}/api/v1/datacenters/dc9?version={}", base(&d), version - 1))
+        .bearer_auth(&d.device.token)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 409);
+    let body: serde_json::Value = stale.json().await.unwrap();
+    assert_eq!(body["error"], "conflict");
+}
+
+async fn wait_for<F, Fut>(mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the condition did not come true within 10 s");
+}
+
+/// What /metrics says follows real queries and a real probe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_queries_and_show_checks_and_records() {
+    let web = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
+    let config = format!(
+        "{ZONE}\n[[check]]\nname = \"web\"\ntype = \"http\"\ntarget = \"127.0.0.2\"\nport = {}\ninterval = \"1s\"\n",
+        web.addr.port()
+    );
+    let d = TestDevice::start(&config).await;
+    for _ in 0..3 {
+        udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    }
+    udp(d.v4(), &query("nope.example.test.", RecordType::A)).await;
+    tcp(d.v4(), &query("www.example.test.", RecordType::AAAA)).await;
+    let http = gtm::tls::http_client(None, None).unwrap();
+    let scrape = || async {
+        http.get(format!("{}/metrics", base(&d)))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    wait_for(|| async { scrape().await.contains("check=\"web\",state=\"OK\"") }).await;
+    let text = scrape().await;
+    for line in [
+        "gtm_dns_responses_total{type=\"A\",rcode=\"NOERROR\"} 3",
+        "gtm_dns_responses_total{type=\"A\",rcode=\"NXDOMAIN\"} 1",
+        "gtm_dns_responses_total{type=\"AAAA\",rcode=\"NOERROR\"} 1",
+        "gtm_dns_response_seconds_count 5",
+        "gtm_record_answers_total{record=\"www.example.test/A\"} 3",
+        "gtm_record_status{device=\"test1\",record=\"www.example.test/A\",status=\"OK\"} 1",
+        "gtm_check_state{device=\"test1\",check=\"web\",state=\"OK\"} 1",
+        "gtm_raft_role{role=\"none\"} 1",
+        "# TYPE gtm_probe_duration_seconds histogram",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    assert!(
+        text.lines().any(|l| l.starts_with("gtm_probe_duration_seconds_count{check=\"web\"}")),
+        "{text}"
+    );
+
+    // Answer counts survive a configuration change that keeps the record.
+    let changed = config.replace("interval = \"1s\"", "interval = \"2s\"");
+    d.device
+        .engine
+        .apply_persisted(changed.clone(), gtm::model::parse(&changed).unwrap())
+        .unwrap();
+    udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    let text = scrape().await;
+    assert!(
+        text.contains("gtm_record_answers_total{record=\"www.example.test/A\"} 4"),
+        "{text}"
+    );
+}
+
+/// docs/openapi.json is the document the device serves.
+/// (`GTM_WRITE_OPENAPI=1 cargo test openapi` rewrites it.)
+#[test]
+fn the_openapi_document_in_docs_is_current() {
+    let generated = serde_json::to_string_pretty(&openapi()).unwrap() + "\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json");
+    if std::env::var_os("GTM_WRITE_OPENAPI").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let kept = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        kept == generated,
+        "docs/openapi.json is out of date: run GTM_WRITE_OPENAPI=1 cargo test openapi"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&generated).unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.contains_key("/api/v1/domains/{domain}/records/{name}/{rtype}"));
+    assert!(!paths.keys().any(|p| p.starts_with("/cluster/v1")), "device-to-device routes stay out");
+}
