@@ -64,7 +64,11 @@ impl TestDevice {
             tls_ca: None,
             max_concurrent_probes: None,
             allow_link_local_probes: false,
-            probe_networks: Vec::new(),
+            // Tests probe loopback only; anything else would be a bug.
+            probe_networks: vec![
+                "127.0.0.0/8".to_string().try_into().unwrap(),
+                "::1".to_string().try_into().unwrap(),
+            ],
         };
         let device = Device::start(settings, false).await.expect("device starts");
         let parsed = gtm::model::parse(config).expect("test config parses");
