@@ -343,7 +343,7 @@ async fn requests_made_from_the_openapi_document_never_get_a_server_error() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| fastrand::u64(..));
-    println!("fuzz seed {seed} (GTM_FUZZ_SEED={seed} replays it)");
+    eprintln!("fuzz seed {seed} (GTM_FUZZ_SEED={seed} replays it)");
     let mut rng = fastrand::Rng::with_seed(seed);
     let doc = openapi();
     let schemas = doc["components"]["schemas"].as_object().unwrap().clone();
@@ -409,7 +409,7 @@ async fn requests_made_from_the_openapi_document_never_get_a_server_error() {
         );
         *statuses.entry(status).or_insert(0) += 1;
     }
-    println!("statuses: {statuses:?}");
+    eprintln!("statuses: {statuses:?}");
     assert!(statuses.get(&200).is_some_and(|n| *n > 100), "{statuses:?}");
     let health = http.get(format!("{}/health", base(&d))).send().await.unwrap();
     assert_eq!(health.status(), 200);
