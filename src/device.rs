@@ -128,7 +128,12 @@ impl Device {
                 let _ = fs::remove_file(dir.join(tls::CA_FILE));
             }
         }
-        let trust = tls.as_ref().map(|t| t.trust_pem.as_slice());
+        // Clients of the other devices: with TLS they show this device's
+        // certificate (mutual TLS).
+        let peer_client = |timeout| match &tls {
+            Some(t) => t.peer_client(timeout),
+            None => tls::http_client(None, timeout),
+        };
         let prober = Arc::new(Prober::fenced(
             settings.allow_exec,
             crate::health::probe::Fence {
@@ -158,13 +163,13 @@ impl Device {
             dir,
             info,
             engine.clone(),
-            tls::http_client(trust, Duration::from_secs(35))?,
-            tls::http_client(trust, Duration::from_secs(30))?,
+            peer_client(Duration::from_secs(35))?,
+            peer_client(Duration::from_secs(30))?,
         )
         .await?;
         let peers = Arc::new(Peers::default());
         let reports = tokio::spawn(peers::run(
-            tls::http_client(trust, Duration::from_millis(1500))?,
+            peer_client(Duration::from_millis(1500))?,
             peers.clone(),
             replication.clone(),
             engine.clone(),
@@ -181,6 +186,7 @@ impl Device {
             data_dir: dir.clone(),
             token: token.clone().into(),
             edits: Default::default(),
+            mutual_tls: tls.is_some(),
         });
         let stop = cancel.clone();
         let server_tls = tls.map(|t| t.server);

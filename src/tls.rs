@@ -21,6 +21,25 @@ pub struct Tls {
     pub server: Arc<rustls::ServerConfig>,
     /// PEM of the certificates clients trust.
     pub trust_pem: Vec<u8>,
+    /// This device's certificate chain and key (PEM): its identity as a
+    /// client of the other devices (mutual TLS).
+    cert_pem: Vec<u8>,
+    key_pem: Vec<u8>,
+}
+
+/// Set on each request of a TLS connection whose client presented a
+/// certificate that chains to the trusted CA.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientCertificate;
+
+fn roots(pem: &[u8]) -> Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        roots
+            .add(cert.context("a trusted certificate does not parse")?)
+            .context("a trusted certificate is invalid")?;
+    }
+    Ok(roots)
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -37,21 +56,42 @@ impl Tls {
         if chain.is_empty() {
             bail!("{} holds no certificate", cert.display());
         }
-        let key = PrivateKeyDer::from_pem_file(key)
+        let key_pem = std::fs::read(key)
+            .with_context(|| format!("cannot read the TLS key {}", key.display()))?;
+        let key = PrivateKeyDer::from_pem_slice(&key_pem)
             .with_context(|| format!("{} is not a PEM private key", key.display()))?;
+        let trust_pem = std::fs::read(ca.unwrap_or(cert))
+            .with_context(|| format!("cannot read {}", ca.unwrap_or(cert).display()))?;
+        // A client may come without a certificate (the CLI, with the API
+        // token); one that shows a certificate must show one of the cluster.
+        // Device-to-device routes then require it (api::router).
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots(&trust_pem)?),
+                provider(),
+            )
+            .allow_unauthenticated()
+            .build()
+            .context("the trusted certificates cannot verify clients")?;
         let mut server = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .context("TLS protocol versions")?
-            .with_no_client_auth()
+            .with_client_cert_verifier(verifier)
             .with_single_cert(chain, key)
             .context("the TLS certificate and key do not match")?;
         server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let trust_pem = std::fs::read(ca.unwrap_or(cert))
-            .with_context(|| format!("cannot read {}", ca.unwrap_or(cert).display()))?;
         Ok(Self {
             server: Arc::new(server),
             trust_pem,
+            cert_pem: std::fs::read(cert)?,
+            key_pem,
         })
+    }
+
+    /// A client of the other devices: trusts the cluster's CA and shows this
+    /// device's certificate.
+    pub fn peer_client(&self, timeout: Duration) -> Result<reqwest::Client> {
+        client(Some(&self.trust_pem), Some((&self.cert_pem, &self.key_pem)), Some(timeout))
     }
 }
 
@@ -61,24 +101,39 @@ pub fn http_client(
     trust_pem: Option<&[u8]>,
     timeout: impl Into<Option<Duration>>,
 ) -> Result<reqwest::Client> {
-    let mut roots = rustls::RootCertStore::empty();
-    if let Some(pem) = trust_pem {
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            roots
-                .add(cert.context("a trusted certificate does not parse")?)
-                .context("a trusted certificate is invalid")?;
-        }
-    }
-    let tls = rustls::ClientConfig::builder_with_provider(provider())
+    client(trust_pem, None, timeout.into())
+}
+
+fn client(
+    trust_pem: Option<&[u8]>,
+    identity: Option<(&[u8], &[u8])>,
+    timeout: Option<Duration>,
+) -> Result<reqwest::Client> {
+    let roots = match trust_pem {
+        Some(pem) => roots(pem)?,
+        None => rustls::RootCertStore::empty(),
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .context("TLS protocol versions")?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let tls = match identity {
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_slice_iter(cert)
+                .collect::<Result<Vec<_>, _>>()
+                .context("the device certificate does not parse")?;
+            let key = PrivateKeyDer::from_pem_slice(key).context("the device key does not parse")?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .context("the device certificate cannot authenticate as a client")?
+        }
+        None => builder.with_no_client_auth(),
+    };
     let mut builder = reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .connect_timeout(Duration::from_secs(2))
         .pool_idle_timeout(Duration::from_secs(30));
-    if let Some(t) = timeout.into() {
+    if let Some(t) = timeout {
         builder = builder.timeout(t);
     }
     builder.build().context("building the HTTP client")
@@ -110,6 +165,13 @@ pub async fn serve(
             else {
                 tracing::debug!(%peer, "TLS handshake failed");
                 return;
+            };
+            // Verified by the handshake: rustls keeps a client's chain only
+            // when it chains to the trusted CA.
+            let router = if tls_stream.get_ref().1.peer_certificates().is_some() {
+                router.layer(axum::Extension(ClientCertificate))
+            } else {
+                router
             };
             let service = hyper_util::service::TowerToHyperService::new(router);
             let builder =

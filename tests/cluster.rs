@@ -439,4 +439,36 @@ async fn api_and_cluster_traffic_over_tls() {
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
+
+    // Mutual TLS: the cluster secret alone does not open the
+    // device-to-device routes; the devices' own certificate does (the pair
+    // above replicated through it), another CA's certificate does not.
+    let secret = std::fs::read_to_string(a.dir.join("cluster-secret")).unwrap();
+    let trust = std::fs::read(&cert).unwrap();
+    let no_cert = gtm::tls::http_client(Some(&trust), Duration::from_secs(5)).unwrap();
+    for path in ["/cluster/v1/report", "/cluster/v1/vote", "/cluster/v1/write"] {
+        let r = no_cert
+            .post(format!("https://127.0.35.1:8053{path}"))
+            .header(gtm_cluster::SECRET_HEADER, secret.trim())
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{path}");
+        let body = r.text().await.unwrap();
+        assert!(body.contains("client certificate"), "{path}: {body}");
+    }
+    let other_key = root.path().join("wrong.key");
+    std::fs::write(&other_key, other.signing_key.serialize_pem()).unwrap();
+    let stranger = gtm::tls::Tls::load(&wrong, &other_key, Some(&cert))
+        .unwrap()
+        .peer_client(Duration::from_secs(5))
+        .unwrap();
+    let r = stranger
+        .post("https://127.0.35.1:8053/cluster/v1/report")
+        .header(gtm_cluster::SECRET_HEADER, secret.trim())
+        .body("{}")
+        .send()
+        .await;
+    assert!(r.is_err(), "a certificate of another CA fails the handshake: {r:?}");
 }

@@ -43,6 +43,8 @@ pub struct ApiState {
     pub token: Arc<str>,
     /// Serializes object edits on this device (see [`objects`]).
     pub edits: Arc<tokio::sync::Mutex<()>>,
+    /// TLS is on: device-to-device calls must show a client certificate.
+    pub mutual_tls: bool,
 }
 
 /// An API error: status, stable label, and what to fix.
@@ -230,7 +232,33 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state.clone())
         .merge(gtm_cluster::rpc_router(state.replication.node.clone()))
         .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(middleware::from_fn_with_state(state.mutual_tls, device_certificate))
         .layer(middleware::from_fn(json_errors))
+}
+
+/// With TLS, a device-to-device route (`/cluster/v1/...`: Raft RPC, peer
+/// reports, forwarded writes) also needs the client certificate of a
+/// device, besides the cluster secret.
+async fn device_certificate(
+    State(mutual_tls): State<bool>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if mutual_tls
+        && request.uri().path().starts_with("/cluster/v1/")
+        && request
+            .extensions()
+            .get::<crate::tls::ClientCertificate>()
+            .is_none()
+    {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "device-to-device calls need a client certificate signed by the cluster's CA (tls_ca)",
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 /// Errors that axum itself answers (a body that does not parse, an unknown
