@@ -432,7 +432,7 @@ const NAMES: &[&str] = &[
     "CNAME", "TXT", "MX", "192.0.2.10", "127.0.0.1", "::1", "check:web", "scenario:up", "static",
     "disabled", "10s", "0s", "1ms", "ok", "error", "x", "", " ", "..", "%", "a/b", "ünï",
     "\u{0}", "-1", "99999999999999999999", "http://127.0.0.1:1", "manual", "http", "tcp",
-    "dc1 || !dc2", "(", "www.example.test/A", "US", "EU", "ZZ",
+    "dc1 OR NOT dc2", "(", "www.example.test/A", "US", "EU", "ZZ",
 ];
 
 const TOMLS: &[&str] = &[
@@ -535,4 +535,62 @@ fn value_for(
         "boolean" => Value::Bool(rng.bool()),
         _ => Value::Null,
     }
+}
+
+/// The event log pages backwards by time, and a retried apply of the
+/// configuration already applied makes no new version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_page_backwards_and_a_retried_apply_makes_no_version() {
+    let d = TestDevice::start(ZONE).await;
+    let http = gtm::tls::http_client(None, None).unwrap();
+    let put = |text: String| {
+        http.put(format!("{}/api/v1/config", base(&d)))
+            .bearer_auth(&d.device.token)
+            .body(text)
+            .send()
+    };
+    let mut versions = Vec::new();
+    for ip in ["192.0.2.21", "192.0.2.22", "192.0.2.23", "192.0.2.23"] {
+        let r: serde_json::Value = put(ZONE.replace("192.0.2.10", ip))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        versions.push((r["applied"].as_bool().unwrap(), r["version"].as_u64().unwrap()));
+    }
+    let first = versions[0].1;
+    assert_eq!(
+        versions,
+        [(true, first), (true, first + 1), (true, first + 2), (false, first + 2)],
+        "the repeated apply changes nothing"
+    );
+
+    let page = |query: String| {
+        let http = http.clone();
+        let url = format!("{}/api/v1/events?kind=config&{query}", base(&d));
+        let token = d.device.token.clone();
+        async move {
+            let events: Vec<gtm::engine::Event> = http
+                .get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            events
+        }
+    };
+    let all = page(String::new()).await;
+    assert!(all.len() >= 3, "{all:?}");
+    let newest = page("limit=2".into()).await;
+    assert_eq!(newest.len(), 2);
+    assert_eq!(newest[1].seq, all.last().unwrap().seq, "the newest come last");
+    let before = page(format!("limit=2&before={}", newest[0].time_ms)).await;
+    assert!(before.iter().all(|e| e.time_ms < newest[0].time_ms), "{before:?}");
+    let cli = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "-n", "1", "--kind", "config"]));
+    assert_eq!(cli.code, Some(0), "{}", cli.stderr);
+    assert_eq!(cli.stdout.lines().count(), 1, "{}", cli.stdout);
 }

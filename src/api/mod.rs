@@ -146,6 +146,13 @@ pub struct EventFilter {
     /// Every device's events (from the peer reports), not only this one's.
     #[serde(default)]
     pub all: bool,
+    /// Only events older than this (ms since the epoch): the `time_ms` of
+    /// the oldest event of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
+    /// At most this many events, the newest of those that match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
 }
 
 /// "Test now": which address to probe a template check against.
@@ -342,7 +349,8 @@ async fn apply_config(
 ) -> Result<Json<ApplyResult>, ApiError> {
     let (text, config) = parse_body(&body)?;
     let engine = state.engine.clone();
-    if q.dry_run {
+    // A retried apply of what is already applied makes no new version.
+    if q.dry_run || engine.is_applied(&config) {
         return Ok(Json(ApplyResult {
             applied: false,
             version: engine.version(),
@@ -388,6 +396,7 @@ async fn events(
         }
         None => 0,
     };
+    let (before, limit) = (filter.before, filter.limit);
     let matches = move |e: &Event| {
         e.time_ms >= since_ms
             && filter.record.as_ref().is_none_or(|r| e.object == *r)
@@ -400,7 +409,13 @@ async fn events(
         backlog.extend(state.peers.events());
         backlog.sort_by_key(|e| e.time_ms);
     }
-    let backlog: Vec<Event> = backlog.into_iter().filter(|e| matches(e)).collect();
+    let mut backlog: Vec<Event> = backlog
+        .into_iter()
+        .filter(|e| matches(e) && before.is_none_or(|b| e.time_ms < b))
+        .collect();
+    if let Some(n) = limit {
+        backlog.drain(..backlog.len().saturating_sub(n));
+    }
     if !filter.follow {
         return Ok(Json(backlog).into_response());
     }

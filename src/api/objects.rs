@@ -359,13 +359,12 @@ async fn edit(
     let mut config = state.engine.config();
     change(&mut config)?;
     model::compile(&config).map_err(ApiError::invalid)?;
-    let changes = state.engine.changes(&config);
-    if options.dry_run || changes.is_empty() {
+    if options.dry_run || state.engine.is_applied(&config) {
         // A retried write that is already applied changes nothing.
         return Ok(Json(ApplyResult {
             applied: false,
             version,
-            changes,
+            changes: state.engine.changes(&config),
         }));
     }
     let text = toml::to_string_pretty(&config).map_err(|e| {

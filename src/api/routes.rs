@@ -167,6 +167,8 @@ pub fn operations() -> Vec<Op> {
                 ("since", "string", "only events newer than this, e.g. 10m"),
                 ("follow", "boolean", "keep the response open and stream new events as NDJSON"),
                 ("all", "boolean", "every device's events, from the peer reports"),
+                ("limit", "integer", "at most this many, the newest that match"),
+                ("before", "integer", "only events older than this (ms since the epoch): pages back from the oldest time_ms of the previous page"),
             ]),
     ];
     collection::<Datacenter>(&mut ops, "/api/v1/datacenters", "/api/v1/datacenters/{name}");

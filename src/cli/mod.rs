@@ -76,6 +76,9 @@ pub enum Command {
         /// Keep printing new events as they happen.
         #[arg(long, short)]
         follow: bool,
+        /// Only the newest N events.
+        #[arg(long, short = 'n')]
+        limit: Option<usize>,
         #[arg(long)]
         json: bool,
     },
@@ -382,6 +385,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             kind,
             since,
             follow,
+            limit,
             json,
         } => {
             let client = Client::new(&cli)?;
@@ -401,6 +405,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             if *follow {
                 query.push(("follow", "true".into()));
+            }
+            if let Some(n) = limit {
+                query.push(("limit", n.to_string()));
             }
             // Every device's events, and a word on those not heard from.
             query.push(("all", "true".into()));

@@ -684,6 +684,11 @@ impl Engine {
         diff(&self.lock().config, config)
     }
 
+    /// Whether `config` is exactly the one applied (a retried write).
+    pub fn is_applied(&self, config: &Config) -> bool {
+        self.lock().config == *config
+    }
+
     pub fn compiled_check(&self, name: &str) -> Option<crate::model::compile::CheckSpec> {
         self.lock()
             .compiled
