@@ -184,6 +184,10 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     ok(&["check", "put", "web", "--file", &check]);
     assert!(ok(&["check", "show", "web", "--json"]).contains("\"type\": \"http\""));
     let scenario = file("up.toml", "condition = \"web\"\n");
+    ok(&["scenario", "put", "spare", "--file", &scenario]);
+    assert!(ok(&["scenario", "show", "spare", "--json"]).contains("\"condition\": \"web\""));
+    ok(&["scenario", "delete", "spare"]);
+    fails(&["scenario", "show", "spare"], 5);
     ok(&["scenario", "put", "web-up", "--file", &scenario]);
     assert!(ok(&["scenario", "list"]).contains("web-up"));
     ok(&[
@@ -204,17 +208,28 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     let bad = file("bad.toml", "country = \"USA\"\n");
     fails(&["dc", "put", "dc3", "--file", &bad], 2);
     assert_eq!(ok(&["config", "export"]), before, "nothing half-applied");
+    // Once nothing refers to them they go.
+    ok(&["record", "address", "put", "www.example.test", "A", "192.0.2.11", "--dc", "dc1"]);
+    ok(&["scenario", "delete", "web-up"]);
+    ok(&["check", "delete", "web"]);
+    fails(&["check", "show", "web"], 5);
+    ok(&["record", "address", "delete", "www.example.test", "A", "192.0.2.11"]);
+    ok(&["dc", "delete", "dc2"]);
+    assert!(!ok(&["dc", "list"]).contains("dc2"));
 
     // Services and domains.
     let svc = file("svc.toml", "domains = [\"example.test\"]\n");
     ok(&["service", "put", "shop", "--file", &svc]);
     assert!(ok(&["service", "show", "shop"]).contains("example.test"));
+    assert!(ok(&["service", "list", "--json"]).contains("\"shop\""));
     ok(&["service", "delete", "shop"]);
+    assert_eq!(ok(&["service", "list", "--json"]).trim(), "[]");
     let zone = file("zone.toml", "nameservers = [\"ns1.other.test\"]\nttl = 120\n");
     ok(&["domain", "put", "other.test", "--file", &zone]);
     let r = udp(d.v4(), &query("other.test.", RecordType::SOA)).await;
     assert_eq!(r.answers.len(), 1, "the new zone answers at its apex");
     assert!(ok(&["domain", "list"]).contains("other.test"));
+    assert!(ok(&["domain", "show", "other.test"]).contains("ttl = 120"));
     ok(&["domain", "delete", "other.test"]);
     let r = udp(d.v4(), &query("other.test.", RecordType::SOA)).await;
     assert_eq!(
