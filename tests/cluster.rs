@@ -199,6 +199,34 @@ async fn a_pair_replicates_and_a_follower_forwards_writes() {
         devices.contains("gtm1") && devices.contains("gtm2"),
         "{devices}"
     );
+
+    // /metrics shows the Raft roles and the peer's reports.
+    let http = gtm::tls::http_client(None, Duration::from_secs(5)).unwrap();
+    let scrape = |p: &Proc| {
+        let (http, url) = (http.clone(), format!("{}/metrics", p.api()));
+        async move { http.get(url).send().await.unwrap().text().await.unwrap() }
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (ma, mb) = (scrape(&a).await, scrape(&b).await);
+        let seen = ma.contains("gtm_raft_role{role=\"leader\"} 1")
+            && mb.contains("gtm_raft_role{role=\"follower\"} 1")
+            && ma.contains("gtm_peer_report_age_seconds{device=\"gtm2\",datacenter=\"dc1\"}")
+            && ma.contains("gtm_peer_reachable{device=\"gtm2\",datacenter=\"dc1\"} 1")
+            && ma.contains("gtm_record_status{device=\"gtm2\",record=\"www.pair.test/A\"");
+        if seen {
+            let applied = |m: &str| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("gtm_raft_applied_index "))
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .unwrap_or(0.0)
+            };
+            assert!(applied(&ma) >= 2.0, "{ma}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "metrics never showed the pair:\n{ma}\n{mb}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
