@@ -32,7 +32,10 @@ impl Histogram {
     /// Records `n` observations of `d`.
     pub fn observe(&self, d: Duration, n: u64) {
         let secs = d.as_secs_f64();
-        let i = BOUNDS.iter().position(|b| secs <= *b).unwrap_or(BOUNDS.len());
+        let i = BOUNDS
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(BOUNDS.len());
         self.buckets[i].fetch_add(n, Relaxed);
         self.sum_ns
             .fetch_add((d.as_nanos() as u64).saturating_mul(n), Relaxed);
@@ -40,7 +43,12 @@ impl Histogram {
 
     fn write(&self, out: &mut Text, name: &str, labels: &[(&str, &str)]) {
         let mut cumulative = 0;
-        for (i, bound) in BOUNDS.iter().map(|b| b.to_string()).chain(["+Inf".to_string()]).enumerate() {
+        for (i, bound) in BOUNDS
+            .iter()
+            .map(|b| b.to_string())
+            .chain(["+Inf".to_string()])
+            .enumerate()
+        {
             cumulative += self.buckets[i].load(Relaxed);
             let mut l = labels.to_vec();
             l.push(("le", &bound));
@@ -213,11 +221,29 @@ mod tests {
         let mut t = Text::default();
         h.write(&mut t, "x", &[("check", "a\"b\\c")]);
         let text = t.finish();
-        assert!(text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"0.00001\"} 0\n"), "{text}");
-        assert!(text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"0.000025\"} 3\n"), "{text}");
-        assert!(text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"10\"} 3\n"), "{text}");
-        assert!(text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"+Inf\"} 4\n"), "{text}");
-        assert!(text.contains("x_count{check=\"a\\\"b\\\\c\"} 4\n"), "{text}");
-        assert!(text.contains("x_sum{check=\"a\\\"b\\\\c\"} 60.00006\n"), "{text}");
+        assert!(
+            text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"0.00001\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"0.000025\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"10\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x_bucket{check=\"a\\\"b\\\\c\",le=\"+Inf\"} 4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x_count{check=\"a\\\"b\\\\c\"} 4\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("x_sum{check=\"a\\\"b\\\\c\"} 60.00006\n"),
+            "{text}"
+        );
     }
 }

@@ -65,14 +65,13 @@ impl Tls {
         // A client may come without a certificate (the CLI, with the API
         // token); one that shows a certificate must show one of the cluster.
         // Device-to-device routes then require it (api::router).
-        let verifier =
-            rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots(&trust_pem)?),
-                provider(),
-            )
-            .allow_unauthenticated()
-            .build()
-            .context("the trusted certificates cannot verify clients")?;
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots(&trust_pem)?),
+            provider(),
+        )
+        .allow_unauthenticated()
+        .build()
+        .context("the trusted certificates cannot verify clients")?;
         let mut server = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .context("TLS protocol versions")?
@@ -91,7 +90,11 @@ impl Tls {
     /// A client of the other devices: trusts the cluster's CA and shows this
     /// device's certificate.
     pub fn peer_client(&self, timeout: Duration) -> Result<reqwest::Client> {
-        client(Some(&self.trust_pem), Some((&self.cert_pem, &self.key_pem)), Some(timeout))
+        client(
+            Some(&self.trust_pem),
+            Some((&self.cert_pem, &self.key_pem)),
+            Some(timeout),
+        )
     }
 }
 
@@ -122,7 +125,8 @@ fn client(
             let chain = CertificateDer::pem_slice_iter(cert)
                 .collect::<Result<Vec<_>, _>>()
                 .context("the device certificate does not parse")?;
-            let key = PrivateKeyDer::from_pem_slice(key).context("the device key does not parse")?;
+            let key =
+                PrivateKeyDer::from_pem_slice(key).context("the device key does not parse")?;
             builder
                 .with_client_auth_cert(chain, key)
                 .context("the device certificate cannot authenticate as a client")?

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gtm::api::routes::{Access, operations, openapi};
+use gtm::api::routes::{Access, openapi, operations};
 use hickory_server::proto::rr::RecordType;
 use reqwest::Method;
 
@@ -57,11 +57,7 @@ async fn every_route_but_health_and_metrics_needs_a_credential() {
     let mut public = Vec::new();
     for (method, path, access) in &routes {
         let url = format!("{}{path}", base(&d));
-        let anonymous = http
-            .request(method.clone(), &url)
-            .send()
-            .await
-            .unwrap();
+        let anonymous = http.request(method.clone(), &url).send().await.unwrap();
         let wrong_token = http
             .request(method.clone(), &url)
             .bearer_auth("not-the-token")
@@ -74,8 +70,16 @@ async fn every_route_but_health_and_metrics_needs_a_credential() {
                 public.push(path.clone());
             }
             Access::Token | Access::ClusterSecret => {
-                assert_eq!(anonymous.status(), 401, "{method} {path} without a credential");
-                assert_eq!(wrong_token.status(), 401, "{method} {path} with a wrong token");
+                assert_eq!(
+                    anonymous.status(),
+                    401,
+                    "{method} {path} without a credential"
+                );
+                assert_eq!(
+                    wrong_token.status(),
+                    401,
+                    "{method} {path} with a wrong token"
+                );
                 let body: serde_json::Value = anonymous.json().await.unwrap_or_default();
                 if path.starts_with("/api/") {
                     assert_eq!(body["error"], "unauthorized", "{method} {path}");
@@ -88,12 +92,19 @@ async fn every_route_but_health_and_metrics_needs_a_credential() {
 
     // The token opens the API routes but not the device-to-device ones.
     let status = http
-        .get(format!("{}/cluster/v1/preview/www.example.test/A", base(&d)))
+        .get(format!(
+            "{}/cluster/v1/preview/www.example.test/A",
+            base(&d)
+        ))
         .bearer_auth(&d.device.token)
         .send()
         .await
         .unwrap();
-    assert_eq!(status.status(), 401, "the API token is not the cluster secret");
+    assert_eq!(
+        status.status(),
+        401,
+        "the API token is not the cluster secret"
+    );
 
     // Errors are JSON with a stable label, including axum's own.
     let authed = |m: Method, p: &str| {
@@ -150,20 +161,53 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     assert!(ok(&["dc", "put", "dc2", "--file", &dc2, "--dry-run"]).contains("+ datacenter dc2"));
     fails(&["dc", "show", "dc2"], 5);
     assert!(ok(&["dc", "put", "dc2", "--file", &dc2]).contains("applied as version"));
-    assert_eq!(ok(&["dc", "put", "dc2", "--file", &dc2]), "no changes\n", "a retried put");
+    assert_eq!(
+        ok(&["dc", "put", "dc2", "--file", &dc2]),
+        "no changes\n",
+        "a retried put"
+    );
     assert!(ok(&["dc", "show", "dc2"]).contains("country = \"US\""));
     let list: serde_json::Value = serde_json::from_str(&ok(&["dc", "list", "--json"])).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 2);
 
     // Records and addresses: the answers follow.
-    ok(&["record", "address", "put", "www.example.test", "A", "192.0.2.11", "--dc", "dc2"]);
+    ok(&[
+        "record",
+        "address",
+        "put",
+        "www.example.test",
+        "A",
+        "192.0.2.11",
+        "--dc",
+        "dc2",
+    ]);
     let mut a = www().await;
     a.sort();
     assert_eq!(a, ["192.0.2.10", "192.0.2.11"]);
-    ok(&["record", "address", "delete", "www.example.test", "A", "192.0.2.10"]);
+    ok(&[
+        "record",
+        "address",
+        "delete",
+        "www.example.test",
+        "A",
+        "192.0.2.10",
+    ]);
     assert_eq!(www().await, ["192.0.2.11"]);
-    fails(&["record", "address", "delete", "www.example.test", "A", "192.0.2.10"], 5);
-    let api = file("api.toml", "addresses = [{ ip = \"192.0.2.30\" }]\nttl = 60\n");
+    fails(
+        &[
+            "record",
+            "address",
+            "delete",
+            "www.example.test",
+            "A",
+            "192.0.2.10",
+        ],
+        5,
+    );
+    let api = file(
+        "api.toml",
+        "addresses = [{ ip = \"192.0.2.30\" }]\nttl = 60\n",
+    );
     ok(&["record", "put", "api.example.test", "A", "--file", &api]);
     let r = udp(d.v4(), &query("api.example.test.", RecordType::A)).await;
     assert_eq!(answers(&r), ["192.0.2.30"]);
@@ -179,7 +223,10 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     let mut web = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
     let check = file(
         "web.toml",
-        &format!("type = \"http\"\ntarget = \"127.0.0.2\"\nport = {}\ninterval = \"1s\"\ntimeout = \"500ms\"\n", web.addr.port()),
+        &format!(
+            "type = \"http\"\ntarget = \"127.0.0.2\"\nport = {}\ninterval = \"1s\"\ntimeout = \"500ms\"\n",
+            web.addr.port()
+        ),
     );
     ok(&["check", "put", "web", "--file", &check]);
     assert!(ok(&["check", "show", "web", "--json"]).contains("\"type\": \"http\""));
@@ -191,10 +238,27 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     ok(&["scenario", "put", "web-up", "--file", &scenario]);
     assert!(ok(&["scenario", "list"]).contains("web-up"));
     ok(&[
-        "record", "address", "put", "www.example.test", "A", "192.0.2.11", "--dc", "dc2", "--hc",
+        "record",
+        "address",
+        "put",
+        "www.example.test",
+        "A",
+        "192.0.2.11",
+        "--dc",
+        "dc2",
+        "--hc",
         "scenario:web-up",
     ]);
-    ok(&["record", "address", "put", "www.example.test", "A", "192.0.2.12", "--dc", "dc1"]);
+    ok(&[
+        "record",
+        "address",
+        "put",
+        "www.example.test",
+        "A",
+        "192.0.2.12",
+        "--dc",
+        "dc1",
+    ]);
     wait_for(|| async { www().await.contains(&"192.0.2.11".to_string()) }).await;
     web.stop().await;
     wait_for(|| async { www().await == ["192.0.2.12"] }).await;
@@ -209,11 +273,27 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     fails(&["dc", "put", "dc3", "--file", &bad], 2);
     assert_eq!(ok(&["config", "export"]), before, "nothing half-applied");
     // Once nothing refers to them they go.
-    ok(&["record", "address", "put", "www.example.test", "A", "192.0.2.11", "--dc", "dc1"]);
+    ok(&[
+        "record",
+        "address",
+        "put",
+        "www.example.test",
+        "A",
+        "192.0.2.11",
+        "--dc",
+        "dc1",
+    ]);
     ok(&["scenario", "delete", "web-up"]);
     ok(&["check", "delete", "web"]);
     fails(&["check", "show", "web"], 5);
-    ok(&["record", "address", "delete", "www.example.test", "A", "192.0.2.11"]);
+    ok(&[
+        "record",
+        "address",
+        "delete",
+        "www.example.test",
+        "A",
+        "192.0.2.11",
+    ]);
     ok(&["dc", "delete", "dc2"]);
     assert!(!ok(&["dc", "list"]).contains("dc2"));
 
@@ -224,7 +304,10 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     assert!(ok(&["service", "list", "--json"]).contains("\"shop\""));
     ok(&["service", "delete", "shop"]);
     assert_eq!(ok(&["service", "list", "--json"]).trim(), "[]");
-    let zone = file("zone.toml", "nameservers = [\"ns1.other.test\"]\nttl = 120\n");
+    let zone = file(
+        "zone.toml",
+        "nameservers = [\"ns1.other.test\"]\nttl = 120\n",
+    );
     ok(&["domain", "put", "other.test", "--file", &zone]);
     let r = udp(d.v4(), &query("other.test.", RecordType::SOA)).await;
     assert_eq!(r.answers.len(), 1, "the new zone answers at its apex");
@@ -243,7 +326,11 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     let http = gtm::tls::http_client(None, None).unwrap();
     let version = d.device.engine.version();
     let stale = http
-        .put(format!("{}/api/v1/datacenters/dc9?version={}", base(&d), version - 1))
+        .put(format!(
+            "{}/api/v1/datacenters/dc9?version={}",
+            base(&d),
+            version - 1
+        ))
         .bearer_auth(&d.device.token)
         .json(&serde_json::json!({}))
         .send()
@@ -308,7 +395,8 @@ async fn metrics_count_queries_and_show_checks_and_records() {
         assert!(text.contains(line), "missing {line:?} in:\n{text}");
     }
     assert!(
-        text.lines().any(|l| l.starts_with("gtm_probe_duration_seconds_count{check=\"web\"}")),
+        text.lines()
+            .any(|l| l.starts_with("gtm_probe_duration_seconds_count{check=\"web\"}")),
         "{text}"
     );
 
@@ -343,7 +431,10 @@ fn the_openapi_document_in_docs_is_current() {
     let doc: serde_json::Value = serde_json::from_str(&generated).unwrap();
     let paths = doc["paths"].as_object().unwrap();
     assert!(paths.contains_key("/api/v1/domains/{domain}/records/{name}/{rtype}"));
-    assert!(!paths.keys().any(|p| p.starts_with("/cluster/v1")), "device-to-device routes stay out");
+    assert!(
+        !paths.keys().any(|p| p.starts_with("/cluster/v1")),
+        "device-to-device routes stay out"
+    );
 }
 
 /// Schema-driven fuzzing: requests made from the OpenAPI document (random
@@ -390,7 +481,9 @@ async fn requests_made_from_the_openapi_document_never_get_a_server_error() {
             if p["in"] == "query" && p["name"] != "follow" && rng.bool() {
                 let value = match p["schema"]["type"].as_str() {
                     Some("boolean") => pick(&mut rng, &["true", "false", "1", "yes", ""]),
-                    Some("integer") => pick(&mut rng, &["0", "1", "-1", "18446744073709551616", "x"]),
+                    Some("integer") => {
+                        pick(&mut rng, &["0", "1", "-1", "18446744073709551616", "x"])
+                    }
                     _ => pick(&mut rng, NAMES),
                 };
                 query.push((p["name"].as_str().unwrap().to_string(), value));
@@ -412,7 +505,11 @@ async fn requests_made_from_the_openapi_document_never_get_a_server_error() {
                     request.json(&body)
                 }
                 "application/toml" => request.body(pick(&mut rng, TOMLS)),
-                _ => request.body((0..rng.usize(..64)).map(|_| rng.u8(..)).collect::<Vec<u8>>()),
+                _ => request.body(
+                    (0..rng.usize(..64))
+                        .map(|_| rng.u8(..))
+                        .collect::<Vec<u8>>(),
+                ),
             };
         }
         let response = request.send().await.unwrap();
@@ -426,14 +523,27 @@ async fn requests_made_from_the_openapi_document_never_get_a_server_error() {
     }
     eprintln!("statuses: {statuses:?}");
     assert!(statuses.get(&200).is_some_and(|n| *n > 100), "{statuses:?}");
-    let health = http.get(format!("{}/health", base(&d))).send().await.unwrap();
+    let health = http
+        .get(format!("{}/health", base(&d)))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
     // DNS answers from whatever configuration the requests left.
     use hickory_server::proto::op::ResponseCode;
     let config = d.device.engine.config();
     for domain in &config.domains {
-        let r = udp(d.v4(), &query(&format!("{}.", domain.name), RecordType::SOA)).await;
-        assert_eq!(r.metadata.response_code, ResponseCode::NoError, "{}", domain.name);
+        let r = udp(
+            d.v4(),
+            &query(&format!("{}.", domain.name), RecordType::SOA),
+        )
+        .await;
+        assert_eq!(
+            r.metadata.response_code,
+            ResponseCode::NoError,
+            "{}",
+            domain.name
+        );
     }
     if !config.domains.iter().any(|x| x.name == "example.test") {
         let r = udp(d.v4(), &query("example.test.", RecordType::SOA)).await;
@@ -443,11 +553,51 @@ async fn requests_made_from_the_openapi_document_never_get_a_server_error() {
 
 /// Path and string values: real names, and the awkward ones.
 const NAMES: &[&str] = &[
-    "web", "dc1", "dc2", "example.test", "www", "www.example.test", "@", "*", "A", "AAAA",
-    "CNAME", "TXT", "MX", "192.0.2.10", "127.0.0.1", "::1", "check:web", "scenario:up", "static",
-    "disabled", "10s", "0s", "1ms", "ok", "error", "x", "", " ", "..", "%", "a/b", "ünï",
-    "\u{0}", "-1", "99999999999999999999", "http://127.0.0.1:1", "manual", "http", "tcp",
-    "dc1 OR NOT dc2", "(", "www.example.test/A", "US", "EU", "ZZ",
+    "web",
+    "dc1",
+    "dc2",
+    "example.test",
+    "www",
+    "www.example.test",
+    "@",
+    "*",
+    "A",
+    "AAAA",
+    "CNAME",
+    "TXT",
+    "MX",
+    "192.0.2.10",
+    "127.0.0.1",
+    "::1",
+    "check:web",
+    "scenario:up",
+    "static",
+    "disabled",
+    "10s",
+    "0s",
+    "1ms",
+    "ok",
+    "error",
+    "x",
+    "",
+    " ",
+    "..",
+    "%",
+    "a/b",
+    "ünï",
+    "\u{0}",
+    "-1",
+    "99999999999999999999",
+    "http://127.0.0.1:1",
+    "manual",
+    "http",
+    "tcp",
+    "dc1 OR NOT dc2",
+    "(",
+    "www.example.test/A",
+    "US",
+    "EU",
+    "ZZ",
 ];
 
 const TOMLS: &[&str] = &[
@@ -483,7 +633,11 @@ fn any_value(rng: &mut fastrand::Rng, depth: usize) -> serde_json::Value {
         1 => Value::Bool(rng.bool()),
         2 => serde_json::json!(rng.i64(..)),
         3 => Value::String(pick(rng, NAMES)),
-        4 => Value::Array((0..rng.usize(..3)).map(|_| any_value(rng, depth + 1)).collect()),
+        4 => Value::Array(
+            (0..rng.usize(..3))
+                .map(|_| any_value(rng, depth + 1))
+                .collect(),
+        ),
         _ => Value::Object(
             (0..rng.usize(..3))
                 .map(|_| (pick(rng, NAMES), any_value(rng, depth + 1)))
@@ -520,7 +674,10 @@ fn value_for(
     }
     let kind = match &schema["type"] {
         Value::String(t) => t.clone(),
-        Value::Array(ts) => ts[rng.usize(..ts.len())].as_str().unwrap_or("null").to_string(),
+        Value::Array(ts) => ts[rng.usize(..ts.len())]
+            .as_str()
+            .unwrap_or("null")
+            .to_string(),
         _ => return any_value(rng, depth),
     };
     match kind.as_str() {
@@ -572,12 +729,20 @@ async fn events_page_backwards_and_a_retried_apply_makes_no_version() {
             .json()
             .await
             .unwrap();
-        versions.push((r["applied"].as_bool().unwrap(), r["version"].as_u64().unwrap()));
+        versions.push((
+            r["applied"].as_bool().unwrap(),
+            r["version"].as_u64().unwrap(),
+        ));
     }
     let first = versions[0].1;
     assert_eq!(
         versions,
-        [(true, first), (true, first + 1), (true, first + 2), (false, first + 2)],
+        [
+            (true, first),
+            (true, first + 1),
+            (true, first + 2),
+            (false, first + 2)
+        ],
         "the repeated apply changes nothing"
     );
 
@@ -602,9 +767,16 @@ async fn events_page_backwards_and_a_retried_apply_makes_no_version() {
     assert!(all.len() >= 3, "{all:?}");
     let newest = page("limit=2".into()).await;
     assert_eq!(newest.len(), 2);
-    assert_eq!(newest[1].seq, all.last().unwrap().seq, "the newest come last");
+    assert_eq!(
+        newest[1].seq,
+        all.last().unwrap().seq,
+        "the newest come last"
+    );
     let before = page(format!("limit=2&before={}", newest[0].time_ms)).await;
-    assert!(before.iter().all(|e| e.time_ms < newest[0].time_ms), "{before:?}");
+    assert!(
+        before.iter().all(|e| e.time_ms < newest[0].time_ms),
+        "{before:?}"
+    );
     let cli = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "-n", "1", "--kind", "config"]));
     assert_eq!(cli.code, Some(0), "{}", cli.stderr);
     assert_eq!(cli.stdout.lines().count(), 1, "{}", cli.stdout);

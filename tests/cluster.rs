@@ -224,7 +224,10 @@ async fn a_pair_replicates_and_a_follower_forwards_writes() {
             assert!(applied(&ma) >= 2.0, "{ma}");
             break;
         }
-        assert!(Instant::now() < deadline, "metrics never showed the pair:\n{ma}\n{mb}");
+        assert!(
+            Instant::now() < deadline,
+            "metrics never showed the pair:\n{ma}\n{mb}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -474,7 +477,11 @@ async fn api_and_cluster_traffic_over_tls() {
     let secret = std::fs::read_to_string(a.dir.join("cluster-secret")).unwrap();
     let trust = std::fs::read(&cert).unwrap();
     let no_cert = gtm::tls::http_client(Some(&trust), Duration::from_secs(5)).unwrap();
-    for path in ["/cluster/v1/report", "/cluster/v1/vote", "/cluster/v1/write"] {
+    for path in [
+        "/cluster/v1/report",
+        "/cluster/v1/vote",
+        "/cluster/v1/write",
+    ] {
         let r = no_cert
             .post(format!("https://127.0.35.1:8053{path}"))
             .header(gtm_cluster::SECRET_HEADER, secret.trim())
@@ -498,5 +505,8 @@ async fn api_and_cluster_traffic_over_tls() {
         .body("{}")
         .send()
         .await;
-    assert!(r.is_err(), "a certificate of another CA fails the handshake: {r:?}");
+    assert!(
+        r.is_err(),
+        "a certificate of another CA fails the handshake: {r:?}"
+    );
 }

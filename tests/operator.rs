@@ -142,8 +142,9 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
     });
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(www(&d, "www.example.test.").await, ["127.0.0.3"]);
-    let preview =
-        tokio::task::block_in_place(|| run_gtm(&d, &["record", "preview", "www.example.test", "A"]));
+    let preview = tokio::task::block_in_place(|| {
+        run_gtm(&d, &["record", "preview", "www.example.test", "A"])
+    });
     assert!(preview.stdout.contains("drained"), "{}", preview.stdout);
     tokio::task::block_in_place(|| {
         run_gtm(
@@ -163,7 +164,11 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
     );
 
     let unknown = tokio::task::block_in_place(|| run_gtm(&d, &["record", "drain", "10.9.9.9"]));
-    assert_eq!(unknown.code, Some(5), "an address in no record is not found");
+    assert_eq!(
+        unknown.code,
+        Some(5),
+        "an address in no record is not found"
+    );
 
     // Draining the Main datacenter empties the Main group; with
     // dr_on_no_healthy off and the scenario passive, nothing healthy is left.

@@ -618,7 +618,10 @@ async fn probes_are_fenced() {
         },
     );
     let inside = only_v4_loopback
-        .probe(&spec(http(false, HttpVersion::Http1)), &target(b.addr, NAME))
+        .probe(
+            &spec(http(false, HttpVersion::Http1)),
+            &target(b.addr, NAME),
+        )
         .await;
     assert_outcome(&inside, true, "status 200");
     let outside = only_v4_loopback

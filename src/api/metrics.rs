@@ -60,7 +60,11 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         for c in checks {
             out.sample(
                 "gtm_check_state",
-                &[("device", dev), ("check", &c.check), ("state", &state_label(c.state))],
+                &[
+                    ("device", dev),
+                    ("check", &c.check),
+                    ("state", &state_label(c.state)),
+                ],
                 1.0,
             );
         }
@@ -125,7 +129,10 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         );
     }
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         out.finish(),
     )
 }

@@ -239,7 +239,10 @@ pub fn router(state: ApiState) -> Router {
         .with_state(state.clone())
         .merge(gtm_cluster::rpc_router(state.replication.node.clone()))
         .fallback(|| async { StatusCode::NOT_FOUND })
-        .layer(middleware::from_fn_with_state(state.mutual_tls, device_certificate))
+        .layer(middleware::from_fn_with_state(
+            state.mutual_tls,
+            device_certificate,
+        ))
         .layer(middleware::from_fn(json_errors))
 }
 
@@ -286,16 +289,32 @@ async fn json_errors(request: Request, next: Next) -> Response {
         Err(_) => String::new(),
     };
     let (label, hint) = match status {
-        StatusCode::NOT_FOUND => ("not-found", "no such route; the routes are in /api/v1/openapi.json"),
-        StatusCode::METHOD_NOT_ALLOWED => ("method-not-allowed", "this route does not take that method"),
+        StatusCode::NOT_FOUND => (
+            "not-found",
+            "no such route; the routes are in /api/v1/openapi.json",
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => {
+            ("method-not-allowed", "this route does not take that method")
+        }
         StatusCode::PAYLOAD_TOO_LARGE => ("too-large", "the request body is over the limit"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("bad-request", "send the body as Content-Type: application/json"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "bad-request",
+            "send the body as Content-Type: application/json",
+        ),
         s if s.is_client_error() => ("bad-request", "the request does not parse"),
         _ => ("internal", "the device failed to answer"),
     };
-    let message = if text.is_empty() { hint.to_string() } else { format!("{text} ({hint})") };
+    let message = if text.is_empty() {
+        hint.to_string()
+    } else {
+        format!("{text} ({hint})")
+    };
     // The route extractors' "unprocessable" means a body of the wrong shape.
-    let status = if status == StatusCode::UNPROCESSABLE_ENTITY { StatusCode::BAD_REQUEST } else { status };
+    let status = if status == StatusCode::UNPROCESSABLE_ENTITY {
+        StatusCode::BAD_REQUEST
+    } else {
+        status
+    };
     ApiError::new(status, label, message).into_response()
 }
 
@@ -311,7 +330,6 @@ async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Re
         None => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "send Authorization: Bearer <token> (the token is in the data directory's api-token file)").into_response(),
     }
 }
-
 
 async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
     toml::to_string_pretty(&state.engine.config())

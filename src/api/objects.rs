@@ -149,7 +149,9 @@ fn name_matches(noun: &str, path: &str, body: &str) -> Result<(), ApiError> {
         Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad-request",
-            format!("the body names {noun} \"{body}\" but the path names \"{path}\"; rename by deleting and creating"),
+            format!(
+                "the body names {noun} \"{body}\" but the path names \"{path}\"; rename by deleting and creating"
+            ),
         ))
     }
 }
@@ -286,13 +288,20 @@ pub async fn put_address(
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "bad-request",
-                    format!("the body's ip {} is not the path's {ip}", address_key(&address)),
+                    format!(
+                        "the body's ip {} is not the path's {ip}",
+                        address_key(&address)
+                    ),
                 ));
             }
             address.ip = Some(ip);
         }
         Err(_) => {
-            if address.target.as_deref().is_some_and(|t| !same_name(t, &key)) {
+            if address
+                .target
+                .as_deref()
+                .is_some_and(|t| !same_name(t, &key))
+            {
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "bad-request",
@@ -353,7 +362,9 @@ async fn edit(
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "conflict",
-            format!("the configuration is at version {version}, not {expected}; read it again and retry"),
+            format!(
+                "the configuration is at version {version}, not {expected}; read it again and retry"
+            ),
         ));
     }
     let mut config = state.engine.config();

@@ -117,23 +117,47 @@ fn collection<T: objects::Collection + JsonSchema>(
 ) {
     use Access::Token;
     ops.push(
-        op(Method::GET, list_path, Token, "List, as configured", handler!(Method::GET, objects::list::<T>))
-            .returns(Payload::Json(schema::<Vec<T>>)),
+        op(
+            Method::GET,
+            list_path,
+            Token,
+            "List, as configured",
+            handler!(Method::GET, objects::list::<T>),
+        )
+        .returns(Payload::Json(schema::<Vec<T>>)),
     );
     ops.push(
-        op(Method::GET, item_path, Token, "Show one, as configured", handler!(Method::GET, objects::show::<T>))
-            .returns(Payload::Json(schema::<T>)),
+        op(
+            Method::GET,
+            item_path,
+            Token,
+            "Show one, as configured",
+            handler!(Method::GET, objects::show::<T>),
+        )
+        .returns(Payload::Json(schema::<T>)),
     );
     ops.push(
-        op(Method::PUT, item_path, Token, "Create or replace one (the path names it)", handler!(Method::PUT, objects::put::<T>))
-            .body(Payload::Json(schema::<T>))
-            .returns(Payload::Json(schema::<ApplyResult>))
-            .query(WRITE_QUERY),
+        op(
+            Method::PUT,
+            item_path,
+            Token,
+            "Create or replace one (the path names it)",
+            handler!(Method::PUT, objects::put::<T>),
+        )
+        .body(Payload::Json(schema::<T>))
+        .returns(Payload::Json(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
     );
     ops.push(
-        op(Method::DELETE, item_path, Token, "Delete one", handler!(Method::DELETE, objects::delete::<T>))
-            .returns(Payload::Json(schema::<ApplyResult>))
-            .query(WRITE_QUERY),
+        op(
+            Method::DELETE,
+            item_path,
+            Token,
+            "Delete one",
+            handler!(Method::DELETE, objects::delete::<T>),
+        )
+        .returns(Payload::Json(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
     );
 }
 
@@ -171,7 +195,11 @@ pub fn operations() -> Vec<Op> {
                 ("before", "integer", "only events older than this (ms since the epoch): pages back from the oldest time_ms of the previous page"),
             ]),
     ];
-    collection::<Datacenter>(&mut ops, "/api/v1/datacenters", "/api/v1/datacenters/{name}");
+    collection::<Datacenter>(
+        &mut ops,
+        "/api/v1/datacenters",
+        "/api/v1/datacenters/{name}",
+    );
     collection::<Check>(&mut ops, "/api/v1/checks", "/api/v1/checks/{name}");
     collection::<Scenario>(&mut ops, "/api/v1/scenarios", "/api/v1/scenarios/{name}");
     collection::<Service>(&mut ops, "/api/v1/services", "/api/v1/services/{name}");
@@ -179,67 +207,223 @@ pub fn operations() -> Vec<Op> {
     const RECORD: &str = "/api/v1/domains/{domain}/records/{name}/{rtype}";
     const ADDRESS: &str = "/api/v1/domains/{domain}/records/{name}/{rtype}/addresses/{address}";
     ops.extend([
-        op(Method::GET, "/api/v1/domains/{domain}/records", Token, "The records of a domain, as configured", handler!(Method::GET, objects::list_records))
-            .returns(J(schema::<Vec<Record>>)),
-        op(Method::GET, RECORD, Token, "Show a record (name relative to the domain, @ for the apex)", handler!(Method::GET, objects::show_record))
-            .returns(J(schema::<Record>)),
-        op(Method::PUT, RECORD, Token, "Create or replace a record", handler!(Method::PUT, objects::put_record))
-            .body(J(schema::<Record>))
-            .returns(J(schema::<ApplyResult>))
-            .query(WRITE_QUERY),
-        op(Method::DELETE, RECORD, Token, "Delete a record", handler!(Method::DELETE, objects::delete_record))
-            .returns(J(schema::<ApplyResult>))
-            .query(WRITE_QUERY),
-        op(Method::GET, "/api/v1/domains/{domain}/records/{name}/{rtype}/addresses", Token, "The addresses of a record", handler!(Method::GET, objects::list_addresses))
-            .returns(J(schema::<Vec<Address>>)),
-        op(Method::PUT, ADDRESS, Token, "Add or replace an address (an IP, or a CNAME target)", handler!(Method::PUT, objects::put_address))
-            .body(J(schema::<Address>))
-            .returns(J(schema::<ApplyResult>))
-            .query(WRITE_QUERY),
-        op(Method::DELETE, ADDRESS, Token, "Remove an address", handler!(Method::DELETE, objects::delete_address))
-            .returns(J(schema::<ApplyResult>))
-            .query(WRITE_QUERY),
-        op(Method::GET, "/api/v1/records/{name}/{rtype}/preview", Token, "What a record answers now and why (name is the full owner name)", handler!(Method::GET, preview))
-            .returns(J(schema::<Preview>))
-            .query(&[("device", "string", "computed by this device of the cluster")]),
-        op(Method::POST, "/api/v1/records/{name}/{rtype}/resume", Token, "Return to the Main DC after a manual-failback DR", handler!(Method::POST, resume))
-            .returns(J(schema::<Preview>)),
-        op(Method::PUT, "/api/v1/checks/{name}/state", Token, "Set a manual check: ok or error", handler!(Method::PUT, set_check_state))
-            .body(J(schema::<CheckStateRequest>))
-            .returns(J(schema::<Vec<CheckStatus>>)),
-        op(Method::POST, "/api/v1/checks/{name}/test", Token, "Test now: one probe, nothing saved", handler!(Method::POST, test_check))
-            .body(J(schema::<TestRequest>))
-            .returns(J(schema::<TestResult>)),
-        op(Method::PUT, "/api/v1/drain/address", Token, "Drain an address out of answers, or back", handler!(Method::PUT, drain_address))
-            .body(J(schema::<DrainAddress>))
-            .returns(J(schema::<Vec<RecordStatus>>)),
-        op(Method::PUT, "/api/v1/drain/datacenter", Token, "Drain a datacenter out of answers, or back", handler!(Method::PUT, drain_datacenter))
-            .body(J(schema::<DrainDatacenter>))
-            .returns(J(schema::<Vec<RecordStatus>>)),
-        op(Method::POST, "/api/v1/cluster/init", Token, "Make this device the first member of a cluster", handler!(Method::POST, cluster_init))
-            .returns(J(schema::<ClusterMessage>)),
-        op(Method::GET, "/api/v1/cluster/token", Token, "The join token of the cluster", handler!(Method::GET, cluster_token))
-            .returns(J(schema::<TokenResponse>)),
-        op(Method::POST, "/api/v1/cluster/join", Token, "Join this device to a cluster through a member", handler!(Method::POST, cluster_join))
-            .body(J(schema::<JoinCommand>))
-            .returns(J(schema::<Value>)),
-        op(Method::POST, "/api/v1/cluster/leave", Token, "Leave the cluster", handler!(Method::POST, cluster_leave))
-            .returns(J(schema::<Value>)),
-        op(Method::GET, "/api/v1/cluster/status", Token, "Members, leader, term, applied index, last contact", handler!(Method::GET, cluster_status))
-            .returns(J(schema::<Value>)),
-        op(Method::POST, "/api/v1/cluster/recover", Token, "Continue alone after the permanent loss of the peer", handler!(Method::POST, cluster_recover))
-            .returns(J(schema::<ClusterMessage>)),
-        op(Method::GET, "/api/v1/geoip/lookup/{ip}", Token, "Where an address is, as the DNS path sees it", handler!(Method::GET, geoip_lookup))
-            .returns(J(schema::<GeoLookup>)),
-        op(Method::PUT, "/api/v1/geoip", Token, "Install a country .mmdb (checked first)", handler!(Method::PUT, geoip_import))
-            .body(Binary)
-            .returns(J(schema::<GeoLookup>)),
+        op(
+            Method::GET,
+            "/api/v1/domains/{domain}/records",
+            Token,
+            "The records of a domain, as configured",
+            handler!(Method::GET, objects::list_records),
+        )
+        .returns(J(schema::<Vec<Record>>)),
+        op(
+            Method::GET,
+            RECORD,
+            Token,
+            "Show a record (name relative to the domain, @ for the apex)",
+            handler!(Method::GET, objects::show_record),
+        )
+        .returns(J(schema::<Record>)),
+        op(
+            Method::PUT,
+            RECORD,
+            Token,
+            "Create or replace a record",
+            handler!(Method::PUT, objects::put_record),
+        )
+        .body(J(schema::<Record>))
+        .returns(J(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
+        op(
+            Method::DELETE,
+            RECORD,
+            Token,
+            "Delete a record",
+            handler!(Method::DELETE, objects::delete_record),
+        )
+        .returns(J(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
+        op(
+            Method::GET,
+            "/api/v1/domains/{domain}/records/{name}/{rtype}/addresses",
+            Token,
+            "The addresses of a record",
+            handler!(Method::GET, objects::list_addresses),
+        )
+        .returns(J(schema::<Vec<Address>>)),
+        op(
+            Method::PUT,
+            ADDRESS,
+            Token,
+            "Add or replace an address (an IP, or a CNAME target)",
+            handler!(Method::PUT, objects::put_address),
+        )
+        .body(J(schema::<Address>))
+        .returns(J(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
+        op(
+            Method::DELETE,
+            ADDRESS,
+            Token,
+            "Remove an address",
+            handler!(Method::DELETE, objects::delete_address),
+        )
+        .returns(J(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
+        op(
+            Method::GET,
+            "/api/v1/records/{name}/{rtype}/preview",
+            Token,
+            "What a record answers now and why (name is the full owner name)",
+            handler!(Method::GET, preview),
+        )
+        .returns(J(schema::<Preview>))
+        .query(&[("device", "string", "computed by this device of the cluster")]),
+        op(
+            Method::POST,
+            "/api/v1/records/{name}/{rtype}/resume",
+            Token,
+            "Return to the Main DC after a manual-failback DR",
+            handler!(Method::POST, resume),
+        )
+        .returns(J(schema::<Preview>)),
+        op(
+            Method::PUT,
+            "/api/v1/checks/{name}/state",
+            Token,
+            "Set a manual check: ok or error",
+            handler!(Method::PUT, set_check_state),
+        )
+        .body(J(schema::<CheckStateRequest>))
+        .returns(J(schema::<Vec<CheckStatus>>)),
+        op(
+            Method::POST,
+            "/api/v1/checks/{name}/test",
+            Token,
+            "Test now: one probe, nothing saved",
+            handler!(Method::POST, test_check),
+        )
+        .body(J(schema::<TestRequest>))
+        .returns(J(schema::<TestResult>)),
+        op(
+            Method::PUT,
+            "/api/v1/drain/address",
+            Token,
+            "Drain an address out of answers, or back",
+            handler!(Method::PUT, drain_address),
+        )
+        .body(J(schema::<DrainAddress>))
+        .returns(J(schema::<Vec<RecordStatus>>)),
+        op(
+            Method::PUT,
+            "/api/v1/drain/datacenter",
+            Token,
+            "Drain a datacenter out of answers, or back",
+            handler!(Method::PUT, drain_datacenter),
+        )
+        .body(J(schema::<DrainDatacenter>))
+        .returns(J(schema::<Vec<RecordStatus>>)),
+        op(
+            Method::POST,
+            "/api/v1/cluster/init",
+            Token,
+            "Make this device the first member of a cluster",
+            handler!(Method::POST, cluster_init),
+        )
+        .returns(J(schema::<ClusterMessage>)),
+        op(
+            Method::GET,
+            "/api/v1/cluster/token",
+            Token,
+            "The join token of the cluster",
+            handler!(Method::GET, cluster_token),
+        )
+        .returns(J(schema::<TokenResponse>)),
+        op(
+            Method::POST,
+            "/api/v1/cluster/join",
+            Token,
+            "Join this device to a cluster through a member",
+            handler!(Method::POST, cluster_join),
+        )
+        .body(J(schema::<JoinCommand>))
+        .returns(J(schema::<Value>)),
+        op(
+            Method::POST,
+            "/api/v1/cluster/leave",
+            Token,
+            "Leave the cluster",
+            handler!(Method::POST, cluster_leave),
+        )
+        .returns(J(schema::<Value>)),
+        op(
+            Method::GET,
+            "/api/v1/cluster/status",
+            Token,
+            "Members, leader, term, applied index, last contact",
+            handler!(Method::GET, cluster_status),
+        )
+        .returns(J(schema::<Value>)),
+        op(
+            Method::POST,
+            "/api/v1/cluster/recover",
+            Token,
+            "Continue alone after the permanent loss of the peer",
+            handler!(Method::POST, cluster_recover),
+        )
+        .returns(J(schema::<ClusterMessage>)),
+        op(
+            Method::GET,
+            "/api/v1/geoip/lookup/{ip}",
+            Token,
+            "Where an address is, as the DNS path sees it",
+            handler!(Method::GET, geoip_lookup),
+        )
+        .returns(J(schema::<GeoLookup>)),
+        op(
+            Method::PUT,
+            "/api/v1/geoip",
+            Token,
+            "Install a country .mmdb (checked first)",
+            handler!(Method::PUT, geoip_import),
+        )
+        .body(Binary)
+        .returns(J(schema::<GeoLookup>)),
         // Device to device; not in the OpenAPI document.
-        op(Method::POST, "/cluster/v1/write", ClusterSecret, "A configuration write forwarded to the leader", handler!(Method::POST, peer_write)),
-        op(Method::POST, "/cluster/v1/join", ClusterSecret, "A device asks the leader to add it", handler!(Method::POST, peer_join)),
-        op(Method::POST, "/cluster/v1/leave", ClusterSecret, "A device asks the leader to remove it", handler!(Method::POST, peer_leave)),
-        op(Method::POST, "/cluster/v1/report", ClusterSecret, "A peer's report: checks, scenarios, records, events", handler!(Method::POST, peer_report)),
-        op(Method::GET, "/cluster/v1/preview/{name}/{rtype}", ClusterSecret, "A record's preview as this device computes it", handler!(Method::GET, peer_preview)),
+        op(
+            Method::POST,
+            "/cluster/v1/write",
+            ClusterSecret,
+            "A configuration write forwarded to the leader",
+            handler!(Method::POST, peer_write),
+        ),
+        op(
+            Method::POST,
+            "/cluster/v1/join",
+            ClusterSecret,
+            "A device asks the leader to add it",
+            handler!(Method::POST, peer_join),
+        ),
+        op(
+            Method::POST,
+            "/cluster/v1/leave",
+            ClusterSecret,
+            "A device asks the leader to remove it",
+            handler!(Method::POST, peer_leave),
+        ),
+        op(
+            Method::POST,
+            "/cluster/v1/report",
+            ClusterSecret,
+            "A peer's report: checks, scenarios, records, events",
+            handler!(Method::POST, peer_report),
+        ),
+        op(
+            Method::GET,
+            "/cluster/v1/preview/{name}/{rtype}",
+            ClusterSecret,
+            "A record's preview as this device computes it",
+            handler!(Method::GET, peer_preview),
+        ),
     ]);
     ops
 }
@@ -331,5 +515,10 @@ fn operation_id(method: &Method, path: &str) -> String {
         .filter(|s| !s.is_empty())
         .map(|s| s.trim_matches(|c| c == '{' || c == '}'))
         .collect();
-    format!("{}_{}", method.as_str().to_ascii_lowercase(), words.join("_")).replace(['.', '-'], "_")
+    format!(
+        "{}_{}",
+        method.as_str().to_ascii_lowercase(),
+        words.join("_")
+    )
+    .replace(['.', '-'], "_")
 }

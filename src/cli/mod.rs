@@ -101,9 +101,7 @@ pub enum Command {
     #[command(subcommand)]
     Service(ListedCmd),
     /// Print a shell completion script: gtm completions bash > /etc/bash_completion.d/gtm
-    Completions {
-        shell: clap_complete::Shell,
-    },
+    Completions { shell: clap_complete::Shell },
     /// GeoIP: where an address is, and the database.
     #[command(subcommand)]
     Geoip(GeoipCmd),
@@ -516,9 +514,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Record(RecordCmd::Object(cmd)) => {
-            objects::record(&Client::new(&cli)?, cmd).await
-        }
+        Command::Record(RecordCmd::Object(cmd)) => objects::record(&Client::new(&cli)?, cmd).await,
         Command::Check(CheckCmd::Object(cmd)) => {
             objects::object(&Client::new(&cli)?, "checks", cmd).await
         }

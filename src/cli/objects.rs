@@ -116,7 +116,10 @@ pub async fn object(client: &Client, collection: &str, cmd: &ObjectCmd) -> Resul
     match cmd {
         ObjectCmd::Show { name, json } => {
             let path = format!("/api/v1/{collection}/{}", segment(name));
-            show(&client.send(client.http.get(client.url(&path))).await?, *json)
+            show(
+                &client.send(client.http.get(client.url(&path))).await?,
+                *json,
+            )
         }
         ObjectCmd::Put {
             name,
@@ -125,7 +128,12 @@ pub async fn object(client: &Client, collection: &str, cmd: &ObjectCmd) -> Resul
         } => {
             let body = read_object(file)?;
             let path = format!("/api/v1/{collection}/{}", segment(name));
-            write(client, client.http.put(client.url(&path)).json(&body), *dry_run).await
+            write(
+                client,
+                client.http.put(client.url(&path)).json(&body),
+                *dry_run,
+            )
+            .await
         }
         ObjectCmd::Delete { name, dry_run } => {
             let path = format!("/api/v1/{collection}/{}", segment(name));
@@ -137,7 +145,11 @@ pub async fn object(client: &Client, collection: &str, cmd: &ObjectCmd) -> Resul
 /// `gtm dc list`, `gtm domain list`, ...: one line per object.
 pub async fn list(client: &Client, collection: &str, json: bool) -> Result<()> {
     let items: Vec<Value> = client
-        .send(client.http.get(client.url(&format!("/api/v1/{collection}"))))
+        .send(
+            client
+                .http
+                .get(client.url(&format!("/api/v1/{collection}"))),
+        )
         .await?;
     print_list(&items, json, &["name"])
 }
@@ -164,7 +176,10 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
         }
         RecordObjectCmd::Show { name, rtype, json } => {
             let path = record_path(client, name, rtype).await?;
-            show(&client.send(client.http.get(client.url(&path))).await?, *json)
+            show(
+                &client.send(client.http.get(client.url(&path))).await?,
+                *json,
+            )
         }
         RecordObjectCmd::Put {
             name,
@@ -174,7 +189,12 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
         } => {
             let body = read_object(file)?;
             let path = record_path(client, name, rtype).await?;
-            write(client, client.http.put(client.url(&path)).json(&body), *dry_run).await
+            write(
+                client,
+                client.http.put(client.url(&path)).json(&body),
+                *dry_run,
+            )
+            .await
         }
         RecordObjectCmd::Delete {
             name,
@@ -208,7 +228,12 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
                     body.insert(key.into(), v);
                 }
             }
-            write(client, client.http.put(client.url(&path)).json(&body), *dry_run).await
+            write(
+                client,
+                client.http.put(client.url(&path)).json(&body),
+                *dry_run,
+            )
+            .await
         }
         RecordObjectCmd::Address(AddressCmd::Delete {
             name,

@@ -166,9 +166,7 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
             sent += r as usize;
         }
         // Every query of the batch waited for the batch to be sent.
-        metrics
-            .latency
-            .observe(received.elapsed(), replies as u64);
+        metrics.latency.observe(received.elapsed(), replies as u64);
     }
 }
 

@@ -801,9 +801,14 @@ impl Cx {
                     ),
                 );
             }
-            Content::Steered(Arc::new(
-                self.steering(path, r, apex, domain_mode, m, refs)?,
-            ))
+            Content::Steered(Arc::new(self.steering(
+                path,
+                r,
+                apex,
+                domain_mode,
+                m,
+                refs,
+            )?))
         } else {
             for (set, key) in [
                 (r.mode.is_some(), "mode"),

@@ -12,5 +12,5 @@ mod parse;
 pub mod place;
 
 pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
-pub use parse::parse;
 pub use config::Config;
+pub use parse::parse;

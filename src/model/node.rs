@@ -95,10 +95,14 @@ impl TryFrom<String> for Network {
     type Error = String;
     fn try_from(text: String) -> Result<Self, String> {
         let (addr, prefix) = text.split_once('/').unwrap_or((&text, ""));
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| format!("\"{text}\" is not a network: write ADDRESS/PREFIX, e.g. 10.0.0.0/8"))?;
-        let max = if addr.to_canonical().is_ipv4() { 32 } else { 128 };
+        let addr: IpAddr = addr.parse().map_err(|_| {
+            format!("\"{text}\" is not a network: write ADDRESS/PREFIX, e.g. 10.0.0.0/8")
+        })?;
+        let max = if addr.to_canonical().is_ipv4() {
+            32
+        } else {
+            128
+        };
         let prefix = match prefix {
             "" => max,
             p => p
@@ -190,7 +194,11 @@ mod tests {
         let one = n("::1").expect("valid");
         assert_eq!(one.to_string(), "::1/128");
         assert!(one.contains("::1".parse().expect("ip")));
-        assert!(n("0.0.0.0/0").expect("valid").contains("192.0.2.1".parse().expect("ip")));
+        assert!(
+            n("0.0.0.0/0")
+                .expect("valid")
+                .contains("192.0.2.1".parse().expect("ip"))
+        );
         assert!(n("10.0.0.0/33").is_err());
         assert!(n("nonsense/8").is_err());
     }

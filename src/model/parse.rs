@@ -165,13 +165,14 @@ mod tests {
     /// must not break, parse the same in pieces as whole.
     #[test]
     fn pieces_parse_like_the_whole_file() {
-        let mut texts: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/config"))
-            .expect("config/")
-            .map(|e| e.expect("entry").path())
-            // The device's own settings are another kind of file.
-            .filter(|p| !p.ends_with("node.toml"))
-            .map(|p| std::fs::read_to_string(p).expect("read"))
-            .collect();
+        let mut texts: Vec<String> =
+            std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/config"))
+                .expect("config/")
+                .map(|e| e.expect("entry").path())
+                // The device's own settings are another kind of file.
+                .filter(|p| !p.ends_with("node.toml"))
+                .map(|p| std::fs::read_to_string(p).expect("read"))
+                .collect();
         let tricky = tricky();
         // Before each of its 20 domains and 20 checks.
         assert_eq!(cuts(&tricky, 1).map(|c| c.len()), Some(40));
