@@ -71,16 +71,15 @@
 
 set -euo pipefail
 
+# Shared mechanics: log/die, options, cleanup, install_missing, CPU time, docs.
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
+bench_init bench-cluster "$@"
+
 # ---------------------------------------------------------------------------
 # Locations and defaults
 # ---------------------------------------------------------------------------
-SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
 HELPER="$SCRIPT_DIR/bench-cluster.py"
-INVOCATION="scripts/$(basename -- "${BASH_SOURCE[0]}")"
-for arg in "$@"; do
-    if [[ $arg =~ ^[A-Za-z0-9_./,=:@+-]+$ ]]; then INVOCATION+=" $arg"; else INVOCATION+=" $(printf '%q' "$arg")"; fi
-done
 
 NWRITES=1000
 BUDGET=120             # seconds for the strict leader writes (half that for the follower)
@@ -89,9 +88,6 @@ NRECORDS=100000
 NDOMAINS=100
 APPLY_TIMEOUT=180
 BIG=1
-BUILD=1
-DOCS_FILE="$REPO_ROOT/docs/performance.md"
-KEEP_TMP=0
 
 IP1=${BENCH_IP1:-127.0.0.41}
 IP2=${BENCH_IP2:-127.0.0.42}
@@ -110,17 +106,6 @@ WRITE_TARGET_MS=50
 APPLY_TARGET_S=5
 RSS_TARGET_MIB=1024
 
-export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-
-usage() {
-    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
-    exit "${1:-0}"
-}
-
-log() { printf '[bench-cluster %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-
 while (($#)); do
     case $1 in
         --writes) NWRITES=${2:?--writes needs a value}; shift 2 ;;
@@ -136,19 +121,10 @@ while (($#)); do
         --budget) BUDGET=${2:?--budget needs a value}; shift 2 ;;
         --budget=*) BUDGET=${1#*=}; shift ;;
         --no-big) BIG=0; shift ;;
-        --no-build) BUILD=0; shift ;;
-        --docs) DOCS_FILE=${2:?--docs needs a value}; shift 2 ;;
-        --docs=*) DOCS_FILE=${1#*=}; shift ;;
-        --no-docs) DOCS_FILE=""; shift ;;
-        --keep-tmp) KEEP_TMP=1; shift ;;
-        -h|--help) usage 0 ;;
-        *) log "unknown argument: $1"; usage 2 ;;
+        *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
 
-in_range() { # option value lo hi
-    if ! is_uint "$2" || (($2 < $3 || $2 > $4)); then die "$1 must be $3..$4"; fi
-}
 in_range --writes "$NWRITES" 1 100000
 in_range --forwarded "$NFORWARD" 0 100000
 in_range --records "$NRECORDS" 1 1000000
@@ -161,106 +137,32 @@ for ip in "$IP1" "$IP2" "$IP3"; do
 done
 [[ $IP1 != "$IP2" && $IP1 != "$IP3" && $IP2 != "$IP3" ]] || die "BENCH_IP1/2/3 must differ"
 
-# ---------------------------------------------------------------------------
-# Cleanup: kill only the PIDs this script started, then remove the temp dir.
-# ---------------------------------------------------------------------------
-STARTED_PIDS=()
-CLIENT_PID=""
-TMP=""
-
-stop_pid() { # pid: TERM, up to 10 s, then KILL; reaps it
-    local pid=$1 i
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "PID $pid did not exit on SIGTERM within 10 s; sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-    local rc=$? pid
-    trap - EXIT INT TERM
-    if [[ -n $CLIENT_PID ]]; then
-        kill -TERM "$CLIENT_PID" 2>/dev/null || true
-        wait "$CLIENT_PID" 2>/dev/null || true
-    fi
-    for pid in "${STARTED_PIDS[@]}"; do stop_pid "$pid"; done
-    if [[ -n $TMP && -d $TMP ]]; then
-        if ((KEEP_TMP)); then
-            log "keeping temporary directory $TMP"
-        else
-            rm -rf -- "$TMP"
-        fi
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Stop the devices (STARTED_PIDS) one after another with stop_pid, and remove
+# the temporary directory, however the script ends.
+bench_traps each
 
 # ---------------------------------------------------------------------------
 # 1. Tools: install what is missing (Debian/Ubuntu, non-interactive).
 # ---------------------------------------------------------------------------
-install_missing() {
-    local -A pkg_for=([python3]=python3-minimal [ss]=iproute2 [getconf]=libc-bin)
-    local -a missing=() sudo=()
-    local cmd
-    for cmd in "${!pkg_for[@]}"; do
-        command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
-    done
-    ((${#missing[@]})) || return 0
-    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-    command -v apt-get >/dev/null 2>&1 \
-        || die "missing packages (${missing[*]}) and no apt-get to install them"
-    if ((EUID != 0)); then
-        command -v sudo >/dev/null 2>&1 || die "need root or sudo to install: ${missing[*]}"
-        sudo=(sudo -n)
-    fi
-    log "installing: ${missing[*]}"
-    timeout 600 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
-        || die "apt-get update failed"
-    timeout 900 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-        "${missing[@]}" >&2 || die "apt-get install failed"
-}
-install_missing
+install_missing python3=python3-minimal ss=iproute2 getconf=libc-bin
 [[ -f $HELPER ]] || die "$HELPER is missing"
 
-if ((BUILD)); then
-    log "building gtm (cargo build --release${CARGO_TARGET_DIR:+, CARGO_TARGET_DIR=$CARGO_TARGET_DIR})"
-    (cd "$REPO_ROOT" && timeout 3600 cargo build --release) || die "cargo build failed"
-fi
+if ((BUILD)); then build_gtm; fi
 [[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
 
 NCPU=$(nproc)
 CLK_TCK=$(getconf CLK_TCK)
 
-port_busy() { # ip proto port; waits up to 5 s for a port that is being released
-    local flag=-lun i
-    [[ $2 == tcp ]] && flag=-ltn
-    for ((i = 0; i < 25; i++)); do
-        ss -H "$flag" "src $1 and sport = :$3" 2>/dev/null | grep -q . || return 1
-        sleep 0.2
-    done
-    return 0
-}
 for ip in "$IP1" "$IP2" "$IP3"; do
-    port_busy "$ip" udp "$DNS_PORT" && die "UDP $ip:$DNS_PORT is already in use"
-    port_busy "$ip" tcp "$DNS_PORT" && die "TCP $ip:$DNS_PORT is already in use"
-    port_busy "$ip" tcp "$API_PORT" && die "TCP $ip:$API_PORT is already in use"
+    port_busy udp "$DNS_PORT" "$ip" && die "UDP $ip:$DNS_PORT is already in use"
+    port_busy tcp "$DNS_PORT" "$ip" && die "TCP $ip:$DNS_PORT is already in use"
+    port_busy tcp "$API_PORT" "$ip" && die "TCP $ip:$API_PORT is already in use"
 done
 
 # ---------------------------------------------------------------------------
 # 2. Temporary directory, node files, configurations.
 # ---------------------------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-cluster.XXXXXX")
-chmod 755 "$TMP"
-log "working in $TMP"
+make_tmp
 
 declare -A IP_OF=([gtm1]=$IP1 [gtm2]=$IP2 [gtm3]=$IP3)
 for dev in gtm1 gtm2 gtm3; do
@@ -383,14 +285,7 @@ gtm_cli() { local dev=$1; shift; timeout 60 "$GTM_BIN" --data-dir "$TMP/$dev" "$
 
 rss_kib() { awk -v k="$2" '$1 == k ":" { print $2 }' "/proc/$1/status" 2>/dev/null || echo ""; }
 mib() { awk -v k="$1" 'BEGIN { if (k == "") print "?"; else printf "%.0f", k / 1024 }'; }
-cpu_ticks() { # pid: utime+stime
-    local stat rest
-    local -a f
-    { stat=$(<"/proc/$1/stat"); } 2>/dev/null || { echo 0; return; }
-    rest=${stat##*) }
-    read -ra f <<<"$rest"
-    echo $((f[11] + f[12]))
-}
+# A device's CPU time is proc_ticks PID (bench-lib.sh): its utime+stime.
 cpu_s() { awk -v t="$1" -v hz="$CLK_TCK" 'BEGIN { printf "%.2f", t / hz }'; }
 
 BIGROWS="$TMP/big.tsv"   # scope  config  put_s  dns_s(list)  all_s  versions  rss  hwm  note
@@ -447,10 +342,10 @@ if ((BIG)); then
         || { cat "$TMP/gtm3-apply-small.log" >&2; die "gtm3: applying the small configuration failed"; }
     SINGLE_RSS0=$(mib "$(rss_kib "${PID_OF[gtm3]}" VmRSS)")
     log "gtm3: small configuration applied; RSS $SINGLE_RSS0 MiB"
-    c0=$(cpu_ticks "${PID_OF[gtm3]}")
+    c0=$(proc_ticks "${PID_OF[gtm3]}")
     big_apply single initial "$TMP/big-a.toml" "$MARKER_A" gtm3 gtm3
     big_apply single "one change" "$TMP/big-b.toml" "$MARKER_B" gtm3 gtm3
-    SINGLE_CPU=$(cpu_s $(($(cpu_ticks "${PID_OF[gtm3]}") - c0)))
+    SINGLE_CPU=$(cpu_s $(($(proc_ticks "${PID_OF[gtm3]}") - c0)))
     grep -ciE ' (warn|error)|panic' "$TMP/gtm3.log" >"$TMP/gtm3.warn" || true
     stop_dev gtm3
 fi
@@ -500,14 +395,14 @@ run_writes() { # label send n strict|overlap budget
     local -a extra=()
     [[ $mode == overlap ]] && extra+=(--overlap)
     alive_or_die gtm1; alive_or_die gtm2
-    c1=$(cpu_ticks "${PID_OF[gtm1]}"); c2=$(cpu_ticks "${PID_OF[gtm2]}")
+    c1=$(proc_ticks "${PID_OF[gtm1]}"); c2=$(proc_ticks "${PID_OF[gtm2]}")
     log "writes: $n to $send ($label, $mode${budget:+, budget ${budget}s})"
     py $((300 + ${budget:-0} + n)) writes --send "$send" --n "$n" --progress 250 --out "$TMP/writes-$label-$mode.tsv" \
         --budget "${budget:-0}" "${extra[@]}" --devices "$(devspec gtm1)" "$(devspec gtm2)" >"$out" \
         || die "the writes helper failed"
     alive_or_die gtm1; alive_or_die gtm2
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$send" "$mode" "$out" \
-        "$(cpu_s $(($(cpu_ticks "${PID_OF[gtm1]}") - c1)))" "$(cpu_s $(($(cpu_ticks "${PID_OF[gtm2]}") - c2)))" >>"$WRITES"
+        "$(cpu_s $(($(proc_ticks "${PID_OF[gtm1]}") - c1)))" "$(cpu_s $(($(proc_ticks "${PID_OF[gtm2]}") - c2)))" >>"$WRITES"
     log "$label $mode: $(jget "$out" 'summary(d)')"
 }
 run_writes leader gtm1 "$NWRITES" strict "$BUDGET"
@@ -519,10 +414,10 @@ cluster_json gtm2 >"$TMP/cs2-after-writes.json" || true
 PAIR_RSS_WRITES="gtm1 $(mib "$(rss_kib "${PID_OF[gtm1]}" VmRSS)"), gtm2 $(mib "$(rss_kib "${PID_OF[gtm2]}" VmRSS)")"
 
 if ((BIG)); then
-    c1=$(cpu_ticks "${PID_OF[gtm1]}"); c2=$(cpu_ticks "${PID_OF[gtm2]}")
+    c1=$(proc_ticks "${PID_OF[gtm1]}"); c2=$(proc_ticks "${PID_OF[gtm2]}")
     big_apply pair initial "$TMP/big-a.toml" "$MARKER_A" gtm1 gtm1 gtm2
     big_apply pair "one change" "$TMP/big-b.toml" "$MARKER_B" gtm1 gtm1 gtm2
-    PAIR_CPU="gtm1 $(cpu_s $(($(cpu_ticks "${PID_OF[gtm1]}") - c1))) s, gtm2 $(cpu_s $(($(cpu_ticks "${PID_OF[gtm2]}") - c2))) s"
+    PAIR_CPU="gtm1 $(cpu_s $(($(proc_ticks "${PID_OF[gtm1]}") - c1))) s, gtm2 $(cpu_s $(($(proc_ticks "${PID_OF[gtm2]}") - c2))) s"
     cluster_json gtm1 >"$TMP/cs1-after-big.json" || true
     cluster_json gtm2 >"$TMP/cs2-after-big.json" || true
     STORE_MIB="gtm1 $(du -sm "$TMP/gtm1" | cut -f1), gtm2 $(du -sm "$TMP/gtm2" | cut -f1)"
@@ -597,11 +492,8 @@ make_report() {
     local n
     for n in "${LOG_NOTES[@]}"; do echo "- $n"; done
     echo
-    local v rev
-    v=$(timeout 5 "$GTM_BIN" --version 2>/dev/null | head -n 1 || true)
-    rev=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || true)
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
-        "(${v:-gtm}${rev:+ ($rev)}, binary built $(date -u -r "$GTM_BIN" '+%H:%M UTC')$( ((BUILD)) || echo ' (--no-build: the tree may have changed since)'), $(python3 --version 2>&1), kernel $(uname -r))." \
+        "($(gtm_version), binary built $(date -u -r "$GTM_BIN" '+%H:%M UTC')$( ((BUILD)) || echo ' (--no-build: the tree may have changed since)'), $(python3 --version 2>&1), kernel $(uname -r))." \
         "Nothing pinned: both devices (\`udp_workers = 1\`) and the Python client share the CPUs." \
         "Client: \`scripts/bench-cluster.py\`, one keep-alive HTTP/1.1 connection per device; the other device's" \
         "\`GET /api/v1/status\` is polled without sleeping. Large applies: marker seen over UDP DNS (polled every 2 ms)," \
@@ -619,22 +511,5 @@ if [[ -n ${BENCH_RESULT:-} ]]; then
 fi
 
 if [[ -n $DOCS_FILE ]]; then
-    BEGIN_MARK='<!-- bench-cluster:begin -->'
-    END_MARK='<!-- bench-cluster:end -->'
-    mkdir -p "$(dirname -- "$DOCS_FILE")"
-    if [[ ! -f $DOCS_FILE ]]; then
-        printf '# Performance\n\n%s\n\n%s\n%s\n' \
-            "Cluster configuration writes and large configurations, written by \`scripts/bench-cluster.sh\`." \
-            "$BEGIN_MARK" "$END_MARK" >"$DOCS_FILE"
-    elif ! grep -qF "$BEGIN_MARK" "$DOCS_FILE" || ! grep -qF "$END_MARK" "$DOCS_FILE"; then
-        printf '\n%s\n%s\n' "$BEGIN_MARK" "$END_MARK" >>"$DOCS_FILE"
-    fi
-    printf '%s\n' "$REPORT" >"$TMP/report.md"
-    awk -v b="$BEGIN_MARK" -v e="$END_MARK" -v rep="$TMP/report.md" '
-        $0 == b { print; while ((getline line < rep) > 0) print line; skip = 1; next }
-        $0 == e { skip = 0 }
-        !skip   { print }
-    ' "$DOCS_FILE" >"$TMP/doc.new"
-    cat "$TMP/doc.new" >"$DOCS_FILE"
-    log "wrote results into $DOCS_FILE"
+    write_docs_section "Cluster configuration writes and large configurations, written by \`scripts/bench-cluster.sh\`." "$REPORT"
 fi

@@ -38,24 +38,18 @@
 
 set -euo pipefail
 
+# Shared mechanics: log/die, options, cleanup, install_missing, CPU time, docs.
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
+bench_init bench-dns "$@"
+
 # ---------------------------------------------------------------------------
 # Locations and defaults
 # ---------------------------------------------------------------------------
-SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
-# The command line as typed, recorded in docs/performance.md.
-INVOCATION="scripts/$(basename -- "${BASH_SOURCE[0]}")"
-for arg in "$@"; do
-    if [[ $arg =~ ^[A-Za-z0-9_./,=:@+-]+$ ]]; then INVOCATION+=" $arg"; else INVOCATION+=" $(printf '%q' "$arg")"; fi
-done
-
 DURATION=15            # seconds per measured run
 RUNS=2                 # measured runs per (server, record) pair
 WARMUP=5               # seconds of warm-up per pair, not recorded
 ONLY="gtm,nsd,gdnsd"   # servers to benchmark
-BUILD=1                # run `cargo build --release` first
-DOCS_FILE="$REPO_ROOT/docs/performance.md"
-KEEP_TMP=0
 
 # Loopback ports, overridable from the environment.
 ADDR=127.0.0.1
@@ -75,19 +69,6 @@ STEERED_ADDRS=(192.0.2.10 192.0.2.11 192.0.2.12 192.0.2.13)
 STEERED_WEIGHTS=(1 2 3 4)
 STATIC_ADDR=192.0.2.1
 
-# Servers may live in sbin directories that a non-root PATH lacks.
-export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-
-usage() {
-    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
-    exit "${1:-0}"
-}
-
-log() { printf '[bench-dns %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-
 while (($#)); do
     case $1 in
         --duration) DURATION=${2:?--duration needs a value}; shift 2 ;;
@@ -96,22 +77,12 @@ while (($#)); do
         --runs=*) RUNS=${1#*=}; shift ;;
         --only) ONLY=${2:?--only needs a value}; shift 2 ;;
         --only=*) ONLY=${1#*=}; shift ;;
-        --no-build) BUILD=0; shift ;;
-        --docs) DOCS_FILE=${2:?--docs needs a value}; shift 2 ;;
-        --docs=*) DOCS_FILE=${1#*=}; shift ;;
-        --no-docs) DOCS_FILE=""; shift ;;
-        --keep-tmp) KEEP_TMP=1; shift ;;
-        -h|--help) usage 0 ;;
-        *) log "unknown argument: $1"; usage 2 ;;
+        *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
 
-if ! is_uint "$DURATION" || ((DURATION < 1 || DURATION > 600)); then
-    die "--duration must be 1..600 seconds"
-fi
-if ! is_uint "$RUNS" || ((RUNS < 1 || RUNS > 20)); then
-    die "--runs must be 1..20"
-fi
+in_range --duration "$DURATION" 1 600 seconds
+in_range --runs "$RUNS" 1 20
 
 # Parse --only into flags.
 WANT_GTM=0 WANT_NSD=0 WANT_GDNSD=0
@@ -127,108 +98,23 @@ for s in "${only_list[@]}"; do
 done
 ((WANT_GTM + WANT_NSD + WANT_GDNSD > 0)) || die "--only selects no server"
 
-# ---------------------------------------------------------------------------
-# Cleanup: kill only the PIDs this script started, then remove the temp dir.
-# ---------------------------------------------------------------------------
-# PID and all its descendants, one per line (from /proc/PID/task/*/children).
-tree_pids() { # pid -> pid and all descendants
-    local -a queue=("$1") kids
-    local p
-    while ((${#queue[@]})); do
-        p=${queue[0]}
-        queue=("${queue[@]:1}")
-        echo "$p"
-        mapfile -t kids < <(cat /proc/"$p"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . || true)
-        queue+=("${kids[@]}")
-    done
-}
-
-STARTED_PIDS=()   # servers and helpers, stopped at exit
-CLIENT_PID=""     # the dnsperf (under `timeout`) currently running, if any
-TMP=""
-
-cleanup() {
-    local rc=$? pid i
-    trap - EXIT INT TERM
-    if [[ -n $CLIENT_PID ]]; then
-        # `timeout` passes the TERM on to dnsperf.
-        kill -TERM "$CLIENT_PID" 2>/dev/null || true
-        wait "$CLIENT_PID" 2>/dev/null || true
-    fi
-    # Note the servers' descendants (NSD's forked server, gdnsd's monitor
-    # helper) before stopping them, so we can wait until those are gone too
-    # and the ports are free when we return.
-    local -a tree=()
-    for pid in "${STARTED_PIDS[@]}"; do
-        mapfile -t -O "${#tree[@]}" tree < <(tree_pids "$pid")
-    done
-    for pid in "${STARTED_PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    # Give them up to 5 s to exit, then SIGKILL whatever is left (by PID).
-    for pid in "${tree[@]}"; do
-        for ((i = 0; i < 50; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "PID $pid did not exit on SIGTERM; sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-    done
-    for pid in "${STARTED_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    if [[ -n $TMP && -d $TMP ]]; then
-        if ((KEEP_TMP)); then
-            log "keeping temporary directory $TMP"
-        else
-            rm -rf -- "$TMP"
-        fi
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Stop the servers and helpers (STARTED_PIDS) with their forked children,
+# and remove the temporary directory, however the script ends.
+bench_traps trees
 
 # ---------------------------------------------------------------------------
 # 1. Tools: install what is missing (Debian/Ubuntu, non-interactive).
 # ---------------------------------------------------------------------------
-install_missing() {
-    local -A pkg_for=(
-        [dnsperf]=dnsperf [dig]=dnsutils [taskset]=util-linux
-        [getconf]=libc-bin [python3]=python3-minimal
-    )
-    ((WANT_NSD)) && pkg_for[nsd]=nsd
-    ((WANT_GDNSD)) && pkg_for[gdnsd]=gdnsd && pkg_for[gdnsdctl]=gdnsd
-    local -a missing=() sudo=()
-    local cmd
-    for cmd in "${!pkg_for[@]}"; do
-        command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
-    done
-    ((${#missing[@]})) || return 0
-    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-    command -v apt-get >/dev/null 2>&1 \
-        || die "missing packages (${missing[*]}) and no apt-get to install them"
-    if ((EUID != 0)); then
-        command -v sudo >/dev/null 2>&1 || die "need root or sudo to install: ${missing[*]}"
-        sudo=(sudo -n)
-    fi
-    log "installing: ${missing[*]}"
-    # Fresh machines often have no package lists yet.
-    timeout 600 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
-        || die "apt-get update failed"
-    timeout 900 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-        "${missing[@]}" >&2 || die "apt-get install failed"
-}
-install_missing
+tools=(dnsperf=dnsperf dig=dnsutils taskset=util-linux getconf=libc-bin python3=python3-minimal)
+((WANT_NSD)) && tools+=(nsd=nsd)
+((WANT_GDNSD)) && tools+=(gdnsd=gdnsd gdnsdctl=gdnsd)
+install_missing "${tools[@]}"
 
 ((WANT_GTM)) && ! ((BUILD)) && [[ ! -x $GTM_BIN ]] \
     && die "$GTM_BIN not found; build it or drop --no-build"
 
 if ((WANT_GTM && BUILD)); then
-    log "building gtm (cargo build --release)"
-    (cd "$REPO_ROOT" && timeout 3600 cargo build --release) || die "cargo build failed"
+    build_gtm
     [[ -x $GTM_BIN ]] || die "build produced no $GTM_BIN"
 fi
 
@@ -238,15 +124,6 @@ CLK_TCK=$(getconf CLK_TCK)
 
 # Refuse to start if a port we need is already taken (we only ever talk to
 # 127.0.0.1, so a stray listener there would be measured instead of ours).
-port_busy() { # proto port; waits up to 5 s for a port that is being released
-    local flag=-lun i
-    [[ $1 == tcp ]] && flag=-ltn
-    for ((i = 0; i < 25; i++)); do
-        ss -H "$flag" "sport = :$2" 2>/dev/null | grep -q . || return 1
-        sleep 0.2
-    done
-    return 0
-}
 check_ports() {
     local p
     if ((WANT_GTM)); then
@@ -267,9 +144,7 @@ command -v ss >/dev/null 2>&1 && check_ports
 # ---------------------------------------------------------------------------
 # 2. Temporary directory, zones and configurations.
 # ---------------------------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-dns.XXXXXX")
-chmod 755 "$TMP"
-log "working in $TMP"
+make_tmp
 
 # dnsperf query files: one query per line, repeated.
 for rec in static steered; do
@@ -457,17 +332,6 @@ wait_answering() {
     die "$name did not answer static.bench.test within ${START_TIMEOUT}s"
 }
 
-# Wait (bounded) for a TCP port on loopback to accept connections.
-wait_tcp() { # name port
-    local deadline=$((SECONDS + START_TIMEOUT))
-    while ((SECONDS < deadline)); do
-        alive_or_die "$1"
-        if (exec 3<>"/dev/tcp/$ADDR/$2") 2>/dev/null; then return 0; fi
-        sleep 0.2
-    done
-    die "$1 did not listen on $ADDR:$2 within ${START_TIMEOUT}s"
-}
-
 # Verify the answers before measuring: static must be exactly 192.0.2.1;
 # steered must be exactly one of the four addresses, every time.
 verify() { # name port steered(0/1)
@@ -559,22 +423,8 @@ fi
 # ---------------------------------------------------------------------------
 # 4. Measure.
 # ---------------------------------------------------------------------------
-
-# CPU ticks (utime+stime, /proc/PID/stat fields 14 and 15) summed over the
-# process and all its descendants: NSD answers from a forked child, and the
-# process-level stat already includes every thread.
-cpu_ticks() { # pid
-    local total=0 p stat rest
-    local -a f
-    for p in $(tree_pids "$1"); do
-        { stat=$(<"/proc/$p/stat"); } 2>/dev/null || continue  # may have exited
-        rest=${stat##*) }       # fields from 3 (state) on; comm may hold spaces
-        read -ra f <<<"$rest"
-        total=$((total + f[11] + f[12]))
-    done
-    echo "$total"
-}
-
+# The servers' CPU time is cpu_ticks (bench-lib.sh): utime+stime summed over
+# the process tree, since NSD answers from a forked child.
 now_ns() { date +%s%N; }
 
 RESULTS="$TMP/results.tsv"
@@ -649,11 +499,7 @@ version_of() {
     case $1 in
         nsd) nsd -v 2>&1 | awk 'NR == 1 {print "NSD " $3}' ;;
         gdnsd) gdnsd -c /nonexistent checkconf 2>&1 | grep -o 'gdnsd version [0-9.]*' | head -1 | sed 's/ version//' ;;
-        gtm)
-            local v rev
-            v=$(timeout 5 "$GTM_BIN" --version 2>/dev/null | head -n 1 || true)
-            rev=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || true)
-            printf '%s%s' "${v:-gtm}" "${rev:+ ($rev)}" ;;
+        gtm) gtm_version ;;
     esac
 }
 
@@ -714,22 +560,5 @@ echo "$REPORT"
 
 # Replace the section between the markers in docs/performance.md.
 if [[ -n $DOCS_FILE ]]; then
-    BEGIN_MARK='<!-- bench-dns:begin -->'
-    END_MARK='<!-- bench-dns:end -->'
-    mkdir -p "$(dirname -- "$DOCS_FILE")"
-    if [[ ! -f $DOCS_FILE ]]; then
-        printf '# Performance\n\n%s\n\n%s\n%s\n' \
-            "DNS benchmark against NSD and gdnsd, written by \`scripts/bench-dns.sh\`." \
-            "$BEGIN_MARK" "$END_MARK" >"$DOCS_FILE"
-    elif ! grep -qF "$BEGIN_MARK" "$DOCS_FILE" || ! grep -qF "$END_MARK" "$DOCS_FILE"; then
-        printf '\n%s\n%s\n' "$BEGIN_MARK" "$END_MARK" >>"$DOCS_FILE"
-    fi
-    printf '%s\n' "$REPORT" >"$TMP/report.md"
-    awk -v b="$BEGIN_MARK" -v e="$END_MARK" -v rep="$TMP/report.md" '
-        $0 == b { print; while ((getline line < rep) > 0) print line; skip = 1; next }
-        $0 == e { skip = 0 }
-        !skip   { print }
-    ' "$DOCS_FILE" >"$TMP/performance.md.new"
-    cat "$TMP/performance.md.new" >"$DOCS_FILE"
-    log "wrote results into $DOCS_FILE"
+    write_docs_section "DNS benchmark against NSD and gdnsd, written by \`scripts/bench-dns.sh\`." "$REPORT"
 fi

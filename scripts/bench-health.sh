@@ -57,17 +57,14 @@
 
 set -euo pipefail
 
+# Shared mechanics: log/die, options, cleanup, install_missing, CPU time, docs.
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
+bench_init bench-health "$@"
+
 # ---------------------------------------------------------------------------
 # Locations and defaults
 # ---------------------------------------------------------------------------
-SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-REPO_ROOT=$(cd -- "$SCRIPT_DIR/.." && pwd)
-# The command line as typed, recorded in the report.
-INVOCATION="scripts/$(basename -- "${BASH_SOURCE[0]}")"
-for arg in "$@"; do
-    if [[ $arg =~ ^[A-Za-z0-9_./,=:@+-]+$ ]]; then INVOCATION+=" $arg"; else INVOCATION+=" $(printf '%q' "$arg")"; fi
-done
-
 DURATION=15            # seconds per measured run
 RUNS=2                 # measured runs per mode
 WARMUP=5               # seconds of warm-up, not recorded
@@ -76,9 +73,6 @@ NCHECKS=10000          # checks in the loaded mode
 SETTLE=120             # max seconds to wait for checks to be decided
 DECIDED_PCT=99         # share of checks that must be decided before measuring
 QUIET_MAX=10           # a run where other processes used more CPU (% of one core) is "noisy"
-BUILD=1
-DOCS_FILE="$REPO_ROOT/docs/performance.md"
-KEEP_TMP=0
 
 ADDR=127.0.0.1
 GTM_PORT=${GTM_PORT:-15353}
@@ -101,17 +95,6 @@ STATIC_ADDR=192.0.2.1
 STEERED_SCN_ADDR=192.0.2.10   # hc = scenario:s1 in the loaded mode
 STEERED_STATIC_ADDR=192.0.2.11
 
-export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
-
-usage() {
-    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
-    exit "${1:-0}"
-}
-
-log() { printf '[bench-health %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
-
 while (($#)); do
     case $1 in
         --duration) DURATION=${2:?--duration needs a value}; shift 2 ;;
@@ -124,116 +107,27 @@ while (($#)); do
         --checks=*) NCHECKS=${1#*=}; shift ;;
         --settle) SETTLE=${2:?--settle needs a value}; shift 2 ;;
         --settle=*) SETTLE=${1#*=}; shift ;;
-        --no-build) BUILD=0; shift ;;
-        --docs) DOCS_FILE=${2:?--docs needs a value}; shift 2 ;;
-        --docs=*) DOCS_FILE=${1#*=}; shift ;;
-        --no-docs) DOCS_FILE=""; shift ;;
-        --keep-tmp) KEEP_TMP=1; shift ;;
-        -h|--help) usage 0 ;;
-        *) log "unknown argument: $1"; usage 2 ;;
+        *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
 
-in_range() { # option value lo hi
-    if ! is_uint "$2" || (($2 < $3 || $2 > $4)); then die "$1 must be $3..$4"; fi
-}
 in_range --duration "$DURATION" 1 600
 in_range --runs "$RUNS" 1 20
 in_range --rate "$RATE" 100 1000000
 in_range --checks "$NCHECKS" 2 99999
 in_range --settle "$SETTLE" 1 1800
 
-# ---------------------------------------------------------------------------
-# Cleanup: kill only the PIDs this script started, then remove the temp dir.
-# ---------------------------------------------------------------------------
-tree_pids() { # pid -> pid and all descendants
-    local -a queue=("$1") kids
-    local p
-    while ((${#queue[@]})); do
-        p=${queue[0]}
-        queue=("${queue[@]:1}")
-        echo "$p"
-        mapfile -t kids < <(cat /proc/"$p"/task/*/children 2>/dev/null | tr ' ' '\n' | grep . || true)
-        queue+=("${kids[@]}")
-    done
-}
-
-STARTED_PIDS=()
-CLIENT_PID=""
-TMP=""
-
-cleanup() {
-    local rc=$? pid i
-    trap - EXIT INT TERM
-    if [[ -n $CLIENT_PID ]]; then
-        kill -TERM "$CLIENT_PID" 2>/dev/null || true
-        wait "$CLIENT_PID" 2>/dev/null || true
-    fi
-    local -a tree=()
-    for pid in "${STARTED_PIDS[@]}"; do
-        mapfile -t -O "${#tree[@]}" tree < <(tree_pids "$pid")
-    done
-    for pid in "${STARTED_PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in "${tree[@]}"; do
-        for ((i = 0; i < 50; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "PID $pid did not exit on SIGTERM; sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-    done
-    for pid in "${STARTED_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    if [[ -n $TMP && -d $TMP ]]; then
-        if ((KEEP_TMP)); then
-            log "keeping temporary directory $TMP"
-        else
-            rm -rf -- "$TMP"
-        fi
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# Stop gtm and the probe target (STARTED_PIDS) with any children, and remove
+# the temporary directory, however the script ends.
+bench_traps trees
 
 # ---------------------------------------------------------------------------
 # 1. Tools: install what is missing (Debian/Ubuntu, non-interactive).
 # ---------------------------------------------------------------------------
-install_missing() {
-    local -A pkg_for=(
-        [dnsperf]=dnsperf [dig]=dnsutils [taskset]=util-linux
-        [getconf]=libc-bin [python3]=python3-minimal [ss]=iproute2
-    )
-    local -a missing=() sudo=()
-    local cmd
-    for cmd in "${!pkg_for[@]}"; do
-        command -v "$cmd" >/dev/null 2>&1 || missing+=("${pkg_for[$cmd]}")
-    done
-    ((${#missing[@]})) || return 0
-    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-    command -v apt-get >/dev/null 2>&1 \
-        || die "missing packages (${missing[*]}) and no apt-get to install them"
-    if ((EUID != 0)); then
-        command -v sudo >/dev/null 2>&1 || die "need root or sudo to install: ${missing[*]}"
-        sudo=(sudo -n)
-    fi
-    log "installing: ${missing[*]}"
-    timeout 600 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
-        || die "apt-get update failed"
-    timeout 900 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
-        "${missing[@]}" >&2 || die "apt-get install failed"
-}
-install_missing
+install_missing dnsperf=dnsperf dig=dnsutils taskset=util-linux getconf=libc-bin \
+    python3=python3-minimal ss=iproute2
 
-if ((BUILD)); then
-    log "building gtm (cargo build --release${CARGO_TARGET_DIR:+, CARGO_TARGET_DIR=$CARGO_TARGET_DIR})"
-    (cd "$REPO_ROOT" && timeout 3600 cargo build --release) || die "cargo build failed"
-fi
+if ((BUILD)); then build_gtm; fi
 [[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
 
 NCPU=$(nproc)
@@ -256,15 +150,6 @@ if ((PRE_BUSY > 20)); then
     log "WARNING: the machine is already busy ($PRE_BUSY % of one core used by others); latency figures will be noisy"
 fi
 
-port_busy() { # proto port; waits up to 5 s for a port that is being released
-    local flag=-lun i
-    [[ $1 == tcp ]] && flag=-ltn
-    for ((i = 0; i < 25; i++)); do
-        ss -H "$flag" "sport = :$2" 2>/dev/null | grep -q . || return 1
-        sleep 0.2
-    done
-    return 0
-}
 port_busy udp "$GTM_PORT" && die "UDP port $GTM_PORT on loopback is already in use"
 port_busy tcp "$GTM_API_PORT" && die "TCP port $GTM_API_PORT on loopback is already in use"
 port_busy tcp "$TARGET_PORT" && die "TCP port $TARGET_PORT on loopback is already in use"
@@ -272,9 +157,7 @@ port_busy tcp "$TARGET_PORT" && die "TCP port $TARGET_PORT on loopback is alread
 # ---------------------------------------------------------------------------
 # 2. Temporary directory and configurations.
 # ---------------------------------------------------------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-health.XXXXXX")
-chmod 755 "$TMP"
-log "working in $TMP"
+make_tmp
 
 for ((i = 0; i < 100; i++)); do echo "static.bench.test A"; done >"$TMP/q-static.txt"
 
@@ -381,16 +264,6 @@ alive_or_die() {
     die "$1 is not running"
 }
 
-wait_tcp() { # name port
-    local deadline=$((SECONDS + START_TIMEOUT))
-    while ((SECONDS < deadline)); do
-        alive_or_die "$1"
-        if (exec 3<>"/dev/tcp/$ADDR/$2") 2>/dev/null; then return 0; fi
-        sleep 0.2
-    done
-    die "$1 did not listen on $ADDR:$2 within ${START_TIMEOUT}s"
-}
-
 dig_short() { # name
     dig +short +tries=1 +time=1 -p "$GTM_PORT" "@$ADDR" "$1" A 2>/dev/null || true
 }
@@ -483,21 +356,9 @@ wait_decided() {
 # ---------------------------------------------------------------------------
 # 4. Measure.
 # ---------------------------------------------------------------------------
-cpu_ticks() { # pid [usr|sys]: utime+stime (or one of them) over the process tree
-    local total=0 p stat rest
-    local -a f
-    for p in $(tree_pids "$1"); do
-        { stat=$(<"/proc/$p/stat"); } 2>/dev/null || continue
-        rest=${stat##*) }
-        read -ra f <<<"$rest"
-        case ${2:-all} in
-            usr) total=$((total + f[11])) ;;
-            sys) total=$((total + f[12])) ;;
-            *) total=$((total + f[11] + f[12])) ;;
-        esac
-    done
-    echo "$total"
-}
+# gtm's and the target's CPU time is cpu_ticks PID [usr] (bench-lib.sh):
+# utime+stime, or utime alone, over the process tree.
+
 # CPU ticks (utime+stime+cutime+cstime) of every process on the machine
 # except this script and the processes it started: what others used.  A
 # child reaped inside the window moves into its parent's cutime, so the
@@ -704,11 +565,8 @@ make_report() {
     for n in "${SETTLE_NOTE[@]}"; do echo "- Settling: $n."; done
     [[ -n $ERROR_REASONS ]] && echo "- Error reasons (most common, last loaded run): $ERROR_REASONS."
     echo
-    local v rev
-    v=$(timeout 5 "$GTM_BIN" --version 2>/dev/null | head -n 1 || true)
-    rev=$(git -C "$REPO_ROOT" describe --always --dirty 2>/dev/null || true)
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
-        "(${v:-gtm}${rev:+ ($rev)}, dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'), kernel $(uname -r));" \
+        "($(gtm_version), dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'), kernel $(uname -r));" \
         "CPU used by other processes just before the start: $PRE_BUSY % of one core."
     echo "gtm on CPU $SERVER_CPU (\`udp_workers = 1\`, \`max_concurrent_probes = 2000\`);" \
         "dnsperf on CPU $CLIENT_CPU (\`-c $CLIENTS -q $OUTSTANDING -Q $RATE -l $DURATION\`, static.bench.test A," \
@@ -730,22 +588,5 @@ echo "$REPORT"
 ((GTM_TAIL > 0)) && log "gtm log has $GTM_TAIL warning/error lines (see $TMP/gtm.log with --keep-tmp)"
 
 if [[ -n $DOCS_FILE ]]; then
-    BEGIN_MARK='<!-- bench-health:begin -->'
-    END_MARK='<!-- bench-health:end -->'
-    mkdir -p "$(dirname -- "$DOCS_FILE")"
-    if [[ ! -f $DOCS_FILE ]]; then
-        printf '# Performance\n\n%s\n\n%s\n%s\n' \
-            "DNS latency under health-check load, written by \`scripts/bench-health.sh\`." \
-            "$BEGIN_MARK" "$END_MARK" >"$DOCS_FILE"
-    elif ! grep -qF "$BEGIN_MARK" "$DOCS_FILE" || ! grep -qF "$END_MARK" "$DOCS_FILE"; then
-        printf '\n%s\n%s\n' "$BEGIN_MARK" "$END_MARK" >>"$DOCS_FILE"
-    fi
-    printf '%s\n' "$REPORT" >"$TMP/report.md"
-    awk -v b="$BEGIN_MARK" -v e="$END_MARK" -v rep="$TMP/report.md" '
-        $0 == b { print; while ((getline line < rep) > 0) print line; skip = 1; next }
-        $0 == e { skip = 0 }
-        !skip   { print }
-    ' "$DOCS_FILE" >"$TMP/doc.new"
-    cat "$TMP/doc.new" >"$DOCS_FILE"
-    log "wrote results into $DOCS_FILE"
+    write_docs_section "DNS latency under health-check load, written by \`scripts/bench-health.sh\`." "$REPORT"
 fi
