@@ -297,6 +297,18 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     ok(&["dc", "delete", "dc2"]);
     assert!(!ok(&["dc", "list"]).contains("dc2"));
 
+    // Changing a domain's settings keeps its records unless the body
+    // lists them.
+    let settings = file(
+        "example.toml",
+        "nameservers = [\"ns1.example.test\"]\nttl = 90\n",
+    );
+    let out = ok(&["domain", "put", "example.test", "--file", &settings]);
+    assert!(!out.contains("record"), "{out}");
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(r.answers[0].ttl, 90);
+    assert!(ok(&["domain", "show", "example.test"]).contains("[[record]]"));
+
     // Services and domains.
     let svc = file("svc.toml", "domains = [\"example.test\"]\n");
     ok(&["service", "put", "shop", "--file", &svc]);

@@ -3,7 +3,8 @@
 //! Each write edits a copy of the applied configuration and sends the whole
 //! of it through the same path as `PUT /api/v1/config`: validated as one,
 //! replicated as one Raft entry, all or nothing. `PUT` creates or replaces
-//! (a retried `PUT` changes nothing the second time); `DELETE` of something
+//! (a retried `PUT` changes nothing the second time; a domain's records stay
+//! unless the body lists them); `DELETE` of something
 //! absent is `not-found`. `?dry_run=true` returns the changes without
 //! applying; `?version=N` refuses the write (`conflict`) unless the applied
 //! configuration is still version N, for clients that read, edit and write.
@@ -39,10 +40,15 @@ pub trait Collection: Serialize + DeserializeOwned + Clone + Send + 'static {
     fn items(config: &mut Config) -> &mut Vec<Self>;
     fn name(&self) -> &str;
     fn set_name(&mut self, name: String);
+    /// The key of a list with routes of its own (a domain's `record`): a
+    /// `PUT` whose body leaves it out keeps the list as it is.
+    const CHILDREN: Option<&'static str> = None;
+    /// Moves that list from the object being replaced.
+    fn keep_children(&mut self, _replaced: &mut Self) {}
 }
 
 macro_rules! collection {
-    ($t:ty, $noun:literal, $field:ident) => {
+    ($t:ty, $noun:literal, $field:ident $(, $key:literal => $children:ident)?) => {
         impl Collection for $t {
             const NOUN: &'static str = $noun;
             fn items(config: &mut Config) -> &mut Vec<Self> {
@@ -54,6 +60,12 @@ macro_rules! collection {
             fn set_name(&mut self, name: String) {
                 self.name = name;
             }
+            $(
+                const CHILDREN: Option<&'static str> = Some($key);
+                fn keep_children(&mut self, replaced: &mut Self) {
+                    self.$children = std::mem::take(&mut replaced.$children);
+                }
+            )?
         }
     };
 }
@@ -62,7 +74,7 @@ collection!(Datacenter, "datacenter", datacenters);
 collection!(Check, "check", checks);
 collection!(Scenario, "scenario", scenarios);
 collection!(Service, "service", services);
-collection!(Domain, "domain", domains);
+collection!(Domain, "domain", domains, "record" => records);
 
 /// Names compare as DNS names do: without case, and a final dot is optional.
 fn same_name(a: &str, b: &str) -> bool {
@@ -109,6 +121,7 @@ pub async fn put<T: Collection>(
         name_matches(T::NOUN, &name, given.as_str().unwrap_or_default())?;
     }
     body.insert("name".into(), name.clone().into());
+    let keep_children = T::CHILDREN.is_some_and(|key| !body.contains_key(key));
     let mut item: T = serde_json::from_value(body.into()).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -120,7 +133,12 @@ pub async fn put<T: Collection>(
     edit(&state, &options, |config| {
         let items = T::items(config);
         match items.iter().position(|x| same_name(x.name(), &name)) {
-            Some(i) => items[i] = item,
+            Some(i) => {
+                if keep_children {
+                    item.keep_children(&mut items[i]);
+                }
+                items[i] = item;
+            }
             None => items.push(item),
         }
         Ok(())
