@@ -213,6 +213,12 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     assert_eq!(answers(&r), ["192.0.2.30"]);
     assert_eq!(r.answers[0].ttl, 60);
     assert!(ok(&["record", "show", "api.example.test", "A"]).contains("ttl = 60"));
+    // A body without addresses changes the rest and keeps them.
+    let ttl = file("ttl.toml", "ttl = 45\n");
+    ok(&["record", "put", "api.example.test", "A", "--file", &ttl]);
+    let r = udp(d.v4(), &query("api.example.test.", RecordType::A)).await;
+    assert_eq!(answers(&r), ["192.0.2.30"]);
+    assert_eq!(r.answers[0].ttl, 45);
     assert!(ok(&["record", "list", "example.test"]).contains("api"));
     ok(&["record", "delete", "api.example.test", "A"]);
     let r = udp(d.v4(), &query("api.example.test.", RecordType::A)).await;

@@ -3,8 +3,8 @@
 //! Each write edits a copy of the applied configuration and sends the whole
 //! of it through the same path as `PUT /api/v1/config`: validated as one,
 //! replicated as one Raft entry, all or nothing. `PUT` creates or replaces
-//! (a retried `PUT` changes nothing the second time; a domain's records stay
-//! unless the body lists them); `DELETE` of something
+//! (a retried `PUT` changes nothing the second time; a domain's records and
+//! a record's addresses stay unless the body lists them); `DELETE` of something
 //! absent is `not-found`. `?dry_run=true` returns the changes without
 //! applying; `?version=N` refuses the write (`conflict`) unless the applied
 //! configuration is still version N, for clients that read, edit and write.
@@ -235,6 +235,8 @@ pub async fn put_record(
     }
     fields.insert("name".into(), name.clone().into());
     fields.insert("type".into(), rtype.to_ascii_uppercase().into());
+    // Addresses have routes of their own: a body without them keeps them.
+    let keep_addresses = !fields.contains_key("addresses");
     let record: Record = serde_json::from_value(fields.into()).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -245,7 +247,13 @@ pub async fn put_record(
     edit(&state, &options, |config| {
         let d = domain_mut(config, &domain)?;
         match record_index(d, &name, &rtype) {
-            Ok(i) => d.records[i] = record,
+            Ok(i) => {
+                let mut record = record;
+                if keep_addresses {
+                    record.addresses = std::mem::take(&mut d.records[i].addresses);
+                }
+                d.records[i] = record;
+            }
             Err(_) => d.records.push(record),
         }
         Ok(())
