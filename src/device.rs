@@ -101,12 +101,21 @@ impl Device {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let mut listen = Vec::new();
         for addr in &settings.dns_listen {
-            // In the demo, an address that cannot bind (no IPv6) is skipped.
-            if demo && std::net::UdpSocket::bind(addr).is_err() {
-                tracing::warn!(%addr, "cannot listen here; skipped");
+            // In the demo, an address this machine lacks (no IPv6) is
+            // skipped; one that another program holds is an error.
+            if demo && let Err(e) = std::net::UdpSocket::bind(addr) {
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    anyhow::bail!(
+                        "cannot listen for DNS on {addr}: {e} (is another gtm or DNS server running?)"
+                    );
+                }
+                tracing::warn!(%addr, error = %e, "cannot listen here; skipped");
                 continue;
             }
             listen.push(*addr);
+        }
+        if listen.is_empty() {
+            anyhow::bail!("no DNS listener could be opened (dns_listen in the node settings)");
         }
         let dns = DnsServer::start(&listen, workers, dns_state).await?;
 
