@@ -156,3 +156,28 @@ fn geoip_import_refuses_a_corrupt_file_and_keeps_the_old_one() {
     assert!(stdout.contains("DE") && stdout.contains("EU"), "{stdout}");
     rt.block_on(d.device.stop());
 }
+
+/// A device whose DNS address another program holds refuses to start, and
+/// says which address.
+#[test]
+fn serve_refuses_to_start_without_its_dns_listener() {
+    let taken = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let node = dir.path().join("node.toml");
+    std::fs::write(
+        &node,
+        format!(
+            "name = \"n1\"\ndatacenter = \"dc1\"\ndata_dir = \"{}\"\ndns_listen = [\"{addr}\"]\napi_listen = \"127.0.0.1:0\"\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let out = gtm().args(["serve", "--config"]).arg(&node).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen for DNS over UDP on {addr}")),
+        "{stderr}"
+    );
+}
