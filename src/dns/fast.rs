@@ -121,6 +121,7 @@ pub fn answer(
         let rdlen = (out.len() - rdlen_at - 2) as u16;
         out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
     }
+    state.metrics.response(q.qtype, 0);
     true
 }
 

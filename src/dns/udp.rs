@@ -129,6 +129,8 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                     }
                     match answer_udp(&handler, query, src, draw) {
                         Some(bytes) => {
+                            // The fast path counts its own responses.
+                            metrics.response_wire(&bytes);
                             *out = bytes;
                             true
                         }
@@ -138,7 +140,6 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                 if !answered {
                     continue;
                 }
-                metrics.response_wire(out);
                 send_iov[replies].iov_base = out.as_mut_ptr().cast();
                 send_iov[replies].iov_len = out.len();
                 let h = &mut send_hdrs[replies];
