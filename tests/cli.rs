@@ -173,7 +173,11 @@ fn serve_refuses_to_start_without_its_dns_listener() {
         ),
     )
     .unwrap();
-    let out = gtm().args(["serve", "--config"]).arg(&node).output().unwrap();
+    let out = gtm()
+        .args(["serve", "--config"])
+        .arg(&node)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

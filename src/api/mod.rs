@@ -332,6 +332,8 @@ async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Re
 }
 
 async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
+    // Copied out first: serializing a large configuration under the engine's
+    // lock would hold up health changes for as long.
     toml::to_string_pretty(&state.engine.config())
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))
 }

@@ -37,7 +37,8 @@ pub struct WriteOptions {
 pub trait Collection: Serialize + DeserializeOwned + Clone + Send + 'static {
     /// Singular, as errors name it.
     const NOUN: &'static str;
-    fn items(config: &mut Config) -> &mut Vec<Self>;
+    fn items(config: &Config) -> &[Self];
+    fn items_mut(config: &mut Config) -> &mut Vec<Self>;
     fn name(&self) -> &str;
     fn set_name(&mut self, name: String);
     /// The key of a list with routes of its own (a domain's `record`): a
@@ -51,7 +52,10 @@ macro_rules! collection {
     ($t:ty, $noun:literal, $field:ident $(, $key:literal => $children:ident)?) => {
         impl Collection for $t {
             const NOUN: &'static str = $noun;
-            fn items(config: &mut Config) -> &mut Vec<Self> {
+            fn items(config: &Config) -> &[Self] {
+                &config.$field
+            }
+            fn items_mut(config: &mut Config) -> &mut Vec<Self> {
                 &mut config.$field
             }
             fn name(&self) -> &str {
@@ -90,7 +94,7 @@ fn not_found(what: String) -> ApiError {
     )
 }
 
-fn find<T: Collection>(config: &mut Config, name: &str) -> Result<usize, ApiError> {
+fn find<T: Collection>(config: &Config, name: &str) -> Result<usize, ApiError> {
     T::items(config)
         .iter()
         .position(|x| same_name(x.name(), name))
@@ -98,17 +102,17 @@ fn find<T: Collection>(config: &mut Config, name: &str) -> Result<usize, ApiErro
 }
 
 pub async fn list<T: Collection>(State(state): State<ApiState>) -> Json<Vec<T>> {
-    let mut config = state.engine.config();
-    Json(std::mem::take(T::items(&mut config)))
+    Json(state.engine.with_config(|c| T::items(c).to_vec()))
 }
 
 pub async fn show<T: Collection>(
     State(state): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<Json<T>, ApiError> {
-    let mut config = state.engine.config();
-    let i = find::<T>(&mut config, &name)?;
-    Ok(Json(T::items(&mut config).swap_remove(i)))
+    let item = state
+        .engine
+        .with_config(|c| Ok::<_, ApiError>(T::items(c)[find::<T>(c, &name)?].clone()))?;
+    Ok(Json(item))
 }
 
 pub async fn put<T: Collection>(
@@ -131,7 +135,7 @@ pub async fn put<T: Collection>(
     })?;
     item.set_name(name.clone());
     edit(&state, &options, |config| {
-        let items = T::items(config);
+        let items = T::items_mut(config);
         match items.iter().position(|x| same_name(x.name(), &name)) {
             Some(i) => {
                 if keep_children {
@@ -153,7 +157,7 @@ pub async fn delete<T: Collection>(
 ) -> Result<Json<ApplyResult>, ApiError> {
     edit(&state, &options, |config| {
         let i = find::<T>(config, &name)?;
-        T::items(config).remove(i);
+        T::items_mut(config).remove(i);
         Ok(())
     })
     .await
@@ -194,24 +198,33 @@ fn domain_mut<'c>(config: &'c mut Config, name: &str) -> Result<&'c mut Domain, 
     Ok(&mut config.domains[i])
 }
 
+/// A record of the applied configuration, read in place.
+fn read_record<R>(
+    state: &ApiState,
+    (domain, name, rtype): &(String, String, String),
+    read: impl FnOnce(&Record) -> R,
+) -> Result<R, ApiError> {
+    state.engine.with_config(|c| {
+        let d = &c.domains[find::<Domain>(c, domain)?];
+        Ok(read(&d.records[record_index(d, name, rtype)?]))
+    })
+}
+
 pub async fn list_records(
     State(state): State<ApiState>,
     Path(domain): Path<String>,
 ) -> Result<Json<Vec<Record>>, ApiError> {
-    let mut config = state.engine.config();
-    Ok(Json(std::mem::take(
-        &mut domain_mut(&mut config, &domain)?.records,
-    )))
+    let records = state.engine.with_config(|c| {
+        Ok::<_, ApiError>(c.domains[find::<Domain>(c, &domain)?].records.clone())
+    })?;
+    Ok(Json(records))
 }
 
 pub async fn show_record(
     State(state): State<ApiState>,
-    Path((domain, name, rtype)): Path<(String, String, String)>,
+    Path(path): Path<(String, String, String)>,
 ) -> Result<Json<Record>, ApiError> {
-    let mut config = state.engine.config();
-    let d = domain_mut(&mut config, &domain)?;
-    let i = record_index(d, &name, &rtype)?;
-    Ok(Json(d.records.swap_remove(i)))
+    Ok(Json(read_record(&state, &path, Record::clone)?))
 }
 
 /// A record PUT: the path gives the name and type (a body may repeat them).
@@ -293,12 +306,9 @@ fn same_address(a: &Address, key: &str) -> bool {
 
 pub async fn list_addresses(
     State(state): State<ApiState>,
-    Path((domain, name, rtype)): Path<(String, String, String)>,
+    Path(path): Path<(String, String, String)>,
 ) -> Result<Json<Vec<Address>>, ApiError> {
-    let mut config = state.engine.config();
-    let d = domain_mut(&mut config, &domain)?;
-    let i = record_index(d, &name, &rtype)?;
-    Ok(Json(std::mem::take(&mut d.records[i].addresses)))
+    Ok(Json(read_record(&state, &path, |r| r.addresses.clone())?))
 }
 
 pub async fn put_address(

@@ -679,6 +679,11 @@ impl Engine {
         self.lock().config.clone()
     }
 
+    /// Reads the applied configuration in place (no copy of a large one).
+    pub fn with_config<R>(&self, read: impl FnOnce(&Config) -> R) -> R {
+        read(&self.lock().config)
+    }
+
     /// What applying `config` would change, without copying the current one.
     pub fn changes(&self, config: &Config) -> Vec<String> {
         diff(&self.lock().config, config)
