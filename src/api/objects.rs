@@ -86,12 +86,9 @@ fn same_name(a: &str, b: &str) -> bool {
         .eq_ignore_ascii_case(b.trim_end_matches('.'))
 }
 
+/// `what` is not in the applied configuration.
 fn not_found(what: String) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not-found",
-        format!("{what} is not in the configuration"),
-    )
+    super::not_found(format!("{what} is not in the configuration"))
 }
 
 fn find<T: Collection>(config: &Config, name: &str) -> Result<usize, ApiError> {
