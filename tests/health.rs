@@ -118,10 +118,16 @@ async fn answers_statuses_and_events_follow_real_backends() {
     let (mut a, mut b) = two_backends().await;
     let d = TestDevice::start(&config(a.addr.port(), "100ms", "")).await;
 
-    until("both addresses healthy", || async {
-        sorted_answers(&d, "www.example.test.").await == ["127.0.0.2", "127.0.0.3"]
+    // Both addresses answer from the start (unknown is not unhealthy); wait
+    // for their checks to decide.
+    until("both checks OK", || async {
+        check_is(&d, "web@127.0.0.2", "OK") && check_is(&d, "web@127.0.0.3", "OK")
     })
     .await;
+    assert_eq!(
+        sorted_answers(&d, "www.example.test.").await,
+        ["127.0.0.2", "127.0.0.3"]
+    );
     assert_eq!(status_of(&d, "www.example.test/A"), "OK");
     assert_eq!(
         sorted_answers(&d, "dr.example.test.").await,
@@ -241,10 +247,17 @@ type = "A"
 addresses = [{ ip = "192.0.2.1", hc = "scenario:web-or-remote" }]
 "#;
     let d = TestDevice::start(&config(a.addr.port(), "100ms", extra)).await;
+    // The address answers from the start (its scenario has not decided: unknown
+    // is not unhealthy); wait for the scenario to decide.
     until("scenario active", || async {
-        sorted_answers(&d, "www.keep.test.").await == ["192.0.2.1"]
+        d.device
+            .engine
+            .scenarios()
+            .iter()
+            .any(|s| s.scenario == "web-or-remote" && s.active)
     })
     .await;
+    assert_eq!(sorted_answers(&d, "www.keep.test.").await, ["192.0.2.1"]);
     let remote = d
         .device
         .engine
@@ -278,8 +291,8 @@ async fn a_restart_starts_from_the_last_decisions() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(a.addr.port(), "5s", "");
     let d = TestDevice::start_in(&cfg, dir.path()).await;
-    until("both healthy", || async {
-        sorted_answers(&d, "www.example.test.").await == ["127.0.0.2", "127.0.0.3"]
+    until("both checks OK", || async {
+        check_is(&d, "web@127.0.0.2", "OK") && check_is(&d, "web@127.0.0.3", "OK")
     })
     .await;
     d.device.stop().await;
@@ -466,4 +479,165 @@ addresses = [
         sorted_answers(&d, "multi.example.test.").await == all
     })
     .await;
+}
+
+/// A configuration with the `web` check and, with `dr_record`, a new
+/// Disaster Recovery record (automatic condition) whose Main addresses are
+/// checked by it.
+fn dr_config(port: u16, dr_record: Option<&str>) -> String {
+    let record = dr_record.map_or(String::new(), |failback| {
+        format!(
+            r#"
+[[domain.record]]
+name = "fresh"
+type = "A"
+mode = "disaster-recovery"
+failback = "{failback}"
+addresses = [
+  {{ ip = "127.0.0.2", dc = "dc1", hc = "check:web" }},
+  {{ ip = "127.0.0.3", dc = "dc1", hc = "check:web" }},
+  {{ ip = "198.51.100.10", dc = "dc2" }},
+]
+"#
+        )
+    });
+    format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "web"
+type = "http"
+port = {port}
+path = "/health"
+expect_body = "ok"
+interval = "100ms"
+timeout = "80ms"
+failures = 2
+successes = 2
+
+[[domain]]
+name = "example.test"
+main_dc = "dc1"
+dr_dc = "dc2"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "static"
+type = "A"
+addresses = [{{ ip = "192.0.2.1" }}]
+{record}"#
+    )
+}
+
+fn record_texts(d: &TestDevice, record: &str) -> Vec<String> {
+    d.device
+        .engine
+        .events()
+        .into_iter()
+        .filter(|e| e.object == record)
+        .map(|e| e.text)
+        .collect()
+}
+
+fn check_is(d: &TestDevice, check: &str, state: &str) -> bool {
+    d.device
+        .engine
+        .checks()
+        .into_iter()
+        .any(|c| c.check == check && serde_json::to_value(c.state).unwrap() == state)
+}
+
+/// Seed 000 "keep the last decision", for a record that has none yet: a new
+/// DR record answers from its Main DC from the first query, before its
+/// checks have a result, never from DR, and logs no switchover it did not
+/// make; a real Main failure still switches and logs `DR is on`.
+async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
+    const MAIN: [&str; 2] = ["127.0.0.2", "127.0.0.3"];
+    const LABEL: &str = "fresh.example.test/A";
+    let (mut a, mut b) = two_backends().await;
+    let port = a.addr.port();
+    let d = TestDevice::start(&dr_config(port, None)).await;
+
+    let text = dr_config(port, Some(failback));
+    d.device
+        .engine
+        .apply_persisted(text.clone(), gtm::model::parse(&text).unwrap())
+        .unwrap();
+    // From the first query after the apply until both checks have decided,
+    // every answer is Main's.
+    let mut queries = 0;
+    loop {
+        let decided = check_is(&d, "web@127.0.0.2", "OK") && check_is(&d, "web@127.0.0.3", "OK");
+        assert_eq!(
+            sorted_answers(&d, "fresh.example.test.").await,
+            MAIN,
+            "query {queries} after the apply ({failback} failback)"
+        );
+        queries += 1;
+        if decided {
+            break;
+        }
+        assert!(queries < 1500, "the checks never decided");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(status_of(&d, LABEL), "OK");
+    assert_eq!(
+        record_texts(&d, LABEL),
+        Vec::<String>::new(),
+        "no transition was made"
+    );
+
+    // A real failure of Main: DR, with its opening event.
+    a.stop().await;
+    b.stop().await;
+    until("DR on", || async {
+        sorted_answers(&d, "fresh.example.test.").await == ["198.51.100.10"]
+    })
+    .await;
+    assert_eq!(status_of(&d, LABEL), "DR");
+    let t = record_texts(&d, LABEL);
+    assert!(t.contains(&format!("{LABEL}: DR is on")), "{t:#?}");
+    assert!(!t.contains(&format!("{LABEL}: DR ended")), "{t:#?}");
+
+    // Main comes back: automatic failback returns, manual holds until resumed.
+    a.restart().await;
+    until("127.0.0.2 OK again", || async {
+        check_is(&d, "web@127.0.0.2", "OK")
+    })
+    .await;
+    if failback == "manual" {
+        assert_eq!(
+            sorted_answers(&d, "fresh.example.test.").await,
+            ["198.51.100.10"],
+            "held by manual failback"
+        );
+        assert!(d.device.engine.resume(LABEL));
+    }
+    until("Main again", || async {
+        sorted_answers(&d, "fresh.example.test.").await == ["127.0.0.2"]
+    })
+    .await;
+    let t = record_texts(&d, LABEL);
+    let on = t.iter().position(|e| e.ends_with(": DR is on"));
+    let ended = t.iter().position(|e| e.ends_with(": DR ended"));
+    assert!(
+        matches!((on, ended), (Some(on), Some(ended)) if on < ended),
+        "{t:#?}"
+    );
+    d.device.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_dr_record_with_automatic_failback_answers_main_from_the_first_query() {
+    a_new_dr_record_answers_main_from_the_first_query("auto").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_dr_record_with_manual_failback_answers_main_from_the_first_query() {
+    a_new_dr_record_answers_main_from_the_first_query("manual").await;
 }

@@ -61,6 +61,10 @@ impl HealthView for HealthState {
         self.scenarios.get(name).is_some_and(|d| d.active)
     }
 
+    fn scenario_decided(&self, name: &str) -> bool {
+        self.scenarios.get(name).is_some_and(|d| d.decided)
+    }
+
     fn drained(&self, record: &str, address: &AddressSpec) -> bool {
         let dc_drained = |dc: DcId| {
             self.dc_names

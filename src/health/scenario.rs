@@ -2,7 +2,9 @@
 //!
 //! A scenario is active or passive. Its condition is evaluated three-valued;
 //! when it is unknown (a Preparing or No Data check the others do not
-//! decide) the scenario keeps its last decision, initially passive. With a
+//! decide) the scenario keeps its last decision, initially passive; until its
+//! condition has decided once, the addresses it guards are undecided (they
+//! keep their own last decision, see `resolve::evaluate`). With a
 //! `verify` condition ("With Trigger"), a change of decision applies only
 //! once `verify` is true; until then it is pending.
 
@@ -14,6 +16,8 @@ pub struct Decision {
     pub active: bool,
     /// A change the condition asks for, waiting for `verify`.
     pub pending: Option<bool>,
+    /// The condition has been known (not unknown) at least once.
+    pub decided: bool,
 }
 
 /// Re-decides a scenario from check truths (`None` = unknown). Returns the
@@ -23,21 +27,26 @@ pub fn decide(
     last: Decision,
     truth: &impl Fn(&CheckRef) -> Option<bool>,
 ) -> Decision {
-    let wanted = spec.condition.eval(truth).unwrap_or(last.active);
+    let known = spec.condition.eval(truth);
+    let decided = last.decided || known.is_some();
+    let wanted = known.unwrap_or(last.active);
     if wanted == last.active {
         return Decision {
             active: last.active,
             pending: None,
+            decided,
         };
     }
     match &spec.verify {
         Some(verify) if verify.eval(truth) != Some(true) => Decision {
             active: last.active,
             pending: Some(wanted),
+            decided,
         },
         _ => Decision {
             active: wanted,
             pending: None,
+            decided,
         },
     }
 }
@@ -65,10 +74,15 @@ mod tests {
 
     #[test]
     fn decisions_of_seed_000() {
-        let passive = Decision::default();
+        let fresh = Decision::default();
+        let passive = Decision {
+            decided: true,
+            ..fresh
+        };
         let active = Decision {
             active: true,
             pending: None,
+            decided: true,
         };
         for (what, s, last, checks, expect) in [
             (
@@ -93,11 +107,25 @@ mod tests {
                 active,
             ),
             (
-                "initially passive while unknown",
+                "initially passive while unknown, and undecided",
                 spec("a", None),
-                passive,
+                fresh,
                 vec![("a", None)],
+                fresh,
+            ),
+            (
+                "the first known condition decides, even when it keeps passive",
+                spec("a", None),
+                fresh,
+                vec![("a", Some(false))],
                 passive,
+            ),
+            (
+                "a first result activates an undecided scenario",
+                spec("a", None),
+                fresh,
+                vec![("a", Some(true))],
+                active,
             ),
             (
                 "an unknown check the others decide does not hold the decision",
@@ -114,6 +142,7 @@ mod tests {
                 Decision {
                     active: false,
                     pending: Some(true),
+                    decided: true,
                 },
             ),
             (
@@ -122,6 +151,7 @@ mod tests {
                 Decision {
                     active: false,
                     pending: Some(true),
+                    decided: true,
                 },
                 vec![("a", Some(true)), ("v", Some(true))],
                 active,
@@ -134,6 +164,7 @@ mod tests {
                 Decision {
                     active: false,
                     pending: Some(true),
+                    decided: true,
                 },
             ),
             (

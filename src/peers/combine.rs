@@ -1,7 +1,7 @@
 //! Judging a check that runs in another datacenter from its devices'
 //! reports (spec §4): the freshest report of each device there, combined by
 //! the check's policy, so one isolated prober cannot flip an answer. A
-//! report older than three intervals counts as No Data.
+//! report older than its [`lifetime`] counts as No Data.
 
 use std::time::Duration;
 
@@ -15,11 +15,20 @@ pub struct Reported {
     pub age: Duration,
 }
 
-/// The state this device uses for a check probed elsewhere.
-pub fn combine(policy: Policy, interval: Duration, reports: &[Reported]) -> CheckState {
+/// How long a report about a check counts: three of the check's intervals,
+/// but never less than three report periods, since a report cannot be
+/// fresher than the period reports come at (a 200 ms check reported every
+/// 2 s would otherwise be No Data most of the time).
+pub fn lifetime(interval: Duration, report_every: Duration) -> Duration {
+    interval.max(report_every).saturating_mul(3)
+}
+
+/// The state this device uses for a check probed elsewhere, from reports
+/// that count for `lifetime`.
+pub fn combine(policy: Policy, lifetime: Duration, reports: &[Reported]) -> CheckState {
     let fresh: Vec<CheckState> = reports
         .iter()
-        .filter(|r| r.age <= interval * 3)
+        .filter(|r| r.age <= lifetime)
         .map(|r| r.state)
         .filter(|s| matches!(s, CheckState::Ok | CheckState::Error))
         .collect();
@@ -53,7 +62,7 @@ mod tests {
 
     #[test]
     fn policies_and_freshness_of_spec_section_4() {
-        let i = Duration::from_secs(5);
+        let i = lifetime(Duration::from_secs(5), Duration::from_secs(2));
         for (what, policy, reports, expect) in [
             (
                 "any OK device suffices (default)",
@@ -113,5 +122,45 @@ mod tests {
         ] {
             assert_eq!(combine(policy, i, &reports), expect, "{what}");
         }
+    }
+
+    #[test]
+    fn a_report_counts_for_three_report_periods_at_least() {
+        let every = Duration::from_secs(2);
+        let ms = Duration::from_millis;
+        // Intervals shorter than the report period: reports come every 2 s
+        // and count for 6 s, whatever the interval.
+        for interval in [ms(100), ms(500), ms(670), ms(2000)] {
+            assert_eq!(lifetime(interval, every), ms(6000), "{interval:?}");
+            let at = |age| Reported { state: Ok, age };
+            // A report just before the next one is due, and one late by a
+            // whole period, still count.
+            assert_eq!(
+                combine(Policy::Any, lifetime(interval, every), &[at(ms(1999))]),
+                Ok
+            );
+            assert_eq!(
+                combine(Policy::Any, lifetime(interval, every), &[at(ms(4000))]),
+                Ok
+            );
+            assert_eq!(
+                combine(Policy::Any, lifetime(interval, every), &[at(ms(6001))]),
+                NoData
+            );
+        }
+        // Longer intervals: three intervals.
+        assert_eq!(
+            lifetime(Duration::from_secs(10), every),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            combine(
+                Policy::Any,
+                lifetime(Duration::from_secs(10), every),
+                &[r(Error, 29)]
+            ),
+            Error
+        );
+        assert_eq!(lifetime(Duration::MAX, every), Duration::MAX, "no overflow");
     }
 }

@@ -196,7 +196,8 @@ impl Peers {
                     })
                 })
                 .collect();
-            let state = combine(instance.spec.policy, instance.spec.interval, &reported);
+            let lifetime = combine::lifetime(instance.spec.interval, REPORT_EVERY);
+            let state = combine(instance.spec.policy, lifetime, &reported);
             let reason = if from.is_empty() {
                 format!("runs in {run_on}; no report from there")
             } else {

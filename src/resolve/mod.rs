@@ -55,6 +55,11 @@ pub trait HealthView {
     fn check(&self, check: &CheckRef) -> CheckState;
     /// Whether a (user-defined) scenario is active.
     fn scenario_active(&self, name: &str) -> bool;
+    /// Whether a scenario's condition has ever decided (its checks had
+    /// results). Until then an address it guards is undecided, not unhealthy.
+    fn scenario_decided(&self, _name: &str) -> bool {
+        true
+    }
     /// Whether a datacenter is reachable; addresses in a down datacenter
     /// are unhealthy.
     fn datacenter_up(&self, _dc: DcId) -> bool {
@@ -149,8 +154,19 @@ pub struct Operator {
 /// Evaluates one steered record (spec §2 steps 1–5).
 ///
 /// `label` is `name/TYPE` as events show it; `prev` is the state the
-/// previous evaluation returned, `None` on the first one (no events then:
-/// there is no transition to report).
+/// previous evaluation returned, `None` on the first one.
+///
+/// Unknown is not unhealthy (seed 000: "keep the last decision"): an
+/// address whose check (or scenario) has no result keeps its last decision,
+/// and on a record's first evaluation, which has none, it counts as healthy,
+/// so a new record answers from its Main group (every address of a
+/// Standalone record, datacenters in order) and never starts in DR. An
+/// address that joins a record already answering has the decision "not in
+/// the answer" until its first result.
+///
+/// The first evaluation reports no transition except the switchovers it
+/// opens (DR is on, Fail-safe records are on, No healthy records left), so
+/// that every later `DR ended` or status change has its opening event.
 pub fn evaluate(
     label: &str,
     steering: &Steering,
@@ -160,15 +176,18 @@ pub fn evaluate(
     operator: Operator,
 ) -> Evaluation {
     let addresses = &steering.addresses;
-    // Step 1: health filtering.
+    // Step 1: health filtering. With no previous state, nothing has decided
+    // against an address yet: unknown counts as healthy.
+    let last = |i: usize| match prev {
+        Some(p) => p.healthy.get(i).copied().unwrap_or(false),
+        None => true,
+    };
     let healthy: Vec<bool> = addresses
         .iter()
         .enumerate()
         .map(|(i, a)| {
             let dc_up = a.dc.is_none_or(|dc| health.datacenter_up(dc));
-            dc_up
-                && !health.drained(label, a)
-                && address_healthy(a, health, prev.and_then(|p| p.healthy.get(i).copied()))
+            dc_up && !health.drained(label, a) && address_healthy(a, health, last(i))
         })
         .collect();
     let usable = |i: usize| healthy[i];
@@ -313,7 +332,10 @@ pub fn evaluate(
             answered(&answers)
         },
     };
-    let events = prev.map_or_else(Vec::new, |p| transition(label, steering, p, &state));
+    let events = match prev {
+        Some(p) => transition(label, steering, p, &state),
+        None => opening(label, &state),
+    };
     Evaluation {
         state,
         answers,
@@ -338,15 +360,22 @@ fn answered(answers: &PlaceAnswers) -> Vec<usize> {
     out
 }
 
-fn address_healthy(a: &AddressSpec, health: &impl HealthView, last: Option<bool>) -> bool {
+/// An address's health from its HC field; `last` is its last decision,
+/// kept while its check or scenario has no result (seed 000).
+fn address_healthy(a: &AddressSpec, health: &impl HealthView, last: bool) -> bool {
     match &a.hc {
         Hc::Static => true,
         Hc::Disabled => false,
-        Hc::Scenario(name) => scenario_active(health, name),
-        // Unknown keeps the last decision; a new check is held out until
-        // its first result decides.
-        Hc::Check(check) => health.check(check).truth().or(last).unwrap_or(false),
+        Hc::Scenario(name) if health.scenario_decided(name) || is_builtin(name) => {
+            scenario_active(health, name)
+        }
+        Hc::Scenario(_) => last,
+        Hc::Check(check) => health.check(check).truth().unwrap_or(last),
     }
+}
+
+fn is_builtin(name: &str) -> bool {
+    name == "always" || name == "never"
 }
 
 fn scenario_active(health: &impl HealthView, name: &str) -> bool {
@@ -397,6 +426,23 @@ fn names(dcs: &[DcSpec], ids: &[DcId]) -> String {
         .map(|&d| dcs[d].name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The events of a first evaluation: only the switchovers it starts in, the
+/// opening events of whatever later ends them. Addresses entering the
+/// answer are not listed (every address of every record would be, at each
+/// start-up).
+fn opening(label: &str, state: &RecordState) -> Vec<String> {
+    let mut events = Vec::new();
+    if state.dr_on {
+        events.push(format!("{label}: DR is on"));
+    }
+    match state.status {
+        Status::FailSafe => events.push(format!("{label}: Fail-safe records are on")),
+        Status::NoHealthy => events.push(format!("{label}: No healthy records left")),
+        _ => {}
+    }
+    events
 }
 
 /// The events between two states, in the order an operator reads them.

@@ -14,7 +14,7 @@ mod tcp;
 
 use std::fmt;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,10 @@ impl fmt::Display for Host {
 /// services answer, are refused unless `allow_link_local_probes` is set; when
 /// `probe_networks` is given, only addresses inside those networks are
 /// probed. A refused probe fails with a reason that names the setting.
+///
+/// Both rules judge the IPv4 address an IPv6 form stands for (see
+/// [`embedded_v4`]): `::ffff:169.254.169.254`, `::169.254.169.254` and
+/// `64:ff9b::a9fe:a9fe` all reach 169.254.169.254.
 #[derive(Debug, Clone, Default)]
 pub struct Fence {
     pub allow_link_local: bool,
@@ -59,7 +63,10 @@ pub struct Fence {
 
 impl Fence {
     pub fn check(&self, ip: IpAddr) -> Result<(), String> {
-        let ip = ip.to_canonical();
+        let ip = match ip {
+            IpAddr::V6(v6) => embedded_v4(v6).map_or(ip, IpAddr::V4),
+            IpAddr::V4(_) => ip,
+        };
         let link_local = match ip {
             IpAddr::V4(v4) => v4.is_link_local(),
             IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
@@ -75,6 +82,26 @@ impl Fence {
             ));
         }
         Ok(())
+    }
+}
+
+/// The IPv4 address an IPv6 address carries, where the packets go to it:
+/// IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d` (deprecated,
+/// but still routed by some stacks; `::` and `::1` are IPv6's own) and the
+/// NAT64 well-known prefix `64:ff9b::/96` (RFC 6052), which a NAT64 gateway
+/// translates to the IPv4 address.
+pub fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let [a, b, c, d] = v6.octets()[12..] else {
+        return None;
+    };
+    let v4 = Ipv4Addr::new(a, b, c, d);
+    match s {
+        [0, 0, 0, 0, 0, 0xffff, _, _] => Some(v4),
+        [0, 0, 0, 0, 0, 0, 0, 0 | 1] => None,
+        [0, 0, 0, 0, 0, 0, _, _] => Some(v4),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(v4),
+        _ => None,
     }
 }
 
@@ -553,6 +580,71 @@ mod tests {
         };
         let fut = prober.probe(&spec, &target);
         assert_send(&fut);
+    }
+
+    #[test]
+    fn the_fence_judges_every_ipv6_form_of_an_ipv4_address() {
+        let open = Fence::default();
+        for text in [
+            "169.254.169.254",
+            "::ffff:169.254.169.254",
+            "::169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::169.254.0.1",
+            "fe80::1",
+            "febf::1",
+        ] {
+            let ip: IpAddr = text.parse().unwrap();
+            let refused = open.check(ip).expect_err(text);
+            assert!(refused.contains("link-local"), "{text}: {refused}");
+            assert!(refused.contains("allow_link_local_probes"), "{text}");
+        }
+        for text in [
+            "192.0.2.1",
+            "::ffff:192.0.2.1",
+            "::192.0.2.1",
+            "64:ff9b::c000:201",
+            "2001:db8::a9fe:a9fe",
+            "64:ff9c::a9fe:a9fe",
+            "::1",
+            "::",
+        ] {
+            let ip: IpAddr = text.parse().unwrap();
+            assert_eq!(open.check(ip), Ok(()), "{text}");
+        }
+        let allowed = Fence {
+            allow_link_local: true,
+            only: Vec::new(),
+        };
+        assert_eq!(allowed.check("::169.254.169.254".parse().unwrap()), Ok(()));
+
+        // probe_networks judges the IPv4 address too: a loopback-only fence
+        // takes every form of 127.0.0.1 and no form of anything else.
+        let loopback = Fence {
+            allow_link_local: false,
+            only: vec![
+                "127.0.0.0/8".to_string().try_into().unwrap(),
+                "::1".to_string().try_into().unwrap(),
+            ],
+        };
+        for text in [
+            "127.0.0.1",
+            "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::7f00:1",
+            "::1",
+        ] {
+            assert_eq!(loopback.check(text.parse().unwrap()), Ok(()), "{text}");
+        }
+        for text in [
+            "192.0.2.1",
+            "::ffff:192.0.2.1",
+            "::192.0.2.1",
+            "64:ff9b::c000:201",
+        ] {
+            let refused = loopback.check(text.parse().unwrap()).expect_err(text);
+            assert!(refused.contains("probe_networks"), "{text}: {refused}");
+        }
     }
 
     #[tokio::test]
