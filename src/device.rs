@@ -74,27 +74,10 @@ impl Device {
                 .unwrap_or(gtm_cluster::DEFAULT_EVENT_RETENTION),
         );
 
-        let (version, text) = match store.load_config()? {
-            Some(stored) => (stored.version, stored.text),
-            None if demo => (0, DEMO_CONFIG.to_string()),
-            None => (0, String::new()),
-        };
-        let config =
-            model::parse(&text).with_context(|| "the stored configuration does not parse")?;
-
         let geo = open_geo(&settings)?;
         let payload = settings.edns_payload.unwrap_or(1232);
         let dns_state = DnsState::new(Default::default(), geo, payload);
-        let engine = Arc::new(
-            Engine::new(
-                &settings.name,
-                version,
-                config,
-                dns_state.clone(),
-                Some(store.clone()),
-            )
-            .map_err(|e| anyhow::anyhow!("the stored configuration is invalid:\n{e}"))?,
-        );
+        let engine = Arc::new(start_engine(&settings.name, &store, &dns_state, demo)?);
 
         let workers = settings
             .udp_workers
@@ -236,6 +219,60 @@ impl Device {
         self.replication.shutdown().await;
         self.dns.stop().await;
     }
+}
+
+/// The engine, serving the stored configuration. One that does not parse,
+/// validate or build (stored by another binary version, or committed by
+/// the cluster and never installed here) does not stop the device: it
+/// serves the last configuration that installed (or none) and reports
+/// itself degraded, naming the version and the reason.
+fn start_engine(name: &str, store: &Store, dns: &DnsState, demo: bool) -> Result<Engine> {
+    let (version, text) = match store.load_config()? {
+        Some(stored) => (stored.version, stored.text),
+        None if demo => (0, DEMO_CONFIG.to_string()),
+        None => (0, String::new()),
+    };
+    let open = |version: u64, text: &str| -> Result<Engine, String> {
+        let config = model::parse(text).map_err(|e| format!("it does not parse: {e}"))?;
+        Engine::new(name, version, config, dns.clone(), Some(store.clone()))
+            .map_err(|e| format!("it does not validate here: {e}"))
+    };
+    let reason = match open(version, &text) {
+        Ok(engine) => {
+            if store.last_good_config()?.is_some() {
+                // Installed at last (a newer binary): it is the good one now.
+                store.save_config(&gtm_cluster::StoredConfig { version, text })?;
+            }
+            return Ok(engine);
+        }
+        Err(reason) => reason,
+    };
+    drop(text);
+    tracing::error!(version, %reason, "the stored configuration cannot be installed; serving the last good one");
+    let engine = match store.last_good_config()?.flatten() {
+        Some(good) => match open(good.version, &good.text) {
+            Ok(engine) => engine,
+            Err(why) => {
+                tracing::error!(version = good.version, reason = %why, "the last good configuration cannot be installed either");
+                Engine::new(
+                    name,
+                    0,
+                    Default::default(),
+                    dns.clone(),
+                    Some(store.clone()),
+                )?
+            }
+        },
+        None => Engine::new(
+            name,
+            0,
+            Default::default(),
+            dns.clone(),
+            Some(store.clone()),
+        )?,
+    };
+    engine.install_failed(version, &reason);
+    Ok(engine)
 }
 
 /// The runtime probes run on: its own threads in the `SCHED_IDLE` class

@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     engine::{ApplyError, Engine},
-    model::{self, Config},
+    model::Config,
 };
 use gtm_cluster::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, Request, SECRET_HEADER,
-    Store, StoredConfig, Write,
+    Store, Write,
 };
 
 /// The key of the configuration text in the replicated map.
@@ -33,7 +33,6 @@ const UNREACHABLE: &str = "cannot reach the leader";
 pub struct Replication {
     pub node: Arc<ClusterNode>,
     engine: Arc<Engine>,
-    store: Store,
     dir: std::path::PathBuf,
     http: reqwest::Client,
     stop: tokio_util::sync::CancellationToken,
@@ -86,7 +85,6 @@ impl Replication {
         let replication = Arc::new(Self {
             node,
             engine,
-            store: store.clone(),
             dir: dir.to_path_buf(),
             http,
             stop: tokio_util::sync::CancellationToken::new(),
@@ -134,11 +132,17 @@ impl Replication {
                 .await
                 .map_err(|e| ApplyError::Cluster(e.to_string()))?;
         }
-        model::compile(&config).map_err(ApplyError::Invalid)?;
-        let changes = self.engine.changes(&config);
-        // Every device (this one too) parses the committed text again: do
-        // not hold a second copy of a large configuration meanwhile.
-        drop(config);
+        // Proven servable here (validated, its answers built) before it is
+        // proposed: what the cluster commits, every device must install.
+        // Every device (this one too) parses the committed text again: the
+        // configuration and the trial answers are dropped before the write.
+        let engine = self.engine.clone();
+        let changes = tokio::task::spawn_blocking(move || {
+            engine.check(&config).map_err(ApplyError::Invalid)?;
+            Ok::<_, ApplyError>(engine.changes(&config))
+        })
+        .await
+        .map_err(|e| ApplyError::Cluster(e.to_string()))??;
         let version = self.write_config(text).await?;
         self.wait_applied(version).await;
         Ok((version, changes))
@@ -330,7 +334,9 @@ impl Replication {
 }
 
 /// Applies every configuration Raft commits, and keeps it in the local store
-/// so a restart serves it at once.
+/// so a restart serves it at once. One that cannot be installed here leaves
+/// the device serving its last good configuration, degraded (see
+/// `Engine::apply_committed`); it is not retried until another commits.
 async fn apply_committed(r: Arc<Replication>) {
     let mut applied = r.node.applied();
     loop {
@@ -344,22 +350,17 @@ async fn apply_committed(r: Arc<Replication>) {
         };
         if let Some(text) = text
             && index > r.engine.version()
+            && r.engine
+                .install_failure()
+                .is_none_or(|f| f.version != index)
         {
-            match model::parse(&text) {
-                Ok(config) => {
-                    if let Err(e) = r.store.save_config(&StoredConfig {
-                        version: index,
-                        text,
-                    }) {
-                        tracing::error!(error = %e, "cannot keep the committed configuration");
-                    }
-                    if let Err(e) = r.engine.apply(index, config) {
-                        tracing::error!(index, error = %e, "a committed configuration does not validate here");
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(index, error = %e, "a committed configuration does not parse")
-                }
+            // Parsing, validating and building a large configuration is
+            // blocking work.
+            let engine = r.engine.clone();
+            if let Err(e) =
+                tokio::task::spawn_blocking(move || engine.apply_committed(index, text)).await
+            {
+                tracing::error!(index, error = %e, "installing a committed configuration stopped");
             }
         }
         tokio::select! {

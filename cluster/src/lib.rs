@@ -69,6 +69,9 @@ pub struct Store {
 pub const DEFAULT_EVENT_RETENTION: u64 = 100_000;
 
 const CONFIG_KEY: &[u8] = b"config";
+/// Present only while the committed configuration did not install on this
+/// device: the last one that did (`None`: there was none).
+const LAST_GOOD_KEY: &[u8] = b"config-last-good";
 
 impl Store {
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
@@ -198,26 +201,96 @@ impl Store {
         Ok(Some(config))
     }
 
-    /// Saves and flushes: when this returns, the configuration survives a crash.
+    /// Saves a configuration this device installed, and flushes: when this
+    /// returns, the configuration survives a crash. Being installed, it is
+    /// the last good one too: a kept older one is dropped.
     pub fn save_config(&self, config: &StoredConfig) -> Result<(), StoreError> {
-        let bytes = bincode::encode_to_vec(config, bincode::config::standard()).map_err(|e| {
-            StoreError::Corrupt {
-                what: "configuration",
-                why: e.to_string(),
-            }
-        })?;
+        let bytes = encode_config(config)?;
+        let mut batch = sled::Batch::default();
+        batch.insert(CONFIG_KEY, bytes);
+        batch.remove(LAST_GOOD_KEY);
         self.db
-            .insert(CONFIG_KEY, bytes)
+            .apply_batch(batch)
             .map_err(|source| StoreError::Io {
                 action: "writing the configuration",
                 source,
             })?;
+        self.flush_config()
+    }
+
+    /// Saves a committed configuration that did not install on this device,
+    /// keeping the one it replaces as the last good one (unless one is kept
+    /// already: that one is older and did install). Flushes.
+    pub fn save_uninstalled(&self, config: &StoredConfig) -> Result<(), StoreError> {
+        let bytes = encode_config(config)?;
+        let result = self.db.transaction(|tx| {
+            if tx.get(LAST_GOOD_KEY)?.is_none() {
+                let previous = tx.get(CONFIG_KEY)?;
+                let decoded: Option<StoredConfig> = previous.and_then(|b| {
+                    bincode::decode_from_slice(&b, bincode::config::standard())
+                        .ok()
+                        .map(|(c, _)| c)
+                });
+                let good =
+                    bincode::encode_to_vec(&decoded, bincode::config::standard()).map_err(|e| {
+                        sled::transaction::ConflictableTransactionError::Abort(e.to_string())
+                    })?;
+                tx.insert(LAST_GOOD_KEY, good)?;
+            }
+            tx.insert(CONFIG_KEY, bytes.as_slice())?;
+            Ok(())
+        });
+        match result {
+            Ok(()) => self.flush_config(),
+            Err(sled::transaction::TransactionError::Abort(why)) => Err(StoreError::Corrupt {
+                what: "configuration",
+                why,
+            }),
+            Err(sled::transaction::TransactionError::Storage(source)) => Err(StoreError::Io {
+                action: "writing the configuration",
+                source,
+            }),
+        }
+    }
+
+    /// The last configuration this device installed, when the committed
+    /// one did not install: `None` when the committed one is good (or
+    /// nothing is kept), `Some(None)` when no configuration ever installed.
+    pub fn last_good_config(&self) -> Result<Option<Option<StoredConfig>>, StoreError> {
+        let Some(bytes) = self
+            .db
+            .get(LAST_GOOD_KEY)
+            .map_err(|source| StoreError::Io {
+                action: "reading the last good configuration",
+                source,
+            })?
+        else {
+            return Ok(None);
+        };
+        let (config, _) =
+            bincode::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| {
+                StoreError::Corrupt {
+                    what: "last good configuration",
+                    why: e.to_string(),
+                }
+            })?;
+        Ok(Some(config))
+    }
+
+    fn flush_config(&self) -> Result<(), StoreError> {
         self.db.flush().map_err(|source| StoreError::Io {
             action: "flushing the configuration",
             source,
         })?;
         Ok(())
     }
+}
+
+fn encode_config(config: &StoredConfig) -> Result<Vec<u8>, StoreError> {
+    bincode::encode_to_vec(config, bincode::config::standard()).map_err(|e| StoreError::Corrupt {
+        what: "configuration",
+        why: e.to_string(),
+    })
 }
 
 fn seq_of(key: &[u8]) -> u64 {
@@ -244,6 +317,22 @@ mod tests {
         }
         let store = Store::open(&dir).unwrap().with_event_retention(3);
         assert_eq!(store.load_config().unwrap().unwrap().version, 3);
+        assert_eq!(store.last_good_config().unwrap(), None);
+        // A committed configuration that did not install keeps the good one
+        // beside it, until one installs again.
+        let good = store.load_config().unwrap().unwrap();
+        for version in [4, 5] {
+            store
+                .save_uninstalled(&StoredConfig {
+                    version,
+                    text: "bad".into(),
+                })
+                .unwrap();
+            assert_eq!(store.load_config().unwrap().unwrap().version, version);
+            assert_eq!(store.last_good_config().unwrap(), Some(Some(good.clone())));
+        }
+        store.save_config(&good).unwrap();
+        assert_eq!(store.last_good_config().unwrap(), None);
         for seq in 1..=5u64 {
             store
                 .append_event(seq, format!("event {seq}").as_bytes())

@@ -71,6 +71,30 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
     }
     engine.probe_metrics().write(&mut out);
 
+    let failure = engine.install_failure();
+    out.family(
+        "gtm_degraded",
+        "gauge",
+        "1 while a committed configuration cannot be installed on this device (it serves its last good one)",
+    );
+    out.sample(
+        "gtm_degraded",
+        &[],
+        if failure.is_some() { 1.0 } else { 0.0 },
+    );
+    out.family(
+        "gtm_config_install_failed",
+        "gauge",
+        "1 for the committed configuration version this device could not install",
+    );
+    if let Some(f) = &failure {
+        out.sample(
+            "gtm_config_install_failed",
+            &[("version", &f.version.to_string())],
+            1.0,
+        );
+    }
+
     let cluster = state.replication.status();
     out.family(
         "gtm_raft_role",

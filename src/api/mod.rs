@@ -126,6 +126,10 @@ pub struct StatusReport {
     /// The other devices of the cluster, as their reports last said.
     #[serde(default)]
     pub peers: Vec<crate::peers::PeerStatus>,
+    /// Set while this device is degraded: the committed configuration it
+    /// could not install (it serves `version`, its last good one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub degraded: Option<crate::engine::InstallFailure>,
 }
 
 /// Filters of the event log.
@@ -393,7 +397,20 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
         checks: state.engine.checks(),
         scenarios: state.engine.scenarios(),
         peers: state.peers.status(&state.replication),
+        degraded: state.engine.install_failure(),
     })
+}
+
+/// `GET /health`: 200 while the device runs and answers DNS; the body says
+/// `ok`, or why the device is degraded.
+async fn health(State(state): State<ApiState>) -> String {
+    match state.engine.install_failure() {
+        None => "ok\n".to_string(),
+        Some(f) => format!(
+            "degraded: configuration version {} cannot be installed on this device (serving version {}): {}\n",
+            f.version, f.serving, f.reason
+        ),
+    }
 }
 
 async fn events(

@@ -333,6 +333,12 @@ pub async fn run(cli: Cli) -> Result<()> {
                 "device {} (configuration version {})",
                 report.device, report.version
             );
+            if let Some(f) = &report.degraded {
+                println!(
+                    "DEGRADED: configuration version {} cannot be installed on this device: {}",
+                    f.version, f.reason
+                );
+            }
             let rows: Vec<[String; 3]> = report
                 .records
                 .iter()

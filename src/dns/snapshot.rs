@@ -10,12 +10,14 @@
 
 use std::{
     collections::HashMap,
+    fmt,
     net::IpAddr,
     sync::{Arc, atomic::AtomicU64},
 };
 
 use arc_swap::ArcSwap;
 use hickory_server::proto::{
+    ProtoError,
     op::Query,
     rr::{Name, RData, Record, RecordType as Rt},
     serialize::binary::{BinEncodable, BinEncoder},
@@ -30,6 +32,27 @@ use crate::{
     },
     resolve::{Answer, PlaceAnswers, PlaceKey, place_group},
 };
+
+/// Why the answers of a configuration cannot be built: a record whose data
+/// does not encode. Validation refuses such configurations first; this is
+/// the last line, so a bug costs an error instead of the process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{record}: {message}")]
+pub struct BuildError {
+    /// `www.example.test/TXT`.
+    pub record: String,
+    pub message: String,
+}
+
+impl BuildError {
+    fn new(owner: &Name, rtype: Rt, message: impl fmt::Display) -> Self {
+        let owner = owner.to_string();
+        Self {
+            record: format!("{}/{rtype}", owner.trim_end_matches('.')),
+            message: message.to_string(),
+        }
+    }
+}
 
 /// Everything the DNS path serves, for one configuration.
 #[derive(Debug, Default)]
@@ -102,15 +125,13 @@ impl Group {
 }
 
 impl Snapshot {
-    /// Builds the static structure of a configuration; steered records get
-    /// their answers from `answer_of(i, steering)` (the i-th steered record
-    /// in zone and record order). Records also in `previous` keep counting
-    /// on its counters.
-    pub fn build(
-        compiled: &Compiled,
-        previous: &Snapshot,
-        mut answer_of: impl FnMut(usize, &Steering) -> PlaceAnswers,
-    ) -> Self {
+    /// Builds the answers of a configuration. Steered records start with an
+    /// empty answer; the engine stores each one's real answer in
+    /// `steered[i]` (the i-th steered record in zone and record order)
+    /// before the snapshot is served. Records also in `previous` keep
+    /// counting on its counters. Fails, changing nothing, when a record
+    /// does not encode.
+    pub fn build(compiled: &Compiled, previous: &Snapshot) -> Result<Self, BuildError> {
         let mut snap = Snapshot::default();
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let negative_soa = negative_soa(zone);
@@ -143,32 +164,28 @@ impl Snapshot {
                 ),
             ];
             for (rt, records) in apex_records {
-                let answer = static_answer(&zone.apex, records);
-                snap.insert(previous, zi, &zone.apex, rt, answer);
+                let answer = static_answer(&zone.apex, records)
+                    .map_err(|e| BuildError::new(&zone.apex, rt, e))?;
+                snap.insert(previous, zi, &zone.apex, rt, answer)?;
             }
             for record in &zone.records {
                 let rt = wire_type(record.kind);
-                let answer = match &record.content {
-                    Content::Static(data) => static_answer(
-                        &record.owner,
-                        data.iter()
-                            .map(|d| {
-                                Record::from_rdata(record.owner.clone(), record.ttl, d.clone())
-                            })
-                            .collect(),
-                    ),
-                    Content::Steered(steering) => {
-                        let places = answer_of(snap.steered.len(), steering);
-                        steered_answer(&record.owner, record.ttl, steering, &places)
-                    }
+                let records = match &record.content {
+                    Content::Static(data) => data
+                        .iter()
+                        .map(|d| Record::from_rdata(record.owner.clone(), record.ttl, d.clone()))
+                        .collect(),
+                    Content::Steered(_) => Vec::new(),
                 };
-                let slot = snap.insert(previous, zi, &record.owner, rt, answer);
+                let answer = static_answer(&record.owner, records)
+                    .map_err(|e| BuildError::new(&record.owner, rt, e))?;
+                let slot = snap.insert(previous, zi, &record.owner, rt, answer)?;
                 if matches!(record.content, Content::Steered(_)) {
                     snap.steered.push(slot);
                 }
             }
         }
-        snap
+        Ok(snap)
     }
 
     fn insert(
@@ -178,7 +195,7 @@ impl Snapshot {
         name: &Name,
         rtype: Rt,
         answer: RrsetAnswer,
-    ) -> Arc<RrsetSlot> {
+    ) -> Result<Arc<RrsetSlot>, BuildError> {
         let answers = previous
             .nodes
             .get(&*wire_key(name))
@@ -190,28 +207,38 @@ impl Snapshot {
             answers,
         });
         // The name and every ancestor up to the apex exist.
-        let apex_labels = self.zones[zone].apex_labels;
-        for n in (apex_labels..=name.iter().count()).rev() {
+        let Some(zone_data) = self.zones.get(zone) else {
+            return Err(BuildError::new(name, rtype, "is outside every zone"));
+        };
+        let apex_labels = zone_data.apex_labels;
+        let labels = name.iter().count();
+        for n in (apex_labels..=labels).rev() {
             let ancestor = name.trim_to(n);
             let key = wire_key(&ancestor);
-            self.nodes.entry(key).or_insert_with(|| Node {
-                zone,
-                nodata_wire: encode_body(
-                    &ancestor,
-                    &[],
-                    std::slice::from_ref(&self.zones[zone].negative_soa),
-                )
-                .0,
-                name: ancestor,
-                rrsets: Vec::new(),
-            });
+            if self.nodes.contains_key(&key) {
+                continue;
+            }
+            let (nodata_wire, _, _) = encode_body(
+                &ancestor,
+                &[],
+                std::slice::from_ref(&zone_data.negative_soa),
+            )
+            .map_err(|e| BuildError::new(&ancestor, Rt::SOA, e))?;
+            self.nodes.insert(
+                key,
+                Node {
+                    zone,
+                    nodata_wire,
+                    name: ancestor,
+                    rrsets: Vec::new(),
+                },
+            );
         }
-        let node = self
-            .nodes
-            .get_mut(&*wire_key(name))
-            .expect("inserted above");
-        node.rrsets.push(slot.clone());
-        slot
+        match self.nodes.get_mut(&*wire_key(name)) {
+            Some(node) => node.rrsets.push(slot.clone()),
+            None => return Err(BuildError::new(name, rtype, "is outside its zone")),
+        }
+        Ok(slot)
     }
 
     /// The node of an existing name.
@@ -281,13 +308,13 @@ fn negative_soa(zone: &ZoneSpec) -> Record {
     Record::from_rdata(zone.apex.clone(), ttl, RData::SOA(zone.soa.clone()))
 }
 
-fn static_answer(owner: &Name, records: Vec<Record>) -> RrsetAnswer {
-    RrsetAnswer {
+fn static_answer(owner: &Name, records: Vec<Record>) -> Result<RrsetAnswer, ProtoError> {
+    Ok(RrsetAnswer {
         balance: Balance::Priority,
         places: Vec::new(),
         default: 0,
-        groups: vec![group(owner, records, usize::MAX, Balance::Priority, &[])],
-    }
+        groups: vec![group(owner, records, usize::MAX, Balance::Priority, &[])?],
+    })
 }
 
 /// Builds the answer of a steered record from the resolver's decision.
@@ -296,7 +323,7 @@ pub fn steered_answer(
     ttl: u32,
     steering: &Steering,
     places: &PlaceAnswers,
-) -> RrsetAnswer {
+) -> Result<RrsetAnswer, BuildError> {
     let groups = places
         .groups
         .iter()
@@ -304,12 +331,8 @@ pub fn steered_answer(
             let (data, weights): (Vec<RData>, Vec<u32>) = match answer {
                 Answer::Addresses(list) => list
                     .iter()
-                    .map(|&i| {
-                        (
-                            steering.addresses[i].value.clone(),
-                            steering.addresses[i].weight,
-                        )
-                    })
+                    .filter_map(|&i| steering.addresses.get(i))
+                    .map(|a| (a.value.clone(), a.weight))
                     .unzip(),
                 Answer::FailSafe => steering.fail_safe.iter().map(|d| (d.clone(), 1)).unzip(),
                 Answer::Empty => (Vec::new(), Vec::new()),
@@ -325,13 +348,31 @@ pub fn steered_answer(
             };
             group(owner, records, steering.max_answers, balance, &weights)
         })
-        .collect();
-    RrsetAnswer {
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            let rtype = steering
+                .addresses
+                .first()
+                .map_or(Rt::A, |a| a.value.record_type());
+            BuildError::new(owner, rtype, e)
+        })?;
+    // The query path picks `groups[default]` and `groups[places[i].1]`.
+    if groups.is_empty()
+        || places.default >= groups.len()
+        || places.places.iter().any(|(_, g)| *g >= groups.len())
+    {
+        return Err(BuildError::new(
+            owner,
+            Rt::A,
+            "the resolver named an answer group that does not exist",
+        ));
+    }
+    Ok(RrsetAnswer {
         balance: steering.balance,
         places: places.places.clone(),
         default: places.default,
         groups,
-    }
+    })
 }
 
 fn group(
@@ -340,7 +381,7 @@ fn group(
     max_answers: usize,
     balance: Balance,
     weights: &[u32],
-) -> Group {
+) -> Result<Group, ProtoError> {
     let n = records.len();
     // Priority answers the first ones in order; one candidate has one order.
     let variants = if balance == Balance::Priority || n <= 1 {
@@ -374,37 +415,43 @@ fn group(
     g.wire = (0..variants)
         .map(|v| {
             let chosen: Vec<Record> = g.variant(v).cloned().collect();
-            let (body, count, _) = encode_body(owner, &chosen, &[]);
-            (body, count)
+            let (body, count, _) = encode_body(owner, &chosen, &[])?;
+            Ok((body, count))
         })
-        .collect();
-    g
+        .collect::<Result<_, ProtoError>>()?;
+    Ok(g)
 }
 
 /// Encodes answer and authority records as they follow a question for
 /// `qname`, with names compressed against that question. Valid after any
-/// question whose name has the same labels in any case.
+/// question whose name has the same labels in any case. Fails when a
+/// record does not encode (a character-string over 255 bytes) or the whole
+/// does not fit a DNS message.
 pub fn encode_body(
     qname: &Name,
     answers: &[Record],
     authority: &[Record],
-) -> (Box<[u8]>, u16, u16) {
+) -> Result<(Box<[u8]>, u16, u16), ProtoError> {
+    let count = |records: &[Record]| {
+        u16::try_from(records.len()).map_err(|_| {
+            ProtoError::from(format!("{} records do not fit a message", records.len()))
+        })
+    };
+    let (answer_count, authority_count) = (count(answers)?, count(authority)?);
     let mut buf = Vec::with_capacity(128);
     let mut enc = BinEncoder::new(&mut buf);
-    let header = [0u8; 12];
-    let question = Query::query(qname.clone(), Rt::A);
-    let start = (|| -> Result<usize, hickory_server::proto::ProtoError> {
-        enc.emit_vec(&header)?;
-        question.emit(&mut enc)?;
-        let start = enc.offset();
-        for r in answers.iter().chain(authority) {
-            r.emit(&mut enc)?;
-        }
-        Ok(start)
-    })()
-    .expect("a record set of a validated configuration encodes");
-    let body = buf[start..].to_vec().into_boxed_slice();
-    (body, answers.len() as u16, authority.len() as u16)
+    enc.emit_vec(&[0u8; 12])?;
+    Query::query(qname.clone(), Rt::A).emit(&mut enc)?;
+    let start = enc.offset();
+    for r in answers.iter().chain(authority) {
+        r.emit(&mut enc)?;
+    }
+    let body = buf
+        .get(start..)
+        .unwrap_or_default()
+        .to_vec()
+        .into_boxed_slice();
+    Ok((body, answer_count, authority_count))
 }
 
 /// FNV-1a, then a finalizer: stable across runs and builds, so a persist

@@ -134,6 +134,20 @@ pub struct Engine {
     /// The version of the configuration being served.
     version_tx: watch::Sender<u64>,
     probe_metrics: crate::metrics::ProbeMetrics,
+    /// Set while the latest committed configuration could not be installed
+    /// here (the device serves its last good one): the device is degraded.
+    install_failure: Mutex<Option<InstallFailure>>,
+}
+
+/// A committed configuration this device could not install, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InstallFailure {
+    /// The version that failed.
+    pub version: u64,
+    pub reason: String,
+    /// The version still served.
+    pub serving: u64,
+    pub time_ms: u64,
 }
 
 #[derive(Debug)]
@@ -186,7 +200,7 @@ impl Engine {
         dns: DnsState,
         store: Option<Store>,
     ) -> Result<Self, ConfigErrors> {
-        let compiled = compile(&config)?;
+        let (compiled, snapshot) = prepare(&config, &dns.snapshot.load())?;
         let mut health = HealthState::default();
 
         let mut next_seq = 1;
@@ -225,8 +239,9 @@ impl Engine {
             events_tx: broadcast::channel(1024).0,
             version_tx: watch::channel(version).0,
             probe_metrics: Default::default(),
+            install_failure: Mutex::new(None),
         };
-        engine.install(&mut engine.lock(), version, config, compiled);
+        engine.install(&mut engine.lock(), version, config, compiled, snapshot);
         Ok(engine)
     }
 
@@ -269,8 +284,11 @@ impl Engine {
         text: String,
         config: Config,
     ) -> Result<(u64, Vec<String>), ApplyError> {
-        let compiled = compile(&config).map_err(ApplyError::Invalid)?;
         let mut inner = self.lock();
+        // The answers are built before anything is kept: a configuration
+        // that cannot be served is refused, not saved.
+        let (compiled, snapshot) =
+            prepare(&config, &self.dns.snapshot.load()).map_err(ApplyError::Invalid)?;
         let version = inner.version + 1;
         let changes = diff(&inner.config, &config);
         if let Some(store) = &self.store {
@@ -279,7 +297,7 @@ impl Engine {
                 .save_config(&gtm_cluster::StoredConfig { version, text })
                 .map_err(ApplyError::Store)?;
         }
-        self.install(&mut inner, version, config, compiled);
+        self.install(&mut inner, version, config, compiled, snapshot);
         let summary = format!(
             "configuration version {version} applied ({} changes)",
             changes.len()
@@ -296,13 +314,113 @@ impl Engine {
     /// Replaces the configuration atomically; records keep their state
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
-        let compiled = compile(&config)?;
         let mut inner = self.lock();
-        self.install(&mut inner, version, config, compiled);
+        let (compiled, snapshot) = prepare(&config, &self.dns.snapshot.load())?;
+        self.install(&mut inner, version, config, compiled, snapshot);
         Ok(())
     }
 
-    fn install(&self, inner: &mut Inner, version: u64, config: Config, compiled: Compiled) {
+    /// Proves that `config` can be served: validates it and builds its
+    /// answers, then drops them. What a device checks before it proposes a
+    /// configuration to its cluster.
+    pub fn check(&self, config: &Config) -> Result<(), ConfigErrors> {
+        prepare(config, &Snapshot::default()).map(drop)
+    }
+
+    /// Installs a configuration Raft committed, keeping it in the store.
+    /// One that does not parse, validate or build here (a bug, another
+    /// binary version) is not installed: the device keeps serving its last
+    /// good configuration, keeps that one in the store beside the committed
+    /// one for restarts, and reports itself degraded until a later
+    /// configuration installs.
+    pub fn apply_committed(&self, version: u64, text: String) -> Result<(), String> {
+        let prepared = crate::model::parse(&text)
+            .map_err(|e| format!("it does not parse: {e}"))
+            .and_then(|config| {
+                prepare(&config, &self.dns.snapshot.load())
+                    .map(|p| (config, p))
+                    .map_err(|e| format!("it does not validate here: {}", summary(&e)))
+            });
+        let stored = gtm_cluster::StoredConfig { version, text };
+        match prepared {
+            Ok((config, (compiled, snapshot))) => {
+                if let Some(store) = &self.store
+                    && let Err(e) = store.save_config(&stored)
+                {
+                    // Raft keeps it anyway; serve what the cluster decided.
+                    tracing::error!(version, error = %e, "cannot keep the committed configuration");
+                }
+                drop(stored);
+                let mut inner = self.lock();
+                self.install(&mut inner, version, config, compiled, snapshot);
+                Ok(())
+            }
+            Err(reason) => {
+                if let Some(store) = &self.store
+                    && let Err(e) = store.save_uninstalled(&stored)
+                {
+                    tracing::error!(version, error = %e, "cannot keep the committed configuration");
+                }
+                self.install_failed(version, &reason);
+                Err(reason)
+            }
+        }
+    }
+
+    /// Marks the device degraded: committed configuration `version` could
+    /// not be installed, for `reason`. Logged once per version and reason.
+    pub fn install_failed(&self, version: u64, reason: &str) {
+        // One line: a parser's message can span several.
+        let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+        let reason = reason.as_str();
+        let mut inner = self.lock();
+        let serving = inner.version;
+        {
+            let mut failure = self
+                .install_failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if failure
+                .as_ref()
+                .is_some_and(|f| f.version == version && f.reason == reason)
+            {
+                return;
+            }
+            *failure = Some(InstallFailure {
+                version,
+                reason: reason.to_string(),
+                serving,
+                time_ms: now_ms(),
+            });
+        }
+        tracing::error!(version, serving, %reason, "a committed configuration cannot be installed on this device");
+        self.log(
+            &mut inner,
+            EventKind::Config,
+            format!("version {version}"),
+            format!(
+                "configuration version {version} cannot be installed on this device, which stays degraded on version {serving}: {reason}"
+            ),
+        );
+    }
+
+    /// The committed configuration this device could not install, while it
+    /// serves an older one (the device is degraded).
+    pub fn install_failure(&self) -> Option<InstallFailure> {
+        self.install_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn install(
+        &self,
+        inner: &mut Inner,
+        version: u64,
+        config: Config,
+        compiled: Compiled,
+        snapshot: Snapshot,
+    ) {
         // The text form is only kept for export and diffs: free the old one
         // before the new answers are built (a large configuration is large).
         drop(std::mem::replace(&mut inner.config, config));
@@ -393,9 +511,16 @@ impl Engine {
                 }
             }
         }
-        let snapshot = Snapshot::build(&compiled, &self.dns.snapshot.load(), |i, _| {
-            records[i].answers.clone()
-        });
+        // The snapshot was built (and its static answers proven) before
+        // anything changed; the steered answers come from the evaluation.
+        for (slot, r) in snapshot.steered.iter().zip(&records) {
+            match steered_answer(&r.owner, r.ttl, &r.steering, &r.answers) {
+                Ok(answer) => slot.answer.store(Arc::new(answer)),
+                Err(e) => {
+                    tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
+                }
+            }
+        }
         self.dns.snapshot.store(Arc::new(snapshot));
         inner.deps = deps(&compiled, &records);
         inner.probed = instances
@@ -411,6 +536,22 @@ impl Engine {
         self.instances.send_replace(Arc::new(instances));
         for (kind, object, text) in events {
             self.log(inner, kind, object, text);
+        }
+        let cleared = self
+            .install_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_if(|f| f.version <= version);
+        if let Some(failed) = cleared {
+            self.log(
+                inner,
+                EventKind::Config,
+                format!("version {version}"),
+                format!(
+                    "configuration version {version} installed: no longer degraded (version {} had failed)",
+                    failed.version
+                ),
+            );
         }
         tracing::info!(
             version,
@@ -620,8 +761,16 @@ impl Engine {
                     operator(&r.label),
                 );
                 if eval.answers != r.answers {
-                    let answer = steered_answer(&r.owner, r.ttl, &r.steering, &eval.answers);
-                    snapshot.steered[i].answer.store(Arc::new(answer));
+                    match (
+                        steered_answer(&r.owner, r.ttl, &r.steering, &eval.answers),
+                        snapshot.steered.get(i),
+                    ) {
+                        (Ok(answer), Some(slot)) => slot.answer.store(Arc::new(answer)),
+                        (Err(e), _) => {
+                            tracing::error!(record = %r.label, error = %e, "cannot build an answer; the previous one stays")
+                        }
+                        (_, None) => {}
+                    }
                     r.answers = eval.answers;
                 }
                 let old_status = r.state.as_ref().map(|s| s.status);
@@ -921,6 +1070,35 @@ impl Engine {
             ..preview
         })
     }
+}
+
+/// Validates a configuration and builds its answers: everything that can
+/// fail about installing it, done before anything is kept or changed.
+fn prepare(config: &Config, previous: &Snapshot) -> Result<(Compiled, Snapshot), ConfigErrors> {
+    let compiled = compile(config)?;
+    let snapshot = Snapshot::build(&compiled, previous).map_err(|e| {
+        ConfigErrors(vec![crate::model::compile::ConfigError {
+            path: format!("record {}", e.record),
+            message: format!("cannot be served: {}", e.message),
+        }])
+    })?;
+    Ok((compiled, snapshot))
+}
+
+/// The first errors of a configuration, on one line, for an event.
+fn summary(errors: &ConfigErrors) -> String {
+    const SHOWN: usize = 3;
+    let mut text = errors
+        .0
+        .iter()
+        .take(SHOWN)
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if errors.0.len() > SHOWN {
+        text.push_str(&format!(" (and {} more)", errors.0.len() - SHOWN));
+    }
+    text
 }
 
 fn active_of(r: &Steered) -> Vec<String> {

@@ -18,7 +18,7 @@ use std::{
 
 use hickory_server::proto::rr::{
     Name, RData,
-    rdata::{A, AAAA, CNAME, SOA},
+    rdata::{A, AAAA, CNAME, SOA, TXT},
 };
 
 use super::{
@@ -65,6 +65,16 @@ pub type DcId = usize;
 
 /// The default TTL of records (spec §6, seed 002's advice of 30–60 s).
 pub const DEFAULT_TTL: u32 = 30;
+/// The most bytes the records of one name may take in a response (the
+/// records a question for ANY answers). A response is at most 65,535 bytes
+/// over TCP; the rest is kept for the header, a question of the longest
+/// name (259), a chain of nine CNAMEs of the longest names (4,680) and the
+/// OPT record with its options (512).
+pub const MAX_NAME_BYTES: usize = 60_000;
+/// The longest character-string of a TXT record; longer values are split
+/// into consecutive strings of this length.
+pub const MAX_CHARACTER_STRING: usize = 255;
+
 /// Built-in scenarios: not offered as an HC, usable as a DR condition.
 pub const BUILTIN_SCENARIOS: [&str; 2] = ["always", "never"];
 
@@ -234,6 +244,7 @@ pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
             cx.err(format!("domain {}", z.apex), "is defined twice");
         }
     }
+    cx.cname_loops(&zones);
     if cx.errors.is_empty() {
         Ok(Compiled {
             datacenters,
@@ -274,6 +285,118 @@ impl Cx {
             path: path.into(),
             message: message.into(),
         });
+    }
+
+    /// Refuses CNAMEs that can lead back to themselves through the served
+    /// zones (any of their targets, wildcards included): a resolver would
+    /// chase such a chain until its limit.
+    fn cname_loops(&mut self, zones: &[ZoneSpec]) {
+        // Every name that exists, and the CNAME records by owner.
+        let mut names: HashSet<&Name> = HashSet::new();
+        let mut cnames: HashMap<&Name, (usize, &RecordSpec)> = HashMap::new();
+        let mut extra: Vec<Name> = Vec::new();
+        for (zi, z) in zones.iter().enumerate() {
+            names.insert(&z.apex);
+            for r in &z.records {
+                names.insert(&r.owner);
+                // `num_labels` does not count a leading `*`: count them all.
+                let apex_labels = z.apex.iter().count();
+                for n in apex_labels.saturating_add(1)..r.owner.iter().count() {
+                    extra.push(r.owner.trim_to(n));
+                }
+                if let Content::Steered(s) = &r.content
+                    && r.kind == RecordType::Cname
+                    && !s.addresses.is_empty()
+                {
+                    cnames.insert(&r.owner, (zi, r));
+                }
+            }
+        }
+        let extra: HashSet<Name> = extra.into_iter().collect();
+        let exists = |n: &Name| names.contains(n) || extra.contains(n);
+        // The CNAME a target leads to, as the query path finds it.
+        let next = |target: &Name| -> Option<&Name> {
+            let zone = zones
+                .iter()
+                .filter(|z| z.apex.zone_of(target))
+                .max_by_key(|z| z.apex.num_labels())?;
+            if exists(target) {
+                return cnames.get_key_value(target).map(|(k, _)| *k);
+            }
+            let labels = target.iter().count();
+            for n in (zone.apex.iter().count()..labels).rev() {
+                let ancestor = target.trim_to(n);
+                if exists(&ancestor) {
+                    let wildcard = ancestor.prepend_label("*").ok()?;
+                    return cnames.get_key_value(&wildcard).map(|(k, _)| *k);
+                }
+            }
+            None
+        };
+        let targets = |owner: &Name| -> Vec<&Name> {
+            let Some((_, r)) = cnames.get(owner) else {
+                return Vec::new();
+            };
+            let Content::Steered(s) = &r.content else {
+                return Vec::new();
+            };
+            s.addresses
+                .iter()
+                .map(|a| &a.value)
+                .chain(&s.fail_safe)
+                .filter_map(|v| match v {
+                    RData::CNAME(c) => next(&c.0),
+                    _ => None,
+                })
+                .collect()
+        };
+        // Depth-first, iteratively (a chain may be long): a target on the
+        // current path closes a loop.
+        let mut order: Vec<&Name> = cnames.keys().copied().collect();
+        order.sort();
+        let mut done: HashSet<&Name> = HashSet::new();
+        let mut reported: HashSet<&Name> = HashSet::new();
+        for start in order {
+            if done.contains(start) {
+                continue;
+            }
+            let mut path: Vec<(&Name, Vec<&Name>)> = vec![(start, targets(start))];
+            let mut on_path: HashSet<&Name> = HashSet::from([start]);
+            while let Some((node, pending)) = path.last_mut() {
+                let node = *node;
+                match pending.pop() {
+                    Some(t) if on_path.contains(t) => {
+                        if reported.insert(t) {
+                            let from = path.iter().position(|(n, _)| *n == t).unwrap_or(0);
+                            let chain: Vec<String> = path[from..]
+                                .iter()
+                                .map(|(n, _)| n.to_string())
+                                .chain(std::iter::once(t.to_string()))
+                                .collect();
+                            if let Some((zi, r)) = cnames.get(t) {
+                                let z = &zones[*zi];
+                                let dpath =
+                                    format!("domain {}", z.apex.to_string().trim_end_matches('.'));
+                                self.err(
+                                    record_path(&dpath, &z.apex, r),
+                                    format!("CNAME loop: {}", chain.join(" → ")),
+                                );
+                            }
+                        }
+                    }
+                    Some(t) if !done.contains(t) => {
+                        on_path.insert(t);
+                        path.push((t, targets(t)));
+                    }
+                    Some(_) => {}
+                    None => {
+                        on_path.remove(node);
+                        done.insert(node);
+                        path.pop();
+                    }
+                }
+            }
+        }
     }
 
     fn datacenters(&mut self, config: &Config) -> Vec<DcSpec> {
@@ -726,21 +849,61 @@ impl Cx {
             }
         }
         // A CNAME owns its name alone (RFC 1034 §3.6.2).
-        let mut by_owner: HashMap<&Name, Vec<RecordType>> = HashMap::new();
+        let mut by_owner: HashMap<&Name, Vec<&RecordSpec>> = HashMap::new();
         for r in &records {
-            by_owner.entry(&r.owner).or_default().push(r.kind);
+            by_owner.entry(&r.owner).or_default().push(r);
         }
-        for (owner, kinds) in by_owner {
-            if kinds.contains(&RecordType::Cname) && kinds.len() > 1 {
-                self.err(
-                    &path,
+        let mut owners: Vec<_> = by_owner.into_iter().collect();
+        owners.sort_by(|a, b| a.0.cmp(b.0));
+        for (owner, at) in owners {
+            if let Some(cname) = at.iter().find(|r| r.kind == RecordType::Cname) {
+                let cpath = record_path(&path, &apex, cname);
+                if *owner == apex {
+                    self.err(&cpath, "the apex cannot be a CNAME (it holds SOA and NS)");
+                } else if at.len() > 1 {
+                    let others: Vec<&str> = at
+                        .iter()
+                        .filter(|r| r.kind != RecordType::Cname)
+                        .map(|r| r.kind.as_str())
+                        .collect();
+                    self.err(
+                        &cpath,
+                        format!(
+                            "{} shares its name; a CNAME must be alone at its name (RFC 1034 §3.6.2)",
+                            others.join(", ")
+                        ),
+                    );
+                }
+            }
+            // Everything at one name must fit one response (an ANY answer).
+            let mut total = if *owner == apex {
+                apex_size(&soa, &nameservers)
+            } else {
+                0
+            };
+            for r in &at {
+                match answer_size(r) {
+                    Ok(n) => total += n,
+                    Err(e) => self.err(record_path(&path, &apex, r), e),
+                }
+            }
+            if total > MAX_NAME_BYTES {
+                let kinds: Vec<&str> = at.iter().map(|r| r.kind.as_str()).collect();
+                let what = if at.len() == 1 {
+                    record_path(&path, &apex, at[0])
+                } else {
                     format!(
-                        "{owner} has a CNAME and other records; a CNAME must be alone at its name"
+                        "{path} / records {} {}",
+                        relative(owner, &apex),
+                        kinds.join(" ")
+                    )
+                };
+                self.err(
+                    what,
+                    format!(
+                        "the records of {owner} take {total} bytes in an answer; at most {MAX_NAME_BYTES} fit a DNS message (65,535 bytes with the question and overhead)"
                     ),
                 );
-            }
-            if *owner == apex && kinds.contains(&RecordType::Cname) {
-                self.err(&path, "the apex cannot be a CNAME (it holds SOA and NS)");
             }
         }
         (self.errors.len() == before).then_some(ZoneSpec {
@@ -927,11 +1090,20 @@ impl Cx {
             },
         };
         let max_answers = r.max_answers.unwrap_or(match balance {
+            // A name has one CNAME (RFC 2181 §10.1): several targets are
+            // candidates, one is answered.
+            _ if r.kind == RecordType::Cname => 1,
             Balance::RoundRobin | Balance::Random => usize::MAX,
             Balance::Weighted | Balance::Priority | Balance::Persist => 1,
         });
         if max_answers == 0 {
             self.err(path, "max_answers must be 1 or more");
+        }
+        if r.kind == RecordType::Cname && max_answers > 1 {
+            self.err(
+                path,
+                format!("max_answers = {max_answers}: a CNAME answers one target (RFC 2181 §10.1); its several targets are candidates, one of them is answered"),
+            );
         }
         let topology = r.topology.unwrap_or(false);
         let mut addresses = Vec::with_capacity(r.addresses.len());
@@ -1154,14 +1326,107 @@ fn static_rdata(kind: RecordType, value: &str, apex: &Name) -> Result<RData, Str
     let (_, sets) = Parser::new(line, None, Some(apex.clone()))
         .parse()
         .map_err(|e| format!("\"{value}\" is not valid {} data: {e}", kind.as_str()))?;
-    sets.into_values()
+    let data = sets
+        .into_values()
         .flat_map(|set| {
             set.records_without_rrsigs()
                 .map(|r| r.data.clone())
                 .collect::<Vec<_>>()
         })
         .next()
-        .ok_or_else(|| format!("\"{value}\" holds no {} data", kind.as_str()))
+        .ok_or_else(|| format!("\"{value}\" holds no {} data", kind.as_str()))?;
+    Ok(match data {
+        RData::TXT(txt) if txt.txt_data.iter().any(|s| s.len() > MAX_CHARACTER_STRING) => {
+            RData::TXT(split_txt(&txt))
+        }
+        other => other,
+    })
+}
+
+/// A TXT value with each string longer than 255 bytes split into
+/// consecutive 255-byte character-strings, as a DKIM key is published:
+/// readers concatenate them (RFC 7208 §3.3, RFC 6376 §3.6.2.2).
+fn split_txt(txt: &TXT) -> TXT {
+    let parts: Vec<&[u8]> = txt
+        .txt_data
+        .iter()
+        .flat_map(|s| {
+            let chunks: Vec<&[u8]> = if s.is_empty() {
+                vec![&s[..]]
+            } else {
+                s.chunks(MAX_CHARACTER_STRING).collect()
+            };
+            chunks
+        })
+        .collect();
+    TXT::from_bytes(parts)
+}
+
+/// `domain example.test / record www CNAME`, the path of a compiled record.
+fn record_path(domain_path: &str, apex: &Name, r: &RecordSpec) -> String {
+    format!(
+        "{domain_path} / record {} {}",
+        relative(&r.owner, apex),
+        r.kind.as_str()
+    )
+}
+
+/// A name as written in a record: relative to the apex, `@` for the apex.
+fn relative(owner: &Name, apex: &Name) -> String {
+    let labels = owner.iter().count().saturating_sub(apex.iter().count());
+    if labels == 0 {
+        return "@".to_string();
+    }
+    let full = owner.to_string();
+    let apex = apex.to_string();
+    full.strip_suffix(&apex)
+        .map(|s| s.trim_end_matches('.').to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or(full)
+}
+
+/// Bytes one record takes in an answer: its owner compressed to a pointer
+/// (the question, or the CNAME that led to it), type, class, TTL, length
+/// and its data uncompressed. Fails when the data does not encode.
+fn record_size(data: &RData) -> Result<usize, String> {
+    use hickory_server::proto::serialize::binary::BinEncodable;
+    let bytes = data
+        .to_bytes()
+        .map_err(|e| format!("{} data does not encode: {e}", data.record_type()))?;
+    if bytes.len() > usize::from(u16::MAX) {
+        return Err(format!(
+            "{} data of {} bytes is longer than a record can hold (65,535)",
+            data.record_type(),
+            bytes.len()
+        ));
+    }
+    Ok(2 + 10 + bytes.len())
+}
+
+/// The most bytes a record's answer can take: all its values, or for a
+/// steered record the `max_answers` largest of its addresses (or of its
+/// fail-safe values), whichever health leads to.
+fn answer_size(r: &RecordSpec) -> Result<usize, String> {
+    match &r.content {
+        Content::Static(data) => data.iter().map(record_size).sum(),
+        Content::Steered(s) => {
+            let largest = |values: &mut dyn Iterator<Item = &RData>| -> Result<usize, String> {
+                let mut sizes = values.map(record_size).collect::<Result<Vec<_>, _>>()?;
+                sizes.sort_unstable_by(|a, b| b.cmp(a));
+                Ok(sizes.iter().take(s.max_answers).sum())
+            };
+            let addresses = largest(&mut s.addresses.iter().map(|a| &a.value))?;
+            let fail_safe = largest(&mut s.fail_safe.iter())?;
+            Ok(addresses.max(fail_safe))
+        }
+    }
+}
+
+/// The SOA and NS records at an apex.
+fn apex_size(soa: &SOA, nameservers: &[Name]) -> usize {
+    let soa = record_size(&RData::SOA(soa.clone())).unwrap_or(0);
+    let ns: usize = nameservers.iter().map(|n| 2 + 10 + n.len() + 1).sum();
+    soa + ns
 }
 
 /// A set of HTTP status codes: `200-399`, `200,204`, `200-299,304`.
@@ -1194,4 +1459,257 @@ pub fn parse_status_set(text: &str) -> Result<StatusSet, String> {
         ranges.push((lo, hi));
     }
     Ok(StatusSet(ranges))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dns::snapshot::Snapshot;
+
+    const HEAD: &str = r#"
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+"#;
+
+    fn config(records: &str) -> Config {
+        match crate::model::parse(&format!("{HEAD}{records}")) {
+            Ok(c) => c,
+            Err(e) => panic!("test configuration parses: {e}"),
+        }
+    }
+
+    /// The errors of a configuration, as `path: message`.
+    fn errors(records: &str) -> Vec<String> {
+        match compile(&config(records)) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    fn txt(name: &str, value: &str) -> String {
+        format!("[[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = ['\"{value}\"']\n")
+    }
+
+    #[test]
+    fn a_long_txt_string_is_split_into_255_byte_strings_and_builds() {
+        let long = "k".repeat(300);
+        let c = config(&txt("dkim", &long));
+        let compiled = match compile(&c) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        let Content::Static(data) = &compiled.zones[0].records[0].content else {
+            panic!("TXT is static");
+        };
+        let RData::TXT(t) = &data[0] else {
+            panic!("TXT data");
+        };
+        let lens: Vec<usize> = t.txt_data.iter().map(|s| s.len()).collect();
+        assert_eq!(lens, [255, 45]);
+        let joined: Vec<u8> = t.txt_data.iter().flat_map(|s| s.iter().copied()).collect();
+        assert_eq!(joined, long.as_bytes());
+        assert!(Snapshot::build(&compiled, &Snapshot::default()).is_ok());
+        // Short strings, and several of them, stay as written.
+        let c = config(
+            "[[domain.record]]\nname = \"x\"\ntype = \"TXT\"\nvalues = ['\"a\" \"\" \"b\"']\n",
+        );
+        let Ok(compiled) = compile(&c) else {
+            panic!("valid");
+        };
+        let Content::Static(data) = &compiled.zones[0].records[0].content else {
+            panic!("TXT is static");
+        };
+        let RData::TXT(t) = &data[0] else {
+            panic!("TXT data");
+        };
+        let lens: Vec<usize> = t.txt_data.iter().map(|s| s.len()).collect();
+        assert_eq!(lens, [1, 0, 1]);
+    }
+
+    #[test]
+    fn records_larger_than_a_message_are_refused_with_their_path() {
+        // 70 KB of TXT at one name: 300 values of 240 bytes.
+        let values: Vec<String> = (0..300)
+            .map(|i| format!("'\"{i:03}{}\"'", "v".repeat(237)))
+            .collect();
+        let big = format!(
+            "[[domain.record]]\nname = \"big\"\ntype = \"TXT\"\nvalues = [{}]\n",
+            values.join(", ")
+        );
+        let errs = errors(&big);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with(
+                "domain example.test / record big TXT: the records of big.example.test. take 7"
+            ),
+            "{errs:?}"
+        );
+        assert!(errs[0].contains("at most 60000 fit"), "{errs:?}");
+        // Two sets that fit alone but not together (an ANY answer).
+        let half: Vec<String> = (0..130)
+            .map(|i| format!("'\"{i:03}{}\"'", "v".repeat(237)))
+            .collect();
+        let two = format!(
+            "[[domain.record]]\nname = \"two\"\ntype = \"TXT\"\nvalues = [{0}]\n[[domain.record]]\nname = \"two\"\ntype = \"MX\"\nvalues = ['10 mx.example.test.']\n[[domain.record]]\nname = \"two\"\ntype = \"CAA\"\nvalues = ['0 issue \"{1}\"']\n",
+            half.join(", "),
+            "c".repeat(30_000)
+        );
+        let errs = errors(&two);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("domain example.test / records two TXT MX CAA: the records of two.example.test. take"),
+            "{errs:?}"
+        );
+        // Steered records count their largest possible answer: 4,000
+        // addresses answered together exceed a message, one at a time not.
+        let many: Vec<String> = (0..4000)
+            .map(|i| format!("{{ ip = \"10.0.{}.{}\" }}", i / 250, i % 250))
+            .collect();
+        let a = |balance: &str| {
+            format!(
+                "[[domain.record]]\nname = \"many\"\ntype = \"A\"\nbalance = \"{balance}\"\naddresses = [{}]\n",
+                many.join(", ")
+            )
+        };
+        let errs = errors(&a("round-robin"));
+        assert!(
+            errs.len() == 1 && errs[0].starts_with("domain example.test / record many A: the records of many.example.test. take 64000 bytes"),
+            "{errs:?}"
+        );
+        assert_eq!(errors(&a("priority")), Vec::<String>::new());
+        // What fits is built.
+        let fits: Vec<String> = (0..200)
+            .map(|i| format!("'\"{i:03}{}\"'", "v".repeat(237)))
+            .collect();
+        let c = config(&format!(
+            "[[domain.record]]\nname = \"big\"\ntype = \"TXT\"\nvalues = [{}]\n",
+            fits.join(", ")
+        ));
+        let Ok(compiled) = compile(&c) else {
+            panic!("48 KB fits");
+        };
+        assert!(Snapshot::build(&compiled, &Snapshot::default()).is_ok());
+    }
+
+    #[test]
+    fn a_cname_answers_one_target_and_is_alone_at_its_name() {
+        let two = "[[domain.record]]\nname = \"media\"\ntype = \"CNAME\"\nmax_answers = 2\naddresses = [{ target = \"a.cdn.test\" }, { target = \"b.cdn.test\" }]\n";
+        assert_eq!(
+            errors(two),
+            [
+                "domain example.test / record media CNAME: max_answers = 2: a CNAME answers one target (RFC 2181 §10.1); its several targets are candidates, one of them is answered"
+            ]
+        );
+        // Several candidates, one answered: valid, one at a time.
+        let candidates = "[[domain.record]]\nname = \"media\"\ntype = \"CNAME\"\naddresses = [{ target = \"a.cdn.test\" }, { target = \"b.cdn.test\" }]\n";
+        let Ok(compiled) = compile(&config(candidates)) else {
+            panic!("valid");
+        };
+        let Content::Steered(s) = &compiled.zones[0].records[0].content else {
+            panic!("steered");
+        };
+        assert_eq!(s.max_answers, 1);
+        let with_txt = format!(
+            "{candidates}{}[[domain.record]]\nname = \"media\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n",
+            txt("media", "x")
+        );
+        assert_eq!(
+            errors(&with_txt),
+            [
+                "domain example.test / record media CNAME: TXT, A shares its name; a CNAME must be alone at its name (RFC 1034 §3.6.2)"
+            ]
+        );
+        let apex = "[[domain.record]]\nname = \"@\"\ntype = \"CNAME\"\naddresses = [{ target = \"a.cdn.test\" }]\n";
+        assert_eq!(
+            errors(apex),
+            [
+                "domain example.test / record @ CNAME: the apex cannot be a CNAME (it holds SOA and NS)"
+            ]
+        );
+    }
+
+    fn cname(name: &str, targets: &[&str]) -> String {
+        let list: Vec<String> = targets
+            .iter()
+            .map(|t| format!("{{ target = \"{t}\" }}"))
+            .collect();
+        format!(
+            "[[domain.record]]\nname = \"{name}\"\ntype = \"CNAME\"\nbalance = \"priority\"\naddresses = [{}]\n",
+            list.join(", ")
+        )
+    }
+
+    #[test]
+    fn cname_loops_are_refused() {
+        assert_eq!(
+            errors(&cname("self", &["self.example.test"])),
+            [
+                "domain example.test / record self CNAME: CNAME loop: self.example.test. → self.example.test."
+            ]
+        );
+        let two = format!(
+            "{}{}",
+            cname("a", &["b.example.test"]),
+            cname("b", &["a.example.test"])
+        );
+        assert_eq!(
+            errors(&two),
+            [
+                "domain example.test / record a CNAME: CNAME loop: a.example.test. → b.example.test. → a.example.test."
+            ]
+        );
+        // Through a candidate that is not the first, and through a wildcard.
+        let via = format!(
+            "{}{}",
+            cname("a", &["out.other.test", "x.w.example.test"]),
+            cname("*.w", &["a.example.test"])
+        );
+        let errs = errors(&via);
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("CNAME loop: "), "{errs:?}");
+        // A chain that ends, or leaves the zones, is no loop.
+        let chain = format!(
+            "{}{}{}",
+            cname("a", &["b.example.test"]),
+            cname("b", &["c.example.test"]),
+            cname("c", &["elsewhere.test"])
+        );
+        assert_eq!(errors(&chain), Vec::<String>::new());
+        // A long chain is followed without recursion.
+        let long: String = (0..20_000)
+            .map(|i| cname(&format!("n{i}"), &[&format!("n{}.example.test", i + 1)]))
+            .collect::<String>()
+            + &cname("n20000", &["n0.example.test"]);
+        let errs = errors(&long);
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with(
+            "domain example.test / record n0 CNAME: CNAME loop: n0.example.test. → n1.example.test."
+        ));
+    }
+
+    #[test]
+    fn overlong_names_are_refused_with_their_path() {
+        let label = "l".repeat(64);
+        let errs = errors(&txt(&label, "x"));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with(&format!("domain example.test / record {label} TXT: ")),
+            "{errs:?}"
+        );
+        let long = vec!["a".repeat(60); 5].join(".");
+        let errs = errors(&txt(&long, "x"));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with(&format!("domain example.test / record {long} TXT: ")),
+            "{errs:?}"
+        );
+        let target = format!("{}.test", vec!["b".repeat(60); 5].join("."));
+        let errs = errors(&cname("c", &[&target]));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("domain example.test / record c CNAME / address 1: "),
+            "{errs:?}"
+        );
+    }
 }

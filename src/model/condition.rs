@@ -45,7 +45,8 @@
 use std::fmt;
 use std::net::IpAddr;
 
-/// Deepest nesting of parentheses, `NOT` and `AT LEAST` accepted by [`parse`].
+/// Deepest nesting of parentheses, `NOT`, `AT LEAST` and `UNLESS` accepted
+/// by [`parse`].
 ///
 /// The parser, [`Expr::eval`] and `Display` are recursive; bounding the depth
 /// keeps a hostile or mistaken condition from overflowing the stack.
@@ -100,7 +101,6 @@ impl fmt::Display for CheckRef {
 /// Carries the whole input and a 1-based character column so that the message
 /// can be shown to an operator as-is (for example in a configuration error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message} at position {position} in \"{input}\"")]
 pub struct ParseError {
     /// The condition text that failed to parse.
     pub input: String,
@@ -109,6 +109,33 @@ pub struct ParseError {
     pub position: usize,
     /// What is wrong, without the location.
     pub message: String,
+}
+
+/// Conditions longer than this are quoted around the error only.
+const QUOTE_CHARS: usize = 120;
+
+impl fmt::Display for ParseError {
+    /// `message at position N in "input"`; a long input (a generated
+    /// condition can be megabytes) is quoted only around the position.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at position {} in \"", self.message, self.position)?;
+        let len = self.input.chars().count();
+        if len <= QUOTE_CHARS {
+            f.write_str(&self.input)?;
+        } else {
+            let start = self.position.saturating_sub(QUOTE_CHARS / 2 + 1);
+            let end = (start + QUOTE_CHARS).min(len);
+            if start > 0 {
+                f.write_str("…")?;
+            }
+            let excerpt: String = self.input.chars().skip(start).take(end - start).collect();
+            f.write_str(&excerpt)?;
+            if end < len {
+                f.write_str("…")?;
+            }
+        }
+        f.write_str("\"")
+    }
 }
 
 /// Parses condition text into an [`Expr`].
@@ -515,9 +542,20 @@ impl Parser<'_> {
 
     fn parse_expr(&mut self) -> Result<Expr, ParseError> {
         let mut left = self.parse_or()?;
-        while self.eat_kw(Kw::Unless) {
+        let mut levels = 0;
+        while self.peek_kw() == Some(Kw::Unless) {
+            let pos = self.peek().map_or(self.end_pos, |t| t.pos);
+            self.idx += 1;
+            // Each UNLESS wraps everything before it one level deeper
+            // (`And([left, Not(right)])`), so a long chain is as deep as a
+            // long nesting of parentheses and counts the same.
+            self.enter(pos)?;
+            levels += 1;
             let right = self.parse_or()?;
             left = Expr::And(vec![left, Expr::Not(Box::new(right))]);
+        }
+        for _ in 0..levels {
+            self.leave();
         }
         Ok(left)
     }
@@ -931,6 +969,43 @@ mod tests {
                 "error for {input:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_long_unless_chain_is_refused_like_deep_nesting() {
+        // 100 UNLESS nest 100 levels: the most accepted.
+        let names: Vec<String> = (0..=MAX_DEPTH).map(|i| format!("c{i}")).collect();
+        let ok = names.join(" UNLESS ");
+        let expr = p(&ok);
+        assert_eq!(expr.refs().len(), MAX_DEPTH + 1);
+        assert_eq!(p(&expr.to_string()), expr, "prints back");
+        assert_eq!(expr.eval(&|_| Some(true)), Some(false));
+        let one_more = format!("{ok} UNLESS last");
+        let err = parse(&one_more).expect_err("101 UNLESS");
+        assert_eq!(err.message, "condition is nested more than 100 levels deep");
+        assert_eq!(err.position, one_more.find(" UNLESS last").unwrap_or(0) + 2);
+
+        // A generated chain of 100,000 (about 1.1 MB) is refused with a
+        // short message quoting only around the position, without
+        // overflowing the stack while parsing or dropping.
+        let huge: String = (0..100_000)
+            .map(|i| format!("check{i}"))
+            .collect::<Vec<_>>()
+            .join(" UNLESS ");
+        assert!(huge.len() > 1_000_000);
+        let err = parse(&huge).expect_err("100,000 UNLESS");
+        assert_eq!(err.message, "condition is nested more than 100 levels deep");
+        let text = err.to_string();
+        assert!(text.len() < 400, "{text}");
+        assert!(text.contains("check100 UNLESS"), "{text}");
+        assert!(text.starts_with("condition is nested more than 100 levels deep at position"));
+        // Inside parentheses too: both count towards one limit.
+        let nested = format!(
+            "{}a UNLESS b{}",
+            "(".repeat(MAX_DEPTH),
+            ")".repeat(MAX_DEPTH)
+        );
+        assert!(parse(&nested).is_err());
     }
 
     #[test]
