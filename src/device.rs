@@ -76,7 +76,8 @@ impl Device {
 
         let geo = open_geo(&settings)?;
         let payload = settings.edns_payload.unwrap_or(1232);
-        let dns_state = DnsState::new(Default::default(), geo, payload);
+        settings.validate().map_err(anyhow::Error::msg)?;
+        let dns_state = DnsState::new(Default::default(), geo, payload).with_nsid(settings.nsid());
         let engine = Arc::new(start_engine(&settings.name, &store, &dns_state, demo)?);
 
         let workers = settings

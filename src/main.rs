@@ -16,7 +16,10 @@ fn main() {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("GTM_LOG")
                 .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-                .unwrap_or_else(|_| "info,hickory_server=warn".into()),
+                // hickory_proto warns once per malformed EDNS option it
+                // decodes (TCP): a log flood anyone could trigger. gtm
+                // counts malformed queries and logs them rate-limited.
+                .unwrap_or_else(|_| "info,hickory_server=warn,hickory_proto=error".into()),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -1,7 +1,9 @@
 //! Counters the hot paths update with one relaxed atomic add, and the
 //! Prometheus text format they are read out in (`GET /metrics`).
 //!
-//! The families and their labels are listed in docs/api.md.
+//! The families and their labels are listed in docs/api.md. The DNS
+//! path's own counters live beside it (`dns::metrics`) and use the
+//! histogram and text writer from here; nothing here knows DNS.
 
 use std::{
     collections::HashMap,
@@ -41,7 +43,7 @@ impl Histogram {
             .fetch_add((d.as_nanos() as u64).saturating_mul(n), Relaxed);
     }
 
-    fn write(&self, out: &mut Text, name: &str, labels: &[(&str, &str)]) {
+    pub fn write(&self, out: &mut Text, name: &str, labels: &[(&str, &str)]) {
         let mut cumulative = 0;
         for (i, bound) in BOUNDS
             .iter()
@@ -60,80 +62,6 @@ impl Histogram {
             self.sum_ns.load(Relaxed) as f64 / 1e9,
         );
         out.sample(&format!("{name}_count"), labels, cumulative as f64);
-    }
-}
-
-/// Query types counted apart; the rest are `other`.
-const TYPES: [(u16, &str); 11] = [
-    (1, "A"),
-    (28, "AAAA"),
-    (5, "CNAME"),
-    (15, "MX"),
-    (16, "TXT"),
-    (33, "SRV"),
-    (257, "CAA"),
-    (2, "NS"),
-    (6, "SOA"),
-    (255, "ANY"),
-    (0, "other"),
-];
-
-const RCODES: [&str; 16] = [
-    "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET",
-    "NXRRSET", "NOTAUTH", "NOTZONE", "rcode11", "rcode12", "rcode13", "rcode14", "rcode15",
-];
-
-/// What the DNS path counts: responses by query type and response code, and
-/// how long answering took. Per-record counts live in the snapshot's slots.
-#[derive(Debug, Default)]
-pub struct DnsMetrics {
-    responses: [[AtomicU64; RCODES.len()]; TYPES.len()],
-    pub latency: Histogram,
-}
-
-impl DnsMetrics {
-    /// Counts one response.
-    pub fn response(&self, qtype: u16, rcode: u8) {
-        let t = TYPES
-            .iter()
-            .position(|(code, _)| *code == qtype)
-            .unwrap_or(TYPES.len() - 1);
-        self.responses[t][usize::from(rcode & 0x0F)].fetch_add(1, Relaxed);
-    }
-
-    /// Counts a response from its wire form: question type and RCODE.
-    pub fn response_wire(&self, response: &[u8]) {
-        if response.len() < 12 {
-            return;
-        }
-        let qtype = crate::dns::wire::question(response).map_or(0, |q| q.qtype);
-        self.response(qtype, response[3] & 0x0F);
-    }
-
-    pub fn write(&self, out: &mut Text) {
-        out.family(
-            "gtm_dns_responses_total",
-            "counter",
-            "DNS responses sent, by query type and response code",
-        );
-        for (t, (_, tname)) in TYPES.iter().enumerate() {
-            for (r, rname) in RCODES.iter().enumerate() {
-                let n = self.responses[t][r].load(Relaxed);
-                if n > 0 {
-                    out.sample(
-                        "gtm_dns_responses_total",
-                        &[("type", tname), ("rcode", rname)],
-                        n as f64,
-                    );
-                }
-            }
-        }
-        out.family(
-            "gtm_dns_response_seconds",
-            "histogram",
-            "Time from receiving a query to sending its response",
-        );
-        self.latency.write(out, "gtm_dns_response_seconds", &[]);
     }
 }
 

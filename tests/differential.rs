@@ -15,9 +15,23 @@ use gtm::{
     engine::Engine,
     geo::Geo,
 };
-use hickory_server::proto::{op::Message, rr::RecordType};
+use hickory_server::proto::{
+    op::Message,
+    rr::{
+        RecordType,
+        rdata::opt::{EdnsOption, NSIDPayload},
+    },
+};
 
 use crate::support::*;
+
+fn with_nsid(mut m: Message) -> Message {
+    if let Some(edns) = m.edns.as_mut() {
+        edns.options_mut()
+            .insert(EdnsOption::NSID(NSIDPayload::new(Vec::new()).unwrap()));
+    }
+    m
+}
 
 #[test]
 fn fast_and_general_paths_agree() {
@@ -69,12 +83,17 @@ fn fast_and_general_paths_agree() {
     let mut fast_taken = 0;
     for (i, name) in names.iter().enumerate() {
         for rtype in types {
-            for variant in 0..4 {
+            for variant in 0..7 {
                 let m = match variant {
                     0 => query(name, rtype),
                     1 => without_edns(query(name, rtype)),
                     2 => with_ecs(query(name, rtype), "81.2.69.0/24"),
-                    _ => with_ecs(query(name, rtype), "3.3.3.0/24"),
+                    3 => with_ecs(query(name, rtype), "3.3.3.0/24"),
+                    // Private subnets: no place, scoped to the subnet.
+                    4 => with_ecs(query(name, rtype), "10.1.2.0/24"),
+                    5 => with_ecs(query(name, rtype), "fd00:1:2::/56"),
+                    // NSID: the fast path declines, the general path answers.
+                    _ => with_nsid(query(name, rtype)),
                 };
                 let bytes = m.to_vec().unwrap();
                 for seed in 0..3u64 {
@@ -90,6 +109,10 @@ fn fast_and_general_paths_agree() {
                     );
                     let general = answer_udp(&handler, &bytes, src, &mut Draw::new(seed))
                         .expect("general path answers");
+                    assert!(
+                        !(took && variant == 6),
+                        "{name} {rtype}: the fast path leaves NSID to the general path"
+                    );
                     if took {
                         fast_taken += 1;
                         let f = Message::from_vec(&out).expect("fast path response decodes");

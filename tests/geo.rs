@@ -55,7 +55,7 @@ async fn clients_are_placed_by_ecs_country_then_continent_then_default() {
         ("81.2.69.0/24", "192.0.2.50", 24), // Germany
         ("2.2.2.0/24", "192.0.2.51", 24),   // France: Europe
         ("3.3.3.0/24", "192.0.2.52", 16),   // US: the default; the database network is a /16
-        ("10.1.2.0/24", "192.0.2.52", 0),   // private: ignored
+        ("10.1.2.0/24", "192.0.2.52", 24),  // private: no place, scoped to its subnet
     ] {
         let r = udp(
             d.v4(),

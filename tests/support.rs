@@ -69,6 +69,7 @@ impl TestDevice {
                 "127.0.0.0/8".to_string().try_into().unwrap(),
                 "::1".to_string().try_into().unwrap(),
             ],
+            nsid: None,
         };
         let device = Device::start(settings, false).await.expect("device starts");
         let parsed = gtm::model::parse(config).expect("test config parses");

@@ -15,3 +15,4 @@ mod health;
 mod operator;
 mod probes;
 mod valid;
+mod wire;

@@ -46,7 +46,8 @@ pub fn answer(
     }
     let edns = if count(10) == 1 {
         match opt_at(msg, q.end) {
-            Some(e) if e.version == 0 => Some(e),
+            // NSID answers are built by the general path.
+            Some(e) if e.version == 0 && !e.nsid => Some(e),
             _ => return false,
         }
     } else if msg.len() != q.end {
@@ -94,6 +95,7 @@ pub fn answer(
             .map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8))
     });
     let len = 12 + question.len() + body.len() + opt_len;
+    // What does not fit goes to the general path, which truncates.
     if len > state.udp_limit(edns.as_ref()) as usize {
         return false;
     }
@@ -109,10 +111,7 @@ pub fn answer(
     out.extend_from_slice(question);
     out.extend_from_slice(body);
     if let Some(e) = edns {
-        out.push(0); // root
-        out.extend_from_slice(&OPT_TYPE.to_be_bytes());
-        out.extend_from_slice(&state.edns_payload.to_be_bytes());
-        out.extend_from_slice(&[0, 0, if e.dnssec_ok { 0x80 } else { 0 }, 0]);
+        wire::push_opt_header(out, state.edns_payload, e.dnssec_ok);
         let rdlen_at = out.len();
         out.extend_from_slice(&[0, 0]);
         if let Some(ecs) = &e.ecs {
@@ -135,10 +134,12 @@ fn opt_at(msg: &[u8], at: usize) -> Option<EdnsInfo> {
     if rest.len() != 11 + rdlen {
         return None;
     }
+    let (ecs, nsid) = wire::options(&rest[11..]).ok()?;
     Some(EdnsInfo {
         payload: u16::from_be_bytes([rest[3], rest[4]]),
         version: rest[6],
         dnssec_ok: rest[7] & 0x80 != 0,
-        ecs: wire::options(&rest[11..]).ok()?,
+        ecs,
+        nsid,
     })
 }

@@ -3,8 +3,9 @@
 //!
 //! hickory decodes the message and, for TCP, owns the connection; this
 //! handler decides the response: opcode and class checks, EDNS (BADVERS,
-//! payload, DO, ECS), and the lookup itself. UDP queries come here only when
-//! the fast path declines them.
+//! payload, DO, ECS, NSID), CH identity names, and the lookup itself. UDP
+//! queries come here only when the fast path declines them; this path
+//! also owns UDP truncation and the FORMERR of an unreadable query.
 
 use std::{cell::RefCell, sync::Arc};
 
@@ -14,19 +15,22 @@ use hickory_server::{
     proto::{
         op::{Edns, MessageType, Metadata, OpCode, ResponseCode},
         rr::{
-            DNSClass, Name, Record,
+            DNSClass, Name, Record, RecordType,
             rdata::opt::{ClientSubnet, EdnsOption},
         },
-        serialize::binary::BinEncoder,
+        serialize::binary::{BinDecoder, BinEncoder},
     },
     server::{Request, RequestHandler, ResponseHandler, ResponseInfo},
-    zone_handler::MessageResponseBuilder,
+    zone_handler::{MessageResponseBuilder, Queries},
 };
 
 use super::{
+    identity,
     lookup::{Resolved, lookup},
+    malformed::Reason,
+    metrics::DnsMetrics,
     snapshot::{Client, Draw, Snapshot},
-    wire,
+    wire::{self, EdnsInfo},
 };
 use crate::geo::Geo;
 
@@ -37,7 +41,9 @@ pub struct DnsState {
     pub geo: Arc<ArcSwap<Geo>>,
     /// The EDNS payload we advertise and the most a UDP response uses.
     pub edns_payload: u16,
-    pub metrics: Arc<crate::metrics::DnsMetrics>,
+    pub metrics: Arc<DnsMetrics>,
+    /// This device's NSID value, also answered to CH TXT `id.server.`.
+    pub nsid: Arc<str>,
 }
 
 impl DnsState {
@@ -47,7 +53,14 @@ impl DnsState {
             geo: Arc::new(ArcSwap::from_pointee(geo)),
             edns_payload,
             metrics: Arc::default(),
+            nsid: Arc::from(""),
         }
+    }
+
+    /// The same state answering `nsid` as this device's identity.
+    pub fn with_nsid(mut self, nsid: &str) -> Self {
+        self.nsid = Arc::from(nsid);
+        self
     }
 
     /// The largest UDP response for a query with this EDNS (RFC 6891 §6.2.5:
@@ -78,11 +91,48 @@ pub struct Decided {
     pub answers: Vec<Record>,
     pub authority: Vec<Record>,
     pub edns: Option<Edns>,
+    /// False when the question itself is malformed and must not be echoed.
+    pub echo_question: bool,
 }
 
 impl Handler {
-    /// Decides the response to a decoded request.
+    /// Decides the response to a decoded request, reading its EDNS first;
+    /// a query our reader refuses gets FORMERR (counted as malformed).
     pub fn decide(&self, request: &Request, draw: &mut Draw) -> Decided {
+        match wire::edns(request.as_slice()) {
+            Ok(info) => self.decide_read(request, info, draw),
+            Err(e) => {
+                self.state
+                    .metrics
+                    .malformed
+                    .report(Reason::from(&e), request.src().ip());
+                let mut metadata = Metadata::response_from_request(&request.metadata);
+                metadata.response_code = ResponseCode::FormErr;
+                Decided {
+                    metadata,
+                    answers: Vec::new(),
+                    authority: Vec::new(),
+                    // An OPT whenever the query has one, without options.
+                    edns: wire::opt_dnssec_ok(request.as_slice()).map(|dnssec_ok| {
+                        let mut e = Edns::new();
+                        e.set_max_payload(self.state.edns_payload);
+                        e.set_dnssec_ok(dnssec_ok);
+                        e
+                    }),
+                    // Only a question that reads cleanly is sent back.
+                    echo_question: wire::question(request.as_slice()).is_ok(),
+                }
+            }
+        }
+    }
+
+    /// Decides the response to a request whose EDNS was read as `info`.
+    pub fn decide_read(
+        &self,
+        request: &Request,
+        info: Option<EdnsInfo>,
+        draw: &mut Draw,
+    ) -> Decided {
         let decided = |code: ResponseCode, resolved: Resolved, edns: Option<Edns>| {
             let mut metadata = Metadata::response_from_request(&request.metadata);
             metadata.response_code = code;
@@ -93,9 +143,9 @@ impl Handler {
                 answers: resolved.answers,
                 authority: resolved.authority,
                 edns,
+                echo_question: true,
             }
         };
-        let request_edns = wire::edns(request.as_slice());
         let reply_edns = |scope: u8, ecs: Option<&wire::Ecs>| -> Option<Edns> {
             let req = request.edns.as_ref()?;
             let mut e = Edns::new();
@@ -109,17 +159,12 @@ impl Handler {
                     scope,
                 )));
             }
-            Some(e)
-        };
-        let info = match request_edns {
-            Ok(info) => info,
-            Err(_) => {
-                return decided(
-                    ResponseCode::FormErr,
-                    Resolved::default(),
-                    reply_edns(0, None),
-                );
+            if info.is_some_and(|i| i.nsid)
+                && let Some(payload) = identity::nsid_payload(&self.state.nsid)
+            {
+                e.options_mut().insert(EdnsOption::NSID(payload));
             }
+            Some(e)
         };
         let ecs = info.and_then(|i| i.ecs);
         if info.is_some_and(|i| i.version > 0) {
@@ -144,7 +189,22 @@ impl Handler {
                 reply_edns(0, ecs.as_ref()),
             );
         };
+        let qname: Name = query.name().clone().into();
+        if query.query_class() == DNSClass::CH {
+            let resolved = identity::chaos(&self.state.nsid, &qname, query.query_type());
+            let edns = reply_edns(0, ecs.as_ref());
+            return decided(resolved.rcode, resolved, edns);
+        }
         if query.query_class() != DNSClass::IN {
+            return decided(
+                ResponseCode::Refused,
+                Resolved::default(),
+                reply_edns(0, ecs.as_ref()),
+            );
+        }
+        // No zone transfer yet: say so instead of an empty NOERROR that a
+        // transfer client reads as a broken zone.
+        if matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
             return decided(
                 ResponseCode::Refused,
                 Resolved::default(),
@@ -157,12 +217,26 @@ impl Handler {
         };
         let snapshot = self.state.snapshot.load();
         let geo = self.state.geo.load();
-        let qname: Name = query.name().clone().into();
         let resolved = lookup(&snapshot, &geo, &qname, query.query_type(), &client, draw);
         let code = resolved.rcode;
         let edns = reply_edns(resolved.scope, ecs.as_ref());
         decided(code, resolved, edns)
     }
+}
+
+/// The queries a response echoes: the request's, or none (`None` only if
+/// an empty section could not be made, which reading nothing cannot do).
+fn echoed<'r>(request: &'r Request, d: &Decided, none: &'r Option<Queries>) -> Option<&'r Queries> {
+    if d.echo_question {
+        Some(&request.queries)
+    } else {
+        none.as_ref()
+    }
+}
+
+/// An empty question section.
+fn no_queries() -> Option<Queries> {
+    Queries::read(&mut BinDecoder::new(&[]), 0).ok()
 }
 
 #[async_trait::async_trait]
@@ -187,7 +261,14 @@ impl RequestHandler for Handler {
             .map_or(0, |q| u16::from(q.query_type()));
         let metrics = &self.state.metrics;
         metrics.response(qtype, d.metadata.response_code.low());
-        let mut builder = MessageResponseBuilder::from_message_request(request);
+        let none = no_queries();
+        let Some(queries) = echoed(request, &d, &none) else {
+            return ResponseInfo::from(hickory_server::proto::op::Header {
+                metadata: d.metadata,
+                counts: Default::default(),
+            });
+        };
+        let mut builder = MessageResponseBuilder::new(queries, None);
         if let Some(edns) = &d.edns {
             builder.edns(edns);
         }
@@ -214,7 +295,7 @@ impl RequestHandler for Handler {
 }
 
 /// Answers one UDP query by the general path; `None` when nothing should be
-/// sent back (not a query, or shorter than a header).
+/// sent back (not a query, or shorter than a header). Counts the response.
 pub fn answer_udp(
     handler: &Handler,
     bytes: &[u8],
@@ -225,32 +306,70 @@ pub fn answer_udp(
     if bytes.len() < 12 || bytes[2] & 0x80 != 0 {
         return None;
     }
-    let Ok(request) = Request::from_bytes(bytes.to_vec(), src, Protocol::Udp) else {
-        // Undecodable past the header: FORMERR with the header's id.
-        let mut out = bytes[..12].to_vec();
-        out[2] = 0x80 | (bytes[2] & 0x79);
-        out[3] = ResponseCode::FormErr.low();
-        out[4..12].fill(0);
-        return Some(out);
+    let state = &handler.state;
+    // Our reader first: it refuses what hickory's decoder lets through
+    // (ECS rules, pointers into the header) and sees malformed options
+    // before hickory would log each one.
+    let read = wire::edns(bytes).map_err(|e| Reason::from(&e));
+    let request = match read {
+        Ok(info) => Request::from_bytes(bytes.to_vec(), src, Protocol::Udp)
+            .map(|r| (r, info))
+            .map_err(|_| Reason::Undecodable),
+        Err(reason) => Err(reason),
     };
-    let max_size = handler
-        .state
-        .udp_limit(wire::edns(bytes).ok().flatten().as_ref());
-    let d = handler.decide(&request, draw);
-    let mut builder = MessageResponseBuilder::from_message_request(&request);
+    let (request, info) = match request {
+        Ok(read) => read,
+        Err(reason) => {
+            state.metrics.malformed.report(reason, src.ip());
+            let out = wire::formerr(bytes, state.edns_payload);
+            let qtype = wire::question(bytes).map_or(0, |q| q.qtype);
+            state.metrics.response(qtype, ResponseCode::FormErr.low());
+            return Some(out);
+        }
+    };
+    let max_size = usize::from(state.udp_limit(info.as_ref()));
+    let mut d = handler.decide_read(&request, info, draw);
+    let qtype = request
+        .queries
+        .queries()
+        .first()
+        .map_or(0, |q| u16::from(q.query_type()));
+    state
+        .metrics
+        .response(qtype, d.metadata.response_code.low());
+    let out = encode(&request, &d, true)?;
+    if out.len() <= max_size {
+        return Some(out);
+    }
+    // Too large for the client: TC with the header, the question and the
+    // OPT (ECS echo included) and no records at all, so nothing partial is
+    // sent; the client asks again over TCP.
+    d.metadata.truncation = true;
+    encode(&request, &d, false)
+}
+
+/// Encodes a decided response, with its records or (`records` false)
+/// without any.
+fn encode(request: &Request, d: &Decided, records: bool) -> Option<Vec<u8>> {
+    let none = no_queries();
+    let mut builder = MessageResponseBuilder::new(echoed(request, d, &none)?, None);
     if let Some(edns) = &d.edns {
         builder.edns(edns);
     }
+    let (answers, authority): (&[Record], &[Record]) = if records {
+        (&d.answers, &d.authority)
+    } else {
+        (&[], &[])
+    };
     let message = builder.build(
         d.metadata,
-        d.answers.iter(),
-        d.authority.iter(),
+        answers.iter(),
+        authority.iter(),
         std::iter::empty(),
         std::iter::empty(),
     );
     let mut buf = Vec::with_capacity(512);
     let mut encoder = BinEncoder::new(&mut buf);
-    encoder.set_max_size(max_size);
     message.destructive_emit(&mut encoder).ok()?;
     Some(buf)
 }

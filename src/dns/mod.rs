@@ -1,7 +1,10 @@
 //! Authoritative DNS over UDP and TCP (spec §3).
 pub mod fast;
 pub mod handler;
+pub mod identity;
 pub mod lookup;
+pub mod malformed;
+pub mod metrics;
 pub mod server;
 pub mod snapshot;
 pub mod udp;

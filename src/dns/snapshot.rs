@@ -480,15 +480,39 @@ pub struct Client {
     pub ecs: Option<Ecs>,
 }
 
+/// What a client is placed by.
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    /// The address placed (and hashed by persist); none for ECS /0.
+    addr: Option<IpAddr>,
+    /// The ECS source prefix, when the answer's scope must be told.
+    source: Option<u8>,
+    /// The ECS address is private or otherwise unplaceable.
+    private: bool,
+}
+
 impl Client {
-    /// The address a client is placed by, and whether it came from ECS.
-    /// ECS with a source prefix of 0 means "do not use my address"; a
-    /// private ECS address is ignored (spec §3).
-    fn address(&self) -> (Option<IpAddr>, Option<u8>) {
+    /// The address a client is placed by. ECS with a source prefix of 0
+    /// means "do not use my address". A private ECS address places nowhere
+    /// (spec §3: default records), but its answer must still be scoped to
+    /// that subnet: a resolver would otherwise serve it to every client.
+    fn placement(&self) -> Placement {
         match self.ecs {
-            Some(e) if e.source_prefix == 0 => (None, None),
-            Some(e) if !is_private(e.address) => (Some(e.address), Some(e.source_prefix)),
-            _ => (Some(self.src), None),
+            Some(e) if e.source_prefix == 0 => Placement {
+                addr: None,
+                source: None,
+                private: false,
+            },
+            Some(e) => Placement {
+                addr: Some(e.address),
+                source: Some(e.source_prefix),
+                private: is_private(e.address),
+            },
+            None => Placement {
+                addr: Some(self.src),
+                source: None,
+                private: false,
+            },
         }
     }
 }
@@ -537,7 +561,15 @@ impl Draw {
 /// Picks the group by the client's place and the variant by the balance
 /// algorithm.
 pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw) -> Choice {
-    let (addr, source) = client.address();
+    let Placement {
+        addr,
+        source,
+        private,
+    } = client.placement();
+    // The scope an answer depending on the client's `width`-bit network
+    // carries: that width capped at the source prefix, or the whole source
+    // prefix for a private subnet (no resolver may share it further).
+    let cover = |width: u8, src: u8| if private { src } else { width.min(src) };
     let mut scope = 0u8;
     let group = if answer.places.is_empty() {
         answer.default
@@ -546,7 +578,7 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
             Some(ip) => {
                 let located = geo.locate(ip);
                 if let Some(src) = source {
-                    scope = scope.max(located.prefix.min(src));
+                    scope = scope.max(cover(located.prefix, src));
                 }
                 place_group(&answer.places, answer.default, &located.place)
             }
@@ -571,7 +603,7 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
                 Some(ip) => {
                     let (subnet, width) = persist_subnet(ip);
                     if let Some(src) = source {
-                        scope = scope.max(width.min(src));
+                        scope = scope.max(cover(width, src));
                     }
                     (0..n).max_by_key(|&i| mix(subnet ^ g.keys[i])).unwrap_or(0)
                 }

@@ -127,10 +127,9 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                     if fast::answer(&handler.state, query, src.ip(), draw, out) {
                         return true;
                     }
+                    // Each path counts its own responses.
                     match answer_udp(&handler, query, src, draw) {
                         Some(bytes) => {
-                            // The fast path counts its own responses.
-                            metrics.response_wire(&bytes);
                             *out = bytes;
                             true
                         }

@@ -9,6 +9,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// RFC 7871 option code.
 pub const ECS_CODE: u16 = 8;
+/// RFC 5001 option code.
+pub const NSID_CODE: u16 = 3;
 /// RR type of the EDNS OPT pseudo-record.
 pub const OPT_TYPE: u16 = 41;
 
@@ -29,6 +31,8 @@ pub struct EdnsInfo {
     pub version: u8,
     pub dnssec_ok: bool,
     pub ecs: Option<Ecs>,
+    /// The query carries an NSID option (RFC 5001).
+    pub nsid: bool,
 }
 
 /// Why a query is malformed.
@@ -38,6 +42,8 @@ pub enum WireError {
     Short,
     #[error("malformed name")]
     BadName,
+    #[error("compression pointer not pointing backwards past the header")]
+    BadPointer,
     #[error("more than one OPT record")]
     TwoOpts,
     #[error("malformed EDNS Client Subnet option: {0}")]
@@ -49,6 +55,9 @@ pub enum WireError {
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Refuse compression pointers that point into the header or not
+    /// backwards (RFC 1035 §4.1.4 allows only earlier names).
+    strict: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -76,7 +85,11 @@ impl<'a> Reader<'a> {
             match len {
                 0 => return Ok(()),
                 l if l & 0xC0 == 0xC0 => {
-                    self.u8()?;
+                    let at = self.pos - 1;
+                    let target = usize::from(l & 0x3F) << 8 | usize::from(self.u8()?);
+                    if self.strict && !(12..at).contains(&target) {
+                        return Err(WireError::BadPointer);
+                    }
                     return Ok(());
                 }
                 l if l & 0xC0 != 0 => return Err(WireError::BadName),
@@ -116,7 +129,11 @@ pub fn question(msg: &[u8]) -> Result<Question, WireError> {
         qclass: 0,
         end: 0,
     };
-    let mut r = Reader { buf: msg, pos: 12 };
+    let mut r = Reader {
+        buf: msg,
+        pos: 12,
+        strict: true,
+    };
     loop {
         let len = r.u8()? as usize;
         if len & 0xC0 != 0 {
@@ -141,14 +158,27 @@ pub fn question(msg: &[u8]) -> Result<Question, WireError> {
     Ok(q)
 }
 
-/// Finds and reads the OPT record of a message, if any.
-pub fn edns(msg: &[u8]) -> Result<Option<EdnsInfo>, WireError> {
-    if msg.len() < 12 {
-        return Err(WireError::Short);
-    }
-    let count = |i: usize| u16::from_be_bytes([msg[i], msg[i + 1]]) as usize;
+/// The OPT record of a message as found, its options not yet read.
+#[derive(Debug, Clone, Copy)]
+struct OptRr<'a> {
+    payload: u16,
+    version: u8,
+    dnssec_ok: bool,
+    rdata: &'a [u8],
+}
+
+/// Walks the message to its OPT record. `strict`: compression pointers
+/// are checked and a second OPT is an error; otherwise the first OPT found
+/// is returned (to shape a FORMERR as well as the message allows).
+fn find_opt(msg: &[u8], strict: bool) -> Result<Option<OptRr<'_>>, WireError> {
+    let header = msg.get(..12).ok_or(WireError::Short)?;
+    let count = |i: usize| usize::from(u16::from_be_bytes([header[i], header[i + 1]]));
     let (qd, an, ns, ar) = (count(4), count(6), count(8), count(10));
-    let mut r = Reader { buf: msg, pos: 12 };
+    let mut r = Reader {
+        buf: msg,
+        pos: 12,
+        strict,
+    };
     for _ in 0..qd {
         r.skip_name()?;
         r.bytes(4)?;
@@ -171,21 +201,93 @@ pub fn edns(msg: &[u8]) -> Result<Option<EdnsInfo>, WireError> {
             continue;
         }
         if found.is_some() {
+            if !strict {
+                break;
+            }
             return Err(WireError::TwoOpts);
         }
-        found = Some(EdnsInfo {
+        found = Some(OptRr {
             payload: class,
             version: ttl[1],
             dnssec_ok: ttl[2] & 0x80 != 0,
-            ecs: options(rdata)?,
+            rdata,
         });
     }
     Ok(found)
 }
 
-pub fn options(rdata: &[u8]) -> Result<Option<Ecs>, WireError> {
-    let mut r = Reader { buf: rdata, pos: 0 };
+/// Finds and reads the OPT record of a message, if any, checking every
+/// name's compression pointers on the way.
+pub fn edns(msg: &[u8]) -> Result<Option<EdnsInfo>, WireError> {
+    let Some(opt) = find_opt(msg, true)? else {
+        return Ok(None);
+    };
+    let (ecs, nsid) = options(opt.rdata)?;
+    Ok(Some(EdnsInfo {
+        payload: opt.payload,
+        version: opt.version,
+        dnssec_ok: opt.dnssec_ok,
+        ecs,
+        nsid,
+    }))
+}
+
+/// The DO bit of the message's first OPT record, if it has one, read
+/// leniently (to shape a FORMERR).
+pub fn opt_dnssec_ok(msg: &[u8]) -> Option<bool> {
+    find_opt(msg, false).ok().flatten().map(|o| o.dnssec_ok)
+}
+
+/// A FORMERR for a query we could not read: the header's id, opcode and
+/// RD, the question when it reads cleanly (uncompressed), and an OPT when
+/// the query has one (RFC 6891 §7), with no options.
+pub fn formerr(msg: &[u8], payload: u16) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    let Some(header) = msg.get(..12) else {
+        return out;
+    };
+    let qdcount = u16::from_be_bytes([header[4], header[5]]);
+    let question = match question(msg) {
+        Ok(q) if qdcount == 1 => msg.get(12..q.end),
+        _ => None,
+    };
+    let opt = find_opt(msg, false).ok().flatten();
+    out.extend_from_slice(&header[..2]);
+    // QR, opcode and RD kept; AA, TC, RA cleared.
+    out.push(0x80 | (header[2] & 0x79));
+    out.push(1); // FORMERR
+    out.extend_from_slice(&u16::from(question.is_some()).to_be_bytes());
+    out.extend_from_slice(&[0, 0, 0, 0]);
+    out.extend_from_slice(&u16::from(opt.is_some()).to_be_bytes());
+    if let Some(q) = question {
+        out.extend_from_slice(q);
+    }
+    if let Some(opt) = opt {
+        push_opt_header(&mut out, payload, opt.dnssec_ok);
+        out.extend_from_slice(&[0, 0]);
+    }
+    out
+}
+
+/// Appends an OPT record up to its RDLENGTH: root owner, our payload,
+/// extended RCODE 0, version 0, DO as the query had it.
+pub fn push_opt_header(out: &mut Vec<u8>, payload: u16, dnssec_ok: bool) {
+    out.push(0);
+    out.extend_from_slice(&OPT_TYPE.to_be_bytes());
+    out.extend_from_slice(&payload.to_be_bytes());
+    out.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0]);
+}
+
+/// The options of an OPT record that matter to us: the client subnet, and
+/// whether the client asked for our NSID (RFC 5001).
+pub fn options(rdata: &[u8]) -> Result<(Option<Ecs>, bool), WireError> {
+    let mut r = Reader {
+        buf: rdata,
+        pos: 0,
+        strict: true,
+    };
     let mut ecs = None;
+    let mut nsid = false;
     while r.pos < rdata.len() {
         let code = r.u16()?;
         let len = r.u16()? as usize;
@@ -195,9 +297,11 @@ pub fn options(rdata: &[u8]) -> Result<Option<Ecs>, WireError> {
                 return Err(WireError::TwoEcs);
             }
             ecs = Some(client_subnet(data)?);
+        } else if code == NSID_CODE {
+            nsid = true;
         }
     }
-    Ok(ecs)
+    Ok((ecs, nsid))
 }
 
 /// RFC 7871 §6 rules for a query's ECS option.

@@ -64,6 +64,10 @@ pub struct NodeSettings {
     /// `["10.0.0.0/8", "2001:db8::/32"]` (default: anywhere).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probe_networks: Vec<Network>,
+    /// What this device answers to an NSID query (RFC 5001) and to CH TXT
+    /// `id.server.` / `hostname.bind.` (default: the device name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsid: Option<String>,
 }
 
 /// An IP network, written `ADDRESS/PREFIX` (a lone address is /32 or /128).
@@ -171,11 +175,38 @@ impl NodeSettings {
             max_concurrent_probes: None,
             allow_link_local_probes: false,
             probe_networks: Vec::new(),
+            nsid: None,
         }
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        let settings: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Rules serde cannot say: the NSID value must fit a TXT
+    /// character-string (255 bytes), as it is answered to CH TXT queries.
+    pub fn validate(&self) -> Result<(), String> {
+        let nsid = self.nsid();
+        if nsid.len() > 255 {
+            let what = if self.nsid.is_some() {
+                "node setting nsid"
+            } else {
+                "node setting name (the default nsid)"
+            };
+            return Err(format!(
+                "{what}: \"{nsid}\" is {} bytes; at most 255 fit in a CH TXT answer \
+                 (set `nsid` to a shorter value)",
+                nsid.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The NSID value answered: `nsid`, else the device name.
+    pub fn nsid(&self) -> &str {
+        self.nsid.as_deref().unwrap_or(&self.name)
     }
 }
 
@@ -201,5 +232,20 @@ mod tests {
         );
         assert!(n("10.0.0.0/33").is_err());
         assert!(n("nonsense/8").is_err());
+    }
+
+    #[test]
+    fn nsid_defaults_to_the_name_and_must_fit_a_txt_string() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        let s = super::NodeSettings::parse(base).expect("valid");
+        assert_eq!(s.nsid(), "dev-1");
+        let s = super::NodeSettings::parse(&format!("{base}nsid = \"edge-7\"\n")).expect("valid");
+        assert_eq!(s.nsid(), "edge-7");
+        let long = "x".repeat(256);
+        let e = super::NodeSettings::parse(&format!("{base}nsid = \"{long}\"\n")).unwrap_err();
+        assert!(
+            e.contains("node setting nsid") && e.contains("256 bytes"),
+            "{e}"
+        );
     }
 }
