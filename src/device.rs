@@ -196,6 +196,7 @@ impl Device {
             token: token.clone().into(),
             edits: Default::default(),
             mutual_tls: tls.is_some(),
+            peer_http: peer_client(Duration::from_secs(3))?,
         });
         let stop = cancel.clone();
         let server_tls = tls.map(|t| t.server);

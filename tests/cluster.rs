@@ -510,3 +510,74 @@ async fn api_and_cluster_traffic_over_tls() {
         "a certificate of another CA fails the handshake: {r:?}"
     );
 }
+
+/// `gtm record preview NAME TYPE --device OTHER` on `asked`, about `other`:
+/// the asked device fetches the preview from the other one, which names
+/// itself in it; the asked device keeps serving afterwards.
+async fn preview_from_the_other_device(asked: &Proc, other: &Proc) {
+    let out = asked.apply(&zone("192.0.2.9"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(asked, "192.0.2.9").await;
+    until_answer(other, "192.0.2.9").await;
+    let preview: serde_json::Value = serde_json::from_str(&asked.ok(&[
+        "record",
+        "preview",
+        "www.pair.test",
+        "A",
+        "--device",
+        &other.name,
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(preview["device"], other.name.as_str(), "{preview}");
+    assert_eq!(preview["record"], "www.pair.test/A", "{preview}");
+    assert_eq!(preview["active"][0], "192.0.2.9", "{preview}");
+    // An unknown record on the other device is a clear not-found.
+    let missing = asked.gtm(&[
+        "record",
+        "preview",
+        "nope.pair.test",
+        "A",
+        "--device",
+        &other.name,
+    ]);
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("no steered record"), "{stderr}");
+    // Both devices are still up and answering.
+    until_answer(asked, "192.0.2.9").await;
+    until_answer(other, "192.0.2.9").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_of_another_device_over_plain_http() {
+    let (_root, a, b) = pair(91);
+    preview_from_the_other_device(&a, &b).await;
+    preview_from_the_other_device(&b, &a).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_of_another_device_over_mutual_tls() {
+    let root = tempfile::tempdir().unwrap();
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["127.0.92.1".into(), "127.0.92.2".into()]).unwrap();
+    let cert = root.path().join("cluster.pem");
+    let key = root.path().join("cluster.key");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let extra = format!(
+        "tls_cert = \"{}\"\ntls_key = \"{}\"",
+        cert.display(),
+        key.display()
+    );
+    let a = Proc::start_with(root.path(), "gtm1", "dc1", "127.0.92.1", &extra);
+    let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.92.2", &extra);
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    preview_from_the_other_device(&a, &b).await;
+    preview_from_the_other_device(&b, &a).await;
+}

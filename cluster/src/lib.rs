@@ -11,6 +11,7 @@
 //! - `log_store`: the Raft log, vote and committed pointer in sled;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
 //! - `network`: Raft RPC over HTTP, both ends;
+//! - `http`: the one HTTP client constructor (TLS, mutual TLS);
 //! - `node`: [`ClusterNode`], the facade the application uses.
 //!
 //! Nothing outside this crate names an openraft or sled type: only the
@@ -20,12 +21,14 @@ use std::path::Path;
 
 use bincode::{Decode, Encode};
 
+mod http;
 mod log_store;
 mod network;
 mod node;
 mod state_machine;
 mod types;
 
+pub use http::{HttpClientError, http_client, trust_roots};
 pub use network::{RPC_PATHS, SECRET_HEADER, constant_time_eq, rpc_router};
 pub use node::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,

@@ -45,6 +45,9 @@ pub struct ApiState {
     pub edits: Arc<tokio::sync::Mutex<()>>,
     /// TLS is on: device-to-device calls must show a client certificate.
     pub mutual_tls: bool,
+    /// The client of the other devices' APIs (remote previews): the
+    /// cluster's trust anchors and, with TLS, this device's certificate.
+    pub peer_http: reqwest::Client,
 }
 
 /// An API error: status, stable label, and what to fix.
@@ -942,7 +945,8 @@ async fn remote_preview(
             format!("cannot reach device {device}: {e}"),
         )
     };
-    let response = reqwest::Client::new()
+    let response = state
+        .peer_http
         .get(url)
         .header(SECRET_HEADER, secret)
         .timeout(std::time::Duration::from_secs(3))
