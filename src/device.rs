@@ -16,7 +16,7 @@ use crate::replication::{Replication, random_bytes, write_private};
 use crate::{
     api::{self, ApiState},
     dns::{handler::DnsState, server::DnsServer},
-    engine::Engine,
+    engine::{Engine, Stored},
     geo::Geo,
     health::{probe::Prober, scheduler},
     model::{self, node::NodeSettings},
@@ -68,6 +68,9 @@ impl Device {
         let dir = &settings.data_dir;
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create data directory {}", dir.display()))?;
+        // On a full filesystem the reserve is given back first: the store
+        // needs room to open, and the device serves from what it holds.
+        crate::engine::store_writer::make_room(dir);
         let store = Store::open(dir)?.with_event_retention(
             settings
                 .event_retention
@@ -91,7 +94,7 @@ impl Device {
                 version,
                 config,
                 dns_state.clone(),
-                Some(store.clone()),
+                Some(Stored::load(store.clone(), dir)?),
             )
             .map_err(|e| anyhow::anyhow!("the stored configuration is invalid:\n{e}"))?,
         );
@@ -234,6 +237,8 @@ impl Device {
         let _ = self.scheduler.await;
         let _ = self.reports.await;
         drop(self.probes);
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.flush_storage()).await;
         self.replication.shutdown().await;
         self.dns.stop().await;
     }

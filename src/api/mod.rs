@@ -129,6 +129,10 @@ pub struct StatusReport {
     /// The other devices of the cluster, as their reports last said.
     #[serde(default)]
     pub peers: Vec<crate::peers::PeerStatus>,
+    /// Set while this device cannot write its store (full or read-only
+    /// disk): it serves DNS from what it holds and refuses writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_degraded: Option<crate::engine::StorageFault>,
 }
 
 /// Filters of the event log.
@@ -223,6 +227,9 @@ struct DryRun {
 /// Request bodies above this are refused (a configuration of 100,000
 /// records is about 10 MiB of TOML; GeoIP country files are under 10 MiB).
 const BODY_LIMIT: usize = 64 << 20;
+
+/// Events in one page of `GET /events` (without `limit`, or above it).
+const MAX_EVENTS: usize = 10_000;
 
 pub fn router(state: ApiState) -> Router {
     let (mut public, mut token, mut secret) = (Router::new(), Router::new(), Router::new());
@@ -380,6 +387,7 @@ async fn apply_config(
             changes: engine.changes(&config),
         }));
     }
+    writable(&state)?;
     let (version, changes) = state.replication.apply(text, config).await?;
     Ok(Json(ApplyResult {
         applied: true,
@@ -396,7 +404,32 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
         checks: state.engine.checks(),
         scenarios: state.engine.scenarios(),
         peers: state.peers.status(&state.replication),
+        storage_degraded: state.engine.storage_fault(),
     })
+}
+
+/// Refuses a write while the store cannot be written (full or read-only
+/// disk): nothing would be half-applied, and the operator learns why.
+fn writable(state: &ApiState) -> Result<(), ApiError> {
+    match state.engine.storage_fault() {
+        Some(fault) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage",
+            format!(
+                "{fault}; nothing was changed. Free space on that filesystem: the device recovers by itself"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `GET /health`: 200 while the device runs; the body says `ok`, or
+/// `degraded` with one line per condition.
+pub async fn health(State(state): State<ApiState>) -> String {
+    match state.engine.storage_fault() {
+        Some(fault) => format!("degraded\nstorage: {fault}\n"),
+        None => "ok\n".to_string(),
+    }
 }
 
 async fn events(
@@ -419,7 +452,10 @@ async fn events(
         }
         None => 0,
     };
-    let (before, limit) = (filter.before, filter.limit);
+    let (before, limit) = (
+        filter.before,
+        filter.limit.unwrap_or(MAX_EVENTS).min(MAX_EVENTS),
+    );
     let matches = move |e: &Event| {
         e.time_ms >= since_ms
             && filter.record.as_ref().is_none_or(|r| e.object == *r)
@@ -427,17 +463,31 @@ async fn events(
     };
     // Subscribe before reading the backlog so nothing falls in between.
     let live = state.engine.subscribe_events();
-    let mut backlog: Vec<Event> = state.engine.events();
+    // A page read from the time index: only what it returns (and what the
+    // filters skip on the way), off the async workers.
+    let (engine, page_filter) = (state.engine.clone(), matches.clone());
+    let mut backlog = tokio::task::spawn_blocking(move || {
+        engine.events_page(before, since_ms, limit, page_filter)
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage",
+            format!("cannot read the event log: {e}"),
+        )
+    })?;
     if filter.all {
-        backlog.extend(state.peers.events());
+        backlog.extend(
+            state
+                .peers
+                .events()
+                .into_iter()
+                .filter(|e| matches(e) && before.is_none_or(|b| e.time_ms < b)),
+        );
         backlog.sort_by_key(|e| e.time_ms);
-    }
-    let mut backlog: Vec<Event> = backlog
-        .into_iter()
-        .filter(|e| matches(e) && before.is_none_or(|b| e.time_ms < b))
-        .collect();
-    if let Some(n) = limit {
-        backlog.drain(..backlog.len().saturating_sub(n));
+        backlog.drain(..backlog.len().saturating_sub(limit));
     }
     if !filter.follow {
         return Ok(Json(backlog).into_response());
@@ -698,6 +748,7 @@ async fn geoip_import(
     State(state): State<ApiState>,
     body: Bytes,
 ) -> Result<Json<GeoLookup>, ApiError> {
+    writable(&state)?;
     let dir = state.data_dir.clone();
     let geo = tokio::task::spawn_blocking(move || install_geoip(&dir, &body))
         .await
@@ -752,6 +803,7 @@ async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) 
 /// A configuration write forwarded by a follower: validated again here.
 async fn peer_write(State(state): State<ApiState>, body: Bytes) -> Result<Json<Written>, ApiError> {
     let (text, _) = parse_body(&body)?;
+    writable(&state)?;
     let version = state.replication.write_config(text).await?;
     Ok(Json(Written { version }))
 }
@@ -786,6 +838,7 @@ pub struct ClusterMessage {
 }
 
 async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
+    writable(&state)?;
     if state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -838,6 +891,7 @@ async fn cluster_join(
     State(state): State<ApiState>,
     Json(req): Json<JoinCommand>,
 ) -> Result<Json<ClusterStatus>, ApiError> {
+    writable(&state)?;
     if state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -858,6 +912,7 @@ async fn cluster_join(
 }
 
 async fn cluster_leave(State(state): State<ApiState>) -> Result<Json<ClusterStatus>, ApiError> {
+    writable(&state)?;
     if !state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -875,6 +930,7 @@ async fn cluster_status(State(state): State<ApiState>) -> Json<ClusterStatus> {
 }
 
 async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
+    writable(&state)?;
     if !state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,

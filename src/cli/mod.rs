@@ -333,6 +333,9 @@ pub async fn run(cli: Cli) -> Result<()> {
                 "device {} (configuration version {})",
                 report.device, report.version
             );
+            if let Some(fault) = &report.storage_degraded {
+                println!("DEGRADED storage: {fault}");
+            }
             let rows: Vec<[String; 3]> = report
                 .records
                 .iter()
