@@ -13,21 +13,27 @@ use hickory_server::proto::rr::RecordType;
 use crate::support::{answers, query, udp};
 
 /// A `gtm serve` process, killed by its PID when dropped.
-struct Proc {
+pub(crate) struct Proc {
     child: Option<Child>,
-    name: String,
+    pub(crate) name: String,
     ip: String,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     node: PathBuf,
 }
 
 impl Proc {
-    fn start(root: &std::path::Path, name: &str, dc: &str, ip: &str) -> Self {
+    pub(crate) fn start(root: &std::path::Path, name: &str, dc: &str, ip: &str) -> Self {
         Self::start_with(root, name, dc, ip, "")
     }
 
     /// With extra node settings (e.g. TLS files).
-    fn start_with(root: &std::path::Path, name: &str, dc: &str, ip: &str, extra: &str) -> Self {
+    pub(crate) fn start_with(
+        root: &std::path::Path,
+        name: &str,
+        dc: &str,
+        ip: &str,
+        extra: &str,
+    ) -> Self {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let node = dir.join("node.toml");
@@ -50,7 +56,7 @@ impl Proc {
         p
     }
 
-    fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         let child = Command::new(env!("CARGO_BIN_EXE_gtm"))
             .arg("serve")
             .arg("--config")
@@ -69,14 +75,14 @@ impl Proc {
     }
 
     /// kill -9, as a crash.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    fn gtm(&self, args: &[&str]) -> Output {
+    pub(crate) fn gtm(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_gtm"))
             .arg("--data-dir")
             .arg(&self.dir)
@@ -85,7 +91,7 @@ impl Proc {
             .unwrap()
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.gtm(args);
         assert!(
             out.status.success(),
@@ -96,13 +102,13 @@ impl Proc {
         String::from_utf8_lossy(&out.stdout).into()
     }
 
-    fn api(&self) -> String {
+    pub(crate) fn api(&self) -> String {
         let tls = std::fs::read_to_string(self.dir.join("api-address"))
             .is_ok_and(|a| a.starts_with("https"));
         format!("{}://{}:8053", if tls { "https" } else { "http" }, self.ip)
     }
 
-    fn dns(&self) -> SocketAddr {
+    pub(crate) fn dns(&self) -> SocketAddr {
         format!("{}:1053", self.ip).parse().unwrap()
     }
 
@@ -111,7 +117,7 @@ impl Proc {
         self.ok(&["cluster", "join", &leader.api(), "--token", token.trim()]);
     }
 
-    fn apply(&self, text: &str) -> Output {
+    pub(crate) fn apply(&self, text: &str) -> Output {
         let file = self.dir.join("apply.toml");
         std::fs::write(&file, text).unwrap();
         self.gtm(&["config", "apply", file.to_str().unwrap()])
@@ -124,14 +130,14 @@ impl Drop for Proc {
     }
 }
 
-fn zone(record_ip: &str) -> String {
+pub(crate) fn zone(record_ip: &str) -> String {
     format!(
         "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"{record_ip}\" }}]\n"
     )
 }
 
 /// Waits (bounded) until the device answers `www.pair.test` with `ip`.
-async fn until_answer(p: &Proc, ip: &str) {
+pub(crate) async fn until_answer(p: &Proc, ip: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = udp(p.dns(), &query("www.pair.test.", RecordType::A)).await;

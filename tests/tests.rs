@@ -14,3 +14,4 @@ mod geo;
 mod health;
 mod operator;
 mod probes;
+mod storage;
