@@ -16,7 +16,7 @@ use crate::replication::{Replication, random_bytes, write_private};
 use crate::{
     api::{self, ApiState},
     dns::{handler::DnsState, server::DnsServer},
-    engine::Engine,
+    engine::{Engine, Prepared, Stored},
     geo::Geo,
     health::{probe::Prober, scheduler},
     model::{self, node::NodeSettings},
@@ -68,6 +68,9 @@ impl Device {
         let dir = &settings.data_dir;
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create data directory {}", dir.display()))?;
+        // On a full filesystem the reserve is given back first: the store
+        // needs room to open, and the device serves from what it holds.
+        crate::engine::store_writer::make_room(dir);
         let store = Store::open(dir)?.with_event_retention(
             settings
                 .event_retention
@@ -78,7 +81,7 @@ impl Device {
         let payload = settings.edns_payload.unwrap_or(1232);
         settings.validate().map_err(anyhow::Error::msg)?;
         let dns_state = DnsState::new(Default::default(), geo, payload).with_nsid(settings.nsid());
-        let engine = Arc::new(start_engine(&settings.name, &store, &dns_state, demo)?);
+        let engine = Arc::new(start_engine(&settings.name, &store, dir, &dns_state, demo)?);
 
         let workers = settings
             .udp_workers
@@ -180,6 +183,7 @@ impl Device {
             token: token.clone().into(),
             edits: Default::default(),
             mutual_tls: tls.is_some(),
+            peer_http: peer_client(Duration::from_secs(3))?,
         });
         let stop = cancel.clone();
         let server_tls = tls.map(|t| t.server);
@@ -217,6 +221,8 @@ impl Device {
         let _ = self.scheduler.await;
         let _ = self.reports.await;
         drop(self.probes);
+        let engine = self.engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.flush_storage()).await;
         self.replication.shutdown().await;
         self.dns.stop().await;
     }
@@ -227,51 +233,53 @@ impl Device {
 /// the cluster and never installed here) does not stop the device: it
 /// serves the last configuration that installed (or none) and reports
 /// itself degraded, naming the version and the reason.
-fn start_engine(name: &str, store: &Store, dns: &DnsState, demo: bool) -> Result<Engine> {
+fn start_engine(
+    name: &str,
+    store: &Store,
+    dir: &Path,
+    dns: &DnsState,
+    demo: bool,
+) -> Result<Engine> {
     let (version, text) = match store.load_config()? {
         Some(stored) => (stored.version, stored.text),
         None if demo => (0, DEMO_CONFIG.to_string()),
         None => (0, String::new()),
     };
-    let open = |version: u64, text: &str| -> Result<Engine, String> {
+    let prepare = |text: &str| -> Result<Prepared, String> {
         let config = model::parse(text).map_err(|e| format!("it does not parse: {e}"))?;
-        Engine::new(name, version, config, dns.clone(), Some(store.clone()))
-            .map_err(|e| format!("it does not validate here: {e}"))
+        Prepared::new(config, dns).map_err(|e| format!("it does not validate here: {e}"))
     };
-    let reason = match open(version, &text) {
-        Ok(engine) => {
+    let stored = Stored::load(store.clone(), dir)?;
+    let reason = match prepare(&text) {
+        Ok(prepared) => {
             if store.last_good_config()?.is_some() {
                 // Installed at last (a newer binary): it is the good one now.
                 store.save_config(&gtm_cluster::StoredConfig { version, text })?;
             }
-            return Ok(engine);
+            return Ok(Engine::new(
+                name,
+                version,
+                prepared,
+                dns.clone(),
+                Some(stored),
+            ));
         }
         Err(reason) => reason,
     };
     drop(text);
     tracing::error!(version, %reason, "the stored configuration cannot be installed; serving the last good one");
-    let engine = match store.last_good_config()?.flatten() {
-        Some(good) => match open(good.version, &good.text) {
-            Ok(engine) => engine,
+    let empty = || Prepared::new(model::Config::default(), dns);
+    let (serving, prepared) = match store.last_good_config()?.flatten() {
+        Some(good) => match prepare(&good.text) {
+            Ok(prepared) => (good.version, prepared),
             Err(why) => {
                 tracing::error!(version = good.version, reason = %why, "the last good configuration cannot be installed either");
-                Engine::new(
-                    name,
-                    0,
-                    Default::default(),
-                    dns.clone(),
-                    Some(store.clone()),
-                )?
+                (0, empty()?)
             }
         },
-        None => Engine::new(
-            name,
-            0,
-            Default::default(),
-            dns.clone(),
-            Some(store.clone()),
-        )?,
+        None => (0, empty()?),
     };
+    let engine = Engine::new(name, serving, prepared, dns.clone(), Some(stored));
     engine.install_failed(version, &reason);
     Ok(engine)
 }

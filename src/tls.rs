@@ -33,13 +33,7 @@ pub struct Tls {
 pub struct ClientCertificate;
 
 fn roots(pem: &[u8]) -> Result<rustls::RootCertStore> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(pem) {
-        roots
-            .add(cert.context("a trusted certificate does not parse")?)
-            .context("a trusted certificate is invalid")?;
-    }
-    Ok(roots)
+    Ok(gtm_cluster::trust_roots(pem)?)
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -112,35 +106,7 @@ fn client(
     identity: Option<(&[u8], &[u8])>,
     timeout: Option<Duration>,
 ) -> Result<reqwest::Client> {
-    let roots = match trust_pem {
-        Some(pem) => roots(pem)?,
-        None => rustls::RootCertStore::empty(),
-    };
-    let builder = rustls::ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .context("TLS protocol versions")?
-        .with_root_certificates(roots);
-    let tls = match identity {
-        Some((cert, key)) => {
-            let chain = CertificateDer::pem_slice_iter(cert)
-                .collect::<Result<Vec<_>, _>>()
-                .context("the device certificate does not parse")?;
-            let key =
-                PrivateKeyDer::from_pem_slice(key).context("the device key does not parse")?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .context("the device certificate cannot authenticate as a client")?
-        }
-        None => builder.with_no_client_auth(),
-    };
-    let mut builder = reqwest::Client::builder()
-        .tls_backend_preconfigured(tls)
-        .connect_timeout(Duration::from_secs(2))
-        .pool_idle_timeout(Duration::from_secs(30));
-    if let Some(t) = timeout {
-        builder = builder.timeout(t);
-    }
-    builder.build().context("building the HTTP client")
+    Ok(gtm_cluster::http_client(trust_pem, identity, timeout)?)
 }
 
 /// Serves `router` over TLS on `listener` until `stop`.

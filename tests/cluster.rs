@@ -13,21 +13,27 @@ use hickory_server::proto::rr::RecordType;
 use crate::support::{answers, query, udp};
 
 /// A `gtm serve` process, killed by its PID when dropped.
-struct Proc {
+pub(crate) struct Proc {
     child: Option<Child>,
-    name: String,
+    pub(crate) name: String,
     ip: String,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     node: PathBuf,
 }
 
 impl Proc {
-    fn start(root: &std::path::Path, name: &str, dc: &str, ip: &str) -> Self {
+    pub(crate) fn start(root: &std::path::Path, name: &str, dc: &str, ip: &str) -> Self {
         Self::start_with(root, name, dc, ip, "")
     }
 
     /// With extra node settings (e.g. TLS files).
-    fn start_with(root: &std::path::Path, name: &str, dc: &str, ip: &str, extra: &str) -> Self {
+    pub(crate) fn start_with(
+        root: &std::path::Path,
+        name: &str,
+        dc: &str,
+        ip: &str,
+        extra: &str,
+    ) -> Self {
         let dir = root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let node = dir.join("node.toml");
@@ -50,7 +56,7 @@ impl Proc {
         p
     }
 
-    fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         let child = Command::new(env!("CARGO_BIN_EXE_gtm"))
             .arg("serve")
             .arg("--config")
@@ -69,14 +75,14 @@ impl Proc {
     }
 
     /// kill -9, as a crash.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    fn gtm(&self, args: &[&str]) -> Output {
+    pub(crate) fn gtm(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_gtm"))
             .arg("--data-dir")
             .arg(&self.dir)
@@ -85,7 +91,7 @@ impl Proc {
             .unwrap()
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.gtm(args);
         assert!(
             out.status.success(),
@@ -96,13 +102,13 @@ impl Proc {
         String::from_utf8_lossy(&out.stdout).into()
     }
 
-    fn api(&self) -> String {
+    pub(crate) fn api(&self) -> String {
         let tls = std::fs::read_to_string(self.dir.join("api-address"))
             .is_ok_and(|a| a.starts_with("https"));
         format!("{}://{}:8053", if tls { "https" } else { "http" }, self.ip)
     }
 
-    fn dns(&self) -> SocketAddr {
+    pub(crate) fn dns(&self) -> SocketAddr {
         format!("{}:1053", self.ip).parse().unwrap()
     }
 
@@ -111,7 +117,7 @@ impl Proc {
         self.ok(&["cluster", "join", &leader.api(), "--token", token.trim()]);
     }
 
-    fn apply(&self, text: &str) -> Output {
+    pub(crate) fn apply(&self, text: &str) -> Output {
         let file = self.dir.join("apply.toml");
         std::fs::write(&file, text).unwrap();
         self.gtm(&["config", "apply", file.to_str().unwrap()])
@@ -124,14 +130,14 @@ impl Drop for Proc {
     }
 }
 
-fn zone(record_ip: &str) -> String {
+pub(crate) fn zone(record_ip: &str) -> String {
     format!(
         "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"{record_ip}\" }}]\n"
     )
 }
 
 /// Waits (bounded) until the device answers `www.pair.test` with `ip`.
-async fn until_answer(p: &Proc, ip: &str) {
+pub(crate) async fn until_answer(p: &Proc, ip: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let r = udp(p.dns(), &query("www.pair.test.", RecordType::A)).await;
@@ -509,4 +515,75 @@ async fn api_and_cluster_traffic_over_tls() {
         r.is_err(),
         "a certificate of another CA fails the handshake: {r:?}"
     );
+}
+
+/// `gtm record preview NAME TYPE --device OTHER` on `asked`, about `other`:
+/// the asked device fetches the preview from the other one, which names
+/// itself in it; the asked device keeps serving afterwards.
+async fn preview_from_the_other_device(asked: &Proc, other: &Proc) {
+    let out = asked.apply(&zone("192.0.2.9"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(asked, "192.0.2.9").await;
+    until_answer(other, "192.0.2.9").await;
+    let preview: serde_json::Value = serde_json::from_str(&asked.ok(&[
+        "record",
+        "preview",
+        "www.pair.test",
+        "A",
+        "--device",
+        &other.name,
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(preview["device"], other.name.as_str(), "{preview}");
+    assert_eq!(preview["record"], "www.pair.test/A", "{preview}");
+    assert_eq!(preview["active"][0], "192.0.2.9", "{preview}");
+    // An unknown record on the other device is a clear not-found.
+    let missing = asked.gtm(&[
+        "record",
+        "preview",
+        "nope.pair.test",
+        "A",
+        "--device",
+        &other.name,
+    ]);
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("no steered record"), "{stderr}");
+    // Both devices are still up and answering.
+    until_answer(asked, "192.0.2.9").await;
+    until_answer(other, "192.0.2.9").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_of_another_device_over_plain_http() {
+    let (_root, a, b) = pair(91);
+    preview_from_the_other_device(&a, &b).await;
+    preview_from_the_other_device(&b, &a).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preview_of_another_device_over_mutual_tls() {
+    let root = tempfile::tempdir().unwrap();
+    let ck =
+        rcgen::generate_simple_self_signed(vec!["127.0.92.1".into(), "127.0.92.2".into()]).unwrap();
+    let cert = root.path().join("cluster.pem");
+    let key = root.path().join("cluster.key");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let extra = format!(
+        "tls_cert = \"{}\"\ntls_key = \"{}\"",
+        cert.display(),
+        key.display()
+    );
+    let a = Proc::start_with(root.path(), "gtm1", "dc1", "127.0.92.1", &extra);
+    let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.92.2", &extra);
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    preview_from_the_other_device(&a, &b).await;
+    preview_from_the_other_device(&b, &a).await;
 }

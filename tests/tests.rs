@@ -14,5 +14,6 @@ mod geo;
 mod health;
 mod operator;
 mod probes;
+mod storage;
 mod valid;
 mod wire;

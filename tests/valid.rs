@@ -202,6 +202,7 @@ fn settings(name: &str, ip: &str, dir: &Path) -> NodeSettings {
         max_concurrent_probes: None,
         allow_link_local_probes: false,
         probe_networks: vec!["127.0.0.0/8".to_string().try_into().unwrap()],
+        nsid: None,
     }
 }
 
@@ -341,7 +342,7 @@ async fn a_committed_configuration_that_cannot_be_installed_leaves_devices_servi
     check(&b, &dir_b);
     let health = get("http://127.0.61.2:8053/health".into()).await;
     assert!(
-        health.starts_with(&format!("degraded: configuration version {v2} cannot be installed on this device (serving version {v1}): {reason}")),
+        health.starts_with(&format!("degraded\nconfiguration: version {v2} cannot be installed on this device (serving version {v1}): {reason}")),
         "{health}"
     );
     let metrics = get("http://127.0.61.2:8053/metrics".into()).await;

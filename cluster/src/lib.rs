@@ -11,6 +11,7 @@
 //! - `log_store`: the Raft log, vote and committed pointer in sled;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
 //! - `network`: Raft RPC over HTTP, both ends;
+//! - `http`: the one HTTP client constructor (TLS, mutual TLS);
 //! - `node`: [`ClusterNode`], the facade the application uses.
 //!
 //! Nothing outside this crate names an openraft or sled type: only the
@@ -20,12 +21,14 @@ use std::path::Path;
 
 use bincode::{Decode, Encode};
 
+mod http;
 mod log_store;
 mod network;
 mod node;
 mod state_machine;
 mod types;
 
+pub use http::{HttpClientError, http_client, trust_roots};
 pub use network::{RPC_PATHS, SECRET_HEADER, constant_time_eq, rpc_router};
 pub use node::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,
@@ -58,10 +61,16 @@ pub struct StoredConfig {
 #[derive(Debug, Clone)]
 pub struct Store {
     db: sled::Db,
+    /// The store's directory, for error messages.
+    path: std::sync::Arc<Path>,
     /// Last health decision per check instance.
     health: sled::Tree,
-    /// The event log, keyed by big-endian sequence number.
+    /// The event log: big-endian sequence number → big-endian time (ms,
+    /// 8 bytes) followed by the event.
     events: sled::Tree,
+    /// The event log by time: big-endian time + sequence number → nothing.
+    /// Paging by time reads only the events it returns.
+    event_times: sled::Tree,
     event_retention: u64,
 }
 
@@ -99,11 +108,14 @@ impl Store {
             }
         };
         let health = db.open_tree("health").map_err(open_err)?;
-        let events = db.open_tree("events").map_err(open_err)?;
+        let events = db.open_tree("event-log").map_err(open_err)?;
+        let event_times = db.open_tree("event-time").map_err(open_err)?;
         Ok(Self {
             db,
+            path: dir.join("store").into(),
             health,
             events,
+            event_times,
             event_retention: DEFAULT_EVENT_RETENTION,
         })
     }
@@ -138,18 +150,61 @@ impl Store {
         Ok(())
     }
 
+    /// Where the store lives on disk.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Moves the events of the log's first layout (tree `events`, sequence
+    /// → event, no time index) into the indexed one; `time_of` reads an
+    /// event's time. Nothing happens when there are none.
+    pub fn migrate_legacy_events(
+        &self,
+        time_of: impl Fn(&[u8]) -> u64,
+    ) -> Result<usize, StoreError> {
+        let io = |source| StoreError::Io {
+            action: "migrating the event log",
+            source,
+        };
+        let exists = self.db.tree_names().iter().any(|n| n.as_ref() == b"events");
+        if !exists {
+            return Ok(0);
+        }
+        let legacy = self.db.open_tree("events").map_err(io)?;
+        let mut moved = 0;
+        for item in legacy.iter() {
+            let (k, v) = item.map_err(io)?;
+            self.append_event(seq_of(&k), time_of(&v), &v)?;
+            moved += 1;
+        }
+        self.db.drop_tree("events").map_err(io)?;
+        Ok(moved)
+    }
+
     /// Appends an event and drops the oldest beyond the retention.
-    pub fn append_event(&self, seq: u64, value: &[u8]) -> Result<(), StoreError> {
+    pub fn append_event(&self, seq: u64, time_ms: u64, value: &[u8]) -> Result<(), StoreError> {
         let io = |source| StoreError::Io {
             action: "writing the event log",
             source,
         };
-        self.events.insert(seq.to_be_bytes(), value).map_err(io)?;
+        let mut stored = Vec::with_capacity(8 + value.len());
+        stored.extend_from_slice(&time_ms.to_be_bytes());
+        stored.extend_from_slice(value);
+        // The event first, then its index entry: an index entry never
+        // points at nothing (readers skip one that does anyway).
+        self.events.insert(seq.to_be_bytes(), stored).map_err(io)?;
+        self.event_times
+            .insert(time_key(time_ms, seq), &[])
+            .map_err(io)?;
         if seq > self.event_retention {
             let cutoff = (seq - self.event_retention + 1).to_be_bytes();
             // Usually one entry: the log is trimmed on every append.
             for item in self.events.range(..cutoff) {
-                let (k, _) = item.map_err(io)?;
+                let (k, v) = item.map_err(io)?;
+                let (time, _) = split_event(&v);
+                self.event_times
+                    .remove(time_key(time, seq_of(&k)))
+                    .map_err(io)?;
                 self.events.remove(k).map_err(io)?;
             }
         }
@@ -164,18 +219,59 @@ impl Store {
         Ok(last.map_or(0, |(k, _)| seq_of(&k)))
     }
 
-    /// Events with a sequence number above `after`, oldest first.
-    pub fn events_after(&self, after: u64) -> Result<Vec<(u64, Vec<u8>)>, StoreError> {
+    /// At most `limit` events with a sequence number above `after`, oldest
+    /// first.
+    pub fn events_after(&self, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
         self.events
             .range((after.saturating_add(1)).to_be_bytes()..)
+            .take(limit)
             .map(|item| {
-                let (k, v) = item.map_err(|source| StoreError::Io {
-                    action: "reading the event log",
-                    source,
-                })?;
-                Ok((seq_of(&k), v.to_vec()))
+                let (k, v) = item.map_err(read_err)?;
+                Ok(stored_event(&k, &v))
             })
             .collect()
+    }
+
+    /// The newest `limit` events by sequence number, oldest first.
+    pub fn last_events(&self, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+        let mut events = self
+            .events
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|item| {
+                let (k, v) = item.map_err(read_err)?;
+                Ok(stored_event(&k, &v))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        events.reverse();
+        Ok(events)
+    }
+
+    /// Events older than `before_ms` (all when `None`), newest first by
+    /// time, read one at a time: a caller that stops early reads no more.
+    pub fn events_newest_first(
+        &self,
+        before_ms: Option<u64>,
+    ) -> impl Iterator<Item = Result<StoredEvent, StoreError>> + '_ {
+        let end = time_key(before_ms.unwrap_or(u64::MAX), 0);
+        let range = match before_ms {
+            Some(_) => self.event_times.range(..end),
+            None => self.event_times.iter(),
+        };
+        range.rev().filter_map(move |item| {
+            let key = match item {
+                Ok((k, _)) => k,
+                Err(e) => return Some(Err(read_err(e))),
+            };
+            let seq = key.get(8..16).map_or(0, seq_of);
+            match self.events.get(seq.to_be_bytes()) {
+                Ok(Some(v)) => Some(Ok(stored_event(&seq.to_be_bytes(), &v))),
+                // Trimmed between the two reads.
+                Ok(None) => None,
+                Err(e) => Some(Err(read_err(e))),
+            }
+        })
     }
 
     /// The sled database shared with the Raft log and state machine trees.
@@ -293,6 +389,45 @@ fn encode_config(config: &StoredConfig) -> Result<Vec<u8>, StoreError> {
     })
 }
 
+/// One stored event: its sequence number, time and bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub time_ms: u64,
+    pub bytes: Vec<u8>,
+}
+
+fn read_err(source: sled::Error) -> StoreError {
+    StoreError::Io {
+        action: "reading the event log",
+        source,
+    }
+}
+
+fn time_key(time_ms: u64, seq: u64) -> [u8; 16] {
+    let mut key = [0; 16];
+    key[..8].copy_from_slice(&time_ms.to_be_bytes());
+    key[8..].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// A stored event's time and bytes.
+fn split_event(value: &[u8]) -> (u64, &[u8]) {
+    match value.split_first_chunk::<8>() {
+        Some((time, rest)) => (u64::from_be_bytes(*time), rest),
+        None => (0, value),
+    }
+}
+
+fn stored_event(key: &[u8], value: &[u8]) -> StoredEvent {
+    let (time_ms, bytes) = split_event(value);
+    StoredEvent {
+        seq: seq_of(key),
+        time_ms,
+        bytes: bytes.to_vec(),
+    }
+}
+
 fn seq_of(key: &[u8]) -> u64 {
     key.try_into().map_or(0, u64::from_be_bytes)
 }
@@ -335,18 +470,33 @@ mod tests {
         assert_eq!(store.last_good_config().unwrap(), None);
         for seq in 1..=5u64 {
             store
-                .append_event(seq, format!("event {seq}").as_bytes())
+                .append_event(seq, 1000 + seq * 10, format!("event {seq}").as_bytes())
                 .unwrap();
         }
-        let kept: Vec<u64> = store
-            .events_after(0)
-            .unwrap()
-            .into_iter()
-            .map(|(s, _)| s)
-            .collect();
-        assert_eq!(kept, [3, 4, 5], "retention keeps the newest");
+        let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(
+            seqs(store.events_after(0, 100).unwrap()),
+            [3, 4, 5],
+            "retention keeps the newest"
+        );
         assert_eq!(store.last_event_seq().unwrap(), 5);
-        assert_eq!(store.events_after(4).unwrap().len(), 1);
+        assert_eq!(seqs(store.events_after(3, 1).unwrap()), [4]);
+        assert_eq!(seqs(store.last_events(2).unwrap()), [4, 5]);
+        let newest = store.events_after(4, 10).unwrap();
+        assert_eq!(newest[0].time_ms, 1050);
+        assert_eq!(newest[0].bytes, b"event 5");
+        // Paging by time: strictly older than `before`, newest first; the
+        // trimmed events left the time index too.
+        let by_time = |before| {
+            store
+                .events_newest_first(before)
+                .map(|e| e.unwrap().seq)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(by_time(None), [5, 4, 3]);
+        assert_eq!(by_time(Some(1050)), [4, 3]);
+        assert_eq!(by_time(Some(1030)), Vec::<u64>::new());
+        assert_eq!(store.event_times.len(), 3);
         store.put_health_decision("web@192.0.2.10", b"ok").unwrap();
         drop(store);
         let store = Store::open(&dir).unwrap();
@@ -356,6 +506,37 @@ mod tests {
         );
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod legacy_events {
+    use super::*;
+
+    #[test]
+    fn events_of_the_first_layout_move_into_the_indexed_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let legacy = store.db.open_tree("events").unwrap();
+        for seq in 1..=3u64 {
+            legacy
+                .insert(seq.to_be_bytes(), format!("{}", seq * 100).as_bytes())
+                .unwrap();
+        }
+        let time_of = |b: &[u8]| std::str::from_utf8(b).unwrap().parse().unwrap();
+        assert_eq!(store.migrate_legacy_events(time_of).unwrap(), 3);
+        assert!(
+            !store
+                .db
+                .tree_names()
+                .iter()
+                .any(|n| n.as_ref() == b"events")
+        );
+        let moved = store.events_after(0, 10).unwrap();
+        assert_eq!(moved.len(), 3);
+        assert_eq!((moved[2].seq, moved[2].time_ms), (3, 300));
+        assert_eq!(moved[2].bytes, b"300");
+        assert_eq!(store.migrate_legacy_events(time_of).unwrap(), 0);
     }
 }
 

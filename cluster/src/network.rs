@@ -97,26 +97,14 @@ impl NetworkFactory {
         secret: SharedSecret,
         contacts: Arc<Contacts>,
         client: Option<reqwest::Client>,
-    ) -> Result<Self, reqwest::Error> {
+    ) -> Result<Self, crate::http::HttpClientError> {
         let client = match client {
             Some(c) => c,
             // Plain HTTP peers; reqwest still wants a TLS configuration, so
             // give it one with an explicit provider and no trust anchors.
-            None => reqwest::Client::builder()
-                .tls_backend_preconfigured(
-                    rustls::ClientConfig::builder_with_provider(Arc::new(
-                        rustls::crypto::ring::default_provider(),
-                    ))
-                    .with_safe_default_protocol_versions()
-                    .expect("ring supports the default protocol versions")
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth(),
-                )
-                .connect_timeout(Duration::from_secs(1))
-                // Each call sets its own; this bounds anything that does not.
-                .timeout(Duration::from_secs(30))
-                .pool_idle_timeout(Duration::from_secs(30))
-                .build()?,
+            // Plain HTTP peers: no trust anchors, calls set their own
+            // timeouts; this bounds anything that does not.
+            None => crate::http::http_client(None, None, Some(Duration::from_secs(30)))?,
         };
         Ok(Self {
             client,

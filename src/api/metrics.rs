@@ -20,6 +20,28 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
     engine.dns().metrics.write(&mut out);
 
     out.family(
+        "gtm_storage_degraded",
+        "gauge",
+        "1 while this device cannot write its store (full or read-only disk): DNS is served, writes are refused",
+    );
+    let fault = engine.storage_fault();
+    out.sample(
+        "gtm_storage_degraded",
+        &[("device", &device)],
+        if fault.is_some() { 1.0 } else { 0.0 },
+    );
+    out.family(
+        "gtm_storage_pending_writes",
+        "gauge",
+        "Events and health decisions kept in memory until the store can be written",
+    );
+    out.sample(
+        "gtm_storage_pending_writes",
+        &[("device", &device)],
+        fault.map_or(0, |f| f.pending) as f64,
+    );
+
+    out.family(
         "gtm_record_answers_total",
         "counter",
         "Responses whose answer section held this record (records answered at least once)",

@@ -45,6 +45,9 @@ pub struct ApiState {
     pub edits: Arc<tokio::sync::Mutex<()>>,
     /// TLS is on: device-to-device calls must show a client certificate.
     pub mutual_tls: bool,
+    /// The client of the other devices' APIs (remote previews): the
+    /// cluster's trust anchors and, with TLS, this device's certificate.
+    pub peer_http: reqwest::Client,
 }
 
 /// An API error: status, stable label, and what to fix.
@@ -130,6 +133,10 @@ pub struct StatusReport {
     /// could not install (it serves `version`, its last good one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub degraded: Option<crate::engine::InstallFailure>,
+    /// Set while this device cannot write its store (full or read-only
+    /// disk): it serves DNS from what it holds and refuses writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_degraded: Option<crate::engine::StorageFault>,
 }
 
 /// Filters of the event log.
@@ -224,6 +231,9 @@ struct DryRun {
 /// Request bodies above this are refused (a configuration of 100,000
 /// records is about 10 MiB of TOML; GeoIP country files are under 10 MiB).
 const BODY_LIMIT: usize = 64 << 20;
+
+/// Events in one page of `GET /events` (without `limit`, or above it).
+const MAX_EVENTS: usize = 10_000;
 
 pub fn router(state: ApiState) -> Router {
     let (mut public, mut token, mut secret) = (Router::new(), Router::new(), Router::new());
@@ -381,6 +391,7 @@ async fn apply_config(
             changes: engine.changes(&config),
         }));
     }
+    writable(&state)?;
     let (version, changes) = state.replication.apply(text, config).await?;
     Ok(Json(ApplyResult {
         applied: true,
@@ -398,18 +409,42 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
         scenarios: state.engine.scenarios(),
         peers: state.peers.status(&state.replication),
         degraded: state.engine.install_failure(),
+        storage_degraded: state.engine.storage_fault(),
     })
 }
 
+/// Refuses a write while the store cannot be written (full or read-only
+/// disk): nothing would be half-applied, and the operator learns why.
+fn writable(state: &ApiState) -> Result<(), ApiError> {
+    match state.engine.storage_fault() {
+        Some(fault) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage",
+            format!(
+                "{fault}; nothing was changed. Free space on that filesystem: the device recovers by itself"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `GET /health`: 200 while the device runs and answers DNS; the body says
-/// `ok`, or why the device is degraded.
-async fn health(State(state): State<ApiState>) -> String {
-    match state.engine.install_failure() {
-        None => "ok\n".to_string(),
-        Some(f) => format!(
-            "degraded: configuration version {} cannot be installed on this device (serving version {}): {}\n",
+/// `ok`, or `degraded` with one line per condition.
+pub async fn health(State(state): State<ApiState>) -> String {
+    let mut conditions = Vec::new();
+    if let Some(f) = state.engine.install_failure() {
+        conditions.push(format!(
+            "configuration: version {} cannot be installed on this device (serving version {}): {}",
             f.version, f.serving, f.reason
-        ),
+        ));
+    }
+    if let Some(fault) = state.engine.storage_fault() {
+        conditions.push(format!("storage: {fault}"));
+    }
+    if conditions.is_empty() {
+        "ok\n".to_string()
+    } else {
+        format!("degraded\n{}\n", conditions.join("\n"))
     }
 }
 
@@ -433,7 +468,10 @@ async fn events(
         }
         None => 0,
     };
-    let (before, limit) = (filter.before, filter.limit);
+    let (before, limit) = (
+        filter.before,
+        filter.limit.unwrap_or(MAX_EVENTS).min(MAX_EVENTS),
+    );
     let matches = move |e: &Event| {
         e.time_ms >= since_ms
             && filter.record.as_ref().is_none_or(|r| e.object == *r)
@@ -441,17 +479,31 @@ async fn events(
     };
     // Subscribe before reading the backlog so nothing falls in between.
     let live = state.engine.subscribe_events();
-    let mut backlog: Vec<Event> = state.engine.events();
+    // A page read from the time index: only what it returns (and what the
+    // filters skip on the way), off the async workers.
+    let (engine, page_filter) = (state.engine.clone(), matches.clone());
+    let mut backlog = tokio::task::spawn_blocking(move || {
+        engine.events_page(before, since_ms, limit, page_filter)
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+    .map_err(|e| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage",
+            format!("cannot read the event log: {e}"),
+        )
+    })?;
     if filter.all {
-        backlog.extend(state.peers.events());
+        backlog.extend(
+            state
+                .peers
+                .events()
+                .into_iter()
+                .filter(|e| matches(e) && before.is_none_or(|b| e.time_ms < b)),
+        );
         backlog.sort_by_key(|e| e.time_ms);
-    }
-    let mut backlog: Vec<Event> = backlog
-        .into_iter()
-        .filter(|e| matches(e) && before.is_none_or(|b| e.time_ms < b))
-        .collect();
-    if let Some(n) = limit {
-        backlog.drain(..backlog.len().saturating_sub(n));
+        backlog.drain(..backlog.len().saturating_sub(limit));
     }
     if !filter.follow {
         return Ok(Json(backlog).into_response());
@@ -712,6 +764,7 @@ async fn geoip_import(
     State(state): State<ApiState>,
     body: Bytes,
 ) -> Result<Json<GeoLookup>, ApiError> {
+    writable(&state)?;
     let dir = state.data_dir.clone();
     let geo = tokio::task::spawn_blocking(move || install_geoip(&dir, &body))
         .await
@@ -766,6 +819,7 @@ async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) 
 /// A configuration write forwarded by a follower: validated again here.
 async fn peer_write(State(state): State<ApiState>, body: Bytes) -> Result<Json<Written>, ApiError> {
     let (text, _) = parse_body(&body)?;
+    writable(&state)?;
     let version = state.replication.write_config(text).await?;
     Ok(Json(Written { version }))
 }
@@ -800,6 +854,7 @@ pub struct ClusterMessage {
 }
 
 async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
+    writable(&state)?;
     if state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -852,6 +907,7 @@ async fn cluster_join(
     State(state): State<ApiState>,
     Json(req): Json<JoinCommand>,
 ) -> Result<Json<ClusterStatus>, ApiError> {
+    writable(&state)?;
     if state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -872,6 +928,7 @@ async fn cluster_join(
 }
 
 async fn cluster_leave(State(state): State<ApiState>) -> Result<Json<ClusterStatus>, ApiError> {
+    writable(&state)?;
     if !state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -889,6 +946,7 @@ async fn cluster_status(State(state): State<ApiState>) -> Json<ClusterStatus> {
 }
 
 async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
+    writable(&state)?;
     if !state.replication.clustered() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -959,7 +1017,8 @@ async fn remote_preview(
             format!("cannot reach device {device}: {e}"),
         )
     };
-    let response = reqwest::Client::new()
+    let response = state
+        .peer_http
         .get(url)
         .header(SECRET_HEADER, secret)
         .timeout(std::time::Duration::from_secs(3))

@@ -418,6 +418,7 @@ async fn edit(
             format!("the configuration cannot be written as TOML: {e}"),
         )
     })?;
+    super::writable(state)?;
     let (version, changes) = state.replication.apply(text, config).await?;
     Ok(Json(ApplyResult {
         applied: true,

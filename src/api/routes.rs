@@ -166,7 +166,7 @@ pub fn operations() -> Vec<Op> {
     use Access::{ClusterSecret, Public, Token};
     use Payload::{Binary, Json as J, Text, Toml};
     let mut ops = vec![
-        op(Method::GET, "/health", Public, "Liveness: 200 while the device runs; the body is ok, or why the device is degraded", handler!(Method::GET, super::health))
+        op(Method::GET, "/health", Public, "Liveness: 200 while the device runs; the body is ok, or degraded with the conditions", handler!(Method::GET, super::health))
             .returns(Text),
         op(Method::GET, "/metrics", Public, "Prometheus metrics (text format)", handler!(Method::GET, super::metrics::metrics))
             .returns(Text),

@@ -339,6 +339,9 @@ pub async fn run(cli: Cli) -> Result<()> {
                     f.version, f.reason
                 );
             }
+            if let Some(fault) = &report.storage_degraded {
+                println!("DEGRADED storage: {fault}");
+            }
             let rows: Vec<[String; 3]> = report
                 .records
                 .iter()

@@ -9,6 +9,7 @@
 
 mod diff;
 pub mod health;
+pub mod store_writer;
 
 use std::{
     collections::{BTreeSet, HashMap, HashSet, VecDeque},
@@ -21,6 +22,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use diff::diff;
 pub use health::{CheckStatus, HealthState, Instance};
+pub use store_writer::{StorageFault, StoreWriter};
 
 use crate::{
     dns::{
@@ -117,6 +119,67 @@ pub struct ScenarioStatus {
     pub pending: Option<bool>,
 }
 
+/// A device's store with what the engine restores from it. Reading it is
+/// the start-up's business: a read that fails is an error, never an empty
+/// state (that would restart event numbering over the old events).
+#[derive(Debug)]
+pub struct Stored {
+    store: Store,
+    writer: StoreWriter,
+    health: Vec<(CheckRef, CheckStatus)>,
+    next_seq: u64,
+}
+
+impl Stored {
+    /// Reads the health decisions and the event log's position, and starts
+    /// the writer thread; `dir` is the data directory.
+    pub fn load(store: Store, dir: &std::path::Path) -> Result<Self, gtm_cluster::StoreError> {
+        // Events of the log's first layout, before it was indexed by time.
+        let migrated = store.migrate_legacy_events(|bytes| {
+            serde_json::from_slice::<Event>(bytes).map_or(0, |e| e.time_ms)
+        })?;
+        if migrated > 0 {
+            tracing::info!(events = migrated, "event log moved to the indexed layout");
+        }
+        let mut health = Vec::new();
+        for (key, value) in store.health_decisions()? {
+            // A decision this version cannot read is probed again.
+            match (
+                parse_ref(&key),
+                serde_json::from_slice::<CheckStatus>(&value),
+            ) {
+                (Some(check), Ok(status)) => health.push((check, status)),
+                _ => {
+                    tracing::warn!(check = %key, "a stored health decision does not parse; probed again")
+                }
+            }
+        }
+        let next_seq = store.last_event_seq()? + 1;
+        let writer = StoreWriter::start(store.clone(), dir.to_path_buf()).map_err(|e| {
+            gtm_cluster::StoreError::Corrupt {
+                what: "writer thread",
+                why: e.to_string(),
+            }
+        })?;
+        Ok(Self {
+            store,
+            writer,
+            health,
+            next_seq,
+        })
+    }
+}
+
+/// The engine's storage: the store for reads, its writer for writes.
+#[derive(Debug)]
+struct Persist {
+    store: Store,
+    writer: StoreWriter,
+}
+
+/// How many of the newest events a preview looks through for switchovers.
+const PREVIEW_TAIL: usize = 5_000;
+
 /// Events kept in memory when the engine has no store (tests).
 const MEMORY_EVENTS: usize = 10_000;
 
@@ -125,7 +188,7 @@ const MEMORY_EVENTS: usize = 10_000;
 pub struct Engine {
     device: String,
     dns: DnsState,
-    store: Option<Store>,
+    store: Option<Persist>,
     inner: Mutex<Inner>,
     /// The check instances to probe; the scheduler follows it.
     instances: watch::Sender<Arc<Vec<Instance>>>,
@@ -196,29 +259,31 @@ impl Engine {
     pub fn new(
         device: &str,
         version: u64,
-        config: Config,
+        prepared: Prepared,
         dns: DnsState,
-        store: Option<Store>,
-    ) -> Result<Self, ConfigErrors> {
-        let (compiled, snapshot) = prepare(&config, &dns.snapshot.load())?;
+        store: Option<Stored>,
+    ) -> Self {
+        let Prepared {
+            config,
+            compiled,
+            snapshot,
+        } = prepared;
         let mut health = HealthState::default();
 
         let mut next_seq = 1;
-        if let Some(store) = &store {
-            for (key, value) in store.health_decisions().unwrap_or_default() {
-                if let (Some(check), Ok(status)) = (
-                    parse_ref(&key),
-                    serde_json::from_slice::<CheckStatus>(&value),
-                ) {
-                    let mut status = status;
-                    status.restored = true;
-                    health
-                        .checks
-                        .insert(check, (Threshold::restored(status.state), status));
-                }
+        let store = store.map(|stored| {
+            for (check, mut status) in stored.health {
+                status.restored = true;
+                health
+                    .checks
+                    .insert(check, (Threshold::restored(status.state), status));
             }
-            next_seq = store.last_event_seq().unwrap_or(0) + 1;
-        }
+            next_seq = stored.next_seq;
+            Persist {
+                store: stored.store,
+                writer: stored.writer,
+            }
+        });
 
         let engine = Engine {
             device: device.to_string(),
@@ -242,7 +307,7 @@ impl Engine {
             install_failure: Mutex::new(None),
         };
         engine.install(&mut engine.lock(), version, config, compiled, snapshot);
-        Ok(engine)
+        engine
     }
 
     /// Probe durations, by check instance.
@@ -291,7 +356,7 @@ impl Engine {
             prepare(&config, &self.dns.snapshot.load()).map_err(ApplyError::Invalid)?;
         let version = inner.version + 1;
         let changes = diff(&inner.config, &config);
-        if let Some(store) = &self.store {
+        if let Some(Persist { store, .. }) = &self.store {
             // Durable first: a crash after this keeps the new configuration.
             store
                 .save_config(&gtm_cluster::StoredConfig { version, text })
@@ -344,7 +409,7 @@ impl Engine {
         let stored = gtm_cluster::StoredConfig { version, text };
         match prepared {
             Ok((config, (compiled, snapshot))) => {
-                if let Some(store) = &self.store
+                if let Some(Persist { store, .. }) = &self.store
                     && let Err(e) = store.save_config(&stored)
                 {
                     // Raft keeps it anyway; serve what the cluster decided.
@@ -356,7 +421,7 @@ impl Engine {
                 Ok(())
             }
             Err(reason) => {
-                if let Some(store) = &self.store
+                if let Some(Persist { store, .. }) = &self.store
                     && let Err(e) = store.save_uninstalled(&stored)
                 {
                     tracing::error!(version, error = %e, "cannot keep the committed configuration");
@@ -612,11 +677,11 @@ impl Engine {
             state_text(state)
         );
         self.log(inner, EventKind::Check, check.to_string(), text);
-        if let (Some(store), Some((_, status))) = (&self.store, inner.health.checks.get(check))
+        // Handed to the writer thread: no storage I/O under the lock.
+        if let (Some(p), Some((_, status))) = (&self.store, inner.health.checks.get(check))
             && let Ok(bytes) = serde_json::to_vec(status)
-            && let Err(e) = store.put_health_decision(&check.to_string(), &bytes)
         {
-            tracing::error!(error = %e, "cannot persist a health decision");
+            p.writer.health(check.to_string(), bytes);
         }
         // Scenarios reading the check, then records reading either.
         let mut records: BTreeSet<usize> = inner
@@ -803,11 +868,10 @@ impl Engine {
         };
         inner.next_seq += 1;
         match &self.store {
-            Some(store) => {
-                if let Ok(bytes) = serde_json::to_vec(&event)
-                    && let Err(e) = store.append_event(event.seq, &bytes)
-                {
-                    tracing::error!(error = %e, "cannot persist an event");
+            // Handed to the writer thread: no storage I/O under the lock.
+            Some(p) => {
+                if let Ok(bytes) = serde_json::to_vec(&event) {
+                    p.writer.event(event.seq, event.time_ms, bytes);
                 }
             }
             None => {
@@ -852,27 +916,120 @@ impl Engine {
             .cloned()
     }
 
-    /// Events after `after_seq`, oldest first.
-    pub fn events_since(&self, after_seq: u64) -> Vec<Event> {
-        match &self.store {
+    /// Why this device cannot write its store now, if it cannot.
+    pub fn storage_fault(&self) -> Option<StorageFault> {
+        self.store.as_ref().and_then(|p| p.writer.fault())
+    }
+
+    /// Waits until every event and health decision logged so far is in the
+    /// store (or kept in memory while the store cannot be written).
+    pub fn flush_storage(&self) {
+        if let Some(p) = &self.store {
+            p.writer.barrier();
+        }
+    }
+
+    /// The store, once everything logged so far is in it.
+    fn store_read(&self) -> Option<&Store> {
+        let p = self.store.as_ref()?;
+        p.writer.barrier();
+        Some(&p.store)
+    }
+
+    /// At most `limit` events after `after_seq`, oldest first. Reads the
+    /// store (blocking): call it off the async workers.
+    pub fn events_since(&self, after_seq: u64, limit: usize) -> Vec<Event> {
+        match self.store_read() {
             Some(store) => store
-                .events_after(after_seq)
-                .unwrap_or_default()
+                .events_after(after_seq, limit)
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot read the event log");
+                    Vec::new()
+                })
                 .into_iter()
-                .filter_map(|(_, bytes)| serde_json::from_slice(&bytes).ok())
+                .filter_map(|e| serde_json::from_slice(&e.bytes).ok())
                 .collect(),
             None => self
                 .lock()
                 .events
                 .iter()
                 .filter(|e| e.seq > after_seq)
+                .take(limit)
                 .cloned()
                 .collect(),
         }
     }
 
+    /// The newest `limit` events older than `before_ms` that `keep`
+    /// accepts, oldest first, stopping at the first event older than
+    /// `since_ms`: reads only what it returns and what `keep` skips on the
+    /// way. Reads the store (blocking): call it off the async workers.
+    pub fn events_page(
+        &self,
+        before_ms: Option<u64>,
+        since_ms: u64,
+        limit: usize,
+        keep: impl Fn(&Event) -> bool,
+    ) -> Result<Vec<Event>, gtm_cluster::StoreError> {
+        let mut page = Vec::new();
+        match self.store_read() {
+            Some(store) => {
+                for stored in store.events_newest_first(before_ms) {
+                    let stored = stored?;
+                    if page.len() >= limit || stored.time_ms < since_ms {
+                        break;
+                    }
+                    if let Ok(e) = serde_json::from_slice::<Event>(&stored.bytes)
+                        && keep(&e)
+                    {
+                        page.push(e);
+                    }
+                }
+            }
+            None => {
+                let inner = self.lock();
+                let mut newest_first: Vec<&Event> = inner.events.iter().collect();
+                newest_first.sort_by_key(|e| std::cmp::Reverse((e.time_ms, e.seq)));
+                for e in newest_first {
+                    if before_ms.is_some_and(|b| e.time_ms >= b) {
+                        continue;
+                    }
+                    if page.len() >= limit || e.time_ms < since_ms {
+                        break;
+                    }
+                    if keep(e) {
+                        page.push(e.clone());
+                    }
+                }
+            }
+        }
+        page.reverse();
+        Ok(page)
+    }
+
+    /// The newest events (at most [`MEMORY_EVENTS`]), oldest first.
     pub fn events(&self) -> Vec<Event> {
-        self.events_since(0)
+        self.last_events(MEMORY_EVENTS)
+    }
+
+    /// The newest `limit` events by sequence number, oldest first.
+    fn last_events(&self, limit: usize) -> Vec<Event> {
+        match self.store_read() {
+            Some(store) => store
+                .last_events(limit)
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "cannot read the event log");
+                    Vec::new()
+                })
+                .into_iter()
+                .filter_map(|e| serde_json::from_slice(&e.bytes).ok())
+                .collect(),
+            None => {
+                let inner = self.lock();
+                let skip = inner.events.len().saturating_sub(limit);
+                inner.events.iter().skip(skip).cloned().collect()
+            }
+        }
     }
 
     /// Every steered record with its status and the addresses answered now.
@@ -1058,8 +1215,10 @@ impl Engine {
             ": Fail-safe records are on",
             ": No healthy records left",
         ];
+        // The latest switchovers among a bounded tail of the log, not the
+        // whole log: this runs on every preview.
         let mut switchovers: Vec<Event> = self
-            .events()
+            .last_events(PREVIEW_TAIL)
             .into_iter()
             .filter(|e| e.object == label && switch_texts.iter().any(|t| e.text.ends_with(t)))
             .collect();
@@ -1068,6 +1227,28 @@ impl Engine {
         Some(Preview {
             switchovers,
             ..preview
+        })
+    }
+}
+
+/// A configuration proven servable: validated, with its answers built. What
+/// a device needs before it starts serving a configuration.
+#[derive(Debug)]
+pub struct Prepared {
+    config: Config,
+    compiled: Compiled,
+    snapshot: Snapshot,
+}
+
+impl Prepared {
+    /// Validates `config` and builds its answers (reusing what `dns` serves
+    /// now where it can).
+    pub fn new(config: Config, dns: &DnsState) -> Result<Self, ConfigErrors> {
+        let (compiled, snapshot) = prepare(&config, &dns.snapshot.load())?;
+        Ok(Self {
+            config,
+            compiled,
+            snapshot,
         })
     }
 }

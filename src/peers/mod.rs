@@ -245,24 +245,37 @@ pub async fn run(
             records: engine.status(),
             events: Vec::new(),
         };
+        // Each peer's new events, read from the store off the async
+        // workers; bounded: a peer that stays unreachable would otherwise
+        // have the whole log read for it every period.
+        let afters: Vec<(u64, u64)> = {
+            let sent = peers.sent.lock().unwrap_or_else(|e| e.into_inner());
+            status
+                .members
+                .iter()
+                .filter(|m| m.id != status.id)
+                .map(|m| (m.id, sent.get(&m.id).copied().unwrap_or(0)))
+                .collect()
+        };
+        let reader = engine.clone();
+        let Ok(mut new_events) = tokio::task::spawn_blocking(move || {
+            afters
+                .into_iter()
+                .map(|(id, after)| (id, (after, reader.events_since(after, EVENTS_PER_REPORT))))
+                .collect::<std::collections::HashMap<_, _>>()
+        })
+        .await
+        else {
+            continue;
+        };
         let sends = status
             .members
             .iter()
             .filter(|m| m.id != status.id)
             .map(|m| {
-                let after = peers
-                    .sent
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(&m.id)
-                    .copied()
-                    .unwrap_or(0);
+                let (after, events) = new_events.remove(&m.id).unwrap_or_default();
                 let mut report = base.clone();
-                report.events = engine
-                    .events_since(after)
-                    .into_iter()
-                    .take(EVENTS_PER_REPORT)
-                    .collect();
+                report.events = events;
                 let last = report.events.last().map_or(after, |e| e.seq);
                 let url = format!(
                     "{}/cluster/v1/report",
@@ -286,6 +299,13 @@ pub async fn run(
                 }
             });
         futures_util::future::join_all(sends).await;
-        peers.judge(&replication, &engine, &datacenter);
+        // Judging takes the engine's lock: off the async workers.
+        let (p, r, e, dc) = (
+            peers.clone(),
+            replication.clone(),
+            engine.clone(),
+            datacenter.clone(),
+        );
+        let _ = tokio::task::spawn_blocking(move || p.judge(&r, &e, &dc)).await;
     }
 }

@@ -1,0 +1,147 @@
+//! A device on a full data filesystem: a real `gtm serve` process on a
+//! small tmpfs that a filler file fills up. It starts from its stored
+//! state, answers DNS over UDP throughout, reports the condition in
+//! `gtm status`, `/health` and `/metrics`, refuses writes, and recovers by
+//! itself when the space returns.
+
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use crate::cluster::{Proc, until_answer, zone};
+
+/// A tmpfs mounted for one test, unmounted when dropped (also when the
+/// test fails).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts one, or says why it cannot (not root, no mount command).
+    fn mount(dir: &Path, size: &str) -> Result<Self, String> {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .output()
+            .map_err(|e| format!("mount: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(Self(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        // Lazy: the filesystem goes even if something still holds a file.
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Writes zeros into `path` until the filesystem is full.
+fn fill(path: &Path) {
+    let mut file = std::fs::File::create(path).unwrap();
+    for chunk in [1 << 20, 4 << 10, 512] {
+        let zeros = vec![0u8; chunk];
+        while file.write_all(&zeros).is_ok() {}
+    }
+    let _ = file.sync_all();
+}
+
+async fn get(url: &str) -> String {
+    let http = gtm::tls::http_client(None, Duration::from_secs(5)).unwrap();
+    http.get(url).send().await.unwrap().text().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_on_a_full_disk_serves_degraded_and_recovers() {
+    let root = tempfile::tempdir().unwrap();
+    let mnt = root.path().join("data");
+    let tmpfs = match Tmpfs::mount(&mnt, "32m") {
+        Ok(t) => t,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: cannot mount a tmpfs here ({e})");
+            return;
+        }
+        Err(e) => panic!("cannot mount a tmpfs (CI runs as root): {e}"),
+    };
+    let mut d = Proc::start(&tmpfs.0, "gtm1", "dc1", "127.0.93.1");
+    let out = d.apply(&zone("192.0.2.50"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&d, "192.0.2.50").await;
+    let reserve = d.dir.join("storage-reserve");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !reserve.exists() {
+        assert!(Instant::now() < deadline, "the reserve was never made");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Fill the filesystem while the device is down, then start it again:
+    // it must serve its stored configuration.
+    d.kill();
+    let filler = tmpfs.0.join("filler");
+    fill(&filler);
+    d.restart();
+    until_answer(&d, "192.0.2.50").await;
+
+    let status = d.ok(&["status"]);
+    assert!(status.contains("DEGRADED storage"), "{status}");
+    assert!(status.contains("No space left on device"), "{status}");
+    assert!(status.contains(&d.dir.display().to_string()), "{status}");
+    let json: serde_json::Value = serde_json::from_str(&d.ok(&["status", "--json"])).unwrap();
+    assert!(
+        json["storage_degraded"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("No space left")),
+        "{json}"
+    );
+    let health = get(&format!("{}/health", d.api())).await;
+    assert!(health.starts_with("degraded\nstorage: "), "{health}");
+    let metrics = get(&format!("{}/metrics", d.api())).await;
+    assert!(
+        metrics.contains("gtm_storage_degraded{device=\"gtm1\"} 1"),
+        "{metrics}"
+    );
+
+    // Writes are refused with the reason; nothing changes, DNS goes on.
+    let refused = d.apply(&zone("192.0.2.51"));
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("No space left on device") && stderr.contains("nothing was changed"),
+        "{stderr}"
+    );
+    until_answer(&d, "192.0.2.50").await;
+
+    // Space returns: the condition clears by itself and writes work again.
+    std::fs::remove_file(&filler).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        until_answer(&d, "192.0.2.50").await;
+        if !d.ok(&["status"]).contains("DEGRADED") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the condition never cleared");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let metrics = get(&format!("{}/metrics", d.api())).await;
+    assert!(
+        metrics.contains("gtm_storage_degraded{device=\"gtm1\"} 0"),
+        "{metrics}"
+    );
+    assert_eq!(get(&format!("{}/health", d.api())).await, "ok\n");
+    let out = d.apply(&zone("192.0.2.51"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&d, "192.0.2.51").await;
+    d.kill();
+}
