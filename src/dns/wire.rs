@@ -425,4 +425,51 @@ mod tests {
         bad.extend_from_slice(&[0xC0, 12, 0, 1, 0, 1]);
         assert_eq!(question(&bad).unwrap_err(), WireError::BadName);
     }
+
+    /// A query: header (id 0x1234, RD, one question, one OPT with DO),
+    /// then `qname` A IN, then the OPT with `opts`.
+    fn query(qname: &[u8], opts: &[u8]) -> Vec<u8> {
+        let mut q = vec![0x12, 0x34, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+        q.extend_from_slice(qname);
+        q.extend_from_slice(&[0, 1, 0, 1, 0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0]);
+        q.extend_from_slice(&(opts.len() as u16).to_be_bytes());
+        q.extend_from_slice(opts);
+        q
+    }
+
+    #[test]
+    fn pointers_must_point_backwards_past_the_header() {
+        // Into the header, at itself, forwards: refused.
+        for ptr in [[0xC0, 4], [0xC0, 12], [0xC0, 0x30]] {
+            assert_eq!(
+                edns(&query(&ptr, &[])),
+                Err(WireError::BadPointer),
+                "{ptr:?}"
+            );
+        }
+        // Backwards past the header: the second question points at the first.
+        let mut q = query(b"\x01a\x00", &[]);
+        q[5] = 2;
+        q.splice(19..19, [0xC0, 12, 0, 1, 0, 1]);
+        assert!(edns(&q).expect("valid").is_some());
+    }
+
+    #[test]
+    fn formerr_keeps_a_clean_question_and_the_opt() {
+        let www = b"\x03www\x07example\x04test\x00";
+        // A bad ECS: question and OPT (DO kept, no options) come back.
+        let q = query(www, &[0, 8, 0, 7, 0, 1, 23, 0, 1, 2, 3]);
+        assert!(matches!(edns(&q), Err(WireError::BadEcs(_))));
+        let f = formerr(&q, 1232);
+        let mut expect = vec![0x12, 0x34, 0x81, 1, 0, 1, 0, 0, 0, 0, 0, 1];
+        expect.extend_from_slice(www);
+        expect.extend_from_slice(&[0, 1, 0, 1, 0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0]);
+        assert_eq!(f, expect);
+        // A pointer as the question: no question, the OPT still found.
+        let f = formerr(&query(&[0xC0, 4], &[]), 1232);
+        assert_eq!(&f[..12], &[0x12, 0x34, 0x81, 1, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(f.len(), 12 + 11);
+        // Cut inside the question: the header alone.
+        assert_eq!(formerr(&query(www, &[])[..20], 1232).len(), 12);
+    }
 }
