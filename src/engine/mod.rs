@@ -495,6 +495,19 @@ impl Engine {
         for si in scenarios {
             let spec = inner.compiled.scenarios[si].clone();
             let (last, decision) = inner.health.redecide(&spec);
+            // A scenario's first decision matters to the addresses it
+            // guards even when it stays passive (they were undecided).
+            if decision.decided != last.decided {
+                records.extend(
+                    inner
+                        .deps
+                        .scenario_records
+                        .get(&spec.name)
+                        .into_iter()
+                        .flatten()
+                        .copied(),
+                );
+            }
             if decision.active != last.active {
                 let text = format!(
                     "scenario {}: {} → {}",
