@@ -20,14 +20,14 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
 pub use diff::diff;
-pub use health::{CheckStatus, HealthState, Instance};
+pub use health::{CheckStatus, HealthState};
 
 use crate::{
     dns::{
         handler::DnsState,
         snapshot::{Snapshot, steered_answer},
     },
-    health::threshold::Threshold,
+    health::{Instance, threshold::Threshold},
     model::{
         Compiled, Config, ConfigErrors, compile,
         compile::{Content, DrCondition, Hc, ModeSpec, Steering},
@@ -307,7 +307,7 @@ impl Engine {
         // before the new answers are built (a large configuration is large).
         drop(std::mem::replace(&mut inner.config, config));
         // Check instances: unchanged ones keep their state, others start over.
-        let instances = health::instances(&compiled);
+        let instances = crate::health::instances(&compiled);
         let old_specs: HashMap<String, &crate::model::compile::CheckSpec> = inner
             .compiled
             .checks
