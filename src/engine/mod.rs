@@ -465,11 +465,7 @@ impl Engine {
             status.since_ms = now_ms();
             (old, status.reason.clone())
         };
-        let text = format!(
-            "check {check}: {} → {} ({reason})",
-            state_text(old_state),
-            state_text(state)
-        );
+        let text = format!("check {check}: {old_state} → {state} ({reason})");
         self.log(inner, EventKind::Check, check.to_string(), text);
         if let (Some(store), Some((_, status))) = (&self.store, inner.health.checks.get(check))
             && let Ok(bytes) = serde_json::to_vec(status)
@@ -945,15 +941,6 @@ fn active_of(r: &Steered) -> Vec<String> {
                 .map(|&i| r.steering.addresses[i].display.clone())
         })
         .collect()
-}
-
-fn state_text(s: CheckState) -> &'static str {
-    match s {
-        CheckState::Preparing => "Preparing",
-        CheckState::Ok => "OK",
-        CheckState::Error => "Error",
-        CheckState::NoData => "No Data",
-    }
 }
 
 /// `web@192.0.2.10` or `web` back into a check reference.
