@@ -140,6 +140,7 @@ impl Device {
         let cancel = CancellationToken::new();
         let probes = probe_runtime()?;
         let scheduler = probes.spawn(scheduler::run(
+            engine.instances(),
             engine.clone(),
             prober.clone(),
             settings.datacenter.clone(),

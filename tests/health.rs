@@ -641,3 +641,46 @@ async fn a_new_dr_record_with_automatic_failback_answers_main_from_the_first_que
 async fn a_new_dr_record_with_manual_failback_answers_main_from_the_first_query() {
     a_new_dr_record_answers_main_from_the_first_query("manual").await;
 }
+
+/// An address on a scenario that has not decided answers; the scenario's
+/// first decision, even passive, takes it out (and says so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scenarios_first_passive_decision_takes_its_address_out() {
+    let mut a = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
+    let port = a.addr.port();
+    a.stop().await;
+    let d = TestDevice::start(&format!(
+        r#"
+[[check]]
+name = "web"
+type = "http"
+port = {port}
+interval = "100ms"
+timeout = "80ms"
+
+[[scenario]]
+name = "web-up"
+condition = "web@127.0.0.2"
+
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{{ ip = "192.0.2.1", hc = "scenario:web-up" }}, {{ ip = "192.0.2.2" }}]
+"#
+    ))
+    .await;
+    until("the scenario decides passive", || async {
+        sorted_answers(&d, "www.example.test.").await == ["192.0.2.2"]
+    })
+    .await;
+    assert!(check_is(&d, "web@127.0.0.2", "Error"));
+    assert!(
+        texts(&d).contains(&"www.example.test/A: 192.0.2.1 is disabled".to_string()),
+        "{:#?}",
+        texts(&d)
+    );
+}

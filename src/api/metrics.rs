@@ -4,14 +4,7 @@
 use axum::{extract::State, http::header, response::IntoResponse};
 
 use super::ApiState;
-use crate::{metrics::Text, resolve::CheckState};
-
-fn state_label(s: CheckState) -> String {
-    serde_json::to_value(s)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
+use crate::metrics::Text;
 
 pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
     let mut out = Text::default();
@@ -85,7 +78,7 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
                 &[
                     ("device", dev),
                     ("check", &c.check),
-                    ("state", &state_label(c.state)),
+                    ("state", c.state.as_str()),
                 ],
                 1.0,
             );

@@ -677,7 +677,7 @@ async fn test_check(
             },
             |i| i.server_name.clone(),
         );
-    let instance = crate::engine::Instance {
+    let instance = crate::health::Instance {
         check: check.clone(),
         spec,
         server_name,

@@ -1076,10 +1076,7 @@ fn print_checks(checks: &[crate::engine::CheckStatus]) {
     let rows: Vec<[String; 3]> = checks
         .iter()
         .map(|c| {
-            let state = serde_json::to_value(c.state)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
+            let state = c.state.to_string();
             [
                 c.check.clone(),
                 if c.restored {

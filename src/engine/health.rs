@@ -1,14 +1,19 @@
 //! The health state an engine holds: check instances with their threshold
-//! state and last reason, scenario decisions, and operator drains.
+//! state and last reason, scenario decisions, and operator drains; and the
+//! engine as the sink of the probe scheduler's results.
 
-use std::collections::{BTreeSet, HashMap};
+use std::{
+    collections::{BTreeSet, HashMap},
+    time::Duration,
+};
 
 use serde::{Deserialize, Serialize};
 
+use super::Engine;
 use crate::{
-    health::{scenario::Decision, threshold::Threshold},
+    health::{scenario::Decision, scheduler::ResultSink, threshold::Threshold},
     model::{
-        compile::{AddressSpec, CheckSpec, Compiled, Content, DcId, Hc},
+        compile::{AddressSpec, DcId},
         condition::CheckRef,
     },
     resolve::{CheckState, HealthView},
@@ -24,16 +29,6 @@ pub struct CheckStatus {
     pub since_ms: u64,
     /// The state was restored from the store and no probe has run since.
     pub restored: bool,
-}
-
-/// A check bound to what it probes: what the scheduler runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Instance {
-    pub check: CheckRef,
-    pub spec: CheckSpec,
-    /// Host header / TLS name: the record's name, or the address for
-    /// wildcard records and scenario references.
-    pub server_name: String,
 }
 
 #[derive(Debug, Default)]
@@ -114,72 +109,15 @@ impl HealthState {
     }
 }
 
-/// Every check instance of a configuration.
-pub fn instances(compiled: &Compiled) -> Vec<Instance> {
-    let by_name: HashMap<&str, &CheckSpec> = compiled
-        .checks
-        .iter()
-        .map(|c| (c.name.as_str(), c))
-        .collect();
-    let mut out: Vec<Instance> = Vec::new();
-    let mut push = |check: CheckRef, server_name: String| {
-        if out.iter().any(|i| i.check == check) {
-            return;
-        }
-        if let Some(spec) = by_name.get(check.name.as_str()) {
-            out.push(Instance {
-                check,
-                spec: (*spec).clone(),
-                server_name,
-            });
-        }
-    };
-    for zone in &compiled.zones {
-        for record in &zone.records {
-            let Content::Steered(steering) = &record.content else {
-                continue;
-            };
-            for a in &steering.addresses {
-                if let Hc::Check(r) = &a.hc {
-                    let owner = record.owner.to_string();
-                    let name = if owner.starts_with("*.") {
-                        a.display.clone()
-                    } else {
-                        owner.trim_end_matches('.').to_string()
-                    };
-                    push(r.clone(), name);
-                }
-            }
-        }
+/// The scheduler hands its results to the engine: the scheduler knows only
+/// this trait, so health does not depend on the engine.
+impl ResultSink for Engine {
+    fn probe_result(&self, check: &CheckRef, ok: bool, reason: String, elapsed: Duration) {
+        self.probe_metrics().observe(&check.to_string(), elapsed);
+        Engine::probe_result(self, check, ok, reason);
     }
-    for s in &compiled.scenarios {
-        for r in s
-            .condition
-            .refs()
-            .into_iter()
-            .chain(s.verify.iter().flat_map(|v| v.refs()))
-        {
-            let name = match (
-                &r.address,
-                by_name.get(r.name.as_str()).and_then(|c| c.target.clone()),
-            ) {
-                (Some(ip), _) => ip.to_string(),
-                (None, Some(target)) => target,
-                (None, None) => r.name.clone(),
-            };
-            push(r.clone(), name);
-        }
+
+    fn runs_elsewhere(&self, check: &CheckRef, reason: &str) {
+        self.set_check(check, CheckState::NoData, reason);
     }
-    for c in &compiled.checks {
-        if c.target.is_some() || c.kind == crate::model::config::CheckType::Manual {
-            push(
-                CheckRef {
-                    name: c.name.clone(),
-                    address: None,
-                },
-                c.target.clone().unwrap_or_default(),
-            );
-        }
-    }
-    out
 }

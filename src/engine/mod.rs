@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
 pub use diff::diff;
-pub use health::{CheckStatus, HealthState, Instance};
+pub use health::{CheckStatus, HealthState};
 pub use store_writer::{StorageFault, StoreWriter};
 
 use crate::{
@@ -29,7 +29,7 @@ use crate::{
         handler::DnsState,
         snapshot::{Snapshot, steered_answer},
     },
-    health::threshold::Threshold,
+    health::{Instance, threshold::Threshold},
     model::{
         Compiled, Config, ConfigErrors, compile,
         compile::{Content, DrCondition, Hc, ModeSpec, Steering},
@@ -490,7 +490,7 @@ impl Engine {
         // before the new answers are built (a large configuration is large).
         drop(std::mem::replace(&mut inner.config, config));
         // Check instances: unchanged ones keep their state, others start over.
-        let instances = health::instances(&compiled);
+        let instances = crate::health::instances(&compiled);
         let old_specs: HashMap<String, &crate::model::compile::CheckSpec> = inner
             .compiled
             .checks
@@ -671,11 +671,7 @@ impl Engine {
             status.since_ms = now_ms();
             (old, status.reason.clone())
         };
-        let text = format!(
-            "check {check}: {} → {} ({reason})",
-            state_text(old_state),
-            state_text(state)
-        );
+        let text = format!("check {check}: {old_state} → {state} ({reason})");
         self.log(inner, EventKind::Check, check.to_string(), text);
         // Handed to the writer thread: no storage I/O under the lock.
         if let (Some(p), Some((_, status))) = (&self.store, inner.health.checks.get(check))
@@ -701,6 +697,19 @@ impl Engine {
         for si in scenarios {
             let spec = inner.compiled.scenarios[si].clone();
             let (last, decision) = inner.health.redecide(&spec);
+            // A scenario's first decision matters to the addresses it
+            // guards even when it stays passive (they were undecided).
+            if decision.decided != last.decided {
+                records.extend(
+                    inner
+                        .deps
+                        .scenario_records
+                        .get(&spec.name)
+                        .into_iter()
+                        .flatten()
+                        .copied(),
+                );
+            }
             if decision.active != last.active {
                 let text = format!(
                     "scenario {}: {} → {}",
@@ -1291,15 +1300,6 @@ fn active_of(r: &Steered) -> Vec<String> {
                 .map(|&i| r.steering.addresses[i].display.clone())
         })
         .collect()
-}
-
-fn state_text(s: CheckState) -> &'static str {
-    match s {
-        CheckState::Preparing => "Preparing",
-        CheckState::Ok => "OK",
-        CheckState::Error => "Error",
-        CheckState::NoData => "No Data",
-    }
 }
 
 /// `web@192.0.2.10` or `web` back into a check reference.

@@ -1,13 +1,13 @@
 //! From configuration to probes: a check instance's probe parameters and
 //! target.
 
-use super::probe::{Host, HttpVersion, ProbeKind, ProbeSpec, Target};
-use crate::{
-    engine::Instance,
-    model::{
-        compile::{CheckSpec, parse_status_set},
-        config::CheckType,
-    },
+use super::{
+    Instance,
+    probe::{Host, HttpVersion, ProbeKind, ProbeSpec, Target},
+};
+use crate::model::{
+    compile::{CheckSpec, parse_status_set},
+    config::CheckType,
 };
 
 /// The probe a check makes, with the seeds' defaults.

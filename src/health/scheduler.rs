@@ -8,31 +8,45 @@
 //! falls due while a probe still runs is skipped, never queued. A semaphore
 //! bounds how many probes run at once. When the configuration changes,
 //! removed and changed instances stop at once and new ones start.
+//!
+//! The scheduler reads instances from a watch channel and hands results to
+//! a [`ResultSink`] (the engine): it knows nothing of what consumes them.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use tokio::{sync::Semaphore, task::JoinHandle, time::Instant};
+use tokio::{
+    sync::{Semaphore, watch},
+    task::JoinHandle,
+    time::Instant,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::{
+    Instance,
     probe::{Prober, Target},
     probe_spec, target_of,
 };
-use crate::{
-    engine::{Engine, Instance},
-    model::config::CheckType,
-    resolve::CheckState,
-};
+use crate::model::{condition::CheckRef, config::CheckType};
 
-/// Follows the engine's check instances until `cancel`.
-pub async fn run(
-    engine: Arc<Engine>,
+/// Where probe results go.
+pub trait ResultSink: Send + Sync + 'static {
+    /// One probe of `check` ended (`ok`, why, and how long it took).
+    fn probe_result(&self, check: &CheckRef, ok: bool, reason: String, elapsed: Duration);
+    /// `check` runs in another datacenter: this device has no data of its
+    /// own for it (reports from there judge it).
+    fn runs_elsewhere(&self, check: &CheckRef, reason: &str);
+}
+
+/// Follows the check instances of `instances` until `cancel` (or until the
+/// sender is gone).
+pub async fn run<S: ResultSink>(
+    mut instances: watch::Receiver<Arc<Vec<Instance>>>,
+    sink: Arc<S>,
     prober: Arc<Prober>,
     datacenter: String,
     max_concurrent: usize,
     cancel: CancellationToken,
 ) {
-    let mut instances = engine.instances();
     let permits = Arc::new(Semaphore::new(max_concurrent.max(1)));
     let mut running: HashMap<String, (Instance, CancellationToken, JoinHandle<()>)> =
         HashMap::new();
@@ -56,9 +70,8 @@ pub async fn run(
                 Some(_) => instance.spec.raw.run_on.as_deref() == Some(datacenter.as_str()),
             };
             if !runs_here {
-                engine.set_check(
+                sink.runs_elsewhere(
                     &instance.check,
-                    CheckState::NoData,
                     &format!(
                         "runs in {}; no report from there",
                         instance.spec.raw.run_on.as_deref().unwrap_or("?")
@@ -68,7 +81,7 @@ pub async fn run(
             }
             let token = cancel.child_token();
             let task = tokio::spawn(probe_loop(
-                engine.clone(),
+                sink.clone(),
                 prober.clone(),
                 permits.clone(),
                 instance.clone(),
@@ -91,8 +104,8 @@ pub async fn run(
     }
 }
 
-async fn probe_loop(
-    engine: Arc<Engine>,
+async fn probe_loop<S: ResultSink>(
+    sink: Arc<S>,
     prober: Arc<Prober>,
     permits: Arc<Semaphore>,
     instance: Instance,
@@ -121,10 +134,7 @@ async fn probe_loop(
         if cancel.is_cancelled() {
             return; // the configuration changed while this probe ran
         }
-        engine
-            .probe_metrics()
-            .observe(&instance.check.to_string(), outcome.elapsed);
-        engine.probe_result(&instance.check, outcome.ok, outcome.reason);
+        sink.probe_result(&instance.check, outcome.ok, outcome.reason, outcome.elapsed);
         next += interval;
         let now = Instant::now();
         while next <= now {

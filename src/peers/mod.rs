@@ -19,7 +19,6 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     engine::{CheckStatus, Engine, Event, RecordStatus, ScenarioStatus},
     replication::Replication,
-    resolve::CheckState,
 };
 use combine::{Reported, combine};
 use gtm_cluster::SECRET_HEADER;
@@ -189,7 +188,7 @@ impl Peers {
                 .filter_map(|device| {
                     let (at, report) = reports.get(device)?;
                     let check = report.checks.iter().find(|c| c.check == name)?;
-                    from.push(format!("{device} {}", state_word(check.state)));
+                    from.push(format!("{device} {}", check.state));
                     Some(Reported {
                         state: check.state,
                         age: at.elapsed(),
@@ -205,15 +204,6 @@ impl Peers {
             };
             engine.set_check(&instance.check, state, &reason);
         }
-    }
-}
-
-fn state_word(s: CheckState) -> &'static str {
-    match s {
-        CheckState::Ok => "OK",
-        CheckState::Error => "Error",
-        CheckState::Preparing => "Preparing",
-        CheckState::NoData => "No Data",
     }
 }
 

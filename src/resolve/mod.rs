@@ -38,6 +38,17 @@ pub enum CheckState {
 }
 
 impl CheckState {
+    /// The state as operators read it (seed wording), the same text as its
+    /// JSON form: `Preparing`, `OK`, `Error`, `No Data`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Preparing => "Preparing",
+            Self::Ok => "OK",
+            Self::Error => "Error",
+            Self::NoData => "No Data",
+        }
+    }
+
     /// Three-valued truth for scenarios: unknown is `None`.
     pub fn truth(self) -> Option<bool> {
         match self {
@@ -45,6 +56,12 @@ impl CheckState {
             Self::Error => Some(false),
             Self::Preparing | Self::NoData => None,
         }
+    }
+}
+
+impl fmt::Display for CheckState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -1830,3 +1830,18 @@ addresses = [
     assert_eq!(show("US/NA"), "192.0.2.1 192.0.2.2");
     assert_eq!(show("-"), "192.0.2.1 192.0.2.2");
 }
+
+/// Spec §1 check states: one text, the same on screens, in events, in
+/// metrics labels and in JSON.
+#[test]
+fn check_states_read_as_the_spec_names_them() {
+    for (state, text) in [
+        (CheckState::Preparing, "Preparing"),
+        (CheckState::Ok, "OK"),
+        (CheckState::Error, "Error"),
+        (CheckState::NoData, "No Data"),
+    ] {
+        assert_eq!(state.to_string(), text);
+        assert_eq!(serde_json::to_value(state).unwrap(), text);
+    }
+}
