@@ -435,3 +435,30 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
     until_answer(device.dns_addrs[0], "192.0.2.2").await;
     device.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_100000_deep_unless_chain_is_refused_by_the_api_and_the_device_stays_up() {
+    let d = TestDevice::start(ZONE).await;
+    let version = d.device.engine.version();
+    let chain: Vec<String> = (0..100_000).map(|i| format!("c{i}")).collect();
+    let text = format!(
+        "{ZONE}\n[[check]]\nname = \"c0\"\ntype = \"manual\"\n\n[[scenario]]\nname = \"deep\"\ncondition = \"{}\"\n",
+        chain.join(" UNLESS ")
+    );
+    let file = d.dir.path().join("deep.toml");
+    std::fs::write(&file, &text).unwrap();
+    let out = run_gtm(&d, &["config", "apply", file.to_str().unwrap()]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("scenario deep: condition: condition is nested more than 100 levels deep"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(d.device.engine.version(), version);
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(
+        r.metadata.response_code,
+        hickory_server::proto::op::ResponseCode::NoError
+    );
+}
