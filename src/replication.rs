@@ -339,28 +339,32 @@ impl Replication {
 /// `Engine::apply_committed`); it is not retried until another commits.
 async fn apply_committed(r: Arc<Replication>) {
     let mut applied = r.node.applied();
+    // The text that last failed to install here: a later log entry that is
+    // not a configuration (a membership change) must not retry it as a new
+    // version and report it again.
+    let mut failed: Option<u64> = None;
     loop {
-        let (index, text) = {
+        // Read before borrowing: the borrow holds back Raft's next apply.
+        let (version, failure) = (r.engine.version(), r.engine.install_failure());
+        let job = {
             let a = applied.borrow_and_update();
-            (
-                a.index,
-                a.kv.get(CONFIG_KEY)
-                    .map(|v| String::from_utf8_lossy(v).into_owned()),
-            )
+            let index = a.index;
+            a.kv.get(CONFIG_KEY)
+                .filter(|_| index > version)
+                .filter(|_| failure.as_ref().is_none_or(|f| f.version != index))
+                .filter(|v| failed != Some(text_hash(v)))
+                .map(|v| (index, text_hash(v), String::from_utf8_lossy(v).into_owned()))
         };
-        if let Some(text) = text
-            && index > r.engine.version()
-            && r.engine
-                .install_failure()
-                .is_none_or(|f| f.version != index)
-        {
+        if let Some((index, hash, text)) = job {
             // Parsing, validating and building a large configuration is
             // blocking work.
             let engine = r.engine.clone();
-            if let Err(e) =
-                tokio::task::spawn_blocking(move || engine.apply_committed(index, text)).await
-            {
-                tracing::error!(index, error = %e, "installing a committed configuration stopped");
+            match tokio::task::spawn_blocking(move || engine.apply_committed(index, text)).await {
+                Ok(Ok(())) => failed = None,
+                Ok(Err(_)) => failed = Some(hash),
+                Err(e) => {
+                    tracing::error!(index, error = %e, "installing a committed configuration stopped")
+                }
             }
         }
         tokio::select! {
@@ -368,6 +372,13 @@ async fn apply_committed(r: Arc<Replication>) {
             _ = r.stop.cancelled() => return,
         }
     }
+}
+
+fn text_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
 }
 
 fn cluster_error(e: ClusterError) -> ApplyError {

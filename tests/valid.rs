@@ -270,16 +270,16 @@ async fn get(url: String) -> String {
 async fn a_committed_configuration_that_cannot_be_installed_leaves_devices_serving_degraded() {
     let root = tempfile::tempdir().unwrap();
     let (dir_a, dir_b) = (root.path().join("a"), root.path().join("b"));
-    let a = Device::start(settings("gtm1", "127.0.61.1", &dir_a), false)
+    let a = Device::start(settings("gtm1", "127.0.91.1", &dir_a), false)
         .await
         .unwrap();
-    let mut b = Device::start(settings("gtm2", "127.0.61.2", &dir_b), false)
+    let mut b = Device::start(settings("gtm2", "127.0.91.2", &dir_b), false)
         .await
         .unwrap();
     a.replication.init().await.unwrap();
     let token = a.replication.token().unwrap();
     b.replication
-        .join("http://127.0.61.1:8053", &token, true)
+        .join("http://127.0.91.1:8053", &token, true)
         .await
         .unwrap();
     let good = zone("192.0.2.1");
@@ -340,12 +340,12 @@ async fn a_committed_configuration_that_cannot_be_installed_leaves_devices_servi
     };
     check(&a, &dir_a);
     check(&b, &dir_b);
-    let health = get("http://127.0.61.2:8053/health".into()).await;
+    let health = get("http://127.0.91.2:8053/health".into()).await;
     assert!(
         health.starts_with(&format!("degraded\nconfiguration: version {v2} cannot be installed on this device (serving version {v1}): {reason}")),
         "{health}"
     );
-    let metrics = get("http://127.0.61.2:8053/metrics".into()).await;
+    let metrics = get("http://127.0.91.2:8053/metrics".into()).await;
     assert!(metrics.contains("\ngtm_degraded 1\n"), "{metrics}");
     assert!(
         metrics.contains(&format!("gtm_config_install_failed{{version=\"{v2}\"}} 1")),
@@ -355,7 +355,7 @@ async fn a_committed_configuration_that_cannot_be_installed_leaves_devices_servi
     // A restart serves the last good configuration and still says why not
     // the committed one.
     b.stop().await;
-    b = Device::start(settings("gtm2", "127.0.61.2", &dir_b), false)
+    b = Device::start(settings("gtm2", "127.0.91.2", &dir_b), false)
         .await
         .expect("a device starts although its committed configuration does not install");
     until_answer(b.dns_addrs[0], "192.0.2.1").await;
@@ -389,9 +389,9 @@ async fn a_committed_configuration_that_cannot_be_installed_leaves_devices_servi
                     )))
         );
     }
-    let health = get("http://127.0.61.2:8053/health".into()).await;
+    let health = get("http://127.0.91.2:8053/health".into()).await;
     assert_eq!(health, "ok\n");
-    let metrics = get("http://127.0.61.2:8053/metrics".into()).await;
+    let metrics = get("http://127.0.91.2:8053/metrics".into()).await;
     assert!(metrics.contains("\ngtm_degraded 0\n"), "{metrics}");
     b.stop().await;
     a.stop().await;
@@ -416,7 +416,7 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
             })
             .unwrap();
     }
-    let device = Device::start(settings("test1", "127.0.62.1", dir.path()), false).await;
+    let device = Device::start(settings("test1", "127.0.92.1", dir.path()), false).await;
     let device = device.expect("starts");
     until_answer(device.dns_addrs[0], "192.0.2.1").await;
     let failure = device.engine.install_failure().expect("degraded");
@@ -435,4 +435,31 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
     assert!(device.engine.install_failure().is_none());
     until_answer(device.dns_addrs[0], "192.0.2.2").await;
     device.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_100000_deep_unless_chain_is_refused_by_the_api_and_the_device_stays_up() {
+    let d = TestDevice::start(ZONE).await;
+    let version = d.device.engine.version();
+    let chain: Vec<String> = (0..100_000).map(|i| format!("c{i}")).collect();
+    let text = format!(
+        "{ZONE}\n[[check]]\nname = \"c0\"\ntype = \"manual\"\n\n[[scenario]]\nname = \"deep\"\ncondition = \"{}\"\n",
+        chain.join(" UNLESS ")
+    );
+    let file = d.dir.path().join("deep.toml");
+    std::fs::write(&file, &text).unwrap();
+    let out = run_gtm(&d, &["config", "apply", file.to_str().unwrap()]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("scenario deep: condition: condition is nested more than 100 levels deep"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(d.device.engine.version(), version);
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(
+        r.metadata.response_code,
+        hickory_server::proto::op::ResponseCode::NoError
+    );
 }

@@ -443,6 +443,14 @@ mod tests {
         {
             let store = Store::open(&dir).unwrap();
             assert_eq!(store.load_config().unwrap(), None);
+            // The first committed configuration did not install: none is good.
+            store
+                .save_uninstalled(&StoredConfig {
+                    version: 2,
+                    text: "bad".into(),
+                })
+                .unwrap();
+            assert_eq!(store.last_good_config().unwrap(), Some(None));
             store
                 .save_config(&StoredConfig {
                     version: 3,

@@ -853,9 +853,11 @@ impl Cx {
         for r in &records {
             by_owner.entry(&r.owner).or_default().push(r);
         }
-        let mut owners: Vec<_> = by_owner.into_iter().collect();
-        owners.sort_by(|a, b| a.0.cmp(b.0));
-        for (owner, at) in owners {
+        // In file order (of each name's first record), for stable errors.
+        for owner in records.iter().map(|r| &r.owner) {
+            let Some(at) = by_owner.remove(owner) else {
+                continue;
+            };
             if let Some(cname) = at.iter().find(|r| r.kind == RecordType::Cname) {
                 let cpath = record_path(&path, &apex, cname);
                 if *owner == apex {
