@@ -515,8 +515,9 @@ type = "http"
 port = {port}
 path = "/health"
 expect_body = "ok"
-interval = "100ms"
-timeout = "80ms"
+interval = "300ms"
+# Generous: a probe that times out on a loaded machine is a real Error.
+timeout = "250ms"
 failures = 2
 successes = 2
 
