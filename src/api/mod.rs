@@ -275,6 +275,22 @@ async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError
         .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))
 }
 
+/// Runs `work` on the blocking pool: parsing a large configuration, or
+/// anything that takes the engine's lock or reads the store, would
+/// otherwise hold up an async worker (and every request queued on it).
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(ApiError::internal)
+}
+
+/// [`parse_body`] on the blocking pool.
+async fn parse_body_off(body: Bytes) -> Result<(String, model::Config), ApiError> {
+    blocking(move || parse_body(&body)).await?
+}
+
 fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| {
@@ -290,7 +306,7 @@ fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
 }
 
 async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
-    parse_body(&body)?;
+    parse_body_off(body).await?;
     Ok(Json(ApplyResult {
         applied: false,
         version: 0,
@@ -303,16 +319,25 @@ async fn apply_config(
     Query(q): Query<DryRun>,
     body: Bytes,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    let (text, config) = parse_body(&body)?;
+    let (text, config) = parse_body_off(body).await?;
     let engine = state.engine.clone();
     // A retried apply of what is already applied makes no new version.
-    if q.dry_run || engine.is_applied(&config) {
+    // Comparing and diffing a large configuration is blocking work too.
+    let (dry_run, config) = (q.dry_run, Arc::new(config));
+    let compared = config.clone();
+    let unchanged = blocking(move || {
+        (dry_run || engine.is_applied(&compared))
+            .then(|| (engine.version(), engine.changes(&compared)))
+    })
+    .await?;
+    if let Some((version, changes)) = unchanged {
         return Ok(Json(ApplyResult {
             applied: false,
-            version: engine.version(),
-            changes: engine.changes(&config),
+            version,
+            changes,
         }));
     }
+    let config = Arc::try_unwrap(config).unwrap_or_else(|shared| (*shared).clone());
     writable(&state)?;
     let (version, changes) = state.replication.apply(text, config).await?;
     Ok(Json(ApplyResult {
@@ -459,7 +484,12 @@ async fn preview(
             .map(Json);
     }
     let label = record_label(&name, &rtype);
-    state.engine.preview(&label).map(Json).ok_or_else(|| {
+    let engine = state.engine.clone();
+    let found = {
+        let label = label.clone();
+        blocking(move || engine.preview(&label)).await?
+    };
+    found.map(Json).ok_or_else(|| {
         not_found(format!(
             "no steered record {label} (see gtm status for the records)"
         ))
@@ -471,14 +501,19 @@ async fn resume(
     Path((name, rtype)): Path<(String, String)>,
 ) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
-    if !state.engine.resume(&label) {
-        return Err(not_found(format!("no steered record {label}")));
+    let (engine, what) = (state.engine.clone(), label.clone());
+    let preview = blocking(move || {
+        if engine.resume(&what) {
+            Ok(engine.preview(&what))
+        } else {
+            Err(())
+        }
+    })
+    .await?;
+    match preview {
+        Err(()) => Err(not_found(format!("no steered record {label}"))),
+        Ok(p) => p.map(Json).ok_or_else(|| not_found(label)),
     }
-    state
-        .engine
-        .preview(&label)
-        .map(Json)
-        .ok_or_else(|| not_found(label))
 }
 
 async fn set_check_state(
@@ -604,30 +639,44 @@ async fn drain_address(
         Some((n, t)) => record_label(n, t),
         None => r.to_string(),
     });
-    if !state
-        .engine
-        .drain_address(record.as_deref(), &req.address, req.drained)
-    {
+    let (engine, which, address) = (state.engine.clone(), record.clone(), req.address.clone());
+    let drained = req.drained;
+    // Draining re-evaluates every record under the engine's lock.
+    let status = blocking(move || {
+        engine
+            .drain_address(which.as_deref(), &address, drained)
+            .then(|| engine.status())
+    })
+    .await?;
+    let Some(status) = status else {
         return Err(not_found(format!(
             "no steered record{} has the address {}",
             record.map_or(String::new(), |r| format!(" {r}")),
             req.address
         )));
-    }
-    Ok(Json(state.engine.status()))
+    };
+    Ok(Json(status))
 }
 
 async fn drain_datacenter(
     State(state): State<ApiState>,
     Json(req): Json<DrainDatacenter>,
 ) -> Result<Json<Vec<RecordStatus>>, ApiError> {
-    if !state.engine.drain_datacenter(&req.datacenter, req.drained) {
+    let (engine, dc, drained) = (state.engine.clone(), req.datacenter.clone(), req.drained);
+    // Draining re-evaluates every record under the engine's lock.
+    let status = blocking(move || {
+        engine
+            .drain_datacenter(&dc, drained)
+            .then(|| engine.status())
+    })
+    .await?;
+    let Some(status) = status else {
         return Err(not_found(format!(
             "no datacenter named \"{}\"",
             req.datacenter
         )));
-    }
-    Ok(Json(state.engine.status()))
+    };
+    Ok(Json(status))
 }
 
 async fn geoip_lookup(
@@ -707,7 +756,7 @@ async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) 
 
 /// A configuration write forwarded by a follower: validated again here.
 async fn peer_write(State(state): State<ApiState>, body: Bytes) -> Result<Json<Written>, ApiError> {
-    let (text, _) = parse_body(&body)?;
+    let (text, _) = parse_body_off(body).await?;
     writable(&state)?;
     let version = state.replication.write_config(text).await?;
     Ok(Json(Written { version }))
@@ -866,9 +915,9 @@ async fn peer_preview(
     Path((name, rtype)): Path<(String, String)>,
 ) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
-    state
-        .engine
-        .preview(&label)
+    let (engine, what) = (state.engine.clone(), label.clone());
+    blocking(move || engine.preview(&what))
+        .await?
         .map(Json)
         .ok_or_else(|| not_found(format!("no steered record {label}")))
 }
