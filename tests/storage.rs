@@ -143,5 +143,22 @@ async fn a_device_on_a_full_disk_serves_degraded_and_recovers() {
         String::from_utf8_lossy(&out.stderr)
     );
     until_answer(&d, "192.0.2.51").await;
+
+    // The filesystem fills while the device runs: it notices by itself.
+    fill(&filler);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !d.ok(&["status"]).contains("DEGRADED storage") {
+        until_answer(&d, "192.0.2.51").await;
+        assert!(Instant::now() < deadline, "a full disk was never noticed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(!d.apply(&zone("192.0.2.52")).status.success());
+    std::fs::remove_file(&filler).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while d.ok(&["status"]).contains("DEGRADED") {
+        assert!(Instant::now() < deadline, "the condition never cleared");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    until_answer(&d, "192.0.2.51").await;
     d.kill();
 }

@@ -3,6 +3,7 @@
 //! Every route but `/health` needs `Authorization: Bearer <token>`. Errors
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
+mod error;
 mod metrics;
 mod objects;
 pub mod routes;
@@ -19,13 +20,13 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use error::{ApiError, ErrorKind};
+
 use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use crate::{
-    engine::{
-        ApplyError, CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus,
-    },
+    engine::{CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus},
     geo::Geo,
-    model::{self, ConfigErrors},
+    model,
     resolve::CheckState,
 };
 use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
@@ -48,67 +49,6 @@ pub struct ApiState {
     /// The client of the other devices' APIs (remote previews): the
     /// cluster's trust anchors and, with TLS, this device's certificate.
     pub peer_http: reqwest::Client,
-}
-
-/// An API error: status, stable label, and what to fix.
-#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ApiError {
-    pub error: String,
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
-    #[serde(skip)]
-    status: u16,
-}
-
-impl ApiError {
-    fn new(status: StatusCode, label: &str, message: impl Into<String>) -> Self {
-        Self {
-            error: label.into(),
-            message: message.into(),
-            errors: Vec::new(),
-            status: status.as_u16(),
-        }
-    }
-
-    fn invalid(errors: ConfigErrors) -> Self {
-        let mut e = Self::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid-config",
-            format!(
-                "the configuration has {} error(s); nothing was applied",
-                errors.0.len()
-            ),
-        );
-        e.errors = errors.0.iter().map(ToString::to_string).collect();
-        e
-    }
-}
-
-impl From<ApplyError> for ApiError {
-    fn from(e: ApplyError) -> Self {
-        match e {
-            ApplyError::Invalid(errors) => ApiError::invalid(errors),
-            ApplyError::Store(e) => ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "store-failed",
-                format!("{e}; nothing was applied"),
-            ),
-            ApplyError::NoQuorum(_) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "no-quorum", e.to_string())
-            }
-            ApplyError::Cluster(message) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "cluster", message)
-            }
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(self)).into_response()
-    }
 }
 
 /// The result of an apply or a dry run.
@@ -276,8 +216,7 @@ async fn device_certificate(
             .is_none()
     {
         return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
+            ErrorKind::Unauthorized,
             "device-to-device calls need a client certificate signed by the cluster's CA (tls_ca)",
         )
         .into_response();
@@ -302,34 +241,22 @@ async fn json_errors(request: Request, next: Next) -> Response {
         Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
         Err(_) => String::new(),
     };
-    let (label, hint) = match status {
-        StatusCode::NOT_FOUND => (
-            "not-found",
-            "no such route; the routes are in /api/v1/openapi.json",
-        ),
-        StatusCode::METHOD_NOT_ALLOWED => {
-            ("method-not-allowed", "this route does not take that method")
-        }
-        StatusCode::PAYLOAD_TOO_LARGE => ("too-large", "the request body is over the limit"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
-            "bad-request",
-            "send the body as Content-Type: application/json",
-        ),
-        s if s.is_client_error() => ("bad-request", "the request does not parse"),
-        _ => ("internal", "the device failed to answer"),
+    let hint = match status {
+        StatusCode::NOT_FOUND => "no such route; the routes are in /api/v1/openapi.json",
+        StatusCode::METHOD_NOT_ALLOWED => "this route does not take that method",
+        StatusCode::PAYLOAD_TOO_LARGE => "the request body is over the limit",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "send the body as Content-Type: application/json",
+        s if s.is_client_error() => "the request does not parse",
+        _ => "the device failed to answer",
     };
     let message = if text.is_empty() {
         hint.to_string()
     } else {
         format!("{text} ({hint})")
     };
-    // The route extractors' "unprocessable" means a body of the wrong shape.
-    let status = if status == StatusCode::UNPROCESSABLE_ENTITY {
-        StatusCode::BAD_REQUEST
-    } else {
-        status
-    };
-    ApiError::new(status, label, message).into_response()
+    // The route extractors' "unprocessable" means a body of the wrong shape:
+    // a bad request, like any other client error axum answers.
+    ApiError::new(ErrorKind::of_status(status), message).into_response()
 }
 
 async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {
@@ -340,8 +267,8 @@ async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Re
         .and_then(|v| v.strip_prefix("Bearer "));
     match given {
         Some(t) if gtm_cluster::constant_time_eq(t.as_bytes(), state.token.as_bytes()) => next.run(request).await,
-        Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the bearer token is wrong").into_response(),
-        None => ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "send Authorization: Bearer <token> (the token is in the data directory's api-token file)").into_response(),
+        Some(_) => ApiError::new(ErrorKind::Unauthorized, "the bearer token is wrong").into_response(),
+        None => ApiError::new(ErrorKind::Unauthorized, "send Authorization: Bearer <token> (the token is in the data directory's api-token file)").into_response(),
     }
 }
 
@@ -349,15 +276,30 @@ async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError
     // Copied out first: serializing a large configuration under the engine's
     // lock would hold up health changes for as long.
     toml::to_string_pretty(&state.engine.config())
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))
+        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))
+}
+
+/// Runs `work` on the blocking pool: parsing a large configuration, or
+/// anything that takes the engine's lock or reads the store, would
+/// otherwise hold up an async worker (and every request queued on it).
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(ApiError::internal)
+}
+
+/// [`parse_body`] on the blocking pool.
+async fn parse_body_off(body: Bytes) -> Result<(String, model::Config), ApiError> {
+    blocking(move || parse_body(&body)).await?
 }
 
 fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| {
             ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad-request",
+                ErrorKind::BadRequest,
                 "the configuration must be UTF-8 TOML text",
             )
         })?
@@ -368,7 +310,7 @@ fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
 }
 
 async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
-    parse_body(&body)?;
+    parse_body_off(body).await?;
     Ok(Json(ApplyResult {
         applied: false,
         version: 0,
@@ -381,16 +323,25 @@ async fn apply_config(
     Query(q): Query<DryRun>,
     body: Bytes,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    let (text, config) = parse_body(&body)?;
+    let (text, config) = parse_body_off(body).await?;
     let engine = state.engine.clone();
     // A retried apply of what is already applied makes no new version.
-    if q.dry_run || engine.is_applied(&config) {
+    // Comparing and diffing a large configuration is blocking work too.
+    let (dry_run, config) = (q.dry_run, Arc::new(config));
+    let compared = config.clone();
+    let unchanged = blocking(move || {
+        (dry_run || engine.is_applied(&compared))
+            .then(|| (engine.version(), engine.changes(&compared)))
+    })
+    .await?;
+    if let Some((version, changes)) = unchanged {
         return Ok(Json(ApplyResult {
             applied: false,
-            version: engine.version(),
-            changes: engine.changes(&config),
+            version,
+            changes,
         }));
     }
+    let config = Arc::try_unwrap(config).unwrap_or_else(|shared| (*shared).clone());
     writable(&state)?;
     let (version, changes) = state.replication.apply(text, config).await?;
     Ok(Json(ApplyResult {
@@ -418,8 +369,7 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
 fn writable(state: &ApiState) -> Result<(), ApiError> {
     match state.engine.storage_fault() {
         Some(fault) => Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage",
+            ErrorKind::Storage,
             format!(
                 "{fault}; nothing was changed. Free space on that filesystem: the device recovers by itself"
             ),
@@ -454,13 +404,9 @@ async fn events(
 ) -> Result<Response, ApiError> {
     let since_ms = match &filter.since {
         Some(text) => {
-            let age: crate::model::duration::Interval = text.parse().map_err(|e: String| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "bad-request",
-                    format!("since: {e}"),
-                )
-            })?;
+            let age: crate::model::duration::Interval = text
+                .parse()
+                .map_err(|e: String| ApiError::new(ErrorKind::BadRequest, format!("since: {e}")))?;
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
@@ -486,11 +432,10 @@ async fn events(
         engine.events_page(before, since_ms, limit, page_filter)
     })
     .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+    .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?
     .map_err(|e| {
         ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage",
+            ErrorKind::Storage,
             format!("cannot read the event log: {e}"),
         )
     })?;
@@ -536,7 +481,7 @@ fn ndjson(e: &Event) -> String {
 }
 
 fn not_found(what: String) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not-found", what)
+    ApiError::new(ErrorKind::NotFound, what)
 }
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -555,7 +500,12 @@ async fn preview(
             .map(Json);
     }
     let label = record_label(&name, &rtype);
-    state.engine.preview(&label).map(Json).ok_or_else(|| {
+    let engine = state.engine.clone();
+    let found = {
+        let label = label.clone();
+        blocking(move || engine.preview(&label)).await?
+    };
+    found.map(Json).ok_or_else(|| {
         not_found(format!(
             "no steered record {label} (see gtm status for the records)"
         ))
@@ -567,14 +517,19 @@ async fn resume(
     Path((name, rtype)): Path<(String, String)>,
 ) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
-    if !state.engine.resume(&label) {
-        return Err(not_found(format!("no steered record {label}")));
+    let (engine, what) = (state.engine.clone(), label.clone());
+    let preview = blocking(move || {
+        if engine.resume(&what) {
+            Ok(engine.preview(&what))
+        } else {
+            Err(())
+        }
+    })
+    .await?;
+    match preview {
+        Err(()) => Err(not_found(format!("no steered record {label}"))),
+        Ok(p) => p.map(Json).ok_or_else(|| not_found(label)),
     }
-    state
-        .engine
-        .preview(&label)
-        .map(Json)
-        .ok_or_else(|| not_found(label))
 }
 
 async fn set_check_state(
@@ -587,8 +542,7 @@ async fn set_check_state(
     };
     if spec.kind != crate::model::config::CheckType::Manual {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not-manual",
+            ErrorKind::NotManual,
             format!(
                 "check \"{name}\" is a {:?} check; only manual checks are set by an operator",
                 spec.kind
@@ -601,8 +555,7 @@ async fn set_check_state(
         "error" => CheckState::Error,
         other => {
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad-request",
+                ErrorKind::BadRequest,
                 format!("state \"{other}\" is not ok or error"),
             ));
         }
@@ -634,16 +587,14 @@ async fn test_check(
     };
     if spec.kind == CheckType::Manual {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not-probed",
+            ErrorKind::NotProbed,
             format!("check \"{name}\" is manual: it is set by an operator, not probed"),
         ));
     }
     match (&spec.target, req.address) {
         (None, None) => {
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad-request",
+                ErrorKind::BadRequest,
                 format!(
                     "check \"{name}\" is a template: give the address to probe (gtm check test {name} --address IP)"
                 ),
@@ -651,8 +602,7 @@ async fn test_check(
         }
         (Some(_), Some(_)) => {
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad-request",
+                ErrorKind::BadRequest,
                 format!("check \"{name}\" has a fixed target; it takes no address"),
             ));
         }
@@ -705,30 +655,44 @@ async fn drain_address(
         Some((n, t)) => record_label(n, t),
         None => r.to_string(),
     });
-    if !state
-        .engine
-        .drain_address(record.as_deref(), &req.address, req.drained)
-    {
+    let (engine, which, address) = (state.engine.clone(), record.clone(), req.address.clone());
+    let drained = req.drained;
+    // Draining re-evaluates every record under the engine's lock.
+    let status = blocking(move || {
+        engine
+            .drain_address(which.as_deref(), &address, drained)
+            .then(|| engine.status())
+    })
+    .await?;
+    let Some(status) = status else {
         return Err(not_found(format!(
             "no steered record{} has the address {}",
             record.map_or(String::new(), |r| format!(" {r}")),
             req.address
         )));
-    }
-    Ok(Json(state.engine.status()))
+    };
+    Ok(Json(status))
 }
 
 async fn drain_datacenter(
     State(state): State<ApiState>,
     Json(req): Json<DrainDatacenter>,
 ) -> Result<Json<Vec<RecordStatus>>, ApiError> {
-    if !state.engine.drain_datacenter(&req.datacenter, req.drained) {
+    let (engine, dc, drained) = (state.engine.clone(), req.datacenter.clone(), req.drained);
+    // Draining re-evaluates every record under the engine's lock.
+    let status = blocking(move || {
+        engine
+            .drain_datacenter(&dc, drained)
+            .then(|| engine.status())
+    })
+    .await?;
+    let Some(status) = status else {
         return Err(not_found(format!(
             "no datacenter named \"{}\"",
             req.datacenter
         )));
-    }
-    Ok(Json(state.engine.status()))
+    };
+    Ok(Json(status))
 }
 
 async fn geoip_lookup(
@@ -737,8 +701,7 @@ async fn geoip_lookup(
 ) -> Result<Json<GeoLookup>, ApiError> {
     let ip: IpAddr = ip.parse().map_err(|_| {
         ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad-request",
+            ErrorKind::BadRequest,
             format!("\"{ip}\" is not an IP address"),
         )
     })?;
@@ -768,9 +731,7 @@ async fn geoip_import(
     let dir = state.data_dir.clone();
     let geo = tokio::task::spawn_blocking(move || install_geoip(&dir, &body))
         .await
-        .map_err(|e| {
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
-        })??;
+        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))??;
     let probe = lookup_in(&geo, "8.8.8.8".parse().expect("literal"));
     state.engine.dns().geo.store(Arc::new(geo));
     Ok(Json(probe))
@@ -780,8 +741,7 @@ async fn geoip_import(
 /// so a bad file never replaces a good one.
 fn install_geoip(dir: &std::path::Path, bytes: &[u8]) -> Result<Geo, ApiError> {
     let tmp = dir.join("geoip.mmdb.new");
-    let fail =
-        |e: std::io::Error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "io", e.to_string());
+    let fail = |e: std::io::Error| ApiError::new(ErrorKind::Io, e.to_string());
     std::fs::write(&tmp, bytes).map_err(fail)?;
     match Geo::open(&tmp) {
         Ok(geo) => {
@@ -791,8 +751,7 @@ fn install_geoip(dir: &std::path::Path, bytes: &[u8]) -> Result<Geo, ApiError> {
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid-geoip",
+                ErrorKind::InvalidGeoip,
                 format!("{e}; the current database stays"),
             ))
         }
@@ -807,18 +766,13 @@ async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) 
     if state.replication.secret_ok(given) {
         next.run(request).await
     } else {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing or wrong cluster secret",
-        )
-        .into_response()
+        ApiError::new(ErrorKind::Unauthorized, "missing or wrong cluster secret").into_response()
     }
 }
 
 /// A configuration write forwarded by a follower: validated again here.
 async fn peer_write(State(state): State<ApiState>, body: Bytes) -> Result<Json<Written>, ApiError> {
-    let (text, _) = parse_body(&body)?;
+    let (text, _) = parse_body_off(body).await?;
     writable(&state)?;
     let version = state.replication.write_config(text).await?;
     Ok(Json(Written { version }))
@@ -857,8 +811,7 @@ async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessa
     writable(&state)?;
     if state.replication.clustered() {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "already-clustered",
+            ErrorKind::AlreadyClustered,
             "this device already belongs to a cluster (gtm cluster status)",
         ));
     }
@@ -882,15 +835,14 @@ pub struct TokenResponse {
 async fn cluster_token(State(state): State<ApiState>) -> Result<Json<TokenResponse>, ApiError> {
     if !state.replication.clustered() {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not-clustered",
+            ErrorKind::NotClustered,
             "this device belongs to no cluster yet: run gtm cluster init first",
         ));
     }
     let token = state
         .replication
         .token()
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
     Ok(Json(TokenResponse { token }))
 }
 
@@ -910,8 +862,7 @@ async fn cluster_join(
     writable(&state)?;
     if state.replication.clustered() {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "already-clustered",
+            ErrorKind::AlreadyClustered,
             "this device already belongs to a cluster; gtm cluster leave first",
         ));
     }
@@ -931,8 +882,7 @@ async fn cluster_leave(State(state): State<ApiState>) -> Result<Json<ClusterStat
     writable(&state)?;
     if !state.replication.clustered() {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not-clustered",
+            ErrorKind::NotClustered,
             "this device belongs to no cluster",
         ));
     }
@@ -949,8 +899,7 @@ async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMe
     writable(&state)?;
     if !state.replication.clustered() {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "not-clustered",
+            ErrorKind::NotClustered,
             "this device belongs to no cluster",
         ));
     }
@@ -982,9 +931,9 @@ async fn peer_preview(
     Path((name, rtype)): Path<(String, String)>,
 ) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
-    state
-        .engine
-        .preview(&label)
+    let (engine, what) = (state.engine.clone(), label.clone());
+    blocking(move || engine.preview(&what))
+        .await?
         .map(Json)
         .ok_or_else(|| not_found(format!("no steered record {label}")))
 }
@@ -1005,15 +954,14 @@ async fn remote_preview(
     let secret = state
         .replication
         .secret_value()
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
     let url = format!(
         "{}/cluster/v1/preview/{name}/{rtype}",
         member.info.api_addr.trim_end_matches('/')
     );
     let unreachable = |e: String| {
         ApiError::new(
-            StatusCode::BAD_GATEWAY,
-            "unreachable",
+            ErrorKind::Unreachable,
             format!("cannot reach device {device}: {e}"),
         )
     };

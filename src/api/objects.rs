@@ -12,12 +12,11 @@
 use axum::{
     Json,
     extract::{Path, Query, State},
-    http::StatusCode,
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use serde_json::{Map, Value};
 
-use super::{ApiError, ApiState, ApplyResult};
+use super::{ApiError, ApiState, ApplyResult, ErrorKind};
 use crate::model::{
     self, Config,
     config::{Address, Check, Datacenter, Domain, Record, Scenario, Service},
@@ -125,8 +124,7 @@ pub async fn put<T: Collection>(
     let keep_children = T::CHILDREN.is_some_and(|key| !body.contains_key(key));
     let mut item: T = serde_json::from_value(body.into()).map_err(|e| {
         ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad-request",
+            ErrorKind::BadRequest,
             format!("{} \"{name}\": {e}", T::NOUN),
         )
     })?;
@@ -166,8 +164,7 @@ fn name_matches(noun: &str, path: &str, body: &str) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad-request",
+            ErrorKind::BadRequest,
             format!(
                 "the body names {noun} \"{body}\" but the path names \"{path}\"; rename by deleting and creating"
             ),
@@ -238,8 +235,7 @@ pub async fn put_record(
         && !k.as_str().is_some_and(|k| k.eq_ignore_ascii_case(&rtype))
     {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad-request",
+            ErrorKind::BadRequest,
             format!("the body's type {k} is not the path's {rtype}"),
         ));
     }
@@ -247,13 +243,8 @@ pub async fn put_record(
     fields.insert("type".into(), rtype.to_ascii_uppercase().into());
     // Addresses have routes of their own: a body without them keeps them.
     let keep_addresses = !fields.contains_key("addresses");
-    let record: Record = serde_json::from_value(fields.into()).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad-request",
-            format!("record {name} {rtype}: {e}"),
-        )
-    })?;
+    let record: Record = serde_json::from_value(fields.into())
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("record {name} {rtype}: {e}")))?;
     edit(&state, &options, |config| {
         let d = domain_mut(config, &domain)?;
         match record_index(d, &name, &rtype) {
@@ -319,8 +310,7 @@ pub async fn put_address(
         Ok(ip) => {
             if address.ip.is_some_and(|given| given != ip) {
                 return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "bad-request",
+                    ErrorKind::BadRequest,
                     format!(
                         "the body's ip {} is not the path's {ip}",
                         address_key(&address)
@@ -336,8 +326,7 @@ pub async fn put_address(
                 .is_some_and(|t| !same_name(t, &key))
             {
                 return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "bad-request",
+                    ErrorKind::BadRequest,
                     format!("the body's target is not the path's {key}"),
                 ));
             }
@@ -393,8 +382,7 @@ async fn edit(
         && expected != version
     {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "conflict",
+            ErrorKind::Conflict,
             format!(
                 "the configuration is at version {version}, not {expected}; read it again and retry"
             ),
@@ -413,8 +401,7 @@ async fn edit(
     }
     let text = toml::to_string_pretty(&config).map_err(|e| {
         ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ErrorKind::Internal,
             format!("the configuration cannot be written as TOML: {e}"),
         )
     })?;

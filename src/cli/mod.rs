@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use gtm_cluster::ClusterStatus;
 
 use crate::{
-    api::{ApiError, ApplyResult, GeoLookup, StatusReport},
+    api::{ApiError, ApplyResult, ErrorKind, GeoLookup, StatusReport},
     device::{API_FILE, Device, TOKEN_FILE},
     engine::{Event, Preview},
     model::{
@@ -276,6 +276,9 @@ pub enum CliError {
     NoQuorum(String),
     #[error("{0}")]
     NotFound(String),
+    /// An error the device answered, with its kind.
+    #[error("{message}")]
+    Api { kind: ErrorKind, message: String },
 }
 
 pub fn exit_code(e: &anyhow::Error) -> i32 {
@@ -284,7 +287,19 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         Some(CliError::Unreachable(_)) => 3,
         Some(CliError::NoQuorum(_)) => 4,
         Some(CliError::NotFound(_)) => 5,
+        Some(CliError::Api { kind, .. }) => api_exit_code(*kind),
         None => 1,
+    }
+}
+
+/// The exit code of each kind of API error: the one place the CLI maps them.
+pub fn api_exit_code(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::Unreachable => 3,
+        ErrorKind::NoQuorum => 4,
+        ErrorKind::NotFound => 5,
+        k if k.status().is_client_error() => 2,
+        _ => 1,
     }
 }
 
@@ -988,16 +1003,13 @@ impl Client {
                     msg.push_str("\n  ");
                     msg.push_str(&line);
                 }
-                if e.error == "no-quorum" {
-                    bail!(CliError::NoQuorum(msg))
-                }
-                if e.error == "not-found" {
-                    bail!(CliError::NotFound(msg))
-                }
-                if status.is_client_error() {
-                    bail!(CliError::BadInput(msg))
-                }
-                bail!("{msg}")
+                // A label this version does not know: its HTTP status says
+                // whose fault it was.
+                let kind = match e.error {
+                    ErrorKind::Unknown if status.is_client_error() => ErrorKind::BadRequest,
+                    kind => kind,
+                };
+                bail!(CliError::Api { kind, message: msg })
             }
             Err(_) => bail!("the device answered {status}: {body}"),
         }

@@ -1,0 +1,205 @@
+//! API errors: one [`ErrorKind`] per stable label, which fixes its HTTP
+//! status; the CLI reads the same kinds back to choose its exit code.
+
+use axum::{
+    Json,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use serde::{Deserialize, Serialize};
+
+use crate::{engine::ApplyError, model::ConfigErrors};
+
+/// What went wrong, as a stable label (the `error` field of every error
+/// body); each kind has one HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    BadRequest,
+    Unauthorized,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    AlreadyClustered,
+    NotClustered,
+    NotManual,
+    NotProbed,
+    TooLarge,
+    InvalidConfig,
+    InvalidGeoip,
+    Unreachable,
+    NoQuorum,
+    Cluster,
+    Storage,
+    StoreFailed,
+    Io,
+    Internal,
+    /// A label this version does not know (from a newer device).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorKind {
+    /// Every kind a device answers (not [`ErrorKind::Unknown`]).
+    pub const ALL: [ErrorKind; 19] = [
+        Self::BadRequest,
+        Self::Unauthorized,
+        Self::NotFound,
+        Self::MethodNotAllowed,
+        Self::Conflict,
+        Self::AlreadyClustered,
+        Self::NotClustered,
+        Self::NotManual,
+        Self::NotProbed,
+        Self::TooLarge,
+        Self::InvalidConfig,
+        Self::InvalidGeoip,
+        Self::Unreachable,
+        Self::NoQuorum,
+        Self::Cluster,
+        Self::Storage,
+        Self::StoreFailed,
+        Self::Io,
+        Self::Internal,
+    ];
+
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::BadRequest => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict
+            | Self::AlreadyClustered
+            | Self::NotClustered
+            | Self::NotManual
+            | Self::NotProbed => StatusCode::CONFLICT,
+            Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::InvalidConfig | Self::InvalidGeoip => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unreachable => StatusCode::BAD_GATEWAY,
+            Self::NoQuorum | Self::Cluster | Self::Storage => StatusCode::SERVICE_UNAVAILABLE,
+            Self::StoreFailed | Self::Io | Self::Internal | Self::Unknown => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    }
+
+    /// The stable label, as it appears in error bodies.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::BadRequest => "bad-request",
+            Self::Unauthorized => "unauthorized",
+            Self::NotFound => "not-found",
+            Self::MethodNotAllowed => "method-not-allowed",
+            Self::Conflict => "conflict",
+            Self::AlreadyClustered => "already-clustered",
+            Self::NotClustered => "not-clustered",
+            Self::NotManual => "not-manual",
+            Self::NotProbed => "not-probed",
+            Self::TooLarge => "too-large",
+            Self::InvalidConfig => "invalid-config",
+            Self::InvalidGeoip => "invalid-geoip",
+            Self::Unreachable => "unreachable",
+            Self::NoQuorum => "no-quorum",
+            Self::Cluster => "cluster",
+            Self::Storage => "storage",
+            Self::StoreFailed => "store-failed",
+            Self::Io => "io",
+            Self::Internal => "internal",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// The kind of an error status that axum answered by itself.
+    pub fn of_status(status: StatusCode) -> Self {
+        match status {
+            StatusCode::NOT_FOUND => Self::NotFound,
+            StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
+            StatusCode::PAYLOAD_TOO_LARGE => Self::TooLarge,
+            StatusCode::UNAUTHORIZED => Self::Unauthorized,
+            s if s.is_client_error() => Self::BadRequest,
+            _ => Self::Internal,
+        }
+    }
+}
+
+/// An API error: its kind (status and stable label), and what to fix.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ApiError {
+    pub error: ErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+impl ApiError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            error: kind,
+            message: message.into(),
+            errors: Vec::new(),
+        }
+    }
+
+    pub fn invalid(errors: ConfigErrors) -> Self {
+        let mut e = Self::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "the configuration has {} error(s); nothing was applied",
+                errors.0.len()
+            ),
+        );
+        e.errors = errors.0.iter().map(ToString::to_string).collect();
+        e
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, what)
+    }
+
+    pub fn internal(what: impl std::fmt::Display) -> Self {
+        Self::new(ErrorKind::Internal, what.to_string())
+    }
+}
+
+impl From<ApplyError> for ApiError {
+    fn from(e: ApplyError) -> Self {
+        match e {
+            ApplyError::Invalid(errors) => ApiError::invalid(errors),
+            ApplyError::Store(e) => {
+                ApiError::new(ErrorKind::StoreFailed, format!("{e}; nothing was applied"))
+            }
+            ApplyError::NoQuorum(_) => ApiError::new(ErrorKind::NoQuorum, e.to_string()),
+            ApplyError::Cluster(message) => ApiError::new(ErrorKind::Cluster, message),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.error.status(), Json(self)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_the_serialized_kinds_and_the_docs_list_them_all() {
+        let docs = include_str!("../../docs/api.md");
+        for kind in ErrorKind::ALL {
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json, kind.label(), "{kind:?}");
+            let back: ErrorKind = serde_json::from_value(json).unwrap();
+            assert_eq!(back, kind);
+            assert!(
+                docs.contains(&format!("`{}`", kind.label())),
+                "docs/api.md's error table lacks {}",
+                kind.label()
+            );
+        }
+        let unknown: ErrorKind = serde_json::from_str("\"from-the-future\"").unwrap();
+        assert_eq!(unknown, ErrorKind::Unknown);
+    }
+}
