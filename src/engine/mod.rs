@@ -5,7 +5,8 @@
 //! goes through here under one mutex: decide the check, re-decide the
 //! scenarios that read it, re-evaluate the records that depend on either,
 //! swap in the answers that changed, log the events. Queries never take
-//! that mutex.
+//! that mutex, and no storage I/O happens under it: events and health
+//! decisions go to the store-writer thread ([`store_writer`]).
 
 mod diff;
 pub mod health;
