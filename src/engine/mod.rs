@@ -201,6 +201,10 @@ pub struct Engine {
     /// Set while the latest committed configuration could not be installed
     /// here (the device serves its last good one): the device is degraded.
     install_failure: Mutex<Option<InstallFailure>>,
+    /// Taken for a whole configuration change: building the answers and
+    /// writing the store happen outside the engine lock (probe threads take
+    /// that one), and no other change slips in between.
+    applying: Mutex<()>,
 }
 
 /// A committed configuration this device could not install, and why.
@@ -306,6 +310,7 @@ impl Engine {
             version_tx: watch::channel(version).0,
             probe_metrics: Default::default(),
             install_failure: Mutex::new(None),
+            applying: Mutex::new(()),
         };
         engine.install(&mut engine.lock(), version, config, compiled, snapshot);
         engine
@@ -350,19 +355,22 @@ impl Engine {
         text: String,
         config: Config,
     ) -> Result<(u64, Vec<String>), ApplyError> {
-        let mut inner = self.lock();
+        let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         // The answers are built before anything is kept: a configuration
         // that cannot be served is refused, not saved.
         let (compiled, snapshot) =
             prepare(&config, &self.dns.snapshot.load()).map_err(ApplyError::Invalid)?;
-        let version = inner.version + 1;
-        let changes = diff(&inner.config, &config);
+        let (version, changes) = {
+            let inner = self.lock();
+            (inner.version + 1, diff(&inner.config, &config))
+        };
         if let Some(Persist { store, .. }) = &self.store {
             // Durable first: a crash after this keeps the new configuration.
             store
                 .save_config(&gtm_cluster::StoredConfig { version, text })
                 .map_err(ApplyError::Store)?;
         }
+        let mut inner = self.lock();
         self.install(&mut inner, version, config, compiled, snapshot);
         let summary = format!(
             "configuration version {version} applied ({} changes)",
@@ -380,8 +388,9 @@ impl Engine {
     /// Replaces the configuration atomically; records keep their state
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
-        let mut inner = self.lock();
+        let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let (compiled, snapshot) = prepare(&config, &self.dns.snapshot.load())?;
+        let mut inner = self.lock();
         self.install(&mut inner, version, config, compiled, snapshot);
         Ok(())
     }
@@ -400,6 +409,7 @@ impl Engine {
     /// one for restarts, and reports itself degraded until a later
     /// configuration installs.
     pub fn apply_committed(&self, version: u64, text: String) -> Result<(), String> {
+        let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let prepared = crate::model::parse(&text)
             .map_err(|e| format!("it does not parse: {e}"))
             .and_then(|config| {
