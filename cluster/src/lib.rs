@@ -26,7 +26,9 @@ mod node;
 mod state_machine;
 mod types;
 
-pub use network::{RPC_PATHS, SECRET_HEADER, constant_time_eq, rpc_router};
+pub use network::{
+    RPC_PATHS, RpcBody, SECRET_HEADER, constant_time_eq, decode_rpc_body, rpc_router,
+};
 pub use node::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,
     WRITE_TIMEOUT,
@@ -188,13 +190,12 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (config, _) =
-            bincode::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| {
-                StoreError::Corrupt {
-                    what: "configuration",
-                    why: e.to_string(),
-                }
-            })?;
+        let (config, _) = bincode::decode_from_slice(&bytes, types::decoding()).map_err(|e| {
+            StoreError::Corrupt {
+                what: "configuration",
+                why: e.to_string(),
+            }
+        })?;
         Ok(Some(config))
     }
 
