@@ -56,7 +56,7 @@ for t in "${targets[@]}"; do
   echo "$t: ${execs:-?} executions in ${seconds} s, corpus ${corpus}, findings ${found} (exit ${rc})"
   if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then
     failed=1
-    grep -m1 -A12 "panicked at\|ERROR: libFuzzer" "$log" | sed 's/^/    /' || true
+    grep -m1 -A8 "panicked at\|ERROR: libFuzzer" "$log" | cut -c1-400 | sed "s/^/    /" || true
     ls -t "fuzz/artifacts/$t" | head -3 | sed "s|^|    fuzz/artifacts/$t/|"
   fi
 done
