@@ -29,7 +29,9 @@ mod state_machine;
 mod types;
 
 pub use http::{HttpClientError, http_client, trust_roots};
-pub use network::{RPC_PATHS, SECRET_HEADER, constant_time_eq, rpc_router};
+pub use network::{
+    RPC_PATHS, RpcBody, SECRET_HEADER, constant_time_eq, decode_rpc_body, rpc_router,
+};
 pub use node::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,
     WRITE_TIMEOUT,
@@ -287,13 +289,12 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (config, _) =
-            bincode::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| {
-                StoreError::Corrupt {
-                    what: "configuration",
-                    why: e.to_string(),
-                }
-            })?;
+        let (config, _) = bincode::decode_from_slice(&bytes, types::decoding()).map_err(|e| {
+            StoreError::Corrupt {
+                what: "configuration",
+                why: e.to_string(),
+            }
+        })?;
         Ok(Some(config))
     }
 

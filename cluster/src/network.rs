@@ -394,6 +394,53 @@ async fn snapshot(State(node): State<Arc<ClusterNode>>, body: Bytes) -> Response
     reply(&res)
 }
 
+/// The bodies a device decodes from its peers: the Raft RPC requests its
+/// routes receive and the replies its client reads back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RpcBody {
+    AppendRequest,
+    VoteRequest,
+    /// With the snapshot's data, decoded as installing it does.
+    SnapshotRequest,
+    AppendReply,
+    VoteReply,
+    SnapshotReply,
+}
+
+impl RpcBody {
+    pub const ALL: [RpcBody; 6] = [
+        RpcBody::AppendRequest,
+        RpcBody::VoteRequest,
+        RpcBody::SnapshotRequest,
+        RpcBody::AppendReply,
+        RpcBody::VoteReply,
+        RpcBody::SnapshotReply,
+    ];
+}
+
+/// Decodes `body` with the types the routes and the client use, and returns
+/// the decoded value encoded again. Only the fuzz targets call it: it runs
+/// exactly the decoding that a peer's bytes reach.
+pub fn decode_rpc_body(kind: RpcBody, body: &[u8]) -> Result<Vec<u8>, String> {
+    fn again<T: Serialize + DeserializeOwned>(body: &[u8]) -> Result<Vec<u8>, String> {
+        let value: T = decode(body).map_err(|e| e.to_string())?;
+        encode(&value).map_err(|e| format!("decoded but cannot encode again: {e}"))
+    }
+    match kind {
+        RpcBody::AppendRequest => again::<AppendEntriesRequest<TypeConfig>>(body),
+        RpcBody::VoteRequest => again::<VoteRequest<u64>>(body),
+        RpcBody::SnapshotRequest => {
+            let (_, _, data): (Vote, SnapshotMeta, Vec<u8>) =
+                decode(body).map_err(|e| e.to_string())?;
+            again::<crate::state_machine::SnapshotData>(&data)?;
+            again::<(Vote, SnapshotMeta, Vec<u8>)>(body)
+        }
+        RpcBody::AppendReply => again::<Result<AppendEntriesResponse<u64>, RaftError<u64>>>(body),
+        RpcBody::VoteReply => again::<Result<VoteResponse<u64>, RaftError<u64>>>(body),
+        RpcBody::SnapshotReply => again::<Result<SnapshotResponse<u64>, Fatal<u64>>>(body),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::constant_time_eq;

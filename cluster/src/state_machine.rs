@@ -40,7 +40,7 @@ const SNAPSHOT: &[u8] = b"\0snapshot";
 
 /// What a snapshot carries.
 #[derive(Debug, Serialize, Deserialize)]
-struct SnapshotData {
+pub(crate) struct SnapshotData {
     kv: BTreeMap<String, Vec<u8>>,
     last_applied: Option<LogId>,
     membership: StoredMembership,

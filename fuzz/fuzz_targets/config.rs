@@ -1,0 +1,94 @@
+//! Arbitrary text as a configuration: parsed, compiled, and when it
+//! compiles, installed on a device and asked for its records.
+//!
+//! Asserts: compile OK ⇒ the device installs it (the snapshot builds, no
+//! panic), and every record's answer, by either path, with or without
+//! EDNS, decodes strictly and fits the client's limit.
+#![no_main]
+
+use gtm::{
+    dns::{
+        fast,
+        handler::{DnsState, Handler, answer_udp},
+        snapshot::{Draw, Snapshot},
+        wire,
+    },
+    engine::{Engine, Prepared},
+    geo::Geo,
+    model::{compile, parse},
+};
+use gtm_fuzz::{hex, known_defect, query, source, strict_decode};
+use libfuzzer_sys::fuzz_target;
+
+/// Records asked per configuration at most: the first ones.
+const ASKED: usize = 16;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(config) = parse(text) else {
+        return;
+    };
+    let Ok(compiled) = compile(&config) else {
+        return;
+    };
+    let state = DnsState::new(Snapshot::default(), Geo::none(), 1232);
+    let prepared = match Prepared::new(config, &state) {
+        Ok(prepared) => prepared,
+        Err(e) => panic!("compiled once, refused at install: {e}"),
+    };
+    let engine = Engine::new("fuzz", 1, prepared, state, None);
+    let handler = Handler {
+        state: engine.dns().clone(),
+    };
+    let src = source(0);
+    let names = compiled
+        .zones
+        .iter()
+        .flat_map(|z| z.records.iter().map(|r| (r.owner.clone(), r.kind)));
+    for (owner, kind) in names.take(ASKED) {
+        let rtype = gtm::dns::snapshot::wire_type(kind);
+        for edns in [true, false] {
+            let Ok(bytes) = query(owner.clone(), rtype, edns).to_vec() else {
+                continue;
+            };
+            let limit = usize::from(
+                handler
+                    .state
+                    .udp_limit(wire::edns(&bytes).ok().flatten().as_ref()),
+            );
+            let mut out = Vec::new();
+            let mut responses = Vec::new();
+            if fast::answer(
+                &handler.state,
+                &bytes,
+                src.ip(),
+                &mut Draw::new(1),
+                &mut out,
+            ) {
+                responses.push(("fast", out));
+            }
+            if let Some(general) = answer_udp(&handler, &bytes, src, &mut Draw::new(1)) {
+                responses.push(("general", general));
+            }
+            for (path, response) in responses {
+                if let Err(e) = strict_decode(&response) {
+                    if known_defect(&response, &e).is_some() {
+                        continue;
+                    }
+                    panic!(
+                        "{path} path: the answer of {owner} {rtype} does not decode: {e}\nquery    {}\nresponse {}",
+                        hex(&bytes),
+                        hex(&response)
+                    );
+                }
+                assert!(
+                    response.len() <= limit,
+                    "{path} path: {owner} {rtype}: {} bytes over the limit {limit}",
+                    response.len()
+                );
+            }
+        }
+    }
+});
