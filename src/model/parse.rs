@@ -168,6 +168,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn deeply_nested_values_are_refused_not_a_stack_overflow() {
+        for (open, close) in [("[", "]"), ("{a=", "}")] {
+            let depth = 100_000;
+            let text = format!(
+                "[[domain]]\nname = \"x.test\"\nnote = {}1{}\n",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
+            assert!(parse(&text).is_err(), "{open} nested {depth} deep");
+        }
+    }
+
+    #[test]
     fn errors_after_multibyte_text_name_the_line() {
         for text in [
             "# ünïcödé €€€\n[[domain]]\nname = \"é.test\"\n€ = 2\n",
