@@ -52,10 +52,12 @@ async fn clients_are_placed_by_ecs_country_then_continent_then_default() {
     write_mmdb(&db);
     let d = TestDevice::start_with(ZONE, Some(db)).await;
     for (subnet, expect, scope) in [
-        ("81.2.69.0/24", "192.0.2.50", 24), // Germany
-        ("2.2.2.0/24", "192.0.2.51", 24),   // France: Europe
-        ("3.3.3.0/24", "192.0.2.52", 16),   // US: the default; the database network is a /16
-        ("10.1.2.0/24", "192.0.2.52", 24),  // private: no place, scoped to its subnet
+        ("81.2.69.0/24", "192.0.2.50", 24),  // Germany
+        ("2.2.2.0/24", "192.0.2.51", 24),    // France: Europe
+        ("3.3.3.0/24", "192.0.2.52", 16),    // US: the default; the database network is a /16
+        ("10.1.2.0/24", "192.0.2.52", 24),   // private: no place, scoped to its subnet
+        ("198.18.5.0/24", "192.0.2.52", 24), // benchmarking: unroutable, as private
+        ("240.1.2.0/24", "192.0.2.52", 24),  // reserved: unroutable, as private
     ] {
         let r = udp(
             d.v4(),
