@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::replication::{Replication, random_bytes, write_private};
+use crate::replication::{Replication, random_bytes, read_kept, write_private};
 use crate::{
     api::{self, ApiState},
     dns::{handler::DnsState, server::DnsServer},
@@ -322,7 +322,7 @@ fn open_geo(settings: &NodeSettings) -> Result<Geo> {
 /// The API token: kept in the data directory, made on first start.
 fn api_token(dir: &Path) -> Result<String> {
     let path = dir.join(TOKEN_FILE);
-    if let Ok(t) = fs::read_to_string(&path) {
+    if let Some(t) = read_kept(&path)? {
         let t = t.trim().to_string();
         if !t.is_empty() {
             return Ok(t);

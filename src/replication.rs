@@ -415,7 +415,7 @@ async fn decode<T: serde::de::DeserializeOwned>(
 /// This device's Raft id: random on first start, kept in the data directory.
 fn node_id(dir: &Path) -> Result<u64> {
     let path = dir.join(NODE_ID_FILE);
-    if let Ok(text) = std::fs::read_to_string(&path) {
+    if let Some(text) = read_kept(&path)? {
         return text
             .trim()
             .parse()
@@ -429,7 +429,7 @@ fn node_id(dir: &Path) -> Result<u64> {
 /// The cluster secret: made on first start; replaced when joining.
 fn secret(dir: &Path) -> Result<String> {
     let path = dir.join(SECRET_FILE);
-    if let Ok(text) = std::fs::read_to_string(&path) {
+    if let Some(text) = read_kept(&path)? {
         let s = text.trim().to_string();
         if !s.is_empty() {
             return Ok(s);
@@ -451,6 +451,18 @@ pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
     Ok(raw)
 }
 
+/// A file the device made on an earlier start, or `None` when there is
+/// none yet. Any other failure (unreadable, not UTF-8) is an error: making a
+/// new node id, secret or token over a file that exists but cannot be read
+/// would silently take the device out of its cluster or lock out its users.
+pub(crate) fn read_kept(path: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
 pub(crate) fn write_private(path: &Path, text: &str) -> Result<()> {
     use std::{io::Write as _, os::unix::fs::OpenOptionsExt};
     let mut f = std::fs::OpenOptions::new()
@@ -462,4 +474,31 @@ pub(crate) fn write_private(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     f.write_all(text.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_file_that_cannot_be_read_is_an_error_not_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // Absent: made once, then read back unchanged.
+        let id = node_id(dir.path()).expect("new id");
+        assert_eq!(node_id(dir.path()).expect("kept id"), id);
+        let made = secret(dir.path()).expect("new secret");
+        assert_eq!(secret(dir.path()).expect("kept secret"), made);
+        // Present but not text: an error naming the file, and the file stays.
+        for file in [NODE_ID_FILE, SECRET_FILE] {
+            std::fs::write(dir.path().join(file), [0xff, 0xfe, 0x00]).expect("write");
+        }
+        let e = format!("{:#}", node_id(dir.path()).expect_err("binary node id"));
+        assert!(e.contains(NODE_ID_FILE), "{e}");
+        let e = format!("{:#}", secret(dir.path()).expect_err("binary secret"));
+        assert!(e.contains(SECRET_FILE), "{e}");
+        for file in [NODE_ID_FILE, SECRET_FILE] {
+            let kept = std::fs::read(dir.path().join(file)).expect("read");
+            assert_eq!(kept, [0xff, 0xfe, 0x00], "{file} was not replaced");
+        }
+    }
 }

@@ -52,10 +52,12 @@ async fn clients_are_placed_by_ecs_country_then_continent_then_default() {
     write_mmdb(&db);
     let d = TestDevice::start_with(ZONE, Some(db)).await;
     for (subnet, expect, scope) in [
-        ("81.2.69.0/24", "192.0.2.50", 24), // Germany
-        ("2.2.2.0/24", "192.0.2.51", 24),   // France: Europe
-        ("3.3.3.0/24", "192.0.2.52", 16),   // US: the default; the database network is a /16
-        ("10.1.2.0/24", "192.0.2.52", 24),  // private: no place, scoped to its subnet
+        ("81.2.69.0/24", "192.0.2.50", 24),  // Germany
+        ("2.2.2.0/24", "192.0.2.51", 24),    // France: Europe
+        ("3.3.3.0/24", "192.0.2.52", 16),    // US: the default; the database network is a /16
+        ("10.1.2.0/24", "192.0.2.52", 24),   // private: no place, scoped to its subnet
+        ("198.18.5.0/24", "192.0.2.52", 24), // benchmarking: unroutable, as private
+        ("240.1.2.0/24", "192.0.2.52", 24),  // reserved: unroutable, as private
     ] {
         let r = udp(
             d.v4(),
@@ -109,4 +111,49 @@ fn a_corrupt_database_is_refused() {
     let bad = dir.path().join("bad.mmdb");
     std::fs::write(&bad, b"this is not a database").unwrap();
     assert!(gtm::geo::Geo::open(&bad).is_err());
+}
+
+/// A damaged database file (a stored file the device reads at start) is
+/// refused or answers "no place": every one-byte change and every cut of a
+/// real database, opened and looked up, and nothing panics.
+#[test]
+fn every_damaged_copy_of_a_database_is_refused_or_located_without_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.mmdb");
+    write_mmdb(&good);
+    let bytes = std::fs::read(&good).unwrap();
+    let path = dir.path().join("damaged.mmdb");
+    let addresses: Vec<IpAddr> = [
+        "81.2.69.7",
+        "2.2.2.2",
+        "3.3.3.3",
+        "8.8.8.8",
+        "2001:4860::1",
+        "::ffff:81.2.69.7",
+        "2a00:1450::1",
+    ]
+    .iter()
+    .map(|a| a.parse().unwrap())
+    .collect();
+    let mut opened = 0;
+    let mut try_copy = |copy: &[u8]| {
+        std::fs::write(&path, copy).unwrap();
+        if let Ok(geo) = gtm::geo::Geo::open(&path) {
+            opened += 1;
+            for ip in &addresses {
+                let _ = geo.locate(*ip);
+            }
+        }
+    };
+    for i in 0..bytes.len() {
+        for flip in [0xFF, 0x01, 0x80] {
+            let mut copy = bytes.clone();
+            copy[i] ^= flip;
+            try_copy(&copy);
+        }
+    }
+    for cut in (0..bytes.len()).step_by(7) {
+        try_copy(&bytes[..cut]);
+    }
+    assert!(opened > 0, "some damage (in unused bytes) still opens");
 }

@@ -676,7 +676,7 @@ impl Engine {
                 .health
                 .checks
                 .get_mut(check)
-                .expect("transition of a known check");
+                .expect("callers insert the check with health.entry() under this same lock");
             let old = status.state;
             status.state = state;
             status.since_ms = now_ms();

@@ -163,8 +163,17 @@ impl Geo {
     }
 }
 
-/// Addresses no database can place: RFC 1918, loopback, link-local, CGNAT,
-/// unique-local and the like.
+/// Addresses no database can place, and answers for them would be wrong
+/// for every other client: RFC 1918, loopback, link-local, CGNAT,
+/// unique-local, "this network" 0.0.0.0/8, IETF protocol assignments
+/// 192.0.0.0/24, benchmarking 198.18.0.0/15, multicast (224.0.0.0/4,
+/// ff00::/8), reserved 240.0.0.0/4 (with broadcast) and `::`. An IPv6 form
+/// of an IPv4 address (mapped, compatible, NAT64, see
+/// [`crate::addr::embedded_v4`]) is judged by its IPv4 address.
+///
+/// The documentation ranges (192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24,
+/// 2001:db8::/32) are left routable on purpose: tests and examples use them
+/// as ordinary client addresses.
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -172,12 +181,14 @@ pub fn is_private(ip: IpAddr) -> bool {
             v4.is_private()
                 || v4.is_loopback()
                 || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
+                || o[0] == 0
                 || (o[0] == 100 && (o[1] & 0xC0) == 64)
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || (o[0] == 198 && (o[1] & 0xFE) == 18)
+                || o[0] >= 224
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = crate::addr::embedded_v4(v6) {
                 return is_private(IpAddr::V4(v4));
             }
             let first = v6.segments()[0];
@@ -185,6 +196,80 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || v6.is_unspecified()
                 || (first & 0xFE00) == 0xFC00
                 || (first & 0xFFC0) == 0xFE80
+                || (first & 0xFF00) == 0xFF00
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_private;
+
+    fn private(text: &str) -> bool {
+        is_private(text.parse().expect("test literal"))
+    }
+
+    #[test]
+    fn unroutable_ranges_are_private() {
+        for a in [
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "127.0.0.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "100.127.255.255",
+            "0.0.0.0",
+            "0.1.2.3",
+            "192.0.0.8",
+            "198.18.0.1",
+            "198.19.255.255",
+            "224.0.0.1",
+            "239.255.255.250",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "ff02::1",
+            "ff0e::101",
+            "::ffff:10.0.0.1",
+            "::ffff:198.18.0.1",
+            "::10.0.0.1",
+            "::127.0.0.1",
+            "::169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::c0a8:0101",
+            "64:ff9b::e000:1",
+        ] {
+            assert!(private(a), "{a} must count as private or unroutable");
+        }
+    }
+
+    #[test]
+    fn routable_and_documentation_ranges_are_not_private() {
+        for a in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "100.63.255.255",
+            "100.128.0.0",
+            "192.0.1.255",
+            "192.0.2.1",
+            "198.17.255.255",
+            "198.20.0.0",
+            "198.51.100.7",
+            "203.0.113.9",
+            "223.255.255.255",
+            "2001:db8::1",
+            "2a00:1450::1",
+            "::ffff:8.8.8.8",
+            "::8.8.8.8",
+            "64:ff9b::808:808",
+            "64:ff9b:1::a00:1",
+        ] {
+            assert!(!private(a), "{a} is routable");
         }
     }
 }

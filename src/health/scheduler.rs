@@ -135,10 +135,50 @@ async fn probe_loop<S: ResultSink>(
             return; // the configuration changed while this probe ran
         }
         sink.probe_result(&instance.check, outcome.ok, outcome.reason, outcome.elapsed);
-        next += interval;
-        let now = Instant::now();
-        while next <= now {
-            next += interval; // skip starts missed while waiting for a permit
+        next = next_start(next, interval, Instant::now());
+    }
+}
+
+/// About 30 years: where a start that the clock cannot hold is put.
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// The first start after `now` on the schedule `prev + k × interval`,
+/// skipping starts missed while waiting for a permit. The interval comes
+/// from configuration, so the sum is checked: an interval the clock cannot
+/// add is scheduled far in the future instead of overflowing `Instant`.
+fn next_start(prev: Instant, interval: Duration, now: Instant) -> Instant {
+    // Validation refuses a zero interval; the floor keeps the loop finite anyway.
+    let interval = interval.max(Duration::from_millis(1));
+    let far = now.checked_add(FAR_FUTURE).unwrap_or(now);
+    let mut next = prev.checked_add(interval).unwrap_or(far);
+    while next <= now {
+        next = next.checked_add(interval).unwrap_or(far);
+        if next == far {
+            break;
         }
+    }
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_start_keeps_the_schedule_and_skips_missed_starts() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        assert_eq!(next_start(t0, s(5), t0), t0 + s(5));
+        assert_eq!(next_start(t0, s(5), t0 + s(12)), t0 + s(15));
+        assert_eq!(next_start(t0, s(5), t0 + s(15)), t0 + s(20));
+    }
+
+    #[test]
+    fn next_start_never_overflows_the_clock() {
+        let t0 = Instant::now();
+        assert_eq!(next_start(t0, Duration::MAX, t0), t0 + FAR_FUTURE);
+        let longest = Duration::from_millis(u64::MAX); // the longest Interval parses to
+        assert!(next_start(t0, longest, t0) > t0);
+        assert!(next_start(t0, Duration::ZERO, t0) > t0);
     }
 }

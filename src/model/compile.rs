@@ -213,6 +213,11 @@ pub enum Hc {
     Check(CheckRef),
 }
 
+/// The longest check interval (and so timeout). A result a day old says
+/// nothing about health, and the bound keeps schedule arithmetic (start +
+/// interval) far from what a clock can hold.
+pub const MAX_CHECK_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+
 /// Validates a configuration and resolves its defaults.
 pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
     let mut cx = Cx::default();
@@ -596,6 +601,16 @@ impl Cx {
             .map_or(Duration::from_secs(3).min(interval), |i| i.0);
         if interval.is_zero() {
             self.err(&path, "interval must be more than 0s");
+        }
+        if interval > MAX_CHECK_INTERVAL {
+            self.err(
+                &path,
+                format!(
+                    "interval {} is longer than {}, the longest a check may wait between probes",
+                    super::duration::Interval(interval),
+                    super::duration::Interval(MAX_CHECK_INTERVAL)
+                ),
+            );
         }
         if timeout.is_zero() {
             self.err(&path, "timeout must be more than 0s");
@@ -1491,6 +1506,24 @@ nameservers = ["ns1.example.test"]
 
     fn txt(name: &str, value: &str) -> String {
         format!("[[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = ['\"{value}\"']\n")
+    }
+
+    #[test]
+    fn a_check_interval_over_a_day_is_refused_with_its_path() {
+        let check = |interval: &str| {
+            format!("[[check]]\nname = \"web\"\ntype = \"tcp\"\ninterval = \"{interval}\"\n")
+        };
+        assert_eq!(
+            errors(&check("5124095576030h")),
+            [
+                "check web: interval 5124095576030h is longer than 24h, the longest a check may wait between probes"
+            ]
+        );
+        assert!(
+            errors(&check("24h")).is_empty(),
+            "{:?}",
+            errors(&check("24h"))
+        );
     }
 
     #[test]

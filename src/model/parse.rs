@@ -57,7 +57,13 @@ fn parse_whole(piece: &str, offset: usize, text: &str) -> Result<Config, ConfigE
     toml::from_str(piece).map_err(|e| {
         let path = match e.span() {
             Some(span) => {
-                let line = text[..offset + span.start].matches('\n').count() + 1;
+                // Counted over bytes, so a span that is not on a character
+                // boundary (or past the end) cannot panic.
+                let before = text
+                    .as_bytes()
+                    .get(..offset + span.start)
+                    .unwrap_or_default();
+                let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
                 format!("line {line}")
             }
             None => String::new(),
@@ -160,6 +166,33 @@ fn header<'t>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deeply_nested_values_are_refused_not_a_stack_overflow() {
+        for (open, close) in [("[", "]"), ("{a=", "}")] {
+            let depth = 100_000;
+            let text = format!(
+                "[[domain]]\nname = \"x.test\"\nnote = {}1{}\n",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
+            assert!(parse(&text).is_err(), "{open} nested {depth} deep");
+        }
+    }
+
+    #[test]
+    fn errors_after_multibyte_text_name_the_line() {
+        for text in [
+            "# ünïcödé €€€\n[[domain]]\nname = \"é.test\"\n€ = 2\n",
+            "[[domain]]\nname = \"x\"\nnote = \"€\n",
+            "€",
+        ] {
+            let Err(e) = parse(text) else {
+                panic!("{text:?} must not parse");
+            };
+            assert!(e.to_string().contains("line "), "{e}");
+        }
+    }
 
     /// Every configuration in config/, and a generated one with everything a cut
     /// must not break, parse the same in pieces as whole.
