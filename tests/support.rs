@@ -49,27 +49,16 @@ impl TestDevice {
         };
         let settings = NodeSettings {
             name: "test1".into(),
-            datacenter: "dc1".into(),
-            data_dir: data_dir.to_path_buf(),
             dns_listen: vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()],
             api_listen: "127.0.0.1:0".parse().unwrap(),
-            advertise_api: None,
             geoip_file: geoip,
             udp_workers: Some(1),
-            edns_payload: None,
-            event_retention: None,
-            allow_exec: false,
-            tls_cert: None,
-            tls_key: None,
-            tls_ca: None,
-            max_concurrent_probes: None,
-            allow_link_local_probes: false,
             // Tests probe loopback only; anything else would be a bug.
             probe_networks: vec![
                 "127.0.0.0/8".to_string().try_into().unwrap(),
                 "::1".to_string().try_into().unwrap(),
             ],
-            nsid: None,
+            ..NodeSettings::demo(data_dir.to_path_buf())
         };
         let device = Device::start(settings, false).await.expect("device starts");
         let parsed = gtm::model::parse(config).expect("test config parses");

@@ -186,23 +186,11 @@ fn a_100000_deep_unless_chain_is_refused_by_config_check() {
 fn settings(name: &str, ip: &str, dir: &Path) -> NodeSettings {
     NodeSettings {
         name: name.into(),
-        datacenter: "dc1".into(),
-        data_dir: dir.to_path_buf(),
         dns_listen: vec![format!("{ip}:0").parse().unwrap()],
         api_listen: format!("{ip}:8053").parse().unwrap(),
-        advertise_api: None,
-        geoip_file: None,
         udp_workers: Some(1),
-        edns_payload: None,
-        event_retention: None,
-        allow_exec: false,
-        tls_cert: None,
-        tls_key: None,
-        tls_ca: None,
-        max_concurrent_probes: None,
-        allow_link_local_probes: false,
         probe_networks: vec!["127.0.0.0/8".to_string().try_into().unwrap()],
-        nsid: None,
+        ..NodeSettings::demo(dir.to_path_buf())
     }
 }
 

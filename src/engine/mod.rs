@@ -710,7 +710,7 @@ impl Engine {
             let (last, decision) = inner.health.redecide(&spec);
             // A scenario's first decision matters to the addresses it
             // guards even when it stays passive (they were undecided).
-            if decision.decided != last.decided {
+            if decision.active != last.active || decision.decided != last.decided {
                 records.extend(
                     inner
                         .deps
@@ -729,15 +729,6 @@ impl Engine {
                     if decision.active { "active" } else { "passive" }
                 );
                 self.log(inner, EventKind::Scenario, spec.name.clone(), text);
-                records.extend(
-                    inner
-                        .deps
-                        .scenario_records
-                        .get(&spec.name)
-                        .into_iter()
-                        .flatten()
-                        .copied(),
-                );
             } else if decision.pending.is_some() && decision.pending != last.pending {
                 let text = format!(
                     "scenario {}: change waits for its verify condition",
