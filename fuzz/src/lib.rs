@@ -291,15 +291,3 @@ pub fn query(
     }
     m
 }
-
-/// With `GTM_FUZZ_SKIP_KNOWN=1`, a failure of a known, open defect is let
-/// through so that a run can look past it; CI leaves it unset. Returns the
-/// defect when `response` shows it: truncated UDP responses that keep a
-/// partial record after the counted ones (issue 9, point 6).
-pub fn known_defect(response: &[u8], error: &str) -> Option<&'static str> {
-    static SKIP: LazyLock<bool> =
-        LazyLock::new(|| std::env::var_os("GTM_FUZZ_SKIP_KNOWN").is_some_and(|v| v == "1"));
-    let truncated = response.get(2).is_some_and(|b| b & 0x02 != 0);
-    (*SKIP && truncated && error.contains("after the last record"))
-        .then_some("truncated UDP response with a partial record")
-}

@@ -160,6 +160,13 @@ pub fn parse(input: &str) -> Result<Expr, ParseError> {
     };
     let expr = parser.parse_expr()?;
     match parser.peek() {
+        None if expr.text_depth() > MAX_DEPTH => Err(error(
+            input,
+            1,
+            format!(
+                "condition is nested more than {MAX_DEPTH} levels deep once written out (each UNLESS nests everything before it)"
+            ),
+        )),
         None => Ok(expr),
         Some(t) if t.tok == Tok::RParen => Err(parser.err_at(t.pos, "unmatched \")\"")),
         Some(t) => Err(parser.err_at(
@@ -262,6 +269,22 @@ impl Expr {
             Expr::And(_) => 2,
             Expr::Not(_) => 3,
             Expr::Ref(_) | Expr::AtLeast(..) => 4,
+        }
+    }
+
+    /// How deeply the canonical text (`Display`) nests, as the parser counts
+    /// it: each parenthesis, `NOT` and `AT LEAST`. A parsed condition within
+    /// [`MAX_DEPTH`] can still print deeper (`UNLESS` prints as
+    /// `AND NOT (…)` inside parentheses), so [`parse`] refuses one whose
+    /// text would not parse back.
+    fn text_depth(&self) -> usize {
+        let operand = |e: &Expr, parent: u8| usize::from(e.precedence() <= parent) + e.text_depth();
+        match self {
+            Expr::Ref(_) => 0,
+            Expr::Not(e) => 1 + usize::from(e.precedence() < 3) + e.text_depth(),
+            Expr::And(items) => items.iter().map(|e| operand(e, 2)).max().unwrap_or(0),
+            Expr::Or(items) => items.iter().map(|e| operand(e, 1)).max().unwrap_or(0),
+            Expr::AtLeast(_, items) => 1 + items.iter().map(Expr::text_depth).max().unwrap_or(0),
         }
     }
 
@@ -1006,6 +1029,39 @@ mod tests {
             ")".repeat(MAX_DEPTH)
         );
         assert!(parse(&nested).is_err());
+    }
+
+    /// Found by the `condition` fuzz target: a chain whose right-hand sides
+    /// are ORs parses within the limit, but prints as nested parentheses and
+    /// `NOT (…)` one level deeper than the limit, so it did not parse back.
+    /// What is accepted always prints to text that parses to the same tree.
+    #[test]
+    fn what_parses_prints_back_within_the_depth_limit() {
+        let chain = |k: usize| {
+            let mut text = "a".to_string();
+            for i in 0..k {
+                text.push_str(&format!(" UNLESS b{i} OR c{i}"));
+            }
+            text
+        };
+        let deep_left = format!(
+            "{}a{} UNLESS b UNLESS c OR d",
+            "(".repeat(98),
+            ")".repeat(98)
+        );
+        for text in [chain(99), chain(98), deep_left.clone()] {
+            if let Ok(expr) = parse(&text) {
+                let printed = expr.to_string();
+                assert_eq!(p(&printed), expr, "{text} printed as {printed}");
+            }
+        }
+        assert!(
+            parse(&chain(99)).is_ok(),
+            "99 levels print within the limit"
+        );
+        let err = parse(&chain(100)).expect_err("prints 101 levels deep");
+        assert_eq!(err.position, 1);
+        assert!(err.message.contains("once written out"), "{}", err.message);
     }
 
     #[test]
