@@ -370,6 +370,35 @@ async fn formerr_keeps_question_and_opt_and_malformed_queries_are_counted() {
     assert!(metric(&d, "truncated").await >= trunc_before + 3);
 }
 
+/// Found by the `udp_query` fuzz target: a query with many questions got a
+/// FORMERR that echoed them all, 720 bytes against a 512-byte limit. Every
+/// response fits the client's limit, whatever the query holds.
+#[tokio::test]
+async fn a_query_with_many_questions_gets_a_formerr_within_the_limit() {
+    let d = TestDevice::start(ZONE).await;
+    let long_name = b"\x3faaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\x07example\x04test\x00";
+    for (questions, name) in [(2u16, WWW), (40, WWW), (12, &long_name[..])] {
+        let mut q = 0x5151u16.to_be_bytes().to_vec();
+        q.extend_from_slice(&[0x01, 0x00]);
+        q.extend_from_slice(&questions.to_be_bytes());
+        q.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
+        for _ in 0..questions {
+            q.extend_from_slice(name);
+            q.extend_from_slice(&[0, 1, 0, 1]);
+        }
+        let raw = udp_raw(d.v4(), &q).await;
+        assert!(
+            raw.len() <= 512,
+            "{questions} questions: {} bytes",
+            raw.len()
+        );
+        let m = strict(&raw);
+        assert_eq!(m.metadata.response_code, ResponseCode::FormErr);
+        assert_eq!(m.metadata.id, 0x5151);
+        assert!(m.queries.is_empty(), "{questions} questions are not echoed");
+    }
+}
+
 #[tokio::test]
 async fn compression_pointers_must_point_backwards_past_the_header() {
     let d = TestDevice::start(ZONE).await;

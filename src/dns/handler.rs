@@ -143,7 +143,9 @@ impl Handler {
                 answers: resolved.answers,
                 authority: resolved.authority,
                 edns,
-                echo_question: true,
+                // A message with several questions gets FORMERR without
+                // them: echoed, they could outgrow the client's limit.
+                echo_question: request.queries.queries().len() <= 1,
             }
         };
         let reply_edns = |scope: u8, ecs: Option<&wire::Ecs>| -> Option<Edns> {
@@ -345,6 +347,13 @@ pub fn answer_udp(
     // OPT (ECS echo included) and no records at all, so nothing partial is
     // sent; the client asks again over TCP.
     d.metadata.truncation = true;
+    let out = encode(&request, &d, false)?;
+    if out.len() <= max_size {
+        return Some(out);
+    }
+    // Not even the question fits (a long one under a 512-byte limit with a
+    // large OPT): header and OPT only.
+    d.echo_question = false;
     encode(&request, &d, false)
 }
 
