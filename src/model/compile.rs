@@ -1353,6 +1353,13 @@ fn static_rdata(kind: RecordType, value: &str, apex: &Name) -> Result<RData, Str
         .next()
         .ok_or_else(|| format!("\"{value}\" holds no {} data", kind.as_str()))?;
     Ok(match data {
+        // RFC 1035 §3.3.14: one or more strings; an empty RDATA does not
+        // decode at the other end.
+        RData::TXT(txt) if txt.txt_data.is_empty() => {
+            return Err(format!(
+                "\"{value}\" holds no TXT string; write '\"\"' for one empty string"
+            ));
+        }
         RData::TXT(txt) if txt.txt_data.iter().any(|s| s.len() > MAX_CHARACTER_STRING) => {
             RData::TXT(split_txt(&txt))
         }
@@ -1524,6 +1531,19 @@ nameservers = ["ns1.example.test"]
             "{:?}",
             errors(&check("24h"))
         );
+    }
+
+    #[test]
+    fn a_txt_value_without_a_string_is_refused() {
+        // Found by the `config` fuzz target: an empty value made a TXT
+        // record with no string, which a strict reader refuses.
+        let errs = errors("[[domain.record]]\nname = \"t\"\ntype = \"TXT\"\nvalues = [\"\"]\n");
+        assert!(
+            errs.len() == 1 && errs[0].contains("holds no TXT string"),
+            "{errs:?}"
+        );
+        let compiled = compile(&config(&txt("t", ""))).expect("one empty string");
+        assert!(Snapshot::build(&compiled, &Snapshot::default()).is_ok());
     }
 
     #[test]
