@@ -2,7 +2,11 @@
 # Runs the fuzz targets (cargo fuzz, nightly) for a bounded time each and
 # prints, per target, the executions and the findings.
 #
-#   scripts/fuzz.sh [--seconds N] [target...]
+#   scripts/fuzz.sh [--seconds N] [--seed N --runs N] [target...]
+#
+# --seed and --runs make a run repeatable: libFuzzer's mutations follow the
+# seed, and --runs bounds each target by executions instead of time, so CI
+# explores the same inputs that passed here (`.ci/run`).
 #
 # Default: every target, 600 s each. The evolving corpus is kept in
 # fuzz/work/<target>/ (seeded from fuzz/corpus/<target>/, which stays
@@ -13,11 +17,15 @@ cd "$(dirname "$0")/.."
 
 ALL=(udp_query tcp_framing config condition raft_rpc peer_report)
 seconds=600
+seed=
+runs=
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --seconds=*) seconds="${1#*=}"; shift ;;
+    --seed) seed="$2"; shift 2 ;;
+    --runs) runs="$2"; shift 2 ;;
     -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
@@ -42,6 +50,8 @@ for t in "${targets[@]}"; do
   before=$(ls "fuzz/artifacts/$t" | wc -l)
   dict=()
   [ -f "fuzz/dict/$t.dict" ] && dict=("-dict=fuzz/dict/$t.dict")
+  [ -n "$seed" ] && dict+=("-seed=$seed")
+  [ -n "$runs" ] && dict+=("-runs=$runs")
   log="fuzz/work/$t.log"
   set +e
   "$bin/$t" "fuzz/work/$t" "fuzz/corpus/$t" "${dict[@]}" \
