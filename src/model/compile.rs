@@ -1413,16 +1413,34 @@ fn relative(owner: &Name, apex: &Name) -> String {
 /// (the question, or the CNAME that led to it), type, class, TTL, length
 /// and its data uncompressed. Fails when the data does not encode.
 fn record_size(data: &RData) -> Result<usize, String> {
-    use hickory_server::proto::serialize::binary::BinEncodable;
+    use hickory_server::proto::serialize::binary::{BinDecoder, BinEncodable, Restrict};
     let bytes = data
         .to_bytes()
         .map_err(|e| format!("{} data does not encode: {e}", data.record_type()))?;
-    if bytes.len() > usize::from(u16::MAX) {
+    let Ok(length) = u16::try_from(bytes.len()) else {
         return Err(format!(
             "{} data of {} bytes is longer than a record can hold (65,535)",
             data.record_type(),
             bytes.len()
         ));
+    };
+    // What is sent must read back as it was meant: hickory writes some data
+    // its own reader refuses (a CAA tag with a quote in it).
+    let mut decoder = BinDecoder::new(&bytes);
+    match RData::read(&mut decoder, data.record_type(), Restrict::new(length)) {
+        Ok(read) if read == *data => {}
+        Ok(_) => {
+            return Err(format!(
+                "{} data does not read back as written",
+                data.record_type()
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "{} data does not read back: {e}",
+                data.record_type()
+            ));
+        }
     }
     Ok(2 + 10 + bytes.len())
 }
@@ -1531,6 +1549,20 @@ nameservers = ["ns1.example.test"]
             "{:?}",
             errors(&check("24h"))
         );
+    }
+
+    #[test]
+    fn data_that_does_not_read_back_is_refused() {
+        // Found by the `config` fuzz target: a CAA tag with a quote in it
+        // is written by hickory but refused by every reader.
+        let errs = errors(
+            "[[domain.record]]\nname = \"c\"\ntype = \"CAA\"\nvalues = ['0 isse\"u ca.example.net\"']\n",
+        );
+        assert!(
+            errs.len() == 1 && errs[0].contains("CAA data does not read back"),
+            "{errs:?}"
+        );
+        assert!(errors("[[domain.record]]\nname = \"c\"\ntype = \"CAA\"\nvalues = ['0 issue \"ca.example.net\"']\n").is_empty());
     }
 
     #[test]
