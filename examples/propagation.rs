@@ -76,9 +76,15 @@ fn main() {
     let device = runtime
         .block_on(Device::start(settings, false))
         .expect("device starts");
-    device
-        .engine
-        .apply_persisted(CONFIG.to_string(), gtm::model::parse(CONFIG).unwrap())
+    let actor = gtm::command::Actor {
+        user: "propagation".into(),
+        device: "test1".into(),
+    };
+    let apply = gtm::command::Action::ApplyConfig {
+        text: CONFIG.to_string(),
+    };
+    runtime
+        .block_on(device.replication.propose(actor, None, apply))
         .expect("valid configuration");
     // The scheduler's one probe of the hour (to 127.0.0.2:9, refused) comes
     // within the first second; let it pass so only our results count.

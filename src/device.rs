@@ -182,7 +182,6 @@ impl Device {
             store,
             data_dir: dir.clone(),
             token: token.clone().into(),
-            edits: Default::default(),
             mutual_tls: tls.is_some(),
             peer_http: peer_client(Duration::from_secs(3))?,
         });

@@ -3,11 +3,13 @@
 pub mod addr;
 pub mod api;
 pub mod cli;
+pub mod command;
 pub mod device;
 pub mod dns;
 pub mod engine;
 pub mod geo;
 pub mod health;
+pub mod machine;
 pub mod metrics;
 pub mod model;
 pub mod peers;

@@ -1,38 +1,47 @@
-//! Glue between a device and its cluster (spec §4): every configuration
-//! write goes through Raft once the device is in a cluster, and every
-//! device applies what Raft committed.
+//! Glue between a device and its cluster (spec §4, docs/design-commands.md):
+//! every change to replicated state is a [`Command`] proposed to the
+//! cluster's leader and applied by every device's state machine
+//! ([`GtmMachine`]) to the committed state; this module hands what the
+//! machine applied to the engine.
 //!
-//! The replicated map holds one key, `config`: the configuration text.
-//! Its version is the Raft log index that wrote it. A device that belongs to
-//! no cluster yet (before `gtm cluster init` or `join`) writes its own store
-//! directly, as a single appliance.
+//! A device that belongs to no cluster yet (before `gtm cluster init` or
+//! `join`) applies its commands with the same machine to its local map in
+//! the store, as a single appliance.
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use crate::{
-    engine::{ApplyError, Engine},
-    model::Config,
+    command::{Action, Actor, Command, Outcome},
+    engine::{ApplyError, Engine, EventKind},
+    machine::{self, CONFIG_KEY, GtmMachine},
 };
 use gtm_cluster::{
-    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, Request, SECRET_HEADER,
-    Store, Write,
+    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, SECRET_HEADER, Store, Write,
 };
 
-/// The key of the configuration text in the replicated map.
-pub const CONFIG_KEY: &str = "config";
 const NODE_ID_FILE: &str = "node-id";
 const SECRET_FILE: &str = "cluster-secret";
 const TOKEN_PREFIX: &str = "gtm1.";
-const UNREACHABLE: &str = "cannot reach the leader";
+/// The local map's count of applied commands (a device in no cluster).
+const LOCAL_INDEX_KEY: &str = "local-index";
 
 /// A device's membership in its cluster.
 #[derive(Debug)]
 pub struct Replication {
     pub node: Arc<ClusterNode>,
     engine: Arc<Engine>,
+    store: Store,
+    machine: Arc<GtmMachine>,
+    /// The map of a device in no cluster; the lock serialises its commands.
+    local: tokio::sync::Mutex<Arc<BTreeMap<String, Vec<u8>>>>,
+    /// The configuration (version, text hash) last handed to the engine.
+    handled: std::sync::Mutex<Option<(u64, u64)>>,
+    /// The log index up to which the engine has what Raft applied.
+    installed: watch::Sender<u64>,
     dir: std::path::PathBuf,
     http: reqwest::Client,
     stop: tokio_util::sync::CancellationToken,
@@ -51,7 +60,7 @@ pub struct LeaveRequest {
     pub id: u64,
 }
 
-/// The answer of a forwarded configuration write.
+/// The answer of a forwarded join or leave.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Written {
     pub version: u64,
@@ -64,11 +73,21 @@ pub struct RemoteError {
     pub message: String,
 }
 
+/// An applied command, as its proposer reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub version: u64,
+    /// False when the command changed nothing (already so).
+    pub changed: bool,
+    pub changes: Vec<String>,
+}
+
 impl Replication {
     /// Starts the device's Raft node (resuming its membership, if any) and
-    /// the task that applies committed configurations.
-    /// `http` carries forwarded writes and joins; `raft_http` the Raft RPC
-    /// (both trust the cluster's certificates when TLS is on).
+    /// the task that installs committed state.
+    /// `http` carries forwarded joins; `raft_http` the Raft RPC and
+    /// forwarded commands (both trust the cluster's certificates when TLS
+    /// is on).
     pub async fn start(
         store: &Store,
         dir: &Path,
@@ -81,19 +100,29 @@ impl Replication {
         let secret = secret(dir)?;
         let mut config = ClusterConfig::new(id, info, secret);
         config.http = Some(raft_http);
-        let node = ClusterNode::start(store, config).await?;
+        let machine = Arc::new(GtmMachine::default());
+        let node = ClusterNode::start(store, config, machine.clone()).await?;
+        let local = local_map(store)?;
+        let handled = store
+            .load_config()?
+            .map(|c| (c.version, text_hash(c.text.as_bytes())));
         let replication = Arc::new(Self {
             node,
             engine,
+            store: store.clone(),
+            machine,
+            local: tokio::sync::Mutex::new(Arc::new(local)),
+            handled: std::sync::Mutex::new(handled),
+            installed: watch::Sender::new(0),
             dir: dir.to_path_buf(),
             http,
             stop: tokio_util::sync::CancellationToken::new(),
         });
-        tokio::spawn(apply_committed(replication.clone()));
+        tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
     }
 
-    /// Stops Raft and the applying task, releasing the store.
+    /// Stops Raft and the installing task, releasing the store.
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.node.shutdown().await;
@@ -119,72 +148,126 @@ impl Replication {
             .to_string())
     }
 
-    /// Validates and applies a configuration: through Raft in a cluster
-    /// (forwarded to the leader from a follower), else to the local store.
-    pub async fn apply(
-        &self,
-        text: String,
-        config: Config,
-    ) -> Result<(u64, Vec<String>), ApplyError> {
-        if !self.clustered() {
-            let engine = self.engine.clone();
-            return tokio::task::spawn_blocking(move || engine.apply_persisted(text, config))
-                .await
-                .map_err(|e| ApplyError::Cluster(e.to_string()))?;
+    /// The replicated state this device applied: the cluster's map, or its
+    /// local one while in no cluster.
+    pub async fn state(&self) -> Arc<BTreeMap<String, Vec<u8>>> {
+        if self.clustered() {
+            self.node.applied().borrow().kv.clone()
+        } else {
+            self.local.lock().await.clone()
         }
-        // Proven servable here (validated, its answers built) before it is
-        // proposed: what the cluster commits, every device must install.
-        // Every device (this one too) parses the committed text again: the
-        // configuration and the trial answers are dropped before the write.
-        let engine = self.engine.clone();
-        let changes = tokio::task::spawn_blocking(move || {
-            engine.check(&config).map_err(ApplyError::Invalid)?;
-            Ok::<_, ApplyError>(engine.changes(&config))
+    }
+
+    /// Proposes a change on behalf of `actor` and returns its real outcome:
+    /// applied (installed on this device before this returns), rejected
+    /// (nothing changed anywhere), no quorum (refused before it was
+    /// proposed), or outcome unknown (with the command's id).
+    pub async fn propose(
+        &self,
+        actor: Actor,
+        expect_version: Option<u64>,
+        action: Action,
+    ) -> Result<Applied, ApplyError> {
+        let command = Command::new(actor, expect_version, action);
+        let bytes = command.encode().map_err(ApplyError::Cluster)?;
+        let clustered = self.clustered();
+        let outcome = if clustered {
+            self.node.propose(bytes).await.map_err(|e| match e {
+                ClusterError::Unknown(why) => ApplyError::Unknown {
+                    command: command.id.to_string(),
+                    why,
+                },
+                other => cluster_error(other),
+            })?
+        } else {
+            self.apply_local(bytes).await?
+        };
+        match Outcome::decode(&outcome).map_err(ApplyError::Cluster)? {
+            Outcome::Applied {
+                version,
+                index,
+                changed,
+                changes,
+            } => {
+                if clustered {
+                    self.wait_installed(index).await;
+                }
+                Ok(Applied {
+                    version,
+                    changed,
+                    changes,
+                })
+            }
+            Outcome::Rejected(e) => Err(ApplyError::Rejected(e)),
+        }
+    }
+
+    /// A device in no cluster: the machine applies the command to the local
+    /// map, the store keeps the result (flushed), the engine installs it.
+    async fn apply_local(&self, bytes: Vec<u8>) -> Result<Vec<u8>, ApplyError> {
+        let mut local = self.local.lock().await;
+        let index = local
+            .get(LOCAL_INDEX_KEY)
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+            + 1;
+        let (machine, kv) = (self.machine.clone(), local.clone());
+        let effect = tokio::task::spawn_blocking(move || {
+            gtm_cluster::Machine::apply(&*machine, &kv, index, &bytes)
         })
         .await
-        .map_err(|e| ApplyError::Cluster(e.to_string()))??;
-        let version = self.write_config(text).await?;
-        self.wait_applied(version).await;
-        Ok((version, changes))
+        .map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let mut writes = effect.writes;
+        writes.push(Write::Put {
+            key: LOCAL_INDEX_KEY.into(),
+            value: index.to_string().into_bytes(),
+        });
+        let store = self.store.clone();
+        let kept = writes.clone();
+        tokio::task::spawn_blocking(move || store.apply_local(&kept))
+            .await
+            .map_err(|e| ApplyError::Cluster(e.to_string()))?
+            .map_err(ApplyError::Store)?;
+        let map = Arc::make_mut(&mut local);
+        for write in writes {
+            match write {
+                Write::Put { key, value } => {
+                    map.insert(key, value);
+                }
+                Write::Delete { key } => {
+                    map.remove(&key);
+                }
+            }
+        }
+        let state = local.clone();
+        self.install_blocking(state).await;
+        Ok(effect.outcome)
     }
 
-    /// Writes the configuration text through the leader; returns its version.
-    ///
-    /// A leader that cannot be reached may just have died: retry (bounded)
-    /// until the cluster elects another or says there is no quorum.
-    pub async fn write_config(&self, text: String) -> Result<u64, ApplyError> {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
-        loop {
-            let request = Request(vec![Write::Put {
-                key: CONFIG_KEY.into(),
-                value: text.clone().into_bytes(),
-            }]);
-            let leader = match self.node.write(request).await {
-                Ok(index) => return Ok(index),
-                Err(ClusterError::NotLeader {
-                    leader: Some((_, leader)),
-                }) => leader,
-                Err(e) => return Err(cluster_error(e)),
-            };
-            match self.forward(&leader, text.clone()).await {
-                Err(ApplyError::Cluster(why)) if why.starts_with(UNREACHABLE) => {
-                    if tokio::time::Instant::now() >= deadline {
-                        return Err(ApplyError::NoQuorum(vec![leader.to_string()]));
-                    }
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
-                other => return other,
-            }
+    /// Hands `kv` to the engine on the blocking pool.
+    async fn install_blocking(&self, kv: Arc<BTreeMap<String, Vec<u8>>>) {
+        let (engine, handled) = (self.engine.clone(), self.handled_snapshot());
+        let done = tokio::task::spawn_blocking(move || install(&engine, &kv, handled)).await;
+        match done {
+            Ok(Some(now)) => *self.handled.lock().unwrap_or_else(|p| p.into_inner()) = Some(now),
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "installing the committed state stopped"),
         }
     }
 
-    async fn forward(&self, leader: &NodeInfo, text: String) -> Result<u64, ApplyError> {
-        self.to_leader(leader, "write", |r| r.body(text))
-            .await
-            .map(|w| w.version)
+    fn handled_snapshot(&self) -> Option<(u64, u64)> {
+        *self.handled.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Sends a device-to-device request to the leader's `/cluster/v1/<route>`.
+    /// Waits (bounded) until this device installed the state up to `index`.
+    async fn wait_installed(&self, index: u64) {
+        let mut installed = self.installed.subscribe();
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), installed.wait_for(|i| *i >= index)).await;
+    }
+
+    /// Sends a join or leave to the leader's `/cluster/v1/<route>`.
     async fn to_leader(
         &self,
         leader: &NodeInfo,
@@ -201,26 +284,24 @@ impl Replication {
         let response = body(self.http.post(&url).header(SECRET_HEADER, secret))
             .send()
             .await
-            .map_err(|e| ApplyError::Cluster(format!("{UNREACHABLE} {leader}: {e}")))?;
+            .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
         decode::<Written>(response).await
     }
 
-    /// Waits (bounded) until this device has applied `version`.
-    async fn wait_applied(&self, version: u64) {
-        let mut applied = self.engine.applied_version();
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), applied.wait_for(|v| *v >= version)).await;
-    }
-
-    /// Makes this device the first member of a new cluster and commits its
-    /// configuration as the cluster's.
-    pub async fn init(&self) -> Result<(), ApplyError> {
+    /// Makes this device the first member of a new cluster, whose state
+    /// starts as this device's: its configuration, at its version.
+    pub async fn init(&self, actor: Actor) -> Result<(), ApplyError> {
+        let local = self.local.lock().await.clone();
+        let text = match local.get(CONFIG_KEY) {
+            Some(text) => String::from_utf8_lossy(text).into_owned(),
+            None => toml::to_string_pretty(&self.engine.config())
+                .map_err(|e| ApplyError::Cluster(e.to_string()))?,
+        };
+        let version = machine::version_of(&local);
         self.node.initialize().await.map_err(cluster_error)?;
-        let text = toml::to_string_pretty(&self.engine.config())
-            .map_err(|e| ApplyError::Cluster(e.to_string()))?;
-        let version = self.write_config(text).await?;
-        self.wait_applied(version).await;
-        Ok(())
+        self.propose(actor, None, Action::Adopt { text, version })
+            .await
+            .map(drop)
     }
 
     /// The token a device needs to join: the cluster secret.
@@ -272,8 +353,8 @@ impl Replication {
                 ));
             }
         }
-        let version = applied.borrow().index;
-        self.wait_applied(version).await;
+        let index = applied.borrow().index;
+        self.wait_installed(index).await;
         Ok(())
     }
 
@@ -333,45 +414,79 @@ impl Replication {
     }
 }
 
-/// Applies every configuration Raft commits, and keeps it in the local store
-/// so a restart serves it at once. One that cannot be installed here leaves
-/// the device serving its last good configuration, degraded (see
-/// `Engine::apply_committed`); it is not retried until another commits.
-async fn apply_committed(r: Arc<Replication>) {
+/// Installs every state Raft applies on this device, and publishes how far
+/// it got. A configuration that cannot be installed here leaves the device
+/// serving its last good one, degraded (see `Engine::apply_committed`); it
+/// is not retried until another commits.
+async fn install_committed(r: Arc<Replication>) {
     let mut applied = r.node.applied();
-    // The text that last failed to install here: a later log entry that is
-    // not a configuration (a membership change) must not retry it as a new
-    // version and report it again.
-    let mut failed: Option<u64> = None;
     loop {
-        // Read before borrowing: the borrow holds back Raft's next apply.
-        let (version, failure) = (r.engine.version(), r.engine.install_failure());
-        let job = {
-            let a = applied.borrow_and_update();
-            let index = a.index;
-            a.kv.get(CONFIG_KEY)
-                .filter(|_| index > version)
-                .filter(|_| failure.as_ref().is_none_or(|f| f.version != index))
-                .filter(|v| failed != Some(text_hash(v)))
-                .map(|v| (index, text_hash(v), String::from_utf8_lossy(v).into_owned()))
-        };
-        if let Some((index, hash, text)) = job {
-            // Parsing, validating and building a large configuration is
-            // blocking work.
-            let engine = r.engine.clone();
-            match tokio::task::spawn_blocking(move || engine.apply_committed(index, text)).await {
-                Ok(Ok(())) => failed = None,
-                Ok(Err(_)) => failed = Some(hash),
-                Err(e) => {
-                    tracing::error!(index, error = %e, "installing a committed configuration stopped")
-                }
-            }
+        // Cloned out: a borrow held across the install would hold back
+        // Raft's next apply.
+        let state = applied.borrow_and_update().clone();
+        if r.clustered() && state.index > *r.installed.borrow() {
+            r.install_blocking(state.kv.clone()).await;
+            r.installed.send_replace(state.index);
         }
         tokio::select! {
             changed = applied.changed() => if changed.is_err() { return },
             _ = r.stop.cancelled() => return,
         }
     }
+}
+
+/// Hands the configuration of `kv` to the engine unless it is the one last
+/// handed (`handled`, by version and text). Returns what it handed.
+fn install(
+    engine: &Engine,
+    kv: &BTreeMap<String, Vec<u8>>,
+    handled: Option<(u64, u64)>,
+) -> Option<(u64, u64)> {
+    let text = kv.get(CONFIG_KEY)?;
+    let now = (machine::version_of(kv), text_hash(text));
+    if handled == Some(now) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(text).into_owned();
+    // Installed or not (degraded), this version is handled: a later state
+    // with the same configuration does not report it again.
+    if engine.apply_committed(now.0, text).is_ok() {
+        let version = now.0;
+        let text = match machine::history_entry(kv, version) {
+            Some(e) => format!(
+                "configuration version {version} applied: {} by {} ({} changes)",
+                e.what,
+                e.actor,
+                e.changes.len()
+            ),
+            None => format!("configuration version {version} installed"),
+        };
+        engine.record_event(EventKind::Config, format!("version {version}"), text);
+    }
+    Some(now)
+}
+
+/// The local map of a device in no cluster. A device that kept only a
+/// configuration (an older gtm) starts its map from it.
+fn local_map(store: &Store) -> Result<BTreeMap<String, Vec<u8>>> {
+    let mut map = store.local_map()?;
+    if !map.contains_key(CONFIG_KEY)
+        && let Some(stored) = store.load_config()?
+    {
+        let writes = vec![
+            Write::Put {
+                key: CONFIG_KEY.into(),
+                value: stored.text.into_bytes(),
+            },
+            Write::Put {
+                key: machine::VERSION_KEY.into(),
+                value: stored.version.to_string().into_bytes(),
+            },
+        ];
+        store.apply_local(&writes)?;
+        map = store.local_map()?;
+    }
+    Ok(map)
 }
 
 fn text_hash(bytes: &[u8]) -> u64 {

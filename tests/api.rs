@@ -420,9 +420,8 @@ async fn metrics_count_queries_and_show_checks_and_records() {
 
     // Answer counts survive a configuration change that keeps the record.
     let changed = config.replace("interval = \"1s\"", "interval = \"2s\"");
-    d.device
-        .engine
-        .apply_persisted(changed.clone(), gtm::model::parse(&changed).unwrap())
+    crate::support::apply_text(&d.device, changed.as_str())
+        .await
         .unwrap();
     udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
     let text = scrape().await;

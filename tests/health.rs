@@ -565,9 +565,8 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
     let d = TestDevice::start(&dr_config(port, None)).await;
 
     let text = dr_config(port, Some(failback));
-    d.device
-        .engine
-        .apply_persisted(text.clone(), gtm::model::parse(&text).unwrap())
+    crate::support::apply_text(&d.device, text.as_str())
+        .await
         .unwrap();
     // From the first query after the apply until both checks have decided,
     // every answer is Main's.

@@ -61,13 +61,9 @@ impl TestDevice {
             ..NodeSettings::demo(data_dir.to_path_buf())
         };
         let device = Device::start(settings, false).await.expect("device starts");
-        let parsed = gtm::model::parse(config).expect("test config parses");
-        if device.engine.config() != parsed {
-            device
-                .engine
-                .apply_persisted(config.to_string(), parsed)
-                .expect("test config is valid");
-        }
+        apply_text(&device, config)
+            .await
+            .expect("test config is valid");
         Self { device, dir }
     }
 
@@ -293,4 +289,26 @@ pub fn run_gtm(d: &TestDevice, args: &[&str]) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into(),
         stderr: String::from_utf8_lossy(&out.stderr).into(),
     }
+}
+
+/// Applies a whole configuration through the device's command path, as
+/// `gtm config apply` does.
+pub async fn apply_text(
+    device: &Device,
+    text: &str,
+) -> Result<gtm::replication::Applied, gtm::engine::ApplyError> {
+    let actor = gtm::command::Actor {
+        user: "test".into(),
+        device: device.engine.device().to_string(),
+    };
+    device
+        .replication
+        .propose(
+            actor,
+            None,
+            gtm::command::Action::ApplyConfig {
+                text: text.to_string(),
+            },
+        )
+        .await
 }

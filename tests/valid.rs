@@ -5,7 +5,7 @@
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
-use gtm::{device::Device, engine::EventKind, model::node::NodeSettings};
+use gtm::{command::Action, device::Device, model::node::NodeSettings};
 use hickory_server::proto::{
     op::Message,
     rr::{RData, RecordType},
@@ -114,11 +114,8 @@ async fn what_cannot_be_answered_is_refused_with_its_path_and_nothing_changes() 
     ];
     for (records, want) in cases {
         let text = format!("{HEAD}{records}");
-        let config = gtm::model::parse(&text).unwrap();
-        let err = d
-            .device
-            .engine
-            .apply_persisted(text.clone(), config)
+        let err = crate::support::apply_text(&d.device, &text)
+            .await
             .expect_err(want)
             .to_string();
         assert!(err.contains(want), "{err}\nwanted: {want}");
@@ -140,9 +137,8 @@ async fn what_cannot_be_answered_is_refused_with_its_path_and_nothing_changes() 
     let text = format!(
         "{HEAD}[[domain.record]]\nname = \"media\"\ntype = \"CNAME\"\naddresses = [{{ target = \"a.example.net\" }}, {{ target = \"b.example.net\" }}]\n"
     );
-    d.device
-        .engine
-        .apply_persisted(text.clone(), gtm::model::parse(&text).unwrap())
+    crate::support::apply_text(&d.device, text.as_str())
+        .await
         .unwrap();
     for _ in 0..4 {
         let r = udp(d.v4(), &query("media.example.test.", RecordType::CNAME)).await;
@@ -216,21 +212,6 @@ async fn until_answer(dns: SocketAddr, ip: &str) {
     }
 }
 
-async fn until_degraded(device: &Device, version: u64) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while device
-        .engine
-        .install_failure()
-        .is_none_or(|f| f.version != version)
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "version {version} never reported as failed"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn gtm_cli(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gtm"))
         .arg("--data-dir")
@@ -251,138 +232,59 @@ async fn get(url: String) -> String {
     http.get(url).send().await.unwrap().text().await.unwrap()
 }
 
-/// The injection: a configuration the API would refuse (a CNAME loop, as an
-/// older binary accepted), written through the leader's Raft log directly
-/// with the library, so it is committed and every device must install it.
+/// A configuration that cannot be served (a CNAME loop, as an older
+/// binary accepted) is refused by the state machine on the committed state:
+/// the proposer gets the validation error, and no device changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_committed_configuration_that_cannot_be_installed_leaves_devices_serving_degraded() {
+async fn a_configuration_the_state_machine_refuses_changes_nothing_on_any_device() {
     let root = tempfile::tempdir().unwrap();
     let (dir_a, dir_b) = (root.path().join("a"), root.path().join("b"));
     let a = Device::start(settings("gtm1", "127.0.91.1", &dir_a), false)
         .await
         .unwrap();
-    let mut b = Device::start(settings("gtm2", "127.0.91.2", &dir_b), false)
+    let b = Device::start(settings("gtm2", "127.0.91.2", &dir_b), false)
         .await
         .unwrap();
-    a.replication.init().await.unwrap();
+    a.replication.init(actor()).await.unwrap();
     let token = a.replication.token().unwrap();
     b.replication
         .join("http://127.0.91.1:8053", &token, true)
         .await
         .unwrap();
     let good = zone("192.0.2.1");
-    let (v1, _) = a
+    let v1 = a
         .replication
-        .apply(good.clone(), gtm::model::parse(&good).unwrap())
+        .propose(actor(), None, Action::ApplyConfig { text: good })
         .await
-        .unwrap();
+        .unwrap()
+        .version;
     until_answer(b.dns_addrs[0], "192.0.2.1").await;
 
     let looping = format!(
         "{}\n[[domain.record]]\nname = \"a\"\ntype = \"CNAME\"\naddresses = [{{ target = \"b.pair.test\" }}]\n\n[[domain.record]]\nname = \"b\"\ntype = \"CNAME\"\naddresses = [{{ target = \"a.pair.test\" }}]\n",
         zone("192.0.2.9")
     );
-    // The API's own path refuses it before proposing.
-    let refused = a
+    // Proposed through the follower: the leader's state machine refuses it.
+    let refused = b
         .replication
-        .apply(looping.clone(), gtm::model::parse(&looping).unwrap())
+        .propose(actor(), None, Action::ApplyConfig { text: looping })
         .await
         .expect_err("a loop is refused");
     assert!(refused.to_string().contains("CNAME loop"), "{refused}");
-    let v2 = a.replication.write_config(looping).await.unwrap();
-    assert!(v2 > v1);
     for device in [&a, &b] {
-        until_degraded(device, v2).await;
-        // Still serving the previous answers, still alive.
+        assert_eq!(device.engine.version(), v1);
+        assert!(device.engine.install_failure().is_none());
         until_answer(device.dns_addrs[0], "192.0.2.1").await;
     }
-    let reason = "it does not validate here: domain pair.test / record a CNAME: CNAME loop";
-    let check = |device: &Device, dir: &Path| {
-        let failure = device.engine.install_failure().unwrap();
-        assert_eq!(failure.version, v2);
-        assert_eq!(failure.serving, v1);
-        assert!(failure.reason.starts_with(reason), "{}", failure.reason);
-        let events: Vec<_> = device
-            .engine
-            .events()
-            .into_iter()
-            .filter(|e| e.kind == EventKind::Config && e.object == format!("version {v2}"))
-            .collect();
-        assert!(
-            events
-                .iter()
-                .any(|e| e.text.contains("cannot be installed on this device")
-                    && e.text.contains(reason)),
-            "{events:?}"
-        );
-        let status = gtm_cli(dir, &["status"]);
-        assert!(
-            status.contains(&format!(
-                "DEGRADED: configuration version {v2} cannot be installed on this device: {reason}"
-            )),
-            "{status}"
-        );
-        let json: serde_json::Value =
-            serde_json::from_str(&gtm_cli(dir, &["status", "--json"])).unwrap();
-        assert_eq!(json["degraded"]["version"], v2);
-    };
-    check(&a, &dir_a);
-    check(&b, &dir_b);
-    let health = get("http://127.0.91.2:8053/health".into()).await;
-    assert!(
-        health.starts_with(&format!("degraded\nconfiguration: version {v2} cannot be installed on this device (serving version {v1}): {reason}")),
-        "{health}"
-    );
-    let metrics = get("http://127.0.91.2:8053/metrics".into()).await;
-    assert!(metrics.contains("\ngtm_degraded 1\n"), "{metrics}");
-    assert!(
-        metrics.contains(&format!("gtm_config_install_failed{{version=\"{v2}\"}} 1")),
-        "{metrics}"
-    );
-
-    // A restart serves the last good configuration and still says why not
-    // the committed one.
-    b.stop().await;
-    b = Device::start(settings("gtm2", "127.0.91.2", &dir_b), false)
-        .await
-        .expect("a device starts although its committed configuration does not install");
-    until_answer(b.dns_addrs[0], "192.0.2.1").await;
-    let failure = b.engine.install_failure().expect("still degraded");
-    assert_eq!((failure.version, failure.serving), (v2, v1));
-    assert!(failure.reason.starts_with(reason), "{}", failure.reason);
-    check(&b, &dir_b);
-
-    // A configuration that installs clears it, on every device.
-    let fixed = zone("192.0.2.3");
-    let (v3, _) = a
-        .replication
-        .apply(fixed.clone(), gtm::model::parse(&fixed).unwrap())
-        .await
-        .unwrap();
-    for device in [&a, &b] {
-        until_answer(device.dns_addrs[0], "192.0.2.3").await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while device.engine.install_failure().is_some() {
-            assert!(tokio::time::Instant::now() < deadline, "still degraded");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(
-            device
-                .engine
-                .events()
-                .iter()
-                .any(|e| e.kind == EventKind::Config
-                    && e.text.contains(&format!(
-                        "configuration version {v3} installed: no longer degraded"
-                    )))
-        );
-    }
-    let health = get("http://127.0.91.2:8053/health".into()).await;
-    assert_eq!(health, "ok\n");
-    let metrics = get("http://127.0.91.2:8053/metrics".into()).await;
-    assert!(metrics.contains("\ngtm_degraded 0\n"), "{metrics}");
     b.stop().await;
     a.stop().await;
+}
+
+fn actor() -> gtm::command::Actor {
+    gtm::command::Actor {
+        user: "test".into(),
+        device: "test".into(),
+    }
 }
 
 /// A device whose stored configuration does not install (stored by another
@@ -414,13 +316,40 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
         "{}",
         failure.reason
     );
+    // Every surface says why.
+    let reason = "it does not parse: ";
+    let status = gtm_cli(dir.path(), &["status"]);
+    assert!(
+        status.contains(&format!(
+            "DEGRADED: configuration version {} cannot be installed on this device: {reason}",
+            v1 + 1
+        )),
+        "{status}"
+    );
+    let health = get("http://127.0.92.1:8053/health".into()).await;
+    assert!(
+        health.starts_with(&format!("degraded\nconfiguration: version {} cannot be installed on this device (serving version {v1}): {reason}", v1 + 1)),
+        "{health}"
+    );
+    let metrics = get("http://127.0.92.1:8053/metrics".into()).await;
+    assert!(metrics.contains("\ngtm_degraded 1\n"), "{metrics}");
+    assert!(
+        metrics.contains(&format!(
+            "gtm_config_install_failed{{version=\"{}\"}} 1",
+            v1 + 1
+        )),
+        "{metrics}"
+    );
     // The next configuration that installs clears it.
     let fixed = zone("192.0.2.2");
     device
-        .engine
-        .apply_persisted(fixed.clone(), gtm::model::parse(&fixed).unwrap())
+        .replication
+        .propose(actor(), None, Action::ApplyConfig { text: fixed })
+        .await
         .unwrap();
     assert!(device.engine.install_failure().is_none());
+    let health = get("http://127.0.92.1:8053/health".into()).await;
+    assert_eq!(health, "ok\n");
     until_answer(device.dns_addrs[0], "192.0.2.2").await;
     device.stop().await;
 }

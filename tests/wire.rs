@@ -46,10 +46,8 @@ async fn start(
         ..NodeSettings::demo(dir.path().to_path_buf())
     };
     let device = Device::start(settings, false).await.expect("device starts");
-    let parsed = gtm::model::parse(config).expect("test config parses");
-    device
-        .engine
-        .apply_persisted(config.to_string(), parsed)
+    crate::support::apply_text(&device, config)
+        .await
         .expect("test config is valid");
     TestDevice { device, dir }
 }

@@ -1,16 +1,19 @@
 //! gtm's replication layer: the durable store of a device (sled) and the Raft
 //! cluster (openraft) that replicates a generic key/value map between devices.
 //!
-//! The crate knows nothing of DNS: the application writes [`Request`]s
-//! (batches of key/value [`Write`]s, applied atomically) through
-//! [`ClusterNode::write`] on the leader, and every device observes the
-//! replicated map through [`ClusterNode::applied`].
+//! The crate knows nothing of DNS: the application proposes commands
+//! (opaque bytes) through [`ClusterNode::propose`] on any member; every
+//! device applies each committed command to its copy of the replicated
+//! key/value map through the application's [`Machine`], and observes the
+//! map through [`ClusterNode::applied`].
 //!
 //! Layout, one concern per module:
 //! - `types`: the openraft type configuration and the public value types;
 //! - `log_store`: the Raft log, vote and committed pointer in sled;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
+//! - `machine`: the application's state machine trait;
 //! - `network`: Raft RPC over HTTP, both ends;
+//! - `forward`: the client that hands a command to the leader;
 //! - `http`: the one HTTP client constructor (TLS, mutual TLS);
 //! - `node`: [`ClusterNode`], the facade the application uses.
 //!
@@ -21,22 +24,25 @@ use std::path::Path;
 
 use bincode::{Decode, Encode};
 
+mod forward;
 mod http;
 mod log_store;
+mod machine;
 mod network;
 mod node;
 mod state_machine;
 mod types;
 
 pub use http::{HttpClientError, http_client, trust_roots};
+pub use machine::{Effect, Machine};
 pub use network::{
     RPC_PATHS, RpcBody, SECRET_HEADER, constant_time_eq, decode_rpc_body, rpc_router,
 };
 pub use node::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,
-    WRITE_TIMEOUT,
+    PROPOSE_DEADLINE, WRITE_TIMEOUT,
 };
-pub use types::{Applied, NodeInfo, Request, Write};
+pub use types::{Applied, NodeInfo, Proposal, Write};
 
 /// Storage failures, with the operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +86,8 @@ pub struct Store {
 pub const DEFAULT_EVENT_RETENTION: u64 = 100_000;
 
 const CONFIG_KEY: &[u8] = b"config";
+/// The tree of a device's state while it is in no cluster.
+const LOCAL_TREE: &str = "local-kv";
 /// Present only while the committed configuration did not install on this
 /// device: the last one that did (`None`: there was none).
 const LAST_GOOD_KEY: &[u8] = b"config-last-good";
@@ -279,6 +287,50 @@ impl Store {
     /// The sled database shared with the Raft log and state machine trees.
     pub(crate) fn db(&self) -> &sled::Db {
         &self.db
+    }
+
+    /// The state of a device in no cluster: the keys a cluster's
+    /// replicated map has, applied by the same [`Machine`], kept in tree
+    /// `local-kv`.
+    pub fn local_map(&self) -> Result<std::collections::BTreeMap<String, Vec<u8>>, StoreError> {
+        let io = |source| StoreError::Io {
+            action: "reading the local state",
+            source,
+        };
+        let tree = self.db.open_tree(LOCAL_TREE).map_err(io)?;
+        let mut map = std::collections::BTreeMap::new();
+        for item in tree.iter() {
+            let (k, v) = item.map_err(io)?;
+            let key = String::from_utf8(k.to_vec()).map_err(|e| StoreError::Corrupt {
+                what: "local state key",
+                why: e.to_string(),
+            })?;
+            map.insert(key, v.to_vec());
+        }
+        Ok(map)
+    }
+
+    /// Applies `writes` to the local state at once, and flushes: when this
+    /// returns, they survive a crash.
+    pub fn apply_local(&self, writes: &[Write]) -> Result<(), StoreError> {
+        let io = |source| StoreError::Io {
+            action: "writing the local state",
+            source,
+        };
+        let tree = self.db.open_tree(LOCAL_TREE).map_err(io)?;
+        let mut batch = sled::Batch::default();
+        for write in writes {
+            match write {
+                Write::Put { key, value } => batch.insert(key.as_bytes(), value.as_slice()),
+                Write::Delete { key } => batch.remove(key.as_bytes()),
+            }
+        }
+        tree.apply_batch(batch).map_err(io)?;
+        self.db.flush().map_err(|source| StoreError::Io {
+            action: "flushing the local state",
+            source,
+        })?;
+        Ok(())
     }
 
     pub fn load_config(&self) -> Result<Option<StoredConfig>, StoreError> {
@@ -566,6 +618,25 @@ mod storage_suite {
 
     struct SledBuilder;
 
+    /// The suite proposes no commands of its own: any that comes is
+    /// rejected, with its bytes as the outcome.
+    #[derive(Debug)]
+    struct Puts;
+
+    impl crate::Machine for Puts {
+        fn apply(
+            &self,
+            _kv: &std::collections::BTreeMap<String, Vec<u8>>,
+            _index: u64,
+            command: &[u8],
+        ) -> crate::Effect {
+            crate::Effect {
+                writes: Vec::new(),
+                outcome: command.to_vec(),
+            }
+        }
+    }
+
     /// Keeps the directory until the case ends; the store closes first.
     struct Guard {
         _store: Store,
@@ -577,8 +648,11 @@ mod storage_suite {
             let dir = tempfile::tempdir().expect("temp dir");
             let store = Store::open(dir.path()).expect("open store");
             let log = LogStore::open(store.db())?;
-            let sm =
-                StateMachine::open(store.db(), Arc::new(watch::Sender::new(Applied::default())))?;
+            let sm = StateMachine::open(
+                store.db(),
+                Arc::new(watch::Sender::new(Applied::default())),
+                Arc::new(Puts),
+            )?;
             Ok((
                 Guard {
                     _store: store,

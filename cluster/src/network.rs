@@ -285,15 +285,17 @@ impl RaftNetwork<TypeConfig> for Connection {
 
 /// The Raft RPC routes of a device, to merge into its API server.
 /// The Raft RPC routes (all `POST`), each guarded by the cluster secret.
-pub const RPC_PATHS: [&str; 3] = [
+pub const RPC_PATHS: [&str; 4] = [
     "/cluster/v1/append",
     "/cluster/v1/vote",
     "/cluster/v1/snapshot",
+    "/cluster/v1/propose",
 ];
 
 pub fn rpc_router(node: Arc<ClusterNode>) -> Router {
-    let [append_path, vote_path, snapshot_path] = RPC_PATHS;
+    let [append_path, vote_path, snapshot_path, propose_path] = RPC_PATHS;
     Router::new()
+        .route(propose_path, post(propose))
         .route(append_path, post(append))
         .route(vote_path, post(vote))
         .route(snapshot_path, post(snapshot))
@@ -391,6 +393,24 @@ async fn snapshot(State(node): State<Arc<ClusterNode>>, body: Bytes) -> Response
         snapshot: Box::new(Cursor::new(data)),
     };
     let res = node.raft().install_full_snapshot(vote, snapshot).await;
+    reply(&res)
+}
+
+/// A command forwarded by a follower: proposed here if this device leads,
+/// else `NotLeader` naming the leader (the follower follows it).
+#[tracing::instrument(level = "debug", skip_all)]
+async fn propose(State(node): State<Arc<ClusterNode>>, body: Bytes) -> Response {
+    let forwarded: crate::forward::Forwarded = match decode(&body) {
+        Ok(r) => r,
+        Err(e) => return bad_request("forwarded command", e),
+    };
+    let deadline = tokio::time::Instant::now()
+        + Duration::from_millis(
+            forwarded
+                .deadline_ms
+                .min(crate::node::PROPOSE_DEADLINE.as_millis() as u64),
+        );
+    let res = node.propose_as_leader(forwarded.command, deadline).await;
     reply(&res)
 }
 

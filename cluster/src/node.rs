@@ -13,7 +13,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use openraft::error::{ClientWriteError, Fatal, InitializeError, RaftError};
+use openraft::error::{CheckIsLeaderError, ClientWriteError, Fatal, InitializeError, RaftError};
 use openraft::{
     ChangeMembers, CommittedLeaderId, EntryPayload, Membership, RaftMetrics, ServerState,
     SnapshotPolicy,
@@ -24,12 +24,20 @@ use tokio::time::Instant;
 
 use crate::Store;
 use crate::log_store::LogStore;
+use crate::machine::Machine;
 use crate::network::{Contacts, NetworkFactory, SharedSecret};
 use crate::state_machine::StateMachine;
-use crate::types::{Applied, Entry, LogId, NodeInfo, Raft, Request, StorageError, Vote};
+use crate::types::{Applied, Entry, LogId, NodeInfo, Proposal, Raft, StorageError, Vote};
 
-/// A write, or a membership change, that cannot reach a quorum fails after this.
+/// A membership change that cannot reach a quorum fails after this.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long [`ClusterNode::propose`] keeps trying: following leader
+/// changes, retrying a leader that cannot confirm its quorum. Longer than
+/// an election (at most 1 s, plus the vote round trips).
+pub const PROPOSE_DEADLINE: Duration = Duration::from_secs(8);
+/// How long a leader waits for a quorum to confirm it leads, before it
+/// proposes anything.
+const QUORUM_CHECK: Duration = Duration::from_millis(1500);
 /// Adding a member waits this long for it to catch up (it may need a snapshot).
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A snapshot is built after this many log entries since the last one.
@@ -53,21 +61,22 @@ pub struct ClusterConfig {
 }
 
 impl ClusterConfig {
-    /// With the default timing: heartbeat 250 ms, election 1–2 s.
+    /// With the default timing: heartbeat 100 ms, election 500–1000 ms
+    /// (docs/cluster.md: a new leader within about a second of a crash).
     pub fn new(node_id: u64, info: NodeInfo, secret: impl Into<String>) -> Self {
         Self {
             node_id,
             info,
             secret: secret.into(),
-            heartbeat_ms: 250,
-            election_timeout_ms: (1000, 2000),
+            heartbeat_ms: 100,
+            election_timeout_ms: (500, 1000),
             http: None,
         }
     }
 }
 
 /// Why a cluster operation failed. Each message says what to do next.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum ClusterError {
     #[error("this device is not the cluster leader; {}", match leader {
         Some((id, info)) => format!("send the request to the leader, device {id} {info}"),
@@ -82,6 +91,10 @@ pub enum ClusterError {
         else { unreachable.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ") }
     )]
     NoQuorum { unreachable: Vec<NodeInfo> },
+    /// A proposed command whose fate is not known: it was handed to a
+    /// leader that then stopped answering. It may still apply.
+    #[error("outcome unknown: {0}")]
+    Unknown(String),
     #[error("cluster storage failed: {0}")]
     Storage(String),
     #[error("cluster network failed: {0}")]
@@ -153,6 +166,7 @@ pub struct ClusterNode {
     network: NetworkFactory,
     contacts: Arc<Contacts>,
     applied_tx: Arc<watch::Sender<Applied>>,
+    machine: Arc<dyn Machine>,
     /// Replaced by `force_single`; cloned out for each call.
     raft: Mutex<Raft>,
     /// Serialises `force_single` and `shutdown`.
@@ -172,7 +186,11 @@ impl ClusterNode {
     /// Opens the Raft log and state machine in `store`'s database and starts
     /// Raft. A device that was a member resumes with its membership and data;
     /// a new one waits for [`initialize`](Self::initialize) or to be added.
-    pub async fn start(store: &Store, config: ClusterConfig) -> Result<Arc<Self>, ClusterError> {
+    pub async fn start(
+        store: &Store,
+        config: ClusterConfig,
+        machine: Arc<dyn Machine>,
+    ) -> Result<Arc<Self>, ClusterError> {
         let ClusterConfig {
             node_id,
             info,
@@ -208,6 +226,7 @@ impl ClusterNode {
             Arc::new(raft_config.clone()),
             &network,
             &applied_tx,
+            &machine,
         )
         .await?;
         tracing::info!(node_id, %info, "cluster node started");
@@ -220,6 +239,7 @@ impl ClusterNode {
             network,
             contacts,
             applied_tx,
+            machine,
             raft: Mutex::new(raft),
             lifecycle: tokio::sync::Mutex::new(()),
         }))
@@ -344,15 +364,106 @@ impl ClusterNode {
         }
     }
 
-    /// Commits `request` and returns its log index, once applied on this
-    /// device. Only on the leader: elsewhere `NotLeader` says where to
-    /// forward. Without a quorum it fails within [`WRITE_TIMEOUT`].
-    pub async fn write(&self, request: Request) -> Result<u64, ClusterError> {
-        let deadline = Instant::now() + WRITE_TIMEOUT;
-        let raft = self.wait_for_leader(deadline).await?;
-        match tokio::time::timeout_at(deadline, raft.client_write(request)).await {
-            Err(_) => Err(self.no_quorum()),
-            Ok(Ok(resp)) => Ok(resp.log_id.index),
+    /// Proposes `command` to the cluster and returns the outcome its
+    /// [`Machine`] gave when the command was committed and applied, from any
+    /// member: a follower forwards it to the leader, following leader
+    /// changes until [`PROPOSE_DEADLINE`].
+    ///
+    /// A retry may deliver a command twice: the application recognises a
+    /// command it applied already (by an id inside it) and answers the
+    /// first outcome again. Errors:
+    /// - [`ClusterError::NoQuorum`]: refused before it was proposed
+    ///   anywhere; it will never apply;
+    /// - [`ClusterError::Unknown`]: it was handed to a leader that then
+    ///   stopped answering; it may still apply;
+    /// - `Invalid`, `Storage`: this device cannot propose at all.
+    pub async fn propose(&self, command: Vec<u8>) -> Result<Vec<u8>, ClusterError> {
+        let deadline = Instant::now() + PROPOSE_DEADLINE;
+        let mut maybe_proposed = None;
+        loop {
+            let attempt = match self.wait_for_leader(deadline).await {
+                Ok(raft) => self.propose_here(&raft, command.clone(), deadline).await,
+                Err(ClusterError::NotLeader {
+                    leader: Some((_, leader)),
+                }) => {
+                    crate::forward::propose(
+                        &self.network.client,
+                        &self.secret.get(),
+                        &leader,
+                        &command,
+                        deadline,
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            };
+            let last = match attempt {
+                Ok(outcome) => return Ok(outcome),
+                Err(ClusterError::Unknown(why)) => {
+                    maybe_proposed = Some(why.clone());
+                    ClusterError::Unknown(why)
+                }
+                Err(e @ (ClusterError::NotLeader { .. } | ClusterError::NoQuorum { .. })) => e,
+                Err(ClusterError::Network(why)) => ClusterError::Network(why),
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(match (maybe_proposed, last) {
+                    (Some(why), _) => ClusterError::Unknown(format!(
+                        "{why}; no leader confirmed the command within {}s",
+                        PROPOSE_DEADLINE.as_secs()
+                    )),
+                    (None, e @ ClusterError::NoQuorum { .. }) => e,
+                    (None, _) => self.no_quorum(),
+                });
+            }
+            tokio::time::sleep((deadline - now).min(Duration::from_millis(100))).await;
+        }
+    }
+
+    /// The leader's half of [`propose`](Self::propose), also what a
+    /// forwarded command runs: refuses (`NotLeader`) unless this device
+    /// leads.
+    pub async fn propose_as_leader(
+        &self,
+        command: Vec<u8>,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, ClusterError> {
+        self.ensure_leader()?;
+        self.propose_here(&self.raft(), command, deadline).await
+    }
+
+    /// Confirms leadership with a quorum first, then proposes: a leader cut
+    /// off from its quorum refuses (`NoQuorum`) before anything enters its
+    /// log, so "no quorum" means the command will never apply.
+    async fn propose_here(
+        &self,
+        raft: &Raft,
+        command: Vec<u8>,
+        deadline: Instant,
+    ) -> Result<Vec<u8>, ClusterError> {
+        let check = QUORUM_CHECK.min(deadline.saturating_duration_since(Instant::now()));
+        match tokio::time::timeout(check, raft.ensure_linearizable()).await {
+            Err(_) => return Err(self.no_quorum()),
+            Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
+                return Err(ClusterError::NotLeader {
+                    leader: f.leader_id.zip(f.leader_node),
+                });
+            }
+            Ok(Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(_)))) => {
+                return Err(self.no_quorum());
+            }
+            Ok(Err(RaftError::Fatal(e))) => return Err(fatal(e)),
+            Ok(Ok(_)) => {}
+        }
+        match tokio::time::timeout_at(deadline, raft.client_write(Proposal(command))).await {
+            Err(_) => Err(ClusterError::Unknown(
+                "the leader proposed the command but it was not committed in time".into(),
+            )),
+            Ok(Ok(resp)) => Ok(resp.data),
+            // Not appended, or truncated away by a newer leader: it will
+            // never apply here, and the caller may retry it elsewhere.
             Ok(Err(e)) => Err(self.write_error(e)),
         }
     }
@@ -550,6 +661,7 @@ impl ClusterNode {
             self.raft_config.clone(),
             &self.network,
             &self.applied_tx,
+            &self.machine,
         )
         .await?;
         *self.raft.lock().unwrap_or_else(|p| p.into_inner()) = raft.clone();
@@ -583,9 +695,10 @@ async fn spawn_raft(
     config: Arc<openraft::Config>,
     network: &NetworkFactory,
     applied_tx: &Arc<watch::Sender<Applied>>,
+    machine: &Arc<dyn Machine>,
 ) -> Result<Raft, ClusterError> {
     let log = LogStore::open(db)?;
-    let sm = StateMachine::open(db, applied_tx.clone())?;
+    let sm = StateMachine::open(db, applied_tx.clone(), machine.clone())?;
     let raft = Raft::new(id, config, network.clone(), log, sm)
         .await
         .map_err(fatal)?;

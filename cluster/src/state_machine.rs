@@ -28,6 +28,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::machine::Machine;
 use crate::types::{
     Applied, Entry, LogId, Snapshot, SnapshotMeta, StorageError, StorageIOError, StoredMembership,
     TypeConfig, Write, decode, encode,
@@ -84,6 +85,7 @@ pub(crate) struct StateMachine {
     last_applied: Option<LogId>,
     membership: StoredMembership,
     applied_tx: Arc<watch::Sender<Applied>>,
+    machine: Arc<dyn Machine>,
 }
 
 impl StateMachine {
@@ -92,6 +94,7 @@ impl StateMachine {
     pub(crate) fn open(
         db: &sled::Db,
         applied_tx: Arc<watch::Sender<Applied>>,
+        machine: Arc<dyn Machine>,
     ) -> Result<Self, StorageError> {
         let tree = db.open_tree("raft-sm").map_err(|e| sm_read(&e))?;
         let last_applied: Option<LogId> = match tree.get(APPLIED).map_err(|e| sm_read(&e))? {
@@ -117,6 +120,7 @@ impl StateMachine {
             last_applied,
             membership,
             applied_tx,
+            machine,
         };
         sm.publish();
         Ok(sm)
@@ -207,7 +211,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok((self.last_applied, self.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<()>, StorageError>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<u8>>, StorageError>
     where
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -218,10 +222,19 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             self.last_applied = Some(entry.log_id);
             match entry.payload {
-                EntryPayload::Blank => {}
-                EntryPayload::Normal(request) => {
+                EntryPayload::Blank => replies.push(Vec::new()),
+                EntryPayload::Normal(proposal) => {
+                    // The application's work (parsing, validating a whole
+                    // configuration) runs on the blocking pool, against the
+                    // map as the entries before this one left it.
+                    let (machine, kv) = (self.machine.clone(), self.kv.clone());
+                    let index = entry.log_id.index;
+                    let effect =
+                        tokio::task::spawn_blocking(move || machine.apply(&kv, index, &proposal.0))
+                            .await
+                            .map_err(|e| sm_write(&e))?;
                     let kv = Arc::make_mut(&mut self.kv);
-                    for write in request.0 {
+                    for write in effect.writes {
                         match write {
                             Write::Put { key, value } => {
                                 batch.insert(kv_key(&key), value.as_slice());
@@ -233,13 +246,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                             }
                         }
                     }
+                    replies.push(effect.outcome);
                 }
                 EntryPayload::Membership(membership) => {
                     self.membership = StoredMembership::new(Some(entry.log_id), membership);
                     membership_changed = true;
+                    replies.push(Vec::new());
                 }
             }
-            replies.push(());
         }
         if replies.is_empty() {
             return Ok(replies);

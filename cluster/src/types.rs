@@ -32,9 +32,10 @@ pub enum Write {
     Delete { key: String },
 }
 
-/// A batch of writes: one Raft log entry, applied atomically.
+/// One command as the log carries it: the application's bytes, applied by
+/// its [`Machine`](crate::Machine) on every device.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Request(pub Vec<Write>);
+pub struct Proposal(pub Vec<u8>);
 
 /// The replicated map as of a log index, published after every apply and
 /// every snapshot install. `kv` is shared, never mutated in place: compare
@@ -48,8 +49,8 @@ pub struct Applied {
 openraft::declare_raft_types!(
     /// gtm's Raft type configuration.
     pub(crate) TypeConfig:
-        D = Request,
-        R = (),
+        D = Proposal,
+        R = Vec<u8>,
         NodeId = u64,
         Node = NodeInfo,
         SnapshotData = Cursor<Vec<u8>>,
@@ -107,16 +108,13 @@ mod tests {
         let body = [0xfd, 0, 0, 0, 0, 0, 0x80, 0, 0];
         assert!(decode::<Vec<u8>>(&body).is_err());
         assert!(decode::<String>(&body).is_err());
-        assert!(decode::<Request>(&body).is_err());
+        assert!(decode::<Proposal>(&body).is_err());
     }
 
     #[test]
     fn bodies_under_the_limit_still_decode() {
-        let request = Request(vec![Write::Put {
-            key: "config".into(),
-            value: vec![7; 1 << 20],
-        }]);
-        let bytes = encode(&request).unwrap();
-        assert_eq!(decode::<Request>(&bytes).unwrap(), request);
+        let proposal = Proposal(vec![7; 1 << 20]);
+        let bytes = encode(&proposal).unwrap();
+        assert_eq!(decode::<Proposal>(&bytes).unwrap(), proposal);
     }
 }

@@ -29,6 +29,7 @@ pub enum ErrorKind {
     InvalidGeoip,
     Unreachable,
     NoQuorum,
+    OutcomeUnknown,
     Cluster,
     Storage,
     StoreFailed,
@@ -41,7 +42,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind a device answers (not [`ErrorKind::Unknown`]).
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 20] = [
         Self::BadRequest,
         Self::Unauthorized,
         Self::NotFound,
@@ -56,6 +57,7 @@ impl ErrorKind {
         Self::InvalidGeoip,
         Self::Unreachable,
         Self::NoQuorum,
+        Self::OutcomeUnknown,
         Self::Cluster,
         Self::Storage,
         Self::StoreFailed,
@@ -78,6 +80,7 @@ impl ErrorKind {
             Self::InvalidConfig | Self::InvalidGeoip => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unreachable => StatusCode::BAD_GATEWAY,
             Self::NoQuorum | Self::Cluster | Self::Storage => StatusCode::SERVICE_UNAVAILABLE,
+            Self::OutcomeUnknown => StatusCode::GATEWAY_TIMEOUT,
             Self::StoreFailed | Self::Io | Self::Internal | Self::Unknown => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -101,6 +104,7 @@ impl ErrorKind {
             Self::InvalidGeoip => "invalid-geoip",
             Self::Unreachable => "unreachable",
             Self::NoQuorum => "no-quorum",
+            Self::OutcomeUnknown => "outcome-unknown",
             Self::Cluster => "cluster",
             Self::Storage => "storage",
             Self::StoreFailed => "store-failed",
@@ -124,7 +128,7 @@ impl ErrorKind {
 }
 
 /// An API error: its kind (status and stable label), and what to fix.
-#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ApiError {
     pub error: ErrorKind,
     pub message: String,
@@ -170,6 +174,8 @@ impl From<ApplyError> for ApiError {
                 ApiError::new(ErrorKind::StoreFailed, format!("{e}; nothing was applied"))
             }
             ApplyError::NoQuorum(_) => ApiError::new(ErrorKind::NoQuorum, e.to_string()),
+            ApplyError::Unknown { .. } => ApiError::new(ErrorKind::OutcomeUnknown, e.to_string()),
+            ApplyError::Rejected(e) => e,
             ApplyError::Cluster(message) => ApiError::new(ErrorKind::Cluster, message),
         }
     }

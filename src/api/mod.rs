@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{ApiError, ErrorKind};
 
+use crate::command::{Action, Actor};
 use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use crate::{
     engine::{CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus},
@@ -42,14 +43,26 @@ pub struct ApiState {
     pub store: Store,
     pub data_dir: PathBuf,
     pub token: Arc<str>,
-    /// Serializes object edits on this device (see [`objects`]).
-    pub edits: Arc<tokio::sync::Mutex<()>>,
     /// TLS is on: device-to-device calls must show a client certificate.
     pub mutual_tls: bool,
     /// The client of the other devices' APIs (remote previews): the
     /// cluster's trust anchors and, with TLS, this device's certificate.
     pub peer_http: reqwest::Client,
 }
+
+impl ApiState {
+    /// Who a request comes from, for history and the GTM Logs: the API
+    /// token's name (one token per device, named `admin`) and this device.
+    pub fn actor(&self) -> Actor {
+        Actor {
+            user: API_TOKEN_NAME.into(),
+            device: self.engine.device().to_string(),
+        }
+    }
+}
+
+/// The name of the device's API token (the `api-token` file).
+pub const API_TOKEN_NAME: &str = "admin";
 
 /// The result of an apply or a dry run.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -324,31 +337,37 @@ async fn apply_config(
     body: Bytes,
 ) -> Result<Json<ApplyResult>, ApiError> {
     let (text, config) = parse_body_off(body).await?;
-    let engine = state.engine.clone();
-    // A retried apply of what is already applied makes no new version.
-    // Comparing and diffing a large configuration is blocking work too.
-    let (dry_run, config) = (q.dry_run, Arc::new(config));
-    let compared = config.clone();
-    let unchanged = blocking(move || {
-        (dry_run || engine.is_applied(&compared))
-            .then(|| (engine.version(), engine.changes(&compared)))
-    })
-    .await?;
-    if let Some((version, changes)) = unchanged {
+    if q.dry_run {
+        let engine = state.engine.clone();
+        let (version, changes) =
+            blocking(move || (engine.version(), engine.changes(&config))).await?;
         return Ok(Json(ApplyResult {
             applied: false,
             version,
             changes,
         }));
     }
-    let config = Arc::try_unwrap(config).unwrap_or_else(|shared| (*shared).clone());
+    drop(config);
     writable(&state)?;
-    let (version, changes) = state.replication.apply(text, config).await?;
+    let applied = state
+        .replication
+        .propose(state.actor(), None, Action::ApplyConfig { text })
+        .await?;
     Ok(Json(ApplyResult {
-        applied: true,
-        version,
-        changes,
+        applied: applied.changed,
+        version: applied.version,
+        changes: applied.changes,
     }))
+}
+
+/// A `?version=N` that is not the current version.
+fn conflict(version: u64, expected: u64) -> ApiError {
+    ApiError::new(
+        ErrorKind::Conflict,
+        format!(
+            "the configuration is at version {version}, not {expected}; read it again and retry"
+        ),
+    )
 }
 
 async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
@@ -770,14 +789,6 @@ async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) 
     }
 }
 
-/// A configuration write forwarded by a follower: validated again here.
-async fn peer_write(State(state): State<ApiState>, body: Bytes) -> Result<Json<Written>, ApiError> {
-    let (text, _) = parse_body_off(body).await?;
-    writable(&state)?;
-    let version = state.replication.write_config(text).await?;
-    Ok(Json(Written { version }))
-}
-
 async fn peer_join(
     State(state): State<ApiState>,
     Json(req): Json<JoinRequest>,
@@ -815,7 +826,7 @@ async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessa
             "this device already belongs to a cluster (gtm cluster status)",
         ));
     }
-    state.replication.init().await?;
+    state.replication.init(state.actor()).await?;
     Ok(Json(ClusterMessage {
         message: "cluster initialized with this device as its only voter. \
                   Join the second device of the pair with `gtm cluster join <this device's API address> --token <gtm cluster token>`. \

@@ -1,25 +1,30 @@
 //! Create, read, update and delete of single configuration objects.
 //!
-//! Each write edits a copy of the applied configuration and sends the whole
-//! of it through the same path as `PUT /api/v1/config`: validated as one,
-//! replicated as one Raft entry, all or nothing. `PUT` creates or replaces
-//! (a retried `PUT` changes nothing the second time; a domain's records and
-//! a record's addresses stay unless the body lists them); `DELETE` of something
-//! absent is `not-found`. `?dry_run=true` returns the changes without
-//! applying; `?version=N` refuses the write (`conflict`) unless the applied
-//! configuration is still version N, for clients that read, edit and write.
+//! Reads answer from the applied configuration. Each write is one command
+//! ([`crate::command::Edit`]) proposed to the cluster: the state machine
+//! applies it to the committed configuration and validates the result as a
+//! whole, all or nothing (see [`crate::machine::edit`] for what put and
+//! delete do). `?dry_run=true` applies the edit to a copy of the applied
+//! configuration and returns the changes; `?version=N` refuses the write
+//! (`conflict`) unless the committed configuration is still version N, a
+//! compare-and-set checked cluster-wide.
 
 use axum::{
     Json,
     extract::{Path, Query, State},
 };
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{ApiError, ApiState, ApplyResult, ErrorKind};
-use crate::model::{
-    self, Config,
-    config::{Address, Check, Datacenter, Domain, Record, Scenario, Service},
+pub use crate::machine::edit::Collection;
+use crate::{
+    command::{Action, Edit},
+    machine::edit::{self, find, record_index, same_name},
+    model::{
+        self,
+        config::{Address, Domain, Record},
+    },
 };
 
 /// Options of every object write.
@@ -32,69 +37,8 @@ pub struct WriteOptions {
     pub version: Option<u64>,
 }
 
-/// A top-level list of the configuration whose items have a unique name.
-pub trait Collection: Serialize + DeserializeOwned + Clone + Send + 'static {
-    /// Singular, as errors name it.
-    const NOUN: &'static str;
-    fn items(config: &Config) -> &[Self];
-    fn items_mut(config: &mut Config) -> &mut Vec<Self>;
-    fn name(&self) -> &str;
-    fn set_name(&mut self, name: String);
-    /// The key of a list with routes of its own (a domain's `record`): a
-    /// `PUT` whose body leaves it out keeps the list as it is.
-    const CHILDREN: Option<&'static str> = None;
-    /// Moves that list from the object being replaced.
-    fn keep_children(&mut self, _replaced: &mut Self) {}
-}
-
-macro_rules! collection {
-    ($t:ty, $noun:literal, $field:ident $(, $key:literal => $children:ident)?) => {
-        impl Collection for $t {
-            const NOUN: &'static str = $noun;
-            fn items(config: &Config) -> &[Self] {
-                &config.$field
-            }
-            fn items_mut(config: &mut Config) -> &mut Vec<Self> {
-                &mut config.$field
-            }
-            fn name(&self) -> &str {
-                &self.name
-            }
-            fn set_name(&mut self, name: String) {
-                self.name = name;
-            }
-            $(
-                const CHILDREN: Option<&'static str> = Some($key);
-                fn keep_children(&mut self, replaced: &mut Self) {
-                    self.$children = std::mem::take(&mut replaced.$children);
-                }
-            )?
-        }
-    };
-}
-
-collection!(Datacenter, "datacenter", datacenters);
-collection!(Check, "check", checks);
-collection!(Scenario, "scenario", scenarios);
-collection!(Service, "service", services);
-collection!(Domain, "domain", domains, "record" => records);
-
-/// Names compare as DNS names do: without case, and a final dot is optional.
-fn same_name(a: &str, b: &str) -> bool {
-    a.trim_end_matches('.')
-        .eq_ignore_ascii_case(b.trim_end_matches('.'))
-}
-
-/// `what` is not in the applied configuration.
-fn not_found(what: String) -> ApiError {
-    super::not_found(format!("{what} is not in the configuration"))
-}
-
-fn find<T: Collection>(config: &Config, name: &str) -> Result<usize, ApiError> {
-    T::items(config)
-        .iter()
-        .position(|x| same_name(x.name(), name))
-        .ok_or_else(|| not_found(format!("{} \"{name}\"", T::NOUN)))
+fn json_of<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
+    serde_json::to_string(value).map_err(ApiError::internal)
 }
 
 pub async fn list<T: Collection>(State(state): State<ApiState>) -> Json<Vec<T>> {
@@ -129,20 +73,13 @@ pub async fn put<T: Collection>(
         )
     })?;
     item.set_name(name.clone());
-    edit(&state, &options, |config| {
-        let items = T::items_mut(config);
-        match items.iter().position(|x| same_name(x.name(), &name)) {
-            Some(i) => {
-                if keep_children {
-                    item.keep_children(&mut items[i]);
-                }
-                items[i] = item;
-            }
-            None => items.push(item),
-        }
-        Ok(())
-    })
-    .await
+    let edit = Edit::Put {
+        kind: T::KIND,
+        name,
+        json: json_of(&item)?,
+        keep_children,
+    };
+    write(&state, &options, edit).await
 }
 
 pub async fn delete<T: Collection>(
@@ -150,12 +87,11 @@ pub async fn delete<T: Collection>(
     Path(name): Path<String>,
     Query(options): Query<WriteOptions>,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    edit(&state, &options, |config| {
-        let i = find::<T>(config, &name)?;
-        T::items_mut(config).remove(i);
-        Ok(())
-    })
-    .await
+    let edit = Edit::Delete {
+        kind: T::KIND,
+        name,
+    };
+    write(&state, &options, edit).await
 }
 
 /// A body may leave the name out; if it gives one, it is the path's.
@@ -170,26 +106,6 @@ fn name_matches(noun: &str, path: &str, body: &str) -> Result<(), ApiError> {
             ),
         ))
     }
-}
-
-/// A record in a domain, by owner name and type.
-fn record_index(domain: &Domain, name: &str, rtype: &str) -> Result<usize, ApiError> {
-    domain
-        .records
-        .iter()
-        .position(|r| same_name(&r.name, name) && r.kind.as_str().eq_ignore_ascii_case(rtype))
-        .ok_or_else(|| {
-            not_found(format!(
-                "record {name} {} in domain \"{}\"",
-                rtype.to_ascii_uppercase(),
-                domain.name
-            ))
-        })
-}
-
-fn domain_mut<'c>(config: &'c mut Config, name: &str) -> Result<&'c mut Domain, ApiError> {
-    let i = find::<Domain>(config, name)?;
-    Ok(&mut config.domains[i])
 }
 
 /// A record of the applied configuration, read in place.
@@ -245,21 +161,14 @@ pub async fn put_record(
     let keep_addresses = !fields.contains_key("addresses");
     let record: Record = serde_json::from_value(fields.into())
         .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("record {name} {rtype}: {e}")))?;
-    edit(&state, &options, |config| {
-        let d = domain_mut(config, &domain)?;
-        match record_index(d, &name, &rtype) {
-            Ok(i) => {
-                let mut record = record;
-                if keep_addresses {
-                    record.addresses = std::mem::take(&mut d.records[i].addresses);
-                }
-                d.records[i] = record;
-            }
-            Err(_) => d.records.push(record),
-        }
-        Ok(())
-    })
-    .await
+    let edit = Edit::PutRecord {
+        domain,
+        name,
+        rtype,
+        json: json_of(&record)?,
+        keep_addresses,
+    };
+    write(&state, &options, edit).await
 }
 
 pub async fn delete_record(
@@ -267,13 +176,12 @@ pub async fn delete_record(
     Path((domain, name, rtype)): Path<(String, String, String)>,
     Query(options): Query<WriteOptions>,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    edit(&state, &options, |config| {
-        let d = domain_mut(config, &domain)?;
-        let i = record_index(d, &name, &rtype)?;
-        d.records.remove(i);
-        Ok(())
-    })
-    .await
+    let edit = Edit::DeleteRecord {
+        domain,
+        name,
+        rtype,
+    };
+    write(&state, &options, edit).await
 }
 
 /// An address is named by its IP or, in a CNAME record, its target.
@@ -282,13 +190,6 @@ fn address_key(a: &Address) -> String {
         (Some(ip), _) => ip.to_string(),
         (None, Some(t)) => t.clone(),
         (None, None) => String::new(),
-    }
-}
-
-fn same_address(a: &Address, key: &str) -> bool {
-    match key.parse::<std::net::IpAddr>() {
-        Ok(ip) => a.ip == Some(ip),
-        Err(_) => a.target.as_deref().is_some_and(|t| same_name(t, key)),
     }
 }
 
@@ -333,17 +234,14 @@ pub async fn put_address(
             address.target = Some(key.clone());
         }
     }
-    edit(&state, &options, |config| {
-        let d = domain_mut(config, &domain)?;
-        let i = record_index(d, &name, &rtype)?;
-        let addresses = &mut d.records[i].addresses;
-        match addresses.iter().position(|a| same_address(a, &key)) {
-            Some(j) => addresses[j] = address,
-            None => addresses.push(address),
-        }
-        Ok(())
-    })
-    .await
+    let edit = Edit::PutAddress {
+        domain,
+        name,
+        rtype,
+        key,
+        json: json_of(&address)?,
+    };
+    write(&state, &options, edit).await
 }
 
 pub async fn delete_address(
@@ -351,65 +249,52 @@ pub async fn delete_address(
     Path((domain, name, rtype, key)): Path<(String, String, String, String)>,
     Query(options): Query<WriteOptions>,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    edit(&state, &options, |config| {
-        let d = domain_mut(config, &domain)?;
-        let i = record_index(d, &name, &rtype)?;
-        let record = &mut d.records[i];
-        let j = record
-            .addresses
-            .iter()
-            .position(|a| same_address(a, &key))
-            .ok_or_else(|| not_found(format!("address {key} of record {name} {rtype}")))?;
-        record.addresses.remove(j);
-        Ok(())
-    })
-    .await
+    let edit = Edit::DeleteAddress {
+        domain,
+        name,
+        rtype,
+        key,
+    };
+    write(&state, &options, edit).await
 }
 
-/// Applies `change` to a copy of the applied configuration, then writes the
-/// result as one configuration. Nothing changes when `change` or the
-/// validation fails.
-async fn edit(
+/// Proposes `edit`, or with `dry_run` applies it to a copy of the applied
+/// configuration and returns what would change.
+async fn write(
     state: &ApiState,
     options: &WriteOptions,
-    change: impl FnOnce(&mut Config) -> Result<(), ApiError>,
+    edit: Edit,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    // One edit at a time on this device, so two clients do not both start
-    // from the same version and lose one's change.
-    let _one = state.edits.lock().await;
-    let version = state.engine.version();
-    if let Some(expected) = options.version
-        && expected != version
-    {
-        return Err(ApiError::new(
-            ErrorKind::Conflict,
-            format!(
-                "the configuration is at version {version}, not {expected}; read it again and retry"
-            ),
-        ));
+    if options.dry_run {
+        let engine = state.engine.clone();
+        let expected = options.version;
+        return super::blocking(move || {
+            let version = engine.version();
+            if let Some(expected) = expected
+                && expected != version
+            {
+                return Err(super::conflict(version, expected));
+            }
+            let current = engine.config();
+            let mut config = current.clone();
+            edit::apply(&mut config, &edit)?;
+            model::compile(&config).map_err(ApiError::invalid)?;
+            Ok(Json(ApplyResult {
+                applied: false,
+                version,
+                changes: crate::engine::diff(&current, &config),
+            }))
+        })
+        .await?;
     }
-    let mut config = state.engine.config();
-    change(&mut config)?;
-    model::compile(&config).map_err(ApiError::invalid)?;
-    if options.dry_run || state.engine.is_applied(&config) {
-        // A retried write that is already applied changes nothing.
-        return Ok(Json(ApplyResult {
-            applied: false,
-            version,
-            changes: state.engine.changes(&config),
-        }));
-    }
-    let text = toml::to_string_pretty(&config).map_err(|e| {
-        ApiError::new(
-            ErrorKind::Internal,
-            format!("the configuration cannot be written as TOML: {e}"),
-        )
-    })?;
     super::writable(state)?;
-    let (version, changes) = state.replication.apply(text, config).await?;
+    let applied = state
+        .replication
+        .propose(state.actor(), options.version, Action::Edit(edit))
+        .await?;
     Ok(Json(ApplyResult {
-        applied: true,
-        version,
-        changes,
+        applied: applied.changed,
+        version: applied.version,
+        changes: applied.changes,
     }))
 }

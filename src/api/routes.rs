@@ -391,13 +391,6 @@ pub fn operations() -> Vec<Op> {
         // Device to device; not in the OpenAPI document.
         op(
             Method::POST,
-            "/cluster/v1/write",
-            ClusterSecret,
-            "A configuration write forwarded to the leader",
-            handler!(Method::POST, peer_write),
-        ),
-        op(
-            Method::POST,
             "/cluster/v1/join",
             ClusterSecret,
             "A device asks the leader to add it",

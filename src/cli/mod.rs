@@ -298,6 +298,7 @@ pub fn api_exit_code(kind: ErrorKind) -> i32 {
         ErrorKind::Unreachable => 3,
         ErrorKind::NoQuorum => 4,
         ErrorKind::NotFound => 5,
+        ErrorKind::OutcomeUnknown => 6,
         k if k.status().is_client_error() => 2,
         _ => 1,
     }

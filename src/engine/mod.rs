@@ -48,8 +48,17 @@ pub enum ApplyError {
     #[error("{0}")]
     Store(gtm_cluster::StoreError),
     /// The cluster cannot commit: these devices were not heard from.
-    #[error("no quorum: not heard from {}; bring them back, or run `gtm cluster recover --force-single` on this device if they are lost for good", .0.join(", "))]
+    #[error("no quorum: not heard from {}; nothing was applied, and nothing will be. Bring them back, or run `gtm cluster recover --force-single` on this device if they are lost for good", .0.join(", "))]
     NoQuorum(Vec<String>),
+    /// Handed to a leader that stopped answering: it may still apply.
+    #[error(
+        "outcome unknown for command {command}: {why}. It may still apply: `gtm config history` shows its fate"
+    )]
+    Unknown { command: String, why: String },
+    /// Refused by the state machine: nothing changed, and nothing will.
+    /// Shown as the validation errors when there are some, as before.
+    #[error("{}", if .0.errors.is_empty() { .0.message.clone() } else { .0.errors.join("\n") })]
+    Rejected(crate::api::ApiError),
     #[error("{0}")]
     Cluster(String),
 }
@@ -348,43 +357,6 @@ impl Engine {
         self.events_tx.subscribe()
     }
 
-    /// Validates, stores durably, then applies: what `gtm config apply`
-    /// does. Returns the new version and the changes.
-    pub fn apply_persisted(
-        &self,
-        text: String,
-        config: Config,
-    ) -> Result<(u64, Vec<String>), ApplyError> {
-        let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
-        // The answers are built before anything is kept: a configuration
-        // that cannot be served is refused, not saved.
-        let (compiled, snapshot) =
-            prepare(&config, &self.dns.snapshot.load()).map_err(ApplyError::Invalid)?;
-        let (version, changes) = {
-            let inner = self.lock();
-            (inner.version + 1, diff(&inner.config, &config))
-        };
-        if let Some(Persist { store, .. }) = &self.store {
-            // Durable first: a crash after this keeps the new configuration.
-            store
-                .save_config(&gtm_cluster::StoredConfig { version, text })
-                .map_err(ApplyError::Store)?;
-        }
-        let mut inner = self.lock();
-        self.install(&mut inner, version, config, compiled, snapshot);
-        let summary = format!(
-            "configuration version {version} applied ({} changes)",
-            changes.len()
-        );
-        self.log(
-            &mut inner,
-            EventKind::Config,
-            format!("version {version}"),
-            summary,
-        );
-        Ok((version, changes))
-    }
-
     /// Replaces the configuration atomically; records keep their state
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
@@ -393,13 +365,6 @@ impl Engine {
         let mut inner = self.lock();
         self.install(&mut inner, version, config, compiled, snapshot);
         Ok(())
-    }
-
-    /// Proves that `config` can be served: validates it and builds its
-    /// answers, then drops them. What a device checks before it proposes a
-    /// configuration to its cluster.
-    pub fn check(&self, config: &Config) -> Result<(), ConfigErrors> {
-        prepare(config, &Snapshot::default()).map(drop)
     }
 
     /// Installs a configuration Raft committed, keeping it in the store.
@@ -441,6 +406,13 @@ impl Engine {
                 Err(reason)
             }
         }
+    }
+
+    /// Logs an event that comes from outside the engine (a configuration
+    /// change as the state machine recorded it, an operator action).
+    pub fn record_event(&self, kind: EventKind, object: String, text: String) {
+        let mut inner = self.lock();
+        self.log(&mut inner, kind, object, text);
     }
 
     /// Marks the device degraded: committed configuration `version` could
@@ -1262,6 +1234,13 @@ impl Prepared {
             snapshot,
         })
     }
+}
+
+/// Proves that `config` can be served: validates it and builds its
+/// answers, then drops them. What the state machine checks before a
+/// configuration is committed.
+pub fn servable(config: &Config) -> Result<(), ConfigErrors> {
+    prepare(config, &Snapshot::default()).map(drop)
 }
 
 /// Validates a configuration and builds its answers: everything that can

@@ -1,0 +1,33 @@
+//! The application's half of the state machine: what a committed command
+//! does to the replicated map.
+//!
+//! gtm-cluster replicates opaque command bytes. Every device applies every
+//! committed command, in log order, to its copy of the map through the
+//! application's [`Machine`]; the [`Effect`] it returns is written in the same
+//! sled batch as the applied pointer, and its outcome goes back to the device
+//! that proposed the command (see [`ClusterNode::propose`](crate::ClusterNode::propose)).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::types::Write;
+
+/// What one command does: the writes to make (none for a rejected command)
+/// and the outcome returned to its proposer, both opaque to this crate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Effect {
+    pub writes: Vec<Write>,
+    pub outcome: Vec<u8>,
+}
+
+/// The application's deterministic state machine.
+///
+/// `apply` must depend only on `kv` (the committed map before the command)
+/// and `command`: every device applies the same commands to the same map
+/// and must reach the same map. It runs on the blocking pool (a command may
+/// parse and validate a large configuration) and must not panic on any
+/// bytes: a command that does not decode is rejected, not applied.
+pub trait Machine: Send + Sync + fmt::Debug + 'static {
+    /// `index` is the command's log index (the same on every device).
+    fn apply(&self, kv: &BTreeMap<String, Vec<u8>>, index: u64, command: &[u8]) -> Effect;
+}

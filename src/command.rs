@@ -1,0 +1,246 @@
+//! Commands: every change to replicated state, as it travels through the
+//! Raft log (docs/design-commands.md).
+//!
+//! A device that receives an operator's request builds a [`Command`] (the
+//! intent, never a computed result) and proposes it; every device's state
+//! machine ([`crate::machine`]) applies it to the committed state and the
+//! proposer gets the [`Outcome`] back. Commands are bincode behind a format
+//! byte; outcomes are JSON (they are also kept in the replicated map).
+
+use serde::{Deserialize, Serialize};
+
+use crate::api::ApiError;
+
+/// The format byte in front of every encoded command. A device refuses
+/// (rejects, never applies) a command of a format it does not know.
+pub const FORMAT: u8 = 1;
+
+/// A command's id: 16 random bytes chosen by the device that received the
+/// request, shown as 32 hex digits. A command delivered twice (a retried
+/// forward) is applied once; the second delivery gets the first outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CommandId(pub [u8; 16]);
+
+impl CommandId {
+    pub fn random() -> Self {
+        Self(
+            crate::replication::random_bytes::<16>().unwrap_or_else(|_| {
+                // No /dev/urandom: time and a counter still make ids unique
+                // enough for deduplication on this device.
+                use std::sync::atomic::{AtomicU64, Ordering};
+                static COUNTER: AtomicU64 = AtomicU64::new(0);
+                let mut id = [0u8; 16];
+                id[..8].copy_from_slice(&crate::machine::now_ms().to_be_bytes());
+                id[8..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+                id
+            }),
+        )
+    }
+}
+
+impl std::fmt::Display for CommandId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Who asked for a change: the API token's name and the device that
+/// received the request.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Actor {
+    pub user: String,
+    pub device: String,
+}
+
+impl std::fmt::Display for Actor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} on {}", self.user, self.device)
+    }
+}
+
+/// One change to replicated state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Command {
+    pub id: CommandId,
+    pub actor: Actor,
+    /// When the request was received (ms since the epoch): the time history
+    /// shows, the same on every device.
+    pub time_ms: u64,
+    /// `?version=N`: apply only if the configuration is still at version N
+    /// (a compare-and-set checked by the state machine, cluster-wide).
+    pub expect_version: Option<u64>,
+    pub action: Action,
+}
+
+/// What a command does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Action {
+    /// `gtm cluster init`: the first device's configuration becomes the
+    /// cluster's, keeping its version. Only onto a map with none.
+    Adopt { text: String, version: u64 },
+    /// `gtm config apply`: the whole configuration.
+    ApplyConfig { text: String },
+    /// A put or delete of one configuration object.
+    Edit(Edit),
+    /// `gtm config rollback N`: configuration version N again, as a new
+    /// version.
+    Rollback { version: u64 },
+}
+
+/// The configuration lists whose items have a unique name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    Datacenter,
+    Check,
+    Scenario,
+    Service,
+    Domain,
+}
+
+/// A put or delete of one object. Bodies are the object as JSON, already
+/// checked for shape by the receiving device (a body that does not decode is
+/// a 400 there); the state machine decodes it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Edit {
+    /// Creates or replaces; `keep_children`: a domain body without
+    /// `record` keeps the domain's records.
+    Put {
+        kind: Kind,
+        name: String,
+        json: String,
+        keep_children: bool,
+    },
+    Delete {
+        kind: Kind,
+        name: String,
+    },
+    /// `keep_addresses`: a body without `addresses` keeps the record's.
+    PutRecord {
+        domain: String,
+        name: String,
+        rtype: String,
+        json: String,
+        keep_addresses: bool,
+    },
+    DeleteRecord {
+        domain: String,
+        name: String,
+        rtype: String,
+    },
+    /// `key`: the address's IP or, in a CNAME record, its target.
+    PutAddress {
+        domain: String,
+        name: String,
+        rtype: String,
+        key: String,
+        json: String,
+    },
+    DeleteAddress {
+        domain: String,
+        name: String,
+        rtype: String,
+        key: String,
+    },
+}
+
+/// What became of a command: the same on every device.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "outcome")]
+pub enum Outcome {
+    /// Committed and applied. `changed` is false for a command that changed
+    /// nothing (a retried apply of what is already applied).
+    Applied {
+        version: u64,
+        /// The log index that applied it: a device waits until it has
+        /// installed the state up to here before it answers.
+        index: u64,
+        changed: bool,
+        changes: Vec<String>,
+    },
+    /// Refused by the state machine: nothing changed anywhere, and nothing
+    /// ever will for this command. The error as the API gives it.
+    Rejected(ApiError),
+}
+
+impl Command {
+    /// A command received now on `device` from `user`.
+    pub fn new(actor: Actor, expect_version: Option<u64>, action: Action) -> Self {
+        Self {
+            id: CommandId::random(),
+            actor,
+            time_ms: crate::machine::now_ms(),
+            expect_version,
+            action,
+        }
+    }
+
+    pub fn encode(&self) -> Result<Vec<u8>, String> {
+        let mut bytes = vec![FORMAT];
+        bincode::serde::encode_into_std_write(self, &mut bytes, bincode::config::standard())
+            .map_err(|e| format!("encoding a command: {e}"))?;
+        Ok(bytes)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        match bytes.split_first() {
+            Some((&FORMAT, rest)) => {
+                let config = bincode::config::standard().with_limit::<{ 256 << 20 }>();
+                let (command, read) = bincode::serde::decode_from_slice(rest, config)
+                    .map_err(|e| format!("the command does not decode: {e}"))?;
+                if read != rest.len() {
+                    return Err(format!(
+                        "the command has {} trailing bytes",
+                        rest.len() - read
+                    ));
+                }
+                Ok(command)
+            }
+            Some((other, _)) => Err(format!(
+                "the command has format {other}; this device reads format {FORMAT} (a newer gtm proposed it?)"
+            )),
+            None => Err("the command is empty".into()),
+        }
+    }
+}
+
+impl Outcome {
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("unreadable outcome: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_round_trip_and_unknown_formats_are_refused() {
+        let command = Command::new(
+            Actor {
+                user: "admin".into(),
+                device: "gtm1".into(),
+            },
+            Some(3),
+            Action::Edit(Edit::Put {
+                kind: Kind::Check,
+                name: "web".into(),
+                json: r#"{"name":"web","type":"http"}"#.into(),
+                keep_children: false,
+            }),
+        );
+        let bytes = command.encode().unwrap();
+        assert_eq!(Command::decode(&bytes).unwrap(), command);
+        let mut newer = bytes.clone();
+        newer[0] = 2;
+        assert!(Command::decode(&newer).unwrap_err().contains("format 2"));
+        assert!(Command::decode(&[]).is_err());
+        assert!(Command::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+}

@@ -1,0 +1,414 @@
+//! The state machine: how a committed [`Command`] changes replicated state,
+//! the same on every device (docs/design-commands.md).
+//!
+//! [`GtmMachine::apply`] reads only the committed map and the command, so
+//! every device reaches the same map; a stale device cannot revert what the
+//! cluster committed, because it never computes a result to ship. A device
+//! in no cluster applies its commands with the same machine to its local
+//! map ([`crate::replication`]).
+//!
+//! Keys of the map:
+//! - `config`: the configuration text; `config-version`: the number of
+//!   configuration changes (decimal), which elections and operator actions
+//!   do not move;
+//! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
+//!   versions (see [`HISTORY_KEPT`]);
+//! - `outcome/<command id>`: JSON [`Outcome`] of the last [`OUTCOMES_KEPT`]
+//!   commands, and `outcome-order/<index, 20 digits>` → command id, to drop
+//!   the oldest: a command delivered twice gets the first outcome again.
+
+pub mod edit;
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    api::{ApiError, ErrorKind},
+    command::{Action, Actor, Command, CommandId, Outcome},
+    model::{self, Config},
+};
+use gtm_cluster::{Effect, Write};
+
+pub const CONFIG_KEY: &str = "config";
+pub const VERSION_KEY: &str = "config-version";
+const HISTORY_PREFIX: &str = "history/";
+const OUTCOME_PREFIX: &str = "outcome/";
+const ORDER_PREFIX: &str = "outcome-order/";
+
+/// Outcomes kept for deduplication: far more commands than can be in
+/// flight (retried) at once.
+pub const OUTCOMES_KEPT: usize = 1000;
+/// Configuration versions kept in history.
+pub const HISTORY_KEPT: usize = 100;
+/// The configuration texts kept in history, in bytes at most: beyond it the
+/// oldest entries keep their metadata and diff but not their text (and
+/// cannot be shown whole or rolled back to).
+pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One configuration version, as history keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HistoryEntry {
+    pub version: u64,
+    pub time_ms: u64,
+    pub actor: Actor,
+    /// The command that made it (32 hex digits).
+    pub command: String,
+    /// What was asked: `apply`, `put check web`, `rollback to 6`, ….
+    pub what: String,
+    pub changes: Vec<String>,
+    /// The whole configuration; `None` once it fell out of the text budget.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// The configuration version of a map (0: none yet).
+pub fn version_of(kv: &BTreeMap<String, Vec<u8>>) -> u64 {
+    kv.get(VERSION_KEY)
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn history_key(version: u64) -> String {
+    format!("{HISTORY_PREFIX}{version:020}")
+}
+
+/// The history entries of a map, oldest first.
+pub fn history_of(kv: &BTreeMap<String, Vec<u8>>) -> Vec<HistoryEntry> {
+    kv.range(HISTORY_PREFIX.to_string()..)
+        .take_while(|(k, _)| k.starts_with(HISTORY_PREFIX))
+        .filter_map(|(_, v)| serde_json::from_slice(v).ok())
+        .collect()
+}
+
+/// One version's entry.
+pub fn history_entry(kv: &BTreeMap<String, Vec<u8>>, version: u64) -> Option<HistoryEntry> {
+    kv.get(&history_key(version))
+        .and_then(|v| serde_json::from_slice(v).ok())
+}
+
+/// The outcome a map keeps for a command id, if it applied that command.
+pub fn outcome_of(kv: &BTreeMap<String, Vec<u8>>, id: &CommandId) -> Option<Outcome> {
+    kv.get(&format!("{OUTCOME_PREFIX}{id}"))
+        .and_then(|v| Outcome::decode(v).ok())
+}
+
+/// gtm's state machine. Keeps the last parsed configuration, so a command
+/// does not parse the committed text again.
+#[derive(Debug, Default)]
+pub struct GtmMachine {
+    parsed: Mutex<Option<(u64, Arc<Config>)>>,
+}
+
+fn text_hash(text: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// A change computed from the committed state.
+struct Change {
+    writes: Vec<Write>,
+    outcome: Outcome,
+}
+
+fn rejected(kind: ErrorKind, message: impl Into<String>) -> Change {
+    Change {
+        writes: Vec::new(),
+        outcome: Outcome::Rejected(ApiError::new(kind, message)),
+    }
+}
+
+impl gtm_cluster::Machine for GtmMachine {
+    fn apply(&self, kv: &BTreeMap<String, Vec<u8>>, index: u64, bytes: &[u8]) -> Effect {
+        let command = match Command::decode(bytes) {
+            Ok(c) => c,
+            Err(e) => {
+                return Effect {
+                    writes: Vec::new(),
+                    outcome: Outcome::Rejected(ApiError::new(ErrorKind::BadRequest, e)).encode(),
+                };
+            }
+        };
+        let outcome_key = format!("{OUTCOME_PREFIX}{}", command.id);
+        if let Some(first) = kv.get(&outcome_key) {
+            // Delivered again (a retried forward): applied once already.
+            return Effect {
+                writes: Vec::new(),
+                outcome: first.clone(),
+            };
+        }
+        let Change {
+            mut writes,
+            outcome,
+        } = self.run(kv, index, &command);
+        let encoded = outcome.encode();
+        writes.push(Write::Put {
+            key: outcome_key,
+            value: encoded.clone(),
+        });
+        writes.push(Write::Put {
+            key: format!("{ORDER_PREFIX}{index:020}"),
+            value: command.id.to_string().into_bytes(),
+        });
+        let order: Vec<(&String, &Vec<u8>)> = kv
+            .range(ORDER_PREFIX.to_string()..)
+            .take_while(|(k, _)| k.starts_with(ORDER_PREFIX))
+            .collect();
+        let excess = (order.len() + 1).saturating_sub(OUTCOMES_KEPT);
+        for (key, id) in order.into_iter().take(excess) {
+            writes.push(Write::Delete { key: key.clone() });
+            writes.push(Write::Delete {
+                key: format!("{OUTCOME_PREFIX}{}", String::from_utf8_lossy(id)),
+            });
+        }
+        Effect {
+            writes,
+            outcome: encoded,
+        }
+    }
+}
+
+impl GtmMachine {
+    fn run(&self, kv: &BTreeMap<String, Vec<u8>>, index: u64, command: &Command) -> Change {
+        let version = version_of(kv);
+        if let Some(expected) = command.expect_version
+            && expected != version
+        {
+            return rejected(
+                ErrorKind::Conflict,
+                format!(
+                    "the configuration is at version {version}, not {expected}; read it again and retry"
+                ),
+            );
+        }
+        let current = match self.current(kv) {
+            Ok(c) => c,
+            // The committed text always parsed when it was committed; a
+            // newer binary's configuration may not parse here.
+            Err(e) => {
+                return rejected(
+                    ErrorKind::Cluster,
+                    format!("the committed configuration does not parse on this device: {e}"),
+                );
+            }
+        };
+        let (new, text, what, new_version) = match &command.action {
+            Action::Adopt { text, version: v } => {
+                if kv.contains_key(CONFIG_KEY) {
+                    return rejected(
+                        ErrorKind::AlreadyClustered,
+                        "the cluster has a configuration already",
+                    );
+                }
+                match model::parse(text) {
+                    Ok(c) => (c, text.clone(), "adopt".to_string(), *v),
+                    Err(e) => return invalid(e),
+                }
+            }
+            Action::ApplyConfig { text } => match model::parse(text) {
+                Ok(c) => (c, text.clone(), "apply".to_string(), version + 1),
+                Err(e) => return invalid(e),
+            },
+            Action::Edit(e) => {
+                let mut config = (*current).clone();
+                if let Err(e) = edit::apply(&mut config, e) {
+                    return Change {
+                        writes: Vec::new(),
+                        outcome: Outcome::Rejected(e),
+                    };
+                }
+                let text = match toml::to_string_pretty(&config) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        return rejected(
+                            ErrorKind::Internal,
+                            format!("the configuration cannot be written as TOML: {e}"),
+                        );
+                    }
+                };
+                (config, text, describe(e), version + 1)
+            }
+            Action::Rollback { version: to } => {
+                let Some(entry) = history_entry(kv, *to) else {
+                    return rejected(
+                        ErrorKind::NotFound,
+                        format!(
+                            "version {to} is not in the configuration history (gtm config history lists what is kept)"
+                        ),
+                    );
+                };
+                let Some(text) = entry.text else {
+                    return rejected(
+                        ErrorKind::NotFound,
+                        format!(
+                            "version {to} is in the history without its text (older versions keep only their changes); it cannot be rolled back to"
+                        ),
+                    );
+                };
+                match model::parse(&text) {
+                    Ok(c) => (c, text, format!("rollback to {to}"), version + 1),
+                    Err(e) => return invalid(e),
+                }
+            }
+        };
+        if let Err(e) = crate::engine::servable(&new) {
+            return Change {
+                writes: Vec::new(),
+                outcome: Outcome::Rejected(ApiError::invalid(e)),
+            };
+        }
+        if new == *current && kv.contains_key(CONFIG_KEY) {
+            // A retried apply of what is applied makes no new version.
+            return Change {
+                writes: Vec::new(),
+                outcome: Outcome::Applied {
+                    version,
+                    index,
+                    changed: false,
+                    changes: Vec::new(),
+                },
+            };
+        }
+        let changes = crate::engine::diff(&current, &new);
+        let entry = HistoryEntry {
+            version: new_version,
+            time_ms: command.time_ms,
+            actor: command.actor.clone(),
+            command: command.id.to_string(),
+            what,
+            changes: changes.clone(),
+            text: Some(text.clone()),
+        };
+        let mut writes = vec![
+            Write::Put {
+                key: CONFIG_KEY.into(),
+                value: text.clone().into_bytes(),
+            },
+            Write::Put {
+                key: VERSION_KEY.into(),
+                value: new_version.to_string().into_bytes(),
+            },
+        ];
+        writes.extend(history_writes(kv, entry));
+        *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((text_hash(text.as_bytes()), Arc::new(new)));
+        Change {
+            writes,
+            outcome: Outcome::Applied {
+                version: new_version,
+                index,
+                changed: true,
+                changes,
+            },
+        }
+    }
+
+    /// The committed configuration, parsed (cached by its text).
+    fn current(&self, kv: &BTreeMap<String, Vec<u8>>) -> Result<Arc<Config>, String> {
+        let Some(text) = kv.get(CONFIG_KEY) else {
+            return Ok(Arc::new(Config::default()));
+        };
+        let hash = text_hash(text);
+        let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((h, config)) = &*cached
+            && *h == hash
+        {
+            return Ok(config.clone());
+        }
+        let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
+        let config = Arc::new(model::parse(text).map_err(|e| e.to_string())?);
+        *cached = Some((hash, config.clone()));
+        Ok(config)
+    }
+}
+
+fn invalid(e: model::ConfigErrors) -> Change {
+    Change {
+        writes: Vec::new(),
+        outcome: Outcome::Rejected(ApiError::invalid(e)),
+    }
+}
+
+/// `put check web`, `delete address 192.0.2.1 of www A in example.test`.
+fn describe(e: &crate::command::Edit) -> String {
+    use crate::command::{Edit, Kind};
+    let noun = |k: &Kind| match k {
+        Kind::Datacenter => "datacenter",
+        Kind::Check => "check",
+        Kind::Scenario => "scenario",
+        Kind::Service => "service",
+        Kind::Domain => "domain",
+    };
+    match e {
+        Edit::Put { kind, name, .. } => format!("put {} {name}", noun(kind)),
+        Edit::Delete { kind, name } => format!("delete {} {name}", noun(kind)),
+        Edit::PutRecord {
+            domain,
+            name,
+            rtype,
+            ..
+        } => format!("put record {name} {rtype} in {domain}"),
+        Edit::DeleteRecord {
+            domain,
+            name,
+            rtype,
+        } => format!("delete record {name} {rtype} in {domain}"),
+        Edit::PutAddress {
+            domain,
+            name,
+            rtype,
+            key,
+            ..
+        } => format!("put address {key} of {name} {rtype} in {domain}"),
+        Edit::DeleteAddress {
+            domain,
+            name,
+            rtype,
+            key,
+        } => format!("delete address {key} of {name} {rtype} in {domain}"),
+    }
+}
+
+/// The new entry, and what keeps history within [`HISTORY_KEPT`] entries
+/// and [`HISTORY_TEXT_BUDGET`] bytes of text (newest texts first).
+fn history_writes(kv: &BTreeMap<String, Vec<u8>>, entry: HistoryEntry) -> Vec<Write> {
+    let mut writes = Vec::new();
+    let mut entries: Vec<HistoryEntry> = history_of(kv);
+    entries.push(entry);
+    let drop = entries.len().saturating_sub(HISTORY_KEPT);
+    for old in entries.drain(..drop) {
+        writes.push(Write::Delete {
+            key: history_key(old.version),
+        });
+    }
+    let mut budget = HISTORY_TEXT_BUDGET;
+    let last = entries.len().saturating_sub(1);
+    for (i, mut e) in entries.into_iter().enumerate().rev() {
+        let size = e.text.as_ref().map_or(0, String::len);
+        let keep = size <= budget || i == last;
+        budget = budget.saturating_sub(size);
+        if i == last || (e.text.is_some() && !keep) {
+            if !keep {
+                e.text = None;
+            }
+            writes.push(Write::Put {
+                key: history_key(e.version),
+                value: serde_json::to_vec(&e).unwrap_or_default(),
+            });
+        }
+    }
+    writes
+}
