@@ -41,7 +41,9 @@ async fn config_apply_shows_the_diff_and_export_prints_it_back() {
     let d = TestDevice::start(ZONE).await;
     let data = d.dir.path().to_path_buf();
     let file = data.join("new.toml");
-    let changed = ZONE.replace("{ ip = \"192.0.2.70\" }", "{ ip = \"192.0.2.71\" }");
+    let changed = ZONE
+        .replace("{ ip = \"192.0.2.70\" }", "{ ip = \"192.0.2.71\" }")
+        .replace("ttl = 30\nmain_dc", "ttl = 3600\nmain_dc");
     std::fs::write(&file, &changed).unwrap();
 
     let run = |args: &[&str]| {
@@ -61,11 +63,17 @@ async fn config_apply_shows_the_diff_and_export_prints_it_back() {
     let (code, stdout, stderr) =
         tokio::task::block_in_place(|| run(&["config", "apply", "--dry-run", file_s]));
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stdout.contains("~ domain example.test / record *.wild A"),
+    // Field by field: the domain's key, an address replaced in a record.
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        [
+            "~ domain example.test: ttl 30 → 3600",
+            "+ address 192.0.2.71 of record *.wild.example.test/A",
+            "- address 192.0.2.70 of record *.wild.example.test/A",
+            "dry run: nothing applied",
+        ],
         "{stdout}"
     );
-    assert!(stdout.contains("dry run: nothing applied"));
     let r = udp(
         d.v4(),
         &query(
