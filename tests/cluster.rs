@@ -74,6 +74,11 @@ impl Proc {
         }
     }
 
+    /// The PID of the running process.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// kill -9, as a crash.
     pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {

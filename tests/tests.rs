@@ -17,3 +17,4 @@ mod probes;
 mod storage;
 mod valid;
 mod wire;
+mod writes;

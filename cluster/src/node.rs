@@ -384,16 +384,25 @@ impl ClusterNode {
             let attempt = match self.wait_for_leader(deadline).await {
                 Ok(raft) => self.propose_here(&raft, command.clone(), deadline).await,
                 Err(ClusterError::NotLeader {
-                    leader: Some((_, leader)),
+                    leader: Some((id, leader)),
                 }) => {
-                    crate::forward::propose(
+                    let secret = self.secret.get();
+                    let sent = crate::forward::propose(
                         &self.network.client,
-                        &self.secret.get(),
+                        &secret,
                         &leader,
                         &command,
                         deadline,
-                    )
-                    .await
+                    );
+                    // A leader that stops answering (paused, cut off) is
+                    // replaced by an election: give up on it then and send
+                    // the command (same id) to the new one.
+                    tokio::select! {
+                        answer = sent => answer,
+                        () = self.leader_moves_from(id) => Err(ClusterError::Unknown(format!(
+                            "the leader {leader} was replaced while it held the command"
+                        ))),
+                    }
                 }
                 Err(e) => Err(e),
             };
@@ -419,6 +428,24 @@ impl ClusterNode {
                 });
             }
             tokio::time::sleep((deadline - now).min(Duration::from_millis(100))).await;
+        }
+    }
+
+    /// Returns once this device knows a leader other than `id`.
+    async fn leader_moves_from(&self, id: u64) {
+        let mut rx = self.raft().metrics();
+        loop {
+            if rx
+                .borrow_and_update()
+                .current_leader
+                .is_some_and(|l| l != id)
+            {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                // Raft stopped: the forward's own deadline ends the wait.
+                std::future::pending::<()>().await;
+            }
         }
     }
 
