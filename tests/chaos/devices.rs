@@ -180,14 +180,31 @@ impl Firewall {
             "ip",
             "daddr",
             &to.ip,
+            "counter",
             "drop",
         ])
         .unwrap();
-        let handle = out
-            .rsplit_once("# handle ")
-            .map(|(_, h)| h.trim().to_string())
-            .unwrap_or_else(|| panic!("nft printed no handle: {out}"));
+        // `add rule ... drop # handle 7`, then possibly a line of its own
+        // (`# new generation ...`).
+        let handle: String = out
+            .split_once("# handle ")
+            .map(|(_, h)| h.chars().take_while(char::is_ascii_digit).collect())
+            .unwrap_or_default();
+        assert!(!handle.is_empty(), "nft printed no rule handle: {out}");
         self.rules.push(handle);
+    }
+
+    /// Packets the rules of the partition dropped so far (their counters):
+    /// proof that the partition cut something.
+    pub(super) fn dropped(&self) -> u64 {
+        let Ok(listing) = nft(&["list", "table", "inet", &self.table]) else {
+            return 0;
+        };
+        listing
+            .split("counter packets ")
+            .skip(1)
+            .filter_map(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+            .sum()
     }
 
     /// Removes every rule of the partition by its handle.

@@ -162,8 +162,11 @@ impl Nemesis {
                 ))
             ));
         }
-        self.log
-            .push(format!("  before the heal: {}", views.join(", ")));
+        self.log.push(format!(
+            "  before the heal: {}; {} packets dropped",
+            views.join(", "),
+            fw.dropped()
+        ));
         fw.heal();
     }
 }
