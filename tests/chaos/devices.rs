@@ -143,9 +143,8 @@ pub(super) struct Firewall {
 
 impl Firewall {
     pub(super) fn new() -> Self {
+        sweep_stale_tables();
         let table = format!("gtm_chaos_{}", std::process::id());
-        // A table of a previous run with the same PID would be stale.
-        let _ = nft(&["delete", "table", "inet", &table]);
         nft(&["add", "table", "inet", &table]).unwrap();
         let fw = Firewall {
             table,
@@ -229,6 +228,24 @@ impl Drop for Firewall {
     fn drop(&mut self) {
         self.heal();
         let _ = nft(&["delete", "table", "inet", &self.table]);
+    }
+}
+
+/// Deletes the tables of earlier runs whose process is gone (killed
+/// before its guard ran: SIGKILL, or a Ctrl-C that ends the test binary
+/// and the devices together), so no stale rule outlives them for long.
+fn sweep_stale_tables() {
+    let Ok(tables) = nft(&["list", "tables"]) else {
+        return;
+    };
+    for line in tables.lines() {
+        let Some(pid) = line.trim().strip_prefix("table inet gtm_chaos_") else {
+            continue;
+        };
+        let ours = pid == std::process::id().to_string();
+        if ours || !Path::new("/proc").join(pid).exists() {
+            let _ = nft(&["delete", "table", "inet", &format!("gtm_chaos_{pid}")]);
+        }
     }
 }
 
