@@ -5,6 +5,7 @@ mod support;
 
 mod api;
 mod backends;
+mod chaos;
 mod cli;
 mod cluster;
 mod config_files;
