@@ -44,7 +44,7 @@ fi
 log=$(mktemp "${TMPDIR:-/tmp}/gtm-chaos.XXXXXX")
 echo "chaos.sh: $cycles cycles; full output in $log"
 status=0
-GTM_CHAOS_CYCLES="$cycles" "$binary" --ignored --exact \
+GTM_CHAOS_CYCLES="$cycles" "$binary" --exact \
   chaos::chaos_acknowledged_writes_survive_kills_pauses_and_partitions \
   --nocapture >"$log" 2>&1 || status=$?
 grep '^chaos:' "$log" || true
