@@ -8,6 +8,7 @@ pub mod dns;
 pub mod engine;
 pub mod geo;
 pub mod health;
+pub mod identity;
 pub mod metrics;
 pub mod model;
 pub mod peers;
