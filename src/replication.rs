@@ -253,7 +253,14 @@ impl Replication {
                 self.install_committed(index, text).await;
                 continue;
             }
-            if self.engine.version() == index {
+            // Installed; or it cannot be installed here, which leaves the
+            // device degraded and reported (trying again would not help).
+            if self.engine.version() == index
+                || self
+                    .engine
+                    .install_failure()
+                    .is_some_and(|f| f.version == index)
+            {
                 return;
             }
             adopted = true;

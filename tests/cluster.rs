@@ -759,3 +759,24 @@ async fn the_only_member_that_leaves_is_in_no_cluster() {
     a.ok(&["cluster", "init"]);
     write_seen_everywhere(&a, &[&a], "192.0.2.3").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joining_device_takes_the_clusters_configuration_whatever_its_version() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.145.1");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.145.2");
+    a.ok(&["cluster", "init"]);
+    write_seen_everywhere(&a, &[&a], "192.0.2.50").await;
+    // Alone, the device counts its own versions past the cluster's index.
+    for last in 51..=58 {
+        write_seen_everywhere(&b, &[&b], &format!("192.0.2.{last}")).await;
+    }
+    b.join(&a);
+    until_answer(&b, "192.0.2.50").await;
+    // What this test is about: the cluster's index is below the 8 versions
+    // the device counted alone.
+    let status = status_json(&b);
+    assert!(status["applied_index"].as_u64().unwrap() < 8, "{status}");
+    write_seen_everywhere(&b, &[&a, &b], "192.0.2.60").await;
+    write_seen_everywhere(&a, &[&a, &b], "192.0.2.61").await;
+}
