@@ -23,18 +23,16 @@ pub struct CommandId(pub [u8; 16]);
 
 impl CommandId {
     pub fn random() -> Self {
-        Self(
-            crate::replication::random_bytes::<16>().unwrap_or_else(|_| {
-                // No /dev/urandom: time and a counter still make ids unique
-                // enough for deduplication on this device.
-                use std::sync::atomic::{AtomicU64, Ordering};
-                static COUNTER: AtomicU64 = AtomicU64::new(0);
-                let mut id = [0u8; 16];
-                id[..8].copy_from_slice(&crate::machine::now_ms().to_be_bytes());
-                id[8..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
-                id
-            }),
-        )
+        Self(crate::identity::random_bytes::<16>().unwrap_or_else(|_| {
+            // No /dev/urandom: time and a counter still make ids unique
+            // enough for deduplication on this device.
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            let mut id = [0u8; 16];
+            id[..8].copy_from_slice(&crate::machine::now_ms().to_be_bytes());
+            id[8..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+            id
+        }))
     }
 }
 

@@ -12,7 +12,8 @@ use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::replication::{Replication, random_bytes, read_kept, write_private};
+use crate::identity::{self, write_private};
+use crate::replication::Replication;
 use crate::{
     api::{self, ApiState},
     dns::{handler::DnsState, server::DnsServer},
@@ -30,7 +31,7 @@ pub const DEMO_CONFIG: &str = include_str!("../config/demo.toml");
 
 /// Where the CLI finds a local device.
 pub const API_FILE: &str = "api-address";
-pub const TOKEN_FILE: &str = "api-token";
+pub use crate::identity::TOKEN_FILE;
 
 /// A started device.
 #[derive(Debug)]
@@ -106,7 +107,7 @@ impl Device {
         }
         let dns = DnsServer::start(&listen, workers, dns_state).await?;
 
-        let token = api_token(dir)?;
+        let token = identity::api_token(dir)?;
         let listener = TcpListener::bind(settings.api_listen)
             .await
             .with_context(|| format!("cannot listen for the API on {}", settings.api_listen))?;
@@ -316,22 +317,4 @@ fn open_geo(settings: &NodeSettings) -> Result<Geo> {
         Some(p) => Ok(Geo::open(&p)?),
         None => Ok(Geo::none()),
     }
-}
-
-/// The API token: kept in the data directory, made on first start.
-fn api_token(dir: &Path) -> Result<String> {
-    let path = dir.join(TOKEN_FILE);
-    if let Some(t) = read_kept(&path)? {
-        let t = t.trim().to_string();
-        if !t.is_empty() {
-            return Ok(t);
-        }
-    }
-    // From the kernel's CSPRNG: the token guards the whole management plane.
-    let token: String = random_bytes::<32>()?
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    write_private(&path, &format!("{token}\n"))?;
-    Ok(token)
 }

@@ -9,6 +9,7 @@ pub mod dns;
 pub mod engine;
 pub mod geo;
 pub mod health;
+pub mod identity;
 pub mod machine;
 pub mod metrics;
 pub mod model;

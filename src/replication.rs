@@ -10,21 +10,20 @@
 
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::{
     command::{Action, Actor, Command, Outcome},
     engine::{ApplyError, Engine, EventKind},
+    identity,
     machine::{self, CONFIG_KEY, GtmMachine},
 };
 use gtm_cluster::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, SECRET_HEADER, Store, Write,
 };
 
-const NODE_ID_FILE: &str = "node-id";
-const SECRET_FILE: &str = "cluster-secret";
 const TOKEN_PREFIX: &str = "gtm1.";
 /// The local map's count of applied commands (a device in no cluster).
 const LOCAL_INDEX_KEY: &str = "local-index";
@@ -45,6 +44,8 @@ pub struct Replication {
     dir: std::path::PathBuf,
     http: reqwest::Client,
     stop: tokio_util::sync::CancellationToken,
+    /// Serialises joining and leaving.
+    membership: tokio::sync::Mutex<()>,
 }
 
 /// What a device asks of the leader to join.
@@ -96,8 +97,8 @@ impl Replication {
         http: reqwest::Client,
         raft_http: reqwest::Client,
     ) -> Result<Arc<Self>> {
-        let id = node_id(dir)?;
-        let secret = secret(dir)?;
+        let id = identity::node_id(dir)?;
+        let secret = identity::secret(dir)?;
         let mut config = ClusterConfig::new(id, info, secret);
         config.http = Some(raft_http);
         let machine = Arc::new(GtmMachine::default());
@@ -117,6 +118,7 @@ impl Replication {
             dir: dir.to_path_buf(),
             http,
             stop: tokio_util::sync::CancellationToken::new(),
+            membership: tokio::sync::Mutex::new(()),
         });
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
@@ -142,10 +144,10 @@ impl Replication {
         self.secret()
     }
 
+    /// The secret held in memory: the one on disk, except while a join is
+    /// in flight (then the joined cluster's, kept only once accepted).
     fn secret(&self) -> Result<String> {
-        Ok(std::fs::read_to_string(self.dir.join(SECRET_FILE))?
-            .trim()
-            .to_string())
+        Ok(self.node.secret().to_string())
     }
 
     /// The replicated state this device applied: the cluster's map, or its
@@ -245,6 +247,44 @@ impl Replication {
         Ok(effect.outcome)
     }
 
+    /// Replaces the local map with `state` (a device leaving its cluster
+    /// goes on from the cluster's state), keeping the local command count.
+    async fn set_local(
+        &self,
+        state: &BTreeMap<String, Vec<u8>>,
+    ) -> Result<(), gtm_cluster::StoreError> {
+        let mut local = self.local.lock().await;
+        let mut writes: Vec<Write> = local
+            .keys()
+            .filter(|k| *k != LOCAL_INDEX_KEY && !state.contains_key(*k))
+            .map(|k| Write::Delete { key: k.clone() })
+            .collect();
+        writes.extend(state.iter().map(|(k, v)| Write::Put {
+            key: k.clone(),
+            value: v.clone(),
+        }));
+        let store = self.store.clone();
+        let kept = writes.clone();
+        tokio::task::spawn_blocking(move || store.apply_local(&kept))
+            .await
+            .map_err(|e| gtm_cluster::StoreError::Corrupt {
+                what: "local state",
+                why: e.to_string(),
+            })??;
+        let map = Arc::make_mut(&mut local);
+        for write in writes {
+            match write {
+                Write::Put { key, value } => {
+                    map.insert(key, value);
+                }
+                Write::Delete { key } => {
+                    map.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Hands `kv` to the engine on the blocking pool.
     async fn install_blocking(&self, kv: Arc<BTreeMap<String, Vec<u8>>>) {
         let (engine, handled) = (self.engine.clone(), self.handled_snapshot());
@@ -291,6 +331,7 @@ impl Replication {
     /// Makes this device the first member of a new cluster, whose state
     /// starts as this device's: its configuration, at its version.
     pub async fn init(&self, actor: Actor) -> Result<(), ApplyError> {
+        let _changing = self.membership.lock().await;
         let local = self.local.lock().await.clone();
         let text = match local.get(CONFIG_KEY) {
             Some(text) => String::from_utf8_lossy(text).into_owned(),
@@ -312,7 +353,14 @@ impl Replication {
     /// Joins the cluster of the device at `address` (any member; followers
     /// forward to the leader). This device's configuration is replaced by
     /// the cluster's.
+    ///
+    /// The leader replicates to this device as soon as it adds it, with the
+    /// joined cluster's secret, so that secret is held in memory while the
+    /// request is in flight; it is written to disk only once the cluster
+    /// accepted the join. A refused join puts the old secret back in memory
+    /// and changes nothing on disk.
     pub async fn join(&self, address: &str, token: &str, voter: bool) -> Result<(), ApplyError> {
+        let _changing = self.membership.lock().await;
         let secret = token
             .strip_prefix(TOKEN_PREFIX)
             .filter(|s| !s.is_empty())
@@ -321,24 +369,28 @@ impl Replication {
                     "the token is not a gtm join token (gtm cluster token prints one)".into(),
                 )
             })?;
+        let previous = self.node.secret();
         self.node.set_secret(secret).map_err(cluster_error)?;
-        write_private(&self.dir.join(SECRET_FILE), secret)
-            .map_err(|e| ApplyError::Cluster(e.to_string()))?;
-        let request = JoinRequest {
-            id: self.node.id(),
-            info: self.status_info(),
-            voter,
-        };
-        let url = format!("{}/cluster/v1/join", address.trim_end_matches('/'));
-        let response = self
-            .http
-            .post(&url)
-            .header(SECRET_HEADER, secret)
-            .json(&request)
-            .send()
-            .await
-            .map_err(|e| ApplyError::Cluster(format!("cannot reach {address}: {e}")))?;
-        decode::<Written>(response).await?;
+        let asked = self.ask_to_join(address, secret, voter).await;
+        if let Err(e) = asked {
+            // Added although the answer failed (it was lost, or the voter
+            // step failed after the learner step): this device is in the
+            // cluster's membership and must keep talking to it.
+            if !self.clustered() {
+                if let Err(restore) = self.node.set_secret(&previous) {
+                    tracing::error!(error = %restore, "cannot restore the cluster secret after a failed join");
+                }
+                return Err(match e {
+                    ApplyError::Cluster(why) => {
+                        ApplyError::Cluster(format!("{why}; nothing changed on this device"))
+                    }
+                    other => other,
+                });
+            }
+            self.keep_joined_secret(secret)?;
+            return Err(e);
+        }
+        self.keep_joined_secret(secret)?;
         // The leader replicates to us; wait until the configuration arrived.
         let mut applied = self.node.applied();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -355,6 +407,101 @@ impl Replication {
         }
         let index = applied.borrow().index;
         self.wait_installed(index).await;
+        Ok(())
+    }
+
+    /// Asks the device at `address` to add this one.
+    async fn ask_to_join(
+        &self,
+        address: &str,
+        secret: &str,
+        voter: bool,
+    ) -> Result<(), ApplyError> {
+        let request = JoinRequest {
+            id: self.node.id(),
+            info: self.status_info(),
+            voter,
+        };
+        let url = format!("{}/cluster/v1/join", address.trim_end_matches('/'));
+        let response = self
+            .http
+            .post(&url)
+            .header(SECRET_HEADER, secret)
+            .json(&request)
+            .send()
+            .await
+            .map_err(|e| ApplyError::Cluster(format!("cannot reach {address}: {e}")))?;
+        if response.status() == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(ApplyError::Cluster(format!(
+                "{address} refused the join: wrong token (it does not carry that cluster's \
+                 secret; gtm cluster token on a member prints the right one)"
+            )));
+        }
+        decode::<Written>(response).await.map(|_| ())
+    }
+
+    /// Keeps the secret of the cluster this device now belongs to.
+    fn keep_joined_secret(&self, secret: &str) -> Result<(), ApplyError> {
+        identity::keep_secret(&self.dir, secret).map_err(|e| {
+            ApplyError::Cluster(format!(
+                "joined, but {e}: after a restart this device cannot talk to its cluster \
+                 until the file holds the cluster's secret"
+            ))
+        })
+    }
+
+    /// Takes this device out of its cluster (`gtm cluster leave`): the leader
+    /// commits the removal, then this device forgets the cluster (Raft log,
+    /// vote, state machine, snapshot), takes a new node id and a new secret,
+    /// and runs on as a device in no cluster, serving the configuration it
+    /// had. It can then join a cluster again, or initialize one.
+    ///
+    /// The only member of a cluster has no one to ask: it forgets the
+    /// cluster at once (the cluster ends with it).
+    pub async fn leave(&self) -> Result<(), ApplyError> {
+        let _changing = self.membership.lock().await;
+        let status = self.node.status();
+        let id = status.id;
+        if status.members.is_empty() {
+            return Err(ApplyError::Cluster(
+                "this device belongs to no cluster".into(),
+            ));
+        }
+        if !status.members.iter().any(|m| m.id != id) {
+            return self.forget_cluster(id).await;
+        }
+        self.remove(id).await?;
+        self.forget_cluster(id).await
+    }
+
+    /// Resets this device's Raft state under a new node id and secret.
+    ///
+    /// Order matters for a crash: the Raft state is cleared first (one
+    /// transaction), then the new id, then the new secret are written. A
+    /// crash in between leaves a device in no cluster under its old id or
+    /// secret, never the new id on the old log (a member the cluster does
+    /// not know, that could neither leave nor join).
+    async fn forget_cluster(&self, old_id: u64) -> Result<(), ApplyError> {
+        let failed = |e: &dyn std::fmt::Display| {
+            ApplyError::Cluster(format!(
+                "this device is out of the cluster's membership, but forgetting the cluster \
+                 failed: {e}"
+            ))
+        };
+        // The device goes on from the cluster's state: its next local
+        // command applies to what it serves now.
+        let state = self.node.applied().borrow().kv.clone();
+        self.set_local(&state).await.map_err(|e| failed(&e))?;
+        let new_id = identity::fresh_node_id(old_id).map_err(|e| failed(&e))?;
+        let secret = identity::new_secret().map_err(|e| failed(&e))?;
+        self.node
+            .reset(new_id, &secret)
+            .await
+            .map_err(|e| failed(&e))?;
+        self.installed.send_replace(0);
+        identity::keep_node_id(&self.dir, new_id).map_err(|e| failed(&e))?;
+        identity::keep_secret(&self.dir, &secret).map_err(|e| failed(&e))?;
+        tracing::info!(old_id, new_id, "left the cluster");
         Ok(())
     }
 
@@ -386,8 +533,17 @@ impl Replication {
         }
     }
 
-    /// Removes a member (this device, for `gtm cluster leave`).
+    /// Removes a member (this device, for `gtm cluster leave`). On the
+    /// leader, a device that is no longer a member is already removed: a
+    /// device that stopped after its removal committed, before it forgot the
+    /// cluster, can leave again.
     pub async fn remove(&self, id: u64) -> Result<(), ApplyError> {
+        let status = self.node.status();
+        if status.leader.as_ref().is_some_and(|(l, _)| *l == status.id)
+            && !status.members.iter().any(|m| m.id == id)
+        {
+            return Ok(());
+        }
         match self.node.remove_member(id).await {
             Ok(()) => Ok(()),
             Err(ClusterError::NotLeader {
@@ -424,7 +580,9 @@ async fn install_committed(r: Arc<Replication>) {
         // Cloned out: a borrow held across the install would hold back
         // Raft's next apply.
         let state = applied.borrow_and_update().clone();
-        if r.clustered() && state.index > *r.installed.borrow() {
+        // Not `>`: a device that left and started or joined another
+        // cluster counts that cluster's log from the start again.
+        if r.clustered() && state.index != *r.installed.borrow() {
             r.install_blocking(state.kv.clone()).await;
             r.installed.send_replace(state.index);
         }
@@ -524,96 +682,5 @@ async fn decode<T: serde::de::DeserializeOwned>(
             "the peer answered {status}: {}",
             String::from_utf8_lossy(&body)
         ))),
-    }
-}
-
-/// This device's Raft id: random on first start, kept in the data directory.
-fn node_id(dir: &Path) -> Result<u64> {
-    let path = dir.join(NODE_ID_FILE);
-    if let Some(text) = read_kept(&path)? {
-        return text
-            .trim()
-            .parse()
-            .with_context(|| format!("{} is corrupt", path.display()));
-    }
-    let id = u64::from_be_bytes(random_bytes::<8>()?) >> 1;
-    write_private(&path, &id.to_string())?;
-    Ok(id)
-}
-
-/// The cluster secret: made on first start; replaced when joining.
-fn secret(dir: &Path) -> Result<String> {
-    let path = dir.join(SECRET_FILE);
-    if let Some(text) = read_kept(&path)? {
-        let s = text.trim().to_string();
-        if !s.is_empty() {
-            return Ok(s);
-        }
-    }
-    let s: String = random_bytes::<32>()?
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    write_private(&path, &s)?;
-    Ok(s)
-}
-
-pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
-    let mut raw = [0u8; N];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
-        .context("cannot read /dev/urandom")?;
-    Ok(raw)
-}
-
-/// A file the device made on an earlier start, or `None` when there is
-/// none yet. Any other failure (unreadable, not UTF-8) is an error: making a
-/// new node id, secret or token over a file that exists but cannot be read
-/// would silently take the device out of its cluster or lock out its users.
-pub(crate) fn read_kept(path: &Path) -> Result<Option<String>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
-    }
-}
-
-pub(crate) fn write_private(path: &Path, text: &str) -> Result<()> {
-    use std::{io::Write as _, os::unix::fs::OpenOptionsExt};
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_kept_file_that_cannot_be_read_is_an_error_not_replaced() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        // Absent: made once, then read back unchanged.
-        let id = node_id(dir.path()).expect("new id");
-        assert_eq!(node_id(dir.path()).expect("kept id"), id);
-        let made = secret(dir.path()).expect("new secret");
-        assert_eq!(secret(dir.path()).expect("kept secret"), made);
-        // Present but not text: an error naming the file, and the file stays.
-        for file in [NODE_ID_FILE, SECRET_FILE] {
-            std::fs::write(dir.path().join(file), [0xff, 0xfe, 0x00]).expect("write");
-        }
-        let e = format!("{:#}", node_id(dir.path()).expect_err("binary node id"));
-        assert!(e.contains(NODE_ID_FILE), "{e}");
-        let e = format!("{:#}", secret(dir.path()).expect_err("binary secret"));
-        assert!(e.contains(SECRET_FILE), "{e}");
-        for file in [NODE_ID_FILE, SECRET_FILE] {
-            let kept = std::fs::read(dir.path().join(file)).expect("read");
-            assert_eq!(kept, [0xff, 0xfe, 0x00], "{file} was not replaced");
-        }
     }
 }

@@ -592,3 +592,196 @@ async fn preview_of_another_device_over_mutual_tls() {
     preview_from_the_other_device(&a, &b).await;
     preview_from_the_other_device(&b, &a).await;
 }
+
+fn status_json(p: &Proc) -> serde_json::Value {
+    serde_json::from_str(&p.ok(&["cluster", "status", "--json"])).unwrap()
+}
+
+/// Waits (bounded) until `p` leads its cluster.
+fn until_leader(p: &Proc) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = status_json(p);
+        if status["state"] == "Leader" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{} never led: {status}", p.name);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Applies `zone(ip)` through `via` and waits until every device answers it.
+async fn write_seen_everywhere(via: &Proc, all: &[&Proc], ip: &str) {
+    let out = via.apply(&zone(ip));
+    assert!(
+        out.status.success(),
+        "write through {}: {}",
+        via.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for p in all {
+        until_answer(p, ip).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_join_changes_nothing_on_disk() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.141.1");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.141.2");
+    a.ok(&["cluster", "init"]);
+    let secret_file = b.dir.join("cluster-secret");
+    let before = std::fs::read(&secret_file).unwrap();
+
+    // A token of another cluster: the leader refuses it, clearly.
+    let wrong = format!("gtm1.{}", "ab".repeat(32));
+    let out = b.gtm(&["cluster", "join", &a.api(), "--token", &wrong]);
+    assert!(!out.status.success(), "a wrong token was accepted");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refused the join")
+            && stderr.contains("wrong token")
+            && stderr.contains("nothing changed"),
+        "{stderr}"
+    );
+    // Not a token at all: refused before anything is sent.
+    let out = b.gtm(&["cluster", "join", &a.api(), "--token", "nonsense"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a gtm join token"), "{stderr}");
+
+    assert_eq!(
+        std::fs::read(&secret_file).unwrap(),
+        before,
+        "the refused join changed the cluster secret on disk"
+    );
+    let status = status_json(&b);
+    assert_eq!(status["members"].as_array().unwrap().len(), 0, "{status}");
+    let leader = status_json(&a);
+    assert_eq!(leader["members"].as_array().unwrap().len(), 1, "{leader}");
+
+    // The device starts its own cluster, guarded by its own secret.
+    b.ok(&["cluster", "init"]);
+    let token = b.ok(&["cluster", "token"]);
+    let original = String::from_utf8(before).unwrap();
+    assert_eq!(token.trim(), format!("gtm1.{}", original.trim()));
+    assert_ne!(token.trim(), a.ok(&["cluster", "token"]).trim());
+    write_seen_everywhere(&b, &[&b], "192.0.2.41").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_that_left_can_join_again() {
+    let (_root, a, mut b) = pair(142);
+    write_seen_everywhere(&a, &[&a, &b], "192.0.2.1").await;
+    let old_id = status_json(&b)["id"].as_u64().unwrap();
+    let old_secret = std::fs::read_to_string(b.dir.join("cluster-secret")).unwrap();
+
+    b.ok(&["cluster", "leave"]);
+    // In no cluster, under a new node id, with a secret of its own; still
+    // serving the configuration it had.
+    let status = status_json(&b);
+    assert_eq!(status["members"].as_array().unwrap().len(), 0, "{status}");
+    let new_id = status["id"].as_u64().unwrap();
+    assert_ne!(new_id, old_id);
+    let kept_id = std::fs::read_to_string(b.dir.join("node-id")).unwrap();
+    assert_eq!(kept_id.trim(), new_id.to_string());
+    let new_secret = std::fs::read_to_string(b.dir.join("cluster-secret")).unwrap();
+    assert_ne!(new_secret.trim(), old_secret.trim());
+    // All of it is durable: a restart keeps it.
+    b.kill();
+    b.restart();
+    let status = status_json(&b);
+    assert_eq!(status["members"].as_array().unwrap().len(), 0, "{status}");
+    assert_eq!(status["id"].as_u64(), Some(new_id), "{status}");
+    until_answer(&b, "192.0.2.1").await;
+    assert!(b.ok(&["config", "export"]).contains("192.0.2.1"));
+
+    // A second leave says why it cannot.
+    let out = b.gtm(&["cluster", "leave"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("this device belongs to no cluster"),
+        "{stderr}"
+    );
+
+    // The other device continues alone: a pair minus one voter is one voter.
+    let status = status_json(&a);
+    assert_eq!(status["members"].as_array().unwrap().len(), 1, "{status}");
+    write_seen_everywhere(&a, &[&a], "192.0.2.2").await;
+    until_answer(&b, "192.0.2.1").await;
+    // In no cluster, a write goes to its own store.
+    write_seen_everywhere(&b, &[&b], "192.0.2.9").await;
+    until_answer(&a, "192.0.2.2").await;
+
+    // It joins again with a token (the cluster's configuration replaces its
+    // own), and writes through either device reach both.
+    b.join(&a);
+    until_answer(&b, "192.0.2.2").await;
+    write_seen_everywhere(&b, &[&a, &b], "192.0.2.3").await;
+    write_seen_everywhere(&a, &[&a, &b], "192.0.2.4").await;
+    let status = status_json(&a);
+    let members = status["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2, "{status}");
+    assert!(members.iter().all(|m| m["voter"] == true), "{status}");
+    assert!(members.iter().any(|m| m["id"] == new_id), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_left_can_join_again() {
+    let (_root, a, b) = pair(143);
+    write_seen_everywhere(&a, &[&a, &b], "192.0.2.1").await;
+    assert_eq!(status_json(&a)["state"], "Leader");
+
+    a.ok(&["cluster", "leave"]);
+    let status = status_json(&a);
+    assert_eq!(status["members"].as_array().unwrap().len(), 0, "{status}");
+    // The follower, now the only voter, elects itself and takes writes.
+    until_leader(&b);
+    let status = status_json(&b);
+    assert_eq!(status["members"].as_array().unwrap().len(), 1, "{status}");
+    write_seen_everywhere(&b, &[&b], "192.0.2.2").await;
+    until_answer(&a, "192.0.2.1").await;
+
+    a.join(&b);
+    until_answer(&a, "192.0.2.2").await;
+    write_seen_everywhere(&a, &[&a, &b], "192.0.2.3").await;
+    write_seen_everywhere(&b, &[&a, &b], "192.0.2.4").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_only_member_that_leaves_is_in_no_cluster() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.144.1");
+    a.ok(&["cluster", "init"]);
+    write_seen_everywhere(&a, &[&a], "192.0.2.1").await;
+    a.ok(&["cluster", "leave"]);
+    let status = status_json(&a);
+    assert_eq!(status["members"].as_array().unwrap().len(), 0, "{status}");
+    until_answer(&a, "192.0.2.1").await;
+    // In no cluster, it writes its own store, and can start a cluster again.
+    write_seen_everywhere(&a, &[&a], "192.0.2.2").await;
+    a.ok(&["cluster", "init"]);
+    write_seen_everywhere(&a, &[&a], "192.0.2.3").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joining_device_takes_the_clusters_configuration_whatever_its_version() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.145.1");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.145.2");
+    a.ok(&["cluster", "init"]);
+    write_seen_everywhere(&a, &[&a], "192.0.2.50").await;
+    // Alone, the device counts its own versions past the cluster's index.
+    for last in 51..=58 {
+        write_seen_everywhere(&b, &[&b], &format!("192.0.2.{last}")).await;
+    }
+    b.join(&a);
+    until_answer(&b, "192.0.2.50").await;
+    // What this test is about: the cluster's index is below the 8 versions
+    // the device counted alone.
+    let status = status_json(&b);
+    assert!(status["applied_index"].as_u64().unwrap() < 8, "{status}");
+    write_seen_everywhere(&b, &[&a, &b], "192.0.2.60").await;
+    write_seen_everywhere(&a, &[&a, &b], "192.0.2.61").await;
+}

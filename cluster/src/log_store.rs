@@ -157,6 +157,34 @@ impl LogStore {
         self.flush(ErrorSubject::Logs).await
     }
 
+    /// Forgets the whole Raft state, only while Raft is stopped: every log
+    /// entry, the vote, the committed and purged pointers, and every key of
+    /// `also` (the state machine's tree), in one transaction, then flushes.
+    /// A crash leaves all of it or none of it: a log without the state
+    /// machine it was applied to (or the reverse) would not start.
+    pub(crate) async fn clear_with(&self, also: &sled::Tree) -> Result<(), StorageError> {
+        use sled::Transactional;
+        use sled::transaction::ConflictableTransactionError;
+        let keys = |tree: &sled::Tree| -> Result<Vec<sled::IVec>, StorageError> {
+            tree.iter()
+                .keys()
+                .collect::<Result<_, _>>()
+                .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))
+        };
+        let (log_keys, meta_keys, also_keys) = (keys(&self.log)?, keys(&self.meta)?, keys(also)?);
+        (&self.log, &self.meta, also)
+            .transaction(|(log, meta, also)| {
+                for (tree, keys) in [(log, &log_keys), (meta, &meta_keys), (also, &also_keys)] {
+                    for key in keys {
+                        tree.remove(key)?;
+                    }
+                }
+                Ok::<(), ConflictableTransactionError<std::convert::Infallible>>(())
+            })
+            .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Delete, &e))?;
+        self.flush(ErrorSubject::Store).await
+    }
+
     fn insert_entries<'a>(
         &self,
         entries: impl Iterator<Item = &'a Entry>,
@@ -302,5 +330,67 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         self.put_meta(LAST_PURGED, &log_id, ErrorSubject::Store)?;
         self.remove_range(0, log_id.index.checked_add(1))?;
         self.flush(ErrorSubject::Logs).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use openraft::storage::RaftStateMachine;
+    use openraft::{CommittedLeaderId, EntryPayload, RaftSnapshotBuilder};
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::state_machine::StateMachine;
+    use crate::types::{Applied, Request, Write};
+
+    #[tokio::test]
+    async fn clearing_forgets_the_log_the_vote_the_state_machine_and_the_snapshot() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let db = store.db();
+        let mut log = LogStore::open(db).expect("log");
+        let applied = Arc::new(watch::Sender::new(Applied::default()));
+        let mut sm = StateMachine::open(db, applied.clone()).expect("state machine");
+        let entries: Vec<Entry> = (1..=3u8)
+            .map(|i| Entry {
+                log_id: LogId::new(CommittedLeaderId::new(1, 7), u64::from(i)),
+                payload: EntryPayload::Normal(Request(vec![Write::Put {
+                    key: format!("k{i}"),
+                    value: vec![i],
+                }])),
+            })
+            .collect();
+        log.write_direct(&entries, &Vote::new(1, 7))
+            .await
+            .expect("append");
+        log.save_committed(Some(entries[2].log_id))
+            .await
+            .expect("committed");
+        log.purge(entries[0].log_id).await.expect("purge");
+        sm.apply(entries.clone()).await.expect("apply");
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("snapshot");
+        assert_eq!(applied.borrow().kv.len(), 3);
+
+        let tree = StateMachine::tree(db).expect("tree");
+        log.clear_with(&tree).await.expect("clear");
+
+        let state = log.get_log_state().await.expect("log state");
+        assert_eq!(state.last_log_id, None);
+        assert_eq!(state.last_purged_log_id, None);
+        assert_eq!(log.read_vote().await.expect("vote"), None);
+        assert_eq!(log.read_committed().await.expect("committed"), None);
+        assert_eq!(tree.len(), 0);
+        // What Raft finds when it starts again: nothing, and an empty map.
+        let mut sm = StateMachine::open(db, applied.clone()).expect("reopen");
+        assert_eq!(sm.applied_state().await.expect("applied").0, None);
+        assert!(sm.get_current_snapshot().await.expect("snapshot").is_none());
+        assert!(applied.borrow().kv.is_empty());
+        assert_eq!(applied.borrow().index, 0);
     }
 }

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -158,7 +159,7 @@ pub struct ClusterStatus {
 /// A running cluster member. Cheap to share (`Arc`); [`rpc_router`](crate::rpc_router)
 /// serves its Raft RPC.
 pub struct ClusterNode {
-    id: u64,
+    id: AtomicU64,
     info: NodeInfo,
     secret: SharedSecret,
     db: sled::Db,
@@ -176,7 +177,7 @@ pub struct ClusterNode {
 impl fmt::Debug for ClusterNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClusterNode")
-            .field("id", &self.id)
+            .field("id", &self.id())
             .field("info", &self.info)
             .finish_non_exhaustive()
     }
@@ -231,7 +232,7 @@ impl ClusterNode {
         .await?;
         tracing::info!(node_id, %info, "cluster node started");
         Ok(Arc::new(Self {
-            id: node_id,
+            id: AtomicU64::new(node_id),
             info,
             secret,
             db,
@@ -246,7 +247,7 @@ impl ClusterNode {
     }
 
     pub fn id(&self) -> u64 {
-        self.id
+        self.id.load(Ordering::SeqCst)
     }
 
     /// This device as membership records it.
@@ -258,7 +259,9 @@ impl ClusterNode {
         self.raft.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    pub(crate) fn secret(&self) -> Arc<str> {
+    /// The cluster secret this device holds now (while a join is in flight,
+    /// the joined cluster's, before it is kept on disk).
+    pub fn secret(&self) -> Arc<str> {
         self.secret.get()
     }
 
@@ -289,7 +292,7 @@ impl ClusterNode {
     /// device), and returns once it leads it.
     pub async fn initialize(&self) -> Result<(), ClusterError> {
         let raft = self.raft();
-        let members = BTreeMap::from([(self.id, self.info.clone())]);
+        let members = BTreeMap::from([(self.id(), self.info.clone())]);
         raft.initialize(members).await.map_err(|e| match e {
             RaftError::APIError(InitializeError::NotAllowed(_)) => ClusterError::Invalid(
                 "this device is already part of a cluster: it cannot be initialized again".into(),
@@ -297,7 +300,7 @@ impl ClusterNode {
             RaftError::APIError(e) => ClusterError::Invalid(e.to_string()),
             RaftError::Fatal(e) => fatal(e),
         })?;
-        let id = self.id;
+        let id = self.id();
         raft.wait(Some(WRITE_TIMEOUT * 3))
             .metrics(
                 move |m| m.current_leader == Some(id),
@@ -517,7 +520,7 @@ impl ClusterNode {
                 ));
             }
             match metrics.current_leader {
-                Some(l) if l == self.id => return Ok(raft),
+                Some(l) if l == self.id() => return Ok(raft),
                 // A leader we heard from recently is worth forwarding to.
                 Some(l) if self.contacts.age(l).is_some_and(|a| a < stale) => {
                     return Err(ClusterError::NotLeader {
@@ -538,7 +541,7 @@ impl ClusterNode {
     fn ensure_leader(&self) -> Result<(), ClusterError> {
         let metrics = self.metrics();
         match metrics.current_leader {
-            Some(l) if l == self.id => Ok(()),
+            Some(l) if l == self.id() => Ok(()),
             Some(l) => Err(ClusterError::NotLeader {
                 leader: leader_of(&metrics, l),
             }),
@@ -567,7 +570,7 @@ impl ClusterNode {
             .membership_config
             .membership()
             .nodes()
-            .filter(|(id, _)| **id != self.id)
+            .filter(|(id, _)| **id != self.id())
             .filter(|(id, _)| self.contacts.age(**id).is_none_or(|a| a >= stale))
             .map(|(_, info)| info.clone())
             .collect();
@@ -580,7 +583,7 @@ impl ClusterNode {
     }
 
     pub fn status(&self) -> ClusterStatus {
-        status_of(self.id, &self.metrics(), &self.contacts)
+        status_of(self.id(), &self.metrics(), &self.contacts)
     }
 
     /// Waits until `pred` holds for this device's status, at most `timeout`.
@@ -592,7 +595,7 @@ impl ClusterNode {
         let deadline = Instant::now() + timeout;
         loop {
             let mut rx = self.raft().metrics();
-            let status = status_of(self.id, &rx.borrow_and_update(), &self.contacts);
+            let status = status_of(self.id(), &rx.borrow_and_update(), &self.contacts);
             if pred(&status) {
                 return Ok(status);
             }
@@ -658,7 +661,7 @@ impl ClusterNode {
                 "this device is not part of a cluster: nothing to recover".into(),
             ));
         }
-        tracing::warn!(id = self.id, "forcing a single-member cluster");
+        tracing::warn!(id = self.id(), "forcing a single-member cluster");
         if let Err(e) = raft.shutdown().await {
             return Err(ClusterError::Storage(format!("stopping raft: {e}")));
         }
@@ -672,18 +675,18 @@ impl ClusterNode {
             + 1;
         let index = last.map_or(0, |l| l.index + 1);
         let membership = Membership::new(
-            vec![BTreeSet::from([self.id])],
-            BTreeMap::from([(self.id, self.info.clone())]),
+            vec![BTreeSet::from([self.id()])],
+            BTreeMap::from([(self.id(), self.info.clone())]),
         );
         let entry = Entry {
-            log_id: LogId::new(CommittedLeaderId::new(term, self.id), index),
+            log_id: LogId::new(CommittedLeaderId::new(term, self.id()), index),
             payload: EntryPayload::Membership(membership),
         };
-        log.write_direct(&[entry], &Vote::new(term, self.id))
+        log.write_direct(&[entry], &Vote::new(term, self.id()))
             .await?;
 
         let raft = spawn_raft(
-            self.id,
+            self.id(),
             &self.db,
             self.raft_config.clone(),
             &self.network,
@@ -692,7 +695,7 @@ impl ClusterNode {
         )
         .await?;
         *self.raft.lock().unwrap_or_else(|p| p.into_inner()) = raft.clone();
-        let id = self.id;
+        let id = self.id();
         raft.wait(Some(WRITE_TIMEOUT * 3))
             .metrics(
                 move |m| {
@@ -703,6 +706,63 @@ impl ClusterNode {
             .await
             .map_err(|e| ClusterError::Invalid(format!("recovery did not take effect: {e}")))?;
         tracing::warn!(id, index, "now the only member of the cluster");
+        Ok(())
+    }
+
+    /// Forgets the cluster, once the cluster committed this device's
+    /// removal: stops Raft, clears its log, vote, state machine and snapshot
+    /// (one transaction: a crash leaves all of it or none), and starts Raft
+    /// again as `new_id`, a member of no cluster, guarded by `secret`. The
+    /// device can then initialize a cluster or join one.
+    ///
+    /// The id must be new: with its log and vote wiped, a device that kept
+    /// its id could vote twice in one term. The new secret makes the old
+    /// cluster's RPCs (a late heartbeat) fail instead of feeding its log to
+    /// a device that left. The rest of the store (the application's
+    /// configuration, events, health) is not touched.
+    pub async fn reset(&self, new_id: u64, secret: &str) -> Result<(), ClusterError> {
+        if secret.is_empty() {
+            return Err(ClusterError::Invalid("the cluster secret is empty".into()));
+        }
+        let _lifecycle = self.lifecycle.lock().await;
+        let old_id = self.id();
+        if new_id == old_id {
+            return Err(ClusterError::Invalid(
+                "a device that forgets its cluster needs a new node id".into(),
+            ));
+        }
+        if let Err(e) = self.raft().shutdown().await {
+            return Err(ClusterError::Storage(format!("stopping raft: {e}")));
+        }
+        let cleared = match (LogStore::open(&self.db), StateMachine::tree(&self.db)) {
+            (Ok(log), Ok(sm)) => log.clear_with(&sm).await,
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
+        // Nothing was cleared: run on as before rather than without Raft.
+        let id = if cleared.is_ok() { new_id } else { old_id };
+        if cleared.is_ok() {
+            self.secret.set(secret);
+        }
+        let raft = spawn_raft(
+            id,
+            &self.db,
+            self.raft_config.clone(),
+            &self.network,
+            &self.applied_tx,
+            &self.machine,
+        )
+        .await?;
+        {
+            let mut current = self.raft.lock().unwrap_or_else(|p| p.into_inner());
+            *current = raft;
+            self.id.store(id, Ordering::SeqCst);
+        }
+        cleared?;
+        tracing::warn!(
+            old_id,
+            new_id,
+            "left the cluster: raft state cleared, new node id"
+        );
         Ok(())
     }
 

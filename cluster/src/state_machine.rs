@@ -34,6 +34,7 @@ use crate::types::{
     TypeConfig, Write, decode, encode,
 };
 
+const TREE: &str = "raft-sm";
 const KV_PREFIX: &[u8] = b"k/";
 const APPLIED: &[u8] = b"\0applied";
 const MEMBERSHIP: &[u8] = b"\0membership";
@@ -96,7 +97,7 @@ impl StateMachine {
         applied_tx: Arc<watch::Sender<Applied>>,
         machine: Arc<dyn Machine>,
     ) -> Result<Self, StorageError> {
-        let tree = db.open_tree("raft-sm").map_err(|e| sm_read(&e))?;
+        let tree = Self::tree(db)?;
         let last_applied: Option<LogId> = match tree.get(APPLIED).map_err(|e| sm_read(&e))? {
             Some(bytes) => decode(&bytes).map_err(|e| sm_read(&e))?,
             None => None,
@@ -124,6 +125,13 @@ impl StateMachine {
         };
         sm.publish();
         Ok(sm)
+    }
+
+    /// The tree that holds the state machine and its snapshot: a device
+    /// that leaves its cluster clears it together with the log
+    /// (`LogStore::clear_with`).
+    pub(crate) fn tree(db: &sled::Db) -> Result<sled::Tree, StorageError> {
+        db.open_tree(TREE).map_err(|e| sm_read(&e))
     }
 
     fn publish(&self) {

@@ -897,8 +897,7 @@ async fn cluster_leave(State(state): State<ApiState>) -> Result<Json<ClusterStat
             "this device belongs to no cluster",
         ));
     }
-    let id = state.replication.node.id();
-    state.replication.remove(id).await?;
+    state.replication.leave().await?;
     Ok(Json(state.replication.status()))
 }
 
