@@ -618,25 +618,6 @@ mod storage_suite {
 
     struct SledBuilder;
 
-    /// The suite proposes no commands of its own: any that comes is
-    /// rejected, with its bytes as the outcome.
-    #[derive(Debug)]
-    struct Puts;
-
-    impl crate::Machine for Puts {
-        fn apply(
-            &self,
-            _kv: &std::collections::BTreeMap<String, Vec<u8>>,
-            _index: u64,
-            command: &[u8],
-        ) -> crate::Effect {
-            crate::Effect {
-                writes: Vec::new(),
-                outcome: command.to_vec(),
-            }
-        }
-    }
-
     /// Keeps the directory until the case ends; the store closes first.
     struct Guard {
         _store: Store,
@@ -651,7 +632,7 @@ mod storage_suite {
             let sm = StateMachine::open(
                 store.db(),
                 Arc::new(watch::Sender::new(Applied::default())),
-                Arc::new(Puts),
+                Arc::new(crate::machine::Writes),
             )?;
             Ok((
                 Guard {

@@ -342,8 +342,9 @@ mod tests {
     use tokio::sync::watch;
 
     use super::*;
+    use crate::machine::Writes;
     use crate::state_machine::StateMachine;
-    use crate::types::{Applied, Request, Write};
+    use crate::types::{Applied, Write};
 
     #[tokio::test]
     async fn clearing_forgets_the_log_the_vote_the_state_machine_and_the_snapshot() {
@@ -352,11 +353,12 @@ mod tests {
         let db = store.db();
         let mut log = LogStore::open(db).expect("log");
         let applied = Arc::new(watch::Sender::new(Applied::default()));
-        let mut sm = StateMachine::open(db, applied.clone()).expect("state machine");
+        let mut sm =
+            StateMachine::open(db, applied.clone(), Arc::new(Writes)).expect("state machine");
         let entries: Vec<Entry> = (1..=3u8)
             .map(|i| Entry {
                 log_id: LogId::new(CommittedLeaderId::new(1, 7), u64::from(i)),
-                payload: EntryPayload::Normal(Request(vec![Write::Put {
+                payload: EntryPayload::Normal(Writes::command(vec![Write::Put {
                     key: format!("k{i}"),
                     value: vec![i],
                 }])),
@@ -387,7 +389,7 @@ mod tests {
         assert_eq!(log.read_committed().await.expect("committed"), None);
         assert_eq!(tree.len(), 0);
         // What Raft finds when it starts again: nothing, and an empty map.
-        let mut sm = StateMachine::open(db, applied.clone()).expect("reopen");
+        let mut sm = StateMachine::open(db, applied.clone(), Arc::new(Writes)).expect("reopen");
         assert_eq!(sm.applied_state().await.expect("applied").0, None);
         assert!(sm.get_current_snapshot().await.expect("snapshot").is_none());
         assert!(applied.borrow().kv.is_empty());

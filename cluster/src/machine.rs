@@ -31,3 +31,33 @@ pub trait Machine: Send + Sync + fmt::Debug + 'static {
     /// `index` is the command's log index (the same on every device).
     fn apply(&self, kv: &BTreeMap<String, Vec<u8>>, index: u64, command: &[u8]) -> Effect;
 }
+
+/// The simplest application, for this crate's own tests: a command is a
+/// batch of writes (bincode), applied as it is; one that does not decode
+/// is rejected (no writes), with its error as the outcome.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Writes;
+
+#[cfg(test)]
+impl Writes {
+    pub(crate) fn command(writes: Vec<Write>) -> crate::types::Proposal {
+        crate::types::Proposal(crate::types::encode(&writes).expect("encode"))
+    }
+}
+
+#[cfg(test)]
+impl Machine for Writes {
+    fn apply(&self, _kv: &BTreeMap<String, Vec<u8>>, _index: u64, command: &[u8]) -> Effect {
+        match crate::types::decode::<Vec<Write>>(command) {
+            Ok(writes) => Effect {
+                writes,
+                outcome: Vec::new(),
+            },
+            Err(e) => Effect {
+                writes: Vec::new(),
+                outcome: e.to_string().into_bytes(),
+            },
+        }
+    }
+}
