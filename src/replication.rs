@@ -225,23 +225,9 @@ impl Replication {
             key: LOCAL_INDEX_KEY.into(),
             value: index.to_string().into_bytes(),
         });
-        let store = self.store.clone();
-        let kept = writes.clone();
-        tokio::task::spawn_blocking(move || store.apply_local(&kept))
+        self.write_local(&mut local, writes)
             .await
-            .map_err(|e| ApplyError::Cluster(e.to_string()))?
             .map_err(ApplyError::Store)?;
-        let map = Arc::make_mut(&mut local);
-        for write in writes {
-            match write {
-                Write::Put { key, value } => {
-                    map.insert(key, value);
-                }
-                Write::Delete { key } => {
-                    map.remove(&key);
-                }
-            }
-        }
         let state = local.clone();
         self.install_blocking(state).await;
         Ok(effect.outcome)
@@ -263,6 +249,15 @@ impl Replication {
             key: k.clone(),
             value: v.clone(),
         }));
+        self.write_local(&mut local, writes).await
+    }
+
+    /// Keeps `writes` in the store's local map (flushed), then in memory.
+    async fn write_local(
+        &self,
+        local: &mut Arc<BTreeMap<String, Vec<u8>>>,
+        writes: Vec<Write>,
+    ) -> Result<(), gtm_cluster::StoreError> {
         let store = self.store.clone();
         let kept = writes.clone();
         tokio::task::spawn_blocking(move || store.apply_local(&kept))
@@ -271,16 +266,9 @@ impl Replication {
                 what: "local state",
                 why: e.to_string(),
             })??;
-        let map = Arc::make_mut(&mut local);
+        let map = Arc::make_mut(local);
         for write in writes {
-            match write {
-                Write::Put { key, value } => {
-                    map.insert(key, value);
-                }
-                Write::Delete { key } => {
-                    map.remove(&key);
-                }
-            }
+            write.apply_to(map);
         }
         Ok(())
     }

@@ -243,16 +243,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                             .map_err(|e| sm_write(&e))?;
                     let kv = Arc::make_mut(&mut self.kv);
                     for write in effect.writes {
-                        match write {
+                        match &write {
                             Write::Put { key, value } => {
-                                batch.insert(kv_key(&key), value.as_slice());
-                                kv.insert(key, value);
+                                batch.insert(kv_key(key), value.as_slice());
                             }
-                            Write::Delete { key } => {
-                                batch.remove(kv_key(&key));
-                                kv.remove(&key);
-                            }
+                            Write::Delete { key } => batch.remove(kv_key(key)),
                         }
+                        write.apply_to(kv);
                     }
                     replies.push(effect.outcome);
                 }

@@ -32,6 +32,20 @@ pub enum Write {
     Delete { key: String },
 }
 
+impl Write {
+    /// Makes this change to `map`.
+    pub fn apply_to(self, map: &mut BTreeMap<String, Vec<u8>>) {
+        match self {
+            Write::Put { key, value } => {
+                map.insert(key, value);
+            }
+            Write::Delete { key } => {
+                map.remove(&key);
+            }
+        }
+    }
+}
+
 /// One command as the log carries it: the application's bytes, applied by
 /// its [`Machine`](crate::Machine) on every device.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
