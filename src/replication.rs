@@ -45,6 +45,8 @@ pub struct Replication {
     dir: std::path::PathBuf,
     http: reqwest::Client,
     stop: tokio_util::sync::CancellationToken,
+    /// This device's `history_keep` node setting, put into its commands.
+    history_keep: std::sync::atomic::AtomicU32,
 }
 
 /// What a device asks of the leader to join.
@@ -117,6 +119,7 @@ impl Replication {
             dir: dir.to_path_buf(),
             http,
             stop: tokio_util::sync::CancellationToken::new(),
+            history_keep: std::sync::atomic::AtomicU32::new(machine::HISTORY_KEPT as u32),
         });
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
@@ -126,6 +129,13 @@ impl Replication {
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.node.shutdown().await;
+    }
+
+    /// The configuration versions this device's commands keep in history
+    /// (the `history_keep` node setting).
+    pub fn set_history_keep(&self, keep: u32) {
+        self.history_keep
+            .store(keep, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether this device belongs to a cluster.
@@ -168,7 +178,8 @@ impl Replication {
         expect_version: Option<u64>,
         action: Action,
     ) -> Result<Applied, ApplyError> {
-        let command = Command::new(actor, expect_version, action);
+        let mut command = Command::new(actor, expect_version, action);
+        command.history_keep = self.history_keep.load(std::sync::atomic::Ordering::Relaxed);
         let bytes = command.encode().map_err(ApplyError::Cluster)?;
         let clustered = self.clustered();
         let outcome = if clustered {
