@@ -12,6 +12,7 @@ mod differential;
 mod dns;
 mod geo;
 mod health;
+mod history;
 mod operator;
 mod probes;
 mod storage;
