@@ -229,3 +229,60 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
         );
     }
 }
+
+/// A device in no cluster keeps the same history in its local map; a
+/// rejected command's fate is `rejected` with the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_device_keeps_history_and_tells_the_fate_of_a_rejected_command() {
+    use crate::support::{TestDevice, apply_text, run_gtm};
+    let d = TestDevice::start(&zone("192.0.2.1", 30)).await;
+    let v1 = apply_text(&d.device, &zone("192.0.2.1", 60))
+        .await
+        .unwrap()
+        .version;
+    let v2 = apply_text(&d.device, &zone("192.0.2.1", 3600))
+        .await
+        .unwrap()
+        .version;
+    let run = run_gtm(&d, &["config", "history", "--changes"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!("version {v2}"))
+            && run.stdout.contains("  ~ domain pair.test: ttl 60 → 3600"),
+        "{}",
+        run.stdout
+    );
+    let run = run_gtm(&d, &["config", "diff", &v2.to_string(), &v1.to_string()]);
+    assert!(run.stdout.contains("ttl 3600 → 60"), "{run:?}");
+
+    // A rejected rollback: its outcome is kept under its command id.
+    let run = run_gtm(&d, &["config", "rollback", "12345"]);
+    assert_eq!(run.code, Some(5), "{run:?}");
+    let kv = d.device.replication.state().await;
+    let rejected: Vec<String> = kv
+        .iter()
+        .filter_map(|(k, v)| {
+            let id = k.strip_prefix("outcome/")?;
+            matches!(
+                gtm::command::Outcome::decode(v),
+                Ok(gtm::command::Outcome::Rejected(_))
+            )
+            .then(|| id.to_string())
+        })
+        .collect();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    let run = run_gtm(&d, &["command", "status", &rejected[0]]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.contains("rejected")
+            && run
+                .stdout
+                .contains("version 12345 is not in the configuration history"),
+        "{}",
+        run.stdout
+    );
+    let run = run_gtm(&d, &["command", "status", &rejected[0], "--json"]);
+    let status: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(status["status"], "rejected");
+    assert_eq!(status["error"]["error"], "not-found");
+}

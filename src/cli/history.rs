@@ -20,13 +20,27 @@ pub enum CommandCmd {
     },
 }
 
-/// `gtm config history`: newest first.
-pub(super) async fn history(client: &Client, json: bool) -> Result<()> {
+/// `gtm config history`: newest first; `--changes`: each version with its
+/// field-level changes under it.
+pub(super) async fn history(client: &Client, changes: bool, json: bool) -> Result<()> {
     let items: Vec<HistoryItem> = client
         .send(client.http.get(client.url("/api/v1/config/history")))
         .await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&items)?);
+        return Ok(());
+    }
+    if changes {
+        for i in &items {
+            println!(
+                "version {}  {}  {}  {}",
+                i.version,
+                format_ms(i.time_ms),
+                i.actor,
+                i.what
+            );
+            i.changes.iter().for_each(|c| println!("  {c}"));
+        }
         return Ok(());
     }
     let rows: Vec<[String; 5]> = items

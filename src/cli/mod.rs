@@ -171,6 +171,9 @@ pub enum ConfigCmd {
     Export,
     /// The configuration versions kept: version, time, who, what, changes.
     History {
+        /// Also print each version's field-level changes.
+        #[arg(long)]
+        changes: bool,
         #[arg(long)]
         json: bool,
     },
@@ -356,8 +359,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             print_apply(&result);
             Ok(())
         }
-        Command::Config(ConfigCmd::History { json }) => {
-            history::history(&Client::new(&cli)?, *json).await
+        Command::Config(ConfigCmd::History { changes, json }) => {
+            history::history(&Client::new(&cli)?, *changes, *json).await
         }
         Command::Config(ConfigCmd::Show { version }) => {
             history::show(&Client::new(&cli)?, *version).await
