@@ -13,7 +13,8 @@ use crate::api::ApiError;
 
 /// The format byte in front of every encoded command. A device refuses
 /// (rejects, never applies) a command of a format it does not know.
-pub const FORMAT: u8 = 1;
+/// Format 2 added [`Command::history_keep`]; format 1 is still read.
+pub const FORMAT: u8 = 2;
 
 /// A command's id: 16 random bytes chosen by the device that received the
 /// request, shown as 32 hex digits. A command delivered twice (a retried
@@ -71,6 +72,20 @@ pub struct Command {
     /// (a compare-and-set checked by the state machine, cluster-wide).
     pub expect_version: Option<u64>,
     pub action: Action,
+    /// The configuration versions history keeps, the proposing device's
+    /// `history_keep` node setting: carried in the command so every device
+    /// prunes alike.
+    pub history_keep: u32,
+}
+
+/// A command of format 1 (before `history_keep`).
+#[derive(Deserialize)]
+struct CommandV1 {
+    id: CommandId,
+    actor: Actor,
+    time_ms: u64,
+    expect_version: Option<u64>,
+    action: Action,
 }
 
 /// What a command does.
@@ -172,6 +187,7 @@ impl Command {
             time_ms: crate::machine::now_ms(),
             expect_version,
             action,
+            history_keep: crate::machine::HISTORY_KEPT as u32,
         }
     }
 
@@ -184,17 +200,17 @@ impl Command {
 
     pub fn decode(bytes: &[u8]) -> Result<Self, String> {
         match bytes.split_first() {
-            Some((&FORMAT, rest)) => {
-                let config = bincode::config::standard().with_limit::<{ 256 << 20 }>();
-                let (command, read) = bincode::serde::decode_from_slice(rest, config)
-                    .map_err(|e| format!("the command does not decode: {e}"))?;
-                if read != rest.len() {
-                    return Err(format!(
-                        "the command has {} trailing bytes",
-                        rest.len() - read
-                    ));
-                }
-                Ok(command)
+            Some((&FORMAT, rest)) => decode_exact(rest),
+            Some((1, rest)) => {
+                let v1: CommandV1 = decode_exact(rest)?;
+                Ok(Self {
+                    id: v1.id,
+                    actor: v1.actor,
+                    time_ms: v1.time_ms,
+                    expect_version: v1.expect_version,
+                    action: v1.action,
+                    history_keep: crate::machine::HISTORY_KEPT as u32,
+                })
             }
             Some((other, _)) => Err(format!(
                 "the command has format {other}; this device reads format {FORMAT} (a newer gtm proposed it?)"
@@ -202,6 +218,20 @@ impl Command {
             None => Err("the command is empty".into()),
         }
     }
+}
+
+/// Bincode of one value that fills `bytes` exactly.
+fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let config = bincode::config::standard().with_limit::<{ 256 << 20 }>();
+    let (value, read) = bincode::serde::decode_from_slice(bytes, config)
+        .map_err(|e| format!("the command does not decode: {e}"))?;
+    if read != bytes.len() {
+        return Err(format!(
+            "the command has {} trailing bytes",
+            bytes.len() - read
+        ));
+    }
+    Ok(value)
 }
 
 impl Outcome {
@@ -236,9 +266,40 @@ mod tests {
         let bytes = command.encode().unwrap();
         assert_eq!(Command::decode(&bytes).unwrap(), command);
         let mut newer = bytes.clone();
-        newer[0] = 2;
-        assert!(Command::decode(&newer).unwrap_err().contains("format 2"));
+        newer[0] = FORMAT + 1;
+        assert!(
+            Command::decode(&newer)
+                .unwrap_err()
+                .contains(&format!("format {}", FORMAT + 1))
+        );
         assert!(Command::decode(&[]).is_err());
         assert!(Command::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn format_1_commands_still_decode_with_the_default_history_length() {
+        #[derive(Serialize)]
+        struct V1<'a> {
+            id: CommandId,
+            actor: &'a Actor,
+            time_ms: u64,
+            expect_version: Option<u64>,
+            action: &'a Action,
+        }
+        let mut command = Command::new(Actor::default(), None, Action::Rollback { version: 4 });
+        command.history_keep = 7;
+        let mut bytes = vec![1u8];
+        let v1 = V1 {
+            id: command.id,
+            actor: &command.actor,
+            time_ms: command.time_ms,
+            expect_version: None,
+            action: &command.action,
+        };
+        bincode::serde::encode_into_std_write(&v1, &mut bytes, bincode::config::standard())
+            .unwrap();
+        let decoded = Command::decode(&bytes).unwrap();
+        assert_eq!(decoded.action, command.action);
+        assert_eq!(decoded.history_keep, crate::machine::HISTORY_KEPT as u32);
     }
 }

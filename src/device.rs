@@ -165,6 +165,7 @@ impl Device {
             peer_client(Duration::from_secs(30))?,
         )
         .await?;
+        replication.set_history_keep(settings.history_keep());
         let peers = Arc::new(Peers::default());
         let reports = tokio::spawn(peers::run(
             peer_client(Duration::from_millis(1500))?,

@@ -46,6 +46,8 @@ pub struct Replication {
     stop: tokio_util::sync::CancellationToken,
     /// Serialises joining and leaving.
     membership: tokio::sync::Mutex<()>,
+    /// This device's `history_keep` node setting, put into its commands.
+    history_keep: std::sync::atomic::AtomicU32,
 }
 
 /// What a device asks of the leader to join.
@@ -119,6 +121,7 @@ impl Replication {
             http,
             stop: tokio_util::sync::CancellationToken::new(),
             membership: tokio::sync::Mutex::new(()),
+            history_keep: std::sync::atomic::AtomicU32::new(machine::HISTORY_KEPT as u32),
         });
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
@@ -128,6 +131,13 @@ impl Replication {
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.node.shutdown().await;
+    }
+
+    /// The configuration versions this device's commands keep in history
+    /// (the `history_keep` node setting).
+    pub fn set_history_keep(&self, keep: u32) {
+        self.history_keep
+            .store(keep, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether this device belongs to a cluster.
@@ -170,7 +180,8 @@ impl Replication {
         expect_version: Option<u64>,
         action: Action,
     ) -> Result<Applied, ApplyError> {
-        let command = Command::new(actor, expect_version, action);
+        let mut command = Command::new(actor, expect_version, action);
+        command.history_keep = self.history_keep.load(std::sync::atomic::Ordering::Relaxed);
         let bytes = command.encode().map_err(ApplyError::Cluster)?;
         let clustered = self.clustered();
         let outcome = if clustered {

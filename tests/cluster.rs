@@ -117,7 +117,7 @@ impl Proc {
         format!("{}:1053", self.ip).parse().unwrap()
     }
 
-    fn join(&self, leader: &Proc) {
+    pub(crate) fn join(&self, leader: &Proc) {
         let token = leader.ok(&["cluster", "token"]);
         self.ok(&["cluster", "join", &leader.api(), "--token", token.trim()]);
     }

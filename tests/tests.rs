@@ -13,6 +13,7 @@ mod differential;
 mod dns;
 mod geo;
 mod health;
+mod history;
 mod operator;
 mod probes;
 mod storage;

@@ -4,6 +4,7 @@
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
 mod error;
+mod history;
 mod metrics;
 mod objects;
 pub mod routes;
@@ -21,6 +22,7 @@ use axum::{
 use serde::{Deserialize, Serialize};
 
 pub use error::{ApiError, ErrorKind};
+pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
 use crate::command::{Action, Actor};
 use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};

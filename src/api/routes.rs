@@ -8,7 +8,7 @@ use axum::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use super::{objects, *};
+use super::{history, objects, *};
 use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 
 /// Who may call a route.
@@ -172,8 +172,20 @@ pub fn operations() -> Vec<Op> {
             .returns(Text),
         op(Method::GET, "/api/v1/openapi.json", Token, "This document", handler!(Method::GET, openapi_json))
             .returns(J(schema::<Value>)),
-        op(Method::GET, "/api/v1/config", Token, "Export the applied configuration (TOML)", handler!(Method::GET, export_config))
-            .returns(Toml),
+        op(Method::GET, "/api/v1/config", Token, "Export the applied configuration (TOML), or a version kept in history", handler!(Method::GET, history::export))
+            .returns(Toml)
+            .query(&[("version", "integer", "this version's text, from the configuration history (404 when not kept)")]),
+        op(Method::GET, "/api/v1/config/history", Token, "The configuration versions kept, newest first: who, when, what, changes", handler!(Method::GET, history::list))
+            .returns(J(schema::<Vec<history::HistoryItem>>)),
+        op(Method::GET, "/api/v1/config/diff", Token, "Field-level changes from one kept version to another", handler!(Method::GET, history::diff))
+            .returns(J(schema::<history::ConfigDiff>))
+            .query(&[("from", "integer", "the older version"), ("to", "integer", "the newer version")]),
+        op(Method::POST, "/api/v1/config/rollback", Token, "Make a kept version's configuration current again, as a new version", handler!(Method::POST, history::rollback))
+            .body(J(schema::<history::RollbackRequest>))
+            .returns(J(schema::<ApplyResult>))
+            .query(&[("dry_run", "boolean", "return the changes from the applied configuration; apply nothing")]),
+        op(Method::GET, "/api/v1/commands/{id}", Token, "What became of a command (applied, rejected or unknown), e.g. after an outcome-unknown answer", handler!(Method::GET, history::command))
+            .returns(J(schema::<history::CommandStatus>)),
         op(Method::PUT, "/api/v1/config", Token, "Apply a whole configuration (TOML), atomically", handler!(Method::PUT, apply_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>))

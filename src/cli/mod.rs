@@ -2,6 +2,7 @@
 //! The `gtm` command line: `serve` runs a device; every other command is a
 //! client of a device's API.
 
+mod history;
 mod objects;
 
 use std::{net::IpAddr, path::PathBuf};
@@ -111,6 +112,9 @@ pub enum Command {
     /// Devices of the cluster.
     #[command(subcommand)]
     Device(DeviceCmd),
+    /// Commands (writes): what became of one.
+    #[command(subcommand)]
+    Command(history::CommandCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,6 +169,33 @@ pub enum ConfigCmd {
     },
     /// Print the applied configuration.
     Export,
+    /// The configuration versions kept: version, time, who, what, changes.
+    History {
+        /// Also print each version's field-level changes.
+        #[arg(long)]
+        changes: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a configuration: the applied one, or a version from history.
+    Show {
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Field-level changes from version FROM to version TO.
+    Diff {
+        from: u64,
+        to: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a kept version's configuration current again (a new version).
+    Rollback {
+        version: u64,
+        /// Show the changes from the applied configuration; apply nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// `list`, and the verbs of one named object.
@@ -328,6 +359,19 @@ pub async fn run(cli: Cli) -> Result<()> {
             print_apply(&result);
             Ok(())
         }
+        Command::Config(ConfigCmd::History { changes, json }) => {
+            history::history(&Client::new(&cli)?, *changes, *json).await
+        }
+        Command::Config(ConfigCmd::Show { version }) => {
+            history::show(&Client::new(&cli)?, *version).await
+        }
+        Command::Config(ConfigCmd::Diff { from, to, json }) => {
+            history::diff(&Client::new(&cli)?, *from, *to, *json).await
+        }
+        Command::Config(ConfigCmd::Rollback { version, dry_run }) => {
+            history::rollback(&Client::new(&cli)?, *version, *dry_run).await
+        }
+        Command::Command(cmd) => history::command(&Client::new(&cli)?, cmd).await,
         Command::Config(ConfigCmd::Export) => {
             let client = Client::new(&cli)?;
             let text = client

@@ -52,7 +52,7 @@ pub enum ApplyError {
     NoQuorum(Vec<String>),
     /// Handed to a leader that stopped answering: it may still apply.
     #[error(
-        "outcome unknown for command {command}: {why}. It may still apply: `gtm config history` shows its fate"
+        "outcome unknown for command {command}: {why}. It may still apply: `gtm command status {command}` shows its fate"
     )]
     Unknown { command: String, why: String },
     /// Refused by the state machine: nothing changed, and nothing will.

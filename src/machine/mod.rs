@@ -12,7 +12,8 @@
 //!   configuration changes (decimal), which elections and operator actions
 //!   do not move;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
-//!   versions (see [`HISTORY_KEPT`]);
+//!   versions (as many as the command's `history_keep`, see
+//!   [`HISTORY_KEPT`]);
 //! - `outcome/<command id>`: JSON [`Outcome`] of the last [`OUTCOMES_KEPT`]
 //!   commands, and `outcome-order/<index, 20 digits>` → command id, to drop
 //!   the oldest: a command delivered twice gets the first outcome again.
@@ -43,7 +44,8 @@ const ORDER_PREFIX: &str = "outcome-order/";
 /// Outcomes kept for deduplication: far more commands than can be in
 /// flight (retried) at once.
 pub const OUTCOMES_KEPT: usize = 1000;
-/// Configuration versions kept in history.
+/// Configuration versions kept in history by default (the `history_keep`
+/// node setting; each command carries its proposer's).
 pub const HISTORY_KEPT: usize = 100;
 /// The configuration texts kept in history, in bytes at most: beyond it the
 /// oldest entries keep their metadata and diff but not their text (and
@@ -302,7 +304,7 @@ impl GtmMachine {
                 value: new_version.to_string().into_bytes(),
             },
         ];
-        writes.extend(history_writes(kv, entry));
+        writes.extend(history_writes(kv, entry, command.history_keep as usize));
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((text_hash(text.as_bytes()), Arc::new(new)));
         Change {
@@ -382,13 +384,14 @@ fn describe(e: &crate::command::Edit) -> String {
     }
 }
 
-/// The new entry, and what keeps history within [`HISTORY_KEPT`] entries
-/// and [`HISTORY_TEXT_BUDGET`] bytes of text (newest texts first).
-fn history_writes(kv: &BTreeMap<String, Vec<u8>>, entry: HistoryEntry) -> Vec<Write> {
+/// The new entry, and what keeps history within `keep` entries (at least
+/// the new one) and [`HISTORY_TEXT_BUDGET`] bytes of text (newest texts
+/// first).
+fn history_writes(kv: &BTreeMap<String, Vec<u8>>, entry: HistoryEntry, keep: usize) -> Vec<Write> {
     let mut writes = Vec::new();
     let mut entries: Vec<HistoryEntry> = history_of(kv);
     entries.push(entry);
-    let drop = entries.len().saturating_sub(HISTORY_KEPT);
+    let drop = entries.len().saturating_sub(keep.max(1));
     for old in entries.drain(..drop) {
         writes.push(Write::Delete {
             key: history_key(old.version),
@@ -412,3 +415,6 @@ fn history_writes(kv: &BTreeMap<String, Vec<u8>>, entry: HistoryEntry) -> Vec<Wr
     }
     writes
 }
+
+#[cfg(test)]
+mod history_tests;

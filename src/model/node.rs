@@ -40,6 +40,11 @@ pub struct NodeSettings {
     /// Events the log keeps on disk (default 100,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_retention: Option<u64>,
+    /// Configuration versions the replicated history keeps (default 100,
+    /// at least 1). Each write carries the setting of the device that
+    /// received it, so every device prunes alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_keep: Option<u32>,
     /// Allow `exec` checks to run commands on this device (default false).
     #[serde(default)]
     pub allow_exec: bool,
@@ -168,6 +173,7 @@ impl NodeSettings {
             udp_workers: None,
             edns_payload: None,
             event_retention: None,
+            history_keep: None,
             allow_exec: false,
             tls_cert: None,
             tls_key: None,
@@ -201,7 +207,19 @@ impl NodeSettings {
                 nsid.len()
             ));
         }
+        if self.history_keep == Some(0) {
+            return Err(
+                "node setting history_keep: 0; history keeps at least the current version (give 1 or more)"
+                    .into(),
+            );
+        }
         Ok(())
+    }
+
+    /// Configuration versions history keeps: `history_keep`, default 100.
+    pub fn history_keep(&self) -> u32 {
+        self.history_keep
+            .unwrap_or(crate::machine::HISTORY_KEPT as u32)
     }
 
     /// The NSID value answered: `nsid`, else the device name.
@@ -247,5 +265,20 @@ mod tests {
             e.contains("node setting nsid") && e.contains("256 bytes"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn history_keep_defaults_to_100_and_must_be_positive() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        assert_eq!(
+            super::NodeSettings::parse(base)
+                .expect("valid")
+                .history_keep(),
+            100
+        );
+        let s = super::NodeSettings::parse(&format!("{base}history_keep = 3\n")).expect("valid");
+        assert_eq!(s.history_keep(), 3);
+        let e = super::NodeSettings::parse(&format!("{base}history_keep = 0\n")).unwrap_err();
+        assert!(e.contains("node setting history_keep"), "{e}");
     }
 }

@@ -1,0 +1,136 @@
+//! History pruning and rollback, applied by the machine to a map as every
+//! device would.
+
+use std::collections::BTreeMap;
+
+use gtm_cluster::{Machine, Write};
+
+use super::*;
+use crate::command::{Action, Actor, Command, Outcome};
+
+fn zone(ttl: u32) -> String {
+    format!(
+        "[[domain]]\nname = \"h.test\"\nnameservers = [\"ns1.h.test\"]\nttl = {ttl}\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
+    )
+}
+
+/// Applies a command to `kv` as the cluster would, returning its outcome.
+fn run(
+    machine: &GtmMachine,
+    kv: &mut BTreeMap<String, Vec<u8>>,
+    index: u64,
+    keep: u32,
+    action: Action,
+) -> Outcome {
+    let mut command = Command::new(
+        Actor {
+            user: "admin".into(),
+            device: format!("gtm{}", index % 2 + 1),
+        },
+        None,
+        action,
+    );
+    command.history_keep = keep;
+    let effect = machine.apply(kv, index, &command.encode().unwrap());
+    for w in effect.writes {
+        match w {
+            Write::Put { key, value } => {
+                kv.insert(key, value);
+            }
+            Write::Delete { key } => {
+                kv.remove(&key);
+            }
+        }
+    }
+    Outcome::decode(&effect.outcome).unwrap()
+}
+
+#[test]
+fn history_keeps_as_many_versions_as_the_command_says() {
+    let machine = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    for (i, ttl) in [30, 60, 90, 120, 150].into_iter().enumerate() {
+        let outcome = run(
+            &machine,
+            &mut kv,
+            i as u64 + 1,
+            3,
+            Action::ApplyConfig { text: zone(ttl) },
+        );
+        assert!(
+            matches!(outcome, Outcome::Applied { version, .. } if version == i as u64 + 1),
+            "{outcome:?}"
+        );
+    }
+    let versions: Vec<u64> = history_of(&kv).iter().map(|e| e.version).collect();
+    assert_eq!(versions, [3, 4, 5]);
+    let last = history_entry(&kv, 5).unwrap();
+    assert_eq!(last.actor.device, "gtm2");
+    assert_eq!(last.what, "apply");
+    assert!(
+        last.changes.iter().any(|c| c.contains("ttl 120 → 150")),
+        "{:?}",
+        last.changes
+    );
+
+    // A larger keep lets history grow again; 0 still keeps the new version.
+    run(
+        &machine,
+        &mut kv,
+        6,
+        100,
+        Action::ApplyConfig { text: zone(180) },
+    );
+    assert_eq!(history_of(&kv).len(), 4);
+    run(
+        &machine,
+        &mut kv,
+        7,
+        0,
+        Action::ApplyConfig { text: zone(210) },
+    );
+    let versions: Vec<u64> = history_of(&kv).iter().map(|e| e.version).collect();
+    assert_eq!(versions, [7]);
+}
+
+#[test]
+fn a_rollback_is_a_new_version_with_the_old_text_and_a_pruned_version_is_refused() {
+    let machine = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    for (i, ttl) in [30, 60, 90].into_iter().enumerate() {
+        run(
+            &machine,
+            &mut kv,
+            i as u64 + 1,
+            2,
+            Action::ApplyConfig { text: zone(ttl) },
+        );
+    }
+    match run(&machine, &mut kv, 4, 2, Action::Rollback { version: 1 }) {
+        Outcome::Rejected(e) => {
+            assert_eq!(e.error, crate::api::ErrorKind::NotFound);
+            assert!(
+                e.message
+                    .contains("version 1 is not in the configuration history"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let outcome = run(&machine, &mut kv, 5, 2, Action::Rollback { version: 2 });
+    assert!(
+        matches!(outcome, Outcome::Applied { version: 4, .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(kv.get(CONFIG_KEY).unwrap(), zone(60).as_bytes());
+    let entry = history_entry(&kv, 4).unwrap();
+    assert_eq!(entry.what, "rollback to 2");
+    assert!(
+        entry.changes.iter().any(|c| c.contains("ttl 90 → 60")),
+        "{:?}",
+        entry.changes
+    );
+    let versions: Vec<u64> = history_of(&kv).iter().map(|e| e.version).collect();
+    assert_eq!(versions, [3, 4]);
+}

@@ -1,0 +1,288 @@
+//! Configuration history, rollback and audit on a pair of real gtm
+//! processes: history is replicated state, the same on both devices, and
+//! names the device that received each write.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::cluster::{Proc, until_answer};
+
+/// `pair.test` with `www` at `ip` and the domain's TTL.
+fn zone(ip: &str, ttl: u32) -> String {
+    format!(
+        "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\nttl = {ttl}\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"{ip}\" }}]\n"
+    )
+}
+
+/// Applies through `p`; the version it was applied as.
+fn apply(p: &Proc, text: &str) -> u64 {
+    let out = p.apply(text);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "apply on {}: {}",
+        p.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    version_in(&stdout)
+}
+
+fn version_in(stdout: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("applied as version "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no version in {stdout:?}"))
+}
+
+fn history(p: &Proc) -> Vec<Value> {
+    serde_json::from_str(&p.ok(&["config", "history", "--json"])).unwrap()
+}
+
+fn versions(history: &[Value]) -> Vec<u64> {
+    history
+        .iter()
+        .map(|e| e["version"].as_u64().unwrap())
+        .collect()
+}
+
+/// Waits (bounded) until `p`'s newest history entry is `version`.
+fn until_history(p: &Proc, version: u64) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let h = history(p);
+        if h.first().and_then(|e| e["version"].as_u64()) == Some(version) {
+            return h;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never had version {version} in history: {h:?}",
+            p.name
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits (bounded) until `p` logged, as its own event, a Config event
+/// containing `text`.
+fn until_config_event(p: &Proc, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = p.ok(&["logs", "--kind", "config", "--json"]);
+        let found = out
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| {
+                e["device"] == p.name.as_str() && e["text"].as_str().unwrap_or("").contains(text)
+            });
+        if found {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never logged a config event with {text:?}: {out}",
+            p.name
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
+    let root = tempfile::tempdir().unwrap();
+    let keep = "history_keep = 4";
+    let a = Proc::start_with(root.path(), "gtm1", "dc1", "127.0.71.1", keep);
+    let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.71.2", keep);
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+
+    // Three versions through alternating devices.
+    let v1 = apply(&a, &zone("192.0.2.1", 30));
+    let v2 = apply(&b, &zone("192.0.2.1", 3600));
+    let v3 = apply(&a, &zone("192.0.2.3", 3600));
+    assert!(v1 < v2 && v2 < v3, "{v1} {v2} {v3}");
+    let (ha, hb) = (until_history(&a, v3), until_history(&b, v3));
+    assert_eq!(ha, hb, "history differs between the devices");
+    let entry = |v: u64| ha.iter().find(|e| e["version"] == v).unwrap().clone();
+    for (v, device) in [(v1, "gtm1"), (v2, "gtm2"), (v3, "gtm1")] {
+        let e = entry(v);
+        assert_eq!(e["actor"]["device"], device, "{e}");
+        assert_eq!(e["actor"]["user"], "admin", "{e}");
+        assert_eq!(e["what"], "apply", "{e}");
+        assert_eq!(e["text_kept"], true, "{e}");
+        assert!(e.get("text").is_none(), "history lists no texts: {e}");
+    }
+    let e2 = entry(v2);
+    let changes: Vec<&str> = e2["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        changes
+            .iter()
+            .any(|c| c.contains("domain pair.test") && c.contains("ttl 30 → 3600")),
+        "{changes:?}"
+    );
+    let table = b.ok(&["config", "history"]);
+    assert!(
+        table.contains("VERSION") && table.contains("admin on gtm2"),
+        "{table}"
+    );
+
+    // show --version and diff, on the device that did not write them.
+    assert_eq!(
+        b.ok(&["config", "show", "--version", &v1.to_string()]),
+        zone("192.0.2.1", 30)
+    );
+    assert!(b.ok(&["config", "show"]).contains("192.0.2.3"));
+    let diff = b.ok(&["config", "diff", &v1.to_string(), &v2.to_string()]);
+    assert!(diff.contains("ttl 30 → 3600"), "{diff}");
+    let dry = b.ok(&["config", "rollback", &v1.to_string(), "--dry-run"]);
+    assert!(
+        dry.contains("ttl 3600 → 30") && dry.contains("dry run"),
+        "{dry}"
+    );
+    assert_eq!(
+        until_history(&b, v3).len(),
+        ha.len(),
+        "a dry run made a version"
+    );
+
+    // A rollback is a new version whose text is the old one, on both.
+    let v4 = version_in(&b.ok(&["config", "rollback", &v1.to_string()]));
+    assert_eq!(v4, v3 + 1);
+    until_answer(&a, "192.0.2.1").await;
+    until_answer(&b, "192.0.2.1").await;
+    for p in [&a, &b] {
+        let h = until_history(p, v4);
+        assert_eq!(h[0]["what"], format!("rollback to {v1}"));
+        assert_eq!(h[0]["actor"]["device"], "gtm2");
+        assert_eq!(
+            p.ok(&["config", "show", "--version", &v4.to_string()]),
+            zone("192.0.2.1", 30)
+        );
+    }
+
+    // Unknown versions: 404 not-found with what is kept.
+    let out = a.gtm(&["config", "rollback", "999"]);
+    assert_eq!(out.status.code(), Some(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("version 999 is not in the configuration history"),
+        "{err}"
+    );
+    let token = std::fs::read_to_string(a.dir.join("api-token")).unwrap();
+    let http = gtm::tls::http_client(None, None).unwrap();
+    let r = http
+        .post(format!("{}/api/v1/config/rollback", a.api()))
+        .bearer_auth(token.trim())
+        .json(&serde_json::json!({"version": 999}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"], "not-found", "{body}");
+    let out = b.gtm(&["config", "show", "--version", "999"]);
+    assert_eq!(out.status.code(), Some(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("it keeps versions"), "{err}");
+
+    // history_keep = 4: the fifth version drops the oldest.
+    let v5 = apply(&a, &zone("192.0.2.5", 30));
+    for p in [&a, &b] {
+        let h = until_history(p, v5);
+        assert_eq!(versions(&h), [v5, v4, v3, v2], "on {}", p.name);
+        let out = p.gtm(&["config", "show", "--version", &v1.to_string()]);
+        assert_eq!(out.status.code(), Some(5), "on {}", p.name);
+    }
+
+    // The fate of a command, by its id.
+    let id = entry(v2)["command"].as_str().unwrap().to_string();
+    let status = a.ok(&["command", "status", &id]);
+    assert!(
+        status.contains(&format!("applied as version {v2}")),
+        "{status}"
+    );
+    let unknown = a.ok(&["command", "status", &"0".repeat(32)]);
+    assert!(unknown.contains("unknown"), "{unknown}");
+    let out = a.gtm(&["command", "status", "nonsense"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    // Audit: each device logs every version as its own event, naming the
+    // device that received the write.
+    for p in [&a, &b] {
+        until_config_event(
+            p,
+            &format!("configuration version {v2} applied: apply by admin on gtm2"),
+        );
+        until_config_event(
+            p,
+            &format!("configuration version {v4} applied: rollback to {v1} by admin on gtm2"),
+        );
+        until_config_event(
+            p,
+            &format!("configuration version {v5} applied: apply by admin on gtm1"),
+        );
+    }
+}
+
+/// A device in no cluster keeps the same history in its local map; a
+/// rejected command's fate is `rejected` with the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_device_keeps_history_and_tells_the_fate_of_a_rejected_command() {
+    use crate::support::{TestDevice, apply_text, run_gtm};
+    let d = TestDevice::start(&zone("192.0.2.1", 30)).await;
+    let v1 = apply_text(&d.device, &zone("192.0.2.1", 60))
+        .await
+        .unwrap()
+        .version;
+    let v2 = apply_text(&d.device, &zone("192.0.2.1", 3600))
+        .await
+        .unwrap()
+        .version;
+    let run = run_gtm(&d, &["config", "history", "--changes"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!("version {v2}"))
+            && run.stdout.contains("  ~ domain pair.test: ttl 60 → 3600"),
+        "{}",
+        run.stdout
+    );
+    let run = run_gtm(&d, &["config", "diff", &v2.to_string(), &v1.to_string()]);
+    assert!(run.stdout.contains("ttl 3600 → 60"), "{run:?}");
+
+    // A rejected rollback: its outcome is kept under its command id.
+    let run = run_gtm(&d, &["config", "rollback", "12345"]);
+    assert_eq!(run.code, Some(5), "{run:?}");
+    let kv = d.device.replication.state().await;
+    let rejected: Vec<String> = kv
+        .iter()
+        .filter_map(|(k, v)| {
+            let id = k.strip_prefix("outcome/")?;
+            matches!(
+                gtm::command::Outcome::decode(v),
+                Ok(gtm::command::Outcome::Rejected(_))
+            )
+            .then(|| id.to_string())
+        })
+        .collect();
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    let run = run_gtm(&d, &["command", "status", &rejected[0]]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.contains("rejected")
+            && run
+                .stdout
+                .contains("version 12345 is not in the configuration history"),
+        "{}",
+        run.stdout
+    );
+    let run = run_gtm(&d, &["command", "status", &rejected[0], "--json"]);
+    let status: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(status["status"], "rejected");
+    assert_eq!(status["error"]["error"], "not-found");
+}
