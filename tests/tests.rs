@@ -16,4 +16,5 @@ mod operator;
 mod probes;
 mod storage;
 mod valid;
+mod versions;
 mod wire;

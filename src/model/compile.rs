@@ -124,11 +124,34 @@ pub struct ScenarioSpec {
 pub struct ZoneSpec {
     /// Lower-case, fully qualified.
     pub apex: Name,
+    /// Its serial is the configuration's `soa.serial`, or 1 until
+    /// [`ZoneSpec::follow_version`] sets the configuration version.
     pub soa: SOA,
+    /// The configuration sets `soa.serial`: the version does not replace it.
+    pub serial_set: bool,
     pub soa_ttl: u32,
     pub nameservers: Vec<Name>,
     pub ns_ttl: u32,
     pub records: Vec<RecordSpec>,
+}
+
+impl ZoneSpec {
+    /// Makes the SOA serial the configuration version, unless the
+    /// configuration sets `soa.serial`. A version above `u32::MAX` wraps
+    /// (RFC 1982 serial arithmetic: secondaries compare serials modulo
+    /// 2^32, so a serial that wraps still reads as newer as long as fewer
+    /// than 2^31 versions pass between two of their refreshes).
+    pub fn follow_version(&mut self, version: u64) {
+        if self.serial_set {
+            return;
+        }
+        self.soa.serial = soa_serial(version);
+    }
+}
+
+/// The SOA serial of configuration `version`: the version modulo 2^32.
+pub fn soa_serial(version: u64) -> u32 {
+    (version & u64::from(u32::MAX)) as u32
 }
 
 #[derive(Debug, Clone)]
@@ -926,6 +949,7 @@ impl Cx {
         (self.errors.len() == before).then_some(ZoneSpec {
             apex,
             soa,
+            serial_set: soa_in.serial.is_some(),
             soa_ttl: ttl,
             nameservers,
             ns_ttl: ttl,
