@@ -139,9 +139,11 @@ async fn an_unrelated_change_leaves_local_and_remote_checks_alone_on_every_devic
     // other from its peer's reports.
     let t1 = std::net::TcpListener::bind("127.0.37.9:0").unwrap();
     let t2 = std::net::TcpListener::bind("127.0.37.9:0").unwrap();
-    let config = |txt: &str| {
+    // `front`: a datacenter no device is in, listed first.
+    let config = |txt: &str, front: &str| {
         format!(
             r#"
+{front}
 [[datacenter]]
 name = "dc1"
 
@@ -171,7 +173,7 @@ run_on = "dc2"
             zone(txt, "")
         )
     };
-    let out = a.apply(&config("v0"));
+    let out = a.apply(&config("v0", ""));
     assert!(
         out.status.success(),
         "{}",
@@ -193,9 +195,15 @@ run_on = "dc2"
     }
     let before = (own_check_events(&a).len(), own_check_events(&b).len());
 
-    // Unrelated changes, through either device.
+    // Unrelated changes, through either device; the last one also adds a
+    // datacenter before those the checks run in.
     for (i, p) in [&a, &b, &a, &b].into_iter().enumerate() {
-        let out = p.apply(&config(&format!("v{}", i + 1)));
+        let front = if i == 3 {
+            "[[datacenter]]\nname = \"dc0\"\n"
+        } else {
+            ""
+        };
+        let out = p.apply(&config(&format!("v{}", i + 1), front));
         assert!(
             out.status.success(),
             "{}",

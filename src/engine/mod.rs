@@ -480,7 +480,7 @@ impl Engine {
             .filter(|i| {
                 old_specs
                     .get(&i.check.name)
-                    .is_none_or(|old| **old == i.spec)
+                    .is_none_or(|old| old.same_check(&i.spec))
             })
             .map(|i| i.check.clone())
             .collect();

@@ -80,7 +80,7 @@ pub async fn run<S: ResultSink>(
                 // not change: so does this.
                 let marked = elsewhere.remove(&key);
                 still_elsewhere.insert(key, instance.spec.clone());
-                if marked.as_ref() == Some(&instance.spec) {
+                if marked.is_some_and(|m| m.same_check(&instance.spec)) {
                     continue;
                 }
                 sink.runs_elsewhere(

@@ -113,6 +113,37 @@ pub struct CheckSpec {
     pub raw: Check,
 }
 
+impl CheckSpec {
+    /// Whether `other` is the same check for its state: every field the
+    /// same but the datacenter index, which shifts when a datacenter is
+    /// added or removed before it (`raw.run_on` names the datacenter).
+    pub fn same_check(&self, other: &CheckSpec) -> bool {
+        let Self {
+            name,
+            kind,
+            target,
+            port,
+            interval,
+            timeout,
+            failures,
+            successes,
+            run_on: _,
+            policy,
+            raw,
+        } = self;
+        *name == other.name
+            && *kind == other.kind
+            && *target == other.target
+            && *port == other.port
+            && *interval == other.interval
+            && *timeout == other.timeout
+            && *failures == other.failures
+            && *successes == other.successes
+            && *policy == other.policy
+            && *raw == other.raw
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ScenarioSpec {
     pub name: String,
@@ -1555,6 +1586,44 @@ nameservers = ["ns1.example.test"]
 
     fn txt(name: &str, value: &str) -> String {
         format!("[[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = ['\"{value}\"']\n")
+    }
+
+    #[test]
+    fn the_soa_serial_follows_the_version_unless_set_and_wraps() {
+        let serial = |soa: &str, version: u64| {
+            let text = HEAD.replace("nameservers", &format!("{soa}\nnameservers"));
+            let mut compiled = compile(&crate::model::parse(&text).unwrap()).unwrap();
+            compiled.zones[0].follow_version(version);
+            compiled.zones[0].soa.serial
+        };
+        assert_eq!(serial("", 7), 7);
+        assert_eq!(serial("", u64::from(u32::MAX)), u32::MAX);
+        // RFC 1982: past 2^32 - 1 the serial wraps to 0 and counts on.
+        assert_eq!(serial("", u64::from(u32::MAX) + 1), 0);
+        assert_eq!(serial("", u64::from(u32::MAX) + 5), 4);
+        assert_eq!(serial("soa = { serial = 42 }", 7), 42);
+    }
+
+    #[test]
+    fn a_check_is_the_same_when_only_its_datacenter_index_moves() {
+        let checks = |dcs: &str| {
+            let text = format!(
+                "{dcs}[[check]]\nname = \"web\"\ntype = \"tcp\"\ntarget = \"192.0.2.1\"\nrun_on = \"dc2\"\n{HEAD}"
+            );
+            compile(&crate::model::parse(&text).unwrap())
+                .unwrap()
+                .checks
+        };
+        let two = "[[datacenter]]\nname = \"dc1\"\n[[datacenter]]\nname = \"dc2\"\n";
+        let before = checks(two);
+        let after = checks(&format!("[[datacenter]]\nname = \"dc0\"\n{two}"));
+        assert_ne!(before[0].run_on, after[0].run_on);
+        assert!(before[0].same_check(&after[0]));
+        let other = checks(&two.replace("dc1", "dc3"));
+        assert!(before[0].same_check(&other[0]));
+        let mut changed = after[0].clone();
+        changed.port += 1;
+        assert!(!before[0].same_check(&changed));
     }
 
     #[test]
