@@ -247,41 +247,35 @@ fn start_engine(
         None if demo => (0, DEMO_CONFIG.to_string()),
         None => (0, String::new()),
     };
-    let prepare = |text: &str| -> Result<Prepared, String> {
+    let prepare = |version: u64, text: &str| -> Result<Prepared, String> {
         let config = model::parse(text).map_err(|e| format!("it does not parse: {e}"))?;
-        Prepared::new(config, dns).map_err(|e| format!("it does not validate here: {e}"))
+        Prepared::new(version, config, dns).map_err(|e| format!("it does not validate here: {e}"))
     };
     let stored = Stored::load(store.clone(), dir)?;
-    let reason = match prepare(&text) {
+    let reason = match prepare(version, &text) {
         Ok(prepared) => {
             if store.last_good_config()?.is_some() {
                 // Installed at last (a newer binary): it is the good one now.
                 store.save_config(&gtm_cluster::StoredConfig { version, text })?;
             }
-            return Ok(Engine::new(
-                name,
-                version,
-                prepared,
-                dns.clone(),
-                Some(stored),
-            ));
+            return Ok(Engine::new(name, prepared, dns.clone(), Some(stored)));
         }
         Err(reason) => reason,
     };
     drop(text);
     tracing::error!(version, %reason, "the stored configuration cannot be installed; serving the last good one");
-    let empty = || Prepared::new(model::Config::default(), dns);
-    let (serving, prepared) = match store.last_good_config()?.flatten() {
-        Some(good) => match prepare(&good.text) {
-            Ok(prepared) => (good.version, prepared),
+    let empty = || Prepared::new(0, model::Config::default(), dns);
+    let prepared = match store.last_good_config()?.flatten() {
+        Some(good) => match prepare(good.version, &good.text) {
+            Ok(prepared) => prepared,
             Err(why) => {
                 tracing::error!(version = good.version, reason = %why, "the last good configuration cannot be installed either");
-                (0, empty()?)
+                empty()?
             }
         },
-        None => (0, empty()?),
+        None => empty()?,
     };
-    let engine = Engine::new(name, serving, prepared, dns.clone(), Some(stored));
+    let engine = Engine::new(name, prepared, dns.clone(), Some(stored));
     engine.install_failed(version, &reason);
     Ok(engine)
 }

@@ -39,8 +39,8 @@ fn fast_and_general_paths_agree() {
     let db = dir.path().join("country.mmdb");
     crate::geo::write_mmdb(&db);
     let state = DnsState::new(Snapshot::default(), Geo::open(&db).unwrap(), 1232);
-    let prepared = gtm::engine::Prepared::new(gtm::model::parse(ZONE).unwrap(), &state).unwrap();
-    let engine = Engine::new("diff", 1, prepared, state.clone(), None);
+    let prepared = gtm::engine::Prepared::new(1, gtm::model::parse(ZONE).unwrap(), &state).unwrap();
+    let engine = Engine::new("diff", prepared, state.clone(), None);
     let handler = Handler {
         state: engine.dns().clone(),
     };

@@ -18,5 +18,6 @@ mod operator;
 mod probes;
 mod storage;
 mod valid;
+mod versions;
 mod wire;
 mod writes;

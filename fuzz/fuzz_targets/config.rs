@@ -34,11 +34,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let state = DnsState::new(Snapshot::default(), Geo::none(), 1232);
-    let prepared = match Prepared::new(config, &state) {
+    let prepared = match Prepared::new(1, config, &state) {
         Ok(prepared) => prepared,
         Err(e) => panic!("compiled once, refused at install: {e}"),
     };
-    let engine = Engine::new("fuzz", 1, prepared, state, None);
+    let engine = Engine::new("fuzz", prepared, state, None);
     let handler = Handler {
         state: engine.dns().clone(),
     };

@@ -270,14 +270,9 @@ fn now_ms() -> u64 {
 impl Engine {
     /// Starts with a configuration, restoring health decisions and events
     /// from `store` when there is one.
-    pub fn new(
-        device: &str,
-        version: u64,
-        prepared: Prepared,
-        dns: DnsState,
-        store: Option<Stored>,
-    ) -> Self {
+    pub fn new(device: &str, prepared: Prepared, dns: DnsState, store: Option<Stored>) -> Self {
         let Prepared {
+            version,
             config,
             compiled,
             snapshot,
@@ -361,7 +356,7 @@ impl Engine {
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
-        let (compiled, snapshot) = prepare(&config, &self.dns.snapshot.load())?;
+        let (compiled, snapshot) = prepare(&config, version, &self.dns.snapshot.load())?;
         let mut inner = self.lock();
         self.install(&mut inner, version, config, compiled, snapshot);
         Ok(())
@@ -378,7 +373,7 @@ impl Engine {
         let prepared = crate::model::parse(&text)
             .map_err(|e| format!("it does not parse: {e}"))
             .and_then(|config| {
-                prepare(&config, &self.dns.snapshot.load())
+                prepare(&config, version, &self.dns.snapshot.load())
                     .map(|p| (config, p))
                     .map_err(|e| format!("it does not validate here: {}", summary(&e)))
             });
@@ -485,7 +480,7 @@ impl Engine {
             .filter(|i| {
                 old_specs
                     .get(&i.check.name)
-                    .is_none_or(|old| **old == i.spec)
+                    .is_none_or(|old| old.same_check(&i.spec))
             })
             .map(|i| i.check.clone())
             .collect();
@@ -1218,17 +1213,19 @@ impl Engine {
 /// a device needs before it starts serving a configuration.
 #[derive(Debug)]
 pub struct Prepared {
+    version: u64,
     config: Config,
     compiled: Compiled,
     snapshot: Snapshot,
 }
 
 impl Prepared {
-    /// Validates `config` and builds its answers (reusing what `dns` serves
-    /// now where it can).
-    pub fn new(config: Config, dns: &DnsState) -> Result<Self, ConfigErrors> {
-        let (compiled, snapshot) = prepare(&config, &dns.snapshot.load())?;
+    /// Validates `config`, configuration `version`, and builds its answers
+    /// (reusing what `dns` serves now where it can).
+    pub fn new(version: u64, config: Config, dns: &DnsState) -> Result<Self, ConfigErrors> {
+        let (compiled, snapshot) = prepare(&config, version, &dns.snapshot.load())?;
         Ok(Self {
+            version,
             config,
             compiled,
             snapshot,
@@ -1240,13 +1237,24 @@ impl Prepared {
 /// answers, then drops them. What the state machine checks before a
 /// configuration is committed.
 pub fn servable(config: &Config) -> Result<(), ConfigErrors> {
-    prepare(config, &Snapshot::default()).map(drop)
+    // The version only sets SOA serials, which are always valid.
+    prepare(config, 0, &Snapshot::default()).map(drop)
 }
 
 /// Validates a configuration and builds its answers: everything that can
-/// fail about installing it, done before anything is kept or changed.
-fn prepare(config: &Config, previous: &Snapshot) -> Result<(Compiled, Snapshot), ConfigErrors> {
-    let compiled = compile(config)?;
+/// fail about installing it, done before anything is kept or changed. The
+/// SOA serials follow `version` (see [`ZoneSpec::follow_version`]).
+///
+/// [`ZoneSpec::follow_version`]: crate::model::compile::ZoneSpec::follow_version
+fn prepare(
+    config: &Config,
+    version: u64,
+    previous: &Snapshot,
+) -> Result<(Compiled, Snapshot), ConfigErrors> {
+    let mut compiled = compile(config)?;
+    for zone in &mut compiled.zones {
+        zone.follow_version(version);
+    }
     let snapshot = Snapshot::build(&compiled, previous).map_err(|e| {
         ConfigErrors(vec![crate::model::compile::ConfigError {
             path: format!("record {}", e.record),

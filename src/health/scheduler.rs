@@ -7,7 +7,9 @@
 //! timeout, which validation keeps within the interval, and a start that
 //! falls due while a probe still runs is skipped, never queued. A semaphore
 //! bounds how many probes run at once. When the configuration changes,
-//! removed and changed instances stop at once and new ones start.
+//! removed and changed instances stop at once and new ones start; unchanged
+//! ones go on, and an unchanged instance run in another datacenter is not
+//! marked No Data again (its state comes from that datacenter's reports).
 //!
 //! The scheduler reads instances from a watch channel and hands results to
 //! a [`ResultSink`] (the engine): it knows nothing of what consumes them.
@@ -26,7 +28,7 @@ use super::{
     probe::{Prober, Target},
     probe_spec, target_of,
 };
-use crate::model::{condition::CheckRef, config::CheckType};
+use crate::model::{compile::CheckSpec, condition::CheckRef, config::CheckType};
 
 /// Where probe results go.
 pub trait ResultSink: Send + Sync + 'static {
@@ -50,9 +52,13 @@ pub async fn run<S: ResultSink>(
     let permits = Arc::new(Semaphore::new(max_concurrent.max(1)));
     let mut running: HashMap<String, (Instance, CancellationToken, JoinHandle<()>)> =
         HashMap::new();
+    // Instances run elsewhere, as last marked: an unchanged one is not
+    // marked again (that would reset the state its reports gave it).
+    let mut elsewhere: HashMap<String, CheckSpec> = HashMap::new();
     loop {
         let wanted = instances.borrow_and_update().clone();
         let mut keep = HashMap::new();
+        let mut still_elsewhere = HashMap::new();
         for instance in wanted.iter() {
             let key = instance.check.to_string();
             if let Some((old, token, task)) = running.remove(&key) {
@@ -70,6 +76,13 @@ pub async fn run<S: ResultSink>(
                 Some(_) => instance.spec.raw.run_on.as_deref() == Some(datacenter.as_str()),
             };
             if !runs_here {
+                // The engine keeps the state of an instance whose spec did
+                // not change: so does this.
+                let marked = elsewhere.remove(&key);
+                still_elsewhere.insert(key, instance.spec.clone());
+                if marked.is_some_and(|m| m.same_check(&instance.spec)) {
+                    continue;
+                }
                 sink.runs_elsewhere(
                     &instance.check,
                     &format!(
@@ -93,6 +106,7 @@ pub async fn run<S: ResultSink>(
             token.cancel();
         }
         running = keep;
+        elsewhere = still_elsewhere;
         tokio::select! {
             changed = instances.changed() => if changed.is_err() { break },
             _ = cancel.cancelled() => break,

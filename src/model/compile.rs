@@ -113,6 +113,37 @@ pub struct CheckSpec {
     pub raw: Check,
 }
 
+impl CheckSpec {
+    /// Whether `other` is the same check for its state: every field the
+    /// same but the datacenter index, which shifts when a datacenter is
+    /// added or removed before it (`raw.run_on` names the datacenter).
+    pub fn same_check(&self, other: &CheckSpec) -> bool {
+        let Self {
+            name,
+            kind,
+            target,
+            port,
+            interval,
+            timeout,
+            failures,
+            successes,
+            run_on: _,
+            policy,
+            raw,
+        } = self;
+        *name == other.name
+            && *kind == other.kind
+            && *target == other.target
+            && *port == other.port
+            && *interval == other.interval
+            && *timeout == other.timeout
+            && *failures == other.failures
+            && *successes == other.successes
+            && *policy == other.policy
+            && *raw == other.raw
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ScenarioSpec {
     pub name: String,
@@ -124,11 +155,34 @@ pub struct ScenarioSpec {
 pub struct ZoneSpec {
     /// Lower-case, fully qualified.
     pub apex: Name,
+    /// Its serial is the configuration's `soa.serial`, or 1 until
+    /// [`ZoneSpec::follow_version`] sets the configuration version.
     pub soa: SOA,
+    /// The configuration sets `soa.serial`: the version does not replace it.
+    pub serial_set: bool,
     pub soa_ttl: u32,
     pub nameservers: Vec<Name>,
     pub ns_ttl: u32,
     pub records: Vec<RecordSpec>,
+}
+
+impl ZoneSpec {
+    /// Makes the SOA serial the configuration version, unless the
+    /// configuration sets `soa.serial`. A version above `u32::MAX` wraps
+    /// (RFC 1982 serial arithmetic: secondaries compare serials modulo
+    /// 2^32, so a serial that wraps still reads as newer as long as fewer
+    /// than 2^31 versions pass between two of their refreshes).
+    pub fn follow_version(&mut self, version: u64) {
+        if self.serial_set {
+            return;
+        }
+        self.soa.serial = soa_serial(version);
+    }
+}
+
+/// The SOA serial of configuration `version`: the version modulo 2^32.
+pub fn soa_serial(version: u64) -> u32 {
+    (version & u64::from(u32::MAX)) as u32
 }
 
 #[derive(Debug, Clone)]
@@ -926,6 +980,7 @@ impl Cx {
         (self.errors.len() == before).then_some(ZoneSpec {
             apex,
             soa,
+            serial_set: soa_in.serial.is_some(),
             soa_ttl: ttl,
             nameservers,
             ns_ttl: ttl,
@@ -1531,6 +1586,44 @@ nameservers = ["ns1.example.test"]
 
     fn txt(name: &str, value: &str) -> String {
         format!("[[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = ['\"{value}\"']\n")
+    }
+
+    #[test]
+    fn the_soa_serial_follows_the_version_unless_set_and_wraps() {
+        let serial = |soa: &str, version: u64| {
+            let text = HEAD.replace("nameservers", &format!("{soa}\nnameservers"));
+            let mut compiled = compile(&crate::model::parse(&text).unwrap()).unwrap();
+            compiled.zones[0].follow_version(version);
+            compiled.zones[0].soa.serial
+        };
+        assert_eq!(serial("", 7), 7);
+        assert_eq!(serial("", u64::from(u32::MAX)), u32::MAX);
+        // RFC 1982: past 2^32 - 1 the serial wraps to 0 and counts on.
+        assert_eq!(serial("", u64::from(u32::MAX) + 1), 0);
+        assert_eq!(serial("", u64::from(u32::MAX) + 5), 4);
+        assert_eq!(serial("soa = { serial = 42 }", 7), 42);
+    }
+
+    #[test]
+    fn a_check_is_the_same_when_only_its_datacenter_index_moves() {
+        let checks = |dcs: &str| {
+            let text = format!(
+                "{dcs}[[check]]\nname = \"web\"\ntype = \"tcp\"\ntarget = \"192.0.2.1\"\nrun_on = \"dc2\"\n{HEAD}"
+            );
+            compile(&crate::model::parse(&text).unwrap())
+                .unwrap()
+                .checks
+        };
+        let two = "[[datacenter]]\nname = \"dc1\"\n[[datacenter]]\nname = \"dc2\"\n";
+        let before = checks(two);
+        let after = checks(&format!("[[datacenter]]\nname = \"dc0\"\n{two}"));
+        assert_ne!(before[0].run_on, after[0].run_on);
+        assert!(before[0].same_check(&after[0]));
+        let other = checks(&two.replace("dc1", "dc3"));
+        assert!(before[0].same_check(&other[0]));
+        let mut changed = after[0].clone();
+        changed.port += 1;
+        assert!(!before[0].same_check(&changed));
     }
 
     #[test]

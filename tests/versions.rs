@@ -1,0 +1,233 @@
+//! What a configuration version means outside the API: the SOA serial of
+//! every zone follows it, and a configuration change leaves the checks it
+//! does not touch alone, on every device.
+
+use std::time::{Duration, Instant};
+
+use hickory_server::proto::{
+    op::{Message, ResponseCode},
+    rr::{RData, RecordType},
+};
+
+use crate::{
+    cluster::Proc,
+    support::{TestDevice, apply_text, query, udp},
+};
+
+fn zone(txt: &str, soa: &str) -> String {
+    format!(
+        r#"
+[[domain]]
+name = "serial.test"
+nameservers = ["ns1.serial.test"]
+{soa}
+
+[[domain.record]]
+name = "www"
+type = "TXT"
+values = ["{txt}"]
+"#
+    )
+}
+
+/// The serial of the SOA in the answer section or, for a negative answer,
+/// in the authority section.
+fn serial(m: &Message) -> u32 {
+    let soa = m
+        .answers
+        .iter()
+        .chain(m.authorities.iter())
+        .find_map(|r| match &r.data {
+            RData::SOA(soa) => Some(soa.serial),
+            _ => None,
+        });
+    soa.unwrap_or_else(|| panic!("no SOA in {m:?}"))
+}
+
+/// The serials a device gives in an SOA answer, an NXDOMAIN and a NODATA.
+async fn serials(server: std::net::SocketAddr) -> [u32; 3] {
+    let soa = udp(server, &query("serial.test.", RecordType::SOA)).await;
+    let nx = udp(server, &query("missing.serial.test.", RecordType::A)).await;
+    assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+    let nodata = udp(server, &query("www.serial.test.", RecordType::A)).await;
+    assert_eq!(nodata.metadata.response_code, ResponseCode::NoError);
+    assert!(nodata.answers.is_empty());
+    [serial(&soa), serial(&nx), serial(&nodata)]
+}
+
+#[tokio::test]
+async fn the_soa_serial_is_the_configuration_version_unless_set() {
+    let d = TestDevice::start(&zone("one", "")).await;
+    let first = d.device.engine.version();
+    assert_eq!(serials(d.v4()).await, [first as u32; 3]);
+
+    let applied = apply_text(&d.device, &zone("two", "")).await.unwrap();
+    assert_eq!(applied.version, first + 1, "a change is one version");
+    assert_eq!(serials(d.v4()).await, [applied.version as u32; 3]);
+
+    // A serial the configuration sets stays, whatever the version.
+    let soa = "soa = { serial = 2026113001 }";
+    apply_text(&d.device, &zone("three", soa)).await.unwrap();
+    assert_eq!(serials(d.v4()).await, [2_026_113_001; 3]);
+    let applied = apply_text(&d.device, &zone("four", soa)).await.unwrap();
+    assert!(applied.version > first + 2);
+    assert_eq!(serials(d.v4()).await, [2_026_113_001; 3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_soa_serial_survives_a_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let mut p = Proc::start(root.path(), "gtm1", "dc1", "127.0.36.1");
+    for txt in ["one", "two", "three"] {
+        let out = p.apply(&zone(txt, ""));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let status: serde_json::Value = serde_json::from_str(&p.ok(&["status", "--json"])).unwrap();
+    let version = status["version"].as_u64().unwrap();
+    assert!(version >= 3, "{status}");
+    assert_eq!(serials(p.dns()).await, [version as u32; 3]);
+    p.kill();
+    p.restart();
+    assert_eq!(serials(p.dns()).await, [version as u32; 3]);
+}
+
+/// The check events a device logged itself, as JSON lines.
+fn own_check_events(p: &Proc) -> Vec<serde_json::Value> {
+    p.ok(&["logs", "--kind", "check", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["device"] == p.name.as_str())
+        .collect()
+}
+
+fn check_states(p: &Proc) -> Vec<(String, String)> {
+    let checks: serde_json::Value =
+        serde_json::from_str(&p.ok(&["check", "list", "--json"])).unwrap();
+    let mut states: Vec<(String, String)> = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["check"].as_str().unwrap().to_string(),
+                c["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    states.sort();
+    states
+}
+
+fn version(p: &Proc) -> u64 {
+    let status: serde_json::Value = serde_json::from_str(&p.ok(&["status", "--json"])).unwrap();
+    status["version"].as_u64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrelated_change_leaves_local_and_remote_checks_alone_on_every_device() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.37.1");
+    let b = Proc::start(root.path(), "gtm2", "dc2", "127.0.37.2");
+    a.ok(&["cluster", "init"]);
+    let token = a.ok(&["cluster", "token"]);
+    b.ok(&["cluster", "join", &a.api(), "--token", token.trim()]);
+    // One target per datacenter: each device runs one check and judges the
+    // other from its peer's reports.
+    let t1 = std::net::TcpListener::bind("127.0.37.9:0").unwrap();
+    let t2 = std::net::TcpListener::bind("127.0.37.9:0").unwrap();
+    // `front`: a datacenter no device is in, listed first.
+    let config = |txt: &str, front: &str| {
+        format!(
+            r#"
+{front}
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "from-dc1"
+type = "tcp"
+target = "127.0.37.9"
+port = {}
+interval = "500ms"
+timeout = "300ms"
+run_on = "dc1"
+
+[[check]]
+name = "from-dc2"
+type = "tcp"
+target = "127.0.37.9"
+port = {}
+interval = "500ms"
+timeout = "300ms"
+run_on = "dc2"
+{}"#,
+            t1.local_addr().unwrap().port(),
+            t2.local_addr().unwrap().port(),
+            zone(txt, "")
+        )
+    };
+    let out = a.apply(&config("v0", ""));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let up = vec![
+        ("from-dc1".to_string(), "OK".to_string()),
+        ("from-dc2".to_string(), "OK".to_string()),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while check_states(&a) != up || check_states(&b) != up {
+        assert!(
+            Instant::now() < deadline,
+            "the checks never came up: {:?} {:?}",
+            check_states(&a),
+            check_states(&b)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let before = (own_check_events(&a).len(), own_check_events(&b).len());
+
+    // Unrelated changes, through either device; the last one also adds a
+    // datacenter before those the checks run in.
+    for (i, p) in [&a, &b, &a, &b].into_iter().enumerate() {
+        let front = if i == 3 {
+            "[[datacenter]]\nname = \"dc0\"\n"
+        } else {
+            ""
+        };
+        let out = p.apply(&config(&format!("v{}", i + 1), front));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let last = version(&a);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while version(&b) != last {
+        assert!(Instant::now() < deadline, "gtm2 never reached {last}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Long enough for a reset to show: several report periods, so a remote
+    // check set No Data and judged again would have logged both changes.
+    tokio::time::sleep(gtm::peers::REPORT_EVERY * 3).await;
+    assert_eq!(check_states(&a), up);
+    assert_eq!(check_states(&b), up);
+    let after_a = own_check_events(&a);
+    let after_b = own_check_events(&b);
+    assert_eq!(
+        (after_a.len(), after_b.len()),
+        before,
+        "check events after unrelated changes: {:?} {:?}",
+        &after_a[before.0.min(after_a.len())..],
+        &after_b[before.1.min(after_b.len())..]
+    );
+}
