@@ -29,8 +29,8 @@ use openraft::{
 openraft::declare_raft_types!(
     /// The same shapes as gtm-cluster's type configuration.
     Config:
-        D = gtm_cluster::Request,
-        R = (),
+        D = gtm_cluster::Proposal,
+        R = Vec<u8>,
         NodeId = u64,
         Node = gtm_cluster::NodeInfo,
         SnapshotData = Cursor<Vec<u8>>,
@@ -248,13 +248,17 @@ fn raft() {
     };
     let members = BTreeMap::from([(1u64, node("a", "dc1", 8053)), (2, node("b", "dc2", 8054))]);
     let membership = Membership::new(vec![members.keys().copied().collect()], members.clone());
-    let put = gtm_cluster::Request(vec![
-        gtm_cluster::Write::Put {
-            key: "config".into(),
-            value: ZONE.as_bytes()[..200].to_vec(),
+    let command = gtm::command::Command::new(
+        gtm::command::Actor {
+            user: "admin".into(),
+            device: "a".into(),
         },
-        gtm_cluster::Write::Delete { key: "old".into() },
-    ]);
+        None,
+        gtm::command::Action::ApplyConfig {
+            text: ZONE[..200].to_string(),
+        },
+    );
+    let put = gtm_cluster::Proposal(command.encode().expect("a command encodes"));
     let append = AppendEntriesRequest::<Config> {
         vote: Vote::new_committed(3, 1),
         prev_log_id: Some(log_id(3, 7)),
