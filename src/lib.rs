@@ -12,6 +12,7 @@ pub mod health;
 pub mod machine;
 pub mod metrics;
 pub mod model;
+pub mod operator;
 pub mod peers;
 pub mod replication;
 pub mod resolve;

@@ -118,6 +118,13 @@ impl Replication {
             http,
             stop: tokio_util::sync::CancellationToken::new(),
         });
+        if !replication.clustered() {
+            // A clustered device installs its state from Raft's first apply.
+            let local = replication.local.lock().await.clone();
+            replication
+                .engine
+                .set_operator(&machine::operator::state_of(&local));
+        }
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
     }
@@ -126,6 +133,15 @@ impl Replication {
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.node.shutdown().await;
+    }
+
+    /// The committed map as this device installed it (clustered or not).
+    pub async fn committed(&self) -> Arc<BTreeMap<String, Vec<u8>>> {
+        if self.clustered() {
+            self.node.applied().borrow().kv.clone()
+        } else {
+            self.local.lock().await.clone()
+        }
     }
 
     /// Whether this device belongs to a cluster.
@@ -438,6 +454,19 @@ async fn install_committed(r: Arc<Replication>) {
 /// Hands the configuration of `kv` to the engine unless it is the one last
 /// handed (`handled`, by version and text). Returns what it handed.
 fn install(
+    engine: &Engine,
+    kv: &BTreeMap<String, Vec<u8>>,
+    handled: Option<(u64, u64)>,
+) -> Option<(u64, u64)> {
+    let installed = install_config(engine, kv, handled);
+    // After the configuration, which the operator state is checked against.
+    if kv.contains_key(CONFIG_KEY) {
+        engine.set_operator(&machine::operator::state_of(kv));
+    }
+    installed
+}
+
+fn install_config(
     engine: &Engine,
     kv: &BTreeMap<String, Vec<u8>>,
     handled: Option<(u64, u64)>,

@@ -10,6 +10,7 @@
 
 mod diff;
 pub mod health;
+mod operator;
 pub mod store_writer;
 
 use std::{
@@ -239,6 +240,9 @@ struct Inner {
     probed: HashMap<CheckRef, (u32, u32)>,
     events: VecDeque<Event>,
     next_seq: u64,
+    /// The replicated operator state last installed (`None` until the
+    /// first, see [`Engine::set_operator`]).
+    operator: Option<crate::operator::OperatorState>,
 }
 
 /// Who reads what: for re-evaluating only what a change touches.
@@ -313,6 +317,7 @@ impl Engine {
                 probed: HashMap::new(),
                 events: VecDeque::new(),
                 next_seq,
+                operator: None,
             }),
             instances: watch::channel(Arc::new(Vec::new())).0,
             events_tx: broadcast::channel(1024).0,
