@@ -13,6 +13,7 @@ mod dns;
 mod geo;
 mod health;
 mod operator;
+mod operator_cluster;
 mod probes;
 mod storage;
 mod valid;
