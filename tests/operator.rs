@@ -146,6 +146,14 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
         run_gtm(&d, &["record", "preview", "www.example.test", "A"])
     });
     assert!(preview.stdout.contains("drained"), "{}", preview.stdout);
+    let preview = tokio::task::block_in_place(|| {
+        run_gtm(
+            &d,
+            &["record", "preview", "www.example.test", "A", "--json"],
+        )
+    });
+    let p: serde_json::Value = serde_json::from_str(&preview.stdout).unwrap();
+    assert_eq!(p["status"], "OK", "a drained address is not a record down");
     tokio::task::block_in_place(|| {
         run_gtm(
             &d,
