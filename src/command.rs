@@ -101,6 +101,44 @@ pub enum Action {
     /// `gtm config rollback N`: configuration version N again, as a new
     /// version.
     Rollback { version: u64 },
+    /// `gtm record drain`/`undrain`, `gtm dc drain`/`undrain`: takes a
+    /// target out of answers on every device, or puts it back (an undrain
+    /// names exactly an active drain).
+    Drain { target: DrainTarget, drained: bool },
+    /// `gtm check set`: a manual check's state, `ok` or `error`.
+    SetCheck { check: String, state: String },
+    /// `gtm record resume`: releases a manual-failback DR hold of one
+    /// record (a label `www.example.test/A`) on every device.
+    Resume { record: String },
+}
+
+/// What a drain takes out of answers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum DrainTarget {
+    /// An address (IP or CNAME target) in one record (`Some(label)`) or in
+    /// every record (`None`).
+    Address {
+        record: Option<String>,
+        address: String,
+    },
+    /// Every address of a datacenter.
+    Datacenter { name: String },
+}
+
+impl std::fmt::Display for DrainTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Address {
+                record: None,
+                address,
+            } => write!(f, "{address} (every record)"),
+            Self::Address {
+                record: Some(r),
+                address,
+            } => write!(f, "{address} of {r}"),
+            Self::Datacenter { name } => write!(f, "datacenter {name}"),
+        }
+    }
 }
 
 /// The configuration lists whose items have a unique name.

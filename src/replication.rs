@@ -123,6 +123,13 @@ impl Replication {
             membership: tokio::sync::Mutex::new(()),
             history_keep: std::sync::atomic::AtomicU32::new(machine::HISTORY_KEPT as u32),
         });
+        if !replication.clustered() {
+            // A clustered device installs its state from Raft's first apply.
+            let local = replication.local.lock().await.clone();
+            replication
+                .engine
+                .set_operator(&machine::operator::state_of(&local));
+        }
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
     }
@@ -595,6 +602,19 @@ async fn install_committed(r: Arc<Replication>) {
 /// Hands the configuration of `kv` to the engine unless it is the one last
 /// handed (`handled`, by version and text). Returns what it handed.
 fn install(
+    engine: &Engine,
+    kv: &BTreeMap<String, Vec<u8>>,
+    handled: Option<(u64, u64)>,
+) -> Option<(u64, u64)> {
+    let installed = install_config(engine, kv, handled);
+    // After the configuration, which the operator state is checked against.
+    if kv.contains_key(CONFIG_KEY) {
+        engine.set_operator(&machine::operator::state_of(kv));
+    }
+    installed
+}
+
+fn install_config(
     engine: &Engine,
     kv: &BTreeMap<String, Vec<u8>>,
     handled: Option<(u64, u64)>,

@@ -616,7 +616,18 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
             ["198.51.100.10"],
             "held by manual failback"
         );
-        assert!(d.device.engine.resume(LABEL));
+        let resume = gtm::command::Action::Resume {
+            record: LABEL.to_string(),
+        };
+        let actor = gtm::command::Actor {
+            user: "test".into(),
+            device: "test1".into(),
+        };
+        d.device
+            .replication
+            .propose(actor, None, resume)
+            .await
+            .expect("resume applies");
     }
     until("Main again", || async {
         sorted_answers(&d, "fresh.example.test.").await == ["127.0.0.2"]

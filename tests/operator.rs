@@ -146,6 +146,14 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
         run_gtm(&d, &["record", "preview", "www.example.test", "A"])
     });
     assert!(preview.stdout.contains("drained"), "{}", preview.stdout);
+    let preview = tokio::task::block_in_place(|| {
+        run_gtm(
+            &d,
+            &["record", "preview", "www.example.test", "A", "--json"],
+        )
+    });
+    let p: serde_json::Value = serde_json::from_str(&preview.stdout).unwrap();
+    assert_eq!(p["status"], "OK", "a drained address is not a record down");
     tokio::task::block_in_place(|| {
         run_gtm(
             &d,
@@ -184,13 +192,19 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
         .filter(|e| serde_json::to_value(e.kind).unwrap() == "operator")
         .map(|e| e.text)
         .collect();
+    // One event per change, naming who made it.
+    assert!(ops.iter().all(|t| t.contains(" (admin on ")), "{ops:?}");
+    let ops: Vec<&str> = ops
+        .iter()
+        .filter_map(|t| t.rsplit_once(" (admin on ").map(|(what, _)| what))
+        .collect();
     assert_eq!(
         ops,
         [
             "drained 127.0.0.2 of www.example.test/A",
             "undrained 127.0.0.2 of www.example.test/A",
-            "datacenter dc1 drained",
-            "datacenter dc1 undrained"
+            "drained datacenter dc1",
+            "undrained datacenter dc1"
         ]
     );
 }
@@ -267,7 +281,7 @@ async fn logs_filter_and_follow() {
     assert!(
         checks
             .stdout
-            .contains("check maint: Preparing → OK (set by an operator)"),
+            .contains("check maint: Preparing → OK (set by admin on "),
         "{}",
         checks.stdout
     );

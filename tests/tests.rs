@@ -15,6 +15,7 @@ mod geo;
 mod health;
 mod history;
 mod operator;
+mod operator_cluster;
 mod probes;
 mod storage;
 mod valid;

@@ -24,13 +24,12 @@ use serde::{Deserialize, Serialize};
 pub use error::{ApiError, ErrorKind};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
-use crate::command::{Action, Actor};
+use crate::command::{Action, Actor, DrainTarget};
 use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use crate::{
     engine::{CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus},
     geo::Geo,
     model,
-    resolve::CheckState,
 };
 use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
 
@@ -538,19 +537,23 @@ async fn resume(
     Path((name, rtype)): Path<(String, String)>,
 ) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
+    writable(&state)?;
+    // Every device applies it; this one has once propose returns.
+    state
+        .replication
+        .propose(
+            state.actor(),
+            None,
+            Action::Resume {
+                record: label.clone(),
+            },
+        )
+        .await?;
     let (engine, what) = (state.engine.clone(), label.clone());
-    let preview = blocking(move || {
-        if engine.resume(&what) {
-            Ok(engine.preview(&what))
-        } else {
-            Err(())
-        }
-    })
-    .await?;
-    match preview {
-        Err(()) => Err(not_found(format!("no steered record {label}"))),
-        Ok(p) => p.map(Json).ok_or_else(|| not_found(label)),
-    }
+    blocking(move || engine.preview(&what))
+        .await?
+        .map(Json)
+        .ok_or_else(|| not_found(label))
 }
 
 async fn set_check_state(
@@ -558,34 +561,16 @@ async fn set_check_state(
     Path(name): Path<String>,
     Json(req): Json<CheckStateRequest>,
 ) -> Result<Json<Vec<CheckStatus>>, ApiError> {
-    let Some(spec) = state.engine.compiled_check(&name) else {
-        return Err(not_found(format!("no check named \"{name}\"")));
+    writable(&state)?;
+    // The state machine checks the name, the kind and the state.
+    let action = Action::SetCheck {
+        check: name.clone(),
+        state: req.state.clone(),
     };
-    if spec.kind != crate::model::config::CheckType::Manual {
-        return Err(ApiError::new(
-            ErrorKind::NotManual,
-            format!(
-                "check \"{name}\" is a {:?} check; only manual checks are set by an operator",
-                spec.kind
-            )
-            .to_lowercase(),
-        ));
-    }
-    let new = match req.state.to_ascii_lowercase().as_str() {
-        "ok" => CheckState::Ok,
-        "error" => CheckState::Error,
-        other => {
-            return Err(ApiError::new(
-                ErrorKind::BadRequest,
-                format!("state \"{other}\" is not ok or error"),
-            ));
-        }
-    };
-    let check = crate::model::condition::CheckRef {
-        name: name.clone(),
-        address: None,
-    };
-    state.engine.set_check(&check, new, "set by an operator");
+    state
+        .replication
+        .propose(state.actor(), None, action)
+        .await?;
     Ok(Json(
         state
             .engine
@@ -676,44 +661,43 @@ async fn drain_address(
         Some((n, t)) => record_label(n, t),
         None => r.to_string(),
     });
-    let (engine, which, address) = (state.engine.clone(), record.clone(), req.address.clone());
-    let drained = req.drained;
-    // Draining re-evaluates every record under the engine's lock.
-    let status = blocking(move || {
-        engine
-            .drain_address(which.as_deref(), &address, drained)
-            .then(|| engine.status())
-    })
-    .await?;
-    let Some(status) = status else {
-        return Err(not_found(format!(
-            "no steered record{} has the address {}",
-            record.map_or(String::new(), |r| format!(" {r}")),
-            req.address
-        )));
+    let target = DrainTarget::Address {
+        record,
+        address: req.address,
     };
-    Ok(Json(status))
+    drain(state, target, req.drained).await
 }
 
 async fn drain_datacenter(
     State(state): State<ApiState>,
     Json(req): Json<DrainDatacenter>,
 ) -> Result<Json<Vec<RecordStatus>>, ApiError> {
-    let (engine, dc, drained) = (state.engine.clone(), req.datacenter.clone(), req.drained);
-    // Draining re-evaluates every record under the engine's lock.
-    let status = blocking(move || {
-        engine
-            .drain_datacenter(&dc, drained)
-            .then(|| engine.status())
-    })
-    .await?;
-    let Some(status) = status else {
-        return Err(not_found(format!(
-            "no datacenter named \"{}\"",
-            req.datacenter
-        )));
+    let target = DrainTarget::Datacenter {
+        name: req.datacenter,
     };
-    Ok(Json(status))
+    drain(state, target, req.drained).await
+}
+
+/// Proposes a drain or undrain (every device applies it), then answers
+/// with this device's record status.
+async fn drain(
+    state: ApiState,
+    target: DrainTarget,
+    drained: bool,
+) -> Result<Json<Vec<RecordStatus>>, ApiError> {
+    writable(&state)?;
+    state
+        .replication
+        .propose(state.actor(), None, Action::Drain { target, drained })
+        .await?;
+    let engine = state.engine.clone();
+    Ok(Json(blocking(move || engine.status()).await?))
+}
+
+/// The active drains, with who made them and when.
+async fn drains(State(state): State<ApiState>) -> Json<Vec<crate::operator::Drain>> {
+    let kv = state.replication.state().await;
+    Json(crate::operator::state_of(&kv).drains)
 }
 
 async fn geoip_lookup(

@@ -335,6 +335,14 @@ pub fn operations() -> Vec<Op> {
         .body(J(schema::<DrainDatacenter>))
         .returns(J(schema::<Vec<RecordStatus>>)),
         op(
+            Method::GET,
+            "/api/v1/drains",
+            Token,
+            "The active drains (replicated), with who made them and when",
+            handler!(Method::GET, drains),
+        )
+        .returns(J(schema::<Vec<crate::operator::Drain>>)),
+        op(
             Method::POST,
             "/api/v1/cluster/init",
             Token,

@@ -238,11 +238,18 @@ pub enum RecordCmd {
         #[arg(long)]
         record: Option<String>,
     },
-    /// Put a drained address back.
+    /// Put a drained address back: name exactly an active drain (the same
+    /// --record, or none), as `gtm record drains` lists them.
     Undrain {
         address: String,
         #[arg(long)]
         record: Option<String>,
+    },
+    /// The active drains (addresses and datacenters), with who made them
+    /// and when; the same on every device.
+    Drains {
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -643,6 +650,34 @@ pub async fn run(cli: Cli) -> Result<()> {
                     "back in answers"
                 }
             );
+            Ok(())
+        }
+        Command::Record(RecordCmd::Drains { json }) => {
+            let client = Client::new(&cli)?;
+            let drains: Vec<crate::operator::Drain> = client
+                .send(client.http.get(client.url("/api/v1/drains")))
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&drains)?);
+            } else {
+                let rows: Vec<[String; 4]> = drains
+                    .iter()
+                    .map(|d| {
+                        let (what, scope) = match (&d.address, &d.datacenter) {
+                            (Some(a), _) => (
+                                a.clone(),
+                                d.record.clone().unwrap_or_else(|| "every record".into()),
+                            ),
+                            (None, Some(dc)) => {
+                                (format!("datacenter {dc}"), "its addresses".into())
+                            }
+                            (None, None) => ("?".into(), String::new()),
+                        };
+                        [what, scope, d.actor.to_string(), format_ms(d.time_ms)]
+                    })
+                    .collect();
+                table(&["DRAINED", "SCOPE", "BY", "SINCE"], &rows);
+            }
             Ok(())
         }
         Command::Check(CheckCmd::List { json }) => {

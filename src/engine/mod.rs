@@ -10,6 +10,7 @@
 
 mod diff;
 pub mod health;
+mod operator;
 pub mod store_writer;
 
 use std::{
@@ -239,6 +240,9 @@ struct Inner {
     probed: HashMap<CheckRef, (u32, u32)>,
     events: VecDeque<Event>,
     next_seq: u64,
+    /// The replicated operator state last installed (`None` until the
+    /// first, see [`Engine::set_operator`]).
+    operator: Option<crate::operator::OperatorState>,
 }
 
 /// Who reads what: for re-evaluating only what a change touches.
@@ -308,6 +312,7 @@ impl Engine {
                 probed: HashMap::new(),
                 events: VecDeque::new(),
                 next_seq,
+                operator: None,
             }),
             instances: watch::channel(Arc::new(Vec::new())).0,
             events_tx: broadcast::channel(1024).0,
@@ -705,77 +710,6 @@ impl Engine {
             }
         }
         self.reevaluate(inner, records, |_| Operator::default());
-    }
-
-    /// Takes an address (of one record, or of every record with `None`) out
-    /// of answers, or puts it back.
-    pub fn drain_address(&self, record: Option<&str>, address: &str, drained: bool) -> bool {
-        let mut inner = self.lock();
-        let key = (record.unwrap_or("*").to_string(), address.to_string());
-        let known = inner.records.iter().any(|r| {
-            record.is_none_or(|l| l == r.label)
-                && r.steering.addresses.iter().any(|a| a.display == address)
-        });
-        if !known {
-            return false;
-        }
-        let changed = if drained {
-            inner.health.drained_addresses.insert(key)
-        } else {
-            inner.health.drained_addresses.remove(&key)
-        };
-        if changed {
-            let text = format!(
-                "{} {address}{}",
-                if drained { "drained" } else { "undrained" },
-                record.map_or(String::new(), |r| format!(" of {r}"))
-            );
-            self.log(&mut inner, EventKind::Operator, address.to_string(), text);
-            let all = (0..inner.records.len()).collect();
-            self.reevaluate(&mut inner, all, |_| Operator::default());
-        }
-        true
-    }
-
-    /// Takes every address of a datacenter out of answers, or puts them back.
-    pub fn drain_datacenter(&self, dc: &str, drained: bool) -> bool {
-        let mut inner = self.lock();
-        if !inner.health.dc_names.iter().any(|d| d == dc) {
-            return false;
-        }
-        let changed = if drained {
-            inner.health.drained_dcs.insert(dc.to_string())
-        } else {
-            inner.health.drained_dcs.remove(dc)
-        };
-        if changed {
-            let text = format!(
-                "datacenter {dc} {}",
-                if drained { "drained" } else { "undrained" }
-            );
-            self.log(&mut inner, EventKind::Operator, dc.to_string(), text);
-            let all = (0..inner.records.len()).collect();
-            self.reevaluate(&mut inner, all, |_| Operator::default());
-        }
-        true
-    }
-
-    /// Releases a DR hold kept by manual failback on one record.
-    pub fn resume(&self, label: &str) -> bool {
-        let mut inner = self.lock();
-        let Some(i) = inner.records.iter().position(|r| r.label == label) else {
-            return false;
-        };
-        self.log(
-            &mut inner,
-            EventKind::Operator,
-            label.to_string(),
-            format!("{label}: failback resumed by an operator"),
-        );
-        self.reevaluate(&mut inner, BTreeSet::from([i]), |l| Operator {
-            resume: l == label,
-        });
-        true
     }
 
     fn reevaluate(

@@ -11,6 +11,8 @@
 //! - `config`: the configuration text; `config-version`: the number of
 //!   configuration changes (decimal), which elections and operator actions
 //!   do not move;
+//! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
+//!   states, failback resumes);
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]);
@@ -19,6 +21,7 @@
 //!   the oldest: a command delivered twice gets the first outcome again.
 
 pub mod edit;
+pub mod operator;
 
 use std::{
     collections::BTreeMap,
@@ -207,6 +210,9 @@ impl GtmMachine {
                 );
             }
         };
+        if let Some(change) = operator::run(kv, index, version, &current, command) {
+            return change;
+        }
         let (new, text, what, new_version) = match &command.action {
             Action::Adopt { text, version: v } => {
                 if kv.contains_key(CONFIG_KEY) {
@@ -242,6 +248,12 @@ impl GtmMachine {
                     }
                 };
                 (config, text, describe(e), version + 1)
+            }
+            Action::Drain { .. } | Action::SetCheck { .. } | Action::Resume { .. } => {
+                return rejected(
+                    ErrorKind::Internal,
+                    "an operator command reached the configuration path",
+                );
             }
             Action::Rollback { version: to } => {
                 let Some(entry) = history_entry(kv, *to) else {
@@ -305,6 +317,12 @@ impl GtmMachine {
             },
         ];
         writes.extend(history_writes(kv, entry, command.history_keep as usize));
+        // Operator state naming what the new configuration lacks drops out.
+        if kv.contains_key(operator::OPERATOR_KEY)
+            && let Ok(compiled) = crate::model::compile::compile(&new)
+        {
+            writes.extend(operator::prune(kv, &compiled));
+        }
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((text_hash(text.as_bytes()), Arc::new(new)));
         Change {

@@ -199,12 +199,15 @@ pub fn evaluate(
         Some(p) => p.healthy.get(i).copied().unwrap_or(false),
         None => true,
     };
+    // Drained (maintenance) addresses leave the answers but do not make a
+    // record "down": an operator took them out on purpose.
+    let drained: Vec<bool> = addresses.iter().map(|a| health.drained(label, a)).collect();
     let healthy: Vec<bool> = addresses
         .iter()
         .enumerate()
         .map(|(i, a)| {
             let dc_up = a.dc.is_none_or(|dc| health.datacenter_up(dc));
-            dc_up && !health.drained(label, a) && address_healthy(a, health, last(i))
+            dc_up && !drained[i] && address_healthy(a, health, last(i))
         })
         .collect();
     let usable = |i: usize| healthy[i];
@@ -314,7 +317,7 @@ pub fn evaluate(
         Status::Dr
     } else if partial_dcs {
         Status::PartiallyOk
-    } else if group.iter().any(|&i| !usable(i)) {
+    } else if group.iter().any(|&i| !usable(i) && !drained[i]) {
         Status::PartiallyOkRecordDown
     } else {
         Status::Ok
