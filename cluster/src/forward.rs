@@ -21,6 +21,7 @@ use crate::types::{NodeInfo, decode, encode};
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Forwarded {
     pub(crate) deadline_ms: u64,
+    #[serde(with = "crate::types::bytes")]
     pub(crate) command: Vec<u8>,
 }
 

@@ -663,6 +663,7 @@ async fn failover_timing_of_three_nodes() {
         let victim = nodes.remove(l);
         let killed = Instant::now();
         let (id, dir, addr) = victim.kill().await;
+        let stopped = Instant::now();
         let deadline = killed + WAIT;
         loop {
             let led = nodes.iter().any(|n| {
@@ -676,7 +677,10 @@ async fn failover_timing_of_three_nodes() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let took = killed.elapsed();
-        eprintln!("failover run {run}: new leader after {took:?}");
+        eprintln!(
+            "failover run {run}: new leader after {took:?} (the kill took {:?})",
+            stopped - killed
+        );
         times.push(took);
         nodes.push(TestNode::start_timed(id, &dir, addr, true).await);
     }
