@@ -276,7 +276,7 @@ mod tests {
     fn byte_strings_keep_the_bincode_of_a_sequence_of_bytes() {
         let proposal = Proposal(vec![0, 1, 250, 255]);
         let as_seq =
-            bincode::serde::encode_to_vec(&vec![0u8, 1, 250, 255], bincode::config::standard())
+            bincode::serde::encode_to_vec(vec![0u8, 1, 250, 255], bincode::config::standard())
                 .unwrap();
         let as_bytes =
             bincode::serde::encode_to_vec(&proposal, bincode::config::standard()).unwrap();

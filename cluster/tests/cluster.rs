@@ -163,17 +163,17 @@ impl Machine for Puts {
         _index: u64,
         command: &[u8],
     ) -> Effect {
-        if let Some(rest) = command.strip_prefix(&[RAW_PUT]) {
-            if let Some(nul) = rest.iter().position(|b| *b == 0) {
-                let (key, value) = rest.split_at(nul);
-                return Effect {
-                    writes: vec![Write::Put {
-                        key: String::from_utf8_lossy(key).into_owned(),
-                        value: value[1..].to_vec(),
-                    }],
-                    outcome: b"applied".to_vec(),
-                };
-            }
+        if let Some(rest) = command.strip_prefix(&[RAW_PUT])
+            && let Some(nul) = rest.iter().position(|b| *b == 0)
+        {
+            let (key, value) = rest.split_at(nul);
+            return Effect {
+                writes: vec![Write::Put {
+                    key: String::from_utf8_lossy(key).into_owned(),
+                    value: value[1..].to_vec(),
+                }],
+                outcome: b"applied".to_vec(),
+            };
         }
         match serde_json::from_slice::<Vec<Write>>(command) {
             Ok(writes) => Effect {
