@@ -15,13 +15,15 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::{
+    api::{ApiError, ErrorKind},
     command::{Action, Actor, Command, Outcome},
     engine::{ApplyError, Engine, EventKind},
     identity,
     machine::{self, CONFIG_KEY, GtmMachine},
 };
 use gtm_cluster::{
-    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, NodeInfo, SECRET_HEADER, Store, Write,
+    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, MAX_COMMAND_BYTES, NodeInfo,
+    SECRET_HEADER, Store, Write,
 };
 
 const TOKEN_PREFIX: &str = "gtm1.";
@@ -190,6 +192,20 @@ impl Replication {
         let mut command = Command::new(actor, expect_version, action);
         command.history_keep = self.history_keep.load(std::sync::atomic::Ordering::Relaxed);
         let bytes = command.encode().map_err(ApplyError::Cluster)?;
+        // Refused before anything is proposed: an entry this large would
+        // stall replication for every device (docs/cluster.md, "Bounded
+        // entries"). The same limit holds in no cluster, so a configuration
+        // a single device accepts can later be clustered.
+        if bytes.len() > MAX_COMMAND_BYTES {
+            return Err(ApplyError::Rejected(ApiError::new(
+                ErrorKind::TooLarge,
+                format!(
+                    "the configuration is {} MiB; the limit is {} MiB",
+                    bytes.len().div_ceil(1 << 20),
+                    MAX_COMMAND_BYTES >> 20
+                ),
+            )));
+        }
         let clustered = self.clustered();
         let outcome = if clustered {
             self.node.propose(bytes).await.map_err(|e| match e {

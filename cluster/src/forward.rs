@@ -1,5 +1,5 @@
 //! Forwarding a command to the leader: the client half of
-//! `POST /cluster/v1/propose` (the route is in `network`).
+//! `POST /cluster/v1/propose` (the route is in `rpc_server`).
 //!
 //! The body is bincode of [`Forwarded`]; the answer is bincode of
 //! `Result<outcome, ClusterError>`, so the leader's typed error arrives as
@@ -13,14 +13,15 @@ use axum::http::header;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::network::SECRET_HEADER;
-use crate::node::ClusterError;
+use crate::error::ClusterError;
+use crate::rpc_client::SECRET_HEADER;
 use crate::types::{NodeInfo, decode, encode};
 
 /// A command forwarded to the leader, with the time left to decide it.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Forwarded {
     pub(crate) deadline_ms: u64,
+    #[serde(with = "crate::types::bytes")]
     pub(crate) command: Vec<u8>,
 }
 

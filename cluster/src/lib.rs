@@ -12,7 +12,10 @@
 //! - `log_store`: the Raft log, vote and committed pointer in sled;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
 //! - `machine`: the application's state machine trait;
-//! - `network`: Raft RPC over HTTP, both ends;
+//! - `error`: [`ClusterError`], the one error type of the crate;
+//! - `rpc_client`: Raft RPC over HTTP, what a device sends (imports nothing
+//!   of `node`);
+//! - `rpc_server`: the RPC routes a device serves (drives `node`);
 //! - `forward`: the client that hands a command to the leader;
 //! - `http`: the one HTTP client constructor (TLS, mutual TLS);
 //! - `node`: [`ClusterNode`], the facade the application uses.
@@ -24,24 +27,26 @@ use std::path::Path;
 
 use bincode::{Decode, Encode};
 
+mod error;
 mod forward;
 mod http;
 mod log_store;
 mod machine;
-mod network;
 mod node;
+mod rpc_client;
+mod rpc_server;
 mod state_machine;
 mod types;
 
+pub use error::ClusterError;
 pub use http::{HttpClientError, http_client, trust_roots};
 pub use machine::{Effect, Machine};
-pub use network::{
-    RPC_PATHS, RpcBody, SECRET_HEADER, constant_time_eq, decode_rpc_body, rpc_router,
-};
 pub use node::{
-    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MemberStatus, NodeState,
-    PROPOSE_DEADLINE, WRITE_TIMEOUT,
+    ClusterConfig, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MAX_COMMAND_BYTES, MemberStatus,
+    NodeState, PROPOSE_DEADLINE, WRITE_TIMEOUT,
 };
+pub use rpc_client::SECRET_HEADER;
+pub use rpc_server::{RPC_PATHS, RpcBody, constant_time_eq, decode_rpc_body, rpc_router};
 pub use types::{Applied, NodeInfo, Proposal, Write};
 
 /// Storage failures, with the operation that failed.

@@ -24,12 +24,18 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::Store;
+use crate::error::ClusterError;
 use crate::log_store::LogStore;
 use crate::machine::Machine;
-use crate::network::{Contacts, NetworkFactory, SharedSecret};
+use crate::rpc_client::{Contacts, NetworkFactory, SharedSecret};
 use crate::state_machine::StateMachine;
-use crate::types::{Applied, Entry, LogId, NodeInfo, Proposal, Raft, StorageError, Vote};
+use crate::types::{Applied, Entry, LogId, NodeInfo, Proposal, Raft, Vote};
 
+/// The largest command [`ClusterNode::propose`] accepts. Every entry
+/// travels in one append RPC: one far larger would hold replication (and
+/// the heartbeats behind it) for seconds. The application refuses larger
+/// ones first, with its own message.
+pub const MAX_COMMAND_BYTES: usize = 32 * 1024 * 1024;
 /// A membership change that cannot reach a quorum fails after this.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long [`ClusterNode::propose`] keeps trying: following leader
@@ -43,6 +49,8 @@ const QUORUM_CHECK: Duration = Duration::from_millis(1500);
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A snapshot is built after this many log entries since the last one.
 pub const SNAPSHOT_EVERY: u64 = 1000;
+/// The size of one chunk of a snapshot sent to a peer.
+const SNAPSHOT_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 /// Entries kept behind a snapshot, so a briefly lagging peer needs none.
 pub const LOGS_KEPT_BEHIND_SNAPSHOT: u64 = 100;
 
@@ -73,40 +81,6 @@ impl ClusterConfig {
             election_timeout_ms: (500, 1000),
             http: None,
         }
-    }
-}
-
-/// Why a cluster operation failed. Each message says what to do next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-pub enum ClusterError {
-    #[error("this device is not the cluster leader; {}", match leader {
-        Some((id, info)) => format!("send the request to the leader, device {id} {info}"),
-        None => "no leader is known right now; retry shortly".to_string(),
-    })]
-    NotLeader { leader: Option<(u64, NodeInfo)> },
-    #[error(
-        "no quorum: the change cannot be committed; not heard from: {}. \
-         Bring those devices back, or, if they are lost for good, run the \
-         recovery command on this device to continue alone",
-        if unreachable.is_empty() { "(none identified)".to_string() }
-        else { unreachable.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ") }
-    )]
-    NoQuorum { unreachable: Vec<NodeInfo> },
-    /// A proposed command whose fate is not known: it was handed to a
-    /// leader that then stopped answering. It may still apply.
-    #[error("outcome unknown: {0}")]
-    Unknown(String),
-    #[error("cluster storage failed: {0}")]
-    Storage(String),
-    #[error("cluster network failed: {0}")]
-    Network(String),
-    #[error("invalid cluster request: {0}")]
-    Invalid(String),
-}
-
-impl From<StorageError> for ClusterError {
-    fn from(e: StorageError) -> Self {
-        Self::Storage(e.to_string())
     }
 }
 
@@ -153,7 +127,21 @@ pub struct ClusterStatus {
     pub snapshot_index: Option<u64>,
     /// Last log index removed from this device's log.
     pub purged_index: Option<u64>,
+    /// Whether this device sees a working quorum: as leader, a majority of
+    /// the voters (itself included) answered it within an election timeout;
+    /// as follower or learner, its leader was heard from within one. False
+    /// for a candidate. A leader without it shows as `Leader (no quorum)`:
+    /// it refuses writes (`NoQuorum`) until its peers answer or a new
+    /// leader replaces it.
+    #[serde(default = "quorum_unknown")]
+    pub quorum: bool,
     pub members: Vec<MemberStatus>,
+}
+
+/// A status from a device that does not report `quorum` yet: assumed held,
+/// as its state alone said before.
+fn quorum_unknown() -> bool {
+    true
 }
 
 /// A running cluster member. Cheap to share (`Arc`); [`rpc_router`](crate::rpc_router)
@@ -209,6 +197,9 @@ impl ClusterNode {
             election_timeout_min: election_min,
             election_timeout_max: election_max,
             install_snapshot_timeout: 10_000,
+            // Snapshots travel in chunks of this size (`rpc_client`), each
+            // within `install_snapshot_timeout`, however large the whole.
+            snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(SNAPSHOT_EVERY),
             max_in_snapshot_log_to_keep: LOGS_KEPT_BEHIND_SNAPSHOT,
             ..Default::default()
@@ -381,6 +372,12 @@ impl ClusterNode {
     ///   stopped answering; it may still apply;
     /// - `Invalid`, `Storage`: this device cannot propose at all.
     pub async fn propose(&self, command: Vec<u8>) -> Result<Vec<u8>, ClusterError> {
+        if command.len() > MAX_COMMAND_BYTES {
+            return Err(ClusterError::Invalid(format!(
+                "the command is {} bytes; the limit is {MAX_COMMAND_BYTES} bytes",
+                command.len()
+            )));
+        }
         let deadline = Instant::now() + PROPOSE_DEADLINE;
         let mut maybe_proposed = None;
         loop {
@@ -583,7 +580,19 @@ impl ClusterNode {
     }
 
     pub fn status(&self) -> ClusterStatus {
-        status_of(self.id(), &self.metrics(), &self.contacts)
+        status_of(
+            self.id(),
+            &self.metrics(),
+            &self.contacts,
+            self.quorum_window(),
+        )
+    }
+
+    /// How recent a contact must be to count towards a quorum: an election
+    /// timeout (its upper bound, so a heartbeat delayed by a busy machine
+    /// does not flap the flag).
+    fn quorum_window(&self) -> Duration {
+        Duration::from_millis(self.raft_config.election_timeout_max)
     }
 
     /// Waits until `pred` holds for this device's status, at most `timeout`.
@@ -595,7 +604,12 @@ impl ClusterNode {
         let deadline = Instant::now() + timeout;
         loop {
             let mut rx = self.raft().metrics();
-            let status = status_of(self.id(), &rx.borrow_and_update(), &self.contacts);
+            let status = status_of(
+                self.id(),
+                &rx.borrow_and_update(),
+                &self.contacts,
+                self.quorum_window(),
+            );
             if pred(&status) {
                 return Ok(status);
             }
@@ -803,9 +817,28 @@ fn leader_of(metrics: &RaftMetrics<u64, NodeInfo>, id: u64) -> Option<(u64, Node
         .map(|info| (id, info.clone()))
 }
 
-fn status_of(id: u64, m: &RaftMetrics<u64, NodeInfo>, contacts: &Contacts) -> ClusterStatus {
+fn status_of(
+    id: u64,
+    m: &RaftMetrics<u64, NodeInfo>,
+    contacts: &Contacts,
+    window: Duration,
+) -> ClusterStatus {
     let membership = m.membership_config.membership();
     let voters: BTreeSet<u64> = membership.voter_ids().collect();
+    let recent = |peer: u64| contacts.age(peer).is_some_and(|a| a < window);
+    let quorum = match m.state {
+        ServerState::Leader => {
+            // In joint consensus `voter_ids` is the union of both
+            // configurations: close enough for a status flag; writes are
+            // guarded by `ensure_linearizable`, not by this.
+            let acked = voters.iter().filter(|v| **v == id || recent(**v)).count();
+            acked * 2 > voters.len()
+        }
+        ServerState::Follower | ServerState::Learner => {
+            m.current_leader.is_some_and(|l| l == id || recent(l))
+        }
+        ServerState::Candidate | ServerState::Shutdown => false,
+    };
     let members = membership
         .nodes()
         .map(|(mid, info)| MemberStatus {
@@ -834,6 +867,7 @@ fn status_of(id: u64, m: &RaftMetrics<u64, NodeInfo>, contacts: &Contacts) -> Cl
         applied_index: m.last_applied.map(|l| l.index),
         snapshot_index: m.snapshot.map(|l| l.index),
         purged_index: m.purged.map(|l| l.index),
+        quorum,
         members,
     }
 }

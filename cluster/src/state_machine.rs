@@ -43,6 +43,7 @@ const SNAPSHOT: &[u8] = b"\0snapshot";
 /// What a snapshot carries.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct SnapshotData {
+    #[serde(with = "crate::types::bytes::map")]
     kv: BTreeMap<String, Vec<u8>>,
     last_applied: Option<LogId>,
     membership: StoredMembership,
@@ -52,6 +53,7 @@ pub(crate) struct SnapshotData {
 #[derive(Debug, Serialize, Deserialize)]
 struct StoredSnapshot {
     meta: SnapshotMeta,
+    #[serde(with = "crate::types::bytes")]
     data: Vec<u8>,
 }
 

@@ -38,12 +38,20 @@ fn info(id: u64, addr: SocketAddr) -> NodeInfo {
 impl TestNode {
     /// Starts a node on `dir`, serving on `addr` (port 0: a new one).
     async fn start(id: u64, dir: &Path, addr: SocketAddr) -> Self {
+        Self::start_timed(id, dir, addr, false).await
+    }
+
+    /// `product_timing`: the timing devices run with
+    /// (`ClusterConfig::new`); else a slower election, for calm tests.
+    async fn start_timed(id: u64, dir: &Path, addr: SocketAddr, product_timing: bool) -> Self {
         let listener = bind(addr).await;
         let addr = listener.local_addr().expect("local addr");
         let store = Store::open(dir).expect("open store");
         let mut config = ClusterConfig::new(id, info(id, addr), SECRET);
-        config.heartbeat_ms = 100;
-        config.election_timeout_ms = (600, 1200);
+        if !product_timing {
+            config.heartbeat_ms = 100;
+            config.election_timeout_ms = (600, 1200);
+        }
         let node = ClusterNode::start(&store, config, Arc::new(Puts))
             .await
             .expect("start node");
@@ -132,9 +140,21 @@ async fn bind(addr: SocketAddr) -> TcpListener {
 }
 
 /// The simplest application: a command is a batch of writes (JSON),
-/// applied as it is; one that does not decode is rejected.
+/// applied as it is; one that does not decode is rejected. A command
+/// starting with [`RAW_PUT`] is one put, `key NUL value`, for values too
+/// large to spell in JSON.
 #[derive(Debug)]
 struct Puts;
+
+const RAW_PUT: u8 = 0x01;
+
+fn raw_put(key: &str, value: Vec<u8>) -> Vec<u8> {
+    let mut command = vec![RAW_PUT];
+    command.extend_from_slice(key.as_bytes());
+    command.push(0);
+    command.extend(value);
+    command
+}
 
 impl Machine for Puts {
     fn apply(
@@ -143,6 +163,18 @@ impl Machine for Puts {
         _index: u64,
         command: &[u8],
     ) -> Effect {
+        if let Some(rest) = command.strip_prefix(&[RAW_PUT])
+            && let Some(nul) = rest.iter().position(|b| *b == 0)
+        {
+            let (key, value) = rest.split_at(nul);
+            return Effect {
+                writes: vec![Write::Put {
+                    key: String::from_utf8_lossy(key).into_owned(),
+                    value: value[1..].to_vec(),
+                }],
+                outcome: b"applied".to_vec(),
+            };
+        }
         match serde_json::from_slice::<Vec<Write>>(command) {
             Ok(writes) => Effect {
                 writes,
@@ -291,9 +323,21 @@ async fn pair_replicates_and_losing_the_follower_is_no_quorum() {
         node.wait_has("config", b"pair").await;
         assert!(node.node.applied().borrow().index >= index);
     }
+    assert!(
+        nodes[0].node.status().quorum,
+        "{:?}",
+        nodes[0].node.status()
+    );
     let follower = nodes.pop().unwrap();
     let lost = follower.info();
     follower.kill().await;
+
+    // The cut-off leader shows it: still Leader, without a quorum.
+    let status = nodes[0]
+        .wait_status("leader without quorum", |s| !s.quorum)
+        .await;
+    assert_eq!(status.state, NodeState::Leader, "{status:?}");
+    let log_before = status.last_log_index;
 
     // Refused before it was proposed: it will never apply.
     let err = nodes[0]
@@ -306,6 +350,8 @@ async fn pair_replicates_and_losing_the_follower_is_no_quorum() {
         other => panic!("want NoQuorum, got {other:?}"),
     }
     assert!(err.to_string().contains(&lost.name), "{err}");
+    // Nothing was proposed: the leader's log did not grow.
+    assert_eq!(nodes[0].node.status().last_log_index, log_before);
     // DNS keeps answering: the applied state is still there.
     assert_eq!(
         nodes[0]
@@ -509,4 +555,142 @@ async fn uninitialized_node_refuses_writes_and_double_initialize() {
     assert!(matches!(err, ClusterError::Invalid(_)), "{err:?}");
     assert_eq!(write(&node, put("k", "v")).await, 2);
     node.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pair_applies_a_30_mb_entry_without_an_election_and_a_new_node_gets_it_in_chunks() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 2).await;
+    write(&nodes[0], put("small", "first")).await;
+    nodes[1].wait_has("small", b"first").await;
+    let term = nodes[0].node.status().term;
+
+    // One entry of 30 MB: its append RPC outlives the 100 ms openraft
+    // gives each append, and is not cancelled and resent from scratch.
+    let big: Vec<u8> = (0..30_000_000u32).map(|i| (i % 251) as u8).collect();
+    let started = Instant::now();
+    write(&nodes[0], raw_put("big", big.clone())).await;
+    nodes[1]
+        .wait_applied("the 30 MB value", |a| {
+            a.kv.get("big").is_some_and(|v| v.len() == big.len())
+        })
+        .await;
+    eprintln!("30 MB entry applied on both in {:?}", started.elapsed());
+    for node in &nodes {
+        assert_eq!(
+            node.node.applied().borrow().kv.get("big"),
+            Some(&big),
+            "node {}",
+            node.id
+        );
+        assert_eq!(
+            node.node.status().term,
+            term,
+            "no election on node {}",
+            node.id
+        );
+    }
+    // Over the limit: refused before it is proposed.
+    let over = raw_put("over", vec![0; gtm_cluster::MAX_COMMAND_BYTES]);
+    let err = nodes[0].node.propose(over).await.unwrap_err();
+    assert!(matches!(err, ClusterError::Invalid(_)), "{err:?}");
+
+    // A new device joins after the log is purged: the snapshot (over 30 MB,
+    // 4 MiB chunks) is its only way to the value.
+    let snap = nodes[0].node.compact().await.expect("compact");
+    nodes[0]
+        .wait_status("log purged up to the snapshot", |s| {
+            s.purged_index.is_some_and(|p| p >= snap)
+        })
+        .await;
+    let fresh = TestNode::start(3, &root.path().join("node3"), loopback()).await;
+    nodes[0]
+        .node
+        .add_member(3, fresh.info(), true)
+        .await
+        .expect("add the new device");
+    let applied = fresh
+        .wait_applied("the snapshot", |a| a.kv.contains_key("big"))
+        .await;
+    assert_eq!(applied.kv.get("big"), Some(&big));
+    assert_eq!(
+        applied.kv.get("small").map(Vec::as_slice),
+        Some(&b"first"[..])
+    );
+    assert!(
+        fresh
+            .node
+            .status()
+            .snapshot_index
+            .is_some_and(|s| s >= snap),
+        "{:?}",
+        fresh.node.status()
+    );
+    assert_eq!(nodes[0].node.status().term, term, "no election");
+    nodes.push(fresh);
+    for node in nodes {
+        node.kill().await;
+    }
+}
+
+/// Failover with the product's timing: kill the leader of three, time until
+/// a survivor leads, bring the old one back, ten times. Prints the figures
+/// (docs/cluster.md); asserts only that each failover completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_timing_of_three_nodes() {
+    const RUNS: usize = 10;
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = Vec::new();
+    for id in 1..=3 {
+        let dir = root.path().join(format!("node{id}"));
+        nodes.push(TestNode::start_timed(id, &dir, loopback(), true).await);
+    }
+    nodes[0].node.initialize().await.expect("initialize");
+    for i in 1..3 {
+        let (id, info) = (nodes[i].id, nodes[i].info());
+        nodes[0].node.add_member(id, info, true).await.expect("add");
+    }
+    let mut times = Vec::new();
+    for run in 0..RUNS {
+        for node in &nodes {
+            node.wait_status("a settled cluster", |s| {
+                s.members.len() == 3 && s.leader.is_some() && s.quorum
+            })
+            .await;
+        }
+        let l = leader_index(&nodes);
+        let term = nodes[l].node.status().term;
+        let victim = nodes.remove(l);
+        let killed = Instant::now();
+        let (id, dir, addr) = victim.kill().await;
+        let stopped = Instant::now();
+        let deadline = killed + WAIT;
+        loop {
+            let led = nodes.iter().any(|n| {
+                let s = n.node.status();
+                s.state == NodeState::Leader && s.term > term
+            });
+            if led {
+                break;
+            }
+            assert!(Instant::now() < deadline, "run {run}: no new leader");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let took = killed.elapsed();
+        eprintln!(
+            "failover run {run}: new leader after {took:?} (the kill took {:?})",
+            stopped - killed
+        );
+        times.push(took);
+        nodes.push(TestNode::start_timed(id, &dir, addr, true).await);
+    }
+    times.sort();
+    eprintln!(
+        "failover over {RUNS} runs: p50 {:?}, max {:?}",
+        times[RUNS / 2],
+        times[RUNS - 1]
+    );
+    for node in nodes {
+        node.kill().await;
+    }
 }

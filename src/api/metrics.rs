@@ -122,6 +122,18 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         "none".to_string()
     };
     out.sample("gtm_raft_role", &[("role", &role)], 1.0);
+    out.family(
+        "gtm_raft_quorum",
+        "gauge",
+        "1 when this device sees a working quorum (as leader: a majority of voters answered within an election timeout); 0 for a leader cut off from it (`Leader (no quorum)`)",
+    );
+    if state.replication.clustered() {
+        out.sample(
+            "gtm_raft_quorum",
+            &[],
+            if cluster.quorum { 1.0 } else { 0.0 },
+        );
+    }
     out.family("gtm_raft_term", "gauge", "The current Raft term");
     out.sample("gtm_raft_term", &[], cluster.term as f64);
     out.family(

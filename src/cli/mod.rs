@@ -10,7 +10,7 @@ use std::{net::IpAddr, path::PathBuf};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 
-use gtm_cluster::ClusterStatus;
+use gtm_cluster::{ClusterStatus, NodeState};
 
 use crate::{
     api::{ApiError, ApplyResult, ErrorKind, GeoLookup, StatusReport},
@@ -894,7 +894,11 @@ async fn cluster(cli: &Cli, cmd: &ClusterCmd) -> Result<()> {
                 );
                 return Ok(());
             }
-            println!("this device  id {} ({:?})", status.id, status.state);
+            let role = match status.state {
+                NodeState::Leader if !status.quorum => "Leader (no quorum)".to_string(),
+                state => format!("{state:?}"),
+            };
+            println!("this device  id {} ({role})", status.id);
             println!(
                 "leader       {}",
                 status
