@@ -67,7 +67,8 @@ impl Proc {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Generous: a loaded CI machine runs many devices at once.
+        let deadline = Instant::now() + Duration::from_secs(60);
         while self.gtm(&["cluster", "status", "--json"]).status.code() != Some(0) {
             assert!(Instant::now() < deadline, "{} did not start", self.name);
             std::thread::sleep(Duration::from_millis(50));

@@ -70,7 +70,7 @@ pub struct ClusterConfig {
 }
 
 impl ClusterConfig {
-    /// With the default timing: heartbeat 100 ms, election 500–1000 ms
+    /// With the default timing: heartbeat 100 ms, election 300–600 ms
     /// (docs/cluster.md: a new leader within about a second of a crash).
     pub fn new(node_id: u64, info: NodeInfo, secret: impl Into<String>) -> Self {
         Self {
@@ -78,7 +78,7 @@ impl ClusterConfig {
             info,
             secret: secret.into(),
             heartbeat_ms: 100,
-            election_timeout_ms: (500, 1000),
+            election_timeout_ms: (300, 600),
             http: None,
         }
     }

@@ -617,15 +617,12 @@ async fn pair_applies_a_30_mb_entry_without_an_election_and_a_new_node_gets_it_i
         applied.kv.get("small").map(Vec::as_slice),
         Some(&b"first"[..])
     );
-    assert!(
-        fresh
-            .node
-            .status()
-            .snapshot_index
-            .is_some_and(|s| s >= snap),
-        "{:?}",
-        fresh.node.status()
-    );
+    // Its metrics follow the install a moment later.
+    fresh
+        .wait_status("the snapshot installed", |s| {
+            s.snapshot_index.is_some_and(|s| s >= snap)
+        })
+        .await;
     assert_eq!(nodes[0].node.status().term, term, "no election");
     nodes.push(fresh);
     for node in nodes {
