@@ -107,7 +107,7 @@ impl Replication {
         config.http = Some(raft_http);
         let machine = Arc::new(GtmMachine::default());
         let node = ClusterNode::start(store, config, machine.clone()).await?;
-        let local = local_map(store)?;
+        let local = local_map(store, &engine)?;
         let handled = store
             .load_config()?
             .map(|c| (c.version, text_hash(c.text.as_bytes())));
@@ -660,25 +660,36 @@ fn install_config(
 }
 
 /// The local map of a device in no cluster. A device that kept only a
-/// configuration (an older gtm) starts its map from it.
-fn local_map(store: &Store) -> Result<BTreeMap<String, Vec<u8>>> {
+/// configuration (an older gtm) starts its map from it; a device that kept
+/// none starts from what it serves (the demo configuration), so its first
+/// write edits that, not an empty one.
+fn local_map(store: &Store, engine: &Engine) -> Result<BTreeMap<String, Vec<u8>>> {
     let mut map = store.local_map()?;
-    if !map.contains_key(CONFIG_KEY)
-        && let Some(stored) = store.load_config()?
-    {
-        let writes = vec![
-            Write::Put {
-                key: CONFIG_KEY.into(),
-                value: stored.text.into_bytes(),
-            },
-            Write::Put {
-                key: machine::VERSION_KEY.into(),
-                value: stored.version.to_string().into_bytes(),
-            },
-        ];
-        store.apply_local(&writes)?;
-        map = store.local_map()?;
+    if map.contains_key(CONFIG_KEY) {
+        return Ok(map);
     }
+    let (version, text) = match store.load_config()? {
+        Some(stored) => (stored.version, stored.text),
+        None => {
+            let serving = engine.config();
+            if serving == crate::model::Config::default() {
+                return Ok(map);
+            }
+            (engine.version(), toml::to_string_pretty(&serving)?)
+        }
+    };
+    let writes = vec![
+        Write::Put {
+            key: CONFIG_KEY.into(),
+            value: text.into_bytes(),
+        },
+        Write::Put {
+            key: machine::VERSION_KEY.into(),
+            value: version.to_string().into_bytes(),
+        },
+    ];
+    store.apply_local(&writes)?;
+    map = store.local_map()?;
     Ok(map)
 }
 

@@ -168,3 +168,35 @@ fn nix_signal(pid: u32, signal: &str) {
         .unwrap();
     assert!(status.success());
 }
+
+/// A new user's first write on the demo device edits the demo
+/// configuration: the demo's zones stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_write_on_the_demo_edits_the_demo_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = gtm::model::node::NodeSettings {
+        dns_listen: vec!["127.0.45.1:0".parse().unwrap()],
+        api_listen: "127.0.45.1:0".parse().unwrap(),
+        udp_workers: Some(1),
+        ..gtm::model::node::NodeSettings::demo(dir.path().to_path_buf())
+    };
+    let device = gtm::device::Device::start(settings, true).await.unwrap();
+    let demo = device.engine.config();
+    assert!(!demo.domains.is_empty());
+    let put = gtm::command::Action::Edit(gtm::command::Edit::Put {
+        kind: gtm::command::Kind::Datacenter,
+        name: "dc9".into(),
+        json: r#"{"name":"dc9"}"#.into(),
+        keep_children: false,
+    });
+    let actor = gtm::command::Actor {
+        user: "test".into(),
+        device: "test1".into(),
+    };
+    let applied = device.replication.propose(actor, None, put).await.unwrap();
+    assert_eq!(applied.changes, ["+ datacenter dc9"]);
+    let after = device.engine.config();
+    assert_eq!(after.domains, demo.domains);
+    assert_eq!(after.datacenters.len(), demo.datacenters.len() + 1);
+    device.stop().await;
+}
