@@ -630,16 +630,7 @@ impl Engine {
     /// Sets a check instance's state directly: manual checks, and tests.
     pub fn set_check(&self, check: &CheckRef, state: CheckState, reason: &str) {
         let mut inner = self.lock();
-        let entry = inner.health.entry(check);
-        entry.1.reason = reason.to_string();
-        entry.1.restored = false;
-        if entry.0.state != state {
-            entry.0 = Threshold {
-                state,
-                ..Threshold::default()
-            };
-            self.check_transition(&mut inner, check, state);
-        }
+        operator::set_check_locked(self, &mut inner, check, state, reason);
     }
 
     fn check_transition(&self, inner: &mut Inner, check: &CheckRef, state: CheckState) {

@@ -105,7 +105,7 @@ impl Engine {
 }
 
 /// [`Engine::set_check`] under a lock already held.
-fn set_check_locked(
+pub(super) fn set_check_locked(
     engine: &Engine,
     inner: &mut Inner,
     check: &CheckRef,
