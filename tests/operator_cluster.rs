@@ -200,6 +200,15 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
     }
     // B holds DR (manual failback) until a resume, made through A.
     assert_eq!(answer(&b, "dr.pair.test.").await, DR);
+    // The hold is per-device health state, and survives a kill -9: the
+    // restarted B still answers DR although its condition has cleared.
+    tokio::task::block_in_place(|| {
+        b.kill();
+        b.restart();
+    });
+    assert_eq!(answer(&b, "dr.pair.test.").await, DR);
+    let preview = tokio::task::block_in_place(|| b.ok(&["record", "preview", "dr.pair.test", "A"]));
+    assert!(preview.contains("held by manual failback"), "{preview}");
     tokio::task::block_in_place(|| ok_eventually(&a, &["record", "resume", "dr.pair.test", "A"]));
     until(&b, "dr.pair.test.", MAIN).await;
     until(&a, "dr.pair.test.", MAIN).await;

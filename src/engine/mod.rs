@@ -138,8 +138,14 @@ pub struct Stored {
     store: Store,
     writer: StoreWriter,
     health: Vec<(CheckRef, CheckStatus)>,
+    /// Records whose DR was on when the device stopped.
+    holds: HashSet<String>,
     next_seq: u64,
 }
+
+/// The key prefix, in the health decisions, of a record's DR state: `1`
+/// while DR is on. A manual-failback hold survives a restart through it.
+const HOLD_PREFIX: &str = "dr-on/";
 
 impl Stored {
     /// Reads the health decisions and the event log's position, and starts
@@ -153,7 +159,14 @@ impl Stored {
             tracing::info!(events = migrated, "event log moved to the indexed layout");
         }
         let mut health = Vec::new();
+        let mut holds = HashSet::new();
         for (key, value) in store.health_decisions()? {
+            if let Some(label) = key.strip_prefix(HOLD_PREFIX) {
+                if value == b"1" {
+                    holds.insert(label.to_string());
+                }
+                continue;
+            }
             // A decision this version cannot read is probed again.
             match (
                 parse_ref(&key),
@@ -176,6 +189,7 @@ impl Stored {
             store,
             writer,
             health,
+            holds,
             next_seq,
         })
     }
@@ -243,6 +257,9 @@ struct Inner {
     /// The replicated operator state last installed (`None` until the
     /// first, see [`Engine::set_operator`]).
     operator: Option<crate::operator::OperatorState>,
+    /// Records whose DR was on when the device last stopped: the first
+    /// install starts them from DR, so a manual-failback hold is kept.
+    restored_holds: HashSet<String>,
 }
 
 /// Who reads what: for re-evaluating only what a change touches.
@@ -284,7 +301,9 @@ impl Engine {
         let mut health = HealthState::default();
 
         let mut next_seq = 1;
+        let mut restored_holds = HashSet::new();
         let store = store.map(|stored| {
+            restored_holds = stored.holds;
             for (check, mut status) in stored.health {
                 status.restored = true;
                 health
@@ -313,6 +332,7 @@ impl Engine {
                 events: VecDeque::new(),
                 next_seq,
                 operator: None,
+                restored_holds,
             }),
             instances: watch::channel(Arc::new(Vec::new())).0,
             events_tx: broadcast::channel(1024).0,
@@ -533,7 +553,9 @@ impl Engine {
                     let label = record.label();
                     let prev = previous
                         .remove(&label)
-                        .map(|(state, displays)| remap(state, &displays, steering));
+                        .map(|(state, displays)| remap(state, &displays, steering))
+                        .or_else(|| held_at_stop(&inner.restored_holds, &label, steering));
+                    let was_on = prev.as_ref().map(|p| p.dr_on);
                     let eval = resolve::evaluate(
                         &label,
                         steering,
@@ -547,6 +569,9 @@ impl Engine {
                             .into_iter()
                             .map(|t| (EventKind::Record, label.clone(), t)),
                     );
+                    if was_on != Some(eval.state.dr_on) {
+                        self.keep_dr_state(&label, eval.state.dr_on);
+                    }
                     records.push(Steered {
                         label,
                         owner: record.owner.clone(),
@@ -559,6 +584,8 @@ impl Engine {
                 }
             }
         }
+        // Only the first configuration installed after a start restores.
+        inner.restored_holds.clear();
         // The snapshot was built (and its static answers proven) before
         // anything changed; the steered answers come from the evaluation.
         for (slot, r) in snapshot.steered.iter().zip(&records) {
@@ -743,6 +770,9 @@ impl Engine {
                 }
                 let old_status = r.state.as_ref().map(|s| s.status);
                 let new_status = eval.state.status;
+                if r.state.as_ref().map(|s| s.dr_on) != Some(eval.state.dr_on) {
+                    self.keep_dr_state(&r.label, eval.state.dr_on);
+                }
                 r.state = Some(eval.state);
                 r.decision = eval.decision;
                 events.extend(eval.events.into_iter().map(|t| (r.label.clone(), t)));
@@ -756,6 +786,15 @@ impl Engine {
         }
         for (label, text) in events {
             self.log(inner, EventKind::Record, label, text);
+        }
+    }
+
+    /// Keeps whether DR is on for a record with the health decisions (on
+    /// the writer thread), so a manual-failback hold survives a restart.
+    fn keep_dr_state(&self, label: &str, dr_on: bool) {
+        if let Some(p) = &self.store {
+            let value = if dr_on { b"1".to_vec() } else { b"0".to_vec() };
+            p.writer.health(format!("{HOLD_PREFIX}{label}"), value);
         }
     }
 
@@ -1187,6 +1226,29 @@ fn prepare(
         }])
     })?;
     Ok((compiled, snapshot))
+}
+
+/// The state a record held by manual failback when the device stopped
+/// starts from: DR on, so the hold goes on until an operator resumes it.
+/// `None` for any other record (it starts fresh).
+fn held_at_stop(
+    holds: &HashSet<String>,
+    label: &str,
+    steering: &Steering,
+) -> Option<RecordState> {
+    let manual = matches!(
+        steering.mode,
+        ModeSpec::DisasterRecovery {
+            failback: crate::model::config::Failback::Manual,
+            ..
+        }
+    );
+    (manual && holds.contains(label)).then(|| RecordState {
+        healthy: vec![true; steering.addresses.len()],
+        dr_on: true,
+        status: Status::Dr,
+        active: Vec::new(),
+    })
 }
 
 /// The first errors of a configuration, on one line, for an event.

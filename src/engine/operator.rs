@@ -90,6 +90,7 @@ impl Engine {
             }
         }
 
+        let mut resumed = false;
         if let Some(p) = previous {
             for (label, count) in &state.resumes {
                 if *count > p.resumes.get(label).copied().unwrap_or(0)
@@ -98,8 +99,15 @@ impl Engine {
                     self.reevaluate(&mut inner, BTreeSet::from([i]), |l| Operator {
                         resume: l == label,
                     });
+                    resumed = true;
                 }
             }
+        }
+        // A released hold is on disk before the resume command returns: a
+        // restart right after it does not hold the record again.
+        if resumed {
+            drop(inner);
+            self.flush_storage();
         }
     }
 }
