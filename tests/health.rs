@@ -615,11 +615,30 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
         check_is(&d, "web@127.0.0.2", "OK")
     })
     .await;
-    if failback == "manual" {
+    let d = if failback == "manual" {
         assert_eq!(
             sorted_answers(&d, "fresh.example.test.").await,
             ["198.51.100.10"],
             "held by manual failback"
+        );
+        // The hold is per-device health state: it survives a restart,
+        // although Main is healthy and a fresh decision would pick it.
+        let TestDevice { device, dir } = d;
+        device.stop().await;
+        let d = TestDevice::start_in(&text, dir.path()).await;
+        assert_eq!(
+            sorted_answers(&d, "fresh.example.test.").await,
+            ["198.51.100.10"],
+            "still held by manual failback after a restart"
+        );
+        until("127.0.0.2 decided again", || async {
+            check_is(&d, "web@127.0.0.2", "OK")
+        })
+        .await;
+        assert_eq!(
+            sorted_answers(&d, "fresh.example.test.").await,
+            ["198.51.100.10"],
+            "held with Main healthy"
         );
         let resume = gtm::command::Action::Resume {
             record: LABEL.to_string(),
@@ -633,7 +652,10 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
             .propose(actor, None, resume)
             .await
             .expect("resume applies");
-    }
+        d
+    } else {
+        d
+    };
     until("Main again", || async {
         sorted_answers(&d, "fresh.example.test.").await == ["127.0.0.2"]
     })

@@ -1231,11 +1231,7 @@ fn prepare(
 /// The state a record held by manual failback when the device stopped
 /// starts from: DR on, so the hold goes on until an operator resumes it.
 /// `None` for any other record (it starts fresh).
-fn held_at_stop(
-    holds: &HashSet<String>,
-    label: &str,
-    steering: &Steering,
-) -> Option<RecordState> {
+fn held_at_stop(holds: &HashSet<String>, label: &str, steering: &Steering) -> Option<RecordState> {
     let manual = matches!(
         steering.mode,
         ModeSpec::DisasterRecovery {
