@@ -111,8 +111,8 @@ fn check_state(p: &Proc, name: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_actions_are_replicated_and_survive_restarts() {
     let root = tempfile::tempdir().unwrap();
-    let mut a = Proc::start(root.path(), "gtm1", "dc1", "127.0.71.1");
-    let mut b = Proc::start(root.path(), "gtm2", "dc1", "127.0.71.2");
+    let mut a = Proc::start(root.path(), "gtm1", "dc1", "127.0.72.1");
+    let mut b = Proc::start(root.path(), "gtm2", "dc1", "127.0.72.2");
     a.ok(&["cluster", "init"]);
     let token = a.ok(&["cluster", "token"]);
     b.ok(&["cluster", "join", &a.api(), "--token", token.trim()]);

@@ -239,16 +239,16 @@ async fn get(url: String) -> String {
 async fn a_configuration_the_state_machine_refuses_changes_nothing_on_any_device() {
     let root = tempfile::tempdir().unwrap();
     let (dir_a, dir_b) = (root.path().join("a"), root.path().join("b"));
-    let a = Device::start(settings("gtm1", "127.0.91.1", &dir_a), false)
+    let a = Device::start(settings("gtm1", "127.0.94.1", &dir_a), false)
         .await
         .unwrap();
-    let b = Device::start(settings("gtm2", "127.0.91.2", &dir_b), false)
+    let b = Device::start(settings("gtm2", "127.0.94.2", &dir_b), false)
         .await
         .unwrap();
     a.replication.init(actor()).await.unwrap();
     let token = a.replication.token().unwrap();
     b.replication
-        .join("http://127.0.91.1:8053", &token, true)
+        .join("http://127.0.94.1:8053", &token, true)
         .await
         .unwrap();
     let good = zone("192.0.2.1");
@@ -306,7 +306,7 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
             })
             .unwrap();
     }
-    let device = Device::start(settings("test1", "127.0.92.1", dir.path()), false).await;
+    let device = Device::start(settings("test1", "127.0.95.1", dir.path()), false).await;
     let device = device.expect("starts");
     until_answer(device.dns_addrs[0], "192.0.2.1").await;
     let failure = device.engine.install_failure().expect("degraded");
@@ -326,12 +326,12 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
         )),
         "{status}"
     );
-    let health = get("http://127.0.92.1:8053/health".into()).await;
+    let health = get("http://127.0.95.1:8053/health".into()).await;
     assert!(
         health.starts_with(&format!("degraded\nconfiguration: version {} cannot be installed on this device (serving version {v1}): {reason}", v1 + 1)),
         "{health}"
     );
-    let metrics = get("http://127.0.92.1:8053/metrics".into()).await;
+    let metrics = get("http://127.0.95.1:8053/metrics".into()).await;
     assert!(metrics.contains("\ngtm_degraded 1\n"), "{metrics}");
     assert!(
         metrics.contains(&format!(
@@ -348,7 +348,7 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
         .await
         .unwrap();
     assert!(device.engine.install_failure().is_none());
-    let health = get("http://127.0.92.1:8053/health".into()).await;
+    let health = get("http://127.0.95.1:8053/health".into()).await;
     assert_eq!(health, "ok\n");
     until_answer(device.dns_addrs[0], "192.0.2.2").await;
     device.stop().await;

@@ -1198,11 +1198,11 @@ impl Prepared {
 }
 
 /// Proves that `config` can be served: validates it and builds its
-/// answers, then drops them. What the state machine checks before a
-/// configuration is committed.
-pub fn servable(config: &Config) -> Result<(), ConfigErrors> {
+/// answers, then drops them and returns the compiled form. What the state
+/// machine checks before a configuration is committed.
+pub fn servable(config: &Config) -> Result<Compiled, ConfigErrors> {
     // The version only sets SOA serials, which are always valid.
-    prepare(config, 0, &Snapshot::default()).map(drop)
+    prepare(config, 0, &Snapshot::default()).map(|(compiled, _)| compiled)
 }
 
 /// Validates a configuration and builds its answers: everything that can

@@ -278,12 +278,15 @@ impl GtmMachine {
                 }
             }
         };
-        if let Err(e) = crate::engine::servable(&new) {
-            return Change {
-                writes: Vec::new(),
-                outcome: Outcome::Rejected(ApiError::invalid(e)),
-            };
-        }
+        let compiled = match crate::engine::servable(&new) {
+            Ok(c) => c,
+            Err(e) => {
+                return Change {
+                    writes: Vec::new(),
+                    outcome: Outcome::Rejected(ApiError::invalid(e)),
+                };
+            }
+        };
         if new == *current && kv.contains_key(CONFIG_KEY) {
             // A retried apply of what is applied makes no new version.
             return Change {
@@ -318,11 +321,8 @@ impl GtmMachine {
         ];
         writes.extend(history_writes(kv, entry, command.history_keep as usize));
         // Operator state naming what the new configuration lacks drops out.
-        if kv.contains_key(operator::OPERATOR_KEY)
-            && let Ok(compiled) = crate::model::compile::compile(&new)
-        {
-            writes.extend(operator::prune(kv, &compiled));
-        }
+        writes.extend(operator::prune(kv, &compiled));
+        drop(compiled);
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((text_hash(text.as_bytes()), Arc::new(new)));
         Change {
