@@ -70,15 +70,15 @@ pub struct ClusterConfig {
 }
 
 impl ClusterConfig {
-    /// With the default timing: heartbeat 100 ms, election 300–600 ms
-    /// (docs/cluster.md: a new leader within about a second of a crash).
+    /// With the default timing: heartbeat 50 ms, election 150–300 ms
+    /// (docs/cluster.md: a new leader well within 1.5 s of a crash).
     pub fn new(node_id: u64, info: NodeInfo, secret: impl Into<String>) -> Self {
         Self {
             node_id,
             info,
             secret: secret.into(),
-            heartbeat_ms: 100,
-            election_timeout_ms: (300, 600),
+            heartbeat_ms: 50,
+            election_timeout_ms: (150, 300),
             http: None,
         }
     }
@@ -499,7 +499,7 @@ impl ClusterNode {
     /// live device leads; waits (until `deadline`) while no live leader is
     /// known, then `NoQuorum`.
     async fn wait_for_leader(&self, deadline: Instant) -> Result<Raft, ClusterError> {
-        let stale = Duration::from_millis(self.raft_config.election_timeout_min);
+        let stale = Duration::from_millis(self.raft_config.election_timeout_max);
         loop {
             let raft = self.raft();
             let mut rx = raft.metrics();
@@ -561,7 +561,7 @@ impl ClusterNode {
     /// The members (other than this device) not heard from within an
     /// election timeout.
     fn no_quorum(&self) -> ClusterError {
-        let stale = Duration::from_millis(self.raft_config.election_timeout_min);
+        let stale = Duration::from_millis(self.raft_config.election_timeout_max);
         let metrics = self.metrics();
         let unreachable = metrics
             .membership_config
@@ -588,11 +588,12 @@ impl ClusterNode {
         )
     }
 
-    /// How recent a contact must be to count towards a quorum: an election
-    /// timeout (its upper bound, so a heartbeat delayed by a busy machine
-    /// does not flap the flag).
+    /// How recent a contact must be to count towards a quorum: the time a
+    /// follower waits before it may start an election (openraft's leader
+    /// lease, the election timeout's upper bound, plus at most one more),
+    /// so a heartbeat delayed by a busy machine does not flap the flag.
     fn quorum_window(&self) -> Duration {
-        Duration::from_millis(self.raft_config.election_timeout_max)
+        Duration::from_millis(2 * self.raft_config.election_timeout_max)
     }
 
     /// Waits until `pred` holds for this device's status, at most `timeout`.

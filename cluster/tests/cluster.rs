@@ -655,7 +655,17 @@ async fn failover_timing_of_three_nodes() {
             })
             .await;
         }
+        // The device restarted by the previous run has caught up: every
+        // device has applied the leader's whole log. (Killing the leader
+        // before that is a second fault: only one survivor could win.)
         let l = leader_index(&nodes);
+        let last = nodes[l].node.status().last_log_index;
+        for node in &nodes {
+            node.wait_status("every device caught up with the leader", |s| {
+                s.applied_index == last
+            })
+            .await;
+        }
         let term = nodes[l].node.status().term;
         let victim = nodes.remove(l);
         let killed = Instant::now();
