@@ -184,6 +184,7 @@ impl Device {
             store,
             data_dir: dir.clone(),
             token: token.clone().into(),
+            sessions: Arc::new(crate::access::sessions::Sessions::new()),
             mutual_tls: tls.is_some(),
             peer_http: peer_client(Duration::from_secs(3))?,
         });
@@ -193,7 +194,10 @@ impl Device {
             match server_tls {
                 Some(config) => tls::serve(listener, router, config, stop).await,
                 None => {
-                    let serve = axum::serve(listener, router)
+                    let serve = axum::serve(
+                        listener,
+                        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+                    )
                         .with_graceful_shutdown(stop.cancelled_owned());
                     if let Err(e) = serve.await {
                         tracing::error!(error = %e, "API server failed");

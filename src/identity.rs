@@ -111,7 +111,7 @@ fn kept_or_new(path: &Path, end: &str) -> Result<String, IdentityError> {
     Ok(made)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -1,5 +1,6 @@
 //! gtm: an authoritative DNS server whose answers follow the health of the
 //! addresses behind each name.
+pub mod access;
 pub mod addr;
 pub mod api;
 pub mod cli;

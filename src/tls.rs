@@ -143,6 +143,9 @@ pub async fn serve(
             } else {
                 router
             };
+            // As `axum::serve` records it without TLS: the console's login
+            // limit counts failures per client address.
+            let router = router.layer(axum::Extension(axum::extract::ConnectInfo(peer)));
             let service = hyper_util::service::TowerToHyperService::new(router);
             let builder =
                 hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());

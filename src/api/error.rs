@@ -17,6 +17,7 @@ use crate::{engine::ApplyError, model::ConfigErrors};
 pub enum ErrorKind {
     BadRequest,
     Unauthorized,
+    Forbidden,
     NotFound,
     MethodNotAllowed,
     Conflict,
@@ -35,6 +36,7 @@ pub enum ErrorKind {
     StoreFailed,
     Io,
     Internal,
+    TooManyAttempts,
     /// A label this version does not know (from a newer device).
     #[serde(other)]
     Unknown,
@@ -42,9 +44,10 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind a device answers (not [`ErrorKind::Unknown`]).
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 22] = [
         Self::BadRequest,
         Self::Unauthorized,
+        Self::Forbidden,
         Self::NotFound,
         Self::MethodNotAllowed,
         Self::Conflict,
@@ -63,12 +66,15 @@ impl ErrorKind {
         Self::StoreFailed,
         Self::Io,
         Self::Internal,
+        Self::TooManyAttempts,
     ];
 
     pub fn status(self) -> StatusCode {
         match self {
             Self::BadRequest => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::TooManyAttempts => StatusCode::TOO_MANY_REQUESTS,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict
@@ -92,6 +98,8 @@ impl ErrorKind {
         match self {
             Self::BadRequest => "bad-request",
             Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
+            Self::TooManyAttempts => "too-many-attempts",
             Self::NotFound => "not-found",
             Self::MethodNotAllowed => "method-not-allowed",
             Self::Conflict => "conflict",
@@ -121,6 +129,8 @@ impl ErrorKind {
             StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
             StatusCode::PAYLOAD_TOO_LARGE => Self::TooLarge,
             StatusCode::UNAUTHORIZED => Self::Unauthorized,
+            StatusCode::FORBIDDEN => Self::Forbidden,
+            StatusCode::TOO_MANY_REQUESTS => Self::TooManyAttempts,
             s if s.is_client_error() => Self::BadRequest,
             _ => Self::Internal,
         }

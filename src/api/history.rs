@@ -6,12 +6,13 @@
 use std::collections::BTreeMap;
 
 use axum::{
-    Json,
+    Extension, Json,
     extract::{Path, Query, State},
 };
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiState, ApplyResult, DryRun, ErrorKind, blocking, writable};
+use crate::access::Principal;
 use crate::{
     command::{Action, Actor, CommandId, Outcome},
     machine::{self, HistoryEntry},
@@ -158,6 +159,7 @@ pub(super) async fn diff(
 /// version; `?dry_run=true` shows the changes from the applied one.
 pub(super) async fn rollback(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Query(q): Query<DryRun>,
     Json(request): Json<RollbackRequest>,
 ) -> Result<Json<ApplyResult>, ApiError> {
@@ -182,7 +184,7 @@ pub(super) async fn rollback(
     let applied = state
         .replication
         .propose(
-            state.actor(),
+            state.actor(&who),
             None,
             Action::Rollback {
                 version: request.version,

@@ -3,6 +3,7 @@
 //! Every route but `/health` needs `Authorization: Bearer <token>`. Errors
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
+pub mod auth;
 mod error;
 mod history;
 mod metrics;
@@ -12,7 +13,7 @@ pub mod routes;
 use std::{net::IpAddr, path::PathBuf, sync::Arc};
 
 use axum::{
-    Json, Router,
+    Extension, Json, Router,
     body::Bytes,
     extract::{DefaultBodyLimit, Path, Query, Request, State},
     http::{StatusCode, header},
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use error::{ApiError, ErrorKind};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
+use crate::access::{Principal, Role};
 use crate::command::{Action, Actor, DrainTarget};
 use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use crate::{
@@ -44,6 +46,8 @@ pub struct ApiState {
     pub store: Store,
     pub data_dir: PathBuf,
     pub token: Arc<str>,
+    /// The console's sessions on this device.
+    pub sessions: Arc<crate::access::sessions::Sessions>,
     /// TLS is on: device-to-device calls must show a client certificate.
     pub mutual_tls: bool,
     /// The client of the other devices' APIs (remote previews): the
@@ -52,17 +56,17 @@ pub struct ApiState {
 }
 
 impl ApiState {
-    /// Who a request comes from, for history and the GTM Logs: the API
-    /// token's name (one token per device, named `admin`) and this device.
-    pub fn actor(&self) -> Actor {
+    /// Who a request comes from, for history and the GTM Logs: the user's
+    /// or token's name and this device.
+    pub fn actor(&self, principal: &Principal) -> Actor {
         Actor {
-            user: API_TOKEN_NAME.into(),
+            user: principal.name.clone(),
             device: self.engine.device().to_string(),
         }
     }
 }
 
-/// The name of the device's API token (the `api-token` file).
+/// The name the device's own API token (the `api-token` file) acts as.
 pub const API_TOKEN_NAME: &str = "admin";
 
 /// The result of an apply or a dry run.
@@ -190,20 +194,32 @@ const BODY_LIMIT: usize = 64 << 20;
 const MAX_EVENTS: usize = 10_000;
 
 pub fn router(state: ApiState) -> Router {
-    let (mut public, mut token, mut secret) = (Router::new(), Router::new(), Router::new());
+    let (mut public, mut secret) = (Router::new(), Router::new());
+    let mut by_role: Vec<(Role, Router<ApiState>)> = [Role::Viewer, Role::Operator, Role::Admin]
+        .into_iter()
+        .map(|r| (r, Router::new()))
+        .collect();
     for op in routes::operations() {
         let group = match op.access {
             routes::Access::Public => &mut public,
-            routes::Access::Token => &mut token,
             routes::Access::ClusterSecret => &mut secret,
+            routes::Access::Token => match by_role.iter_mut().find(|(r, _)| *r == op.role) {
+                Some((_, g)) => g,
+                None => continue,
+            },
         };
         *group = std::mem::take(group).route(op.path, op.handler);
     }
-    Router::new()
-        .merge(public)
-        .merge(token.route_layer(middleware::from_fn_with_state(state.clone(), auth)))
-        .merge(secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+    let mut app = Router::new().merge(public).merge(
+        secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)),
+    );
+    for (role, group) in by_role {
+        app = app.merge(group.route_layer(middleware::from_fn_with_state(
+            (state.clone(), role),
+            auth::api,
+        )));
+    }
+    app.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state.clone())
         .merge(gtm_cluster::rpc_router(state.replication.node.clone()))
         .fallback(|| async { StatusCode::NOT_FOUND })
@@ -273,19 +289,6 @@ async fn json_errors(request: Request, next: Next) -> Response {
     ApiError::new(ErrorKind::of_status(status), message).into_response()
 }
 
-async fn auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(t) if gtm_cluster::constant_time_eq(t.as_bytes(), state.token.as_bytes()) => next.run(request).await,
-        Some(_) => ApiError::new(ErrorKind::Unauthorized, "the bearer token is wrong").into_response(),
-        None => ApiError::new(ErrorKind::Unauthorized, "send Authorization: Bearer <token> (the token is in the data directory's api-token file)").into_response(),
-    }
-}
-
 async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
     // Copied out first: serializing a large configuration under the engine's
     // lock would hold up health changes for as long.
@@ -334,6 +337,7 @@ async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
 
 async fn apply_config(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Query(q): Query<DryRun>,
     body: Bytes,
 ) -> Result<Json<ApplyResult>, ApiError> {
@@ -352,7 +356,7 @@ async fn apply_config(
     writable(&state)?;
     let applied = state
         .replication
-        .propose(state.actor(), None, Action::ApplyConfig { text })
+        .propose(state.actor(&who), None, Action::ApplyConfig { text })
         .await?;
     Ok(Json(ApplyResult {
         applied: applied.changed,
@@ -534,6 +538,7 @@ async fn preview(
 
 async fn resume(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path((name, rtype)): Path<(String, String)>,
 ) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
@@ -542,7 +547,7 @@ async fn resume(
     state
         .replication
         .propose(
-            state.actor(),
+            state.actor(&who),
             None,
             Action::Resume {
                 record: label.clone(),
@@ -558,6 +563,7 @@ async fn resume(
 
 async fn set_check_state(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
     Json(req): Json<CheckStateRequest>,
 ) -> Result<Json<Vec<CheckStatus>>, ApiError> {
@@ -569,7 +575,7 @@ async fn set_check_state(
     };
     state
         .replication
-        .propose(state.actor(), None, action)
+        .propose(state.actor(&who), None, action)
         .await?;
     Ok(Json(
         state
@@ -655,6 +661,7 @@ async fn test_check(
 
 async fn drain_address(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Json(req): Json<DrainAddress>,
 ) -> Result<Json<Vec<RecordStatus>>, ApiError> {
     let record = req.record.as_deref().map(|r| match r.rsplit_once('/') {
@@ -665,30 +672,32 @@ async fn drain_address(
         record,
         address: req.address,
     };
-    drain(state, target, req.drained).await
+    drain(state, &who, target, req.drained).await
 }
 
 async fn drain_datacenter(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Json(req): Json<DrainDatacenter>,
 ) -> Result<Json<Vec<RecordStatus>>, ApiError> {
     let target = DrainTarget::Datacenter {
         name: req.datacenter,
     };
-    drain(state, target, req.drained).await
+    drain(state, &who, target, req.drained).await
 }
 
 /// Proposes a drain or undrain (every device applies it), then answers
 /// with this device's record status.
 async fn drain(
     state: ApiState,
+    who: &Principal,
     target: DrainTarget,
     drained: bool,
 ) -> Result<Json<Vec<RecordStatus>>, ApiError> {
     writable(&state)?;
     state
         .replication
-        .propose(state.actor(), None, Action::Drain { target, drained })
+        .propose(state.actor(&who), None, Action::Drain { target, drained })
         .await?;
     let engine = state.engine.clone();
     Ok(Json(blocking(move || engine.status()).await?))
@@ -804,7 +813,10 @@ pub struct ClusterMessage {
     pub status: ClusterStatus,
 }
 
-async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessage>, ApiError> {
+async fn cluster_init(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+) -> Result<Json<ClusterMessage>, ApiError> {
     writable(&state)?;
     if state.replication.clustered() {
         return Err(ApiError::new(
@@ -812,7 +824,7 @@ async fn cluster_init(State(state): State<ApiState>) -> Result<Json<ClusterMessa
             "this device already belongs to a cluster (gtm cluster status)",
         ));
     }
-    state.replication.init(state.actor()).await?;
+    state.replication.init(state.actor(&who)).await?;
     Ok(Json(ClusterMessage {
         message: "cluster initialized with this device as its only voter. \
                   Join the second device of the pair with `gtm cluster join <this device's API address> --token <gtm cluster token>`. \

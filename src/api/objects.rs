@@ -10,13 +10,14 @@
 //! compare-and-set checked cluster-wide.
 
 use axum::{
-    Json,
+    Extension, Json,
     extract::{Path, Query, State},
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{ApiError, ApiState, ApplyResult, ErrorKind};
+use crate::access::Principal;
 pub use crate::machine::edit::Collection;
 use crate::{
     command::{Action, Edit},
@@ -57,6 +58,7 @@ pub async fn show<T: Collection>(
 
 pub async fn put<T: Collection>(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
     Query(options): Query<WriteOptions>,
     Json(mut body): Json<Map<String, Value>>,
@@ -79,11 +81,12 @@ pub async fn put<T: Collection>(
         json: json_of(&item)?,
         keep_children,
     };
-    write(&state, &options, edit).await
+    write(&state, &who, &options, edit).await
 }
 
 pub async fn delete<T: Collection>(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path(name): Path<String>,
     Query(options): Query<WriteOptions>,
 ) -> Result<Json<ApplyResult>, ApiError> {
@@ -91,7 +94,7 @@ pub async fn delete<T: Collection>(
         kind: T::KIND,
         name,
     };
-    write(&state, &options, edit).await
+    write(&state, &who, &options, edit).await
 }
 
 /// A body may leave the name out; if it gives one, it is the path's.
@@ -140,6 +143,7 @@ pub async fn show_record(
 /// A record PUT: the path gives the name and type (a body may repeat them).
 pub async fn put_record(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path((domain, name, rtype)): Path<(String, String, String)>,
     Query(options): Query<WriteOptions>,
     Json(mut fields): Json<Map<String, Value>>,
@@ -168,11 +172,12 @@ pub async fn put_record(
         json: json_of(&record)?,
         keep_addresses,
     };
-    write(&state, &options, edit).await
+    write(&state, &who, &options, edit).await
 }
 
 pub async fn delete_record(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path((domain, name, rtype)): Path<(String, String, String)>,
     Query(options): Query<WriteOptions>,
 ) -> Result<Json<ApplyResult>, ApiError> {
@@ -181,7 +186,7 @@ pub async fn delete_record(
         name,
         rtype,
     };
-    write(&state, &options, edit).await
+    write(&state, &who, &options, edit).await
 }
 
 /// An address is named by its IP or, in a CNAME record, its target.
@@ -202,6 +207,7 @@ pub async fn list_addresses(
 
 pub async fn put_address(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path((domain, name, rtype, key)): Path<(String, String, String, String)>,
     Query(options): Query<WriteOptions>,
     Json(mut address): Json<Address>,
@@ -241,11 +247,12 @@ pub async fn put_address(
         key,
         json: json_of(&address)?,
     };
-    write(&state, &options, edit).await
+    write(&state, &who, &options, edit).await
 }
 
 pub async fn delete_address(
     State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
     Path((domain, name, rtype, key)): Path<(String, String, String, String)>,
     Query(options): Query<WriteOptions>,
 ) -> Result<Json<ApplyResult>, ApiError> {
@@ -255,13 +262,14 @@ pub async fn delete_address(
         rtype,
         key,
     };
-    write(&state, &options, edit).await
+    write(&state, &who, &options, edit).await
 }
 
 /// Proposes `edit`, or with `dry_run` applies it to a copy of the applied
 /// configuration and returns what would change.
 async fn write(
     state: &ApiState,
+    who: &Principal,
     options: &WriteOptions,
     edit: Edit,
 ) -> Result<Json<ApplyResult>, ApiError> {
@@ -290,7 +298,7 @@ async fn write(
     super::writable(state)?;
     let applied = state
         .replication
-        .propose(state.actor(), options.version, Action::Edit(edit))
+        .propose(state.actor(who), options.version, Action::Edit(edit))
         .await?;
     Ok(Json(ApplyResult {
         applied: applied.changed,

@@ -9,6 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use super::{history, objects, *};
+use crate::access::Role;
 use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 
 /// Who may call a route.
@@ -16,7 +17,8 @@ use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario,
 pub enum Access {
     /// `/health` and `/metrics`.
     Public,
-    /// `Authorization: Bearer <token>`.
+    /// A bearer token or a console session (docs/access.md) whose role is
+    /// at least [`Op::role`].
     Token,
     /// Device to device: the cluster secret header.
     ClusterSecret,
@@ -48,6 +50,9 @@ pub struct Op {
     /// axum syntax, `{name}` for a path parameter.
     pub path: &'static str,
     pub access: Access,
+    /// The least role a `Token` route needs: by default viewer to read
+    /// (GET) and admin to change anything; operator actions say so.
+    pub role: Role,
     pub summary: &'static str,
     pub body: Payload,
     pub response: Payload,
@@ -72,10 +77,16 @@ fn op(
     summary: &'static str,
     handler: MethodRouter<ApiState>,
 ) -> Op {
+    let role = if method == Method::GET {
+        Role::Viewer
+    } else {
+        Role::Admin
+    };
     Op {
         method,
         path,
         access,
+        role,
         summary,
         body: Payload::None,
         response: Payload::None,
@@ -91,6 +102,10 @@ impl Op {
     }
     fn returns(mut self, response: Payload) -> Self {
         self.response = response;
+        self
+    }
+    fn role(mut self, role: Role) -> Self {
+        self.role = role;
         self
     }
     fn query(mut self, query: &'static [(&'static str, &'static str, &'static str)]) -> Self {
@@ -297,6 +312,7 @@ pub fn operations() -> Vec<Op> {
             "Return to the Main DC after a manual-failback DR",
             handler!(Method::POST, resume),
         )
+        .role(Role::Operator)
         .returns(J(schema::<Preview>)),
         op(
             Method::PUT,
@@ -305,6 +321,7 @@ pub fn operations() -> Vec<Op> {
             "Set a manual check: ok or error",
             handler!(Method::PUT, set_check_state),
         )
+        .role(Role::Operator)
         .body(J(schema::<CheckStateRequest>))
         .returns(J(schema::<Vec<CheckStatus>>)),
         op(
@@ -314,6 +331,7 @@ pub fn operations() -> Vec<Op> {
             "Test now: one probe, nothing saved",
             handler!(Method::POST, test_check),
         )
+        .role(Role::Operator)
         .body(J(schema::<TestRequest>))
         .returns(J(schema::<TestResult>)),
         op(
@@ -323,6 +341,7 @@ pub fn operations() -> Vec<Op> {
             "Drain an address out of answers, or back",
             handler!(Method::PUT, drain_address),
         )
+        .role(Role::Operator)
         .body(J(schema::<DrainAddress>))
         .returns(J(schema::<Vec<RecordStatus>>)),
         op(
@@ -332,6 +351,7 @@ pub fn operations() -> Vec<Op> {
             "Drain a datacenter out of answers, or back",
             handler!(Method::PUT, drain_datacenter),
         )
+        .role(Role::Operator)
         .body(J(schema::<DrainDatacenter>))
         .returns(J(schema::<Vec<RecordStatus>>)),
         op(
@@ -357,6 +377,7 @@ pub fn operations() -> Vec<Op> {
             "The join token of the cluster",
             handler!(Method::GET, cluster_token),
         )
+        .role(Role::Admin)
         .returns(J(schema::<TokenResponse>)),
         op(
             Method::POST,
@@ -479,6 +500,8 @@ pub fn openapi() -> Value {
         });
         if op.access == Access::Public {
             operation["security"] = json!([]);
+        } else {
+            operation["x-gtm-role"] = json!(op.role.as_str());
         }
         if !matches!(op.body, Payload::None) {
             operation["requestBody"] =

@@ -1,0 +1,235 @@
+//! Authentication and roles for the API and the console (docs/access.md).
+//!
+//! A request's credential is a bearer token (the device's `api-token` file,
+//! or a named token) or a console session cookie. The layer resolves it to
+//! a [`Principal`], refuses a principal whose role is below what the route
+//! needs (403 `forbidden`), and refuses a state-changing request of a
+//! session that does not carry the session's CSRF token. Bearer tokens need
+//! no CSRF token: a browser never sends them by itself.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use axum::{
+    extract::{ConnectInfo, Request, State},
+    http::{HeaderMap, Method, header},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+};
+
+use super::{API_TOKEN_NAME, ApiError, ApiState, ErrorKind};
+use crate::access::{Principal, Role, SessionRef, sessions};
+
+/// The header a session's script sends its CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// The form field a session's HTML forms send their CSRF token in.
+pub const CSRF_FIELD: &str = "csrf";
+/// Form bodies read whole to find the CSRF field.
+const FORM_LIMIT: usize = 1 << 20;
+
+/// The API's layer: the route needs at least `needed`.
+pub async fn api(
+    State((state, needed)): State<(ApiState, Role)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let principal = match resolve(&state, request.headers()) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    guarded(principal, needed, request, next).await
+}
+
+/// The console's layer: a page needs a live session (else the browser is
+/// sent to the login page) and at least `needed`.
+pub async fn console(
+    State((state, needed)): State<(ApiState, Role)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(principal) = session_principal(&state, request.headers()) else {
+        let back = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default();
+        let to = if request.method() == Method::GET && back.starts_with("/ui") {
+            format!("/ui/login?next={}", urlencode(&back))
+        } else {
+            "/ui/login".to_string()
+        };
+        return Redirect::to(&to).into_response();
+    };
+    guarded(principal, needed, request, next).await
+}
+
+async fn guarded(principal: Principal, needed: Role, request: Request, next: Next) -> Response {
+    let request = match csrf_checked(&principal, request).await {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    if !principal.allows(needed) {
+        return ApiError::new(
+            ErrorKind::Forbidden,
+            format!(
+                "{} has the role {}; this needs {needed}",
+                principal.name, principal.role
+            ),
+        )
+        .into_response();
+    }
+    let mut request = request;
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+/// Who a request's credential names: a bearer token first, else a session.
+pub fn resolve(state: &ApiState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if let Some(token) = bearer {
+        return token_principal(state, token)
+            .ok_or_else(|| ApiError::new(ErrorKind::Unauthorized, "the bearer token is wrong"));
+    }
+    if sessions::cookie_of(headers).is_some() {
+        return session_principal(state, headers).ok_or_else(|| {
+            ApiError::new(
+                ErrorKind::Unauthorized,
+                "the console session has ended: log in again",
+            )
+        });
+    }
+    Err(ApiError::new(
+        ErrorKind::Unauthorized,
+        "send Authorization: Bearer <token> (the token is in the data directory's api-token file, or made by `gtm token create`)",
+    ))
+}
+
+/// The principal of a bearer token, if it is one this cluster knows.
+fn token_principal(state: &ApiState, token: &str) -> Option<Principal> {
+    if gtm_cluster::constant_time_eq(token.as_bytes(), state.token.as_bytes()) {
+        return Some(Principal {
+            name: API_TOKEN_NAME.into(),
+            role: Role::Admin,
+            session: None,
+        });
+    }
+    None
+}
+
+/// The principal of a request's live session cookie, if any.
+fn session_principal(state: &ApiState, headers: &HeaderMap) -> Option<Principal> {
+    let id = sessions::cookie_of(headers)?;
+    let session = state.sessions.get(&id)?;
+    Some(Principal {
+        name: session.name,
+        role: session.role,
+        session: Some(SessionRef {
+            id,
+            csrf: session.csrf,
+        }),
+    })
+}
+
+/// A session's state-changing request must carry its CSRF token, in the
+/// header or (an HTML form) the `csrf` field. The form body is read to find
+/// it and put back for the handler.
+async fn csrf_checked(principal: &Principal, request: Request) -> Result<Request, ApiError> {
+    let Some(session) = &principal.session else {
+        return Ok(request);
+    };
+    if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return Ok(request);
+    }
+    let refused = || {
+        ApiError::new(
+            ErrorKind::Forbidden,
+            "this request does not carry the session's CSRF token (X-CSRF-Token header or csrf form field); reload the page",
+        )
+    };
+    let given = request
+        .headers()
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok());
+    if let Some(given) = given {
+        return if gtm_cluster::constant_time_eq(given.as_bytes(), session.csrf.as_bytes()) {
+            Ok(request)
+        } else {
+            Err(refused())
+        };
+    }
+    let is_form = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if !is_form {
+        return Err(refused());
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, FORM_LIMIT)
+        .await
+        .map_err(|_| ApiError::new(ErrorKind::TooLarge, "the form is over 1 MiB"))?;
+    let field = form_urlencoded::parse(&bytes)
+        .find(|(k, _)| k == CSRF_FIELD)
+        .map(|(_, v)| v.into_owned());
+    match field {
+        Some(f) if gtm_cluster::constant_time_eq(f.as_bytes(), session.csrf.as_bytes()) => {
+            Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        }
+        _ => Err(refused()),
+    }
+}
+
+/// Checks a login's credentials and opens a session: `secret` is the
+/// user's password, or an API token (then `name` may be empty). Failed
+/// logins count against the client's address (docs/access.md).
+pub async fn login(
+    state: &ApiState,
+    name: &str,
+    secret: &str,
+    client: IpAddr,
+) -> Result<(SessionRef, Principal), ApiError> {
+    if let Err(wait) = state.sessions.check_address(client) {
+        return Err(ApiError::new(
+            ErrorKind::TooManyAttempts,
+            format!(
+                "too many failed logins from {client}: try again in {} s",
+                wait.retry_after.as_secs().max(1)
+            ),
+        ));
+    }
+    let found = token_principal(state, secret).filter(|p| name.is_empty() || name == p.name);
+    let Some(principal) = found else {
+        state.sessions.record_failure(client);
+        return Err(ApiError::new(
+            ErrorKind::Unauthorized,
+            "wrong user name or password",
+        ));
+    };
+    state.sessions.record_success(client);
+    let session = state
+        .sessions
+        .open(&principal.name, principal.role)
+        .map_err(ApiError::internal)?;
+    Ok((
+        session.clone(),
+        Principal {
+            session: Some(session),
+            ..principal
+        },
+    ))
+}
+
+/// The client's address: the connection's peer (both listeners record it).
+pub fn client_of(request_extensions: &axum::http::Extensions) -> IpAddr {
+    request_extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
+fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
