@@ -5,6 +5,7 @@ pub mod addr;
 pub mod api;
 pub mod cli;
 pub mod command;
+pub mod console;
 pub mod device;
 pub mod dns;
 pub mod engine;

@@ -9,6 +9,7 @@ mod chaos;
 mod cli;
 mod cluster;
 mod config_files;
+mod console;
 mod differential;
 mod dns;
 mod geo;

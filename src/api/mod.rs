@@ -210,9 +210,9 @@ pub fn router(state: ApiState) -> Router {
         };
         *group = std::mem::take(group).route(op.path, op.handler);
     }
-    let mut app = Router::new().merge(public).merge(
-        secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)),
-    );
+    let mut app = Router::new()
+        .merge(public)
+        .merge(secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)));
     for (role, group) in by_role {
         app = app.merge(group.route_layer(middleware::from_fn_with_state(
             (state.clone(), role),
@@ -228,6 +228,9 @@ pub fn router(state: ApiState) -> Router {
             device_certificate,
         ))
         .layer(middleware::from_fn(json_errors))
+        // The console's pages answer HTML, errors included: merged outside
+        // the JSON error layer.
+        .merge(crate::console::router(state))
 }
 
 /// With TLS, a device-to-device route (`/cluster/v1/...`: Raft RPC, peer
@@ -509,11 +512,12 @@ fn not_found(what: String) -> ApiError {
 }
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-struct DeviceQuery {
-    device: Option<String>,
+pub(crate) struct DeviceQuery {
+    pub(crate) device: Option<String>,
 }
 
-async fn preview(
+/// Also the console's record preview (`crate::console`).
+pub(crate) async fn preview(
     State(state): State<ApiState>,
     Path((name, rtype)): Path<(String, String)>,
     Query(q): Query<DeviceQuery>,
@@ -536,7 +540,8 @@ async fn preview(
     })
 }
 
-async fn resume(
+/// Also the console's Resume button.
+pub(crate) async fn resume(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Path((name, rtype)): Path<(String, String)>,

@@ -90,7 +90,7 @@ pub struct Event {
 }
 
 /// A record's state as `gtm status` shows it.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordStatus {
     pub record: String,
     pub status: Option<Status>,

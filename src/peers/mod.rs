@@ -65,6 +65,10 @@ pub struct Peers {
     /// When this device first saw each peer in the membership: a peer
     /// gets a grace period for its first report before it counts as silent.
     known_since: Mutex<HashMap<String, Instant>>,
+    /// Bumped when a peer's reported record states change, or a silent
+    /// peer reports again: the console's live updates wait on it instead
+    /// of polling.
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Peers {
@@ -83,10 +87,23 @@ impl Peers {
                 }
             }
         }
-        self.reports
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(report.device.clone(), (Instant::now(), report));
+        let news = {
+            let mut reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+            let news = reports.get(&report.device).is_none_or(|(at, old)| {
+                at.elapsed() > DEVICE_SILENT_AFTER || old.records != report.records
+            });
+            reports.insert(report.device.clone(), (Instant::now(), report));
+            news
+        };
+        if news {
+            self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Changes as the console shows them: a peer's record states changed,
+    /// or a silent peer reports again.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// Every member but this device, with what it last reported.

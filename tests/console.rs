@@ -1,0 +1,609 @@
+//! The web console in a real browser: Debian's headless `chromium` driven
+//! over WebDriver (`chromedriver`) against real devices — logging in and
+//! out, CSRF, the records table of a real pair following a backend that
+//! goes down without a reload, the record preview and Resume.
+//!
+//! Each screen shown is photographed: with `GTM_WRITE_SCREENSHOTS=1` into
+//! `docs/console/` (the screenshots the README links), else into a
+//! temporary directory. Without chromium or chromedriver the tests skip
+//! themselves, except under CI (`CI` set), where that is a failure.
+
+use std::{
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hickory_server::proto::rr::RecordType;
+use serde_json::json;
+
+use crate::{
+    backends::HttpBackend,
+    cluster::Proc,
+    support::{TestDevice, ZONE, answers, query, udp},
+};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+/// Every wait on the page or a device is bounded by this.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Whether the browser tools are here; under CI their absence fails.
+fn browser_tools() -> bool {
+    let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
+    if !present {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CHROMIUM} and {CHROMEDRIVER} are needed (apt-get install chromium chromium-driver; .ci/run does it)"
+        );
+        eprintln!("skipped: {CHROMIUM} or {CHROMEDRIVER} is missing");
+    }
+    present
+}
+
+/// A chromedriver process (and the chromium it starts, in its process
+/// group), stopped by its process group id when dropped, a failed test
+/// included.
+struct Driver {
+    child: Child,
+    port: u16,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let group = self.child.id() as i32;
+        // SAFETY: kill(2) on the process group this test started.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// A browser session and the driver behind it.
+struct Browser {
+    client: Client,
+    _driver: Driver,
+    shots: PathBuf,
+    _shots_dir: Option<tempfile::TempDir>,
+}
+
+impl Browser {
+    async fn start() -> Self {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+            l.local_addr().expect("its address").port()
+        };
+        let profile = tempfile::tempdir().expect("a profile directory");
+        let child = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("chromedriver starts");
+        let driver = Driver {
+            child,
+            port,
+            _profile: profile,
+        };
+        let deadline = Instant::now() + WAIT;
+        while std::net::TcpStream::connect(("127.0.0.1", driver.port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--disable-dev-shm-usage",
+                    "--window-size=1280,860",
+                    format!("--user-data-dir={}", driver._profile.path().display()),
+                ],
+            }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await
+            .expect("a WebDriver session");
+        let (shots, shots_dir) = if std::env::var_os("GTM_WRITE_SCREENSHOTS").is_some() {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console");
+            std::fs::create_dir_all(&dir).expect("docs/console");
+            (dir, None)
+        } else {
+            let dir = tempfile::tempdir().expect("a screenshot directory");
+            (dir.path().to_path_buf(), Some(dir))
+        };
+        Browser {
+            client,
+            _driver: driver,
+            shots,
+            _shots_dir: shots_dir,
+        }
+    }
+
+    async fn goto(&self, url: &str) {
+        self.client.goto(url).await.expect("the page loads");
+    }
+
+    /// The path and query of the page shown.
+    async fn path(&self) -> String {
+        let url = self.client.current_url().await.expect("a URL");
+        match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_string(),
+        }
+    }
+
+    /// The text of the first element `css` selects, if there is one.
+    async fn text(&self, css: &str) -> Option<String> {
+        let element = self.client.find(Locator::Css(css)).await.ok()?;
+        element.text().await.ok()
+    }
+
+    /// Waits (bounded) until the element `css` selects shows text that
+    /// `want` accepts, and returns it.
+    async fn until_text(&self, css: &str, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got = self.text(css).await;
+            if let Some(t) = got.as_deref().filter(|t| want(t)) {
+                return t.to_string();
+            }
+            assert!(Instant::now() < deadline, "{what}: {css} shows {got:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn until_path(&self, what: &str, want: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let path = self.path().await;
+            if want(&path) {
+                return path;
+            }
+            assert!(Instant::now() < deadline, "{what}: at {path}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn fill(&self, id: &str, text: &str) {
+        let field = self.client.find(Locator::Id(id)).await.expect(id);
+        field.clear().await.expect("cleared");
+        field.send_keys(text).await.expect("typed");
+    }
+
+    async fn click(&self, css: &str) {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .expect(css)
+            .click()
+            .await
+            .expect("clicked");
+    }
+
+    /// Logs in through the form with `secret` as the password.
+    async fn login(&self, base: &str, secret: &str) {
+        self.goto(&format!("{base}/ui/")).await;
+        self.until_path("sent to the login page", |p| p.starts_with("/ui/login"))
+            .await;
+        self.fill("secret", secret).await;
+        self.click("#login").await;
+        self.until_path("logged in", |p| {
+            p.starts_with("/ui/") && !p.starts_with("/ui/login")
+        })
+        .await;
+    }
+
+    /// Writes a screenshot of the screen shown as `<name>.png`.
+    async fn shot(&self, name: &str) {
+        let png = self.client.screenshot().await.expect("a screenshot");
+        std::fs::write(self.shots.join(format!("{name}.png")), png).expect("screenshot written");
+    }
+
+    /// The session cookie and the page's CSRF token.
+    async fn session(&self) -> (String, String) {
+        let cookie = self
+            .client
+            .get_named_cookie("gtm_session")
+            .await
+            .expect("a session cookie");
+        let csrf = self
+            .client
+            .find(Locator::Css("input[name=csrf]"))
+            .await
+            .expect("a CSRF field")
+            .attr("value")
+            .await
+            .expect("its value")
+            .expect("a token");
+        (format!("gtm_session={}", cookie.value()), csrf)
+    }
+
+    async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+/// An HTTP client that does not follow redirects, to see them.
+fn http() -> reqwest::Client {
+    // Plain HTTP on loopback; reqwest still wants a TLS provider named.
+    let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("an HTTP client")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_login_csrf_and_logout_in_a_browser() {
+    if !browser_tools() {
+        return;
+    }
+    let d = TestDevice::start(ZONE).await;
+    let base = format!("http://{}", d.device.api_addr);
+    let b = Browser::start().await;
+
+    // The device's root sends the browser to the console's login page.
+    b.goto(&format!("{base}/")).await;
+    b.until_path("sent to log in", |p| p.starts_with("/ui/login"))
+        .await;
+    b.shot("login").await;
+
+    // A wrong password shows the error; nothing is logged in.
+    b.fill("secret", "not-the-token").await;
+    b.click("#login").await;
+    let error = b
+        .until_text("#login-error", "the login error", |t| !t.is_empty())
+        .await;
+    assert!(error.contains("wrong user name or password"), "{error}");
+    assert!(b.path().await.starts_with("/ui/login"));
+    b.shot("login-error").await;
+
+    // The device's token logs in; the header names the principal.
+    b.fill("secret", &d.device.token).await;
+    b.click("#login").await;
+    b.until_path("logged in", |p| p == "/ui/").await;
+    let who = b
+        .until_text("#principal", "the principal", |t| !t.is_empty())
+        .await;
+    assert_eq!(who, "admin (admin)");
+    b.until_text(
+        "tr[data-record=\"www.example.test/A\"] td[data-device=\"test1\"]",
+        "www on this device",
+        |t| !t.is_empty(),
+    )
+    .await;
+
+    // CSRF: the session's cookie alone does not change anything, on a
+    // console route or an API route; with the page's token it does.
+    let (cookie, csrf) = b.session().await;
+    let web = http();
+    let refused = web
+        .post(format!("{base}/ui/logout"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(refused.status(), 403, "console POST without the token");
+    let validate = |token: Option<&str>| {
+        let mut r = web
+            .post(format!("{base}/api/v1/config/validate"))
+            .header("cookie", &cookie)
+            .body(ZONE);
+        if let Some(t) = token {
+            r = r.header("x-csrf-token", t);
+        }
+        r.send()
+    };
+    let refused = validate(None).await.expect("an answer");
+    assert_eq!(refused.status(), 403, "API POST without the token");
+    let body = refused.text().await.unwrap_or_default();
+    assert!(body.contains("CSRF"), "{body}");
+    let wrong = validate(Some("0000")).await.expect("an answer");
+    assert_eq!(wrong.status(), 403, "API POST with a wrong token");
+    let accepted = validate(Some(&csrf)).await.expect("an answer");
+    assert_eq!(accepted.status(), 200, "API POST with the session's token");
+    // Still logged in: the refused logout did not end the session.
+    let page = web
+        .get(format!("{base}/ui/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(page.status(), 200);
+    for (name, want) in [
+        ("content-security-policy", "script-src 'self'"),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "same-origin"),
+        ("cache-control", "no-store"),
+    ] {
+        let got = page
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        assert!(got.contains(want), "{name}: {got}");
+    }
+
+    // Logout ends the session: the next page load goes to the login page,
+    // and the old cookie opens nothing.
+    b.click(".who button").await;
+    b.until_path("logged out", |p| p.starts_with("/ui/login"))
+        .await;
+    b.goto(&format!("{base}/ui/records")).await;
+    let at = b
+        .until_path("sent to log in again", |p| p.starts_with("/ui/login"))
+        .await;
+    assert_eq!(at, "/ui/login?next=%2Fui%2Frecords");
+    let old = web
+        .get(format!("{base}/ui/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("an answer");
+    assert!(old.status().is_redirection(), "{}", old.status());
+    let api = web
+        .get(format!("{base}/api/v1/status"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(api.status(), 401);
+    b.close().await;
+}
+
+/// The pair's configuration: `www` on two real HTTP backends, and a DR
+/// record with manual failback whose condition is a manual check.
+fn pair_config(port: u16) -> String {
+    format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "web"
+type = "http"
+port = {port}
+interval = "200ms"
+timeout = "150ms"
+failures = 1
+successes = 1
+
+[[check]]
+name = "maint"
+type = "manual"
+
+[[scenario]]
+name = "dc1-maint"
+condition = "maint"
+
+[[domain]]
+name = "console.test"
+main_dc = "dc1"
+dr_dc = "dc2"
+nameservers = ["ns1.console.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [
+  {{ ip = "127.0.82.10", dc = "dc1", hc = "check:web" }},
+  {{ ip = "127.0.82.11", dc = "dc1", hc = "check:web" }},
+]
+
+[[domain.record]]
+name = "dr"
+type = "A"
+mode = "disaster-recovery"
+dr_condition = "scenario:dc1-maint"
+dr_on_no_healthy = false
+failback = "manual"
+addresses = [
+  {{ ip = "192.0.2.20", dc = "dc1" }},
+  {{ ip = "198.51.100.20", dc = "dc2" }},
+]
+"#
+    )
+}
+
+/// Waits (bounded) until `p` answers `name` with `want`.
+async fn until_answers(p: &Proc, name: &str, want: &[&str]) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut got = answers(&udp(p.dns(), &query(name, RecordType::A)).await);
+        got.sort();
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never answered {name} with {want:?}: {got:?}",
+            p.name
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn cell(record: &str, device: &str) -> String {
+    format!("tr[data-record=\"{record}\"] td[data-device=\"{device}\"]")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback() {
+    if !browser_tools() {
+        return;
+    }
+    let mut web1 = HttpBackend::start_at("127.0.82.10:0".parse().unwrap()).await;
+    let port = web1.addr.port();
+    let _web2 = HttpBackend::start_at(format!("127.0.82.11:{port}").parse().unwrap()).await;
+    let root = tempfile::tempdir().unwrap();
+    let extra = "probe_networks = [\"127.0.0.0/8\"]";
+    let (a, b) = tokio::task::block_in_place(|| {
+        let a = Proc::start_with(root.path(), "gtm1", "dc1", "127.0.81.1", extra);
+        let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.81.2", extra);
+        a.ok(&["cluster", "init"]);
+        b.join(&a);
+        let out = a.apply(&pair_config(port));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (a, b)
+    });
+    let both = ["127.0.82.10", "127.0.82.11"];
+    until_answers(&a, "www.console.test.", &both).await;
+    until_answers(&b, "www.console.test.", &both).await;
+
+    let token = std::fs::read_to_string(a.dir.join("api-token")).expect("the token");
+    let base = a.api();
+    let br = Browser::start().await;
+    br.login(&base, token.trim()).await;
+    let www = "www.console.test/A";
+
+    // A column per device, both OK (gtm2's from its report).
+    for device in ["gtm1", "gtm2"] {
+        br.until_text(&cell(www, device), "www OK", |t| t == "OK")
+            .await;
+    }
+    let heads = br
+        .text("table.records thead")
+        .await
+        .expect("the table's head");
+    assert!(
+        heads.contains("gtm1") && heads.contains("this device") && heads.contains("gtm2"),
+        "{heads}"
+    );
+    br.until_text("#live", "the stream connects", |t| t.ends_with("on"))
+        .await;
+    br.shot("records").await;
+
+    // A backend goes down: both columns turn Partially OK (amber) on the
+    // page as it is, without a reload.
+    br.client
+        .execute("window.gtmNotReloaded = true;", vec![])
+        .await
+        .expect("a marker set");
+    web1.stop().await;
+    for device in ["gtm1", "gtm2"] {
+        br.until_text(&cell(www, device), "www Partially OK", |t| {
+            t.starts_with("Partially OK")
+        })
+        .await;
+        let class = br
+            .client
+            .find(Locator::Css(&cell(www, device)))
+            .await
+            .expect("the cell")
+            .attr("class")
+            .await
+            .expect("its class")
+            .unwrap_or_default();
+        assert!(class.contains("st-partial"), "{device}: {class}");
+    }
+    let kept = br
+        .client
+        .execute("return window.gtmNotReloaded === true;", vec![])
+        .await
+        .expect("the marker read");
+    assert_eq!(kept, json!(true), "the page was reloaded");
+    br.shot("records-partial").await;
+
+    // The status filter: no record is in DR yet.
+    br.goto(&format!("{base}/ui/records?status=dr")).await;
+    br.until_text("#records .count", "no DR record", |t| t == "0 records")
+        .await;
+
+    // The preview of www on gtm2, fetched through gtm1.
+    br.goto(&format!("{base}/ui/?domain=console.test")).await;
+    br.until_text(&cell(www, "gtm2"), "www listed", |t| {
+        t.starts_with("Partially OK")
+    })
+    .await;
+    br.click(&format!("{} a", cell(www, "gtm2"))).await;
+    br.until_path("the preview of gtm2", |p| p.contains("device=gtm2"))
+        .await;
+    let title = br
+        .until_text("h1", "the preview", |t| t.contains(www))
+        .await;
+    assert!(title.contains("on gtm2"), "{title}");
+    let active = br
+        .until_text("#active", "the active records", |t| !t.is_empty())
+        .await;
+    assert_eq!(active.trim(), "127.0.82.11");
+    let addresses = br.text("#addresses").await.expect("the addresses");
+    assert!(
+        addresses.contains("check:web") && addresses.contains("Unhealthy"),
+        "{addresses}"
+    );
+    br.shot("preview").await;
+
+    // DR by a manual check, then its condition clears: held by manual
+    // failback, shown in the Summary and the preview, until Resume.
+    tokio::task::block_in_place(|| {
+        a.ok(&["check", "set", "maint", "ok"]);
+    });
+    until_answers(&b, "dr.console.test.", &["198.51.100.20"]).await;
+    tokio::task::block_in_place(|| {
+        a.ok(&["check", "set", "maint", "error"]);
+    });
+    let dr = "dr.console.test/A";
+    br.goto(&format!("{base}/ui/records?status=dr")).await;
+    br.until_text(&cell(dr, "gtm1"), "dr held", |t| t == "DR")
+        .await;
+    br.until_text(&cell(dr, "gtm2"), "dr held on gtm2", |t| t == "DR")
+        .await;
+    let summary = br
+        .until_text(
+            &format!("tr[data-record=\"{dr}\"] td.summary"),
+            "the summary",
+            |t| t.contains("held by manual failback"),
+        )
+        .await;
+    assert!(summary.contains("Disaster recovery is on"), "{summary}");
+    br.shot("records-dr").await;
+    br.click(&format!("tr[data-record=\"{dr}\"] th a")).await;
+    br.until_text("#decision", "held", |t| {
+        t.contains("held by manual failback")
+    })
+    .await;
+    br.shot("preview-held").await;
+    br.click("#resume").await;
+    br.until_text("#resumed", "the resume notice", |t| !t.is_empty())
+        .await;
+    br.until_text("#decision", "back to main", |t| t.starts_with("Main"))
+        .await;
+    until_answers(&b, "dr.console.test.", &["192.0.2.20"]).await;
+    until_answers(&a, "dr.console.test.", &["192.0.2.20"]).await;
+    br.close().await;
+    drop((a, b));
+}
