@@ -210,9 +210,9 @@ pub fn router(state: ApiState) -> Router {
         };
         *group = std::mem::take(group).route(op.path, op.handler);
     }
-    let mut app = Router::new()
-        .merge(public)
-        .merge(secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)));
+    let mut app = Router::new().merge(public).merge(
+        secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)),
+    );
     for (role, group) in by_role {
         app = app.merge(group.route_layer(middleware::from_fn_with_state(
             (state.clone(), role),
