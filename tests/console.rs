@@ -378,6 +378,154 @@ async fn console_login_csrf_and_logout_in_a_browser() {
     b.close().await;
 }
 
+/// Without a browser: every console route but the login page and the
+/// assets needs a session (a page is sent to the login page, with the way
+/// back), and every console response carries the security headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_routes_need_a_session_and_carry_the_security_headers() {
+    let d = TestDevice::start(ZONE).await;
+    let base = format!("http://{}", d.device.api_addr);
+    let web = http();
+    let guarded = [
+        ("GET", "/ui/", "/ui/login?next=%2Fui%2F"),
+        (
+            "GET",
+            "/ui/records?status=ok",
+            "/ui/login?next=%2Fui%2Frecords%3Fstatus%3Dok",
+        ),
+        (
+            "GET",
+            "/ui/records/table",
+            "/ui/login?next=%2Fui%2Frecords%2Ftable",
+        ),
+        ("GET", "/ui/stream", "/ui/login?next=%2Fui%2Fstream"),
+        (
+            "GET",
+            "/ui/records/www.example.test/A",
+            "/ui/login?next=%2Fui%2Frecords%2Fwww.example.test%2FA",
+        ),
+        ("POST", "/ui/logout", "/ui/login"),
+        ("POST", "/ui/records/dr.example.test/A/resume", "/ui/login"),
+        ("GET", "/", "/ui/"),
+        ("GET", "/ui", "/ui/"),
+    ];
+    for (method, path, to) in guarded {
+        let method: reqwest::Method = method.parse().unwrap();
+        let r = web
+            .request(method.clone(), format!("{base}{path}"))
+            .header("cookie", "gtm_session=not-a-session")
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(r.status(), 303, "{method} {path}");
+        let location = r.headers().get("location").and_then(|v| v.to_str().ok());
+        assert_eq!(location, Some(to), "{method} {path}");
+        let csp = r
+            .headers()
+            .get("content-security-policy")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        assert!(csp.contains("default-src 'self'"), "{method} {path}: {csp}");
+    }
+    // The API does not redirect: it answers 401 to a session that ended.
+    let api = web
+        .get(format!("{base}/api/v1/status"))
+        .header("cookie", "gtm_session=not-a-session")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(api.status(), 401);
+
+    let login = web
+        .get(format!("{base}/ui/login"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(login.status(), 200);
+    let h = login.headers().clone();
+    let header = |name: &str| {
+        h.get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        header("content-security-policy"),
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+    );
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    assert_eq!(header("referrer-policy"), "same-origin");
+    assert_eq!(header("cache-control"), "no-store");
+    let html = login.text().await.expect("the page");
+    assert!(
+        !html.contains("<script>") && !html.contains("style="),
+        "no inline script or style"
+    );
+    for asset in ["css", "js"] {
+        let href = html
+            .split('"')
+            .find(|s| s.starts_with("/ui/assets/") && s.ends_with(asset))
+            .unwrap_or_else(|| panic!("the page links its {asset}"));
+        let r = web
+            .get(format!("{base}{href}"))
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(r.status(), 200, "{href}");
+        let kind = r
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            kind.starts_with(if asset == "css" {
+                "text/css"
+            } else {
+                "text/javascript"
+            }),
+            "{kind}"
+        );
+    }
+
+    // A login posted from another site's page is refused before the
+    // credentials are looked at.
+    let forged = web
+        .post(format!("{base}/ui/login"))
+        .header("origin", "http://evil.test")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("secret={}", d.device.token))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(forged.status(), 403);
+    assert!(forged.headers().get("set-cookie").is_none());
+    // The same form from the device's own page logs in, and goes back.
+    let ok = web
+        .post(format!("{base}/ui/login"))
+        .header("origin", base.as_str())
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("secret={}&next=%2Fui%2Frecords", d.device.token))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(ok.status(), 303);
+    assert_eq!(
+        ok.headers().get("location").and_then(|v| v.to_str().ok()),
+        Some("/ui/records")
+    );
+    let cookie = ok
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains("Secure"), "no TLS here: {cookie}");
+}
+
 /// The pair's configuration: `www` on two real HTTP backends, and a DR
 /// record with manual failback whose condition is a manual check.
 fn pair_config(port: u16) -> String {

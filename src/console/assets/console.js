@@ -56,7 +56,14 @@
     source.addEventListener("open", function () { live("Live updates: on"); });
     source.addEventListener("change", refresh);
     source.addEventListener("error", function () {
-      live("Live updates: reconnecting…");
+      if (source.readyState === EventSource.CLOSED) {
+        // Not a stream any more (the session ended: the device sent the
+        // login page): load the page again, which leads to the login.
+        live("Live updates: off");
+        window.setTimeout(function () { window.location.reload(); }, 3000);
+      } else {
+        live("Live updates: reconnecting…");
+      }
     });
   }
 
