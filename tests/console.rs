@@ -752,6 +752,47 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         .await;
     until_answers(&b, "dr.console.test.", &["192.0.2.20"]).await;
     until_answers(&a, "dr.console.test.", &["192.0.2.20"]).await;
+
+    // gtm2 stops: its column greys with the age of its last report, on
+    // the page as it is.
+    br.goto(&format!("{base}/ui/")).await;
+    br.until_text("#live", "the stream connects", |t| t.ends_with("on"))
+        .await;
+    br.client
+        .execute("window.gtmNotReloaded = true;", vec![])
+        .await
+        .expect("a marker set");
+    let mut b = b;
+    tokio::task::block_in_place(|| b.kill());
+    let head = br
+        .until_text("th[data-device=\"gtm2\"]", "gtm2 unreachable", |t| {
+            t.contains("unreachable: last report")
+        })
+        .await;
+    assert!(head.contains("ago"), "{head}");
+    let stale = br
+        .until_text(&cell(www, "gtm2"), "gtm2's cell stale", |t| {
+            t.contains("(stale)")
+        })
+        .await;
+    assert!(stale.starts_with("Partially OK"), "{stale}");
+    let kept = br
+        .client
+        .execute("return window.gtmNotReloaded === true;", vec![])
+        .await
+        .expect("the marker read");
+    assert_eq!(kept, json!(true), "the page was reloaded");
+    br.shot("records-stale").await;
+
+    // On a phone's width the page still reads: the table scrolls sideways.
+    br.client
+        .set_window_size(390, 844)
+        .await
+        .expect("a phone-sized window");
+    br.goto(&format!("{base}/ui/")).await;
+    br.until_text(&cell(www, "gtm1"), "www listed", |t| !t.is_empty())
+        .await;
+    br.shot("records-phone").await;
     br.close().await;
     drop((a, b));
 }
