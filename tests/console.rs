@@ -524,6 +524,27 @@ async fn console_routes_need_a_session_and_carry_the_security_headers() {
         "{cookie}"
     );
     assert!(!cookie.contains("Secure"), "no TLS here: {cookie}");
+
+    // Wrong passwords re-render the form (401) until the address is
+    // refused for a while (429), the right token included.
+    let attempt = |secret: String| {
+        web.post(format!("{base}/ui/login"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("name=admin&secret={secret}"))
+            .send()
+    };
+    for _ in 0..gtm::access::sessions::MAX_FAILURES {
+        let r = attempt("wrong".into()).await.expect("an answer");
+        assert_eq!(r.status(), 401);
+        let page = r.text().await.expect("the page");
+        assert!(page.contains("wrong user name or password"), "{page}");
+        assert!(page.contains("value=\"admin\""), "the name is kept");
+    }
+    let r = attempt(d.device.token.clone()).await.expect("an answer");
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().get("set-cookie").is_none());
+    let page = r.text().await.expect("the page");
+    assert!(page.contains("too many failed logins"), "{page}");
 }
 
 /// The pair's configuration: `www` on two real HTTP backends, and a DR
