@@ -425,10 +425,13 @@ pub async fn health(State(state): State<ApiState>) -> String {
     }
 }
 
-async fn events(
-    State(state): State<ApiState>,
-    Query(filter): Query<EventFilter>,
-) -> Result<Response, ApiError> {
+/// One page of the GTM Logs as `filter` selects it (newest last), and the
+/// filter as a predicate for what follows. Shared by `GET /events` and the
+/// console's logs page.
+pub async fn event_page(
+    state: &ApiState,
+    filter: &EventFilter,
+) -> Result<(Vec<Event>, impl Fn(&Event) -> bool + Clone + Send + Sync + 'static), ApiError> {
     let since_ms = match &filter.since {
         Some(text) => {
             let age: crate::model::duration::Interval = text
@@ -445,13 +448,12 @@ async fn events(
         filter.before,
         filter.limit.unwrap_or(MAX_EVENTS).min(MAX_EVENTS),
     );
+    let (record, kind) = (filter.record.clone(), filter.kind);
     let matches = move |e: &Event| {
         e.time_ms >= since_ms
-            && filter.record.as_ref().is_none_or(|r| e.object == *r)
-            && filter.kind.is_none_or(|k| e.kind == k)
+            && record.as_ref().is_none_or(|r| e.object == *r)
+            && kind.is_none_or(|k| e.kind == k)
     };
-    // Subscribe before reading the backlog so nothing falls in between.
-    let live = state.engine.subscribe_events();
     // A page read from the time index: only what it returns (and what the
     // filters skip on the way), off the async workers.
     let (engine, page_filter) = (state.engine.clone(), matches.clone());
@@ -477,6 +479,16 @@ async fn events(
         backlog.sort_by_key(|e| e.time_ms);
         backlog.drain(..backlog.len().saturating_sub(limit));
     }
+    Ok((backlog, matches))
+}
+
+async fn events(
+    State(state): State<ApiState>,
+    Query(filter): Query<EventFilter>,
+) -> Result<Response, ApiError> {
+    // Subscribe before reading the backlog so nothing falls in between.
+    let live = state.engine.subscribe_events();
+    let (backlog, matches) = event_page(&state, &filter).await?;
     if !filter.follow {
         return Ok(Json(backlog).into_response());
     }
