@@ -3,6 +3,7 @@
 //! Every route but `/health` needs `Authorization: Bearer <token>`. Errors
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
+mod accounts;
 pub mod auth;
 mod error;
 mod history;
@@ -22,6 +23,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
 pub use error::{ApiError, ErrorKind};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
@@ -56,6 +58,11 @@ pub struct ApiState {
 }
 
 impl ApiState {
+    /// The cluster's accounts as this device applied them.
+    pub async fn accounts(&self) -> crate::access::accounts::Accounts {
+        crate::access::accounts::Accounts::of(&*self.replication.state().await)
+    }
+
     /// Who a request comes from, for history and the GTM Logs: the user's
     /// or token's name and this device.
     pub fn actor(&self, principal: &Principal) -> Actor {
