@@ -925,20 +925,23 @@ async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMe
     }))
 }
 
-async fn peer_report(
-    State(state): State<ApiState>,
-    Json(report): Json<crate::peers::Report>,
-) -> StatusCode {
-    state.peers.receive(report);
+async fn peer_report(State(state): State<ApiState>, body: Bytes) -> Result<StatusCode, ApiError> {
     let (peers, replication, engine, dc) = (
         state.peers.clone(),
         state.replication.clone(),
         state.engine.clone(),
         state.datacenter.clone(),
     );
-    // Judging takes the engine's lock: off the async workers.
-    tokio::task::spawn_blocking(move || peers.judge(&replication, &engine, &dc));
-    StatusCode::NO_CONTENT
+    // A report carries every record's status: decoded, taken in and judged
+    // (under the engine's lock) off the async workers.
+    let report: crate::peers::Report = blocking(move || serde_json::from_slice(&body))
+        .await?
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("the peer report does not parse: {e}")))?;
+    tokio::task::spawn_blocking(move || {
+        peers.receive(report);
+        peers.judge(&replication, &engine, &dc);
+    });
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn peer_preview(
