@@ -110,6 +110,31 @@ pub enum Action {
     /// `gtm record resume`: releases a manual-failback DR hold of one
     /// record (a label `www.example.test/A`) on every device.
     Resume { record: String },
+    /// `gtm user ...`, `gtm token ...`: an account made, changed or
+    /// removed (docs/access.md). Never moves the configuration version.
+    Account(AccountChange),
+}
+
+/// A change to the cluster's accounts. Secrets travel only as digests,
+/// made by the device that received the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccountChange {
+    /// Creates a user, or replaces its role and (when given) its password.
+    PutUser {
+        name: String,
+        role: crate::access::Role,
+        /// argon2id PHC string; `None` keeps the user's password (an
+        /// existing user only).
+        password: Option<String>,
+    },
+    DeleteUser { name: String },
+    /// Creates a token; refused when one of that name exists.
+    PutToken {
+        name: String,
+        role: crate::access::Role,
+        digest: String,
+    },
+    DeleteToken { name: String },
 }
 
 /// What a drain takes out of answers.

@@ -16,7 +16,7 @@ use tokio::sync::watch;
 
 use crate::{
     api::{ApiError, ErrorKind},
-    command::{Action, Actor, Command, Outcome},
+    command::{AccountChange, Action, Actor, Command, Outcome},
     engine::{ApplyError, Engine, EventKind},
     identity,
     machine::{self, CONFIG_KEY, GtmMachine},
@@ -362,9 +362,26 @@ impl Replication {
         };
         let version = machine::version_of(&local);
         self.node.initialize().await.map_err(cluster_error)?;
-        self.propose(actor, None, Action::Adopt { text, version })
-            .await
-            .map(drop)
+        self.propose(actor.clone(), None, Action::Adopt { text, version })
+            .await?;
+        // The accounts made before the cluster existed come along, as the
+        // commands that would make them (their digests, never secrets).
+        let accounts = crate::access::accounts::Accounts::of(&local);
+        let users = accounts.users.into_iter().map(|(name, u)| AccountChange::PutUser {
+            name,
+            role: u.role,
+            password: Some(u.password),
+        });
+        let tokens = accounts.tokens.into_iter().map(|(name, t)| AccountChange::PutToken {
+            name,
+            role: t.role,
+            digest: t.digest,
+        });
+        for change in users.chain(tokens) {
+            self.propose(actor.clone(), None, Action::Account(change))
+                .await?;
+        }
+        Ok(())
     }
 
     /// The token a device needs to join: the cluster secret.

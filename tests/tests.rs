@@ -3,6 +3,7 @@
 
 mod support;
 
+mod access;
 mod api;
 mod backends;
 mod chaos;

@@ -347,25 +347,58 @@ async fn formerr_keeps_question_and_opt_and_malformed_queries_are_counted() {
                 "{what} {proto}"
             );
             assert_eq!(m.metadata.id, 0x1234);
-            if proto == "udp" || what != "option overruns" {
-                // (hickory's TCP decoder answers what it cannot decode itself)
-                assert_eq!(m.queries.len(), 1, "{what} {proto}: question kept");
-                assert_eq!(m.queries[0].name().to_ascii(), "www.example.test.");
-                let edns = m
-                    .edns
-                    .as_ref()
-                    .unwrap_or_else(|| panic!("{what} {proto}: OPT"));
-                assert!(edns.flags().dnssec_ok, "{what} {proto}: DO copied");
-                assert_eq!(
-                    ecs_of(&m),
-                    None,
-                    "{what} {proto}: the bad ECS is not echoed"
-                );
-            }
+            // The same shape over TCP as over UDP: one answer path.
+            assert_eq!(m.queries.len(), 1, "{what} {proto}: question kept");
+            assert_eq!(m.queries[0].name().to_ascii(), "www.example.test.");
+            let edns = m
+                .edns
+                .as_ref()
+                .unwrap_or_else(|| panic!("{what} {proto}: OPT"));
+            assert!(edns.flags().dnssec_ok, "{what} {proto}: DO copied");
+            assert_eq!(
+                ecs_of(&m),
+                None,
+                "{what} {proto}: the bad ECS is not echoed"
+            );
         }
     }
     assert!(metric(&d, "ecs").await >= ecs_before + 2);
-    assert!(metric(&d, "truncated").await >= trunc_before + 3);
+    assert!(metric(&d, "truncated").await >= trunc_before + 4);
+}
+
+/// Several messages on one TCP connection, sent in one write: each gets
+/// its answer, in order (RFC 7766 §6.2.1.1), a malformed one a FORMERR.
+#[tokio::test]
+async fn pipelined_tcp_queries_are_answered_in_order() {
+    let d = TestDevice::start(ZONE).await;
+    let mut stream = TcpStream::connect(d.v4()).await.unwrap();
+    let queries = [
+        raw_query(1, WWW, &[]),
+        raw_query(2, WWW, &[0, 8, 0, 40, 0, 1, 24, 0]),
+        raw_query(3, WWW, &[]),
+    ];
+    let mut out = Vec::new();
+    for q in &queries {
+        out.extend_from_slice(&(q.len() as u16).to_be_bytes());
+        out.extend_from_slice(q);
+    }
+    stream.write_all(&out).await.unwrap();
+    for (id, rcode) in [
+        (1, ResponseCode::NoError),
+        (2, ResponseCode::FormErr),
+        (3, ResponseCode::NoError),
+    ] {
+        let mut len = [0u8; 2];
+        tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut len))
+            .await
+            .expect("an answer within 5 s")
+            .unwrap();
+        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        stream.read_exact(&mut buf).await.unwrap();
+        let m = strict(&buf);
+        assert_eq!((m.metadata.id, m.metadata.response_code), (id, rcode));
+        assert_eq!(m.queries.len(), 1, "message {id}: question kept");
+    }
 }
 
 /// Found by the `udp_query` fuzz target: a query with many questions got a

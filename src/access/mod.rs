@@ -6,6 +6,8 @@
 //! API's route table names the least role each route needs; the console's
 //! pages ask for one the same way.
 
+pub mod accounts;
+pub mod password;
 pub mod sessions;
 
 use serde::{Deserialize, Serialize};

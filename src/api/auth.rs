@@ -17,7 +17,7 @@ use axum::{
 };
 
 use super::{API_TOKEN_NAME, ApiError, ApiState, ErrorKind};
-use crate::access::{Principal, Role, SessionRef, sessions};
+use crate::access::{Principal, Role, SessionRef, accounts::Accounts, password, sessions};
 
 /// The header a session's script sends its CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
@@ -32,7 +32,7 @@ pub async fn api(
     request: Request,
     next: Next,
 ) -> Response {
-    let principal = match resolve(&state, request.headers()) {
+    let principal = match resolve(&state, request.headers()).await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
     };
@@ -46,7 +46,8 @@ pub async fn console(
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(principal) = session_principal(&state, request.headers()) else {
+    let accounts = state.accounts().await;
+    let Some(principal) = session_principal(&state, &accounts, request.headers()) else {
         let back = request
             .uri()
             .path_and_query()
@@ -83,17 +84,18 @@ async fn guarded(principal: Principal, needed: Role, request: Request, next: Nex
 }
 
 /// Who a request's credential names: a bearer token first, else a session.
-pub fn resolve(state: &ApiState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+pub async fn resolve(state: &ApiState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let accounts = state.accounts().await;
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
     if let Some(token) = bearer {
-        return token_principal(state, token)
+        return token_principal(state, &accounts, token)
             .ok_or_else(|| ApiError::new(ErrorKind::Unauthorized, "the bearer token is wrong"));
     }
     if sessions::cookie_of(headers).is_some() {
-        return session_principal(state, headers).ok_or_else(|| {
+        return session_principal(state, &accounts, headers).ok_or_else(|| {
             ApiError::new(
                 ErrorKind::Unauthorized,
                 "the console session has ended: log in again",
@@ -106,8 +108,8 @@ pub fn resolve(state: &ApiState, headers: &HeaderMap) -> Result<Principal, ApiEr
     ))
 }
 
-/// The principal of a bearer token, if it is one this cluster knows.
-fn token_principal(state: &ApiState, token: &str) -> Option<Principal> {
+/// The principal of a bearer token: the device's own, or a named one.
+fn token_principal(state: &ApiState, accounts: &Accounts, token: &str) -> Option<Principal> {
     if gtm_cluster::constant_time_eq(token.as_bytes(), state.token.as_bytes()) {
         return Some(Principal {
             name: API_TOKEN_NAME.into(),
@@ -115,16 +117,38 @@ fn token_principal(state: &ApiState, token: &str) -> Option<Principal> {
             session: None,
         });
     }
-    None
+    let (name, role) = accounts.token(token)?;
+    Some(Principal {
+        name,
+        role,
+        session: None,
+    })
 }
 
-/// The principal of a request's live session cookie, if any.
-fn session_principal(state: &ApiState, headers: &HeaderMap) -> Option<Principal> {
+/// The principal of a request's live session cookie, if any: the account
+/// must still exist, and acts with the lower of its current role and the
+/// one it logged in with.
+fn session_principal(
+    state: &ApiState,
+    accounts: &Accounts,
+    headers: &HeaderMap,
+) -> Option<Principal> {
     let id = sessions::cookie_of(headers)?;
     let session = state.sessions.get(&id)?;
+    let role = if session.name == API_TOKEN_NAME {
+        Role::Admin
+    } else {
+        match accounts.role_of(&session.name) {
+            Some(r) => r.min(session.role),
+            None => {
+                state.sessions.close(&id);
+                return None;
+            }
+        }
+    };
     Some(Principal {
         name: session.name,
-        role: session.role,
+        role,
         session: Some(SessionRef {
             id,
             csrf: session.csrf,
@@ -200,7 +224,30 @@ pub async fn login(
             ),
         ));
     }
-    let found = token_principal(state, secret).filter(|p| name.is_empty() || name == p.name);
+    let accounts = state.accounts().await;
+    let by_token = token_principal(state, &accounts, secret)
+        .filter(|p| name.is_empty() || name == p.name);
+    let found = match (by_token, accounts.users.get(name)) {
+        (Some(p), _) => Some(p),
+        (None, Some(user)) => {
+            let (secret, stored) = (secret.to_string(), user.password.clone());
+            let matches = tokio::task::spawn_blocking(move || password::verify(&secret, &stored))
+                .await
+                .unwrap_or(false);
+            matches.then(|| Principal {
+                name: name.to_string(),
+                role: user.role,
+                session: None,
+            })
+        }
+        // No such user: the same work as a wrong password, so the time
+        // taken does not tell which names exist.
+        (None, None) => {
+            let secret = secret.to_string();
+            let _ = tokio::task::spawn_blocking(move || password::verify_nothing(&secret)).await;
+            None
+        }
+    };
     let Some(principal) = found else {
         state.sessions.record_failure(client);
         return Err(ApiError::new(

@@ -3,6 +3,7 @@
 //! Every route but `/health` needs `Authorization: Bearer <token>`. Errors
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
+mod accounts;
 pub mod auth;
 mod error;
 mod history;
@@ -22,6 +23,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
+pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
 pub use error::{ApiError, ErrorKind};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
@@ -56,6 +58,11 @@ pub struct ApiState {
 }
 
 impl ApiState {
+    /// The cluster's accounts as this device applied them.
+    pub async fn accounts(&self) -> crate::access::accounts::Accounts {
+        crate::access::accounts::Accounts::of(&*self.replication.state().await)
+    }
+
     /// Who a request comes from, for history and the GTM Logs: the user's
     /// or token's name and this device.
     pub fn actor(&self, principal: &Principal) -> Actor {
@@ -935,20 +942,23 @@ async fn cluster_recover(State(state): State<ApiState>) -> Result<Json<ClusterMe
     }))
 }
 
-async fn peer_report(
-    State(state): State<ApiState>,
-    Json(report): Json<crate::peers::Report>,
-) -> StatusCode {
-    state.peers.receive(report);
+async fn peer_report(State(state): State<ApiState>, body: Bytes) -> Result<StatusCode, ApiError> {
     let (peers, replication, engine, dc) = (
         state.peers.clone(),
         state.replication.clone(),
         state.engine.clone(),
         state.datacenter.clone(),
     );
-    // Judging takes the engine's lock: off the async workers.
-    tokio::task::spawn_blocking(move || peers.judge(&replication, &engine, &dc));
-    StatusCode::NO_CONTENT
+    // A report carries every record's status: decoded, taken in and judged
+    // (under the engine's lock) off the async workers.
+    let report: crate::peers::Report = blocking(move || serde_json::from_slice(&body))
+        .await?
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("the peer report does not parse: {e}")))?;
+    tokio::task::spawn_blocking(move || {
+        peers.receive(report);
+        peers.judge(&replication, &engine, &dc);
+    });
+    Ok(StatusCode::NO_CONTENT)
 }
 
 async fn peer_preview(

@@ -8,7 +8,7 @@ use axum::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use super::{history, objects, *};
+use super::{accounts, history, objects, *};
 use crate::access::Role;
 use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 
@@ -362,6 +362,21 @@ pub fn operations() -> Vec<Op> {
             handler!(Method::GET, drains),
         )
         .returns(J(schema::<Vec<crate::operator::Drain>>)),
+        op(Method::GET, "/api/v1/whoami", Token, "The user or token this request acts as, and its role", handler!(Method::GET, accounts::whoami))
+            .returns(J(schema::<WhoAmI>)),
+        op(Method::GET, "/api/v1/accounts", Token, "Users and tokens with their roles (never a secret)", handler!(Method::GET, accounts::list))
+            .role(Role::Admin)
+            .returns(J(schema::<Vec<crate::access::accounts::AccountInfo>>)),
+        op(Method::PUT, "/api/v1/users/{name}", Token, "Add a user, or change its role or password", handler!(Method::PUT, accounts::put_user))
+            .body(J(schema::<UserRequest>))
+            .returns(J(schema::<crate::access::accounts::AccountInfo>)),
+        op(Method::DELETE, "/api/v1/users/{name}", Token, "Remove a user (its sessions end)", handler!(Method::DELETE, accounts::delete_user))
+            .returns(J(schema::<Vec<crate::access::accounts::AccountInfo>>)),
+        op(Method::POST, "/api/v1/tokens", Token, "Create a named API token with a role; the token is shown once", handler!(Method::POST, accounts::create_token))
+            .body(J(schema::<TokenRequest>))
+            .returns(J(schema::<NewToken>)),
+        op(Method::DELETE, "/api/v1/tokens/{name}", Token, "Revoke a named token", handler!(Method::DELETE, accounts::delete_token))
+            .returns(J(schema::<Vec<crate::access::accounts::AccountInfo>>)),
         op(
             Method::POST,
             "/api/v1/cluster/init",

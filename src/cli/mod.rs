@@ -2,6 +2,7 @@
 //! The `gtm` command line: `serve` runs a device; every other command is a
 //! client of a device's API.
 
+mod accounts;
 mod history;
 mod objects;
 
@@ -115,6 +116,14 @@ pub enum Command {
     /// Commands (writes): what became of one.
     #[command(subcommand)]
     Command(history::CommandCmd),
+    /// Users of the console and the API, each with a role.
+    #[command(subcommand)]
+    User(accounts::UserCmd),
+    /// Named API tokens, each with a role.
+    #[command(subcommand)]
+    Token(accounts::TokenCmd),
+    /// The user or token the CLI acts as, and its role.
+    Whoami,
 }
 
 #[derive(Debug, Subcommand)]
@@ -379,6 +388,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             history::rollback(&Client::new(&cli)?, *version, *dry_run).await
         }
         Command::Command(cmd) => history::command(&Client::new(&cli)?, cmd).await,
+        Command::User(cmd) => accounts::user(&Client::new(&cli)?, cmd).await,
+        Command::Token(cmd) => accounts::token(&Client::new(&cli)?, cmd).await,
+        Command::Whoami => accounts::whoami(&Client::new(&cli)?).await,
         Command::Config(ConfigCmd::Export) => {
             let client = Client::new(&cli)?;
             let text = client

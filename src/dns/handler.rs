@@ -1,26 +1,25 @@
-//! The general answer path: a hickory-server [`RequestHandler`] over the
-//! current snapshot.
+//! The general answer path over the current snapshot, for UDP queries the
+//! fast path declines and for every TCP message.
 //!
-//! hickory decodes the message and, for TCP, owns the connection; this
-//! handler decides the response: opcode and class checks, EDNS (BADVERS,
-//! payload, DO, ECS, NSID), CH identity names, and the lookup itself. UDP
-//! queries come here only when the fast path declines them; this path
-//! also owns UDP truncation and the FORMERR of an unreadable query.
+//! Our reader checks the message first (EDNS and ECS rules, compression
+//! pointers), hickory decodes it, and the handler decides the response:
+//! opcode and class checks, EDNS (BADVERS, payload, DO, ECS, NSID), CH
+//! identity names, and the lookup itself. This path also owns truncation
+//! and the FORMERR of an unreadable query, the same over UDP and TCP.
 
 use std::{cell::RefCell, sync::Arc};
 
 use arc_swap::ArcSwap;
 use hickory_server::{
-    net::runtime::Time,
     proto::{
-        op::{Edns, MessageType, Metadata, OpCode, ResponseCode},
+        op::{Edns, Metadata, OpCode, ResponseCode},
         rr::{
             DNSClass, Name, Record, RecordType,
             rdata::opt::{ClientSubnet, EdnsOption},
         },
         serialize::binary::{BinDecoder, BinEncoder},
     },
-    server::{Request, RequestHandler, ResponseHandler, ResponseInfo},
+    server::Request,
     zone_handler::{MessageResponseBuilder, Queries},
 };
 
@@ -96,36 +95,6 @@ pub struct Decided {
 }
 
 impl Handler {
-    /// Decides the response to a decoded request, reading its EDNS first;
-    /// a query our reader refuses gets FORMERR (counted as malformed).
-    pub fn decide(&self, request: &Request, draw: &mut Draw) -> Decided {
-        match wire::edns(request.as_slice()) {
-            Ok(info) => self.decide_read(request, info, draw),
-            Err(e) => {
-                self.state
-                    .metrics
-                    .malformed
-                    .report(Reason::from(&e), request.src().ip());
-                let mut metadata = Metadata::response_from_request(&request.metadata);
-                metadata.response_code = ResponseCode::FormErr;
-                Decided {
-                    metadata,
-                    answers: Vec::new(),
-                    authority: Vec::new(),
-                    // An OPT whenever the query has one, without options.
-                    edns: wire::opt_dnssec_ok(request.as_slice()).map(|dnssec_ok| {
-                        let mut e = Edns::new();
-                        e.set_max_payload(self.state.edns_payload);
-                        e.set_dnssec_ok(dnssec_ok);
-                        e
-                    }),
-                    // Only a question that reads cleanly is sent back.
-                    echo_question: wire::question(request.as_slice()).is_ok(),
-                }
-            }
-        }
-    }
-
     /// Decides the response to a request whose EDNS was read as `info`.
     pub fn decide_read(
         &self,
@@ -241,67 +210,35 @@ fn no_queries() -> Option<Queries> {
     Queries::read(&mut BinDecoder::new(&[]), 0).ok()
 }
 
-#[async_trait::async_trait]
-impl RequestHandler for Handler {
-    async fn handle_request<R: ResponseHandler, T: Time>(
-        &self,
-        request: &Request,
-        mut response: R,
-    ) -> ResponseInfo {
-        if request.metadata.message_type != MessageType::Query {
-            return ResponseInfo::from(hickory_server::proto::op::Header {
-                metadata: request.metadata,
-                counts: Default::default(),
-            });
-        }
-        let start = std::time::Instant::now();
-        let d = DRAW.with(|draw| self.decide(request, &mut draw.borrow_mut()));
-        let qtype = request
-            .queries
-            .queries()
-            .first()
-            .map_or(0, |q| u16::from(q.query_type()));
-        let metrics = &self.state.metrics;
-        metrics.response(qtype, d.metadata.response_code.low());
-        let none = no_queries();
-        let Some(queries) = echoed(request, &d, &none) else {
-            return ResponseInfo::from(hickory_server::proto::op::Header {
-                metadata: d.metadata,
-                counts: Default::default(),
-            });
-        };
-        let mut builder = MessageResponseBuilder::new(queries, None);
-        if let Some(edns) = &d.edns {
-            builder.edns(edns);
-        }
-        let message = builder.build(
-            d.metadata,
-            d.answers.iter(),
-            d.authority.iter(),
-            std::iter::empty(),
-            std::iter::empty(),
-        );
-        let sent = response.send_response(message).await;
-        metrics.latency.observe(start.elapsed(), 1);
-        match sent {
-            Ok(info) => info,
-            Err(error) => {
-                tracing::debug!(%error, "could not send a response");
-                ResponseInfo::from(hickory_server::proto::op::Header {
-                    metadata: d.metadata,
-                    counts: Default::default(),
-                })
-            }
-        }
-    }
-}
-
 /// Answers one UDP query by the general path; `None` when nothing should be
 /// sent back (not a query, or shorter than a header). Counts the response.
 pub fn answer_udp(
     handler: &Handler,
     bytes: &[u8],
     src: std::net::SocketAddr,
+    draw: &mut Draw,
+) -> Option<Vec<u8>> {
+    answer(handler, bytes, src, Transport::Udp, draw)
+}
+
+/// How a query came: the limit of its response follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// The client's EDNS payload size (512 without EDNS), at most ours.
+    Udp,
+    /// 65,535 bytes: the two-byte length prefix's limit.
+    Tcp,
+}
+
+/// Answers one query (UDP datagram or TCP message) by the general path;
+/// `None` when nothing should be sent back (a response, or shorter than a
+/// header). An unreadable query gets a FORMERR that keeps its question and
+/// OPT whenever they read. Counts the response.
+pub fn answer(
+    handler: &Handler,
+    bytes: &[u8],
+    src: std::net::SocketAddr,
+    transport: Transport,
     draw: &mut Draw,
 ) -> Option<Vec<u8>> {
     use hickory_server::net::xfer::Protocol;
@@ -314,9 +251,15 @@ pub fn answer_udp(
     // before hickory would log each one.
     let read = wire::edns(bytes).map_err(|e| Reason::from(&e));
     let request = match read {
-        Ok(info) => Request::from_bytes(bytes.to_vec(), src, Protocol::Udp)
-            .map(|r| (r, info))
-            .map_err(|_| Reason::Undecodable),
+        Ok(info) => {
+            let protocol = match transport {
+                Transport::Udp => Protocol::Udp,
+                Transport::Tcp => Protocol::Tcp,
+            };
+            Request::from_bytes(bytes.to_vec(), src, protocol)
+                .map(|r| (r, info))
+                .map_err(|_| Reason::Undecodable)
+        }
         Err(reason) => Err(reason),
     };
     let (request, info) = match request {
@@ -329,7 +272,10 @@ pub fn answer_udp(
             return Some(out);
         }
     };
-    let max_size = usize::from(state.udp_limit(info.as_ref()));
+    let max_size = match transport {
+        Transport::Udp => usize::from(state.udp_limit(info.as_ref())),
+        Transport::Tcp => usize::from(u16::MAX),
+    };
     let mut d = handler.decide_read(&request, info, draw);
     let qtype = request
         .queries
@@ -343,7 +289,7 @@ pub fn answer_udp(
     if out.len() <= max_size {
         return Some(out);
     }
-    // Too large for the client: TC with the header, the question and the
+    // Too large for the client (or, over TCP, for any message): TC with the header, the question and the
     // OPT (ECS echo included) and no records at all, so nothing partial is
     // sent; the client asks again over TCP.
     d.metadata.truncation = true;

@@ -7,5 +7,6 @@ pub mod malformed;
 pub mod metrics;
 pub mod server;
 pub mod snapshot;
+pub mod tcp;
 pub mod udp;
 pub mod wire;

@@ -8,24 +8,25 @@ use std::{
         atomic::{AtomicBool, Ordering},
     },
     thread::JoinHandle,
-    time::Duration,
+
 };
 
-use hickory_server::Server;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use super::{
     handler::{DnsState, Handler},
-    udp,
+    tcp, udp,
 };
 
-/// The running DNS service: UDP workers and the TCP server.
+/// The running DNS service: UDP workers and the TCP listeners.
 pub struct DnsServer {
     /// The addresses really bound (port 0 resolved), UDP and TCP alike.
     pub addrs: Vec<SocketAddr>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
-    tcp: Server<Handler>,
+    tcp_stop: CancellationToken,
+    tcp: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl DnsServer {
@@ -34,12 +35,17 @@ impl DnsServer {
     pub async fn start(listen: &[SocketAddr], workers: usize, state: DnsState) -> io::Result<Self> {
         let handler = Handler { state };
         let stop = Arc::new(AtomicBool::new(false));
-        let mut tcp = Server::new(handler.clone());
+        let tcp_stop = CancellationToken::new();
+        let mut tcp = Vec::new();
         let mut addrs = Vec::new();
         let mut threads = Vec::new();
         for addr in listen {
             let (socket, listener, bound) = bind_pair(*addr).await?;
-            tcp.register_listener(listener, Duration::from_secs(10), 64);
+            tcp.push(tokio::spawn(tcp::serve(
+                listener,
+                handler.clone(),
+                tcp_stop.clone(),
+            )));
             threads.extend(udp::spawn(socket, workers, handler.clone(), stop.clone())?);
             addrs.push(bound);
         }
@@ -47,6 +53,7 @@ impl DnsServer {
             addrs,
             stop,
             threads,
+            tcp_stop,
             tcp,
         })
     }
@@ -54,7 +61,10 @@ impl DnsServer {
     /// Stops the listeners and waits for the workers.
     pub async fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.tcp.shutdown_gracefully().await;
+        self.tcp_stop.cancel();
+        for task in self.tcp.drain(..) {
+            let _ = task.await;
+        }
         for t in self.threads.drain(..) {
             let _ = tokio::task::spawn_blocking(move || t.join()).await;
         }

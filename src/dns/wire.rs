@@ -232,12 +232,6 @@ pub fn edns(msg: &[u8]) -> Result<Option<EdnsInfo>, WireError> {
     }))
 }
 
-/// The DO bit of the message's first OPT record, if it has one, read
-/// leniently (to shape a FORMERR).
-pub fn opt_dnssec_ok(msg: &[u8]) -> Option<bool> {
-    find_opt(msg, false).ok().flatten().map(|o| o.dnssec_ok)
-}
-
 /// A FORMERR for a query we could not read: the header's id, opcode and
 /// RD, the question when it reads cleanly (uncompressed), and an OPT when
 /// the query has one (RFC 6891 §7), with no options.

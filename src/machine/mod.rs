@@ -20,6 +20,7 @@
 //!   commands, and `outcome-order/<index, 20 digits>` → command id, to drop
 //!   the oldest: a command delivered twice gets the first outcome again.
 
+mod accounts;
 pub mod edit;
 pub mod operator;
 
@@ -199,6 +200,9 @@ impl GtmMachine {
                 ),
             );
         }
+        if let Some(change) = accounts::run(kv, index, version, command) {
+            return change;
+        }
         let current = match self.current(kv) {
             Ok(c) => c,
             // The committed text always parsed when it was committed; a
@@ -249,7 +253,10 @@ impl GtmMachine {
                 };
                 (config, text, describe(e), version + 1)
             }
-            Action::Drain { .. } | Action::SetCheck { .. } | Action::Resume { .. } => {
+            Action::Drain { .. }
+            | Action::SetCheck { .. }
+            | Action::Resume { .. }
+            | Action::Account(_) => {
                 return rejected(
                     ErrorKind::Internal,
                     "an operator command reached the configuration path",

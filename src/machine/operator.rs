@@ -25,7 +25,19 @@ use crate::{
 };
 use gtm_cluster::Write;
 
-fn put(state: &OperatorState) -> Write {
+/// Adds a GTM Logs line that every device logs when it installs the state.
+pub(super) fn note(state: &mut OperatorState, object: &str, text: String) {
+    let seq = state.recent.last().map_or(1, |r| r.seq + 1);
+    state.recent.push(Recent {
+        seq,
+        object: object.to_string(),
+        text,
+    });
+    let excess = state.recent.len().saturating_sub(RECENT_KEPT);
+    state.recent.drain(..excess);
+}
+
+pub(super) fn put(state: &OperatorState) -> Write {
     Write::Put {
         key: OPERATOR_KEY.into(),
         value: serde_json::to_vec(state).unwrap_or_default(),
@@ -76,16 +88,6 @@ pub(super) fn run(
     };
     let mut state = state_of(kv);
     let who = &command.actor;
-    let note = |state: &mut OperatorState, object: &str, text: String| {
-        let seq = state.recent.last().map_or(1, |r| r.seq + 1);
-        state.recent.push(Recent {
-            seq,
-            object: object.to_string(),
-            text,
-        });
-        let excess = state.recent.len().saturating_sub(RECENT_KEPT);
-        state.recent.drain(..excess);
-    };
     Some(match &command.action {
         Action::Drain { target, drained } => {
             let object = match target {

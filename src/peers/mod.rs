@@ -244,17 +244,10 @@ pub async fn run(
         let Ok(secret) = replication.secret_value() else {
             continue;
         };
-        let base = Report {
-            device: engine.device().to_string(),
-            datacenter: datacenter.clone(),
-            checks: engine.local_checks(&datacenter),
-            scenarios: engine.scenarios(),
-            records: engine.status(),
-            events: Vec::new(),
-        };
-        // Each peer's new events, read from the store off the async
-        // workers; bounded: a peer that stays unreachable would otherwise
-        // have the whole log read for it every period.
+        // Each peer's new events, read from the store, and the report's
+        // base (every record's status, under the engine's lock) are built
+        // off the async workers; bounded: a peer that stays unreachable
+        // would otherwise have the whole log read for it every period.
         let afters: Vec<(u64, u64)> = {
             let sent = peers.sent.lock().unwrap_or_else(|e| e.into_inner());
             status
@@ -264,11 +257,27 @@ pub async fn run(
                 .map(|m| (m.id, sent.get(&m.id).copied().unwrap_or(0)))
                 .collect()
         };
-        let reader = engine.clone();
-        let Ok(mut new_events) = tokio::task::spawn_blocking(move || {
+        let (reader, dc) = (engine.clone(), datacenter.clone());
+        // Serialized there too: the records of a large configuration make
+        // a report of megabytes.
+        let Ok(mut bodies) = tokio::task::spawn_blocking(move || {
+            let base = Report {
+                device: reader.device().to_string(),
+                datacenter: dc.clone(),
+                checks: reader.local_checks(&dc),
+                scenarios: reader.scenarios(),
+                records: reader.status(),
+                events: Vec::new(),
+            };
             afters
                 .into_iter()
-                .map(|(id, after)| (id, (after, reader.events_since(after, EVENTS_PER_REPORT))))
+                .filter_map(|(id, after)| {
+                    let mut report = base.clone();
+                    report.events = reader.events_since(after, EVENTS_PER_REPORT);
+                    let last = report.events.last().map_or(after, |e| e.seq);
+                    let body = serde_json::to_vec(&report).ok()?;
+                    Some((id, (last, body)))
+                })
                 .collect::<std::collections::HashMap<_, _>>()
         })
         .await
@@ -279,11 +288,8 @@ pub async fn run(
             .members
             .iter()
             .filter(|m| m.id != status.id)
-            .map(|m| {
-                let (after, events) = new_events.remove(&m.id).unwrap_or_default();
-                let mut report = base.clone();
-                report.events = events;
-                let last = report.events.last().map_or(after, |e| e.seq);
+            .filter_map(|m| {
+                let (last, body) = bodies.remove(&m.id)?;
                 let url = format!(
                     "{}/cluster/v1/report",
                     m.info.api_addr.trim_end_matches('/')
@@ -291,9 +297,10 @@ pub async fn run(
                 let request = http
                     .post(url)
                     .header(SECRET_HEADER, secret.clone())
-                    .json(&report);
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(body);
                 let (peers, id) = (peers.clone(), m.id);
-                async move {
+                Some(async move {
                     if let Ok(response) = request.send().await
                         && response.status().is_success()
                     {
@@ -303,7 +310,7 @@ pub async fn run(
                             .unwrap_or_else(|e| e.into_inner())
                             .insert(id, last);
                     }
-                }
+                })
             });
         futures_util::future::join_all(sends).await;
         // Judging takes the engine's lock: off the async workers.
