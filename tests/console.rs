@@ -817,3 +817,5 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
     br.close().await;
     drop((a, b));
 }
+
+mod screens;

@@ -122,6 +122,9 @@ pub struct EventFilter {
     /// Every device's events (from the peer reports), not only this one's.
     #[serde(default)]
     pub all: bool,
+    /// Only the events of this device (with `all`, any device's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// Only events older than this (ms since the epoch): the `time_ms` of
     /// the oldest event of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -455,11 +458,12 @@ pub async fn event_page(
         filter.before,
         filter.limit.unwrap_or(MAX_EVENTS).min(MAX_EVENTS),
     );
-    let (record, kind) = (filter.record.clone(), filter.kind);
+    let (record, kind, device) = (filter.record.clone(), filter.kind, filter.device.clone());
     let matches = move |e: &Event| {
         e.time_ms >= since_ms
             && record.as_ref().is_none_or(|r| e.object == *r)
             && kind.is_none_or(|k| e.kind == k)
+            && device.as_ref().is_none_or(|d| e.device == *d)
     };
     // A page read from the time index: only what it returns (and what the
     // filters skip on the way), off the async workers.
@@ -865,7 +869,7 @@ pub struct TokenResponse {
     pub token: String,
 }
 
-async fn cluster_token(State(state): State<ApiState>) -> Result<Json<TokenResponse>, ApiError> {
+pub(crate) async fn cluster_token(State(state): State<ApiState>) -> Result<Json<TokenResponse>, ApiError> {
     if !state.replication.clustered() {
         return Err(ApiError::new(
             ErrorKind::NotClustered,

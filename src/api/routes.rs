@@ -218,6 +218,7 @@ pub fn operations() -> Vec<Op> {
                 ("since", "string", "only events newer than this, e.g. 10m"),
                 ("follow", "boolean", "keep the response open and stream new events as NDJSON"),
                 ("all", "boolean", "every device's events, from the peer reports"),
+                ("device", "string", "only the events of this device (with all=true, any device of the cluster)"),
                 ("limit", "integer", "at most this many, the newest that match"),
                 ("before", "integer", "only events older than this (ms since the epoch): pages back from the oldest time_ms of the previous page"),
             ]),

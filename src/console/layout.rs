@@ -27,6 +27,8 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                     @if let Some(who) = who {
                         nav aria-label="Console" {
                             a href="/ui/" { "Records" }
+                            a href="/ui/logs" { "GTM Logs" }
+                            a href="/ui/cluster" { "Cluster" }
                         }
                         div.who {
                             span #principal {

@@ -10,9 +10,11 @@
 //! copies, so the console shows and does exactly what the API does.
 
 mod assets;
+mod cluster;
 mod headers;
 mod layout;
 mod login;
+mod logs;
 mod preview;
 mod records;
 mod stream;
@@ -36,8 +38,14 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/records/table", get(records::table))
         .route("/ui/stream", get(stream::stream))
         .route("/ui/records/{name}/{rtype}", get(preview::page))
+        .route("/ui/logs", get(logs::page))
+        .route("/ui/logs/table", get(logs::table))
+        .route("/ui/cluster", get(cluster::page))
         .route("/ui/logout", post(login::logout))
         .route_layer(guard(Role::Viewer));
+    let admin = Router::new()
+        .route("/ui/cluster/token", post(cluster::token))
+        .route_layer(guard(Role::Admin));
     let operator = Router::new()
         .route("/ui/records/{name}/{rtype}/resume", post(preview::resume))
         .route_layer(guard(Role::Operator));
@@ -50,6 +58,7 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .merge(viewer)
         .merge(operator)
+        .merge(admin)
         .merge(open)
         .layer(middleware::from_fn(headers::secure))
         .with_state(state)

@@ -37,6 +37,10 @@ const EVENTS_PER_REPORT: usize = 1_000;
 pub struct Report {
     pub device: String,
     pub datacenter: String,
+    /// The configuration version the device serves (0 from a device that
+    /// does not report it yet).
+    #[serde(default)]
+    pub version: u64,
     pub checks: Vec<CheckStatus>,
     pub scenarios: Vec<ScenarioStatus>,
     pub records: Vec<RecordStatus>,
@@ -51,6 +55,9 @@ pub struct PeerStatus {
     /// Milliseconds since its last report; `None`: never heard from.
     pub age_ms: Option<u64>,
     pub reachable: bool,
+    /// The configuration version it served at its last report.
+    #[serde(default)]
+    pub version: Option<u64>,
     pub records: Vec<RecordStatus>,
     pub checks: Vec<CheckStatus>,
 }
@@ -122,6 +129,7 @@ impl Peers {
                     datacenter: m.info.datacenter.clone(),
                     age_ms: age.map(|a| a.as_millis() as u64),
                     reachable: age.is_some_and(|a| a <= DEVICE_SILENT_AFTER),
+                    version: latest.map(|(_, r)| r.version).filter(|v| *v > 0),
                     records: latest.map(|(_, r)| r.records.clone()).unwrap_or_default(),
                     checks: latest.map(|(_, r)| r.checks.clone()).unwrap_or_default(),
                 }
@@ -264,6 +272,7 @@ pub async fn run(
             let base = Report {
                 device: reader.device().to_string(),
                 datacenter: dc.clone(),
+                version: reader.version(),
                 checks: reader.local_checks(&dc),
                 scenarios: reader.scenarios(),
                 records: reader.status(),

@@ -1,7 +1,7 @@
-// gtm console: live updates of the records table. The device's stream
-// (/ui/stream, Server-Sent Events) says "change"; the table is fetched
-// again from its fragment URL (data-refresh, with the page's filters) and
-// swapped in. No inline script anywhere: the Content-Security-Policy
+// gtm console: live updates. The device's stream (/ui/stream, Server-Sent
+// Events) says "change"; every element of the page with a data-refresh
+// URL (the records table, the followed logs) is fetched again from it
+// (with the page's filters) and swapped in by its id. No inline script anywhere: the Content-Security-Policy
 // allows this file only.
 "use strict";
 
@@ -15,11 +15,12 @@
   var again = false;
 
   function refresh() {
-    var table = document.getElementById("records");
-    if (!table) return;
+    var target = document.querySelector("[data-refresh]");
+    if (!target) return;
+    var id = target.id;
     if (fetching) { again = true; return; }
     fetching = true;
-    fetch(table.getAttribute("data-refresh"), { credentials: "same-origin", cache: "no-store" })
+    fetch(target.getAttribute("data-refresh"), { credentials: "same-origin", cache: "no-store" })
       .then(function (r) {
         // An ended session is sent to the login page: follow it.
         if (r.redirected && r.url.indexOf("/ui/login") !== -1) {
@@ -33,8 +34,8 @@
         var t = document.createElement("template");
         t.innerHTML = html;
         var fresh = t.content.firstElementChild;
-        var current = document.getElementById("records");
-        if (fresh && fresh.id === "records" && current) {
+        var current = document.getElementById(id);
+        if (fresh && fresh.id === id && current) {
           // Keep the reader's scroll position in a wide table.
           var scroller = current.querySelector(".scroll");
           var left = scroller ? scroller.scrollLeft : 0;
@@ -51,7 +52,7 @@
   }
 
   function start() {
-    if (!document.getElementById("records") || !window.EventSource) return;
+    if (!document.querySelector("[data-refresh]") || !window.EventSource) return;
     var source = new EventSource("/ui/stream");
     source.addEventListener("open", function () { live("Live updates: on"); });
     source.addEventListener("change", refresh);

@@ -1,0 +1,157 @@
+//! The console's GTM Logs and Cluster screens, and what a viewer may do,
+//! in the real browser of the parent module.
+
+use serde_json::json;
+
+use super::{Browser, browser_tools, http};
+use crate::support::{TestDevice, ZONE};
+use fantoccini::Locator;
+
+const PASSWORD: &str = "a long enough password";
+
+/// A viewer logs in with a name and password; the record preview shows it
+/// no Resume button and the API and the console refuse its resume; the
+/// Cluster screen shows the members but no join token; the GTM Logs
+/// filter by kind and follow new events without a reload; an admin sees
+/// the join token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_viewer_logs_and_cluster_in_a_browser() {
+    if !browser_tools() {
+        return;
+    }
+    let d = TestDevice::start(ZONE).await;
+    let base = format!("http://{}", d.device.api_addr);
+    let admin = d.device.token.clone();
+    let web = http();
+    let init = web
+        .post(format!("{base}/api/v1/cluster/init"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(init.status(), 200, "{}", init.text().await.unwrap_or_default());
+
+    let made = web
+        .put(format!("{base}/api/v1/users/ann"))
+        .bearer_auth(&admin)
+        .json(&json!({"role": "viewer", "password": PASSWORD}))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(made.status(), 200, "{}", made.text().await.unwrap_or_default());
+    let b = Browser::start().await;
+    b.goto(&format!("{base}/ui/")).await;
+    b.until_path("sent to log in", |p| p.starts_with("/ui/login"))
+        .await;
+    b.fill("name", "ann").await;
+    b.fill("secret", PASSWORD).await;
+    b.click("#login").await;
+    b.until_path("logged in", |p| p == "/ui/").await;
+    let who = b
+        .until_text("#principal", "the principal", |t| !t.is_empty())
+        .await;
+    assert_eq!(who, "ann (viewer)");
+
+    // The preview of a DR record: no Resume button for a viewer...
+    b.goto(&format!("{base}/ui/records/dr.example.test/A")).await;
+    b.until_text("h1", "the preview", |t| t.contains("dr.example.test"))
+        .await;
+    assert!(
+        b.client.find(Locator::Css("#resume")).await.is_err(),
+        "a viewer is shown the Resume button"
+    );
+    b.shot("preview-viewer").await;
+    // ...and the API and the console refuse it the resume, token or not.
+    let (cookie, csrf) = b.session().await;
+    let api = web
+        .post(format!("{base}/api/v1/records/dr.example.test/A/resume"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(api.status(), 403, "the API lets a viewer resume");
+    let body = api.text().await.unwrap_or_default();
+    assert!(body.contains("ann has the role viewer; this needs operator"), "{body}");
+    let console = web
+        .post(format!("{base}/ui/records/dr.example.test/A/resume"))
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={csrf}"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(console.status(), 403, "the console lets a viewer resume");
+
+    // The Cluster screen: this device leads; no join token for a viewer.
+    b.goto(&format!("{base}/ui/cluster")).await;
+    let row = b
+        .until_text("tr[data-device=\"test1\"]", "this device's row", |t| {
+            t.contains("leader")
+        })
+        .await;
+    assert!(row.contains("dc1") || row.contains("test1"), "{row}");
+    assert!(
+        b.client
+            .find(Locator::Css("form[action=\"/ui/cluster/token\"]"))
+            .await
+            .is_err(),
+        "a viewer is offered the join token"
+    );
+    b.shot("cluster").await;
+
+    // GTM Logs, operator events, followed: an account change is there;
+    // a drain made meanwhile through the API appears without a reload.
+    b.goto(&format!("{base}/ui/logs?kind=operator&follow=on")).await;
+    b.until_text("#logs tbody", "the operator events", |t| {
+        t.contains("user ann added (role viewer)")
+    })
+    .await;
+    b.client
+        .execute("window.gtmNotReloaded = true;", vec![])
+        .await
+        .expect("a marker");
+    let drained = web
+        .put(format!("{base}/api/v1/drain/address"))
+        .bearer_auth(&admin)
+        .json(&json!({"address": "192.0.2.10", "drained": true}))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(drained.status(), 200);
+    b.until_text("#logs tbody", "the drain, live", |t| {
+        t.contains("drained 192.0.2.10 (every record) (admin on test1)")
+    })
+    .await;
+    let kept = b
+        .client
+        .execute("return window.gtmNotReloaded === true;", vec![])
+        .await
+        .expect("the marker");
+    assert_eq!(kept, json!(true), "the page was reloaded");
+    // Filtered by kind: no record or check events among them.
+    let kinds = b
+        .client
+        .find_all(Locator::Css("#logs tbody tr"))
+        .await
+        .expect("rows");
+    for row in kinds {
+        assert_eq!(
+            row.attr("data-kind").await.expect("a kind").as_deref(),
+            Some("operator")
+        );
+    }
+    b.shot("logs").await;
+    b.close().await;
+
+    // An admin is offered the join token, and shown it.
+    let a = Browser::start().await;
+    a.login(&base, &admin).await;
+    a.goto(&format!("{base}/ui/cluster")).await;
+    a.click("form[action=\"/ui/cluster/token\"] button").await;
+    let token = a
+        .until_text("#join-token", "the join token", |t| !t.is_empty())
+        .await;
+    assert!(token.starts_with("gtm1."), "{token}");
+    a.close().await;
+}
