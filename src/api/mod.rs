@@ -615,7 +615,7 @@ async fn set_check_state(
     ))
 }
 
-async fn test_check(
+pub(crate) async fn test_check(
     State(state): State<ApiState>,
     Path(name): Path<String>,
     body: Option<Json<TestRequest>>,

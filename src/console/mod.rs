@@ -10,6 +10,7 @@
 //! copies, so the console shows and does exactly what the API does.
 
 mod assets;
+mod checks;
 mod cluster;
 mod headers;
 mod layout;
@@ -41,6 +42,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/logs", get(logs::page))
         .route("/ui/logs/table", get(logs::table))
         .route("/ui/cluster", get(cluster::page))
+        .route("/ui/checks", get(checks::page))
         .route("/ui/logout", post(login::logout))
         .route_layer(guard(Role::Viewer));
     let admin = Router::new()
@@ -48,6 +50,7 @@ pub fn router(state: ApiState) -> Router {
         .route_layer(guard(Role::Admin));
     let operator = Router::new()
         .route("/ui/records/{name}/{rtype}/resume", post(preview::resume))
+        .route("/ui/checks/{name}/test", post(checks::test))
         .route_layer(guard(Role::Operator));
     let open = Router::new()
         .route("/", get(|| async { Redirect::to("/ui/") }))

@@ -11,6 +11,7 @@
 mod diff;
 pub mod health;
 mod operator;
+mod scenarios;
 pub mod store_writer;
 
 use std::{
@@ -24,6 +25,7 @@ use tokio::sync::{broadcast, watch};
 
 pub use diff::diff;
 pub use health::{CheckStatus, HealthState};
+pub use scenarios::{Piece, ScenarioView};
 pub use store_writer::{StorageFault, StoreWriter};
 
 use crate::{

@@ -4,6 +4,7 @@
 use serde_json::json;
 
 use super::{Browser, browser_tools, http};
+use crate::backends::HttpBackend;
 use crate::support::{TestDevice, ZONE};
 use fantoccini::Locator;
 
@@ -153,5 +154,69 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .until_text("#join-token", "the join token", |t| !t.is_empty())
         .await;
     assert!(token.starts_with("gtm1."), "{token}");
+
+    // Checks: Test now of a configured check against a real backend (one
+    // probe, nothing saved), and of the same check against an address
+    // nobody serves.
+    let backend = HttpBackend::start().await;
+    let check = web
+        .put(format!("{base}/api/v1/checks/site"))
+        .bearer_auth(&admin)
+        .json(&json!({"type": "http", "port": backend.addr.port()}))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(check.status(), 200, "{}", check.text().await.unwrap_or_default());
+    a.goto(&format!("{base}/ui/checks")).await;
+    a.fill("addr-site", "127.0.0.1").await;
+    a.click("button[data-check=\"site\"]").await;
+    let tested = a
+        .until_text("#tested", "the Test now result", |t| !t.is_empty())
+        .await;
+    assert!(tested.starts_with("site: OK"), "{tested}");
+    a.shot("checks").await;
+    a.fill("addr-site", "127.0.0.2").await;
+    a.click("button[data-check=\"site\"]").await;
+    a.until_text("#tested", "the failed Test now", |t| t.starts_with("site: Error"))
+        .await;
+    // Scenarios: each term of the condition marked by its truth. The
+    // web checks of 192.0.2.10/11 are refused by the probe fence (only
+    // loopback may be probed here): both false, so dc1-down is active.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        a.goto(&format!("{base}/ui/checks")).await;
+        let marks = a
+            .client
+            .find_all(Locator::Css("section[data-scenario=\"dc1-down\"] mark"))
+            .await
+            .expect("the terms");
+        let mut truths = Vec::new();
+        for m in &marks {
+            truths.push((
+                m.text().await.expect("a term"),
+                m.attr("data-truth").await.expect("a truth").unwrap_or_default(),
+            ));
+        }
+        if truths
+            == [
+                ("web@192.0.2.10".to_string(), "false".to_string()),
+                ("web@192.0.2.11".to_string(), "false".to_string()),
+            ]
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the terms of dc1-down: {truths:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let decision = a
+        .until_text("section[data-scenario=\"dc1-down\"] .decision", "the decision", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert_eq!(decision, "active");
+    a.shot("checks-scenarios").await;
     a.close().await;
 }
