@@ -30,6 +30,7 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                             a href="/ui/checks" { "Checks" }
                             a href="/ui/logs" { "GTM Logs" }
                             a href="/ui/cluster" { "Cluster" }
+                            a href="/ui/geoip" { "GeoIP" }
                         }
                         div.who {
                             span #principal {

@@ -11,6 +11,7 @@
 
 mod assets;
 mod checks;
+mod geoip;
 mod cluster;
 mod headers;
 mod layout;
@@ -43,6 +44,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/logs/table", get(logs::table))
         .route("/ui/cluster", get(cluster::page))
         .route("/ui/checks", get(checks::page))
+        .route("/ui/geoip", get(geoip::page))
         .route("/ui/logout", post(login::logout))
         .route_layer(guard(Role::Viewer));
     let admin = Router::new()

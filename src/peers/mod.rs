@@ -41,6 +41,10 @@ pub struct Report {
     /// does not report it yet).
     #[serde(default)]
     pub version: u64,
+    /// The GeoIP database the device answers with ("none" without one;
+    /// empty from a device that does not report it yet).
+    #[serde(default)]
+    pub geoip: String,
     pub checks: Vec<CheckStatus>,
     pub scenarios: Vec<ScenarioStatus>,
     pub records: Vec<RecordStatus>,
@@ -58,6 +62,9 @@ pub struct PeerStatus {
     /// The configuration version it served at its last report.
     #[serde(default)]
     pub version: Option<u64>,
+    /// The GeoIP database it reported using.
+    #[serde(default)]
+    pub geoip: Option<String>,
     pub records: Vec<RecordStatus>,
     pub checks: Vec<CheckStatus>,
 }
@@ -130,6 +137,9 @@ impl Peers {
                     age_ms: age.map(|a| a.as_millis() as u64),
                     reachable: age.is_some_and(|a| a <= DEVICE_SILENT_AFTER),
                     version: latest.map(|(_, r)| r.version).filter(|v| *v > 0),
+                    geoip: latest
+                        .map(|(_, r)| r.geoip.clone())
+                        .filter(|g| !g.is_empty()),
                     records: latest.map(|(_, r)| r.records.clone()).unwrap_or_default(),
                     checks: latest.map(|(_, r)| r.checks.clone()).unwrap_or_default(),
                 }
@@ -273,6 +283,7 @@ pub async fn run(
                 device: reader.device().to_string(),
                 datacenter: dc.clone(),
                 version: reader.version(),
+                geoip: reader.dns().geo.load().description().to_string(),
                 checks: reader.local_checks(&dc),
                 scenarios: reader.scenarios(),
                 records: reader.status(),

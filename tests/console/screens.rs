@@ -220,3 +220,39 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
     a.shot("checks-scenarios").await;
     a.close().await;
 }
+
+/// The GeoIP card: the database this device answers with, and a look-up
+/// placing an address as the DNS path does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_geoip_card_in_a_browser() {
+    if !browser_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("country.mmdb");
+    crate::geo::write_mmdb(&db);
+    let d = TestDevice::start_with(ZONE, Some(db)).await;
+    let base = format!("http://{}", d.device.api_addr);
+    let b = Browser::start().await;
+    b.login(&base, &d.device.token).await;
+    b.goto(&format!("{base}/ui/geoip")).await;
+    let row = b
+        .until_text("tr[data-device=\"test1\"]", "this device's database", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(row.contains("GeoLite2-Country"), "{row}");
+    b.fill("g-ip", "81.2.69.160").await;
+    b.click("#lookup").await;
+    let country = b
+        .until_text("#located .country", "the country", |t| !t.is_empty())
+        .await;
+    assert_eq!(country, "DE");
+    assert_eq!(b.text("#located .continent").await.as_deref(), Some("EU"));
+    b.shot("geoip").await;
+    b.fill("g-ip", "not-an-address").await;
+    b.click("#lookup").await;
+    b.until_text(".error", "the refusal", |t| t.contains("is not an IP address"))
+        .await;
+    b.close().await;
+}
