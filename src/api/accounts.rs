@@ -52,11 +52,11 @@ pub struct WhoAmI {
     pub device: String,
 }
 
-pub(super) async fn list(State(state): State<ApiState>) -> Json<Vec<AccountInfo>> {
+pub(crate) async fn list(State(state): State<ApiState>) -> Json<Vec<AccountInfo>> {
     Json(state.accounts().await.list())
 }
 
-pub(super) async fn whoami(
+pub(crate) async fn whoami(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
 ) -> Json<WhoAmI> {
@@ -67,7 +67,7 @@ pub(super) async fn whoami(
     })
 }
 
-pub(super) async fn put_user(
+pub(crate) async fn put_user(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Path(name): Path<String>,
@@ -91,7 +91,7 @@ pub(super) async fn put_user(
     shown(&state, &name).await
 }
 
-pub(super) async fn delete_user(
+pub(crate) async fn delete_user(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Path(name): Path<String>,
@@ -100,7 +100,7 @@ pub(super) async fn delete_user(
     Ok(list(State(state)).await)
 }
 
-pub(super) async fn create_token(
+pub(crate) async fn create_token(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Json(request): Json<TokenRequest>,
@@ -120,7 +120,7 @@ pub(super) async fn create_token(
     }))
 }
 
-pub(super) async fn delete_token(
+pub(crate) async fn delete_token(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Path(name): Path<String>,

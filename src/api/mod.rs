@@ -3,7 +3,7 @@
 //! Every route but `/health` needs `Authorization: Bearer <token>`. Errors
 //! are JSON with an HTTP status and a stable label ([`ApiError`]).
 
-mod accounts;
+pub(crate) mod accounts;
 pub mod auth;
 mod error;
 mod history;

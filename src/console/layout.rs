@@ -31,6 +31,9 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                             a href="/ui/logs" { "GTM Logs" }
                             a href="/ui/cluster" { "Cluster" }
                             a href="/ui/geoip" { "GeoIP" }
+                            @if who.allows(crate::access::Role::Admin) {
+                                a href="/ui/accounts" { "Accounts" }
+                            }
                         }
                         div.who {
                             span #principal {

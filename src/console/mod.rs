@@ -9,6 +9,7 @@
 //! pages reuse the API's handlers (preview, resume) rather than their own
 //! copies, so the console shows and does exactly what the API does.
 
+mod accounts;
 mod assets;
 mod checks;
 mod geoip;
@@ -49,6 +50,11 @@ pub fn router(state: ApiState) -> Router {
         .route_layer(guard(Role::Viewer));
     let admin = Router::new()
         .route("/ui/cluster/token", post(cluster::token))
+        .route("/ui/accounts", get(accounts::page))
+        .route("/ui/accounts/users", post(accounts::user))
+        .route("/ui/accounts/users/{name}/remove", post(accounts::remove_user))
+        .route("/ui/accounts/tokens", post(accounts::token))
+        .route("/ui/accounts/tokens/{name}/revoke", post(accounts::revoke))
         .route_layer(guard(Role::Admin));
     let operator = Router::new()
         .route("/ui/records/{name}/{rtype}/resume", post(preview::resume))

@@ -100,6 +100,21 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         "a viewer is offered the join token"
     );
     b.shot("cluster").await;
+    // No accounts page for a viewer: not in the menu, refused by the route.
+    assert!(
+        b.client
+            .find(Locator::Css("a[href=\"/ui/accounts\"]"))
+            .await
+            .is_err(),
+        "a viewer is offered the accounts"
+    );
+    let accounts = web
+        .get(format!("{base}/ui/accounts"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(accounts.status(), 403, "a viewer opens the accounts");
 
     // GTM Logs, operator events, followed: an account change is there;
     // a drain made meanwhile through the API appears without a reload.
@@ -154,6 +169,63 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .until_text("#join-token", "the join token", |t| !t.is_empty())
         .await;
     assert!(token.starts_with("gtm1."), "{token}");
+
+    // Accounts: a user added through the form, a token created (shown
+    // once) and revoked, the user removed; each as the API would.
+    a.goto(&format!("{base}/ui/accounts")).await;
+    a.fill("u-name", "bob").await;
+    a.client
+        .find(Locator::Css("#u-role option[value=\"operator\"]"))
+        .await
+        .expect("the operator role")
+        .click()
+        .await
+        .expect("chosen");
+    a.fill("u-password", "bob's long password").await;
+    a.click("#save-user").await;
+    a.until_text("#account-done", "the user saved", |t| t == "user bob saved (operator)")
+        .await;
+    let role = a
+        .until_text("tr[data-account=\"bob\"] td.role", "bob's role", |t| !t.is_empty())
+        .await;
+    assert_eq!(role, "operator");
+    a.fill("t-name", "ci").await;
+    a.click("#create-token").await;
+    let made = a
+        .until_text("#new-token", "the new token", |t| !t.is_empty())
+        .await;
+    assert!(made.starts_with("gtm1.ci."), "{made}");
+    a.shot("accounts").await;
+    let whoami: serde_json::Value = web
+        .get(format!("{base}/api/v1/whoami"))
+        .bearer_auth(&made)
+        .send()
+        .await
+        .expect("an answer")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(whoami["name"], "ci");
+    assert_eq!(whoami["role"], "viewer", "the first role of the list");
+    a.click("button[data-remove=\"ci\"]").await;
+    a.until_text("#account-done", "the token revoked", |t| t == "token ci revoked")
+        .await;
+    let refused = web
+        .get(format!("{base}/api/v1/whoami"))
+        .bearer_auth(&made)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(refused.status(), 401, "a revoked token still works");
+    a.click("button[data-remove=\"bob\"]").await;
+    a.until_text("#account-done", "the user removed", |t| t == "user bob removed")
+        .await;
+    // A refused change says why, beside the forms.
+    a.fill("u-name", "Not A Name").await;
+    a.fill("u-password", "long enough password").await;
+    a.click("#save-user").await;
+    a.until_text("#account-error", "the refusal", |t| t.contains("is not valid"))
+        .await;
 
     // Checks: Test now of a configured check against a real backend (one
     // probe, nothing saved), and of the same check against an address
