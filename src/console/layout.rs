@@ -27,6 +27,7 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                     @if let Some(who) = who {
                         nav aria-label="Console" {
                             a href="/ui/" { "Records" }
+                            a href="/ui/topology" { "Topology" }
                             a href="/ui/checks" { "Checks" }
                             a href="/ui/logs" { "GTM Logs" }
                             a href="/ui/cluster" { "Cluster" }

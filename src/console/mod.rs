@@ -22,6 +22,7 @@ mod preview;
 mod records;
 mod stream;
 mod time;
+mod topology;
 
 use axum::{
     Router, middleware,
@@ -46,6 +47,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/cluster", get(cluster::page))
         .route("/ui/checks", get(checks::page))
         .route("/ui/geoip", get(geoip::page))
+        .route("/ui/topology", get(topology::page))
+        .route("/ui/topology/map", get(topology::fragment))
         .route("/ui/logout", post(login::logout))
         .route_layer(guard(Role::Viewer));
     let admin = Router::new()

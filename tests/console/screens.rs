@@ -328,3 +328,88 @@ async fn console_geoip_card_in_a_browser() {
         .await;
     b.close().await;
 }
+
+/// The topology map: a steered record's addresses in their datacenter,
+/// coloured by health; a backend that starts failing turns its node red
+/// without a reload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_topology_map_follows_health_live() {
+    if !browser_tools() {
+        return;
+    }
+    let backend = HttpBackend::start().await;
+    let config = format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "site"
+type = "http"
+port = {port}
+interval = "1s"
+failures = 1
+successes = 1
+
+[[domain]]
+name = "map.test"
+nameservers = ["ns1.map.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [
+  {{ ip = "127.0.0.1", dc = "dc1", hc = "check:site" }},
+  {{ ip = "127.0.0.2", dc = "dc2" }},
+]
+"#,
+        port = backend.addr.port()
+    );
+    let d = TestDevice::start(&config).await;
+    let base = format!("http://{}", d.device.api_addr);
+    let b = Browser::start().await;
+    b.login(&base, &d.device.token).await;
+    b.goto(&format!("{base}/ui/topology")).await;
+    let node = "g[data-address=\"127.0.0.1\"]";
+    let health = |b: &Browser| {
+        let client = b.client.clone();
+        async move {
+            let n = client.find(Locator::Css(node)).await.ok()?;
+            n.attr("data-health").await.ok().flatten()
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while health(&b).await.as_deref() != Some("up") {
+        assert!(std::time::Instant::now() < deadline, "127.0.0.1 never healthy on the map");
+        b.goto(&format!("{base}/ui/topology")).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let origin = b
+        .until_text("g[data-record=\"www.map.test/A\"]", "the origin node", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(origin.contains("www.map.test/A"), "{origin}");
+    b.shot("topology").await;
+    b.client
+        .execute("window.gtmNotReloaded = true;", vec![])
+        .await
+        .expect("a marker");
+    backend.set_status(503);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while health(&b).await.as_deref() != Some("down") {
+        assert!(std::time::Instant::now() < deadline, "127.0.0.1 never turned down on the map");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let kept = b
+        .client
+        .execute("return window.gtmNotReloaded === true;", vec![])
+        .await
+        .expect("the marker");
+    assert_eq!(kept, json!(true), "the page was reloaded");
+    b.shot("topology-down").await;
+    b.close().await;
+}
