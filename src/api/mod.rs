@@ -8,7 +8,7 @@ pub mod auth;
 mod error;
 mod history;
 mod metrics;
-mod objects;
+pub(crate) mod objects;
 pub mod routes;
 
 use std::{net::IpAddr, path::PathBuf, sync::Arc};

@@ -33,6 +33,7 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                             a href="/ui/cluster" { "Cluster" }
                             a href="/ui/geoip" { "GeoIP" }
                             @if who.allows(crate::access::Role::Admin) {
+                                a href="/ui/records/edit" { "New record" }
                                 a href="/ui/accounts" { "Accounts" }
                             }
                         }

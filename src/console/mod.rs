@@ -12,6 +12,7 @@
 mod accounts;
 mod assets;
 mod checks;
+mod form;
 mod geoip;
 mod cluster;
 mod headers;
@@ -53,6 +54,7 @@ pub fn router(state: ApiState) -> Router {
         .route_layer(guard(Role::Viewer));
     let admin = Router::new()
         .route("/ui/cluster/token", post(cluster::token))
+        .route("/ui/records/edit", get(form::page).post(form::submit))
         .route("/ui/accounts", get(accounts::page))
         .route("/ui/accounts/users", post(accounts::user))
         .route("/ui/accounts/users/{name}/remove", post(accounts::remove_user))

@@ -146,6 +146,9 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str) -> Markup {
     let action = format!("/ui/records/{}/{}/resume", segment(name), segment(rtype));
     html! {
         h1 { (p.record) " " span.sub { "on " (p.device) } }
+        @if who.allows(Role::Admin) {
+            p { a #edit href={ "/ui/records/edit?label=" (super::layout::query_value(&p.record)) } { "Edit this record" } }
+        }
         dl.facts {
             dt { "Status" } dd { span class=(class) #status { (text_of(p.status)) } }
             dt { "Mode" } dd #mode { (p.mode) }

@@ -413,3 +413,113 @@ addresses = [
     b.shot("topology-down").await;
     b.close().await;
 }
+
+/// Chooses `value` in the select `css` names.
+async fn choose(b: &Browser, select: &str, value: &str) {
+    b.client
+        .find(Locator::Css(&format!("{select} option[value=\"{value}\"]")))
+        .await
+        .unwrap_or_else(|_| panic!("{select} has {value}"))
+        .click()
+        .await
+        .expect("chosen");
+}
+
+/// Types `text` into the input `css` names.
+async fn type_into(b: &Browser, css: &str, text: &str) {
+    let field = b.client.find(Locator::Css(css)).await.expect(css);
+    field.clear().await.expect("cleared");
+    field.send_keys(text).await.expect("typed");
+}
+
+/// The sorted A answers of `name`.
+async fn answer(d: &TestDevice, name: &str) -> Vec<String> {
+    use hickory_server::proto::rr::RecordType;
+    let mut a = crate::support::answers(
+        &crate::support::udp(d.v4(), &crate::support::query(name, RecordType::A)).await,
+    );
+    a.sort();
+    a
+}
+
+async fn until_answer(d: &TestDevice, name: &str, want: &[&str]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let got = answer(d, name).await;
+        if got == want {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{name}: {got:?}, not {want:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// The record form: a new DR record with a scenario condition; a duplicate
+/// address is refused beside its row; the preview shows the field-level
+/// diff; Apply makes it a new version and DNS answers from the DR DC
+/// while the scenario is active; an edit removing the condition moves the
+/// answer to the Main DC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_record_form_previews_applies_and_dns_follows() {
+    if !browser_tools() {
+        return;
+    }
+    let d = TestDevice::start(ZONE).await;
+    let base = format!("http://{}", d.device.api_addr);
+    let b = Browser::start().await;
+    b.login(&base, &d.device.token).await;
+    b.goto(&format!("{base}/ui/records/edit?domain=example.test")).await;
+    b.fill("f-name", "shop").await;
+    choose(&b, "#f-mode", "disaster-recovery").await;
+    choose(&b, "#f-dr_condition", "scenario:dc1-down").await;
+    type_into(&b, "input[name=a0_value]", "127.0.0.10").await;
+    choose(&b, "select[name=a0_dc]", "dc1").await;
+    type_into(&b, "input[name=a1_value]", "127.0.0.10").await;
+    choose(&b, "select[name=a1_dc]", "dc2").await;
+    b.click("#preview").await;
+    let row = b
+        .until_text("tr[data-row=\"1\"] .field-error", "the duplicate's error", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(row.contains("127.0.0.10 is listed twice"), "{row}");
+    b.until_text("#form-errors", "the summary", |t| t.contains("Nothing was applied"))
+        .await;
+    b.shot("form-errors").await;
+    assert!(answer(&d, "shop.example.test.").await.is_empty(), "applied anyway");
+
+    type_into(&b, "input[name=a1_value]", "127.0.0.20").await;
+    b.click("#preview").await;
+    let diff = b
+        .until_text("#diff", "the diff", |t| t.contains("shop"))
+        .await;
+    assert!(diff.contains("+ record shop.example.test/A"), "{diff}");
+    b.shot("form-preview").await;
+    b.click("#apply").await;
+    let applied = b
+        .until_text("#applied", "the apply", |t| t.starts_with("Applied as version"))
+        .await;
+    assert!(applied.contains("+ record shop.example.test/A"), "{applied}");
+    // dc1-down is active (the web checks of 192.0.2.10/11 are refused by
+    // the probe fence): the answer comes from the DR DC.
+    until_answer(&d, "shop.example.test.", &["127.0.0.20"]).await;
+
+    // Edit through the preview's link: no DR condition any more.
+    b.goto(&format!("{base}/ui/records/shop.example.test/A")).await;
+    b.click("#edit").await;
+    b.until_path("the form", |p| p.starts_with("/ui/records/edit")).await;
+    choose(&b, "#f-dr_condition", "").await;
+    b.click("#preview").await;
+    let diff = b
+        .until_text("#diff", "the diff", |t| t.contains("dr_condition"))
+        .await;
+    assert!(
+        diff.contains("~ record shop.example.test/A in domain example.test: dr_condition \"scenario:dc1-down\" → (unset)"),
+        "{diff}"
+    );
+    b.click("#apply").await;
+    b.until_text("#applied", "the apply", |t| t.starts_with("Applied as version"))
+        .await;
+    until_answer(&d, "shop.example.test.", &["127.0.0.10"]).await;
+    b.close().await;
+}
