@@ -620,18 +620,73 @@ pub(crate) async fn test_check(
     Path(name): Path<String>,
     body: Option<Json<TestRequest>>,
 ) -> Result<Json<TestResult>, ApiError> {
-    use crate::model::config::CheckType;
     let req = body.map(|Json(b)| b).unwrap_or_default();
     let Some(spec) = state.engine.compiled_check(&name) else {
         return Err(not_found(format!("no check named \"{name}\"")));
     };
+    probe_once(&state, spec, req.address).await.map(Json)
+}
+
+/// A check not saved: given whole in the body, probed once.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProbeRequest {
+    /// The check as the configuration file writes it (`name` may be left
+    /// out).
+    pub check: serde_json::Map<String, serde_json::Value>,
+    /// For a template check: the address to probe.
+    #[serde(default)]
+    pub address: Option<IpAddr>,
+}
+
+/// The name an unsaved check is tested under when its body gives none.
+const UNSAVED_CHECK: &str = "unsaved";
+
+/// "Test now" of a check that is not saved: it is validated with the
+/// configuration (as if it were added; nothing is) and probed once.
+pub(crate) async fn test_unsaved(
+    State(state): State<ApiState>,
+    Json(req): Json<ProbeRequest>,
+) -> Result<Json<TestResult>, ApiError> {
+    let mut body = req.check;
+    if !body.contains_key("name") {
+        body.insert("name".into(), UNSAVED_CHECK.into());
+    }
+    let check: model::config::Check = serde_json::from_value(body.into())
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("check: {e}")))?;
+    let name = check.name.clone();
+    let engine = state.engine.clone();
+    let spec = blocking(move || {
+        let mut config = engine.config();
+        config.checks.retain(|c| c.name != check.name);
+        config.checks.push(check);
+        model::compile(&config)
+            .map_err(ApiError::invalid)
+            .and_then(|c| {
+                c.checks
+                    .into_iter()
+                    .find(|s| s.name == name)
+                    .ok_or_else(|| ApiError::new(ErrorKind::Internal, "the tested check vanished"))
+            })
+    })
+    .await??;
+    probe_once(&state, spec, req.address).await.map(Json)
+}
+
+/// One probe of `spec` (against `address` for a template); nothing saved.
+async fn probe_once(
+    state: &ApiState,
+    spec: crate::model::compile::CheckSpec,
+    address: Option<IpAddr>,
+) -> Result<TestResult, ApiError> {
+    use crate::model::config::CheckType;
+    let name = spec.name.clone();
     if spec.kind == CheckType::Manual {
         return Err(ApiError::new(
             ErrorKind::NotProbed,
             format!("check \"{name}\" is manual: it is set by an operator, not probed"),
         ));
     }
-    match (&spec.target, req.address) {
+    match (&spec.target, address) {
         (None, None) => {
             return Err(ApiError::new(
                 ErrorKind::BadRequest,
@@ -650,7 +705,7 @@ pub(crate) async fn test_check(
     }
     let check = crate::model::condition::CheckRef {
         name: name.clone(),
-        address: req.address,
+        address,
     };
     let server_name = state
         .engine
@@ -660,7 +715,7 @@ pub(crate) async fn test_check(
         .find(|i| i.check == check)
         .map_or_else(
             || {
-                req.address.map_or_else(
+                address.map_or_else(
                     || spec.target.clone().unwrap_or_default(),
                     |a| a.to_string(),
                 )
@@ -679,12 +734,12 @@ pub(crate) async fn test_check(
             &crate::health::target_of(&instance),
         )
         .await;
-    Ok(Json(TestResult {
+    Ok(TestResult {
         check: check.to_string(),
         ok: outcome.ok,
         reason: outcome.reason,
         elapsed_ms: outcome.elapsed.as_secs_f64() * 1000.0,
-    }))
+    })
 }
 
 async fn drain_address(

@@ -336,6 +336,16 @@ pub fn operations() -> Vec<Op> {
         .body(J(schema::<TestRequest>))
         .returns(J(schema::<TestResult>)),
         op(
+            Method::POST,
+            "/api/v1/probe",
+            Token,
+            "Test now of a check not saved: validated with the configuration, probed once, nothing saved",
+            handler!(Method::POST, test_unsaved),
+        )
+        .role(Role::Operator)
+        .body(J(schema::<ProbeRequest>))
+        .returns(J(schema::<TestResult>)),
+        op(
             Method::PUT,
             "/api/v1/drain/address",
             Token,

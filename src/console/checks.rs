@@ -60,6 +60,56 @@ pub async fn test(
     render(&state, &who, Some((name, result))).await
 }
 
+/// Test now of a check not saved, from the form's fields.
+pub async fn test_unsaved(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    form: Bytes,
+) -> Response {
+    let field = |k: &str| {
+        form_urlencoded::parse(&form)
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let mut check = serde_json::Map::new();
+    let mut shown = "unsaved check".to_string();
+    for key in ["name", "type", "target", "path", "host", "expect_status", "expect_body", "query_name"] {
+        let v = field(key);
+        if !v.is_empty() {
+            if key == "name" {
+                shown = v.clone();
+            }
+            check.insert(key.into(), v.into());
+        }
+    }
+    let result = match (field("port").as_str(), field("address").as_str()) {
+        (port, _) if !port.is_empty() && port.parse::<u16>().is_err() => {
+            Err(format!("port \"{port}\" is not a port number"))
+        }
+        (_, a) if !a.is_empty() && a.parse::<std::net::IpAddr>().is_err() => {
+            Err(format!("\"{a}\" is not an IP address"))
+        }
+        (port, address) => {
+            if let Ok(p) = port.parse::<u16>() {
+                check.insert("port".into(), p.into());
+            }
+            let request = api::ProbeRequest {
+                check,
+                address: address.parse().ok(),
+            };
+            match api::test_unsaved(State(state.clone()), Json(request)).await {
+                Ok(Json(r)) => Ok(r),
+                Err(e) => Err(std::iter::once(e.message)
+                    .chain(e.errors)
+                    .collect::<Vec<_>>()
+                    .join("; ")),
+            }
+        }
+    };
+    render(&state, &who, Some((shown, result))).await
+}
+
 async fn render(state: &ApiState, who: &Principal, tested: Option<Tested>) -> Response {
     let engine = state.engine.clone();
     let read = tokio::task::spawn_blocking(move || {
@@ -129,6 +179,24 @@ async fn render(state: &ApiState, who: &Principal, tested: Option<Tested>) -> Re
             @if let Some((name, result)) = &tested {
                 (tested_box(name, result))
             }
+            h3 { "A check not saved yet" }
+            form.filters.test method="post" action="/ui/checks/test" {
+                (csrf_field(who))
+                div.field { label for="n-name" { "Name (optional)" } input #n-name name="name" type="text"; }
+                div.field {
+                    label for="n-type" { "Type" }
+                    select #n-type name="type" {
+                        @for t in ["http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc"] { option value=(t) { (t) } }
+                    }
+                }
+                div.field { label for="n-target" { "Target (fixed)" } input #n-target name="target" type="text" placeholder="none: a template"; }
+                div.field { label for="n-port" { "Port" } input #n-port name="port" type="text" placeholder="the type's"; }
+                div.field { label for="n-path" { "Path (HTTP)" } input #n-path name="path" type="text" placeholder="/"; }
+                div.field { label for="n-expect_status" { "Expect status (HTTP)" } input #n-expect_status name="expect_status" type="text" placeholder="2xx"; }
+                div.field { label for="n-address" { "Address (template)" } input #n-address name="address" type="text" placeholder="192.0.2.10"; }
+                div.actions { button type="submit" #test-unsaved { "Test now" } }
+            }
+            h3 { "Configured checks" }
             ul.tests {
                 @for (name, probed) in &configured {
                     @if *probed {

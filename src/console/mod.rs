@@ -64,6 +64,7 @@ pub fn router(state: ApiState) -> Router {
     let operator = Router::new()
         .route("/ui/records/{name}/{rtype}/resume", post(preview::resume))
         .route("/ui/checks/{name}/test", post(checks::test))
+        .route("/ui/checks/test", post(checks::test_unsaved))
         .route_layer(guard(Role::Operator));
     let open = Router::new()
         .route("/", get(|| async { Redirect::to("/ui/") }))

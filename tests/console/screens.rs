@@ -251,6 +251,31 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
     a.click("button[data-check=\"site\"]").await;
     a.until_text("#tested", "the failed Test now", |t| t.starts_with("site: Error"))
         .await;
+    // A check not saved: tested from the form's fields, nothing saved.
+    a.fill("n-port", &backend.addr.port().to_string()).await;
+    a.fill("n-address", "127.0.0.1").await;
+    a.click("#test-unsaved").await;
+    let tested = a
+        .until_text("#tested", "the unsaved Test now", |t| t.starts_with("unsaved check"))
+        .await;
+    assert!(tested.starts_with("unsaved check: OK"), "{tested}");
+    let listed: serde_json::Value = web
+        .get(format!("{base}/api/v1/checks"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("an answer")
+        .json()
+        .await
+        .expect("JSON");
+    assert!(
+        listed.as_array().expect("a list").iter().all(|c| c["name"] != "unsaved"),
+        "the tested check was saved: {listed}"
+    );
+    a.fill("n-port", "99999").await;
+    a.click("#test-unsaved").await;
+    a.until_text("#tested", "a bad port", |t| t.contains("is not a port number"))
+        .await;
     // Scenarios: each term of the condition marked by its truth. The
     // web checks of 192.0.2.10/11 are refused by the probe fence (only
     // loopback may be probed here): both false, so dc1-down is active.
