@@ -713,7 +713,10 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         .await;
 
     // The preview of www on gtm2, fetched through gtm1.
-    br.goto(&format!("{base}/ui/?domain=console.test")).await;
+    br.goto(&format!("{base}/ui/?domain=console.test&name=www"))
+        .await;
+    br.until_text("#records .count", "www alone", |t| t == "1 record")
+        .await;
     br.until_text(&cell(www, "gtm2"), "www listed", |t| {
         t.starts_with("Partially OK")
     })
