@@ -524,6 +524,56 @@ async fn console_routes_need_a_session_and_carry_the_security_headers() {
         "{cookie}"
     );
     assert!(!cookie.contains("Secure"), "no TLS here: {cookie}");
+    let session = cookie.split(';').next().unwrap_or_default().to_string();
+    let get = |path: &str| {
+        web.get(format!("{base}{path}"))
+            .header("cookie", session.as_str())
+            .send()
+    };
+
+    // The table alone, as the page's script fetches it.
+    let table = get("/ui/records/table?status=").await.expect("an answer");
+    assert_eq!(table.status(), 200);
+    let html = table.text().await.expect("the fragment");
+    assert!(html.starts_with("<div id=\"records\""), "{html}");
+    assert!(html.contains("www.example.test/A"), "{html}");
+
+    // The stream announces a change at once (a page that connects may
+    // have missed some), as an SSE event.
+    let mut stream = get("/ui/stream").await.expect("an answer");
+    assert_eq!(stream.status(), 200);
+    let kind = stream
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(kind.starts_with("text/event-stream"), "{kind}");
+    let first = tokio::time::timeout(WAIT, stream.chunk())
+        .await
+        .expect("an event within the wait")
+        .expect("a chunk")
+        .expect("not the end");
+    let first = String::from_utf8_lossy(&first);
+    assert!(first.contains("event: change"), "{first}");
+    drop(stream);
+
+    // A preview of what does not exist is a page that says so.
+    let missing = get("/ui/records/nope.example.test/A")
+        .await
+        .expect("an answer");
+    assert_eq!(missing.status(), 404);
+    let page = missing.text().await.expect("the page");
+    assert!(
+        page.contains("no steered record nope.example.test/A"),
+        "{page}"
+    );
+    let ghost = get("/ui/records/www.example.test/A?device=ghost")
+        .await
+        .expect("an answer");
+    assert_eq!(ghost.status(), 404);
+    let page = ghost.text().await.expect("the page");
+    assert!(page.contains("no device named &quot;ghost&quot;"), "{page}");
 
     // Wrong passwords re-render the form (401) until the address is
     // refused for a while (429), the right token included.
