@@ -110,6 +110,9 @@ impl Browser {
                     "--disable-component-update",
                     "--disable-sync",
                     "--disable-dev-shm-usage",
+                    "--disable-extensions",
+                    "--no-zygote",
+                    "--single-process",
                     "--window-size=1280,860",
                     format!("--user-data-dir={}", driver._profile.path().display()),
                 ],
@@ -166,6 +169,25 @@ impl Browser {
                 return t.to_string();
             }
             assert!(Instant::now() < deadline, "{what}: {css} shows {got:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Like [`Browser::until_text`], for an attribute.
+    async fn until_attr(&self, css: &str, name: &str, what: &str, want: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let got = match self.client.find(Locator::Css(css)).await {
+                Ok(element) => element.attr(name).await.ok().flatten(),
+                Err(_) => None,
+            };
+            if got.as_deref().is_some_and(&want) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {css} has {name}={got:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -329,6 +351,24 @@ async fn console_login_csrf_and_logout_in_a_browser() {
     assert_eq!(wrong.status(), 403, "API POST with a wrong token");
     let accepted = validate(Some(&csrf)).await.expect("an answer");
     assert_eq!(accepted.status(), 200, "API POST with the session's token");
+    // A console form: Resume without the token is refused, with it done.
+    let resume = |body: String| {
+        web.post(format!("{base}/ui/records/dr.example.test/A/resume"))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let refused = resume("device=test1".into()).await.expect("an answer");
+    assert_eq!(refused.status(), 403, "console form without the token");
+    let done = resume(format!("csrf={csrf}&device=test1"))
+        .await
+        .expect("an answer");
+    assert_eq!(done.status(), 303, "console form with the token");
+    assert_eq!(
+        done.headers().get("location").and_then(|v| v.to_str().ok()),
+        Some("/ui/records/dr.example.test/A?resumed=1&device=test1")
+    );
     // Still logged in: the refused logout did not end the session.
     let page = web
         .get(format!("{base}/ui/"))
@@ -524,6 +564,56 @@ async fn console_routes_need_a_session_and_carry_the_security_headers() {
         "{cookie}"
     );
     assert!(!cookie.contains("Secure"), "no TLS here: {cookie}");
+    let session = cookie.split(';').next().unwrap_or_default().to_string();
+    let get = |path: &str| {
+        web.get(format!("{base}{path}"))
+            .header("cookie", session.as_str())
+            .send()
+    };
+
+    // The table alone, as the page's script fetches it.
+    let table = get("/ui/records/table?status=").await.expect("an answer");
+    assert_eq!(table.status(), 200);
+    let html = table.text().await.expect("the fragment");
+    assert!(html.starts_with("<div id=\"records\""), "{html}");
+    assert!(html.contains("www.example.test/A"), "{html}");
+
+    // The stream announces a change at once (a page that connects may
+    // have missed some), as an SSE event.
+    let mut stream = get("/ui/stream").await.expect("an answer");
+    assert_eq!(stream.status(), 200);
+    let kind = stream
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(kind.starts_with("text/event-stream"), "{kind}");
+    let first = tokio::time::timeout(WAIT, stream.chunk())
+        .await
+        .expect("an event within the wait")
+        .expect("a chunk")
+        .expect("not the end");
+    let first = String::from_utf8_lossy(&first);
+    assert!(first.contains("event: change"), "{first}");
+    drop(stream);
+
+    // A preview of what does not exist is a page that says so.
+    let missing = get("/ui/records/nope.example.test/A")
+        .await
+        .expect("an answer");
+    assert_eq!(missing.status(), 404);
+    let page = missing.text().await.expect("the page");
+    assert!(
+        page.contains("no steered record nope.example.test/A"),
+        "{page}"
+    );
+    let ghost = get("/ui/records/www.example.test/A?device=ghost")
+        .await
+        .expect("an answer");
+    assert_eq!(ghost.status(), 404);
+    let page = ghost.text().await.expect("the page");
+    assert!(page.contains("no device named &quot;ghost&quot;"), "{page}");
 
     // Wrong passwords re-render the form (401) until the address is
     // refused for a while (429), the right token included.
@@ -664,14 +754,11 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         br.until_text(&cell(www, device), "www OK", |t| t == "OK")
             .await;
     }
-    let heads = br
-        .text("table.records thead")
-        .await
-        .expect("the table's head");
-    assert!(
-        heads.contains("gtm1") && heads.contains("this device") && heads.contains("gtm2"),
-        "{heads}"
-    );
+    // The table may be swapped in between two reads: wait, never read once.
+    br.until_text("table.records thead", "a column per device", |t| {
+        t.contains("gtm1") && t.contains("this device") && t.contains("gtm2")
+    })
+    .await;
     br.until_text("#live", "the stream connects", |t| t.ends_with("on"))
         .await;
     br.shot("records").await;
@@ -688,16 +775,10 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
             t.starts_with("Partially OK")
         })
         .await;
-        let class = br
-            .client
-            .find(Locator::Css(&cell(www, device)))
-            .await
-            .expect("the cell")
-            .attr("class")
-            .await
-            .expect("its class")
-            .unwrap_or_default();
-        assert!(class.contains("st-partial"), "{device}: {class}");
+        br.until_attr(&cell(www, device), "class", "the cell amber", |c| {
+            c.contains("st-partial")
+        })
+        .await;
     }
     let kept = br
         .client
@@ -713,7 +794,10 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         .await;
 
     // The preview of www on gtm2, fetched through gtm1.
-    br.goto(&format!("{base}/ui/?domain=console.test")).await;
+    br.goto(&format!("{base}/ui/?domain=console.test&name=www"))
+        .await;
+    br.until_text("#records .count", "www alone", |t| t == "1 record")
+        .await;
     br.until_text(&cell(www, "gtm2"), "www listed", |t| {
         t.starts_with("Partially OK")
     })
@@ -729,11 +813,10 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         .until_text("#active", "the active records", |t| !t.is_empty())
         .await;
     assert_eq!(active.trim(), "127.0.82.11");
-    let addresses = br.text("#addresses").await.expect("the addresses");
-    assert!(
-        addresses.contains("check:web") && addresses.contains("Unhealthy"),
-        "{addresses}"
-    );
+    br.until_text("#addresses", "the addresses", |t| {
+        t.contains("check:web") && t.contains("Unhealthy")
+    })
+    .await;
     br.shot("preview").await;
 
     // DR by a manual check, then its condition clears: held by manual

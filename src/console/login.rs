@@ -31,7 +31,8 @@ pub async fn form(State(state): State<ApiState>, Query(q): Query<LoginQuery>) ->
 
 pub async fn submit(State(state): State<ApiState>, request: Request) -> Response {
     let client = auth::client_of(request.extensions());
-    if !same_origin(request.headers()) {
+    let authority = request.uri().authority().map(|a| a.as_str().to_string());
+    if !same_origin(request.headers(), authority.as_deref()) {
         let why =
             "this login form was posted from another site; open the login page of this device";
         return login_page(&state, "", None, Some(why), StatusCode::FORBIDDEN);
@@ -142,12 +143,16 @@ fn local_next(next: Option<&str>) -> Option<&str> {
 /// A browser names the page a form was posted from in `Origin`: a login
 /// posted from another site's page is refused, so no site can log a
 /// browser in under an account of its choosing. A request without
-/// `Origin` (not a browser's form post) is let through.
-fn same_origin(headers: &HeaderMap) -> bool {
+/// `Origin` (not a browser's form post) is let through. The device's own
+/// name is the `Host` header (HTTP/1.1) or the URI's authority (HTTP/2).
+fn same_origin(headers: &HeaderMap, authority: Option<&str>) -> bool {
     let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
         return true;
     };
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or(authority);
     origin
         .split_once("://")
         .is_some_and(|(_, o)| Some(o) == host)
@@ -184,19 +189,28 @@ mod tests {
     #[test]
     fn a_login_posted_from_another_site_is_refused() {
         let mut h = HeaderMap::new();
-        assert!(same_origin(&h), "no Origin: not a cross-site form");
+        assert!(same_origin(&h, None), "no Origin: not a cross-site form");
+        h.insert(
+            header::ORIGIN,
+            HeaderValue::from_static("https://127.0.0.1:8053"),
+        );
+        assert!(
+            same_origin(&h, Some("127.0.0.1:8053")),
+            "HTTP/2: the authority"
+        );
+        assert!(!same_origin(&h, None));
         h.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8053"));
         h.insert(
             header::ORIGIN,
             HeaderValue::from_static("http://127.0.0.1:8053"),
         );
-        assert!(same_origin(&h));
+        assert!(same_origin(&h, None));
         h.insert(
             header::ORIGIN,
             HeaderValue::from_static("https://evil.test"),
         );
-        assert!(!same_origin(&h));
+        assert!(!same_origin(&h, None));
         h.insert(header::ORIGIN, HeaderValue::from_static("null"));
-        assert!(!same_origin(&h));
+        assert!(!same_origin(&h, None));
     }
 }

@@ -35,18 +35,25 @@ pub struct Filters {
     pub service: String,
     #[serde(default)]
     pub status: String,
+    /// Part of the record's name, e.g. `www`.
+    #[serde(default)]
+    pub name: String,
 }
 
 impl Filters {
     fn query(&self) -> String {
         format!(
-            "domain={}&service={}&status={}",
+            "name={}&domain={}&service={}&status={}",
+            query_value(&self.name),
             query_value(&self.domain),
             query_value(&self.service),
             query_value(&self.status)
         )
     }
 }
+
+/// Rows of one table at most.
+const MAX_ROWS: usize = 2000;
 
 /// The status classes the table colours and filters by: CSS class suffix,
 /// filter value and what the filter calls it.
@@ -200,6 +207,10 @@ fn filter_form(catalog: &Catalog, f: &Filters) -> Markup {
     html! {
         form.filters method="get" action="/ui/records" aria-label="Filter the records" {
             div.field {
+                label for="f-name" { "Name contains" }
+                input #f-name type="search" name="name" value=(f.name) autocapitalize="none" spellcheck="false";
+            }
+            div.field {
                 label for="f-domain" { "Domain" }
                 select #f-domain name="domain" {
                     option value="" { "All domains" }
@@ -284,7 +295,8 @@ fn render_table(view: &View, f: &Filters) -> Markup {
                 .map(|(_, d)| d)
         })
         .flatten();
-    let shown: Vec<&str> = labels
+    let name = f.name.trim().to_ascii_lowercase();
+    let matching: Vec<&str> = labels
         .into_iter()
         .filter(|label| {
             let domain = view.catalog.records.get(*label).map(|i| i.domain.as_str());
@@ -298,12 +310,21 @@ fn render_table(view: &View, f: &Filters) -> Markup {
                             .get(*label)
                             .is_some_and(|r| class_of(r.status) == f.status)
                     }))
+                && (name.is_empty() || label.contains(name.as_str()))
         })
         .collect();
+    // A page of a huge configuration stays a page: the filters narrow it.
+    let shown = &matching[..matching.len().min(MAX_ROWS)];
     let refresh = format!("/ui/records/table?{}", f.query());
     html! {
         div #records data-refresh=(refresh) {
-            p.count { (shown.len()) " record" @if shown.len() != 1 { "s" } }
+            p.count {
+                @if shown.len() < matching.len() {
+                    "The first " (shown.len()) " of " (matching.len()) " records; narrow them with the filters."
+                } @else {
+                    (shown.len()) " record" @if shown.len() != 1 { "s" }
+                }
+            }
             div.scroll tabindex="0" role="region" aria-label="Records by device" {
                 table.records {
                     caption { "The status of every record on every device of the cluster" }
@@ -320,7 +341,7 @@ fn render_table(view: &View, f: &Filters) -> Markup {
                         }
                     }
                     tbody {
-                        @for label in &shown {
+                        @for label in shown {
                             tr data-record=(label) {
                                 th scope="row" { a href=(preview_href(label, None)) { (label) } }
                                 @for c in &columns {
@@ -451,6 +472,85 @@ mod tests {
             preview_href("*.wild.example.test/AAAA", Some("gtm 2")),
             "/ui/records/*.wild.example.test/AAAA?device=gtm+2"
         );
+    }
+
+    fn status(record: &str, status: Option<Status>) -> RecordStatus {
+        RecordStatus {
+            record: record.into(),
+            status,
+            active: Vec::new(),
+            decision: String::new(),
+        }
+    }
+
+    fn view(local: Vec<RecordStatus>, peer: Vec<RecordStatus>, reachable: bool) -> View {
+        View {
+            device: "gtm1".into(),
+            datacenter: "dc1".into(),
+            local,
+            peers: vec![PeerStatus {
+                device: "gtm2".into(),
+                datacenter: "dc2".into(),
+                age_ms: Some(9_000),
+                reachable,
+                records: peer,
+                checks: Vec::new(),
+            }],
+            catalog: Catalog::default(),
+            drains: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_table_filters_by_name_and_any_devices_status() {
+        let v = view(
+            vec![
+                status("www.a.test/A", Some(Status::Ok)),
+                status("api.a.test/A", Some(Status::Dr)),
+            ],
+            vec![status("www.a.test/A", Some(Status::PartiallyOk))],
+            true,
+        );
+        let all = render_table(&v, &Filters::default()).into_string();
+        assert!(all.contains("2 records"), "{all}");
+        assert!(all.contains("not reported"), "api is not in gtm2's report");
+        let partial = Filters {
+            status: "partial".into(),
+            ..Filters::default()
+        };
+        let html = render_table(&v, &partial).into_string();
+        assert!(
+            html.contains("1 record<") && html.contains("www.a.test/A"),
+            "{html}"
+        );
+        assert!(html.contains("Partially OK") && html.contains("st st-partial"));
+        let named = Filters {
+            name: " API ".into(),
+            ..Filters::default()
+        };
+        let html = render_table(&v, &named).into_string();
+        assert!(
+            html.contains("1 record<") && html.contains("api.a.test/A"),
+            "{html}"
+        );
+        assert!(html.contains("Disaster recovery is on"), "{html}");
+        assert!(
+            html.contains("table?name=+API+&amp;domain=&amp;service=&amp;status=\""),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_silent_peer_is_greyed_with_its_age_and_the_rows_are_capped() {
+        let many: Vec<RecordStatus> = (0..MAX_ROWS + 1)
+            .map(|i| status(&format!("r{i:05}.a.test/A"), Some(Status::Ok)))
+            .collect();
+        let v = view(many.clone(), many, false);
+        let html = render_table(&v, &Filters::default()).into_string();
+        assert!(html.contains(&format!("The first {MAX_ROWS} of {} records", MAX_ROWS + 1)));
+        assert!(html.contains("unreachable: last report 9 s ago"), "the age");
+        assert!(html.contains("st st-ok stale") && html.contains("(stale)"));
+        assert!(!html.contains(&format!("r{MAX_ROWS:05}.a.test")), "capped");
     }
 
     #[test]
