@@ -493,6 +493,8 @@ mod tests {
                 datacenter: "dc2".into(),
                 age_ms: Some(9_000),
                 reachable,
+                version: Some(3),
+                geoip: None,
                 records: peer,
                 checks: Vec::new(),
             }],
