@@ -108,6 +108,20 @@ impl Sessions {
         Some(session.clone())
     }
 
+    /// The live session with this id, not marked as used: for what a page
+    /// does by itself (a live update), which must not keep an unattended
+    /// session from its idle timeout.
+    pub fn peek(&self, id: &str) -> Option<Session> {
+        let now = Instant::now();
+        let mut open = lock(&self.open);
+        let session = open.get(id)?;
+        if !live(session, now) {
+            open.remove(id);
+            return None;
+        }
+        Some(session.clone())
+    }
+
     pub fn close(&self, id: &str) {
         lock(&self.open).remove(id);
     }
@@ -205,8 +219,10 @@ mod tests {
         assert_eq!((got.name.as_str(), got.role), ("ann", Role::Operator));
         assert_eq!(got.csrf, s.csrf);
         assert_ne!(s.id, s.csrf);
+        assert_eq!(sessions.peek(&s.id).map(|p| p.name), Some("ann".into()));
         sessions.close(&s.id);
         assert!(sessions.get(&s.id).is_none());
+        assert!(sessions.peek(&s.id).is_none());
         assert!(sessions.get("not-a-session").is_none());
     }
 

@@ -21,6 +21,9 @@ use crate::access::{Principal, Role, SessionRef, accounts::Accounts, password, s
 
 /// The header a session's script sends its CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
+/// The header a console page's script sends with its live updates: they
+/// do not renew the session's idle timeout.
+pub const BACKGROUND_HEADER: &str = "x-gtm-background";
 /// The form field a session's HTML forms send their CSRF token in.
 pub const CSRF_FIELD: &str = "csrf";
 /// Form bodies read whole to find the CSRF field.
@@ -134,7 +137,15 @@ fn session_principal(
     headers: &HeaderMap,
 ) -> Option<Principal> {
     let id = sessions::cookie_of(headers)?;
-    let session = state.sessions.get(&id)?;
+    // A page's own live updates do not count as the user's activity.
+    let background = headers
+        .get(BACKGROUND_HEADER)
+        .is_some_and(|v| v.as_bytes() == b"1");
+    let session = if background {
+        state.sessions.peek(&id)?
+    } else {
+        state.sessions.get(&id)?
+    };
     let role = if session.name == API_TOKEN_NAME {
         Role::Admin
     } else {

@@ -20,7 +20,13 @@
     var id = target.id;
     if (fetching) { again = true; return; }
     fetching = true;
-    fetch(target.getAttribute("data-refresh"), { credentials: "same-origin", cache: "no-store" })
+    // Marked as the page's own doing: a live update does not keep an
+    // unattended session from its idle timeout.
+    fetch(target.getAttribute("data-refresh"), {
+      credentials: "same-origin",
+      cache: "no-store",
+      headers: { "X-Gtm-Background": "1" }
+    })
       .then(function (r) {
         // An ended session is sent to the login page: follow it.
         if (r.redirected && r.url.indexOf("/ui/login") !== -1) {
