@@ -127,14 +127,18 @@ pub enum AccountChange {
         /// existing user only).
         password: Option<String>,
     },
-    DeleteUser { name: String },
+    DeleteUser {
+        name: String,
+    },
     /// Creates a token; refused when one of that name exists.
     PutToken {
         name: String,
         role: crate::access::Role,
         digest: String,
     },
-    DeleteToken { name: String },
+    DeleteToken {
+        name: String,
+    },
 }
 
 /// What a drain takes out of answers.

@@ -198,7 +198,7 @@ impl Device {
                         listener,
                         router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
                     )
-                        .with_graceful_shutdown(stop.cancelled_owned());
+                    .with_graceful_shutdown(stop.cancelled_owned());
                     if let Err(e) = serve.await {
                         tracing::error!(error = %e, "API server failed");
                     }

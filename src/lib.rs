@@ -20,3 +20,4 @@ pub mod peers;
 pub mod replication;
 pub mod resolve;
 pub mod tls;
+pub mod when;

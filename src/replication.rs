@@ -367,16 +367,22 @@ impl Replication {
         // The accounts made before the cluster existed come along, as the
         // commands that would make them (their digests, never secrets).
         let accounts = crate::access::accounts::Accounts::of(&local);
-        let users = accounts.users.into_iter().map(|(name, u)| AccountChange::PutUser {
-            name,
-            role: u.role,
-            password: Some(u.password),
-        });
-        let tokens = accounts.tokens.into_iter().map(|(name, t)| AccountChange::PutToken {
-            name,
-            role: t.role,
-            digest: t.digest,
-        });
+        let users = accounts
+            .users
+            .into_iter()
+            .map(|(name, u)| AccountChange::PutUser {
+                name,
+                role: u.role,
+                password: Some(u.password),
+            });
+        let tokens = accounts
+            .tokens
+            .into_iter()
+            .map(|(name, t)| AccountChange::PutToken {
+                name,
+                role: t.role,
+                digest: t.digest,
+            });
         for change in users.chain(tokens) {
             self.propose(actor.clone(), None, Action::Account(change))
                 .await?;

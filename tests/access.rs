@@ -7,8 +7,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gtm::api::routes::{Access, operations};
 use gtm::access::Role;
+use gtm::api::routes::{Access, operations};
 use reqwest::Method;
 
 use crate::{cluster::Proc, support::*};
@@ -89,7 +89,10 @@ async fn each_route_admits_exactly_the_roles_it_names() {
                 checked += 1;
             }
         }
-        if op.method == Method::GET && op.path != "/api/v1/cluster/token" && op.path != "/api/v1/accounts" {
+        if op.method == Method::GET
+            && op.path != "/api/v1/cluster/token"
+            && op.path != "/api/v1/accounts"
+        {
             assert_eq!(op.role, Role::Viewer, "{path} reads: a viewer may");
         }
     }
@@ -127,14 +130,21 @@ async fn each_route_admits_exactly_the_roles_it_names() {
     let logs = run_gtm(&d, &["logs", "--kind", "operator"]);
     assert!(logs.stdout.contains("(ops on test1)"), "{}", logs.stdout);
     assert!(
-        logs.stdout.contains("token ops created (role operator) (admin on test1)"),
+        logs.stdout
+            .contains("token ops created (role operator) (admin on test1)"),
         "{}",
         logs.stdout
     );
     // Accounts list names and roles, never a secret.
     let listed = run_gtm(&d, &["token", "list", "--json"]).stdout;
-    assert!(listed.contains("\"ops\"") && listed.contains("\"view\""), "{listed}");
-    assert!(!listed.contains("digest") && !listed.contains(&operator[5..]), "{listed}");
+    assert!(
+        listed.contains("\"ops\"") && listed.contains("\"view\""),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("digest") && !listed.contains(&operator[5..]),
+        "{listed}"
+    );
 }
 
 /// `gtm` with `--api-token` (a named token) against `p`.
@@ -188,7 +198,10 @@ async fn accounts_are_replicated_and_survive_a_restart() {
         let out = gtm_as(&b, ci, &["config", "apply", "/dev/null"]);
         assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("ci has the role operator; this needs admin"), "{err}");
+        assert!(
+            err.contains("ci has the role operator; this needs admin"),
+            "{err}"
+        );
 
         // A user, its password read from standard input.
         let mut add = Command::new(env!("CARGO_BIN_EXE_gtm"))
@@ -206,7 +219,11 @@ async fn accounts_are_replicated_and_survive_a_restart() {
             .write_all(b"a long enough password\n")
             .unwrap();
         let out = add.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let users = a.ok(&["user", "list"]);
         assert!(users.contains("ann") && users.contains("viewer"), "{users}");
         assert!(users.contains("admin on gtm2"), "{users}");

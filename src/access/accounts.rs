@@ -117,7 +117,10 @@ pub fn new_token(name: &str) -> std::io::Result<(String, String)> {
     let secret = crate::identity::hex(
         &crate::identity::random_bytes::<32>().map_err(std::io::Error::other)?,
     );
-    Ok((format!("{TOKEN_PREFIX}{name}.{secret}"), digest_hex(&secret)))
+    Ok((
+        format!("{TOKEN_PREFIX}{name}.{secret}"),
+        digest_hex(&secret),
+    ))
 }
 
 fn digest_hex(secret: &str) -> String {

@@ -174,7 +174,10 @@ async fn csrf_checked(principal: &Principal, request: Request) -> Result<Request
     let Some(session) = &principal.session else {
         return Ok(request);
     };
-    if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
         return Ok(request);
     }
     let refused = || {
@@ -236,8 +239,8 @@ pub async fn login(
         ));
     }
     let accounts = state.accounts().await;
-    let by_token = token_principal(state, &accounts, secret)
-        .filter(|p| name.is_empty() || name == p.name);
+    let by_token =
+        token_principal(state, &accounts, secret).filter(|p| name.is_empty() || name == p.name);
     let found = match (by_token, accounts.users.get(name)) {
         (Some(p), _) => Some(p),
         (None, Some(user)) => {

@@ -220,9 +220,9 @@ pub fn router(state: ApiState) -> Router {
         };
         *group = std::mem::take(group).route(op.path, op.handler);
     }
-    let mut app = Router::new().merge(public).merge(
-        secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)),
-    );
+    let mut app = Router::new()
+        .merge(public)
+        .merge(secret.route_layer(middleware::from_fn_with_state(state.clone(), peer_auth)));
     for (role, group) in by_role {
         app = app.merge(group.route_layer(middleware::from_fn_with_state(
             (state.clone(), role),
@@ -441,7 +441,13 @@ pub async fn health(State(state): State<ApiState>) -> String {
 pub async fn event_page(
     state: &ApiState,
     filter: &EventFilter,
-) -> Result<(Vec<Event>, impl Fn(&Event) -> bool + Clone + Send + Sync + 'static), ApiError> {
+) -> Result<
+    (
+        Vec<Event>,
+        impl Fn(&Event) -> bool + Clone + Send + Sync + 'static,
+    ),
+    ApiError,
+> {
     let since_ms = match &filter.since {
         Some(text) => {
             let age: crate::model::duration::Interval = text
@@ -924,7 +930,9 @@ pub struct TokenResponse {
     pub token: String,
 }
 
-pub(crate) async fn cluster_token(State(state): State<ApiState>) -> Result<Json<TokenResponse>, ApiError> {
+pub(crate) async fn cluster_token(
+    State(state): State<ApiState>,
+) -> Result<Json<TokenResponse>, ApiError> {
     if !state.replication.clustered() {
         return Err(ApiError::new(
             ErrorKind::NotClustered,
@@ -1012,7 +1020,12 @@ async fn peer_report(State(state): State<ApiState>, body: Bytes) -> Result<Statu
     // (under the engine's lock) off the async workers.
     let report: crate::peers::Report = blocking(move || serde_json::from_slice(&body))
         .await?
-        .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("the peer report does not parse: {e}")))?;
+        .map_err(|e| {
+            ApiError::new(
+                ErrorKind::BadRequest,
+                format!("the peer report does not parse: {e}"),
+            )
+        })?;
     tokio::task::spawn_blocking(move || {
         peers.receive(report);
         peers.judge(&replication, &engine, &dc);

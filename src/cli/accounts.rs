@@ -92,7 +92,11 @@ pub(super) async fn user(client: &Client, cmd: &UserCmd) -> Result<()> {
         }
         UserCmd::Remove { name } => {
             let _: Vec<AccountInfo> = client
-                .send(client.http.delete(client.url(&format!("/api/v1/users/{name}"))))
+                .send(
+                    client
+                        .http
+                        .delete(client.url(&format!("/api/v1/users/{name}"))),
+                )
                 .await?;
             println!("user {name} removed");
             Ok(())
@@ -105,10 +109,15 @@ pub(super) async fn token(client: &Client, cmd: &TokenCmd) -> Result<()> {
         TokenCmd::List { json } => list(client, "token", *json).await,
         TokenCmd::Create { name, role } => {
             let made: NewToken = client
-                .send(client.http.post(client.url("/api/v1/tokens")).json(&TokenRequest {
-                    name: name.clone(),
-                    role: *role,
-                }))
+                .send(
+                    client
+                        .http
+                        .post(client.url("/api/v1/tokens"))
+                        .json(&TokenRequest {
+                            name: name.clone(),
+                            role: *role,
+                        }),
+                )
                 .await?;
             println!("{}", made.token);
             eprintln!("token {name} created ({role}); it is shown this once");
@@ -116,7 +125,11 @@ pub(super) async fn token(client: &Client, cmd: &TokenCmd) -> Result<()> {
         }
         TokenCmd::Revoke { name } => {
             let _: Vec<AccountInfo> = client
-                .send(client.http.delete(client.url(&format!("/api/v1/tokens/{name}"))))
+                .send(
+                    client
+                        .http
+                        .delete(client.url(&format!("/api/v1/tokens/{name}"))),
+                )
                 .await?;
             println!("token {name} revoked");
             Ok(())
@@ -178,14 +191,14 @@ async fn put_user(client: &Client, name: &str, role: Role, password: Option<Stri
 /// One line of standard input, without its line end.
 fn read_password() -> Result<String> {
     let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| CliError::BadInput(format!("cannot read the password from standard input: {e}")))?;
+    std::io::stdin().lock().read_line(&mut line).map_err(|e| {
+        CliError::BadInput(format!("cannot read the password from standard input: {e}"))
+    })?;
     let password = line.trim_end_matches(['\n', '\r']).to_string();
     if password.is_empty() {
         return Err(CliError::BadInput(
-            "give the password on standard input (one line), e.g. from a file: < password.txt".into(),
+            "give the password on standard input (one line), e.g. from a file: < password.txt"
+                .into(),
         )
         .into());
     }

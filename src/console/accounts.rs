@@ -77,7 +77,13 @@ pub async fn remove_user(
     Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> Response {
-    let outcome = match delete_user(State(state.clone()), Extension(who.clone()), Path(name.clone())).await {
+    let outcome = match delete_user(
+        State(state.clone()),
+        Extension(who.clone()),
+        Path(name.clone()),
+    )
+    .await
+    {
         Ok(_) => Outcome::Done(format!("user {name} removed")),
         Err(e) => Outcome::Failed(e.message),
     };
@@ -95,7 +101,10 @@ pub async fn token(
         Ok(role) => match create_token(
             State(state.clone()),
             Extension(who.clone()),
-            Json(TokenRequest { name: name.clone(), role }),
+            Json(TokenRequest {
+                name: name.clone(),
+                role,
+            }),
         )
         .await
         {
@@ -114,7 +123,13 @@ pub async fn revoke(
     Extension(who): Extension<Principal>,
     Path(name): Path<String>,
 ) -> Response {
-    let outcome = match delete_token(State(state.clone()), Extension(who.clone()), Path(name.clone())).await {
+    let outcome = match delete_token(
+        State(state.clone()),
+        Extension(who.clone()),
+        Path(name.clone()),
+    )
+    .await
+    {
         Ok(_) => Outcome::Done(format!("token {name} revoked")),
         Err(e) => Outcome::Failed(e.message),
     };
@@ -158,7 +173,7 @@ async fn render(state: &ApiState, who: &Principal, outcome: Option<Outcome>) -> 
                             th scope="row" { (a.name) }
                             td { (a.kind) }
                             td.role { (a.role) }
-                            td { (super::time::utc(a.time_ms)) }
+                            td { (crate::when::utc(a.time_ms)) }
                             td { (a.by.to_string()) }
                             td {
                                 @let action = if a.kind == "user" {

@@ -74,7 +74,16 @@ pub async fn test_unsaved(
     };
     let mut check = serde_json::Map::new();
     let mut shown = "unsaved check".to_string();
-    for key in ["name", "type", "target", "path", "host", "expect_status", "expect_body", "query_name"] {
+    for key in [
+        "name",
+        "type",
+        "target",
+        "path",
+        "host",
+        "expect_status",
+        "expect_body",
+        "query_name",
+    ] {
         let v = field(key);
         if !v.is_empty() {
             if key == "name" {
@@ -123,7 +132,11 @@ async fn render(state: &ApiState, who: &Principal, tested: Option<Tested>) -> Re
     })
     .await;
     let Ok((local, scenarios, configured)) = read else {
-        return (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "the device failed to read its checks").into_response();
+        return (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "the device failed to read its checks",
+        )
+            .into_response();
     };
     let peers = state.peers.status(&state.replication);
     let device = state.engine.device().to_string();

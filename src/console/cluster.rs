@@ -68,7 +68,10 @@ pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Princ
 }
 
 /// Shows the join token (admins; a POST, so it is never in a URL).
-pub async fn token(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
+pub async fn token(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+) -> Response {
     let shown = match api::cluster_token(State(state.clone())).await {
         Ok(Json(t)) => Ok(t.token),
         Err(e) => Err(e.message),
@@ -76,7 +79,11 @@ pub async fn token(State(state): State<ApiState>, Extension(who): Extension<Prin
     render(&state, &who, Some(shown)).await
 }
 
-async fn render(state: &ApiState, who: &Principal, token: Option<Result<String, String>>) -> Response {
+async fn render(
+    state: &ApiState,
+    who: &Principal,
+    token: Option<Result<String, String>>,
+) -> Response {
     let status = state.replication.status();
     let clustered = !status.members.is_empty();
     let members = members(state, &status);
@@ -122,9 +129,9 @@ async fn render(state: &ApiState, who: &Principal, token: Option<Result<String, 
                                 td.reach { @if reachable { "yes" } @else { "no" } }
                                 td { @match &m.peer {
                                     None => "-",
-                                    Some(p) => (p.age_ms.map_or("never".into(), |a| format!("{} ago", super::time::age(a)))),
+                                    Some(p) => (p.age_ms.map_or("never".into(), |a| format!("{} ago", crate::when::age(a)))),
                                 } }
-                                td { (m.last_contact_ms.map_or("-".into(), |a| format!("{} ago", super::time::age(a)))) }
+                                td { (m.last_contact_ms.map_or("-".into(), |a| format!("{} ago", crate::when::age(a)))) }
                                 td { (m.version.map_or("-".into(), |v| v.to_string())) }
                                 td.api { (m.api) }
                             }

@@ -118,7 +118,11 @@ pub async fn page(
         }
     }
     let domain_name = if q.domain.is_empty() {
-        config.domains.first().map(|d| d.name.clone()).unwrap_or_default()
+        config
+            .domains
+            .first()
+            .map(|d| d.name.clone())
+            .unwrap_or_default()
     } else {
         q.domain.clone()
     };
@@ -196,9 +200,19 @@ pub async fn submit(
             };
             // After an apply, the form edits the record as it now is.
             if apply {
-                fields.set("orig", format!("{}/{}", fields.get("name"), fields.get("type")));
+                fields.set(
+                    "orig",
+                    format!("{}/{}", fields.get("name"), fields.get("type")),
+                );
             }
-            render(&state, &who, &state.engine.config(), &fields, &problems, Some(outcome))
+            render(
+                &state,
+                &who,
+                &state.engine.config(),
+                &fields,
+                &problems,
+                Some(outcome),
+            )
         }
         Err(e) => {
             for text in e.errors.iter().cloned() {
@@ -214,7 +228,8 @@ pub async fn submit(
 }
 
 fn same(a: &str, b: &str) -> bool {
-    a.trim_end_matches('.').eq_ignore_ascii_case(b.trim_end_matches('.'))
+    a.trim_end_matches('.')
+        .eq_ignore_ascii_case(b.trim_end_matches('.'))
 }
 
 /// The index of the record `name/TYPE` in a domain.
@@ -260,7 +275,12 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
     f.set("main_dc", domain.main_dc.clone().unwrap_or_default());
     f.set("dr_dc", domain.dr_dc.clone().unwrap_or_default());
     f.set("dc_order", list(&domain.dc_order));
-    f.set("dcs_to_select", domain.dcs_to_select.map_or(String::new(), |n| n.to_string()));
+    f.set(
+        "dcs_to_select",
+        domain
+            .dcs_to_select
+            .map_or(String::new(), |n| n.to_string()),
+    );
     let Some(r) = record else {
         f.set("type", "A");
         return f;
@@ -271,24 +291,32 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
     f.set("ttl", r.ttl.map_or(String::new(), |t| t.to_string()));
     f.set("mode", r.mode.map(|m| word(&m)).unwrap_or_default());
     f.set("balance", r.balance.map(|b| word(&b)).unwrap_or_default());
-    f.set("max_answers", r.max_answers.map_or(String::new(), |n| n.to_string()));
+    f.set(
+        "max_answers",
+        r.max_answers.map_or(String::new(), |n| n.to_string()),
+    );
     f.set("dr_condition", r.dr_condition.clone().unwrap_or_default());
     f.set("dr_on_no_healthy", opt_bool(r.dr_on_no_healthy));
     f.set("failback", r.failback.map(|b| word(&b)).unwrap_or_default());
     f.set("fail_safe", list(&r.fail_safe));
-    f.set("on_no_healthy", r.on_no_healthy.map(|o| word(&o)).unwrap_or_default());
+    f.set(
+        "on_no_healthy",
+        r.on_no_healthy.map(|o| word(&o)).unwrap_or_default(),
+    );
     f.set("topology", opt_bool(r.topology));
     f.set("values", r.values.join("\n"));
     for (i, a) in r.addresses.iter().enumerate() {
-        let value = a
-            .ip
-            .map(|ip| ip.to_string())
-            .or_else(|| a.target.clone())
-            .unwrap_or_default();
+        let value =
+            a.ip.map(|ip| ip.to_string())
+                .or_else(|| a.target.clone())
+                .unwrap_or_default();
         f.set(&format!("a{i}_value"), value);
         f.set(&format!("a{i}_dc"), a.dc.clone().unwrap_or_default());
         f.set(&format!("a{i}_hc"), a.hc.clone().unwrap_or_default());
-        f.set(&format!("a{i}_weight"), a.weight.map_or(String::new(), |w| w.to_string()));
+        f.set(
+            &format!("a{i}_weight"),
+            a.weight.map_or(String::new(), |w| w.to_string()),
+        );
         f.set(&format!("a{i}_countries"), list(&a.countries));
         f.set(&format!("a{i}_continents"), list(&a.continents));
     }
@@ -298,14 +326,24 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
 /// The address rows the form holds: every index with a field.
 fn rows(f: &Fields) -> usize {
     f.0.keys()
-        .filter_map(|k| k.strip_prefix('a')?.split_once('_')?.0.parse::<usize>().ok())
+        .filter_map(|k| {
+            k.strip_prefix('a')?
+                .split_once('_')?
+                .0
+                .parse::<usize>()
+                .ok()
+        })
         .max()
         .map_or(0, |m| m + 1)
 }
 
 /// The domain the form describes, or the problems that stop it.
 fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain> {
-    let Some(current) = config.domains.iter().find(|d| same(&d.name, f.get("domain"))) else {
+    let Some(current) = config
+        .domains
+        .iter()
+        .find(|d| same(&d.name, f.get("domain")))
+    else {
         problems.add(None, format!("no domain named \"{}\"", f.get("domain")));
         return None;
     };
@@ -318,7 +356,10 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         match text.parse::<u64>() {
             Ok(n) => Some(n),
             Err(_) => {
-                problems.add(Some(key.into()), format!("{key}: \"{text}\" is not a whole number"));
+                problems.add(
+                    Some(key.into()),
+                    format!("{key}: \"{text}\" is not a whole number"),
+                );
                 None
             }
         }
@@ -329,11 +370,17 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
     domain.dc_order = split_list(f.get("dc_order"));
     domain.dcs_to_select = number("dcs_to_select", problems).map(|n| n as usize);
     let Some(kind) = parse_word::<RecordType>(f.get("type")) else {
-        problems.add(Some("type".into()), format!("type: \"{}\" is not a record type", f.get("type")));
+        problems.add(
+            Some("type".into()),
+            format!("type: \"{}\" is not a record type", f.get("type")),
+        );
         return None;
     };
     if f.get("name").is_empty() {
-        problems.add(Some("name".into()), "name: give the record's name (@ for the apex)".into());
+        problems.add(
+            Some("name".into()),
+            "name: give the record's name (@ for the apex)".into(),
+        );
     }
     let ttl = number("ttl", problems).map(|n| u32::try_from(n).unwrap_or(u32::MAX));
     let max_answers = number("max_answers", problems).map(|n| n as usize);
@@ -367,7 +414,10 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
                 Err(_) => {
                     problems.add(
                         Some(format!("a{i}")),
-                        format!("address row {}: weight \"{w}\" is not a whole number", i + 1),
+                        format!(
+                            "address row {}: weight \"{w}\" is not a whole number",
+                            i + 1
+                        ),
                     );
                     None
                 }
@@ -421,7 +471,11 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
 /// (`... / address 3: ...`) or a record or domain key it starts with.
 fn field_of(error: &str) -> Option<String> {
     if let Some(rest) = error.split(" / address ").nth(1) {
-        let n: usize = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+        let n: usize = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
         return Some(format!("a{}", n.checked_sub(1)?));
     }
     let detail = error.rsplit_once(": ").map_or(error, |(_, d)| d);
@@ -476,7 +530,13 @@ fn text_field(f: &Fields, p: &Problems, key: &str, label: &str, hint: &str) -> M
     }
 }
 
-fn select_field(f: &Fields, p: &Problems, key: &str, label: &str, options: &[(String, String)]) -> Markup {
+fn select_field(
+    f: &Fields,
+    p: &Problems,
+    key: &str,
+    label: &str,
+    options: &[(String, String)],
+) -> Markup {
     html! {
         div.field .invalid[p.by_field.contains_key(key)] {
             label for={ "f-" (key) } { (label) }
@@ -512,13 +572,31 @@ fn render(
         (String::new(), "Static (default)".to_string()),
         ("disabled".to_string(), "Disabled".to_string()),
     ];
-    hc_options.extend(config.scenarios.iter().map(|s| (format!("scenario:{}", s.name), format!("scenario {}", s.name))));
-    hc_options.extend(config.checks.iter().map(|c| (format!("check:{}", c.name), format!("check {}", c.name))));
+    hc_options.extend(config.scenarios.iter().map(|s| {
+        (
+            format!("scenario:{}", s.name),
+            format!("scenario {}", s.name),
+        )
+    }));
+    hc_options.extend(
+        config
+            .checks
+            .iter()
+            .map(|c| (format!("check:{}", c.name), format!("check {}", c.name))),
+    );
     let mut dr_options = vec![
         (String::new(), "(none)".to_string()),
-        ("automatic".to_string(), "automatic (no healthy Main address)".to_string()),
+        (
+            "automatic".to_string(),
+            "automatic (no healthy Main address)".to_string(),
+        ),
     ];
-    dr_options.extend(config.scenarios.iter().map(|s| (format!("scenario:{}", s.name), format!("scenario {}", s.name))));
+    dr_options.extend(config.scenarios.iter().map(|s| {
+        (
+            format!("scenario:{}", s.name),
+            format!("scenario {}", s.name),
+        )
+    }));
     let flag_options = |default: &str| {
         vec![
             (String::new(), format!("(default: {default})")),
@@ -673,11 +751,13 @@ mod tests {
     #[test]
     fn errors_find_the_fields_they_name() {
         assert_eq!(
-            field_of("domain example.test / record www A / address 3: unknown scenario \"x\"").as_deref(),
+            field_of("domain example.test / record www A / address 3: unknown scenario \"x\"")
+                .as_deref(),
             Some("a2")
         );
         assert_eq!(
-            field_of("domain example.test / record www A: dr_condition: unknown scenario \"x\"").as_deref(),
+            field_of("domain example.test / record www A: dr_condition: unknown scenario \"x\"")
+                .as_deref(),
             Some("dr_condition")
         );
         assert_eq!(

@@ -110,7 +110,13 @@ pub async fn page(
 ) -> Response {
     let events = read(&state, &q).await;
     let mut devices = vec![state.engine.device().to_string()];
-    devices.extend(state.peers.status(&state.replication).into_iter().map(|p| p.device));
+    devices.extend(
+        state
+            .peers
+            .status(&state.replication)
+            .into_iter()
+            .map(|p| p.device),
+    );
     let body = html! {
         h1 { "GTM Logs" }
         (form(&q, &devices))
@@ -171,7 +177,9 @@ fn form(q: &LogQuery, devices: &[String]) -> Markup {
 }
 
 fn render(q: &LogQuery, events: &Result<Vec<Event>, String>) -> Markup {
-    let refresh = q.following().then(|| format!("/ui/logs/table?{}", q.query(None)));
+    let refresh = q
+        .following()
+        .then(|| format!("/ui/logs/table?{}", q.query(None)));
     html! {
         div #logs data-refresh=[refresh] {
             @match events {
@@ -196,7 +204,7 @@ fn render(q: &LogQuery, events: &Result<Vec<Event>, String>) -> Markup {
                             tbody {
                                 @for e in events {
                                     tr data-kind=(kind_name(e.kind)) data-device=(e.device) {
-                                        td.time { (super::time::utc(e.time_ms)) }
+                                        td.time { (crate::when::utc(e.time_ms)) }
                                         td { (e.device) }
                                         td { (kind_name(e.kind)) }
                                         td.object { (e.object) }

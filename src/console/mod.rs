@@ -12,9 +12,9 @@
 mod accounts;
 mod assets;
 mod checks;
+mod cluster;
 mod form;
 mod geoip;
-mod cluster;
 mod headers;
 mod layout;
 mod login;
@@ -22,7 +22,7 @@ mod logs;
 mod preview;
 mod records;
 mod stream;
-mod time;
+
 mod topology;
 
 use axum::{
@@ -57,7 +57,10 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/records/edit", get(form::page).post(form::submit))
         .route("/ui/accounts", get(accounts::page))
         .route("/ui/accounts/users", post(accounts::user))
-        .route("/ui/accounts/users/{name}/remove", post(accounts::remove_user))
+        .route(
+            "/ui/accounts/users/{name}/remove",
+            post(accounts::remove_user),
+        )
         .route("/ui/accounts/tokens", post(accounts::token))
         .route("/ui/accounts/tokens/{name}/revoke", post(accounts::revoke))
         .route_layer(guard(Role::Admin));

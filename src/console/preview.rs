@@ -210,7 +210,7 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str) -> Markup {
             } @else {
                 ol.switchovers reversed {
                     @for e in p.switchovers.iter().rev() {
-                        li { time { (super::time::utc(e.time_ms)) } " " (e.text) }
+                        li { time { (crate::when::utc(e.time_ms)) } " " (e.text) }
                     }
                 }
             }

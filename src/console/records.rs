@@ -266,8 +266,8 @@ fn columns(view: &View) -> Vec<Column<'_>> {
     for p in &view.peers {
         let heard = match p.age_ms {
             None => "never heard from".to_string(),
-            Some(ms) if p.reachable => format!("last report {} ago", super::time::age(ms)),
-            Some(ms) => format!("unreachable: last report {} ago", super::time::age(ms)),
+            Some(ms) if p.reachable => format!("last report {} ago", crate::when::age(ms)),
+            Some(ms) => format!("unreachable: last report {} ago", crate::when::age(ms)),
         };
         columns.push(Column {
             device: &p.device,

@@ -83,7 +83,9 @@ async fn gather(state: &ApiState) -> Map {
         .or_default()
         .push((state.engine.device().to_string(), true));
     for p in state.peers.status(&state.replication) {
-        dcs.entry(p.datacenter).or_default().push((p.device, p.reachable));
+        dcs.entry(p.datacenter)
+            .or_default()
+            .push((p.device, p.reachable));
     }
     Map {
         previews,
@@ -141,7 +143,11 @@ fn render(map: &Map) -> Markup {
     for g in &groups {
         let top = y;
         y += ROW;
-        for address in nodes.get(g).map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default() {
+        for address in nodes
+            .get(g)
+            .map(|m| m.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+        {
             at.insert((g.clone(), address), y);
             y += ROW;
         }

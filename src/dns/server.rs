@@ -8,7 +8,6 @@ use std::{
         atomic::{AtomicBool, Ordering},
     },
     thread::JoinHandle,
-
 };
 
 use tokio::net::TcpListener;

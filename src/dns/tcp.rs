@@ -83,7 +83,8 @@ async fn connection(stream: TcpStream, peer: SocketAddr, handler: &Handler) {
 /// The framed reply to one message (its length, then the response), or
 /// `None` when nothing is sent back (a response, or no header).
 pub fn reply(handler: &Handler, message: &[u8], peer: SocketAddr) -> Option<Vec<u8>> {
-    let response = DRAW.with(|d| answer(handler, message, peer, Transport::Tcp, &mut d.borrow_mut()))?;
+    let response =
+        DRAW.with(|d| answer(handler, message, peer, Transport::Tcp, &mut d.borrow_mut()))?;
     // `answer` keeps a response within 65,535 bytes over TCP.
     let len = u16::try_from(response.len()).ok()?;
     let mut framed = Vec::with_capacity(response.len() + 2);

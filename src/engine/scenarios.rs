@@ -112,7 +112,10 @@ mod tests {
             ("maint", None) => Some(true),
             _ => None,
         };
-        let p = pieces("NOT (web@192.0.2.10 OR web@192.0.2.11) UNLESS maint", &truth);
+        let p = pieces(
+            "NOT (web@192.0.2.10 OR web@192.0.2.11) UNLESS maint",
+            &truth,
+        );
         let terms: Vec<(&str, Option<bool>)> = p
             .iter()
             .filter_map(|p| match p {
@@ -138,7 +141,10 @@ mod tests {
         let at_least = pieces("AT LEAST 2 (a, b, c)", &|_| None);
         assert!(matches!(&at_least[0], Piece::Text(t) if t == "AT "));
         assert_eq!(
-            at_least.iter().filter(|p| matches!(p, Piece::Term { .. })).count(),
+            at_least
+                .iter()
+                .filter(|p| matches!(p, Piece::Term { .. }))
+                .count(),
             3
         );
     }

@@ -30,7 +30,12 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .send()
         .await
         .expect("an answer");
-    assert_eq!(init.status(), 200, "{}", init.text().await.unwrap_or_default());
+    assert_eq!(
+        init.status(),
+        200,
+        "{}",
+        init.text().await.unwrap_or_default()
+    );
 
     let made = web
         .put(format!("{base}/api/v1/users/ann"))
@@ -39,7 +44,12 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .send()
         .await
         .expect("an answer");
-    assert_eq!(made.status(), 200, "{}", made.text().await.unwrap_or_default());
+    assert_eq!(
+        made.status(),
+        200,
+        "{}",
+        made.text().await.unwrap_or_default()
+    );
     let b = Browser::start().await;
     b.goto(&format!("{base}/ui/")).await;
     b.until_path("sent to log in", |p| p.starts_with("/ui/login"))
@@ -54,7 +64,8 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
     assert_eq!(who, "ann (viewer)");
 
     // The preview of a DR record: no Resume button for a viewer...
-    b.goto(&format!("{base}/ui/records/dr.example.test/A")).await;
+    b.goto(&format!("{base}/ui/records/dr.example.test/A"))
+        .await;
     b.until_text("h1", "the preview", |t| t.contains("dr.example.test"))
         .await;
     assert!(
@@ -73,7 +84,10 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .expect("an answer");
     assert_eq!(api.status(), 403, "the API lets a viewer resume");
     let body = api.text().await.unwrap_or_default();
-    assert!(body.contains("ann has the role viewer; this needs operator"), "{body}");
+    assert!(
+        body.contains("ann has the role viewer; this needs operator"),
+        "{body}"
+    );
     let console = web
         .post(format!("{base}/ui/records/dr.example.test/A/resume"))
         .header("cookie", &cookie)
@@ -118,7 +132,8 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
 
     // GTM Logs, operator events, followed: an account change is there;
     // a drain made meanwhile through the API appears without a reload.
-    b.goto(&format!("{base}/ui/logs?kind=operator&follow=on")).await;
+    b.goto(&format!("{base}/ui/logs?kind=operator&follow=on"))
+        .await;
     b.until_text("#logs tbody", "the operator events", |t| {
         t.contains("user ann added (role viewer)")
     })
@@ -183,10 +198,14 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .expect("chosen");
     a.fill("u-password", "bob's long password").await;
     a.click("#save-user").await;
-    a.until_text("#account-done", "the user saved", |t| t == "user bob saved (operator)")
-        .await;
+    a.until_text("#account-done", "the user saved", |t| {
+        t == "user bob saved (operator)"
+    })
+    .await;
     let role = a
-        .until_text("tr[data-account=\"bob\"] td.role", "bob's role", |t| !t.is_empty())
+        .until_text("tr[data-account=\"bob\"] td.role", "bob's role", |t| {
+            !t.is_empty()
+        })
         .await;
     assert_eq!(role, "operator");
     a.fill("t-name", "ci").await;
@@ -208,8 +227,10 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
     assert_eq!(whoami["name"], "ci");
     assert_eq!(whoami["role"], "viewer", "the first role of the list");
     a.click("button[data-remove=\"ci\"]").await;
-    a.until_text("#account-done", "the token revoked", |t| t == "token ci revoked")
-        .await;
+    a.until_text("#account-done", "the token revoked", |t| {
+        t == "token ci revoked"
+    })
+    .await;
     let refused = web
         .get(format!("{base}/api/v1/whoami"))
         .bearer_auth(&made)
@@ -218,14 +239,18 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .expect("an answer");
     assert_eq!(refused.status(), 401, "a revoked token still works");
     a.click("button[data-remove=\"bob\"]").await;
-    a.until_text("#account-done", "the user removed", |t| t == "user bob removed")
-        .await;
+    a.until_text("#account-done", "the user removed", |t| {
+        t == "user bob removed"
+    })
+    .await;
     // A refused change says why, beside the forms.
     a.fill("u-name", "Not A Name").await;
     a.fill("u-password", "long enough password").await;
     a.click("#save-user").await;
-    a.until_text("#account-error", "the refusal", |t| t.contains("is not valid"))
-        .await;
+    a.until_text("#account-error", "the refusal", |t| {
+        t.contains("is not valid")
+    })
+    .await;
 
     // Checks: Test now of a configured check against a real backend (one
     // probe, nothing saved), and of the same check against an address
@@ -238,7 +263,12 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .send()
         .await
         .expect("an answer");
-    assert_eq!(check.status(), 200, "{}", check.text().await.unwrap_or_default());
+    assert_eq!(
+        check.status(),
+        200,
+        "{}",
+        check.text().await.unwrap_or_default()
+    );
     a.goto(&format!("{base}/ui/checks")).await;
     a.fill("addr-site", "127.0.0.1").await;
     a.click("button[data-check=\"site\"]").await;
@@ -249,14 +279,18 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
     a.shot("checks").await;
     a.fill("addr-site", "127.0.0.2").await;
     a.click("button[data-check=\"site\"]").await;
-    a.until_text("#tested", "the failed Test now", |t| t.starts_with("site: Error"))
-        .await;
+    a.until_text("#tested", "the failed Test now", |t| {
+        t.starts_with("site: Error")
+    })
+    .await;
     // A check not saved: tested from the form's fields, nothing saved.
     a.fill("n-port", &backend.addr.port().to_string()).await;
     a.fill("n-address", "127.0.0.1").await;
     a.click("#test-unsaved").await;
     let tested = a
-        .until_text("#tested", "the unsaved Test now", |t| t.starts_with("unsaved check"))
+        .until_text("#tested", "the unsaved Test now", |t| {
+            t.starts_with("unsaved check")
+        })
         .await;
     assert!(tested.starts_with("unsaved check: OK"), "{tested}");
     let listed: serde_json::Value = web
@@ -269,13 +303,19 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .await
         .expect("JSON");
     assert!(
-        listed.as_array().expect("a list").iter().all(|c| c["name"] != "unsaved"),
+        listed
+            .as_array()
+            .expect("a list")
+            .iter()
+            .all(|c| c["name"] != "unsaved"),
         "the tested check was saved: {listed}"
     );
     a.fill("n-port", "99999").await;
     a.click("#test-unsaved").await;
-    a.until_text("#tested", "a bad port", |t| t.contains("is not a port number"))
-        .await;
+    a.until_text("#tested", "a bad port", |t| {
+        t.contains("is not a port number")
+    })
+    .await;
     // Scenarios: each term of the condition marked by its truth. The
     // web checks of 192.0.2.10/11 are refused by the probe fence (only
     // loopback may be probed here): both false, so dc1-down is active.
@@ -291,7 +331,10 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         for m in &marks {
             truths.push((
                 m.text().await.expect("a term"),
-                m.attr("data-truth").await.expect("a truth").unwrap_or_default(),
+                m.attr("data-truth")
+                    .await
+                    .expect("a truth")
+                    .unwrap_or_default(),
             ));
         }
         if truths
@@ -309,9 +352,11 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     let decision = a
-        .until_text("section[data-scenario=\"dc1-down\"] .decision", "the decision", |t| {
-            !t.is_empty()
-        })
+        .until_text(
+            "section[data-scenario=\"dc1-down\"] .decision",
+            "the decision",
+            |t| !t.is_empty(),
+        )
         .await;
     assert_eq!(decision, "active");
     a.shot("checks-scenarios").await;
@@ -349,8 +394,10 @@ async fn console_geoip_card_in_a_browser() {
     b.shot("geoip").await;
     b.fill("g-ip", "not-an-address").await;
     b.click("#lookup").await;
-    b.until_text(".error", "the refusal", |t| t.contains("is not an IP address"))
-        .await;
+    b.until_text(".error", "the refusal", |t| {
+        t.contains("is not an IP address")
+    })
+    .await;
     b.close().await;
 }
 
@@ -408,14 +455,19 @@ addresses = [
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while health(&b).await.as_deref() != Some("up") {
-        assert!(std::time::Instant::now() < deadline, "127.0.0.1 never healthy on the map");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "127.0.0.1 never healthy on the map"
+        );
         b.goto(&format!("{base}/ui/topology")).await;
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     let origin = b
-        .until_text("g[data-record=\"www.map.test/A\"]", "the origin node", |t| {
-            !t.is_empty()
-        })
+        .until_text(
+            "g[data-record=\"www.map.test/A\"]",
+            "the origin node",
+            |t| !t.is_empty(),
+        )
         .await;
     assert!(origin.contains("www.map.test/A"), "{origin}");
     b.shot("topology").await;
@@ -426,7 +478,10 @@ addresses = [
     backend.set_status(503);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while health(&b).await.as_deref() != Some("down") {
-        assert!(std::time::Instant::now() < deadline, "127.0.0.1 never turned down on the map");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "127.0.0.1 never turned down on the map"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let kept = b
@@ -474,7 +529,10 @@ async fn until_answer(d: &TestDevice, name: &str, want: &[&str]) {
         if got == want {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "{name}: {got:?}, not {want:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name}: {got:?}, not {want:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
@@ -493,7 +551,8 @@ async fn console_record_form_previews_applies_and_dns_follows() {
     let base = format!("http://{}", d.device.api_addr);
     let b = Browser::start().await;
     b.login(&base, &d.device.token).await;
-    b.goto(&format!("{base}/ui/records/edit?domain=example.test")).await;
+    b.goto(&format!("{base}/ui/records/edit?domain=example.test"))
+        .await;
     b.fill("f-name", "shop").await;
     choose(&b, "#f-mode", "disaster-recovery").await;
     choose(&b, "#f-dr_condition", "scenario:dc1-down").await;
@@ -503,15 +562,22 @@ async fn console_record_form_previews_applies_and_dns_follows() {
     choose(&b, "select[name=a1_dc]", "dc2").await;
     b.click("#preview").await;
     let row = b
-        .until_text("tr[data-row=\"1\"] .field-error", "the duplicate's error", |t| {
-            !t.is_empty()
-        })
+        .until_text(
+            "tr[data-row=\"1\"] .field-error",
+            "the duplicate's error",
+            |t| !t.is_empty(),
+        )
         .await;
     assert!(row.contains("127.0.0.10 is listed twice"), "{row}");
-    b.until_text("#form-errors", "the summary", |t| t.contains("Nothing was applied"))
-        .await;
+    b.until_text("#form-errors", "the summary", |t| {
+        t.contains("Nothing was applied")
+    })
+    .await;
     b.shot("form-errors").await;
-    assert!(answer(&d, "shop.example.test.").await.is_empty(), "applied anyway");
+    assert!(
+        answer(&d, "shop.example.test.").await.is_empty(),
+        "applied anyway"
+    );
 
     type_into(&b, "input[name=a1_value]", "127.0.0.20").await;
     b.click("#preview").await;
@@ -522,17 +588,24 @@ async fn console_record_form_previews_applies_and_dns_follows() {
     b.shot("form-preview").await;
     b.click("#apply").await;
     let applied = b
-        .until_text("#applied", "the apply", |t| t.starts_with("Applied as version"))
+        .until_text("#applied", "the apply", |t| {
+            t.starts_with("Applied as version")
+        })
         .await;
-    assert!(applied.contains("+ record shop.example.test/A"), "{applied}");
+    assert!(
+        applied.contains("+ record shop.example.test/A"),
+        "{applied}"
+    );
     // dc1-down is active (the web checks of 192.0.2.10/11 are refused by
     // the probe fence): the answer comes from the DR DC.
     until_answer(&d, "shop.example.test.", &["127.0.0.20"]).await;
 
     // Edit through the preview's link: no DR condition any more.
-    b.goto(&format!("{base}/ui/records/shop.example.test/A")).await;
+    b.goto(&format!("{base}/ui/records/shop.example.test/A"))
+        .await;
     b.click("#edit").await;
-    b.until_path("the form", |p| p.starts_with("/ui/records/edit")).await;
+    b.until_path("the form", |p| p.starts_with("/ui/records/edit"))
+        .await;
     choose(&b, "#f-dr_condition", "").await;
     b.click("#preview").await;
     let diff = b
@@ -543,8 +616,10 @@ async fn console_record_form_previews_applies_and_dns_follows() {
         "{diff}"
     );
     b.click("#apply").await;
-    b.until_text("#applied", "the apply", |t| t.starts_with("Applied as version"))
-        .await;
+    b.until_text("#applied", "the apply", |t| {
+        t.starts_with("Applied as version")
+    })
+    .await;
     until_answer(&d, "shop.example.test.", &["127.0.0.10"]).await;
     b.close().await;
 }

@@ -1,7 +1,20 @@
-//! Times and ages as the console shows them.
+//! Times and ages as people read them (the console and the CLI): civil UTC
+//! dates from milliseconds since the Unix epoch, and rough ages.
 
-/// `2026-11-30 21:04:05 UTC` from milliseconds since the Unix epoch.
+/// `2026-11-30 21:04:05 UTC`.
 pub fn utc(ms: u64) -> String {
+    let (date, (h, mi, s)) = civil(ms);
+    format!("{date} {h:02}:{mi:02}:{s:02} UTC")
+}
+
+/// `2026-11-30 21:04:05.123Z`, as the CLI's tables show times.
+pub fn iso_ms(ms: u64) -> String {
+    let (date, (h, mi, s)) = civil(ms);
+    format!("{date} {h:02}:{mi:02}:{s:02}.{:03}Z", ms % 1000)
+}
+
+/// The date (`2026-11-30`) and the time of day of `ms`.
+fn civil(ms: u64) -> (String, (u64, u64, u64)) {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -14,11 +27,9 @@ pub fn utc(ms: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+    (
+        format!("{y:04}-{m:02}-{d:02}"),
+        (rem / 3600, rem % 3600 / 60, rem % 60),
     )
 }
 
@@ -41,6 +52,7 @@ mod tests {
     fn times_and_ages_read_as_people_write_them() {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc(1_780_000_000_123), "2026-05-28 20:26:40 UTC");
+        assert_eq!(iso_ms(1_780_000_000_123), "2026-05-28 20:26:40.123Z");
         assert_eq!(age(4_999), "4 s");
         assert_eq!(age(180_000), "3 min");
         assert_eq!(age(3 * 3_600_000), "3 h");
