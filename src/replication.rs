@@ -383,9 +383,26 @@ impl Replication {
                 role: t.role,
                 digest: t.digest,
             });
-        for change in users.chain(tokens) {
-            self.propose(actor.clone(), None, Action::Account(change))
-                .await?;
+        let accounts = users.chain(tokens).map(Action::Account);
+        // So do the drains and the manual checks' states in force.
+        let operator = machine::operator::state_of(&local);
+        let drains = operator
+            .drains
+            .iter()
+            .filter_map(|d| d.target())
+            .map(|target| Action::Drain {
+                target,
+                drained: true,
+            });
+        let checks = operator
+            .checks
+            .iter()
+            .map(|(check, m)| Action::SetCheck {
+                check: check.clone(),
+                state: m.state.clone(),
+            });
+        for action in accounts.chain(drains).chain(checks).collect::<Vec<_>>() {
+            self.propose(actor.clone(), None, action).await?;
         }
         Ok(())
     }

@@ -322,3 +322,49 @@ async fn logs_filter_and_follow() {
     follow.kill().unwrap();
     follow.wait().unwrap();
 }
+
+/// `cluster init` carries the device's drains, manual checks' states and
+/// accounts into the new cluster, and the GTM Logs go on logging operator
+/// actions after it (the cluster numbers its notes from 1 again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_init_keeps_drains_checks_and_accounts() {
+    let d = TestDevice::start(&config(9)).await;
+    let ok = |args: &[&str]| {
+        let r = tokio::task::block_in_place(|| run_gtm(&d, args));
+        assert_eq!(r.code, Some(0), "gtm {args:?}: {}", r.stderr);
+        r.stdout
+    };
+    ok(&["record", "drain", "127.0.0.2", "--record", "www.example.test/A"]);
+    ok(&["check", "set", "maint", "ok"]);
+    ok(&["token", "create", "ci", "--role", "operator"]);
+    for i in 0..4 {
+        // More notes than the new cluster will have when the next comes.
+        ok(&["dc", if i % 2 == 0 { "drain" } else { "undrain" }, "dc2"]);
+    }
+    ok(&["cluster", "init"]);
+    assert_eq!(www(&d, "www.example.test.").await, ["127.0.0.3"]);
+    let drains = ok(&["record", "drains", "--json"]);
+    assert!(drains.contains("127.0.0.2"), "{drains}");
+    let checks = ok(&["check", "list", "--json"]);
+    let maint = serde_json::from_str::<serde_json::Value>(&checks).unwrap();
+    let state = maint
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "maint")
+        .map(|c| c["state"].to_string())
+        .unwrap_or_default();
+    assert!(state.contains("OK"), "maint after init: {state}");
+    assert!(ok(&["token", "list"]).contains("ci"));
+    // An action after init is logged.
+    ok(&["record", "undrain", "127.0.0.2", "--record", "www.example.test/A"]);
+    let logs = ok(&["logs", "--kind", "operator", "-n", "5"]);
+    assert!(
+        logs.contains("undrained 127.0.0.2 of www.example.test/A (admin on test1)"),
+        "{logs}"
+    );
+    assert_eq!(
+        www(&d, "www.example.test.").await,
+        ["127.0.0.2", "127.0.0.3"]
+    );
+}

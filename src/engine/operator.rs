@@ -23,7 +23,15 @@ impl Engine {
         let previous = inner.operator.replace(state.clone());
         match &previous {
             Some(p) => {
-                let seen = p.recent.last().map_or(0, |r| r.seq);
+                let last = |s: &OperatorState| s.recent.last().map_or(0, |r| r.seq);
+                // Numbering that went back is another state (this device
+                // started or joined a cluster, or left one): its notes are
+                // not news here; what follows them is.
+                let seen = if last(state) < last(p) {
+                    last(state)
+                } else {
+                    last(p)
+                };
                 for r in state.recent.iter().filter(|r| r.seq > seen) {
                     self.log(
                         &mut inner,
