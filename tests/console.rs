@@ -652,8 +652,8 @@ name = "dc2"
 name = "web"
 type = "http"
 port = {port}
-interval = "200ms"
-timeout = "150ms"
+interval = "1s"
+timeout = "800ms"
 failures = 1
 successes = 1
 

@@ -373,7 +373,7 @@ async fn every_probe_type_drives_answers() {
     let grpc = GrpcBackend::start_grpc().await;
     let check = |name: &str, kind: &str, port: u16, extra: &str| {
         format!(
-            "[[check]]\nname = \"{name}\"\ntype = \"{kind}\"\ntarget = \"127.0.0.1\"\nport = {port}\ninterval = \"100ms\"\ntimeout = \"80ms\"\nfailures = 1\nsuccesses = 1\n{extra}\n\n[[scenario]]\nname = \"{name}-up\"\ncondition = \"{name}\"\n\n"
+            "[[check]]\nname = \"{name}\"\ntype = \"{kind}\"\ntarget = \"127.0.0.1\"\nport = {port}\ninterval = \"300ms\"\ntimeout = \"250ms\"\nfailures = 1\nsuccesses = 1\n{extra}\n\n[[scenario]]\nname = \"{name}-up\"\ncondition = \"{name}\"\n\n"
         )
     };
     let mut cfg = String::new();
@@ -521,9 +521,10 @@ type = "http"
 port = {port}
 path = "/health"
 expect_body = "ok"
-interval = "300ms"
-# Generous: a probe that times out on a loaded machine is a real Error.
-timeout = "250ms"
+interval = "1s"
+# Generous: a probe that times out on a loaded machine (the browser tests
+# run beside these) is a real Error and would fail the test.
+timeout = "800ms"
 failures = 2
 successes = 2
 
