@@ -394,13 +394,10 @@ impl Replication {
                 target,
                 drained: true,
             });
-        let checks = operator
-            .checks
-            .iter()
-            .map(|(check, m)| Action::SetCheck {
-                check: check.clone(),
-                state: m.state.clone(),
-            });
+        let checks = operator.checks.iter().map(|(check, m)| Action::SetCheck {
+            check: check.clone(),
+            state: m.state.clone(),
+        });
         for action in accounts.chain(drains).chain(checks).collect::<Vec<_>>() {
             self.propose(actor.clone(), None, action).await?;
         }

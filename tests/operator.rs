@@ -334,7 +334,13 @@ async fn cluster_init_keeps_drains_checks_and_accounts() {
         assert_eq!(r.code, Some(0), "gtm {args:?}: {}", r.stderr);
         r.stdout
     };
-    ok(&["record", "drain", "127.0.0.2", "--record", "www.example.test/A"]);
+    ok(&[
+        "record",
+        "drain",
+        "127.0.0.2",
+        "--record",
+        "www.example.test/A",
+    ]);
     ok(&["check", "set", "maint", "ok"]);
     ok(&["token", "create", "ci", "--role", "operator"]);
     for i in 0..4 {
@@ -357,7 +363,13 @@ async fn cluster_init_keeps_drains_checks_and_accounts() {
     assert!(state.contains("OK"), "maint after init: {state}");
     assert!(ok(&["token", "list"]).contains("ci"));
     // An action after init is logged.
-    ok(&["record", "undrain", "127.0.0.2", "--record", "www.example.test/A"]);
+    ok(&[
+        "record",
+        "undrain",
+        "127.0.0.2",
+        "--record",
+        "www.example.test/A",
+    ]);
     let logs = ok(&["logs", "--kind", "operator", "-n", "5"]);
     assert!(
         logs.contains("undrained 127.0.0.2 of www.example.test/A (admin on test1)"),

@@ -10,6 +10,18 @@ use fantoccini::Locator;
 
 const PASSWORD: &str = "a long enough password";
 
+/// The JSON an API route answers to `token`.
+async fn get_json(web: &reqwest::Client, url: &str, token: &str) -> serde_json::Value {
+    web.get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("an answer")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 /// A viewer logs in with a name and password; the record preview shows it
 /// no Resume button and the API and the console refuse its resume; the
 /// Cluster screen shows the members but no join token; the GTM Logs
@@ -215,15 +227,7 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .await;
     assert!(made.starts_with("gtm1.ci."), "{made}");
     a.shot("accounts").await;
-    let whoami: serde_json::Value = web
-        .get(format!("{base}/api/v1/whoami"))
-        .bearer_auth(&made)
-        .send()
-        .await
-        .expect("an answer")
-        .json()
-        .await
-        .expect("JSON");
+    let whoami: serde_json::Value = get_json(&web, &format!("{base}/api/v1/whoami"), &made).await;
     assert_eq!(whoami["name"], "ci");
     assert_eq!(whoami["role"], "viewer", "the first role of the list");
     a.click("button[data-remove=\"ci\"]").await;
@@ -293,15 +297,7 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         })
         .await;
     assert!(tested.starts_with("unsaved check: OK"), "{tested}");
-    let listed: serde_json::Value = web
-        .get(format!("{base}/api/v1/checks"))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .expect("an answer")
-        .json()
-        .await
-        .expect("JSON");
+    let listed: serde_json::Value = get_json(&web, &format!("{base}/api/v1/checks"), &admin).await;
     assert!(
         listed
             .as_array()
