@@ -88,11 +88,15 @@ async fn guarded(principal: Principal, needed: Role, request: Request, next: Nex
 
 /// Who a request's credential names: a bearer token first, else a session.
 pub async fn resolve(state: &ApiState, headers: &HeaderMap) -> Result<Principal, ApiError> {
-    let accounts = state.accounts().await;
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    // The device's own token (the CLI's) needs no look-up of the accounts.
+    if let Some(p) = bearer.and_then(|t| device_principal(state, t)) {
+        return Ok(p);
+    }
+    let accounts = state.accounts().await;
     if let Some(token) = bearer {
         return token_principal(state, &accounts, token)
             .ok_or_else(|| ApiError::new(ErrorKind::Unauthorized, "the bearer token is wrong"));
@@ -111,20 +115,24 @@ pub async fn resolve(state: &ApiState, headers: &HeaderMap) -> Result<Principal,
     ))
 }
 
+/// The principal of the device's own token (the `api-token` file).
+fn device_principal(state: &ApiState, token: &str) -> Option<Principal> {
+    gtm_cluster::constant_time_eq(token.as_bytes(), state.token.as_bytes()).then(|| Principal {
+        name: API_TOKEN_NAME.into(),
+        role: Role::Admin,
+        session: None,
+    })
+}
+
 /// The principal of a bearer token: the device's own, or a named one.
 fn token_principal(state: &ApiState, accounts: &Accounts, token: &str) -> Option<Principal> {
-    if gtm_cluster::constant_time_eq(token.as_bytes(), state.token.as_bytes()) {
-        return Some(Principal {
-            name: API_TOKEN_NAME.into(),
-            role: Role::Admin,
+    device_principal(state, token).or_else(|| {
+        let (name, role) = accounts.token(token)?;
+        Some(Principal {
+            name,
+            role,
             session: None,
-        });
-    }
-    let (name, role) = accounts.token(token)?;
-    Some(Principal {
-        name,
-        role,
-        session: None,
+        })
     })
 }
 

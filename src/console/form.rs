@@ -604,7 +604,7 @@ fn render(
             ("false".to_string(), "no".to_string()),
         ]
     };
-    let n_rows = rows(f).max(0) + SPARE_ROWS;
+    let n_rows = rows(f) + SPARE_ROWS;
     let editing = !f.get("orig").is_empty();
     let title = if editing {
         format!("Edit {} in {}", f.get("orig"), f.get("domain"))
