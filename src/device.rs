@@ -8,10 +8,13 @@ use std::{
     time::Duration,
 };
 
+mod store_copy;
+
 use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::engine::store_writer;
 use crate::identity::{self, write_private};
 use crate::replication::Replication;
 use crate::{
@@ -25,6 +28,7 @@ use crate::{
     tls::{self, Tls},
 };
 use gtm_cluster::{NodeInfo, Store};
+use store_copy::StoreCopy;
 
 /// The embedded demo configuration, served on first start without a node file.
 pub const DEMO_CONFIG: &str = include_str!("../config/demo.toml");
@@ -47,6 +51,9 @@ pub struct Device {
     scheduler: tokio::task::JoinHandle<()>,
     reports: tokio::task::JoinHandle<()>,
     probes: ProbeRuntime,
+    /// The copy of the store it serves from, when its data directory was
+    /// read-only at start-up.
+    store_copy: Option<StoreCopy>,
 }
 
 /// The probe runtime, shut down without blocking when the device goes, even
@@ -71,18 +78,35 @@ impl Device {
             .with_context(|| format!("cannot create data directory {}", dir.display()))?;
         // On a full filesystem the reserve is given back first: the store
         // needs room to open, and the device serves from what it holds.
-        crate::engine::store_writer::make_room(dir);
-        let store = Store::open(dir)?.with_event_retention(
-            settings
-                .event_retention
-                .unwrap_or(gtm_cluster::DEFAULT_EVENT_RETENTION),
-        );
+        store_writer::make_room(dir);
+        // On a read-only one, from a copy of the store (it cannot be opened
+        // where it is), outside Raft, until the directory can be written.
+        let store_copy = if store_writer::read_only(dir) {
+            let copy = StoreCopy::make(dir)?;
+            tracing::error!(data_dir = %dir.display(), copy = %copy.path().display(), "the data directory is read-only: serving from a copy of the store, outside the cluster's Raft, until it can be written");
+            Some(copy)
+        } else {
+            None
+        };
+        let store = Store::open(store_copy.as_ref().map_or(dir.as_path(), StoreCopy::path))?
+            .with_event_retention(
+                settings
+                    .event_retention
+                    .unwrap_or(gtm_cluster::DEFAULT_EVENT_RETENTION),
+            );
 
         let geo = open_geo(&settings)?;
         let payload = settings.edns_payload.unwrap_or(1232);
         settings.validate().map_err(anyhow::Error::msg)?;
         let dns_state = DnsState::new(Default::default(), geo, payload).with_nsid(settings.nsid());
-        let engine = Arc::new(start_engine(&settings.name, &store, dir, &dns_state, demo)?);
+        let engine = Arc::new(start_engine(
+            &settings.name,
+            &store,
+            dir,
+            &dns_state,
+            demo,
+            store_copy.is_some(),
+        )?);
 
         let workers = settings
             .udp_workers
@@ -118,11 +142,13 @@ impl Device {
             _ => anyhow::bail!("the node settings need both tls_cert and tls_key, or neither"),
         };
         let scheme = if tls.is_some() { "https" } else { "http" };
-        write_private(&dir.join(API_FILE), &format!("{scheme}://{api_addr}\n"))?;
-        match &tls {
-            Some(t) => fs::write(dir.join(tls::CA_FILE), &t.trust_pem)?,
-            None => {
-                let _ = fs::remove_file(dir.join(tls::CA_FILE));
+        if store_copy.is_none() {
+            write_private(&dir.join(API_FILE), &format!("{scheme}://{api_addr}\n"))?;
+            match &tls {
+                Some(t) => fs::write(dir.join(tls::CA_FILE), &t.trust_pem)?,
+                None => {
+                    let _ = fs::remove_file(dir.join(tls::CA_FILE));
+                }
             }
         }
         // Clients of the other devices: with TLS they show this device's
@@ -163,6 +189,7 @@ impl Device {
             engine.clone(),
             peer_client(Duration::from_secs(35))?,
             peer_client(Duration::from_secs(30))?,
+            store_copy.is_some(),
         )
         .await?;
         replication.set_history_keep(settings.history_keep());
@@ -218,7 +245,22 @@ impl Device {
             scheduler,
             reports,
             probes: ProbeRuntime(Some(probes)),
+            store_copy,
         })
+    }
+
+    /// Resolves once a device that started on a copy of its store (its data
+    /// directory was read-only) can write its own store again: it should
+    /// then be stopped and started again. Never resolves otherwise.
+    pub async fn reopened(&self) {
+        match self.engine.storage_reopened() {
+            Some(mut reopened) if self.store_copy.is_some() => {
+                if reopened.wait_for(|r| *r).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            _ => std::future::pending().await,
+        }
     }
 
     pub async fn stop(self) {
@@ -228,9 +270,11 @@ impl Device {
         let _ = self.reports.await;
         drop(self.probes);
         let engine = self.engine.clone();
-        let _ = tokio::task::spawn_blocking(move || engine.flush_storage()).await;
+        // Written and released: the store can be opened again at once.
+        let _ = tokio::task::spawn_blocking(move || engine.close_storage()).await;
         self.replication.shutdown().await;
         self.dns.stop().await;
+        drop(self.store_copy);
     }
 }
 
@@ -245,6 +289,7 @@ fn start_engine(
     dir: &Path,
     dns: &DnsState,
     demo: bool,
+    on_copy: bool,
 ) -> Result<Engine> {
     let (version, text) = match store.load_config()? {
         Some(stored) => (stored.version, stored.text),
@@ -255,7 +300,7 @@ fn start_engine(
         let config = model::parse(text).map_err(|e| format!("it does not parse: {e}"))?;
         Prepared::new(version, config, dns).map_err(|e| format!("it does not validate here: {e}"))
     };
-    let stored = Stored::load(store.clone(), dir)?;
+    let stored = Stored::load(store.clone(), dir, on_copy)?;
     let reason = match prepare(version, &text) {
         Ok(prepared) => {
             if store.last_good_config()?.is_some() {

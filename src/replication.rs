@@ -92,7 +92,8 @@ impl Replication {
     /// the task that installs committed state.
     /// `http` carries forwarded joins; `raft_http` the Raft RPC and
     /// forwarded commands (both trust the cluster's certificates when TLS
-    /// is on).
+    /// is on). `frozen`: `store` is a copy of a read-only store, and Raft
+    /// must not run on it ([`ClusterConfig::frozen`]).
     pub async fn start(
         store: &Store,
         dir: &Path,
@@ -100,11 +101,13 @@ impl Replication {
         engine: Arc<Engine>,
         http: reqwest::Client,
         raft_http: reqwest::Client,
+        frozen: bool,
     ) -> Result<Arc<Self>> {
         let id = identity::node_id(dir)?;
         let secret = identity::secret(dir)?;
         let mut config = ClusterConfig::new(id, info, secret);
         config.http = Some(raft_http);
+        config.frozen = frozen;
         let machine = Arc::new(GtmMachine::default());
         let node = ClusterNode::start(store, config, machine.clone()).await?;
         let local = local_map(store, &engine)?;

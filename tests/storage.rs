@@ -162,3 +162,121 @@ async fn a_device_on_a_full_disk_serves_degraded_and_recovers() {
     until_answer(&d, "192.0.2.51").await;
     d.kill();
 }
+
+/// Remounts the test's tmpfs read-only or read-write.
+fn remount(tmpfs: &Tmpfs, mode: &str) {
+    let out = Command::new("mount")
+        .args(["-o", &format!("remount,{mode}")])
+        .arg(&tmpfs.0)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "remount {mode}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_started_on_a_read_only_disk_serves_from_a_copy_and_recovers() {
+    let root = tempfile::tempdir().unwrap();
+    let mnt = root.path().join("data");
+    let tmpfs = match Tmpfs::mount(&mnt, "32m") {
+        Ok(t) => t,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: cannot mount a tmpfs here ({e})");
+            return;
+        }
+        Err(e) => panic!("cannot mount a tmpfs (CI runs as root): {e}"),
+    };
+    let mut d = Proc::start(&tmpfs.0, "gtm1", "dc1", "127.0.93.2");
+    // A one-device cluster: its Raft must not run on the copy.
+    d.ok(&["cluster", "init"]);
+    let backend = std::net::TcpListener::bind("127.0.93.9:0").unwrap();
+    let port = backend.local_addr().unwrap().port();
+    let config = format!(
+        "[[check]]\nname = \"backend\"\ntype = \"tcp\"\ntarget = \"127.0.93.9\"\nport = {port}\ninterval = \"500ms\"\ntimeout = \"300ms\"\nfailures = 1\nsuccesses = 1\n\n{}",
+        zone("192.0.2.60")
+    );
+    let out = d.apply(&config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&d, "192.0.2.60").await;
+    let check_state = |d: &Proc| -> String {
+        let checks: serde_json::Value =
+            serde_json::from_str(&d.ok(&["check", "list", "--json"])).unwrap();
+        checks[0]["state"].as_str().unwrap_or_default().to_string()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while check_state(&d) != "OK" {
+        assert!(Instant::now() < deadline, "the check never went OK");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The filesystem turns read-only while the device is down, and the
+    // backend goes: the device starts, answers from its stored state, and
+    // the check's change is logged though nothing can be written.
+    d.kill();
+    remount(&tmpfs, "ro");
+    drop(backend);
+    d.restart();
+    until_answer(&d, "192.0.2.60").await;
+    let status = d.ok(&["status"]);
+    assert!(status.contains("DEGRADED storage"), "{status}");
+    assert!(status.contains("Read-only file system"), "{status}");
+    assert!(status.contains("copy of its store"), "{status}");
+    let health = get(&format!("{}/health", d.api())).await;
+    assert!(health.starts_with("degraded\nstorage: "), "{health}");
+    // (The file is written outside the read-only filesystem.)
+    let file = root.path().join("apply.toml");
+    std::fs::write(&file, zone("192.0.2.61")).unwrap();
+    let refused = d.gtm(&["config", "apply", file.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("Read-only file system") && stderr.contains("nothing was changed"),
+        "{stderr}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while check_state(&d) == "OK" {
+        assert!(Instant::now() < deadline, "the check never left OK");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    until_answer(&d, "192.0.2.60").await;
+
+    // Writable again: the device restarts on its own store by itself, with
+    // the event it logged meanwhile, and Raft takes writes again.
+    remount(&tmpfs, "rw");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = d.gtm(&["status"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && !text.contains("DEGRADED") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the device never recovered: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let logs = d.ok(&["logs", "--kind", "check"]);
+    // The backend was up until the filesystem turned read-only: its Error
+    // was logged while nothing could be written.
+    assert!(
+        logs.lines()
+            .any(|l| l.contains("check backend: ") && l.contains("→ Error")),
+        "{logs}"
+    );
+    let out = d.apply(&zone("192.0.2.61"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&d, "192.0.2.61").await;
+    d.kill();
+}

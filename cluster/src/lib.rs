@@ -141,6 +141,11 @@ impl Store {
         self
     }
 
+    /// How many events the log keeps.
+    pub fn event_retention(&self) -> u64 {
+        self.event_retention
+    }
+
     /// Every kept health decision, by check instance name.
     pub fn health_decisions(&self) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         self.health

@@ -54,6 +54,9 @@ const SNAPSHOT_CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 /// Entries kept behind a snapshot, so a briefly lagging peer needs none.
 pub const LOGS_KEPT_BEHIND_SNAPSHOT: u64 = 100;
 
+/// Why a frozen node ([`ClusterConfig::frozen`]) refuses Raft.
+pub const FROZEN: &str = "this device started on a read-only data directory: it takes no part in Raft until it can write its store";
+
 /// How a device takes part in the cluster.
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
@@ -67,6 +70,10 @@ pub struct ClusterConfig {
     /// The HTTP client for Raft RPC, e.g. one that trusts the cluster's TLS
     /// certificates; `None`: a plain pooled client.
     pub http: Option<reqwest::Client>,
+    /// The store is a copy (the device's data directory is read-only): Raft
+    /// neither elects, nor sends heartbeats, nor answers its peers, so no
+    /// vote or log entry is ever written where it would be lost.
+    pub frozen: bool,
 }
 
 impl ClusterConfig {
@@ -80,6 +87,7 @@ impl ClusterConfig {
             heartbeat_ms: 50,
             election_timeout_ms: (150, 300),
             http: None,
+            frozen: false,
         }
     }
 }
@@ -160,6 +168,8 @@ pub struct ClusterNode {
     raft: Mutex<Raft>,
     /// Serialises `force_single` and `shutdown`.
     lifecycle: tokio::sync::Mutex<()>,
+    /// [`ClusterConfig::frozen`].
+    frozen: bool,
 }
 
 impl fmt::Debug for ClusterNode {
@@ -187,6 +197,7 @@ impl ClusterNode {
             heartbeat_ms,
             election_timeout_ms: (election_min, election_max),
             http,
+            frozen,
         } = config;
         if secret.is_empty() {
             return Err(ClusterError::Invalid("the cluster secret is empty".into()));
@@ -202,6 +213,9 @@ impl ClusterNode {
             snapshot_max_chunk_size: SNAPSHOT_CHUNK_BYTES,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(SNAPSHOT_EVERY),
             max_in_snapshot_log_to_keep: LOGS_KEPT_BEHIND_SNAPSHOT,
+            enable_tick: !frozen,
+            enable_heartbeat: !frozen,
+            enable_elect: !frozen,
             ..Default::default()
         }
         .validate()
@@ -234,7 +248,13 @@ impl ClusterNode {
             machine,
             raft: Mutex::new(raft),
             lifecycle: tokio::sync::Mutex::new(()),
+            frozen,
         }))
+    }
+
+    /// Whether this node runs on a copy of its store ([`ClusterConfig::frozen`]).
+    pub fn frozen(&self) -> bool {
+        self.frozen
     }
 
     pub fn id(&self) -> u64 {
@@ -372,6 +392,9 @@ impl ClusterNode {
     ///   stopped answering; it may still apply;
     /// - `Invalid`, `Storage`: this device cannot propose at all.
     pub async fn propose(&self, command: Vec<u8>) -> Result<Vec<u8>, ClusterError> {
+        if self.frozen {
+            return Err(ClusterError::Storage(FROZEN.into()));
+        }
         if command.len() > MAX_COMMAND_BYTES {
             return Err(ClusterError::Invalid(format!(
                 "the command is {} bytes; the limit is {MAX_COMMAND_BYTES} bytes",

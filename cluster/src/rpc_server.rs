@@ -86,6 +86,11 @@ async fn require_secret(
         tracing::warn!(path = %request.uri().path(), "cluster RPC with a missing or wrong secret");
         return (StatusCode::UNAUTHORIZED, "missing or wrong cluster secret").into_response();
     }
+    if node.frozen() {
+        // A vote or an entry taken here would be written to a copy of the
+        // store and lost at the next start.
+        return (StatusCode::SERVICE_UNAVAILABLE, crate::node::FROZEN).into_response();
+    }
     next.run(request).await
 }
 

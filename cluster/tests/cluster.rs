@@ -44,10 +44,22 @@ impl TestNode {
     /// `product_timing`: the timing devices run with
     /// (`ClusterConfig::new`); else a slower election, for calm tests.
     async fn start_timed(id: u64, dir: &Path, addr: SocketAddr, product_timing: bool) -> Self {
+        Self::start_with(id, dir, addr, product_timing, false).await
+    }
+
+    /// `frozen`: as a device on a copy of its store (`ClusterConfig::frozen`).
+    async fn start_with(
+        id: u64,
+        dir: &Path,
+        addr: SocketAddr,
+        product_timing: bool,
+        frozen: bool,
+    ) -> Self {
         let listener = bind(addr).await;
         let addr = listener.local_addr().expect("local addr");
         let store = Store::open(dir).expect("open store");
         let mut config = ClusterConfig::new(id, info(id, addr), SECRET);
+        config.frozen = frozen;
         if !product_timing {
             config.heartbeat_ms = 100;
             config.election_timeout_ms = (600, 1200);
@@ -448,6 +460,67 @@ async fn restarted_node_keeps_membership_and_data_and_catches_up() {
         .await;
     assert_eq!(status.members.len(), 3);
     back.kill().await;
+    for node in nodes {
+        node.kill().await;
+    }
+}
+
+/// A node on a copy of its store (a device whose data directory is
+/// read-only) takes no part in Raft: it takes no entry, grants no vote and
+/// does not campaign, so nothing it would lose is ever decided with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_node_takes_no_entry_and_grants_no_vote() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = cluster(root.path(), 3).await;
+    let l = leader_index(&nodes);
+    write(&nodes[l], put("k1", "one")).await;
+    for node in &nodes {
+        node.wait_has("k1", b"one").await;
+    }
+    let victim = if l == 2 { 1 } else { 2 };
+    let (id, dir, addr) = nodes.remove(victim).kill().await;
+    let frozen = TestNode::start_with(id, &dir, addr, false, true).await;
+    let term = frozen.node.status().term;
+    assert_eq!(
+        frozen
+            .node
+            .applied()
+            .borrow()
+            .kv
+            .get("k1")
+            .map(Vec::as_slice),
+        Some(&b"one"[..]),
+        "it serves what its store holds"
+    );
+    let refused = frozen.node.propose(put("k9", "nine")).await.unwrap_err();
+    assert!(refused.to_string().contains("read-only"), "{refused}");
+
+    // The leader goes: the survivor campaigns again and again, but the
+    // frozen node grants no vote, so no leader can be elected.
+    let l = leader_index(&nodes);
+    let _ = nodes.remove(l).kill().await;
+    let survivor = nodes.pop().unwrap();
+    survivor
+        .wait_status("campaigning", |s| s.term >= term + 3)
+        .await;
+    let status = frozen.node.status();
+    assert_eq!(status.term, term, "the frozen node took a term: {status:?}");
+    assert_ne!(status.state, NodeState::Leader);
+    assert_ne!(survivor.node.status().state, NodeState::Leader);
+
+    // Unfrozen (its directory writable again), it votes: a leader again.
+    let (id, dir, addr) = frozen.kill().await;
+    let back = TestNode::start(id, &dir, addr).await;
+    back.wait_status("a leader", |s| s.leader.is_some()).await;
+    survivor
+        .wait_status("a leader", |s| s.leader.is_some())
+        .await;
+    let nodes = [back, survivor];
+    let l = leader_index(&nodes);
+    write(&nodes[l], put("k2", "two")).await;
+    for node in &nodes {
+        node.wait_has("k2", b"two").await;
+    }
     for node in nodes {
         node.kill().await;
     }

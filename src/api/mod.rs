@@ -408,7 +408,7 @@ fn writable(state: &ApiState) -> Result<(), ApiError> {
         Some(fault) => Err(ApiError::new(
             ErrorKind::Storage,
             format!(
-                "{fault}; nothing was changed. Free space on that filesystem: the device recovers by itself"
+                "{fault}; nothing was changed. Free space on that filesystem (or make it writable): the device recovers by itself"
             ),
         )),
         None => Ok(()),
@@ -786,7 +786,7 @@ async fn drain(
     writable(&state)?;
     state
         .replication
-        .propose(state.actor(&who), None, Action::Drain { target, drained })
+        .propose(state.actor(who), None, Action::Drain { target, drained })
         .await?;
     let engine = state.engine.clone();
     Ok(Json(blocking(move || engine.status()).await?))

@@ -991,7 +991,7 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
             true,
         ),
     };
-    let device = Device::start(settings, demo).await?;
+    let mut device = Device::start(settings.clone(), demo).await?;
     eprintln!(
         "gtm serving DNS on {} and the API on http://{} (data directory has the token)",
         device
@@ -1009,7 +1009,18 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
             addr.port()
         );
     }
-    shutdown_signal().await;
+    loop {
+        tokio::select! {
+            () = shutdown_signal() => break,
+            () = device.reopened() => {
+                // Started on a copy of its store (read-only data directory),
+                // and the directory can be written again: start on the store.
+                device.stop().await;
+                device = Device::start(settings.clone(), demo).await?;
+                tracing::warn!("restarted on the data directory's store: writes are accepted again");
+            }
+        }
+    }
     device.stop().await;
     Ok(())
 }

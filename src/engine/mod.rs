@@ -151,8 +151,14 @@ const HOLD_PREFIX: &str = "dr-on/";
 
 impl Stored {
     /// Reads the health decisions and the event log's position, and starts
-    /// the writer thread; `dir` is the data directory.
-    pub fn load(store: Store, dir: &std::path::Path) -> Result<Self, gtm_cluster::StoreError> {
+    /// the writer thread; `dir` is the data directory. `on_copy`: `store`
+    /// is a copy of the store in `dir`, which is read-only
+    /// ([`StoreWriter::start`]).
+    pub fn load(
+        store: Store,
+        dir: &std::path::Path,
+        on_copy: bool,
+    ) -> Result<Self, gtm_cluster::StoreError> {
         // Events of the log's first layout, before it was indexed by time.
         let migrated = store.migrate_legacy_events(|bytes| {
             serde_json::from_slice::<Event>(bytes).map_or(0, |e| e.time_ms)
@@ -181,12 +187,13 @@ impl Stored {
             }
         }
         let next_seq = store.last_event_seq()? + 1;
-        let writer = StoreWriter::start(store.clone(), dir.to_path_buf()).map_err(|e| {
-            gtm_cluster::StoreError::Corrupt {
-                what: "writer thread",
-                why: e.to_string(),
-            }
-        })?;
+        let writer =
+            StoreWriter::start(store.clone(), dir.to_path_buf(), on_copy).map_err(|e| {
+                gtm_cluster::StoreError::Corrupt {
+                    what: "writer thread",
+                    why: e.to_string(),
+                }
+            })?;
         Ok(Self {
             store,
             writer,
@@ -863,6 +870,20 @@ impl Engine {
     /// Why this device cannot write its store now, if it cannot.
     pub fn storage_fault(&self) -> Option<StorageFault> {
         self.store.as_ref().and_then(|p| p.writer.fault())
+    }
+
+    /// Writes what was logged and releases the store's writer: for a device
+    /// that stops (what is logged later is not written).
+    pub fn close_storage(&self) {
+        if let Some(p) = &self.store {
+            p.writer.close();
+        }
+    }
+
+    /// Turns true once a device that started on a copy of its store can
+    /// write its own store again; `None` without a store.
+    pub fn storage_reopened(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        self.store.as_ref().map(|p| p.writer.reopened())
     }
 
     /// Waits until every event and health decision logged so far is in the

@@ -77,9 +77,12 @@ enum Op {
 /// The handle the engine sends writes through.
 #[derive(Debug)]
 pub struct StoreWriter {
-    tx: Option<mpsc::Sender<Op>>,
+    tx: Mutex<Option<mpsc::Sender<Op>>>,
     fault: Arc<Mutex<Option<StorageFault>>>,
-    thread: Option<JoinHandle<()>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    /// Becomes true when a device that started on a copy of its store
+    /// (read-only data directory) can write its own store again.
+    reopened: tokio::sync::watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Op {
@@ -94,33 +97,58 @@ impl std::fmt::Debug for Op {
 
 impl StoreWriter {
     /// Starts the writer thread for `store`, whose data directory is `dir`.
-    pub fn start(store: Store, dir: PathBuf) -> std::io::Result<Self> {
+    /// `on_copy`: `store` is a copy of the store in `dir`, which was
+    /// read-only at start-up (docs/cluster.md): nothing is written to the
+    /// copy; what is logged waits in memory until `dir` can be written, is
+    /// then written to the store in `dir`, and [`Self::reopened`] turns true
+    /// (the device then restarts on that store).
+    pub fn start(store: Store, dir: PathBuf, on_copy: bool) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
         let fault = Arc::new(Mutex::new(None));
-        let shared = fault.clone();
+        let (reopened_tx, reopened) = tokio::sync::watch::channel(false);
+        let mut writer = Writer {
+            store,
+            dir,
+            fault: fault.clone(),
+            kept: VecDeque::new(),
+            dropped: 0,
+            on_copy,
+            reopened: reopened_tx,
+        };
+        // Before anything is logged or refused: the device is degraded from
+        // its first moment if it has to be.
+        writer.look();
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || {
-                Writer {
-                    store,
-                    dir,
-                    fault: shared,
-                    kept: VecDeque::new(),
-                    dropped: 0,
-                }
-                .run(rx)
-            })?;
+            .spawn(move || writer.run(rx))?;
         Ok(Self {
-            tx: Some(tx),
+            tx: Mutex::new(Some(tx)),
             fault,
-            thread: Some(thread),
+            thread: Mutex::new(Some(thread)),
+            reopened,
         })
     }
 
+    /// Turns true once a device that started on a copy of its store can
+    /// write its own store again (it never does otherwise).
+    pub fn reopened(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.reopened.clone()
+    }
+
     fn send(&self, op: Op) {
-        if let Some(tx) = &self.tx {
-            // The thread only ends when this handle goes.
+        if let Some(tx) = &*self.tx.lock().unwrap_or_else(|e| e.into_inner()) {
+            // The thread only ends when it is closed.
             let _ = tx.send(op);
+        }
+    }
+
+    /// Writes what is queued (or keeps it, while degraded) and releases the
+    /// store; later writes are dropped. For a device that stops.
+    pub fn close(&self) {
+        drop(self.tx.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
         }
     }
 
@@ -151,12 +179,8 @@ impl StoreWriter {
 }
 
 impl Drop for StoreWriter {
-    /// Writes what is queued and releases the store.
     fn drop(&mut self) {
-        drop(self.tx.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.close();
     }
 }
 
@@ -167,11 +191,14 @@ struct Writer {
     /// Writes not in the store yet, oldest first.
     kept: VecDeque<Op>,
     dropped: u64,
+    /// `store` is a copy of the read-only store in `dir`, never written.
+    on_copy: bool,
+    /// Set once the store in `dir` replaced the copy.
+    reopened: tokio::sync::watch::Sender<bool>,
 }
 
 impl Writer {
     fn run(mut self, rx: mpsc::Receiver<Op>) {
-        self.look();
         loop {
             match rx.recv_timeout(CHECK_EVERY) {
                 Ok(Op::Barrier(done)) => {
@@ -207,9 +234,10 @@ impl Writer {
         self.kept.push_back(op);
     }
 
-    /// Writes the kept writes unless the device is degraded.
+    /// Writes the kept writes unless the device is degraded (a device
+    /// restarting on its reopened store writes them, still degraded).
     fn write_kept(&mut self) {
-        if self.degraded() {
+        if self.degraded() && !*self.reopened.borrow() {
             self.set_pending();
             return;
         }
@@ -276,12 +304,22 @@ impl Writer {
 
     /// Looks at the filesystem: degrades or recovers.
     fn look(&mut self) {
+        if *self.reopened.borrow() {
+            // Degraded until the device restarts on its own store.
+            return;
+        }
         match space(&self.dir) {
             Err(e) => self.set_fault(format!("cannot look at the filesystem: {e}")),
             Ok(Space {
                 read_only: true, ..
             }) => {
-                self.set_fault(std::io::Error::from_raw_os_error(libc::EROFS).to_string());
+                let mut error = std::io::Error::from_raw_os_error(libc::EROFS).to_string();
+                if self.on_copy {
+                    error.push_str(
+                        "; started from a copy of its store, it serves DNS and takes no part in the cluster's Raft until it can write",
+                    );
+                }
+                self.set_fault(error);
             }
             Ok(Space { free, .. }) if free < MIN_FREE => {
                 release_reserve(&self.dir);
@@ -308,11 +346,37 @@ impl Writer {
                         return;
                     }
                 }
+                if self.on_copy {
+                    self.reopen();
+                    return;
+                }
                 let was = self.fault.lock().unwrap_or_else(|e| e.into_inner()).take();
                 if was.is_some() {
                     tracing::warn!(path = %self.dir.display(), "storage recovered: writes are accepted again");
                 }
             }
+        }
+    }
+}
+
+impl Writer {
+    /// The data directory can be written again after a start on a copy of
+    /// its store: the writes that waited go to the store in `dir`, and the
+    /// device is told to restart on it. Writes stay refused until then.
+    fn reopen(&mut self) {
+        let retention = self.store.event_retention();
+        match Store::open(&self.dir) {
+            Ok(store) => {
+                self.store = store.with_event_retention(retention);
+                self.on_copy = false;
+                self.set_fault(
+                    "the data directory can be written again: the device restarts on its store"
+                        .into(),
+                );
+                tracing::warn!(path = %self.dir.display(), pending = self.kept.len(), "the data directory can be written again: restarting on its store");
+                let _ = self.reopened.send(true);
+            }
+            Err(e) => self.set_fault(format!("cannot open the store again: {e}")),
         }
     }
 }
@@ -359,6 +423,11 @@ fn release_reserve(dir: &Path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => tracing::error!(error = %e, "cannot release the storage reserve"),
     }
+}
+
+/// Whether `dir` is on a filesystem mounted read-only.
+pub fn read_only(dir: &Path) -> bool {
+    space(dir).is_ok_and(|s| s.read_only)
 }
 
 /// Before the store opens: on a filesystem that is (nearly) full, gives
