@@ -224,6 +224,32 @@ pub enum Edit {
         rtype: String,
         key: String,
     },
+    // Variants are only ever added at the end: stored commands name them by
+    // position.
+    /// Merges `json` (some of the object's keys, as a JSON object) into the
+    /// object: keys given replace, keys absent are kept, `null` resets a
+    /// key to its default (RFC 7396). Creates the object from `json` when
+    /// there is none.
+    Patch {
+        kind: Kind,
+        name: String,
+        json: String,
+    },
+    /// [`Edit::Patch`] of a record.
+    PatchRecord {
+        domain: String,
+        name: String,
+        rtype: String,
+        json: String,
+    },
+    /// [`Edit::Patch`] of one address of a record.
+    PatchAddress {
+        domain: String,
+        name: String,
+        rtype: String,
+        key: String,
+        json: String,
+    },
 }
 
 /// What became of a command: the same on every device.

@@ -278,7 +278,8 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     let bad = file("bad.toml", "country = \"USA\"\n");
     fails(&["dc", "put", "dc3", "--file", &bad], 2);
     assert_eq!(ok(&["config", "export"]), before, "nothing half-applied");
-    // Once nothing refers to them they go.
+    // Once nothing refers to them they go (the whole address replaced: its
+    // hc back to the default).
     ok(&[
         "record",
         "address",
@@ -288,6 +289,7 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
         "192.0.2.11",
         "--dc",
         "dc1",
+        "--replace",
     ]);
     ok(&["scenario", "delete", "web-up"]);
     ok(&["check", "delete", "web"]);
@@ -821,4 +823,179 @@ async fn a_configuration_over_the_command_limit_is_refused_before_it_is_proposed
         other => panic!("want too-large, got {other:?}"),
     }
     assert_eq!(d.device.replication.status().applied_index, before);
+}
+
+/// Object writes change what they are given and keep the rest; replacing a
+/// whole object is explicit; a configuration with no domain needs its flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_keep_what_they_are_not_told_to_change() {
+    let d = TestDevice::start(ZONE).await;
+    let dir = d.dir.path().to_path_buf();
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let ok = |args: &[&str]| {
+        let r = tokio::task::block_in_place(|| run_gtm(&d, args));
+        assert_eq!(r.code, Some(0), "gtm {args:?}: {}{}", r.stdout, r.stderr);
+        r.stdout
+    };
+    let address = |ip: &str| -> serde_json::Value {
+        let record: serde_json::Value =
+            serde_json::from_str(&ok(&["record", "show", "www.example.test", "A", "--json"]))
+                .unwrap();
+        record["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["ip"] == ip)
+            .cloned()
+            .unwrap_or_else(|| panic!("no address {ip}: {record}"))
+    };
+    let www = "www.example.test";
+
+    // A record put from a partial file keeps its other keys and addresses.
+    let weighted = file("weighted.toml", "balance = \"weighted\"\n");
+    ok(&["record", "put", www, "A", "--file", &weighted]);
+    assert_eq!(address("192.0.2.10")["dc"], "dc1");
+
+    // An address with a DC and a health source: a new weight keeps both.
+    ok(&[
+        "record",
+        "address",
+        "put",
+        www,
+        "A",
+        "192.0.2.11",
+        "--dc",
+        "dc1",
+        "--hc",
+        "disabled",
+    ]);
+    let dry = ok(&[
+        "record",
+        "address",
+        "put",
+        www,
+        "A",
+        "192.0.2.11",
+        "--weight",
+        "2",
+        "--dry-run",
+    ]);
+    assert!(
+        dry.contains("~ address 192.0.2.11 of record www.example.test/A: weight"),
+        "a field-level dry run: {dry}"
+    );
+    assert!(!dry.contains("hc") && !dry.contains("dc"), "{dry}");
+    ok(&[
+        "record",
+        "address",
+        "put",
+        www,
+        "A",
+        "192.0.2.11",
+        "--weight",
+        "2",
+    ]);
+    let a = address("192.0.2.11");
+    assert_eq!(
+        (a["dc"].as_str(), a["hc"].as_str(), a["weight"].as_u64()),
+        (Some("dc1"), Some("disabled"), Some(2)),
+        "{a}"
+    );
+    // Replacing it is explicit, and drops what is not given.
+    ok(&[
+        "record",
+        "address",
+        "put",
+        www,
+        "A",
+        "192.0.2.11",
+        "--weight",
+        "3",
+        "--replace",
+    ]);
+    let a = address("192.0.2.11");
+    assert!(a.get("dc").is_none() && a.get("hc").is_none(), "{a}");
+    assert_eq!(a["weight"].as_u64(), Some(3), "{a}");
+
+    // A check put from a partial file keeps the keys it leaves out.
+    let full = file(
+        "web.toml",
+        "type = \"tcp\"\ntarget = \"127.0.0.1\"\nport = 1\ninterval = \"5s\"\ntimeout = \"1s\"\n",
+    );
+    ok(&["check", "put", "web", "--file", &full]);
+    let partial = file("interval.toml", "interval = \"10s\"\n");
+    ok(&["check", "put", "web", "--file", &partial]);
+    let check: serde_json::Value =
+        serde_json::from_str(&ok(&["check", "show", "web", "--json"])).unwrap();
+    assert_eq!(check["interval"], "10s", "{check}");
+    assert_eq!(check["timeout"], "1s", "{check}");
+    assert_eq!(check["port"], 1, "{check}");
+    // --replace: what the file leaves out takes its default, and a file
+    // that is not a whole check is refused, nothing changed.
+    let r = tokio::task::block_in_place(|| {
+        run_gtm(
+            &d,
+            &["check", "put", "web", "--file", &partial, "--replace"],
+        )
+    });
+    assert_eq!(r.code, Some(2), "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&ok(&["check", "show", "web", "--json"]))
+            .unwrap(),
+        check
+    );
+    ok(&["check", "delete", "web"]);
+
+    let ttl = file("ttl.toml", "ttl = 45\n");
+    ok(&["record", "put", www, "A", "--file", &ttl]);
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(r.answers[0].ttl, 45);
+    let record: serde_json::Value =
+        serde_json::from_str(&ok(&["record", "show", www, "A", "--json"])).unwrap();
+    assert_eq!(record["balance"], "weighted", "{record}");
+
+    // An empty configuration does not remove everything by accident.
+    let empty = file("empty.toml", "# nothing\n");
+    let r = tokio::task::block_in_place(|| run_gtm(&d, &["config", "apply", &empty]));
+    assert_eq!(r.code, Some(2), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("no domain")
+            && r.stderr.contains("example.test")
+            && r.stderr.contains("--allow-empty"),
+        "{}",
+        r.stderr
+    );
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert!(!answers(&r).is_empty(), "nothing was applied");
+    assert!(ok(&["config", "apply", &empty, "--allow-empty"]).contains("- domain example.test"));
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(
+        r.metadata.response_code,
+        hickory_server::proto::op::ResponseCode::Refused
+    );
+
+    // `config apply -` reads standard input.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gtm"))
+        .arg("--data-dir")
+        .arg(d.dir.path())
+        .args(["config", "apply", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(ZONE.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(answers(&r), ["192.0.2.10"]);
 }

@@ -37,6 +37,9 @@ pub enum ErrorKind {
     Io,
     Internal,
     TooManyAttempts,
+    /// A change that would take away much more than it seems to (e.g. a
+    /// configuration with no domain) needs its explicit flag.
+    ConfirmationNeeded,
     /// A label this version does not know (from a newer device).
     #[serde(other)]
     Unknown,
@@ -44,7 +47,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind a device answers (not [`ErrorKind::Unknown`]).
-    pub const ALL: [ErrorKind; 22] = [
+    pub const ALL: [ErrorKind; 23] = [
         Self::BadRequest,
         Self::Unauthorized,
         Self::Forbidden,
@@ -67,6 +70,7 @@ impl ErrorKind {
         Self::Io,
         Self::Internal,
         Self::TooManyAttempts,
+        Self::ConfirmationNeeded,
     ];
 
     pub fn status(self) -> StatusCode {
@@ -81,7 +85,8 @@ impl ErrorKind {
             | Self::AlreadyClustered
             | Self::NotClustered
             | Self::NotManual
-            | Self::NotProbed => StatusCode::CONFLICT,
+            | Self::NotProbed
+            | Self::ConfirmationNeeded => StatusCode::CONFLICT,
             Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::InvalidConfig | Self::InvalidGeoip => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unreachable => StatusCode::BAD_GATEWAY,
@@ -100,6 +105,7 @@ impl ErrorKind {
             Self::Unauthorized => "unauthorized",
             Self::Forbidden => "forbidden",
             Self::TooManyAttempts => "too-many-attempts",
+            Self::ConfirmationNeeded => "confirmation-needed",
             Self::NotFound => "not-found",
             Self::MethodNotAllowed => "method-not-allowed",
             Self::Conflict => "conflict",

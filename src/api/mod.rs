@@ -196,6 +196,15 @@ struct DryRun {
     dry_run: bool,
 }
 
+#[derive(Debug, Deserialize)]
+struct ApplyOptions {
+    #[serde(default)]
+    dry_run: bool,
+    /// Apply a configuration with no domain over one that has some.
+    #[serde(default)]
+    allow_empty: bool,
+}
+
 /// Request bodies above this are refused (a configuration of 100,000
 /// records is about 10 MiB of TOML; GeoIP country files are under 10 MiB).
 const BODY_LIMIT: usize = 64 << 20;
@@ -351,10 +360,32 @@ async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
 async fn apply_config(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
-    Query(q): Query<DryRun>,
+    Query(q): Query<ApplyOptions>,
     body: Bytes,
 ) -> Result<Json<ApplyResult>, ApiError> {
     let (text, config) = parse_body_off(body).await?;
+    if config.domains.is_empty() && !q.allow_empty {
+        let served = state
+            .engine
+            .with_config(|c| c.domains.iter().map(|d| d.name.clone()).collect::<Vec<_>>());
+        if !served.is_empty() {
+            let mut named = served
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if served.len() > 5 {
+                named.push_str(&format!(" and {} more", served.len() - 5));
+            }
+            return Err(ApiError::new(
+                ErrorKind::ConfirmationNeeded,
+                format!(
+                    "this configuration has no domain: applying it would stop answering for every domain now served ({named}); nothing was applied. To do that, apply it with --allow-empty (API: allow_empty=true)"
+                ),
+            ));
+        }
+    }
     if q.dry_run {
         let engine = state.engine.clone();
         let (version, changes) =

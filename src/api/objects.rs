@@ -84,6 +84,27 @@ pub async fn put<T: Collection>(
     write(&state, &who, &options, edit).await
 }
 
+/// `PATCH`: the keys given change, the others stay (`null` resets one);
+/// an object that is not there is created from the keys.
+pub async fn patch<T: Collection>(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    Query(options): Query<WriteOptions>,
+    Json(mut body): Json<Map<String, Value>>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    if let Some(given) = body.get("name") {
+        name_matches(T::NOUN, &name, given.as_str().unwrap_or_default())?;
+    }
+    body.insert("name".into(), name.clone().into());
+    let edit = Edit::Patch {
+        kind: T::KIND,
+        name,
+        json: json_of(&body)?,
+    };
+    write(&state, &who, &options, edit).await
+}
+
 pub async fn delete<T: Collection>(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
@@ -140,7 +161,24 @@ pub async fn show_record(
     Ok(Json(read_record(&state, &path, Record::clone)?))
 }
 
-/// A record PUT: the path gives the name and type (a body may repeat them).
+/// A record body: the path gives the name and type (a body may repeat them).
+fn record_body(name: &str, rtype: &str, fields: &mut Map<String, Value>) -> Result<(), ApiError> {
+    if let Some(given) = fields.get("name") {
+        name_matches("record", name, given.as_str().unwrap_or_default())?;
+    }
+    if let Some(k) = fields.get("type")
+        && !k.as_str().is_some_and(|k| k.eq_ignore_ascii_case(rtype))
+    {
+        return Err(ApiError::new(
+            ErrorKind::BadRequest,
+            format!("the body's type {k} is not the path's {rtype}"),
+        ));
+    }
+    fields.insert("name".into(), name.into());
+    fields.insert("type".into(), rtype.to_ascii_uppercase().into());
+    Ok(())
+}
+
 pub async fn put_record(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
@@ -148,19 +186,7 @@ pub async fn put_record(
     Query(options): Query<WriteOptions>,
     Json(mut fields): Json<Map<String, Value>>,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    if let Some(given) = fields.get("name") {
-        name_matches("record", &name, given.as_str().unwrap_or_default())?;
-    }
-    if let Some(k) = fields.get("type")
-        && !k.as_str().is_some_and(|k| k.eq_ignore_ascii_case(&rtype))
-    {
-        return Err(ApiError::new(
-            ErrorKind::BadRequest,
-            format!("the body's type {k} is not the path's {rtype}"),
-        ));
-    }
-    fields.insert("name".into(), name.clone().into());
-    fields.insert("type".into(), rtype.to_ascii_uppercase().into());
+    record_body(&name, &rtype, &mut fields)?;
     // Addresses have routes of their own: a body without them keeps them.
     let keep_addresses = !fields.contains_key("addresses");
     let record: Record = serde_json::from_value(fields.into())
@@ -171,6 +197,24 @@ pub async fn put_record(
         rtype,
         json: json_of(&record)?,
         keep_addresses,
+    };
+    write(&state, &who, &options, edit).await
+}
+
+/// `PATCH` of a record: the keys given change, the others stay.
+pub async fn patch_record(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Path((domain, name, rtype)): Path<(String, String, String)>,
+    Query(options): Query<WriteOptions>,
+    Json(mut fields): Json<Map<String, Value>>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    record_body(&name, &rtype, &mut fields)?;
+    let edit = Edit::PatchRecord {
+        domain,
+        name,
+        rtype,
+        json: json_of(&fields)?,
     };
     write(&state, &who, &options, edit).await
 }
@@ -189,15 +233,6 @@ pub async fn delete_record(
     write(&state, &who, &options, edit).await
 }
 
-/// An address is named by its IP or, in a CNAME record, its target.
-fn address_key(a: &Address) -> String {
-    match (&a.ip, &a.target) {
-        (Some(ip), _) => ip.to_string(),
-        (None, Some(t)) => t.clone(),
-        (None, None) => String::new(),
-    }
-}
-
 pub async fn list_addresses(
     State(state): State<ApiState>,
     Path(path): Path<(String, String, String)>,
@@ -210,36 +245,11 @@ pub async fn put_address(
     Extension(who): Extension<Principal>,
     Path((domain, name, rtype, key)): Path<(String, String, String, String)>,
     Query(options): Query<WriteOptions>,
-    Json(mut address): Json<Address>,
+    Json(mut fields): Json<Map<String, Value>>,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    // The path names the address: an IP, or a CNAME target.
-    match key.parse::<std::net::IpAddr>() {
-        Ok(ip) => {
-            if address.ip.is_some_and(|given| given != ip) {
-                return Err(ApiError::new(
-                    ErrorKind::BadRequest,
-                    format!(
-                        "the body's ip {} is not the path's {ip}",
-                        address_key(&address)
-                    ),
-                ));
-            }
-            address.ip = Some(ip);
-        }
-        Err(_) => {
-            if address
-                .target
-                .as_deref()
-                .is_some_and(|t| !same_name(t, &key))
-            {
-                return Err(ApiError::new(
-                    ErrorKind::BadRequest,
-                    format!("the body's target is not the path's {key}"),
-                ));
-            }
-            address.target = Some(key.clone());
-        }
-    }
+    address_body(&key, &mut fields)?;
+    let address: Address = serde_json::from_value(fields.into())
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("address {key}: {e}")))?;
     let edit = Edit::PutAddress {
         domain,
         name,
@@ -248,6 +258,56 @@ pub async fn put_address(
         json: json_of(&address)?,
     };
     write(&state, &who, &options, edit).await
+}
+
+/// `PATCH` of an address: the keys given change (`dc`, `hc`, `weight`,
+/// ...), the others stay; an address that is not there is added.
+pub async fn patch_address(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Path((domain, name, rtype, key)): Path<(String, String, String, String)>,
+    Query(options): Query<WriteOptions>,
+    Json(mut fields): Json<Map<String, Value>>,
+) -> Result<Json<ApplyResult>, ApiError> {
+    address_body(&key, &mut fields)?;
+    let edit = Edit::PatchAddress {
+        domain,
+        name,
+        rtype,
+        key,
+        json: json_of(&fields)?,
+    };
+    write(&state, &who, &options, edit).await
+}
+
+/// The path names the address: an IP, or a CNAME target; a body may repeat
+/// it, and gets it.
+fn address_body(key: &str, fields: &mut Map<String, Value>) -> Result<(), ApiError> {
+    match key.parse::<std::net::IpAddr>() {
+        Ok(ip) => {
+            if let Some(given) = fields.get("ip")
+                && given.as_str().and_then(|g| g.parse().ok()) != Some(ip)
+            {
+                return Err(ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!("the body's ip {given} is not the path's {ip}"),
+                ));
+            }
+            fields.insert("ip".into(), ip.to_string().into());
+        }
+        Err(_) => {
+            if let Some(given) = fields.get("target")
+                && !given.as_str().is_some_and(|t| same_name(t, key))
+            {
+                return Err(ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!("the body's target {given} is not the path's {key}"),
+                ));
+            }
+            fields.insert("target".into(), key.into());
+        }
+    }
+    Ok(())
 }
 
 pub async fn delete_address(

@@ -156,10 +156,22 @@ fn collection<T: objects::Collection + JsonSchema>(
             Method::PUT,
             item_path,
             Token,
-            "Create or replace one (the path names it)",
+            "Create or replace one, whole (the path names it; keys absent take their defaults)",
             handler!(Method::PUT, objects::put::<T>),
         )
         .body(Payload::Json(schema::<T>))
+        .returns(Payload::Json(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
+    );
+    ops.push(
+        op(
+            Method::PATCH,
+            item_path,
+            Token,
+            "Change the keys given and keep the others (JSON merge patch: null resets a key); creates it when absent",
+            handler!(Method::PATCH, objects::patch::<T>),
+        )
+        .body(Payload::Json(schema::<Value>))
         .returns(Payload::Json(schema::<ApplyResult>))
         .query(WRITE_QUERY),
     );
@@ -204,7 +216,7 @@ pub fn operations() -> Vec<Op> {
         op(Method::PUT, "/api/v1/config", Token, "Apply a whole configuration (TOML), atomically", handler!(Method::PUT, apply_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>))
-            .query(&[("dry_run", "boolean", "return the changes; apply nothing")]),
+            .query(&[("dry_run", "boolean", "return the changes; apply nothing"), ("allow_empty", "boolean", "apply a configuration with no domain over one that has some (else 409 confirmation-needed)")]),
         op(Method::POST, "/api/v1/config/validate", Token, "Validate a configuration (TOML); apply nothing", handler!(Method::POST, validate_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>)),
@@ -262,6 +274,16 @@ pub fn operations() -> Vec<Op> {
         .returns(J(schema::<ApplyResult>))
         .query(WRITE_QUERY),
         op(
+            Method::PATCH,
+            RECORD,
+            Token,
+            "Change a record's keys given and keep the others (JSON merge patch); creates it when absent",
+            handler!(Method::PATCH, objects::patch_record),
+        )
+        .body(J(schema::<Value>))
+        .returns(J(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
+        op(
             Method::DELETE,
             RECORD,
             Token,
@@ -286,6 +308,16 @@ pub fn operations() -> Vec<Op> {
             handler!(Method::PUT, objects::put_address),
         )
         .body(J(schema::<Address>))
+        .returns(J(schema::<ApplyResult>))
+        .query(WRITE_QUERY),
+        op(
+            Method::PATCH,
+            ADDRESS,
+            Token,
+            "Change an address's keys given (dc, hc, weight, ...) and keep the others; adds it when absent",
+            handler!(Method::PATCH, objects::patch_address),
+        )
+        .body(J(schema::<Value>))
         .returns(J(schema::<ApplyResult>))
         .query(WRITE_QUERY),
         op(

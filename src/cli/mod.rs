@@ -171,10 +171,15 @@ pub enum ConfigCmd {
     Check { file: PathBuf },
     /// Validate and apply a file atomically, showing what changes.
     Apply {
+        /// The configuration file (TOML); - for stdin.
         file: PathBuf,
         /// Show the changes without applying them.
         #[arg(long)]
         dry_run: bool,
+        /// Apply a configuration with no domain over one that has some
+        /// (it stops answering for every domain).
+        #[arg(long)]
+        allow_empty: bool,
     },
     /// Print the applied configuration.
     Export,
@@ -361,17 +366,21 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("{}: valid", file.display());
             Ok(())
         }
-        Command::Config(ConfigCmd::Apply { file, dry_run }) => {
+        Command::Config(ConfigCmd::Apply {
+            file,
+            dry_run,
+            allow_empty,
+        }) => {
             let text = read(file)?;
             let client = Client::new(&cli)?;
-            let path = if *dry_run {
-                "/api/v1/config?dry_run=true"
-            } else {
-                "/api/v1/config"
-            };
-            let result: ApplyResult = client
-                .send(client.http.put(client.url(path)).body(text))
-                .await?;
+            let mut request = client.http.put(client.url("/api/v1/config"));
+            if *dry_run {
+                request = request.query(&[("dry_run", "true")]);
+            }
+            if *allow_empty {
+                request = request.query(&[("allow_empty", "true")]);
+            }
+            let result: ApplyResult = client.send(request.body(text)).await?;
             print_apply(&result);
             Ok(())
         }
@@ -1034,9 +1043,14 @@ async fn shutdown_signal() {
     }
 }
 
+/// A file's text; `-` is standard input.
 fn read(file: &PathBuf) -> Result<String> {
-    std::fs::read_to_string(file)
-        .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())).into())
+    let text = if file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(file)
+    };
+    text.map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())).into())
 }
 
 fn bad_file(file: &std::path::Path, e: &model::ConfigErrors) -> anyhow::Error {

@@ -3,7 +3,10 @@
 //! the API's object routes (docs/api.md).
 //!
 //! An object is written as it appears in the configuration file: `gtm check
-//! put web --file web.toml` takes the keys of one `[[check]]` table.
+//! put web --file web.toml` takes the keys of one `[[check]]` table. A put
+//! changes the keys it is given and keeps the others (the API's `PATCH`);
+//! `--replace` writes the whole object, every key not given taking its
+//! default (`PUT`).
 
 use std::path::PathBuf;
 
@@ -23,11 +26,19 @@ pub enum ObjectCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Create or replace it from a file of its keys (TOML, or - for stdin).
+    /// Create it, or change the keys the file gives and keep the others.
+    ///
+    /// Example: gtm check put web --file web.toml (web.toml: interval = "5s")
     Put {
         name: String,
+        /// A TOML file of the object's keys, as in a configuration table;
+        /// - for stdin.
         #[arg(long, short, value_name = "FILE")]
         file: PathBuf,
+        /// Replace the whole object: keys the file leaves out take their
+        /// defaults.
+        #[arg(long)]
+        replace: bool,
         /// Show the changes; apply nothing.
         #[arg(long)]
         dry_run: bool,
@@ -58,13 +69,22 @@ pub enum RecordObjectCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Create or replace a record from a file of its keys.
+    /// Create a record, or change the keys the file gives and keep the
+    /// others (its addresses stay unless the file lists them).
+    ///
+    /// Example: gtm record put www.example.test A --file ttl.toml (ttl = 60)
     Put {
         name: String,
         #[arg(value_name = "TYPE")]
         rtype: String,
+        /// A TOML file of the record's keys; - for stdin.
         #[arg(long, short, value_name = "FILE")]
         file: PathBuf,
+        /// Replace the whole record: keys the file leaves out take their
+        /// defaults (addresses stay unless the file lists them).
+        #[arg(long)]
+        replace: bool,
+        /// Show the changes; apply nothing.
         #[arg(long)]
         dry_run: bool,
     },
@@ -83,7 +103,10 @@ pub enum RecordObjectCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum AddressCmd {
-    /// Add an address, or replace the one with this IP (or CNAME target).
+    /// Add an address, or change the settings given of the one with this
+    /// IP (or CNAME target) and keep the others.
+    ///
+    /// Example: gtm record address put www.example.test A 192.0.2.10 --weight 2
     Put {
         name: String,
         #[arg(value_name = "TYPE")]
@@ -97,6 +120,11 @@ pub enum AddressCmd {
         hc: Option<String>,
         #[arg(long)]
         weight: Option<u32>,
+        /// Replace the whole address: settings not given take their
+        /// defaults.
+        #[arg(long)]
+        replace: bool,
+        /// Show the changes; apply nothing.
         #[arg(long)]
         dry_run: bool,
     },
@@ -124,13 +152,14 @@ pub async fn object(client: &Client, collection: &str, cmd: &ObjectCmd) -> Resul
         ObjectCmd::Put {
             name,
             file,
+            replace,
             dry_run,
         } => {
             let body = read_object(file)?;
             let path = format!("/api/v1/{collection}/{}", segment(name));
             write(
                 client,
-                client.http.put(client.url(&path)).json(&body),
+                put_or_patch(client, &path, *replace).json(&body),
                 *dry_run,
             )
             .await
@@ -185,13 +214,14 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
             name,
             rtype,
             file,
+            replace,
             dry_run,
         } => {
             let body = read_object(file)?;
             let path = record_path(client, name, rtype).await?;
             write(
                 client,
-                client.http.put(client.url(&path)).json(&body),
+                put_or_patch(client, &path, *replace).json(&body),
                 *dry_run,
             )
             .await
@@ -211,6 +241,7 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
             dc,
             hc,
             weight,
+            replace,
             dry_run,
         }) => {
             let path = format!(
@@ -230,7 +261,7 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
             }
             write(
                 client,
-                client.http.put(client.url(&path)).json(&body),
+                put_or_patch(client, &path, *replace).json(&body),
                 *dry_run,
             )
             .await
@@ -305,13 +336,18 @@ fn segment(s: &str) -> String {
     out
 }
 
+/// `PUT` replaces the whole object; `PATCH` changes the keys given.
+fn put_or_patch(client: &Client, path: &str, replace: bool) -> reqwest::RequestBuilder {
+    if replace {
+        client.http.put(client.url(path))
+    } else {
+        client.http.patch(client.url(path))
+    }
+}
+
 /// An object's keys from a TOML file (`-` = stdin), as JSON for the API.
 fn read_object(file: &PathBuf) -> Result<Value> {
-    let text = if file.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin())?
-    } else {
-        super::read(file)?
-    };
+    let text = super::read(file)?;
     let table: toml::Table = toml::from_str(&text)
         .map_err(|e| CliError::BadInput(format!("{}: {}", file.display(), e.message())))?;
     Ok(serde_json::to_value(table)?)

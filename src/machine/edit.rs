@@ -4,9 +4,13 @@
 //!
 //! `Put` creates or replaces (a retried put changes nothing the second
 //! time; a domain's records and a record's addresses stay unless the body
-//! lists them); `Delete` of something absent is `not-found`.
+//! lists them); `Patch` merges the keys it is given into the object and
+//! keeps the others (RFC 7396 JSON merge patch: `null` resets a key), or
+//! creates the object when there is none; `Delete` of something absent is
+//! `not-found`.
 
 use serde::{Serialize, de::DeserializeOwned};
+use serde_json::{Map, Value};
 
 use crate::api::{ApiError, ErrorKind};
 use crate::command::{Edit, Kind};
@@ -201,7 +205,129 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             record.addresses.remove(j);
             Ok(())
         }
+        Edit::Patch { kind, name, json } => match kind {
+            Kind::Datacenter => patch::<Datacenter>(config, name, json),
+            Kind::Check => patch::<Check>(config, name, json),
+            Kind::Scenario => patch::<Scenario>(config, name, json),
+            Kind::Service => patch::<Service>(config, name, json),
+            Kind::Domain => patch::<Domain>(config, name, json),
+        },
+        Edit::PatchRecord {
+            domain,
+            name,
+            rtype,
+            json,
+        } => {
+            let what = format!("record {name} {rtype}");
+            let d = domain_mut(config, domain)?;
+            let i = record_index(d, name, rtype).ok();
+            let mut record: Record = merged(&what, i.map(|i| &d.records[i]), json)?;
+            // The name is the one written (its case), the type the path's.
+            record.name = match i {
+                Some(i) => d.records[i].name.clone(),
+                None => name.clone(),
+            };
+            if !record.kind.as_str().eq_ignore_ascii_case(rtype) {
+                return Err(ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!("{what}: the type cannot change to {}", record.kind.as_str()),
+                ));
+            }
+            match i {
+                Some(i) => d.records[i] = record,
+                None => d.records.push(record),
+            }
+            Ok(())
+        }
+        Edit::PatchAddress {
+            domain,
+            name,
+            rtype,
+            key,
+            json,
+        } => {
+            let what = format!("address {key} of record {name} {rtype}");
+            let d = domain_mut(config, domain)?;
+            let i = record_index(d, name, rtype)?;
+            let addresses = &mut d.records[i].addresses;
+            let j = addresses.iter().position(|a| same_address(a, key));
+            let address: Address = merged(&what, j.map(|j| &addresses[j]), json)?;
+            if !same_address(&address, key) {
+                return Err(ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!(
+                        "{what}: the address itself cannot change; delete it and add the new one"
+                    ),
+                ));
+            }
+            match j {
+                Some(j) => addresses[j] = address,
+                None => addresses.push(address),
+            }
+            Ok(())
+        }
     }
+}
+
+/// `current` (when there is one) with the keys of the JSON object `patch`
+/// merged in; the object `patch` describes when there is none.
+fn merged<T: Serialize + DeserializeOwned>(
+    what: &str,
+    current: Option<&T>,
+    patch: &str,
+) -> Result<T, ApiError> {
+    let bad = |e: String| ApiError::new(ErrorKind::BadRequest, format!("{what}: {e}"));
+    let patch: Value = serde_json::from_str(patch).map_err(|e| bad(e.to_string()))?;
+    if !patch.is_object() {
+        return Err(bad("an update is an object of the keys to change".into()));
+    }
+    let mut value = match current {
+        Some(c) => serde_json::to_value(c).map_err(|e| bad(e.to_string()))?,
+        None => Value::Object(Map::new()),
+    };
+    merge_patch(&mut value, patch);
+    serde_json::from_value(value).map_err(|e| bad(e.to_string()))
+}
+
+/// RFC 7396: objects merge key by key, `null` removes a key, anything else
+/// (arrays included) replaces.
+fn merge_patch(target: &mut Value, patch: Value) {
+    match patch {
+        Value::Object(patch) => {
+            if !target.is_object() {
+                *target = Value::Object(Map::new());
+            }
+            if let Value::Object(map) = target {
+                for (key, value) in patch {
+                    if value.is_null() {
+                        map.remove(&key);
+                    } else {
+                        merge_patch(map.entry(key).or_insert(Value::Null), value);
+                    }
+                }
+            }
+        }
+        patch => *target = patch,
+    }
+}
+
+fn patch<T: Collection>(config: &mut Config, name: &str, json: &str) -> Result<(), ApiError> {
+    let what = format!("{} \"{name}\"", T::NOUN);
+    let items = T::items_mut(config);
+    let i = items.iter().position(|x| same_name(x.name(), name));
+    let mut item: T = merged(&what, i.map(|i| &items[i]), json)?;
+    match i {
+        Some(i) => {
+            let kept = items[i].name().to_string();
+            item.set_name(kept);
+            items[i] = item;
+        }
+        None => {
+            item.set_name(name.to_string());
+            items.push(item);
+        }
+    }
+    Ok(())
 }
 
 fn put<T: Collection>(
@@ -229,4 +355,108 @@ fn delete<T: Collection>(config: &mut Config, name: &str) -> Result<(), ApiError
     let i = find::<T>(config, name)?;
     T::items_mut(config).remove(i);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        crate::model::parse(
+            r#"
+[[datacenter]]
+name = "dc1"
+
+[[check]]
+name = "web"
+type = "tcp"
+target = "127.0.0.1"
+port = 80
+interval = "5s"
+
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+ttl = 60
+addresses = [{ ip = "192.0.2.1", dc = "dc1", hc = "check:web" }]
+"#,
+        )
+        .unwrap()
+    }
+
+    fn patch_address(json: &str) -> Edit {
+        Edit::PatchAddress {
+            domain: "example.test".into(),
+            name: "www".into(),
+            rtype: "A".into(),
+            key: "192.0.2.1".into(),
+            json: json.into(),
+        }
+    }
+
+    #[test]
+    fn a_patch_keeps_what_it_does_not_name_and_null_resets() {
+        let mut c = config();
+        apply(
+            &mut c,
+            &patch_address(r#"{"ip":"192.0.2.1","hc":"disabled"}"#),
+        )
+        .unwrap();
+        let a = &c.domains[0].records[0].addresses[0];
+        assert_eq!(a.dc.as_deref(), Some("dc1"));
+        assert_eq!(
+            serde_json::to_value(a).unwrap()["hc"],
+            serde_json::json!("disabled")
+        );
+        apply(&mut c, &patch_address(r#"{"ip":"192.0.2.1","dc":null}"#)).unwrap();
+        assert_eq!(c.domains[0].records[0].addresses[0].dc, None);
+
+        let interval = Edit::Patch {
+            kind: Kind::Check,
+            name: "WEB".into(),
+            json: r#"{"name":"WEB","interval":"10s"}"#.into(),
+        };
+        apply(&mut c, &interval).unwrap();
+        let check = serde_json::to_value(&c.checks[0]).unwrap();
+        assert_eq!(check["name"], "web", "the name keeps its case");
+        assert_eq!(check["interval"], "10s");
+        assert_eq!(check["port"], 80);
+    }
+
+    #[test]
+    fn a_patch_creates_what_is_absent_and_refuses_to_change_identity() {
+        let mut c = config();
+        apply(
+            &mut c,
+            &Edit::PatchAddress {
+                domain: "example.test".into(),
+                name: "www".into(),
+                rtype: "A".into(),
+                key: "192.0.2.2".into(),
+                json: r#"{"ip":"192.0.2.2","weight":2}"#.into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(c.domains[0].records[0].addresses.len(), 2);
+
+        let e = apply(&mut c, &patch_address(r#"{"ip":"192.0.2.9"}"#)).unwrap_err();
+        assert!(e.message.contains("cannot change"), "{}", e.message);
+        let e = apply(
+            &mut c,
+            &Edit::PatchRecord {
+                domain: "example.test".into(),
+                name: "www".into(),
+                rtype: "A".into(),
+                json: r#"{"name":"www","type":"AAAA"}"#.into(),
+            },
+        )
+        .unwrap_err();
+        assert!(e.message.contains("type cannot change"), "{}", e.message);
+        let e = apply(&mut c, &patch_address("[1]")).unwrap_err();
+        assert!(e.message.contains("object"), "{}", e.message);
+    }
 }

@@ -406,6 +406,20 @@ fn describe(e: &crate::command::Edit) -> String {
             rtype,
             key,
         } => format!("delete address {key} of {name} {rtype} in {domain}"),
+        Edit::Patch { kind, name, .. } => format!("update {} {name}", noun(kind)),
+        Edit::PatchRecord {
+            domain,
+            name,
+            rtype,
+            ..
+        } => format!("update record {name} {rtype} in {domain}"),
+        Edit::PatchAddress {
+            domain,
+            name,
+            rtype,
+            key,
+            ..
+        } => format!("update address {key} of {name} {rtype} in {domain}"),
     }
 }
 
