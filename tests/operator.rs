@@ -213,6 +213,19 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
 async fn manual_failback_holds_dr_until_an_operator_resumes() {
     let d = TestDevice::start(&config(9)).await;
     assert_eq!(www(&d, "dr.example.test.").await, ["192.0.2.20"]);
+    // Nothing is held yet: a resume is refused and logs nothing.
+    let early =
+        tokio::task::block_in_place(|| run_gtm(&d, &["record", "resume", "dr.example.test", "A"]));
+    assert_eq!(early.code, Some(2), "{}", early.stderr);
+    assert!(
+        early
+            .stderr
+            .contains("not held by manual failback on any device"),
+        "{}",
+        early.stderr
+    );
+    let logs = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--kind", "operator"]));
+    assert!(!logs.stdout.contains("failback resumed"), "{}", logs.stdout);
     let set = tokio::task::block_in_place(|| run_gtm(&d, &["check", "set", "maint", "ok"]));
     assert_eq!(set.code, Some(0), "{}", set.stderr);
     assert_eq!(
@@ -238,6 +251,17 @@ async fn manual_failback_holds_dr_until_an_operator_resumes() {
             .contains("held by manual failback")
     );
     assert_eq!(p["switchovers"][0]["text"], "dr.example.test/A: DR is on");
+    let status: serde_json::Value = serde_json::from_str(
+        &tokio::task::block_in_place(|| run_gtm(&d, &["status", "--json"])).stdout,
+    )
+    .unwrap();
+    let held = status["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["record"] == "dr.example.test/A")
+        .unwrap();
+    assert_eq!(held["held"], true, "{held}");
 
     let resume =
         tokio::task::block_in_place(|| run_gtm(&d, &["record", "resume", "dr.example.test", "A"]));

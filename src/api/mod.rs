@@ -608,6 +608,40 @@ pub(crate) async fn resume(
 ) -> Result<Json<Preview>, ApiError> {
     let label = record_label(&name, &rtype);
     writable(&state)?;
+    // Holds are each device's own: refused only when no device of the
+    // cluster (by its last report) holds the record.
+    let here = state.engine.status();
+    let peers = state.peers.status(&state.replication);
+    let mine = here.iter().find(|r| r.record == label);
+    if mine.is_some() {
+        let held = mine.is_some_and(|r| r.held)
+            || peers
+                .iter()
+                .any(|p| p.records.iter().any(|r| r.record == label && r.held));
+        if !held {
+            let mut seen = vec![format!(
+                "{} on {}",
+                mine.and_then(|r| r.status)
+                    .map_or("-".into(), |s| s.to_string()),
+                state.engine.device()
+            )];
+            seen.extend(peers.iter().filter_map(|p| {
+                let r = p.records.iter().find(|r| r.record == label)?;
+                Some(format!(
+                    "{} on {}",
+                    r.status.map_or("-".into(), |s| s.to_string()),
+                    p.device
+                ))
+            }));
+            return Err(ApiError::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{label} is not held by manual failback on any device ({}); there is nothing to resume",
+                    seen.join(", ")
+                ),
+            ));
+        }
+    }
     // Every device applies it; this one has once propose returns.
     state
         .replication

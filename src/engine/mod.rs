@@ -98,6 +98,10 @@ pub struct RecordStatus {
     pub status: Option<Status>,
     pub active: Vec<String>,
     pub decision: String,
+    /// DR stays on only because failback is manual (`record resume` ends
+    /// it). Absent from devices of an earlier version.
+    #[serde(default)]
+    pub held: bool,
 }
 
 /// The record preview: what is answered now and why.
@@ -289,6 +293,8 @@ struct Steered {
     state: Option<RecordState>,
     answers: PlaceAnswers,
     decision: String,
+    /// [`crate::resolve::Evaluation::held`].
+    held: bool,
 }
 
 fn now_ms() -> u64 {
@@ -589,6 +595,7 @@ impl Engine {
                         state: Some(eval.state),
                         answers: eval.answers,
                         decision: eval.decision,
+                        held: eval.held,
                     });
                 }
             }
@@ -784,6 +791,7 @@ impl Engine {
                 }
                 r.state = Some(eval.state);
                 r.decision = eval.decision;
+                r.held = eval.held;
                 events.extend(eval.events.into_iter().map(|t| (r.label.clone(), t)));
                 if let Some(old) = old_status.filter(|old| *old != new_status) {
                     events.push((
@@ -1007,6 +1015,7 @@ impl Engine {
                 status: r.state.as_ref().map(|s| s.status),
                 active: active_of(r),
                 decision: r.decision.clone(),
+                held: r.held,
             })
             .collect()
     }

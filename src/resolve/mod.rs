@@ -157,6 +157,9 @@ pub struct Evaluation {
     pub answers: PlaceAnswers,
     /// The mode's decision and its condition, for the record preview.
     pub decision: String,
+    /// DR stays on only because failback is manual: an operator's resume
+    /// ends it.
+    pub held: bool,
     /// Event texts of the transition, as on the GTM Logs screen.
     pub events: Vec<String>,
 }
@@ -214,6 +217,7 @@ pub fn evaluate(
 
     // Step 2: mode.
     let mut dr_on = false;
+    let mut held_by_failback = false;
     let decision;
     let mut group: Vec<usize> = (0..addresses.len())
         .filter(|&i| addresses[i].hc != Hc::Disabled)
@@ -264,6 +268,7 @@ pub fn evaluate(
             let was_on = prev.is_some_and(|p| p.dr_on);
             let held = was_on && !holds && *failback == Failback::Manual && !operator.resume;
             dr_on = holds || held;
+            held_by_failback = held;
             let main_name = &dcs[*main].name;
             let dr_name = &dcs[*dr].name;
             decision = match (dr_on, held) {
@@ -360,6 +365,7 @@ pub fn evaluate(
         state,
         answers,
         decision,
+        held: held_by_failback,
         events,
     }
 }
