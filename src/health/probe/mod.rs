@@ -279,7 +279,8 @@ pub struct Prober {
     /// failed (then TLS probes fail with that reason instead of panicking).
     tls: Result<(TlsConfigs, TlsConfigs), String>,
     allow_exec: bool,
-    fence: Fence,
+    /// Swapped by a reload (SIGHUP) of the node settings.
+    fence: arc_swap::ArcSwap<Fence>,
 }
 
 impl Prober {
@@ -295,8 +296,13 @@ impl Prober {
         Prober {
             tls,
             allow_exec,
-            fence,
+            fence: arc_swap::ArcSwap::from_pointee(fence),
         }
+    }
+
+    /// Replaces the fence: probes started from now on follow it.
+    pub fn set_fence(&self, fence: Fence) {
+        self.fence.store(Arc::new(fence));
     }
 
     /// The target with its name resolved, every address let through the
@@ -304,11 +310,12 @@ impl Prober {
     /// A name whose addresses are partly refused is probed on the others.
     async fn resolve_fenced(&self, target: &Target) -> Result<Target, String> {
         let mut refused = None;
+        let fence = self.fence.load();
         let allowed: Vec<IpAddr> = resolve(target)
             .await?
             .iter()
             .map(SocketAddr::ip)
-            .filter(|ip| match self.fence.check(*ip) {
+            .filter(|ip| match fence.check(*ip) {
                 Ok(()) => true,
                 Err(why) => {
                     refused.get_or_insert(why);
