@@ -1006,16 +1006,20 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
     notifier.notify("READY=1");
     let watchdog = notifier.watchdog_interval();
     let mut ticks = tokio::time::interval(watchdog.unwrap_or(std::time::Duration::from_secs(3600)));
-    eprintln!(
-        "gtm serving DNS on {} and the API on http://{} (data directory has the token)",
-        device
-            .dns_addrs
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        device.api_addr
-    );
+    // For a person at a terminal; JSON logs stay JSON lines only.
+    let banner = settings.log_format == crate::model::node::LogFormat::Text;
+    if banner {
+        eprintln!(
+            "gtm serving DNS on {} and the API on http://{} (data directory has the token)",
+            device
+                .dns_addrs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            device.api_addr
+        );
+    }
     if demo && let Some(addr) = device.dns_addrs.first() {
         eprintln!(
             "try: dig @{} -p {} www.example.test A",

@@ -306,6 +306,14 @@ mod tests {
     }
 
     #[test]
+    fn the_packaged_node_file_parses_and_serves_port_53_from_var_lib_gtm() {
+        let s = super::NodeSettings::parse(include_str!("../../packaging/node.toml"))
+            .expect("packaging/node.toml parses");
+        assert!(s.dns_listen.iter().all(|a| a.port() == 53), "{s:?}");
+        assert_eq!(s.data_dir, std::path::Path::new("/var/lib/gtm"));
+    }
+
+    #[test]
     fn history_keep_defaults_to_100_and_must_be_positive() {
         let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
         assert_eq!(
