@@ -32,6 +32,9 @@ trap 'rm -rf "$stage"' EXIT
 root="$stage/gtm"
 
 install -D -m 0755 "$bin" "$root/usr/bin/gtm"
+# The line tables (for backtraces while developing) are most of the
+# binary's size; a package ships without them, as Debian's do.
+if command -v strip >/dev/null; then strip --strip-debug "$root/usr/bin/gtm"; fi
 install -D -m 0644 packaging/gtm.service "$root/lib/systemd/system/gtm.service"
 install -D -m 0640 packaging/node.toml "$root/etc/gtm/node.toml"
 
