@@ -571,6 +571,25 @@ mod tests {
         assert_send(&fut);
     }
 
+    #[tokio::test]
+    async fn a_new_fence_applies_to_the_next_probe() {
+        let prober = Prober::new(false);
+        let target = Target {
+            host: Host::Ip("10.1.2.3".parse().unwrap()),
+            port: 80,
+            server_name: "10.1.2.3".into(),
+        };
+        assert!(prober.resolve_fenced(&target).await.is_ok());
+        prober.set_fence(Fence {
+            allow_link_local: false,
+            only: vec![crate::model::node::Network::try_from("192.0.2.0/24".to_string()).unwrap()],
+        });
+        let refused = prober.resolve_fenced(&target).await.unwrap_err();
+        assert!(refused.contains("probe_networks"), "{refused}");
+        prober.set_fence(Fence::default());
+        assert!(prober.resolve_fenced(&target).await.is_ok());
+    }
+
     #[test]
     fn the_fence_judges_every_ipv6_form_of_an_ipv4_address() {
         let open = Fence::default();
