@@ -54,6 +54,10 @@ pub struct Device {
     /// The copy of the store it serves from, when its data directory was
     /// read-only at start-up.
     store_copy: Option<StoreCopy>,
+    /// The API's TLS server side, swapped by a reload.
+    tls_server: Option<tls::ServerConfigs>,
+    prober: Arc<Prober>,
+    data_dir: PathBuf,
 }
 
 /// The probe runtime, shut down without blocking when the device goes, even
@@ -207,7 +211,7 @@ impl Device {
             replication: replication.clone(),
             peers,
             datacenter: settings.datacenter.clone(),
-            prober,
+            prober: prober.clone(),
             store,
             data_dir: dir.clone(),
             token: token.clone().into(),
@@ -216,7 +220,9 @@ impl Device {
             peer_http: peer_client(Duration::from_secs(3))?,
         });
         let stop = cancel.clone();
-        let server_tls = tls.map(|t| t.server);
+        let tls_server: Option<tls::ServerConfigs> =
+            tls.map(|t| Arc::new(arc_swap::ArcSwap::new(t.server)));
+        let server_tls = tls_server.clone();
         let api_task = tokio::spawn(async move {
             match server_tls {
                 Some(config) => tls::serve(listener, router, config, stop).await,
@@ -246,7 +252,43 @@ impl Device {
             reports,
             probes: ProbeRuntime(Some(probes)),
             store_copy,
+            tls_server,
+            prober,
+            data_dir: dir.clone(),
         })
+    }
+
+    /// Applies what a reload (SIGHUP) of the node settings can change
+    /// without a restart: the TLS certificate and key (and trusted CA) of
+    /// the API, for connections accepted from now on, and the probe fences.
+    /// Nothing is changed when the certificate files do not load.
+    pub fn reload(&self, settings: &NodeSettings) -> Result<()> {
+        let tls = match (&settings.tls_cert, &settings.tls_key, &self.tls_server) {
+            (Some(cert), Some(key), Some(_)) => {
+                Some(Tls::load(cert, key, settings.tls_ca.as_deref())?)
+            }
+            (None, None, None) => None,
+            _ => anyhow::bail!(
+                "turning TLS on or off (tls_cert, tls_key) needs a restart of the device"
+            ),
+        };
+        if let (Some(t), Some(server)) = (tls, &self.tls_server) {
+            server.store(t.server);
+            if self.store_copy.is_none() {
+                fs::write(self.data_dir.join(tls::CA_FILE), &t.trust_pem)?;
+            }
+        }
+        self.prober.set_fence(crate::health::probe::Fence {
+            allow_link_local: settings.allow_link_local_probes,
+            only: settings.probe_networks.clone(),
+        });
+        Ok(())
+    }
+
+    /// Whether the device still serves: every DNS worker and the API
+    /// listener are running. The service watchdog is fed only while it is.
+    pub fn alive(&self) -> bool {
+        self.dns.alive() && !self.api_task.is_finished()
     }
 
     /// Resolves once a device that started on a copy of its store (its data

@@ -2,6 +2,8 @@
 
 use clap::Parser;
 
+use gtm::model::node::{LogFormat, NodeSettings};
+
 fn main() {
     let cli = gtm::cli::Cli::parse();
     if !matches!(cli.command, gtm::cli::Command::Serve { .. }) {
@@ -12,17 +14,20 @@ fn main() {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("GTM_LOG")
-                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-                // hickory_proto warns once per malformed EDNS option it
-                // decodes (TCP): a log flood anyone could trigger. gtm
-                // counts malformed queries and logs them rate-limited.
-                .unwrap_or_else(|_| "info,hickory_server=warn,hickory_proto=error".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    // The node file's log settings, when it reads; one that does not is
+    // reported by `serve` itself.
+    let settings = match &cli.command {
+        gtm::cli::Command::Serve {
+            config: Some(path), ..
+        } => std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| NodeSettings::parse(&text).ok()),
+        _ => None,
+    };
+    gtm::service::logging::init(
+        settings.as_ref().and_then(|s| s.log_level.as_deref()),
+        settings.as_ref().map_or(LogFormat::Text, |s| s.log_format),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

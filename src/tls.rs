@@ -109,14 +109,20 @@ fn client(
     Ok(gtm_cluster::http_client(trust_pem, identity, timeout)?)
 }
 
-/// Serves `router` over TLS on `listener` until `stop`.
+/// The server side of a device's TLS, swapped whole by a reload (SIGHUP):
+/// connections accepted afterwards get the new certificate, open ones keep
+/// theirs.
+pub type ServerConfigs = Arc<arc_swap::ArcSwap<rustls::ServerConfig>>;
+
+/// Serves `router` over TLS on `listener` until `stop`; then lets the
+/// requests in flight finish (at most 10 s) before it returns.
 pub async fn serve(
     listener: TcpListener,
     router: axum::Router,
-    tls: Arc<rustls::ServerConfig>,
+    tls: ServerConfigs,
     stop: CancellationToken,
 ) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let connections = tokio_util::task::TaskTracker::new();
     loop {
         let (stream, peer): (_, SocketAddr) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -126,10 +132,11 @@ pub async fn serve(
                     continue;
                 }
             },
-            _ = stop.cancelled() => return,
+            _ = stop.cancelled() => break,
         };
-        let (acceptor, router, stop) = (acceptor.clone(), router.clone(), stop.clone());
-        tokio::spawn(async move {
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.load_full());
+        let (router, stop) = (router.clone(), stop.clone());
+        connections.spawn(async move {
             let Ok(Ok(tls_stream)) =
                 tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await
             else {
@@ -150,10 +157,17 @@ pub async fn serve(
             let builder =
                 hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
             let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(tls_stream), service);
+            tokio::pin!(conn);
             tokio::select! {
-                _ = conn => {}
-                _ = stop.cancelled() => {}
+                _ = conn.as_mut() => {}
+                _ = stop.cancelled() => {
+                    // Requests in flight are answered; idle connections close.
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(10), conn).await;
+                }
             }
         });
     }
+    connections.close();
+    connections.wait().await;
 }

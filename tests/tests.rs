@@ -19,6 +19,7 @@ mod history;
 mod operator;
 mod operator_cluster;
 mod probes;
+mod service;
 mod storage;
 mod valid;
 mod versions;

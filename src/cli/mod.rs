@@ -4,6 +4,7 @@
 
 mod accounts;
 mod history;
+mod manpages;
 mod objects;
 
 use std::{net::IpAddr, path::PathBuf};
@@ -104,6 +105,9 @@ pub enum Command {
     Service(ListedCmd),
     /// Print a shell completion script: gtm completions bash > /etc/bash_completion.d/gtm
     Completions { shell: clap_complete::Shell },
+    /// Write one man page per command into DIR (for packaging).
+    #[command(hide = true)]
+    Manpages { dir: PathBuf },
     /// GeoIP: where an address is, and the database.
     #[command(subcommand)]
     Geoip(GeoipCmd),
@@ -633,6 +637,11 @@ pub async fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
+        Command::Manpages { dir } => {
+            let n = manpages::write(dir)?;
+            eprintln!("{n} man pages written to {}", dir.display());
+            Ok(())
+        }
         Command::Record(RecordCmd::Resume { name, rtype }) => {
             let client = Client::new(&cli)?;
             let p: Preview = client
@@ -988,9 +997,9 @@ fn print_members(status: &ClusterStatus) {
 }
 
 async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()> {
-    let (settings, demo) = match config {
+    let (mut settings, demo) = match &config {
         Some(path) => {
-            let text = read(&path)?;
+            let text = read(path)?;
             let settings = NodeSettings::parse(&text)
                 .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
             (settings, false)
@@ -1000,17 +1009,26 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
             true,
         ),
     };
+    let notifier = crate::service::notify::Notifier::from_env();
+    let mut signals = crate::service::Signals::install()?;
     let mut device = Device::start(settings.clone(), demo).await?;
-    eprintln!(
-        "gtm serving DNS on {} and the API on http://{} (data directory has the token)",
-        device
-            .dns_addrs
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        device.api_addr
-    );
+    notifier.notify("READY=1");
+    let watchdog = notifier.watchdog_interval();
+    let mut ticks = tokio::time::interval(watchdog.unwrap_or(std::time::Duration::from_secs(3600)));
+    // For a person at a terminal; JSON logs stay JSON lines only.
+    let banner = settings.log_format == crate::model::node::LogFormat::Text;
+    if banner {
+        eprintln!(
+            "gtm serving DNS on {} and the API on http://{} (data directory has the token)",
+            device
+                .dns_addrs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            device.api_addr
+        );
+    }
     if demo && let Some(addr) = device.dns_addrs.first() {
         eprintln!(
             "try: dig @{} -p {} www.example.test A",
@@ -1020,7 +1038,23 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
     }
     loop {
         tokio::select! {
-            () = shutdown_signal() => break,
+            request = signals.next() => match request {
+                crate::service::Request::Stop => break,
+                crate::service::Request::Reload => {
+                    if let Some(new) = crate::service::reload(&device, &settings, config.as_deref(), &notifier) {
+                        settings = new;
+                    }
+                }
+            },
+            _ = ticks.tick(), if watchdog.is_some() => {
+                // Fed only while the device serves: a stuck or dead worker
+                // lets the manager restart it.
+                if device.alive() {
+                    notifier.notify("WATCHDOG=1");
+                } else {
+                    tracing::error!("a DNS worker or the API listener has ended: the watchdog is no longer fed");
+                }
+            }
             () = device.reopened() => {
                 // Started on a copy of its store (read-only data directory),
                 // and the directory can be written again: start on the store.
@@ -1030,17 +1064,11 @@ async fn serve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()>
             }
         }
     }
+    notifier.notify("STOPPING=1");
+    tracing::info!("stopping: requests in flight finish, the store is flushed");
     device.stop().await;
+    tracing::info!("stopped");
     Ok(())
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
 }
 
 /// A file's text; `-` is standard input.

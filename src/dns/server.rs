@@ -57,6 +57,14 @@ impl DnsServer {
         })
     }
 
+    /// Whether every UDP worker and TCP listener is still running (none
+    /// ended by a panic or an error).
+    pub fn alive(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+            && self.threads.iter().all(|t| !t.is_finished())
+            && self.tcp.iter().all(|t| !t.is_finished())
+    }
+
     /// Stops the listeners and waits for the workers.
     pub async fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);

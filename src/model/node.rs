@@ -73,6 +73,24 @@ pub struct NodeSettings {
     /// `id.server.` / `hostname.bind.` (default: the device name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nsid: Option<String>,
+    /// Which log lines are written, as `GTM_LOG` takes them, e.g. `"info"`
+    /// or `"info,gtm::health=debug"` (default: info, with the libraries'
+    /// chatter at warn). `GTM_LOG` or `RUST_LOG`, when set, win. Re-read on
+    /// SIGHUP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
+    /// `"text"` (default) or `"json"`: one JSON object per line.
+    #[serde(default)]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written on standard error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// An IP network, written `ADDRESS/PREFIX` (a lone address is /32 or /128).
@@ -182,6 +200,8 @@ impl NodeSettings {
             allow_link_local_probes: false,
             probe_networks: Vec::new(),
             nsid: None,
+            log_level: None,
+            log_format: LogFormat::Text,
         }
     }
 
@@ -206,6 +226,10 @@ impl NodeSettings {
                  (set `nsid` to a shorter value)",
                 nsid.len()
             ));
+        }
+        if let Some(level) = &self.log_level {
+            crate::service::logging::parse_filter(level)
+                .map_err(|e| format!("node setting log_level: \"{level}\": {e}"))?;
         }
         if self.history_keep == Some(0) {
             return Err(
@@ -265,6 +289,28 @@ mod tests {
             e.contains("node setting nsid") && e.contains("256 bytes"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn log_settings_parse_and_a_bad_filter_is_named() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        let s = super::NodeSettings::parse(&format!(
+            "{base}log_level = \"debug,gtm::health=trace\"\nlog_format = \"json\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.log_format, super::LogFormat::Json);
+        let e =
+            super::NodeSettings::parse(&format!("{base}log_level = \"gtm=loud\"\n")).unwrap_err();
+        assert!(e.contains("node setting log_level"), "{e}");
+        assert!(super::NodeSettings::parse(&format!("{base}log_format = \"xml\"\n")).is_err());
+    }
+
+    #[test]
+    fn the_packaged_node_file_parses_and_serves_port_53_from_var_lib_gtm() {
+        let s = super::NodeSettings::parse(include_str!("../../packaging/node.toml"))
+            .expect("packaging/node.toml parses");
+        assert!(s.dns_listen.iter().all(|a| a.port() == 53), "{s:?}");
+        assert_eq!(s.data_dir, std::path::Path::new("/var/lib/gtm"));
     }
 
     #[test]

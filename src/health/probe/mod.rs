@@ -279,7 +279,8 @@ pub struct Prober {
     /// failed (then TLS probes fail with that reason instead of panicking).
     tls: Result<(TlsConfigs, TlsConfigs), String>,
     allow_exec: bool,
-    fence: Fence,
+    /// Swapped by a reload (SIGHUP) of the node settings.
+    fence: arc_swap::ArcSwap<Fence>,
 }
 
 impl Prober {
@@ -295,8 +296,13 @@ impl Prober {
         Prober {
             tls,
             allow_exec,
-            fence,
+            fence: arc_swap::ArcSwap::from_pointee(fence),
         }
+    }
+
+    /// Replaces the fence: probes started from now on follow it.
+    pub fn set_fence(&self, fence: Fence) {
+        self.fence.store(Arc::new(fence));
     }
 
     /// The target with its name resolved, every address let through the
@@ -304,11 +310,12 @@ impl Prober {
     /// A name whose addresses are partly refused is probed on the others.
     async fn resolve_fenced(&self, target: &Target) -> Result<Target, String> {
         let mut refused = None;
+        let fence = self.fence.load();
         let allowed: Vec<IpAddr> = resolve(target)
             .await?
             .iter()
             .map(SocketAddr::ip)
-            .filter(|ip| match self.fence.check(*ip) {
+            .filter(|ip| match fence.check(*ip) {
                 Ok(()) => true,
                 Err(why) => {
                     refused.get_or_insert(why);
@@ -562,6 +569,25 @@ mod tests {
         };
         let fut = prober.probe(&spec, &target);
         assert_send(&fut);
+    }
+
+    #[tokio::test]
+    async fn a_new_fence_applies_to_the_next_probe() {
+        let prober = Prober::new(false);
+        let target = Target {
+            host: Host::Ip("10.1.2.3".parse().unwrap()),
+            port: 80,
+            server_name: "10.1.2.3".into(),
+        };
+        assert!(prober.resolve_fenced(&target).await.is_ok());
+        prober.set_fence(Fence {
+            allow_link_local: false,
+            only: vec![crate::model::node::Network::try_from("192.0.2.0/24".to_string()).unwrap()],
+        });
+        let refused = prober.resolve_fenced(&target).await.unwrap_err();
+        assert!(refused.contains("probe_networks"), "{refused}");
+        prober.set_fence(Fence::default());
+        assert!(prober.resolve_fenced(&target).await.is_ok());
     }
 
     #[test]
