@@ -23,6 +23,31 @@ struct Entry {
     continent: ContinentCode,
 }
 
+/// A country database of type `kind` built at `epoch` (seconds) placing
+/// each `(network, country, continent)`.
+pub fn mmdb_bytes(
+    kind: &str,
+    epoch: u64,
+    entries: &[(&str, &'static str, &'static str)],
+) -> Vec<u8> {
+    let built = std::time::UNIX_EPOCH + std::time::Duration::from_secs(epoch);
+    let mut w = mmdb_writer::Writer::builder(kind)
+        .build_epoch(built)
+        .build();
+    for (net, cc, cont) in entries {
+        let net: mmdb_writer::ipnet::IpNet = net.parse().unwrap();
+        w.insert(
+            net,
+            &Entry {
+                country: Code { iso_code: cc },
+                continent: ContinentCode { code: cont },
+            },
+        )
+        .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
 /// A GeoLite2-Country-shaped database: 81.2.69.0/24 in DE, 2.2.2.0/24 in
 /// FR, 3.3.0.0/16 in the US.
 pub fn write_mmdb(path: &Path) {
