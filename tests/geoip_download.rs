@@ -393,3 +393,49 @@ async fn a_pair_downloads_on_each_device_and_warns_when_the_databases_differ() {
     let json: serde_json::Value = serde_json::from_str(&a.ok(&["status", "--json"])).unwrap();
     assert!(json["geoip_warning"].as_str().unwrap().contains("gtm2"));
 }
+
+/// `[geoip]` is configuration like the rest: validated with its path,
+/// exported as written; without it no device downloads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_geoip_table_is_validated_exported_and_required_for_downloads() {
+    let d = TestDevice::start(ZONE).await;
+    let out = tokio::task::block_in_place(|| run_gtm(&d, &["geoip", "download"]));
+    assert_ne!(out.code, Some(0));
+    assert!(out.stderr.contains("no [geoip] table"), "{}", out.stderr);
+
+    let bad = d.dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        format!("{ZONE}\n[geoip]\nsource = \"ftp://h.test/{{day}}.mmdb\"\n"),
+    )
+    .unwrap();
+    let out =
+        tokio::task::block_in_place(|| run_gtm(&d, &["config", "apply", bad.to_str().unwrap()]));
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stderr.contains(
+            "geoip / source: \"ftp://h.test/{day}.mmdb\" is not an http:// or https:// URL"
+        ),
+        "{}",
+        out.stderr
+    );
+
+    let good = d.dir.path().join("good.toml");
+    std::fs::write(
+        &good,
+        with_geoip(ZONE, "https://geo.test/c-{year}-{month}.mmdb"),
+    )
+    .unwrap();
+    let out =
+        tokio::task::block_in_place(|| run_gtm(&d, &["config", "apply", good.to_str().unwrap()]));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let export = tokio::task::block_in_place(|| run_gtm(&d, &["config", "export"]));
+    assert!(
+        export.stdout.contains(
+            "[geoip]\nsource = \"https://geo.test/c-{year}-{month}.mmdb\"\nupdate = \"off\""
+        ),
+        "{}",
+        export.stdout
+    );
+    d.device.stop().await;
+}

@@ -140,8 +140,19 @@ pub(super) async fn import(
 /// the configured source now.
 pub(super) async fn download(State(state): State<ApiState>) -> Result<Json<GeoipStatus>, ApiError> {
     writable(&state)?;
+    // Downloads are configured, like everything the cluster does: without
+    // a `[geoip]` table a device never reaches out, by itself or on request.
+    let template = state
+        .engine
+        .with_config(|c| c.geoip.is_some().then(|| c.geoip_source().to_string()))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorKind::Conflict,
+                "the configuration has no [geoip] table, so no device downloads a GeoIP database: \
+                 add one (`[geoip]` alone means DB-IP's IP to Country Lite, updated monthly), or import a file",
+            )
+        })?;
     let http = crate::geo::download::client().map_err(|e| ApiError::new(ErrorKind::Internal, e))?;
-    let template = state.engine.with_config(|c| c.geoip_source().to_string());
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
