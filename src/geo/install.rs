@@ -85,9 +85,50 @@ pub fn open_installed(data_dir: &Path) -> Result<Option<Geo>, GeoError> {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| path.display().to_string());
     let shown = path.display().to_string();
-    let bytes = std::fs::read(&path).map_err(|e| GeoError::Open {
-        path: shown.clone(),
-        source: maxminddb::MaxMindDbError::Io(e),
-    })?;
-    Geo::from_bytes(bytes, &shown, &source).map(Some)
+    Geo::from_bytes(super::read_bounded(&path)?, &shown, &source).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn database() -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        struct Code {
+            iso_code: &'static str,
+        }
+        #[derive(serde::Serialize)]
+        struct Entry {
+            country: Code,
+        }
+        let mut w = mmdb_writer::Writer::new("GeoLite2-Country");
+        let net: mmdb_writer::ipnet::IpNet = "81.2.69.0/24".parse().unwrap();
+        w.insert(
+            net,
+            &Entry {
+                country: Code { iso_code: "DE" },
+            },
+        )
+        .unwrap();
+        w.to_bytes().unwrap()
+    }
+
+    #[test]
+    fn a_refused_database_leaves_the_installed_one_and_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = database();
+        let geo = install(dir.path(), good.clone(), "good", "import").unwrap();
+        assert_eq!(geo.info().map(|i| i.source.as_str()), Some("import"));
+        let cut = good[..good.len() - 20].to_vec();
+        for bad in [b"garbage".to_vec(), cut, Vec::new()] {
+            assert!(matches!(
+                install(dir.path(), bad, "bad", "import"),
+                Err(InstallError::Invalid(_))
+            ));
+            assert_eq!(std::fs::read(database_path(dir.path())).unwrap(), good);
+            assert!(!dir.path().join("geoip.mmdb.new").exists());
+        }
+        let again = open_installed(dir.path()).unwrap().unwrap();
+        assert_eq!(again.info().map(|i| i.source.as_str()), Some("import"));
+    }
 }

@@ -109,11 +109,7 @@ impl Geo {
     /// Opens and checks a database file (see [`Geo::from_bytes`]).
     pub fn open(path: &Path) -> Result<Self, GeoError> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| GeoError::Open {
-            path: shown.clone(),
-            source: maxminddb::MaxMindDbError::Io(e),
-        })?;
-        Self::from_bytes(bytes, &shown, &shown)
+        Self::from_bytes(read_bounded(path)?, &shown, &shown)
     }
 
     /// Checks a whole database before it is used: it must open, be a
@@ -252,6 +248,26 @@ impl Geo {
             unplaced: None,
         }
     }
+}
+
+/// Reads a database file, refusing one too large to be a country database
+/// before reading it into memory.
+pub(crate) fn read_bounded(path: &Path) -> Result<Vec<u8>, GeoError> {
+    let shown = path.display().to_string();
+    let open = |e: std::io::Error| GeoError::Open {
+        path: shown.clone(),
+        source: maxminddb::MaxMindDbError::Io(e),
+    };
+    let len = std::fs::metadata(path).map_err(open)?.len();
+    if len > MAX_DATABASE_BYTES as u64 {
+        return Err(GeoError::Damaged {
+            path: shown.clone(),
+            why: format!(
+                "it is {len} bytes, more than the {MAX_DATABASE_BYTES} a country database can be"
+            ),
+        });
+    }
+    std::fs::read(path).map_err(open)
 }
 
 /// Addresses no database can place, and answers for them would be wrong
