@@ -201,8 +201,23 @@ async fn a_device_downloads_the_months_file_falling_back_to_the_month_before_on_
     assert!(status["geoip"]["age_days"].as_u64().is_some());
     let text = tokio::task::block_in_place(|| run_gtm(&d, &["status"]));
     assert!(text.stdout.contains("built 2026-11-15"), "{}", text.stdout);
-    let metrics = tokio::task::block_in_place(|| run_gtm(&d, &["geoip", "show"]));
-    assert!(metrics.stdout.contains(&from), "{}", metrics.stdout);
+    let show = tokio::task::block_in_place(|| run_gtm(&d, &["geoip", "show"]));
+    assert!(show.stdout.contains(&from), "{}", show.stdout);
+    let http = gtm::tls::http_client(None, Duration::from_secs(10)).unwrap();
+    let metrics = http
+        .get(format!("http://{}/metrics", d.device.api_addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(&format!(
+            "gtm_geoip_build_timestamp_seconds{{device=\"test1\",database=\"DBIP-Country-Lite\"}} {NOV_15}"
+        )),
+        "{metrics}"
+    );
 
     // The downloads are GTM Logs events of their own kind.
     let logs = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--kind", "geoip"]));
