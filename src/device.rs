@@ -50,6 +50,7 @@ pub struct Device {
     api_task: tokio::task::JoinHandle<()>,
     scheduler: tokio::task::JoinHandle<()>,
     reports: tokio::task::JoinHandle<()>,
+    geoip_refresh: Option<tokio::task::JoinHandle<()>>,
     probes: ProbeRuntime,
     /// The copy of the store it serves from, when its data directory was
     /// read-only at start-up.
@@ -99,7 +100,7 @@ impl Device {
                     .unwrap_or(gtm_cluster::DEFAULT_EVENT_RETENTION),
             );
 
-        let geo = open_geo(&settings)?;
+        let geo = open_geo(&settings, demo)?;
         let payload = settings.edns_payload.unwrap_or(1232);
         settings.validate().map_err(anyhow::Error::msg)?;
         let dns_state = DnsState::new(Default::default(), geo, payload).with_nsid(settings.nsid());
@@ -206,6 +207,15 @@ impl Device {
             settings.datacenter.clone(),
             cancel.child_token(),
         ));
+        let geoip_refresh = if store_copy.is_none() {
+            Some(spawn_geoip_refresh(
+                engine.clone(),
+                dir.clone(),
+                cancel.child_token(),
+            ))
+        } else {
+            None
+        };
         let router = api::router(ApiState {
             engine: engine.clone(),
             replication: replication.clone(),
@@ -250,6 +260,7 @@ impl Device {
             api_task,
             scheduler,
             reports,
+            geoip_refresh,
             probes: ProbeRuntime(Some(probes)),
             store_copy,
             tls_server,
@@ -310,6 +321,9 @@ impl Device {
         let _ = self.api_task.await;
         let _ = self.scheduler.await;
         let _ = self.reports.await;
+        if let Some(refresh) = self.geoip_refresh {
+            let _ = refresh.await;
+        }
         drop(self.probes);
         let engine = self.engine.clone();
         // Written and released: the store can be opened again at once.
@@ -393,14 +407,38 @@ fn probe_runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the probe runtime")
 }
 
-fn open_geo(settings: &NodeSettings) -> Result<Geo> {
-    let imported = settings.data_dir.join("geoip.mmdb");
-    let path: Option<PathBuf> = settings
-        .geoip_file
-        .clone()
-        .or_else(|| imported.exists().then_some(imported));
-    match path {
-        Some(p) => Ok(Geo::open(&p)?),
+/// The database a device starts with: the one it installed itself
+/// (downloaded or imported into its data directory: the operator's latest
+/// choice), else the node's `geoip_file`, else in the demo the embedded
+/// demo database, else none.
+fn open_geo(settings: &NodeSettings, demo: bool) -> Result<Geo> {
+    if let Some(geo) = crate::geo::install::open_installed(&settings.data_dir)? {
+        return Ok(geo);
+    }
+    match &settings.geoip_file {
+        Some(p) => Ok(Geo::open(p)?),
+        None if demo => Ok(Geo::from_bytes(
+            crate::geo::DEMO_DATABASE.to_vec(),
+            "the embedded demo database",
+            "embedded demo database",
+        )?),
         None => Ok(Geo::none()),
     }
+}
+
+/// The task that keeps the device's database fresh (`[geoip] update`).
+fn spawn_geoip_refresh(
+    engine: Arc<Engine>,
+    data_dir: PathBuf,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let (settings, current, swap, log) = (engine.clone(), engine.clone(), engine.clone(), engine);
+    tokio::spawn(crate::geo::refresh::run(
+        data_dir,
+        move || settings.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly())),
+        move || current.dns().geo.load().info().cloned(),
+        move |geo| swap.dns().geo.store(Arc::new(geo)),
+        move |text| log.record_event(crate::engine::EventKind::Geoip, "geoip".into(), text),
+        stop,
+    ))
 }

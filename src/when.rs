@@ -13,10 +13,14 @@ pub fn iso_ms(ms: u64) -> String {
     format!("{date} {h:02}:{mi:02}:{s:02}.{:03}Z", ms % 1000)
 }
 
-/// The date (`2026-11-30`) and the time of day of `ms`.
-fn civil(ms: u64) -> (String, (u64, u64, u64)) {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
+/// `2026-11-30`.
+pub fn date(ms: u64) -> String {
+    civil(ms).0
+}
+
+/// The civil UTC year, month (1..=12) and day of `ms`.
+pub fn ymd(ms: u64) -> (i64, u32, u32) {
+    let days = ms / 1000 / 86_400;
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;
     let era = z.div_euclid(146_097);
@@ -27,6 +31,13 @@ fn civil(ms: u64) -> (String, (u64, u64, u64)) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m as u32, d as u32)
+}
+
+/// The date (`2026-11-30`) and the time of day of `ms`.
+fn civil(ms: u64) -> (String, (u64, u64, u64)) {
+    let rem = ms / 1000 % 86_400;
+    let (y, m, d) = ymd(ms);
     (
         format!("{y:04}-{m:02}-{d:02}"),
         (rem / 3600, rem % 3600 / 60, rem % 60),

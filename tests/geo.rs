@@ -23,6 +23,31 @@ struct Entry {
     continent: ContinentCode,
 }
 
+/// A country database of type `kind` built at `epoch` (seconds) placing
+/// each `(network, country, continent)`.
+pub fn mmdb_bytes(
+    kind: &str,
+    epoch: u64,
+    entries: &[(&str, &'static str, &'static str)],
+) -> Vec<u8> {
+    let built = std::time::UNIX_EPOCH + std::time::Duration::from_secs(epoch);
+    let mut w = mmdb_writer::Writer::builder(kind)
+        .build_epoch(built)
+        .build();
+    for (net, cc, cont) in entries {
+        let net: mmdb_writer::ipnet::IpNet = net.parse().unwrap();
+        w.insert(
+            net,
+            &Entry {
+                country: Code { iso_code: cc },
+                continent: ContinentCode { code: cont },
+            },
+        )
+        .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
 /// A GeoLite2-Country-shaped database: 81.2.69.0/24 in DE, 2.2.2.0/24 in
 /// FR, 3.3.0.0/16 in the US.
 pub fn write_mmdb(path: &Path) {
@@ -156,4 +181,47 @@ fn every_damaged_copy_of_a_database_is_refused_or_located_without_panic() {
         try_copy(&bytes[..cut]);
     }
     assert!(opened > 0, "some damage (in unused bytes) still opens");
+}
+
+/// The demo's embedded database, generated here (never downloaded):
+/// 81.2.69.0/24 in DE, 2.2.2.0/24 in FR, 3.3.0.0/16 in the US, built
+/// 2026-11-01. With `GTM_WRITE_DEMO_MMDB=1` it rewrites `src/geo/demo.mmdb`;
+/// otherwise it checks the committed file is exactly this.
+#[test]
+fn the_demo_database_is_generated_here() {
+    let epoch = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_793_491_200);
+    let mut w = mmdb_writer::Writer::builder("GTM-Demo-Country")
+        .build_epoch(epoch)
+        .build();
+    for (net, cc, cont) in [
+        ("81.2.69.0/24", "DE", "EU"),
+        ("2.2.2.0/24", "FR", "EU"),
+        ("3.3.0.0/16", "US", "NA"),
+    ] {
+        let net: mmdb_writer::ipnet::IpNet = net.parse().unwrap();
+        w.insert(
+            net,
+            &Entry {
+                country: Code { iso_code: cc },
+                continent: ContinentCode { code: cont },
+            },
+        )
+        .unwrap();
+    }
+    let bytes = w.to_bytes().unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/geo/demo.mmdb");
+    if std::env::var_os("GTM_WRITE_DEMO_MMDB").is_some() {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    assert_eq!(
+        gtm::geo::DEMO_DATABASE,
+        bytes.as_slice(),
+        "src/geo/demo.mmdb is not what this test generates: run it with GTM_WRITE_DEMO_MMDB=1"
+    );
+    let geo = gtm::geo::Geo::from_bytes(bytes, "demo", "demo").unwrap();
+    let info = geo.info().unwrap();
+    assert_eq!(
+        (info.name.as_str(), info.built.as_str()),
+        ("GTM-Demo-Country", "2026-11-01")
+    );
 }

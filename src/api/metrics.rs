@@ -23,6 +23,29 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         &[("device", &device)],
         if fault.is_some() { 1.0 } else { 0.0 },
     );
+    let geo = engine.dns().geo.load();
+    out.family(
+        "gtm_geoip_build_timestamp_seconds",
+        "gauge",
+        "Build time of the GeoIP database this device answers with (absent without one)",
+    );
+    if let Some(info) = geo.info() {
+        out.sample(
+            "gtm_geoip_build_timestamp_seconds",
+            &[("device", &device), ("database", &info.name)],
+            info.build_epoch as f64,
+        );
+    }
+    out.family(
+        "gtm_geoip_loaded",
+        "gauge",
+        "1 while this device has a GeoIP database; 0 when every client gets the default records",
+    );
+    out.sample(
+        "gtm_geoip_loaded",
+        &[("device", &device)],
+        if geo.is_loaded() { 1.0 } else { 0.0 },
+    );
     out.family(
         "gtm_storage_pending_writes",
         "gauge",

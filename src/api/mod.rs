@@ -6,6 +6,7 @@
 pub(crate) mod accounts;
 pub mod auth;
 mod error;
+pub(crate) mod geoip;
 mod history;
 mod metrics;
 pub(crate) mod objects;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
 pub use error::{ApiError, ErrorKind};
+pub use geoip::{GeoLookup, GeoipStatus, lookup_in};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
 use crate::access::{Principal, Role};
@@ -32,7 +34,6 @@ use crate::command::{Action, Actor, DrainTarget};
 use crate::replication::{JoinRequest, LeaveRequest, Replication, Written};
 use crate::{
     engine::{CheckStatus, Engine, Event, EventKind, Preview, RecordStatus, ScenarioStatus},
-    geo::Geo,
     model,
 };
 use gtm_cluster::{ClusterStatus, SECRET_HEADER, Store};
@@ -102,6 +103,13 @@ pub struct StatusReport {
     /// disk): it serves DNS from what it holds and refuses writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_degraded: Option<crate::engine::StorageFault>,
+    /// This device's GeoIP database (absent from older devices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geoip: Option<GeoipStatus>,
+    /// Set when the devices of the cluster answer with different GeoIP
+    /// databases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geoip_warning: Option<String>,
 }
 
 /// Filters of the event log.
@@ -178,16 +186,6 @@ pub fn record_label(name: &str, rtype: &str) -> String {
         name.trim_end_matches('.').to_ascii_lowercase(),
         rtype.to_ascii_uppercase()
     )
-}
-
-#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct GeoLookup {
-    pub ip: IpAddr,
-    pub country: Option<String>,
-    pub continent: Option<String>,
-    pub prefix: u8,
-    pub database: String,
-    pub note: Option<String>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -429,6 +427,30 @@ async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
         peers: state.peers.status(&state.replication),
         degraded: state.engine.install_failure(),
         storage_degraded: state.engine.storage_fault(),
+        geoip: Some(GeoipStatus::of(&state.engine)),
+        geoip_warning: geoip_warning(&state),
+    })
+}
+
+/// A warning when the devices answer with different GeoIP databases: the
+/// same client could then get different answers from each.
+pub(crate) fn geoip_warning(state: &ApiState) -> Option<String> {
+    let here = state.engine.dns().geo.load().description().to_string();
+    let differ: Vec<String> = state
+        .peers
+        .status(&state.replication)
+        .into_iter()
+        .filter_map(|p| {
+            p.geoip
+                .filter(|db| *db != here)
+                .map(|db| format!("{}: {db}", p.device))
+        })
+        .collect();
+    (!differ.is_empty()).then(|| {
+        format!(
+            "the devices answer with different GeoIP databases (this device: {here}; {}): the same client may get different answers from each",
+            differ.join("; ")
+        )
     })
 }
 
@@ -861,69 +883,6 @@ async fn drain(
 async fn drains(State(state): State<ApiState>) -> Json<Vec<crate::operator::Drain>> {
     let kv = state.replication.state().await;
     Json(crate::operator::state_of(&kv).drains)
-}
-
-async fn geoip_lookup(
-    State(state): State<ApiState>,
-    Path(ip): Path<String>,
-) -> Result<Json<GeoLookup>, ApiError> {
-    let ip: IpAddr = ip.parse().map_err(|_| {
-        ApiError::new(
-            ErrorKind::BadRequest,
-            format!("\"{ip}\" is not an IP address"),
-        )
-    })?;
-    Ok(Json(lookup_in(&state.engine.dns().geo.load(), ip)))
-}
-
-/// Where `ip` is as the DNS path sees it.
-pub fn lookup_in(geo: &Geo, ip: IpAddr) -> GeoLookup {
-    let located = geo.locate(ip);
-    GeoLookup {
-        ip,
-        country: located.place.country.map(|c| c.to_string()),
-        continent: located.place.continent.map(|c| c.to_string()),
-        prefix: located.prefix,
-        database: geo.description().to_string(),
-        note: located
-            .unplaced
-            .map(|why| format!("{why}: this client gets the default records")),
-    }
-}
-
-async fn geoip_import(
-    State(state): State<ApiState>,
-    body: Bytes,
-) -> Result<Json<GeoLookup>, ApiError> {
-    writable(&state)?;
-    let dir = state.data_dir.clone();
-    let geo = tokio::task::spawn_blocking(move || install_geoip(&dir, &body))
-        .await
-        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))??;
-    let probe = lookup_in(&geo, "8.8.8.8".parse().expect("literal"));
-    state.engine.dns().geo.store(Arc::new(geo));
-    Ok(Json(probe))
-}
-
-/// Checks a database in a temporary file and only then moves it in place,
-/// so a bad file never replaces a good one.
-fn install_geoip(dir: &std::path::Path, bytes: &[u8]) -> Result<Geo, ApiError> {
-    let tmp = dir.join("geoip.mmdb.new");
-    let fail = |e: std::io::Error| ApiError::new(ErrorKind::Io, e.to_string());
-    std::fs::write(&tmp, bytes).map_err(fail)?;
-    match Geo::open(&tmp) {
-        Ok(geo) => {
-            std::fs::rename(&tmp, dir.join("geoip.mmdb")).map_err(fail)?;
-            Ok(geo)
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(ApiError::new(
-                ErrorKind::InvalidGeoip,
-                format!("{e}; the current database stays"),
-            ))
-        }
-    }
 }
 
 async fn peer_auth(State(state): State<ApiState>, request: Request, next: Next) -> Response {

@@ -8,7 +8,7 @@ use axum::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use super::{accounts, history, objects, *};
+use super::{accounts, geoip, history, objects, *};
 use crate::access::Role;
 use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 
@@ -475,15 +475,32 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/geoip/lookup/{ip}",
             Token,
             "Where an address is, as the DNS path sees it",
-            handler!(Method::GET, geoip_lookup),
+            handler!(Method::GET, geoip::lookup),
         )
         .returns(J(schema::<GeoLookup>)),
+        op(
+            Method::GET,
+            "/api/v1/geoip",
+            Token,
+            "This device's GeoIP database (name, build date, age, source) and the configured source",
+            handler!(Method::GET, geoip::show),
+        )
+        .returns(J(schema::<GeoipStatus>)),
+        op(
+            Method::POST,
+            "/api/v1/geoip/download",
+            Token,
+            "Download the GeoIP database from the configured source now, on this device",
+            handler!(Method::POST, geoip::download),
+        )
+        .role(Role::Operator)
+        .returns(J(schema::<GeoipStatus>)),
         op(
             Method::PUT,
             "/api/v1/geoip",
             Token,
             "Install a country .mmdb (checked first)",
-            handler!(Method::PUT, geoip_import),
+            handler!(Method::PUT, geoip::import),
         )
         .body(Binary)
         .returns(J(schema::<GeoLookup>)),

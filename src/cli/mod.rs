@@ -3,6 +3,7 @@
 //! client of a device's API.
 
 mod accounts;
+mod geoip;
 mod history;
 mod manpages;
 mod objects;
@@ -15,7 +16,7 @@ use clap::{Parser, Subcommand};
 use gtm_cluster::{ClusterStatus, NodeState};
 
 use crate::{
-    api::{ApiError, ApplyResult, ErrorKind, GeoLookup, StatusReport},
+    api::{ApiError, ApplyResult, ErrorKind, StatusReport},
     device::{API_FILE, Device, TOKEN_FILE},
     engine::{Event, Preview},
     model::{
@@ -70,7 +71,7 @@ pub enum Command {
         /// Only this record, e.g. www.example.test/A.
         #[arg(long)]
         record: Option<String>,
-        /// Only events of this kind: record, check, scenario, operator, config.
+        /// Only events of this kind: record, check, scenario, operator, config, geoip.
         #[arg(long)]
         kind: Option<String>,
         /// Only events newer than this, e.g. 10m or 2h.
@@ -110,7 +111,7 @@ pub enum Command {
     Manpages { dir: PathBuf },
     /// GeoIP: where an address is, and the database.
     #[command(subcommand)]
-    Geoip(GeoipCmd),
+    Geoip(geoip::GeoipCmd),
     /// The cluster: init, join, leave, status, recovery.
     #[command(subcommand)]
     Cluster(ClusterCmd),
@@ -308,18 +309,6 @@ pub enum DcCmd {
     Undrain { name: String },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum GeoipCmd {
-    /// Where an address is, as the DNS path sees it.
-    Lookup {
-        ip: IpAddr,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Validate a country .mmdb and install it on the device.
-    Import { file: PathBuf },
-}
-
 /// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
 /// 4 no quorum, 5 not found.
 #[derive(Debug, thiserror::Error)]
@@ -433,6 +422,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             if let Some(fault) = &report.storage_degraded {
                 println!("DEGRADED storage: {fault}");
+            }
+            if let Some(warning) = &report.geoip_warning {
+                println!("WARNING: {warning}");
+            }
+            if let Some(geoip) = &report.geoip {
+                print!("{}", geoip::describe(geoip));
             }
             let rows: Vec<[String; 3]> = report
                 .records
@@ -807,39 +802,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             print_members(&status);
             Ok(())
         }
-        Command::Geoip(GeoipCmd::Lookup { ip, json }) => {
-            let client = Client::new(&cli)?;
-            let found: GeoLookup = client
-                .send(
-                    client
-                        .http
-                        .get(client.url(&format!("/api/v1/geoip/lookup/{ip}"))),
-                )
-                .await?;
-            if *json {
-                println!("{}", serde_json::to_string_pretty(&found)?);
-            } else {
-                println!("address    {}", found.ip);
-                println!("country    {}", found.country.as_deref().unwrap_or("-"));
-                println!("continent  {}", found.continent.as_deref().unwrap_or("-"));
-                println!("network    /{}", found.prefix);
-                println!("database   {}", found.database);
-                if let Some(note) = found.note {
-                    println!("note       {note}");
-                }
-            }
-            Ok(())
-        }
-        Command::Geoip(GeoipCmd::Import { file }) => {
-            let bytes = std::fs::read(file)
-                .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())))?;
-            let client = Client::new(&cli)?;
-            let _: GeoLookup = client
-                .send(client.http.put(client.url("/api/v1/geoip")).body(bytes))
-                .await?;
-            println!("installed {}", file.display());
-            Ok(())
-        }
+        Command::Geoip(cmd) => geoip::run(&Client::new(&cli)?, cmd).await,
     }
 }
 

@@ -47,8 +47,24 @@ pub async fn page(
             .map(|ip| api::lookup_in(&geo, ip))
             .map_err(|_| format!("\"{ip}\" is not an IP address"))
     });
+    let status = api::GeoipStatus::of(&state.engine);
     let body = html! {
         h1 { "GeoIP" }
+        h2 { "This device's database" }
+        dl.facts #geoip-here {
+            @match &status.database {
+                Some(db) => {
+                    dt { "Name" } dd #geoip-name { (db.name) " (IPv" (db.ip_version) ")" }
+                    dt { "Built" } dd #geoip-built { (db.built) }
+                    dt { "Age" } dd { (status.age_days.unwrap_or(0)) " days" }
+                    dt { "Networks" } dd { (db.networks) }
+                    dt { "From" } dd #geoip-from { (db.source) }
+                },
+                None => { dt { "Name" } dd #geoip-name { "none: every client gets the default records" } },
+            }
+            dt { "Source" } dd #geoip-source { (status.source) }
+            dt { "Update" } dd { (if status.monthly { "monthly, by each device" } else { "off" }) }
+        }
         h2 { "Databases" }
         @if differ {
             p.error role="alert" #geoip-differ {

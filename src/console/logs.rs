@@ -20,13 +20,14 @@ use crate::engine::{Event, EventKind};
 /// Events on one page.
 pub const PAGE: usize = 100;
 
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 7] = [
     "record",
     "check",
     "scenario",
     "operator",
     "config",
     "datacenter",
+    "geoip",
 ];
 
 /// The page's filters, as the form sends them (empty: any).

@@ -495,6 +495,7 @@ mod tests {
                 reachable,
                 version: Some(3),
                 geoip: None,
+                geoip_info: None,
                 records: peer,
                 checks: Vec::new(),
             }],

@@ -76,6 +76,8 @@ pub enum EventKind {
     Operator,
     Config,
     Datacenter,
+    /// GeoIP downloads, refusals and swaps.
+    Geoip,
 }
 
 /// One entry of the GTM Logs.

@@ -275,6 +275,7 @@ pub const MAX_CHECK_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// Validates a configuration and resolves its defaults.
 pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
     let mut cx = Cx::default();
+    cx.geoip(config);
     let datacenters = cx.datacenters(config);
     let dc_index: HashMap<&str, DcId> = datacenters
         .iter()
@@ -344,6 +345,42 @@ impl Cx {
             path: path.into(),
             message: message.into(),
         });
+    }
+
+    /// `[geoip] source` must be an http(s) URL whose only placeholders are
+    /// `{year}` and `{month}`.
+    fn geoip(&mut self, config: &Config) {
+        let Some(source) = config.geoip.as_ref().and_then(|g| g.source.as_deref()) else {
+            return;
+        };
+        let path = "geoip / source";
+        let rest = source
+            .strip_prefix("https://")
+            .or_else(|| source.strip_prefix("http://"));
+        let Some(rest) = rest else {
+            self.err(
+                path,
+                format!("\"{source}\" is not an http:// or https:// URL"),
+            );
+            return;
+        };
+        let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        if host.is_empty() {
+            self.err(path, format!("\"{source}\" has no host"));
+        }
+        if source.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            self.err(
+                path,
+                format!("\"{source}\" contains a space or a control character"),
+            );
+        }
+        let unfilled = source.replace("{year}", "").replace("{month}", "");
+        if unfilled.contains('{') || unfilled.contains('}') {
+            self.err(
+                path,
+                format!("\"{source}\": only {{year}} and {{month}} are filled in"),
+            );
+        }
     }
 
     /// Refuses CNAMEs that can lead back to themselves through the served
@@ -1586,6 +1623,37 @@ nameservers = ["ns1.example.test"]
 
     fn txt(name: &str, value: &str) -> String {
         format!("[[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = ['\"{value}\"']\n")
+    }
+
+    #[test]
+    fn geoip_source_must_be_an_http_url_with_known_placeholders() {
+        let errs = |table: &str| match crate::model::parse(&format!("{table}\n{HEAD}")) {
+            Ok(c) => match compile(&c) {
+                Ok(_) => Vec::new(),
+                Err(e) => e.0.iter().map(ToString::to_string).collect(),
+            },
+            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+        };
+        assert!(
+            errs("[geoip]\nsource = \"https://h.test/c-{year}-{month}.mmdb.gz\"\nupdate = \"off\"")
+                .is_empty()
+        );
+        assert!(errs("[geoip]\nupdate = \"monthly\"").is_empty());
+        assert_eq!(
+            errs("[geoip]\nsource = \"ftp://h.test/c.mmdb\""),
+            ["geoip / source: \"ftp://h.test/c.mmdb\" is not an http:// or https:// URL"]
+        );
+        assert_eq!(
+            errs("[geoip]\nsource = \"https://h.test/{day}.mmdb\""),
+            [
+                "geoip / source: \"https://h.test/{day}.mmdb\": only {year} and {month} are filled in"
+            ]
+        );
+        assert_eq!(
+            errs("[geoip]\nsource = \"https:///x\""),
+            ["geoip / source: \"https:///x\" has no host"]
+        );
+        assert!(errs("[geoip]\nupdate = \"weekly\"")[0].contains("weekly"));
     }
 
     #[test]

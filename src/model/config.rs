@@ -15,6 +15,10 @@ use super::duration::Interval;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// Where every device downloads its GeoIP database from, and whether it
+    /// refreshes it monthly by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geoip: Option<Geoip>,
     #[serde(default, rename = "datacenter", skip_serializing_if = "Vec::is_empty")]
     pub datacenters: Vec<Datacenter>,
     #[serde(default, rename = "check", skip_serializing_if = "Vec::is_empty")]
@@ -25,6 +29,50 @@ pub struct Config {
     pub services: Vec<Service>,
     #[serde(default, rename = "domain", skip_serializing_if = "Vec::is_empty")]
     pub domains: Vec<Domain>,
+}
+
+/// The `[geoip]` table: the database source every device downloads from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Geoip {
+    /// An http(s) URL of a country `.mmdb` (gzipped or not); `{year}` and
+    /// `{month}` are filled with the current UTC month. Default: DB-IP's IP
+    /// to Country Lite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// `monthly` (default) or `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<GeoipUpdate>,
+}
+
+/// Whether devices refresh their GeoIP database by themselves.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum GeoipUpdate {
+    #[default]
+    Monthly,
+    Off,
+}
+
+impl Config {
+    /// The GeoIP source template in effect (the default when unset).
+    pub fn geoip_source(&self) -> &str {
+        self.geoip
+            .as_ref()
+            .and_then(|g| g.source.as_deref())
+            .unwrap_or(crate::geo::download::DEFAULT_SOURCE)
+    }
+
+    /// Whether devices refresh their GeoIP database monthly: only with a
+    /// `[geoip]` table (a device makes no download nobody asked for), and
+    /// then unless `update = "off"`.
+    pub fn geoip_monthly(&self) -> bool {
+        self.geoip
+            .as_ref()
+            .is_some_and(|g| g.update.unwrap_or_default() == GeoipUpdate::Monthly)
+    }
 }
 
 /// A site. Every device and every address belongs to one.

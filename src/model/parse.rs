@@ -46,6 +46,10 @@ fn parse_in_pieces(text: &str, piece_bytes: usize) -> Result<Config, ConfigError
         config.scenarios.extend(piece.scenarios);
         config.services.extend(piece.services);
         config.domains.extend(piece.domains);
+        // Never set in practice: a `[geoip]` header makes the text parse whole.
+        if piece.geoip.is_some() {
+            config.geoip = piece.geoip;
+        }
         start = end;
     }
     Ok(config)

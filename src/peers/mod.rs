@@ -45,6 +45,10 @@ pub struct Report {
     /// empty from a device that does not report it yet).
     #[serde(default)]
     pub geoip: String,
+    /// Its GeoIP database in detail (name, build date, source); `None`
+    /// without one or from a device that does not report it yet.
+    #[serde(default)]
+    pub geoip_info: Option<crate::geo::GeoInfo>,
     pub checks: Vec<CheckStatus>,
     pub scenarios: Vec<ScenarioStatus>,
     pub records: Vec<RecordStatus>,
@@ -65,6 +69,9 @@ pub struct PeerStatus {
     /// The GeoIP database it reported using.
     #[serde(default)]
     pub geoip: Option<String>,
+    /// That database in detail, when the device reports it.
+    #[serde(default)]
+    pub geoip_info: Option<crate::geo::GeoInfo>,
     pub records: Vec<RecordStatus>,
     pub checks: Vec<CheckStatus>,
 }
@@ -140,6 +147,7 @@ impl Peers {
                     geoip: latest
                         .map(|(_, r)| r.geoip.clone())
                         .filter(|g| !g.is_empty()),
+                    geoip_info: latest.and_then(|(_, r)| r.geoip_info.clone()),
                     records: latest.map(|(_, r)| r.records.clone()).unwrap_or_default(),
                     checks: latest.map(|(_, r)| r.checks.clone()).unwrap_or_default(),
                 }
@@ -284,6 +292,7 @@ pub async fn run(
                 datacenter: dc.clone(),
                 version: reader.version(),
                 geoip: reader.dns().geo.load().description().to_string(),
+                geoip_info: reader.dns().geo.load().info().cloned(),
                 checks: reader.local_checks(&dc),
                 scenarios: reader.scenarios(),
                 records: reader.status(),

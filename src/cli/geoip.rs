@@ -1,0 +1,118 @@
+//! `gtm geoip ...`: where an address is, the device's database, importing
+//! a file and downloading from the configured source (`[geoip]`).
+
+use std::{net::IpAddr, path::PathBuf};
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use super::{CliError, Client};
+use crate::api::{GeoLookup, GeoipStatus};
+
+#[derive(Debug, Subcommand)]
+pub enum GeoipCmd {
+    /// Where an address is, as the DNS path sees it.
+    Lookup {
+        ip: IpAddr,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a country .mmdb whole and install it on the device.
+    Import { file: PathBuf },
+    /// The device downloads its database from the configured source now
+    /// (operator role).
+    Download {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The device's database: name, build date, age, source.
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
+    match cmd {
+        GeoipCmd::Lookup { ip, json } => {
+            let found: GeoLookup = client
+                .send(
+                    client
+                        .http
+                        .get(client.url(&format!("/api/v1/geoip/lookup/{ip}"))),
+                )
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&found)?);
+            } else {
+                println!("address    {}", found.ip);
+                println!("country    {}", found.country.as_deref().unwrap_or("-"));
+                println!("continent  {}", found.continent.as_deref().unwrap_or("-"));
+                println!("network    /{}", found.prefix);
+                println!("database   {}", found.database);
+                if let Some(note) = found.note {
+                    println!("note       {note}");
+                }
+            }
+            Ok(())
+        }
+        GeoipCmd::Import { file } => {
+            let bytes = std::fs::read(file)
+                .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())))?;
+            let _: GeoLookup = client
+                .send(client.http.put(client.url("/api/v1/geoip")).body(bytes))
+                .await?;
+            println!("installed {}", file.display());
+            Ok(())
+        }
+        GeoipCmd::Download { json } => {
+            let status: GeoipStatus = client
+                .send(client.http.post(client.url("/api/v1/geoip/download")))
+                .await?;
+            print_status(&status, *json)
+        }
+        GeoipCmd::Show { json } => {
+            let status: GeoipStatus = client
+                .send(client.http.get(client.url("/api/v1/geoip")))
+                .await?;
+            print_status(&status, *json)
+        }
+    }
+}
+
+fn print_status(status: &GeoipStatus, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(status)?);
+        return Ok(());
+    }
+    print!("{}", describe(status));
+    Ok(())
+}
+
+/// The lines `gtm geoip show` and `gtm status` print.
+pub fn describe(status: &GeoipStatus) -> String {
+    let mut out = String::new();
+    match &status.database {
+        Some(db) => {
+            out.push_str(&format!(
+                "geoip      {} (IPv{}), built {}{}, {} networks, sha256 {}\n",
+                db.name,
+                db.ip_version,
+                db.built,
+                status
+                    .age_days
+                    .map_or(String::new(), |d| format!(" ({d} days old)")),
+                db.networks,
+                db.sha256
+            ));
+            out.push_str(&format!("  from     {}\n", db.source));
+        }
+        None => out.push_str("geoip      none: every client gets the default records\n"),
+    }
+    out.push_str(&format!(
+        "  source   {} (update {})\n",
+        status.source,
+        if status.monthly { "monthly" } else { "off" }
+    ));
+    out
+}
