@@ -19,5 +19,6 @@ pub mod operator;
 pub mod peers;
 pub mod replication;
 pub mod resolve;
+pub mod schedule;
 pub mod tls;
 pub mod when;

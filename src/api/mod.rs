@@ -10,6 +10,7 @@ mod history;
 mod metrics;
 pub(crate) mod objects;
 pub mod routes;
+pub mod schedules;
 
 use std::{net::IpAddr, path::PathBuf, sync::Arc};
 

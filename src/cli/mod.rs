@@ -5,6 +5,7 @@
 mod accounts;
 mod history;
 mod objects;
+mod schedule;
 
 use std::{net::IpAddr, path::PathBuf};
 
@@ -124,6 +125,9 @@ pub enum Command {
     Token(accounts::TokenCmd),
     /// The user or token the CLI acts as, and its role.
     Whoami,
+    /// Operator actions at a time: drains, check sets, resumes.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -391,6 +395,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::User(cmd) => accounts::user(&Client::new(&cli)?, cmd).await,
         Command::Token(cmd) => accounts::token(&Client::new(&cli)?, cmd).await,
         Command::Whoami => accounts::whoami(&Client::new(&cli)?).await,
+        Command::Schedule(cmd) => schedule::schedule(&Client::new(&cli)?, cmd).await,
         Command::Config(ConfigCmd::Export) => {
             let client = Client::new(&cli)?;
             let text = client
