@@ -19,6 +19,7 @@ mod history;
 mod operator;
 mod operator_cluster;
 mod probes;
+mod schedule;
 mod storage;
 mod valid;
 mod versions;

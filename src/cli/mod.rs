@@ -3,6 +3,7 @@
 //! client of a device's API.
 
 mod accounts;
+mod drain;
 mod history;
 mod objects;
 mod schedule;
@@ -250,6 +251,8 @@ pub enum RecordCmd {
         /// Only this record, e.g. www.example.test/A.
         #[arg(long)]
         record: Option<String>,
+        #[command(flatten)]
+        look: drain::Look,
     },
     /// Put a drained address back: name exactly an active drain (the same
     /// --record, or none), as `gtm record drains` lists them.
@@ -257,6 +260,8 @@ pub enum RecordCmd {
         address: String,
         #[arg(long)]
         record: Option<String>,
+        #[command(flatten)]
+        look: drain::Look,
     },
     /// The active drains (addresses and datacenters), with who made them
     /// and when; the same on every device.
@@ -298,9 +303,17 @@ pub enum DcCmd {
     #[command(flatten)]
     Object(objects::ObjectCmd),
     /// Take every address of a datacenter out of answers.
-    Drain { name: String },
+    Drain {
+        name: String,
+        #[command(flatten)]
+        look: drain::Look,
+    },
     /// Put a drained datacenter back.
-    Undrain { name: String },
+    Undrain {
+        name: String,
+        #[command(flatten)]
+        look: drain::Look,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -642,32 +655,34 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Record(
-            RecordCmd::Drain { address, record } | RecordCmd::Undrain { address, record },
+            RecordCmd::Drain {
+                address,
+                record,
+                look,
+            }
+            | RecordCmd::Undrain {
+                address,
+                record,
+                look,
+            },
         ) => {
             let drained = matches!(&cli.command, Command::Record(RecordCmd::Drain { .. }));
-            let client = Client::new(&cli)?;
             let body = crate::api::DrainAddress {
                 address: address.clone(),
                 record: record.clone(),
                 drained,
+                dry_run: look.dry_run,
+                force: look.force,
             };
-            let _: Vec<crate::engine::RecordStatus> = client
-                .send(
-                    client
-                        .http
-                        .put(client.url("/api/v1/drain/address"))
-                        .json(&body),
-                )
-                .await?;
-            println!(
-                "{address} {}",
-                if drained {
-                    "drained"
-                } else {
-                    "back in answers"
-                }
-            );
-            Ok(())
+            drain::run(
+                &Client::new(&cli)?,
+                "address",
+                &body,
+                address,
+                drained,
+                look,
+            )
+            .await
         }
         Command::Record(RecordCmd::Drains { json }) => {
             let client = Client::new(&cli)?;
@@ -756,30 +771,24 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Dc(DcCmd::Drain { name } | DcCmd::Undrain { name }) => {
+        Command::Dc(DcCmd::Drain { name, look } | DcCmd::Undrain { name, look }) => {
             let drained = matches!(&cli.command, Command::Dc(DcCmd::Drain { .. }));
-            let client = Client::new(&cli)?;
             let body = crate::api::DrainDatacenter {
                 datacenter: name.clone(),
                 drained,
+                dry_run: look.dry_run,
+                force: look.force,
             };
-            let _: Vec<crate::engine::RecordStatus> = client
-                .send(
-                    client
-                        .http
-                        .put(client.url("/api/v1/drain/datacenter"))
-                        .json(&body),
-                )
-                .await?;
-            println!(
-                "datacenter {name} {}",
-                if drained {
-                    "drained"
-                } else {
-                    "back in answers"
-                }
-            );
-            Ok(())
+            let what = format!("datacenter {name}");
+            drain::run(
+                &Client::new(&cli)?,
+                "datacenter",
+                &body,
+                &what,
+                drained,
+                look,
+            )
+            .await
         }
         Command::Cluster(cmd) => cluster(&cli, cmd).await,
         Command::Device(DeviceCmd::List { json }) => {
