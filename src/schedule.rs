@@ -6,8 +6,9 @@
 //! proposes one [`Action::FireSchedule`] per due schedule, stamped with its
 //! clock; the state machine applies the action and marks the schedule fired
 //! in that one command, so a firing proposed twice (two leaders in a row)
-//! applies once. Without quorum the proposal fails and is tried again on
-//! the next look, so a schedule fires when quorum returns, late.
+//! applies once. A leader that sees no quorum proposes nothing (and a
+//! proposal that fails is tried again on the next look), so a schedule
+//! fires when quorum returns, late, and its event says how late.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
@@ -40,9 +41,15 @@ pub async fn run(
             () = tokio::time::sleep(LOOK_EVERY) => {}
             () = stop.cancelled() => return,
         }
-        if replication.clustered() && replication.status().state != NodeState::Leader {
-            failing.clear();
-            continue;
+        // A leader without quorum proposes nothing: its entry would wait in
+        // its log and commit when quorum returns, stamped with a time long
+        // past, hiding how late the schedule really fired.
+        if replication.clustered() {
+            let status = replication.status();
+            if status.state != NodeState::Leader || !status.quorum {
+                failing.clear();
+                continue;
+            }
         }
         let now = now_ms();
         let due: Vec<(u64, bool)> = book_of(&*replication.state().await)

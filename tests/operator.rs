@@ -180,7 +180,7 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
 
     // Draining the Main datacenter empties the Main group; with
     // dr_on_no_healthy off and the scenario passive, nothing healthy is left.
-    tokio::task::block_in_place(|| run_gtm(&d, &["dc", "drain", "dc1"]));
+    tokio::task::block_in_place(|| run_gtm(&d, &["dc", "drain", "dc1", "--force"]));
     assert!(www(&d, "dr.example.test.").await.is_empty());
     tokio::task::block_in_place(|| run_gtm(&d, &["dc", "undrain", "dc1"]));
     assert_eq!(www(&d, "dr.example.test.").await, ["192.0.2.20"]);
