@@ -345,7 +345,12 @@ async fn cluster_init_keeps_drains_checks_and_accounts() {
     ok(&["token", "create", "ci", "--role", "operator"]);
     for i in 0..4 {
         // More notes than the new cluster will have when the next comes.
-        ok(&["dc", if i % 2 == 0 { "drain" } else { "undrain" }, "dc2"]);
+        ok(&[
+            "dc",
+            if i % 2 == 0 { "drain" } else { "undrain" },
+            "dc2",
+            "--force",
+        ]);
     }
     ok(&["cluster", "init"]);
     assert_eq!(www(&d, "www.example.test.").await, ["127.0.0.3"]);
