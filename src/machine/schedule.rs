@@ -24,6 +24,9 @@ pub const SCHEDULES_KEY: &str = "schedules";
 /// Finished (fired, failed or cancelled) schedules kept for `schedule list`;
 /// pending ones are always kept.
 pub const DONE_KEPT: usize = 100;
+/// Schedules with something left to fire, at most: every schedule command
+/// rewrites the whole list, which must stay a small Raft entry.
+pub const OPEN_MAX: usize = 1000;
 
 /// Every schedule, and the next id.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -156,6 +159,15 @@ pub(super) fn run(
     let mut book = book_of(kv);
     Some(match &command.action {
         Action::AddSchedule(spec) => {
+            let open = book.schedules.iter().filter(|s| is_open(s)).count();
+            if open >= OPEN_MAX {
+                return Some(rejected(
+                    ErrorKind::Conflict,
+                    format!(
+                        "{open} schedules are waiting to fire, the most there can be; cancel some first"
+                    ),
+                ));
+            }
             if let Err(e) = check_spec(kv, index, version, current, command, spec) {
                 return Some(Change {
                     writes: Vec::new(),
@@ -194,10 +206,7 @@ pub(super) fn run(
                     format!("no schedule {id} (gtm schedule list shows them)"),
                 ));
             };
-            let open = s.state == ScheduleState::Pending
-                || (s.state == ScheduleState::Fired
-                    && s.until_ms.is_some()
-                    && s.reversed.is_none());
+            let open = is_open(s);
             if s.state == ScheduleState::Cancelled {
                 return Some(applied(
                     false,
@@ -412,13 +421,18 @@ fn fire(
     }
 }
 
+/// Whether a schedule has something left to fire.
+fn is_open(s: &Schedule) -> bool {
+    match s.state {
+        ScheduleState::Pending => true,
+        ScheduleState::Fired => s.until_ms.is_some() && s.reversed.is_none(),
+        ScheduleState::Failed | ScheduleState::Cancelled => false,
+    }
+}
+
 /// Keeps every open schedule and the last [`DONE_KEPT`] finished ones.
 fn prune(book: &mut Book) {
-    let finished = |s: &Schedule| match s.state {
-        ScheduleState::Pending => false,
-        ScheduleState::Fired => s.until_ms.is_none() || s.reversed.is_some(),
-        ScheduleState::Failed | ScheduleState::Cancelled => true,
-    };
+    let finished = |s: &Schedule| !is_open(s);
     let done = book.schedules.iter().filter(|s| finished(s)).count();
     let mut excess = done.saturating_sub(DONE_KEPT);
     book.schedules.retain(|s| {
