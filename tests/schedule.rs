@@ -418,6 +418,13 @@ async fn a_drain_dry_run_names_the_emptied_records_and_a_drain_that_empties_one_
         "{}",
         address_dry.stdout
     );
+    let unknown = tokio::task::block_in_place(|| run_gtm(&d, &["dc", "drain", "dc9", "--dry-run"]));
+    assert_eq!(unknown.code, Some(5), "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("no datacenter named \"dc9\""),
+        "{}",
+        unknown.stderr
+    );
     assert_eq!(
         drains(&d),
         serde_json::json!([]),

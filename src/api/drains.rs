@@ -35,7 +35,9 @@ pub(crate) async fn drain(
 ) -> Result<Response, ApiError> {
     let preview = {
         let (engine, target) = (state.engine.clone(), target.clone());
-        blocking(move || engine.drain_preview(&target, drained)).await?
+        blocking(move || engine.drain_preview(&target, drained))
+            .await?
+            .map_err(|e| ApiError::new(ErrorKind::NotFound, e))?
     };
     if flags.dry_run {
         return Ok(Json(preview).into_response());

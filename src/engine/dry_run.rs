@@ -36,8 +36,32 @@ impl Engine {
     /// Each record's answers with `target` drained (or undrained) too. The
     /// drain sets are swapped in under the engine's lock and put back
     /// before it is released: nothing else ever sees them.
-    pub fn drain_preview(&self, target: &DrainTarget, drained: bool) -> DrainPreview {
+    /// An error names a target the configuration lacks, as the drain's
+    /// own refusal would.
+    pub fn drain_preview(
+        &self,
+        target: &DrainTarget,
+        drained: bool,
+    ) -> Result<DrainPreview, String> {
         let mut inner = self.lock();
+        let known = match target {
+            DrainTarget::Address { record, address } => inner.records.iter().any(|r| {
+                record.as_ref().is_none_or(|l| *l == r.label)
+                    && r.steering.addresses.iter().any(|a| a.display == *address)
+            }),
+            DrainTarget::Datacenter { name } => {
+                inner.compiled.datacenters.iter().any(|d| d.name == *name)
+            }
+        };
+        if !known {
+            return Err(match target {
+                DrainTarget::Address { record, address } => format!(
+                    "no steered record{} has the address {address}",
+                    record.as_ref().map_or(String::new(), |r| format!(" {r}"))
+                ),
+                DrainTarget::Datacenter { name } => format!("no datacenter named \"{name}\""),
+            });
+        }
         let (addresses, dcs) = (
             inner.health.drained_addresses.clone(),
             inner.health.drained_dcs.clone(),
@@ -98,10 +122,10 @@ impl Engine {
         }
         inner.health.drained_addresses = addresses;
         inner.health.drained_dcs = dcs;
-        DrainPreview {
+        Ok(DrainPreview {
             action: format!("{}drain {target}", if drained { "" } else { "un" }),
             changes,
             emptied,
-        }
+        })
     }
 }
