@@ -113,6 +113,31 @@ pub enum Action {
     /// `gtm user ...`, `gtm token ...`: an account made, changed or
     /// removed (docs/access.md). Never moves the configuration version.
     Account(AccountChange),
+    /// `gtm schedule add`: an operator action (a drain or undrain, a check
+    /// set, a resume) to apply at a time, and its reverse at `until`
+    /// (docs/cluster.md, "Scheduled changes"). Appended last: earlier
+    /// variants keep their encoding.
+    AddSchedule(Box<ScheduleSpec>),
+    /// `gtm schedule cancel ID`: a pending schedule never fires (nor its
+    /// reverse, when only that is left).
+    CancelSchedule { id: u64 },
+    /// Proposed by the leader (or a device in no cluster) once a schedule is
+    /// due: applies its action (`reverse`: the reverse at `until`) and marks
+    /// it fired in the same command, so it fires once. The command's
+    /// `time_ms` is the firing time.
+    FireSchedule { id: u64, reverse: bool },
+}
+
+/// A scheduled operator action as asked for; times in ms since the epoch
+/// (UTC), computed by the receiving device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ScheduleSpec {
+    pub at_ms: u64,
+    #[serde(default)]
+    pub until_ms: Option<u64>,
+    /// A `Drain`, `SetCheck` or `Resume` action.
+    #[schemars(with = "serde_json::Value")]
+    pub action: Action,
 }
 
 /// A change to the cluster's accounts. Secrets travel only as digests,

@@ -198,6 +198,12 @@ impl Device {
         )
         .await?;
         replication.set_history_keep(settings.history_keep());
+        // Fires due schedules while this device leads (or is alone).
+        tokio::spawn(crate::schedule::run(
+            replication.clone(),
+            engine.device().to_string(),
+            cancel.child_token(),
+        ));
         let peers = Arc::new(Peers::default());
         let reports = tokio::spawn(peers::run(
             peer_client(Duration::from_millis(1500))?,

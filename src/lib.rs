@@ -19,6 +19,7 @@ pub mod operator;
 pub mod peers;
 pub mod replication;
 pub mod resolve;
+pub mod schedule;
 pub mod service;
 pub mod tls;
 pub mod when;

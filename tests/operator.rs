@@ -180,7 +180,7 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
 
     // Draining the Main datacenter empties the Main group; with
     // dr_on_no_healthy off and the scenario passive, nothing healthy is left.
-    tokio::task::block_in_place(|| run_gtm(&d, &["dc", "drain", "dc1"]));
+    tokio::task::block_in_place(|| run_gtm(&d, &["dc", "drain", "dc1", "--force"]));
     assert!(www(&d, "dr.example.test.").await.is_empty());
     tokio::task::block_in_place(|| run_gtm(&d, &["dc", "undrain", "dc1"]));
     assert_eq!(www(&d, "dr.example.test.").await, ["192.0.2.20"]);
@@ -369,7 +369,12 @@ async fn cluster_init_keeps_drains_checks_and_accounts() {
     ok(&["token", "create", "ci", "--role", "operator"]);
     for i in 0..4 {
         // More notes than the new cluster will have when the next comes.
-        ok(&["dc", if i % 2 == 0 { "drain" } else { "undrain" }, "dc2"]);
+        ok(&[
+            "dc",
+            if i % 2 == 0 { "drain" } else { "undrain" },
+            "dc2",
+            "--force",
+        ]);
     }
     ok(&["cluster", "init"]);
     assert_eq!(www(&d, "www.example.test.").await, ["127.0.0.3"]);

@@ -5,12 +5,14 @@
 
 pub(crate) mod accounts;
 pub mod auth;
+mod drains;
 mod error;
 pub(crate) mod geoip;
 mod history;
 mod metrics;
 pub(crate) mod objects;
 pub mod routes;
+pub mod schedules;
 
 use std::{net::IpAddr, path::PathBuf, sync::Arc};
 
@@ -171,12 +173,24 @@ pub struct DrainAddress {
     #[serde(default)]
     pub record: Option<String>,
     pub drained: bool,
+    /// Only say what would change (`?dry_run=true` too).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Drain even if a record is left with no answer (`?force=true` too).
+    #[serde(default)]
+    pub force: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DrainDatacenter {
     pub datacenter: String,
     pub drained: bool,
+    /// Only say what would change (`?dry_run=true` too).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Drain even if a record is left with no answer (`?force=true` too).
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `www.Example.test.` + `a` → `www.example.test/A`, the engine's label.
@@ -838,8 +852,9 @@ async fn probe_once(
 async fn drain_address(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
+    Query(flags): Query<drains::DrainFlags>,
     Json(req): Json<DrainAddress>,
-) -> Result<Json<Vec<RecordStatus>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let record = req.record.as_deref().map(|r| match r.rsplit_once('/') {
         Some((n, t)) => record_label(n, t),
         None => r.to_string(),
@@ -848,35 +863,27 @@ async fn drain_address(
         record,
         address: req.address,
     };
-    drain(state, &who, target, req.drained).await
+    let flags = drains::DrainFlags {
+        dry_run: flags.dry_run || req.dry_run,
+        force: flags.force || req.force,
+    };
+    drains::drain(state, &who, target, req.drained, flags).await
 }
 
 async fn drain_datacenter(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
+    Query(flags): Query<drains::DrainFlags>,
     Json(req): Json<DrainDatacenter>,
-) -> Result<Json<Vec<RecordStatus>>, ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let target = DrainTarget::Datacenter {
         name: req.datacenter,
     };
-    drain(state, &who, target, req.drained).await
-}
-
-/// Proposes a drain or undrain (every device applies it), then answers
-/// with this device's record status.
-async fn drain(
-    state: ApiState,
-    who: &Principal,
-    target: DrainTarget,
-    drained: bool,
-) -> Result<Json<Vec<RecordStatus>>, ApiError> {
-    writable(&state)?;
-    state
-        .replication
-        .propose(state.actor(who), None, Action::Drain { target, drained })
-        .await?;
-    let engine = state.engine.clone();
-    Ok(Json(blocking(move || engine.status()).await?))
+    let flags = drains::DrainFlags {
+        dry_run: flags.dry_run || req.dry_run,
+        force: flags.force || req.force,
+    };
+    drains::drain(state, &who, target, req.drained, flags).await
 }
 
 /// The active drains, with who made them and when.

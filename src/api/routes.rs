@@ -8,7 +8,7 @@ use axum::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use super::{accounts, geoip, history, objects, *};
+use super::{accounts, geoip, history, objects, schedules, *};
 use crate::access::Role;
 use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 
@@ -405,6 +405,15 @@ pub fn operations() -> Vec<Op> {
             handler!(Method::GET, drains),
         )
         .returns(J(schema::<Vec<crate::operator::Drain>>)),
+        op(Method::GET, "/api/v1/schedules", Token, "Scheduled operator actions: pending, fired, failed and cancelled (replicated)", handler!(Method::GET, schedules::list))
+            .returns(J(schema::<Vec<crate::machine::schedule::Schedule>>)),
+        op(Method::POST, "/api/v1/schedules", Token, "Schedule a drain, undrain, check set or resume at a time (and its reverse at until)", handler!(Method::POST, schedules::add))
+            .role(Role::Operator)
+            .body(J(schema::<schedules::ScheduleRequest>))
+            .returns(J(schema::<crate::machine::schedule::Schedule>)),
+        op(Method::DELETE, "/api/v1/schedules/{id}", Token, "Cancel a schedule before it (or its reverse) fires", handler!(Method::DELETE, schedules::cancel))
+            .role(Role::Operator)
+            .returns(J(schema::<crate::machine::schedule::Schedule>)),
         op(Method::GET, "/api/v1/whoami", Token, "The user or token this request acts as, and its role", handler!(Method::GET, accounts::whoami))
             .returns(J(schema::<WhoAmI>)),
         op(Method::GET, "/api/v1/accounts", Token, "Users and tokens with their roles (never a secret)", handler!(Method::GET, accounts::list))

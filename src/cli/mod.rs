@@ -3,10 +3,12 @@
 //! client of a device's API.
 
 mod accounts;
+mod drain;
 mod geoip;
 mod history;
 mod manpages;
 mod objects;
+mod schedule;
 
 use std::{net::IpAddr, path::PathBuf};
 
@@ -129,6 +131,9 @@ pub enum Command {
     Token(accounts::TokenCmd),
     /// The user or token the CLI acts as, and its role.
     Whoami,
+    /// Operator actions at a time: drains, check sets, resumes.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -256,6 +261,8 @@ pub enum RecordCmd {
         /// Only this record, e.g. www.example.test/A.
         #[arg(long)]
         record: Option<String>,
+        #[command(flatten)]
+        look: drain::Look,
     },
     /// Put a drained address back: name exactly an active drain (the same
     /// --record, or none), as `gtm record drains` lists them.
@@ -263,6 +270,8 @@ pub enum RecordCmd {
         address: String,
         #[arg(long)]
         record: Option<String>,
+        #[command(flatten)]
+        look: drain::Look,
     },
     /// The active drains (addresses and datacenters), with who made them
     /// and when; the same on every device.
@@ -304,9 +313,17 @@ pub enum DcCmd {
     #[command(flatten)]
     Object(objects::ObjectCmd),
     /// Take every address of a datacenter out of answers.
-    Drain { name: String },
+    Drain {
+        name: String,
+        #[command(flatten)]
+        look: drain::Look,
+    },
     /// Put a drained datacenter back.
-    Undrain { name: String },
+    Undrain {
+        name: String,
+        #[command(flatten)]
+        look: drain::Look,
+    },
 }
 
 /// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
@@ -393,6 +410,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::User(cmd) => accounts::user(&Client::new(&cli)?, cmd).await,
         Command::Token(cmd) => accounts::token(&Client::new(&cli)?, cmd).await,
         Command::Whoami => accounts::whoami(&Client::new(&cli)?).await,
+        Command::Schedule(cmd) => schedule::schedule(&Client::new(&cli)?, cmd).await,
         Command::Config(ConfigCmd::Export) => {
             let client = Client::new(&cli)?;
             let text = client
@@ -650,32 +668,34 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Record(
-            RecordCmd::Drain { address, record } | RecordCmd::Undrain { address, record },
+            RecordCmd::Drain {
+                address,
+                record,
+                look,
+            }
+            | RecordCmd::Undrain {
+                address,
+                record,
+                look,
+            },
         ) => {
             let drained = matches!(&cli.command, Command::Record(RecordCmd::Drain { .. }));
-            let client = Client::new(&cli)?;
             let body = crate::api::DrainAddress {
                 address: address.clone(),
                 record: record.clone(),
                 drained,
+                dry_run: look.dry_run,
+                force: look.force,
             };
-            let _: Vec<crate::engine::RecordStatus> = client
-                .send(
-                    client
-                        .http
-                        .put(client.url("/api/v1/drain/address"))
-                        .json(&body),
-                )
-                .await?;
-            println!(
-                "{address} {}",
-                if drained {
-                    "drained"
-                } else {
-                    "back in answers"
-                }
-            );
-            Ok(())
+            drain::run(
+                &Client::new(&cli)?,
+                "address",
+                &body,
+                address,
+                drained,
+                look,
+            )
+            .await
         }
         Command::Record(RecordCmd::Drains { json }) => {
             let client = Client::new(&cli)?;
@@ -764,30 +784,24 @@ pub async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Dc(DcCmd::Drain { name } | DcCmd::Undrain { name }) => {
+        Command::Dc(DcCmd::Drain { name, look } | DcCmd::Undrain { name, look }) => {
             let drained = matches!(&cli.command, Command::Dc(DcCmd::Drain { .. }));
-            let client = Client::new(&cli)?;
             let body = crate::api::DrainDatacenter {
                 datacenter: name.clone(),
                 drained,
+                dry_run: look.dry_run,
+                force: look.force,
             };
-            let _: Vec<crate::engine::RecordStatus> = client
-                .send(
-                    client
-                        .http
-                        .put(client.url("/api/v1/drain/datacenter"))
-                        .json(&body),
-                )
-                .await?;
-            println!(
-                "datacenter {name} {}",
-                if drained {
-                    "drained"
-                } else {
-                    "back in answers"
-                }
-            );
-            Ok(())
+            let what = format!("datacenter {name}");
+            drain::run(
+                &Client::new(&cli)?,
+                "datacenter",
+                &body,
+                &what,
+                drained,
+                look,
+            )
+            .await
         }
         Command::Cluster(cmd) => cluster(&cli, cmd).await,
         Command::Device(DeviceCmd::List { json }) => {

@@ -13,6 +13,7 @@
 //!   do not move;
 //! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
 //!   states, failback resumes);
+//! - `schedules`: JSON [`schedule::Book`], the scheduled operator actions;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]);
@@ -23,6 +24,7 @@
 mod accounts;
 pub mod edit;
 pub mod operator;
+pub mod schedule;
 
 use std::{
     collections::BTreeMap,
@@ -217,6 +219,9 @@ impl GtmMachine {
         if let Some(change) = operator::run(kv, index, version, &current, command) {
             return change;
         }
+        if let Some(change) = schedule::run(kv, index, version, &current, command) {
+            return change;
+        }
         let (new, text, what, new_version) = match &command.action {
             Action::Adopt { text, version: v } => {
                 if kv.contains_key(CONFIG_KEY) {
@@ -256,6 +261,9 @@ impl GtmMachine {
             Action::Drain { .. }
             | Action::SetCheck { .. }
             | Action::Resume { .. }
+            | Action::AddSchedule(_)
+            | Action::CancelSchedule { .. }
+            | Action::FireSchedule { .. }
             | Action::Account(_) => {
                 return rejected(
                     ErrorKind::Internal,

@@ -371,7 +371,7 @@ pub fn evaluate(
 }
 
 /// Every address some client is answered with, the default answer first.
-fn answered(answers: &PlaceAnswers) -> Vec<usize> {
+pub fn answered(answers: &PlaceAnswers) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
     let default = std::iter::once(answers.default_answer());
     for group in default.chain(answers.groups.iter()) {

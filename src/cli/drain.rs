@@ -1,0 +1,68 @@
+//! `--dry-run` and `--force` of `gtm record drain`/`undrain` and `gtm dc
+//! drain`/`undrain`: the look before a drain (docs/cli.md).
+
+use anyhow::Result;
+
+use super::Client;
+use crate::engine::{RecordStatus, dry_run::DrainPreview};
+
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct Look {
+    /// Only print what would change (each record's answers now and after)
+    /// and the records that would be left with no answer; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Drain even if a record would be left with no answer.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Sends the drain (`/api/v1/drain/<kind>`), or its dry run, and prints
+/// the result.
+pub(super) async fn run(
+    client: &Client,
+    kind: &str,
+    body: &impl serde::Serialize,
+    what: &str,
+    drained: bool,
+    look: &Look,
+) -> Result<()> {
+    let request = client
+        .http
+        .put(client.url(&format!("/api/v1/drain/{kind}")))
+        .json(body);
+    if look.dry_run {
+        let p: DrainPreview = client.send(request).await?;
+        println!("dry run: {} (nothing changed)", p.action);
+        if p.changes.is_empty() {
+            println!("no record's answers would change");
+        }
+        for c in &p.changes {
+            let list = |a: &[String]| {
+                if a.is_empty() {
+                    "(no answer)".to_string()
+                } else {
+                    a.join(" ")
+                }
+            };
+            println!("  {}: {} -> {}", c.record, list(&c.before), list(&c.after));
+        }
+        if !p.emptied.is_empty() {
+            println!(
+                "would leave with no answer: {} (a drain needs --force)",
+                p.emptied.join(", ")
+            );
+        }
+        return Ok(());
+    }
+    let _: Vec<RecordStatus> = client.send(request).await?;
+    println!(
+        "{what} {}",
+        if drained {
+            "drained"
+        } else {
+            "back in answers"
+        }
+    );
+    Ok(())
+}

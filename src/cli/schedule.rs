@@ -1,0 +1,203 @@
+//! `gtm schedule ...`: operator actions at a time (docs/cli.md, "Scheduled
+//! changes"): `add --at TIME [--until TIME] <action>`, `list`, `cancel`.
+//! The action is written as its own command: `gtm schedule add --at +30m dc
+//! drain dc1`.
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use super::{Client, format_ms, table};
+use crate::{
+    api::schedules::{ScheduleRequest, ScheduledAction},
+    machine::schedule::{Schedule, ScheduleState},
+};
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCmd {
+    /// Schedule an operator action. TIME: RFC 3339 with its offset
+    /// (2026-12-01T02:00:00Z, 2026-12-01T03:00:00+01:00) or relative to the
+    /// device's clock (+30m, +2h, +1h30m, +45s, +1d).
+    Add {
+        #[arg(long, value_name = "TIME")]
+        at: String,
+        /// Fire the reverse at this time: an undrain for a drain (and the
+        /// reverse), the check's previous state for a check set.
+        #[arg(long, value_name = "TIME")]
+        until: Option<String>,
+        #[command(subcommand)]
+        action: Scheduled,
+    },
+    /// The schedules: pending, fired, failed and cancelled (the same on
+    /// every device).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel a schedule before it (or its reverse) fires.
+    Cancel { id: u64 },
+}
+
+/// The actions a schedule can take, written as their own commands.
+#[derive(Debug, Subcommand)]
+pub enum Scheduled {
+    /// record drain ADDRESS [--record R], record undrain ..., record resume NAME TYPE.
+    #[command(subcommand)]
+    Record(ScheduledRecord),
+    /// dc drain NAME, dc undrain NAME.
+    #[command(subcommand)]
+    Dc(ScheduledDc),
+    /// check set NAME ok|error.
+    #[command(subcommand)]
+    Check(ScheduledCheck),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduledRecord {
+    Drain {
+        address: String,
+        #[arg(long)]
+        record: Option<String>,
+    },
+    Undrain {
+        address: String,
+        #[arg(long)]
+        record: Option<String>,
+    },
+    Resume {
+        name: String,
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduledDc {
+    Drain { name: String },
+    Undrain { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduledCheck {
+    Set { name: String, state: String },
+}
+
+impl Scheduled {
+    fn action(&self) -> ScheduledAction {
+        match self {
+            Self::Record(ScheduledRecord::Drain { address, record }) => {
+                ScheduledAction::DrainAddress {
+                    address: address.clone(),
+                    record: record.clone(),
+                    drained: true,
+                }
+            }
+            Self::Record(ScheduledRecord::Undrain { address, record }) => {
+                ScheduledAction::DrainAddress {
+                    address: address.clone(),
+                    record: record.clone(),
+                    drained: false,
+                }
+            }
+            Self::Record(ScheduledRecord::Resume { name, rtype }) => ScheduledAction::Resume {
+                record: format!("{name}/{rtype}"),
+            },
+            Self::Dc(ScheduledDc::Drain { name }) => ScheduledAction::DrainDatacenter {
+                datacenter: name.clone(),
+                drained: true,
+            },
+            Self::Dc(ScheduledDc::Undrain { name }) => ScheduledAction::DrainDatacenter {
+                datacenter: name.clone(),
+                drained: false,
+            },
+            Self::Check(ScheduledCheck::Set { name, state }) => ScheduledAction::CheckSet {
+                check: name.clone(),
+                state: state.clone(),
+            },
+        }
+    }
+}
+
+pub(super) async fn schedule(client: &Client, cmd: &ScheduleCmd) -> Result<()> {
+    match cmd {
+        ScheduleCmd::Add { at, until, action } => {
+            let body = ScheduleRequest {
+                at: at.clone(),
+                until: until.clone(),
+                action: action.action(),
+            };
+            let s: Schedule = client
+                .send(
+                    client
+                        .http
+                        .post(client.url("/api/v1/schedules"))
+                        .json(&body),
+                )
+                .await?;
+            println!(
+                "schedule {}: {} at {}{}",
+                s.id,
+                s.what,
+                format_ms(s.at_ms),
+                s.until_ms
+                    .map_or(String::new(), |u| format!(", reversed at {}", format_ms(u)))
+            );
+            Ok(())
+        }
+        ScheduleCmd::List { json } => {
+            let list: Vec<Schedule> = client
+                .send(client.http.get(client.url("/api/v1/schedules")))
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+                return Ok(());
+            }
+            let rows: Vec<[String; 7]> = list.iter().map(row).collect();
+            table(
+                &["ID", "AT", "UNTIL", "ACTION", "BY", "STATE", "FIRED"],
+                &rows,
+            );
+            Ok(())
+        }
+        ScheduleCmd::Cancel { id } => {
+            let s: Schedule = client
+                .send(
+                    client
+                        .http
+                        .delete(client.url(&format!("/api/v1/schedules/{id}"))),
+                )
+                .await?;
+            println!("schedule {}: {} cancelled", s.id, s.what);
+            Ok(())
+        }
+    }
+}
+
+fn row(s: &Schedule) -> [String; 7] {
+    let state = match s.state {
+        ScheduleState::Pending => "pending",
+        ScheduleState::Fired => "fired",
+        ScheduleState::Failed => "failed",
+        ScheduleState::Cancelled => "cancelled",
+    };
+    let firing = |f: &crate::machine::schedule::Firing| {
+        format!(
+            "{} on {}{}",
+            format_ms(f.time_ms),
+            f.device,
+            if f.ok { "" } else { " (skipped)" }
+        )
+    };
+    let mut fired = s.fired.as_ref().map(firing).unwrap_or_default();
+    if let Some(r) = &s.reversed {
+        fired = format!("{fired}; reversed {}", firing(r));
+    }
+    [
+        s.id.to_string(),
+        format_ms(s.at_ms),
+        s.until_ms.map(format_ms).unwrap_or_default(),
+        s.what.clone(),
+        s.actor.to_string(),
+        state.into(),
+        fired,
+    ]
+}
