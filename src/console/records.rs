@@ -480,6 +480,7 @@ mod tests {
             status,
             active: Vec::new(),
             decision: String::new(),
+            held: false,
         }
     }
 
