@@ -40,6 +40,19 @@ impl Drop for Tmpfs {
     }
 }
 
+/// A 32 MiB tmpfs under `root`; `None` (skipped) only outside CI when
+/// mounting is not allowed.
+fn small_tmpfs(root: &tempfile::TempDir) -> Option<Tmpfs> {
+    match Tmpfs::mount(&root.path().join("data"), "32m") {
+        Ok(t) => Some(t),
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: cannot mount a tmpfs here ({e})");
+            None
+        }
+        Err(e) => panic!("cannot mount a tmpfs (CI runs as root): {e}"),
+    }
+}
+
 /// Writes zeros into `path` until the filesystem is full.
 fn fill(path: &Path) {
     let mut file = std::fs::File::create(path).unwrap();
@@ -58,14 +71,8 @@ async fn get(url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_device_on_a_full_disk_serves_degraded_and_recovers() {
     let root = tempfile::tempdir().unwrap();
-    let mnt = root.path().join("data");
-    let tmpfs = match Tmpfs::mount(&mnt, "32m") {
-        Ok(t) => t,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipped: cannot mount a tmpfs here ({e})");
-            return;
-        }
-        Err(e) => panic!("cannot mount a tmpfs (CI runs as root): {e}"),
+    let Some(tmpfs) = small_tmpfs(&root) else {
+        return;
     };
     let mut d = Proc::start(&tmpfs.0, "gtm1", "dc1", "127.0.93.1");
     let out = d.apply(&zone("192.0.2.50"));
@@ -180,14 +187,8 @@ fn remount(tmpfs: &Tmpfs, mode: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_device_started_on_a_read_only_disk_serves_from_a_copy_and_recovers() {
     let root = tempfile::tempdir().unwrap();
-    let mnt = root.path().join("data");
-    let tmpfs = match Tmpfs::mount(&mnt, "32m") {
-        Ok(t) => t,
-        Err(e) if std::env::var_os("CI").is_none() => {
-            eprintln!("skipped: cannot mount a tmpfs here ({e})");
-            return;
-        }
-        Err(e) => panic!("cannot mount a tmpfs (CI runs as root): {e}"),
+    let Some(tmpfs) = small_tmpfs(&root) else {
+        return;
     };
     let mut d = Proc::start(&tmpfs.0, "gtm1", "dc1", "127.0.93.2");
     // A one-device cluster: its Raft must not run on the copy.
