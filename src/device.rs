@@ -255,6 +255,8 @@ impl Device {
             }
         });
         tracing::info!(device = %settings.name, dns = ?dns.addrs, api = %api_addr, data_dir = %dir.display(), "device started");
+        let logged = engine.clone();
+        let _ = tokio::task::spawn_blocking(move || log_start(&logged)).await;
         Ok(Self {
             engine,
             replication,
@@ -323,6 +325,12 @@ impl Device {
     }
 
     pub async fn stop(self) {
+        let name = self.engine.device().to_string();
+        self.engine.record_event(
+            crate::engine::EventKind::Device,
+            name.clone(),
+            format!("device {name} stopping"),
+        );
         self.cancel.cancel();
         let _ = self.api_task.await;
         let _ = self.scheduler.await;
@@ -338,6 +346,31 @@ impl Device {
         self.dns.stop().await;
         drop(self.store_copy);
     }
+}
+
+/// Logs the device's start, saying so when the run before ended without
+/// a stop (a crash, kill -9, power loss): its last device event is a start.
+fn log_start(engine: &Engine) {
+    let me = engine.device().to_string();
+    let started = format!("device {me} started");
+    let last = engine
+        .events_page(None, 0, 1, |e| {
+            e.kind == crate::engine::EventKind::Device && e.device == me
+        })
+        .ok()
+        .and_then(|mut page| page.pop());
+    let unclean = last.is_some_and(|e| e.text.starts_with(&started));
+    let text = format!(
+        "{started}{} (gtm {}, configuration version {})",
+        if unclean {
+            " after an unclean stop: the run before ended without stopping"
+        } else {
+            ""
+        },
+        env!("CARGO_PKG_VERSION"),
+        engine.version()
+    );
+    engine.record_event(crate::engine::EventKind::Device, me, text);
 }
 
 /// The engine, serving the stored configuration. One that does not parse,

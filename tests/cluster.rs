@@ -80,6 +80,18 @@ impl Proc {
         self.child.as_ref().map_or(0, Child::id)
     }
 
+    /// SIGTERM, and waits for the process to end (a graceful stop).
+    pub(crate) fn terminate(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: a signal to the PID of a child this test started and
+            // has not reaped yet.
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let _ = c.wait();
+        }
+    }
+
     /// kill -9, as a crash.
     pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -785,4 +797,48 @@ async fn a_joining_device_takes_the_clusters_configuration_whatever_its_version(
     assert!(status["applied_index"].as_u64().unwrap() < 8, "{status}");
     write_seen_everywhere(&b, &[&a, &b], "192.0.2.60").await;
     write_seen_everywhere(&a, &[&a, &b], "192.0.2.61").await;
+}
+
+/// Starts and stops are GTM Logs events; a start after a run that ended
+/// without stopping says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starts_and_stops_are_events_and_an_unclean_stop_is_named() {
+    let root = tempfile::tempdir().unwrap();
+    let mut d = Proc::start(root.path(), "gtm1", "dc1", "127.0.146.1");
+    let device_events = |d: &Proc| d.ok(&["logs", "--kind", "device"]);
+    let wait_for = |d: &Proc, text: &str, count: usize| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let logs = device_events(d);
+            if logs.matches(text).count() >= count {
+                return logs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {count} × {text:?} in:\n{logs}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let logs = wait_for(&d, "device gtm1 started (gtm ", 1);
+    assert!(!logs.contains("unclean"), "{logs}");
+    // An apply flushes the store: the start event is on disk.
+    let out = d.apply(&zone("192.0.2.70"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&d, "192.0.2.70").await;
+
+    d.kill();
+    d.restart();
+    wait_for(&d, "device gtm1 started after an unclean stop", 1);
+
+    d.terminate();
+    d.restart();
+    let logs = wait_for(&d, "device gtm1 started (gtm ", 2);
+    assert!(logs.contains("device gtm1 stopping"), "{logs}");
+    assert_eq!(logs.matches("unclean").count(), 1, "{logs}");
+    d.kill();
 }

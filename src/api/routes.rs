@@ -226,7 +226,7 @@ pub fn operations() -> Vec<Op> {
             .returns(J(schema::<Vec<Event>>))
             .query(&[
                 ("record", "string", "only this record, e.g. www.example.test/A"),
-                ("kind", "string", "record, check, scenario, operator, config or datacenter"),
+                ("kind", "string", "record, check, scenario, operator, config, datacenter, geoip or device"),
                 ("since", "string", "only events newer than this, e.g. 10m"),
                 ("follow", "boolean", "keep the response open and stream new events as NDJSON"),
                 ("all", "boolean", "every device's events, from the peer reports"),

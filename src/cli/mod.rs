@@ -73,7 +73,8 @@ pub enum Command {
         /// Only this record, e.g. www.example.test/A.
         #[arg(long)]
         record: Option<String>,
-        /// Only events of this kind: record, check, scenario, operator, config, geoip.
+        /// Only events of this kind: record, check, scenario, operator, config,
+        /// datacenter, geoip, device.
         #[arg(long)]
         kind: Option<String>,
         /// Only events newer than this, e.g. 10m or 2h.

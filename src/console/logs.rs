@@ -20,7 +20,7 @@ use crate::engine::{Event, EventKind};
 /// Events on one page.
 pub const PAGE: usize = 100;
 
-const KINDS: [&str; 7] = [
+const KINDS: [&str; 8] = [
     "record",
     "check",
     "scenario",
@@ -28,6 +28,7 @@ const KINDS: [&str; 7] = [
     "config",
     "datacenter",
     "geoip",
+    "device",
 ];
 
 /// The page's filters, as the form sends them (empty: any).

@@ -79,6 +79,8 @@ pub enum EventKind {
     Datacenter,
     /// GeoIP downloads, refusals and swaps.
     Geoip,
+    /// The device's own start and stop.
+    Device,
 }
 
 /// One entry of the GTM Logs.
