@@ -131,7 +131,7 @@ pub(super) async fn import(
             geo.description()
         ),
     );
-    let probe = lookup_in(&geo, "8.8.8.8".parse().expect("literal"));
+    let probe = lookup_in(&geo, std::net::IpAddr::from([8, 8, 8, 8]));
     state.engine.dns().geo.store(Arc::new(geo));
     Ok(Json(probe))
 }
