@@ -842,3 +842,53 @@ async fn starts_and_stops_are_events_and_an_unclean_stop_is_named() {
     assert_eq!(logs.matches("unclean").count(), 1, "{logs}");
     d.kill();
 }
+
+/// A put through each device of a pair, of different keys of one record:
+/// the state machine merges both into the committed record, and both
+/// devices keep both after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_of_different_keys_through_two_devices_both_stay() {
+    let (_root, mut a, b) = pair(147);
+    let out = a.apply(&zone("192.0.2.80"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&b, "192.0.2.80").await;
+    let ttl = a.dir.join("ttl.toml");
+    std::fs::write(&ttl, "ttl = 45\nbalance = \"weighted\"\n").unwrap();
+    a.ok(&[
+        "record",
+        "put",
+        "www.pair.test",
+        "A",
+        "--file",
+        ttl.to_str().unwrap(),
+    ]);
+    b.ok(&[
+        "record",
+        "address",
+        "put",
+        "www.pair.test",
+        "A",
+        "192.0.2.80",
+        "--weight",
+        "3",
+    ]);
+    a.kill();
+    a.restart();
+    for d in [&a, &b] {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let record: serde_json::Value =
+                serde_json::from_str(&d.ok(&["record", "show", "www.pair.test", "A", "--json"]))
+                    .unwrap();
+            if record["ttl"] == 45 && record["addresses"][0]["weight"] == 3 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}: {record}", d.name);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
