@@ -20,6 +20,7 @@ mod history;
 mod operator;
 mod operator_cluster;
 mod probes;
+mod reading;
 mod schedule;
 mod service;
 mod storage;

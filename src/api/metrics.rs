@@ -62,8 +62,21 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         "counter",
         "Responses whose answer section held this record (records answered at least once)",
     );
-    for (record, n) in engine.dns().snapshot.load().answer_counts() {
+    let snapshot = engine.dns().snapshot.load();
+    for (record, n) in snapshot.answer_counts() {
         out.sample("gtm_record_answers_total", &[("record", &record)], n as f64);
+    }
+    out.family(
+        "gtm_address_answers_total",
+        "counter",
+        "Responses that carried this address of a steered record (addresses answered at least once; fail-safe values too)",
+    );
+    for (record, address, n) in snapshot.address_counts() {
+        out.sample(
+            "gtm_address_answers_total",
+            &[("record", &record), ("address", &address)],
+            n as f64,
+        );
     }
 
     let peers = state.peers.status(&state.replication);

@@ -13,6 +13,7 @@ mod metrics;
 pub(crate) mod objects;
 pub mod routes;
 pub mod schedules;
+mod stats;
 
 use std::{net::IpAddr, path::PathBuf, sync::Arc};
 

@@ -8,7 +8,7 @@ use axum::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use super::{accounts, geoip, history, objects, schedules, *};
+use super::{accounts, geoip, history, objects, schedules, stats, *};
 use crate::access::Role;
 use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 
@@ -338,6 +338,14 @@ pub fn operations() -> Vec<Op> {
         )
         .returns(J(schema::<Preview>))
         .query(&[("device", "string", "computed by this device of the cluster")]),
+        op(
+            Method::GET,
+            "/api/v1/records/{name}/{rtype}/stats",
+            Token,
+            "A record's answer counts on this device: responses that held it, and each address they carried",
+            handler!(Method::GET, stats::stats),
+        )
+        .returns(J(schema::<stats::DeviceRecordStats>)),
         op(
             Method::POST,
             "/api/v1/records/{name}/{rtype}/resume",

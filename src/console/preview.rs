@@ -152,6 +152,7 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str) -> Markup {
         dl.facts {
             dt { "Status" } dd { span class=(class) #status { (text_of(p.status)) } }
             dt { "Mode" } dd #mode { (p.mode) }
+            dt { "Balance" } dd #balance { (p.balance) }
             dt { "Decision" } dd #decision { (p.decision) }
         }
         @if resumable {
@@ -169,6 +170,17 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str) -> Markup {
             } @else {
                 ul #active {
                     @for a in &p.active { li { (a) } }
+                }
+            }
+            @if !p.places.is_empty() {
+                p { "Clients in these places are answered otherwise (topology):" }
+                ul #places {
+                    @for place in &p.places {
+                        li {
+                            (place.place) ": "
+                            @if place.active.is_empty() { "none" } @else { (place.active.join(", ")) }
+                        }
+                    }
                 }
             }
         }

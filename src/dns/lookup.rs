@@ -66,8 +66,7 @@ pub fn lookup(
             out.scope = out.scope.max(choice.scope);
             let group = &answer.groups[choice.group];
             if !group.records.is_empty() {
-                slot.answers
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                slot.count(group, choice.variant);
             }
             let before = out.answers.len();
             out.answers.extend(group.variant(choice.variant).map(owner));

@@ -1,4 +1,5 @@
 //! Authoritative DNS over UDP and TCP (spec §3).
+pub mod counters;
 pub mod fast;
 pub mod handler;
 pub mod identity;

@@ -23,7 +23,10 @@ use hickory_server::proto::{
     serialize::binary::{BinEncodable, BinEncoder},
 };
 
-use super::wire::Ecs;
+use super::{
+    counters::{AddressCounts, RecordStats, address_stats, carried},
+    wire::Ecs,
+};
 use crate::{
     geo::{Geo, is_private},
     model::{
@@ -91,6 +94,24 @@ pub struct RrsetSlot {
     /// Responses whose answer section held this record; carried from one
     /// configuration to the next while the record stays.
     pub answers: Arc<AtomicU64>,
+    /// A steered record's addresses (candidates, then fail-safe values)
+    /// with the responses that carried each; empty for a static record.
+    pub addresses: AddressCounts,
+}
+
+impl RrsetSlot {
+    /// Counts one response carrying variant `v` of `group`, an answer of
+    /// this slot: the record, and each address sent.
+    #[inline]
+    pub fn count(&self, group: &Group, v: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.answers.fetch_add(1, Relaxed);
+        for i in group.sources(v) {
+            if let Some(c) = self.addresses.get(i) {
+                c.count.fetch_add(1, Relaxed);
+            }
+        }
+    }
 }
 
 /// The answer of one record for every place and balance variant.
@@ -112,6 +133,9 @@ pub struct Group {
     pub cumulative: Vec<u64>,
     /// Per candidate: a key for rendezvous hashing, for persist balance.
     pub keys: Vec<u64>,
+    /// Per candidate of a steered record: the index of its counter in the
+    /// slot's `addresses`; empty for a static record.
+    pub sources: Vec<u32>,
     /// Per variant: the encoded answer section and its record count.
     pub wire: Vec<(Box<[u8]>, u16)>,
 }
@@ -121,6 +145,13 @@ impl Group {
     pub fn variant(&self, v: usize) -> impl Iterator<Item = &Record> {
         let n = self.records.len();
         (0..n.min(self.max_answers)).map(move |k| &self.records[(v + k) % n])
+    }
+
+    /// The counter indexes of the records of variant `v`.
+    fn sources(&self, v: usize) -> impl Iterator<Item = usize> {
+        let n = self.sources.len();
+        (0..n.min(self.max_answers))
+            .filter_map(move |k| self.sources.get((v + k) % n).map(|&i| i as usize))
     }
 }
 
@@ -166,7 +197,7 @@ impl Snapshot {
             for (rt, records) in apex_records {
                 let answer = static_answer(&zone.apex, records)
                     .map_err(|e| BuildError::new(&zone.apex, rt, e))?;
-                snap.insert(previous, zi, &zone.apex, rt, answer)?;
+                snap.insert(previous, zi, &zone.apex, rt, answer, Vec::new())?;
             }
             for record in &zone.records {
                 let rt = wire_type(record.kind);
@@ -179,7 +210,19 @@ impl Snapshot {
                 };
                 let answer = static_answer(&record.owner, records)
                     .map_err(|e| BuildError::new(&record.owner, rt, e))?;
-                let slot = snap.insert(previous, zi, &record.owner, rt, answer)?;
+                // A steered record counts answers per address: its
+                // candidates, then its fail-safe values (as `steered_answer`
+                // numbers them).
+                let counted = match &record.content {
+                    Content::Static(_) => Vec::new(),
+                    Content::Steered(steering) => steering
+                        .addresses
+                        .iter()
+                        .map(|a| a.value.clone())
+                        .chain(steering.fail_safe.iter().cloned())
+                        .collect(),
+                };
+                let slot = snap.insert(previous, zi, &record.owner, rt, answer, counted)?;
                 if matches!(record.content, Content::Steered(_)) {
                     snap.steered.push(slot);
                 }
@@ -195,16 +238,17 @@ impl Snapshot {
         name: &Name,
         rtype: Rt,
         answer: RrsetAnswer,
+        counted: Vec<RData>,
     ) -> Result<Arc<RrsetSlot>, BuildError> {
-        let answers = previous
+        let before = previous
             .nodes
             .get(&*wire_key(name))
-            .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rtype))
-            .map_or_else(Default::default, |s| s.answers.clone());
+            .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rtype));
         let slot = Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
-            answers,
+            answers: before.map_or_else(Default::default, |s| s.answers.clone()),
+            addresses: carried(counted, before.map(|s| &s.addresses)),
         });
         // The name and every ancestor up to the apex exist.
         let Some(zone_data) = self.zones.get(zone) else {
@@ -255,15 +299,43 @@ impl Snapshot {
             .flat_map(|node| {
                 node.rrsets.iter().filter_map(move |slot| {
                     let n = slot.answers.load(std::sync::atomic::Ordering::Relaxed);
-                    (n > 0).then(|| {
-                        let name = node.name.to_string();
-                        (format!("{}/{}", name.trim_end_matches('.'), slot.rtype), n)
-                    })
+                    (n > 0).then(|| (label(&node.name, slot.rtype), n))
                 })
             })
             .collect();
         out.sort();
         out
+    }
+
+    /// Every steered record's addresses with the responses that carried
+    /// each (nonzero only), as (`www.example.test/A`, `192.0.2.10`, count).
+    pub fn address_counts(&self) -> Vec<(String, String, u64)> {
+        let mut out: Vec<(String, String, u64)> = self
+            .nodes
+            .values()
+            .flat_map(|node| {
+                node.rrsets.iter().flat_map(move |slot| {
+                    let record = label(&node.name, slot.rtype);
+                    address_stats(&slot.addresses)
+                        .into_iter()
+                        .filter(|a| a.answers > 0)
+                        .map(move |a| (record.clone(), a.address, a.answers))
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The answer counts of one record, `None` when it does not exist.
+    pub fn stats(&self, name: &Name, rtype: Rt) -> Option<RecordStats> {
+        let node = self.nodes.get(&*wire_key(name))?;
+        let slot = node.rrsets.iter().find(|s| s.rtype == rtype)?;
+        Some(RecordStats {
+            record: label(&node.name, rtype),
+            answers: slot.answers.load(std::sync::atomic::Ordering::Relaxed),
+            addresses: address_stats(&slot.addresses),
+        })
     }
 
     /// The innermost zone holding a name.
@@ -278,6 +350,12 @@ impl Snapshot {
 }
 
 /// The lower-case wire form of a name: the key of [`Snapshot::node`].
+/// A record as operators name it: `www.example.test/A`.
+fn label(name: &Name, rtype: Rt) -> String {
+    let name = name.to_string();
+    format!("{}/{rtype}", name.trim_end_matches('.'))
+}
+
 pub fn wire_key(name: &Name) -> Box<[u8]> {
     let mut out = Vec::with_capacity(name.len() + 1);
     for label in name.to_lowercase().iter() {
@@ -313,7 +391,14 @@ fn static_answer(owner: &Name, records: Vec<Record>) -> Result<RrsetAnswer, Prot
         balance: Balance::Priority,
         places: Vec::new(),
         default: 0,
-        groups: vec![group(owner, records, usize::MAX, Balance::Priority, &[])?],
+        groups: vec![group(
+            owner,
+            records,
+            usize::MAX,
+            Balance::Priority,
+            &[],
+            Vec::new(),
+        )?],
     })
 }
 
@@ -328,15 +413,24 @@ pub fn steered_answer(
         .groups
         .iter()
         .map(|answer| {
-            let (data, weights): (Vec<RData>, Vec<u32>) = match answer {
+            // Each candidate with its weight and its counter: candidate `i`
+            // counts on counter `i`, fail-safe value `j` on the one after
+            // every candidate's (see `Snapshot::build`).
+            let chosen: Vec<(RData, u32, u32)> = match answer {
                 Answer::Addresses(list) => list
                     .iter()
-                    .filter_map(|&i| steering.addresses.get(i))
-                    .map(|a| (a.value.clone(), a.weight))
-                    .unzip(),
-                Answer::FailSafe => steering.fail_safe.iter().map(|d| (d.clone(), 1)).unzip(),
-                Answer::Empty => (Vec::new(), Vec::new()),
+                    .filter_map(|&i| Some((steering.addresses.get(i)?, i)))
+                    .map(|(a, i)| (a.value.clone(), a.weight, i as u32))
+                    .collect(),
+                Answer::FailSafe => (steering.addresses.len()..)
+                    .zip(&steering.fail_safe)
+                    .map(|(i, d)| (d.clone(), 1, i as u32))
+                    .collect(),
+                Answer::Empty => Vec::new(),
             };
+            let weights: Vec<u32> = chosen.iter().map(|c| c.1).collect();
+            let sources: Vec<u32> = chosen.iter().map(|c| c.2).collect();
+            let data = chosen.into_iter().map(|c| c.0);
             let records = data
                 .into_iter()
                 .map(|d| Record::from_rdata(owner.clone(), ttl, d))
@@ -346,7 +440,14 @@ pub fn steered_answer(
             } else {
                 Balance::RoundRobin
             };
-            group(owner, records, steering.max_answers, balance, &weights)
+            group(
+                owner,
+                records,
+                steering.max_answers,
+                balance,
+                &weights,
+                sources,
+            )
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
@@ -381,6 +482,7 @@ fn group(
     max_answers: usize,
     balance: Balance,
     weights: &[u32],
+    sources: Vec<u32>,
 ) -> Result<Group, ProtoError> {
     let n = records.len();
     // Priority answers the first ones in order; one candidate has one order.
@@ -410,6 +512,7 @@ fn group(
         max_answers,
         cumulative,
         keys,
+        sources,
         wire: Vec::new(),
     };
     g.wire = (0..variants)

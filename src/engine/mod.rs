@@ -8,6 +8,7 @@
 //! that mutex, and no storage I/O happens under it: events and health
 //! decisions go to the store-writer thread ([`store_writer`]).
 
+mod answered;
 mod diff;
 pub mod dry_run;
 pub mod health;
@@ -24,6 +25,8 @@ use std::{
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
+pub use answered::PlaceAnswered;
+use answered::{answered_by_default, answered_by_place};
 pub use diff::diff;
 pub use health::{CheckStatus, HealthState};
 pub use scenarios::{Piece, ScenarioView};
@@ -101,6 +104,8 @@ pub struct Event {
 pub struct RecordStatus {
     pub record: String,
     pub status: Option<Status>,
+    /// What clients without a place of their own are answered: the
+    /// balance's real choice (see `answered`).
     pub active: Vec<String>,
     pub decision: String,
     /// DR stays on only because failback is manual (`record resume` ends
@@ -116,7 +121,15 @@ pub struct Preview {
     pub record: String,
     pub mode: String,
     pub status: Option<Status>,
+    /// The balance algorithm (`round-robin`, `weighted`, ...).
+    #[serde(default)]
+    pub balance: String,
+    /// What clients without a place of their own are answered: the
+    /// balance's real choice (see `answered`).
     pub active: Vec<String>,
+    /// Places whose clients are answered otherwise (topology).
+    #[serde(default)]
+    pub places: Vec<PlaceAnswered>,
     pub decision: String,
     /// Each address with its HC field and whether it is healthy now.
     pub addresses: Vec<AddressView>,
@@ -1010,6 +1023,16 @@ impl Engine {
         }
     }
 
+    /// The answer counts of a record on this device (`gtm record stats`),
+    /// `None` when no record has that name and type.
+    pub fn record_stats(
+        &self,
+        name: &hickory_server::proto::rr::Name,
+        rtype: hickory_server::proto::rr::RecordType,
+    ) -> Option<crate::dns::counters::RecordStats> {
+        self.dns.snapshot.load().stats(name, rtype)
+    }
+
     /// Every steered record with its status and the addresses answered now.
     pub fn status(&self) -> Vec<RecordStatus> {
         self.lock()
@@ -1018,7 +1041,7 @@ impl Engine {
             .map(|r| RecordStatus {
                 record: r.label.clone(),
                 status: r.state.as_ref().map(|s| s.status),
-                active: active_of(r),
+                active: answered_by_default(&r.steering, &r.answers),
                 decision: r.decision.clone(),
                 held: r.held,
             })
@@ -1180,7 +1203,9 @@ impl Engine {
                     record: label.to_string(),
                     mode,
                     status: state.map(|s| s.status),
-                    active: active_of(r),
+                    balance: r.steering.balance.as_str().to_string(),
+                    active: answered_by_default(&r.steering, &r.answers),
+                    places: answered_by_place(&r.steering, &r.answers),
                     decision: r.decision.clone(),
                     addresses,
                     switchovers: Vec::new(),
@@ -1298,17 +1323,6 @@ fn summary(errors: &ConfigErrors) -> String {
         text.push_str(&format!(" (and {} more)", errors.0.len() - SHOWN));
     }
     text
-}
-
-fn active_of(r: &Steered) -> Vec<String> {
-    r.state
-        .iter()
-        .flat_map(|s| {
-            s.active
-                .iter()
-                .map(|&i| r.steering.addresses[i].display.clone())
-        })
-        .collect()
 }
 
 /// `web@192.0.2.10` or `web` back into a check reference.

@@ -325,6 +325,19 @@ pub enum Balance {
     Persist,
 }
 
+impl Balance {
+    /// The name the configuration gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RoundRobin => "round-robin",
+            Self::Weighted => "weighted",
+            Self::Random => "random",
+            Self::Priority => "priority",
+            Self::Persist => "persist",
+        }
+    }
+}
+
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
 )]
