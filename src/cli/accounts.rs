@@ -7,7 +7,10 @@ use std::io::BufRead;
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{CliError, Client, format_ms, table};
+use super::{
+    client::{CliError, Client},
+    output::{format_ms, table},
+};
 use crate::{
     access::{Role, accounts::AccountInfo},
     api::{NewToken, TokenRequest, UserRequest, WhoAmI},

@@ -6,7 +6,7 @@ use std::{net::IpAddr, path::PathBuf};
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{CliError, Client};
+use super::client::{CliError, Client};
 use crate::api::{GeoLookup, GeoipStatus};
 
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,10 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{Client, format_ms, print_apply, table};
+use super::{
+    client::Client,
+    output::{format_ms, print_apply, table},
+};
 use crate::api::{ApplyResult, CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
 #[derive(Debug, Subcommand)]

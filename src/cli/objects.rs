@@ -14,7 +14,12 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::{Map, Value};
 
-use super::{CliError, Client};
+use super::{
+    Cli,
+    args::ListedCmd,
+    client::{CliError, Client, read},
+    output::{print_apply, print_rows},
+};
 use crate::api::ApplyResult;
 
 /// The verbs every named object has.
@@ -137,6 +142,16 @@ pub enum AddressCmd {
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+/// `gtm domain|scenario|service ...`: `list`, and the verbs of one object
+/// of `collection`.
+pub(super) async fn listed(cli: &Cli, collection: &str, cmd: &ListedCmd) -> Result<()> {
+    let client = Client::new(cli)?;
+    match cmd {
+        ListedCmd::List { json } => list(&client, collection, *json).await,
+        ListedCmd::Object(cmd) => object(&client, collection, cmd).await,
+    }
 }
 
 /// A collection's path under /api/v1, e.g. `checks`.
@@ -347,7 +362,7 @@ fn put_or_patch(client: &Client, path: &str, replace: bool) -> reqwest::RequestB
 
 /// An object's keys from a TOML file (`-` = stdin), as JSON for the API.
 fn read_object(file: &PathBuf) -> Result<Value> {
-    let text = super::read(file)?;
+    let text = read(file)?;
     let table: toml::Table = toml::from_str(&text)
         .map_err(|e| CliError::BadInput(format!("{}: {}", file.display(), e.message())))?;
     Ok(serde_json::to_value(table)?)
@@ -360,7 +375,7 @@ async fn write(client: &Client, request: reqwest::RequestBuilder, dry_run: bool)
         request
     };
     let result: ApplyResult = client.send(request).await?;
-    super::print_apply(&result);
+    print_apply(&result);
     Ok(())
 }
 
@@ -401,7 +416,7 @@ fn print_list(items: &[Value], json: bool, first: &[&str]) -> Result<()> {
     }
     let mut head: Vec<String> = first.iter().map(|k| k.to_ascii_uppercase()).collect();
     head.push(String::new());
-    super::print_rows(&head, &rows);
+    print_rows(&head, &rows);
     Ok(())
 }
 

@@ -6,7 +6,10 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{Client, format_ms, table};
+use super::{
+    client::Client,
+    output::{format_ms, table},
+};
 use crate::{
     api::schedules::{ScheduleRequest, ScheduledAction},
     machine::schedule::{Schedule, ScheduleState},
