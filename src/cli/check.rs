@@ -3,7 +3,13 @@
 
 use anyhow::Result;
 
-use super::{Cli, args::CheckCmd, client::Client, objects, output::print_checks};
+use super::{
+    Cli,
+    args::CheckCmd,
+    client::{CliError, Client},
+    objects,
+    output::print_checks,
+};
 use crate::api::StatusReport;
 
 pub(super) async fn run(cli: &Cli, cmd: &CheckCmd) -> Result<()> {
@@ -39,19 +45,35 @@ pub(super) async fn run(cli: &Cli, cmd: &CheckCmd) -> Result<()> {
         CheckCmd::Object(cmd) => objects::object(&Client::new(cli)?, "checks", cmd).await,
         CheckCmd::Test {
             name,
+            file,
             address,
             json,
         } => {
             let client = Client::new(cli)?;
-            let body = crate::api::TestRequest { address: *address };
-            let r: crate::api::TestResult = client
-                .send(
+            let request = match (name, file) {
+                (Some(name), _) => client
+                    .http
+                    .post(client.url(&format!("/api/v1/checks/{name}/test")))
+                    .json(&crate::api::TestRequest { address: *address }),
+                // A check not saved: the API validates it with the
+                // configuration and probes it once.
+                (None, Some(file)) => {
+                    let check = objects::read_table(file)?;
                     client
                         .http
-                        .post(client.url(&format!("/api/v1/checks/{name}/test")))
-                        .json(&body),
-                )
-                .await?;
+                        .post(client.url("/api/v1/probe"))
+                        .json(&crate::api::ProbeRequest {
+                            check,
+                            address: *address,
+                        })
+                }
+                (None, None) => {
+                    return Err(
+                        CliError::BadInput("give a check's NAME or --file FILE".into()).into(),
+                    );
+                }
+            };
+            let r: crate::api::TestResult = client.send(request).await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
