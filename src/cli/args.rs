@@ -441,7 +441,13 @@ mod tests {
     fn every_argument_has_help_and_every_command_an_example() {
         fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
             for arg in cmd.get_arguments() {
-                if matches!(arg.get_id().as_str(), "help" | "version") {
+                if matches!(
+                    arg.get_action(),
+                    clap::ArgAction::Help
+                        | clap::ArgAction::HelpShort
+                        | clap::ArgAction::HelpLong
+                        | clap::ArgAction::Version
+                ) {
                     continue;
                 }
                 if arg.get_help().is_none() && arg.get_long_help().is_none() {

@@ -23,6 +23,7 @@ mod manpages;
 mod objects;
 mod output;
 mod record;
+mod reference;
 mod schedule;
 mod serve;
 mod status;
