@@ -23,7 +23,7 @@ mod manpages;
 mod objects;
 mod output;
 mod record;
-mod reference;
+pub mod reference;
 mod schedule;
 mod serve;
 mod status;
