@@ -14,7 +14,8 @@ use crate::{
 };
 
 /// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
-/// 4 no quorum, 5 not found.
+/// 4 no quorum, 5 not found, 6 outcome unknown (an API error's, by
+/// `api_exit_code`).
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error("{0}")]
@@ -30,6 +31,7 @@ pub enum CliError {
     Api { kind: ErrorKind, message: String },
 }
 
+/// The process's exit code for an error of `run`.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     match e.downcast_ref::<CliError>() {
         Some(CliError::BadInput(_)) => 2,
