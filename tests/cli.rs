@@ -193,3 +193,137 @@ fn serve_refuses_to_start_without_its_dns_listener() {
         "{stderr}"
     );
 }
+
+/// Test now of a check that is not saved (`--file`, `-` for stdin): probed
+/// once against a real loopback backend, and saved nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_test_probes_a_check_from_a_file_and_saves_nothing() {
+    use crate::backends::*;
+    let web = HttpBackend::start_at("127.0.0.2:0".parse().unwrap()).await;
+    let port = web.addr.port();
+    let d = TestDevice::start(ZONE).await;
+    let version = d.device.engine.config();
+    let before = d.device.engine.events().len();
+    let file = d.dir.path().join("check.toml");
+    std::fs::write(
+        &file,
+        format!("type = \"http\"\nport = {port}\ninterval = \"1h\"\n"),
+    )
+    .unwrap();
+    let file_s = file.to_str().unwrap();
+
+    let ok = tokio::task::block_in_place(|| {
+        run_gtm(
+            &d,
+            &["check", "test", "--file", file_s, "--address", "127.0.0.2"],
+        )
+    });
+    assert_eq!(ok.code, Some(0), "{}", ok.stderr);
+    assert!(
+        ok.stdout
+            .starts_with("unsaved@127.0.0.2: OK (status 200) in "),
+        "{}",
+        ok.stdout
+    );
+
+    // From standard input, a TCP check of the same port, named.
+    let stdin = tokio::task::block_in_place(|| {
+        let mut child = gtm()
+            .arg("--data-dir")
+            .arg(d.dir.path())
+            .args([
+                "check",
+                "test",
+                "--file",
+                "-",
+                "--address",
+                "127.0.0.2",
+                "--json",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("name = \"tcp-new\"\ntype = \"tcp\"\nport = {port}\n").as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    });
+    let stdout = String::from_utf8_lossy(&stdin.stdout);
+    assert_eq!(
+        stdin.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&stdin.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["check"], "tcp-new@127.0.0.2");
+    assert_eq!(r["ok"], true);
+
+    // A wrong key is refused by the device with its name; nothing probed.
+    std::fs::write(&file, "type = \"http\"\nprot = 80\n").unwrap();
+    let bad = tokio::task::block_in_place(|| {
+        run_gtm(
+            &d,
+            &["check", "test", "--file", file_s, "--address", "127.0.0.2"],
+        )
+    });
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert!(bad.stderr.contains("prot"), "{}", bad.stderr);
+    // A NAME and --file together are refused before anything is sent.
+    let both =
+        tokio::task::block_in_place(|| run_gtm(&d, &["check", "test", "web", "--file", file_s]));
+    assert_eq!(both.code, Some(2), "{}", both.stderr);
+
+    assert_eq!(d.device.engine.config(), version, "Test now saves nothing");
+    // ZONE's own check logs as it starts; nothing names the tested checks.
+    let tested: Vec<String> = d
+        .device
+        .engine
+        .events()
+        .into_iter()
+        .skip(before)
+        .map(|e| e.text)
+        .filter(|t| t.contains("unsaved") || t.contains("tcp-new"))
+        .collect();
+    assert!(tested.is_empty(), "Test now logs nothing: {tested:?}");
+    assert!(
+        d.device
+            .engine
+            .checks()
+            .iter()
+            .all(|c| !c.check.starts_with("unsaved") && !c.check.starts_with("tcp-new")),
+        "no instance of a tested check"
+    );
+}
+
+/// `--record` of a drain is NAME/TYPE: a name alone is refused before the
+/// device is asked (it would answer "not found").
+#[test]
+fn record_drain_without_a_type_is_refused_as_bad_input() {
+    let out = gtm()
+        .args([
+            "--api",
+            "http://127.0.0.1:9",
+            "--api-token",
+            "x",
+            "record",
+            "drain",
+            "192.0.2.10",
+            "--record",
+            "api.example.test",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("expected NAME/TYPE, e.g. www.example.test/A, not \"api.example.test\""),
+        "{stderr}"
+    );
+}

@@ -7,7 +7,10 @@ use std::io::BufRead;
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{CliError, Client, format_ms, table};
+use super::{
+    client::{CliError, Client},
+    output::{format_ms, table},
+};
 use crate::{
     access::{Role, accounts::AccountInfo},
     api::{NewToken, TokenRequest, UserRequest, WhoAmI},
@@ -16,12 +19,16 @@ use crate::{
 #[derive(Debug, Subcommand)]
 pub enum UserCmd {
     /// The users, with their roles and who last changed them.
+    #[command(after_help = "Example:\n  gtm user list")]
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Add a user; its password is read from standard input (one line).
+    #[command(after_help = "Example:\n  gtm user add ann --role operator < ann.pw")]
     Add {
+        /// The user's login name.
         name: String,
         /// viewer (read only), operator (drains, check states, failback,
         /// Test now) or admin (everything).
@@ -30,32 +37,52 @@ pub enum UserCmd {
     },
     /// Change a user's role, or (with --password, read from standard
     /// input) its password.
+    #[command(
+        after_help = "Examples:\n  gtm user set ann --role viewer\n  gtm user set ann --password < new.pw"
+    )]
     Set {
+        /// The user's login name.
         name: String,
+        /// The new role: viewer, operator or admin.
         #[arg(long)]
         role: Option<Role>,
+        /// Set a new password, read from standard input (one line).
         #[arg(long)]
         password: bool,
     },
     /// Remove a user; its console sessions end.
-    Remove { name: String },
+    #[command(after_help = "Example:\n  gtm user remove ann")]
+    Remove {
+        /// The user's login name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCmd {
     /// The named tokens, with their roles (never the secrets).
+    #[command(after_help = "Example:\n  gtm token list")]
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Create a named token; it is printed once and kept nowhere.
+    #[command(after_help = "Example:\n  gtm token create ci --role operator")]
     Create {
+        /// The token's name (it names the actor of its writes).
         name: String,
+        /// viewer (read only), operator (drains, check states, failback,
+        /// Test now) or admin (everything).
         #[arg(long)]
         role: Role,
     },
     /// Revoke a named token.
-    Revoke { name: String },
+    #[command(after_help = "Example:\n  gtm token revoke ci")]
+    Revoke {
+        /// The token's name.
+        name: String,
+    },
 }
 
 pub(super) async fn user(client: &Client, cmd: &UserCmd) -> Result<()> {

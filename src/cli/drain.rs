@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::Client;
+use super::client::Client;
 use crate::engine::{RecordStatus, dry_run::DrainPreview};
 
 #[derive(Debug, Clone, Copy, clap::Args)]

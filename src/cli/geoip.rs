@@ -6,27 +6,38 @@ use std::{net::IpAddr, path::PathBuf};
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{CliError, Client};
+use super::client::{CliError, Client};
 use crate::api::{GeoLookup, GeoipStatus};
 
 #[derive(Debug, Subcommand)]
 pub enum GeoipCmd {
     /// Where an address is, as the DNS path sees it.
+    #[command(after_help = "Example:\n  gtm geoip lookup 81.2.69.160")]
     Lookup {
+        /// The IPv4 or IPv6 address to place.
         ip: IpAddr,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Validate a country .mmdb whole and install it on the device.
-    Import { file: PathBuf },
+    #[command(after_help = "Example:\n  gtm geoip import GeoLite2-Country.mmdb")]
+    Import {
+        /// The country database (.mmdb) to install.
+        file: PathBuf,
+    },
     /// The device downloads its database from the configured source now
     /// (operator role).
+    #[command(after_help = "Example:\n  gtm geoip download")]
     Download {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// The device's database: name, build date, age, source.
+    #[command(after_help = "Example:\n  gtm geoip show")]
     Show {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

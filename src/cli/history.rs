@@ -5,16 +5,21 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{Client, format_ms, print_apply, table};
+use super::{
+    client::Client,
+    output::{format_ms, print_apply, table},
+};
 use crate::api::{ApplyResult, CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
 #[derive(Debug, Subcommand)]
 pub enum CommandCmd {
     /// What became of a command: applied (with its version), rejected (with
     /// the error) or unknown (not applied here, yet or at all).
+    #[command(after_help = "Example:\n  gtm command status 5f0c2e7a9b1d4c3e8f6a0b2c4d6e8f01")]
     Status {
         /// The 32 hex digits an `outcome unknown` answer named.
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

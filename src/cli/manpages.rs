@@ -6,6 +6,13 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+/// `gtm manpages DIR`: writes the pages and says how many.
+pub(super) fn run(dir: &Path) -> Result<()> {
+    let n = write(dir)?;
+    eprintln!("{n} man pages written to {}", dir.display());
+    Ok(())
+}
+
 /// Writes `gtm.1`, `gtm-serve.1`, `gtm-record-drain.1`, ... into `dir`;
 /// returns how many.
 pub fn write(dir: &Path) -> Result<usize> {

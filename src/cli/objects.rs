@@ -14,22 +14,34 @@ use anyhow::Result;
 use clap::Subcommand;
 use serde_json::{Map, Value};
 
-use super::{CliError, Client};
+use super::{
+    Cli,
+    args::ListedCmd,
+    client::{CliError, Client, read},
+    output::{print_apply, print_rows},
+};
 use crate::api::ApplyResult;
 
 /// The verbs every named object has.
 #[derive(Debug, Subcommand)]
 pub enum ObjectCmd {
     /// Print the object as configured (TOML; --json for JSON).
+    #[command(
+        after_help = "Examples:\n  gtm check show web\n  gtm dc show dc1 --json\n  gtm service show shop"
+    )]
     Show {
+        /// The object's name.
         name: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Create it, or change the keys the file gives and keep the others.
-    ///
-    /// Example: gtm check put web --file web.toml (web.toml: interval = "5s")
+    #[command(
+        after_help = "Examples:\n  gtm check put web --file web.toml   (web.toml: interval = \"5s\")\n  printf 'country = \"FR\"\\ncontinent = \"EU\"\\n' | gtm dc put dc3 --file -\n  echo 'domains = [\"example.test\"]' | gtm service put shop --file -"
+    )]
     Put {
+        /// The object's name.
         name: String,
         /// A TOML file of the object's keys, as in a configuration table;
         /// - for stdin.
@@ -44,8 +56,13 @@ pub enum ObjectCmd {
         dry_run: bool,
     },
     /// Remove it from the configuration.
+    #[command(
+        after_help = "Examples:\n  gtm dc delete dc3 --dry-run\n  gtm scenario delete dc1-up"
+    )]
     Delete {
+        /// The object's name.
         name: String,
+        /// Show the changes; apply nothing.
         #[arg(long)]
         dry_run: bool,
     },
@@ -56,25 +73,35 @@ pub enum ObjectCmd {
 #[derive(Debug, Subcommand)]
 pub enum RecordObjectCmd {
     /// Every record of a domain (of every domain without one).
+    #[command(after_help = "Examples:\n  gtm record list\n  gtm record list example.test")]
     List {
+        /// Only the records of this domain.
         domain: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Print a record as configured.
+    #[command(after_help = "Example:\n  gtm record show www.example.test A")]
     Show {
+        /// The record's owner name, e.g. www.example.test.
         name: String,
+        /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Create a record, or change the keys the file gives and keep the
     /// others (its addresses stay unless the file lists them).
-    ///
-    /// Example: gtm record put www.example.test A --file ttl.toml (ttl = 60)
+    #[command(
+        after_help = "Examples:\n  gtm record put www.example.test A --file ttl.toml   (ttl.toml: ttl = 60)\n  gtm record put api.example.test A --file api.toml   (addresses = [{ ip = \"192.0.2.30\" }])"
+    )]
     Put {
+        /// The record's owner name, e.g. www.example.test.
         name: String,
+        /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
         /// A TOML file of the record's keys; - for stdin.
@@ -89,10 +116,14 @@ pub enum RecordObjectCmd {
         dry_run: bool,
     },
     /// Remove a record.
+    #[command(after_help = "Example:\n  gtm record delete api.example.test A")]
     Delete {
+        /// The record's owner name, e.g. www.example.test.
         name: String,
+        /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
+        /// Show the changes; apply nothing.
         #[arg(long)]
         dry_run: bool,
     },
@@ -105,19 +136,24 @@ pub enum RecordObjectCmd {
 pub enum AddressCmd {
     /// Add an address, or change the settings given of the one with this
     /// IP (or CNAME target) and keep the others.
-    ///
-    /// Example: gtm record address put www.example.test A 192.0.2.10 --weight 2
+    #[command(
+        after_help = "Examples:\n  gtm record address put www.example.test A 192.0.2.10 --weight 2\n  gtm record address put www.example.test A 192.0.2.12 --dc dc1 --hc check:web"
+    )]
     Put {
+        /// The record's owner name, e.g. www.example.test.
         name: String,
+        /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
         /// The IP, or the target name of a CNAME.
         address: String,
+        /// The datacenter the address is in.
         #[arg(long)]
         dc: Option<String>,
         /// static, disabled, scenario:NAME or check:NAME.
         #[arg(long)]
         hc: Option<String>,
+        /// Its weight in a weighted record.
         #[arg(long)]
         weight: Option<u32>,
         /// Replace the whole address: settings not given take their
@@ -129,14 +165,29 @@ pub enum AddressCmd {
         dry_run: bool,
     },
     /// Remove an address from a record.
+    #[command(after_help = "Example:\n  gtm record address delete www.example.test A 192.0.2.12")]
     Delete {
+        /// The record's owner name, e.g. www.example.test.
         name: String,
+        /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
+        /// The IP, or the target name of a CNAME.
         address: String,
+        /// Show the changes; apply nothing.
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+/// `gtm domain|scenario|service ...`: `list`, and the verbs of one object
+/// of `collection`.
+pub(super) async fn listed(cli: &Cli, collection: &str, cmd: &ListedCmd) -> Result<()> {
+    let client = Client::new(cli)?;
+    match cmd {
+        ListedCmd::List { json } => list(&client, collection, *json).await,
+        ListedCmd::Object(cmd) => object(&client, collection, cmd).await,
+    }
 }
 
 /// A collection's path under /api/v1, e.g. `checks`.
@@ -347,10 +398,18 @@ fn put_or_patch(client: &Client, path: &str, replace: bool) -> reqwest::RequestB
 
 /// An object's keys from a TOML file (`-` = stdin), as JSON for the API.
 fn read_object(file: &PathBuf) -> Result<Value> {
-    let text = super::read(file)?;
+    Ok(Value::Object(read_table(file)?))
+}
+
+/// The keys of a TOML file (`-` = stdin) as a JSON object.
+pub(super) fn read_table(file: &PathBuf) -> Result<Map<String, Value>> {
+    let text = read(file)?;
     let table: toml::Table = toml::from_str(&text)
         .map_err(|e| CliError::BadInput(format!("{}: {}", file.display(), e.message())))?;
-    Ok(serde_json::to_value(table)?)
+    match serde_json::to_value(table)? {
+        Value::Object(map) => Ok(map),
+        _ => Err(CliError::BadInput(format!("{}: not a table of keys", file.display())).into()),
+    }
 }
 
 async fn write(client: &Client, request: reqwest::RequestBuilder, dry_run: bool) -> Result<()> {
@@ -360,7 +419,7 @@ async fn write(client: &Client, request: reqwest::RequestBuilder, dry_run: bool)
         request
     };
     let result: ApplyResult = client.send(request).await?;
-    super::print_apply(&result);
+    print_apply(&result);
     Ok(())
 }
 
@@ -401,7 +460,7 @@ fn print_list(items: &[Value], json: bool, first: &[&str]) -> Result<()> {
     }
     let mut head: Vec<String> = first.iter().map(|k| k.to_ascii_uppercase()).collect();
     head.push(String::new());
-    super::print_rows(&head, &rows);
+    print_rows(&head, &rows);
     Ok(())
 }
 

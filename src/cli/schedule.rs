@@ -6,7 +6,10 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{Client, format_ms, table};
+use super::{
+    client::Client,
+    output::{format_ms, table},
+};
 use crate::{
     api::schedules::{ScheduleRequest, ScheduledAction},
     machine::schedule::{Schedule, ScheduleState},
@@ -18,6 +21,7 @@ pub enum ScheduleCmd {
     /// (2026-12-01T02:00:00Z, 2026-12-01T03:00:00+01:00) or relative to the
     /// device's clock (+30m, +2h, +1h30m, +45s, +1d).
     Add {
+        /// When the action fires.
         #[arg(long, value_name = "TIME")]
         at: String,
         /// Fire the reverse at this time: an undrain for a drain (and the
@@ -29,12 +33,18 @@ pub enum ScheduleCmd {
     },
     /// The schedules: pending, fired, failed and cancelled (the same on
     /// every device).
+    #[command(after_help = "Example:\n  gtm schedule list")]
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Cancel a schedule before it (or its reverse) fires.
-    Cancel { id: u64 },
+    #[command(after_help = "Example:\n  gtm schedule cancel 3")]
+    Cancel {
+        /// The schedule's id, as `gtm schedule list` shows it.
+        id: u64,
+    },
 }
 
 /// The actions a schedule can take, written as their own commands.
@@ -53,18 +63,35 @@ pub enum Scheduled {
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduledRecord {
+    /// Take an address out of answers, for one record or all.
+    #[command(
+        after_help = "Example:\n  gtm schedule add --at +30m --until +2h record drain 192.0.2.10 --record www.example.test/A"
+    )]
     Drain {
+        /// The address (IP, or a CNAME's target name).
         address: String,
-        #[arg(long)]
+        /// Only this record, as NAME/TYPE, e.g. www.example.test/A.
+        #[arg(long, value_name = "NAME/TYPE", value_parser = super::args::record_ref)]
         record: Option<String>,
     },
+    /// Put a drained address back.
+    #[command(after_help = "Example:\n  gtm schedule add --at +2h record undrain 192.0.2.10")]
     Undrain {
+        /// The drained address.
         address: String,
-        #[arg(long)]
+        /// The record of the drain, as NAME/TYPE (none for a drain of
+        /// every record).
+        #[arg(long, value_name = "NAME/TYPE", value_parser = super::args::record_ref)]
         record: Option<String>,
     },
+    /// End a manual-failback DR: back to the Main DC.
+    #[command(
+        after_help = "Example:\n  gtm schedule add --at +5m record resume www.example.test A"
+    )]
     Resume {
+        /// The record's owner name, e.g. www.example.test.
         name: String,
+        /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
     },
@@ -72,13 +99,32 @@ pub enum ScheduledRecord {
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduledDc {
-    Drain { name: String },
-    Undrain { name: String },
+    /// Take every address of a datacenter out of answers.
+    #[command(
+        after_help = "Example:\n  gtm schedule add --at 2026-12-01T02:00:00Z --until 2026-12-01T04:00:00Z dc drain dc1"
+    )]
+    Drain {
+        /// The datacenter.
+        name: String,
+    },
+    /// Put a drained datacenter back.
+    #[command(after_help = "Example:\n  gtm schedule add --at +2h dc undrain dc1")]
+    Undrain {
+        /// The datacenter.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduledCheck {
-    Set { name: String, state: String },
+    /// Set a manual check: ok or error.
+    #[command(after_help = "Example:\n  gtm schedule add --at +30m check set maint error")]
+    Set {
+        /// The manual check.
+        name: String,
+        /// Its new state: ok or error.
+        state: String,
+    },
 }
 
 impl Scheduled {

@@ -1,0 +1,94 @@
+//! `gtm check ...`: every check instance's state, operator-set states of
+//! manual checks, a check's configuration, and Test now.
+
+use anyhow::Result;
+
+use super::{
+    Cli,
+    args::CheckCmd,
+    client::{CliError, Client},
+    objects,
+    output::print_checks,
+};
+use crate::api::StatusReport;
+
+pub(super) async fn run(cli: &Cli, cmd: &CheckCmd) -> Result<()> {
+    match cmd {
+        CheckCmd::List { json } => {
+            let client = Client::new(cli)?;
+            let report: StatusReport = client
+                .send(client.http.get(client.url("/api/v1/status")))
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&report.checks)?);
+            } else {
+                print_checks(&report.checks);
+            }
+            Ok(())
+        }
+        CheckCmd::Set { name, state } => {
+            let client = Client::new(cli)?;
+            let body = crate::api::CheckStateRequest {
+                state: state.clone(),
+            };
+            let _: Vec<crate::engine::CheckStatus> = client
+                .send(
+                    client
+                        .http
+                        .put(client.url(&format!("/api/v1/checks/{name}/state")))
+                        .json(&body),
+                )
+                .await?;
+            println!("check {name} set to {state}");
+            Ok(())
+        }
+        CheckCmd::Object(cmd) => objects::object(&Client::new(cli)?, "checks", cmd).await,
+        CheckCmd::Test {
+            name,
+            file,
+            address,
+            json,
+        } => {
+            let client = Client::new(cli)?;
+            let request = match (name, file) {
+                (Some(name), _) => client
+                    .http
+                    .post(client.url(&format!("/api/v1/checks/{name}/test")))
+                    .json(&crate::api::TestRequest { address: *address }),
+                // A check not saved: the API validates it with the
+                // configuration and probes it once.
+                (None, Some(file)) => {
+                    let check = objects::read_table(file)?;
+                    client
+                        .http
+                        .post(client.url("/api/v1/probe"))
+                        .json(&crate::api::ProbeRequest {
+                            check,
+                            address: *address,
+                        })
+                }
+                (None, None) => {
+                    return Err(
+                        CliError::BadInput("give a check's NAME or --file FILE".into()).into(),
+                    );
+                }
+            };
+            let r: crate::api::TestResult = client.send(request).await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                println!(
+                    "{}: {} ({}) in {:.1} ms",
+                    r.check,
+                    if r.ok { "OK" } else { "Error" },
+                    r.reason,
+                    r.elapsed_ms
+                );
+            }
+            if !r.ok {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The CLI's side of the API: the HTTP client of a device (address, token
+//! and trust from the flags or the local data directory), reading input
+//! files, and the one place errors become exit codes.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+
+use super::Cli;
+use crate::{
+    api::{ApiError, ErrorKind},
+    device::{API_FILE, TOKEN_FILE},
+    model::{self, node::default_data_dir},
+};
+
+/// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
+/// 4 no quorum, 5 not found, 6 outcome unknown (an API error's, by
+/// `api_exit_code`).
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    BadInput(String),
+    #[error("{0}")]
+    Unreachable(String),
+    #[error("{0}")]
+    NoQuorum(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// An error the device answered, with its kind.
+    #[error("{message}")]
+    Api { kind: ErrorKind, message: String },
+}
+
+/// The process's exit code for an error of `run`.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    match e.downcast_ref::<CliError>() {
+        Some(CliError::BadInput(_)) => 2,
+        Some(CliError::Unreachable(_)) => 3,
+        Some(CliError::NoQuorum(_)) => 4,
+        Some(CliError::NotFound(_)) => 5,
+        Some(CliError::Api { kind, .. }) => api_exit_code(*kind),
+        None => 1,
+    }
+}
+
+/// The exit code of each kind of API error: the one place the CLI maps them.
+pub fn api_exit_code(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::Unreachable => 3,
+        ErrorKind::NoQuorum => 4,
+        ErrorKind::NotFound => 5,
+        ErrorKind::OutcomeUnknown => 6,
+        k if k.status().is_client_error() => 2,
+        _ => 1,
+    }
+}
+
+/// A file's text; `-` is standard input.
+pub(super) fn read(file: &PathBuf) -> Result<String> {
+    let text = if file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(file)
+    };
+    text.map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())).into())
+}
+
+pub(super) fn bad_file(file: &std::path::Path, e: &model::ConfigErrors) -> anyhow::Error {
+    let lines: Vec<String> =
+        e.0.iter()
+            .map(|e| format!("{}: {e}", file.display()))
+            .collect();
+    CliError::BadInput(lines.join("\n")).into()
+}
+
+pub(super) struct Client {
+    pub(super) http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Client {
+    pub(super) fn new(cli: &Cli) -> Result<Self> {
+        let dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+        let base = match &cli.api {
+            Some(a) => a.trim_end_matches('/').to_string(),
+            None => std::fs::read_to_string(dir.join(API_FILE))
+                .map(|s| s.trim().to_string())
+                .map_err(|_| CliError::Unreachable(format!("no local device: {} has no {API_FILE} (is `gtm serve` running? else give --api or GTM_API)", dir.display())))?,
+        };
+        let token = match &cli.api_token {
+            Some(t) => t.clone(),
+            None => std::fs::read_to_string(dir.join(TOKEN_FILE))
+                .map(|s| s.trim().to_string())
+                .map_err(|_| {
+                    CliError::BadInput(format!(
+                        "no API token: {} has no {TOKEN_FILE} (give --api-token or GTM_TOKEN)",
+                        dir.display()
+                    ))
+                })?,
+        };
+        // An https device is trusted by --ca-file, else by the certificate
+        // the local device keeps in its data directory.
+        let trust = if base.starts_with("https://") {
+            let path = cli
+                .ca_file
+                .clone()
+                .unwrap_or_else(|| dir.join(crate::tls::CA_FILE));
+            Some(std::fs::read(&path).map_err(|e| {
+                CliError::BadInput(format!("{base} uses TLS: cannot read the certificate to trust, {}: {e} (give --ca-file)", path.display()))
+            })?)
+        } else {
+            None
+        };
+        let http = crate::tls::http_client(trust.as_deref(), None)?;
+        Ok(Self { http, base, token })
+    }
+
+    pub(super) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub(super) async fn response(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        let resp = req.bearer_auth(&self.token).send().await.map_err(|e| {
+            CliError::Unreachable(format!("cannot reach the device at {}: {e}", self.base))
+        })?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        match serde_json::from_str::<ApiError>(&body) {
+            Ok(e) => {
+                let mut msg = e.message;
+                for line in e.errors {
+                    msg.push_str("\n  ");
+                    msg.push_str(&line);
+                }
+                // A label this version does not know: its HTTP status says
+                // whose fault it was.
+                let kind = match e.error {
+                    ErrorKind::Unknown if status.is_client_error() => ErrorKind::BadRequest,
+                    kind => kind,
+                };
+                bail!(CliError::Api { kind, message: msg })
+            }
+            Err(_) => bail!("the device answered {status}: {body}"),
+        }
+    }
+
+    pub(super) async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T> {
+        Ok(self.response(req).await?.json().await?)
+    }
+
+    pub(super) async fn text(&self, req: reqwest::RequestBuilder) -> Result<String> {
+        Ok(self.response(req).await?.text().await?)
+    }
+}

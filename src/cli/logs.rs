@@ -1,0 +1,166 @@
+//! `gtm logs`: the event log (GTM Logs) of every device of the cluster,
+//! filtered, once or followed.
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::{Cli, args::LogsArgs, client::Client, output::format_ms};
+use crate::{
+    api::StatusReport,
+    engine::{Event, EventKind},
+};
+
+/// The event kinds as the API names them, in the code's order: read from
+/// `EventKind`'s own schema, so that the help and the error of `--kind`
+/// list a new kind without an edit here.
+pub(super) fn kinds() -> Vec<String> {
+    fn collect(v: &Value, out: &mut Vec<String>) {
+        let Some(o) = v.as_object() else { return };
+        if let Some(Value::String(c)) = o.get("const") {
+            out.push(c.clone());
+        }
+        if let Some(Value::Array(values)) = o.get("enum") {
+            out.extend(values.iter().filter_map(|v| v.as_str().map(String::from)));
+        }
+        for key in ["oneOf", "anyOf"] {
+            if let Some(Value::Array(alternatives)) = o.get(key) {
+                alternatives.iter().for_each(|a| collect(a, out));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    collect(schemars::schema_for!(EventKind).as_value(), &mut out);
+    out
+}
+
+/// The help of `gtm logs --kind`.
+pub(super) fn kind_help() -> String {
+    format!("Only events of this kind: {}", kinds().join(", "))
+}
+
+/// `--kind`, checked here: a wrong kind is named with the right ones.
+pub(super) fn parse_kind(s: &str) -> Result<EventKind, String> {
+    serde_json::from_value(Value::String(s.to_ascii_lowercase()))
+        .map_err(|_| format!("no event kind \"{s}\": one of {}", kinds().join(", ")))
+}
+
+/// A kind as the API's query names it.
+fn kind_name(kind: EventKind) -> String {
+    match serde_json::to_value(kind) {
+        Ok(Value::String(s)) => s,
+        _ => format!("{kind:?}").to_ascii_lowercase(),
+    }
+}
+
+pub(super) async fn run(cli: &Cli, args: &LogsArgs) -> Result<()> {
+    let LogsArgs {
+        record,
+        kind,
+        since,
+        follow,
+        limit,
+        json,
+    } = args;
+    let client = Client::new(cli)?;
+    let mut query: Vec<(&str, String)> = Vec::new();
+    if let Some(r) = record {
+        let label = match r.rsplit_once('/') {
+            Some((n, t)) => crate::api::record_label(n, t),
+            None => r.clone(),
+        };
+        query.push(("record", label));
+    }
+    if let Some(k) = kind {
+        query.push(("kind", kind_name(*k)));
+    }
+    if let Some(s) = since {
+        query.push(("since", s.clone()));
+    }
+    if *follow {
+        query.push(("follow", "true".into()));
+    }
+    if let Some(n) = limit {
+        query.push(("limit", n.to_string()));
+    }
+    // Every device's events, and a word on those not heard from.
+    query.push(("all", "true".into()));
+    if let Ok(report) = client
+        .send::<StatusReport>(client.http.get(client.url("/api/v1/status")))
+        .await
+    {
+        for p in report.peers.iter().filter(|p| !p.reachable) {
+            eprintln!(
+                "note: device {} ({}) could not be reached: {}; its latest events may be missing",
+                p.device,
+                p.datacenter,
+                p.age_ms.map_or("never heard from".into(), |ms| format!(
+                    "last report {} s ago",
+                    ms / 1000
+                ))
+            );
+        }
+    }
+    let req = client.http.get(client.url("/api/v1/events")).query(&query);
+    let print = |e: &Event| {
+        if *json {
+            println!("{}", serde_json::to_string(e).unwrap_or_default());
+        } else {
+            println!("{}  {}  {}", format_ms(e.time_ms), e.device, e.text);
+        }
+    };
+    if !*follow {
+        let events: Vec<Event> = client.send(req).await?;
+        events.iter().for_each(print);
+        return Ok(());
+    }
+    let mut resp = client.response(req).await?;
+    let mut pending = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            if let Ok(e) = serde_json::from_slice::<Event>(&line) {
+                print(&e);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use crate::{cli::Cli, engine::EventKind};
+
+    /// The help of `--kind` is the code's list: every kind is in it, and a
+    /// wrong kind is refused naming them.
+    #[test]
+    fn kind_help_lists_every_kind_of_the_code() {
+        let kinds = super::kinds();
+        for k in [EventKind::Record, EventKind::Datacenter, EventKind::Device] {
+            assert!(kinds.contains(&super::kind_name(k)), "{kinds:?}");
+        }
+        assert!(kinds.len() >= 8, "{kinds:?}");
+        let mut cli = Cli::command();
+        cli.build();
+        let logs = cli.find_subcommand("logs").unwrap();
+        let kind = logs.get_arguments().find(|a| a.get_id() == "kind").unwrap();
+        let help = kind.get_help().unwrap().to_string();
+        for k in &kinds {
+            assert!(help.contains(k.as_str()), "{k} missing from: {help}");
+        }
+        assert!(help.contains("datacenter"), "{help}");
+        for k in &kinds {
+            assert!(super::parse_kind(k).is_ok(), "{k}");
+        }
+        assert_eq!(super::parse_kind("Check"), Ok(EventKind::Check));
+        let err = Cli::try_parse_from(["gtm", "logs", "--kind", "nope"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.to_string()
+                .contains("no event kind \"nope\": one of record, check"),
+            "{err}"
+        );
+    }
+}

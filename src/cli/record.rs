@@ -1,0 +1,142 @@
+//! `gtm record ...`: a record's configuration, its preview, failback
+//! resume, and drains of addresses.
+
+use anyhow::Result;
+
+use super::{
+    Cli,
+    args::RecordCmd,
+    client::Client,
+    drain, objects,
+    output::{format_ms, table},
+};
+use crate::engine::Preview;
+
+pub(super) async fn run(cli: &Cli, cmd: &RecordCmd) -> Result<()> {
+    match cmd {
+        RecordCmd::Object(cmd) => objects::record(&Client::new(cli)?, cmd).await,
+        RecordCmd::Preview {
+            name,
+            rtype,
+            device,
+            json,
+        } => {
+            let client = Client::new(cli)?;
+            let mut request = client
+                .http
+                .get(client.url(&format!("/api/v1/records/{name}/{rtype}/preview")));
+            if let Some(d) = device {
+                request = request.query(&[("device", d)]);
+            }
+            let p: Preview = client.send(request).await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&p)?);
+                return Ok(());
+            }
+            println!("record          {}  (device {})", p.record, p.device);
+            println!("mode            {}", p.mode);
+            println!(
+                "status          {}",
+                p.status.map_or("-".into(), |s| s.to_string())
+            );
+            println!(
+                "active records  {}",
+                if p.active.is_empty() {
+                    "-".into()
+                } else {
+                    p.active.join(", ")
+                }
+            );
+            println!("decision        {}", p.decision);
+            println!();
+            let rows: Vec<[String; 4]> = p
+                .addresses
+                .iter()
+                .map(|a| {
+                    let health = if a.drained {
+                        "drained"
+                    } else if a.healthy {
+                        "healthy"
+                    } else {
+                        "unhealthy"
+                    };
+                    [
+                        a.address.clone(),
+                        a.dc.clone().unwrap_or_else(|| "-".into()),
+                        a.hc.clone(),
+                        health.into(),
+                    ]
+                })
+                .collect();
+            table(&["ADDRESS", "DC", "HC", "HEALTH"], &rows);
+            if !p.switchovers.is_empty() {
+                println!();
+                println!("latest switchovers");
+                for e in &p.switchovers {
+                    println!("  {}  {}", format_ms(e.time_ms), e.text);
+                }
+            }
+            Ok(())
+        }
+        RecordCmd::Resume { name, rtype } => {
+            let client = Client::new(cli)?;
+            let p: Preview = client
+                .send(
+                    client
+                        .http
+                        .post(client.url(&format!("/api/v1/records/{name}/{rtype}/resume"))),
+                )
+                .await?;
+            println!("{}: {}", p.record, p.decision);
+            Ok(())
+        }
+        RecordCmd::Drain {
+            address,
+            record,
+            look,
+        }
+        | RecordCmd::Undrain {
+            address,
+            record,
+            look,
+        } => {
+            let drained = matches!(cmd, RecordCmd::Drain { .. });
+            let body = crate::api::DrainAddress {
+                address: address.clone(),
+                record: record.clone(),
+                drained,
+                dry_run: look.dry_run,
+                force: look.force,
+            };
+            drain::run(&Client::new(cli)?, "address", &body, address, drained, look).await
+        }
+        RecordCmd::Drains { json } => {
+            let client = Client::new(cli)?;
+            let drains: Vec<crate::operator::Drain> = client
+                .send(client.http.get(client.url("/api/v1/drains")))
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&drains)?);
+            } else {
+                let rows: Vec<[String; 4]> = drains
+                    .iter()
+                    .map(|d| {
+                        let (what, scope) = match (&d.address, &d.datacenter) {
+                            (Some(a), _) => (
+                                a.clone(),
+                                d.record.clone().unwrap_or_else(|| "every record".into()),
+                            ),
+                            (None, Some(dc)) => {
+                                (format!("datacenter {dc}"), "its addresses".into())
+                            }
+                            (None, None) => ("?".into(), String::new()),
+                        };
+                        [what, scope, d.actor.to_string(), format_ms(d.time_ms)]
+                    })
+                    .collect();
+                table(&["DRAINED", "SCOPE", "BY", "SINCE"], &rows);
+            }
+            Ok(())
+        }
+    }
+}

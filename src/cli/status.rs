@@ -1,0 +1,121 @@
+//! `gtm status`: records with their status and the addresses answered
+//! now, side by side with every peer's, then checks and scenarios.
+
+use anyhow::Result;
+
+use super::{
+    Cli,
+    client::Client,
+    geoip,
+    output::{print_checks, print_rows, table},
+};
+use crate::api::StatusReport;
+
+pub(super) async fn run(cli: &Cli, json: bool) -> Result<()> {
+    let client = Client::new(cli)?;
+    let report: StatusReport = client
+        .send(client.http.get(client.url("/api/v1/status")))
+        .await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    println!(
+        "device {} (configuration version {})",
+        report.device, report.version
+    );
+    if let Some(f) = &report.degraded {
+        println!(
+            "DEGRADED: configuration version {} cannot be installed on this device: {}",
+            f.version, f.reason
+        );
+    }
+    if let Some(fault) = &report.storage_degraded {
+        println!("DEGRADED storage: {fault}");
+    }
+    if let Some(warning) = &report.geoip_warning {
+        println!("WARNING: {warning}");
+    }
+    if let Some(geoip) = &report.geoip {
+        print!("{}", geoip::describe(geoip));
+    }
+    let rows: Vec<[String; 3]> = report
+        .records
+        .iter()
+        .map(|r| {
+            [
+                r.record.clone(),
+                r.status.map_or("-".into(), |s| s.to_string()),
+                if r.active.is_empty() {
+                    "-".into()
+                } else {
+                    r.active.join(", ")
+                },
+            ]
+        })
+        .collect();
+    table(&["RECORD", "STATUS", "ACTIVE RECORDS"], &rows);
+    if !report.peers.is_empty() {
+        println!();
+        print_side_by_side(&report);
+    }
+    if !report.checks.is_empty() {
+        println!();
+        print_checks(&report.checks);
+    }
+    if !report.scenarios.is_empty() {
+        println!();
+        let rows: Vec<[String; 2]> = report
+            .scenarios
+            .iter()
+            .map(|s| {
+                let mut state = if s.active { "active" } else { "passive" }.to_string();
+                if let Some(p) = s.pending {
+                    state.push_str(if p {
+                        " (activation waits for verify)"
+                    } else {
+                        " (deactivation waits for verify)"
+                    });
+                }
+                [s.scenario.clone(), state]
+            })
+            .collect();
+        table(&["SCENARIO", "STATE"], &rows);
+    }
+    Ok(())
+}
+
+/// Each record's status on every device, side by side (spec §4).
+fn print_side_by_side(report: &StatusReport) {
+    let mut head = vec!["RECORD".to_string(), report.device.clone()];
+    head.extend(report.peers.iter().map(|p| {
+        if p.reachable {
+            p.device.clone()
+        } else {
+            format!("{} (unreachable)", p.device)
+        }
+    }));
+    let mut records: Vec<String> = report.records.iter().map(|r| r.record.clone()).collect();
+    for p in &report.peers {
+        for r in &p.records {
+            if !records.contains(&r.record) {
+                records.push(r.record.clone());
+            }
+        }
+    }
+    let cell = |list: &[crate::engine::RecordStatus], record: &str| -> String {
+        list.iter()
+            .find(|r| r.record == record)
+            .and_then(|r| r.status)
+            .map_or("-".into(), |s| s.to_string())
+    };
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|record| {
+            let mut row = vec![record.clone(), cell(&report.records, record)];
+            row.extend(report.peers.iter().map(|p| cell(&p.records, record)));
+            row
+        })
+        .collect();
+    print_rows(&head, &rows);
+}
