@@ -129,6 +129,23 @@ async fn answer_counts_per_address_are_what_was_sent() {
         assert!(metrics.contains(&line), "missing {line:?} in:\n{metrics}");
     }
 
+    // `gtm record stats` prints the same counts.
+    let run = run_gtm(&d, &["record", "stats", "rr.example.test", "A"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout
+            .starts_with(&format!("rr.example.test/A: {} responses on test1", got.len())),
+        "{run:?}"
+    );
+    for (address, n) in &sent {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.split_whitespace().eq([address.as_str(), &n.to_string()])),
+            "{address} {n} in {run:?}"
+        );
+    }
+
     // A change elsewhere keeps the counters; one that removes an address
     // keeps the counts of the others.
     let fewer = RECORDS.replace(

@@ -31,6 +31,7 @@ pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
 pub use error::{ApiError, ErrorKind};
 pub use geoip::{GeoLookup, GeoipStatus, lookup_in};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
+pub use stats::DeviceRecordStats;
 
 use crate::access::{Principal, Role};
 use crate::command::{Action, Actor, DrainTarget};

@@ -312,6 +312,19 @@ pub enum RecordCmd {
         #[arg(long)]
         json: bool,
     },
+    /// How many responses of this device carried the record, and each of
+    /// its addresses (per device, counted since the device started).
+    #[command(after_help = "Example:\n  gtm record stats www.example.test A")]
+    Stats {
+        /// The record's owner name, e.g. www.example.test.
+        name: String,
+        /// The record type: A, AAAA, CNAME, ...
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,7 +10,7 @@ use super::{
     drain, objects,
     output::{format_ms, table},
 };
-use crate::engine::Preview;
+use crate::{api::DeviceRecordStats, engine::Preview};
 
 pub(super) async fn run(cli: &Cli, cmd: &RecordCmd) -> Result<()> {
     match cmd {
@@ -35,6 +35,7 @@ pub(super) async fn run(cli: &Cli, cmd: &RecordCmd) -> Result<()> {
             }
             println!("record          {}  (device {})", p.record, p.device);
             println!("mode            {}", p.mode);
+            println!("balance         {}", p.balance);
             println!(
                 "status          {}",
                 p.status.map_or("-".into(), |s| s.to_string())
@@ -47,6 +48,14 @@ pub(super) async fn run(cli: &Cli, cmd: &RecordCmd) -> Result<()> {
                     p.active.join(", ")
                 }
             );
+            for place in &p.places {
+                let shown = if place.active.is_empty() {
+                    "-".into()
+                } else {
+                    place.active.join(", ")
+                };
+                println!("  clients in {:<4}{shown}", place.place);
+            }
             println!("decision        {}", p.decision);
             println!();
             let rows: Vec<[String; 4]> = p
@@ -109,6 +118,34 @@ pub(super) async fn run(cli: &Cli, cmd: &RecordCmd) -> Result<()> {
                 force: look.force,
             };
             drain::run(&Client::new(cli)?, "address", &body, address, drained, look).await
+        }
+        RecordCmd::Stats { name, rtype, json } => {
+            let client = Client::new(cli)?;
+            let stats: DeviceRecordStats = client
+                .send(
+                    client
+                        .http
+                        .get(client.url(&format!("/api/v1/records/{name}/{rtype}/stats"))),
+                )
+                .await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&stats)?);
+                return Ok(());
+            }
+            let s = &stats.stats;
+            println!(
+                "{}: {} responses on {} since it started",
+                s.record, s.answers, stats.device
+            );
+            if !s.addresses.is_empty() {
+                let rows: Vec<[String; 2]> = s
+                    .addresses
+                    .iter()
+                    .map(|a| [a.address.clone(), a.answers.to_string()])
+                    .collect();
+                table(&["ADDRESS", "ANSWERS"], &rows);
+            }
+            Ok(())
         }
         RecordCmd::Drains { json } => {
             let client = Client::new(cli)?;

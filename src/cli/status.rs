@@ -9,7 +9,7 @@ use super::{
     geoip,
     output::{print_checks, print_rows, table},
 };
-use crate::api::StatusReport;
+use crate::{api::StatusReport, peers::PeerStatus, when};
 
 pub(super) async fn run(cli: &Cli, json: bool) -> Result<()> {
     let client = Client::new(cli)?;
@@ -88,13 +88,7 @@ pub(super) async fn run(cli: &Cli, json: bool) -> Result<()> {
 /// Each record's status on every device, side by side (spec §4).
 fn print_side_by_side(report: &StatusReport) {
     let mut head = vec!["RECORD".to_string(), report.device.clone()];
-    head.extend(report.peers.iter().map(|p| {
-        if p.reachable {
-            p.device.clone()
-        } else {
-            format!("{} (unreachable)", p.device)
-        }
-    }));
+    head.extend(report.peers.iter().map(peer_heading));
     let mut records: Vec<String> = report.records.iter().map(|r| r.record.clone()).collect();
     for p in &report.peers {
         for r in &p.records {
@@ -113,9 +107,64 @@ fn print_side_by_side(report: &StatusReport) {
         .iter()
         .map(|record| {
             let mut row = vec![record.clone(), cell(&report.records, record)];
-            row.extend(report.peers.iter().map(|p| cell(&p.records, record)));
+            row.extend(report.peers.iter().map(|p| {
+                let status = cell(&p.records, record);
+                if p.reachable || status == "-" {
+                    status
+                } else {
+                    format!("({status})")
+                }
+            }));
             row
         })
         .collect();
     print_rows(&head, &rows);
+    for p in report.peers.iter().filter(|p| !p.reachable) {
+        if let Some(age) = p.age_ms {
+            println!(
+                "{} has not reported for {}: its column, in parentheses, is what it said then",
+                p.device,
+                when::age(age)
+            );
+        }
+    }
+}
+
+/// A peer's column heading: its name, and how stale its column is when it
+/// has stopped reporting.
+fn peer_heading(p: &PeerStatus) -> String {
+    match (p.reachable, p.age_ms) {
+        (true, _) => p.device.clone(),
+        (false, Some(age)) => format!("{} (silent {})", p.device, when::age(age)),
+        (false, None) => format!("{} (never reported)", p.device),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(reachable: bool, age_ms: Option<u64>) -> PeerStatus {
+        PeerStatus {
+            device: "gtm2".into(),
+            datacenter: "dc2".into(),
+            age_ms,
+            reachable,
+            version: None,
+            geoip: None,
+            geoip_info: None,
+            records: Vec::new(),
+            checks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_silent_peer_is_headed_with_its_age() {
+        assert_eq!(peer_heading(&peer(true, Some(900))), "gtm2");
+        assert_eq!(
+            peer_heading(&peer(false, Some(42_000))),
+            "gtm2 (silent 42 s)"
+        );
+        assert_eq!(peer_heading(&peer(false, None)), "gtm2 (never reported)");
+    }
 }
