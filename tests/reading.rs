@@ -133,8 +133,10 @@ async fn answer_counts_per_address_are_what_was_sent() {
     let run = run_gtm(&d, &["record", "stats", "rr.example.test", "A"]);
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(
-        run.stdout
-            .starts_with(&format!("rr.example.test/A: {} responses on test1", got.len())),
+        run.stdout.starts_with(&format!(
+            "rr.example.test/A: {} responses on test1",
+            got.len()
+        )),
         "{run:?}"
     );
     for (address, n) in &sent {

@@ -146,6 +146,8 @@ async fn sighup_serves_a_new_certificate_and_keeps_the_old_one_when_the_new_is_b
         &[],
     );
     assert!(trusted(&api, &first).await);
+    // The start banner names the scheme the API really speaks.
+    serve.until_logged(&format!("the API on {api}"));
 
     let (_, _, second) = write_cert(dir.path(), ip);
     assert!(!trusted(&api, &second).await, "renewed before the reload");

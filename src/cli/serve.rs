@@ -29,18 +29,24 @@ pub(super) async fn run(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> R
     let mut device = Device::start(settings.clone(), demo).await?;
     notifier.notify("READY=1");
     let watchdog = notifier.watchdog_interval();
+    let mut starved = false;
     let mut ticks = tokio::time::interval(watchdog.unwrap_or(std::time::Duration::from_secs(3600)));
     // For a person at a terminal; JSON logs stay JSON lines only.
     let banner = settings.log_format == crate::model::node::LogFormat::Text;
     if banner {
         eprintln!(
-            "gtm serving DNS on {} and the API on http://{} (data directory has the token)",
+            "gtm serving DNS on {} and the API on {}://{} (data directory has the token)",
             device
                 .dns_addrs
                 .iter()
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
+            if settings.tls_cert.is_some() {
+                "https"
+            } else {
+                "http"
+            },
             device.api_addr
         );
     }
@@ -66,7 +72,9 @@ pub(super) async fn run(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> R
                 // lets the manager restart it.
                 if device.alive() {
                     notifier.notify("WATCHDOG=1");
-                } else {
+                } else if !starved {
+                    // Said once: the manager's restart follows.
+                    starved = true;
                     tracing::error!("a DNS worker or the API listener has ended: the watchdog is no longer fed");
                 }
             }
