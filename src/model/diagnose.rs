@@ -20,7 +20,7 @@
 //! value. This runs only on a text that did not parse, so it may be slower
 //! than the parse; it still holds one piece at a time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::de::DeserializeOwned;
 use toml::{
@@ -405,6 +405,7 @@ impl Walk<'_> {
         let mut line = 1;
         let mut counted = 0;
         let mut out: Vec<ConfigError> = Vec::with_capacity(self.found.len());
+        let mut seen = HashSet::new();
         for (at, path, message) in self.found {
             line += self
                 .text
@@ -421,7 +422,7 @@ impl Walk<'_> {
                 },
                 message,
             };
-            if !out.contains(&error) {
+            if seen.insert((error.path.clone(), error.message.clone())) {
                 out.push(error);
             }
         }
