@@ -71,7 +71,7 @@ struct Header {
     top: bool,
 }
 
-/// The header lines of `text`: `[a]`, `[[a]]`, `[a.b]`, `[[a.b]]` of bare
+/// The header lines of `text`, in order: `[a]`, `[[a]]`, `[a.b]`, `[[a.b]]` of bare
 /// keys, alone on their line but for a comment.
 ///
 /// Brackets inside values are not counted: in a broken file an unclosed
@@ -258,10 +258,12 @@ impl Walk<'_> {
             }
         }
         // Each section on its own: follow-on errors stay in their section.
+        let first = heads.partition_point(|h| h.start <= start);
         let mut cuts: Vec<usize> = heads
             .iter()
+            .skip(first)
             .map(|h| h.start)
-            .filter(|&s| start < s && s < end)
+            .take_while(|&s| s < end)
             .collect();
         cuts.insert(0, start);
         cuts.push(end);
