@@ -8,7 +8,9 @@
 //!   (an unclosed array, a missing quote) cannot swallow the rest of the
 //!   file. A piece with syntax errors lists them, one per line, looking at
 //!   each of its sections (a header and its keys) on its own; the parser's
-//!   recovery inside a section would otherwise add follow-on errors.
+//!   recovery inside a section would otherwise add follow-on errors. Its
+//!   sections without one (the element's own, its records) are still
+//!   type-checked.
 //! - A piece that parses has every element (datacenter, check, scenario,
 //!   service, domain, record, address, value) deserialized on its own, and
 //!   when one fails, each of its keys on its own: every type error is found,
@@ -267,18 +269,69 @@ impl Walk<'_> {
             .collect();
         cuts.insert(0, start);
         cuts.push(end);
-        let before = self.found.len();
+        let mut listed = false;
+        let mut records = 0;
         for pair in cuts.windows(2) {
             if let [from, to] = *pair
                 && let Some(section) = self.text.get(from..to)
             {
-                let (_, errors) = DeTable::parse_recoverable(section);
+                let (root, errors) = DeTable::parse_recoverable(section);
+                listed |= !errors.is_empty();
+                let clean = errors.is_empty();
                 self.syntax(errors, from, &owner);
+                self.section(root.get_ref(), clean, from, &owner, &mut records);
             }
         }
         // An error only the whole piece shows (a key defined in two sections).
-        if self.found.len() == before {
+        if !listed {
             self.syntax(syntax, start, &owner);
+        }
+    }
+
+    /// Type-checks a section of a piece with syntax errors, when it has
+    /// none itself and is the element's own (`[[domain]]` and its keys) or
+    /// a `[[domain.record]]`; `records` counts the records of the piece so
+    /// far, for the `#n` of one without a name. Other sections (`[domain.soa]`)
+    /// are only complete with the rest of their element.
+    fn section(
+        &mut self,
+        root: &DeTable<'_>,
+        clean: bool,
+        from: usize,
+        owner: &str,
+        records: &mut usize,
+    ) {
+        for (key, value) in root.iter() {
+            let Some((kind, _)) = Kind::Root.child(key.get_ref()) else {
+                continue;
+            };
+            match value.get_ref() {
+                DeValue::Array(elements) if clean => {
+                    for e in elements.iter() {
+                        self.element(kind, e, owner.to_string(), from);
+                    }
+                }
+                DeValue::Table(_) if kind == Kind::Geoip && clean => {
+                    self.element(kind, value, owner.to_string(), from);
+                }
+                DeValue::Table(table) => {
+                    for (key, value) in table.iter() {
+                        let (Some((child, true)), DeValue::Array(elements)) =
+                            (kind.child(key.get_ref()), value.get_ref())
+                        else {
+                            continue;
+                        };
+                        for e in elements.iter() {
+                            *records += 1;
+                            if clean {
+                                let name = child.name(e.get_ref(), *records);
+                                self.element(child, e, format!("{owner} / {name}"), from);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
@@ -524,15 +577,34 @@ mod tests {
              {HEAD}mode = \"sideways\"\n"
         );
         let got = listed(&text);
-        assert_eq!(got.len(), 5, "{got:#?}");
+        assert_eq!(got.len(), 6, "{got:#?}");
         assert!(got[0].starts_with("line 3: domain a.test: "), "{got:#?}");
         assert!(got[1].starts_with("line 6: domain b.test: "), "{got:#?}");
-        // The piece with a syntax error is not type checked: ttl is not listed.
-        assert!(got[2].starts_with("line 17: domain c.test: "), "{got:#?}");
-        assert!(got[3].starts_with("line 22: domain c.test: "), "{got:#?}");
+        // The sections without a syntax error are type-checked.
+        assert_eq!(
+            got[2],
+            "line 12: domain c.test: ttl: invalid type: string \"long\", expected u32"
+        );
+        assert!(got[3].starts_with("line 17: domain c.test: "), "{got:#?}");
+        assert!(got[4].starts_with("line 22: domain c.test: "), "{got:#?}");
         assert!(
-            got[4].starts_with("line 27: domain a.test: mode: unknown variant `sideways`"),
+            got[5].starts_with("line 27: domain a.test: mode: unknown variant `sideways`"),
             "{got:#?}"
+        );
+        // A record of a domain with a syntax error, numbered in its domain.
+        let text = format!(
+            "{HEAD}ttl = = 1\n[[domain.record]]\nname = \"x\"\ntype = \"A\"\nbad = = 1\n\
+             [[domain.record]]\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.256\" }}]\n\
+             [domain.soa]\nserial = \"x\"\n"
+        );
+        assert_eq!(
+            listed(&text),
+            [
+                "line 4: domain a.test: extra `=`, expected nothing",
+                "line 8: domain a.test: extra `=`, expected nothing",
+                "line 9: domain a.test / record #2: missing field `name`",
+                "line 11: domain a.test / record #2 / address 1: ip: \"192.0.2.256\" is not an IP address",
+            ]
         );
     }
 
