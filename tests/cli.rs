@@ -36,6 +36,61 @@ fn config_check_lists_every_error_with_its_path_and_fails() {
     );
 }
 
+/// Two syntax errors in two domains and two invalid IPs in two others: one
+/// run lists all four, each with its line, value and object path.
+#[test]
+fn config_check_lists_every_syntax_and_type_error_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    let domain = |name: &str, ip: &str| {
+        format!(
+            "[[domain]]\nname = \"{name}\"\nnameservers = [\"ns1.{name}\"]\n\n\
+             [[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [\n  {{ ip = \"192.0.2.1\" }},\n  {{ ip = \"{ip}\" }},\n]\n\n"
+        )
+    };
+    let text = [
+        // Line 4: `= =`.
+        domain("a.test", "192.0.2.2")
+            .replace("\n\n[[domain.record]]", "\nttl = = 5\n[[domain.record]]"),
+        // Line 14: an unclosed string.
+        domain("b.test", "192.0.2.2").replace("name = \"b.test\"", "name = \"b.test"),
+        // Line 34.
+        domain("c.test", "192.0.2.300"),
+        // Line 46.
+        domain("d.test", "2001:db8::zz"),
+    ]
+    .concat();
+    std::fs::write(&file, &text).unwrap();
+    let out = gtm().args(["config", "check"]).arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "bad input exits 2");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("bad.toml: line "))
+        .collect();
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert!(
+        lines[0].contains("bad.toml: line 4: domain a.test: "),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].contains("bad.toml: line 14: domain b.test: "),
+        "{stderr}"
+    );
+    assert!(
+        lines[2].ends_with(
+            "bad.toml: line 34: domain c.test / record www A / address 2: ip: \"192.0.2.300\" is not an IP address"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        lines[3].ends_with(
+            "bad.toml: line 46: domain d.test / record www A / address 2: ip: \"2001:db8::zz\" is not an IP address"
+        ),
+        "{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn config_apply_shows_the_diff_and_export_prints_it_back() {
     let d = TestDevice::start(ZONE).await;

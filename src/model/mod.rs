@@ -6,6 +6,7 @@
 pub mod compile;
 pub mod condition;
 pub mod config;
+mod diagnose;
 pub mod duration;
 pub mod node;
 mod parse;

@@ -23,14 +23,23 @@ use toml_parser::{
 use super::{
     compile::{ConfigError, ConfigErrors},
     config::Config,
+    diagnose,
 };
 
 /// The size of text below which a piece is not cut further.
 const PIECE_BYTES: usize = 256 * 1024;
 
-/// Parses a configuration file.
+/// Parses a configuration file. When it does not parse, every syntax and
+/// type error that can be found is listed (see [`super::diagnose`]).
 pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
-    parse_in_pieces(text, PIECE_BYTES)
+    parse_in_pieces(text, PIECE_BYTES).map_err(|first| {
+        let all = diagnose::errors(text);
+        if all.is_empty() {
+            first
+        } else {
+            ConfigErrors(all)
+        }
+    })
 }
 
 fn parse_in_pieces(text: &str, piece_bytes: usize) -> Result<Config, ConfigErrors> {
@@ -252,6 +261,72 @@ mod tests {
         let pieces = parse_in_pieces(&text, 64).expect_err("invalid");
         assert_eq!(pieces, whole);
         assert_eq!(pieces.0[0].path, format!("line {line}"));
+    }
+
+    /// A file read in pieces lists the errors of every piece, with the
+    /// line in the whole file.
+    #[test]
+    fn every_error_of_a_file_in_pieces_is_listed() {
+        let mut text = tricky();
+        let header = text.matches('\n').count() + 2;
+        text += "\n[[domain]]\nnaem = \"late.test\"\n";
+        let address = text.matches('\n').count()
+            + 1
+            + tricky()
+                .lines()
+                .position(|l| l.contains("192.0.2.7\""))
+                .unwrap_or_default();
+        text += &tricky().replace("{ ip = \"192.0.2.7\" }", "{ ip = \"192.0.2.700\" }");
+        // A file large enough to be cut gives the same list.
+        let small = parse(&text).expect_err("invalid");
+        let cut = parse_in_pieces(&text, 64).expect_err("invalid");
+        assert!(cuts(&text, 64).is_some());
+        assert_eq!(parse_whole(&text, 0, &text).expect_err("invalid"), cut);
+        let errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                format!("line {header}: domain #21: missing field `name`"),
+                format!(
+                    "line {}: domain #21: unknown field `naem`, expected one of `name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `record`",
+                    header + 1
+                ),
+                format!(
+                    "line {address}: domain d7.test / record www A / address 1: ip: \"192.0.2.700\" is not an IP address"
+                ),
+            ]
+        );
+    }
+
+    /// An error that no piece shows on its own is still reported: the
+    /// parser's own.
+    #[test]
+    fn an_error_across_pieces_is_the_parsers() {
+        let text =
+            "[geoip]\nupdate = \"off\"\n[[domain]]\nname = \"a.test\"\n[geoip]\nupdate = \"off\"\n";
+        let errors = parse(text).expect_err("a table defined twice");
+        assert_eq!(errors.0.len(), 1, "{errors}");
+        assert_eq!(errors.0[0].path, "line 5", "{errors}");
+    }
+
+    /// No text makes the listing of errors panic: prefixes of the
+    /// configurations in config/, and each with a character put in.
+    #[test]
+    fn broken_texts_list_errors_without_panicking() {
+        for name in ["demo.toml", "example.toml"] {
+            let path = format!("{}/config/{name}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(path).expect("read");
+            for (cut, _) in text.char_indices().step_by(61) {
+                let (head, tail) = text.split_at(cut);
+                assert!(parse(head).is_ok() || !parse(head).expect_err("").0.is_empty());
+                for junk in ["\"", "[", "]", "=", "{", "\n", "'''", "x", "[[domain]]\n"] {
+                    let changed = format!("{head}{junk}{tail}");
+                    if let Err(e) = parse(&changed) {
+                        assert!(!e.0.is_empty(), "{changed}");
+                    }
+                }
+            }
+        }
     }
 
     /// What cannot be cut safely is parsed whole, errors and all.

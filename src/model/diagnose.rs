@@ -1,0 +1,653 @@
+//! Every syntax and type error of a configuration text, listed in one run.
+//!
+//! [`super::parse`] deserializes in one go, which stops at the first error.
+//! When it fails, this module looks at the text again to list all of them:
+//!
+//! - The text is cut before each top-level header (`[[domain]]`, `[[check]]`,
+//!   `[geoip]`, ...) and each piece is parsed on its own, so a syntax error
+//!   (an unclosed array, a missing quote) cannot swallow the rest of the
+//!   file. A piece with syntax errors lists them, one per line, looking at
+//!   each of its sections (a header and its keys) on its own; the parser's
+//!   recovery inside a section would otherwise add follow-on errors. Its
+//!   sections without one (the element's own, its records) are still
+//!   type-checked.
+//! - A piece that parses has every element (datacenter, check, scenario,
+//!   service, domain, record, address, value) deserialized on its own, and
+//!   when one fails, each of its keys on its own: every type error is found,
+//!   not only the first of the file. `serde_path_to_error` names the key
+//!   inside an element (`soa.serial`, `countries[1]`).
+//!
+//! Each error names its line, the object in `compile`'s path format
+//! (`domain example.test / record www A / address 2`), the key and the
+//! value. This runs only on a text that did not parse, so it may be slower
+//! than the parse; it still holds one piece at a time.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::de::DeserializeOwned;
+use toml::{
+    Spanned,
+    de::{DeTable, DeValue, ValueDeserializer},
+};
+use toml_parser::{Source, lexer::TokenKind};
+
+use super::{compile::ConfigError, config::*};
+
+/// The longest value quoted in a message; longer ones are cut.
+const QUOTED_CHARS: usize = 80;
+/// Tokens kept of a line to recognise a header; a header has few.
+const HEADER_TOKENS: usize = 64;
+
+/// Every error found in `text`, in the order of the file. Empty when none is
+/// found, e.g. an error that spans pieces (a table defined twice in two
+/// places): the caller then reports the parser's own.
+pub(super) fn errors(text: &str) -> Vec<ConfigError> {
+    let heads = headers(text);
+    let mut bounds = vec![0];
+    bounds.extend(
+        heads
+            .iter()
+            .filter(|h| h.top && h.start > 0)
+            .map(|h| h.start),
+    );
+    bounds.push(text.len());
+    let mut walk = Walk {
+        text,
+        found: Vec::new(),
+        counts: HashMap::new(),
+    };
+    for pair in bounds.windows(2) {
+        if let [start, end] = *pair
+            && start < end
+        {
+            walk.piece(start, end, &heads);
+        }
+    }
+    walk.finish()
+}
+
+/// A header line: where it starts, and whether it names a top-level key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Header {
+    start: usize,
+    top: bool,
+}
+
+/// The header lines of `text`, in order: `[a]`, `[[a]]`, `[a.b]`, `[[a.b]]` of bare
+/// keys, alone on their line but for a comment.
+///
+/// Brackets inside values are not counted: in a broken file an unclosed
+/// array must not hide the headers after it, and in a valid one a line that
+/// starts with `[name]` cannot be inside a value (a bare word is not a
+/// value). Keys must start with a letter or `_`, so a line `[1]` of a nested
+/// array is not taken for a header.
+fn headers(text: &str) -> Vec<Header> {
+    let source = Source::new(text);
+    let mut found = Vec::new();
+    let mut line: Vec<(TokenKind, usize, usize)> = Vec::new();
+    let mut long = false;
+    for token in source.lex() {
+        let kind = token.kind();
+        match kind {
+            TokenKind::Whitespace => {}
+            TokenKind::Newline | TokenKind::Eof => {
+                if !long && let Some(h) = header_line(text, &line) {
+                    found.push(h);
+                }
+                line.clear();
+                long = false;
+            }
+            _ if line.len() >= HEADER_TOKENS => long = true,
+            _ => line.push((kind, token.span().start(), token.span().end())),
+        }
+    }
+    found
+}
+
+/// Whether the tokens of one line (whitespace left out) are a header.
+fn header_line(text: &str, line: &[(TokenKind, usize, usize)]) -> Option<Header> {
+    let mut tokens = line.iter().peekable();
+    let &(first, start, _) = tokens.next()?;
+    if first != TokenKind::LeftSquareBracket {
+        return None;
+    }
+    let array = tokens
+        .next_if(|t| t.0 == TokenKind::LeftSquareBracket)
+        .is_some();
+    let mut keys = 0;
+    loop {
+        let &(kind, from, to) = tokens.next()?;
+        match kind {
+            TokenKind::Atom => {
+                let key = text.get(from..to)?;
+                if !key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                    return None;
+                }
+                keys += 1;
+            }
+            TokenKind::Dot => {}
+            TokenKind::RightSquareBracket => break,
+            _ => return None,
+        }
+    }
+    if array && tokens.next()?.0 != TokenKind::RightSquareBracket {
+        return None;
+    }
+    match tokens.next() {
+        None => {}
+        Some(t) if t.0 == TokenKind::Comment => {}
+        Some(_) => return None,
+    }
+    (keys > 0).then_some(Header {
+        start,
+        top: keys == 1,
+    })
+}
+
+/// What an element is deserialized as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Root,
+    Geoip,
+    Datacenter,
+    Check,
+    Scenario,
+    Service,
+    Domain,
+    Record,
+    Address,
+    Value,
+}
+
+/// A deserialization error with the path of the key inside the element.
+type DeError = serde_path_to_error::Error<toml::de::Error>;
+
+impl Kind {
+    /// Deserializes `value` as this kind.
+    fn check(self, value: Spanned<DeValue<'_>>) -> Result<(), DeError> {
+        fn de<T: DeserializeOwned>(value: Spanned<DeValue<'_>>) -> Result<(), DeError> {
+            serde_path_to_error::deserialize::<_, T>(ValueDeserializer::from(value)).map(drop)
+        }
+        match self {
+            Self::Root => de::<Config>(value),
+            Self::Geoip => de::<Geoip>(value),
+            Self::Datacenter => de::<Datacenter>(value),
+            Self::Check => de::<Check>(value),
+            Self::Scenario => de::<Scenario>(value),
+            Self::Service => de::<Service>(value),
+            Self::Domain => de::<Domain>(value),
+            Self::Record => de::<Record>(value),
+            Self::Address => de::<Address>(value),
+            Self::Value => de::<String>(value),
+        }
+    }
+
+    /// The key of this kind holding elements checked on their own, and
+    /// whether it holds a list of them (else one table).
+    fn child(self, key: &str) -> Option<(Kind, bool)> {
+        Some(match (self, key) {
+            (Self::Root, "geoip") => (Self::Geoip, false),
+            (Self::Root, "datacenter") => (Self::Datacenter, true),
+            (Self::Root, "check") => (Self::Check, true),
+            (Self::Root, "scenario") => (Self::Scenario, true),
+            (Self::Root, "service") => (Self::Service, true),
+            (Self::Root, "domain") => (Self::Domain, true),
+            (Self::Domain, "record") => (Self::Record, true),
+            (Self::Record, "addresses") => (Self::Address, true),
+            (Self::Record, "values") => (Self::Value, true),
+            _ => return None,
+        })
+    }
+
+    /// How `compile` names the element: `domain example.test`, `record www
+    /// A`, `address 2`; `#n` when it has no name.
+    fn name(self, value: &DeValue<'_>, n: usize) -> String {
+        let text = |key: &str| value.get(key)?.get_ref().as_str();
+        let named = |kind: &str| match text("name") {
+            Some(name) => format!("{kind} {name}"),
+            None => format!("{kind} #{n}"),
+        };
+        match self {
+            Self::Root => String::new(),
+            Self::Geoip => "geoip".into(),
+            Self::Datacenter => named("datacenter"),
+            Self::Check => named("check"),
+            Self::Scenario => named("scenario"),
+            Self::Service => named("service"),
+            Self::Domain => named("domain"),
+            Self::Record => match (text("name"), text("type")) {
+                (Some(name), Some(kind)) => format!("record {name} {kind}"),
+                _ => format!("record #{n}"),
+            },
+            Self::Address => format!("address {n}"),
+            Self::Value => format!("value {n}"),
+        }
+    }
+}
+
+struct Walk<'t> {
+    text: &'t str,
+    /// Errors as (byte offset in `text`, object path, message).
+    found: Vec<(usize, String, String)>,
+    /// Top-level elements seen so far, by kind: their `#n` across pieces.
+    counts: HashMap<Kind, usize>,
+}
+
+impl Walk<'_> {
+    /// Lists the errors of the piece `text[start..end]`.
+    fn piece(&mut self, start: usize, end: usize, heads: &[Header]) {
+        let Some(piece) = self.text.get(start..end) else {
+            return;
+        };
+        let (root, syntax) = DeTable::parse_recoverable(piece);
+        let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+        if syntax.is_empty() {
+            self.element(Kind::Root, &root, String::new(), start);
+            return;
+        }
+        // The piece's object, named from what the parser recovered.
+        let mut owner = String::new();
+        for (key, value) in root.get_ref().as_table().into_iter().flatten() {
+            if let Some((kind, list)) = Kind::Root.child(key.get_ref()) {
+                let elements = match value.get_ref() {
+                    DeValue::Array(a) if list => a.iter().collect(),
+                    DeValue::Table(_) if !list => vec![value],
+                    _ => Vec::new(),
+                };
+                for e in elements {
+                    owner = kind.name(e.get_ref(), self.next(kind));
+                }
+            }
+        }
+        // Each section on its own: follow-on errors stay in their section.
+        let first = heads.partition_point(|h| h.start <= start);
+        let mut cuts: Vec<usize> = heads
+            .iter()
+            .skip(first)
+            .map(|h| h.start)
+            .take_while(|&s| s < end)
+            .collect();
+        cuts.insert(0, start);
+        cuts.push(end);
+        let mut listed = false;
+        let mut records = 0;
+        for pair in cuts.windows(2) {
+            if let [from, to] = *pair
+                && let Some(section) = self.text.get(from..to)
+            {
+                let (root, errors) = DeTable::parse_recoverable(section);
+                listed |= !errors.is_empty();
+                let clean = errors.is_empty();
+                self.syntax(errors, from, &owner);
+                self.section(root.get_ref(), clean, from, &owner, &mut records);
+            }
+        }
+        // An error only the whole piece shows (a key defined in two sections).
+        if !listed {
+            self.syntax(syntax, start, &owner);
+        }
+    }
+
+    /// Type-checks a section of a piece with syntax errors, when it has
+    /// none itself and is the element's own (`[[domain]]` and its keys) or
+    /// a `[[domain.record]]`; `records` counts the records of the piece so
+    /// far, for the `#n` of one without a name. Other sections (`[domain.soa]`)
+    /// are only complete with the rest of their element.
+    fn section(
+        &mut self,
+        root: &DeTable<'_>,
+        clean: bool,
+        from: usize,
+        owner: &str,
+        records: &mut usize,
+    ) {
+        for (key, value) in root.iter() {
+            let Some((kind, _)) = Kind::Root.child(key.get_ref()) else {
+                continue;
+            };
+            match value.get_ref() {
+                DeValue::Array(elements) if clean => {
+                    for e in elements.iter() {
+                        self.element(kind, e, owner.to_string(), from);
+                    }
+                }
+                DeValue::Table(_) if kind == Kind::Geoip && clean => {
+                    self.element(kind, value, owner.to_string(), from);
+                }
+                DeValue::Table(table) => {
+                    for (key, value) in table.iter() {
+                        let (Some((child, true)), DeValue::Array(elements)) =
+                            (kind.child(key.get_ref()), value.get_ref())
+                        else {
+                            continue;
+                        };
+                        for e in elements.iter() {
+                            *records += 1;
+                            if clean {
+                                let name = child.name(e.get_ref(), *records);
+                                self.element(child, e, format!("{owner} / {name}"), from);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The `#n` of the next top-level element of `kind`.
+    fn next(&mut self, kind: Kind) -> usize {
+        let n = self.counts.entry(kind).or_default();
+        *n += 1;
+        *n
+    }
+
+    /// Records the syntax errors of a text starting at `offset`: the first
+    /// of each line, or only the first when the parser ran past an unclosed
+    /// array, table or string (what follows it is its consequence).
+    fn syntax(&mut self, mut errors: Vec<toml::de::Error>, offset: usize, owner: &str) {
+        errors.sort_by_key(|e| e.span().map(|s| s.start).unwrap_or_default());
+        let unclosed = errors.iter().any(|e| e.message().contains("unclosed"));
+        if unclosed {
+            errors.truncate(1);
+        }
+        let mut last_line = None;
+        for e in errors {
+            let at = offset + e.span().map(|s| s.start).unwrap_or_default();
+            let line = self.text.as_bytes().get(offset..at).map(newlines);
+            if line.is_some() && line == last_line {
+                continue;
+            }
+            last_line = line;
+            self.found
+                .push((at, owner.to_string(), e.message().to_string()));
+        }
+    }
+
+    /// Checks one element of `kind` whose text starts at `offset`; `path`
+    /// is its object path.
+    fn element(&mut self, kind: Kind, value: &Spanned<DeValue<'_>>, path: String, offset: usize) {
+        let DeValue::Table(table) = value.get_ref() else {
+            if let Err(e) = kind.check(value.clone()) {
+                self.fail(&path, &e, value, offset);
+            }
+            return;
+        };
+        // The element without its children, which are checked on their own.
+        let mut own = DeTable::new();
+        let mut children = Vec::new();
+        for (key, v) in table.iter() {
+            match (kind.child(key.get_ref()), v.get_ref()) {
+                (Some((child, true)), DeValue::Array(a)) => {
+                    children.extend(a.iter().enumerate().map(|(i, e)| (child, e, i + 1)))
+                }
+                (Some((child, false)), DeValue::Table(_)) => children.push((child, v, 1)),
+                _ => {
+                    own.insert(key.clone(), v.clone());
+                }
+            }
+        }
+        let whole = Spanned::new(value.span(), DeValue::Table(own.clone()));
+        if kind.check(whole).is_err() {
+            // Each key on its own, then what is missing once they are left
+            // out: a missing field is only reported when the rest is right.
+            let mut right = DeTable::new();
+            let mut wrong = Vec::new();
+            for (key, v) in own.iter() {
+                let mut one = DeTable::new();
+                one.insert(key.clone(), v.clone());
+                match kind.check(Spanned::new(value.span(), DeValue::Table(one))) {
+                    Err(e) if missing(&e).is_none() => {
+                        self.fail(&path, &e, value, offset);
+                        wrong.push(key.get_ref().to_string());
+                    }
+                    _ => {
+                        right.insert(key.clone(), v.clone());
+                    }
+                }
+            }
+            // A key given with a wrong value is not also missing.
+            if let Err(e) = kind.check(Spanned::new(value.span(), DeValue::Table(right)))
+                && !missing(&e).is_some_and(|field| wrong.iter().any(|w| w == field))
+            {
+                self.fail(&path, &e, value, offset);
+            }
+        }
+        for (child, v, i) in children {
+            let n = if kind == Kind::Root {
+                self.next(child)
+            } else {
+                i
+            };
+            let name = child.name(v.get_ref(), n);
+            let child_path = if path.is_empty() {
+                name
+            } else {
+                format!("{path} / {name}")
+            };
+            self.element(child, v, child_path, offset);
+        }
+    }
+
+    /// Records a deserialization error of the element `value` at `path`,
+    /// with its key and value.
+    fn fail(&mut self, path: &str, e: &DeError, value: &Spanned<DeValue<'_>>, offset: usize) {
+        let inner = e.inner();
+        let span = inner
+            .span()
+            .filter(|s| s.end > s.start)
+            .unwrap_or_else(|| value.span());
+        let at = offset + span.start;
+        let raw = self
+            .text
+            .get(at..offset + span.end)
+            .unwrap_or_default()
+            .trim();
+        let raw: String = if raw.chars().count() > QUOTED_CHARS {
+            raw.chars().take(QUOTED_CHARS).chain("…".chars()).collect()
+        } else {
+            raw.to_string()
+        };
+        let key = e.path().to_string();
+        let key = if key == "." { String::new() } else { key };
+        let message = message(&key, &raw, inner.message());
+        self.found.push((at, path.to_string(), message));
+    }
+
+    /// The errors in the order of the file, each with its line.
+    fn finish(mut self) -> Vec<ConfigError> {
+        self.found.sort_by_key(|f| f.0);
+        let mut line = 1;
+        let mut counted = 0;
+        let mut out: Vec<ConfigError> = Vec::with_capacity(self.found.len());
+        let mut seen = HashSet::new();
+        for (at, path, message) in self.found {
+            line += self
+                .text
+                .as_bytes()
+                .get(counted..at)
+                .map(newlines)
+                .unwrap_or_default();
+            counted = counted.max(at);
+            let error = ConfigError {
+                path: if path.is_empty() {
+                    format!("line {line}")
+                } else {
+                    format!("line {line}: {path}")
+                },
+                message,
+            };
+            if seen.insert((error.path.clone(), error.message.clone())) {
+                out.push(error);
+            }
+        }
+        out
+    }
+}
+
+/// The field a "missing field" error names.
+fn missing(e: &DeError) -> Option<&str> {
+    e.inner()
+        .message()
+        .strip_prefix("missing field `")?
+        .split('`')
+        .next()
+}
+
+fn newlines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
+}
+
+/// The message of a type error at `key` (empty for the element itself)
+/// whose value is `raw`: the key first, and the value when the
+/// deserializer's own message does not quote it.
+fn message(key: &str, raw: &str, message: &str) -> String {
+    if message.starts_with("unknown field") {
+        // The key is the value at fault; name the table it is in, if any.
+        return match key.rsplit_once('.') {
+            Some((table, _)) => format!("{table}: {message}"),
+            None => message.to_string(),
+        };
+    }
+    let described = if message == "invalid IP address syntax" {
+        format!("{raw} is not an IP address")
+    } else if raw.is_empty()
+        // serde's own messages quote the value (or name its kind: map).
+        || message.starts_with("invalid type")
+        || message.starts_with("invalid value")
+        || message.contains(raw)
+        || message.contains(raw.trim_matches(['"', '\'']))
+        || message.starts_with("missing field")
+    {
+        message.to_string()
+    } else {
+        format!("{raw}: {message}")
+    };
+    if key.is_empty() {
+        described
+    } else {
+        format!("{key}: {described}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(text: &str) -> Vec<String> {
+        errors(text).iter().map(ToString::to_string).collect()
+    }
+
+    const HEAD: &str = "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n";
+
+    #[test]
+    fn every_type_error_names_its_line_object_key_and_value() {
+        let text = format!(
+            "{HEAD}\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [\n  {{ ip = \"192.0.2.1\" }},\n  {{ ip = \"192.0.2.300\", weight = -1 }},\n]\n\n\
+             [[check]]\nname = \"web\"\ntype = \"tcpp\"\ninterval = \"5x\"\n\n\
+             [[domain]]\nname = \"b.test\"\nnameservers = [\"ns1.b.test\", 3]\nsoa = {{ serial = \"x\" }}\n\n\
+             [[domain.record]]\nname = \"mail\"\ntype = \"MX\"\nvalues = [\"10 mx.b.test.\", 7]\n\n\
+             [[domain.record]]\nttl = 5\nnaem = \"x\"\n"
+        );
+        assert_eq!(
+            listed(&text),
+            [
+                "line 10: domain a.test / record www A / address 2: ip: \"192.0.2.300\" is not an IP address",
+                "line 10: domain a.test / record www A / address 2: weight: invalid value: integer `-1`, expected u32",
+                "line 15: check web: type: unknown variant `tcpp`, expected one of `http`, `https`, `http2`, `tcp`, `tls`, `dns`, `icmp`, `grpc`, `exec`, `manual`",
+                "line 16: check web: interval: \"5x\": unknown unit \"x\" (use ms, s, m or h)",
+                "line 20: domain b.test: nameservers[1]: invalid type: integer `3`, expected a string",
+                "line 21: domain b.test: soa.serial: invalid type: string \"x\", expected u32",
+                "line 26: domain b.test / record mail MX / value 2: invalid type: integer `7`, expected a string",
+                "line 28: domain b.test / record #2: missing field `name`",
+                "line 30: domain b.test / record #2: unknown field `naem`, expected one of `name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `addresses`, `values`",
+            ]
+        );
+    }
+
+    #[test]
+    fn syntax_errors_of_each_piece_are_listed_and_other_pieces_type_checked() {
+        let text = format!(
+            // An unclosed array: the parser would run to the end of the file.
+            "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\",\n\n\
+             [[domain]]\nname = \"b.test\nnameservers = [\"ns1.b.test\"]\n\n\
+             [[domain]]\nname = \"c.test\"\nnameservers = [\"ns1.c.test\"]\nttl = \"long\"\n\n\
+             [[domain.record]]\nname = \"x\"\ntype = \"A\"\nbad = = 1\n\n\
+             [[domain.record]]\nname = \"y\"\ntype = \"A\"\nttl = = 2\n\n\
+             {HEAD}mode = \"sideways\"\n"
+        );
+        let got = listed(&text);
+        assert_eq!(got.len(), 6, "{got:#?}");
+        assert!(got[0].starts_with("line 3: domain a.test: "), "{got:#?}");
+        assert!(got[1].starts_with("line 6: domain b.test: "), "{got:#?}");
+        // The sections without a syntax error are type-checked.
+        assert_eq!(
+            got[2],
+            "line 12: domain c.test: ttl: invalid type: string \"long\", expected u32"
+        );
+        assert!(got[3].starts_with("line 17: domain c.test: "), "{got:#?}");
+        assert!(got[4].starts_with("line 22: domain c.test: "), "{got:#?}");
+        assert!(
+            got[5].starts_with("line 27: domain a.test: mode: unknown variant `sideways`"),
+            "{got:#?}"
+        );
+        // A record of a domain with a syntax error, numbered in its domain.
+        let text = format!(
+            "{HEAD}ttl = = 1\n[[domain.record]]\nname = \"x\"\ntype = \"A\"\nbad = = 1\n\
+             [[domain.record]]\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.256\" }}]\n\
+             [domain.soa]\nserial = \"x\"\n"
+        );
+        assert_eq!(
+            listed(&text),
+            [
+                "line 4: domain a.test: extra `=`, expected nothing",
+                "line 8: domain a.test: extra `=`, expected nothing",
+                "line 9: domain a.test / record #2: missing field `name`",
+                "line 11: domain a.test / record #2 / address 1: ip: \"192.0.2.256\" is not an IP address",
+            ]
+        );
+    }
+
+    #[test]
+    fn unnamed_elements_are_numbered_across_pieces_and_root_keys_named() {
+        let text = "x = 1\n[[datacenter]]\nname = \"dc1\"\n[[datacenter]]\ncountry = 3\n";
+        assert_eq!(
+            listed(text),
+            [
+                "line 1: unknown field `x`, expected one of `geoip`, `datacenter`, `check`, `scenario`, `service`, `domain`",
+                "line 4: datacenter #2: missing field `name`",
+                "line 5: datacenter #2: country: invalid type: integer `3`, expected a string",
+            ]
+        );
+        assert_eq!(
+            listed("[geoip]\nupdate = \"weekly\"\n"),
+            ["line 2: geoip: update: unknown variant `weekly`, expected `monthly` or `off`"]
+        );
+        assert_eq!(
+            listed("[domain]\nname = \"a\"\n"),
+            ["line 1: domain: invalid type: map, expected a sequence"]
+        );
+    }
+
+    #[test]
+    fn headers_are_found_past_unclosed_values_but_not_in_strings() {
+        let text = "a = [1,\n[[domain]]\nb = '''\n[[check]]\n'''\n  [domain.soa] # c\nc = [\n[1]\n]\n[geoip]\n";
+        let starts: Vec<(usize, bool)> = headers(text).iter().map(|h| (h.start, h.top)).collect();
+        let at = |s: &str| text.find(s).unwrap_or_default();
+        assert_eq!(
+            starts,
+            [
+                (at("[[domain]]"), true),
+                (at("[domain.soa]"), false),
+                (at("[geoip]"), true)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_valid_text_lists_nothing() {
+        let demo = include_str!("../../config/demo.toml");
+        assert!(listed(demo).is_empty());
+        assert!(listed(HEAD).is_empty());
+    }
+}
