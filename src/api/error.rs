@@ -3,7 +3,9 @@
 
 use axum::{
     Json,
-    http::StatusCode,
+    extract::Request,
+    http::{StatusCode, header},
+    middleware::Next,
     response::{IntoResponse, Response},
 };
 use serde::{Deserialize, Serialize};
@@ -201,6 +203,41 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.error.status(), Json(self)).into_response()
     }
+}
+
+/// Errors that axum itself answers (a body that does not parse, an unknown
+/// route, a wrong method, a body over the limit) come as plain text: give
+/// them the same JSON shape and stable labels as every other error.
+pub(super) async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let text = match axum::body::to_bytes(response.into_body(), 64 << 10).await {
+        Ok(b) => String::from_utf8_lossy(&b).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let hint = match status {
+        StatusCode::NOT_FOUND => "no such route; the routes are in /api/v1/openapi.json",
+        StatusCode::METHOD_NOT_ALLOWED => "this route does not take that method",
+        StatusCode::PAYLOAD_TOO_LARGE => "the request body is over the limit",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "send the body as Content-Type: application/json",
+        s if s.is_client_error() => "the request does not parse",
+        _ => "the device failed to answer",
+    };
+    let message = if text.is_empty() {
+        hint.to_string()
+    } else {
+        format!("{text} ({hint})")
+    };
+    // The route extractors' "unprocessable" means a body of the wrong shape:
+    // a bad request, like any other client error axum answers.
+    ApiError::new(ErrorKind::of_status(status), message).into_response()
 }
 
 #[cfg(test)]

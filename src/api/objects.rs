@@ -341,7 +341,7 @@ async fn write(
             if let Some(expected) = expected
                 && expected != version
             {
-                return Err(super::conflict(version, expected));
+                return Err(super::config::conflict(version, expected));
             }
             let current = engine.config();
             let mut config = current.clone();
