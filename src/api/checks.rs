@@ -10,7 +10,12 @@ use axum::{
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiState, ErrorKind, blocking, not_found, writable};
-use crate::{access::Principal, command::Action, engine::CheckStatus, model};
+use crate::{
+    access::Principal,
+    command::Action,
+    engine::{CheckStatus, api_ops::TestRefused},
+    model,
+};
 
 /// "Test now": which address to probe a template check against.
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -123,55 +128,13 @@ pub(super) async fn probe_once(
     spec: crate::model::compile::CheckSpec,
     address: Option<IpAddr>,
 ) -> Result<TestResult, ApiError> {
-    use crate::model::config::CheckType;
-    let name = spec.name.clone();
-    if spec.kind == CheckType::Manual {
-        return Err(ApiError::new(
-            ErrorKind::NotProbed,
-            format!("check \"{name}\" is manual: it is set by an operator, not probed"),
-        ));
-    }
-    match (&spec.target, address) {
-        (None, None) => {
-            return Err(ApiError::new(
-                ErrorKind::BadRequest,
-                format!(
-                    "check \"{name}\" is a template: give the address to probe (gtm check test {name} --address IP)"
-                ),
-            ));
-        }
-        (Some(_), Some(_)) => {
-            return Err(ApiError::new(
-                ErrorKind::BadRequest,
-                format!("check \"{name}\" has a fixed target; it takes no address"),
-            ));
-        }
-        _ => {}
-    }
-    let check = crate::model::condition::CheckRef {
-        name: name.clone(),
-        address,
-    };
-    let server_name = state
-        .engine
-        .instances()
-        .borrow()
-        .iter()
-        .find(|i| i.check == check)
-        .map_or_else(
-            || {
-                address.map_or_else(
-                    || spec.target.clone().unwrap_or_default(),
-                    |a| a.to_string(),
-                )
-            },
-            |i| i.server_name.clone(),
-        );
-    let instance = crate::health::Instance {
-        check: check.clone(),
-        spec,
-        server_name,
-    };
+    let instance = state.engine.test_instance(spec, address).map_err(|e| {
+        let kind = match e {
+            TestRefused::Manual(_) => ErrorKind::NotProbed,
+            TestRefused::NeedsAddress(_) | TestRefused::TakesNoAddress(_) => ErrorKind::BadRequest,
+        };
+        ApiError::new(kind, e.to_string())
+    })?;
     let outcome = state
         .prober
         .probe(
@@ -180,7 +143,7 @@ pub(super) async fn probe_once(
         )
         .await;
     Ok(TestResult {
-        check: check.to_string(),
+        check: instance.check.to_string(),
         ok: outcome.ok,
         reason: outcome.reason,
         elapsed_ms: outcome.elapsed.as_secs_f64() * 1000.0,

@@ -140,7 +140,7 @@ pub fn router(state: ApiState) -> Router {
     }
     app.layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state.clone())
-        .merge(gtm_cluster::rpc_router(state.replication.node.clone()))
+        .merge(state.replication.rpc_router())
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(
             state.mutual_tls,

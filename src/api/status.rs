@@ -52,7 +52,7 @@ pub(super) async fn status(State(state): State<ApiState>) -> Json<StatusReport> 
 /// A warning when the devices answer with different GeoIP databases: the
 /// same client could then get different answers from each.
 fn geoip_warning(state: &ApiState) -> Option<String> {
-    let here = state.engine.dns().geo.load().description().to_string();
+    let here = state.engine.geoip().description().to_string();
     let differ: Vec<String> = state
         .peers
         .status(&state.replication)

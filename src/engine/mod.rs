@@ -8,6 +8,7 @@
 //! that mutex, and no storage I/O happens under it: events and health
 //! decisions go to the store-writer thread ([`store_writer`]).
 
+pub mod api_ops;
 mod diff;
 pub mod dry_run;
 pub mod health;
