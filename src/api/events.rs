@@ -19,7 +19,8 @@ pub struct EventFilter {
     /// A record label, e.g. `www.example.test/A`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record: Option<String>,
-    /// record, check, scenario, operator or config.
+    /// record, check, scenario, operator, config, datacenter, geoip or
+    /// device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<EventKind>,
     /// Only events newer than this long ago, e.g. `10m`.

@@ -29,12 +29,7 @@ mod status;
 
 use std::{path::PathBuf, sync::Arc};
 
-use axum::{
-    Router,
-    extract::DefaultBodyLimit,
-    http::StatusCode,
-    middleware::{self},
-};
+use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware};
 
 pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
 pub use checks::{CheckStateRequest, ProbeRequest, TestRequest, TestResult};
