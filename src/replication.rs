@@ -33,7 +33,7 @@ const LOCAL_INDEX_KEY: &str = "local-index";
 /// A device's membership in its cluster.
 #[derive(Debug)]
 pub struct Replication {
-    pub node: Arc<ClusterNode>,
+    node: Arc<ClusterNode>,
     engine: Arc<Engine>,
     store: Store,
     machine: Arc<GtmMachine>,
@@ -143,6 +143,13 @@ impl Replication {
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.node.shutdown().await;
+    }
+
+    /// The Raft RPC routes the other devices call (append, vote, snapshot,
+    /// forwarded proposals: `gtm_cluster::RPC_PATHS`), served by this
+    /// device's node.
+    pub fn rpc_router(&self) -> axum::Router {
+        gtm_cluster::rpc_router(self.node.clone())
     }
 
     /// The configuration versions this device's commands keep in history

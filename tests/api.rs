@@ -999,3 +999,86 @@ async fn edits_keep_what_they_are_not_told_to_change() {
     let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
     assert_eq!(answers(&r), ["192.0.2.10"]);
 }
+
+/// A query string that does not fit its route is our JSON `bad-request`
+/// naming the parameter, the value and what it takes, on every route; never
+/// axum's plain "Failed to deserialize query string".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_string_that_does_not_fit_is_a_json_error_naming_it() {
+    let d = TestDevice::start(ZONE).await;
+    let http = gtm::tls::http_client(None, None).unwrap();
+    let cases = [
+        (
+            Method::GET,
+            "/api/v1/events?kind=wrong",
+            "query parameter kind=\"wrong\": unknown variant `wrong`, expected one of `record`, `check`, `scenario`, `operator`, `config`, `datacenter`, `geoip`, `device`",
+        ),
+        (
+            Method::GET,
+            "/api/v1/events?follow=yes",
+            "query parameter follow=\"yes\": ",
+        ),
+        (
+            Method::GET,
+            "/api/v1/config?version=latest",
+            "query parameter version=\"latest\": ",
+        ),
+        (
+            Method::GET,
+            "/api/v1/config/diff?from=one&to=2",
+            "query parameter from=\"one\": ",
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/domains/example.test/records/www/A?dry_run=maybe",
+            "query parameter dry_run=\"maybe\": ",
+        ),
+        (
+            Method::PUT,
+            "/api/v1/drain/datacenter?force=please",
+            "query parameter force=\"please\": ",
+        ),
+    ];
+    for (method, path, want) in cases {
+        let response = http
+            .request(method.clone(), format!("{}{path}", base(&d)))
+            .bearer_auth(&d.device.token)
+            .header("content-type", "application/json")
+            .body(r#"{"datacenter": "dc1", "drained": true}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{method} {path}");
+        let e: gtm::api::ApiError = response.json().await.unwrap();
+        assert_eq!(e.error, gtm::api::ErrorKind::BadRequest, "{method} {path}");
+        assert!(
+            e.message.starts_with(want),
+            "{method} {path}: {}",
+            e.message
+        );
+        assert!(
+            !e.message.contains("Failed to deserialize"),
+            "{}",
+            e.message
+        );
+    }
+    // Nothing was changed by the refused writes.
+    assert!(
+        d.device
+            .engine
+            .status()
+            .iter()
+            .any(|r| r.record == "www.example.test/A"),
+        "the record is still served"
+    );
+    let drains: Vec<serde_json::Value> = http
+        .get(format!("{}/api/v1/drains", base(&d)))
+        .bearer_auth(&d.device.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(drains.is_empty(), "{drains:?}");
+}

@@ -1,15 +1,19 @@
+//! Drains: of an address or a datacenter, out of answers or back, and the
+//! list of active drains (replicated).
+//!
 //! Drains with a look first: `dry_run` answers what a drain or undrain
 //! would change ([`crate::engine::dry_run`]) and changes nothing; a drain
 //! that would leave a record with no answer is refused, naming the
 //! records, unless `force` is given.
 
 use axum::{
-    Json,
+    Extension, Json,
+    extract::{Query, State},
     response::{IntoResponse, Response},
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, blocking, writable};
+use super::{ApiError, ApiState, ErrorKind, blocking, record_label, writable};
 use crate::{
     access::Principal,
     command::{Action, DrainTarget},
@@ -62,4 +66,73 @@ pub(crate) async fn drain(
         .await?;
     let engine = state.engine.clone();
     Ok(Json(blocking(move || engine.status()).await?).into_response())
+}
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DrainAddress {
+    pub address: String,
+    /// Only this record (`www.example.test/A`); every record when absent.
+    #[serde(default)]
+    pub record: Option<String>,
+    pub drained: bool,
+    /// Only say what would change (`?dry_run=true` too).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Drain even if a record is left with no answer (`?force=true` too).
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DrainDatacenter {
+    pub datacenter: String,
+    pub drained: bool,
+    /// Only say what would change (`?dry_run=true` too).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Drain even if a record is left with no answer (`?force=true` too).
+    #[serde(default)]
+    pub force: bool,
+}
+
+pub(super) async fn drain_address(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(flags): Query<DrainFlags>,
+    Json(req): Json<DrainAddress>,
+) -> Result<axum::response::Response, ApiError> {
+    let record = req.record.as_deref().map(|r| match r.rsplit_once('/') {
+        Some((n, t)) => record_label(n, t),
+        None => r.to_string(),
+    });
+    let target = DrainTarget::Address {
+        record,
+        address: req.address,
+    };
+    let flags = DrainFlags {
+        dry_run: flags.dry_run || req.dry_run,
+        force: flags.force || req.force,
+    };
+    drain(state, &who, target, req.drained, flags).await
+}
+
+pub(super) async fn drain_datacenter(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(flags): Query<DrainFlags>,
+    Json(req): Json<DrainDatacenter>,
+) -> Result<axum::response::Response, ApiError> {
+    let target = DrainTarget::Datacenter {
+        name: req.datacenter,
+    };
+    let flags = DrainFlags {
+        dry_run: flags.dry_run || req.dry_run,
+        force: flags.force || req.force,
+    };
+    drain(state, &who, target, req.drained, flags).await
+}
+
+/// The active drains, with who made them and when.
+pub(super) async fn drains(State(state): State<ApiState>) -> Json<Vec<crate::operator::Drain>> {
+    let kv = state.replication.state().await;
+    Json(crate::operator::state_of(&kv).drains)
 }

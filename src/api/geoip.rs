@@ -3,7 +3,7 @@
 //! source. The database is per device (docs/operations.md, GeoIP); the
 //! source is replicated configuration (`[geoip]`).
 
-use std::{net::IpAddr, sync::Arc};
+use std::net::IpAddr;
 
 use axum::{
     Json,
@@ -43,7 +43,7 @@ pub struct GeoipStatus {
 
 impl GeoipStatus {
     pub fn of(engine: &Engine) -> Self {
-        let geo = engine.dns().geo.load();
+        let geo = engine.geoip();
         let database = geo.info().cloned();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -73,7 +73,7 @@ pub(super) async fn lookup(
             format!("\"{ip}\" is not an IP address"),
         )
     })?;
-    Ok(Json(lookup_in(&state.engine.dns().geo.load(), ip)))
+    Ok(Json(lookup_in(&state.engine.geoip(), ip)))
 }
 
 /// Where `ip` is as the DNS path sees it.
@@ -132,7 +132,7 @@ pub(super) async fn import(
         ),
     );
     let probe = lookup_in(&geo, std::net::IpAddr::from([8, 8, 8, 8]));
-    state.engine.dns().geo.store(Arc::new(geo));
+    state.engine.install_geoip(geo);
     Ok(Json(probe))
 }
 
@@ -163,7 +163,7 @@ pub(super) async fn download(State(state): State<ApiState>) -> Result<Json<Geoip
         &state.data_dir,
         &template,
         now,
-        |geo| engine.dns().geo.store(Arc::new(geo)),
+        |geo| engine.install_geoip(geo),
         |text| log(&engine, text),
     )
     .await;

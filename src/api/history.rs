@@ -11,7 +11,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ApplyResult, DryRun, ErrorKind, blocking, writable};
+use super::{ApiError, ApiState, ApplyResult, ErrorKind, blocking, config::DryRun, writable};
 use crate::access::Principal;
 use crate::{
     command::{Action, Actor, CommandId, Outcome},
@@ -128,7 +128,7 @@ pub(super) async fn export(
     Query(q): Query<VersionQuery>,
 ) -> Result<String, ApiError> {
     match q.version {
-        None => super::export_config(State(state)).await,
+        None => super::config::export_config(State(state)).await,
         Some(version) => text_of(&*state.replication.state().await, version),
     }
 }

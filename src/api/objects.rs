@@ -3,8 +3,8 @@
 //! Reads answer from the applied configuration. Each write is one command
 //! ([`crate::command::Edit`]) proposed to the cluster: the state machine
 //! applies it to the committed configuration and validates the result as a
-//! whole, all or nothing (see [`crate::machine::edit`] for what put and
-//! delete do). `?dry_run=true` applies the edit to a copy of the applied
+//! whole, all or nothing (see [`crate::machine::edit`] for what put,
+//! patch and delete do). `?dry_run=true` applies the edit to a copy of the applied
 //! configuration and returns the changes; `?version=N` refuses the write
 //! (`conflict`) unless the committed configuration is still version N, a
 //! compare-and-set checked cluster-wide.
@@ -341,7 +341,7 @@ async fn write(
             if let Some(expected) = expected
                 && expected != version
             {
-                return Err(super::conflict(version, expected));
+                return Err(super::config::conflict(version, expected));
             }
             let current = engine.config();
             let mut config = current.clone();

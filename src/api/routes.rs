@@ -8,8 +8,15 @@ use axum::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
-use super::{accounts, geoip, history, objects, schedules, stats, *};
+use super::{
+    ApiError, ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress,
+    DrainDatacenter, GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport,
+    TestRequest, TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, checks,
+    cluster, config, drains, events, geoip, history, objects, peer, records, schedules, stats,
+    status,
+};
 use crate::access::Role;
+use crate::engine::{CheckStatus, Event, Preview, RecordStatus};
 use crate::model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 
 /// Who may call a route.
@@ -193,7 +200,7 @@ pub fn operations() -> Vec<Op> {
     use Access::{ClusterSecret, Public, Token};
     use Payload::{Binary, Json as J, Text, Toml};
     let mut ops = vec![
-        op(Method::GET, "/health", Public, "Liveness: 200 while the device runs; the body is ok, or degraded with the conditions", handler!(Method::GET, super::health))
+        op(Method::GET, "/health", Public, "Liveness: 200 while the device runs; the body is ok, or degraded with the conditions", handler!(Method::GET, status::health))
             .returns(Text),
         op(Method::GET, "/metrics", Public, "Prometheus metrics (text format)", handler!(Method::GET, super::metrics::metrics))
             .returns(Text),
@@ -213,16 +220,16 @@ pub fn operations() -> Vec<Op> {
             .query(&[("dry_run", "boolean", "return the changes from the applied configuration; apply nothing")]),
         op(Method::GET, "/api/v1/commands/{id}", Token, "What became of a command (applied, rejected or unknown), e.g. after an outcome-unknown answer", handler!(Method::GET, history::command))
             .returns(J(schema::<history::CommandStatus>)),
-        op(Method::PUT, "/api/v1/config", Token, "Apply a whole configuration (TOML), atomically", handler!(Method::PUT, apply_config))
+        op(Method::PUT, "/api/v1/config", Token, "Apply a whole configuration (TOML), atomically", handler!(Method::PUT, config::apply_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>))
             .query(&[("dry_run", "boolean", "return the changes; apply nothing"), ("allow_empty", "boolean", "apply a configuration with no domain over one that has some (else 409 confirmation-needed)")]),
-        op(Method::POST, "/api/v1/config/validate", Token, "Validate a configuration (TOML); apply nothing", handler!(Method::POST, validate_config))
+        op(Method::POST, "/api/v1/config/validate", Token, "Validate a configuration (TOML); apply nothing", handler!(Method::POST, config::validate_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>)),
-        op(Method::GET, "/api/v1/status", Token, "Records, checks and scenarios on this device and its peers", handler!(Method::GET, status))
+        op(Method::GET, "/api/v1/status", Token, "Records, checks and scenarios on this device and its peers", handler!(Method::GET, status::status))
             .returns(J(schema::<StatusReport>)),
-        op(Method::GET, "/api/v1/events", Token, "The GTM Logs; follow=true streams NDJSON", handler!(Method::GET, events))
+        op(Method::GET, "/api/v1/events", Token, "The GTM Logs; follow=true streams NDJSON", handler!(Method::GET, events::events))
             .returns(J(schema::<Vec<Event>>))
             .query(&[
                 ("record", "string", "only this record, e.g. www.example.test/A"),
@@ -334,7 +341,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/records/{name}/{rtype}/preview",
             Token,
             "What a record answers now and why (name is the full owner name)",
-            handler!(Method::GET, preview),
+            handler!(Method::GET, records::preview),
         )
         .returns(J(schema::<Preview>))
         .query(&[("device", "string", "computed by this device of the cluster")]),
@@ -351,7 +358,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/records/{name}/{rtype}/resume",
             Token,
             "Return to the Main DC after a manual-failback DR",
-            handler!(Method::POST, resume),
+            handler!(Method::POST, records::resume),
         )
         .role(Role::Operator)
         .returns(J(schema::<Preview>)),
@@ -360,7 +367,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/checks/{name}/state",
             Token,
             "Set a manual check: ok or error",
-            handler!(Method::PUT, set_check_state),
+            handler!(Method::PUT, checks::set_check_state),
         )
         .role(Role::Operator)
         .body(J(schema::<CheckStateRequest>))
@@ -370,7 +377,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/checks/{name}/test",
             Token,
             "Test now: one probe, nothing saved",
-            handler!(Method::POST, test_check),
+            handler!(Method::POST, checks::test_check),
         )
         .role(Role::Operator)
         .body(J(schema::<TestRequest>))
@@ -380,7 +387,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/probe",
             Token,
             "Test now of a check not saved: validated with the configuration, probed once, nothing saved",
-            handler!(Method::POST, test_unsaved),
+            handler!(Method::POST, checks::test_unsaved),
         )
         .role(Role::Operator)
         .body(J(schema::<ProbeRequest>))
@@ -390,7 +397,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/drain/address",
             Token,
             "Drain an address out of answers, or back",
-            handler!(Method::PUT, drain_address),
+            handler!(Method::PUT, drains::drain_address),
         )
         .role(Role::Operator)
         .body(J(schema::<DrainAddress>))
@@ -400,7 +407,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/drain/datacenter",
             Token,
             "Drain a datacenter out of answers, or back",
-            handler!(Method::PUT, drain_datacenter),
+            handler!(Method::PUT, drains::drain_datacenter),
         )
         .role(Role::Operator)
         .body(J(schema::<DrainDatacenter>))
@@ -410,7 +417,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/drains",
             Token,
             "The active drains (replicated), with who made them and when",
-            handler!(Method::GET, drains),
+            handler!(Method::GET, drains::drains),
         )
         .returns(J(schema::<Vec<crate::operator::Drain>>)),
         op(Method::GET, "/api/v1/schedules", Token, "Scheduled operator actions: pending, fired, failed and cancelled (replicated)", handler!(Method::GET, schedules::list))
@@ -442,7 +449,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/cluster/init",
             Token,
             "Make this device the first member of a cluster",
-            handler!(Method::POST, cluster_init),
+            handler!(Method::POST, cluster::cluster_init),
         )
         .returns(J(schema::<ClusterMessage>)),
         op(
@@ -450,7 +457,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/cluster/token",
             Token,
             "The join token of the cluster",
-            handler!(Method::GET, cluster_token),
+            handler!(Method::GET, cluster::cluster_token),
         )
         .role(Role::Admin)
         .returns(J(schema::<TokenResponse>)),
@@ -459,7 +466,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/cluster/join",
             Token,
             "Join this device to a cluster through a member",
-            handler!(Method::POST, cluster_join),
+            handler!(Method::POST, cluster::cluster_join),
         )
         .body(J(schema::<JoinCommand>))
         .returns(J(schema::<Value>)),
@@ -468,7 +475,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/cluster/leave",
             Token,
             "Leave the cluster",
-            handler!(Method::POST, cluster_leave),
+            handler!(Method::POST, cluster::cluster_leave),
         )
         .returns(J(schema::<Value>)),
         op(
@@ -476,7 +483,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/cluster/status",
             Token,
             "Members, leader, term, applied index, last contact",
-            handler!(Method::GET, cluster_status),
+            handler!(Method::GET, cluster::cluster_status),
         )
         .returns(J(schema::<Value>)),
         op(
@@ -484,7 +491,7 @@ pub fn operations() -> Vec<Op> {
             "/api/v1/cluster/recover",
             Token,
             "Continue alone after the permanent loss of the peer",
-            handler!(Method::POST, cluster_recover),
+            handler!(Method::POST, cluster::cluster_recover),
         )
         .returns(J(schema::<ClusterMessage>)),
         op(
@@ -527,28 +534,28 @@ pub fn operations() -> Vec<Op> {
             "/cluster/v1/join",
             ClusterSecret,
             "A device asks the leader to add it",
-            handler!(Method::POST, peer_join),
+            handler!(Method::POST, peer::peer_join),
         ),
         op(
             Method::POST,
             "/cluster/v1/leave",
             ClusterSecret,
             "A device asks the leader to remove it",
-            handler!(Method::POST, peer_leave),
+            handler!(Method::POST, peer::peer_leave),
         ),
         op(
             Method::POST,
             "/cluster/v1/report",
             ClusterSecret,
             "A peer's report: checks, scenarios, records, events",
-            handler!(Method::POST, peer_report),
+            handler!(Method::POST, peer::peer_report),
         ),
         op(
             Method::GET,
             "/cluster/v1/preview/{name}/{rtype}",
             ClusterSecret,
             "A record's preview as this device computes it",
-            handler!(Method::GET, peer_preview),
+            handler!(Method::GET, peer::peer_preview),
         ),
     ]);
     ops

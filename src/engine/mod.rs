@@ -9,6 +9,7 @@
 //! decisions go to the store-writer thread ([`store_writer`]).
 
 mod answered;
+pub mod api_ops;
 mod diff;
 pub mod dry_run;
 pub mod health;

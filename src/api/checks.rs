@@ -1,0 +1,151 @@
+//! Checks as operators act on them: set a manual check, and "Test now"
+//! (one probe of a saved or an unsaved check; nothing is saved).
+
+use std::net::IpAddr;
+
+use axum::{
+    Extension, Json,
+    extract::{Path, State},
+};
+use serde::{Deserialize, Serialize};
+
+use super::{ApiError, ApiState, ErrorKind, blocking, not_found, writable};
+use crate::{
+    access::Principal,
+    command::Action,
+    engine::{CheckStatus, api_ops::TestRefused},
+    model,
+};
+
+/// "Test now": which address to probe a template check against.
+#[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TestRequest {
+    #[serde(default)]
+    pub address: Option<IpAddr>,
+}
+
+/// The result of one probe run by "Test now"; nothing is saved.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TestResult {
+    pub check: String,
+    pub ok: bool,
+    pub reason: String,
+    pub elapsed_ms: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckStateRequest {
+    /// `ok` or `error`.
+    pub state: String,
+}
+
+pub(super) async fn set_check_state(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    Json(req): Json<CheckStateRequest>,
+) -> Result<Json<Vec<CheckStatus>>, ApiError> {
+    writable(&state)?;
+    // The state machine checks the name, the kind and the state.
+    let action = Action::SetCheck {
+        check: name.clone(),
+        state: req.state.clone(),
+    };
+    state
+        .replication
+        .propose(state.actor(&who), None, action)
+        .await?;
+    Ok(Json(
+        state
+            .engine
+            .checks()
+            .into_iter()
+            .filter(|c| c.check == name)
+            .collect(),
+    ))
+}
+
+pub(crate) async fn test_check(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    body: Option<Json<TestRequest>>,
+) -> Result<Json<TestResult>, ApiError> {
+    let req = body.map(|Json(b)| b).unwrap_or_default();
+    let Some(spec) = state.engine.compiled_check(&name) else {
+        return Err(not_found(format!("no check named \"{name}\"")));
+    };
+    probe_once(&state, spec, req.address).await.map(Json)
+}
+
+/// A check not saved: given whole in the body, probed once.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProbeRequest {
+    /// The check as the configuration file writes it (`name` may be left
+    /// out).
+    pub check: serde_json::Map<String, serde_json::Value>,
+    /// For a template check: the address to probe.
+    #[serde(default)]
+    pub address: Option<IpAddr>,
+}
+
+/// The name an unsaved check is tested under when its body gives none.
+const UNSAVED_CHECK: &str = "unsaved";
+
+/// "Test now" of a check that is not saved: it is validated with the
+/// configuration (as if it were added; nothing is) and probed once.
+pub(crate) async fn test_unsaved(
+    State(state): State<ApiState>,
+    Json(req): Json<ProbeRequest>,
+) -> Result<Json<TestResult>, ApiError> {
+    let mut body = req.check;
+    if !body.contains_key("name") {
+        body.insert("name".into(), UNSAVED_CHECK.into());
+    }
+    let check: model::config::Check = serde_json::from_value(body.into())
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("check: {e}")))?;
+    let name = check.name.clone();
+    let engine = state.engine.clone();
+    let spec = blocking(move || {
+        let mut config = engine.config();
+        config.checks.retain(|c| c.name != check.name);
+        config.checks.push(check);
+        model::compile(&config)
+            .map_err(ApiError::invalid)
+            .and_then(|c| {
+                c.checks
+                    .into_iter()
+                    .find(|s| s.name == name)
+                    .ok_or_else(|| ApiError::new(ErrorKind::Internal, "the tested check vanished"))
+            })
+    })
+    .await??;
+    probe_once(&state, spec, req.address).await.map(Json)
+}
+
+/// One probe of `spec` (against `address` for a template); nothing saved.
+pub(super) async fn probe_once(
+    state: &ApiState,
+    spec: crate::model::compile::CheckSpec,
+    address: Option<IpAddr>,
+) -> Result<TestResult, ApiError> {
+    let instance = state.engine.test_instance(spec, address).map_err(|e| {
+        let kind = match e {
+            TestRefused::Manual(_) => ErrorKind::NotProbed,
+            TestRefused::NeedsAddress(_) | TestRefused::TakesNoAddress(_) => ErrorKind::BadRequest,
+        };
+        ApiError::new(kind, e.to_string())
+    })?;
+    let outcome = state
+        .prober
+        .probe(
+            &crate::health::probe_spec(&instance.spec),
+            &crate::health::target_of(&instance),
+        )
+        .await;
+    Ok(TestResult {
+        check: instance.check.to_string(),
+        ok: outcome.ok,
+        reason: outcome.reason,
+        elapsed_ms: outcome.elapsed.as_secs_f64() * 1000.0,
+    })
+}

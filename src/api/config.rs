@@ -1,0 +1,132 @@
+//! The configuration as a whole: export, validate and apply a TOML file
+//! (`/api/v1/config`), and the result every configuration write answers.
+
+use axum::{
+    Extension, Json,
+    body::Bytes,
+    extract::{Query, State},
+};
+use serde::{Deserialize, Serialize};
+
+use super::{ApiError, ApiState, ErrorKind, blocking, writable};
+use crate::{access::Principal, command::Action, model};
+
+/// The result of an apply or a dry run.
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ApplyResult {
+    pub applied: bool,
+    pub version: u64,
+    pub changes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(super) struct DryRun {
+    #[serde(default)]
+    pub(super) dry_run: bool,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct ApplyOptions {
+    #[serde(default)]
+    dry_run: bool,
+    /// Apply a configuration with no domain over one that has some.
+    #[serde(default)]
+    allow_empty: bool,
+}
+
+pub(super) async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
+    // Copied out first: serializing a large configuration under the engine's
+    // lock would hold up health changes for as long.
+    toml::to_string_pretty(&state.engine.config())
+        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))
+}
+
+/// [`parse_body`] on the blocking pool.
+pub(super) async fn parse_body_off(body: Bytes) -> Result<(String, model::Config), ApiError> {
+    blocking(move || parse_body(&body)).await?
+}
+
+fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| {
+            ApiError::new(
+                ErrorKind::BadRequest,
+                "the configuration must be UTF-8 TOML text",
+            )
+        })?
+        .to_string();
+    let config = model::parse(&text).map_err(ApiError::invalid)?;
+    model::compile(&config).map_err(ApiError::invalid)?;
+    Ok((text, config))
+}
+
+pub(super) async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
+    parse_body_off(body).await?;
+    Ok(Json(ApplyResult {
+        applied: false,
+        version: 0,
+        changes: Vec::new(),
+    }))
+}
+
+pub(super) async fn apply_config(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(q): Query<ApplyOptions>,
+    body: Bytes,
+) -> Result<Json<ApplyResult>, ApiError> {
+    let (text, config) = parse_body_off(body).await?;
+    if config.domains.is_empty() && !q.allow_empty {
+        let served = state
+            .engine
+            .with_config(|c| c.domains.iter().map(|d| d.name.clone()).collect::<Vec<_>>());
+        if !served.is_empty() {
+            let mut named = served
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if served.len() > 5 {
+                named.push_str(&format!(" and {} more", served.len() - 5));
+            }
+            return Err(ApiError::new(
+                ErrorKind::ConfirmationNeeded,
+                format!(
+                    "this configuration has no domain: applying it would stop answering for every domain now served ({named}); nothing was applied. To do that, apply it with --allow-empty (API: allow_empty=true)"
+                ),
+            ));
+        }
+    }
+    if q.dry_run {
+        let engine = state.engine.clone();
+        let (version, changes) =
+            blocking(move || (engine.version(), engine.changes(&config))).await?;
+        return Ok(Json(ApplyResult {
+            applied: false,
+            version,
+            changes,
+        }));
+    }
+    drop(config);
+    writable(&state)?;
+    let applied = state
+        .replication
+        .propose(state.actor(&who), None, Action::ApplyConfig { text })
+        .await?;
+    Ok(Json(ApplyResult {
+        applied: applied.changed,
+        version: applied.version,
+        changes: applied.changes,
+    }))
+}
+
+/// A `?version=N` that is not the current version.
+pub(super) fn conflict(version: u64, expected: u64) -> ApiError {
+    ApiError::new(
+        ErrorKind::Conflict,
+        format!(
+            "the configuration is at version {version}, not {expected}; read it again and retry"
+        ),
+    )
+}

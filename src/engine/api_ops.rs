@@ -1,0 +1,79 @@
+//! What the API asks of the engine beyond its state reports: the GeoIP
+//! database the DNS path answers with (read it, swap a new one in), and
+//! the check instance a "Test now" probes. They live here so that the API
+//! names no engine internals (the DNS state, the instance list).
+
+use std::{net::IpAddr, sync::Arc};
+
+use super::Engine;
+use crate::{
+    geo::Geo,
+    health::Instance,
+    model::{compile::CheckSpec, condition::CheckRef, config::CheckType},
+};
+
+/// Why "Test now" does not probe a check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TestRefused {
+    #[error("check \"{0}\" is manual: it is set by an operator, not probed")]
+    Manual(String),
+    #[error(
+        "check \"{0}\" is a template: give the address to probe (gtm check test {0} --address IP)"
+    )]
+    NeedsAddress(String),
+    #[error("check \"{0}\" has a fixed target; it takes no address")]
+    TakesNoAddress(String),
+}
+
+impl Engine {
+    /// The GeoIP database the DNS path answers with now.
+    pub fn geoip(&self) -> Arc<Geo> {
+        self.dns.geo.load_full()
+    }
+
+    /// Makes `geo` the database the DNS path answers with, from the next
+    /// query on (the caller has checked it whole).
+    pub fn install_geoip(&self, geo: Geo) {
+        self.dns.geo.store(Arc::new(geo));
+    }
+
+    /// The instance "Test now" probes for `spec` (a saved check, or one
+    /// not saved) against `address`: the one the scheduler runs when there
+    /// is one, so the probe sends the same Host and TLS name; else the
+    /// address (or fixed target) stands for the name.
+    pub fn test_instance(
+        &self,
+        spec: CheckSpec,
+        address: Option<IpAddr>,
+    ) -> Result<Instance, TestRefused> {
+        let name = spec.name.clone();
+        if spec.kind == CheckType::Manual {
+            return Err(TestRefused::Manual(name));
+        }
+        match (&spec.target, address) {
+            (None, None) => return Err(TestRefused::NeedsAddress(name)),
+            (Some(_), Some(_)) => return Err(TestRefused::TakesNoAddress(name)),
+            _ => {}
+        }
+        let check = CheckRef { name, address };
+        let server_name = self
+            .instances
+            .borrow()
+            .iter()
+            .find(|i| i.check == check)
+            .map_or_else(
+                || {
+                    address.map_or_else(
+                        || spec.target.clone().unwrap_or_default(),
+                        |a| a.to_string(),
+                    )
+                },
+                |i| i.server_name.clone(),
+            );
+        Ok(Instance {
+            check,
+            spec,
+            server_name,
+        })
+    }
+}
