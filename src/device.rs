@@ -475,8 +475,8 @@ fn spawn_geoip_refresh(
     tokio::spawn(crate::geo::refresh::run(
         data_dir,
         move || settings.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly())),
-        move || current.dns().geo.load().info().cloned(),
-        move |geo| swap.dns().geo.store(Arc::new(geo)),
+        move || current.geoip().info().cloned(),
+        move |geo| swap.install_geoip(geo),
         move |text| log.record_event(crate::engine::EventKind::Geoip, "geoip".into(), text),
         stop,
     ))

@@ -334,7 +334,7 @@ async fn the_demo_answers_geodns_by_country_out_of_the_box() {
         ["192.0.2.52"],
         "US: the default"
     );
-    let info = device.engine.dns().geo.load().info().cloned().unwrap();
+    let info = device.engine.geoip().info().cloned().unwrap();
     assert_eq!(info.source, "embedded demo database");
     device.stop().await;
 }

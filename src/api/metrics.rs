@@ -10,7 +10,7 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
     let mut out = Text::default();
     let engine = &state.engine;
     let device = engine.device().to_string();
-    engine.dns().metrics.write(&mut out);
+    engine.write_dns_metrics(&mut out);
 
     out.family(
         "gtm_storage_degraded",
@@ -23,7 +23,7 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         &[("device", &device)],
         if fault.is_some() { 1.0 } else { 0.0 },
     );
-    let geo = engine.dns().geo.load();
+    let geo = engine.geoip();
     out.family(
         "gtm_geoip_build_timestamp_seconds",
         "gauge",
@@ -62,8 +62,7 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         "counter",
         "Responses whose answer section held this record (records answered at least once)",
     );
-    let snapshot = engine.dns().snapshot.load();
-    for (record, n) in snapshot.answer_counts() {
+    for (record, n) in engine.answer_counts() {
         out.sample("gtm_record_answers_total", &[("record", &record)], n as f64);
     }
     out.family(
@@ -71,7 +70,7 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
         "counter",
         "Responses that carried this address of a steered record (addresses answered at least once; fail-safe values too)",
     );
-    for (record, address, n) in snapshot.address_counts() {
+    for (record, address, n) in engine.address_counts() {
         out.sample(
             "gtm_address_answers_total",
             &[("record", &record), ("address", &address)],

@@ -43,8 +43,8 @@ pub use error::{ApiError, ErrorKind};
 pub use events::{EventFilter, event_page};
 pub use geoip::{GeoLookup, GeoipStatus, lookup_in};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
-pub use stats::DeviceRecordStats;
 pub(crate) use records::{DeviceQuery, preview, resume};
+pub use stats::DeviceRecordStats;
 pub use status::{StatusReport, health};
 
 use crate::access::{Principal, Role};

@@ -28,7 +28,7 @@ pub async fn page(
     Extension(who): Extension<Principal>,
     Query(q): Query<LookupQuery>,
 ) -> Response {
-    let geo = state.engine.dns().geo.load_full();
+    let geo = state.engine.geoip();
     let here = geo.description().to_string();
     let mut databases = vec![(state.engine.device().to_string(), Some(here.clone()))];
     databases.extend(

@@ -1,12 +1,15 @@
 //! What the API asks of the engine beyond its state reports: the GeoIP
-//! database the DNS path answers with (read it, swap a new one in), and
-//! the check instance a "Test now" probes. They live here so that the API
+//! database the DNS path answers with (read it, swap a new one in), the
+//! DNS path's counters, and the check instance a "Test now" probes. They live here so that the API
 //! names no engine internals (the DNS state, the instance list).
 
 use std::{net::IpAddr, sync::Arc};
 
 use super::Engine;
+use hickory_server::proto::rr::{Name, RecordType};
+
 use crate::{
+    dns::counters::RecordStats,
     geo::Geo,
     health::Instance,
     model::{compile::CheckSpec, condition::CheckRef, config::CheckType},
@@ -35,6 +38,29 @@ impl Engine {
     /// query on (the caller has checked it whole).
     pub fn install_geoip(&self, geo: Geo) {
         self.dns.geo.store(Arc::new(geo));
+    }
+
+    /// The DNS path's query and response metrics, in Prometheus text.
+    pub fn write_dns_metrics(&self, out: &mut crate::metrics::Text) {
+        self.dns.metrics.write(out);
+    }
+
+    /// Every record with the responses it was answered in (nonzero only),
+    /// as (`www.example.test/A`, count).
+    pub fn answer_counts(&self) -> Vec<(String, u64)> {
+        self.dns.snapshot.load().answer_counts()
+    }
+
+    /// Every steered record's addresses with the responses that carried
+    /// each (nonzero only), as (`www.example.test/A`, `192.0.2.10`, count).
+    pub fn address_counts(&self) -> Vec<(String, String, u64)> {
+        self.dns.snapshot.load().address_counts()
+    }
+
+    /// The answer counts of a record on this device (`gtm record stats`),
+    /// `None` when no record has that name and type.
+    pub fn record_stats(&self, name: &Name, rtype: RecordType) -> Option<RecordStats> {
+        self.dns.snapshot.load().stats(name, rtype)
     }
 
     /// The instance "Test now" probes for `spec` (a saved check, or one

@@ -1024,16 +1024,6 @@ impl Engine {
         }
     }
 
-    /// The answer counts of a record on this device (`gtm record stats`),
-    /// `None` when no record has that name and type.
-    pub fn record_stats(
-        &self,
-        name: &hickory_server::proto::rr::Name,
-        rtype: hickory_server::proto::rr::RecordType,
-    ) -> Option<crate::dns::counters::RecordStats> {
-        self.dns.snapshot.load().stats(name, rtype)
-    }
-
     /// Every steered record with its status and the addresses answered now.
     pub fn status(&self) -> Vec<RecordStatus> {
         self.lock()
