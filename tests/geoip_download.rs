@@ -203,15 +203,7 @@ async fn a_device_downloads_the_months_file_falling_back_to_the_month_before_on_
     assert!(text.stdout.contains("built 2026-11-15"), "{}", text.stdout);
     let show = tokio::task::block_in_place(|| run_gtm(&d, &["geoip", "show"]));
     assert!(show.stdout.contains(&from), "{}", show.stdout);
-    let http = gtm::tls::http_client(None, Duration::from_secs(10)).unwrap();
-    let metrics = http
-        .get(format!("http://{}/metrics", d.device.api_addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&d).await;
     assert!(
         metrics.contains(&format!(
             "gtm_geoip_build_timestamp_seconds{{device=\"test1\",database=\"DBIP-Country-Lite\"}} {NOV_15}"

@@ -113,15 +113,7 @@ async fn answer_counts_per_address_are_what_was_sent() {
     assert_eq!(counts["answers"], got.len(), "{counts}");
     assert_eq!(counted(&counts), sent, "{counts}");
 
-    let http = gtm::tls::http_client(None, None).unwrap();
-    let metrics = http
-        .get(format!("http://{}/metrics", d.device.api_addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(&d).await;
     for (address, n) in &sent {
         let line = format!(
             "gtm_address_answers_total{{record=\"rr.example.test/A\",address=\"{address}\"}} {n}"

@@ -267,6 +267,19 @@ values = [
 ]
 "#;
 
+/// The device's `/metrics` text.
+pub async fn metrics(d: &TestDevice) -> String {
+    gtm::tls::http_client(None, std::time::Duration::from_secs(10))
+        .unwrap()
+        .get(format!("http://{}/metrics", d.device.api_addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// What a `gtm` command printed and how it exited.
 #[derive(Debug)]
 pub struct Run {

@@ -306,15 +306,7 @@ fn raw_query(id: u16, qname: &[u8], opts: &[u8]) -> Vec<u8> {
 const WWW: &[u8] = b"\x03www\x07example\x04test\x00";
 
 async fn metric(d: &TestDevice, reason: &str) -> u64 {
-    let http = gtm::tls::http_client(None, None).unwrap();
-    let text = http
-        .get(format!("http://{}/metrics", d.device.api_addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = metrics(d).await;
     let key = format!("gtm_dns_malformed_total{{reason=\"{reason}\"}} ");
     text.lines()
         .find_map(|l| l.strip_prefix(&key))

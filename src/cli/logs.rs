@@ -10,27 +10,9 @@ use crate::{
     engine::{Event, EventKind},
 };
 
-/// The event kinds as the API names them, in the code's order: read from
-/// `EventKind`'s own schema, so that the help and the error of `--kind`
-/// list a new kind without an edit here.
+/// The event kinds as the API names them.
 pub(super) fn kinds() -> Vec<String> {
-    fn collect(v: &Value, out: &mut Vec<String>) {
-        let Some(o) = v.as_object() else { return };
-        if let Some(Value::String(c)) = o.get("const") {
-            out.push(c.clone());
-        }
-        if let Some(Value::Array(values)) = o.get("enum") {
-            out.extend(values.iter().filter_map(|v| v.as_str().map(String::from)));
-        }
-        for key in ["oneOf", "anyOf"] {
-            if let Some(Value::Array(alternatives)) = o.get(key) {
-                alternatives.iter().for_each(|a| collect(a, out));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    collect(schemars::schema_for!(EventKind).as_value(), &mut out);
-    out
+    EventKind::names()
 }
 
 /// The help of `gtm logs --kind`.

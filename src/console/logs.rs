@@ -20,17 +20,6 @@ use crate::engine::{Event, EventKind};
 /// Events on one page.
 pub const PAGE: usize = 100;
 
-const KINDS: [&str; 8] = [
-    "record",
-    "check",
-    "scenario",
-    "operator",
-    "config",
-    "datacenter",
-    "geoip",
-    "device",
-];
-
 /// The page's filters, as the form sends them (empty: any).
 #[derive(Debug, Default, Clone, Deserialize)]
 pub struct LogQuery {
@@ -77,8 +66,14 @@ impl LogQuery {
         let kind = match self.kind.as_str() {
             "" => None,
             k => Some(
-                serde_json::from_value::<EventKind>(serde_json::Value::String(k.into()))
-                    .map_err(|_| format!("kind \"{k}\" is not one of {}", KINDS.join(", ")))?,
+                serde_json::from_value::<EventKind>(serde_json::Value::String(k.into())).map_err(
+                    |_| {
+                        format!(
+                            "kind \"{k}\" is not one of {}",
+                            EventKind::names().join(", ")
+                        )
+                    },
+                )?,
             ),
         };
         let some = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
@@ -148,7 +143,7 @@ fn form(q: &LogQuery, devices: &[String]) -> Markup {
                 label for="l-kind" { "Kind" }
                 select #l-kind name="kind" {
                     option value="" { "Any kind" }
-                    @for k in KINDS {
+                    @for k in EventKind::names() {
                         option value=(k) selected[k == q.kind] { (k) }
                     }
                 }

@@ -87,6 +87,32 @@ pub enum EventKind {
     Device,
 }
 
+impl EventKind {
+    /// Every kind as the API names it, in the code's order: read from the
+    /// type's own schema, so that every list of kinds (CLI help and errors,
+    /// the console's filter) names a new kind without an edit.
+    pub fn names() -> Vec<String> {
+        use serde_json::Value;
+        fn collect(v: &Value, out: &mut Vec<String>) {
+            let Some(o) = v.as_object() else { return };
+            if let Some(Value::String(c)) = o.get("const") {
+                out.push(c.clone());
+            }
+            if let Some(Value::Array(values)) = o.get("enum") {
+                out.extend(values.iter().filter_map(|v| v.as_str().map(String::from)));
+            }
+            for key in ["oneOf", "anyOf"] {
+                if let Some(Value::Array(alternatives)) = o.get(key) {
+                    alternatives.iter().for_each(|a| collect(a, out));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        collect(schemars::schema_for!(EventKind).as_value(), &mut out);
+        out
+    }
+}
+
 /// One entry of the GTM Logs.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
