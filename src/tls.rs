@@ -211,3 +211,70 @@ pub async fn serve(
     connections.close();
     connections.wait().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::client::{ResolvesClientCert, danger::ServerCertVerifier};
+    use rustls::pki_types::{ServerName, UnixTime};
+    use std::path::PathBuf;
+
+    /// A CA's certificate and a certificate for 127.0.0.1 it issued,
+    /// written with its key and the CA (as `tls_ca`) into `dir`.
+    fn issued(dir: &Path, ca_name: &str) -> (PathBuf, PathBuf, PathBuf, CertificateDer<'static>) {
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, ca_name);
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let (c, k, a) = (
+            dir.join(format!("{ca_name}.pem")),
+            dir.join(format!("{ca_name}.key")),
+            dir.join(format!("{ca_name}-ca.pem")),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        std::fs::write(&a, ca_cert.pem()).unwrap();
+        (c, k, a, cert.der().clone())
+    }
+
+    fn shown(live: &Live) -> CertificateDer<'static> {
+        live.peer.resolve(&[], &[]).unwrap().cert[0].clone()
+    }
+
+    fn trusts(live: &Live, cert: &CertificateDer<'_>) -> bool {
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        live.peer
+            .verify_server_cert(cert, &[], &name, &[], UnixTime::now())
+            .is_ok()
+    }
+
+    #[test]
+    fn a_replace_swaps_the_certificate_shown_and_the_ca_trusted_by_peer_clients() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c1, k1, ca1, der1) = issued(dir.path(), "one");
+        let (c2, k2, ca2, der2) = issued(dir.path(), "two");
+        let live = Live::new(Tls::load(&c1, &k1, Some(&ca1)).unwrap());
+        assert_eq!(shown(&live), der1);
+        assert!(trusts(&live, &der1) && !trusts(&live, &der2));
+        live.replace(Tls::load(&c2, &k2, Some(&ca2)).unwrap());
+        assert_eq!(shown(&live), der2);
+        assert!(trusts(&live, &der2) && !trusts(&live, &der1));
+    }
+
+    #[test]
+    fn a_key_of_another_certificate_does_not_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c1, _, ca1, _) = issued(dir.path(), "one");
+        let (_, k2, _, _) = issued(dir.path(), "two");
+        let e = format!("{:#}", Tls::load(&c1, &k2, Some(&ca1)).unwrap_err());
+        assert!(e.contains("do not match"), "{e}");
+    }
+}
