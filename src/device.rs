@@ -159,7 +159,7 @@ impl Device {
         }
         let tls = tls.map(tls::Live::new);
         // Clients of the other devices: with TLS they show this device's
-        // certificate (mutual TLS), all the one a reload puts in place.
+        // certificate (mutual TLS); all share the one a reload replaces.
         let peer_client = |timeout| match &tls {
             Some(t) => tls::peer_client(&t.peer, timeout),
             None => tls::http_client(None, timeout),
