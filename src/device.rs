@@ -55,8 +55,9 @@ pub struct Device {
     /// The copy of the store it serves from, when its data directory was
     /// read-only at start-up.
     store_copy: Option<StoreCopy>,
-    /// The API's TLS server side, swapped by a reload.
-    tls_server: Option<tls::ServerConfigs>,
+    /// The API's TLS server side and the peer clients' identity and trust,
+    /// swapped by a reload.
+    tls: Option<tls::Live>,
     prober: Arc<Prober>,
     data_dir: PathBuf,
 }
@@ -156,10 +157,11 @@ impl Device {
                 }
             }
         }
+        let tls = tls.map(tls::Live::new);
         // Clients of the other devices: with TLS they show this device's
-        // certificate (mutual TLS).
+        // certificate (mutual TLS); all share the one a reload replaces.
         let peer_client = |timeout| match &tls {
-            Some(t) => t.peer_client(timeout),
+            Some(t) => tls::peer_client(&t.peer, timeout),
             None => tls::http_client(None, timeout),
         };
         let prober = Arc::new(Prober::fenced(
@@ -236,9 +238,7 @@ impl Device {
             peer_http: peer_client(Duration::from_secs(3))?,
         });
         let stop = cancel.clone();
-        let tls_server: Option<tls::ServerConfigs> =
-            tls.map(|t| Arc::new(arc_swap::ArcSwap::new(t.server)));
-        let server_tls = tls_server.clone();
+        let server_tls = tls.as_ref().map(|t| t.server.clone());
         let api_task = tokio::spawn(async move {
             match server_tls {
                 Some(config) => tls::serve(listener, router, config, stop).await,
@@ -271,18 +271,19 @@ impl Device {
             geoip_refresh,
             probes: ProbeRuntime(Some(probes)),
             store_copy,
-            tls_server,
+            tls,
             prober,
             data_dir: dir.clone(),
         })
     }
 
     /// Applies what a reload (SIGHUP) of the node settings can change
-    /// without a restart: the TLS certificate and key (and trusted CA) of
-    /// the API, for connections accepted from now on, and the probe fences.
-    /// Nothing is changed when the certificate files do not load.
+    /// without a restart: the TLS certificate, key and trusted CA, for the
+    /// API's connections accepted and the connections to the other devices
+    /// made from now on, and the probe fences. Nothing is changed when the
+    /// certificate files do not load.
     pub fn reload(&self, settings: &NodeSettings) -> Result<()> {
-        let tls = match (&settings.tls_cert, &settings.tls_key, &self.tls_server) {
+        let tls = match (&settings.tls_cert, &settings.tls_key, &self.tls) {
             (Some(cert), Some(key), Some(_)) => {
                 Some(Tls::load(cert, key, settings.tls_ca.as_deref())?)
             }
@@ -291,10 +292,15 @@ impl Device {
                 "turning TLS on or off (tls_cert, tls_key) needs a restart of the device"
             ),
         };
-        if let (Some(t), Some(server)) = (tls, &self.tls_server) {
-            server.store(t.server);
-            if self.store_copy.is_none() {
-                fs::write(self.data_dir.join(tls::CA_FILE), &t.trust_pem)?;
+        if let (Some(t), Some(live)) = (tls, &self.tls) {
+            let trust_pem = t.trust_pem.clone();
+            live.replace(t);
+            // The reload is applied by now: a CA file the CLI cannot be
+            // given is worth a warning, not a failed reload.
+            if self.store_copy.is_none()
+                && let Err(e) = fs::write(self.data_dir.join(tls::CA_FILE), &trust_pem)
+            {
+                tracing::warn!(file = %self.data_dir.join(tls::CA_FILE).display(), error = %e, "cannot write the trusted certificates for the CLI");
             }
         }
         self.prober.set_fence(crate::health::probe::Fence {

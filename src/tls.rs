@@ -4,10 +4,13 @@
 //! One listener serves both the operator API and the device-to-device
 //! routes, so one certificate covers both. Clients (peers, the CLI) trust
 //! `tls_ca`, or this device's own certificate when the cluster shares one.
+//! The same certificate is the device's identity towards the other devices
+//! (mutual TLS); a reload swaps both sides ([`Live`]).
 
 use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result, bail};
+use gtm_cluster::{ClientTls, PeerCredentials, PeerTls};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -15,16 +18,17 @@ use tokio_util::sync::CancellationToken;
 /// The PEM file the CLI trusts for a device's API, in its data directory.
 pub const CA_FILE: &str = "api-ca.pem";
 
-/// A device's TLS material.
+/// A device's TLS material, loaded and checked whole: the server side and
+/// the identity towards the other devices come from the same files.
 #[derive(Debug, Clone)]
 pub struct Tls {
     pub server: Arc<rustls::ServerConfig>,
     /// PEM of the certificates clients trust.
     pub trust_pem: Vec<u8>,
-    /// This device's certificate chain and key (PEM): its identity as a
-    /// client of the other devices (mutual TLS).
-    cert_pem: Vec<u8>,
-    key_pem: Vec<u8>,
+    /// This device's certificate chain and key, and the trusted
+    /// certificates: its identity and trust as a client of the other
+    /// devices (mutual TLS).
+    pub peer: PeerCredentials,
 }
 
 /// Set on each request of a TLS connection whose client presented a
@@ -43,8 +47,11 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 impl Tls {
     /// Loads the node's certificate, key and trust anchors.
     pub fn load(cert: &Path, key: &Path, ca: Option<&Path>) -> Result<Self> {
-        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-            .with_context(|| format!("cannot read the TLS certificate {}", cert.display()))?
+        // Each file is read once: the server and the client sides are
+        // built from the same bytes, even while a renewal rewrites them.
+        let cert_pem = std::fs::read(cert)
+            .with_context(|| format!("cannot read the TLS certificate {}", cert.display()))?;
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
             .collect::<Result<_, _>>()
             .with_context(|| format!("{} is not a PEM certificate chain", cert.display()))?;
         if chain.is_empty() {
@@ -52,7 +59,7 @@ impl Tls {
         }
         let key_pem = std::fs::read(key)
             .with_context(|| format!("cannot read the TLS key {}", key.display()))?;
-        let key = PrivateKeyDer::from_pem_slice(&key_pem)
+        let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
             .with_context(|| format!("{} is not a PEM private key", key.display()))?;
         let trust_pem = std::fs::read(ca.unwrap_or(cert))
             .with_context(|| format!("cannot read {}", ca.unwrap_or(cert).display()))?;
@@ -70,26 +77,38 @@ impl Tls {
             .with_safe_default_protocol_versions()
             .context("TLS protocol versions")?
             .with_client_cert_verifier(verifier)
-            .with_single_cert(chain, key)
+            .with_single_cert(chain, key_der)
             .context("the TLS certificate and key do not match")?;
         server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let peer =
+            PeerCredentials::from_pem(&trust_pem, &cert_pem, &key_pem).with_context(|| {
+                format!(
+                    "{} and {} as this device's client certificate",
+                    cert.display(),
+                    key.display()
+                )
+            })?;
         Ok(Self {
             server: Arc::new(server),
             trust_pem,
-            cert_pem: std::fs::read(cert)?,
-            key_pem,
+            peer,
         })
     }
 
-    /// A client of the other devices: trusts the cluster's CA and shows this
-    /// device's certificate.
+    /// A client of the other devices with this material, fixed. A device's
+    /// own clients share a [`Live`] one, which a reload changes.
     pub fn peer_client(&self, timeout: Duration) -> Result<reqwest::Client> {
-        client(
-            Some(&self.trust_pem),
-            Some((&self.cert_pem, &self.key_pem)),
-            Some(timeout),
-        )
+        peer_client(&PeerTls::new(self.peer.clone()), timeout)
     }
+}
+
+/// A client of the other devices: trusts and shows what `peer` holds at
+/// each handshake.
+pub fn peer_client(peer: &Arc<PeerTls>, timeout: Duration) -> Result<reqwest::Client> {
+    Ok(gtm_cluster::http_client(
+        ClientTls::Peer(peer),
+        Some(timeout),
+    )?)
 }
 
 /// An HTTP client for devices' APIs: trusting `trust_pem` when given (TLS),
@@ -98,15 +117,36 @@ pub fn http_client(
     trust_pem: Option<&[u8]>,
     timeout: impl Into<Option<Duration>>,
 ) -> Result<reqwest::Client> {
-    client(trust_pem, None, timeout.into())
+    let tls = match trust_pem {
+        Some(pem) => ClientTls::Trust(pem),
+        None => ClientTls::Plain,
+    };
+    Ok(gtm_cluster::http_client(tls, timeout.into())?)
 }
 
-fn client(
-    trust_pem: Option<&[u8]>,
-    identity: Option<(&[u8], &[u8])>,
-    timeout: Option<Duration>,
-) -> Result<reqwest::Client> {
-    Ok(gtm_cluster::http_client(trust_pem, identity, timeout)?)
+/// A running device's TLS: the API's server side and the identity and
+/// trust of its clients of the other devices, each shared by everything
+/// that uses it and swapped by a reload (SIGHUP).
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub server: ServerConfigs,
+    pub peer: Arc<PeerTls>,
+}
+
+impl Live {
+    pub fn new(tls: Tls) -> Self {
+        Self {
+            server: Arc::new(arc_swap::ArcSwap::new(tls.server)),
+            peer: PeerTls::new(tls.peer),
+        }
+    }
+
+    /// Puts `tls` in place of what runs: handshakes from now on, accepted
+    /// or made, use it. Cannot fail: `tls` was loaded and checked whole.
+    pub fn replace(&self, tls: Tls) {
+        self.server.store(tls.server);
+        self.peer.replace(tls.peer);
+    }
 }
 
 /// The server side of a device's TLS, swapped whole by a reload (SIGHUP):
@@ -170,4 +210,71 @@ pub async fn serve(
     }
     connections.close();
     connections.wait().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::client::{ResolvesClientCert, danger::ServerCertVerifier};
+    use rustls::pki_types::{ServerName, UnixTime};
+    use std::path::PathBuf;
+
+    /// A CA's certificate and a certificate for 127.0.0.1 it issued,
+    /// written with its key and the CA (as `tls_ca`) into `dir`.
+    fn issued(dir: &Path, ca_name: &str) -> (PathBuf, PathBuf, PathBuf, CertificateDer<'static>) {
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, ca_name);
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let (c, k, a) = (
+            dir.join(format!("{ca_name}.pem")),
+            dir.join(format!("{ca_name}.key")),
+            dir.join(format!("{ca_name}-ca.pem")),
+        );
+        std::fs::write(&c, cert.pem()).unwrap();
+        std::fs::write(&k, key.serialize_pem()).unwrap();
+        std::fs::write(&a, ca_cert.pem()).unwrap();
+        (c, k, a, cert.der().clone())
+    }
+
+    fn shown(live: &Live) -> CertificateDer<'static> {
+        live.peer.resolve(&[], &[]).unwrap().cert[0].clone()
+    }
+
+    fn trusts(live: &Live, cert: &CertificateDer<'_>) -> bool {
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        live.peer
+            .verify_server_cert(cert, &[], &name, &[], UnixTime::now())
+            .is_ok()
+    }
+
+    #[test]
+    fn a_replace_swaps_the_certificate_shown_and_the_ca_trusted_by_peer_clients() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c1, k1, ca1, der1) = issued(dir.path(), "one");
+        let (c2, k2, ca2, der2) = issued(dir.path(), "two");
+        let live = Live::new(Tls::load(&c1, &k1, Some(&ca1)).unwrap());
+        assert_eq!(shown(&live), der1);
+        assert!(trusts(&live, &der1) && !trusts(&live, &der2));
+        live.replace(Tls::load(&c2, &k2, Some(&ca2)).unwrap());
+        assert_eq!(shown(&live), der2);
+        assert!(trusts(&live, &der2) && !trusts(&live, &der1));
+    }
+
+    #[test]
+    fn a_key_of_another_certificate_does_not_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c1, _, ca1, _) = issued(dir.path(), "one");
+        let (_, k2, _, _) = issued(dir.path(), "two");
+        let e = format!("{:#}", Tls::load(&c1, &k2, Some(&ca1)).unwrap_err());
+        assert!(e.contains("do not match"), "{e}");
+    }
 }

@@ -894,3 +894,158 @@ async fn puts_of_different_keys_through_two_devices_both_stay() {
         }
     }
 }
+
+/// A certificate authority of a test: its certificate (PEM) and its issuer.
+fn test_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    (cert.pem(), rcgen::Issuer::new(params, key))
+}
+
+/// Issues a certificate for `ip` from `ca` into `dir`'s `tls.pem` and
+/// `tls.key`, written aside and renamed as a renewal does; returns the
+/// certificate and key (PEM).
+fn issue(
+    dir: &std::path::Path,
+    ip: &str,
+    ca: &rcgen::Issuer<'static, rcgen::KeyPair>,
+) -> (String, String) {
+    let mut params = rcgen::CertificateParams::new(vec![ip.to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, ip);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, ca).unwrap();
+    let (cert, key) = (cert.pem(), key.serialize_pem());
+    std::fs::write(dir.join("tls.key.new"), &key).unwrap();
+    std::fs::write(dir.join("tls.pem.new"), &cert).unwrap();
+    std::fs::rename(dir.join("tls.key.new"), dir.join("tls.key")).unwrap();
+    std::fs::rename(dir.join("tls.pem.new"), dir.join("tls.pem")).unwrap();
+    (cert, key)
+}
+
+/// Sends SIGHUP to `p` (a reload of its node file) and waits (bounded)
+/// until `reloaded` says it took effect.
+async fn reload_until(p: &Proc, what: &str, mut reloaded: impl AsyncFnMut() -> bool) {
+    let pid = libc::pid_t::try_from(p.pid()).unwrap();
+    // SAFETY: a signal to the PID of a child this test started and has
+    // not reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !reloaded().await {
+        assert!(
+            Instant::now() < deadline,
+            "{}: {what} never took effect",
+            p.name
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whether a new TLS connection to `p`'s API, trusting only `ca`, gets an
+/// HTTP answer (any status: the handshake is what is tested).
+async fn serves_certificate_of(p: &Proc, ca: &str) -> bool {
+    gtm::tls::http_client(Some(ca.as_bytes()), Duration::from_secs(10))
+        .unwrap()
+        .get(format!("{}/api/v1/status", p.api()))
+        .send()
+        .await
+        .is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_rotation_by_sighup_keeps_mutual_tls_between_devices_without_a_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let (ca1, issuer1) = test_ca("gtm test CA1");
+    let (ca2, issuer2) = test_ca("gtm test CA2");
+    let devices = [("gtm1", "127.0.154.1"), ("gtm2", "127.0.154.2")];
+    // Each device's TLS files, where a renewal would write them.
+    let tls_dir = |name: &str| root.path().join(format!("{name}-tls"));
+    let mut first_a = None;
+    let mut procs = Vec::new();
+    for (name, ip) in devices {
+        let dir = tls_dir(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let issued = issue(&dir, ip, &issuer1);
+        first_a.get_or_insert(issued);
+        std::fs::write(dir.join("ca.pem"), &ca1).unwrap();
+        let extra = format!(
+            "tls_cert = \"{0}/tls.pem\"\ntls_key = \"{0}/tls.key\"\ntls_ca = \"{0}/ca.pem\"",
+            dir.display()
+        );
+        procs.push(Proc::start_with(root.path(), name, "dc1", ip, &extra));
+    }
+    let [a, b] = <[Proc; 2]>::try_from(procs).ok().unwrap();
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    write_seen_everywhere(&a, &[&a, &b], "192.0.2.10").await;
+
+    // The rotation from CA1 to CA2, each step a reload of each device in
+    // turn, none a restart: 1. trust both CAs; 2. renew each certificate
+    // from CA2; 3. trust CA2 only.
+    let both = format!("{ca1}{ca2}");
+    for (p, (name, _)) in [&a, &b].into_iter().zip(devices) {
+        std::fs::write(tls_dir(name).join("ca.pem"), &both).unwrap();
+        // A reload writes the trusted certificates for the CLI last.
+        reload_until(p, "trusting CA1 and CA2", async || {
+            std::fs::read_to_string(p.dir.join("api-ca.pem")).is_ok_and(|t| t == both)
+        })
+        .await;
+    }
+    for (p, (name, ip)) in [&a, &b].into_iter().zip(devices) {
+        issue(&tls_dir(name), ip, &issuer2);
+        reload_until(p, "the certificate from CA2", async || {
+            serves_certificate_of(p, &ca2).await
+        })
+        .await;
+    }
+    for (p, (name, _)) in [&a, &b].into_iter().zip(devices) {
+        std::fs::write(tls_dir(name).join("ca.pem"), &ca2).unwrap();
+        reload_until(p, "trusting CA2 only", async || {
+            std::fs::read_to_string(p.dir.join("api-ca.pem")).is_ok_and(|t| t == ca2)
+        })
+        .await;
+    }
+
+    // CA1 is out on both sides now: gtm2 refuses gtm1's first certificate
+    // as a client, and a client trusting CA1 only refuses gtm2.
+    let (old_cert, old_key) = first_a.unwrap();
+    let old = root.path().join("old");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("tls.pem"), &old_cert).unwrap();
+    std::fs::write(old.join("tls.key"), &old_key).unwrap();
+    std::fs::write(old.join("ca.pem"), &both).unwrap();
+    let secret = std::fs::read_to_string(a.dir.join("cluster-secret")).unwrap();
+    let r = gtm::tls::Tls::load(
+        &old.join("tls.pem"),
+        &old.join("tls.key"),
+        Some(&old.join("ca.pem")),
+    )
+    .unwrap()
+    .peer_client(Duration::from_secs(5))
+    .unwrap()
+    .post(format!("{}/cluster/v1/report", b.api()))
+    .header(gtm_cluster::SECRET_HEADER, secret.trim())
+    .body("{}")
+    .send()
+    .await;
+    assert!(r.is_err(), "gtm2 still accepts a CA1 client: {r:?}");
+    assert!(!serves_certificate_of(&b, &ca1).await);
+
+    // Remote previews are each device's first call through its client for
+    // them, so a new connection: gtm2 lets gtm1 in only if gtm1 shows its
+    // CA2 certificate, and gtm1 accepts gtm2 only if it trusts CA2, which
+    // it did not at start; and the other way round. The write through the
+    // follower is forwarded to the leader.
+    preview_from_the_other_device(&a, &b).await;
+    preview_from_the_other_device(&b, &a).await;
+}

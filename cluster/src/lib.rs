@@ -39,7 +39,7 @@ mod state_machine;
 mod types;
 
 pub use error::ClusterError;
-pub use http::{HttpClientError, http_client, trust_roots};
+pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
 pub use machine::{Effect, Machine};
 pub use node::{
     ClusterConfig, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MAX_COMMAND_BYTES, MemberStatus,

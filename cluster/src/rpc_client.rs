@@ -115,7 +115,10 @@ impl NetworkFactory {
             Some(c) => c,
             // Plain HTTP peers: no trust anchors, calls set their own
             // timeouts; this bounds anything that does not.
-            None => crate::http::http_client(None, None, Some(Duration::from_secs(30)))?,
+            None => crate::http::http_client(
+                crate::http::ClientTls::Plain,
+                Some(Duration::from_secs(30)),
+            )?,
         };
         Ok(Self {
             client,

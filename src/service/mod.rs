@@ -52,11 +52,12 @@ impl Signals {
 }
 
 /// Re-reads the node file at `path` and applies what can change without a
-/// restart: the log filter (`log_level`), the API's TLS certificate and
-/// key, the probe fences. A file that does not read or parse, or TLS files
-/// that do not load, change nothing: the error is logged naming the file,
-/// and the device goes on as it was. Returns the settings read when they
-/// were applied (a later restart of the device uses them).
+/// restart: the log filter (`log_level`), the TLS certificate, key and CA
+/// (the API's and the peer clients'), the probe fences. A file that does
+/// not read or parse, or TLS files that do not load, change nothing: the
+/// error is logged naming the file, and the device goes on as it was.
+/// Returns the settings read when they were applied (a later restart of
+/// the device uses them).
 pub fn reload(
     device: &Device,
     current: &NodeSettings,
