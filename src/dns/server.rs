@@ -83,7 +83,7 @@ impl DnsServer {
 async fn bind_pair(addr: SocketAddr) -> io::Result<(socket2::Socket, TcpListener, SocketAddr)> {
     let mut attempts = 0;
     loop {
-        let socket = udp::bind(addr).map_err(|e| with_addr(e, "UDP", addr))?;
+        let socket = udp::bind_first(addr).map_err(|e| with_addr(e, "UDP", addr))?;
         let bound = socket
             .local_addr()?
             .as_socket()

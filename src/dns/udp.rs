@@ -43,6 +43,28 @@ pub fn bind(addr: SocketAddr) -> io::Result<Socket> {
     Ok(socket)
 }
 
+/// Binds the first socket of a listen address, refusing an address another
+/// socket holds. `SO_REUSEPORT` lets any socket of the same user join a
+/// port: a second device started on the same address would silently take
+/// part of the queries, and with port 0 the kernel may even pick a port that
+/// another process's reuse-port sockets hold. So the address is claimed
+/// first by a socket without `SO_REUSEPORT`, which the kernel gives only a
+/// port nobody holds (and refuses a held one), then released to the
+/// workers' sockets on that very port.
+pub fn bind_first(addr: SocketAddr) -> io::Result<Socket> {
+    let claim = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        claim.set_only_v6(true)?;
+    }
+    claim.bind(&addr.into())?;
+    let free = claim
+        .local_addr()?
+        .as_socket()
+        .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
+    drop(claim);
+    bind(free)
+}
+
 /// Starts `workers` threads answering on `first` and further sockets bound
 /// to the same address.
 pub fn spawn(
@@ -195,5 +217,26 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
             )))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_another_socket_holds_is_refused() {
+        // Another device's reuse-port socket on a port of its own.
+        let other = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let held = other.local_addr().unwrap().as_socket().unwrap();
+        // A reuse-port socket joins it silently: the surprise.
+        assert!(bind(held).is_ok());
+        let refused = bind_first(held).unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::AddrInUse);
+        // A free port, and workers joining it.
+        let first = bind_first("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mine = first.local_addr().unwrap().as_socket().unwrap();
+        assert_ne!(mine, held);
+        bind(mine).unwrap();
     }
 }
