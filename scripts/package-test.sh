@@ -65,8 +65,11 @@ NODE
 pid=$!
 answer=
 for _ in $(seq 1 60); do
-  answer=$(dig @127.0.101.1 -p 5353 +time=1 +tries=1 +short CH TXT id.server 2>/dev/null || true)
-  [ -n "$answer" ] && break
+  # Until it listens dig fails (and prints its error on stdout): ask again.
+  if answer=$(dig @127.0.101.1 -p 5353 +time=1 +tries=1 +short CH TXT id.server 2>/dev/null) &&
+    [ -n "$answer" ]; then
+    break
+  fi
   kill -0 "$pid" 2>/dev/null || { cat "$work/serve.log" >&2; fail "gtm serve exited"; }
   sleep 1
 done
