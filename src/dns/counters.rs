@@ -13,38 +13,39 @@ use std::sync::{
     atomic::{AtomicU64, Ordering::Relaxed},
 };
 
-use hickory_server::proto::rr::RData;
 use serde::{Deserialize, Serialize};
 
-/// One address of a record and the responses that carried it.
+/// One address of a record and the responses that carried it. The address
+/// is known by a hash of its data, enough to carry its count from one
+/// configuration to the next; its text comes from the record's steering
+/// when it is shown. Sixteen bytes, however long the address.
 #[derive(Debug)]
 pub struct AddressCount {
-    pub data: RData,
+    pub key: u64,
     pub count: AtomicU64,
 }
 
 /// The counters of one record's addresses, candidates then fail-safe values.
 pub type AddressCounts = Arc<[AddressCount]>;
 
-/// The counters for `values`, carried over from `previous` (the same
-/// record's counters in the configuration before). An unchanged list keeps
-/// the very counters, so no answer in flight during the change is lost;
-/// otherwise each address that stays starts from its old count.
-pub fn carried(values: Vec<RData>, previous: Option<&AddressCounts>) -> AddressCounts {
+/// The counters for the addresses of `keys`, carried over from `previous`
+/// (the same record's counters in the configuration before). An unchanged
+/// list keeps the very counters, so no answer in flight during the change
+/// is lost; otherwise each address that stays starts from its old count.
+pub fn carried(keys: Vec<u64>, previous: Option<&AddressCounts>) -> AddressCounts {
     if let Some(previous) = previous
-        && previous.len() == values.len()
-        && previous.iter().zip(&values).all(|(p, v)| p.data == *v)
+        && previous.len() == keys.len()
+        && previous.iter().zip(&keys).all(|(p, k)| p.key == *k)
     {
         return previous.clone();
     }
-    values
-        .into_iter()
-        .map(|data| {
+    keys.into_iter()
+        .map(|key| {
             let before = previous
-                .and_then(|p| p.iter().find(|c| c.data == data))
+                .and_then(|p| p.iter().find(|c| c.key == key))
                 .map_or(0, |c| c.count.load(Relaxed));
             AddressCount {
-                data,
+                key,
                 count: AtomicU64::new(before),
             }
         })
@@ -69,12 +70,15 @@ pub struct AddressStats {
     pub answers: u64,
 }
 
-/// The counts of `counts`, the same address listed twice (a fail-safe value
+/// The counts of `counts`, each named by the text of the address at the
+/// same place in `shown`; the same address listed twice (a fail-safe value
 /// that is also a candidate) summed into one.
-pub fn address_stats(counts: &[AddressCount]) -> Vec<AddressStats> {
+pub fn address_stats(
+    shown: impl IntoIterator<Item = String>,
+    counts: &[AddressCount],
+) -> Vec<AddressStats> {
     let mut out: Vec<AddressStats> = Vec::new();
-    for c in counts {
-        let address = c.data.to_string();
+    for (address, c) in shown.into_iter().zip(counts) {
         let n = c.count.load(Relaxed);
         match out.iter_mut().find(|s| s.address == address) {
             Some(s) => s.answers += n,
@@ -89,27 +93,22 @@ pub fn address_stats(counts: &[AddressCount]) -> Vec<AddressStats> {
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
-
-    use hickory_server::proto::rr::rdata::A;
-
     use super::*;
 
-    fn a(last: u8) -> RData {
-        RData::A(A(Ipv4Addr::new(192, 0, 2, last)))
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(ToString::to_string).collect()
     }
 
     #[test]
     fn an_unchanged_list_keeps_its_counters_and_a_changed_one_its_counts() {
-        let first = carried(vec![a(1), a(2)], None);
+        let first = carried(vec![1, 2], None);
         first[0].count.store(5, Relaxed);
         first[1].count.store(7, Relaxed);
-        let same = carried(vec![a(1), a(2)], Some(&first));
+        let same = carried(vec![1, 2], Some(&first));
         assert!(Arc::ptr_eq(&first, &same));
-        let changed = carried(vec![a(2), a(3)], Some(&first));
-        let stats = address_stats(&changed);
+        let changed = carried(vec![2, 3], Some(&first));
         assert_eq!(
-            stats,
+            address_stats(names(&["192.0.2.2", "192.0.2.3"]), &changed),
             [
                 AddressStats {
                     address: "192.0.2.2".into(),
@@ -125,10 +124,11 @@ mod tests {
 
     #[test]
     fn an_address_listed_twice_is_summed() {
-        let counts = carried(vec![a(1), a(1)], None);
+        let counts = carried(vec![1, 1], None);
         counts[0].count.store(2, Relaxed);
         counts[1].count.store(3, Relaxed);
-        assert_eq!(address_stats(&counts)[0].answers, 5);
-        assert_eq!(address_stats(&counts).len(), 1);
+        let stats = address_stats(names(&["192.0.2.1", "192.0.2.1"]), &counts);
+        assert_eq!(stats.len(), 1);
+        assert_eq!(stats[0].answers, 5);
     }
 }

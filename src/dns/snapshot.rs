@@ -24,7 +24,7 @@ use hickory_server::proto::{
 };
 
 use super::{
-    counters::{AddressCounts, RecordStats, address_stats, carried},
+    counters::{AddressCounts, carried},
     wire::Ecs,
 };
 use crate::{
@@ -218,8 +218,9 @@ impl Snapshot {
                     Content::Steered(steering) => steering
                         .addresses
                         .iter()
-                        .map(|a| a.value.clone())
-                        .chain(steering.fail_safe.iter().cloned())
+                        .map(|a| &a.value)
+                        .chain(&steering.fail_safe)
+                        .map(|d| hash_bytes(&d.to_bytes().unwrap_or_default()))
                         .collect(),
                 };
                 let slot = snap.insert(previous, zi, &record.owner, rt, answer, counted)?;
@@ -238,7 +239,7 @@ impl Snapshot {
         name: &Name,
         rtype: Rt,
         answer: RrsetAnswer,
-        counted: Vec<RData>,
+        counted: Vec<u64>,
     ) -> Result<Arc<RrsetSlot>, BuildError> {
         let before = previous
             .nodes
@@ -307,35 +308,13 @@ impl Snapshot {
         out
     }
 
-    /// Every steered record's addresses with the responses that carried
-    /// each (nonzero only), as (`www.example.test/A`, `192.0.2.10`, count).
-    pub fn address_counts(&self) -> Vec<(String, String, u64)> {
-        let mut out: Vec<(String, String, u64)> = self
-            .nodes
-            .values()
-            .flat_map(|node| {
-                node.rrsets.iter().flat_map(move |slot| {
-                    let record = label(&node.name, slot.rtype);
-                    address_stats(&slot.addresses)
-                        .into_iter()
-                        .filter(|a| a.answers > 0)
-                        .map(move |a| (record.clone(), a.address, a.answers))
-                })
-            })
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// The answer counts of one record, `None` when it does not exist.
-    pub fn stats(&self, name: &Name, rtype: Rt) -> Option<RecordStats> {
-        let node = self.nodes.get(&*wire_key(name))?;
-        let slot = node.rrsets.iter().find(|s| s.rtype == rtype)?;
-        Some(RecordStats {
-            record: label(&node.name, rtype),
-            answers: slot.answers.load(std::sync::atomic::Ordering::Relaxed),
-            addresses: address_stats(&slot.addresses),
-        })
+    /// The slot of a record, `None` when no record has that name and type.
+    pub fn slot(&self, name: &Name, rtype: Rt) -> Option<&Arc<RrsetSlot>> {
+        self.nodes
+            .get(&*wire_key(name))?
+            .rrsets
+            .iter()
+            .find(|s| s.rtype == rtype)
     }
 
     /// The innermost zone holding a name.
@@ -351,7 +330,7 @@ impl Snapshot {
 
 /// The lower-case wire form of a name: the key of [`Snapshot::node`].
 /// A record as operators name it: `www.example.test/A`.
-fn label(name: &Name, rtype: Rt) -> String {
+pub fn label(name: &Name, rtype: Rt) -> String {
     let name = name.to_string();
     format!("{}/{rtype}", name.trim_end_matches('.'))
 }

@@ -3,16 +3,26 @@
 //! DNS path's counters, and the check instance a "Test now" probes. They live here so that the API
 //! names no engine internals (the DNS state, the instance list).
 
-use std::{net::IpAddr, sync::Arc};
+use std::{
+    net::IpAddr,
+    sync::{Arc, atomic::Ordering::Relaxed},
+};
 
 use super::Engine;
 use hickory_server::proto::rr::{Name, RecordType};
 
 use crate::{
-    dns::counters::RecordStats,
+    dns::{
+        counters::{RecordStats, address_stats},
+        snapshot::label,
+    },
     geo::Geo,
     health::Instance,
-    model::{compile::CheckSpec, condition::CheckRef, config::CheckType},
+    model::{
+        compile::{CheckSpec, Steering},
+        condition::CheckRef,
+        config::CheckType,
+    },
 };
 
 /// Why "Test now" does not probe a check.
@@ -54,13 +64,42 @@ impl Engine {
     /// Every steered record's addresses with the responses that carried
     /// each (nonzero only), as (`www.example.test/A`, `192.0.2.10`, count).
     pub fn address_counts(&self) -> Vec<(String, String, u64)> {
-        self.dns.snapshot.load().address_counts()
+        let snapshot = self.dns.snapshot.load();
+        let inner = self.lock();
+        // The snapshot's steered slots are in the order of the records.
+        let mut out: Vec<(String, String, u64)> = inner
+            .records
+            .iter()
+            .zip(&snapshot.steered)
+            .flat_map(|(r, slot)| {
+                address_stats(shown(&r.steering), &slot.addresses)
+                    .into_iter()
+                    .filter(|a| a.answers > 0)
+                    .map(|a| (r.label.clone(), a.address, a.answers))
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// The answer counts of a record on this device (`gtm record stats`),
     /// `None` when no record has that name and type.
     pub fn record_stats(&self, name: &Name, rtype: RecordType) -> Option<RecordStats> {
-        self.dns.snapshot.load().stats(name, rtype)
+        let snapshot = self.dns.snapshot.load();
+        let slot = snapshot.slot(name, rtype)?;
+        let record = label(name, rtype);
+        let addresses = self
+            .lock()
+            .records
+            .iter()
+            .find(|r| r.label == record)
+            .map(|r| address_stats(shown(&r.steering), &slot.addresses))
+            .unwrap_or_default();
+        Some(RecordStats {
+            record,
+            answers: slot.answers.load(Relaxed),
+            addresses,
+        })
     }
 
     /// The instance "Test now" probes for `spec` (a saved check, or one
@@ -102,4 +141,14 @@ impl Engine {
             server_name,
         })
     }
+}
+
+/// The text of each counted address of a record, in counter order:
+/// candidates, then fail-safe values.
+fn shown(steering: &Steering) -> impl Iterator<Item = String> + '_ {
+    steering
+        .addresses
+        .iter()
+        .map(|a| a.display.clone())
+        .chain(steering.fail_safe.iter().map(ToString::to_string))
 }
