@@ -295,7 +295,8 @@ addresses = [{ ip = "192.0.2.1", hc = "scenario:web-or-remote" }]
 async fn a_restart_starts_from_the_last_decisions() {
     let (mut a, mut b) = two_backends().await;
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(a.addr.port(), "5s", "");
+    // A long timeout: see the silent listeners below.
+    let cfg = config(a.addr.port(), "5s", "").replace("timeout = \"80ms\"", "timeout = \"4s\"");
     let d = TestDevice::start_in(&cfg, dir.path()).await;
     until("both checks OK", || async {
         check_is(&d, "web@127.0.0.2", "OK") && check_is(&d, "web@127.0.0.3", "OK")
@@ -307,6 +308,13 @@ async fn a_restart_starts_from_the_last_decisions() {
     // decisions until probes cross the thresholds: no flap on restart.
     a.stop().await;
     b.stop().await;
+    // In their place, listeners that accept and never answer: the first
+    // probes after the restart take their whole timeout (4 s) to fail, so
+    // the restored decisions are read before any probe has replaced them.
+    let _silent = (
+        tokio::net::TcpListener::bind(a.addr).await.unwrap(),
+        tokio::net::TcpListener::bind(b.addr).await.unwrap(),
+    );
     let again = TestDevice::start_in(&cfg, dir.path()).await;
     assert_eq!(
         sorted_answers(&again, "www.example.test.").await,
