@@ -126,6 +126,21 @@ pub enum Action {
     /// it fired in the same command, so it fires once. The command's
     /// `time_ms` is the firing time.
     FireSchedule { id: u64, reverse: bool },
+    /// A zone's DNSSEC keys (docs/dnssec.md): never in the configuration
+    /// text, history or exports.
+    Dnssec(DnssecChange),
+}
+
+/// A change to a zone's DNSSEC keys. Keys are made by the device that
+/// proposes the change, so every device applies the same key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum DnssecChange {
+    /// The first key of a signed domain (proposed by the leader when a
+    /// domain has `dnssec = true` and no key): refused when it has one.
+    AddKey {
+        domain: String,
+        key: crate::dnssec::keys::KeyMaterial,
+    },
 }
 
 /// A scheduled operator action as asked for; times in ms since the epoch

@@ -82,6 +82,14 @@ impl Device {
         let dir = &settings.data_dir;
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create data directory {}", dir.display()))?;
+        // The store holds DNSSEC keys and account digests: owner only. A
+        // directory that cannot be changed (read-only) is served anyway.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if let Err(e) = fs::set_permissions(dir, fs::Permissions::from_mode(0o700)) {
+                tracing::warn!(data_dir = %dir.display(), error = %e, "cannot make the data directory owner-only");
+            }
+        }
         // On a full filesystem the reserve is given back first: the store
         // needs room to open, and the device serves from what it holds.
         store_writer::make_room(dir);
@@ -204,6 +212,15 @@ impl Device {
         tokio::spawn(crate::schedule::run(
             replication.clone(),
             engine.device().to_string(),
+            cancel.child_token(),
+        ));
+        // Makes missing DNSSEC keys (while leading) and signs again when a
+        // new signing window begins.
+        tokio::spawn(crate::dnssec::worker::run(
+            replication.clone(),
+            engine.clone(),
+            engine.device().to_string(),
+            tls.is_some(),
             cancel.child_token(),
         ));
         let peers = Arc::new(Peers::default());

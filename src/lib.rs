@@ -8,6 +8,7 @@ pub mod command;
 pub mod console;
 pub mod device;
 pub mod dns;
+pub mod dnssec;
 pub mod engine;
 pub mod geo;
 pub mod health;

@@ -134,6 +134,9 @@ impl Replication {
             replication
                 .engine
                 .set_operator(&machine::operator::state_of(&local));
+            replication
+                .engine
+                .set_keys(crate::dnssec::keys::keyring_of(&local));
         }
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
@@ -408,7 +411,22 @@ impl Replication {
             check: check.clone(),
             state: m.state.clone(),
         });
-        for action in accounts.chain(drains).chain(checks).collect::<Vec<_>>() {
+        // And the zones' DNSSEC keys: their DS may be at the parent already.
+        let keys = crate::dnssec::keys::keyring_of(&local)
+            .into_iter()
+            .filter_map(|(domain, keys)| {
+                let key = keys.active()?.clone();
+                Some(Action::Dnssec(crate::command::DnssecChange::AddKey {
+                    domain,
+                    key,
+                }))
+            });
+        for action in accounts
+            .chain(drains)
+            .chain(checks)
+            .chain(keys)
+            .collect::<Vec<_>>()
+        {
             self.propose(actor.clone(), None, action).await?;
         }
         Ok(())
@@ -674,6 +692,8 @@ fn install(
     if kv.contains_key(CONFIG_KEY) {
         engine.set_operator(&machine::operator::state_of(kv));
     }
+    // After the configuration, which says which zones are signed.
+    engine.set_keys(crate::dnssec::keys::keyring_of(kv));
     installed
 }
 

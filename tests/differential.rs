@@ -33,14 +33,39 @@ fn with_nsid(mut m: Message) -> Message {
     m
 }
 
+fn with_do(mut m: Message) -> Message {
+    if let Some(edns) = m.edns.as_mut() {
+        edns.set_dnssec_ok(true);
+    }
+    m
+}
+
 #[test]
 fn fast_and_general_paths_agree() {
+    paths_agree(ZONE, false);
+}
+
+/// With DO on a signed zone, the fast path's precomputed signatures and
+/// proofs are the general path's.
+#[test]
+fn fast_and_general_paths_agree_on_signed_answers() {
+    paths_agree(&crate::dnssec::signed_zone(), true);
+}
+
+fn paths_agree(config: &str, signed: bool) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("country.mmdb");
     crate::geo::write_mmdb(&db);
     let state = DnsState::new(Snapshot::default(), Geo::open(&db).unwrap(), 1232);
-    let prepared = gtm::engine::Prepared::new(1, gtm::model::parse(ZONE).unwrap(), &state).unwrap();
+    let prepared =
+        gtm::engine::Prepared::new(1, gtm::model::parse(config).unwrap(), &state).unwrap();
     let engine = Engine::new("diff", prepared, state.clone(), None);
+    if signed {
+        use gtm::dnssec::keys::{KeyMaterial, ZoneKeys};
+        let key = KeyMaterial::generate(Default::default(), 0).unwrap();
+        engine.set_keys([("example.test".to_string(), ZoneKeys { keys: vec![key] })].into());
+        assert!(engine.signing_window().is_some());
+    }
     let handler = Handler {
         state: engine.dns().clone(),
     };
@@ -79,6 +104,8 @@ fn fast_and_general_paths_agree() {
         for rtype in types {
             for variant in 0..7 {
                 let m = match variant {
+                    0 if signed => with_do(query(name, rtype)),
+                    2 if signed => with_do(with_ecs(query(name, rtype), "81.2.69.0/24")),
                     0 => query(name, rtype),
                     1 => without_edns(query(name, rtype)),
                     2 => with_ecs(query(name, rtype), "81.2.69.0/24"),

@@ -1,6 +1,11 @@
 //! Starting devices and asking them questions the way DNS clients do.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
 
 use gtm::{device::Device, model::node::NodeSettings};
 use hickory_server::proto::{
@@ -324,4 +329,140 @@ pub async fn apply_text(
             },
         )
         .await
+}
+
+/// A real unbound on loopback, killed (by its PID) when dropped.
+pub struct Unbound {
+    child: Child,
+    pub addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Unbound {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The unbound binary, or `None` when it is absent and CI is unset.
+/// unbound's ECS subnet cache, sending ECS to loopback servers.
+pub const ECS_CACHE: &str = r#"  module-config: "subnetcache iterator"
+  send-client-subnet: 127.0.0.1
+  max-client-subnet-ipv4: 24"#;
+
+/// unbound validating (with its ECS subnet cache), trusting `ds` (a DS
+/// record in zone-file form).
+pub fn validating(ds: &str) -> String {
+    format!(
+        "  module-config: \"subnetcache validator iterator\"\n  send-client-subnet: 127.0.0.1\n  max-client-subnet-ipv4: 24\n  trust-anchor: \"{ds}\"\n  val-log-level: 2"
+    )
+}
+
+pub fn unbound_binary() -> Option<PathBuf> {
+    let found = ["/usr/sbin/unbound", "/usr/local/sbin/unbound"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .or_else(|| {
+            let out = Command::new("sh")
+                .args(["-c", "command -v unbound"])
+                .output()
+                .ok()?;
+            let path = String::from_utf8(out.stdout).ok()?;
+            let path = path.trim();
+            (!path.is_empty()).then(|| PathBuf::from(path))
+        });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "unbound is required in CI (.ci/run installs it)"
+        );
+        eprintln!("unbound not installed: skipping");
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.local_addr().unwrap().port()
+}
+
+impl Unbound {
+    /// Starts unbound resolving `zone` at `upstream`, with `settings` (its
+    /// modules and what they need: [`ECS_CACHE`], [`validating`]).
+    pub async fn start(binary: &Path, zone: &str, upstream: SocketAddr, settings: &str) -> Self {
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = free_port();
+            let d = dir.path().display();
+            let conf = format!(
+                r#"server:
+  interface: 127.0.0.1@{port}
+  port: {port}
+  do-ip6: no
+  do-daemonize: no
+  chroot: ""
+  username: ""
+  directory: "{d}"
+  pidfile: "{d}/unbound.pid"
+  use-syslog: no
+  logfile: ""
+  verbosity: 1
+  num-threads: 1
+  outgoing-interface: 127.0.0.1
+  access-control: 127.0.0.0/8 allow
+  do-not-query-localhost: no
+  qname-minimisation: no
+{settings}
+  # .test is one of unbound's default empty zones (RFC 6761).
+  local-zone: "test." nodefault
+stub-zone:
+  name: "{zone}"
+  stub-addr: {ip}@{uport}
+remote-control:
+  control-enable: no
+"#,
+                ip = upstream.ip(),
+                uport = upstream.port(),
+            );
+            let conf_path = dir.path().join("unbound.conf");
+            std::fs::write(&conf_path, conf).unwrap();
+            let log = std::fs::File::create(dir.path().join("unbound.log")).unwrap();
+            let mut child = Command::new(binary)
+                .arg("-d")
+                .arg("-c")
+                .arg(&conf_path)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("unbound starts");
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+            // Ready when it answers; a port taken meanwhile ends it early.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+                let q = query(&format!("{zone}."), RecordType::SOA);
+                sock.send_to(&q.to_vec().unwrap(), addr).await.unwrap();
+                let mut buf = [0u8; 4096];
+                if let Ok(Ok(_)) =
+                    tokio::time::timeout(Duration::from_millis(500), sock.recv(&mut buf)).await
+                {
+                    return Self {
+                        child,
+                        addr,
+                        _dir: dir,
+                    };
+                }
+            }
+            let log = std::fs::read_to_string(dir.path().join("unbound.log")).unwrap_or_default();
+            let _ = child.kill();
+            let _ = child.wait();
+            eprintln!("unbound did not come up on port {port}; retrying:\n{log}");
+        }
+        panic!("unbound never came up");
+    }
 }

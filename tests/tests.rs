@@ -13,6 +13,7 @@ mod config_files;
 mod console;
 mod differential;
 mod dns;
+mod dnssec;
 mod geo;
 mod geoip_download;
 mod health;

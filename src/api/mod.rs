@@ -14,6 +14,7 @@ pub mod auth;
 mod checks;
 mod cluster;
 mod config;
+mod dnssec;
 mod drains;
 mod error;
 mod events;

@@ -12,8 +12,8 @@ use super::{
     ApiError, ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress,
     DrainDatacenter, GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport,
     TestRequest, TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, checks,
-    cluster, config, drains, events, geoip, history, objects, peer, records, schedules, stats,
-    status,
+    cluster, config, dnssec, drains, events, geoip, history, objects, peer, records, schedules,
+    stats, status,
 };
 use crate::access::Role;
 use crate::engine::{CheckStatus, Event, Preview, RecordStatus};
@@ -345,6 +345,14 @@ pub fn operations() -> Vec<Op> {
         )
         .returns(J(schema::<Preview>))
         .query(&[("device", "string", "computed by this device of the cluster")]),
+        op(
+            Method::GET,
+            "/api/v1/domains/{name}/dnssec",
+            Token,
+            "A domain's DNSSEC state on this device: signed or not, its keys as DNSKEY and DS records, when the signatures served expire",
+            handler!(Method::GET, dnssec::status),
+        )
+        .returns(J(schema::<crate::engine::dnssec::DomainDnssec>)),
         op(
             Method::GET,
             "/api/v1/records/{name}/{rtype}/stats",

@@ -69,9 +69,9 @@ pub enum Command {
     /// Datacenters: configuration; drain one out of answers and back.
     #[command(subcommand)]
     Dc(DcCmd),
-    /// Domains (zones): configuration.
+    /// Domains (zones): configuration, DNSSEC.
     #[command(subcommand)]
-    Domain(ListedCmd),
+    Domain(super::domain::DomainCmd),
     /// Health scenarios: configuration.
     #[command(subcommand)]
     Scenario(ListedCmd),

@@ -15,6 +15,7 @@ mod completions;
 mod config;
 mod dc;
 mod device;
+pub mod domain;
 mod drain;
 mod geoip;
 mod history;
@@ -46,7 +47,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Record(cmd) => record::run(&cli, cmd).await,
         Command::Check(cmd) => check::run(&cli, cmd).await,
         Command::Dc(cmd) => dc::run(&cli, cmd).await,
-        Command::Domain(cmd) => objects::listed(&cli, "domains", cmd).await,
+        Command::Domain(cmd) => domain::run(&cli, cmd).await,
         Command::Scenario(cmd) => objects::listed(&cli, "scenarios", cmd).await,
         Command::Service(cmd) => objects::listed(&cli, "services", cmd).await,
         Command::Completions { shell } => completions::run(*shell),

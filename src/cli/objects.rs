@@ -375,7 +375,7 @@ async fn record_path(client: &Client, name: &str, rtype: &str) -> Result<String>
 }
 
 /// A path segment, percent-encoded where it must be.
-fn segment(s: &str) -> String {
+pub(super) fn segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~@:".contains(&b) {
@@ -412,7 +412,11 @@ pub(super) fn read_table(file: &PathBuf) -> Result<Map<String, Value>> {
     }
 }
 
-async fn write(client: &Client, request: reqwest::RequestBuilder, dry_run: bool) -> Result<()> {
+pub(super) async fn write(
+    client: &Client,
+    request: reqwest::RequestBuilder,
+    dry_run: bool,
+) -> Result<()> {
     let request = if dry_run {
         request.query(&[("dry_run", "true")])
     } else {

@@ -20,6 +20,10 @@ const TYPE_ANY: u16 = 255;
 const TYPE_AXFR: u16 = 252;
 const TYPE_IXFR: u16 = 251;
 const TYPE_CNAME: u16 = 5;
+const TYPE_RRSIG: u16 = 46;
+const TYPE_NSEC: u16 = 47;
+/// NXNAME (RFC 9824): a meta-type, FORMERR when asked for.
+const TYPE_NXNAME: u16 = 128;
 
 /// Writes the response to `msg` into `out` and returns true, or returns
 /// false to leave the query to the general path.
@@ -41,7 +45,12 @@ pub fn answer(
     let Ok(q) = wire::question(msg) else {
         return false;
     };
-    if q.qclass != 1 || matches!(q.qtype, TYPE_ANY | TYPE_AXFR | TYPE_IXFR | OPT_TYPE) {
+    if q.qclass != 1
+        || matches!(
+            q.qtype,
+            TYPE_ANY | TYPE_AXFR | TYPE_IXFR | OPT_TYPE | TYPE_RRSIG | TYPE_NSEC | TYPE_NXNAME
+        )
+    {
         return false;
     }
     let edns = if count(10) == 1 {
@@ -64,9 +73,23 @@ pub fn answer(
     if slot.is_none() && node.rrsets.iter().any(|s| u16::from(s.rtype) == TYPE_CNAME) {
         return false;
     }
+    // Signatures when asked for (DO) in a signed zone.
+    let signed = edns.is_some_and(|e| e.dnssec_ok)
+        && snapshot
+            .zones
+            .get(node.zone)
+            .is_some_and(|z| z.signer.is_some());
+    let nodata = || -> Option<(&[u8], &[u8], u16, u16)> {
+        if signed {
+            let proof = node.signed_nodata.as_ref()?;
+            Some((&proof.wire, &[], 0, 4))
+        } else {
+            Some((&node.nodata_wire, &[], 0, 1))
+        }
+    };
     let answer_guard;
     let mut scope = 0;
-    let (body, an, ns): (&[u8], u16, u16) = match slot {
+    let (body, sig, an, ns): (&[u8], &[u8], u16, u16) = match slot {
         Some(slot) => {
             answer_guard = slot.answer.load();
             let geo = state.geo.load();
@@ -78,14 +101,30 @@ pub fn answer(
             scope = choice.scope;
             let group = &answer_guard.groups[choice.group];
             if group.records.is_empty() {
-                (&node.nodata_wire, 0, 1)
+                // Signed, its proof must leave this type out: the general
+                // path makes it.
+                if signed {
+                    return false;
+                }
+                (&node.nodata_wire, &[], 0, 1)
             } else {
-                slot.count(group, choice.variant);
                 let (body, n) = &group.wire[choice.variant];
-                (body, *n, 0)
+                let sig: &[u8] = if signed {
+                    match group.sigs.get(choice.variant) {
+                        Some(s) => &s.wire,
+                        None => return false,
+                    }
+                } else {
+                    &[]
+                };
+                slot.count(group, choice.variant);
+                (body, sig, *n + u16::from(signed), 0)
             }
         }
-        None => (&node.nodata_wire, 0, 1),
+        None => match nodata() {
+            Some(found) => found,
+            None => return false,
+        },
     };
 
     let question = &msg[12..q.end];
@@ -94,7 +133,7 @@ pub fn answer(
             .ecs
             .map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8))
     });
-    let len = 12 + question.len() + body.len() + opt_len;
+    let len = 12 + question.len() + body.len() + sig.len() + opt_len;
     // What does not fit goes to the general path, which truncates.
     if len > state.udp_limit(edns.as_ref()) as usize {
         return false;
@@ -110,6 +149,7 @@ pub fn answer(
     out.extend_from_slice(&u16::from(edns.is_some()).to_be_bytes());
     out.extend_from_slice(question);
     out.extend_from_slice(body);
+    out.extend_from_slice(sig);
     if let Some(e) = edns {
         wire::push_opt_header(out, state.edns_payload, e.dnssec_ok);
         let rdlen_at = out.len();

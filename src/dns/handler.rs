@@ -182,13 +182,30 @@ impl Handler {
                 reply_edns(0, ecs.as_ref()),
             );
         }
+        // NXNAME is a meta-type of compact denial (RFC 9824 §3.5).
+        if query.query_type() == crate::dnssec::signer::NXNAME {
+            return decided(
+                ResponseCode::FormErr,
+                Resolved::default(),
+                reply_edns(0, ecs.as_ref()),
+            );
+        }
         let client = Client {
             src: request.src().ip(),
             ecs,
         };
+        let dnssec_ok = info.is_some_and(|i| i.dnssec_ok);
         let snapshot = self.state.snapshot.load();
         let geo = self.state.geo.load();
-        let resolved = lookup(&snapshot, &geo, &qname, query.query_type(), &client, draw);
+        let resolved = lookup(
+            &snapshot,
+            &geo,
+            &qname,
+            query.query_type(),
+            &client,
+            draw,
+            dnssec_ok,
+        );
         let code = resolved.rcode;
         let edns = reply_edns(resolved.scope, ecs.as_ref());
         decided(code, resolved, edns)

@@ -4,14 +4,21 @@
 //! zones, NXDOMAIN and NODATA with the SOA in authority, REFUSED outside
 //! served zones, ANY. The fast path (`fast`) answers the common questions
 //! from the same snapshot; a differential test keeps the two in agreement.
+//!
+//! In a signed zone, asked with DO: each RRset answered comes with its
+//! RRSIG (made with the snapshot), and a negative answer with its proof
+//! (RFC 9824 compact denial: a name that does not exist is answered as a
+//! name with no data, rcode NOERROR, its NSEC listing NXNAME). What cannot
+//! be made in advance is signed here: the NSEC of a name that does not
+//! exist, a wildcard's expansion, a steered record answering empty.
 
 use hickory_server::proto::{
     op::ResponseCode,
     rr::{Name, RData, Record, RecordType as Rt},
 };
 
-use super::snapshot::{Client, Draw, Node, Snapshot, choose, wire_key};
-use crate::geo::Geo;
+use super::snapshot::{Client, Draw, Node, Snapshot, ZoneData, choose, wire_key};
+use crate::{dnssec::signer::NXNAME, geo::Geo};
 
 /// The content of a response.
 #[derive(Debug, Default)]
@@ -25,6 +32,7 @@ pub struct Resolved {
 
 const MAX_CNAME_HOPS: usize = 8;
 
+/// `dnssec_ok`: the query's DO bit.
 pub fn lookup(
     snap: &Snapshot,
     geo: &Geo,
@@ -32,6 +40,7 @@ pub fn lookup(
     qtype: Rt,
     client: &Client,
     draw: &mut Draw,
+    dnssec_ok: bool,
 ) -> Resolved {
     let mut out = Resolved::default();
     let mut name = qname.to_lowercase();
@@ -44,11 +53,19 @@ pub fn lookup(
             }
             return out;
         };
-        let (node, wildcard) = match find(snap, &name, snap.zones[zone].apex_labels) {
+        let zone = &snap.zones[zone];
+        let signed = dnssec_ok && zone.signer.is_some();
+        let (node, wildcard) = match find(snap, &name, zone.apex_labels) {
             Some(found) => found,
             None => {
-                out.rcode = ResponseCode::NXDomain;
-                out.authority.push(snap.zones[zone].negative_soa.clone());
+                if signed {
+                    // Compact denial: NOERROR, and the name's NSEC says it
+                    // has nothing (NXNAME).
+                    deny(&mut out, zone, &name, &[NXNAME]);
+                } else {
+                    out.rcode = ResponseCode::NXDomain;
+                    out.authority.push(zone.negative_soa.clone());
+                }
                 return out;
             }
         };
@@ -70,14 +87,30 @@ pub fn lookup(
             }
             let before = out.answers.len();
             out.answers.extend(group.variant(choice.variant).map(owner));
-            Some(out.answers.len() - before)
+            let added = out.answers.len() - before;
+            if signed && added > 0 {
+                if wildcard {
+                    // Signed as the name asked: the expansion is not known
+                    // in advance.
+                    if let Some(sig) = zone
+                        .signer
+                        .as_ref()
+                        .and_then(|s| s.sign(&out.answers[before..]).ok())
+                    {
+                        out.answers.push(sig);
+                    }
+                } else if let Some(sig) = group.sigs.get(choice.variant) {
+                    out.answers.extend(sig.records.iter().cloned());
+                }
+            }
+            Some(added)
         };
         if qtype == Rt::ANY {
             for rtype in node.rrsets.iter().map(|s| s.rtype).collect::<Vec<_>>() {
                 add(&mut out, rtype);
             }
             if out.answers.is_empty() {
-                out.authority.push(snap.zones[zone].negative_soa.clone());
+                nodata(&mut out, zone, node, &name, wildcard, qtype, signed);
             }
             return out;
         }
@@ -94,7 +127,7 @@ pub fn lookup(
                 match target {
                     Some(t) => name = t.to_lowercase(),
                     None => {
-                        out.authority.push(snap.zones[zone].negative_soa.clone());
+                        nodata(&mut out, zone, node, &name, wildcard, Rt::CNAME, signed);
                         return out;
                     }
                 }
@@ -102,12 +135,62 @@ pub fn lookup(
             Some(n) if n > 0 => return out,
             _ => {
                 // NODATA, or a steered record answering empty.
-                out.authority.push(snap.zones[zone].negative_soa.clone());
+                nodata(&mut out, zone, node, &name, wildcard, qtype, signed);
                 return out;
             }
         }
     }
     out
+}
+
+/// The authority section of a NODATA answer for `name` (found at `node`,
+/// itself or its wildcard), and in a signed zone its proof: the node's own,
+/// made with the snapshot, unless `qtype` has a record there answering
+/// empty now or the answer comes from a wildcard (then made here).
+fn nodata(
+    out: &mut Resolved,
+    zone: &ZoneData,
+    node: &Node,
+    name: &Name,
+    wildcard: bool,
+    qtype: Rt,
+    signed: bool,
+) {
+    if !signed {
+        out.authority.push(zone.negative_soa.clone());
+        return;
+    }
+    let has_type = node.rrsets.iter().any(|s| s.rtype == qtype);
+    match &node.signed_nodata {
+        Some(proof) if !wildcard && !has_type => {
+            out.authority.extend(proof.records.iter().cloned());
+        }
+        _ => {
+            let types: Vec<Rt> = node
+                .rrsets
+                .iter()
+                .map(|s| s.rtype)
+                .filter(|t| *t != qtype)
+                .collect();
+            deny(out, zone, name, &types);
+        }
+    }
+}
+
+/// A signed denial made now: SOA, the NSEC of `name` listing `types`, and
+/// their RRSIGs; rcode NOERROR. Unsigned (SOA only) if signing fails.
+fn deny(out: &mut Resolved, zone: &ZoneData, name: &Name, types: &[Rt]) {
+    out.rcode = ResponseCode::NoError;
+    let proof = match (&zone.signer, &zone.negative_soa_sig) {
+        (Some(signer), Some(soa_sig)) => {
+            signer.denial(&zone.negative_soa, soa_sig, name, types).ok()
+        }
+        _ => None,
+    };
+    match proof {
+        Some(records) => out.authority.extend(records),
+        None => out.authority.push(zone.negative_soa.clone()),
+    }
 }
 
 /// The node answering `name`: itself, or the wildcard of its closest

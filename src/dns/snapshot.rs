@@ -28,6 +28,7 @@ use super::{
     wire::Ecs,
 };
 use crate::{
+    dnssec::signer::{SignError, ZoneSigner},
     geo::{Geo, is_private},
     model::{
         compile::{Compiled, Content, Steering, ZoneSpec},
@@ -45,6 +46,15 @@ pub struct BuildError {
     /// `www.example.test/TXT`.
     pub record: String,
     pub message: String,
+}
+
+impl From<SignError> for BuildError {
+    fn from(e: SignError) -> Self {
+        Self {
+            record: e.what,
+            message: e.message,
+        }
+    }
 }
 
 impl BuildError {
@@ -75,6 +85,9 @@ pub struct ZoneData {
     pub apex_labels: usize,
     /// The SOA record with the negative-caching TTL, for authority sections.
     pub negative_soa: Record,
+    /// A signed zone's signer, and the RRSIG of `negative_soa`.
+    pub signer: Option<Arc<ZoneSigner>>,
+    pub negative_soa_sig: Option<Record>,
 }
 
 #[derive(Debug)]
@@ -84,6 +97,26 @@ pub struct Node {
     pub rrsets: Vec<Arc<RrsetSlot>>,
     /// Wire body of a NODATA answer for this name.
     pub nodata_wire: Box<[u8]>,
+    /// In a signed zone: the NODATA answer's authority section with its
+    /// proof (SOA, NSEC of the name's types, their RRSIGs), as records and
+    /// as wire bytes.
+    pub signed_nodata: Option<Signed>,
+}
+
+/// Signed records ready for both answer paths: hickory records for the
+/// general path, and their encoding after a question for the fast path
+/// (the owner a pointer to the question).
+#[derive(Debug)]
+pub struct Signed {
+    pub records: Vec<Record>,
+    pub wire: Box<[u8]>,
+}
+
+impl Signed {
+    fn new(owner: &Name, records: Vec<Record>) -> Result<Self, ProtoError> {
+        let (wire, _, _) = encode_body(owner, &records, &[])?;
+        Ok(Self { records, wire })
+    }
 }
 
 /// One record (name and type) and its current answer.
@@ -97,6 +130,9 @@ pub struct RrsetSlot {
     /// A steered record's addresses (candidates, then fail-safe values)
     /// with the responses that carried each; empty for a static record.
     pub addresses: AddressCounts,
+    /// The signer of its zone, when signed: a new steered answer is signed
+    /// with it.
+    pub signer: Option<Arc<ZoneSigner>>,
 }
 
 impl RrsetSlot {
@@ -138,6 +174,9 @@ pub struct Group {
     pub sources: Vec<u32>,
     /// Per variant: the encoded answer section and its record count.
     pub wire: Vec<(Box<[u8]>, u16)>,
+    /// In a signed zone, per variant: the RRSIG over exactly its records.
+    /// Empty when unsigned.
+    pub sigs: Vec<Signed>,
 }
 
 impl Group {
@@ -162,16 +201,30 @@ impl Snapshot {
     /// before the snapshot is served. Records also in `previous` keep
     /// counting on its counters. Fails, changing nothing, when a record
     /// does not encode.
-    pub fn build(compiled: &Compiled, previous: &Snapshot) -> Result<Self, BuildError> {
+    ///
+    /// `signers[i]` signs zone `i` (`None`, or missing: unsigned).
+    pub fn build(
+        compiled: &Compiled,
+        previous: &Snapshot,
+        signers: &[Option<Arc<ZoneSigner>>],
+    ) -> Result<Self, BuildError> {
         let mut snap = Snapshot::default();
         for (zi, zone) in compiled.zones.iter().enumerate() {
+            let signer = signers.get(zi).cloned().flatten();
             let negative_soa = negative_soa(zone);
+            let negative_soa_sig = match &signer {
+                Some(s) => Some(s.sign(std::slice::from_ref(&negative_soa))?),
+                None => None,
+            };
             snap.zones.push(ZoneData {
                 apex: zone.apex.clone(),
                 apex_labels: zone.apex.num_labels() as usize,
                 negative_soa,
+                signer: signer.clone(),
+                negative_soa_sig,
             });
-            let apex_records: [(Rt, Vec<Record>); 2] = [
+            let signer = signer.as_deref();
+            let mut apex_records: Vec<(Rt, Vec<Record>)> = vec![
                 (
                     Rt::SOA,
                     vec![Record::from_rdata(
@@ -194,9 +247,15 @@ impl Snapshot {
                         .collect(),
                 ),
             ];
+            if let Some(s) = signer {
+                apex_records.extend(crate::dnssec::worker::apex_records(
+                    s,
+                    &zone.apex,
+                    zone.soa_ttl,
+                ));
+            }
             for (rt, records) in apex_records {
-                let answer = static_answer(&zone.apex, records)
-                    .map_err(|e| BuildError::new(&zone.apex, rt, e))?;
+                let answer = static_answer(&zone.apex, records, signer)?;
                 snap.insert(previous, zi, &zone.apex, rt, answer, Vec::new())?;
             }
             for record in &zone.records {
@@ -208,8 +267,7 @@ impl Snapshot {
                         .collect(),
                     Content::Steered(_) => Vec::new(),
                 };
-                let answer = static_answer(&record.owner, records)
-                    .map_err(|e| BuildError::new(&record.owner, rt, e))?;
+                let answer = static_answer(&record.owner, records, signer)?;
                 // A steered record counts answers per address: its
                 // candidates, then its fail-safe values (as `steered_answer`
                 // numbers them).
@@ -229,7 +287,29 @@ impl Snapshot {
                 }
             }
         }
+        snap.sign_nodata()?;
         Ok(snap)
+    }
+
+    /// The signed NODATA answer of every name of a signed zone. Its NSEC
+    /// lists every type the name has; a steered record answering empty is
+    /// proved per query instead (see `lookup`).
+    fn sign_nodata(&mut self) -> Result<(), BuildError> {
+        for node in self.nodes.values_mut() {
+            let Some(zone) = self.zones.get(node.zone) else {
+                continue;
+            };
+            let (Some(signer), Some(soa_sig)) = (&zone.signer, &zone.negative_soa_sig) else {
+                continue;
+            };
+            let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
+            let records = signer.denial(&zone.negative_soa, soa_sig, &node.name, &types)?;
+            node.signed_nodata = Some(
+                Signed::new(&node.name, records.to_vec())
+                    .map_err(|e| BuildError::new(&node.name, Rt::NSEC, e))?,
+            );
+        }
+        Ok(())
     }
 
     fn insert(
@@ -250,6 +330,7 @@ impl Snapshot {
             answer: ArcSwap::from_pointee(answer),
             answers: before.map_or_else(Default::default, |s| s.answers.clone()),
             addresses: carried(counted, before.map(|s| &s.addresses)),
+            signer: self.zones.get(zone).and_then(|z| z.signer.clone()),
         });
         // The name and every ancestor up to the apex exist.
         let Some(zone_data) = self.zones.get(zone) else {
@@ -276,6 +357,7 @@ impl Snapshot {
                     nodata_wire,
                     name: ancestor,
                     rrsets: Vec::new(),
+                    signed_nodata: None,
                 },
             );
         }
@@ -365,7 +447,11 @@ fn negative_soa(zone: &ZoneSpec) -> Record {
     Record::from_rdata(zone.apex.clone(), ttl, RData::SOA(zone.soa.clone()))
 }
 
-fn static_answer(owner: &Name, records: Vec<Record>) -> Result<RrsetAnswer, ProtoError> {
+fn static_answer(
+    owner: &Name,
+    records: Vec<Record>,
+    signer: Option<&ZoneSigner>,
+) -> Result<RrsetAnswer, BuildError> {
     Ok(RrsetAnswer {
         balance: Balance::Priority,
         places: Vec::new(),
@@ -377,16 +463,19 @@ fn static_answer(owner: &Name, records: Vec<Record>) -> Result<RrsetAnswer, Prot
             Balance::Priority,
             &[],
             Vec::new(),
+            signer,
         )?],
     })
 }
 
-/// Builds the answer of a steered record from the resolver's decision.
+/// Builds the answer of a steered record from the resolver's decision,
+/// signed by `signer` when its zone is signed.
 pub fn steered_answer(
     owner: &Name,
     ttl: u32,
     steering: &Steering,
     places: &PlaceAnswers,
+    signer: Option<&ZoneSigner>,
 ) -> Result<RrsetAnswer, BuildError> {
     let groups = places
         .groups
@@ -426,16 +515,10 @@ pub fn steered_answer(
                 balance,
                 &weights,
                 sources,
+                signer,
             )
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| {
-            let rtype = steering
-                .addresses
-                .first()
-                .map_or(Rt::A, |a| a.value.record_type());
-            BuildError::new(owner, rtype, e)
-        })?;
+        .collect::<Result<Vec<_>, _>>()?;
     // The query path picks `groups[default]` and `groups[places[i].1]`.
     if groups.is_empty()
         || places.default >= groups.len()
@@ -462,7 +545,10 @@ fn group(
     balance: Balance,
     weights: &[u32],
     sources: Vec<u32>,
-) -> Result<Group, ProtoError> {
+    signer: Option<&ZoneSigner>,
+) -> Result<Group, BuildError> {
+    let rtype = records.first().map_or(Rt::A, |r| r.record_type());
+    let fail = |e: ProtoError| BuildError::new(owner, rtype, e);
     let n = records.len();
     // Priority answers the first ones in order; one candidate has one order.
     let variants = if balance == Balance::Priority || n <= 1 {
@@ -493,6 +579,7 @@ fn group(
         keys,
         sources,
         wire: Vec::new(),
+        sigs: Vec::new(),
     };
     g.wire = (0..variants)
         .map(|v| {
@@ -500,7 +587,34 @@ fn group(
             let (body, count, _) = encode_body(owner, &chosen, &[])?;
             Ok((body, count))
         })
-        .collect::<Result<_, ProtoError>>()?;
+        .collect::<Result<_, ProtoError>>()
+        .map_err(fail)?;
+    if let Some(signer) = signer
+        && !g.records.is_empty()
+    {
+        // Variants holding the same records in another order share one
+        // signature: the signed form is sorted (RFC 4034 §6.3).
+        let mut made: HashMap<Vec<u64>, usize> = HashMap::new();
+        for v in 0..variants {
+            let mut set: Vec<u64> = g
+                .variant(v)
+                .map(|r| hash_bytes(&r.data.to_bytes().unwrap_or_default()))
+                .collect();
+            set.sort_unstable();
+            if let Some(&first) = made.get(&set) {
+                let same = Signed {
+                    records: g.sigs[first].records.clone(),
+                    wire: g.sigs[first].wire.clone(),
+                };
+                g.sigs.push(same);
+                continue;
+            }
+            let chosen: Vec<Record> = g.variant(v).cloned().collect();
+            let sig = signer.sign(&chosen)?;
+            g.sigs.push(Signed::new(owner, vec![sig]).map_err(fail)?);
+            made.insert(set, v);
+        }
+    }
     Ok(g)
 }
 

@@ -457,6 +457,8 @@ fn same_header(a: &Domain, b: &Domain) -> bool {
         nameservers,
         soa,
         records: _,
+        dnssec,
+        dnssec_algorithm,
     } = a;
     *name == b.name
         && *ttl == b.ttl
@@ -467,6 +469,8 @@ fn same_header(a: &Domain, b: &Domain) -> bool {
         && *dcs_to_select == b.dcs_to_select
         && *nameservers == b.nameservers
         && *soa == b.soa
+        && *dnssec == b.dnssec
+        && *dnssec_algorithm == b.dnssec_algorithm
 }
 
 /// A domain without its records: what its field diff compares (records are
@@ -483,6 +487,8 @@ fn domain_header(d: &Domain) -> Domain {
         nameservers,
         soa,
         records: _,
+        dnssec,
+        dnssec_algorithm,
     } = d;
     Domain {
         name: name.clone(),
@@ -495,6 +501,8 @@ fn domain_header(d: &Domain) -> Domain {
         nameservers: nameservers.clone(),
         soa: soa.clone(),
         records: Vec::new(),
+        dnssec: *dnssec,
+        dnssec_algorithm: *dnssec_algorithm,
     }
 }
 

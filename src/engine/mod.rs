@@ -11,6 +11,7 @@
 mod answered;
 pub mod api_ops;
 mod diff;
+pub mod dnssec;
 pub mod dry_run;
 pub mod health;
 mod operator;
@@ -287,6 +288,8 @@ pub struct Engine {
     /// writing the store happen outside the engine lock (probe threads take
     /// that one), and no other change slips in between.
     applying: Mutex<()>,
+    /// The zones' DNSSEC keys last installed (replicated state).
+    keys: Mutex<crate::dnssec::keys::Keyring>,
 }
 
 /// A committed configuration this device could not install, and why.
@@ -400,6 +403,7 @@ impl Engine {
             probe_metrics: Default::default(),
             install_failure: Mutex::new(None),
             applying: Mutex::new(()),
+            keys: Mutex::new(Default::default()),
         };
         engine.install(&mut engine.lock(), version, config, compiled, snapshot);
         engine
@@ -441,7 +445,8 @@ impl Engine {
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
-        let (compiled, snapshot) = prepare(&config, version, &self.dns.snapshot.load())?;
+        let (compiled, snapshot) =
+            prepare(&config, version, &self.dns.snapshot.load(), &self.keys())?;
         let mut inner = self.lock();
         self.install(&mut inner, version, config, compiled, snapshot);
         Ok(())
@@ -458,7 +463,7 @@ impl Engine {
         let prepared = crate::model::parse(&text)
             .map_err(|e| format!("it does not parse: {e}"))
             .and_then(|config| {
-                prepare(&config, version, &self.dns.snapshot.load())
+                prepare(&config, version, &self.dns.snapshot.load(), &self.keys())
                     .map(|p| (config, p))
                     .map_err(|e| format!("it does not validate here: {}", summary(&e)))
             });
@@ -650,7 +655,13 @@ impl Engine {
         // The snapshot was built (and its static answers proven) before
         // anything changed; the steered answers come from the evaluation.
         for (slot, r) in snapshot.steered.iter().zip(&records) {
-            match steered_answer(&r.owner, r.ttl, &r.steering, &r.answers) {
+            match steered_answer(
+                &r.owner,
+                r.ttl,
+                &r.steering,
+                &r.answers,
+                slot.signer.as_deref(),
+            ) {
                 Ok(answer) => slot.answer.store(Arc::new(answer)),
                 Err(e) => {
                     tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
@@ -817,15 +828,19 @@ impl Engine {
                     operator(&r.label),
                 );
                 if eval.answers != r.answers {
-                    match (
-                        steered_answer(&r.owner, r.ttl, &r.steering, &eval.answers),
-                        snapshot.steered.get(i),
-                    ) {
-                        (Ok(answer), Some(slot)) => slot.answer.store(Arc::new(answer)),
-                        (Err(e), _) => {
-                            tracing::error!(record = %r.label, error = %e, "cannot build an answer; the previous one stays")
+                    if let Some(slot) = snapshot.steered.get(i) {
+                        match steered_answer(
+                            &r.owner,
+                            r.ttl,
+                            &r.steering,
+                            &eval.answers,
+                            slot.signer.as_deref(),
+                        ) {
+                            Ok(answer) => slot.answer.store(Arc::new(answer)),
+                            Err(e) => {
+                                tracing::error!(record = %r.label, error = %e, "cannot build an answer; the previous one stays")
+                            }
                         }
-                        (_, None) => {}
                     }
                     r.answers = eval.answers;
                 }
@@ -1266,7 +1281,9 @@ impl Prepared {
     /// Validates `config`, configuration `version`, and builds its answers
     /// (reusing what `dns` serves now where it can).
     pub fn new(version: u64, config: Config, dns: &DnsState) -> Result<Self, ConfigErrors> {
-        let (compiled, snapshot) = prepare(&config, version, &dns.snapshot.load())?;
+        // Unsigned: the keys come with the replicated state, just after.
+        let (compiled, snapshot) =
+            prepare(&config, version, &dns.snapshot.load(), &Default::default())?;
         Ok(Self {
             version,
             config,
@@ -1281,7 +1298,7 @@ impl Prepared {
 /// machine checks before a configuration is committed.
 pub fn servable(config: &Config) -> Result<Compiled, ConfigErrors> {
     // The version only sets SOA serials, which are always valid.
-    prepare(config, 0, &Snapshot::default()).map(|(compiled, _)| compiled)
+    prepare(config, 0, &Snapshot::default(), &Default::default()).map(|(compiled, _)| compiled)
 }
 
 /// Validates a configuration and builds its answers: everything that can
@@ -1293,12 +1310,14 @@ fn prepare(
     config: &Config,
     version: u64,
     previous: &Snapshot,
+    keys: &crate::dnssec::keys::Keyring,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
     let mut compiled = compile(config)?;
     for zone in &mut compiled.zones {
         zone.follow_version(version);
     }
-    let snapshot = Snapshot::build(&compiled, previous).map_err(|e| {
+    let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
+    let snapshot = Snapshot::build(&compiled, previous, &signers).map_err(|e| {
         ConfigErrors(vec![crate::model::compile::ConfigError {
             path: format!("record {}", e.record),
             message: format!("cannot be served: {}", e.message),

@@ -14,6 +14,8 @@
 //! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
 //!   states, failback resumes);
 //! - `schedules`: JSON [`schedule::Book`], the scheduled operator actions;
+//! - `dnssec/<domain>`: JSON [`crate::dnssec::keys::ZoneKeys`], a signed
+//!   domain's keys;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]);
@@ -22,6 +24,7 @@
 //!   the oldest: a command delivered twice gets the first outcome again.
 
 mod accounts;
+mod dnssec;
 pub mod edit;
 pub mod operator;
 pub mod schedule;
@@ -222,6 +225,9 @@ impl GtmMachine {
         if let Some(change) = schedule::run(kv, index, version, &current, command) {
             return change;
         }
+        if let Some(change) = dnssec::run(kv, index, version, &current, command) {
+            return change;
+        }
         let (new, text, what, new_version) = match &command.action {
             Action::Adopt { text, version: v } => {
                 if kv.contains_key(CONFIG_KEY) {
@@ -264,6 +270,7 @@ impl GtmMachine {
             | Action::AddSchedule(_)
             | Action::CancelSchedule { .. }
             | Action::FireSchedule { .. }
+            | Action::Dnssec(_)
             | Action::Account(_) => {
                 return rejected(
                     ErrorKind::Internal,

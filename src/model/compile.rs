@@ -164,6 +164,8 @@ pub struct ZoneSpec {
     pub nameservers: Vec<Name>,
     pub ns_ttl: u32,
     pub records: Vec<RecordSpec>,
+    /// Signed online, and with which algorithm a new key is made.
+    pub dnssec: Option<crate::model::config::KeyAlgorithm>,
 }
 
 impl ZoneSpec {
@@ -1022,6 +1024,7 @@ impl Cx {
             nameservers,
             ns_ttl: ttl,
             records,
+            dnssec: (d.dnssec == Some(true)).then(|| d.dnssec_algorithm.unwrap_or_default()),
         })
     }
 
@@ -1736,7 +1739,7 @@ nameservers = ["ns1.example.test"]
             "{errs:?}"
         );
         let compiled = compile(&config(&txt("t", ""))).expect("one empty string");
-        assert!(Snapshot::build(&compiled, &Snapshot::default()).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[]).is_ok());
     }
 
     #[test]
@@ -1757,7 +1760,7 @@ nameservers = ["ns1.example.test"]
         assert_eq!(lens, [255, 45]);
         let joined: Vec<u8> = t.txt_data.iter().flat_map(|s| s.iter().copied()).collect();
         assert_eq!(joined, long.as_bytes());
-        assert!(Snapshot::build(&compiled, &Snapshot::default()).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[]).is_ok());
         // Short strings, and several of them, stay as written.
         let c = config(
             "[[domain.record]]\nname = \"x\"\ntype = \"TXT\"\nvalues = ['\"a\" \"\" \"b\"']\n",
@@ -1837,7 +1840,7 @@ nameservers = ["ns1.example.test"]
         let Ok(compiled) = compile(&c) else {
             panic!("48 KB fits");
         };
-        assert!(Snapshot::build(&compiled, &Snapshot::default()).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[]).is_ok());
     }
 
     #[test]

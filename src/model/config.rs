@@ -239,6 +239,37 @@ pub struct Domain {
     pub soa: Option<Soa>,
     #[serde(default, rename = "record", skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<Record>,
+    /// Sign the zone online (docs/dnssec.md): its key is made once, kept in
+    /// the replicated state, and every device signs with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dnssec: Option<bool>,
+    /// The algorithm of the zone's key when it is made:
+    /// `ecdsap256sha256` (13, default) or `ed25519` (15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dnssec_algorithm: Option<KeyAlgorithm>,
+}
+
+/// A DNSSEC key algorithm gtm signs with.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyAlgorithm {
+    /// ECDSA P-256 with SHA-256, algorithm 13.
+    #[default]
+    Ecdsap256sha256,
+    /// Ed25519, algorithm 15.
+    Ed25519,
+}
+
+impl KeyAlgorithm {
+    /// The IANA algorithm number.
+    pub fn number(self) -> u8 {
+        match self {
+            Self::Ecdsap256sha256 => 13,
+            Self::Ed25519 => 15,
+        }
+    }
 }
 
 /// The SOA fields; every one has a default.

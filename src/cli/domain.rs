@@ -1,0 +1,185 @@
+//! `gtm domain ...`: the domain objects, and their DNSSEC (docs/dnssec.md).
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Subcommand;
+use serde_json::json;
+
+use super::{
+    args::Cli,
+    client::{CliError, Client},
+    objects::{self, segment},
+    output::format_ms,
+};
+use crate::engine::dnssec::DomainDnssec;
+
+#[derive(Debug, Subcommand)]
+pub enum DomainCmd {
+    /// Every domain, as configured.
+    #[command(after_help = "Examples:\n  gtm domain list\n  gtm domain list --json")]
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    #[command(flatten)]
+    Object(objects::ObjectCmd),
+    /// DNSSEC: sign a domain online, stop, see its keys and signatures.
+    #[command(subcommand)]
+    Dnssec(DnssecCmd),
+    /// The DS records of a signed domain, for its parent zone.
+    #[command(after_help = "Example:\n  gtm domain ds example.test")]
+    Ds {
+        /// The domain, e.g. example.test.
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DnssecCmd {
+    /// Sign the domain (sets dnssec = true); its key is made once, for the
+    /// whole cluster. Prints the DS records for the parent.
+    #[command(
+        after_help = "Examples:\n  gtm domain dnssec enable example.test\n  gtm domain dnssec enable example.test --algorithm ed25519"
+    )]
+    Enable {
+        /// The domain, e.g. example.test.
+        name: String,
+        /// The algorithm of the key, when one is made (default ecdsap256sha256).
+        #[arg(long, value_parser = ["ecdsap256sha256", "ed25519"])]
+        algorithm: Option<String>,
+    },
+    /// Stop signing (sets dnssec off). Remove the DS at the parent first
+    /// and wait its TTL: a zone whose parent has a DS fails validation
+    /// when answered unsigned. The key is kept.
+    #[command(after_help = "Example:\n  gtm domain dnssec disable example.test --confirm")]
+    Disable {
+        /// The domain, e.g. example.test.
+        name: String,
+        /// Required: the DS is gone from the parent.
+        #[arg(long)]
+        confirm: bool,
+    },
+    /// Whether the domain is signed, its keys (tag, algorithm, DNSKEY, DS)
+    /// and when the signatures served expire.
+    #[command(after_help = "Example:\n  gtm domain dnssec status example.test")]
+    Status {
+        /// The domain, e.g. example.test.
+        name: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub(super) async fn run(cli: &Cli, cmd: &DomainCmd) -> Result<()> {
+    let client = Client::new(cli)?;
+    match cmd {
+        DomainCmd::List { json } => objects::list(&client, "domains", *json).await,
+        DomainCmd::Object(cmd) => objects::object(&client, "domains", cmd).await,
+        DomainCmd::Dnssec(DnssecCmd::Enable { name, algorithm }) => {
+            let mut body = json!({ "dnssec": true });
+            if let Some(a) = algorithm {
+                body["dnssec_algorithm"] = json!(a);
+            }
+            let path = format!("/api/v1/domains/{}", segment(name));
+            objects::write(
+                &client,
+                client.http.patch(client.url(&path)).json(&body),
+                false,
+            )
+            .await?;
+            // The key is made by the leader just after: wait for it (bounded).
+            for _ in 0..40 {
+                let state = status(&client, name).await?;
+                if !state.keys.is_empty() && state.signing {
+                    print_ds(&state);
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(CliError::Api {
+                kind: crate::api::ErrorKind::Cluster,
+                message: format!(
+                    "{name} is signed in the configuration, but no key is in force yet; `gtm logs --kind config` says why, `gtm domain dnssec status {name}` shows it once there"
+                ),
+            }
+            .into())
+        }
+        DomainCmd::Dnssec(DnssecCmd::Disable { name, confirm }) => {
+            if !*confirm {
+                return Err(CliError::BadInput(format!(
+                    "stopping signing breaks validation while the parent has a DS for {name}: remove the DS at the parent, wait its TTL, then run this again with --confirm"
+                ))
+                .into());
+            }
+            let body = json!({ "dnssec": null });
+            let path = format!("/api/v1/domains/{}", segment(name));
+            objects::write(
+                &client,
+                client.http.patch(client.url(&path)).json(&body),
+                false,
+            )
+            .await
+        }
+        DomainCmd::Dnssec(DnssecCmd::Status { name, json }) => {
+            let state = status(&client, name).await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&state)?);
+                return Ok(());
+            }
+            println!(
+                "{}: {}",
+                state.domain,
+                match (state.signed, state.signing) {
+                    (true, true) => "signed",
+                    (true, false) => "signed in the configuration, no key in force yet",
+                    (false, true) => "unsigned in the configuration, still signed here",
+                    (false, false) => "unsigned",
+                }
+            );
+            if let Some(ms) = state.expires_ms {
+                println!(
+                    "signatures expire {} (made again a week before)",
+                    format_ms(ms)
+                );
+            }
+            for k in &state.keys {
+                println!(
+                    "key {} algorithm {} {} made {}",
+                    k.tag,
+                    k.algorithm,
+                    k.state,
+                    format_ms(k.created_ms)
+                );
+                println!("  {}", k.dnskey);
+                println!("  {}", k.ds);
+            }
+            Ok(())
+        }
+        DomainCmd::Ds { name } => {
+            let state = status(&client, name).await?;
+            if state.keys.is_empty() {
+                return Err(CliError::NotFound(format!(
+                    "{} has no DNSSEC key (gtm domain dnssec enable {} makes one)",
+                    state.domain, state.domain
+                ))
+                .into());
+            }
+            print_ds(&state);
+            Ok(())
+        }
+    }
+}
+
+async fn status(client: &Client, name: &str) -> Result<DomainDnssec> {
+    let path = format!("/api/v1/domains/{}/dnssec", segment(name));
+    client.send(client.http.get(client.url(&path))).await
+}
+
+fn print_ds(state: &DomainDnssec) {
+    for k in &state.keys {
+        println!("{}", k.ds);
+    }
+}

@@ -1,0 +1,150 @@
+//! The `dnssec` worker: makes the key of a signed domain that has none
+//! (on the leader, or a device in no cluster), and has the answers signed
+//! again when a new signing window begins (on every device).
+
+use std::{sync::Arc, time::Duration};
+
+use gtm_cluster::NodeState;
+use hickory_proto::{
+    dnssec::rdata::DNSSECRData,
+    rr::{Name, RData, Record, RecordType},
+};
+
+use super::{
+    keys::{KeyMaterial, Keyring, keyring_of},
+    signer::{ZoneSigner, window_of},
+};
+use crate::{
+    command::{Action, Actor, DnssecChange},
+    engine::Engine,
+    machine::now_ms,
+    model::compile::Compiled,
+    replication::Replication,
+};
+
+/// How often the worker looks.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// The name key proposals act as, with the proposing device.
+pub const KEYS_USER: &str = "dnssec";
+
+/// The signer of each zone of `compiled` that is signed and has a key, in
+/// zone order, for the window of `now_secs`. A key that does not read
+/// leaves its zone unsigned (logged).
+pub fn signers(compiled: &Compiled, keys: &Keyring, now_secs: u64) -> Vec<Option<Arc<ZoneSigner>>> {
+    compiled
+        .zones
+        .iter()
+        .map(|zone| {
+            zone.dnssec?;
+            let domain = zone.apex.to_string();
+            let domain = domain.trim_end_matches('.');
+            let key = keys.get(domain)?.active()?;
+            match ZoneSigner::new(&zone.apex, key, now_secs) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(e) => {
+                    tracing::error!(domain, error = %e, "the zone's key cannot sign: the zone is answered unsigned");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// The apex records a signed zone adds: DNSKEY, and CDS and CDNSKEY for the
+/// parent (RFC 7344), with the zone's SOA TTL.
+pub fn apex_records(signer: &ZoneSigner, apex: &Name, ttl: u32) -> Vec<(RecordType, Vec<Record>)> {
+    let p = signer.published();
+    let record = |data: DNSSECRData| Record::from_rdata(apex.clone(), ttl, RData::DNSSEC(data));
+    vec![
+        (
+            RecordType::DNSKEY,
+            signer
+                .dnskeys()
+                .into_iter()
+                .map(|k| record(DNSSECRData::DNSKEY(k)))
+                .collect(),
+        ),
+        (
+            RecordType::CDS,
+            vec![record(DNSSECRData::CDS(p.cds.clone()))],
+        ),
+        (
+            RecordType::CDNSKEY,
+            vec![record(DNSSECRData::CDNSKEY(p.cdnskey.clone()))],
+        ),
+    ]
+}
+
+/// Runs until `stop`. `mutual_tls`: device-to-device traffic is mutual TLS
+/// here; a clustered device makes no key without it, since keys travel in
+/// the Raft log.
+pub async fn run(
+    replication: Arc<Replication>,
+    engine: Arc<Engine>,
+    device: String,
+    mutual_tls: bool,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    // What was last logged about a domain: logged again only on change.
+    let mut said: std::collections::HashMap<String, String> = Default::default();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(LOOK_EVERY) => {}
+            () = stop.cancelled() => return,
+        }
+        let now_secs = now_ms() / 1000;
+        if engine
+            .signing_window()
+            .is_some_and(|w| w != window_of(now_secs))
+        {
+            let engine = engine.clone();
+            let _ = tokio::task::spawn_blocking(move || engine.resign()).await;
+        }
+        if replication.clustered() {
+            let status = replication.status();
+            if status.state != NodeState::Leader || !status.quorum {
+                continue;
+            }
+        }
+        let keys = keyring_of(&*replication.state().await);
+        for (domain, algorithm) in engine.signed_zones() {
+            if keys.contains_key(&domain) {
+                said.remove(&domain);
+                continue;
+            }
+            let why = if replication.clustered() && !mutual_tls {
+                "not made: keys travel between devices, and device-to-device traffic is not mutual TLS here (set tls_cert and tls_key on every device, docs/cluster.md)".to_string()
+            } else {
+                let actor = Actor {
+                    user: KEYS_USER.into(),
+                    device: device.clone(),
+                };
+                let made = KeyMaterial::generate(algorithm, now_ms())
+                    .map_err(|e| e.to_string())
+                    .map(|key| {
+                        Action::Dnssec(DnssecChange::AddKey {
+                            domain: domain.clone(),
+                            key,
+                        })
+                    });
+                match made {
+                    Ok(action) => match replication.propose(actor, None, action).await {
+                        Ok(_) => continue,
+                        Err(e) => format!("not made yet: {e}"),
+                    },
+                    Err(e) => e,
+                }
+            };
+            if said.get(&domain) != Some(&why) {
+                tracing::warn!(domain, "DNSSEC key {why}");
+                engine.record_event(
+                    crate::engine::EventKind::Config,
+                    format!("domain {domain}"),
+                    format!("DNSSEC key of {domain} {why}"),
+                );
+                said.insert(domain, why);
+            }
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! DNSSEC judged by independent validators: delv (BIND) with the zone's DS
+//! as its trust anchor, and a validating unbound in front of a device, on
+//! the demo-like test zone signed online.
+
+use std::{net::SocketAddr, path::Path, process::Command, time::Duration};
+
+use hickory_server::proto::{
+    dnssec::rdata::{DNSSECRData, RRSIG},
+    op::{Message, ResponseCode},
+    rr::{RData, RecordType},
+};
+
+use crate::support::*;
+
+/// The test zone, signed.
+pub fn signed_zone() -> String {
+    ZONE.replace(
+        "soa = { minimum = 20 }",
+        "soa = { minimum = 20 }\ndnssec = true",
+    )
+}
+
+/// Waits (bounded) until the device signs example.test; its DS record.
+async fn ds_of(d: &TestDevice) -> String {
+    for _ in 0..100 {
+        if let Some(state) = d.device.engine.domain_dnssec("example.test")
+            && state.signing
+            && let Some(key) = state.keys.first()
+        {
+            return key.ds.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("example.test was not signed within 10 s");
+}
+
+/// The delv binary; with CI set, its absence fails the test.
+fn delv() -> Option<&'static str> {
+    let found = Command::new("delv").arg("-v").output().is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "delv is required in CI (.ci/run installs bind9-dnsutils)"
+        );
+        eprintln!("delv not installed: skipping");
+        return None;
+    }
+    Some("delv")
+}
+
+/// delv's trust-anchor file for a DS in zone-file form.
+fn anchor_file(dir: &Path, ds: &str) -> std::path::PathBuf {
+    let f: Vec<&str> = ds.split_whitespace().collect();
+    // owner ttl class DS tag algorithm digest-type digest
+    assert_eq!(f.get(3), Some(&"DS"), "{ds}");
+    let text = format!(
+        "trust-anchors {{ \"{}\" static-ds {} {} {} \"{}\"; }};\n",
+        f[0],
+        f[4],
+        f[5],
+        f[6],
+        f[7..].concat()
+    );
+    let path = dir.join("anchors.conf");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// What delv says of `name type` asked at `server` (`tcp`: over TCP).
+/// Awaited, not blocking: the device answers on this test's runtime.
+async fn ask_delv(
+    server: SocketAddr,
+    anchors: &Path,
+    name: &str,
+    rtype: &str,
+    tcp: bool,
+) -> String {
+    let out = tokio::process::Command::new("delv")
+        .arg(format!("@{}", server.ip()))
+        .args(["-p", &server.port().to_string()])
+        .arg("-a")
+        .arg(anchors)
+        .arg("+root=example.test")
+        .arg(if tcp { "+tcp" } else { "+notcp" })
+        .args([name, rtype])
+        .output()
+        .await
+        .expect("delv runs");
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[tokio::test]
+async fn delv_validates_signed_answers_and_compact_denials() {
+    let Some(_) = delv() else { return };
+    let d = TestDevice::start(&signed_zone()).await;
+    let ds = ds_of(&d).await;
+    let dir = tempfile::tempdir().unwrap();
+    let anchors = anchor_file(dir.path(), &ds);
+    for (name, rtype, expect) in [
+        ("example.test", "DNSKEY", "; fully validated"),
+        ("example.test", "SOA", "; fully validated"),
+        ("example.test", "MX", "; fully validated"),
+        ("big.example.test", "TXT", "; fully validated"),
+        // Steered: a weighted, a persist and a topology record.
+        ("w.example.test", "A", "; fully validated"),
+        ("sticky.example.test", "A", "; fully validated"),
+        ("geo.example.test", "A", "; fully validated"),
+        // A wildcard's expansion and a CNAME to a steered name.
+        ("x.wild.example.test", "A", "; fully validated"),
+        ("alias.example.test", "A", "; fully validated"),
+        // Compact denial: no such name, no such type, an empty non-terminal,
+        // a steered record answering empty (its checks probe addresses
+        // outside loopback, refused here: no address is healthy).
+        (
+            "www.example.test",
+            "A",
+            "; negative response, fully validated",
+        ),
+        (
+            "nope.example.test",
+            "A",
+            "; negative response, fully validated",
+        ),
+        (
+            "www.example.test",
+            "AAAA",
+            "; negative response, fully validated",
+        ),
+        (
+            "_udp.example.test",
+            "TXT",
+            "; negative response, fully validated",
+        ),
+        (
+            "x.wild.example.test",
+            "TXT",
+            "; negative response, fully validated",
+        ),
+    ] {
+        // Over UDP (the fast path answers most) and TCP (the general one).
+        for tcp in [false, true] {
+            let said = ask_delv(d.v4(), &anchors, name, rtype, tcp).await;
+            assert!(said.contains(expect), "{name} {rtype} (tcp {tcp}):\n{said}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn answers_carry_signatures_only_when_asked_and_nxname_is_formerr() {
+    let d = TestDevice::start(&signed_zone()).await;
+    ds_of(&d).await;
+    let sigs = |m: &Message| {
+        m.answers
+            .iter()
+            .chain(&m.authorities)
+            .filter(|r| r.record_type() == RecordType::RRSIG)
+            .count()
+    };
+    let plain = udp(d.v4(), &query("w.example.test.", RecordType::A)).await;
+    assert_eq!(sigs(&plain), 0, "no DO, no RRSIG");
+    let signed = udp(d.v4(), &with_do(query("w.example.test.", RecordType::A))).await;
+    assert_eq!(sigs(&signed), 1);
+    assert_eq!(plain.answers.len() + 1, signed.answers.len());
+    // The fast and the general path agree (TCP is the general path).
+    let over_tcp = tcp(d.v4(), &with_do(query("w.example.test.", RecordType::A))).await;
+    assert_eq!(sigs(&over_tcp), 1);
+    // A name that does not exist: NOERROR and an NSEC with NXNAME, with DO;
+    // NXDOMAIN without.
+    let nx = udp(d.v4(), &with_do(query("nope.example.test.", RecordType::A))).await;
+    assert_eq!(nx.metadata.response_code, ResponseCode::NoError);
+    let nsec = nx
+        .authorities
+        .iter()
+        .find_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::NSEC(n)) => Some(n.clone()),
+            _ => None,
+        })
+        .expect("an NSEC");
+    assert!(
+        nsec.type_bit_maps().any(|t| t == RecordType::Unknown(128)),
+        "{nsec:?}"
+    );
+    let nx = udp(d.v4(), &query("nope.example.test.", RecordType::A)).await;
+    assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+    let nxname = udp(
+        d.v4(),
+        &with_do(query("www.example.test.", RecordType::Unknown(128))),
+    )
+    .await;
+    assert_eq!(nxname.metadata.response_code, ResponseCode::FormErr);
+}
+
+/// Sets the AD bit of a query: a resolver says whether it validated the
+/// answer only to a client that asks (RFC 6840 §5.7).
+fn with_ad(mut m: Message) -> Message {
+    m.metadata.authentic_data = true;
+    m
+}
+
+/// Sets the DO bit of a query's EDNS.
+fn with_do(mut m: Message) -> Message {
+    if let Some(e) = m.edns.as_mut() {
+        e.set_dnssec_ok(true);
+    }
+    m
+}
+
+/// A UDP relay on loopback between a resolver and a device that spoils
+/// the signature of every RRSIG it carries back (when `spoil`), as a
+/// broken signer or an attacker would; stops with the test.
+async fn relay(upstream: SocketAddr) -> SocketAddr {
+    let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let addr = sock.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65535];
+        while let Ok((n, from)) = sock.recv_from(&mut buf).await {
+            let out = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            out.send_to(&buf[..n], upstream).await.unwrap();
+            let mut back = vec![0u8; 65535];
+            let Ok(Ok(m)) = tokio::time::timeout(Duration::from_secs(2), out.recv(&mut back)).await
+            else {
+                continue;
+            };
+            let reply = match Message::from_vec(&back[..m]) {
+                Ok(mut msg) => {
+                    for r in msg.answers.iter_mut().chain(msg.authorities.iter_mut()) {
+                        if let RData::DNSSEC(DNSSECRData::RRSIG(sig)) = &r.data {
+                            let mut bytes = sig.sig().to_vec();
+                            if let Some(b) = bytes.last_mut() {
+                                *b ^= 0x01;
+                            }
+                            r.data = RData::DNSSEC(DNSSECRData::RRSIG(RRSIG::from_sig(
+                                sig.input().clone(),
+                                bytes,
+                            )));
+                        }
+                    }
+                    msg.to_vec().unwrap()
+                }
+                Err(_) => back[..m].to_vec(),
+            };
+            let _ = sock.send_to(&reply, from).await;
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_validating_unbound_trusts_steered_answers_from_every_place_and_not_a_broken_one() {
+    let Some(binary) = unbound_binary() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("country.mmdb");
+    crate::geo::write_mmdb(&db);
+    let d = TestDevice::start_with(&signed_zone(), Some(db)).await;
+    let ds = ds_of(&d).await;
+    let u = Unbound::start(&binary, "example.test", d.v4(), &validating(&ds)).await;
+    // Each place gets its own answer, and each validates (AD).
+    for (subnet, expect) in [
+        (Some("81.2.69.0/24"), "192.0.2.50"),
+        (Some("2.2.2.0/24"), "192.0.2.51"),
+        (None, "192.0.2.52"),
+    ] {
+        let q = query("geo.example.test.", RecordType::A);
+        let q = match subnet {
+            Some(s) => with_ecs(q, s),
+            None => q,
+        };
+        let m = udp(u.addr, &with_ad(q)).await;
+        assert_eq!(
+            m.metadata.response_code,
+            ResponseCode::NoError,
+            "{subnet:?}"
+        );
+        assert_eq!(answers(&m), [expect], "{subnet:?}");
+        assert!(m.metadata.authentic_data, "{subnet:?}: AD");
+    }
+    for (name, rtype, code) in [
+        ("nope.example.test.", RecordType::A, ResponseCode::NoError),
+        ("www.example.test.", RecordType::AAAA, ResponseCode::NoError),
+    ] {
+        let m = udp(u.addr, &with_ad(query(name, rtype))).await;
+        assert_eq!(m.metadata.response_code, code, "{name} {rtype}");
+        assert!(m.answers.is_empty(), "{name} {rtype}");
+        assert!(m.metadata.authentic_data, "{name} {rtype}: AD");
+    }
+    // Behind a relay that spoils signatures, the same zone is bogus.
+    let spoiled = relay(d.v4()).await;
+    let bad = Unbound::start(&binary, "example.test", spoiled, &validating(&ds)).await;
+    let m = udp(bad.addr, &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    assert!(m.answers.is_empty());
+}
