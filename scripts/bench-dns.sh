@@ -17,6 +17,11 @@
 #   static.bench.test  A 192.0.2.1                      gtm, NSD, gdnsd
 #   steered.bench.test A one of 192.0.2.10-13, weighted  gtm, gdnsd
 #                        1/2/3/4, one address per answer  (NSD cannot steer)
+#   steered-do: the same query with DO=1 (dnsperf -D): gtm's zone is signed
+#                        (docs/dnssec.md), so each answer carries its RRSIG
+#                        (made with the answers, not per query); DO=0 answers
+#                        of the signed zone are unchanged.  The report gives
+#                        gtm's CPU µs/query of steered-do over steered.
 #
 # Usage: scripts/bench-dns.sh [--duration N] [--runs N] [--only gtm,nsd,gdnsd]
 #                             [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
@@ -268,6 +273,7 @@ name = "dc1"
 name = "bench.test"
 ttl = 30
 nameservers = ["ns1.bench.test"]
+dnssec = true
 
 [[domain.record]]
 name = "static"
@@ -418,6 +424,16 @@ if ((WANT_GTM)); then
     log "gtm: configuration applied"
     wait_answering gtm "$GTM_PORT"
     verify gtm "$GTM_PORT" 1
+    # The zone's key is made just after the apply: wait (bounded) until a
+    # DO query of the steered record carries its RRSIG.
+    deadline=$((SECONDS + START_TIMEOUT))
+    until dig +dnssec +tries=1 +time=1 -p "$GTM_PORT" "@$ADDR" steered.bench.test A \
+        | grep -q 'RRSIG'; do
+        alive_or_die gtm
+        ((SECONDS < deadline)) || die "gtm: steered.bench.test A +dnssec never carried an RRSIG"
+        sleep 0.5
+    done
+    log "gtm: bench.test signed; DO answers carry their RRSIG"
 fi
 
 # ---------------------------------------------------------------------------
@@ -436,11 +452,17 @@ run_dnsperf() { # name record seconds label
     pid=${PID_OF[$name]} port=${PORT_OF[$name]}
     alive_or_die "$name"
     out="$TMP/dnsperf-$name-$record-$label.txt"
+    # `-do` records are their base record's queries with the DO bit.
+    local queries=$record flags=()
+    if [[ $record == *-do ]]; then
+        queries=${record%-do}
+        flags=(-D)
+    fi
     c0=$(cpu_ticks "$pid"); t0=$(now_ns)
     # In the background + wait, so a SIGTERM/SIGINT to this script runs the
     # cleanup trap at once (cleanup also stops this dnsperf).
     timeout $((secs + 60)) taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" \
-        -d "$TMP/q-$record.txt" -c "$CLIENTS" -q "$OUTSTANDING" -l "$secs" >"$out" 2>&1 &
+        -d "$TMP/q-$queries.txt" "${flags[@]}" -c "$CLIENTS" -q "$OUTSTANDING" -l "$secs" >"$out" 2>&1 &
     CLIENT_PID=$!
     wait "$CLIENT_PID" || { cat "$out" >&2; die "dnsperf failed against $name"; }
     CLIENT_PID=""
@@ -468,6 +490,7 @@ PAIRS=()
 ((WANT_NSD)) && PAIRS+=("nsd static")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd static")
 ((WANT_GTM)) && PAIRS+=("gtm steered")
+((WANT_GTM)) && PAIRS+=("gtm steered-do")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd steered")
 
 total=$((${#PAIRS[@]} * (WARMUP + RUNS * DURATION)))
@@ -528,6 +551,10 @@ make_report() {
     if [[ -n $q_gtm && -n $q_gd ]]; then
         parts+=("$(ratio_line "gtm/gdnsd steered q/s:" "$q_gtm" "$q_gd")")
         parts+=("$(ratio_line "gtm/gdnsd steered CPU µs/query:" "$u_gtm" "$u_gd")")
+    fi
+    u_gtm=$(mean_of gtm steered-do 7); u_gd=$(mean_of gtm steered 7)
+    if [[ -n $u_gtm && -n $u_gd ]]; then
+        parts+=("$(ratio_line "gtm signed/unsigned steered CPU µs/query (DO=1 over DO=0):" "$u_gtm" "$u_gd")")
     fi
     q_gtm=$(mean_of gtm static 4); q_gd=$(mean_of nsd static 4)
     u_gtm=$(mean_of gtm static 7); u_gd=$(mean_of nsd static 7)

@@ -135,11 +135,12 @@ pub enum Action {
 /// proposes the change, so every device applies the same key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum DnssecChange {
-    /// The first key of a signed domain (proposed by the leader when a
-    /// domain has `dnssec = true` and no key): refused when it has one.
-    AddKey {
-        domain: String,
-        key: crate::dnssec::keys::KeyMaterial,
+    /// The first key of signed domains (proposed by the leader for every
+    /// domain with `dnssec = true` and no key, in one command so the
+    /// answers are signed again once): refused, whole, when one of them
+    /// has a key.
+    AddKeys {
+        keys: Vec<(String, crate::dnssec::keys::KeyMaterial)>,
     },
 }
 

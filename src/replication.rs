@@ -412,15 +412,12 @@ impl Replication {
             state: m.state.clone(),
         });
         // And the zones' DNSSEC keys: their DS may be at the parent already.
-        let keys = crate::dnssec::keys::keyring_of(&local)
+        let keys: Vec<_> = crate::dnssec::keys::keyring_of(&local)
             .into_iter()
-            .filter_map(|(domain, keys)| {
-                let key = keys.active()?.clone();
-                Some(Action::Dnssec(crate::command::DnssecChange::AddKey {
-                    domain,
-                    key,
-                }))
-            });
+            .filter_map(|(domain, keys)| Some((domain, keys.active()?.clone())))
+            .collect();
+        let keys = (!keys.is_empty())
+            .then(|| Action::Dnssec(crate::command::DnssecChange::AddKeys { keys }));
         for action in accounts
             .chain(drains)
             .chain(checks)

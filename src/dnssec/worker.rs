@@ -18,7 +18,7 @@ use crate::{
     command::{Action, Actor, DnssecChange},
     engine::Engine,
     machine::now_ms,
-    model::compile::Compiled,
+    model::{compile::Compiled, config::KeyAlgorithm},
     replication::Replication,
 };
 
@@ -108,34 +108,42 @@ pub async fn run(
             }
         }
         let keys = keyring_of(&*replication.state().await);
-        for (domain, algorithm) in engine.signed_zones() {
-            if keys.contains_key(&domain) {
-                said.remove(&domain);
-                continue;
-            }
-            let why = if replication.clustered() && !mutual_tls {
-                "not made: keys travel between devices, and device-to-device traffic is not mutual TLS here (set tls_cert and tls_key on every device, docs/cluster.md)".to_string()
-            } else {
-                let actor = Actor {
-                    user: KEYS_USER.into(),
-                    device: device.clone(),
-                };
-                let made = KeyMaterial::generate(algorithm, now_ms())
-                    .map_err(|e| e.to_string())
-                    .map(|key| {
-                        Action::Dnssec(DnssecChange::AddKey {
-                            domain: domain.clone(),
-                            key,
-                        })
-                    });
-                match made {
-                    Ok(action) => match replication.propose(actor, None, action).await {
+        let missing: Vec<(String, KeyAlgorithm)> = engine
+            .signed_zones()
+            .into_iter()
+            .filter(|(domain, _)| !keys.contains_key(domain))
+            .collect();
+        said.retain(|domain, _| missing.iter().any(|(d, _)| d == domain));
+        if missing.is_empty() {
+            continue;
+        }
+        let why = if replication.clustered() && !mutual_tls {
+            "not made: keys travel between devices, and device-to-device traffic is not mutual TLS here (set tls_cert and tls_key on every device, docs/cluster.md)".to_string()
+        } else {
+            // Every missing key in one command: the answers are signed
+            // again once, not once per domain.
+            let made: Result<Vec<_>, _> = missing
+                .iter()
+                .map(|(domain, algorithm)| {
+                    KeyMaterial::generate(*algorithm, now_ms()).map(|k| (domain.clone(), k))
+                })
+                .collect();
+            match made {
+                Ok(keys) => {
+                    let actor = Actor {
+                        user: KEYS_USER.into(),
+                        device: device.clone(),
+                    };
+                    let action = Action::Dnssec(DnssecChange::AddKeys { keys });
+                    match replication.propose(actor, None, action).await {
                         Ok(_) => continue,
                         Err(e) => format!("not made yet: {e}"),
-                    },
-                    Err(e) => e,
+                    }
                 }
-            };
+                Err(e) => e.to_string(),
+            }
+        };
+        for (domain, _) in missing {
             if said.get(&domain) != Some(&why) {
                 tracing::warn!(domain, "DNSSEC key {why}");
                 engine.record_event(
@@ -143,7 +151,7 @@ pub async fn run(
                     format!("domain {domain}"),
                     format!("DNSSEC key of {domain} {why}"),
                 );
-                said.insert(domain, why);
+                said.insert(domain, why.clone());
             }
         }
     }

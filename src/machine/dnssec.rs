@@ -24,70 +24,79 @@ pub(super) fn run(
     let Action::Dnssec(change) = &command.action else {
         return None;
     };
-    match change {
-        DnssecChange::AddKey { domain, key } => {
-            let wanted = domain.trim_end_matches('.').to_ascii_lowercase();
-            let Some(d) = current
-                .domains
-                .iter()
-                .find(|d| d.name.trim_end_matches('.').eq_ignore_ascii_case(&wanted))
-            else {
-                return Some(rejected(
-                    ErrorKind::NotFound,
-                    format!("no domain named \"{wanted}\""),
-                ));
-            };
-            if d.dnssec != Some(true) {
-                return Some(rejected(
-                    ErrorKind::BadRequest,
-                    format!("domain \"{wanted}\" is not signed (dnssec = true makes it so)"),
-                ));
-            }
-            if keyring_of(kv).contains_key(&wanted) {
-                return Some(rejected(
-                    ErrorKind::Conflict,
-                    format!("domain \"{wanted}\" has a key already"),
-                ));
-            }
-            let apex = match hickory_proto::rr::Name::from_ascii(format!("{wanted}.")) {
-                Ok(n) => n,
-                Err(e) => return Some(rejected(ErrorKind::BadRequest, e.to_string())),
-            };
-            // A key that does not sign here would not sign anywhere.
-            let tag = match Published::of(key, &apex) {
-                Ok(p) => p.tag,
-                Err(e) => return Some(rejected(ErrorKind::BadRequest, e.to_string())),
-            };
-            let keys = ZoneKeys {
-                keys: vec![key.clone()],
-            };
-            let line = format!(
-                "DNSSEC key {tag} (algorithm {}) made for {wanted}",
-                key.algorithm.number()
-            );
-            let mut notes = operator::state_of(kv);
-            operator::note(
-                &mut notes,
-                &format!("domain {wanted}"),
-                format!("{line} ({})", command.actor),
-            );
-            Some(Change {
-                writes: vec![
-                    Write::Put {
-                        key: map_key(&wanted),
-                        value: serde_json::to_vec(&keys).unwrap_or_default(),
-                    },
-                    operator::put(&notes),
-                ],
-                outcome: Outcome::Applied {
-                    version,
-                    index,
-                    changed: true,
-                    changes: vec![line],
-                },
-            })
+    let DnssecChange::AddKeys { keys } = change;
+    let kept = keyring_of(kv);
+    let mut writes = Vec::new();
+    let mut lines = Vec::new();
+    let mut notes = operator::state_of(kv);
+    for (domain, key) in keys {
+        let wanted = domain.trim_end_matches('.').to_ascii_lowercase();
+        let Some(d) = current
+            .domains
+            .iter()
+            .find(|d| d.name.trim_end_matches('.').eq_ignore_ascii_case(&wanted))
+        else {
+            return Some(rejected(
+                ErrorKind::NotFound,
+                format!("no domain named \"{wanted}\""),
+            ));
+        };
+        if d.dnssec != Some(true) {
+            return Some(rejected(
+                ErrorKind::BadRequest,
+                format!("domain \"{wanted}\" is not signed (dnssec = true makes it so)"),
+            ));
         }
+        if kept.contains_key(&wanted)
+            || writes
+                .iter()
+                .any(|w: &Write| matches!(w, Write::Put { key, .. } if *key == map_key(&wanted)))
+        {
+            return Some(rejected(
+                ErrorKind::Conflict,
+                format!("domain \"{wanted}\" has a key already"),
+            ));
+        }
+        let apex = match hickory_proto::rr::Name::from_ascii(format!("{wanted}.")) {
+            Ok(n) => n,
+            Err(e) => return Some(rejected(ErrorKind::BadRequest, e.to_string())),
+        };
+        // A key that does not sign here would not sign anywhere.
+        let tag = match Published::of(key, &apex) {
+            Ok(p) => p.tag,
+            Err(e) => return Some(rejected(ErrorKind::BadRequest, e.to_string())),
+        };
+        let line = format!(
+            "DNSSEC key {tag} (algorithm {}) made for {wanted}",
+            key.algorithm.number()
+        );
+        operator::note(
+            &mut notes,
+            &format!("domain {wanted}"),
+            format!("{line} ({})", command.actor),
+        );
+        lines.push(line);
+        writes.push(Write::Put {
+            key: map_key(&wanted),
+            value: serde_json::to_vec(&ZoneKeys {
+                keys: vec![key.clone()],
+            })
+            .unwrap_or_default(),
+        });
     }
+    if writes.is_empty() {
+        return Some(rejected(ErrorKind::BadRequest, "no key to add"));
+    }
+    writes.push(operator::put(&notes));
+    Some(Change {
+        writes,
+        outcome: Outcome::Applied {
+            version,
+            index,
+            changed: true,
+            changes: lines,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -124,13 +133,15 @@ mod tests {
         let mut kv = BTreeMap::new();
         kv.insert(
             CONFIG_KEY.to_string(),
-            b"[[domain]]\nname = \"example.test\"\ndnssec = true\n\n[[domain]]\nname = \"plain.test\"\n"
+            b"[[domain]]\nname = \"example.test\"\ndnssec = true\n\n[[domain]]\nname = \"plain.test\"\n\n[[domain]]\nname = \"new.test\"\ndnssec = true\n"
                 .to_vec(),
         );
         let add = |domain: &str| {
-            Action::Dnssec(DnssecChange::AddKey {
-                domain: domain.into(),
-                key: KeyMaterial::generate(KeyAlgorithm::Ecdsap256sha256, 1).unwrap(),
+            Action::Dnssec(DnssecChange::AddKeys {
+                keys: vec![(
+                    domain.into(),
+                    KeyMaterial::generate(KeyAlgorithm::Ecdsap256sha256, 1).unwrap(),
+                )],
             })
         };
         assert!(matches!(
@@ -153,6 +164,20 @@ mod tests {
             panic!("an unknown domain took a key");
         };
         assert_eq!(e.error, ErrorKind::NotFound);
+        // One refused key refuses the whole command.
+        let mut both = add("new.test");
+        if let (
+            Action::Dnssec(DnssecChange::AddKeys { keys }),
+            Action::Dnssec(DnssecChange::AddKeys { keys: more }),
+        ) = (&mut both, add("plain.test"))
+        {
+            keys.extend(more);
+        }
+        assert!(matches!(
+            apply(&machine, &mut kv, both),
+            Outcome::Rejected(_)
+        ));
+        assert_eq!(keyring_of(&kv).len(), 1);
         // The configuration text never holds the key.
         let text = String::from_utf8(kv[CONFIG_KEY].clone()).unwrap();
         assert!(!text.contains("pkcs8"));
