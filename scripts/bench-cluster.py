@@ -3,7 +3,7 @@
 
 Subcommands (each prints one JSON object on stdout; progress on stderr):
 
-  gen     --domains D --per N --marker IP --out FILE [--ttl T]
+  gen     --domains D --per N --marker IP --out FILE [--ttl T] [--dnssec]
           Writes a configuration of D domains (b000.test ...) x N A records
           (r000001 ...; addresses x.x.x.1-200), plus marker.b000.test A IP,
           the address that tells that a device installed this very
@@ -77,8 +77,8 @@ def gen(args):
         w('[[datacenter]]\nname = "dc1"\n\n')
         n = 0
         for d in range(args.domains):
-            w('[[domain]]\nname = "b%03d.test"\nttl = %d\nnameservers = ["ns1.b%03d.test"]\n\n'
-              % (d, args.ttl, d))
+            w('[[domain]]\nname = "b%03d.test"\nttl = %d\nnameservers = ["ns1.b%03d.test"]\n%s\n'
+              % (d, args.ttl, d, "dnssec = true\n" if args.dnssec else ""))
             if d == 0:
                 w('[[domain.record]]\nname = "marker"\ntype = "A"\naddresses = [{ ip = "%s" }]\n\n'
                   % args.marker)
@@ -371,10 +371,12 @@ def dns_a(resp, qid):
 
 def dns_watch(targets, name, want, t0, deadline):
     """Asks every target until it answers `want`; returns {name: seconds
-    since t0 or None}, and the last answer seen from each."""
+    since t0 or None}, the last answer seen from each, and how many of the
+    queries to each got no answer within 50 ms."""
     socks = {}
     done = {}
     last = {}
+    missed = {n: 0 for n in targets}
     qid = random.randrange(1 << 16)
     for n, (ip, port) in targets.items():
         s = socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_DGRAM)
@@ -395,6 +397,7 @@ def dns_watch(targets, name, want, t0, deadline):
                             break
                 except (socket.timeout, ConnectionRefusedError):
                     a = None
+                    missed[n] += 1
                 last[n] = a
                 if a is not None and want in a:
                     done[n] = NOW() - t0
@@ -402,7 +405,7 @@ def dns_watch(targets, name, want, t0, deadline):
     finally:
         for s in socks.values():
             s.close()
-    return {n: done.get(n) for n in targets}, last
+    return {n: done.get(n) for n in targets}, last, missed
 
 
 def apply(args):
@@ -434,7 +437,7 @@ def apply(args):
     t0 = NOW()
     deadline = t0 + args.timeout
     th.start()
-    seen, last = dns_watch(dns, "marker.b000.test", args.marker, t0, deadline)
+    seen, last, missed = dns_watch(dns, "marker.b000.test", args.marker, t0, deadline)
     th.join(max(1.0, deadline - NOW() + 5))
     status, body = res.get("status"), res.get("body")
     if "t" not in res:
@@ -450,6 +453,7 @@ def apply(args):
         out["changes"] = len(body.get("changes") or [])
     out["dns_s"] = {n: (round(s, 3) if s is not None else None) for n, s in seen.items()}
     out["dns_last_answer"] = last
+    out["dns_unanswered"] = missed
     times = [s for s in seen.values()]
     out["all_s"] = round(max(times), 3) if times and None not in times else None
     # Versions, once (the status of a large configuration is itself large).
@@ -484,6 +488,7 @@ def main():
     g.add_argument("--per", type=int, required=True)
     g.add_argument("--marker", required=True)
     g.add_argument("--ttl", type=int, default=300)
+    g.add_argument("--dnssec", action="store_true", help="sign every domain (dnssec = true)")
     g.add_argument("--out", required=True)
     w = sub.add_parser("writes")
     w.add_argument("--send", required=True)
