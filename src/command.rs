@@ -142,6 +142,24 @@ pub enum DnssecChange {
     AddKeys {
         keys: Vec<(String, crate::dnssec::keys::KeyMaterial)>,
     },
+    /// `gtm domain dnssec rollover NAME STEP`: one step of a key rollover
+    /// (docs/dnssec.md), refused before its wait is over.
+    Rollover { domain: String, step: RolloverStep },
+}
+
+/// The steps of a rollover of a domain's combined key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RolloverStep {
+    /// A new key (made by the device receiving the request) joins the
+    /// DNSKEY set and CDS/CDNSKEY, not signing yet.
+    Publish {
+        key: crate::dnssec::keys::KeyMaterial,
+    },
+    /// The published key signs; the old one is retired (still in the
+    /// DNSKEY set, no longer in CDS/CDNSKEY).
+    Swap,
+    /// The retired key leaves the DNSKEY set.
+    Retire,
 }
 
 /// A scheduled operator action as asked for; times in ms since the epoch

@@ -63,7 +63,7 @@ fn paths_agree(config: &str, signed: bool) {
     if signed {
         use gtm::dnssec::keys::{KeyMaterial, ZoneKeys};
         let key = KeyMaterial::generate(Default::default(), 0).unwrap();
-        engine.set_keys([("example.test".to_string(), ZoneKeys { keys: vec![key] })].into());
+        engine.set_keys([("example.test".to_string(), ZoneKeys::first(key, 0))].into());
         assert!(engine.signing_window().is_some());
     }
     let handler = Handler {

@@ -438,3 +438,126 @@ async fn a_pair_without_mutual_tls_makes_no_key_and_says_why() {
             .all(|r| r.record_type() != RecordType::RRSIG)
     );
 }
+
+/// A zone with one-second TTLs, so each rollover wait is a second.
+const ROLL: &str = r#"
+[[domain]]
+name = "roll.test"
+ttl = 1
+nameservers = ["ns1.roll.test"]
+soa = { minimum = 1 }
+dnssec = true
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.80" }]
+"#;
+
+/// `gtm domain dnssec rollover roll.test STEP`, asked until its wait is
+/// over (bounded); the first try must be refused when `early`.
+async fn roll(d: &TestDevice, step: &str, early: bool) {
+    let run = |step: &str| {
+        tokio::task::block_in_place(|| {
+            run_gtm(d, &["domain", "dnssec", "rollover", "roll.test", step])
+        })
+    };
+    let first = run(step);
+    if early {
+        assert_ne!(first.code, Some(0), "{step} right away: {first:?}");
+        assert!(first.stderr.contains("is allowed from"), "{first:?}");
+    } else if first.code == Some(0) {
+        return;
+    }
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if run(step).code == Some(0) {
+            return;
+        }
+    }
+    panic!("{step} was never allowed");
+}
+
+/// The DS records `gtm domain ds` prints (for the parent).
+fn parent_ds(d: &TestDevice) -> Vec<String> {
+    let out = tokio::task::block_in_place(|| run_gtm(d, &["domain", "ds", "roll.test"]));
+    assert_eq!(out.code, Some(0), "{out:?}");
+    out.stdout.lines().map(str::to_string).collect()
+}
+
+/// unbound trusting `ds` (one DS per anchor line).
+fn trusting(ds: &[String]) -> String {
+    let lines: Vec<String> = ds
+        .iter()
+        .map(|d| format!("  trust-anchor: \"{d}\""))
+        .collect();
+    let mut conf = validating(&ds[0]);
+    conf = conf.replace(&format!("  trust-anchor: \"{}\"", ds[0]), &lines.join("\n"));
+    conf
+}
+
+async fn validated(u: &Unbound, what: &str) {
+    let m = udp(u.addr, &with_ad(query("www.roll.test.", RecordType::A))).await;
+    assert_eq!(answers(&m), ["192.0.2.80"], "{what}");
+    assert!(m.metadata.authentic_data, "{what}: AD");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_rollover_keeps_a_validating_resolver_validating_at_every_step() {
+    let Some(binary) = unbound_binary() else {
+        return;
+    };
+    let d = TestDevice::start(ROLL).await;
+    let mut old = Vec::new();
+    for _ in 0..100 {
+        if let Some(s) = d.device.engine.domain_dnssec("roll.test")
+            && s.signing
+        {
+            old = parent_ds(&d);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(old.len(), 1, "one key, one DS: {old:?}");
+    // A resolver whose parent has the old DS only.
+    let before = Unbound::start(&binary, "roll.test", d.v4(), &trusting(&old)).await;
+    validated(&before, "before").await;
+
+    // 1. Publish: a second DNSKEY, the CDS names both; the old key signs.
+    roll(&d, "publish", false).await;
+    let both = parent_ds(&d);
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert!(both.contains(&old[0]));
+    let cds = udp(d.v4(), &query("roll.test.", RecordType::CDS)).await;
+    assert_eq!(cds.answers.len(), 2);
+    validated(&before, "published, parent with the old DS").await;
+    // The parent adds the new DS.
+    let parent_both = Unbound::start(&binary, "roll.test", d.v4(), &trusting(&both)).await;
+    validated(&parent_both, "published, parent with both").await;
+
+    // 2. Swap, refused until the DNSKEY TTL has passed: the new key signs,
+    // the old one stays in the DNSKEY set, the CDS names the new one only.
+    roll(&d, "swap", true).await;
+    let new = parent_ds(&d);
+    assert_eq!(new.len(), 1);
+    assert_ne!(new, old);
+    validated(&parent_both, "swapped, parent with both").await;
+    let dnskeys = udp(d.v4(), &query("roll.test.", RecordType::DNSKEY)).await;
+    assert_eq!(
+        dnskeys.answers.len(),
+        2,
+        "the retired key is still published"
+    );
+    // The parent removes the old DS.
+    let after = Unbound::start(&binary, "roll.test", d.v4(), &trusting(&new)).await;
+    validated(&after, "swapped, parent with the new DS").await;
+
+    // 3. Retire, refused until the longest TTL has passed: one key again.
+    roll(&d, "retire", true).await;
+    let dnskeys = udp(d.v4(), &query("roll.test.", RecordType::DNSKEY)).await;
+    assert_eq!(dnskeys.answers.len(), 1);
+    validated(&after, "retired").await;
+    validated(&parent_both, "retired, a resolver still trusting both").await;
+    let logs = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--kind", "operator"]));
+    assert!(logs.stdout.contains("the rollover is done"), "{logs:?}");
+}

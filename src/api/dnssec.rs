@@ -1,14 +1,22 @@
 //! A domain's DNSSEC state on this device (`gtm domain dnssec status`,
 //! `gtm domain ds`): whether it is signed, its keys' DNSKEY and DS records
-//! (never a private key), and when the signatures served expire.
+//! (never a private key), and when the signatures served expire; and the
+//! steps of a key rollover (`gtm domain dnssec rollover`).
 
 use axum::{
-    Json,
+    Extension, Json,
     extract::{Path, State},
 };
+use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind};
-use crate::engine::dnssec::DomainDnssec;
+use super::{ApiError, ApiState, ErrorKind, writable};
+use crate::{
+    access::Principal,
+    command::{Action, DnssecChange, RolloverStep},
+    dnssec::keys::KeyMaterial,
+    engine::dnssec::DomainDnssec,
+    model::config::KeyAlgorithm,
+};
 
 pub(crate) async fn status(
     State(state): State<ApiState>,
@@ -20,4 +28,68 @@ pub(crate) async fn status(
             format!("no domain named \"{}\"", name.trim_end_matches('.')),
         )
     })
+}
+
+/// One step of a key rollover, as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    Publish,
+    Swap,
+    Retire,
+}
+
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RolloverRequest {
+    pub step: Step,
+    /// The new key's algorithm (publish only; default: the domain's
+    /// `dnssec_algorithm`).
+    #[serde(default)]
+    pub algorithm: Option<KeyAlgorithm>,
+}
+
+/// Proposes one rollover step; a new key is made here, on the device that
+/// received the request. Answers with the domain's DNSSEC state after it.
+pub(crate) async fn rollover(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    Json(req): Json<RolloverRequest>,
+) -> Result<Json<DomainDnssec>, ApiError> {
+    writable(&state)?;
+    let step = match req.step {
+        Step::Publish => {
+            if state.replication.clustered() && !state.mutual_tls {
+                return Err(ApiError::new(
+                    ErrorKind::Conflict,
+                    "keys travel between devices, and device-to-device traffic is not mutual TLS here: set tls_cert and tls_key on every device (docs/cluster.md)",
+                ));
+            }
+            let algorithm = req
+                .algorithm
+                .or_else(|| {
+                    state
+                        .engine
+                        .signed_zones()
+                        .into_iter()
+                        .find(|(d, _)| d.eq_ignore_ascii_case(name.trim_end_matches('.')))
+                        .map(|(_, a)| a)
+                })
+                .unwrap_or_default();
+            let key = KeyMaterial::generate(algorithm, crate::machine::now_ms())
+                .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
+            RolloverStep::Publish { key }
+        }
+        Step::Swap => RolloverStep::Swap,
+        Step::Retire => RolloverStep::Retire,
+    };
+    let action = Action::Dnssec(DnssecChange::Rollover {
+        domain: name.clone(),
+        step,
+    });
+    state
+        .replication
+        .propose(state.actor(&who), None, action)
+        .await?;
+    status(State(state), Path(name)).await
 }

@@ -354,6 +354,15 @@ pub fn operations() -> Vec<Op> {
         )
         .returns(J(schema::<crate::engine::dnssec::DomainDnssec>)),
         op(
+            Method::POST,
+            "/api/v1/domains/{name}/dnssec/rollover",
+            Token,
+            "One step of a key rollover: publish a new key, swap to it, retire the old one (each refused before its wait is over)",
+            handler!(Method::POST, dnssec::rollover),
+        )
+        .body(J(schema::<dnssec::RolloverRequest>))
+        .returns(J(schema::<crate::engine::dnssec::DomainDnssec>)),
+        op(
             Method::GET,
             "/api/v1/records/{name}/{rtype}/stats",
             Token,

@@ -61,8 +61,26 @@ pub enum DnssecCmd {
         #[arg(long)]
         confirm: bool,
     },
-    /// Whether the domain is signed, its keys (tag, algorithm, DNSKEY, DS)
-    /// and when the signatures served expire.
+    /// One step of a key rollover: `publish` a new key (not signing yet),
+    /// `swap` to it once its DS is at the parent, `retire` the old key once
+    /// its DS is gone. Each step is refused before its wait is over, and
+    /// says until when.
+    #[command(
+        after_help = "Example (the whole procedure):\n  gtm domain dnssec rollover example.test publish\n  gtm domain ds example.test        # give both DS to the parent\n  gtm domain dnssec rollover example.test swap\n  gtm domain ds example.test        # the new DS only, at the parent\n  gtm domain dnssec rollover example.test retire"
+    )]
+    Rollover {
+        /// The domain, e.g. example.test.
+        name: String,
+        /// publish, swap or retire.
+        #[arg(value_parser = ["publish", "swap", "retire"])]
+        step: String,
+        /// The new key's algorithm (publish; default the domain's).
+        #[arg(long, value_parser = ["ecdsap256sha256", "ed25519"])]
+        algorithm: Option<String>,
+    },
+    /// Whether the domain is signed, its keys (tag, algorithm, state,
+    /// DNSKEY, DS), when the signatures served expire, and the next step
+    /// of a rollover under way.
     #[command(after_help = "Example:\n  gtm domain dnssec status example.test")]
     Status {
         /// The domain, e.g. example.test.
@@ -123,38 +141,28 @@ pub(super) async fn run(cli: &Cli, cmd: &DomainCmd) -> Result<()> {
             )
             .await
         }
+        DomainCmd::Dnssec(DnssecCmd::Rollover {
+            name,
+            step,
+            algorithm,
+        }) => {
+            let mut body = json!({ "step": step });
+            if let Some(a) = algorithm {
+                body["algorithm"] = json!(a);
+            }
+            let path = format!("/api/v1/domains/{}/dnssec/rollover", segment(name));
+            let state: DomainDnssec = client
+                .send(client.http.post(client.url(&path)).json(&body))
+                .await?;
+            print_status(&state);
+            Ok(())
+        }
         DomainCmd::Dnssec(DnssecCmd::Status { name, json }) => {
             let state = status(&client, name).await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&state)?);
-                return Ok(());
-            }
-            println!(
-                "{}: {}",
-                state.domain,
-                match (state.signed, state.signing) {
-                    (true, true) => "signed",
-                    (true, false) => "signed in the configuration, no key in force yet",
-                    (false, true) => "unsigned in the configuration, still signed here",
-                    (false, false) => "unsigned",
-                }
-            );
-            if let Some(ms) = state.expires_ms {
-                println!(
-                    "signatures expire {} (made again a week before)",
-                    format_ms(ms)
-                );
-            }
-            for k in &state.keys {
-                println!(
-                    "key {} algorithm {} {} made {}",
-                    k.tag,
-                    k.algorithm,
-                    k.state,
-                    format_ms(k.created_ms)
-                );
-                println!("  {}", k.dnskey);
-                println!("  {}", k.ds);
+            } else {
+                print_status(&state);
             }
             Ok(())
         }
@@ -178,8 +186,48 @@ async fn status(client: &Client, name: &str) -> Result<DomainDnssec> {
     client.send(client.http.get(client.url(&path))).await
 }
 
+/// The DS records the parent should hold: the active key's, and a
+/// published key's during a rollover (not a retired key's).
 fn print_ds(state: &DomainDnssec) {
-    for k in &state.keys {
+    for k in state.keys.iter().filter(|k| k.state != "retired") {
         println!("{}", k.ds);
+    }
+}
+
+fn print_status(state: &DomainDnssec) {
+    println!(
+        "{}: {}",
+        state.domain,
+        match (state.signed, state.signing) {
+            (true, true) => "signed",
+            (true, false) => "signed in the configuration, no key in force yet",
+            (false, true) => "unsigned in the configuration, still signed here",
+            (false, false) => "unsigned",
+        }
+    );
+    if let Some(ms) = state.expires_ms {
+        println!(
+            "signatures expire {} (made again a week before)",
+            format_ms(ms)
+        );
+    }
+    for k in &state.keys {
+        println!(
+            "key {} algorithm {} {} made {}",
+            k.tag,
+            k.algorithm,
+            k.state,
+            format_ms(k.created_ms)
+        );
+        println!("  {}", k.dnskey);
+        println!("  {}", k.ds);
+    }
+    if let Some(next) = &state.next_step {
+        println!(
+            "next: {} from {}; first {}",
+            next.step,
+            format_ms(next.from_ms),
+            next.parent
+        );
     }
 }

@@ -147,16 +147,75 @@ impl Published {
     }
 }
 
-/// The keys of one domain. One combined key today; rollover keeps two.
+/// Where a key is in its life (docs/dnssec.md, "Key rollover").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyState {
+    /// In the DNSKEY set and CDS/CDNSKEY, not signing yet: the parent can
+    /// add its DS, caches learn it.
+    Published,
+    /// Signs the zone.
+    Active,
+    /// Signed until the swap; still in the DNSKEY set so signatures
+    /// cached from before validate, until it is removed.
+    Retired,
+}
+
+impl KeyState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Published => "published",
+            Self::Active => "active",
+            Self::Retired => "retired",
+        }
+    }
+}
+
+/// A key of a domain, and since when it is in its state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneKey {
+    pub key: KeyMaterial,
+    pub state: KeyState,
+    /// When it entered `state` (ms since the epoch, the command's time).
+    pub since_ms: u64,
+}
+
+/// The keys of one domain: one active key, and during a rollover the key
+/// published before it signs or the one retired after.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ZoneKeys {
-    pub keys: Vec<KeyMaterial>,
+    pub keys: Vec<ZoneKey>,
 }
 
 impl ZoneKeys {
+    /// A domain's first key, active.
+    pub fn first(key: KeyMaterial, since_ms: u64) -> Self {
+        Self {
+            keys: vec![ZoneKey {
+                key,
+                state: KeyState::Active,
+                since_ms,
+            }],
+        }
+    }
+
     /// The key that signs.
     pub fn active(&self) -> Option<&KeyMaterial> {
-        self.keys.first()
+        self.in_state(KeyState::Active).map(|k| &k.key)
+    }
+
+    pub fn in_state(&self, state: KeyState) -> Option<&ZoneKey> {
+        self.keys.iter().find(|k| k.state == state)
+    }
+
+    /// The keys CDS and CDNSKEY name for the parent: the active one, and a
+    /// published one (whose DS the parent should add). A retired key's DS
+    /// should leave the parent, so it is not named.
+    pub fn for_parent(&self) -> impl Iterator<Item = &KeyMaterial> {
+        self.keys
+            .iter()
+            .filter(|k| k.state != KeyState::Retired)
+            .map(|k| &k.key)
     }
 }
 
@@ -195,10 +254,7 @@ mod tests {
             assert!(published.ds.covers(&apex, &published.dnskey).unwrap());
             // Another key has another tag (with overwhelming likelihood)
             // and the stored bytes sign again after a round trip.
-            let json = serde_json::to_vec(&ZoneKeys {
-                keys: vec![key.clone()],
-            })
-            .unwrap();
+            let json = serde_json::to_vec(&ZoneKeys::first(key.clone(), 1)).unwrap();
             let back: ZoneKeys = serde_json::from_slice(&json).unwrap();
             assert_eq!(
                 Published::of(back.active().unwrap(), &apex).unwrap().tag,

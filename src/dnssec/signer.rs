@@ -20,7 +20,7 @@ use hickory_proto::{
     rr::{DNSClass, Name, RData, Record, RecordType, SerialNumber, domain::Label},
 };
 
-use super::keys::{KeyError, KeyMaterial, Published};
+use super::keys::{KeyError, Published, ZoneKeys};
 
 /// The length of a signing window (a week), in seconds.
 pub const WINDOW_SECS: u64 = 7 * 24 * 3600;
@@ -41,7 +41,12 @@ pub fn window_of(now_secs: u64) -> u64 {
 pub struct ZoneSigner {
     apex: Name,
     key: Box<dyn SigningKey>,
+    /// The active key's records.
     published: Published,
+    /// Every key in the DNSKEY set (active, published, retired).
+    dnskeys: Vec<DNSKEY>,
+    /// The keys CDS/CDNSKEY name for the parent.
+    parent: Vec<Published>,
     /// The window the signatures are made for.
     pub window: u64,
 }
@@ -74,14 +79,34 @@ impl SignError {
 }
 
 impl ZoneSigner {
-    /// The signer of zone `apex` with `key`, for the window of `now_secs`.
-    pub fn new(apex: &Name, key: &KeyMaterial, now_secs: u64) -> Result<Self, KeyError> {
-        Ok(Self {
+    /// The signer of zone `apex` with its active key, for the window of
+    /// `now_secs`; `None` without an active key.
+    pub fn new(apex: &Name, keys: &ZoneKeys, now_secs: u64) -> Result<Option<Self>, KeyError> {
+        let Some(key) = keys.active() else {
+            return Ok(None);
+        };
+        let dnskeys = keys
+            .keys
+            .iter()
+            .map(|k| k.key.dnskey())
+            .collect::<Result<_, _>>()?;
+        let parent = keys
+            .for_parent()
+            .map(|k| Published::of(k, apex))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(Self {
             apex: apex.clone(),
             key: key.signing_key()?,
             published: Published::of(key, apex)?,
+            dnskeys,
+            parent,
             window: window_of(now_secs),
-        })
+        }))
+    }
+
+    /// The keys CDS and CDNSKEY name.
+    pub fn for_parent(&self) -> &[Published] {
+        &self.parent
     }
 
     /// When the signatures of this window expire (seconds since the epoch).
@@ -95,7 +120,7 @@ impl ZoneSigner {
 
     /// The zone's DNSKEY RRset data.
     pub fn dnskeys(&self) -> Vec<DNSKEY> {
-        vec![self.published.dnskey.clone()]
+        self.dnskeys.clone()
     }
 
     /// The RRSIG over `records` (one RRset: the same owner, type and TTL;
@@ -173,12 +198,13 @@ mod tests {
     use hickory_proto::{dnssec::PublicKey, rr::rdata::A};
 
     fn signer(algorithm: KeyAlgorithm) -> ZoneSigner {
-        let key = KeyMaterial::generate(algorithm, 0).unwrap();
+        let key = crate::dnssec::keys::KeyMaterial::generate(algorithm, 0).unwrap();
         ZoneSigner::new(
             &Name::from_ascii("example.test.").unwrap(),
-            &key,
+            &ZoneKeys::first(key, 0),
             20_000 * 86_400,
         )
+        .unwrap()
         .unwrap()
     }
 

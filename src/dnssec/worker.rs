@@ -39,9 +39,8 @@ pub fn signers(compiled: &Compiled, keys: &Keyring, now_secs: u64) -> Vec<Option
             zone.dnssec?;
             let domain = zone.apex.to_string();
             let domain = domain.trim_end_matches('.');
-            let key = keys.get(domain)?.active()?;
-            match ZoneSigner::new(&zone.apex, key, now_secs) {
-                Ok(s) => Some(Arc::new(s)),
+            match ZoneSigner::new(&zone.apex, keys.get(domain)?, now_secs) {
+                Ok(s) => s.map(Arc::new),
                 Err(e) => {
                     tracing::error!(domain, error = %e, "the zone's key cannot sign: the zone is answered unsigned");
                     None
@@ -54,7 +53,6 @@ pub fn signers(compiled: &Compiled, keys: &Keyring, now_secs: u64) -> Vec<Option
 /// The apex records a signed zone adds: DNSKEY, and CDS and CDNSKEY for the
 /// parent (RFC 7344), with the zone's SOA TTL.
 pub fn apex_records(signer: &ZoneSigner, apex: &Name, ttl: u32) -> Vec<(RecordType, Vec<Record>)> {
-    let p = signer.published();
     let record = |data: DNSSECRData| Record::from_rdata(apex.clone(), ttl, RData::DNSSEC(data));
     vec![
         (
@@ -67,11 +65,19 @@ pub fn apex_records(signer: &ZoneSigner, apex: &Name, ttl: u32) -> Vec<(RecordTy
         ),
         (
             RecordType::CDS,
-            vec![record(DNSSECRData::CDS(p.cds.clone()))],
+            signer
+                .for_parent()
+                .iter()
+                .map(|p| record(DNSSECRData::CDS(p.cds.clone())))
+                .collect(),
         ),
         (
             RecordType::CDNSKEY,
-            vec![record(DNSSECRData::CDNSKEY(p.cdnskey.clone()))],
+            signer
+                .for_parent()
+                .iter()
+                .map(|p| record(DNSSECRData::CDNSKEY(p.cdnskey.clone())))
+                .collect(),
         ),
     ]
 }

@@ -14,7 +14,7 @@ use super::{Engine, now_ms};
 use crate::{
     dns::snapshot::{Snapshot, steered_answer},
     dnssec::{
-        keys::{Keyring, Published},
+        keys::{KeyState, Keyring, Published},
         worker::signers,
     },
     model::config::KeyAlgorithm,
@@ -33,6 +33,20 @@ pub struct DomainDnssec {
     /// made again a week before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_ms: Option<u64>,
+    /// During a rollover: the next step and from when it is allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<NextStep>,
+}
+
+/// The next step of a rollover under way.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NextStep {
+    /// `swap` or `retire`.
+    pub step: String,
+    /// Allowed from (ms since the epoch).
+    pub from_ms: u64,
+    /// What to do at the parent first.
+    pub parent: String,
 }
 
 /// A key as operators see it: never its private part.
@@ -42,7 +56,8 @@ pub struct KeyView {
     /// IANA number: 13 (ECDSA P-256) or 15 (Ed25519).
     pub algorithm: u8,
     pub created_ms: u64,
-    /// `active`: signs the zone.
+    /// `active` (signs the zone), `published` (in the DNSKEY set, not
+    /// signing yet) or `retired` (no longer signing, leaving).
     pub state: String,
     /// The DNSKEY record, in zone-file form.
     pub dnskey: String,
@@ -130,7 +145,7 @@ impl Engine {
     /// The DNSSEC state of a domain; `None` when there is no such domain.
     pub fn domain_dnssec(&self, domain: &str) -> Option<DomainDnssec> {
         let wanted = domain.trim_end_matches('.').to_ascii_lowercase();
-        let (apex, signed) = {
+        let (apex, signed, dnskey_ttl, longest_ttl) = {
             let inner = self.lock();
             let zone = inner.compiled.zones.iter().find(|z| {
                 z.apex
@@ -138,7 +153,19 @@ impl Engine {
                     .trim_end_matches('.')
                     .eq_ignore_ascii_case(&wanted)
             })?;
-            (zone.apex.clone(), zone.dnssec.is_some())
+            let longest = zone
+                .records
+                .iter()
+                .map(|r| r.ttl)
+                .chain([zone.soa_ttl, zone.ns_ttl])
+                .max()
+                .unwrap_or(0);
+            (
+                zone.apex.clone(),
+                zone.dnssec.is_some(),
+                u64::from(zone.soa_ttl),
+                u64::from(longest),
+            )
         };
         let snapshot = self.dns.snapshot.load();
         let signer = snapshot
@@ -146,14 +173,25 @@ impl Engine {
             .iter()
             .find(|z| z.apex == apex)
             .and_then(|z| z.signer.clone());
-        let keys = self
-            .keys()
-            .get(&wanted)
-            .map(|k| k.keys.clone())
-            .unwrap_or_default();
-        let keys = keys
+        let zone_keys = self.keys().get(&wanted).cloned().unwrap_or_default();
+        let next_step = if let Some(k) = zone_keys.in_state(KeyState::Published) {
+            Some(NextStep {
+                step: "swap".into(),
+                from_ms: k.since_ms + dnskey_ttl * 1000,
+                parent: "add the new key's DS at the parent, and wait the parent's DS TTL".into(),
+            })
+        } else {
+            zone_keys.in_state(KeyState::Retired).map(|k| NextStep {
+                step: "retire".into(),
+                from_ms: k.since_ms + longest_ttl * 1000,
+                parent: "remove the old key's DS from the parent".into(),
+            })
+        };
+        let keys = zone_keys
+            .keys
             .iter()
-            .filter_map(|key| {
+            .filter_map(|zk| {
+                let key = &zk.key;
                 let p = Published::of(key, &apex).ok()?;
                 let line = |data: DNSSECRData| {
                     Record::from_rdata(apex.clone(), 3600, RData::DNSSEC(data)).to_string()
@@ -162,7 +200,7 @@ impl Engine {
                     tag: p.tag,
                     algorithm: key.algorithm.number(),
                     created_ms: key.created_ms,
-                    state: "active".into(),
+                    state: zk.state.as_str().into(),
                     dnskey: line(DNSSECRData::DNSKEY(p.dnskey.clone())),
                     ds: line(DNSSECRData::DS(p.ds.clone())),
                 })
@@ -174,6 +212,7 @@ impl Engine {
             signing: signer.is_some(),
             keys,
             expires_ms: signer.map(|s| s.expires_secs() * 1000),
+            next_step,
         })
     }
 }
