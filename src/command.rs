@@ -126,6 +126,16 @@ pub enum Action {
     /// it fired in the same command, so it fires once. The command's
     /// `time_ms` is the firing time.
     FireSchedule { id: u64, reverse: bool },
+    /// Proposed by the leader (or a device in no cluster) when the cluster
+    /// has no DNS cookie secret, and then every `[cookies] rotate`: the new
+    /// secret (made by the proposer, so every device applies the same
+    /// bytes) becomes current and the current one previous. `replaces`: the
+    /// creation time of the secret it replaces (`None`: there is none), so
+    /// of two leaders' proposals in a row only the first rotates.
+    RotateCookieSecret {
+        secret: crate::dns::cookies::Secret,
+        replaces: Option<u64>,
+    },
 }
 
 /// A scheduled operator action as asked for; times in ms since the epoch

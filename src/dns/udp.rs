@@ -23,6 +23,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::{
     fast,
     handler::{DRAW, Handler, answer_udp},
+    rrl::{self, Verdict},
 };
 
 const BATCH: usize = 32;
@@ -135,6 +136,8 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
         }
         let received = std::time::Instant::now();
         let metrics = &handler.state.metrics;
+        let limits = handler.state.rrl.limits();
+        let second = handler.state.rrl.second(received);
         let mut replies = 0;
         {
             for i in 0..n as usize {
@@ -143,21 +146,31 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                 let Some(src) = socket_addr(&names[i]) else {
                     continue;
                 };
+                let verdict = rrl::screen(&handler.state, &limits, query, src.ip(), second);
+                if verdict == Verdict::Drop {
+                    continue;
+                }
                 let out = &mut outbuf[replies];
-                let answered = DRAW.with(|d| {
-                    let draw = &mut d.borrow_mut();
-                    if fast::answer(&handler.state, query, src.ip(), draw, out) {
-                        return true;
-                    }
-                    // Each path counts its own responses.
-                    match answer_udp(&handler, query, src, draw) {
-                        Some(bytes) => {
-                            *out = bytes;
-                            true
+                let answered = if verdict == Verdict::Slip {
+                    rrl::truncated(query, handler.state.edns_payload)
+                        .map(|t| *out = t)
+                        .is_some()
+                } else {
+                    DRAW.with(|d| {
+                        let draw = &mut d.borrow_mut();
+                        if fast::answer(&handler.state, query, src.ip(), draw, out) {
+                            return true;
                         }
-                        None => false,
-                    }
-                });
+                        // Each path counts its own responses.
+                        match answer_udp(&handler, query, src, draw) {
+                            Some(bytes) => {
+                                *out = bytes;
+                                true
+                            }
+                            None => false,
+                        }
+                    })
+                };
                 if !answered {
                     continue;
                 }

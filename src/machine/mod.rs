@@ -14,6 +14,7 @@
 //! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
 //!   states, failback resumes);
 //! - `schedules`: JSON [`schedule::Book`], the scheduled operator actions;
+//! - `cookie-secret`: JSON, the DNS cookie secrets ([`cookies`]);
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]);
@@ -22,6 +23,7 @@
 //!   the oldest: a command delivered twice gets the first outcome again.
 
 mod accounts;
+pub mod cookies;
 pub mod edit;
 pub mod operator;
 pub mod schedule;
@@ -205,6 +207,9 @@ impl GtmMachine {
         if let Some(change) = accounts::run(kv, index, version, command) {
             return change;
         }
+        if let Some(change) = cookies::run(kv, index, version, command) {
+            return change;
+        }
         let current = match self.current(kv) {
             Ok(c) => c,
             // The committed text always parsed when it was committed; a
@@ -264,6 +269,7 @@ impl GtmMachine {
             | Action::AddSchedule(_)
             | Action::CancelSchedule { .. }
             | Action::FireSchedule { .. }
+            | Action::RotateCookieSecret { .. }
             | Action::Account(_) => {
                 return rejected(
                     ErrorKind::Internal,
