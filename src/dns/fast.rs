@@ -90,19 +90,18 @@ pub fn answer(
     };
 
     let question = &msg[12..q.end];
-    let server_cookie = edns
-        .and_then(|e| e.cookie)
-        .and_then(|c| Some((c.client, state.cookies.answer(&c, src)?)));
+    let cookie = edns.and_then(|e| e.cookie);
     let opt_len = edns.map_or(0, |e| {
         11 + e
             .ecs
             .map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8))
-    }) + server_cookie.map_or(0, |_| cookies::COOKIE_OPTION_LEN);
+    }) + cookie.map_or(0, |_| cookies::COOKIE_OPTION_LEN);
     let len = 12 + question.len() + body.len() + opt_len;
     // What does not fit goes to the general path, which truncates.
     if len > state.udp_limit(edns.as_ref()) as usize {
         return false;
     }
+    let server_cookie = cookie.and_then(|c| Some((c.client, state.cookies.answer(&c, src)?)));
     out.clear();
     out.extend_from_slice(&msg[0..2]);
     // QR, AA, RD copied; CD copied; RCODE NOERROR.

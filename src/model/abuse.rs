@@ -160,6 +160,15 @@ mod tests {
     }
 
     #[test]
+    fn the_tables_survive_an_edit_written_back_as_toml() {
+        let text = "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n\n[rate_limit]\nslip = 1\nexempt = []\n\n[cookies]\nrotate = \"1h\"\n";
+        let config = parse(text).unwrap();
+        let written = toml::to_string_pretty(&config).unwrap();
+        assert_eq!(parse(&written).unwrap(), config, "{written}");
+        assert_eq!(config.rate_limit.unwrap().exempt, Some(Vec::new()));
+    }
+
+    #[test]
     fn bad_values_are_named_with_their_field() {
         let errs = compiled(
             "[rate_limit]\nresponses_per_second = 0\nipv4_prefix = 33\nipv6_prefix = 8\nslip = 11\nexempt = [\"10.0.0.0/8\", \"10.0.0.0/40\", \"nope\"]\n\n[cookies]\nrotate = \"2s\"\n",
