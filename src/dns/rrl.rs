@@ -286,9 +286,21 @@ fn mix(network: u128, key: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The truncated response sent instead of a limited one: the query's id,
-/// opcode and RD, TC=1, NOERROR, its question when it reads and an OPT when
-/// it has one, and no records; `None` when the query has no header.
+/// Writes into `out` the truncated response sent instead of a limited one:
+/// the query's id, opcode and RD, TC=1, NOERROR, its question when it reads
+/// and an OPT when it has one, and no records; false (nothing written) when
+/// the query has no header.
+pub fn truncate_into(msg: &[u8], payload: u16, out: &mut Vec<u8>) -> bool {
+    match truncated(msg, payload) {
+        Some(t) => {
+            *out = t;
+            true
+        }
+        None => false,
+    }
+}
+
+/// [`truncate_into`]'s response as a new message.
 pub fn truncated(msg: &[u8], payload: u16) -> Option<Vec<u8>> {
     let mut out = super::wire::formerr(msg, payload);
     if out.len() < 12 {

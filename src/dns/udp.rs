@@ -151,26 +151,24 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                     continue;
                 }
                 let out = &mut outbuf[replies];
-                let answered = if verdict == Verdict::Slip {
-                    rrl::truncated(query, handler.state.edns_payload)
-                        .map(|t| *out = t)
-                        .is_some()
-                } else {
-                    DRAW.with(|d| {
-                        let draw = &mut d.borrow_mut();
-                        if fast::answer(&handler.state, query, src.ip(), draw, out) {
-                            return true;
+                let answered = DRAW.with(|d| {
+                    let draw = &mut d.borrow_mut();
+                    // Over the limit: the truncated response, not the answer.
+                    if verdict == Verdict::Slip {
+                        return rrl::truncate_into(query, handler.state.edns_payload, out);
+                    }
+                    if fast::answer(&handler.state, query, src.ip(), draw, out) {
+                        return true;
+                    }
+                    // Each path counts its own responses.
+                    match answer_udp(&handler, query, src, draw) {
+                        Some(bytes) => {
+                            *out = bytes;
+                            true
                         }
-                        // Each path counts its own responses.
-                        match answer_udp(&handler, query, src, draw) {
-                            Some(bytes) => {
-                                *out = bytes;
-                                true
-                            }
-                            None => false,
-                        }
-                    })
-                };
+                        None => false,
+                    }
+                });
                 if !answered {
                     continue;
                 }
