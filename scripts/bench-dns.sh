@@ -33,7 +33,12 @@
 #                 between <!-- bench-dns:begin --> and <!-- bench-dns:end -->)
 #   --no-docs     print the table only
 #   --keep-tmp    keep the temporary directory (configs, logs, dnsperf output)
-# Environment: GTM_BIN (default target/release/gtm), GTM_PORT=15353,
+# Environment: GTM_RATE_LIMIT: default (no [rate_limit] table: limited,
+#   but loopback, where dnsperf runs, is exempt), off (enabled = false) or
+#   on (limited, nothing exempt, the rate far above what is sent: the
+#   limiter's full cost, under the limit); DNSPERF_EXTRA: more dnsperf
+#   arguments (e.g. "-E 10:0123456789abcdef" for a client cookie, "-e"
+#   for EDNS alone). GTM_BIN (default target/release/gtm), GTM_PORT=15353,
 #   NSD_PORT=15354, GDNSD_PORT=15355, GTM_API_PORT=15380, MON_PORT=15390,
 #   RUST_LOG for gtm (default warn).  Needs 2+ CPUs; installs dnsperf, nsd,
 #   gdnsd, dnsutils with apt-get when missing (root or passwordless sudo).
@@ -291,6 +296,12 @@ EOF
             printf '  { ip = "%s", weight = %d },\n' "${STEERED_ADDRS[$i]}" "${STEERED_WEIGHTS[$i]}"
         done
         echo "]"
+        case ${GTM_RATE_LIMIT:-default} in
+            default) ;;
+            off) printf '\n[rate_limit]\nenabled = false\n' ;;
+            on) printf '\n[rate_limit]\nresponses_per_second = 100000000\nexempt = []\n' ;;
+            *) die "GTM_RATE_LIMIT: expected default, off or on, not '$GTM_RATE_LIMIT'" ;;
+        esac
     } >"$TMP/gtm-bench.toml"
 fi
 
@@ -461,8 +472,10 @@ run_dnsperf() { # name record seconds label
     c0=$(cpu_ticks "$pid"); t0=$(now_ns)
     # In the background + wait, so a SIGTERM/SIGINT to this script runs the
     # cleanup trap at once (cleanup also stops this dnsperf).
+    # DNSPERF_EXTRA is split into words on purpose.
+    # shellcheck disable=SC2086
     timeout $((secs + 60)) taskset -c "$CLIENT_CPU" dnsperf -s "$ADDR" -p "$port" \
-        -d "$TMP/q-$queries.txt" "${flags[@]}" -c "$CLIENTS" -q "$OUTSTANDING" -l "$secs" >"$out" 2>&1 &
+        -d "$TMP/q-$queries.txt" "${flags[@]}" -c "$CLIENTS" -q "$OUTSTANDING" -l "$secs" ${DNSPERF_EXTRA:-} >"$out" 2>&1 &
     CLIENT_PID=$!
     wait "$CLIENT_PID" || { cat "$out" >&2; die "dnsperf failed against $name"; }
     CLIENT_PID=""

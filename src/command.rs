@@ -129,6 +129,16 @@ pub enum Action {
     /// A zone's DNSSEC keys (docs/dnssec.md): never in the configuration
     /// text, history or exports.
     Dnssec(DnssecChange),
+    /// Proposed by the leader (or a device in no cluster) when the cluster
+    /// has no DNS cookie secret, and then every `[cookies] rotate`: the new
+    /// secret (made by the proposer, so every device applies the same
+    /// bytes) becomes current and the current one previous. `replaces`: the
+    /// creation time of the secret it replaces (`None`: there is none), so
+    /// of two leaders' proposals in a row only the first rotates.
+    RotateCookieSecret {
+        secret: crate::dns::cookies::Secret,
+        replaces: Option<u64>,
+    },
 }
 
 /// A change to a zone's DNSSEC keys. Keys are made by the device that

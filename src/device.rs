@@ -223,6 +223,13 @@ impl Device {
             tls.is_some(),
             cancel.child_token(),
         ));
+        // Makes and rotates the DNS cookie secret while this device leads
+        // (or is alone).
+        tokio::spawn(crate::cookie_secret::run(
+            replication.clone(),
+            engine.clone(),
+            cancel.child_token(),
+        ));
         let peers = Arc::new(Peers::default());
         let reports = tokio::spawn(peers::run(
             peer_client(Duration::from_millis(1500))?,

@@ -6,6 +6,7 @@ pub mod api;
 pub mod cli;
 pub mod command;
 pub mod console;
+pub mod cookie_secret;
 pub mod device;
 pub mod dns;
 pub mod dnssec;

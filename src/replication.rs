@@ -137,6 +137,11 @@ impl Replication {
             replication
                 .engine
                 .set_keys(crate::dnssec::keys::keyring_of(&local));
+            replication
+                .engine
+                .dns()
+                .cookies
+                .install(machine::cookies::secrets_of(&local));
         }
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
@@ -685,6 +690,10 @@ fn install(
     handled: Option<(u64, u64)>,
 ) -> Option<(u64, u64)> {
     let installed = install_config(engine, kv, handled);
+    engine
+        .dns()
+        .cookies
+        .install(machine::cookies::secrets_of(kv));
     // After the configuration, which the operator state is checked against.
     if kv.contains_key(CONFIG_KEY) {
         engine.set_operator(&machine::operator::state_of(kv));

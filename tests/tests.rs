@@ -22,6 +22,7 @@ mod operator;
 mod operator_cluster;
 mod probes;
 mod reading;
+mod rrl;
 mod schedule;
 mod service;
 mod storage;

@@ -11,6 +11,7 @@
 use std::net::IpAddr;
 
 use super::{
+    cookies,
     handler::DnsState,
     snapshot::{Client, Draw, choose},
     wire::{self, EdnsInfo, OPT_TYPE},
@@ -128,16 +129,18 @@ pub fn answer(
     };
 
     let question = &msg[12..q.end];
+    let cookie = edns.and_then(|e| e.cookie);
     let opt_len = edns.map_or(0, |e| {
         11 + e
             .ecs
             .map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8))
-    });
+    }) + cookie.map_or(0, |_| cookies::COOKIE_OPTION_LEN);
     let len = 12 + question.len() + body.len() + sig.len() + opt_len;
     // What does not fit goes to the general path, which truncates.
     if len > state.udp_limit(edns.as_ref()) as usize {
         return false;
     }
+    let server_cookie = cookie.and_then(|c| Some((c.client, state.cookies.answer(&c, src)?)));
     out.clear();
     out.extend_from_slice(&msg[0..2]);
     // QR, AA, RD copied; CD copied; RCODE NOERROR.
@@ -157,6 +160,9 @@ pub fn answer(
         if let Some(ecs) = &e.ecs {
             wire::push_ecs(out, ecs, scope);
         }
+        if let Some((client, server)) = &server_cookie {
+            cookies::push_cookie(out, client, server);
+        }
         let rdlen = (out.len() - rdlen_at - 2) as u16;
         out[rdlen_at..rdlen_at + 2].copy_from_slice(&rdlen.to_be_bytes());
     }
@@ -174,12 +180,14 @@ fn opt_at(msg: &[u8], at: usize) -> Option<EdnsInfo> {
     if rest.len() != 11 + rdlen {
         return None;
     }
-    let (ecs, nsid) = wire::options(&rest[11..]).ok()?;
+    let o = wire::options(&rest[11..]).ok()?;
     Some(EdnsInfo {
         payload: u16::from_be_bytes([rest[3], rest[4]]),
         version: rest[6],
         dnssec_ok: rest[7] & 0x80 != 0,
-        ecs,
-        nsid,
+        ecs: o.ecs,
+        nsid: o.nsid,
+        cookie: o.cookie,
+        keepalive: o.keepalive,
     })
 }

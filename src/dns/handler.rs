@@ -43,6 +43,10 @@ pub struct DnsState {
     pub metrics: Arc<DnsMetrics>,
     /// This device's NSID value, also answered to CH TXT `id.server.`.
     pub nsid: Arc<str>,
+    /// The UDP rate limit's table, shared by every UDP worker.
+    pub rrl: Arc<super::rrl::Rrl>,
+    /// The cluster's cookie secrets.
+    pub cookies: Arc<super::cookies::Cookies>,
 }
 
 impl DnsState {
@@ -53,6 +57,8 @@ impl DnsState {
             edns_payload,
             metrics: Arc::default(),
             nsid: Arc::from(""),
+            rrl: Arc::default(),
+            cookies: Arc::default(),
         }
     }
 
@@ -294,6 +300,13 @@ pub fn answer(
         Transport::Tcp => usize::from(u16::MAX),
     };
     let mut d = handler.decide_read(&request, info, draw);
+    super::cookies::add_options(
+        &state.cookies,
+        d.edns.as_mut(),
+        info.as_ref(),
+        src.ip(),
+        transport == Transport::Tcp,
+    );
     let qtype = request
         .queries
         .queries()

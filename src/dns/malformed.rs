@@ -28,16 +28,22 @@ pub enum Reason {
     Ecs,
     /// Our reader accepted it but the full decoder did not.
     Undecodable,
+    /// A COOKIE option of a wrong length (RFC 7873 §5.2.2).
+    Cookie,
+    /// An edns-tcp-keepalive option of a wrong length (RFC 7828).
+    Keepalive,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 8] = [
         Reason::Truncated,
         Reason::Name,
         Reason::Compression,
         Reason::Opt,
         Reason::Ecs,
         Reason::Undecodable,
+        Reason::Cookie,
+        Reason::Keepalive,
     ];
 
     pub fn label(self) -> &'static str {
@@ -48,6 +54,8 @@ impl Reason {
             Reason::Opt => "opt",
             Reason::Ecs => "ecs",
             Reason::Undecodable => "undecodable",
+            Reason::Cookie => "cookie",
+            Reason::Keepalive => "keepalive",
         }
     }
 }
@@ -60,6 +68,8 @@ impl From<&WireError> for Reason {
             WireError::BadPointer => Reason::Compression,
             WireError::TwoOpts => Reason::Opt,
             WireError::BadEcs(_) | WireError::TwoEcs => Reason::Ecs,
+            WireError::BadCookie => Reason::Cookie,
+            WireError::BadKeepalive => Reason::Keepalive,
         }
     }
 }

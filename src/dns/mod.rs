@@ -1,4 +1,5 @@
 //! Authoritative DNS over UDP and TCP (spec §3).
+pub mod cookies;
 pub mod counters;
 pub mod fast;
 pub mod handler;
@@ -6,6 +7,7 @@ pub mod identity;
 pub mod lookup;
 pub mod malformed;
 pub mod metrics;
+pub mod rrl;
 pub mod server;
 pub mod snapshot;
 pub mod tcp;

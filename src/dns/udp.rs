@@ -23,6 +23,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::{
     fast,
     handler::{DRAW, Handler, answer_udp},
+    rrl::{self, Verdict},
 };
 
 const BATCH: usize = 32;
@@ -135,6 +136,8 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
         }
         let received = std::time::Instant::now();
         let metrics = &handler.state.metrics;
+        let limits = handler.state.rrl.limits();
+        let second = handler.state.rrl.second(received);
         let mut replies = 0;
         {
             for i in 0..n as usize {
@@ -143,9 +146,17 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                 let Some(src) = socket_addr(&names[i]) else {
                     continue;
                 };
+                let verdict = rrl::screen(&handler.state, &limits, query, src.ip(), second);
+                if verdict == Verdict::Drop {
+                    continue;
+                }
                 let out = &mut outbuf[replies];
                 let answered = DRAW.with(|d| {
                     let draw = &mut d.borrow_mut();
+                    // Over the limit: the truncated response, not the answer.
+                    if verdict == Verdict::Slip {
+                        return rrl::truncate_into(query, handler.state.edns_payload, out);
+                    }
                     if fast::answer(&handler.state, query, src.ip(), draw, out) {
                         return true;
                     }

@@ -7,6 +7,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use super::cookies::{COOKIE_CODE, KEEPALIVE_CODE, QueryCookie, read_keepalive};
+
 /// RFC 7871 option code.
 pub const ECS_CODE: u16 = 8;
 /// RFC 5001 option code.
@@ -33,6 +35,19 @@ pub struct EdnsInfo {
     pub ecs: Option<Ecs>,
     /// The query carries an NSID option (RFC 5001).
     pub nsid: bool,
+    /// The query's COOKIE option (RFC 7873), the first if several.
+    pub cookie: Option<QueryCookie>,
+    /// The query carries an edns-tcp-keepalive option (RFC 7828).
+    pub keepalive: bool,
+}
+
+/// The options of an OPT record that matter to us.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    pub ecs: Option<Ecs>,
+    pub nsid: bool,
+    pub cookie: Option<QueryCookie>,
+    pub keepalive: bool,
 }
 
 /// Why a query is malformed.
@@ -50,6 +65,10 @@ pub enum WireError {
     BadEcs(&'static str),
     #[error("more than one EDNS Client Subnet option")]
     TwoEcs,
+    #[error("a COOKIE option of a length RFC 7873 does not allow")]
+    BadCookie,
+    #[error("an edns-tcp-keepalive option longer than its TIMEOUT")]
+    BadKeepalive,
 }
 
 struct Reader<'a> {
@@ -222,13 +241,15 @@ pub fn edns(msg: &[u8]) -> Result<Option<EdnsInfo>, WireError> {
     let Some(opt) = find_opt(msg, true)? else {
         return Ok(None);
     };
-    let (ecs, nsid) = options(opt.rdata)?;
+    let o = options(opt.rdata)?;
     Ok(Some(EdnsInfo {
         payload: opt.payload,
         version: opt.version,
         dnssec_ok: opt.dnssec_ok,
-        ecs,
-        nsid,
+        ecs: o.ecs,
+        nsid: o.nsid,
+        cookie: o.cookie,
+        keepalive: o.keepalive,
     }))
 }
 
@@ -272,30 +293,40 @@ pub fn push_opt_header(out: &mut Vec<u8>, payload: u16, dnssec_ok: bool) {
     out.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0]);
 }
 
-/// The options of an OPT record that matter to us: the client subnet, and
-/// whether the client asked for our NSID (RFC 5001).
-pub fn options(rdata: &[u8]) -> Result<(Option<Ecs>, bool), WireError> {
+/// The options of an OPT record that matter to us: the client subnet,
+/// whether the client asked for our NSID (RFC 5001), its cookie (RFC 7873)
+/// and whether it sent edns-tcp-keepalive (RFC 7828).
+pub fn options(rdata: &[u8]) -> Result<Options, WireError> {
     let mut r = Reader {
         buf: rdata,
         pos: 0,
         strict: true,
     };
-    let mut ecs = None;
-    let mut nsid = false;
+    let mut o = Options::default();
     while r.pos < rdata.len() {
         let code = r.u16()?;
         let len = r.u16()? as usize;
         let data = r.bytes(len)?;
-        if code == ECS_CODE {
-            if ecs.is_some() {
-                return Err(WireError::TwoEcs);
+        match code {
+            ECS_CODE => {
+                if o.ecs.is_some() {
+                    return Err(WireError::TwoEcs);
+                }
+                o.ecs = Some(client_subnet(data)?);
             }
-            ecs = Some(client_subnet(data)?);
-        } else if code == NSID_CODE {
-            nsid = true;
+            NSID_CODE => o.nsid = true,
+            COOKIE_CODE => {
+                let cookie = QueryCookie::read(data)?;
+                o.cookie.get_or_insert(cookie);
+            }
+            KEEPALIVE_CODE => {
+                read_keepalive(data)?;
+                o.keepalive = true;
+            }
+            _ => {}
         }
     }
-    Ok((ecs, nsid))
+    Ok(o)
 }
 
 /// RFC 7871 §6 rules for a query's ECS option.

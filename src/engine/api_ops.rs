@@ -53,6 +53,8 @@ impl Engine {
     /// The DNS path's query and response metrics, in Prometheus text.
     pub fn write_dns_metrics(&self, out: &mut crate::metrics::Text) {
         self.dns.metrics.write(out);
+        self.dns.rrl.write(out);
+        self.dns.cookies.write(out);
     }
 
     /// Every record with the responses it was answered in (nonzero only),

@@ -78,6 +78,8 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
         &[],
     );
     domains(&mut out, &old.domains, &new.domains);
+    table(&mut out, "rate_limit", &old.rate_limit, &new.rate_limit);
+    table(&mut out, "cookies", &old.cookies, &new.cookies);
     // Keys are unique in a valid configuration; should two objects share
     // one, a change could hide behind it: say that something changed rather
     // than "no changes".
@@ -85,6 +87,21 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
         out.push("~ configuration (changed objects share a name)".to_string());
     }
     out
+}
+
+/// A top-level table: added, removed, or its fields changed.
+fn table<T: PartialEq + Serialize>(
+    out: &mut Vec<String>,
+    name: &str,
+    old: &Option<T>,
+    new: &Option<T>,
+) {
+    match (old, new) {
+        (None, Some(_)) => out.push(format!("+ {name}")),
+        (Some(_), None) => out.push(format!("- {name}")),
+        (Some(o), Some(n)) if o != n => fields(out, name, o, n, &["rotate"]),
+        _ => {}
+    }
 }
 
 /// Top-level objects known by their name.

@@ -669,6 +669,7 @@ impl Engine {
             }
         }
         self.dns.snapshot.store(Arc::new(snapshot));
+        self.dns.rrl.set(compiled.rate_limit.clone());
         inner.deps = deps(&compiled, &records);
         inner.probed = instances
             .iter()

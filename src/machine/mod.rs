@@ -16,6 +16,7 @@
 //! - `schedules`: JSON [`schedule::Book`], the scheduled operator actions;
 //! - `dnssec/<domain>`: JSON [`crate::dnssec::keys::ZoneKeys`], a signed
 //!   domain's keys;
+//! - `cookie-secret`: JSON, the DNS cookie secrets ([`cookies`]);
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]);
@@ -24,6 +25,7 @@
 //!   the oldest: a command delivered twice gets the first outcome again.
 
 mod accounts;
+pub mod cookies;
 mod dnssec;
 pub mod edit;
 pub mod operator;
@@ -208,6 +210,9 @@ impl GtmMachine {
         if let Some(change) = accounts::run(kv, index, version, command) {
             return change;
         }
+        if let Some(change) = cookies::run(kv, index, version, command) {
+            return change;
+        }
         let current = match self.current(kv) {
             Ok(c) => c,
             // The committed text always parsed when it was committed; a
@@ -271,6 +276,7 @@ impl GtmMachine {
             | Action::CancelSchedule { .. }
             | Action::FireSchedule { .. }
             | Action::Dnssec(_)
+            | Action::RotateCookieSecret { .. }
             | Action::Account(_) => {
                 return rejected(
                     ErrorKind::Internal,

@@ -85,6 +85,10 @@ pub struct Compiled {
     pub checks: Vec<CheckSpec>,
     pub scenarios: Vec<ScenarioSpec>,
     pub zones: Vec<ZoneSpec>,
+    /// `[rate_limit]` with its defaults.
+    pub rate_limit: crate::dns::rrl::Limits,
+    /// `[cookies] rotate` with its default.
+    pub cookie_rotation: Duration,
 }
 
 #[derive(Debug, Clone)]
@@ -307,12 +311,16 @@ pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
         }
     }
     cx.cname_loops(&zones);
+    let rate_limit = super::abuse::rate_limit(&mut cx.errors, config.rate_limit.as_ref());
+    let cookie_rotation = super::abuse::cookie_rotation(&mut cx.errors, config.cookies.as_ref());
     if cx.errors.is_empty() {
         Ok(Compiled {
             datacenters,
             checks,
             scenarios,
             zones,
+            rate_limit,
+            cookie_rotation,
         })
     } else {
         Err(ConfigErrors(cx.errors))

@@ -29,6 +29,52 @@ pub struct Config {
     pub services: Vec<Service>,
     #[serde(default, rename = "domain", skip_serializing_if = "Vec::is_empty")]
     pub domains: Vec<Domain>,
+    /// Response rate limiting of UDP answers per client network
+    /// (docs/configuration.md, "Rate limiting"); on by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+    /// DNS cookies (RFC 7873): how often the cluster's server secret is
+    /// replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookies: Option<Cookies>,
+}
+
+/// The `[rate_limit]` table: response rate limiting (RRL) of UDP answers.
+/// Every field has a default ([`super::compile`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// `false` answers every UDP query, however many. Default `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// UDP responses per second to one client network. Default 1000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses_per_second: Option<u32>,
+    /// The prefix length grouping IPv4 clients into one network. Default 24.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4_prefix: Option<u8>,
+    /// The prefix length grouping IPv6 clients into one network. Default 56.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6_prefix: Option<u8>,
+    /// Every `slip`-th response over the limit is sent truncated (TC=1) so
+    /// real clients retry over TCP; the others are dropped. 0 drops them
+    /// all, 1 truncates them all. Default 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slip: Option<u32>,
+    /// Networks never limited (`ADDRESS/PREFIX`). Default: loopback
+    /// (`127.0.0.0/8`, `::1/128`); a list given replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exempt: Option<Vec<String>>,
+}
+
+/// The `[cookies]` table: DNS cookies (RFC 7873, RFC 9018).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Cookies {
+    /// How often the leader replaces the cluster's server secret (the
+    /// previous one stays valid until the next). Default `720h` (30 days).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotate: Option<Interval>,
 }
 
 /// The `[geoip]` table: the database source every device downloads from.

@@ -3,6 +3,7 @@
 //! [`config`] is the file as written; [`compile`] checks it whole and turns
 //! it into [`Compiled`], the only form the rest of gtm reads.
 
+pub mod abuse;
 pub mod compile;
 pub mod condition;
 pub mod config;

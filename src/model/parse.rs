@@ -26,6 +26,9 @@ use super::{
     diagnose,
 };
 
+/// The top-level tables that are not lists: a piece may hold one whole.
+const SINGLE_TABLES: [&str; 3] = ["geoip", "rate_limit", "cookies"];
+
 /// The size of text below which a piece is not cut further.
 const PIECE_BYTES: usize = 256 * 1024;
 
@@ -55,9 +58,15 @@ fn parse_in_pieces(text: &str, piece_bytes: usize) -> Result<Config, ConfigError
         config.scenarios.extend(piece.scenarios);
         config.services.extend(piece.services);
         config.domains.extend(piece.domains);
-        // Never set in practice: a `[geoip]` header makes the text parse whole.
+        // Each at most once in the text (see `cuts`).
         if piece.geoip.is_some() {
             config.geoip = piece.geoip;
+        }
+        if piece.rate_limit.is_some() {
+            config.rate_limit = piece.rate_limit;
+        }
+        if piece.cookies.is_some() {
+            config.cookies = piece.cookies;
         }
         start = end;
     }
@@ -100,6 +109,9 @@ fn cuts(text: &str, piece_bytes: usize) -> Option<Vec<usize>> {
     let mut piece_start = 0;
     // Top-level tables given an `[[element]]` in the current piece.
     let mut started: HashSet<&str> = HashSet::new();
+    // The single top-level tables met so far (a second one is an error the
+    // whole text must report).
+    let mut single: HashSet<&str> = HashSet::new();
     // Nesting of `[` and `{` inside values.
     let mut depth = 0usize;
     let mut line_start = true;
@@ -140,6 +152,12 @@ fn cuts(text: &str, piece_bytes: usize) -> Option<Vec<usize>> {
                 cuts.push(header_start);
                 piece_start = header_start;
                 started.clear();
+            }
+            started.insert(first);
+        } else if !array && keys.len() == 1 && SINGLE_TABLES.contains(&first) {
+            // A whole table of its own: its keys follow it in this piece.
+            if !single.insert(first) {
+                return None;
             }
             started.insert(first);
         } else if !started.contains(first) {
@@ -248,6 +266,28 @@ mod tests {
             );
         }
         t
+    }
+
+    /// The single tables may stand between lists: pieces parse like the
+    /// whole; one given twice is the whole text's error.
+    #[test]
+    fn single_tables_between_pieces() {
+        let mut text = tricky();
+        let middle = text.find("[[domain]]\nname = \"d10.test\"").unwrap();
+        text.insert_str(
+            middle,
+            "[rate_limit]\nslip = 1\nexempt = [\n\"10.0.0.0/8\",\n]\n\n[cookies]\nrotate = \"1h\"\n\n[geoip]\nupdate = \"off\"\n\n",
+        );
+        let whole = parse_whole(&text, 0, &text).expect("parses whole");
+        assert!(whole.rate_limit.is_some() && whole.cookies.is_some() && whole.geoip.is_some());
+        assert!(cuts(&text, 64).is_some());
+        assert_eq!(parse_in_pieces(&text, 64).expect("parses"), whole);
+        text += "\n[cookies]\nrotate = \"2h\"\n";
+        assert_eq!(cuts(&text, 64), None);
+        assert_eq!(
+            parse_in_pieces(&text, 64).expect_err("twice"),
+            parse_whole(&text, 0, &text).expect_err("twice")
+        );
     }
 
     /// Errors name the line in the whole file, whichever piece they are in.
