@@ -28,3 +28,4 @@ mod valid;
 mod versions;
 mod wire;
 mod writes;
+mod xfr;

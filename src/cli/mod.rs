@@ -27,6 +27,7 @@ pub mod reference;
 mod schedule;
 mod serve;
 mod status;
+mod tsig;
 
 use anyhow::Result;
 
@@ -59,5 +60,6 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Token(cmd) => accounts::token(&client()?, cmd).await,
         Command::Whoami => accounts::whoami(&client()?).await,
         Command::Schedule(cmd) => schedule::schedule(&client()?, cmd).await,
+        Command::Tsig(cmd) => tsig::run(&client()?, cmd).await,
     }
 }

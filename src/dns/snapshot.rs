@@ -326,6 +326,12 @@ impl Snapshot {
             .max_by_key(|(_, z)| z.apex_labels)
             .map(|(i, _)| i)
     }
+
+    /// The names of zone `zone` (its index in `zones`), in no order: what a
+    /// zone transfer reads (`xfr`).
+    pub fn zone_nodes(&self, zone: usize) -> impl Iterator<Item = &Node> {
+        self.nodes.values().filter(move |n| n.zone == zone)
+    }
 }
 
 /// The lower-case wire form of a name: the key of [`Snapshot::node`].

@@ -457,6 +457,7 @@ fn same_header(a: &Domain, b: &Domain) -> bool {
         nameservers,
         soa,
         records: _,
+        secondaries,
     } = a;
     *name == b.name
         && *ttl == b.ttl
@@ -467,6 +468,7 @@ fn same_header(a: &Domain, b: &Domain) -> bool {
         && *dcs_to_select == b.dcs_to_select
         && *nameservers == b.nameservers
         && *soa == b.soa
+        && *secondaries == b.secondaries
 }
 
 /// A domain without its records: what its field diff compares (records are
@@ -483,6 +485,7 @@ fn domain_header(d: &Domain) -> Domain {
         nameservers,
         soa,
         records: _,
+        secondaries,
     } = d;
     Domain {
         name: name.clone(),
@@ -495,6 +498,7 @@ fn domain_header(d: &Domain) -> Domain {
         nameservers: nameservers.clone(),
         soa: soa.clone(),
         records: Vec::new(),
+        secondaries: secondaries.clone(),
     }
 }
 

@@ -658,6 +658,7 @@ impl Engine {
             }
         }
         self.dns.snapshot.store(Arc::new(snapshot));
+        self.dns.transfers.set_zones(&compiled);
         inner.deps = deps(&compiled, &records);
         inner.probed = instances
             .iter()
@@ -1295,8 +1296,17 @@ fn prepare(
     previous: &Snapshot,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
     let mut compiled = compile(config)?;
+    // A zone with secondaries has a serial of its own (docs/transfer.md).
+    let transferred = compiled
+        .zones
+        .iter()
+        .any(|z| !z.secondaries.is_empty())
+        .then(crate::dns::xfr::next_serial);
     for zone in &mut compiled.zones {
         zone.follow_version(version);
+        if let Some(serial) = transferred.filter(|_| !zone.secondaries.is_empty()) {
+            zone.soa.serial = serial;
+        }
     }
     let snapshot = Snapshot::build(&compiled, previous).map_err(|e| {
         ConfigErrors(vec![crate::model::compile::ConfigError {

@@ -14,6 +14,7 @@
 //! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
 //!   states, failback resumes);
 //! - `schedules`: JSON [`schedule::Book`], the scheduled operator actions;
+//! - `tsig`: JSON [`crate::dns::tsig::TsigKeys`], the TSIG keys;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]);
@@ -25,6 +26,7 @@ mod accounts;
 pub mod edit;
 pub mod operator;
 pub mod schedule;
+mod tsig;
 
 use std::{
     collections::BTreeMap,
@@ -216,6 +218,9 @@ impl GtmMachine {
                 );
             }
         };
+        if let Some(change) = tsig::run(kv, index, version, &current, command) {
+            return change;
+        }
         if let Some(change) = operator::run(kv, index, version, &current, command) {
             return change;
         }
@@ -264,7 +269,8 @@ impl GtmMachine {
             | Action::AddSchedule(_)
             | Action::CancelSchedule { .. }
             | Action::FireSchedule { .. }
-            | Action::Account(_) => {
+            | Action::Account(_)
+            | Action::Tsig(_) => {
                 return rejected(
                     ErrorKind::Internal,
                     "an operator command reached the configuration path",
@@ -302,6 +308,11 @@ impl GtmMachine {
                 };
             }
         };
+        // The secondaries' keys are the cluster's, not the text's: checked
+        // against the keys committed before this command.
+        if let Some(errors) = tsig::unknown_keys(kv, &new) {
+            return invalid(errors);
+        }
         if new == *current && kv.contains_key(CONFIG_KEY) {
             // A retried apply of what is applied makes no new version.
             return Change {

@@ -239,6 +239,22 @@ pub struct Domain {
     pub soa: Option<Soa>,
     #[serde(default, rename = "record", skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<Record>,
+    /// Secondary servers that may transfer this zone (AXFR with TSIG) and
+    /// get a NOTIFY on every new serial (docs/transfer.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secondaries: Vec<Secondary>,
+}
+
+/// A secondary server of a domain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Secondary {
+    /// Where it listens, `IP` or `IP:port` (port 53 by default): NOTIFYs
+    /// go there, and transfers are answered only from this IP.
+    pub address: String,
+    /// The TSIG key (`gtm tsig add`) its transfers and NOTIFYs are signed
+    /// with.
+    pub key: String,
 }
 
 /// The SOA fields; every one has a default.
