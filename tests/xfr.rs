@@ -637,3 +637,66 @@ async fn an_nsd_secondary_transfers_the_zone_and_follows_notify() {
         shown.stdout
     );
 }
+
+/// Asks `server` a signed question with the key `xfr` and `secret`
+/// (base64): whether dig got a NOERROR answer whose TSIG it verified.
+fn signed_ok(server: SocketAddr, secret: &str) -> Option<bool> {
+    let dig = tool("dig", "bind9-dnsutils")?;
+    let key = format!("hmac-sha256:xfr:{secret}");
+    let port = server.port().to_string();
+    let at = format!("@{}", server.ip());
+    let out = run(
+        &dig,
+        &["-p", &port, &at, "+norec", "+time=2", "+tries=1", "-y", &key, "pair.test", "SOA"],
+    );
+    Some(out.contains("status: NOERROR") && out.contains("TSIG PSEUDOSECTION") && verified(&out))
+}
+
+/// Waits (bounded) until `server` answers signed with the key.
+async fn until_signed(server: SocketAddr, secret: &str) {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while signed_ok(server, secret) == Some(false) {
+        assert!(Instant::now() < deadline, "{server} never answered signed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_reach_every_device_of_a_cluster_and_survive_restarts() {
+    if tool("dig", "bind9-dnsutils").is_none() {
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let mut a = crate::cluster::Proc::start(root.path(), "gtm1", "dc1", "127.0.171.11");
+    let mut b = crate::cluster::Proc::start(root.path(), "gtm2", "dc1", "127.0.171.12");
+    // A key and secondaries naming it before the cluster exists: `cluster
+    // init` carries the key before the configuration that names it.
+    let xfr = tokio::task::block_in_place(|| a.ok(&["tsig", "add", "xfr"]));
+    let xfr = xfr.trim().to_string();
+    let config = format!(
+        "{}secondaries = [{{ address = \"127.0.171.13\", key = \"xfr\" }}]\n",
+        "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\n"
+    );
+    let out = a.apply(&config);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    tokio::task::block_in_place(|| {
+        a.ok(&["cluster", "init"]);
+        b.join(&a);
+    });
+    until_signed(b.dns(), &xfr).await;
+    until_signed(a.dns(), &xfr).await;
+
+    // A key added through B is A's too; both keep them after restarts.
+    let other = tokio::task::block_in_place(|| b.ok(&["tsig", "add", "other"]));
+    let listed = tokio::task::block_in_place(|| a.ok(&["tsig", "list"]));
+    assert!(listed.contains("other") && listed.contains("xfr"), "{listed}");
+    assert!(!listed.contains(other.trim()));
+    tokio::task::block_in_place(|| {
+        a.kill();
+        b.kill();
+        a.restart();
+        b.restart();
+    });
+    until_signed(a.dns(), &xfr).await;
+    until_signed(b.dns(), &xfr).await;
+}
