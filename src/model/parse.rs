@@ -288,7 +288,7 @@ mod tests {
             [
                 format!("line {header}: domain #21: missing field `name`"),
                 format!(
-                    "line {}: domain #21: unknown field `naem`, expected one of `name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `record`",
+                    "line {}: domain #21: unknown field `naem`, expected one of `name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `record`, `secondaries`",
                     header + 1
                 ),
                 format!(
