@@ -233,7 +233,14 @@ async fn signed_queries_are_answered_signed_and_bad_ones_get_tsig_errors() {
     assert!(out.contains("192.0.2.1"), "{out}");
     assert!(out.contains("TSIG PSEUDOSECTION"), "{out}");
     assert!(verified(&out), "{out}");
-    // Over TCP too.
+    // Without EDNS (the fast path would take such a query were it not
+    // signed) and over TCP too.
+    let out = dig(&d, &["+noedns", "-y", &good, "www.example.test", "A"]).unwrap();
+    assert!(
+        out.contains("status: NOERROR") && out.contains("TSIG PSEUDOSECTION"),
+        "{out}"
+    );
+    assert!(verified(&out), "{out}");
     let out = dig(&d, &["+tcp", "-y", &good, "www.example.test", "A"]).unwrap();
     assert!(
         out.contains("status: NOERROR") && out.contains("TSIG PSEUDOSECTION"),
@@ -324,6 +331,7 @@ fn xfr_size(out: &str) -> Option<(usize, usize)> {
 async fn axfr_needs_the_key_of_a_listed_secondary_from_its_address() {
     // The secondary is 127.0.171.2 (any port: transfers come from any).
     let d = device(&zone(&secondary_at("127.0.171.2:5300"), &many(1500))).await;
+    until_looked(&d).await;
     let good = format!("hmac-sha256:xfr:{}", secret64());
     let Some(out) = dig(&d, &["-b", NSD_IP, "AXFR", "example.test"]) else {
         return;
@@ -345,6 +353,17 @@ async fn axfr_needs_the_key_of_a_listed_secondary_from_its_address() {
         out.contains("192.0.2.1") && !out.contains("192.0.2.2"),
         "{out}"
     );
+
+    // IXFR: the whole zone to a secondary behind, the SOA alone to one at
+    // our serial.
+    let out = dig(&d, &["-b", NSD_IP, "-y", &good, "IXFR=1", "example.test"]).unwrap();
+    assert_eq!(xfr_size(&out).map(|s| s.0), Some(1505), "{out}");
+    assert!(verified(&out), "{out}");
+    let serial = serial_at(d.v4()).await.expect("a serial");
+    let at = format!("IXFR={serial}");
+    let out = dig(&d, &["-b", NSD_IP, "-y", &good, &at, "example.test"]).unwrap();
+    assert_eq!(xfr_size(&out).map(|s| s.0), Some(1), "{out}");
+    assert!(verified(&out), "{out}");
 
     // kdig checks every message's TSIG too.
     if let Some(kdig) = tool("kdig", "knot-dnsutils") {
@@ -371,6 +390,16 @@ async fn axfr_needs_the_key_of_a_listed_secondary_from_its_address() {
     let mut verified = verify_axfr(d.v4()).await;
     assert!(verified.len() > 2);
     assert_eq!(verified.remove(0).answers[0].record_type(), RecordType::SOA);
+}
+
+/// Waits (bounded) until the notify worker looked at the zone (it has a
+/// NOTIFY to send): its first look gives the zone a serial of its own.
+async fn until_looked(d: &TestDevice) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while d.device.engine.dns().transfers.notify_status().is_empty() {
+        assert!(Instant::now() < deadline, "the notify worker never looked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Asks for the zone over TCP from 127.0.171.2, signed, and verifies every
@@ -447,12 +476,7 @@ async fn wait_serial(server: SocketAddr, what: &str, wanted: impl Fn(u32) -> boo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_serial_moves_with_a_default_answer_and_with_a_new_version() {
     let d = device(&zone(&secondary_at("127.0.171.2:5300"), "")).await;
-    // Once the notify worker looked at the zone (it has a NOTIFY to send).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while d.device.engine.dns().transfers.notify_status().is_empty() {
-        assert!(Instant::now() < deadline, "the notify worker never looked");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_looked(&d).await;
     let first = wait_serial(d.v4(), "device", |_| true).await;
     // A drain moves www's default answer: no new version, a new serial.
     propose(
@@ -554,6 +578,25 @@ zone:
     }
 }
 
+/// Waits (bounded) until NSD serves the device's serial, above `after`;
+/// returns it.
+async fn until_in_step(d: &TestDevice, nsd: &Nsd, after: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ours = serial_at(d.v4()).await;
+        let theirs = serial_at(nsd.addr).await;
+        if let Some(s) = ours.filter(|s| *s > after && theirs == ours) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "NSD serves {theirs:?}, the device {ours:?} (after {after}):\n{}",
+            nsd.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn free_port(ip: &str) -> u16 {
     let udp = std::net::UdpSocket::bind(format!("{ip}:0")).unwrap();
     let port = udp.local_addr().unwrap().port();
@@ -572,16 +615,7 @@ async fn an_nsd_secondary_transfers_the_zone_and_follows_notify() {
     let secondary = format!("{NSD_IP}:{port}");
     let d = device(&zone(&secondary_at(&secondary), &many(300))).await;
     let nsd = Nsd::start(&nsd_bin, port, d.v4());
-    let ours = wait_serial(d.v4(), "device", |_| true).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while serial_at(nsd.addr).await != Some(ours) {
-        assert!(
-            Instant::now() < deadline,
-            "NSD did not transfer serial {ours}:\n{}",
-            nsd.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let ours = until_in_step(&d, &nsd, 0).await;
     let m = udp(nsd.addr, &query("host299.example.test.", RecordType::TXT)).await;
     assert_eq!(
         m.metadata.response_code,
@@ -603,16 +637,7 @@ async fn an_nsd_secondary_transfers_the_zone_and_follows_notify() {
         ),
     );
     apply_text(&d.device, &changed).await.unwrap();
-    let newer = wait_serial(d.v4(), "device", |s| s > ours).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while serial_at(nsd.addr).await != Some(newer) {
-        assert!(
-            Instant::now() < deadline,
-            "NSD did not follow the NOTIFY of serial {newer}:\n{}",
-            nsd.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let newer = until_in_step(&d, &nsd, ours).await;
     let m = udp(nsd.addr, &query("new.example.test.", RecordType::A)).await;
     assert_eq!(answers(&m), vec!["192.0.2.9".to_string()]);
     assert!(nsd.log().contains("notify"), "{}", nsd.log());
@@ -647,7 +672,18 @@ fn signed_ok(server: SocketAddr, secret: &str) -> Option<bool> {
     let at = format!("@{}", server.ip());
     let out = run(
         &dig,
-        &["-p", &port, &at, "+norec", "+time=2", "+tries=1", "-y", &key, "pair.test", "SOA"],
+        &[
+            "-p",
+            &port,
+            &at,
+            "+norec",
+            "+time=2",
+            "+tries=1",
+            "-y",
+            &key,
+            "pair.test",
+            "SOA",
+        ],
     );
     Some(out.contains("status: NOERROR") && out.contains("TSIG PSEUDOSECTION") && verified(&out))
 }
@@ -678,7 +714,11 @@ async fn keys_reach_every_device_of_a_cluster_and_survive_restarts() {
         "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\n"
     );
     let out = a.apply(&config);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     tokio::task::block_in_place(|| {
         a.ok(&["cluster", "init"]);
         b.join(&a);
@@ -689,7 +729,10 @@ async fn keys_reach_every_device_of_a_cluster_and_survive_restarts() {
     // A key added through B is A's too; both keep them after restarts.
     let other = tokio::task::block_in_place(|| b.ok(&["tsig", "add", "other"]));
     let listed = tokio::task::block_in_place(|| a.ok(&["tsig", "list"]));
-    assert!(listed.contains("other") && listed.contains("xfr"), "{listed}");
+    assert!(
+        listed.contains("other") && listed.contains("xfr"),
+        "{listed}"
+    );
     assert!(!listed.contains(other.trim()));
     tokio::task::block_in_place(|| {
         a.kill();
