@@ -51,6 +51,10 @@ struct Zone {
     snapshot: usize,
     /// The zone's steered records.
     steered: Vec<Arc<RrsetSlot>>,
+    /// Their answers as last seen, held so that a replaced answer is told
+    /// by its address (cheap for a large zone): only then is the digest
+    /// computed again.
+    seen: Vec<Arc<RrsetAnswer>>,
     /// A digest of their default answers.
     digest: u64,
     serial: u32,
@@ -207,7 +211,13 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
         };
         match zones.get_mut(&z.apex) {
             Some(zone) if zone.snapshot == address => {
-                let digest = digest(&zone.steered);
+                let now: Vec<Arc<RrsetAnswer>> =
+                    zone.steered.iter().map(|s| s.answer.load_full()).collect();
+                if now.iter().zip(&zone.seen).all(|(a, b)| Arc::ptr_eq(a, b)) {
+                    continue;
+                }
+                zone.seen = now;
+                let digest = digest(&zone.seen);
                 if digest != zone.digest {
                     zone.digest = digest;
                     if let Some(serial) = reserial(snapshot, index) {
@@ -231,6 +241,8 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
                 // A new snapshot: its steered answers were stored after its
                 // serial was given, and may have changed before this look.
                 // A serial of its own covers whatever a transfer read since.
+                let seen: Vec<Arc<RrsetAnswer>> =
+                    slots.iter().map(|s| s.answer.load_full()).collect();
                 let serial = reserial(snapshot, index)
                     .or_else(|| xfr::serial(snapshot, index))
                     .unwrap_or_default();
@@ -238,7 +250,8 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
                     z.apex.clone(),
                     Zone {
                         snapshot: address,
-                        digest: digest(&slots),
+                        digest: digest(&seen),
+                        seen,
                         steered: slots,
                         serial,
                     },
@@ -249,10 +262,9 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
 }
 
 /// A digest of the default answers (first variant) of steered records.
-fn digest(slots: &[Arc<RrsetSlot>]) -> u64 {
+fn digest(answers: &[Arc<RrsetAnswer>]) -> u64 {
     let mut bytes = Vec::new();
-    for slot in slots {
-        let answer = slot.answer.load();
+    for answer in answers {
         if let Some(group) = answer.groups.get(answer.default) {
             for r in group.variant(0) {
                 bytes.extend_from_slice(&r.data.to_bytes().unwrap_or_default());
