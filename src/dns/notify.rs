@@ -211,12 +211,15 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
         };
         match zones.get_mut(&z.apex) {
             Some(zone) if zone.snapshot == address => {
-                let now: Vec<Arc<RrsetAnswer>> =
-                    zone.steered.iter().map(|s| s.answer.load_full()).collect();
-                if now.iter().zip(&zone.seen).all(|(a, b)| Arc::ptr_eq(a, b)) {
+                let same = zone
+                    .steered
+                    .iter()
+                    .zip(&zone.seen)
+                    .all(|(slot, seen)| Arc::ptr_eq(&slot.answer.load(), seen));
+                if same {
                     continue;
                 }
-                zone.seen = now;
+                zone.seen = zone.steered.iter().map(|s| s.answer.load_full()).collect();
                 let digest = digest(&zone.seen);
                 if digest != zone.digest {
                     zone.digest = digest;
