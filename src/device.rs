@@ -230,6 +230,12 @@ impl Device {
             engine.clone(),
             cancel.child_token(),
         ));
+        // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).
+        tokio::spawn(crate::dns::notify::run(
+            engine.dns().clone(),
+            listen.iter().map(|a| a.ip()).collect(),
+            cancel.child_token(),
+        ));
         let peers = Arc::new(Peers::default());
         let reports = tokio::spawn(peers::run(
             peer_client(Duration::from_millis(1500))?,

@@ -142,6 +142,11 @@ impl Replication {
                 .dns()
                 .cookies
                 .install(machine::cookies::secrets_of(&local));
+            replication
+                .engine
+                .dns()
+                .tsig
+                .store(Arc::new(crate::dns::tsig::TsigKeys::of(&local)));
         }
         tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
@@ -380,6 +385,22 @@ impl Replication {
         };
         let version = machine::version_of(&local);
         self.node.initialize().await.map_err(cluster_error)?;
+        // The TSIG keys first (their secrets, as `gtm tsig add` carried them):
+        // the configuration's secondaries name them.
+        let keys: Vec<Action> = crate::dns::tsig::TsigKeys::of(&local)
+            .keys
+            .into_iter()
+            .map(|(name, k)| {
+                Action::Tsig(crate::command::TsigChange::Add {
+                    name,
+                    algorithm: k.algorithm.clone(),
+                    secret: k.secret.clone(),
+                })
+            })
+            .collect();
+        for action in keys {
+            self.propose(actor.clone(), None, action).await?;
+        }
         self.propose(actor.clone(), None, Action::Adopt { text, version })
             .await?;
         // The accounts made before the cluster existed come along, as the
@@ -689,6 +710,11 @@ fn install(
     kv: &BTreeMap<String, Vec<u8>>,
     handled: Option<(u64, u64)>,
 ) -> Option<(u64, u64)> {
+    // The TSIG keys first: a configuration naming one finds it.
+    engine
+        .dns()
+        .tsig
+        .store(std::sync::Arc::new(crate::dns::tsig::TsigKeys::of(kv)));
     let installed = install_config(engine, kv, handled);
     engine
         .dns()

@@ -561,3 +561,18 @@ async fn a_key_rollover_keeps_a_validating_resolver_validating_at_every_step() {
     let logs = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--kind", "operator"]));
     assert!(logs.stdout.contains("the rollover is done"), "{logs:?}");
 }
+
+#[tokio::test]
+async fn a_signed_domain_with_secondaries_is_refused_until_transfers_carry_signatures() {
+    let d = TestDevice::start(ROLL).await;
+    let both = ROLL.replace(
+        "dnssec = true",
+        "dnssec = true\nsecondaries = [{ address = \"127.0.181.9\", key = \"k\" }]",
+    );
+    let e = apply_text(&d.device, &both)
+        .await
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("cannot have secondaries yet"), "{e}");
+    assert!(e.contains("domain roll.test"), "{e}");
+}

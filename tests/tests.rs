@@ -30,3 +30,4 @@ mod valid;
 mod versions;
 mod wire;
 mod writes;
+mod xfr;

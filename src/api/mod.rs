@@ -28,6 +28,7 @@ pub mod routes;
 pub mod schedules;
 mod stats;
 mod status;
+pub(crate) mod tsig;
 
 use std::{path::PathBuf, sync::Arc};
 

@@ -13,7 +13,7 @@ use super::{
     DrainDatacenter, GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport,
     TestRequest, TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, checks,
     cluster, config, dnssec, drains, events, geoip, history, objects, peer, records, schedules,
-    stats, status,
+    stats, status, tsig,
 };
 use crate::access::Role;
 use crate::engine::{CheckStatus, Event, Preview, RecordStatus};
@@ -461,6 +461,14 @@ pub fn operations() -> Vec<Op> {
             .returns(J(schema::<NewToken>)),
         op(Method::DELETE, "/api/v1/tokens/{name}", Token, "Revoke a named token", handler!(Method::DELETE, accounts::delete_token))
             .returns(J(schema::<Vec<crate::access::accounts::AccountInfo>>)),
+        op(Method::GET, "/api/v1/tsig", Token, "The cluster's TSIG keys: names and algorithms, never a secret", handler!(Method::GET, tsig::list))
+            .role(Role::Admin)
+            .returns(J(schema::<Vec<crate::dns::tsig::TsigKeyInfo>>)),
+        op(Method::POST, "/api/v1/tsig", Token, "Add a TSIG key (HMAC-SHA256); its secret is made by the device and shown once", handler!(Method::POST, tsig::add))
+            .body(J(schema::<tsig::TsigKeyRequest>))
+            .returns(J(schema::<crate::dns::tsig::NewTsigKey>)),
+        op(Method::DELETE, "/api/v1/tsig/{name}", Token, "Delete a TSIG key no domain's secondaries use", handler!(Method::DELETE, tsig::delete))
+            .returns(J(schema::<Vec<crate::dns::tsig::TsigKeyInfo>>)),
         op(
             Method::POST,
             "/api/v1/cluster/init",

@@ -32,6 +32,11 @@ pub struct StatusReport {
     /// databases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geoip_warning: Option<String>,
+    /// The `notify` worker: per secondary of each transferred zone, the
+    /// serial last notified and whether the secondary answered
+    /// (docs/transfer.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notify: Vec<crate::dns::xfr::NotifyStatus>,
 }
 
 pub(super) async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
@@ -46,6 +51,7 @@ pub(super) async fn status(State(state): State<ApiState>) -> Json<StatusReport> 
         storage_degraded: state.engine.storage_fault(),
         geoip: Some(GeoipStatus::of(&state.engine)),
         geoip_warning: geoip_warning(&state),
+        notify: state.engine.dns().transfers.notify_status(),
     })
 }
 

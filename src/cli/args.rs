@@ -8,7 +8,7 @@ use std::{net::IpAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use super::{accounts, drain, geoip, history, logs, objects, schedule};
+use super::{accounts, drain, geoip, history, logs, objects, schedule, tsig};
 use crate::engine::EventKind;
 
 #[derive(Debug, Parser)]
@@ -115,6 +115,9 @@ pub enum Command {
     /// Operator actions at a time: drains, check sets, resumes.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCmd),
+    /// TSIG keys for zone transfers and NOTIFY (docs/transfer.md).
+    #[command(subcommand)]
+    Tsig(tsig::TsigCmd),
 }
 
 #[derive(Debug, Subcommand)]

@@ -28,6 +28,7 @@ pub mod reference;
 mod schedule;
 mod serve;
 mod status;
+mod tsig;
 
 use anyhow::Result;
 
@@ -60,5 +61,6 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Token(cmd) => accounts::token(&client()?, cmd).await,
         Command::Whoami => accounts::whoami(&client()?).await,
         Command::Schedule(cmd) => schedule::schedule(&client()?, cmd).await,
+        Command::Tsig(cmd) => tsig::run(&client()?, cmd).await,
     }
 }

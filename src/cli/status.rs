@@ -82,6 +82,30 @@ pub(super) async fn run(cli: &Cli, json: bool) -> Result<()> {
             .collect();
         table(&["SCENARIO", "STATE"], &rows);
     }
+    if !report.notify.is_empty() {
+        println!();
+        let rows: Vec<[String; 5]> = report
+            .notify
+            .iter()
+            .map(|n| {
+                let mut state = n.state.clone();
+                if let Some(e) = &n.error {
+                    state.push_str(&format!(" ({e})"));
+                }
+                [
+                    n.domain.clone(),
+                    n.secondary.clone(),
+                    n.serial.to_string(),
+                    state,
+                    n.attempts.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &["DOMAIN", "SECONDARY (notify)", "SERIAL", "STATE", "SENT"],
+            &rows,
+        );
+    }
     Ok(())
 }
 

@@ -29,6 +29,7 @@ use super::{
     malformed::Reason,
     metrics::DnsMetrics,
     snapshot::{Client, Draw, Snapshot},
+    tsig::Verified,
     wire::{self, EdnsInfo},
 };
 use crate::geo::Geo;
@@ -47,6 +48,10 @@ pub struct DnsState {
     pub rrl: Arc<super::rrl::Rrl>,
     /// The cluster's cookie secrets.
     pub cookies: Arc<super::cookies::Cookies>,
+    /// The cluster's TSIG keys, swapped whole when a key command applies.
+    pub tsig: Arc<ArcSwap<super::tsig::TsigKeys>>,
+    /// Zone transfers: who may transfer what, the NOTIFY worker's state.
+    pub transfers: Arc<super::xfr::Transfers>,
 }
 
 impl DnsState {
@@ -59,6 +64,8 @@ impl DnsState {
             nsid: Arc::from(""),
             rrl: Arc::default(),
             cookies: Arc::default(),
+            tsig: Arc::default(),
+            transfers: Arc::default(),
         }
     }
 
@@ -295,9 +302,27 @@ pub fn answer(
             return Some(out);
         }
     };
+    // A signed query is answered signed, or refused (RFC 8945 §5.2).
+    let now = super::tsig::now_secs();
+    let signing = match request.signature.as_deref() {
+        None => None,
+        Some(sig) => match super::tsig::verify(&state.tsig.load(), bytes, sig, now) {
+            Verified::Good(signing) => Some(signing),
+            refused => return tsig_refused(state, &request, refused, now),
+        },
+    };
     let max_size = match transport {
         Transport::Udp => usize::from(state.udp_limit(info.as_ref())),
         Transport::Tcp => usize::from(u16::MAX),
+    };
+    // Room for the TSIG record a signed answer ends with.
+    let max_size = match &signing {
+        Some(s) => max_size.saturating_sub(super::tsig::record_room(&s.key)),
+        None => max_size,
+    };
+    let sign = |mut out: Vec<u8>| match &signing {
+        Some(s) => s.sign(&mut out, now).map(|_| out),
+        None => Some(out),
     };
     let mut d = handler.decide_read(&request, info, draw);
     super::cookies::add_options(
@@ -317,7 +342,7 @@ pub fn answer(
         .response(qtype, d.metadata.response_code.low());
     let out = encode(&request, &d, true)?;
     if out.len() <= max_size {
-        return Some(out);
+        return sign(out);
     }
     // Too large for the client (or, over TCP, for any message): TC with the header, the question and the
     // OPT (ECS echo included) and no records at all, so nothing partial is
@@ -325,12 +350,47 @@ pub fn answer(
     d.metadata.truncation = true;
     let out = encode(&request, &d, false)?;
     if out.len() <= max_size {
-        return Some(out);
+        return sign(out);
     }
     // Not even the question fits (a long one under a 512-byte limit with a
     // large OPT): header and OPT only.
     d.echo_question = false;
-    encode(&request, &d, false)
+    sign(encode(&request, &d, false)?)
+}
+
+/// The NOTAUTH answer to a query whose TSIG failed (RFC 8945 §5.2): the
+/// question, and a TSIG record with the error (signed for BADTIME only).
+fn tsig_refused(
+    state: &DnsState,
+    request: &Request,
+    refused: Verified,
+    now: u64,
+) -> Option<Vec<u8>> {
+    let mut metadata = Metadata::response_from_request(&request.metadata);
+    metadata.response_code = ResponseCode::NotAuth;
+    let d = Decided {
+        metadata,
+        answers: Vec::new(),
+        authority: Vec::new(),
+        edns: None,
+        echo_question: request.queries.queries().len() <= 1,
+    };
+    let qtype = request
+        .queries
+        .queries()
+        .first()
+        .map_or(0, |q| u16::from(q.query_type()));
+    state.metrics.response(qtype, ResponseCode::NotAuth.low());
+    let mut out = encode(request, &d, false)?;
+    match refused {
+        Verified::Unsigned { tsig, .. } => super::tsig::append(&mut out, &tsig)?,
+        Verified::BadTime {
+            signing,
+            request_time,
+        } => signing.sign_badtime(&mut out, request_time, now)?,
+        Verified::Good(_) => {}
+    }
+    Some(out)
 }
 
 /// Encodes a decided response, with its records or (`records` false)

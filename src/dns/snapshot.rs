@@ -408,6 +408,12 @@ impl Snapshot {
             .max_by_key(|(_, z)| z.apex_labels)
             .map(|(i, _)| i)
     }
+
+    /// The names of zone `zone` (its index in `zones`), in no order: what a
+    /// zone transfer reads (`xfr`).
+    pub fn zone_nodes(&self, zone: usize) -> impl Iterator<Item = &Node> {
+        self.nodes.values().filter(move |n| n.zone == zone)
+    }
 }
 
 /// The lower-case wire form of a name: the key of [`Snapshot::node`].
@@ -447,7 +453,9 @@ fn negative_soa(zone: &ZoneSpec) -> Record {
     Record::from_rdata(zone.apex.clone(), ttl, RData::SOA(zone.soa.clone()))
 }
 
-fn static_answer(
+/// The answer of a static record set (one group, every record), signed by
+/// `signer` when its zone is signed.
+pub fn static_answer(
     owner: &Name,
     records: Vec<Record>,
     signer: Option<&ZoneSigner>,

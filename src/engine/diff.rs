@@ -476,6 +476,7 @@ fn same_header(a: &Domain, b: &Domain) -> bool {
         records: _,
         dnssec,
         dnssec_algorithm,
+        secondaries,
     } = a;
     *name == b.name
         && *ttl == b.ttl
@@ -488,6 +489,7 @@ fn same_header(a: &Domain, b: &Domain) -> bool {
         && *soa == b.soa
         && *dnssec == b.dnssec
         && *dnssec_algorithm == b.dnssec_algorithm
+        && *secondaries == b.secondaries
 }
 
 /// A domain without its records: what its field diff compares (records are
@@ -506,6 +508,7 @@ fn domain_header(d: &Domain) -> Domain {
         records: _,
         dnssec,
         dnssec_algorithm,
+        secondaries,
     } = d;
     Domain {
         name: name.clone(),
@@ -520,6 +523,7 @@ fn domain_header(d: &Domain) -> Domain {
         records: Vec::new(),
         dnssec: *dnssec,
         dnssec_algorithm: *dnssec_algorithm,
+        secondaries: secondaries.clone(),
     }
 }
 

@@ -670,6 +670,7 @@ impl Engine {
         }
         self.dns.snapshot.store(Arc::new(snapshot));
         self.dns.rrl.set(compiled.rate_limit.clone());
+        self.dns.transfers.set_zones(&compiled);
         inner.deps = deps(&compiled, &records);
         inner.probed = instances
             .iter()
@@ -1314,8 +1315,17 @@ fn prepare(
     keys: &crate::dnssec::keys::Keyring,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
     let mut compiled = compile(config)?;
+    // A zone with secondaries has a serial of its own (docs/transfer.md).
+    let transferred = compiled
+        .zones
+        .iter()
+        .any(|z| !z.secondaries.is_empty())
+        .then(crate::dns::xfr::next_serial);
     for zone in &mut compiled.zones {
         zone.follow_version(version);
+        if let Some(serial) = transferred.filter(|_| !zone.secondaries.is_empty()) {
+            zone.soa.serial = serial;
+        }
     }
     let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
     let snapshot = Snapshot::build(&compiled, previous, &signers).map_err(|e| {

@@ -17,6 +17,7 @@
 //! - `dnssec/<domain>`: JSON [`crate::dnssec::keys::ZoneKeys`], a signed
 //!   domain's keys;
 //! - `cookie-secret`: JSON, the DNS cookie secrets ([`cookies`]);
+//! - `tsig`: JSON [`crate::dns::tsig::TsigKeys`], the TSIG keys;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]);
@@ -30,6 +31,7 @@ mod dnssec;
 pub mod edit;
 pub mod operator;
 pub mod schedule;
+mod tsig;
 
 use std::{
     collections::BTreeMap,
@@ -224,6 +226,9 @@ impl GtmMachine {
                 );
             }
         };
+        if let Some(change) = tsig::run(kv, index, version, &current, command) {
+            return change;
+        }
         if let Some(change) = operator::run(kv, index, version, &current, command) {
             return change;
         }
@@ -277,7 +282,8 @@ impl GtmMachine {
             | Action::FireSchedule { .. }
             | Action::Dnssec(_)
             | Action::RotateCookieSecret { .. }
-            | Action::Account(_) => {
+            | Action::Account(_)
+            | Action::Tsig(_) => {
                 return rejected(
                     ErrorKind::Internal,
                     "an operator command reached the configuration path",
@@ -315,6 +321,11 @@ impl GtmMachine {
                 };
             }
         };
+        // The secondaries' keys are the cluster's, not the text's: checked
+        // against the keys committed before this command.
+        if let Some(errors) = tsig::unknown_keys(kv, &new) {
+            return invalid(errors);
+        }
         if new == *current && kv.contains_key(CONFIG_KEY) {
             // A retried apply of what is applied makes no new version.
             return Change {

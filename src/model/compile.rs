@@ -170,6 +170,16 @@ pub struct ZoneSpec {
     pub records: Vec<RecordSpec>,
     /// Signed online, and with which algorithm a new key is made.
     pub dnssec: Option<crate::model::config::KeyAlgorithm>,
+    /// Who may transfer the zone and gets its NOTIFYs (docs/transfer.md).
+    pub secondaries: Vec<SecondarySpec>,
+}
+
+/// A secondary server of a zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecondarySpec {
+    pub address: std::net::SocketAddr,
+    /// The TSIG key's name (lower case, no final dot).
+    pub key: String,
 }
 
 impl ZoneSpec {
@@ -941,6 +951,7 @@ impl Cx {
             soa_in.expire.unwrap_or(604_800) as i32,
             minimum,
         );
+        let secondaries = self.secondaries(&path, d);
         let domain_mode = d.mode.unwrap_or_default();
         let mode_cx = ModeCx {
             main_dc,
@@ -1033,7 +1044,61 @@ impl Cx {
             ns_ttl: ttl,
             records,
             dnssec: (d.dnssec == Some(true)).then(|| d.dnssec_algorithm.unwrap_or_default()),
+            secondaries,
         })
+    }
+
+    /// A domain's secondaries: addresses read, key names checked (whether
+    /// the keys exist is the cluster's to say: the state machine checks it
+    /// against its keys). A pinned `soa.serial` cannot go with them.
+    fn secondaries(&mut self, path: &str, d: &Domain) -> Vec<SecondarySpec> {
+        let mut out = Vec::with_capacity(d.secondaries.len());
+        for (i, s) in d.secondaries.iter().enumerate() {
+            let spath = format!("{path} / secondaries[{i}]");
+            let address = s.address.parse::<std::net::SocketAddr>().or_else(|_| {
+                s.address
+                    .parse::<std::net::IpAddr>()
+                    .map(|ip| std::net::SocketAddr::new(ip, 53))
+            });
+            let address = match address {
+                Ok(a) => a,
+                Err(_) => {
+                    self.err(
+                        &spath,
+                        format!(
+                            "address {:?} is not an IP address or IP:port (e.g. \"192.0.2.53\" or \"[2001:db8::53]:5300\")",
+                            s.address
+                        ),
+                    );
+                    continue;
+                }
+            };
+            if let Err(e) = crate::dns::tsig::check_name(&s.key) {
+                self.err(&spath, format!("key: {e}"));
+                continue;
+            }
+            if out.iter().any(|o: &SecondarySpec| o.address == address) {
+                self.err(&spath, format!("address {address} is listed twice"));
+                continue;
+            }
+            out.push(SecondarySpec {
+                address,
+                key: s.key.clone(),
+            });
+        }
+        if !out.is_empty() && d.soa.as_ref().is_some_and(|soa| soa.serial.is_some()) {
+            self.err(
+                path,
+                "soa.serial cannot be set on a domain with secondaries: its serial must move whenever the transferred zone changes (docs/transfer.md)",
+            );
+        }
+        if !out.is_empty() && d.dnssec == Some(true) {
+            self.err(
+                path,
+                "a signed domain (dnssec = true) cannot have secondaries yet: a transfer would carry no signatures, and a secondary would serve answers that fail validation (docs/transfer.md)",
+            );
+        }
+        out
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -293,6 +293,10 @@ pub struct Domain {
     /// `ecdsap256sha256` (13, default) or `ed25519` (15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dnssec_algorithm: Option<KeyAlgorithm>,
+    /// Secondary servers that may transfer this zone (AXFR with TSIG) and
+    /// get a NOTIFY on every new serial (docs/transfer.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secondaries: Vec<Secondary>,
 }
 
 /// A DNSSEC key algorithm gtm signs with.
@@ -316,6 +320,18 @@ impl KeyAlgorithm {
             Self::Ed25519 => 15,
         }
     }
+}
+
+/// A secondary server of a domain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Secondary {
+    /// Where it listens, `IP` or `IP:port` (port 53 by default): NOTIFYs
+    /// go there, and transfers are answered only from this IP.
+    pub address: String,
+    /// The TSIG key (`gtm tsig add`) its transfers and NOTIFYs are signed
+    /// with.
+    pub key: String,
 }
 
 /// The SOA fields; every one has a default.

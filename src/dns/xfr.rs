@@ -1,0 +1,327 @@
+//! Zone transfers (AXFR, RFC 5936) to the secondaries a domain lists, and
+//! the serial of a transferred zone (docs/transfer.md).
+//!
+//! Only over TCP, only for a query signed with a TSIG key the domain's
+//! secondaries name, and only from the IP of a secondary with that key;
+//! anything else asking for a transfer is REFUSED. The transferred view is
+//! the zone as a client of no particular place sees it: the static
+//! records, and each steered record's default group, first variant. It is
+//! read from the snapshot as it is at the transfer (no copy is kept).
+//!
+//! The serial of a zone with secondaries is not the configuration version:
+//! the view also changes when health moves a steered record's default
+//! answer. It is a clock ([`next_serial`]): seconds since the epoch when
+//! this device built the view, and always above the last one it gave, so it
+//! moves with every configuration installed and, through the NOTIFY worker
+//! (`notify`), with every change of a default answer.
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU32, Ordering},
+    },
+};
+
+use arc_swap::ArcSwap;
+use hickory_server::{
+    net::xfer::Protocol,
+    proto::{
+        op::{Message, MessageType, OpCode, Query, ResponseCode},
+        rr::{Name, RData, Record, RecordType},
+        serialize::binary::BinEncodable,
+    },
+    server::Request,
+};
+
+use super::{
+    handler::Handler,
+    snapshot::Snapshot,
+    tsig::{self, Verified},
+    wire,
+};
+use crate::model::compile::{Compiled, SecondarySpec};
+
+/// Bytes of records (as encoded alone) per transfer message: well within a
+/// message's 65,535 with compression, the header and the TSIG record.
+const MESSAGE_BYTES: usize = 16_000;
+
+const TYPE_AXFR: u16 = 252;
+const TYPE_IXFR: u16 = 251;
+
+/// A zone with secondaries.
+#[derive(Debug, Clone)]
+pub struct TransferZone {
+    pub apex: Name,
+    pub secondaries: Vec<SecondarySpec>,
+}
+
+/// What the transfer path and the NOTIFY worker share: the zones with
+/// secondaries (set when a configuration is installed) and what the worker
+/// reports.
+#[derive(Debug, Default)]
+pub struct Transfers {
+    pub zones: ArcSwap<Vec<TransferZone>>,
+    /// The NOTIFY worker's state, one entry per secondary of each zone.
+    pub notify: Mutex<Vec<NotifyStatus>>,
+}
+
+/// The NOTIFY worker's state for one secondary of one zone.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct NotifyStatus {
+    pub domain: String,
+    /// The secondary's address (IP:port).
+    pub secondary: String,
+    pub key: String,
+    /// The serial last notified (or being notified).
+    pub serial: u32,
+    /// `answered` (the secondary acknowledged `serial`), `pending` (sent,
+    /// no answer yet: retried with backoff) or `failing` (an error answer
+    /// or none after several tries: still retried).
+    pub state: String,
+    /// Sends of this serial so far.
+    pub attempts: u32,
+    /// Why the last try failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the secondary last acknowledged a NOTIFY (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_ms: Option<u64>,
+}
+
+impl Transfers {
+    /// The zones with secondaries of a configuration just installed.
+    pub fn set_zones(&self, compiled: &Compiled) {
+        let zones = compiled
+            .zones
+            .iter()
+            .filter(|z| !z.secondaries.is_empty())
+            .map(|z| TransferZone {
+                apex: z.apex.clone(),
+                secondaries: z.secondaries.clone(),
+            })
+            .collect();
+        self.zones.store(Arc::new(zones));
+    }
+
+    /// The NOTIFY worker's state, for `gtm status`.
+    pub fn notify_status(&self) -> Vec<NotifyStatus> {
+        self.notify
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// The last serial this process gave a transferred zone.
+static LAST_SERIAL: AtomicU32 = AtomicU32::new(0);
+
+/// A new serial for a transferred view: the time in seconds, or one above
+/// the last serial given when that is not below it (several changes in one
+/// second, or a clock stepped back).
+pub fn next_serial() -> u32 {
+    let now = u32::try_from(tsig::now_secs()).unwrap_or(u32::MAX);
+    let mut last = LAST_SERIAL.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(last.wrapping_add(1));
+        match LAST_SERIAL.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
+/// The records of a zone as a secondary gets them: the SOA first, every
+/// other record (static ones whole, steered ones as their default group's
+/// first variant; an empty answer has none), in canonical name order. The
+/// closing SOA is the transfer's to add.
+pub fn view(snapshot: &Snapshot, zone: usize) -> Vec<Record> {
+    let mut nodes: Vec<_> = snapshot.zone_nodes(zone).collect();
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut soa = Vec::new();
+    let mut rest = Vec::new();
+    for node in nodes {
+        for slot in &node.rrsets {
+            let answer = slot.answer.load();
+            let Some(group) = answer.groups.get(answer.default) else {
+                continue;
+            };
+            let into = if slot.rtype == RecordType::SOA {
+                &mut soa
+            } else {
+                &mut rest
+            };
+            into.extend(group.variant(0).cloned());
+        }
+    }
+    soa.truncate(1);
+    soa.extend(rest);
+    soa
+}
+
+/// The serial a zone's view is at: its SOA's.
+pub fn serial(snapshot: &Snapshot, zone: usize) -> Option<u32> {
+    let apex = &snapshot.zones.get(zone)?.apex;
+    let slot = snapshot.slot(apex, RecordType::SOA)?;
+    let answer = slot.answer.load();
+    let record = answer.groups.first()?.records.first()?;
+    match &record.data {
+        RData::SOA(soa) => Some(soa.serial),
+        _ => None,
+    }
+}
+
+/// Answers a transfer request (AXFR or IXFR) over TCP: the framed
+/// messages to send, or `None` for any other message (the general path
+/// answers it).
+pub fn answer_tcp(handler: &Handler, bytes: &[u8], peer: SocketAddr) -> Option<Vec<Vec<u8>>> {
+    if !is_transfer(bytes) {
+        return None;
+    }
+    let request = Request::from_bytes(bytes.to_vec(), peer, Protocol::Tcp).ok()?;
+    let state = &handler.state;
+    let query = request.queries.queries().first()?;
+    let qname: Name = query.name().clone().into();
+    let qtype = query.query_type();
+    let question = Query::query(qname.clone(), qtype);
+    let id = request.metadata.id;
+    let Some(sig) = request.signature.as_deref() else {
+        return frame(vec![refused(id, &question)?]);
+    };
+    let now = tsig::now_secs();
+    let signing = match tsig::verify(&state.tsig.load(), bytes, sig, now) {
+        Verified::Good(s) => s,
+        Verified::Unsigned { tsig: record, .. } => {
+            let mut out = error(id, &question, ResponseCode::NotAuth)?;
+            tsig::append(&mut out, &record)?;
+            return frame(vec![out]);
+        }
+        Verified::BadTime {
+            signing,
+            request_time,
+        } => {
+            let mut out = error(id, &question, ResponseCode::NotAuth)?;
+            signing.sign_badtime(&mut out, request_time, now)?;
+            return frame(vec![out]);
+        }
+    };
+    let snapshot = state.snapshot.load();
+    let zones = state.transfers.zones.load();
+    let allowed = zones.iter().any(|z| {
+        z.apex == qname
+            && z.secondaries
+                .iter()
+                .any(|s| s.key == signing.key && same_ip(s.address.ip(), peer.ip()))
+    });
+    let zone = snapshot
+        .zones
+        .iter()
+        .position(|z| z.apex == qname)
+        .filter(|_| allowed);
+    let Some(zone) = zone else {
+        tracing::info!(zone = %qname, peer = %peer, key = %signing.key, "zone transfer refused: not a secondary of this zone with this key");
+        let mut out = refused(id, &question)?;
+        signing.sign(&mut out, now)?;
+        return frame(vec![out]);
+    };
+    let mut records = view(&snapshot, zone);
+    let Some(soa) = records.first().cloned() else {
+        let mut out = error(id, &question, ResponseCode::ServFail)?;
+        signing.sign(&mut out, now)?;
+        return frame(vec![out]);
+    };
+    // IXFR (RFC 1995 §4): a client at our serial gets the SOA alone; any
+    // other gets the whole zone, as AXFR would send it.
+    if qtype == RecordType::IXFR && client_serial(&request) == soa_serial(&soa) {
+        records.truncate(1);
+    } else {
+        records.push(soa);
+    }
+    let mut messages = Vec::new();
+    let mut mac: Option<Vec<u8>> = None;
+    for chunk in chunks(&records) {
+        let mut m = Message::new(id, MessageType::Response, OpCode::Query);
+        m.metadata.authoritative = true;
+        m.add_query(question.clone());
+        m.insert_answers(chunk.to_vec());
+        let mut out = m.to_vec().ok()?;
+        mac = Some(match &mac {
+            None => signing.sign(&mut out, now)?,
+            Some(previous) => signing.sign_next(&mut out, previous, now)?,
+        });
+        messages.push(out);
+    }
+    tracing::info!(zone = %qname, peer = %peer, key = %signing.key, records = records.len(), messages = messages.len(), "zone transferred");
+    frame(messages)
+}
+
+/// Whether a message is a transfer request: a query (QR=0, opcode 0) of
+/// one question, class IN, for AXFR or IXFR.
+pub fn is_transfer(bytes: &[u8]) -> bool {
+    if bytes.len() < 12 || bytes[2] & 0xF8 != 0 || bytes[4..6] != [0, 1] {
+        return false;
+    }
+    wire::question(bytes).is_ok_and(|q| matches!(q.qtype, TYPE_AXFR | TYPE_IXFR) && q.qclass == 1)
+}
+
+/// The transfer's records cut into messages of about [`MESSAGE_BYTES`].
+fn chunks(records: &[Record]) -> Vec<&[Record]> {
+    let mut out = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (i, r) in records.iter().enumerate() {
+        let len = r.to_bytes().map_or(MESSAGE_BYTES, |b| b.len());
+        if size + len > MESSAGE_BYTES && i > start {
+            out.extend(records.get(start..i));
+            start = i;
+            size = 0;
+        }
+        size += len;
+    }
+    out.extend(records.get(start..));
+    out
+}
+
+fn same_ip(a: IpAddr, b: IpAddr) -> bool {
+    a.to_canonical() == b.to_canonical()
+}
+
+/// The serial of the SOA an IXFR query carries in its authority section.
+fn client_serial(request: &Request) -> Option<u32> {
+    let message = Message::from_vec(request.as_slice()).ok()?;
+    message.authorities.iter().find_map(|r| match &r.data {
+        RData::SOA(soa) => Some(soa.serial),
+        _ => None,
+    })
+}
+
+fn soa_serial(record: &Record) -> Option<u32> {
+    match &record.data {
+        RData::SOA(soa) => Some(soa.serial),
+        _ => None,
+    }
+}
+
+fn error(id: u16, question: &Query, code: ResponseCode) -> Option<Vec<u8>> {
+    let mut m = Message::new(id, MessageType::Response, OpCode::Query);
+    m.metadata.response_code = code;
+    m.add_query(question.clone());
+    m.to_vec().ok()
+}
+
+fn refused(id: u16, question: &Query) -> Option<Vec<u8>> {
+    error(id, question, ResponseCode::Refused)
+}
+
+/// Each message behind its two-byte length.
+fn frame(messages: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
+    messages
+        .into_iter()
+        .map(|m| {
+            let len = u16::try_from(m.len()).ok()?;
+            let mut framed = Vec::with_capacity(m.len() + 2);
+            framed.extend_from_slice(&len.to_be_bytes());
+            framed.extend_from_slice(&m);
+            Some(framed)
+        })
+        .collect()
+}
