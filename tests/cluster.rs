@@ -148,6 +148,28 @@ impl Drop for Proc {
     }
 }
 
+/// A pair with mutual TLS between its devices (one certificate for both
+/// addresses, `cluster.pem` in `root`, returned), on 127.0.{net}.1 and .2,
+/// the first the leader.
+pub(crate) fn tls_pair(root: &std::path::Path, net: u8) -> (Proc, Proc, PathBuf) {
+    let ips = [format!("127.0.{net}.1"), format!("127.0.{net}.2")];
+    let ck = rcgen::generate_simple_self_signed(ips.to_vec()).unwrap();
+    let cert = root.join("cluster.pem");
+    let key = root.join("cluster.key");
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let extra = format!(
+        "tls_cert = \"{}\"\ntls_key = \"{}\"",
+        cert.display(),
+        key.display()
+    );
+    let a = Proc::start_with(root, "gtm1", "dc1", &ips[0], &extra);
+    let b = Proc::start_with(root, "gtm2", "dc1", &ips[1], &extra);
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    (a, b, cert)
+}
+
 pub(crate) fn zone(record_ip: &str) -> String {
     format!(
         "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"{record_ip}\" }}]\n"
@@ -448,23 +470,8 @@ addresses = [
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_and_cluster_traffic_over_tls() {
     let root = tempfile::tempdir().unwrap();
-    // One certificate for the cluster, valid for both devices' addresses.
-    let ck =
-        rcgen::generate_simple_self_signed(vec!["127.0.35.1".into(), "127.0.35.2".into()]).unwrap();
-    let cert = root.path().join("cluster.pem");
-    let key = root.path().join("cluster.key");
-    std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
-    let extra = format!(
-        "tls_cert = \"{}\"\ntls_key = \"{}\"",
-        cert.display(),
-        key.display()
-    );
-    let a = Proc::start_with(root.path(), "gtm1", "dc1", "127.0.35.1", &extra);
-    let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.35.2", &extra);
+    let (a, b, cert) = tls_pair(root.path(), 35);
     assert!(a.api().starts_with("https://"));
-    a.ok(&["cluster", "init"]);
-    b.join(&a);
     let out = b.apply(&zone("192.0.2.7"));
     assert!(
         out.status.success(),
@@ -589,21 +596,7 @@ async fn preview_of_another_device_over_plain_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preview_of_another_device_over_mutual_tls() {
     let root = tempfile::tempdir().unwrap();
-    let ck =
-        rcgen::generate_simple_self_signed(vec!["127.0.92.1".into(), "127.0.92.2".into()]).unwrap();
-    let cert = root.path().join("cluster.pem");
-    let key = root.path().join("cluster.key");
-    std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
-    let extra = format!(
-        "tls_cert = \"{}\"\ntls_key = \"{}\"",
-        cert.display(),
-        key.display()
-    );
-    let a = Proc::start_with(root.path(), "gtm1", "dc1", "127.0.92.1", &extra);
-    let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.92.2", &extra);
-    a.ok(&["cluster", "init"]);
-    b.join(&a);
+    let (a, b, _) = tls_pair(root.path(), 92);
     preview_from_the_other_device(&a, &b).await;
     preview_from_the_other_device(&b, &a).await;
 }

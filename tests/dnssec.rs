@@ -11,7 +11,7 @@ use hickory_server::proto::{
 };
 
 use crate::{
-    cluster::{Proc, until_answer, zone},
+    cluster::{Proc, tls_pair, until_answer, zone},
     support::*,
 };
 
@@ -323,32 +323,11 @@ async fn a_validating_unbound_trusts_steered_answers_from_every_place_and_not_a_
     assert!(m.answers.is_empty());
 }
 
-/// A pair with mutual TLS between its devices (one certificate for both
-/// addresses), on 127.0.{net}.1 and .2.
-fn tls_pair(root: &Path, net: u8) -> (Proc, Proc) {
-    let ips = [format!("127.0.{net}.1"), format!("127.0.{net}.2")];
-    let ck = rcgen::generate_simple_self_signed(ips.to_vec()).unwrap();
-    let cert = root.join("cluster.pem");
-    let key = root.join("cluster.key");
-    std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
-    let extra = format!(
-        "tls_cert = \"{}\"\ntls_key = \"{}\"",
-        cert.display(),
-        key.display()
-    );
-    let a = Proc::start_with(root, "gtm1", "dc1", &ips[0], &extra);
-    let b = Proc::start_with(root, "gtm2", "dc1", &ips[1], &extra);
-    a.ok(&["cluster", "init"]);
-    b.join(&a);
-    (a, b)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_devices_of_a_pair_sign_with_one_key_also_after_a_restart() {
     let Some(_) = delv() else { return };
     let root = tempfile::tempdir().unwrap();
-    let (a, mut b) = tls_pair(root.path(), 181);
+    let (a, mut b, _) = tls_pair(root.path(), 181);
     let out = b.apply(&zone("192.0.2.7"));
     assert!(
         out.status.success(),

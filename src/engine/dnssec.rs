@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Engine, now_ms};
 use crate::{
-    dns::snapshot::{Snapshot, steered_answer},
+    dns::snapshot::Snapshot,
     dnssec::{
         keys::{KeyState, Keyring, Published},
         worker::signers,
@@ -99,20 +99,7 @@ impl Engine {
             }
         };
         let inner = self.lock();
-        for (slot, r) in snapshot.steered.iter().zip(&inner.records) {
-            match steered_answer(
-                &r.owner,
-                r.ttl,
-                &r.steering,
-                &r.answers,
-                slot.signer.as_deref(),
-            ) {
-                Ok(answer) => slot.answer.store(Arc::new(answer)),
-                Err(e) => {
-                    tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
-                }
-            }
-        }
+        super::store_steered(&snapshot, &inner.records);
         self.dns.snapshot.store(Arc::new(snapshot));
         drop(inner);
         tracing::info!(zones = signers.iter().flatten().count(), "answers signed");

@@ -654,20 +654,7 @@ impl Engine {
         inner.restored_holds.clear();
         // The snapshot was built (and its static answers proven) before
         // anything changed; the steered answers come from the evaluation.
-        for (slot, r) in snapshot.steered.iter().zip(&records) {
-            match steered_answer(
-                &r.owner,
-                r.ttl,
-                &r.steering,
-                &r.answers,
-                slot.signer.as_deref(),
-            ) {
-                Ok(answer) => slot.answer.store(Arc::new(answer)),
-                Err(e) => {
-                    tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
-                }
-            }
-        }
+        store_steered(&snapshot, &records);
         self.dns.snapshot.store(Arc::new(snapshot));
         self.dns.rrl.set(compiled.rate_limit.clone());
         self.dns.transfers.set_zones(&compiled);
@@ -1335,6 +1322,26 @@ fn prepare(
         }])
     })?;
     Ok((compiled, snapshot))
+}
+
+/// Puts each steered record's answer (signed when its zone is) into a
+/// snapshot not served yet; a record whose answer cannot be built answers
+/// empty.
+fn store_steered(snapshot: &Snapshot, records: &[Steered]) {
+    for (slot, r) in snapshot.steered.iter().zip(records) {
+        match steered_answer(
+            &r.owner,
+            r.ttl,
+            &r.steering,
+            &r.answers,
+            slot.signer.as_deref(),
+        ) {
+            Ok(answer) => slot.answer.store(Arc::new(answer)),
+            Err(e) => {
+                tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
+            }
+        }
+    }
 }
 
 /// The state a record held by manual failback when the device stopped

@@ -269,8 +269,6 @@ fn rollover(
 
 #[cfg(test)]
 mod tests {
-    use gtm_cluster::Machine;
-
     use super::*;
     use crate::{
         command::{Actor, Command},
@@ -291,18 +289,7 @@ mod tests {
     ) -> Outcome {
         let mut command = Command::new(Actor::default(), None, action);
         command.time_ms = time_ms;
-        let effect = machine.apply(kv, 1, &command.encode().unwrap());
-        for w in effect.writes {
-            match w {
-                Write::Put { key, value } => {
-                    kv.insert(key, value);
-                }
-                Write::Delete { key } => {
-                    kv.remove(&key);
-                }
-            }
-        }
-        Outcome::decode(&effect.outcome).unwrap()
+        crate::machine::apply_for_test(machine, kv, 1, &command)
     }
 
     #[test]

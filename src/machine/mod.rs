@@ -489,3 +489,20 @@ fn history_writes(kv: &BTreeMap<String, Vec<u8>>, entry: HistoryEntry, keep: usi
 
 #[cfg(test)]
 mod history_tests;
+
+/// Applies `command` at log `index` through the whole machine, as every
+/// device does, keeping its writes in `kv` (tests of the machine's parts).
+#[cfg(test)]
+pub(crate) fn apply_for_test(
+    machine: &GtmMachine,
+    kv: &mut BTreeMap<String, Vec<u8>>,
+    index: u64,
+    command: &Command,
+) -> Outcome {
+    use gtm_cluster::Machine;
+    let effect = machine.apply(kv, index, &command.encode().unwrap_or_default());
+    for w in effect.writes {
+        w.apply_to(kv);
+    }
+    Outcome::decode(&effect.outcome).unwrap_or_else(|e| panic!("{e}"))
+}

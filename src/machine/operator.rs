@@ -268,7 +268,6 @@ pub(super) fn prune(kv: &BTreeMap<String, Vec<u8>>, new: &Compiled) -> Option<Wr
 mod tests {
     use super::*;
     use crate::command::Actor;
-    use gtm_cluster::Machine;
 
     const CONFIG: &str = r#"
 [[datacenter]]
@@ -318,18 +317,7 @@ addresses = [{ ip = "192.0.2.10", dc = "east" }]
     ) -> Outcome {
         let command = Command::new(actor(), None, action);
         let index = kv.len() as u64 + 1;
-        let effect = machine.apply(kv, index, &command.encode().unwrap());
-        for w in effect.writes {
-            match w {
-                Write::Put { key, value } => {
-                    kv.insert(key, value);
-                }
-                Write::Delete { key } => {
-                    kv.remove(&key);
-                }
-            }
-        }
-        Outcome::decode(&effect.outcome).unwrap()
+        crate::machine::apply_for_test(machine, kv, index, &command)
     }
 
     fn configured() -> (super::super::GtmMachine, BTreeMap<String, Vec<u8>>) {

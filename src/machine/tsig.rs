@@ -154,15 +154,10 @@ mod tests {
         dns::tsig::Secret,
         machine::GtmMachine,
     };
-    use gtm_cluster::Machine;
 
     fn apply(kv: &mut BTreeMap<String, Vec<u8>>, index: u64, action: Action) -> Outcome {
         let command = Command::new(Actor::default(), None, action);
-        let effect = GtmMachine::default().apply(kv, index, &command.encode().unwrap());
-        for w in effect.writes {
-            w.apply_to(kv);
-        }
-        Outcome::decode(&effect.outcome).unwrap()
+        crate::machine::apply_for_test(&GtmMachine::default(), kv, index, &command)
     }
 
     fn add(name: &str) -> Action {
