@@ -8,14 +8,13 @@
 
 use std::{
     net::SocketAddr,
-    path::PathBuf,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use crate::{
     cluster::Proc,
-    support::{TestDevice, metrics, udp_raw},
+    support::{TestDevice, metrics, tool, udp_raw},
 };
 
 const ZONE: &str = r#"
@@ -35,23 +34,6 @@ fn limited() -> String {
     format!(
         "[rate_limit]\nresponses_per_second = {RATE}\nslip = 2\nexempt = [\"127.0.163.0/24\"]\n{ZONE}"
     )
-}
-
-/// The path of an external tool, or `None` (the test is skipped) when it is
-/// absent and CI is unset; with CI set a missing tool fails the test.
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = ["/usr/bin", "/usr/sbin", "/usr/local/bin"]
-        .iter()
-        .map(|d| PathBuf::from(d).join(name))
-        .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is required in CI (.ci/run installs it)"
-        );
-        eprintln!("{name} not installed: skipping");
-    }
-    found
 }
 
 /// Runs dig with `args` against `server`; its whole output.
@@ -148,7 +130,7 @@ fn full_answer(out: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_gets_the_rate_and_slips_while_other_networks_and_tcp_are_answered() {
-    if tool("dnsperf").is_none() || tool("dig").is_none() {
+    if tool("dnsperf", "dnsperf").is_none() || tool("dig", "bind9-dnsutils").is_none() {
         return;
     }
     let d = TestDevice::start(&limited()).await;
@@ -277,7 +259,7 @@ fn server_cookie(out: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cookies_exempt_a_limited_network_and_keepalive_answers_over_tcp_only() {
-    if tool("dnsperf").is_none() || tool("dig").is_none() {
+    if tool("dnsperf", "dnsperf").is_none() || tool("dig", "bind9-dnsutils").is_none() {
         return;
     }
     let d = TestDevice::start(&limited()).await;
@@ -421,7 +403,7 @@ async fn same_secret_after(a: &Proc, b: &Proc, after: f64) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_devices_server_cookie_is_valid_on_the_other_also_after_a_rotation() {
-    if tool("dig").is_none() {
+    if tool("dig", "bind9-dnsutils").is_none() {
         return;
     }
     let root = tempfile::tempdir().unwrap();

@@ -466,3 +466,21 @@ remote-control:
         panic!("unbound never came up");
     }
 }
+
+/// A tool from Debian's `package`, or `None` (the test is skipped) when it
+/// is absent and CI is unset; with CI set a missing tool fails the test
+/// (.ci/run installs them).
+pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
+    let found = ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"]
+        .iter()
+        .map(|d| PathBuf::from(d).join(name))
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{name} is required in CI (.ci/run installs {package})"
+        );
+        eprintln!("{name} not installed ({package}): skipping");
+    }
+    found
+}

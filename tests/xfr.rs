@@ -115,23 +115,6 @@ async fn propose(device: &Device, action: Action) {
         .expect("applied");
 }
 
-/// A tool from Debian, or `None` when it is absent and CI is unset (with
-/// CI set a missing tool fails the test: .ci/run installs them).
-fn tool(name: &str, package: &str) -> Option<PathBuf> {
-    let found = ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"]
-        .iter()
-        .map(|d| PathBuf::from(d).join(name))
-        .find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{name} is required in CI (.ci/run installs {package})"
-        );
-        eprintln!("{name} not installed ({package}): skipping");
-    }
-    found
-}
-
 fn run(binary: &PathBuf, args: &[&str]) -> String {
     let out = Command::new(binary).args(args).output().expect("tool runs");
     let text = format!(
