@@ -203,6 +203,19 @@ async fn answers_carry_signatures_only_when_asked_and_nxname_is_formerr() {
     );
     let nx = udp(d.v4(), &query("nope.example.test.", RecordType::A)).await;
     assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+    // Too large for the client's 512 bytes with its signature: TC and no
+    // records at all (never an RRset without its RRSIG); whole over TCP.
+    let mut big = with_do(query("big.example.test.", RecordType::TXT));
+    if let Some(e) = big.edns.as_mut() {
+        e.set_max_payload(512);
+    }
+    let cut = udp(d.v4(), &big).await;
+    assert!(cut.metadata.truncation, "{cut:?}");
+    assert!(cut.answers.is_empty() && cut.authorities.is_empty());
+    let whole = tcp(d.v4(), &big).await;
+    assert!(!whole.metadata.truncation);
+    assert_eq!(sigs(&whole), 1);
+    assert_eq!(whole.answers.len(), 5);
     let nxname = udp(
         d.v4(),
         &with_do(query("www.example.test.", RecordType::Unknown(128))),
