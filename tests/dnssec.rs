@@ -11,6 +11,7 @@ use hickory_server::proto::{
 };
 
 use crate::{
+    backends::HttpBackend,
     cluster::{Proc, tls_pair, until_answer, zone},
     support::*,
 };
@@ -558,4 +559,82 @@ async fn a_signed_domain_with_secondaries_is_refused_until_transfers_carry_signa
         .to_string();
     assert!(e.contains("cannot have secondaries yet"), "{e}");
     assert!(e.contains("domain roll.test"), "{e}");
+}
+
+/// A signed zone whose record follows two real HTTP backends.
+fn health_zone(port: u16) -> String {
+    format!(
+        r#"
+[[check]]
+name = "web"
+type = "http"
+port = {port}
+path = "/health"
+expect_body = "ok"
+interval = "100ms"
+timeout = "80ms"
+failures = 2
+successes = 2
+
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+dnssec = true
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [
+  {{ ip = "127.0.183.2", hc = "check:web" }},
+  {{ ip = "127.0.183.3", hc = "check:web" }},
+]
+"#
+    )
+}
+
+/// delv's verdict and the addresses it validated for `www.example.test A`.
+async fn delv_www(d: &TestDevice, anchors: &Path) -> (bool, Vec<String>) {
+    let said = ask_delv(d.v4(), anchors, "www.example.test", "A", false).await;
+    let mut addresses: Vec<String> = said
+        .lines()
+        .filter(|l| l.contains("\tA\t") || l.contains(" IN A "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+        .collect();
+    addresses.sort();
+    (said.contains("; fully validated"), addresses)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_changed_by_health_are_signed_as_they_change() {
+    let Some(_) = delv() else { return };
+    let mut a = HttpBackend::start_at("127.0.183.2:0".parse().unwrap()).await;
+    let b = HttpBackend::start_at(SocketAddr::new(
+        "127.0.183.3".parse().unwrap(),
+        a.addr.port(),
+    ))
+    .await;
+    let d = TestDevice::start(&health_zone(a.addr.port())).await;
+    let ds = ds_of(&d).await;
+    let dir = tempfile::tempdir().unwrap();
+    let anchors = anchor_file(dir.path(), &ds);
+    let until = async |want: &[&str]| {
+        for _ in 0..300 {
+            let (valid, got) = delv_www(&d, &anchors).await;
+            if valid && got == want {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "never validated as {want:?}: {:?}",
+            delv_www(&d, &anchors).await
+        );
+    };
+    until(&["127.0.183.2", "127.0.183.3"]).await;
+    // A backend goes down: the new answer is signed when it is made.
+    a.stop().await;
+    until(&["127.0.183.3"]).await;
+    a.restart().await;
+    until(&["127.0.183.2", "127.0.183.3"]).await;
+    drop(b);
 }
