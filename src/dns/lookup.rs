@@ -162,7 +162,9 @@ fn nodata(
     }
     let has_type = node.rrsets.iter().any(|s| s.rtype == qtype);
     match &node.signed_nodata {
-        Some(proof) if !wildcard && !has_type => {
+        Some(proof) if !wildcard && !has_type && zone.negative_soa_sig.is_some() => {
+            out.authority.push(zone.negative_soa.clone());
+            out.authority.extend(zone.negative_soa_sig.iter().cloned());
             out.authority.extend(proof.records.iter().cloned());
         }
         _ => {

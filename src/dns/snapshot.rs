@@ -97,9 +97,10 @@ pub struct Node {
     pub rrsets: Vec<Arc<RrsetSlot>>,
     /// Wire body of a NODATA answer for this name.
     pub nodata_wire: Box<[u8]>,
-    /// In a signed zone: the NODATA answer's authority section with its
-    /// proof (SOA, NSEC of the name's types, their RRSIGs), as records and
-    /// as wire bytes.
+    /// In a signed zone: the NODATA answer's proof, the NSEC of the name's
+    /// types and its RRSIG as records (the zone's SOA and RRSIG go before
+    /// them), and the whole authority section (SOA, RRSIG, NSEC, RRSIG) as
+    /// wire bytes.
     pub signed_nodata: Option<Signed>,
 }
 
@@ -304,10 +305,15 @@ impl Snapshot {
             };
             let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
             let records = signer.denial(&zone.negative_soa, soa_sig, &node.name, &types)?;
-            node.signed_nodata = Some(
-                Signed::new(&node.name, records.to_vec())
-                    .map_err(|e| BuildError::new(&node.name, Rt::NSEC, e))?,
-            );
+            let (wire, _, _) = encode_body(&node.name, &records, &[])
+                .map_err(|e| BuildError::new(&node.name, Rt::NSEC, e))?;
+            // The zone's SOA and its RRSIG are the zone's: a node keeps its
+            // NSEC and RRSIG only (the wire form has all four).
+            let [_, _, nsec, nsec_sig] = records;
+            node.signed_nodata = Some(Signed {
+                records: vec![nsec, nsec_sig],
+                wire,
+            });
         }
         Ok(())
     }
