@@ -140,6 +140,17 @@ impl Proc {
         std::fs::write(&file, text).unwrap();
         self.gtm(&["config", "apply", file.to_str().unwrap()])
     }
+
+    /// Applies `text`, which must succeed.
+    pub(crate) fn apply_ok(&self, text: &str) {
+        let out = self.apply(text);
+        assert!(
+            out.status.success(),
+            "gtm config apply on {}: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 impl Drop for Proc {
@@ -210,22 +221,12 @@ fn pair(net: u8) -> (tempfile::TempDir, Proc, Proc) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pair_replicates_and_a_follower_forwards_writes() {
     let (_root, a, b) = pair(31);
-    let out = a.apply(&zone("192.0.2.1"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    a.apply_ok(&zone("192.0.2.1"));
     until_answer(&a, "192.0.2.1").await;
     until_answer(&b, "192.0.2.1").await;
 
     // A write on the follower goes to the leader, then to both.
-    let out = b.apply(&zone("192.0.2.2"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    b.apply_ok(&zone("192.0.2.2"));
     until_answer(&a, "192.0.2.2").await;
     until_answer(&b, "192.0.2.2").await;
     assert!(a.ok(&["config", "export"]).contains("192.0.2.2"));
@@ -319,12 +320,7 @@ async fn losing_a_device_stops_writes_but_never_dns() {
         "recovery needs --force-single"
     );
     b.ok(&["cluster", "recover", "--force-single"]);
-    let out = b.apply(&zone("192.0.2.9"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    b.apply_ok(&zone("192.0.2.9"));
     until_answer(&b, "192.0.2.9").await;
 }
 
@@ -419,12 +415,7 @@ addresses = [
 ]
 "#
     );
-    let out = a.apply(&config);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    a.apply_ok(&config);
     until_answer(&a, "192.0.2.1").await;
 
     // dc2 loses the target: its report switches the pair to DR.
@@ -472,12 +463,7 @@ async fn api_and_cluster_traffic_over_tls() {
     let root = tempfile::tempdir().unwrap();
     let (a, b, cert) = tls_pair(root.path(), 35);
     assert!(a.api().starts_with("https://"));
-    let out = b.apply(&zone("192.0.2.7"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    b.apply_ok(&zone("192.0.2.7"));
     until_answer(&a, "192.0.2.7").await;
     until_answer(&b, "192.0.2.7").await;
     let status: serde_json::Value =
@@ -548,12 +534,7 @@ async fn api_and_cluster_traffic_over_tls() {
 /// the asked device fetches the preview from the other one, which names
 /// itself in it; the asked device keeps serving afterwards.
 async fn preview_from_the_other_device(asked: &Proc, other: &Proc) {
-    let out = asked.apply(&zone("192.0.2.9"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    asked.apply_ok(&zone("192.0.2.9"));
     until_answer(asked, "192.0.2.9").await;
     until_answer(other, "192.0.2.9").await;
     let preview: serde_json::Value = serde_json::from_str(&asked.ok(&[
@@ -818,12 +799,7 @@ async fn starts_and_stops_are_events_and_an_unclean_stop_is_named() {
     let logs = wait_for(&d, "device gtm1 started (gtm ", 1);
     assert!(!logs.contains("unclean"), "{logs}");
     // An apply flushes the store: the start event is on disk.
-    let out = d.apply(&zone("192.0.2.70"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    d.apply_ok(&zone("192.0.2.70"));
     until_answer(&d, "192.0.2.70").await;
 
     d.kill();
@@ -844,12 +820,7 @@ async fn starts_and_stops_are_events_and_an_unclean_stop_is_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn puts_of_different_keys_through_two_devices_both_stay() {
     let (_root, mut a, b) = pair(147);
-    let out = a.apply(&zone("192.0.2.80"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    a.apply_ok(&zone("192.0.2.80"));
     until_answer(&b, "192.0.2.80").await;
     let ttl = a.dir.join("ttl.toml");
     std::fs::write(&ttl, "ttl = 45\nbalance = \"weighted\"\n").unwrap();

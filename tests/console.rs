@@ -730,12 +730,7 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         let b = Proc::start_with(root.path(), "gtm2", "dc1", "127.0.81.2", extra);
         a.ok(&["cluster", "init"]);
         b.join(&a);
-        let out = a.apply(&pair_config(port));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        a.apply_ok(&pair_config(port));
         (a, b)
     });
     let both = ["127.0.82.10", "127.0.82.11"];

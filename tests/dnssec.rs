@@ -333,12 +333,7 @@ async fn both_devices_of_a_pair_sign_with_one_key_also_after_a_restart() {
     let Some(_) = delv() else { return };
     let root = tempfile::tempdir().unwrap();
     let (a, mut b, _) = tls_pair(root.path(), 181);
-    let out = b.apply(&zone("192.0.2.7"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    b.apply_ok(&zone("192.0.2.7"));
     until_answer(&a, "192.0.2.7").await;
     // Enabled through the follower: the leader makes the key, the CLI
     // waits for it and prints the DS.
@@ -392,12 +387,7 @@ async fn a_pair_without_mutual_tls_makes_no_key_and_says_why() {
         "nameservers = [\"ns1.pair.test\"]",
         "nameservers = [\"ns1.pair.test\"]\ndnssec = true",
     );
-    let out = a.apply(&signed);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    a.apply_ok(&signed);
     until_answer(&b, "192.0.2.7").await;
     // The leader looks once a second: the refusal is logged, once.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);

@@ -116,12 +116,7 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
     a.ok(&["cluster", "init"]);
     let token = a.ok(&["cluster", "token"]);
     b.ok(&["cluster", "join", &a.api(), "--token", token.trim()]);
-    let out = a.apply(CONFIG);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    a.apply_ok(CONFIG);
     let both = ["192.0.2.1", "192.0.2.2"];
     until(&a, "www.pair.test.", &both).await;
     until(&b, "www.pair.test.", &both).await;

@@ -75,12 +75,7 @@ async fn a_device_on_a_full_disk_serves_degraded_and_recovers() {
         return;
     };
     let mut d = Proc::start(&tmpfs.0, "gtm1", "dc1", "127.0.93.1");
-    let out = d.apply(&zone("192.0.2.50"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    d.apply_ok(&zone("192.0.2.50"));
     until_answer(&d, "192.0.2.50").await;
     let reserve = d.dir.join("storage-reserve");
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -143,12 +138,7 @@ async fn a_device_on_a_full_disk_serves_degraded_and_recovers() {
         "{metrics}"
     );
     assert_eq!(get(&format!("{}/health", d.api())).await, "ok\n");
-    let out = d.apply(&zone("192.0.2.51"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    d.apply_ok(&zone("192.0.2.51"));
     until_answer(&d, "192.0.2.51").await;
 
     // The filesystem fills while the device runs: it notices by itself.
@@ -199,12 +189,7 @@ async fn a_device_started_on_a_read_only_disk_serves_from_a_copy_and_recovers() 
         "[[check]]\nname = \"backend\"\ntype = \"tcp\"\ntarget = \"127.0.93.9\"\nport = {port}\ninterval = \"500ms\"\ntimeout = \"300ms\"\nfailures = 1\nsuccesses = 1\n\n{}",
         zone("192.0.2.60")
     );
-    let out = d.apply(&config);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    d.apply_ok(&config);
     until_answer(&d, "192.0.2.60").await;
     let check_state = |d: &Proc| -> String {
         let checks: serde_json::Value =
@@ -272,12 +257,7 @@ async fn a_device_started_on_a_read_only_disk_serves_from_a_copy_and_recovers() 
             .any(|l| l.contains("check backend: ") && l.contains("→ Error")),
         "{logs}"
     );
-    let out = d.apply(&zone("192.0.2.61"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    d.apply_ok(&zone("192.0.2.61"));
     until_answer(&d, "192.0.2.61").await;
     d.kill();
 }

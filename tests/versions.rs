@@ -79,12 +79,7 @@ async fn the_soa_serial_survives_a_restart() {
     let root = tempfile::tempdir().unwrap();
     let mut p = Proc::start(root.path(), "gtm1", "dc1", "127.0.36.1");
     for txt in ["one", "two", "three"] {
-        let out = p.apply(&zone(txt, ""));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        p.apply_ok(&zone(txt, ""));
     }
     let status: serde_json::Value = serde_json::from_str(&p.ok(&["status", "--json"])).unwrap();
     let version = status["version"].as_u64().unwrap();
@@ -173,12 +168,7 @@ run_on = "dc2"
             zone(txt, "")
         )
     };
-    let out = a.apply(&config("v0", ""));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    a.apply_ok(&config("v0", ""));
     let up = vec![
         ("from-dc1".to_string(), "OK".to_string()),
         ("from-dc2".to_string(), "OK".to_string()),
@@ -203,12 +193,7 @@ run_on = "dc2"
         } else {
             ""
         };
-        let out = p.apply(&config(&format!("v{}", i + 1), front));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        p.apply_ok(&config(&format!("v{}", i + 1), front));
     }
     let last = version(&a);
     let deadline = Instant::now() + Duration::from_secs(20);
