@@ -10,8 +10,6 @@
 
 use std::{sync::Arc, time::Duration};
 
-use gtm_cluster::NodeState;
-
 use crate::{
     command::{Action, Actor},
     dns::cookies::Secret,
@@ -40,12 +38,9 @@ pub async fn run(
             () = tokio::time::sleep(LOOK_EVERY) => {}
             () = stop.cancelled() => return,
         }
-        if replication.clustered() {
-            let status = replication.status();
-            if status.state != NodeState::Leader || !status.quorum {
-                failing = None;
-                continue;
-            }
+        if !replication.proposes_for_cluster() {
+            failing = None;
+            continue;
         }
         let rotation = engine.with_config(|c| {
             crate::model::abuse::cookie_rotation(&mut Vec::new(), c.cookies.as_ref())

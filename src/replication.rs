@@ -181,6 +181,18 @@ impl Replication {
         self.node.status()
     }
 
+    /// Whether this device proposes the cluster's own commands (schedule
+    /// firings, key and secret making): it leads with quorum, or is in no
+    /// cluster. A leader without quorum proposes nothing: its entry would
+    /// wait in its log and commit late, stamped with a time long past.
+    pub fn proposes_for_cluster(&self) -> bool {
+        if !self.clustered() {
+            return true;
+        }
+        let status = self.status();
+        status.state == gtm_cluster::NodeState::Leader && status.quorum
+    }
+
     /// The cluster secret, for device-to-device requests.
     pub fn secret_value(&self) -> Result<String> {
         self.secret()

@@ -12,8 +12,6 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use gtm_cluster::NodeState;
-
 use crate::{
     command::{Action, Actor},
     machine::{now_ms, schedule::book_of},
@@ -44,12 +42,9 @@ pub async fn run(
         // A leader without quorum proposes nothing: its entry would wait in
         // its log and commit when quorum returns, stamped with a time long
         // past, hiding how late the schedule really fired.
-        if replication.clustered() {
-            let status = replication.status();
-            if status.state != NodeState::Leader || !status.quorum {
-                failing.clear();
-                continue;
-            }
+        if !replication.proposes_for_cluster() {
+            failing.clear();
+            continue;
         }
         let now = now_ms();
         let due: Vec<(u64, bool)> = book_of(&*replication.state().await)

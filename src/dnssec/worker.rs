@@ -4,7 +4,6 @@
 
 use std::{sync::Arc, time::Duration};
 
-use gtm_cluster::NodeState;
 use hickory_proto::{
     dnssec::rdata::DNSSECRData,
     rr::{Name, RData, Record, RecordType},
@@ -107,11 +106,8 @@ pub async fn run(
             let engine = engine.clone();
             let _ = tokio::task::spawn_blocking(move || engine.resign()).await;
         }
-        if replication.clustered() {
-            let status = replication.status();
-            if status.state != NodeState::Leader || !status.quorum {
-                continue;
-            }
+        if !replication.proposes_for_cluster() {
+            continue;
         }
         let keys = keyring_of(&*replication.state().await);
         let missing: Vec<(String, KeyAlgorithm)> = engine
