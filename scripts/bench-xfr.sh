@@ -2,7 +2,9 @@
 # bench-xfr.sh - time an AXFR of a large zone (docs/performance.md, "Zone
 # transfer"): one device (`gtm serve`, release build) on 127.0.171.21 with
 # one domain of N TXT records and a secondary 127.0.171.22, asked for the
-# zone with dig and kdig (TSIG-signed, from 127.0.171.22) RUNS times.
+# zone with dig and kdig (TSIG-signed, from 127.0.171.22) RUNS times;
+# then one record changed by a new configuration, and the IXFR from the
+# serial before (timed, with its size).
 #
 # Usage: scripts/bench-xfr.sh [--records N] [--runs R] [--no-build]
 # Prints the figures; nothing is written to the docs.
@@ -67,7 +69,11 @@ SECRET=$(gtm tsig add bench 2>/dev/null)
 start=$(date +%s.%N)
 gtm config apply "$TMP/zone.toml" >/dev/null
 echo "applied $RECORDS records in $(echo "$(date +%s.%N) - $start" | bc) s"
-sleep 1   # the notify worker's first look gives the zone its serial
+serial() { dig -p 1053 "@$IP" +short SOA bench.test | awk '{print $3}'; }
+axfr() { dig -p 1053 "@$IP" -b "$SECONDARY" -y "hmac-sha256:bench:$SECRET" "$@" bench.test; }
+# The notify worker's first look gives the zone its serial and records its
+# view; until then a transfer gets SERVFAIL.
+for _ in $(seq 300); do axfr AXFR | grep -q 'XFR size' && break; sleep 0.1; done
 
 for run in $(seq 1 "$RUNS"); do
     start=$(date +%s.%N)
@@ -81,6 +87,22 @@ start=$(date +%s.%N)
 out=$(kdig -p 1053 "@$IP" -b "$SECONDARY" -y "hmac-sha256:bench:$SECRET" AXFR bench.test || true)
 took=$(echo "$(date +%s.%N) - $start" | bc)
 echo "kdig: $took s; $(grep 'Received' <<<"$out")"
+# One record changed: the IXFR from the serial before.
+before_serial=$(serial)
+sed -i 's/10\.0\.0\.1"/10.255.255.1"/' "$TMP/zone.toml"
+start=$(date +%s.%N)
+gtm config apply "$TMP/zone.toml" >/dev/null
+for _ in $(seq 600); do
+    out=$(axfr "IXFR=$before_serial")
+    grep -q '10.255.255.1' <<<"$out" && break
+    sleep 0.05
+done
+took=$(echo "$(date +%s.%N) - $start" | bc)
+echo "one record changed: applied, recorded and sent by IXFR in $took s; $(grep 'XFR size' <<<"$out")"
+start=$(date +%s.%N)
+out=$(axfr "IXFR=$before_serial")
+took=$(echo "$(date +%s.%N) - $start" | bc)
+echo "IXFR of that change again: $took s; $(grep 'XFR size' <<<"$out")"
 ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
 before=$(ticks); sleep 10; after=$(ticks)
 echo "idle CPU over 10 s (notify worker watching $RECORDS steered records): $((after - before)) ticks of $(getconf CLK_TCK)/s"

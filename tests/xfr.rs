@@ -506,7 +506,7 @@ impl Nsd {
     }
 
     /// NSD as a secondary of example.test, transferring from `primary`
-    /// with the key `xfr`.
+    /// with the key `xfr` (IXFR first, AXFR when it has no zone yet).
     fn start(binary: &PathBuf, port: u16, primary: SocketAddr) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display();
@@ -535,7 +535,7 @@ key:
 zone:
   name: "example.test"
   zonefile: "example.test.zone"
-  request-xfr: AXFR {ip}@{pport} xfr
+  request-xfr: {ip}@{pport} xfr
   allow-notify: {ip} xfr
   outgoing-interface: {NSD_IP}
 "#,
@@ -624,6 +624,9 @@ async fn an_nsd_secondary_transfers_the_zone_and_follows_notify() {
     let m = udp(nsd.addr, &query("new.example.test.", RecordType::A)).await;
     assert_eq!(answers(&m), vec!["192.0.2.9".to_string()]);
     assert!(nsd.log().contains("notify"), "{}", nsd.log());
+    // It asked for the difference, and got it.
+    let transfers = &d.device.engine.dns().transfers;
+    assert!(transfers.served("incremental") >= 1, "{}", nsd.log());
 
     // The worker's state says the secondary answered.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -720,4 +723,243 @@ async fn keys_reach_every_device_of_a_cluster_and_survive_restarts() {
     });
     until_signed(a.dns(), &xfr).await;
     until_signed(b.dns(), &xfr).await;
+}
+
+/// Waits (bounded) until the notify worker gave the zone a serial other
+/// than `before` (it records the zone's view with it); returns it.
+async fn until_new_serial(d: &TestDevice, before: u32) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = d.device.engine.dns().transfers.notify_status();
+        if let Some(s) = status.first().map(|s| s.serial).filter(|s| *s != before) {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no new serial after {before}: {status:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The records of a dig transfer's output, in order, as (name, type,
+/// data), without TSIG records.
+fn transferred_records(out: &str) -> Vec<(String, String, String)> {
+    out.lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let data = f.get(4..)?.join(" ");
+            Some((f.first()?.to_string(), f.get(3)?.to_string(), data))
+        })
+        .filter(|(_, t, _)| t != "TSIG")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ixfr_sends_what_changed_since_the_secondarys_serial() {
+    let d = device(&zone(&secondary_at("127.0.171.2:5300"), &many(50))).await;
+    until_looked(&d).await;
+    let good = format!("hmac-sha256:xfr:{}", secret64());
+    let first = until_new_serial(&d, 0).await;
+    let ixfr_from = |serial: u32| {
+        let at = format!("IXFR={serial}");
+        dig(&d, &["-b", NSD_IP, "-y", &good, &at, "example.test"])
+    };
+    let Some(out) = ixfr_from(first) else {
+        return;
+    };
+    assert_eq!(
+        transferred_records(&out).len(),
+        1,
+        "up to date: the SOA alone\n{out}"
+    );
+
+    // A new version: txt changes, a record is added.
+    let changed = zone(
+        &secondary_at("127.0.171.2:5300"),
+        &format!(
+            "{}\n[[domain.record]]\nname = \"new\"\ntype = \"TXT\"\nvalues = [\"added\"]\n",
+            many(50)
+        ),
+    )
+    .replace(r#"values = ["hello"]"#, r#"values = ["bye"]"#);
+    apply_text(&d.device, &changed).await.unwrap();
+    let second = until_new_serial(&d, first).await;
+    let out = ixfr_from(first).unwrap();
+    assert!(verified(&out), "{out}");
+    let records = transferred_records(&out);
+    let types: Vec<&str> = records.iter().map(|r| r.1.as_str()).collect();
+    // RFC 1995: the new SOA; the old SOA, what went; the new SOA, what
+    // came; the new SOA.
+    assert_eq!(
+        types,
+        vec!["SOA", "SOA", "TXT", "SOA", "TXT", "TXT", "SOA"],
+        "{out}"
+    );
+    assert!(records[1].2.contains(&first.to_string()), "{out}");
+    assert!(records[2].2.contains("hello"), "{out}");
+    assert!(records[3].2.contains(&second.to_string()), "{out}");
+    let added: Vec<&str> = records[4..6].iter().map(|r| r.2.as_str()).collect();
+    assert!(
+        added.iter().any(|t| t.contains("bye")) && added.iter().any(|t| t.contains("added")),
+        "{out}"
+    );
+
+    // A drain moves www's default answer: one more step, and a client at
+    // the first serial gets both, chained.
+    propose(
+        &d.device,
+        Action::Drain {
+            target: DrainTarget::Address {
+                record: None,
+                address: "192.0.2.1".into(),
+            },
+            drained: true,
+        },
+    )
+    .await;
+    let third = until_new_serial(&d, second).await;
+    let records = transferred_records(&ixfr_from(first).unwrap());
+    let soas: Vec<&str> = records
+        .iter()
+        .filter(|r| r.1 == "SOA")
+        .map(|r| r.2.as_str())
+        .collect();
+    assert_eq!(soas.len(), 6, "{records:?}");
+    let www: Vec<&(String, String, String)> = records.iter().filter(|r| r.1 == "A").collect();
+    assert_eq!(www.len(), 2, "{records:?}");
+    assert!(
+        www[0].2.contains("192.0.2.1") && www[1].2.contains("192.0.2.2"),
+        "{records:?}"
+    );
+    assert!(soas[0].contains(&third.to_string()), "{records:?}");
+    // From the second serial: the drain alone.
+    let records = transferred_records(&ixfr_from(second).unwrap());
+    assert_eq!(records.len(), 6, "{records:?}");
+    // From a serial never given: the whole zone.
+    let whole = transferred_records(&ixfr_from(1).unwrap());
+    assert_eq!(whole.len(), 1 + 1 + 1 + 1 + 1 + 50 + 1, "{whole:?}");
+    let transfers = &d.device.engine.dns().transfers;
+    assert!(transfers.served("incremental") >= 3);
+    assert!(transfers.served("up_to_date") >= 1);
+    assert!(transfers.served("whole") >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_zone_transfers_with_its_signatures_and_validates_at_an_nsd_secondary() {
+    let (Some(nsd_bin), Some(verify), Some(_)) = (
+        tool("nsd", "nsd"),
+        tool("ldns-verify-zone", "ldnsutils"),
+        crate::dnssec::delv(),
+    ) else {
+        return;
+    };
+    let port = free_port(NSD_IP);
+    let secondary = format!("{NSD_IP}:{port}");
+    let signed = zone(&secondary_at(&secondary), &many(40)).replace(
+        "nameservers = [\"ns1.example.test\"]",
+        "nameservers = [\"ns1.example.test\"]\ndnssec = true",
+    );
+    let d = device(&signed).await;
+    let ds = crate::dnssec::ds_of(&d).await;
+    let good = format!("hmac-sha256:xfr:{}", secret64());
+
+    // The recorded view is signed once the key is there.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let out = loop {
+        let out = dig(
+            &d,
+            &["-b", NSD_IP, "-y", &good, "+onesoa", "AXFR", "example.test"],
+        )
+        .unwrap();
+        if out.contains("NSEC") {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "no signed view:\n{out}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(verified(&out), "{out}");
+    let lines: Vec<String> = out
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .filter(|l| l.split_whitespace().nth(3) != Some("TSIG"))
+        .map(str::to_string)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let judge = |name: &str, lines: &[String]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let out = Command::new(&verify).arg(&path).output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (ok, said) = judge("zone", &lines);
+    assert!(ok, "ldns-verify-zone: {said}\n{}", lines.join("\n"));
+    // The judge can say no: a chain with a link missing.
+    let broken: Vec<String> = lines
+        .iter()
+        .filter(|l| !(l.starts_with("host7.example.test.") && l.contains("\tNSEC\t")))
+        .cloned()
+        .collect();
+    assert!(broken.len() < lines.len());
+    assert!(!judge("broken", &broken).0, "a missing NSEC went unnoticed");
+
+    // NSD transfers the signed zone and delv validates what it serves:
+    // the steered record's default answer, a name and a type that do not
+    // exist (denied by the NSEC chain).
+    let nsd = Nsd::start(&nsd_bin, port, d.v4());
+    let ours = until_in_step(&d, &nsd, 0).await;
+    let anchors = crate::dnssec::anchor_file(dir.path(), &ds);
+    for (name, rtype, expect) in [
+        ("www.example.test", "A", "; fully validated"),
+        (
+            "nope.example.test",
+            "A",
+            "; negative response, fully validated",
+        ),
+        (
+            "txt.example.test",
+            "A",
+            "; negative response, fully validated",
+        ),
+    ] {
+        let said =
+            crate::dnssec::ask_delv_in(nsd.addr, &anchors, "example.test", name, rtype).await;
+        assert!(
+            said.contains(expect),
+            "{name} {rtype} at NSD:\n{said}\n{}",
+            nsd.log()
+        );
+    }
+
+    // Health moves www: NSD follows by IXFR, and the new answer validates.
+    propose(
+        &d.device,
+        Action::Drain {
+            target: DrainTarget::Address {
+                record: None,
+                address: "192.0.2.1".into(),
+            },
+            drained: true,
+        },
+    )
+    .await;
+    until_in_step(&d, &nsd, ours).await;
+    let said =
+        crate::dnssec::ask_delv_in(nsd.addr, &anchors, "example.test", "www.example.test", "A")
+            .await;
+    assert!(
+        said.contains("; fully validated") && said.contains("192.0.2.2"),
+        "{said}"
+    );
+    assert!(
+        d.device.engine.dns().transfers.served("incremental") >= 1,
+        "{}",
+        nsd.log()
+    );
 }

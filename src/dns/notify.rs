@@ -31,7 +31,7 @@ use super::{
     handler::DnsState,
     snapshot::{RrsetAnswer, RrsetSlot, Snapshot, hash_bytes, static_answer},
     tsig,
-    xfr::{self, NotifyStatus},
+    xfr::{self, NotifyStatus, journal::Journal},
 };
 
 /// How often the worker looks at the zones and the due NOTIFYs.
@@ -57,6 +57,8 @@ struct Zone {
     /// A digest of their default answers.
     digest: u64,
     serial: u32,
+    /// The signatures of its NSEC chain, kept between views.
+    nsec: xfr::NsecCache,
 }
 
 /// One secondary of one zone.
@@ -99,9 +101,24 @@ pub async fn run(state: DnsState, sources: Vec<IpAddr>, stop: CancellationToken)
             }
             () = stop.cancelled() => return,
         }
-        let snapshot = state.snapshot.load();
-        let transfer_zones = state.transfers.zones.load();
-        look(&snapshot, &transfer_zones, &mut zones);
+        let snapshot = state.snapshot.load_full();
+        let transfer_zones = state.transfers.zones.load_full();
+        // Recording a view reads (and may sign) the whole zone: off the
+        // runtime's threads.
+        let transfers = state.transfers.clone();
+        let (snap, wanted) = (snapshot.clone(), transfer_zones.clone());
+        zones = match tokio::task::spawn_blocking(move || {
+            look(&snap, &wanted, &mut zones, &transfers.journal);
+            zones
+        })
+        .await
+        {
+            Ok(zones) => zones,
+            Err(e) => {
+                tracing::error!(error = %e, "the notify worker's look failed; it starts over");
+                HashMap::new()
+            }
+        };
         // The targets follow the configured secondaries.
         let mut wanted = Vec::new();
         for z in transfer_zones.iter() {
@@ -200,9 +217,15 @@ async fn recv(socket: Option<&UdpSocket>, buf: &mut [u8]) -> Option<(usize, Sock
 /// Follows each transferred zone's snapshot and default answers, giving a
 /// zone a new serial when a default answer changed under the same
 /// snapshot.
-fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut HashMap<Name, Zone>) {
+fn look(
+    snapshot: &Arc<Snapshot>,
+    wanted: &[xfr::TransferZone],
+    zones: &mut HashMap<Name, Zone>,
+    journal: &Journal,
+) {
     let address = Arc::as_ptr(snapshot) as usize;
     zones.retain(|apex, _| wanted.iter().any(|z| z.apex == *apex));
+    journal.retain(|apex| wanted.iter().any(|z| z.apex == *apex));
     for z in wanted {
         let Some(index) = snapshot.zones.iter().position(|d| d.apex == z.apex) else {
             zones.remove(&z.apex);
@@ -225,6 +248,7 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
                     if let Some(serial) = reserial(snapshot, index) {
                         tracing::info!(zone = %z.apex, serial, "a steered record's default answer changed: new serial");
                         zone.serial = serial;
+                        record(snapshot, index, &z.apex, &mut zone.nsec, journal);
                     }
                 }
             }
@@ -248,6 +272,8 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
                 let serial = reserial(snapshot, index)
                     .or_else(|| xfr::serial(snapshot, index))
                     .unwrap_or_default();
+                let mut nsec = zones.remove(&z.apex).map(|z| z.nsec).unwrap_or_default();
+                record(snapshot, index, &z.apex, &mut nsec, journal);
                 zones.insert(
                     z.apex.clone(),
                     Zone {
@@ -256,10 +282,33 @@ fn look(snapshot: &Arc<Snapshot>, wanted: &[xfr::TransferZone], zones: &mut Hash
                         seen,
                         steered: slots,
                         serial,
+                        nsec,
                     },
                 );
             }
         }
+    }
+}
+
+/// Records zone `index`'s view at its new serial in the journal, which
+/// transfers serve. On a failure the journal keeps the previous view (and
+/// says so in the log): transfers go on serving it.
+fn record(
+    snapshot: &Snapshot,
+    index: usize,
+    apex: &Name,
+    nsec: &mut xfr::NsecCache,
+    journal: &Journal,
+) {
+    let records = match xfr::view(snapshot, index, nsec) {
+        Ok(records) => records,
+        Err(e) => {
+            tracing::error!(zone = %apex, error = %e, "cannot sign the zone's transfer view; transfers serve the previous one");
+            return;
+        }
+    };
+    if let Err(e) = journal.record(apex, &records) {
+        tracing::error!(zone = %apex, error = %e, "cannot record the zone's transfer view; transfers serve the previous one");
     }
 }
 

@@ -55,6 +55,7 @@ impl Engine {
         self.dns.metrics.write(out);
         self.dns.rrl.write(out);
         self.dns.cookies.write(out);
+        self.dns.transfers.write(out);
     }
 
     /// Every record with the responses it was answered in (nonzero only),

@@ -75,6 +75,10 @@ pub const MAX_NAME_BYTES: usize = 60_000;
 /// into consecutive strings of this length.
 pub const MAX_CHARACTER_STRING: usize = 255;
 
+/// The longest SOA expire of a signed domain with secondaries: the least
+/// validity a transferred signature has left (docs/transfer.md).
+pub const SIGNED_EXPIRE_MAX: u32 = 604_800;
+
 /// Built-in scenarios: not offered as an HC, usable as a DR condition.
 pub const BUILTIN_SCENARIOS: [&str; 2] = ["always", "never"];
 
@@ -1086,16 +1090,22 @@ impl Cx {
                 key: s.key.clone(),
             });
         }
+        // A transfer's signatures have a week left at least (docs/dnssec.md):
+        // a secondary must stop answering before they expire.
+        if let Some(expire) = d.soa.as_ref().and_then(|soa| soa.expire)
+            && !out.is_empty()
+            && d.dnssec == Some(true)
+            && expire > SIGNED_EXPIRE_MAX
+        {
+            self.err(
+                &format!("{path} / soa.expire"),
+                format!("{expire} is over {SIGNED_EXPIRE_MAX} (one week): a secondary of a signed domain would go on serving signatures after they expire (docs/transfer.md)"),
+            );
+        }
         if !out.is_empty() && d.soa.as_ref().is_some_and(|soa| soa.serial.is_some()) {
             self.err(
                 path,
                 "soa.serial cannot be set on a domain with secondaries: its serial must move whenever the transferred zone changes (docs/transfer.md)",
-            );
-        }
-        if !out.is_empty() && d.dnssec == Some(true) {
-            self.err(
-                path,
-                "a signed domain (dnssec = true) cannot have secondaries yet: a transfer would carry no signatures, and a secondary would serve answers that fail validation (docs/transfer.md)",
             );
         }
         out
@@ -1699,6 +1709,23 @@ nameservers = ["ns1.example.test"]
 
     fn txt(name: &str, value: &str) -> String {
         format!("[[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = ['\"{value}\"']\n")
+    }
+
+    #[test]
+    fn a_signed_domain_with_secondaries_expires_within_a_week() {
+        let domain = |expire: u32, dnssec: bool| {
+            format!(
+                "dnssec = {dnssec}\nsecondaries = [{{ address = \"192.0.2.53\", key = \"k\" }}]\nsoa = {{ expire = {expire} }}\n"
+            )
+        };
+        assert!(errors(&domain(604_800, true)).is_empty());
+        assert!(errors(&domain(1_209_600, false)).is_empty());
+        assert_eq!(
+            errors(&domain(1_209_600, true)),
+            [
+                "domain example.test / soa.expire: 1209600 is over 604800 (one week): a secondary of a signed domain would go on serving signatures after they expire (docs/transfer.md)"
+            ]
+        );
     }
 
     #[test]

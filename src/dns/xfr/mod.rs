@@ -1,12 +1,14 @@
-//! Zone transfers (AXFR, RFC 5936) to the secondaries a domain lists, and
-//! the serial of a transferred zone (docs/transfer.md).
+//! Zone transfers (AXFR, RFC 5936; IXFR, RFC 1995) to the secondaries a
+//! domain lists, and the serial of a transferred zone (docs/transfer.md).
 //!
 //! Only over TCP, only for a query signed with a TSIG key the domain's
 //! secondaries name, and only from the IP of a secondary with that key;
 //! anything else asking for a transfer is REFUSED. The transferred view is
-//! the zone as a client of no particular place sees it: the static
-//! records, and each steered record's default group, first variant. It is
-//! read from the snapshot as it is at the transfer (no copy is kept).
+//! the zone as a client of no particular place sees it ([`view`]), signed
+//! with an NSEC chain when the zone is signed. Transfers serve the views
+//! the `notify` worker recorded in the [`journal::Journal`] with each new
+//! serial, never the live snapshot, so IXFR's differences start exactly
+//! where a secondary is.
 //!
 //! The serial of a zone with secondaries is not the configuration version:
 //! the view also changes when health moves a steered record's default
@@ -19,7 +21,7 @@ use std::{
     net::{IpAddr, SocketAddr},
     sync::{
         Arc, Mutex,
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicU32, AtomicU64, Ordering},
     },
 };
 
@@ -28,11 +30,15 @@ use hickory_server::{
     net::xfer::Protocol,
     proto::{
         op::{Message, MessageType, OpCode, Query, ResponseCode},
-        rr::{Name, RData, Record, RecordType},
-        serialize::binary::BinEncodable,
+        rr::{Name, RData, RecordType},
     },
     server::Request,
 };
+
+pub mod journal;
+pub mod view;
+
+pub use view::{NsecCache, view};
 
 use super::{
     handler::Handler,
@@ -64,6 +70,10 @@ pub struct Transfers {
     pub zones: ArcSwap<Vec<TransferZone>>,
     /// The NOTIFY worker's state, one entry per secondary of each zone.
     pub notify: Mutex<Vec<NotifyStatus>>,
+    /// Each zone's views and their differences, what transfers serve.
+    pub journal: journal::Journal,
+    /// Transfers answered, by [`Kind`].
+    served: [AtomicU64; 3],
 }
 
 /// The NOTIFY worker's state for one secondary of one zone.
@@ -104,6 +114,37 @@ impl Transfers {
         self.zones.store(Arc::new(zones));
     }
 
+    /// Transfers answered as `kind` (`whole`, `incremental`, `up_to_date`).
+    pub fn served(&self, kind: &str) -> u64 {
+        Kind::ALL
+            .iter()
+            .zip(&self.served)
+            .find(|(k, _)| k.label() == kind)
+            .map_or(0, |(_, n)| n.load(Ordering::Relaxed))
+    }
+
+    /// The transfer counters, in Prometheus text.
+    pub fn write(&self, out: &mut crate::metrics::Text) {
+        out.family(
+            "gtm_zone_transfers_total",
+            "counter",
+            "Zone transfers answered to secondaries: the whole zone (AXFR, or IXFR from a serial no longer held), incremental (IXFR), or up to date (IXFR from the current serial)",
+        );
+        for (kind, n) in Kind::ALL.iter().zip(&self.served) {
+            out.sample(
+                "gtm_zone_transfers_total",
+                &[("kind", kind.label())],
+                n.load(Ordering::Relaxed) as f64,
+            );
+        }
+    }
+
+    fn count(&self, kind: Kind) {
+        if let Some(n) = self.served.get(kind as usize) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The NOTIFY worker's state, for `gtm status`.
     pub fn notify_status(&self) -> Vec<NotifyStatus> {
         self.notify
@@ -129,34 +170,6 @@ pub fn next_serial() -> u32 {
             Err(seen) => last = seen,
         }
     }
-}
-
-/// The records of a zone as a secondary gets them: the SOA first, every
-/// other record (static ones whole, steered ones as their default group's
-/// first variant; an empty answer has none), in canonical name order. The
-/// closing SOA is the transfer's to add.
-pub fn view(snapshot: &Snapshot, zone: usize) -> Vec<Record> {
-    let mut nodes: Vec<_> = snapshot.zone_nodes(zone).collect();
-    nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut soa = Vec::new();
-    let mut rest = Vec::new();
-    for node in nodes {
-        for slot in &node.rrsets {
-            let answer = slot.answer.load();
-            let Some(group) = answer.groups.get(answer.default) else {
-                continue;
-            };
-            let into = if slot.rtype == RecordType::SOA {
-                &mut soa
-            } else {
-                &mut rest
-            };
-            into.extend(group.variant(0).cloned());
-        }
-    }
-    soa.truncate(1);
-    soa.extend(rest);
-    soa
 }
 
 /// The serial a zone's view is at: its SOA's.
@@ -205,7 +218,6 @@ pub fn answer_tcp(handler: &Handler, bytes: &[u8], peer: SocketAddr) -> Option<V
             return frame(vec![out]);
         }
     };
-    let snapshot = state.snapshot.load();
     let zones = state.transfers.zones.load();
     let allowed = zones.iter().any(|z| {
         z.apex == qname
@@ -213,46 +225,150 @@ pub fn answer_tcp(handler: &Handler, bytes: &[u8], peer: SocketAddr) -> Option<V
                 .iter()
                 .any(|s| s.key == signing.key && same_ip(s.address.ip(), peer.ip()))
     });
-    let zone = snapshot
-        .zones
-        .iter()
-        .position(|z| z.apex == qname)
-        .filter(|_| allowed);
-    let Some(zone) = zone else {
+    if !allowed {
         tracing::info!(zone = %qname, peer = %peer, key = %signing.key, "zone transfer refused: not a secondary of this zone with this key");
         let mut out = refused(id, &question)?;
         signing.sign(&mut out, now)?;
         return frame(vec![out]);
     };
-    let mut records = view(&snapshot, zone);
-    let Some(soa) = records.first().cloned() else {
+    let Some(history) = state.transfers.journal.get(&qname) else {
+        // The notify worker records a zone's first view within moments of
+        // its configuration (or of a start); until then there is nothing
+        // consistent to send. A secondary retries.
+        tracing::info!(zone = %qname, peer = %peer, "zone transfer answered SERVFAIL: the zone's transfer view is not recorded yet");
         let mut out = error(id, &question, ResponseCode::ServFail)?;
         signing.sign(&mut out, now)?;
         return frame(vec![out]);
     };
-    // IXFR (RFC 1995 §4): a client at our serial gets the SOA alone; any
-    // other gets the whole zone, as AXFR would send it.
-    if qtype == RecordType::IXFR && client_serial(&request) == soa_serial(&soa) {
-        records.truncate(1);
-    } else {
-        records.push(soa);
+    let current = &history.current;
+    // IXFR (RFC 1995 §4): the SOA alone to a client at our serial, the
+    // differences since its serial when the history reaches back to it,
+    // else the whole zone as AXFR sends it.
+    let mut records: Vec<&[u8]> = vec![&current.soa];
+    let kind = match (qtype, client_serial(&request)) {
+        (RecordType::IXFR, Some(serial)) => match history.since(serial) {
+            Some(diffs) if diffs.is_empty() => Kind::UpToDate,
+            Some(diffs) => {
+                for d in &diffs {
+                    records.push(&d.from_soa);
+                    records.extend(d.removed.iter());
+                    records.push(&d.to_soa);
+                    records.extend(d.added.iter());
+                }
+                records.push(&current.soa);
+                let messages = assemble(id, &question, &records, &signing, now)?;
+                transferred(
+                    &state.transfers,
+                    &qname,
+                    peer,
+                    &signing.key,
+                    Kind::Incremental,
+                    current.serial,
+                    records.len(),
+                    messages.len(),
+                );
+                return frame(messages);
+            }
+            None => Kind::Whole,
+        },
+        _ => Kind::Whole,
+    };
+    if kind == Kind::Whole {
+        records.extend(current.records.iter());
+        records.push(&current.soa);
     }
+    let messages = assemble(id, &question, &records, &signing, now)?;
+    transferred(
+        &state.transfers,
+        &qname,
+        peer,
+        &signing.key,
+        kind,
+        current.serial,
+        records.len(),
+        messages.len(),
+    );
+    frame(messages)
+}
+
+/// What a transfer sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Whole = 0,
+    Incremental = 1,
+    UpToDate = 2,
+}
+
+impl Kind {
+    const ALL: [Kind; 3] = [Kind::Whole, Kind::Incremental, Kind::UpToDate];
+
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Whole => "whole",
+            Kind::Incremental => "incremental",
+            Kind::UpToDate => "up_to_date",
+        }
+    }
+}
+
+/// Counts and logs a transfer answered.
+#[allow(clippy::too_many_arguments)]
+fn transferred(
+    transfers: &Transfers,
+    zone: &Name,
+    peer: SocketAddr,
+    key: &str,
+    kind: Kind,
+    serial: u32,
+    records: usize,
+    messages: usize,
+) {
+    transfers.count(kind);
+    let kind = kind.label();
+    tracing::info!(zone = %zone, peer = %peer, key, kind, serial, records, messages, "zone transferred");
+}
+
+/// The transfer's messages, each with its TSIG: the encoded records cut
+/// into messages of about [`MESSAGE_BYTES`] after the question.
+fn assemble(
+    id: u16,
+    question: &Query,
+    records: &[&[u8]],
+    signing: &tsig::Signing,
+    now: u64,
+) -> Option<Vec<Vec<u8>>> {
+    let mut head = Message::new(id, MessageType::Response, OpCode::Query);
+    head.metadata.authoritative = true;
+    head.add_query(question.clone());
+    let head = head.to_vec().ok()?;
     let mut messages = Vec::new();
     let mut mac: Option<Vec<u8>> = None;
-    for chunk in chunks(&records) {
-        let mut m = Message::new(id, MessageType::Response, OpCode::Query);
-        m.metadata.authoritative = true;
-        m.add_query(question.clone());
-        m.insert_answers(chunk.to_vec());
-        let mut out = m.to_vec().ok()?;
+    let mut rest = records;
+    while !rest.is_empty() {
+        let (mut size, mut count) = (0, 0);
+        for r in rest {
+            if count > 0 && size + r.len() > MESSAGE_BYTES {
+                break;
+            }
+            size += r.len();
+            count += 1;
+        }
+        let (these, later) = rest.split_at(count);
+        rest = later;
+        let mut out = Vec::with_capacity(head.len() + size + 128);
+        out.extend_from_slice(&head);
+        out.get_mut(6..8)?
+            .copy_from_slice(&u16::try_from(count).ok()?.to_be_bytes());
+        for r in these {
+            out.extend_from_slice(r);
+        }
         mac = Some(match &mac {
             None => signing.sign(&mut out, now)?,
             Some(previous) => signing.sign_next(&mut out, previous, now)?,
         });
         messages.push(out);
     }
-    tracing::info!(zone = %qname, peer = %peer, key = %signing.key, records = records.len(), messages = messages.len(), "zone transferred");
-    frame(messages)
+    Some(messages)
 }
 
 /// Whether a message is a transfer request: a query (QR=0, opcode 0) of
@@ -262,23 +378,6 @@ pub fn is_transfer(bytes: &[u8]) -> bool {
         return false;
     }
     wire::question(bytes).is_ok_and(|q| matches!(q.qtype, TYPE_AXFR | TYPE_IXFR) && q.qclass == 1)
-}
-
-/// The transfer's records cut into messages of about [`MESSAGE_BYTES`].
-fn chunks(records: &[Record]) -> Vec<&[Record]> {
-    let mut out = Vec::new();
-    let (mut start, mut size) = (0, 0);
-    for (i, r) in records.iter().enumerate() {
-        let len = r.to_bytes().map_or(MESSAGE_BYTES, |b| b.len());
-        if size + len > MESSAGE_BYTES && i > start {
-            out.extend(records.get(start..i));
-            start = i;
-            size = 0;
-        }
-        size += len;
-    }
-    out.extend(records.get(start..));
-    out
 }
 
 fn same_ip(a: IpAddr, b: IpAddr) -> bool {
@@ -292,13 +391,6 @@ fn client_serial(request: &Request) -> Option<u32> {
         RData::SOA(soa) => Some(soa.serial),
         _ => None,
     })
-}
-
-fn soa_serial(record: &Record) -> Option<u32> {
-    match &record.data {
-        RData::SOA(soa) => Some(soa.serial),
-        _ => None,
-    }
 }
 
 fn error(id: u16, question: &Query, code: ResponseCode) -> Option<Vec<u8>> {
