@@ -225,6 +225,65 @@ async fn answers_carry_signatures_only_when_asked_and_nxname_is_formerr() {
     assert_eq!(nxname.metadata.response_code, ResponseCode::FormErr);
 }
 
+/// The (inception, expiration) of every RRSIG of an answer, static,
+/// steered and denial alike.
+fn validity(m: &Message) -> Vec<(u32, u32)> {
+    m.answers
+        .iter()
+        .chain(&m.authorities)
+        .filter_map(|r| match &r.data {
+            RData::DNSSEC(DNSSECRData::RRSIG(s)) => Some((
+                s.input().sig_inception.get(),
+                s.input().sig_expiration.get(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_new_week_signs_every_answer_again_with_the_next_window() {
+    let d = TestDevice::start(&signed_zone()).await;
+    ds_of(&d).await;
+    let ask = |name: &'static str, rtype| {
+        let server = d.v4();
+        async move { udp(server, &with_do(query(name, rtype))).await }
+    };
+    let questions = [
+        ("example.test.", RecordType::SOA),
+        ("w.example.test.", RecordType::A),
+        ("nope.example.test.", RecordType::A),
+        ("example.test.", RecordType::TXT),
+    ];
+    let mut before = Vec::new();
+    for (name, rtype) in questions {
+        let v = validity(&ask(name, rtype).await);
+        assert!(!v.is_empty(), "{name} {rtype}: unsigned");
+        before.push(v);
+    }
+    // What the `dnssec` worker does when its clock enters the next week.
+    let week = 7 * 24 * 3600;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let engine = d.device.engine.clone();
+    tokio::task::spawn_blocking(move || engine.resign_at(now + week))
+        .await
+        .unwrap();
+    for ((name, rtype), old) in questions.into_iter().zip(before) {
+        let new = validity(&ask(name, rtype).await);
+        assert_eq!(new.len(), old.len(), "{name} {rtype}");
+        for ((i0, e0), (i1, e1)) in old.iter().zip(&new) {
+            assert_eq!(
+                (i1 - i0, e1 - e0),
+                (week as u32, week as u32),
+                "{name} {rtype}"
+            );
+        }
+    }
+}
+
 /// Sets the AD bit of a query: a resolver says whether it validated the
 /// answer only to a client that asks (RFC 6840 §5.7).
 fn with_ad(mut m: Message) -> Message {

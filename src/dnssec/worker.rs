@@ -104,7 +104,7 @@ pub async fn run(
             .is_some_and(|w| w != window_of(now_secs))
         {
             let engine = engine.clone();
-            let _ = tokio::task::spawn_blocking(move || engine.resign()).await;
+            let _ = tokio::task::spawn_blocking(move || engine.resign_at(now_secs)).await;
         }
         if !replication.proposes_for_cluster() {
             continue;

@@ -88,9 +88,15 @@ impl Engine {
     /// window of now, keeping every record's current answer. DNS answers
     /// from the previous snapshot meanwhile.
     pub fn resign(&self) {
+        self.resign_at(now_ms() / 1000);
+    }
+
+    /// [`Engine::resign`] for the signing window of `now_secs` (seconds
+    /// since the epoch): what the `dnssec` worker does when a week begins.
+    pub fn resign_at(&self, now_secs: u64) {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let compiled = self.lock().compiled.clone();
-        let signers = signers(&compiled, &self.keys(), now_ms() / 1000);
+        let signers = signers(&compiled, &self.keys(), now_secs);
         let snapshot = match Snapshot::build(&compiled, &self.dns.snapshot.load(), &signers) {
             Ok(s) => s,
             Err(e) => {

@@ -1098,7 +1098,7 @@ impl Cx {
             && expire > SIGNED_EXPIRE_MAX
         {
             self.err(
-                &format!("{path} / soa.expire"),
+                format!("{path} / soa.expire"),
                 format!("{expire} is over {SIGNED_EXPIRE_MAX} (one week): a secondary of a signed domain would go on serving signatures after they expire (docs/transfer.md)"),
             );
         }
