@@ -388,7 +388,7 @@ async fn a_validating_unbound_trusts_steered_answers_from_every_place_and_not_a_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn both_devices_of_a_pair_sign_with_one_key_also_after_a_restart() {
+async fn both_devices_of_a_pair_sign_with_one_key_after_a_restart_and_through_a_rollover() {
     let Some(_) = delv() else { return };
     let root = tempfile::tempdir().unwrap();
     let (a, mut b, _) = tls_pair(root.path(), 181);
@@ -433,6 +433,85 @@ async fn both_devices_of_a_pair_sign_with_one_key_also_after_a_restart() {
     let export = a.ok(&["config", "export"]);
     assert!(export.contains("dnssec = true"), "{export}");
     assert!(!export.contains("pkcs8"), "{export}");
+
+    // A rollover driven through either device moves both: one-second TTLs
+    // so that each wait is a second.
+    a.apply_ok(&zone("192.0.2.7").replace(
+        "nameservers = [\"ns1.pair.test\"]",
+        "nameservers = [\"ns1.pair.test\"]\nttl = 1\nsoa = { minimum = 1 }\ndnssec = true",
+    ));
+    let step = async |p: &Proc, step: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = p.gtm(&["domain", "dnssec", "rollover", "pair.test", step]);
+            if out.status.success() {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "{step}: {out:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    let dnskeys = async |p: &Proc| {
+        let m = udp(p.dns(), &query("pair.test.", RecordType::DNSKEY)).await;
+        m.answers.len()
+    };
+    let signer_tag = async |p: &Proc| {
+        let m = udp(p.dns(), &with_do(query("www.pair.test.", RecordType::A))).await;
+        m.answers
+            .iter()
+            .find_map(|r| match &r.data {
+                RData::DNSSEC(DNSSECRData::RRSIG(s)) => Some(s.input().key_tag),
+                _ => None,
+            })
+            .expect("signed")
+    };
+    let old_tag = signer_tag(&a).await;
+    step(&b, "publish").await;
+    for p in [&a, &b] {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while dnskeys(p).await != 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}: one DNSKEY",
+                p.name
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            signer_tag(p).await,
+            old_tag,
+            "{}: published, not active",
+            p.name
+        );
+    }
+    step(&a, "swap").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let new_tag = loop {
+        let (ta, tb) = (signer_tag(&a).await, signer_tag(&b).await);
+        if ta != old_tag && ta == tb {
+            break ta;
+        }
+        assert!(std::time::Instant::now() < deadline, "swap: {ta} and {tb}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    step(&b, "retire").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while dnskeys(&a).await != 1 || dnskeys(&b).await != 1 {
+        assert!(std::time::Instant::now() < deadline, "retire");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ds_a = a.ok(&["domain", "ds", "pair.test"]);
+    assert_eq!(ds_a, b.ok(&["domain", "ds", "pair.test"]));
+    assert!(ds_a.contains(&format!("DS {new_tag} ")), "{ds_a}");
+    let anchors = anchor_file(root.path(), ds_a.trim());
+    for p in [&a, &b] {
+        let said = ask_delv_in(p.dns(), &anchors, "pair.test", "www.pair.test", "A").await;
+        assert!(
+            said.contains("; fully validated"),
+            "{} after the rollover:\n{said}",
+            p.name
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
