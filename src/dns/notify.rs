@@ -8,7 +8,9 @@
 //! gives the zone's SOA a new serial ([`super::xfr::next_serial`]). A new
 //! configuration brings a serial with the snapshot it installs, and the
 //! worker's first look at that snapshot gives another: answers that
-//! changed between the build and that look are covered too.
+//! changed between the build and that look are covered too. With each
+//! serial it gives, it records the zone's view in the transfer journal
+//! (`xfr::journal`), which AXFR and IXFR serve.
 //!
 //! Its state per secondary is in `gtm status` ([`NotifyStatus`]).
 
