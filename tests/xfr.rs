@@ -103,6 +103,23 @@ async fn device(config: &str) -> TestDevice {
     TestDevice { device, dir }
 }
 
+/// Drains 192.0.2.1 (www's first address): its default answer moves to
+/// 192.0.2.2, with no new configuration version.
+async fn drain_first(d: &TestDevice) {
+    let target = DrainTarget::Address {
+        record: None,
+        address: "192.0.2.1".into(),
+    };
+    propose(
+        &d.device,
+        Action::Drain {
+            target,
+            drained: true,
+        },
+    )
+    .await;
+}
+
 async fn propose(device: &Device, action: Action) {
     let actor = Actor {
         user: "test".into(),
@@ -462,17 +479,7 @@ async fn the_serial_moves_with_a_default_answer_and_with_a_new_version() {
     until_looked(&d).await;
     let first = wait_serial(d.v4(), "device", |_| true).await;
     // A drain moves www's default answer: no new version, a new serial.
-    propose(
-        &d.device,
-        Action::Drain {
-            target: DrainTarget::Address {
-                record: None,
-                address: "192.0.2.1".into(),
-            },
-            drained: true,
-        },
-    )
-    .await;
+    drain_first(&d).await;
     let m = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
     assert_eq!(answers(&m), vec!["192.0.2.2".to_string()]);
     let second = wait_serial(d.v4(), "after a drain", |s| s > first).await;
@@ -808,17 +815,7 @@ async fn ixfr_sends_what_changed_since_the_secondarys_serial() {
 
     // A drain moves www's default answer: one more step, and a client at
     // the first serial gets both, chained.
-    propose(
-        &d.device,
-        Action::Drain {
-            target: DrainTarget::Address {
-                record: None,
-                address: "192.0.2.1".into(),
-            },
-            drained: true,
-        },
-    )
-    .await;
+    drain_first(&d).await;
     let third = until_new_serial(&d, second).await;
     let records = transferred_records(&ixfr_from(first).unwrap());
     let soas: Vec<&str> = records
@@ -938,17 +935,7 @@ async fn a_signed_zone_transfers_with_its_signatures_and_validates_at_an_nsd_sec
     }
 
     // Health moves www: NSD follows by IXFR, and the new answer validates.
-    propose(
-        &d.device,
-        Action::Drain {
-            target: DrainTarget::Address {
-                record: None,
-                address: "192.0.2.1".into(),
-            },
-            drained: true,
-        },
-    )
-    .await;
+    drain_first(&d).await;
     until_in_step(&d, &nsd, ours).await;
     let said =
         crate::dnssec::ask_delv_in(nsd.addr, &anchors, "example.test", "www.example.test", "A")

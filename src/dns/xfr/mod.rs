@@ -245,49 +245,72 @@ pub fn answer_tcp(handler: &Handler, bytes: &[u8], peer: SocketAddr) -> Option<V
     // differences since its serial when the history reaches back to it,
     // else the whole zone as AXFR sends it.
     let mut records: Vec<&[u8]> = vec![&current.soa];
-    let kind = match (qtype, client_serial(&request)) {
-        (RecordType::IXFR, Some(serial)) => match history.since(serial) {
-            Some(diffs) if diffs.is_empty() => Kind::UpToDate,
-            Some(diffs) => {
-                for d in &diffs {
-                    records.push(&d.from_soa);
-                    records.extend(d.removed.iter());
-                    records.push(&d.to_soa);
-                    records.extend(d.added.iter());
-                }
-                records.push(&current.soa);
-                let messages = assemble(id, &question, &records, &signing, now)?;
-                transferred(
-                    &state.transfers,
-                    &qname,
-                    peer,
-                    &signing.key,
-                    Kind::Incremental,
-                    current.serial,
-                    records.len(),
-                    messages.len(),
-                );
-                return frame(messages);
-            }
-            None => Kind::Whole,
-        },
-        _ => Kind::Whole,
+    let diffs = match (qtype, client_serial(&request)) {
+        (RecordType::IXFR, Some(serial)) => history.since(serial),
+        _ => None,
     };
-    if kind == Kind::Whole {
-        records.extend(current.records.iter());
-        records.push(&current.soa);
-    }
-    let messages = assemble(id, &question, &records, &signing, now)?;
-    transferred(
+    let kind = match diffs {
+        Some(diffs) if diffs.is_empty() => Kind::UpToDate,
+        Some(diffs) => {
+            for d in &diffs {
+                records.push(&d.from_soa);
+                records.extend(d.removed.iter());
+                records.push(&d.to_soa);
+                records.extend(d.added.iter());
+            }
+            records.push(&current.soa);
+            // `records` borrows from `diffs`: sent before they go.
+            return send(
+                &state.transfers,
+                &qname,
+                peer,
+                &signing,
+                Kind::Incremental,
+                current.serial,
+                &records,
+                id,
+                &question,
+                now,
+            );
+        }
+        None => {
+            records.extend(current.records.iter());
+            records.push(&current.soa);
+            Kind::Whole
+        }
+    };
+    send(
         &state.transfers,
         &qname,
         peer,
-        &signing.key,
+        &signing,
         kind,
         current.serial,
-        records.len(),
-        messages.len(),
-    );
+        &records,
+        id,
+        &question,
+        now,
+    )
+}
+
+/// Assembles, counts, logs and frames a transfer's messages.
+#[allow(clippy::too_many_arguments)]
+fn send(
+    transfers: &Transfers,
+    zone: &Name,
+    peer: SocketAddr,
+    signing: &tsig::Signing,
+    kind: Kind,
+    serial: u32,
+    records: &[&[u8]],
+    id: u16,
+    question: &Query,
+    now: u64,
+) -> Option<Vec<Vec<u8>>> {
+    let messages = assemble(id, question, records, signing, now)?;
+    transfers.count(kind);
+    let (key, count, sent) = (&signing.key, records.len(), messages.len());
+    tracing::info!(zone = %zone, peer = %peer, key, kind = kind.label(), serial, records = count, messages = sent, "zone transferred");
     frame(messages)
 }
 
@@ -309,23 +332,6 @@ impl Kind {
             Kind::UpToDate => "up_to_date",
         }
     }
-}
-
-/// Counts and logs a transfer answered.
-#[allow(clippy::too_many_arguments)]
-fn transferred(
-    transfers: &Transfers,
-    zone: &Name,
-    peer: SocketAddr,
-    key: &str,
-    kind: Kind,
-    serial: u32,
-    records: usize,
-    messages: usize,
-) {
-    transfers.count(kind);
-    let kind = kind.label();
-    tracing::info!(zone = %zone, peer = %peer, key, kind, serial, records, messages, "zone transferred");
 }
 
 /// The transfer's messages, each with its TSIG: the encoded records cut
