@@ -1444,13 +1444,14 @@ fn remap(state: RecordState, old: &[String], steering: &Steering) -> RecordState
     }
 }
 
-/// Hands memory freed by a configuration swap back to the system. glibc
-/// keeps freed heap pages otherwise: after re-applying 100,000 records the
-/// resident size stays at old + new (measured: 713 MiB, 440 MiB after this).
+/// Hands memory freed by a configuration swap back to the system. The
+/// binary allocates with mimalloc (src/main.rs), which keeps freed pages a
+/// while for reuse: after a swap, the previous configuration's are not
+/// needed again soon (docs/decisions.md, "Allocator").
 fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages of the allocator's heap.
+    // SAFETY: mi_collect only returns memory mimalloc holds unused; with
+    // another global allocator (the tests') it has nothing to collect.
     unsafe {
-        libc::malloc_trim(0);
+        libmimalloc_sys::mi_collect(true);
     }
 }
