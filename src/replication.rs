@@ -113,7 +113,7 @@ impl Replication {
         let local = local_map(store, &engine)?;
         let handled = store
             .load_config()?
-            .map(|c| (c.version, text_hash(c.text.as_bytes())));
+            .map(|c| (c.version, machine::text_hash(c.text.as_bytes())));
         let replication = Arc::new(Self {
             node,
             engine,
@@ -345,7 +345,9 @@ impl Replication {
     /// Hands `kv` to the engine on the blocking pool.
     async fn install_blocking(&self, kv: Arc<BTreeMap<String, Vec<u8>>>) {
         let (engine, handled) = (self.engine.clone(), self.handled_snapshot());
-        let done = tokio::task::spawn_blocking(move || install(&engine, &kv, handled)).await;
+        let machine = self.machine.clone();
+        let done =
+            tokio::task::spawn_blocking(move || install(&engine, &machine, &kv, handled)).await;
         match done {
             Ok(Some(now)) => *self.handled.lock().unwrap_or_else(|p| p.into_inner()) = Some(now),
             Ok(None) => {}
@@ -719,6 +721,7 @@ async fn install_committed(r: Arc<Replication>) {
 /// handed (`handled`, by version and text). Returns what it handed.
 fn install(
     engine: &Engine,
+    machine: &GtmMachine,
     kv: &BTreeMap<String, Vec<u8>>,
     handled: Option<(u64, u64)>,
 ) -> Option<(u64, u64)> {
@@ -727,7 +730,7 @@ fn install(
         .dns()
         .tsig
         .store(std::sync::Arc::new(crate::dns::tsig::TsigKeys::of(kv)));
-    let installed = install_config(engine, kv, handled);
+    let installed = install_config(engine, machine, kv, handled);
     engine
         .dns()
         .cookies
@@ -743,18 +746,22 @@ fn install(
 
 fn install_config(
     engine: &Engine,
+    machine: &GtmMachine,
     kv: &BTreeMap<String, Vec<u8>>,
     handled: Option<(u64, u64)>,
 ) -> Option<(u64, u64)> {
     let text = kv.get(CONFIG_KEY)?;
-    let now = (machine::version_of(kv), text_hash(text));
+    let now = (machine::version_of(kv), machine::text_hash(text));
     if handled == Some(now) {
         return None;
     }
     let text = String::from_utf8_lossy(text).into_owned();
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
-    if engine.apply_committed(now.0, text).is_ok() {
+    // The state machine parsed this text when it applied the command: the
+    // engine takes that, not a parse of its own.
+    let parsed = machine.parsed(now.1);
+    if engine.apply_committed(now.0, text, parsed).is_ok() {
         let version = now.0;
         let text = match machine::history_entry(kv, version) {
             Some(e) => format!(
@@ -802,13 +809,6 @@ fn local_map(store: &Store, engine: &Engine) -> Result<BTreeMap<String, Vec<u8>>
     store.apply_local(&writes)?;
     map = store.local_map()?;
     Ok(map)
-}
-
-fn text_hash(bytes: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    h.finish()
 }
 
 fn cluster_error(e: ClusterError) -> ApplyError {

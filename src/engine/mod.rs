@@ -458,15 +458,23 @@ impl Engine {
     /// good configuration, keeps that one in the store beside the committed
     /// one for restarts, and reports itself degraded until a later
     /// configuration installs.
-    pub fn apply_committed(&self, version: u64, text: String) -> Result<(), String> {
+    /// `parsed`: the text already parsed (by the state machine), if at hand.
+    pub fn apply_committed(
+        &self,
+        version: u64,
+        text: String,
+        parsed: Option<Arc<Config>>,
+    ) -> Result<(), String> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
-        let prepared = crate::model::parse(&text)
-            .map_err(|e| format!("it does not parse: {e}"))
-            .and_then(|config| {
-                prepare(&config, version, &self.dns.snapshot.load(), &self.keys())
-                    .map(|p| (config, p))
-                    .map_err(|e| format!("it does not validate here: {}", summary(&e)))
-            });
+        let config = match parsed {
+            Some(config) => Ok(Config::clone(&config)),
+            None => crate::model::parse(&text).map_err(|e| format!("it does not parse: {e}")),
+        };
+        let prepared = config.and_then(|config| {
+            prepare(&config, version, &self.dns.snapshot.load(), &self.keys())
+                .map(|p| (config, p))
+                .map_err(|e| format!("it does not validate here: {}", summary(&e)))
+        });
         let stored = gtm_cluster::StoredConfig { version, text };
         match prepared {
             Ok((config, (compiled, snapshot))) => {

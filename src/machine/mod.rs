@@ -126,7 +126,7 @@ pub struct GtmMachine {
     parsed: Mutex<Option<(u64, Arc<Config>)>>,
 }
 
-fn text_hash(text: &[u8]) -> u64 {
+pub fn text_hash(text: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
@@ -373,6 +373,17 @@ impl GtmMachine {
                 changes,
             },
         }
+    }
+
+    /// The configuration whose text hashes to `hash` ([`text_hash`]), when
+    /// it is the one this machine parsed last: the engine installs it
+    /// without parsing the same text again.
+    pub fn parsed(&self, hash: u64) -> Option<Arc<Config>> {
+        let cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        cached
+            .as_ref()
+            .filter(|(h, _)| *h == hash)
+            .map(|(_, config)| config.clone())
     }
 
     /// The committed configuration, parsed (cached by its text).
