@@ -139,7 +139,13 @@ fn a_rollback_is_a_new_version_with_the_old_text_and_a_pruned_version_is_refused
 fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
     let machine = GtmMachine::default();
     let mut kv = BTreeMap::new();
-    run(&machine, &mut kv, 1, 3, Action::ApplyConfig { text: zone(30) });
+    run(
+        &machine,
+        &mut kv,
+        1,
+        3,
+        Action::ApplyConfig { text: zone(30) },
+    );
     let committed = kv.get(CONFIG_KEY).cloned().unwrap();
     let parsed = machine
         .parsed(text_hash(&committed))
@@ -148,6 +154,12 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
     assert_eq!(*parsed, crate::model::parse(&text).unwrap());
     // Another text (the one before, a later one) is the engine's to parse.
     assert!(machine.parsed(text_hash(zone(60).as_bytes())).is_none());
-    run(&machine, &mut kv, 2, 3, Action::ApplyConfig { text: zone(60) });
+    run(
+        &machine,
+        &mut kv,
+        2,
+        3,
+        Action::ApplyConfig { text: zone(60) },
+    );
     assert!(machine.parsed(text_hash(text.as_bytes())).is_none());
 }
