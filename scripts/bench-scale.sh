@@ -401,32 +401,46 @@ send_text() {
 }
 
 # load_by_domains SIZE DIR SEND DEVICES...: PUT each domain (its records and
-# marker) in turn, each timed until every device answers its marker; sets
-# LOAD_TOTAL, LOAD_LAST, LOAD_MAX_S and LOAD_DNS (worst lost/wrong) and
-# returns 1 at the first that fails.
+# marker) in turn, each timed until every device answers its marker. A PUT
+# refused with 503 no-quorum (nothing applied: the devices were too busy
+# applying to hear each other) is sent again, twice at most, once the pair
+# settled. Sets LOAD_TOTAL (seconds summed), LOAD_LAST, LOAD_MAX_S,
+# LOAD_RETRIES and LOAD_DNS (lost/wrong queries, slowest answer, over every
+# attempt); returns 1 at the first domain that fails, with LOAD_TOTAL saying
+# why.
 load_by_domains() {
     local n=$1 dir=$2 send=$3
     shift 3
-    local d name out s lost=0 wrong=0 max=0
-    LOAD_TOTAL=0 LOAD_LAST="" LOAD_MAX_S=0
+    local d name out s lost=0 wrong=0 max=0 try
+    LOAD_TOTAL=0 LOAD_LAST="" LOAD_MAX_S=0 LOAD_RETRIES=0
     for ((d = 0; d < NDOMAINS; d++)); do
         name=$(printf 'b%03d' "$d")
-        out="$dir/load-$send-$name.json"
-        if ! send_big "$out" "$send" "/api/v1/domains/$name.test" "$dir/dom-$name.json" application/json \
-            "marker.$name.test" "$MARKER_A" "$MARKER_P" "$@"; then
-            LOAD_TOTAL="**stopped** at domain $name: $(send_text "$out")"
+        for try in 1 2 3; do
+            out="$dir/load-$send-$name-$try.json"
+            local ok=0
+            send_big "$out" "$send" "/api/v1/domains/$name.test" "$dir/dom-$name.json" application/json \
+                "marker.$name.test" "$MARKER_A" "$MARKER_P" "$@" && ok=1
+            lost=$((lost + $(jget "$out" 'sum(w["lost"] for w in d["dns"].values())')))
+            wrong=$((wrong + $(jget "$out" 'sum(w["wrong"] + w["flaps"] for w in d["dns"].values())')))
+            max=$(jget "$out" 'max([float(w["max_ms"] or 0) for w in d["dns"].values()] + ['"$max"'])')
+            LOAD_DNS="$lost lost, $wrong wrong, slowest answer $max ms"
+            ((ok)) && break
+            if ((try < 3 && $# > 1)) && [[ $(jget "$out" 'd["http_status"] == 503 and "no-quorum" in (d.get("error") or "")') == True ]]; then
+                LOAD_RETRIES=$((LOAD_RETRIES + 1))
+                log "$send: domain $name refused with 503 no-quorum (attempt $try); sending it again once the pair settled"
+                wait_pair "$RESTART_TIMEOUT" || log "the pair did not settle within ${RESTART_TIMEOUT}s; sending it again all the same"
+                continue
+            fi
+            LOAD_TOTAL="**stopped** at domain $name ($((d * n / NDOMAINS)) records loaded), attempt $try: $(send_text "$out")"
+            log "$send: $LOAD_TOTAL"
             return 1
-        fi
+        done
         s=$(jget "$out" 'd["all_s"]')
         LOAD_LAST=$s
         LOAD_TOTAL=$(awk -v a="$s" -v b="$LOAD_TOTAL" 'BEGIN { printf "%.2f", a + b }')
         LOAD_MAX_S=$(awk -v a="$s" -v b="$LOAD_MAX_S" 'BEGIN { print (a > b ? a : b) }')
-        lost=$((lost + $(jget "$out" 'sum(w["lost"] for w in d["dns"].values())')))
-        wrong=$((wrong + $(jget "$out" 'sum(w["wrong"] + w["flaps"] for w in d["dns"].values())')))
-        max=$(jget "$out" 'max([float(w["max_ms"] or 0) for w in d["dns"].values()] + ['"$max"'])')
-        log "$send: domain $name ($((n / NDOMAINS)) records) applied in ${s}s"
+        log "$send: domain $name ($((n / NDOMAINS)) records) applied in ${s}s (attempt $try)"
     done
-    LOAD_DNS="$lost lost, $wrong wrong, slowest answer $max ms"
     return 0
 }
 
@@ -571,6 +585,7 @@ single_phase() { # size dir
             put "$n.single_load" "$NDOMAINS domain PUTs of $((n / NDOMAINS)) records: ${LOAD_TOTAL} s summed; the last (to $n records) ${LOAD_LAST} s, the slowest ${LOAD_MAX_S} s; DNS: $LOAD_DNS"
         else
             put "$n.single_load" "$LOAD_TOTAL"
+            note "size $n: the single device's load stopped: $LOAD_TOTAL"
             stop_dev gtm3
             return 1
         fi
@@ -733,6 +748,7 @@ pair_phase() { # size dir
         dns_ok=$(jget "$out" 'all(w["lost"] == 0 and w["wrong"] == 0 and w["flaps"] == 0 for w in d["dns"].values())')
         if ((whole)); then
             put "$n.pair_apply_s" "$(jget "$out" 'd["all_s"]')"
+            put "$n.pair_loaded" 1
         else
             log "pair: the whole configuration was not applied: $(send_text "$out"); loading it one domain at a time"
         fi
@@ -740,11 +756,15 @@ pair_phase() { # size dir
     put "$n.pair_dns_ok" "$dns_ok"
     if ((!whole)); then
         if load_by_domains "$n" "$dir" gtm1 gtm1 gtm2; then
-            put "$n.pair_load" "$NDOMAINS domain PUTs to gtm1: ${LOAD_TOTAL} s summed; the last (to $n records) ${LOAD_LAST} s, the slowest ${LOAD_MAX_S} s; DNS: $LOAD_DNS"
+            put "$n.pair_load" "$NDOMAINS domain PUTs to gtm1: ${LOAD_TOTAL} s summed; the last (to $n records) ${LOAD_LAST} s, the slowest ${LOAD_MAX_S} s; sent again after 503 no-quorum: $LOAD_RETRIES; DNS: $LOAD_DNS"
             put "$n.pair_load_dns" "$LOAD_DNS"
+            put "$n.pair_loaded" 1
             [[ $LOAD_DNS == "0 lost, 0 wrong"* ]] || put "$n.pair_dns_ok" False
         else
-            put "$n.pair_load" "$LOAD_TOTAL"
+            put "$n.pair_load" "$LOAD_TOTAL; sent again after 503 no-quorum before: $LOAD_RETRIES; DNS until then: $LOAD_DNS"
+            put "$n.pair_load_dns" "$LOAD_DNS (until it stopped)"
+            [[ $LOAD_DNS == "0 lost, 0 wrong"* ]] || put "$n.pair_dns_ok" False
+            note "size $n: the pair's load stopped: $LOAD_TOTAL"
             return 1
         fi
     fi
@@ -851,8 +871,14 @@ phase() {
 # phase_cleanup: the EXIT trap of a phase's subshell: stops what it started
 # that still runs (devices, NSD, a background join).
 phase_cleanup() {
-    local rc=$? pid
+    local rc=$? pid dev
     trap - EXIT
+    for dev in gtm1 gtm2 gtm3; do
+        if [[ -n ${PID_OF[$dev]:-} ]] && kill -0 "${PID_OF[$dev]}" 2>/dev/null; then
+            log "stopping $dev, left running by the phase"
+            stop_dev "$dev"
+        fi
+    done
     for pid in "${STARTED_PIDS[@]}"; do
         [[ $pid == "$GUARD_PID" ]] && continue
         kill -0 "$pid" 2>/dev/null || continue
@@ -973,22 +999,39 @@ make_report() {
     s=1000000
     if [[ " ${SIZE_LIST[*]} " == *" $s "* ]]; then
         v=$(get "$s.pair_apply_s")
-        local how
+        local how ok
         how=$(get "$s.pair_apply")
         [[ -z $(get "$s.pair_load") ]] || how+="; loaded instead one domain at a time: $(get "$s.pair_load")"
-        echo "| 1,000,000: applies on a pair in < 30 s | $how | $(verdict "$(lt "$v" 30)") |"
+        ok=$(lt "$v" 30)
+        # Not applied whole (refused, or never answered) is not met.
+        [[ -n $v || -z $how ]] || ok=0
+        echo "| 1,000,000: applies on a pair in < 30 s | ${how:-not measured} | $(verdict "$ok") |"
         local s1 s2 mx
         s1=$(get "$s.single_steady_kib")
         s2=$(get "$s.pair_steady_kib")
         mx=$(printf '%s\n' "$s1" "$s2" | grep . | sort -n | tail -n 1 || true)
-        echo "| 1,000,000: steady RSS ≤ 2 GiB | one device $(get "$s.single_steady") MiB; pair $(get "$s.pair_steady") MiB | $(verdict "$(le "$mx" $((2 * 1024 * 1024)))") |"
+        echo "| 1,000,000: steady RSS ≤ 2 GiB | one device ${s1:+$(get "$s.single_steady") MiB}${s1:-not measured}; pair ${s2:+$(get "$s.pair_steady") MiB}${s2:-not measured} | $(verdict "$(le "$mx" $((2 * 1024 * 1024)))") |"
         v=$(get "$s.pair_dns_ok")
         how="pair: $(get "$s.pair_dns")"
         [[ -z $(get "$s.pair_load_dns") ]] || how+="; during the domain PUTs: $(get "$s.pair_load_dns")"
         case $v in True) v=1 ;; False) v=0 ;; *) v=x ;; esac
+        # Met only once the pair held every record; a failure before counts.
+        if [[ $v == 1 && -z $(get "$s.pair_loaded") ]]; then
+            v=x
+            how+=" (the pair never held $(commas "$s") records)"
+        fi
         echo "| 1,000,000: DNS answers the previous configuration during the apply, no lost query | $how | $(verdict "$v") |"
         v=$(get "$s.writes_p99")
-        echo "| 1,000,000: one-record change applied on both devices, p99 < 50 ms | $(get "$s.writes") | $(verdict "$(lt "$v" 50)") |"
+        how=$(get "$s.writes")
+        [[ -n $how ]] || how="not measured on the pair"
+        [[ -z $(get "$s.single_writes") ]] || how+="; one device alone: $(get "$s.single_writes")"
+        ok=$(lt "$v" 50)
+        local why=""
+        # One device alone already over the target: the pair cannot meet it.
+        if [[ -z $v && $(lt "$(get "$s.single_writes_p99")" 50) == 0 ]]; then
+            ok=0 why=" (one device alone is over it)"
+        fi
+        echo "| 1,000,000: one-record change applied on both devices, p99 < 50 ms | $how | $(verdict "$ok")$why |"
     fi
     echo
     cat "$TMP/notes"
