@@ -114,12 +114,13 @@ class Device:
             self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self.conn
 
-    def request(self, method, path, body=None, timeout=None):
+    def request(self, method, path, body=None, timeout=None, content_type="text/plain; charset=utf-8"):
         """Returns (status, parsed JSON or text).  Reconnects once on a
-        connection the server closed between requests."""
+        connection the server closed between requests.  A body is TOML
+        (text/plain) unless content_type says otherwise."""
         headers = {"Authorization": "Bearer " + self.token}
         if body is not None:
-            headers["Content-Type"] = "text/plain; charset=utf-8"
+            headers["Content-Type"] = content_type
         for attempt in (0, 1):
             c = self._conn()
             c.sock.settimeout(timeout or self.timeout)
