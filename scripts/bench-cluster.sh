@@ -266,21 +266,6 @@ stop_dev() { # name
 }
 
 # The API answers and its address and token files exist (bounded).
-wait_api() { # name
-    local dev=$1 deadline=$((SECONDS + START_TIMEOUT))
-    while ((SECONDS < deadline)); do
-        alive_or_die "$dev"
-        if [[ -s $TMP/$dev/api-token && -s $TMP/$dev/api-address ]] \
-            && (exec 3<>"/dev/tcp/${IP_OF[$dev]}/$API_PORT") 2>/dev/null; then
-            return 0
-        fi
-        sleep 0.2
-    done
-    die "$dev did not serve its API on ${IP_OF[$dev]}:$API_PORT within ${START_TIMEOUT}s"
-}
-
-url_of() { local u; u=$(<"$TMP/$1/api-address"); u=${u%%[[:space:]]*}; [[ $u == http* ]] || u="http://$u"; echo "${u%/}"; }
-devspec() { echo "$1=$(url_of "$1"),$TMP/$1/api-token"; }
 gtm_cli() { local dev=$1; shift; timeout 60 "$GTM_BIN" --data-dir "$TMP/$dev" "$@"; }
 
 rss_kib() { awk -v k="$2" '$1 == k ":" { print $2 }' "/proc/$1/status" 2>/dev/null || echo ""; }

@@ -302,3 +302,28 @@ write_docs_section() {
     cat "$TMP/doc.new" >"$DOCS_FILE"
     log "wrote results into $DOCS_FILE"
 }
+
+# ---------------------------------------------------------------------------
+# Devices with an API (bench-cluster.sh, bench-scale.sh). Each script
+# defines TMP (a device's data directory is $TMP/NAME), IP_OF (its
+# address), API_PORT, START_TIMEOUT and alive_or_die NAME.
+
+# wait_api NAME [SECONDS]: until the device wrote its token and API address
+# and accepts connections on its API port.
+wait_api() {
+    local dev=$1 deadline=$((SECONDS + ${2:-$START_TIMEOUT}))
+    while ((SECONDS < deadline)); do
+        alive_or_die "$dev"
+        if [[ -s $TMP/$dev/api-token && -s $TMP/$dev/api-address ]] \
+            && (exec 3<>"/dev/tcp/${IP_OF[$dev]}/$API_PORT") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    die "$dev did not serve its API on ${IP_OF[$dev]}:$API_PORT within ${2:-$START_TIMEOUT}s"
+}
+
+# url_of NAME: the device's API base URL; devspec NAME: NAME=URL,TOKEN-FILE
+# for the Python helpers.
+url_of() { local u; u=$(<"$TMP/$1/api-address"); u=${u%%[[:space:]]*}; [[ $u == http* ]] || u="http://$u"; echo "${u%/}"; }
+devspec() { echo "$1=$(url_of "$1"),$TMP/$1/api-token"; }

@@ -333,21 +333,6 @@ stop_dev() {
 }
 
 # wait_api NAME [TIMEOUT]: its API answers and its address and token files exist.
-wait_api() {
-    local dev=$1 deadline=$((SECONDS + ${2:-$START_TIMEOUT}))
-    while ((SECONDS < deadline)); do
-        alive_or_die "$dev"
-        if [[ -s $TMP/$dev/api-token && -s $TMP/$dev/api-address ]] \
-            && (exec 3<>"/dev/tcp/${IP_OF[$dev]}/$API_PORT") 2>/dev/null; then
-            return 0
-        fi
-        sleep 0.2
-    done
-    die "$dev did not serve its API on ${IP_OF[$dev]}:$API_PORT within ${2:-$START_TIMEOUT}s"
-}
-
-url_of() { local u; u=$(<"$TMP/$1/api-address"); u=${u%%[[:space:]]*}; [[ $u == http* ]] || u="http://$u"; echo "${u%/}"; }
-devspec() { echo "$1=$(url_of "$1"),$TMP/$1/api-token"; }
 dnsspec() { echo "$1=${IP_OF[$1]}:$DNS_PORT"; }
 gtm_cli() { local t=$1 dev=$2; shift 2; timeout "$t" "$GTM_BIN" --data-dir "$TMP/$dev" "$@"; }
 
