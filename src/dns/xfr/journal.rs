@@ -73,11 +73,6 @@ impl Records {
             .zip(self.ends.iter().copied())
             .map(|(s, e)| self.bytes.get(s as usize..e as usize).unwrap_or_default())
     }
-
-    /// Bytes held.
-    pub fn size(&self) -> usize {
-        self.bytes.len() + self.ends.len() * 4
-    }
 }
 
 /// One record, encoded alone and uncompressed (names in RDATA too), so

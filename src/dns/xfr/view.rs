@@ -32,17 +32,6 @@ pub struct NsecCache {
     sigs: HashMap<Name, (Record, Record)>,
 }
 
-impl NsecCache {
-    /// Signatures held.
-    pub fn len(&self) -> usize {
-        self.sigs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sigs.is_empty()
-    }
-}
-
 /// The records of zone `zone` (its index in the snapshot) as transferred:
 /// the SOA first, then the rest in canonical order. The closing SOA is the
 /// transfer's to add. Fails when an RRSIG cannot be made.
