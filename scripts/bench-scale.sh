@@ -73,7 +73,8 @@
 #
 # Usage: scripts/bench-scale.sh [--sizes N,N] [--domains D] [--reapplies N]
 #                               [--writes N] [--write-budget S] [--apply-timeout S]
-#                               [--restart-timeout S] [--settle S] [--min-free-mib M] [--by-domains]
+#                               [--restart-timeout S] [--settle S] [--min-free-mib M]
+#                               [--by-domains] [--force-pair]
 #                               [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
 #   --sizes N,N          record counts (default 100000,1000000)
 #   --domains D          domains the records are spread over (default 10)
@@ -88,6 +89,8 @@
 #   --min-free-mib M     the memory guard's threshold (default 2048)
 #   --by-domains         load every size one domain at a time, as when the
 #                        whole configuration is refused (no re-applies then)
+#   --force-pair         try the pair even when twice the single device's peak
+#                        memory is more than the machine has available
 #   --no-build           skip `cargo build --release` (the gtm binary must exist)
 #   --docs FILE          where to write the results (default docs/performance.md,
 #                        between <!-- bench-scale:begin --> and <!-- bench-scale:end -->)
@@ -123,6 +126,7 @@ RESTART_TIMEOUT=900
 SETTLE=5
 MIN_FREE_MIB=2048
 BY_DOMAINS=0
+FORCE_PAIR=0
 
 IP1=127.0.191.1
 IP2=127.0.191.2
@@ -162,6 +166,7 @@ while (($#)); do
         --min-free-mib) MIN_FREE_MIB=${2:?--min-free-mib needs a value}; shift 2 ;;
         --min-free-mib=*) MIN_FREE_MIB=${1#*=}; shift ;;
         --by-domains) BY_DOMAINS=1; shift ;;
+        --force-pair) FORCE_PAIR=1; shift ;;
         *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
@@ -397,7 +402,7 @@ send_big() {
 # send_text OUT: "all X s (PUT Y s)" or what went wrong, for the report.
 send_text() {
     local out=$1
-    jget "$out" '("%.2f s (PUT answered %s after %s s)" % (d["all_s"], "200" if d["http_status"] == 200 else "**HTTP %s**" % d["http_status"], d.get("put_s"))) if d["all_s"] is not None else ("**refused**: HTTP %s after %s s: %s" % (d["http_status"], d.get("put_s"), (d.get("error") or "")[:200].replace("|", "/")) if d["http_status"] not in (200, None) else "**not done**%s: %s; DNS last answered %s" % (" (%s exited)" % ", ".join(d["exited"]) if d.get("exited") else "", (d.get("error") or "answered, but DNS did not show it within the timeout")[:200], {n: w["last"] for n, w in d["dns"].items()}))'
+    jget "$out" '("**not done**: %s exited (killed by the guard, or crashed) %s s into it; DNS last answered %s" % (", ".join(d["exited"]), d.get("exited_s"), {n: w["last"] for n, w in d["dns"].items()})) if d.get("exited") else ("%.2f s (PUT answered %s after %s s)" % (d["all_s"], "200" if d["http_status"] == 200 else "**HTTP %s**" % d["http_status"], d.get("put_s"))) if d["all_s"] is not None else ("**refused**: HTTP %s after %s s: %s" % (d["http_status"], d.get("put_s"), (d.get("error") or "")[:200].replace("|", "/")) if d["http_status"] not in (200, None) else "**not done**: %s; DNS last answered %s" % ((d.get("error") or "answered, but DNS did not show it within the timeout")[:200], {n: w["last"] for n, w in d["dns"].items()}))'
 }
 
 # load_by_domains SIZE DIR SEND DEVICES...: PUT each domain (its records and
@@ -593,6 +598,8 @@ single_phase() { # size dir
     alive_or_die gtm3
     put "$n.single_cpu" "$(cpu_s $(($(proc_ticks "$pid") - c0)))"
     put "$n.single_peak" "$(mib "$(rss_kib "$pid" VmHWM)")"
+    local pmax
+    pmax=$(get "$n.single_peak")
     sleep "$SETTLE"
     put "$n.single_steady_kib" "$(rss_kib "$pid" VmRSS)"
     put "$n.single_steady" "$(mib "$(get "$n.single_steady_kib")")"
@@ -618,6 +625,7 @@ single_phase() { # size dir
             times+="${times:+ }$t"
             rsss+="${rsss:+ }$(mib "$(rss_kib "$pid" VmRSS)")"
             peaks+="${peaks:+ }$hwm"
+            ((hwm <= pmax)) || pmax=$hwm
             log "gtm3: re-apply $i in ${t}s; RSS $(mib "$(rss_kib "$pid" VmRSS)") MiB, peak $hwm MiB; DNS: $(dns_summary "$out")"
             rdns+="${rdns:+ }$(jget "$out" 'sum(w["lost"] for w in d["dns"].values())')/$(jget "$out" 'sum(w["wrong"] + w["flaps"] for w in d["dns"].values())')"
         done
@@ -628,7 +636,11 @@ single_phase() { # size dir
     fi
     if ((NWRITES > 0)); then
         run_writes "$n" "$dir" gtm3 $((NWRITES < 10 ? NWRITES : 10)) $((WRITE_BUDGET / 2)) single_writes gtm3
+        local w
+        w=$(mib "$(rss_kib "$pid" VmHWM)")
+        ((w <= pmax)) || pmax=$w
     fi
+    put "$n.single_peak_max" "$pmax"
     restart gtm3 "$n" single_restart "$CUR_MARKER" || true
     put "$n.single_store" "$(du -sm "$TMP/gtm3" | cut -f1)"
     log_notes "$n" gtm3
@@ -845,6 +857,22 @@ pair_phase() { # size dir
 # ---------------------------------------------------------------------------
 # 8. Run every size.
 # ---------------------------------------------------------------------------
+# pair_fits SIZE: false (PAIR_FITS says why) when two devices at the peak
+# the single device reached would take more than the memory available now
+# minus the guard's margin: both devices of a pair apply every write at the
+# same moment, and the guard would only kill them part way (--force-pair
+# tries all the same).
+pair_fits() {
+    local peak avail
+    peak=$(get "$1.single_peak_max")
+    avail=$(awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo)
+    if ((FORCE_PAIR)) || [[ -z $peak ]] || ((2 * peak <= avail - MIN_FREE_MIB)); then
+        return 0
+    fi
+    PAIR_FITS="one device peaked at $peak MiB; two would need about $((2 * peak)) MiB, and $avail MiB are available (the guard keeps $MIN_FREE_MIB)"
+    return 1
+}
+
 # phase SIZE WHAT FUNCTION ARGS...: runs FUNCTION in a subshell, so that a
 # step that dies (a device killed by the guard, a timeout) ends that phase
 # only: the subshell stops the processes it started, the report is still
@@ -864,7 +892,7 @@ phase() {
         note "size $n: the guard stopped $what: $(paste -sd ';' "$TMP/guard.tripped")"
         : >"$TMP/guard.tripped"
     fi
-    ((rc == 0)) || note "size $n: $what stopped early (exit $rc; see the log lines above)"
+    ((rc == 0)) || note "size $n: $what stopped early (exit $rc)"
     return "$rc"
 }
 
@@ -904,6 +932,8 @@ for n in "${SIZE_LIST[@]}"; do
     phase "$n" NSD nsd_phase "$n" "$dir" || true
     if ! phase "$n" "the single-device steps" single_phase "$n" "$dir" && ((guard_trips)); then
         note "size $n: the pair is not tried: one device already ran out of memory"
+    elif ! pair_fits "$n"; then
+        note "size $n: the pair is not tried: $PAIR_FITS"
     else
         phase "$n" "the pair steps" pair_phase "$n" "$dir" || true
     fi
@@ -1010,7 +1040,10 @@ make_report() {
         s1=$(get "$s.single_steady_kib")
         s2=$(get "$s.pair_steady_kib")
         mx=$(printf '%s\n' "$s1" "$s2" | grep . | sort -n | tail -n 1 || true)
-        echo "| 1,000,000: steady RSS ≤ 2 GiB | one device ${s1:+$(get "$s.single_steady") MiB}${s1:-not measured}; pair ${s2:+$(get "$s.pair_steady") MiB}${s2:-not measured} | $(verdict "$(le "$mx" $((2 * 1024 * 1024)))") |"
+        local t1="not measured" t2="not measured"
+        [[ -z $s1 ]] || t1="$(get "$s.single_steady") MiB"
+        [[ -z $s2 ]] || t2="$(get "$s.pair_steady") MiB"
+        echo "| 1,000,000: steady RSS ≤ 2 GiB | one device $t1; pair $t2 | $(verdict "$(le "$mx" $((2 * 1024 * 1024)))") |"
         v=$(get "$s.pair_dns_ok")
         how="pair: $(get "$s.pair_dns")"
         [[ -z $(get "$s.pair_load_dns") ]] || how+="; during the domain PUTs: $(get "$s.pair_load_dns")"
