@@ -49,7 +49,9 @@
 #    series). Then up to 10 one-record writes as in 3 (half the write
 #    budget), and a restart: SIGTERM, start again, timed from the start to
 #    the first DNS response of any kind and to the right marker address.
-# 3. The pair (gtm1 + gtm2): formed on the small configuration; the whole
+# 3. The pair (gtm1 + gtm2), unless two devices at the single device's peak
+#    memory would not fit in what the machine has available (--force-pair
+#    tries all the same): formed on the small configuration; the whole
 #    configuration PUT to gtm1, timed until both devices' DNS answer the new
 #    marker (both watched as above; the same fallback); steady and peak RSS
 #    of both. Then --writes one-record writes (PUT
@@ -74,7 +76,7 @@
 # Usage: scripts/bench-scale.sh [--sizes N,N] [--domains D] [--reapplies N]
 #                               [--writes N] [--write-budget S] [--apply-timeout S]
 #                               [--restart-timeout S] [--settle S] [--min-free-mib M]
-#                               [--by-domains] [--force-pair]
+#                               [--by-domains] [--force-pair] [--report-only DIR]
 #                               [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
 #   --sizes N,N          record counts (default 100000,1000000)
 #   --domains D          domains the records are spread over (default 10)
@@ -91,6 +93,8 @@
 #                        whole configuration is refused (no re-applies then)
 #   --force-pair         try the pair even when twice the single device's peak
 #                        memory is more than the machine has available
+#   --report-only DIR    measure nothing: write the report again from the
+#                        results kept in DIR (a run's --keep-tmp directory)
 #   --no-build           skip `cargo build --release` (the gtm binary must exist)
 #   --docs FILE          where to write the results (default docs/performance.md,
 #                        between <!-- bench-scale:begin --> and <!-- bench-scale:end -->)
@@ -127,6 +131,7 @@ SETTLE=5
 MIN_FREE_MIB=2048
 BY_DOMAINS=0
 FORCE_PAIR=0
+REPORT_ONLY=""
 
 IP1=127.0.191.1
 IP2=127.0.191.2
@@ -167,6 +172,8 @@ while (($#)); do
         --min-free-mib=*) MIN_FREE_MIB=${1#*=}; shift ;;
         --by-domains) BY_DOMAINS=1; shift ;;
         --force-pair) FORCE_PAIR=1; shift ;;
+        --report-only) REPORT_ONLY=${2:?--report-only needs a directory}; shift 2 ;;
+        --report-only=*) REPORT_ONLY=${1#*=}; shift ;;
         *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
@@ -193,22 +200,26 @@ in_range --min-free-mib "$MIN_FREE_MIB" 0 1048576
 bench_traps each
 
 # ---------------------------------------------------------------------------
-# 1. Tools, build, ports.
+# 1. Tools, build, ports, the temporary directory (run at the end, section 10).
 # ---------------------------------------------------------------------------
-install_missing python3=python3-minimal nsd=nsd nsd-checkconf=nsd ss=iproute2 dig=dnsutils
-[[ -f $HELPER ]] || die "$HELPER is missing"
-if ((BUILD)); then build_gtm; fi
-[[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
+prepare() {
+    local ip
+    install_missing python3=python3-minimal nsd=nsd nsd-checkconf=nsd ss=iproute2 dig=dnsutils
+    [[ -f $HELPER ]] || die "$HELPER is missing"
+    if ((BUILD)); then build_gtm; fi
+    [[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
+    for ip in "$IP1" "$IP2" "$IP3" "$NSD_IP"; do
+        port_busy udp "$DNS_PORT" "$ip" && die "UDP $ip:$DNS_PORT is already in use"
+        port_busy tcp "$DNS_PORT" "$ip" && die "TCP $ip:$DNS_PORT is already in use"
+    done
+    for ip in "$IP1" "$IP2" "$IP3"; do
+        port_busy tcp "$API_PORT" "$ip" && die "TCP $ip:$API_PORT is already in use"
+    done
+    make_tmp
+    : >"$TMP/results.tsv"
+    : >"$TMP/notes"
+}
 
-for ip in "$IP1" "$IP2" "$IP3" "$NSD_IP"; do
-    port_busy udp "$DNS_PORT" "$ip" && die "UDP $ip:$DNS_PORT is already in use"
-    port_busy tcp "$DNS_PORT" "$ip" && die "TCP $ip:$DNS_PORT is already in use"
-done
-for ip in "$IP1" "$IP2" "$IP3"; do
-    port_busy tcp "$API_PORT" "$ip" && die "TCP $ip:$API_PORT is already in use"
-done
-
-make_tmp
 NCPU=$(nproc)
 CLK_TCK=$(getconf CLK_TCK)
 MEM_TOTAL_MIB=$(awk '/^MemTotal:/ { printf "%d", $2 / 1024 }' /proc/meminfo)
@@ -237,8 +248,6 @@ HWM_RESET=1
 # The devices' PIDs are in $TMP/guard.pids (one a line); the lowest
 # MemAvailable seen is in $TMP/guard.min; a trip is a line in
 # $TMP/guard.tripped.
-: >"$TMP/guard.pids"
-echo "$MEM_TOTAL_MIB" >"$TMP/guard.min"
 guard() {
     local low=$MEM_TOTAL_MIB avail disk pid why i=0
     while :; do
@@ -260,10 +269,14 @@ guard() {
         sleep 0.5
     done
 }
-guard &
-GUARD_PID=$!
-STARTED_PIDS+=("$!")
-log "guard (PID $!): kills the gtm processes below $MIN_FREE_MIB MiB of memory or 5 GiB of disk available"
+start_guard() {
+    : >"$TMP/guard.pids"
+    echo "$MEM_TOTAL_MIB" >"$TMP/guard.min"
+    guard &
+    GUARD_PID=$!
+    STARTED_PIDS+=("$!")
+    log "guard (PID $!): kills the gtm processes below $MIN_FREE_MIB MiB of memory or 5 GiB of disk available"
+}
 tripped() { [[ -s $TMP/guard.tripped ]]; }
 
 # ---------------------------------------------------------------------------
@@ -361,8 +374,6 @@ gtm_cli() { local t=$1 dev=$2; shift 2; timeout "$t" "$GTM_BIN" --data-dir "$TMP
 # key counts), notes in $TMP/notes: a file, because each phase runs in a
 # subshell (section 8).
 # ---------------------------------------------------------------------------
-: >"$TMP/results.tsv"
-: >"$TMP/notes"
 note() { printf -- '- %s\n' "$(printf '%s' "$*" | tr '\n\t' '  ')" >>"$TMP/notes"; log "NOTE: $*"; }
 put() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$TMP/results.tsv"; }
 get() { awk -F'\t' -v k="$1" '$1 == k { v = $2 } END { print v }' "$TMP/results.tsv"; }
@@ -915,30 +926,32 @@ phase_cleanup() {
     done
     exit "$rc"
 }
-for n in "${SIZE_LIST[@]}"; do
-    dir="$TMP/n$n"
-    mkdir -p "$dir"
-    log "=== $n records over $NDOMAINS domains ==="
-    py 1200 gen --records "$n" --domains "$NDOMAINS" --markers "$MARKER_P,$MARKER_A,$MARKER_B" --dir "$dir" >"$dir/gen.json" \
-        || die "generating the configuration failed"
-    put "$n.toml" "$(jget "$dir/gen.json" '"%.1f MiB" % (d["toml_bytes"] / 1048576)')"
-    log "configuration: $(get "$n.toml") of TOML"
-    t0=$(date +%s%N)
-    set +e
-    timeout "$APPLY_TIMEOUT" "$GTM_BIN" config check "$dir/config-a.toml" >"$dir/config-check.log" 2>&1
-    rc=$?
-    set -e
-    put "$n.check" "$(secs $(($(date +%s%N) - t0))) s, exit $rc"
-    phase "$n" NSD nsd_phase "$n" "$dir" || true
-    if ! phase "$n" "the single-device steps" single_phase "$n" "$dir" && ((guard_trips)); then
-        note "size $n: the pair is not tried: one device already ran out of memory"
-    elif ! pair_fits "$n"; then
-        note "size $n: the pair is not tried: $PAIR_FITS"
-    else
-        phase "$n" "the pair steps" pair_phase "$n" "$dir" || true
-    fi
-    rm -f "$dir"/dom-*.json "$dir"/config-b.toml
-done
+
+run_sizes() {
+    local n dir t0 rc
+    for n in "${SIZE_LIST[@]}"; do
+        dir="$TMP/n$n"
+        mkdir -p "$dir"
+        log "=== $n records over $NDOMAINS domains ==="
+        py 1200 gen --records "$n" --domains "$NDOMAINS" --markers "$MARKER_P,$MARKER_A,$MARKER_B" --dir "$dir" >"$dir/gen.json" \
+            || die "generating the configuration failed"
+        put "$n.toml" "$(jget "$dir/gen.json" '"%.1f MiB" % (d["toml_bytes"] / 1048576)')"
+        log "configuration: $(get "$n.toml") of TOML"
+        t0=$(date +%s%N)
+        rc=0
+        timeout "$APPLY_TIMEOUT" "$GTM_BIN" config check "$dir/config-a.toml" >"$dir/config-check.log" 2>&1 || rc=$?
+        put "$n.check" "$(secs $(($(date +%s%N) - t0))) s, exit $rc"
+        phase "$n" NSD nsd_phase "$n" "$dir" || true
+        if ! phase "$n" "the single-device steps" single_phase "$n" "$dir" && ((guard_trips)); then
+            note "size $n: the pair is not tried: one device already ran out of memory"
+        elif ! pair_fits "$n"; then
+            note "size $n: the pair is not tried: $PAIR_FITS"
+        else
+            phase "$n" "the pair steps" pair_phase "$n" "$dir" || true
+        fi
+        rm -f "$dir"/dom-*.json "$dir"/config-b.toml
+    done
+}
 
 # ---------------------------------------------------------------------------
 # 9. Report.
@@ -1035,6 +1048,13 @@ make_report() {
         ok=$(lt "$v" 30)
         # Not applied whole (refused, or never answered) is not met.
         [[ -n $v || -z $how ]] || ok=0
+        local refused
+        refused=$(get "$s.single_apply")
+        if [[ -z $how && $refused == *"HTTP 413"* ]]; then
+            # The 32 MiB command limit holds on every device, clustered or not.
+            how="pair not tried; on one device the whole PUT was $refused (the same limit holds on a pair); it loaded it one domain at a time instead: $(get "$s.single_load")"
+            ok=0
+        fi
         echo "| 1,000,000: applies on a pair in < 30 s | ${how:-not measured} | $(verdict "$ok") |"
         local s1 s2 mx
         s1=$(get "$s.single_steady_kib")
@@ -1047,6 +1067,7 @@ make_report() {
         v=$(get "$s.pair_dns_ok")
         how="pair: $(get "$s.pair_dns")"
         [[ -z $(get "$s.pair_load_dns") ]] || how+="; during the domain PUTs: $(get "$s.pair_load_dns")"
+        [[ -n $(get "$s.pair_dns") ]] || how="pair not tried; one device: $(get "$s.single_dns"); during its domain PUTs: $(get "$s.single_load" | sed -n 's/.*DNS: //p')"
         case $v in True) v=1 ;; False) v=0 ;; *) v=x ;; esac
         # Met only once the pair held every record; a failure before counts.
         if [[ $v == 1 && -z $(get "$s.pair_loaded") ]]; then
@@ -1071,14 +1092,50 @@ make_report() {
     ((HWM_RESET)) || echo "- /proc/PID/clear_refs could not reset VmHWM: peaks are since the process started."
     echo "- Lowest MemAvailable seen by the guard: $(cat "$TMP/guard.min") MiB of $MEM_TOTAL_MIB MiB."
     echo
-    echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU, $((MEM_TOTAL_MIB / 1024)) GiB" \
-        "($(gtm_version), binary built $(date -u -r "$GTM_BIN" '+%Y-%m-%d %H:%M UTC')$( ((BUILD)) || echo ' (--no-build: the tree may have changed since)')," \
-        "$(nsd -v 2>&1 | head -n 1), $(python3 --version 2>&1), kernel $(uname -r))." \
-        "Nothing pinned; the run shared the machine's $NCPU cores with other work (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)" \
-        "and ran at nice $(awk '{ print $19 }' /proc/$$/stat): times are upper bounds; memory is not affected."
+    get meta.measured
     echo
-    echo "Command: \`$INVOCATION\`"
+    echo "Command: \`$(get meta.command)\`"
 }
+
+# save_meta: what the report needs besides the results, kept with them so
+# that --report-only can write the report again.
+save_meta() {
+    put meta.sizes "$SIZES"
+    put meta.domains "$NDOMAINS"
+    put meta.reapplies "$REAPPLIES"
+    put meta.settle "$SETTLE"
+    put meta.hwm_reset "$HWM_RESET"
+    put meta.mem_total "$MEM_TOTAL_MIB"
+    put meta.command "$INVOCATION"
+    put meta.measured "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU, $((MEM_TOTAL_MIB / 1024)) GiB ($(gtm_version), binary built $(date -u -r "$GTM_BIN" '+%Y-%m-%d %H:%M UTC')$( ((BUILD)) || echo ' (--no-build: the tree may have changed since)'), $(nsd -v 2>&1 | head -n 1), $(python3 --version 2>&1), kernel $(uname -r)). Nothing pinned; the run shared the machine's $NCPU cores with other work (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end) and ran at nice $(awk '{ print $19 }' /proc/$$/stat): times are upper bounds; memory is not affected."
+}
+
+# load_meta: the settings of the run kept in TMP (--report-only).
+load_meta() {
+    [[ -s $TMP/results.tsv && -n $(get meta.sizes) ]] || die "$TMP holds no results of a run (results.tsv with meta.sizes)"
+    SIZES=$(get meta.sizes)
+    IFS=, read -ra SIZE_LIST <<<"$SIZES"
+    NDOMAINS=$(get meta.domains)
+    REAPPLIES=$(get meta.reapplies)
+    SETTLE=$(get meta.settle)
+    HWM_RESET=$(get meta.hwm_reset)
+    MEM_TOTAL_MIB=$(get meta.mem_total)
+}
+
+# ---------------------------------------------------------------------------
+# 10. Run, or only report.
+# ---------------------------------------------------------------------------
+if [[ -n $REPORT_ONLY ]]; then
+    TMP=$REPORT_ONLY
+    KEEP_TMP=1
+    load_meta
+    log "writing the report of the run kept in $TMP again"
+else
+    prepare
+    start_guard
+    run_sizes
+    save_meta
+fi
 
 REPORT=$(make_report)
 echo
