@@ -169,7 +169,7 @@ class Watch(threading.Thread):
 
     def __init__(self, name, addr, qname, want, prev, t0, deadline, lost_s, stop, pid=None):
         super().__init__(daemon=True)
-        self.pid, self.exited = pid, False
+        self.pid, self.exited, self.exited_s = pid, False, None
         self.name, self.addr, self.qname = name, addr, qname
         self.want, self.prev = want, prev
         self.t0, self.deadline, self.lost_s, self.stop = t0, deadline, lost_s, stop
@@ -186,7 +186,7 @@ class Watch(threading.Thread):
         try:
             while NOW() < self.deadline and not (self.stop.is_set() and self.seen_s is not None):
                 if self.queries % 100 == 0 and not running(self.pid):
-                    self.exited = True
+                    self.exited, self.exited_s = True, NOW() - self.t0
                     break
                 qid = (qid + 1) & 0xFFFF
                 q0 = NOW()
@@ -204,6 +204,11 @@ class Watch(threading.Thread):
                         if a is not None:
                             break
                 except (socket.timeout, ConnectionRefusedError):
+                    # A device that is gone loses nothing: it is reported
+                    # as exited instead.
+                    if not running(self.pid):
+                        self.exited, self.exited_s = True, NOW() - self.t0
+                        break
                     self.lost += 1
                     a = None
                 if a is not None:
@@ -297,6 +302,8 @@ def send(args):
         out["changes"] = len(rbody.get("changes") or [])
     out["dns"] = {w.name: w.result() for w in watches}
     out["exited"] = [n for n, p in pids.items() if not running(p)]
+    gone = [w.exited_s for w in watches if w.exited_s is not None]
+    out["exited_s"] = round(min(gone), 1) if gone else None
     seen = [w.seen_s for w in watches]
     out["all_s"] = round(max(seen), 3) if seen and None not in seen else None
     print(json.dumps(out))

@@ -49,7 +49,9 @@
 #    series). Then up to 10 one-record writes as in 3 (half the write
 #    budget), and a restart: SIGTERM, start again, timed from the start to
 #    the first DNS response of any kind and to the right marker address.
-# 3. The pair (gtm1 + gtm2): formed on the small configuration; the whole
+# 3. The pair (gtm1 + gtm2), unless two devices at the single device's peak
+#    memory would not fit in what the machine has available (--force-pair
+#    tries all the same): formed on the small configuration; the whole
 #    configuration PUT to gtm1, timed until both devices' DNS answer the new
 #    marker (both watched as above; the same fallback); steady and peak RSS
 #    of both. Then --writes one-record writes (PUT
@@ -73,7 +75,8 @@
 #
 # Usage: scripts/bench-scale.sh [--sizes N,N] [--domains D] [--reapplies N]
 #                               [--writes N] [--write-budget S] [--apply-timeout S]
-#                               [--restart-timeout S] [--settle S] [--min-free-mib M] [--by-domains]
+#                               [--restart-timeout S] [--settle S] [--min-free-mib M]
+#                               [--by-domains] [--force-pair] [--report-only DIR]
 #                               [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
 #   --sizes N,N          record counts (default 100000,1000000)
 #   --domains D          domains the records are spread over (default 10)
@@ -88,6 +91,10 @@
 #   --min-free-mib M     the memory guard's threshold (default 2048)
 #   --by-domains         load every size one domain at a time, as when the
 #                        whole configuration is refused (no re-applies then)
+#   --force-pair         try the pair even when twice the single device's peak
+#                        memory is more than the machine has available
+#   --report-only DIR    measure nothing: write the report again from the
+#                        results kept in DIR (a run's --keep-tmp directory)
 #   --no-build           skip `cargo build --release` (the gtm binary must exist)
 #   --docs FILE          where to write the results (default docs/performance.md,
 #                        between <!-- bench-scale:begin --> and <!-- bench-scale:end -->)
@@ -123,6 +130,8 @@ RESTART_TIMEOUT=900
 SETTLE=5
 MIN_FREE_MIB=2048
 BY_DOMAINS=0
+FORCE_PAIR=0
+REPORT_ONLY=""
 
 IP1=127.0.191.1
 IP2=127.0.191.2
@@ -162,6 +171,9 @@ while (($#)); do
         --min-free-mib) MIN_FREE_MIB=${2:?--min-free-mib needs a value}; shift 2 ;;
         --min-free-mib=*) MIN_FREE_MIB=${1#*=}; shift ;;
         --by-domains) BY_DOMAINS=1; shift ;;
+        --force-pair) FORCE_PAIR=1; shift ;;
+        --report-only) REPORT_ONLY=${2:?--report-only needs a directory}; shift 2 ;;
+        --report-only=*) REPORT_ONLY=${1#*=}; shift ;;
         *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
@@ -188,22 +200,26 @@ in_range --min-free-mib "$MIN_FREE_MIB" 0 1048576
 bench_traps each
 
 # ---------------------------------------------------------------------------
-# 1. Tools, build, ports.
+# 1. Tools, build, ports, the temporary directory (run at the end, section 10).
 # ---------------------------------------------------------------------------
-install_missing python3=python3-minimal nsd=nsd nsd-checkconf=nsd ss=iproute2 dig=dnsutils
-[[ -f $HELPER ]] || die "$HELPER is missing"
-if ((BUILD)); then build_gtm; fi
-[[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
+prepare() {
+    local ip
+    install_missing python3=python3-minimal nsd=nsd nsd-checkconf=nsd ss=iproute2 dig=dnsutils
+    [[ -f $HELPER ]] || die "$HELPER is missing"
+    if ((BUILD)); then build_gtm; fi
+    [[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
+    for ip in "$IP1" "$IP2" "$IP3" "$NSD_IP"; do
+        port_busy udp "$DNS_PORT" "$ip" && die "UDP $ip:$DNS_PORT is already in use"
+        port_busy tcp "$DNS_PORT" "$ip" && die "TCP $ip:$DNS_PORT is already in use"
+    done
+    for ip in "$IP1" "$IP2" "$IP3"; do
+        port_busy tcp "$API_PORT" "$ip" && die "TCP $ip:$API_PORT is already in use"
+    done
+    make_tmp
+    : >"$TMP/results.tsv"
+    : >"$TMP/notes"
+}
 
-for ip in "$IP1" "$IP2" "$IP3" "$NSD_IP"; do
-    port_busy udp "$DNS_PORT" "$ip" && die "UDP $ip:$DNS_PORT is already in use"
-    port_busy tcp "$DNS_PORT" "$ip" && die "TCP $ip:$DNS_PORT is already in use"
-done
-for ip in "$IP1" "$IP2" "$IP3"; do
-    port_busy tcp "$API_PORT" "$ip" && die "TCP $ip:$API_PORT is already in use"
-done
-
-make_tmp
 NCPU=$(nproc)
 CLK_TCK=$(getconf CLK_TCK)
 MEM_TOTAL_MIB=$(awk '/^MemTotal:/ { printf "%d", $2 / 1024 }' /proc/meminfo)
@@ -232,8 +248,6 @@ HWM_RESET=1
 # The devices' PIDs are in $TMP/guard.pids (one a line); the lowest
 # MemAvailable seen is in $TMP/guard.min; a trip is a line in
 # $TMP/guard.tripped.
-: >"$TMP/guard.pids"
-echo "$MEM_TOTAL_MIB" >"$TMP/guard.min"
 guard() {
     local low=$MEM_TOTAL_MIB avail disk pid why i=0
     while :; do
@@ -255,10 +269,14 @@ guard() {
         sleep 0.5
     done
 }
-guard &
-GUARD_PID=$!
-STARTED_PIDS+=("$!")
-log "guard (PID $!): kills the gtm processes below $MIN_FREE_MIB MiB of memory or 5 GiB of disk available"
+start_guard() {
+    : >"$TMP/guard.pids"
+    echo "$MEM_TOTAL_MIB" >"$TMP/guard.min"
+    guard &
+    GUARD_PID=$!
+    STARTED_PIDS+=("$!")
+    log "guard (PID $!): kills the gtm processes below $MIN_FREE_MIB MiB of memory or 5 GiB of disk available"
+}
 tripped() { [[ -s $TMP/guard.tripped ]]; }
 
 # ---------------------------------------------------------------------------
@@ -341,8 +359,6 @@ gtm_cli() { local t=$1 dev=$2; shift 2; timeout "$t" "$GTM_BIN" --data-dir "$TMP
 # key counts), notes in $TMP/notes: a file, because each phase runs in a
 # subshell (section 8).
 # ---------------------------------------------------------------------------
-: >"$TMP/results.tsv"
-: >"$TMP/notes"
 note() { printf -- '- %s\n' "$(printf '%s' "$*" | tr '\n\t' '  ')" >>"$TMP/notes"; log "NOTE: $*"; }
 put() { printf '%s\t%s\n' "$1" "$(printf '%s' "$2" | tr '\n\t' '  ')" >>"$TMP/results.tsv"; }
 get() { awk -F'\t' -v k="$1" '$1 == k { v = $2 } END { print v }' "$TMP/results.tsv"; }
@@ -382,7 +398,7 @@ send_big() {
 # send_text OUT: "all X s (PUT Y s)" or what went wrong, for the report.
 send_text() {
     local out=$1
-    jget "$out" '("%.2f s (PUT answered %s after %s s)" % (d["all_s"], "200" if d["http_status"] == 200 else "**HTTP %s**" % d["http_status"], d.get("put_s"))) if d["all_s"] is not None else ("**refused**: HTTP %s after %s s: %s" % (d["http_status"], d.get("put_s"), (d.get("error") or "")[:200].replace("|", "/")) if d["http_status"] not in (200, None) else "**not done**%s: %s; DNS last answered %s" % (" (%s exited)" % ", ".join(d["exited"]) if d.get("exited") else "", (d.get("error") or "answered, but DNS did not show it within the timeout")[:200], {n: w["last"] for n, w in d["dns"].items()}))'
+    jget "$out" '("**not done**: %s exited (killed by the guard, or crashed) %s s into it; DNS last answered %s" % (", ".join(d["exited"]), d.get("exited_s"), {n: w["last"] for n, w in d["dns"].items()})) if d.get("exited") else ("%.2f s (PUT answered %s after %s s)" % (d["all_s"], "200" if d["http_status"] == 200 else "**HTTP %s**" % d["http_status"], d.get("put_s"))) if d["all_s"] is not None else ("**refused**: HTTP %s after %s s: %s" % (d["http_status"], d.get("put_s"), (d.get("error") or "")[:200].replace("|", "/")) if d["http_status"] not in (200, None) else "**not done**: %s; DNS last answered %s" % ((d.get("error") or "answered, but DNS did not show it within the timeout")[:200], {n: w["last"] for n, w in d["dns"].items()}))'
 }
 
 # load_by_domains SIZE DIR SEND DEVICES...: PUT each domain (its records and
@@ -578,6 +594,8 @@ single_phase() { # size dir
     alive_or_die gtm3
     put "$n.single_cpu" "$(cpu_s $(($(proc_ticks "$pid") - c0)))"
     put "$n.single_peak" "$(mib "$(rss_kib "$pid" VmHWM)")"
+    local pmax
+    pmax=$(get "$n.single_peak")
     sleep "$SETTLE"
     put "$n.single_steady_kib" "$(rss_kib "$pid" VmRSS)"
     put "$n.single_steady" "$(mib "$(get "$n.single_steady_kib")")"
@@ -603,6 +621,7 @@ single_phase() { # size dir
             times+="${times:+ }$t"
             rsss+="${rsss:+ }$(mib "$(rss_kib "$pid" VmRSS)")"
             peaks+="${peaks:+ }$hwm"
+            ((hwm <= pmax)) || pmax=$hwm
             log "gtm3: re-apply $i in ${t}s; RSS $(mib "$(rss_kib "$pid" VmRSS)") MiB, peak $hwm MiB; DNS: $(dns_summary "$out")"
             rdns+="${rdns:+ }$(jget "$out" 'sum(w["lost"] for w in d["dns"].values())')/$(jget "$out" 'sum(w["wrong"] + w["flaps"] for w in d["dns"].values())')"
         done
@@ -613,7 +632,11 @@ single_phase() { # size dir
     fi
     if ((NWRITES > 0)); then
         run_writes "$n" "$dir" gtm3 $((NWRITES < 10 ? NWRITES : 10)) $((WRITE_BUDGET / 2)) single_writes gtm3
+        local w
+        w=$(mib "$(rss_kib "$pid" VmHWM)")
+        ((w <= pmax)) || pmax=$w
     fi
+    put "$n.single_peak_max" "$pmax"
     restart gtm3 "$n" single_restart "$CUR_MARKER" || true
     put "$n.single_store" "$(du -sm "$TMP/gtm3" | cut -f1)"
     log_notes "$n" gtm3
@@ -830,6 +853,22 @@ pair_phase() { # size dir
 # ---------------------------------------------------------------------------
 # 8. Run every size.
 # ---------------------------------------------------------------------------
+# pair_fits SIZE: false (PAIR_FITS says why) when two devices at the peak
+# the single device reached would take more than the memory available now
+# minus the guard's margin: both devices of a pair apply every write at the
+# same moment, and the guard would only kill them part way (--force-pair
+# tries all the same).
+pair_fits() {
+    local peak avail
+    peak=$(get "$1.single_peak_max")
+    avail=$(awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo)
+    if ((FORCE_PAIR)) || [[ -z $peak ]] || ((2 * peak <= avail - MIN_FREE_MIB)); then
+        return 0
+    fi
+    PAIR_FITS="one device peaked at $peak MiB; two would need about $((2 * peak)) MiB, and $avail MiB are available (the guard keeps $MIN_FREE_MIB)"
+    return 1
+}
+
 # phase SIZE WHAT FUNCTION ARGS...: runs FUNCTION in a subshell, so that a
 # step that dies (a device killed by the guard, a timeout) ends that phase
 # only: the subshell stops the processes it started, the report is still
@@ -849,7 +888,7 @@ phase() {
         note "size $n: the guard stopped $what: $(paste -sd ';' "$TMP/guard.tripped")"
         : >"$TMP/guard.tripped"
     fi
-    ((rc == 0)) || note "size $n: $what stopped early (exit $rc; see the log lines above)"
+    ((rc == 0)) || note "size $n: $what stopped early (exit $rc)"
     return "$rc"
 }
 
@@ -872,28 +911,32 @@ phase_cleanup() {
     done
     exit "$rc"
 }
-for n in "${SIZE_LIST[@]}"; do
-    dir="$TMP/n$n"
-    mkdir -p "$dir"
-    log "=== $n records over $NDOMAINS domains ==="
-    py 1200 gen --records "$n" --domains "$NDOMAINS" --markers "$MARKER_P,$MARKER_A,$MARKER_B" --dir "$dir" >"$dir/gen.json" \
-        || die "generating the configuration failed"
-    put "$n.toml" "$(jget "$dir/gen.json" '"%.1f MiB" % (d["toml_bytes"] / 1048576)')"
-    log "configuration: $(get "$n.toml") of TOML"
-    t0=$(date +%s%N)
-    set +e
-    timeout "$APPLY_TIMEOUT" "$GTM_BIN" config check "$dir/config-a.toml" >"$dir/config-check.log" 2>&1
-    rc=$?
-    set -e
-    put "$n.check" "$(secs $(($(date +%s%N) - t0))) s, exit $rc"
-    phase "$n" NSD nsd_phase "$n" "$dir" || true
-    if ! phase "$n" "the single-device steps" single_phase "$n" "$dir" && ((guard_trips)); then
-        note "size $n: the pair is not tried: one device already ran out of memory"
-    else
-        phase "$n" "the pair steps" pair_phase "$n" "$dir" || true
-    fi
-    rm -f "$dir"/dom-*.json "$dir"/config-b.toml
-done
+
+run_sizes() {
+    local n dir t0 rc
+    for n in "${SIZE_LIST[@]}"; do
+        dir="$TMP/n$n"
+        mkdir -p "$dir"
+        log "=== $n records over $NDOMAINS domains ==="
+        py 1200 gen --records "$n" --domains "$NDOMAINS" --markers "$MARKER_P,$MARKER_A,$MARKER_B" --dir "$dir" >"$dir/gen.json" \
+            || die "generating the configuration failed"
+        put "$n.toml" "$(jget "$dir/gen.json" '"%.1f MiB" % (d["toml_bytes"] / 1048576)')"
+        log "configuration: $(get "$n.toml") of TOML"
+        t0=$(date +%s%N)
+        rc=0
+        timeout "$APPLY_TIMEOUT" "$GTM_BIN" config check "$dir/config-a.toml" >"$dir/config-check.log" 2>&1 || rc=$?
+        put "$n.check" "$(secs $(($(date +%s%N) - t0))) s, exit $rc"
+        phase "$n" NSD nsd_phase "$n" "$dir" || true
+        if ! phase "$n" "the single-device steps" single_phase "$n" "$dir" && ((guard_trips)); then
+            note "size $n: the pair is not tried: one device already ran out of memory"
+        elif ! pair_fits "$n"; then
+            note "size $n: the pair is not tried: $PAIR_FITS"
+        else
+            phase "$n" "the pair steps" pair_phase "$n" "$dir" || true
+        fi
+        rm -f "$dir"/dom-*.json "$dir"/config-b.toml
+    done
+}
 
 # ---------------------------------------------------------------------------
 # 9. Report.
@@ -990,15 +1033,26 @@ make_report() {
         ok=$(lt "$v" 30)
         # Not applied whole (refused, or never answered) is not met.
         [[ -n $v || -z $how ]] || ok=0
+        local refused
+        refused=$(get "$s.single_apply")
+        if [[ -z $how && $refused == *"HTTP 413"* ]]; then
+            # The 32 MiB command limit holds on every device, clustered or not.
+            how="pair not tried; on one device the whole PUT was $refused (the same limit holds on a pair); it loaded it one domain at a time instead: $(get "$s.single_load")"
+            ok=0
+        fi
         echo "| 1,000,000: applies on a pair in < 30 s | ${how:-not measured} | $(verdict "$ok") |"
         local s1 s2 mx
         s1=$(get "$s.single_steady_kib")
         s2=$(get "$s.pair_steady_kib")
         mx=$(printf '%s\n' "$s1" "$s2" | grep . | sort -n | tail -n 1 || true)
-        echo "| 1,000,000: steady RSS ≤ 2 GiB | one device ${s1:+$(get "$s.single_steady") MiB}${s1:-not measured}; pair ${s2:+$(get "$s.pair_steady") MiB}${s2:-not measured} | $(verdict "$(le "$mx" $((2 * 1024 * 1024)))") |"
+        local t1="not measured" t2="not measured"
+        [[ -z $s1 ]] || t1="$(get "$s.single_steady") MiB"
+        [[ -z $s2 ]] || t2="$(get "$s.pair_steady") MiB"
+        echo "| 1,000,000: steady RSS ≤ 2 GiB | one device $t1; pair $t2 | $(verdict "$(le "$mx" $((2 * 1024 * 1024)))") |"
         v=$(get "$s.pair_dns_ok")
         how="pair: $(get "$s.pair_dns")"
         [[ -z $(get "$s.pair_load_dns") ]] || how+="; during the domain PUTs: $(get "$s.pair_load_dns")"
+        [[ -n $(get "$s.pair_dns") ]] || how="pair not tried; one device: $(get "$s.single_dns"); during its domain PUTs: $(get "$s.single_load" | sed -n 's/.*DNS: //p')"
         case $v in True) v=1 ;; False) v=0 ;; *) v=x ;; esac
         # Met only once the pair held every record; a failure before counts.
         if [[ $v == 1 && -z $(get "$s.pair_loaded") ]]; then
@@ -1023,14 +1077,50 @@ make_report() {
     ((HWM_RESET)) || echo "- /proc/PID/clear_refs could not reset VmHWM: peaks are since the process started."
     echo "- Lowest MemAvailable seen by the guard: $(cat "$TMP/guard.min") MiB of $MEM_TOTAL_MIB MiB."
     echo
-    echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU, $((MEM_TOTAL_MIB / 1024)) GiB" \
-        "($(gtm_version), binary built $(date -u -r "$GTM_BIN" '+%Y-%m-%d %H:%M UTC')$( ((BUILD)) || echo ' (--no-build: the tree may have changed since)')," \
-        "$(nsd -v 2>&1 | head -n 1), $(python3 --version 2>&1), kernel $(uname -r))." \
-        "Nothing pinned; the run shared the machine's $NCPU cores with other work (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end)" \
-        "and ran at nice $(awk '{ print $19 }' /proc/$$/stat): times are upper bounds; memory is not affected."
+    get meta.measured
     echo
-    echo "Command: \`$INVOCATION\`"
+    echo "Command: \`$(get meta.command)\`"
 }
+
+# save_meta: what the report needs besides the results, kept with them so
+# that --report-only can write the report again.
+save_meta() {
+    put meta.sizes "$SIZES"
+    put meta.domains "$NDOMAINS"
+    put meta.reapplies "$REAPPLIES"
+    put meta.settle "$SETTLE"
+    put meta.hwm_reset "$HWM_RESET"
+    put meta.mem_total "$MEM_TOTAL_MIB"
+    put meta.command "$INVOCATION"
+    put meta.measured "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU, $((MEM_TOTAL_MIB / 1024)) GiB ($(gtm_version), binary built $(date -u -r "$GTM_BIN" '+%Y-%m-%d %H:%M UTC')$( ((BUILD)) || echo ' (--no-build: the tree may have changed since)'), $(nsd -v 2>&1 | head -n 1), $(python3 --version 2>&1), kernel $(uname -r)). Nothing pinned; the run shared the machine's $NCPU cores with other work (load average $(cut -d' ' -f1-3 /proc/loadavg) at the end) and ran at nice $(awk '{ print $19 }' /proc/$$/stat): times are upper bounds; memory is not affected."
+}
+
+# load_meta: the settings of the run kept in TMP (--report-only).
+load_meta() {
+    [[ -s $TMP/results.tsv && -n $(get meta.sizes) ]] || die "$TMP holds no results of a run (results.tsv with meta.sizes)"
+    SIZES=$(get meta.sizes)
+    IFS=, read -ra SIZE_LIST <<<"$SIZES"
+    NDOMAINS=$(get meta.domains)
+    REAPPLIES=$(get meta.reapplies)
+    SETTLE=$(get meta.settle)
+    HWM_RESET=$(get meta.hwm_reset)
+    MEM_TOTAL_MIB=$(get meta.mem_total)
+}
+
+# ---------------------------------------------------------------------------
+# 10. Run, or only report.
+# ---------------------------------------------------------------------------
+if [[ -n $REPORT_ONLY ]]; then
+    TMP=$REPORT_ONLY
+    KEEP_TMP=1
+    load_meta
+    log "writing the report of the run kept in $TMP again"
+else
+    prepare
+    start_guard
+    run_sizes
+    save_meta
+fi
 
 REPORT=$(make_report)
 echo
