@@ -75,7 +75,7 @@ pub struct Recent {
 }
 
 /// The operator state of a map (empty when none was ever set).
-pub fn state_of(kv: &BTreeMap<String, Vec<u8>>) -> OperatorState {
+pub fn state_of(kv: &gtm_cluster::Map) -> OperatorState {
     kv.get(OPERATOR_KEY)
         .and_then(|v| serde_json::from_slice(v).ok())
         .unwrap_or_default()

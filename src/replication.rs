@@ -8,7 +8,7 @@
 //! `join`) applies its commands with the same machine to its local map in
 //! the store, as a single appliance.
 
-use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
+use std::{path::Path, sync::Arc, time::Duration};
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,7 @@ use crate::{
     machine::{self, CONFIG_KEY, GtmMachine},
 };
 use gtm_cluster::{
-    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, MAX_COMMAND_BYTES, NodeInfo,
+    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, MAX_COMMAND_BYTES, Map, NodeInfo,
     SECRET_HEADER, Store, Write,
 };
 
@@ -38,7 +38,7 @@ pub struct Replication {
     store: Store,
     machine: Arc<GtmMachine>,
     /// The map of a device in no cluster; the lock serialises its commands.
-    local: tokio::sync::Mutex<Arc<BTreeMap<String, Vec<u8>>>>,
+    local: tokio::sync::Mutex<Arc<Map>>,
     /// The configuration (version, text hash) last handed to the engine.
     handled: std::sync::Mutex<Option<(u64, u64)>>,
     /// The log index up to which the engine has what Raft applied.
@@ -206,7 +206,7 @@ impl Replication {
 
     /// The replicated state this device applied: the cluster's map, or its
     /// local one while in no cluster.
-    pub async fn state(&self) -> Arc<BTreeMap<String, Vec<u8>>> {
+    pub async fn state(&self) -> Arc<Map> {
         if self.clustered() {
             self.node.applied().borrow().kv.clone()
         } else {
@@ -304,10 +304,7 @@ impl Replication {
 
     /// Replaces the local map with `state` (a device leaving its cluster
     /// goes on from the cluster's state), keeping the local command count.
-    async fn set_local(
-        &self,
-        state: &BTreeMap<String, Vec<u8>>,
-    ) -> Result<(), gtm_cluster::StoreError> {
+    async fn set_local(&self, state: &Map) -> Result<(), gtm_cluster::StoreError> {
         let mut local = self.local.lock().await;
         let mut writes: Vec<Write> = local
             .keys()
@@ -316,7 +313,7 @@ impl Replication {
             .collect();
         writes.extend(state.iter().map(|(k, v)| Write::Put {
             key: k.clone(),
-            value: v.clone(),
+            value: v.to_vec(),
         }));
         self.write_local(&mut local, writes).await
     }
@@ -324,7 +321,7 @@ impl Replication {
     /// Keeps `writes` in the store's local map (flushed), then in memory.
     async fn write_local(
         &self,
-        local: &mut Arc<BTreeMap<String, Vec<u8>>>,
+        local: &mut Arc<Map>,
         writes: Vec<Write>,
     ) -> Result<(), gtm_cluster::StoreError> {
         let store = self.store.clone();
@@ -343,7 +340,7 @@ impl Replication {
     }
 
     /// Hands `kv` to the engine on the blocking pool.
-    async fn install_blocking(&self, kv: Arc<BTreeMap<String, Vec<u8>>>) {
+    async fn install_blocking(&self, kv: Arc<Map>) {
         let (engine, handled) = (self.engine.clone(), self.handled_snapshot());
         let machine = self.machine.clone();
         let done =
@@ -722,7 +719,7 @@ async fn install_committed(r: Arc<Replication>) {
 fn install(
     engine: &Engine,
     machine: &GtmMachine,
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     handled: Option<(u64, u64)>,
 ) -> Option<(u64, u64)> {
     // The TSIG keys first: a configuration naming one finds it.
@@ -747,7 +744,7 @@ fn install(
 fn install_config(
     engine: &Engine,
     machine: &GtmMachine,
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     handled: Option<(u64, u64)>,
 ) -> Option<(u64, u64)> {
     let text = kv.get(CONFIG_KEY)?;
@@ -781,7 +778,7 @@ fn install_config(
 /// configuration (an older gtm) starts its map from it; a device that kept
 /// none starts from what it serves (the demo configuration), so its first
 /// write edits that, not an empty one.
-fn local_map(store: &Store, engine: &Engine) -> Result<BTreeMap<String, Vec<u8>>> {
+fn local_map(store: &Store, engine: &Engine) -> Result<Map> {
     let mut map = store.local_map()?;
     if map.contains_key(CONFIG_KEY) {
         return Ok(map);

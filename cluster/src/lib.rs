@@ -47,7 +47,7 @@ pub use node::{
 };
 pub use rpc_client::SECRET_HEADER;
 pub use rpc_server::{RPC_PATHS, RpcBody, constant_time_eq, decode_rpc_body, rpc_router};
-pub use types::{Applied, NodeInfo, Proposal, Write};
+pub use types::{Applied, Map, NodeInfo, Proposal, Value, Write};
 
 /// Storage failures, with the operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -302,7 +302,7 @@ impl Store {
     /// The state of a device in no cluster: the keys a cluster's
     /// replicated map has, applied by the same [`Machine`], kept in tree
     /// `local-kv`.
-    pub fn local_map(&self) -> Result<std::collections::BTreeMap<String, Vec<u8>>, StoreError> {
+    pub fn local_map(&self) -> Result<Map, StoreError> {
         let io = |source| StoreError::Io {
             action: "reading the local state",
             source,
@@ -315,7 +315,7 @@ impl Store {
                 what: "local state key",
                 why: e.to_string(),
             })?;
-            map.insert(key, v.to_vec());
+            map.insert(key, types::Value::copy_from_slice(&v));
         }
         Ok(map)
     }

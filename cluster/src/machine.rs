@@ -7,10 +7,9 @@
 //! sled batch as the applied pointer, and its outcome goes back to the device
 //! that proposed the command (see [`ClusterNode::propose`](crate::ClusterNode::propose)).
 
-use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::types::Write;
+use crate::types::{Map, Write};
 
 /// What one command does: the writes to make (none for a rejected command)
 /// and the outcome returned to its proposer, both opaque to this crate.
@@ -29,7 +28,7 @@ pub struct Effect {
 /// bytes: a command that does not decode is rejected, not applied.
 pub trait Machine: Send + Sync + fmt::Debug + 'static {
     /// `index` is the command's log index (the same on every device).
-    fn apply(&self, kv: &BTreeMap<String, Vec<u8>>, index: u64, command: &[u8]) -> Effect;
+    fn apply(&self, kv: &Map, index: u64, command: &[u8]) -> Effect;
 }
 
 /// The simplest application, for this crate's own tests: a command is a
@@ -48,7 +47,7 @@ impl Writes {
 
 #[cfg(test)]
 impl Machine for Writes {
-    fn apply(&self, _kv: &BTreeMap<String, Vec<u8>>, _index: u64, command: &[u8]) -> Effect {
+    fn apply(&self, _kv: &Map, _index: u64, command: &[u8]) -> Effect {
         match crate::types::decode::<Vec<Write>>(command) {
             Ok(writes) => Effect {
                 writes,

@@ -30,8 +30,8 @@ use tokio::sync::watch;
 
 use crate::machine::Machine;
 use crate::types::{
-    Applied, Entry, LogId, Snapshot, SnapshotMeta, StorageError, StorageIOError, StoredMembership,
-    TypeConfig, Write, decode, encode,
+    Applied, Entry, LogId, Map, Snapshot, SnapshotMeta, StorageError, StorageIOError,
+    StoredMembership, TypeConfig, Write, decode, encode,
 };
 
 const TREE: &str = "raft-sm";
@@ -44,7 +44,7 @@ const SNAPSHOT: &[u8] = b"\0snapshot";
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct SnapshotData {
     #[serde(with = "crate::types::bytes::map")]
-    kv: BTreeMap<String, Vec<u8>>,
+    kv: Map,
     last_applied: Option<LogId>,
     membership: StoredMembership,
 }
@@ -84,7 +84,7 @@ fn kv_key(key: &str) -> Vec<u8> {
 pub(crate) struct StateMachine {
     db: sled::Db,
     tree: sled::Tree,
-    kv: Arc<BTreeMap<String, Vec<u8>>>,
+    kv: Arc<Map>,
     last_applied: Option<LogId>,
     membership: StoredMembership,
     applied_tx: Arc<watch::Sender<Applied>>,
@@ -114,7 +114,7 @@ impl StateMachine {
             let key = std::str::from_utf8(&k[KV_PREFIX.len()..])
                 .map_err(|e| sm_read(&e))?
                 .to_owned();
-            kv.insert(key, v.to_vec());
+            kv.insert(key, crate::types::Value::copy_from_slice(&v));
         }
         let sm = Self {
             db: db.clone(),
@@ -163,7 +163,7 @@ impl StateMachine {
 pub(crate) struct SnapshotBuilder {
     db: sled::Db,
     tree: sled::Tree,
-    kv: Arc<BTreeMap<String, Vec<u8>>>,
+    kv: Arc<Map>,
     last_applied: Option<LogId>,
     membership: StoredMembership,
 }
@@ -318,7 +318,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             batch.remove(k);
         }
         for (k, v) in &payload.kv {
-            batch.insert(kv_key(k), v.as_slice());
+            batch.insert(kv_key(k), v.as_ref());
         }
         batch.insert(APPLIED, encode(&meta.last_log_id).map_err(|e| write(&e))?);
         batch.insert(

@@ -25,6 +25,13 @@ impl fmt::Display for NodeInfo {
     }
 }
 
+/// A value of the replicated map. Shared: a copy of the map (each apply
+/// publishes one) copies pointers, not the values.
+pub type Value = ::bytes::Bytes;
+
+/// The replicated key/value map.
+pub type Map = BTreeMap<String, Value>;
+
 /// One change to the replicated key/value map.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Write {
@@ -40,10 +47,10 @@ pub enum Write {
 
 impl Write {
     /// Makes this change to `map`.
-    pub fn apply_to(self, map: &mut BTreeMap<String, Vec<u8>>) {
+    pub fn apply_to(self, map: &mut Map) {
         match self {
             Write::Put { key, value } => {
-                map.insert(key, value);
+                map.insert(key, Value::from(value));
             }
             Write::Delete { key } => {
                 map.remove(&key);
@@ -101,7 +108,7 @@ pub(crate) mod bytes {
         }
 
         pub(crate) fn serialize<S: Serializer>(
-            value: &BTreeMap<String, Vec<u8>>,
+            value: &super::super::Map,
             s: S,
         ) -> Result<S::Ok, S::Error> {
             s.collect_map(value.iter().map(|(k, v)| (k, Out(v))))
@@ -109,14 +116,14 @@ pub(crate) mod bytes {
 
         pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
             d: D,
-        ) -> Result<BTreeMap<String, Vec<u8>>, D::Error> {
+        ) -> Result<super::super::Map, D::Error> {
             d.deserialize_map(MapVisitor)
         }
 
         struct MapVisitor;
 
         impl<'de> Visitor<'de> for MapVisitor {
-            type Value = BTreeMap<String, Vec<u8>>;
+            type Value = super::super::Map;
 
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a map of byte strings")
@@ -125,7 +132,7 @@ pub(crate) mod bytes {
             fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
                 let mut out = BTreeMap::new();
                 while let Some((k, In(v))) = m.next_entry::<String, In>()? {
-                    out.insert(k, v);
+                    out.insert(k, super::super::Value::from(v));
                 }
                 Ok(out)
             }
@@ -166,7 +173,7 @@ pub(crate) mod bytes {
 #[derive(Debug, Clone, Default)]
 pub struct Applied {
     pub index: u64,
-    pub kv: Arc<BTreeMap<String, Vec<u8>>>,
+    pub kv: Arc<Map>,
 }
 
 openraft::declare_raft_types!(

@@ -129,7 +129,7 @@ impl TestNode {
 
     async fn wait_has(&self, key: &str, value: &[u8]) {
         self.wait_applied(&format!("{key}={}", String::from_utf8_lossy(value)), |a| {
-            a.kv.get(key).map(Vec::as_slice) == Some(value)
+            a.kv.get(key).map(|v| &v[..]) == Some(value)
         })
         .await;
     }
@@ -169,12 +169,7 @@ fn raw_put(key: &str, value: Vec<u8>) -> Vec<u8> {
 }
 
 impl Machine for Puts {
-    fn apply(
-        &self,
-        _kv: &std::collections::BTreeMap<String, Vec<u8>>,
-        _index: u64,
-        command: &[u8],
-    ) -> Effect {
+    fn apply(&self, _kv: &gtm_cluster::Map, _index: u64, command: &[u8]) -> Effect {
         if let Some(rest) = command.strip_prefix(&[RAW_PUT])
             && let Some(nul) = rest.iter().position(|b| *b == 0)
         {
@@ -281,7 +276,7 @@ async fn three_nodes_replicate_and_followers_name_the_leader() {
     write(&nodes[l], batch).await;
     for node in &nodes {
         let a = node.wait_applied("batch", |a| a.kv.contains_key("b")).await;
-        assert_eq!(a.kv.get("a").map(Vec::as_slice), Some(&b"1"[..]));
+        assert_eq!(a.kv.get("a").map(|v| &v[..]), Some(&b"1"[..]));
         assert!(!a.kv.contains_key("config"));
     }
 
@@ -372,7 +367,7 @@ async fn pair_replicates_and_losing_the_follower_is_no_quorum() {
             .borrow()
             .kv
             .get("config")
-            .map(Vec::as_slice),
+            .map(|v| &v[..]),
         Some(&b"pair"[..])
     );
     for node in nodes {
@@ -444,7 +439,7 @@ async fn restarted_node_keeps_membership_and_data_and_catches_up() {
     let back = TestNode::start(id, &dir, addr).await;
     // From its own disk, before hearing from anyone.
     assert_eq!(
-        back.node.applied().borrow().kv.get("k1").map(Vec::as_slice),
+        back.node.applied().borrow().kv.get("k1").map(|v| &v[..]),
         Some(&b"one"[..])
     );
     assert_eq!(
@@ -482,13 +477,7 @@ async fn a_frozen_node_takes_no_entry_and_grants_no_vote() {
     let frozen = TestNode::start_with(id, &dir, addr, false, true).await;
     let term = frozen.node.status().term;
     assert_eq!(
-        frozen
-            .node
-            .applied()
-            .borrow()
-            .kv
-            .get("k1")
-            .map(Vec::as_slice),
+        frozen.node.applied().borrow().kv.get("k1").map(|v| &v[..]),
         Some(&b"one"[..]),
         "it serves what its store holds"
     );
@@ -561,7 +550,7 @@ async fn wiped_node_rejoins_through_a_snapshot() {
     let applied = fresh
         .wait_applied("snapshot content", |a| a.kv.contains_key("key4"))
         .await;
-    assert_eq!(applied.kv.get("k1").map(Vec::as_slice), Some(&b"one"[..]));
+    assert_eq!(applied.kv.get("k1").map(|v| &v[..]), Some(&b"one"[..]));
     let status = fresh
         .wait_status("a voter", |s| {
             s.members.iter().any(|m| m.id == id && m.voter)
@@ -651,8 +640,8 @@ async fn pair_applies_a_30_mb_entry_without_an_election_and_a_new_node_gets_it_i
     eprintln!("30 MB entry applied on both in {:?}", started.elapsed());
     for node in &nodes {
         assert_eq!(
-            node.node.applied().borrow().kv.get("big"),
-            Some(&big),
+            node.node.applied().borrow().kv.get("big").map(|v| &v[..]),
+            Some(&big[..]),
             "node {}",
             node.id
         );
@@ -685,11 +674,8 @@ async fn pair_applies_a_30_mb_entry_without_an_election_and_a_new_node_gets_it_i
     let applied = fresh
         .wait_applied("the snapshot", |a| a.kv.contains_key("big"))
         .await;
-    assert_eq!(applied.kv.get("big"), Some(&big));
-    assert_eq!(
-        applied.kv.get("small").map(Vec::as_slice),
-        Some(&b"first"[..])
-    );
+    assert_eq!(applied.kv.get("big").map(|v| &v[..]), Some(&big[..]));
+    assert_eq!(applied.kv.get("small").map(|v| &v[..]), Some(&b"first"[..]));
     // Its metrics follow the install a moment later.
     fresh
         .wait_status("the snapshot installed", |s| {

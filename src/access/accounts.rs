@@ -63,7 +63,7 @@ pub struct AccountInfo {
 
 impl Accounts {
     /// The accounts of a replicated map (none when it has none).
-    pub fn of(kv: &BTreeMap<String, Vec<u8>>) -> Self {
+    pub fn of(kv: &gtm_cluster::Map) -> Self {
         kv.get(ACCOUNTS_KEY)
             .and_then(|v| serde_json::from_slice(v).ok())
             .unwrap_or_default()

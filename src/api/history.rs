@@ -3,7 +3,7 @@
 //! `outcome/<id>`, kept by [`crate::machine`]): the same on every device of
 //! a cluster once it has applied the same log.
 
-use std::collections::BTreeMap;
+use gtm_cluster::Map;
 
 use axum::{
     Extension, Json,
@@ -257,7 +257,7 @@ fn parse_id(text: &str) -> Result<CommandId, ApiError> {
 }
 
 /// The text of a kept version, or a 404 naming what history keeps.
-fn text_of(kv: &BTreeMap<String, Vec<u8>>, version: u64) -> Result<String, ApiError> {
+fn text_of(kv: &Map, version: u64) -> Result<String, ApiError> {
     let entries = machine::history_of(kv);
     let range = |list: &[&HistoryEntry]| match (list.first(), list.last()) {
         (Some(a), Some(b)) if a.version == b.version => format!("version {}", a.version),

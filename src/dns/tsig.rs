@@ -114,7 +114,7 @@ pub struct TsigKeys {
 
 impl TsigKeys {
     /// The keys of a replicated map (none when it has none).
-    pub fn of(kv: &BTreeMap<String, Vec<u8>>) -> Self {
+    pub fn of(kv: &gtm_cluster::Map) -> Self {
         kv.get(TSIG_KEY)
             .and_then(|v| serde_json::from_slice(v).ok())
             .unwrap_or_default()

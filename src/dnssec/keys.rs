@@ -224,7 +224,7 @@ pub type Keyring = BTreeMap<String, ZoneKeys>;
 
 /// The keys kept in a map. Entries that do not read are left out (and the
 /// zone answers unsigned, which `gtm domain dnssec status` shows).
-pub fn keyring_of(kv: &BTreeMap<String, Vec<u8>>) -> Keyring {
+pub fn keyring_of(kv: &gtm_cluster::Map) -> Keyring {
     kv.range(KEY_PREFIX.to_string()..)
         .take_while(|(k, _)| k.starts_with(KEY_PREFIX))
         .filter_map(|(k, v)| {
@@ -269,8 +269,11 @@ mod tests {
         let mut key = KeyMaterial::generate(KeyAlgorithm::Ecdsap256sha256, 1).unwrap();
         key.pkcs8.truncate(10);
         assert!(key.signing_key().is_err());
-        let mut map = BTreeMap::new();
-        map.insert(map_key("Example.Test."), b"not json".to_vec());
+        let mut map = gtm_cluster::Map::new();
+        map.insert(
+            map_key("Example.Test."),
+            gtm_cluster::Value::from_static(b"not json"),
+        );
         assert!(keyring_of(&map).is_empty());
     }
 }

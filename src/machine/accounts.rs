@@ -5,7 +5,7 @@
 //! Key `accounts`: JSON [`Accounts`]. Account commands do not move the
 //! configuration version and do not depend on the configuration.
 
-use std::collections::BTreeMap;
+use gtm_cluster::Map;
 
 use super::{Change, operator, rejected};
 use crate::{
@@ -19,12 +19,7 @@ use crate::{
 use gtm_cluster::Write;
 
 /// Applies an account command; `None` for other commands.
-pub(super) fn run(
-    kv: &BTreeMap<String, Vec<u8>>,
-    index: u64,
-    version: u64,
-    command: &Command,
-) -> Option<Change> {
+pub(super) fn run(kv: &Map, index: u64, version: u64, command: &Command) -> Option<Change> {
     let Action::Account(change) = &command.action else {
         return None;
     };

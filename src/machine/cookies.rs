@@ -7,7 +7,7 @@
 //!
 //! Key `cookie-secret`: JSON [`Stored`].
 
-use std::collections::BTreeMap;
+use gtm_cluster::Map;
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +31,7 @@ pub struct Stored {
 }
 
 /// The secrets of a map, if the cluster has made one.
-pub fn secrets_of(kv: &BTreeMap<String, Vec<u8>>) -> Option<Secrets> {
+pub fn secrets_of(kv: &Map) -> Option<Secrets> {
     let stored: Stored = serde_json::from_slice(kv.get(COOKIE_SECRET_KEY)?).ok()?;
     Some(Secrets {
         current: stored.current,
@@ -41,12 +41,7 @@ pub fn secrets_of(kv: &BTreeMap<String, Vec<u8>>) -> Option<Secrets> {
 }
 
 /// Applies a rotation; `None` for other commands.
-pub(super) fn run(
-    kv: &BTreeMap<String, Vec<u8>>,
-    index: u64,
-    version: u64,
-    command: &Command,
-) -> Option<Change> {
+pub(super) fn run(kv: &Map, index: u64, version: u64, command: &Command) -> Option<Change> {
     let Action::RotateCookieSecret { secret, replaces } = &command.action else {
         return None;
     };
@@ -95,7 +90,7 @@ mod tests {
 
     fn rotate(
         machine: &super::super::GtmMachine,
-        kv: &mut BTreeMap<String, Vec<u8>>,
+        kv: &mut Map,
         index: u64,
         secret: u8,
         replaces: Option<u64>,
@@ -120,7 +115,7 @@ mod tests {
     #[test]
     fn a_rotation_keeps_the_previous_secret_and_only_the_first_of_two_applies() {
         let machine = super::super::GtmMachine::default();
-        let mut kv = BTreeMap::new();
+        let mut kv = Map::new();
         assert!(matches!(
             rotate(&machine, &mut kv, 1, 1, None, 100),
             Outcome::Applied {

@@ -2,7 +2,7 @@
 //! command does not move the configuration version; its GTM Logs line
 //! names the key by its tag, never its bytes.
 
-use std::collections::BTreeMap;
+use gtm_cluster::Map;
 
 use super::{Change, operator, rejected};
 use crate::{
@@ -15,7 +15,7 @@ use gtm_cluster::Write;
 
 /// Applies a DNSSEC command; `None` for other commands.
 pub(super) fn run(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     current: &Config,
@@ -35,7 +35,7 @@ pub(super) fn run(
 /// The applied outcome of a key command: `writes`, a GTM Logs line per
 /// `lines` entry on `object`s, and the operator notes.
 fn applied(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     command: &Command,
@@ -101,7 +101,7 @@ fn tag_of(key: &KeyMaterial, apex: &hickory_proto::rr::Name) -> Result<u16, Chan
 }
 
 fn add_keys(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     current: &Config,
@@ -165,7 +165,7 @@ fn longest_ttl(d: &crate::model::config::Domain) -> u64 {
 }
 
 fn rollover(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     current: &Config,
@@ -277,16 +277,11 @@ mod tests {
         model::config::KeyAlgorithm,
     };
 
-    fn apply(machine: &GtmMachine, kv: &mut BTreeMap<String, Vec<u8>>, action: Action) -> Outcome {
+    fn apply(machine: &GtmMachine, kv: &mut Map, action: Action) -> Outcome {
         apply_at(machine, kv, action, crate::machine::now_ms())
     }
 
-    fn apply_at(
-        machine: &GtmMachine,
-        kv: &mut BTreeMap<String, Vec<u8>>,
-        action: Action,
-        time_ms: u64,
-    ) -> Outcome {
+    fn apply_at(machine: &GtmMachine, kv: &mut Map, action: Action, time_ms: u64) -> Outcome {
         let mut command = Command::new(Actor::default(), None, action);
         command.time_ms = time_ms;
         crate::machine::apply_for_test(machine, kv, 1, &command)
@@ -295,11 +290,12 @@ mod tests {
     #[test]
     fn a_signed_domain_gets_one_key_and_the_key_stays_out_of_the_configuration() {
         let machine = GtmMachine::default();
-        let mut kv = BTreeMap::new();
+        let mut kv = Map::new();
         kv.insert(
             CONFIG_KEY.to_string(),
             b"[[domain]]\nname = \"example.test\"\ndnssec = true\n\n[[domain]]\nname = \"plain.test\"\n\n[[domain]]\nname = \"new.test\"\ndnssec = true\n"
-                .to_vec(),
+                .to_vec()
+                .into(),
         );
         let add = |domain: &str| {
             Action::Dnssec(DnssecChange::AddKeys {
@@ -344,7 +340,7 @@ mod tests {
         ));
         assert_eq!(keyring_of(&kv).len(), 1);
         // The configuration text never holds the key.
-        let text = String::from_utf8(kv[CONFIG_KEY].clone()).unwrap();
+        let text = String::from_utf8(kv[CONFIG_KEY].to_vec()).unwrap();
         assert!(!text.contains("pkcs8"));
     }
 
@@ -352,11 +348,12 @@ mod tests {
     fn a_rollover_publishes_swaps_and_retires_each_after_its_wait() {
         use crate::command::RolloverStep;
         let machine = GtmMachine::default();
-        let mut kv = BTreeMap::new();
+        let mut kv = Map::new();
         kv.insert(
             CONFIG_KEY.to_string(),
             b"[[domain]]\nname = \"example.test\"\nttl = 60\ndnssec = true\n\n[[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nttl = 300\nvalues = [\"\\\"x\\\"\"]\n"
-                .to_vec(),
+                .to_vec()
+                .into(),
         );
         let key = || KeyMaterial::generate(KeyAlgorithm::Ecdsap256sha256, 1).unwrap();
         let t0 = 1_000_000;
@@ -373,7 +370,7 @@ mod tests {
                 step,
             })
         };
-        let states = |kv: &BTreeMap<String, Vec<u8>>| -> Vec<KeyState> {
+        let states = |kv: &Map| -> Vec<KeyState> {
             keyring_of(kv)["example.test"]
                 .keys
                 .iter()

@@ -15,13 +15,7 @@ fn zone(ttl: u32) -> String {
 }
 
 /// Applies a command to `kv` as the cluster would, returning its outcome.
-fn run(
-    machine: &GtmMachine,
-    kv: &mut BTreeMap<String, Vec<u8>>,
-    index: u64,
-    keep: u32,
-    action: Action,
-) -> Outcome {
+fn run(machine: &GtmMachine, kv: &mut Map, index: u64, keep: u32, action: Action) -> Outcome {
     let mut command = Command::new(
         Actor {
             user: "admin".into(),
@@ -35,7 +29,7 @@ fn run(
     for w in effect.writes {
         match w {
             Write::Put { key, value } => {
-                kv.insert(key, value);
+                kv.insert(key, value.into());
             }
             Write::Delete { key } => {
                 kv.remove(&key);
@@ -150,7 +144,7 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
     let parsed = machine
         .parsed(text_hash(&committed))
         .expect("the text just committed");
-    let text = String::from_utf8(committed).unwrap();
+    let text = String::from_utf8(committed.to_vec()).unwrap();
     assert_eq!(*parsed, crate::model::parse(&text).unwrap());
     // Another text (the one before, a later one) is the engine's to parse.
     assert!(machine.parsed(text_hash(zone(60).as_bytes())).is_none());

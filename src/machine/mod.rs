@@ -34,7 +34,6 @@ pub mod schedule;
 mod tsig;
 
 use std::{
-    collections::BTreeMap,
     sync::{Arc, Mutex},
     time::{SystemTime, UNIX_EPOCH},
 };
@@ -46,7 +45,7 @@ use crate::{
     command::{Action, Actor, Command, CommandId, Outcome},
     model::{self, Config},
 };
-use gtm_cluster::{Effect, Write};
+use gtm_cluster::{Effect, Map, Write};
 
 pub const CONFIG_KEY: &str = "config";
 pub const VERSION_KEY: &str = "config-version";
@@ -88,7 +87,7 @@ pub struct HistoryEntry {
 }
 
 /// The configuration version of a map (0: none yet).
-pub fn version_of(kv: &BTreeMap<String, Vec<u8>>) -> u64 {
+pub fn version_of(kv: &Map) -> u64 {
     kv.get(VERSION_KEY)
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse().ok())
@@ -100,7 +99,7 @@ fn history_key(version: u64) -> String {
 }
 
 /// The history entries of a map, oldest first.
-pub fn history_of(kv: &BTreeMap<String, Vec<u8>>) -> Vec<HistoryEntry> {
+pub fn history_of(kv: &Map) -> Vec<HistoryEntry> {
     kv.range(HISTORY_PREFIX.to_string()..)
         .take_while(|(k, _)| k.starts_with(HISTORY_PREFIX))
         .filter_map(|(_, v)| serde_json::from_slice(v).ok())
@@ -108,13 +107,13 @@ pub fn history_of(kv: &BTreeMap<String, Vec<u8>>) -> Vec<HistoryEntry> {
 }
 
 /// One version's entry.
-pub fn history_entry(kv: &BTreeMap<String, Vec<u8>>, version: u64) -> Option<HistoryEntry> {
+pub fn history_entry(kv: &Map, version: u64) -> Option<HistoryEntry> {
     kv.get(&history_key(version))
         .and_then(|v| serde_json::from_slice(v).ok())
 }
 
 /// The outcome a map keeps for a command id, if it applied that command.
-pub fn outcome_of(kv: &BTreeMap<String, Vec<u8>>, id: &CommandId) -> Option<Outcome> {
+pub fn outcome_of(kv: &Map, id: &CommandId) -> Option<Outcome> {
     kv.get(&format!("{OUTCOME_PREFIX}{id}"))
         .and_then(|v| Outcome::decode(v).ok())
 }
@@ -147,7 +146,7 @@ fn rejected(kind: ErrorKind, message: impl Into<String>) -> Change {
 }
 
 impl gtm_cluster::Machine for GtmMachine {
-    fn apply(&self, kv: &BTreeMap<String, Vec<u8>>, index: u64, bytes: &[u8]) -> Effect {
+    fn apply(&self, kv: &Map, index: u64, bytes: &[u8]) -> Effect {
         let command = match Command::decode(bytes) {
             Ok(c) => c,
             Err(e) => {
@@ -162,7 +161,7 @@ impl gtm_cluster::Machine for GtmMachine {
             // Delivered again (a retried forward): applied once already.
             return Effect {
                 writes: Vec::new(),
-                outcome: first.clone(),
+                outcome: first.to_vec(),
             };
         }
         let Change {
@@ -178,7 +177,7 @@ impl gtm_cluster::Machine for GtmMachine {
             key: format!("{ORDER_PREFIX}{index:020}"),
             value: command.id.to_string().into_bytes(),
         });
-        let order: Vec<(&String, &Vec<u8>)> = kv
+        let order: Vec<(&String, &gtm_cluster::Value)> = kv
             .range(ORDER_PREFIX.to_string()..)
             .take_while(|(k, _)| k.starts_with(ORDER_PREFIX))
             .collect();
@@ -197,7 +196,7 @@ impl gtm_cluster::Machine for GtmMachine {
 }
 
 impl GtmMachine {
-    fn run(&self, kv: &BTreeMap<String, Vec<u8>>, index: u64, command: &Command) -> Change {
+    fn run(&self, kv: &Map, index: u64, command: &Command) -> Change {
         let version = version_of(kv);
         if let Some(expected) = command.expect_version
             && expected != version
@@ -387,7 +386,7 @@ impl GtmMachine {
     }
 
     /// The committed configuration, parsed (cached by its text).
-    fn current(&self, kv: &BTreeMap<String, Vec<u8>>) -> Result<Arc<Config>, String> {
+    fn current(&self, kv: &Map) -> Result<Arc<Config>, String> {
         let Some(text) = kv.get(CONFIG_KEY) else {
             return Ok(Arc::new(Config::default()));
         };
@@ -469,7 +468,7 @@ fn describe(e: &crate::command::Edit) -> String {
 /// The new entry, and what keeps history within `keep` entries (at least
 /// the new one) and [`HISTORY_TEXT_BUDGET`] bytes of text (newest texts
 /// first).
-fn history_writes(kv: &BTreeMap<String, Vec<u8>>, entry: HistoryEntry, keep: usize) -> Vec<Write> {
+fn history_writes(kv: &Map, entry: HistoryEntry, keep: usize) -> Vec<Write> {
     let mut writes = Vec::new();
     let mut entries: Vec<HistoryEntry> = history_of(kv);
     entries.push(entry);
@@ -506,7 +505,7 @@ mod history_tests;
 #[cfg(test)]
 pub(crate) fn apply_for_test(
     machine: &GtmMachine,
-    kv: &mut BTreeMap<String, Vec<u8>>,
+    kv: &mut Map,
     index: u64,
     command: &Command,
 ) -> Outcome {

@@ -23,7 +23,7 @@ use crate::{
         config::CheckType,
     },
 };
-use gtm_cluster::Write;
+use gtm_cluster::{Map, Write};
 
 /// Adds a GTM Logs line that every device logs when it installs the state.
 pub(super) fn note(state: &mut OperatorState, object: &str, text: String) {
@@ -62,7 +62,7 @@ fn steered(compiled: &Compiled) -> BTreeMap<String, BTreeSet<String>> {
 
 /// Applies an operator command; `None` for other commands.
 pub(super) fn run(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     current: &Config,
@@ -238,7 +238,7 @@ fn not_drained(state: &OperatorState, target: &DrainTarget) -> String {
 /// After a configuration change: drops the operator state that names what
 /// the new configuration no longer has (an address, a datacenter, a manual
 /// check, a record), so it does not come back with a later configuration.
-pub(super) fn prune(kv: &BTreeMap<String, Vec<u8>>, new: &Compiled) -> Option<Write> {
+pub(super) fn prune(kv: &Map, new: &Compiled) -> Option<Write> {
     kv.get(OPERATOR_KEY)?;
     let old = state_of(kv);
     let records = steered(new);
@@ -310,17 +310,13 @@ addresses = [{ ip = "192.0.2.10", dc = "east" }]
     }
 
     /// Applies `action` through the whole machine, keeping the map.
-    fn apply(
-        machine: &super::super::GtmMachine,
-        kv: &mut BTreeMap<String, Vec<u8>>,
-        action: Action,
-    ) -> Outcome {
+    fn apply(machine: &super::super::GtmMachine, kv: &mut Map, action: Action) -> Outcome {
         let command = Command::new(actor(), None, action);
         let index = kv.len() as u64 + 1;
         crate::machine::apply_for_test(machine, kv, index, &command)
     }
 
-    fn configured() -> (super::super::GtmMachine, BTreeMap<String, Vec<u8>>) {
+    fn configured() -> (super::super::GtmMachine, Map) {
         let machine = super::super::GtmMachine::default();
         let mut kv = BTreeMap::new();
         let outcome = apply(

@@ -7,7 +7,7 @@
 //!
 //! Key `schedules`: JSON [`Book`].
 
-use std::collections::BTreeMap;
+use gtm_cluster::Map;
 
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +109,7 @@ impl Schedule {
 }
 
 /// The schedules of a map.
-pub fn book_of(kv: &BTreeMap<String, Vec<u8>>) -> Book {
+pub fn book_of(kv: &Map) -> Book {
     kv.get(SCHEDULES_KEY)
         .and_then(|v| serde_json::from_slice(v).ok())
         .unwrap_or_default()
@@ -141,7 +141,7 @@ pub fn describe(action: &Action) -> String {
 
 /// Applies a schedule command; `None` for other commands.
 pub(super) fn run(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     current: &Config,
@@ -242,7 +242,7 @@ pub(super) fn run(
 /// committed configuration (an undrain is checked when it fires: the drain
 /// it names may be scheduled too).
 fn check_spec(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     current: &Config,
@@ -306,7 +306,7 @@ fn reverse_of(s: &Schedule) -> Option<Action> {
 
 #[allow(clippy::too_many_arguments)]
 fn fire(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     current: &Config,
@@ -483,7 +483,7 @@ addresses = [
 
     fn apply(
         machine: &super::super::GtmMachine,
-        kv: &mut BTreeMap<String, Vec<u8>>,
+        kv: &mut Map,
         device: &str,
         time_ms: u64,
         action: Action,
@@ -498,9 +498,9 @@ addresses = [
         Outcome::decode(&effect.outcome).unwrap()
     }
 
-    fn configured() -> (super::super::GtmMachine, BTreeMap<String, Vec<u8>>) {
+    fn configured() -> (super::super::GtmMachine, Map) {
         let machine = super::super::GtmMachine::default();
-        let mut kv = BTreeMap::new();
+        let mut kv = Map::new();
         let outcome = apply(
             &machine,
             &mut kv,

@@ -7,7 +7,7 @@
 //! removed, and a configuration naming a key the cluster lacks is refused
 //! ([`unknown_keys`]), so the secondaries always have their keys.
 
-use std::collections::BTreeMap;
+use gtm_cluster::Map;
 
 use super::{Change, operator, rejected};
 use crate::{
@@ -20,7 +20,7 @@ use gtm_cluster::Write;
 
 /// Applies a TSIG key command; `None` for other commands.
 pub(super) fn run(
-    kv: &BTreeMap<String, Vec<u8>>,
+    kv: &Map,
     index: u64,
     version: u64,
     config: &Config,
@@ -121,10 +121,7 @@ pub(super) fn run(
 
 /// The secondaries of `config` naming a key the cluster does not hold, as
 /// configuration errors naming each one's path.
-pub(super) fn unknown_keys(
-    kv: &BTreeMap<String, Vec<u8>>,
-    config: &Config,
-) -> Option<ConfigErrors> {
+pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
     let keys = TsigKeys::of(kv);
     let errors: Vec<ConfigError> = config
         .domains
@@ -155,7 +152,7 @@ mod tests {
         machine::GtmMachine,
     };
 
-    fn apply(kv: &mut BTreeMap<String, Vec<u8>>, index: u64, action: Action) -> Outcome {
+    fn apply(kv: &mut Map, index: u64, action: Action) -> Outcome {
         let command = Command::new(Actor::default(), None, action);
         crate::machine::apply_for_test(&GtmMachine::default(), kv, index, &command)
     }
@@ -177,7 +174,7 @@ secondaries = [{ address = "127.0.0.1:5300", key = "xfr" }]
 
     #[test]
     fn keys_are_added_once_and_kept_while_secondaries_use_them() {
-        let mut kv = BTreeMap::new();
+        let mut kv = Map::new();
         let apply_config = Action::ApplyConfig {
             text: CONFIG.into(),
         };
@@ -222,7 +219,7 @@ secondaries = [{ address = "127.0.0.1:5300", key = "xfr" }]
 
     #[test]
     fn the_secret_is_kept_but_never_in_the_log_line() {
-        let mut kv = BTreeMap::new();
+        let mut kv = Map::new();
         let Outcome::Applied { changes, .. } = apply(&mut kv, 1, add("xfr")) else {
             panic!("not applied");
         };
