@@ -22,8 +22,8 @@ use crate::{
     machine::{self, CONFIG_KEY, GtmMachine},
 };
 use gtm_cluster::{
-    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, MAX_COMMAND_BYTES, Map, NodeInfo,
-    SECRET_HEADER, Store, Write,
+    ClusterConfig, ClusterError, ClusterNode, ClusterStatus, LowPriority, MAX_COMMAND_BYTES, Map,
+    NodeInfo, SECRET_HEADER, Store, Write,
 };
 
 const TOKEN_PREFIX: &str = "gtm1.";
@@ -50,6 +50,9 @@ pub struct Replication {
     membership: tokio::sync::Mutex<()>,
     /// This device's `history_keep` node setting, put into its commands.
     history_keep: std::sync::atomic::AtomicU32,
+    /// Where committed state is installed (and a device in no cluster
+    /// applies its commands): below Raft's and DNS's threads.
+    install_thread: LowPriority,
 }
 
 /// What a device asks of the leader to join.
@@ -127,6 +130,7 @@ impl Replication {
             stop: tokio_util::sync::CancellationToken::new(),
             membership: tokio::sync::Mutex::new(()),
             history_keep: std::sync::atomic::AtomicU32::new(machine::HISTORY_KEPT as u32),
+            install_thread: LowPriority::spawn("gtm-install")?,
         });
         if !replication.clustered() {
             // A clustered device installs its state from Raft's first apply.
@@ -284,11 +288,11 @@ impl Replication {
             .unwrap_or(0)
             + 1;
         let (machine, kv) = (self.machine.clone(), local.clone());
-        let effect = tokio::task::spawn_blocking(move || {
-            gtm_cluster::Machine::apply(&*machine, &kv, index, &bytes)
-        })
-        .await
-        .map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let effect = self
+            .install_thread
+            .run(move || gtm_cluster::Machine::apply(&*machine, &kv, index, &bytes))
+            .await
+            .ok_or_else(|| ApplyError::Cluster("the install thread stopped".into()))?;
         let mut writes = effect.writes;
         writes.push(Write::Put {
             key: LOCAL_INDEX_KEY.into(),
@@ -339,16 +343,20 @@ impl Replication {
         Ok(())
     }
 
-    /// Hands `kv` to the engine on the blocking pool.
+    /// Hands `kv` to the engine on the install thread.
     async fn install_blocking(&self, kv: Arc<Map>) {
         let (engine, handled) = (self.engine.clone(), self.handled_snapshot());
         let machine = self.machine.clone();
-        let done =
-            tokio::task::spawn_blocking(move || install(&engine, &machine, &kv, handled)).await;
+        let done = self
+            .install_thread
+            .run(move || install(&engine, &machine, &kv, handled))
+            .await;
         match done {
-            Ok(Some(now)) => *self.handled.lock().unwrap_or_else(|p| p.into_inner()) = Some(now),
-            Ok(None) => {}
-            Err(e) => tracing::error!(error = %e, "installing the committed state stopped"),
+            Some(Some(now)) => *self.handled.lock().unwrap_or_else(|p| p.into_inner()) = Some(now),
+            Some(None) => {}
+            None => tracing::error!(
+                "installing the committed state stopped: the install thread is gone"
+            ),
         }
     }
 

@@ -31,6 +31,7 @@ mod error;
 mod forward;
 mod http;
 mod log_store;
+mod low_priority;
 mod machine;
 mod node;
 mod rpc_client;
@@ -40,6 +41,7 @@ mod types;
 
 pub use error::ClusterError;
 pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
+pub use low_priority::LowPriority;
 pub use machine::{Effect, Machine};
 pub use node::{
     ClusterConfig, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MAX_COMMAND_BYTES, MemberStatus,

@@ -28,6 +28,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::low_priority::LowPriority;
 use crate::machine::Machine;
 use crate::types::{
     Applied, Entry, LogId, Map, Snapshot, SnapshotMeta, StorageError, StorageIOError,
@@ -89,6 +90,8 @@ pub(crate) struct StateMachine {
     membership: StoredMembership,
     applied_tx: Arc<watch::Sender<Applied>>,
     machine: Arc<dyn Machine>,
+    /// Where the machine applies commands: below Raft's own threads.
+    apply_thread: LowPriority,
 }
 
 impl StateMachine {
@@ -124,6 +127,7 @@ impl StateMachine {
             membership,
             applied_tx,
             machine,
+            apply_thread: LowPriority::spawn("gtm-apply").map_err(|e| sm_read(&e))?,
         };
         sm.publish();
         Ok(sm)
@@ -235,14 +239,18 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 EntryPayload::Blank => replies.push(Vec::new()),
                 EntryPayload::Normal(proposal) => {
                     // The application's work (parsing, validating a whole
-                    // configuration) runs on the blocking pool, against the
-                    // map as the entries before this one left it.
+                    // configuration) runs on the low-priority thread,
+                    // against the map as the entries before this one left
+                    // it.
                     let (machine, kv) = (self.machine.clone(), self.kv.clone());
                     let index = entry.log_id.index;
-                    let effect =
-                        tokio::task::spawn_blocking(move || machine.apply(&kv, index, &proposal.0))
-                            .await
-                            .map_err(|e| sm_write(&e))?;
+                    let effect = self
+                        .apply_thread
+                        .run(move || machine.apply(&kv, index, &proposal.0))
+                        .await
+                        .ok_or_else(|| {
+                            sm_write(&std::io::Error::other("the apply thread stopped"))
+                        })?;
                     let kv = Arc::make_mut(&mut self.kv);
                     for write in effect.writes {
                         match &write {
