@@ -795,7 +795,7 @@ fn local_map(store: &Store, engine: &Engine) -> Result<Map> {
         Some(stored) => (stored.version, stored.text),
         None => {
             let serving = engine.config();
-            if serving == crate::model::Config::default() {
+            if *serving == crate::model::Config::default() {
                 return Ok(map);
             }
             (engine.version(), toml::to_string_pretty(&serving)?)

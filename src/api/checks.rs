@@ -106,7 +106,7 @@ pub(crate) async fn test_unsaved(
     let name = check.name.clone();
     let engine = state.engine.clone();
     let spec = blocking(move || {
-        let mut config = engine.config();
+        let mut config = model::Config::clone(&engine.config());
         config.checks.retain(|c| c.name != check.name);
         config.checks.push(check);
         model::compile(&config)

@@ -344,7 +344,7 @@ async fn write(
                 return Err(super::config::conflict(version, expected));
             }
             let current = engine.config();
-            let mut config = current.clone();
+            let mut config = model::Config::clone(&current);
             edit::apply(&mut config, &edit)?;
             model::compile(&config).map_err(ApiError::invalid)?;
             Ok(Json(ApplyResult {

@@ -306,7 +306,8 @@ pub struct InstallFailure {
 #[derive(Debug)]
 struct Inner {
     version: u64,
-    config: Config,
+    /// Shared with the state machine's parse of the same text.
+    config: Arc<Config>,
     compiled: Compiled,
     health: HealthState,
     records: Vec<Steered>,
@@ -386,7 +387,7 @@ impl Engine {
             store,
             inner: Mutex::new(Inner {
                 version,
-                config: Config::default(),
+                config: Arc::default(),
                 compiled: compile(&Config::default()).expect("the empty configuration is valid"),
                 health,
                 records: Vec::new(),
@@ -448,7 +449,7 @@ impl Engine {
         let (compiled, snapshot) =
             prepare(&config, version, &self.dns.snapshot.load(), &self.keys())?;
         let mut inner = self.lock();
-        self.install(&mut inner, version, config, compiled, snapshot);
+        self.install(&mut inner, version, Arc::new(config), compiled, snapshot);
         Ok(())
     }
 
@@ -467,8 +468,10 @@ impl Engine {
     ) -> Result<(), String> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let config = match parsed {
-            Some(config) => Ok(Config::clone(&config)),
-            None => crate::model::parse(&text).map_err(|e| format!("it does not parse: {e}")),
+            Some(config) => Ok(config),
+            None => crate::model::parse(&text)
+                .map(Arc::new)
+                .map_err(|e| format!("it does not parse: {e}")),
         };
         let prepared = config.and_then(|config| {
             prepare(&config, version, &self.dns.snapshot.load(), &self.keys())
@@ -558,7 +561,7 @@ impl Engine {
         &self,
         inner: &mut Inner,
         version: u64,
-        config: Config,
+        config: Arc<Config>,
         compiled: Compiled,
         snapshot: Snapshot,
     ) {
@@ -904,23 +907,19 @@ impl Engine {
         self.lock().version
     }
 
-    pub fn config(&self) -> Config {
+    /// The applied configuration (shared, not copied).
+    pub fn config(&self) -> Arc<Config> {
         self.lock().config.clone()
     }
 
-    /// Reads the applied configuration in place (no copy of a large one).
+    /// Reads the applied configuration in place.
     pub fn with_config<R>(&self, read: impl FnOnce(&Config) -> R) -> R {
-        read(&self.lock().config)
+        read(&self.config())
     }
 
-    /// What applying `config` would change, without copying the current one.
+    /// What applying `config` would change.
     pub fn changes(&self, config: &Config) -> Vec<String> {
-        diff(&self.lock().config, config)
-    }
-
-    /// Whether `config` is exactly the one applied (a retried write).
-    pub fn is_applied(&self, config: &Config) -> bool {
-        self.lock().config == *config
+        diff(&self.config(), config)
     }
 
     pub fn compiled_check(&self, name: &str) -> Option<crate::model::compile::CheckSpec> {
@@ -1269,7 +1268,7 @@ impl Engine {
 #[derive(Debug)]
 pub struct Prepared {
     version: u64,
-    config: Config,
+    config: Arc<Config>,
     compiled: Compiled,
     snapshot: Snapshot,
 }
@@ -1283,7 +1282,7 @@ impl Prepared {
             prepare(&config, version, &dns.snapshot.load(), &Default::default())?;
         Ok(Self {
             version,
-            config,
+            config: Arc::new(config),
             compiled,
             snapshot,
         })
