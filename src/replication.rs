@@ -768,7 +768,7 @@ fn install_config(
     let parsed = machine.parsed(now.1);
     if engine.apply_committed(now.0, text, parsed).is_ok() {
         let version = now.0;
-        let text = match machine::history_entry(kv, version) {
+        let text = match machine::history_summary(kv, version) {
             Some(e) => format!(
                 "configuration version {version} applied: {} by {} ({} changes)",
                 e.what,

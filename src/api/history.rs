@@ -15,7 +15,7 @@ use super::{ApiError, ApiState, ApplyResult, ErrorKind, blocking, config::DryRun
 use crate::access::Principal;
 use crate::{
     command::{Action, Actor, CommandId, Outcome},
-    machine::{self, HistoryEntry},
+    machine::{self, HistorySummary},
     model,
 };
 
@@ -38,8 +38,8 @@ pub struct HistoryItem {
     pub text_kept: bool,
 }
 
-impl From<HistoryEntry> for HistoryItem {
-    fn from(e: HistoryEntry) -> Self {
+impl From<HistorySummary> for HistoryItem {
+    fn from(e: HistorySummary) -> Self {
         Self {
             version: e.version,
             time_ms: e.time_ms,
@@ -47,7 +47,7 @@ impl From<HistoryEntry> for HistoryItem {
             command: e.command,
             what: e.what,
             changes: e.changes,
-            text_kept: e.text.is_some(),
+            text_kept: e.text_bytes.is_some(),
         }
     }
 }
@@ -258,33 +258,35 @@ fn parse_id(text: &str) -> Result<CommandId, ApiError> {
 
 /// The text of a kept version, or a 404 naming what history keeps.
 fn text_of(kv: &Map, version: u64) -> Result<String, ApiError> {
+    if let Some(text) = machine::history_entry(kv, version).and_then(|e| e.text) {
+        return Ok(text);
+    }
     let entries = machine::history_of(kv);
-    let range = |list: &[&HistoryEntry]| match (list.first(), list.last()) {
+    let range = |list: &[&HistorySummary]| match (list.first(), list.last()) {
         (Some(a), Some(b)) if a.version == b.version => format!("version {}", a.version),
         (Some(a), Some(b)) => format!("versions {} to {}", a.version, b.version),
         _ => "no version".to_string(),
     };
-    let all: Vec<&HistoryEntry> = entries.iter().collect();
-    let with_text: Vec<&HistoryEntry> = entries.iter().filter(|e| e.text.is_some()).collect();
-    match entries.iter().find(|e| e.version == version) {
-        Some(HistoryEntry {
-            text: Some(text), ..
-        }) => Ok(text.clone()),
-        Some(_) => Err(ApiError::new(
+    let all: Vec<&HistorySummary> = entries.iter().collect();
+    let with_text: Vec<&HistorySummary> =
+        entries.iter().filter(|e| e.text_bytes.is_some()).collect();
+    if entries.iter().any(|e| e.version == version) {
+        Err(ApiError::new(
             ErrorKind::NotFound,
             format!(
                 "version {version} is in the history without its text (older versions keep only their changes, within the {} MiB text budget); history keeps the text of {}",
                 machine::HISTORY_TEXT_BUDGET >> 20,
                 range(&with_text)
             ),
-        )),
-        None => Err(ApiError::new(
+        ))
+    } else {
+        Err(ApiError::new(
             ErrorKind::NotFound,
             format!(
                 "version {version} is not in the configuration history; it keeps {} (gtm config history lists them)",
                 range(&all)
             ),
-        )),
+        ))
     }
 }
 

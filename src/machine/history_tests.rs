@@ -157,3 +157,52 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
     );
     assert!(machine.parsed(text_hash(text.as_bytes())).is_none());
 }
+
+#[test]
+fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
+    let entry = |version: u64, size: usize| HistoryEntry {
+        version,
+        time_ms: version,
+        actor: Actor {
+            user: "admin".into(),
+            device: "gtm1".into(),
+        },
+        command: format!("{version:032x}"),
+        what: "apply".into(),
+        changes: vec![format!("change {version}")],
+        text: Some("x".repeat(size)),
+    };
+    let mut kv = Map::new();
+    let mut apply = |kv: &mut Map, e: HistoryEntry, keep: usize| {
+        for w in history_writes(kv, e, keep, 100) {
+            w.apply_to(kv);
+        }
+    };
+    // 40 + 40 fit the budget of 100; a third of 40 pushes the first out.
+    for v in 1..=3 {
+        apply(&mut kv, entry(v, 40), 10);
+    }
+    let kept = |kv: &Map| -> Vec<(u64, Option<usize>)> {
+        history_of(kv)
+            .iter()
+            .map(|e| (e.version, e.text_bytes.map(|t| t.0)))
+            .collect()
+    };
+    assert_eq!(kept(&kv), vec![(1, None), (2, Some(40)), (3, Some(40))]);
+    // The entry that lost its text keeps everything else.
+    let first = history_entry(&kv, 1).expect("version 1 is listed");
+    assert_eq!(
+        (first.text, first.changes),
+        (None, vec!["change 1".to_string()])
+    );
+    // A new text over the whole budget is kept; every older one drops out.
+    apply(&mut kv, entry(4, 150), 10);
+    assert_eq!(
+        kept(&kv),
+        vec![(1, None), (2, None), (3, None), (4, Some(150))]
+    );
+    // Entries beyond `keep` go, texts or not; the one over the budget
+    // keeps its text only while it is the newest.
+    apply(&mut kv, entry(5, 10), 2);
+    assert_eq!(kept(&kv), vec![(4, None), (5, Some(10))]);
+}

@@ -98,12 +98,54 @@ fn history_key(version: u64) -> String {
     format!("{HISTORY_PREFIX}{version:020}")
 }
 
-/// The history entries of a map, oldest first.
-pub fn history_of(kv: &Map) -> Vec<HistoryEntry> {
+/// A history entry without its text, which can be megabytes: what listing
+/// history needs.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct HistorySummary {
+    pub version: u64,
+    pub time_ms: u64,
+    pub actor: Actor,
+    pub command: String,
+    pub what: String,
+    pub changes: Vec<String>,
+    /// The size of the whole text in bytes; `None` once it fell out of the
+    /// text budget.
+    #[serde(default, rename = "text")]
+    pub text_bytes: Option<TextSize>,
+}
+
+/// The size of a text read past without keeping it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TextSize(pub usize);
+
+impl<'de> Deserialize<'de> for TextSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Len;
+        impl serde::de::Visitor<'_> for Len {
+            type Value = TextSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a text")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TextSize, E> {
+                Ok(TextSize(v.len()))
+            }
+        }
+        d.deserialize_str(Len)
+    }
+}
+
+/// The history of a map, oldest first, without the texts.
+pub fn history_of(kv: &Map) -> Vec<HistorySummary> {
     kv.range(HISTORY_PREFIX.to_string()..)
         .take_while(|(k, _)| k.starts_with(HISTORY_PREFIX))
         .filter_map(|(_, v)| serde_json::from_slice(v).ok())
         .collect()
+}
+
+/// One version's history entry without its text.
+pub fn history_summary(kv: &Map, version: u64) -> Option<HistorySummary> {
+    kv.get(&history_key(version))
+        .and_then(|v| serde_json::from_slice(v).ok())
 }
 
 /// One version's entry.
@@ -357,7 +399,12 @@ impl GtmMachine {
                 value: new_version.to_string().into_bytes(),
             },
         ];
-        writes.extend(history_writes(kv, entry, command.history_keep as usize));
+        writes.extend(history_writes(
+            kv,
+            entry,
+            command.history_keep as usize,
+            HISTORY_TEXT_BUDGET,
+        ));
         // Operator state naming what the new configuration lacks drops out.
         writes.extend(operator::prune(kv, &compiled));
         drop(compiled);
@@ -466,34 +513,39 @@ fn describe(e: &crate::command::Edit) -> String {
 }
 
 /// The new entry, and what keeps history within `keep` entries (at least
-/// the new one) and [`HISTORY_TEXT_BUDGET`] bytes of text (newest texts
-/// first).
-fn history_writes(kv: &Map, entry: HistoryEntry, keep: usize) -> Vec<Write> {
+/// the new one) and `budget` bytes of text (newest texts first; the new
+/// entry keeps its text whatever its size). Only the entries whose text
+/// drops out are read whole.
+fn history_writes(kv: &Map, entry: HistoryEntry, keep: usize, budget: usize) -> Vec<Write> {
     let mut writes = Vec::new();
-    let mut entries: Vec<HistoryEntry> = history_of(kv);
-    entries.push(entry);
-    let drop = entries.len().saturating_sub(keep.max(1));
-    for old in entries.drain(..drop) {
+    let mut sizes: Vec<(u64, usize)> = history_of(kv)
+        .iter()
+        .map(|e| (e.version, e.text_bytes.map_or(0, |t| t.0)))
+        .collect();
+    sizes.push((entry.version, entry.text.as_ref().map_or(0, String::len)));
+    let drop = sizes.len().saturating_sub(keep.max(1));
+    for (version, _) in sizes.drain(..drop) {
         writes.push(Write::Delete {
-            key: history_key(old.version),
+            key: history_key(version),
         });
     }
-    let mut budget = HISTORY_TEXT_BUDGET;
-    let last = entries.len().saturating_sub(1);
-    for (i, mut e) in entries.into_iter().enumerate().rev() {
-        let size = e.text.as_ref().map_or(0, String::len);
-        let keep = size <= budget || i == last;
-        budget = budget.saturating_sub(size);
-        if i == last || (e.text.is_some() && !keep) {
-            if !keep {
-                e.text = None;
-            }
+    let mut budget = budget.saturating_sub(sizes.last().map_or(0, |(_, size)| *size));
+    for &(version, size) in sizes.iter().rev().skip(1) {
+        if size > budget
+            && let Some(mut old) = history_entry(kv, version)
+        {
+            old.text = None;
             writes.push(Write::Put {
-                key: history_key(e.version),
-                value: serde_json::to_vec(&e).unwrap_or_default(),
+                key: history_key(version),
+                value: serde_json::to_vec(&old).unwrap_or_default(),
             });
         }
+        budget = budget.saturating_sub(size);
     }
+    writes.push(Write::Put {
+        key: history_key(entry.version),
+        value: serde_json::to_vec(&entry).unwrap_or_default(),
+    });
     writes
 }
 
