@@ -368,3 +368,78 @@ async fn applying_a_configuration_drops_no_query() {
     }
     assert_eq!(querier.await.unwrap(), 300);
 }
+
+/// A change that leaves a steered record's steering alone keeps its
+/// evaluation and answer; health changes after it still reach the answer,
+/// and the record that changed answers its new addresses.
+#[tokio::test]
+async fn a_record_untouched_by_a_change_keeps_its_answer_and_follows_health_after_it() {
+    let d = TestDevice::start(ZONE).await;
+    let www = || async {
+        sorted(answers(
+            &udp(d.v4(), &query("www.example.test.", RecordType::A)).await,
+        ))
+    };
+    let w = || async {
+        sorted(answers(
+            &udp(d.v4(), &query("w.example.test.", RecordType::A)).await,
+        ))
+    };
+    web_ok(&d, true);
+    let down = CheckRef {
+        name: "web".into(),
+        address: Some("192.0.2.10".parse().unwrap()),
+    };
+    d.device
+        .engine
+        .set_check(&down, CheckState::Error, "set by the test");
+    assert_eq!(www().await, ["192.0.2.11"]);
+
+    // Only `w` changes: www keeps its answer without the address down.
+    let changed = ZONE.replace(
+        r#"{ ip = "192.0.2.42", weight = 0 }"#,
+        r#"{ ip = "192.0.2.43", weight = 5 }"#,
+    );
+    assert_ne!(changed, ZONE);
+    d.device
+        .engine
+        .apply(2, gtm::model::parse(&changed).unwrap())
+        .unwrap();
+    assert_eq!(www().await, ["192.0.2.11"]);
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        seen.extend(w().await);
+    }
+    assert!(
+        seen.contains("192.0.2.43"),
+        "the changed record answers its new address: {seen:?}"
+    );
+    assert!(!seen.contains("192.0.2.42"), "{seen:?}");
+
+    // Health after the change reaches the kept record's answer.
+    d.device
+        .engine
+        .set_check(&down, CheckState::Ok, "set by the test");
+    assert_eq!(www().await, ["192.0.2.10", "192.0.2.11"]);
+    d.device
+        .engine
+        .set_check(&down, CheckState::Error, "set by the test");
+    assert_eq!(www().await, ["192.0.2.11"]);
+
+    // A change to www itself (its TTL) is not kept: its new answer has
+    // the new TTL and, from its state, still not the address down.
+    let ttl_changed = changed.replace("type = \"A\"\nttl = 60\n", "type = \"A\"\nttl = 61\n");
+    assert_ne!(ttl_changed, changed);
+    d.device
+        .engine
+        .apply(3, gtm::model::parse(&ttl_changed).unwrap())
+        .unwrap();
+    let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
+    assert_eq!(sorted(answers(&r)), ["192.0.2.11"]);
+    assert!(r.answers.iter().all(|a| a.ttl == 61), "{:?}", r.answers);
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}

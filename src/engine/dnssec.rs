@@ -105,7 +105,9 @@ impl Engine {
             }
         };
         let inner = self.lock();
-        super::store_steered(&snapshot, &inner.records);
+        // An answer made with the same signer (an unsigned zone's) stays.
+        let kept = vec![true; inner.records.len()];
+        super::store_steered(&snapshot, &inner.records, &kept, &self.dns.snapshot.load());
         self.dns.snapshot.store(Arc::new(snapshot));
         drop(inner);
         tracing::info!(zones = signers.iter().flatten().count(), "answers signed");

@@ -565,6 +565,16 @@ impl Engine {
         compiled: Compiled,
         snapshot: Snapshot,
     ) {
+        // A record whose steering did not change, in a configuration whose
+        // datacenters, checks, scenarios and services did not either, keeps
+        // its evaluation and its answer: nothing it depends on moved.
+        let same_globals = {
+            let (old, new) = (&inner.config, &config);
+            old.datacenters == new.datacenters
+                && old.checks == new.checks
+                && old.scenarios == new.scenarios
+                && old.services == new.services
+        };
         // The text form is only kept for export and diffs: free the old one
         // before the new answers are built (a large configuration is large).
         drop(std::mem::replace(&mut inner.config, config));
@@ -601,19 +611,13 @@ impl Engine {
             inner.health.redecide(s);
         }
 
-        let mut previous: HashMap<String, (RecordState, Vec<String>)> = inner
+        let mut previous: HashMap<String, Steered> = inner
             .records
             .drain(..)
-            .filter_map(|r| {
-                let displays = r
-                    .steering
-                    .addresses
-                    .iter()
-                    .map(|a| a.display.clone())
-                    .collect();
-                Some((r.label, (r.state?, displays)))
-            })
+            .map(|r| (r.label.clone(), r))
             .collect();
+        // Per steered record: whether it keeps its answer.
+        let mut kept = Vec::new();
         let mut records = Vec::with_capacity(
             compiled
                 .zones
@@ -627,9 +631,37 @@ impl Engine {
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
-                    let prev = previous
-                        .remove(&label)
-                        .map(|(state, displays)| remap(state, &displays, steering))
+                    let before = previous.remove(&label);
+                    if let Some(before) = before.as_ref().filter(|b| {
+                        same_globals
+                            && b.ttl == record.ttl
+                            && b.state.is_some()
+                            && *b.steering == **steering
+                    }) {
+                        records.push(Steered {
+                            steering: steering.clone(),
+                            label,
+                            owner: before.owner.clone(),
+                            ttl: before.ttl,
+                            state: before.state.clone(),
+                            answers: before.answers.clone(),
+                            decision: before.decision.clone(),
+                            held: before.held,
+                        });
+                        kept.push(true);
+                        continue;
+                    }
+                    kept.push(false);
+                    let prev = before
+                        .and_then(|b| {
+                            let displays: Vec<String> = b
+                                .steering
+                                .addresses
+                                .iter()
+                                .map(|a| a.display.clone())
+                                .collect();
+                            Some(remap(b.state?, &displays, steering))
+                        })
                         .or_else(|| held_at_stop(&inner.restored_holds, &label, steering));
                     let was_on = prev.as_ref().map(|p| p.dr_on);
                     let eval = resolve::evaluate(
@@ -665,7 +697,7 @@ impl Engine {
         inner.restored_holds.clear();
         // The snapshot was built (and its static answers proven) before
         // anything changed; the steered answers come from the evaluation.
-        store_steered(&snapshot, &records);
+        store_steered(&snapshot, &records, &kept, &self.dns.snapshot.load());
         self.dns.snapshot.store(Arc::new(snapshot));
         self.dns.rrl.set(compiled.rate_limit.clone());
         self.dns.transfers.set_zones(&compiled);
@@ -1333,9 +1365,17 @@ fn prepare(
 
 /// Puts each steered record's answer (signed when its zone is) into a
 /// snapshot not served yet; a record whose answer cannot be built answers
-/// empty.
-fn store_steered(snapshot: &Snapshot, records: &[Steered]) {
-    for (slot, r) in snapshot.steered.iter().zip(records) {
+/// empty. A record `kept` takes its answer in `serving` when it has one
+/// made with the same signer.
+fn store_steered(snapshot: &Snapshot, records: &[Steered], kept: &[bool], serving: &Snapshot) {
+    for ((slot, r), &kept) in snapshot.steered.iter().zip(records).zip(kept) {
+        let before = serving
+            .slot(&r.owner, slot.rtype)
+            .filter(|before| kept && same_signer(&before.signer, &slot.signer));
+        if let Some(before) = before {
+            slot.answer.store(before.answer.load_full());
+            continue;
+        }
         match steered_answer(
             &r.owner,
             r.ttl,
@@ -1348,6 +1388,14 @@ fn store_steered(snapshot: &Snapshot, records: &[Steered]) {
                 tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
             }
         }
+    }
+}
+
+fn same_signer<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
     }
 }
 

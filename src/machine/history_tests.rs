@@ -173,7 +173,7 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
         text: Some("x".repeat(size)),
     };
     let mut kv = Map::new();
-    let mut apply = |kv: &mut Map, e: HistoryEntry, keep: usize| {
+    let apply = |kv: &mut Map, e: HistoryEntry, keep: usize| {
         for w in history_writes(kv, e, keep, 100) {
             w.apply_to(kv);
         }

@@ -232,7 +232,7 @@ pub enum Content {
 }
 
 /// Everything the record resolution logic needs about one record.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Steering {
     pub mode: ModeSpec,
     pub balance: Balance,
@@ -265,7 +265,7 @@ pub enum DrCondition {
     Scenario(String),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AddressSpec {
     pub value: RData,
     /// The value as operators read it: an IP or a target name.
