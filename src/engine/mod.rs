@@ -1321,12 +1321,39 @@ impl Prepared {
     }
 }
 
-/// Proves that `config` can be served: validates it and builds its
-/// answers, then drops them and returns the compiled form. What the state
-/// machine checks before a configuration is committed.
-pub fn servable(config: &Config) -> Result<Compiled, ConfigErrors> {
+/// Proves that `config` can be served: validates it and builds the
+/// answers of every domain that is not in `proven` exactly as it is there
+/// (the committed configuration: its domains were proven when they were
+/// committed), then drops them and returns the compiled form. What the
+/// state machine checks before a configuration is committed.
+pub fn servable(config: &Config, proven: &Config) -> Result<Compiled, ConfigErrors> {
+    let mut compiled = compile(config)?;
+    let proven: HashMap<&str, &crate::model::config::Domain> = proven
+        .domains
+        .iter()
+        .map(|d| (d.name.as_str(), d))
+        .collect();
+    // One zone per domain, in order, when the configuration compiles.
+    let aligned = compiled.zones.len() == config.domains.len();
+    let zones = std::mem::take(&mut compiled.zones);
+    let mut proof = compiled.clone();
+    proof.zones = zones
+        .iter()
+        .zip(&config.domains)
+        .filter(|(_, d)| !aligned || proven.get(d.name.as_str()).copied() != Some(*d))
+        .map(|(z, _)| z.clone())
+        .collect();
+    compiled.zones = zones;
     // The version only sets SOA serials, which are always valid.
-    prepare(config, 0, &Snapshot::default(), &Default::default()).map(|(compiled, _)| compiled)
+    Snapshot::build(&proof, &Snapshot::default(), &[]).map_err(build_error)?;
+    Ok(compiled)
+}
+
+fn build_error(e: crate::dns::snapshot::BuildError) -> ConfigErrors {
+    ConfigErrors(vec![crate::model::compile::ConfigError {
+        path: format!("record {}", e.record),
+        message: format!("cannot be served: {}", e.message),
+    }])
 }
 
 /// Validates a configuration and builds its answers: everything that can
@@ -1354,12 +1381,7 @@ fn prepare(
         }
     }
     let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
-    let snapshot = Snapshot::build(&compiled, previous, &signers).map_err(|e| {
-        ConfigErrors(vec![crate::model::compile::ConfigError {
-            path: format!("record {}", e.record),
-            message: format!("cannot be served: {}", e.message),
-        }])
-    })?;
+    let snapshot = Snapshot::build(&compiled, previous, &signers).map_err(build_error)?;
     Ok((compiled, snapshot))
 }
 

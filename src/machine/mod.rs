@@ -353,7 +353,7 @@ impl GtmMachine {
                 }
             }
         };
-        let compiled = match crate::engine::servable(&new) {
+        let compiled = match crate::engine::servable(&new, &current) {
             Ok(c) => c,
             Err(e) => {
                 return Change {
