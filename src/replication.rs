@@ -757,15 +757,16 @@ fn install_config(
 ) -> Option<(u64, u64)> {
     let text = kv.get(CONFIG_KEY)?;
     let now = (machine::version_of(kv), machine::text_hash(text));
+    // The state machine parsed and compiled this text when it applied the
+    // command: the engine takes that, not a parse of its own (taken even
+    // when handled, so the compiled form is not kept for nothing).
+    let parsed = machine.parsed(now.1);
     if handled == Some(now) {
         return None;
     }
     let text = String::from_utf8_lossy(text).into_owned();
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
-    // The state machine parsed this text when it applied the command: the
-    // engine takes that, not a parse of its own.
-    let parsed = machine.parsed(now.1);
     if engine.apply_committed(now.0, text, parsed).is_ok() {
         let version = now.0;
         let text = match machine::history_summary(kv, version) {

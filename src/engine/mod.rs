@@ -459,22 +459,24 @@ impl Engine {
     /// good configuration, keeps that one in the store beside the committed
     /// one for restarts, and reports itself degraded until a later
     /// configuration installs.
-    /// `parsed`: the text already parsed (by the state machine), if at hand.
+    /// `parsed`: the text already parsed (by the state machine), if at hand,
+    /// and compiled, if that is at hand too.
     pub fn apply_committed(
         &self,
         version: u64,
         text: String,
-        parsed: Option<Arc<Config>>,
+        parsed: Option<(Arc<Config>, Option<Compiled>)>,
     ) -> Result<(), String> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let config = match parsed {
-            Some(config) => Ok(config),
+            Some(parsed) => Ok(parsed),
             None => crate::model::parse(&text)
-                .map(Arc::new)
+                .map(|c| (Arc::new(c), None))
                 .map_err(|e| format!("it does not parse: {e}")),
         };
-        let prepared = config.and_then(|config| {
-            prepare(&config, version, &self.dns.snapshot.load(), &self.keys())
+        let prepared = config.and_then(|(config, compiled)| {
+            let serving = self.dns.snapshot.load();
+            prepare_compiled(&config, compiled, version, &serving, &self.keys())
                 .map(|p| (config, p))
                 .map_err(|e| format!("it does not validate here: {}", summary(&e)))
         });
@@ -1367,7 +1369,22 @@ fn prepare(
     previous: &Snapshot,
     keys: &crate::dnssec::keys::Keyring,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
-    let mut compiled = compile(config)?;
+    prepare_compiled(config, None, version, previous, keys)
+}
+
+/// [`prepare`], given `config` compiled already (by the state machine)
+/// when it is.
+fn prepare_compiled(
+    config: &Config,
+    compiled: Option<Compiled>,
+    version: u64,
+    previous: &Snapshot,
+    keys: &crate::dnssec::keys::Keyring,
+) -> Result<(Compiled, Snapshot), ConfigErrors> {
+    let mut compiled = match compiled {
+        Some(compiled) => compiled,
+        None => compile(config)?,
+    };
     // A zone with secondaries has a serial of its own (docs/transfer.md).
     let transferred = compiled
         .zones

@@ -141,11 +141,17 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
         Action::ApplyConfig { text: zone(30) },
     );
     let committed = kv.get(CONFIG_KEY).cloned().unwrap();
-    let parsed = machine
+    let (parsed, compiled) = machine
         .parsed(text_hash(&committed))
         .expect("the text just committed");
     let text = String::from_utf8(committed.to_vec()).unwrap();
     assert_eq!(*parsed, crate::model::parse(&text).unwrap());
+    // Compiled, once: the engine takes it.
+    let compiled = compiled.expect("compiled with the command");
+    assert_eq!(compiled.zones[0].apex.to_string(), "h.test.");
+    let (again, none) = machine.parsed(text_hash(&committed)).unwrap();
+    assert_eq!(*again, *parsed);
+    assert!(none.is_none(), "the compiled form is handed on once");
     // Another text (the one before, a later one) is the engine's to parse.
     assert!(machine.parsed(text_hash(zone(60).as_bytes())).is_none());
     run(

@@ -164,7 +164,17 @@ pub fn outcome_of(kv: &Map, id: &CommandId) -> Option<Outcome> {
 /// does not parse the committed text again.
 #[derive(Debug, Default)]
 pub struct GtmMachine {
-    parsed: Mutex<Option<(u64, Arc<Config>)>>,
+    parsed: Mutex<Option<Parsed>>,
+}
+
+/// The configuration this machine parsed last, by the hash of its text
+/// ([`text_hash`]), and its compiled form when the machine compiled it
+/// for a command and the engine has not taken it yet.
+#[derive(Debug)]
+struct Parsed {
+    hash: u64,
+    config: Arc<Config>,
+    compiled: Option<crate::model::compile::Compiled>,
 }
 
 pub fn text_hash(text: &[u8]) -> u64 {
@@ -407,9 +417,11 @@ impl GtmMachine {
         ));
         // Operator state naming what the new configuration lacks drops out.
         writes.extend(operator::prune(kv, &compiled));
-        drop(compiled);
-        *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((text_hash(text.as_bytes()), Arc::new(new)));
+        *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parsed {
+            hash: text_hash(text.as_bytes()),
+            config: Arc::new(new),
+            compiled: Some(compiled),
+        });
         Change {
             writes,
             outcome: Outcome::Applied {
@@ -422,14 +434,18 @@ impl GtmMachine {
     }
 
     /// The configuration whose text hashes to `hash` ([`text_hash`]), when
-    /// it is the one this machine parsed last: the engine installs it
-    /// without parsing the same text again.
-    pub fn parsed(&self, hash: u64) -> Option<Arc<Config>> {
-        let cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+    /// it is the one this machine parsed last, with its compiled form the
+    /// first time it is asked for: the engine installs it without parsing
+    /// or compiling the same text again.
+    pub fn parsed(
+        &self,
+        hash: u64,
+    ) -> Option<(Arc<Config>, Option<crate::model::compile::Compiled>)> {
+        let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         cached
-            .as_ref()
-            .filter(|(h, _)| *h == hash)
-            .map(|(_, config)| config.clone())
+            .as_mut()
+            .filter(|p| p.hash == hash)
+            .map(|p| (p.config.clone(), p.compiled.take()))
     }
 
     /// The committed configuration, parsed (cached by its text).
@@ -439,14 +455,18 @@ impl GtmMachine {
         };
         let hash = text_hash(text);
         let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((h, config)) = &*cached
-            && *h == hash
+        if let Some(p) = &*cached
+            && p.hash == hash
         {
-            return Ok(config.clone());
+            return Ok(p.config.clone());
         }
         let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
         let config = Arc::new(model::parse(text).map_err(|e| e.to_string())?);
-        *cached = Some((hash, config.clone()));
+        *cached = Some(Parsed {
+            hash,
+            config: config.clone(),
+            compiled: None,
+        });
         Ok(config)
     }
 }
