@@ -179,7 +179,10 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
             last_applied: self.last_applied,
             membership: self.membership.clone(),
         };
-        let data = encode(&data)
+        // Encoding the whole map is work for the blocking pool.
+        let data = tokio::task::spawn_blocking(move || encode(&data))
+            .await
+            .map_err(|e| io_err(ErrorSubject::Snapshot(None), ErrorVerb::Write, &e))?
             .map_err(|e| io_err(ErrorSubject::Snapshot(None), ErrorVerb::Write, &e))?;
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -201,10 +204,16 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
             data,
         };
         let subject = ErrorSubject::Snapshot(Some(meta.signature()));
-        let bytes = encode(&stored).map_err(|e| io_err(subject.clone(), ErrorVerb::Write, &e))?;
-        self.tree
-            .insert(SNAPSHOT, bytes)
-            .map_err(|e| io_err(subject.clone(), ErrorVerb::Write, &e))?;
+        let tree = self.tree.clone();
+        let (stored, kept) = tokio::task::spawn_blocking(move || {
+            let kept = encode(&stored)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| tree.insert(SNAPSHOT, bytes).map_err(|e| e.to_string()));
+            (stored, kept)
+        })
+        .await
+        .map_err(|e| io_err(subject.clone(), ErrorVerb::Write, &e))?;
+        kept.map_err(|e| io_err(subject.clone(), ErrorVerb::Write, &std::io::Error::other(e)))?;
         // Logs are purged behind a snapshot: it must be durable first.
         self.db
             .flush_async()
@@ -283,7 +292,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 encode(&self.membership).map_err(|e| sm_write(&e))?,
             );
         }
-        self.tree.apply_batch(batch).map_err(|e| sm_write(&e))?;
+        // Off the runtime's threads: a batch can hold megabytes, and the
+        // runtime answers heartbeats meanwhile.
+        let tree = self.tree.clone();
+        tokio::task::spawn_blocking(move || tree.apply_batch(batch))
+            .await
+            .map_err(|e| sm_write(&e))?
+            .map_err(|e| sm_write(&e))?;
         self.publish();
         Ok(replies)
     }
