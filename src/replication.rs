@@ -40,7 +40,7 @@ pub struct Replication {
     /// The map of a device in no cluster; the lock serialises its commands.
     local: tokio::sync::Mutex<Arc<Map>>,
     /// The configuration (version, text hash) last handed to the engine.
-    handled: std::sync::Mutex<Option<(u64, u64)>>,
+    handled: std::sync::Mutex<Option<Handled>>,
     /// The log index up to which the engine has what Raft applied.
     installed: watch::Sender<u64>,
     dir: std::path::PathBuf,
@@ -114,9 +114,11 @@ impl Replication {
         let machine = Arc::new(GtmMachine::default());
         let node = ClusterNode::start(store, config, machine.clone()).await?;
         let local = local_map(store, &engine)?;
-        let handled = store
-            .load_config()?
-            .map(|c| (c.version, machine::text_hash(c.text.as_bytes())));
+        let handled = store.load_config()?.map(|c| Handled {
+            version: c.version,
+            hash: machine::text_hash(c.text.as_bytes()),
+            text: None,
+        });
         let replication = Arc::new(Self {
             node,
             engine,
@@ -360,8 +362,11 @@ impl Replication {
         }
     }
 
-    fn handled_snapshot(&self) -> Option<(u64, u64)> {
-        *self.handled.lock().unwrap_or_else(|p| p.into_inner())
+    fn handled_snapshot(&self) -> Option<Handled> {
+        self.handled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Waits (bounded) until this device installed the state up to `index`.
@@ -722,14 +727,35 @@ async fn install_committed(r: Arc<Replication>) {
     }
 }
 
+/// The configuration last handed to the engine: its version, the hash of
+/// its text, and the text as the replicated map holds it, so that the same
+/// value is known again without hashing megabytes after every command.
+#[derive(Debug, Clone)]
+struct Handled {
+    version: u64,
+    hash: u64,
+    text: Option<gtm_cluster::Value>,
+}
+
+impl Handled {
+    /// Whether `text` at `version` is this very value of the map.
+    fn is(&self, version: u64, text: &gtm_cluster::Value) -> bool {
+        self.version == version
+            && self
+                .text
+                .as_ref()
+                .is_some_and(|t| t.as_ptr() == text.as_ptr() && t.len() == text.len())
+    }
+}
+
 /// Hands the configuration of `kv` to the engine unless it is the one last
 /// handed (`handled`, by version and text). Returns what it handed.
 fn install(
     engine: &Engine,
     machine: &GtmMachine,
     kv: &Map,
-    handled: Option<(u64, u64)>,
-) -> Option<(u64, u64)> {
+    handled: Option<Handled>,
+) -> Option<Handled> {
     // The TSIG keys first: a configuration naming one finds it.
     engine
         .dns()
@@ -753,22 +779,30 @@ fn install_config(
     engine: &Engine,
     machine: &GtmMachine,
     kv: &Map,
-    handled: Option<(u64, u64)>,
-) -> Option<(u64, u64)> {
-    let text = kv.get(CONFIG_KEY)?;
-    let now = (machine::version_of(kv), machine::text_hash(text));
+    handled: Option<Handled>,
+) -> Option<Handled> {
+    let value = kv.get(CONFIG_KEY)?;
+    let version = machine::version_of(kv);
+    if handled.as_ref().is_some_and(|h| h.is(version, value)) {
+        return None;
+    }
+    let now = Handled {
+        version,
+        hash: machine::text_hash(value),
+        text: Some(value.clone()),
+    };
     // The state machine parsed and compiled this text when it applied the
     // command: the engine takes that, not a parse of its own (taken even
     // when handled, so the compiled form is not kept for nothing).
-    let parsed = machine.parsed(now.1);
-    if handled == Some(now) {
-        return None;
+    let parsed = machine.parsed(now.hash);
+    if handled.is_some_and(|h| (h.version, h.hash) == (now.version, now.hash)) {
+        // Handled before this device kept the value (a restart).
+        return Some(now);
     }
-    let text = String::from_utf8_lossy(text).into_owned();
+    let text = String::from_utf8_lossy(value).into_owned();
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
-    if engine.apply_committed(now.0, text, parsed).is_ok() {
-        let version = now.0;
+    if engine.apply_committed(version, text, parsed).is_ok() {
         let text = match machine::history_summary(kv, version) {
             Some(e) => format!(
                 "configuration version {version} applied: {} by {} ({} changes)",

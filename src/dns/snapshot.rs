@@ -327,9 +327,10 @@ impl Snapshot {
         answer: RrsetAnswer,
         counted: Vec<u64>,
     ) -> Result<Arc<RrsetSlot>, BuildError> {
+        let key = wire_key(name);
         let before = previous
             .nodes
-            .get(&*wire_key(name))
+            .get(&key)
             .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rtype));
         let slot = Arc::new(RrsetSlot {
             rtype,
@@ -338,18 +339,25 @@ impl Snapshot {
             addresses: carried(counted, before.map(|s| &s.addresses)),
             signer: self.zones.get(zone).and_then(|z| z.signer.clone()),
         });
-        // The name and every ancestor up to the apex exist.
+        // The name and every ancestor up to the apex exist. An ancestor's
+        // key is a suffix of the name's; walking up from the name, the
+        // first that this zone made already has all of its own.
         let Some(zone_data) = self.zones.get(zone) else {
             return Err(BuildError::new(name, rtype, "is outside every zone"));
         };
         let apex_labels = zone_data.apex_labels;
         let labels = name.iter().count();
+        let mut next = 0;
         for n in (apex_labels..=labels).rev() {
-            let ancestor = name.trim_to(n);
-            let key = wire_key(&ancestor);
-            if self.nodes.contains_key(&key) {
-                continue;
+            let at = next;
+            next += 1 + usize::from(key.get(at).copied().unwrap_or(0));
+            let Some(suffix) = key.get(at..) else { break };
+            match self.nodes.get(suffix) {
+                Some(node) if node.zone == zone => break,
+                Some(_) => continue,
+                None => {}
             }
+            let ancestor = name.trim_to(n);
             let (nodata_wire, _, _) = encode_body(
                 &ancestor,
                 &[],
@@ -357,7 +365,7 @@ impl Snapshot {
             )
             .map_err(|e| BuildError::new(&ancestor, Rt::SOA, e))?;
             self.nodes.insert(
-                key,
+                suffix.into(),
                 Node {
                     zone,
                     nodata_wire,
@@ -367,7 +375,7 @@ impl Snapshot {
                 },
             );
         }
-        match self.nodes.get_mut(&*wire_key(name)) {
+        match self.nodes.get_mut(&key) {
             Some(node) => node.rrsets.push(slot.clone()),
             None => return Err(BuildError::new(name, rtype, "is outside its zone")),
         }
