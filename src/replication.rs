@@ -853,9 +853,12 @@ fn local_map(store: &Store, engine: &Engine) -> Result<Map> {
 
 fn cluster_error(e: ClusterError) -> ApplyError {
     match e {
-        ClusterError::NoQuorum { unreachable } => {
-            ApplyError::NoQuorum(unreachable.iter().map(ToString::to_string).collect())
-        }
+        ClusterError::NoQuorum { unreachable } => ApplyError::no_quorum(
+            &unreachable
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+        ),
         other => ApplyError::Cluster(other.to_string()),
     }
 }
@@ -873,11 +876,45 @@ async fn decode<T: serde::de::DeserializeOwned>(
             .map_err(|e| ApplyError::Cluster(format!("unexpected answer: {e}")));
     }
     match serde_json::from_slice::<RemoteError>(&body) {
-        Ok(e) if e.error == "no-quorum" => Err(ApplyError::NoQuorum(vec![e.message])),
+        // The peer's message names its own unreachable devices.
+        Ok(e) if e.error == "no-quorum" => Err(ApplyError::NoQuorum(e.message)),
         Ok(e) => Err(ApplyError::Cluster(e.message)),
         Err(_) => Err(ApplyError::Cluster(format!(
             "the peer answered {status}: {}",
             String::from_utf8_lossy(&body)
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_quorum_names_the_devices_not_heard_from_or_says_none_is_missing() {
+        let gtm2 = NodeInfo {
+            name: "gtm2".into(),
+            datacenter: "dc2".into(),
+            api_addr: "http://127.0.0.2:8053".into(),
+        };
+        let named = cluster_error(ClusterError::NoQuorum {
+            unreachable: vec![gtm2],
+        })
+        .to_string();
+        assert!(
+            named.starts_with(
+                "no quorum: not heard from gtm2 (dc2, http://127.0.0.2:8053); nothing was applied"
+            ),
+            "{named}"
+        );
+        let none = cluster_error(ClusterError::NoQuorum {
+            unreachable: Vec::new(),
+        })
+        .to_string();
+        assert!(
+            none.starts_with("no quorum: every device answers"),
+            "{none}"
+        );
+        assert!(!none.contains("not heard from"), "{none}");
     }
 }

@@ -56,9 +56,10 @@ pub enum ApplyError {
     Invalid(ConfigErrors),
     #[error("{0}")]
     Store(gtm_cluster::StoreError),
-    /// The cluster cannot commit: these devices were not heard from.
-    #[error("no quorum: not heard from {}; nothing was applied, and nothing will be. Bring them back, or run `gtm cluster recover --force-single` on this device if they are lost for good", .0.join(", "))]
-    NoQuorum(Vec<String>),
+    /// The cluster cannot commit; the message names the devices not heard
+    /// from ([`ApplyError::no_quorum`]).
+    #[error("{0}")]
+    NoQuorum(String),
     /// Handed to a leader that stopped answering: it may still apply.
     #[error(
         "outcome unknown for command {command}: {why}. It may still apply: `gtm command status {command}` shows its fate"
@@ -70,6 +71,26 @@ pub enum ApplyError {
     Rejected(crate::api::ApiError),
     #[error("{0}")]
     Cluster(String),
+}
+
+impl ApplyError {
+    /// No quorum, with the devices not heard from: none named when every
+    /// device answers but the leader could not confirm a quorum in time (a
+    /// busy machine, an election under way).
+    pub fn no_quorum(unreachable: &[String]) -> Self {
+        let why = if unreachable.is_empty() {
+            "every device answers, but no quorum confirmed this device's leadership in time \
+             (an election may be under way); nothing was applied, and nothing will be. Retry shortly"
+                .to_string()
+        } else {
+            format!(
+                "not heard from {}; nothing was applied, and nothing will be. Bring them back, \
+                 or run `gtm cluster recover --force-single` on this device if they are lost for good",
+                unreachable.join(", ")
+            )
+        };
+        Self::NoQuorum(format!("no quorum: {why}"))
+    }
 }
 
 /// What an event is about, for filtering.
