@@ -1429,9 +1429,10 @@ fn prepare_compiled(
 /// made with the same signer.
 fn store_steered(snapshot: &Snapshot, records: &[Steered], kept: &[bool], serving: &Snapshot) {
     for ((slot, r), &kept) in snapshot.steered.iter().zip(records).zip(kept) {
-        let before = serving
-            .slot(&r.owner, slot.rtype)
-            .filter(|before| kept && same_signer(&before.signer, &slot.signer));
+        let before = kept
+            .then(|| serving.slot(&r.owner, slot.rtype))
+            .flatten()
+            .filter(|before| same_signer(&before.signer, &slot.signer));
         if let Some(before) = before {
             slot.answer.store(before.answer.load_full());
             continue;
