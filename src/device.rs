@@ -422,31 +422,41 @@ fn start_engine(
     demo: bool,
     on_copy: bool,
 ) -> Result<Engine> {
-    let (version, text) = match store.load_config()? {
-        Some(stored) => (stored.version, stored.text),
-        None if demo => (0, DEMO_CONFIG.to_string()),
-        None => (0, String::new()),
+    let kept = match store.load_config()? {
+        Some(stored) => stored,
+        None => gtm_cluster::StoredConfig {
+            version: 0,
+            text: if demo {
+                DEMO_CONFIG.into()
+            } else {
+                String::new()
+            },
+            zone_versions: Vec::new(),
+        },
     };
-    let prepare = |version: u64, text: &str| -> Result<Prepared, String> {
-        let config = model::parse(text).map_err(|e| format!("it does not parse: {e}"))?;
-        Prepared::new(version, config, dns).map_err(|e| format!("it does not validate here: {e}"))
+    let prepare = |kept: &gtm_cluster::StoredConfig| -> Result<Prepared, String> {
+        let config = model::parse(&kept.text).map_err(|e| format!("it does not parse: {e}"))?;
+        let zone_versions = kept.zone_versions.iter().cloned().collect();
+        Prepared::new(kept.version, &zone_versions, config, dns)
+            .map_err(|e| format!("it does not validate here: {e}"))
     };
     let stored = Stored::load(store.clone(), dir, on_copy)?;
-    let reason = match prepare(version, &text) {
+    let version = kept.version;
+    let reason = match prepare(&kept) {
         Ok(prepared) => {
             if store.last_good_config()?.is_some() {
                 // Installed at last (a newer binary): it is the good one now.
-                store.save_config(&gtm_cluster::StoredConfig { version, text })?;
+                store.save_config(&kept)?;
             }
             return Ok(Engine::new(name, prepared, dns.clone(), Some(stored)));
         }
         Err(reason) => reason,
     };
-    drop(text);
+    drop(kept);
     tracing::error!(version, %reason, "the stored configuration cannot be installed; serving the last good one");
-    let empty = || Prepared::new(0, model::Config::default(), dns);
+    let empty = || Prepared::new(0, &Default::default(), model::Config::default(), dns);
     let prepared = match store.last_good_config()?.flatten() {
-        Some(good) => match prepare(good.version, &good.text) {
+        Some(good) => match prepare(&good) {
             Ok(prepared) => prepared,
             Err(why) => {
                 tracing::error!(version = good.version, reason = %why, "the last good configuration cannot be installed either");

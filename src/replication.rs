@@ -802,7 +802,11 @@ fn install_config(
     let text = String::from_utf8_lossy(value).into_owned();
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
-    if engine.apply_committed(version, text, parsed).is_ok() {
+    let zone_versions = machine::zone_versions(kv);
+    if engine
+        .apply_committed(version, text, zone_versions, parsed)
+        .is_ok()
+    {
         let text = match machine::history_summary(kv, version) {
             Some(e) => format!(
                 "configuration version {version} applied: {} by {} ({} changes)",

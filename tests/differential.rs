@@ -57,8 +57,13 @@ fn paths_agree(config: &str, signed: bool) {
     let db = dir.path().join("country.mmdb");
     crate::geo::write_mmdb(&db);
     let state = DnsState::new(Snapshot::default(), Geo::open(&db).unwrap(), 1232);
-    let prepared =
-        gtm::engine::Prepared::new(1, gtm::model::parse(config).unwrap(), &state).unwrap();
+    let prepared = gtm::engine::Prepared::new(
+        1,
+        &Default::default(),
+        gtm::model::parse(config).unwrap(),
+        &state,
+    )
+    .unwrap();
     let engine = Engine::new("diff", prepared, state.clone(), None);
     if signed {
         use gtm::dnssec::keys::{KeyMaterial, ZoneKeys};

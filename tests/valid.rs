@@ -303,6 +303,7 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
             .save_uninstalled(&gtm_cluster::StoredConfig {
                 version: v1 + 1,
                 text: "[[domain]\nthis is not TOML".into(),
+                zone_versions: Vec::new(),
             })
             .unwrap();
     }

@@ -1,6 +1,6 @@
 //! What a configuration version means outside the API: the SOA serial of
-//! every zone follows it, and a configuration change leaves the checks it
-//! does not touch alone, on every device.
+//! a zone is the version that last changed it, and a configuration change
+//! leaves the zones and checks it does not touch alone, on every device.
 
 use std::time::{Duration, Instant};
 
@@ -88,6 +88,68 @@ async fn the_soa_serial_survives_a_restart() {
     p.kill();
     p.restart();
     assert_eq!(serials(p.dns()).await, [version as u32; 3]);
+}
+
+/// The SOA serial a device gives for `zone`.
+async fn soa_serial(server: std::net::SocketAddr, zone: &str) -> u32 {
+    serial(&udp(server, &query(&format!("{zone}."), RecordType::SOA)).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zone_keeps_its_serial_while_others_change_on_every_device_and_after_a_restart() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.38.1");
+    let mut b = Proc::start(root.path(), "gtm2", "dc1", "127.0.38.2");
+    a.ok(&["cluster", "init"]);
+    let token = a.ok(&["cluster", "token"]);
+    b.ok(&["cluster", "join", &a.api(), "--token", token.trim()]);
+    let other = |txt: &str| {
+        format!(
+            "[[domain]]\nname = \"other.test\"\nnameservers = [\"ns1.other.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nvalues = [\"{txt}\"]\n"
+        )
+    };
+    let config = |serial_txt: &str, other_txt: &str, check: &str| {
+        format!("{check}{}{}", zone(serial_txt, ""), other(other_txt))
+    };
+    a.apply_ok(&config("one", "one", ""));
+    let first = version(&a);
+    // Two changes of other.test only, through either device.
+    b.apply_ok(&config("one", "two", ""));
+    a.apply_ok(&config("one", "three", ""));
+    let third = version(&a);
+    assert_eq!(third, first + 2);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while version(&b) != third {
+        assert!(Instant::now() < deadline, "gtm2 never reached {third}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for p in [&a, &b] {
+        assert_eq!(
+            serials(p.dns()).await,
+            [first as u32; 3],
+            "serial.test on {}",
+            p.name
+        );
+        assert_eq!(soa_serial(p.dns(), "other.test").await, third as u32);
+    }
+    b.kill();
+    b.restart();
+    assert_eq!(serials(b.dns()).await, [first as u32; 3], "after a restart");
+    assert_eq!(soa_serial(b.dns(), "other.test").await, third as u32);
+
+    // What steered records read (here a check) changes every zone.
+    let check = "[[check]]\nname = \"c\"\ntype = \"tcp\"\ntarget = \"127.0.38.9\"\nport = 9\n";
+    a.apply_ok(&config("one", "three", check));
+    let fourth = version(&a);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while version(&b) != fourth {
+        assert!(Instant::now() < deadline, "gtm2 never reached {fourth}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for p in [&a, &b] {
+        assert_eq!(serials(p.dns()).await, [fourth as u32; 3], "on {}", p.name);
+        assert_eq!(soa_serial(p.dns(), "other.test").await, fourth as u32);
+    }
 }
 
 /// The check events a device logged itself, as JSON lines.

@@ -65,11 +65,53 @@ pub enum StoreError {
     Corrupt { what: &'static str, why: String },
 }
 
-/// The applied replicated configuration: its version and its text.
+/// The applied replicated configuration: its version, its text, and per
+/// domain the version that last changed it (the zones' SOA serials).
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
 pub struct StoredConfig {
     pub version: u64,
     pub text: String,
+    pub zone_versions: Vec<(String, u64)>,
+}
+
+/// [`StoredConfig`] as devices kept it before zone versions.
+#[derive(Decode)]
+struct StoredConfigV1 {
+    version: u64,
+    text: String,
+}
+
+impl From<StoredConfigV1> for StoredConfig {
+    fn from(c: StoredConfigV1) -> Self {
+        Self {
+            version: c.version,
+            text: c.text,
+            zone_versions: Vec::new(),
+        }
+    }
+}
+
+/// Reads a stored `T` (a configuration, or an optional one), in this
+/// layout or the one before zone versions (`V1`).
+fn decode_config<T: Decode<()>, V1: Decode<()> + Into<T>>(
+    bytes: &[u8],
+) -> Result<T, bincode::error::DecodeError> {
+    match bincode::decode_from_slice::<T, _>(bytes, types::decoding()) {
+        Ok((config, _)) => Ok(config),
+        Err(e) => bincode::decode_from_slice::<V1, _>(bytes, types::decoding())
+            .map(|(old, _)| old.into())
+            .map_err(|_| e),
+    }
+}
+
+/// An optional configuration before zone versions.
+#[derive(Decode)]
+struct OptionalV1(Option<StoredConfigV1>);
+
+impl From<OptionalV1> for Option<StoredConfig> {
+    fn from(c: OptionalV1) -> Self {
+        c.0.map(Into::into)
+    }
 }
 
 /// A device's durable state.
@@ -353,7 +395,7 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (config, _) = bincode::decode_from_slice(&bytes, types::decoding()).map_err(|e| {
+        let config = decode_config::<StoredConfig, StoredConfigV1>(&bytes).map_err(|e| {
             StoreError::Corrupt {
                 what: "configuration",
                 why: e.to_string(),
@@ -387,11 +429,8 @@ impl Store {
         let result = self.db.transaction(|tx| {
             if tx.get(LAST_GOOD_KEY)?.is_none() {
                 let previous = tx.get(CONFIG_KEY)?;
-                let decoded: Option<StoredConfig> = previous.and_then(|b| {
-                    bincode::decode_from_slice(&b, bincode::config::standard())
-                        .ok()
-                        .map(|(c, _)| c)
-                });
+                let decoded: Option<StoredConfig> =
+                    previous.and_then(|b| decode_config::<StoredConfig, StoredConfigV1>(&b).ok());
                 let good =
                     bincode::encode_to_vec(&decoded, bincode::config::standard()).map_err(|e| {
                         sled::transaction::ConflictableTransactionError::Abort(e.to_string())
@@ -428,13 +467,12 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (config, _) =
-            bincode::decode_from_slice(&bytes, bincode::config::standard()).map_err(|e| {
-                StoreError::Corrupt {
-                    what: "last good configuration",
-                    why: e.to_string(),
-                }
-            })?;
+        let config = decode_config::<Option<StoredConfig>, OptionalV1>(&bytes).map_err(|e| {
+            StoreError::Corrupt {
+                what: "last good configuration",
+                why: e.to_string(),
+            }
+        })?;
         Ok(Some(config))
     }
 
@@ -501,6 +539,48 @@ fn seq_of(key: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    /// The layout a gtm before zone versions wrote.
+    #[derive(Encode)]
+    struct Before {
+        version: u64,
+        text: String,
+    }
+
+    #[test]
+    fn a_configuration_kept_before_zone_versions_still_reads() {
+        let dir = std::env::temp_dir().join(format!("gtm-store-v1-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).unwrap();
+        let before = Before {
+            version: 7,
+            text: "old".into(),
+        };
+        let standard = bincode::config::standard();
+        store
+            .db
+            .insert(
+                CONFIG_KEY,
+                bincode::encode_to_vec(&before, standard).unwrap(),
+            )
+            .unwrap();
+        store
+            .db
+            .insert(
+                LAST_GOOD_KEY,
+                bincode::encode_to_vec(Some(&before), standard).unwrap(),
+            )
+            .unwrap();
+        let read = StoredConfig {
+            version: 7,
+            text: "old".into(),
+            zone_versions: Vec::new(),
+        };
+        assert_eq!(store.load_config().unwrap(), Some(read.clone()));
+        assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn configuration_survives_reopening() {
         let dir = std::env::temp_dir().join(format!("gtm-store-test-{}", std::process::id()));
@@ -513,6 +593,7 @@ mod tests {
                 .save_uninstalled(&StoredConfig {
                     version: 2,
                     text: "bad".into(),
+                    zone_versions: Vec::new(),
                 })
                 .unwrap();
             assert_eq!(store.last_good_config().unwrap(), Some(None));
@@ -520,11 +601,16 @@ mod tests {
                 .save_config(&StoredConfig {
                     version: 3,
                     text: "[[datacenter]]\nname = \"dc1\"\n".into(),
+                    zone_versions: vec![("example.test".into(), 2)],
                 })
                 .unwrap();
         }
         let store = Store::open(&dir).unwrap().with_event_retention(3);
         assert_eq!(store.load_config().unwrap().unwrap().version, 3);
+        assert_eq!(
+            store.load_config().unwrap().unwrap().zone_versions,
+            [("example.test".to_string(), 2)]
+        );
         assert_eq!(store.last_good_config().unwrap(), None);
         // A committed configuration that did not install keeps the good one
         // beside it, until one installs again.
@@ -534,6 +620,7 @@ mod tests {
                 .save_uninstalled(&StoredConfig {
                     version,
                     text: "bad".into(),
+                    zone_versions: Vec::new(),
                 })
                 .unwrap();
             assert_eq!(store.load_config().unwrap().unwrap().version, version);

@@ -467,8 +467,13 @@ impl Engine {
     /// across the change when their name and type stay.
     pub fn apply(&self, version: u64, config: Config) -> Result<(), ConfigErrors> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
-        let (compiled, snapshot) =
-            prepare(&config, version, &self.dns.snapshot.load(), &self.keys())?;
+        let (compiled, snapshot) = prepare(
+            &config,
+            version,
+            &HashMap::new(),
+            &self.dns.snapshot.load(),
+            &self.keys(),
+        )?;
         let mut inner = self.lock();
         self.install(&mut inner, version, Arc::new(config), compiled, snapshot);
         Ok(())
@@ -480,12 +485,15 @@ impl Engine {
     /// good configuration, keeps that one in the store beside the committed
     /// one for restarts, and reports itself degraded until a later
     /// configuration installs.
-    /// `parsed`: the text already parsed (by the state machine), if at hand,
-    /// and compiled, if that is at hand too.
+    /// `zone_versions`: per domain, the version that last changed it (see
+    /// [`crate::machine::zone_versions`]). `parsed`: the text already
+    /// parsed (by the state machine), if at hand, and compiled, if that is
+    /// at hand too.
     pub fn apply_committed(
         &self,
         version: u64,
         text: String,
+        zone_versions: HashMap<String, u64>,
         parsed: Option<(Arc<Config>, Option<Compiled>)>,
     ) -> Result<(), String> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
@@ -497,11 +505,21 @@ impl Engine {
         };
         let prepared = config.and_then(|(config, compiled)| {
             let serving = self.dns.snapshot.load();
-            prepare_compiled(&config, compiled, version, &serving, &self.keys())
-                .map(|p| (config, p))
-                .map_err(|e| format!("it does not validate here: {}", summary(&e)))
+            prepare_compiled(
+                &config,
+                compiled,
+                (version, &zone_versions),
+                &serving,
+                &self.keys(),
+            )
+            .map(|p| (config, p))
+            .map_err(|e| format!("it does not validate here: {}", summary(&e)))
         });
-        let stored = gtm_cluster::StoredConfig { version, text };
+        let stored = gtm_cluster::StoredConfig {
+            version,
+            text,
+            zone_versions: zone_versions.into_iter().collect(),
+        };
         match prepared {
             Ok((config, (compiled, snapshot))) => {
                 if let Some(Persist { store, .. }) = &self.store
@@ -591,13 +609,7 @@ impl Engine {
         // A record whose steering did not change, in a configuration whose
         // datacenters, checks, scenarios and services did not either, keeps
         // its evaluation and its answer: nothing it depends on moved.
-        let same_globals = {
-            let (old, new) = (&inner.config, &config);
-            old.datacenters == new.datacenters
-                && old.checks == new.checks
-                && old.scenarios == new.scenarios
-                && old.services == new.services
-        };
+        let same_globals = inner.config.steers_alike(&config);
         // The text form is only kept for export and diffs: free the old one
         // before the new answers are built (a large configuration is large).
         drop(std::mem::replace(&mut inner.config, config));
@@ -1331,10 +1343,21 @@ pub struct Prepared {
 impl Prepared {
     /// Validates `config`, configuration `version`, and builds its answers
     /// (reusing what `dns` serves now where it can).
-    pub fn new(version: u64, config: Config, dns: &DnsState) -> Result<Self, ConfigErrors> {
+    /// `zone_versions`: as [`Engine::apply_committed`] takes them.
+    pub fn new(
+        version: u64,
+        zone_versions: &HashMap<String, u64>,
+        config: Config,
+        dns: &DnsState,
+    ) -> Result<Self, ConfigErrors> {
         // Unsigned: the keys come with the replicated state, just after.
-        let (compiled, snapshot) =
-            prepare(&config, version, &dns.snapshot.load(), &Default::default())?;
+        let (compiled, snapshot) = prepare(
+            &config,
+            version,
+            zone_versions,
+            &dns.snapshot.load(),
+            &Default::default(),
+        )?;
         Ok(Self {
             version,
             config: Arc::new(config),
@@ -1380,17 +1403,19 @@ fn build_error(e: crate::dns::snapshot::BuildError) -> ConfigErrors {
 }
 
 /// Validates a configuration and builds its answers: everything that can
-/// fail about installing it, done before anything is kept or changed. The
-/// SOA serials follow `version` (see [`ZoneSpec::follow_version`]).
+/// fail about installing it, done before anything is kept or changed. A
+/// zone's SOA serial follows the version that last changed it in
+/// `zone_versions`, else `version` (see [`ZoneSpec::follow_version`]).
 ///
 /// [`ZoneSpec::follow_version`]: crate::model::compile::ZoneSpec::follow_version
 fn prepare(
     config: &Config,
     version: u64,
+    zone_versions: &HashMap<String, u64>,
     previous: &Snapshot,
     keys: &crate::dnssec::keys::Keyring,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
-    prepare_compiled(config, None, version, previous, keys)
+    prepare_compiled(config, None, (version, zone_versions), previous, keys)
 }
 
 /// [`prepare`], given `config` compiled already (by the state machine)
@@ -1398,7 +1423,7 @@ fn prepare(
 fn prepare_compiled(
     config: &Config,
     compiled: Option<Compiled>,
-    version: u64,
+    (version, zone_versions): (u64, &HashMap<String, u64>),
     previous: &Snapshot,
     keys: &crate::dnssec::keys::Keyring,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
@@ -1413,7 +1438,8 @@ fn prepare_compiled(
         .any(|z| !z.secondaries.is_empty())
         .then(crate::dns::xfr::next_serial);
     for zone in &mut compiled.zones {
-        zone.follow_version(version);
+        let changed = zone_versions.get(&zone.key()).copied();
+        zone.follow_version(changed.unwrap_or(version));
         if let Some(serial) = transferred.filter(|_| !zone.secondaries.is_empty()) {
             zone.soa.serial = serial;
         }

@@ -11,6 +11,8 @@
 //! - `config`: the configuration text; `config-version`: the number of
 //!   configuration changes (decimal), which elections and operator actions
 //!   do not move;
+//! - `zone-version/<domain>`: the configuration version that last changed
+//!   the domain (decimal), its SOA serial ([`zone_versions`]);
 //! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
 //!   states, failback resumes);
 //! - `schedules`: JSON [`schedule::Book`], the scheduled operator actions;
@@ -32,6 +34,7 @@ pub mod edit;
 pub mod operator;
 pub mod schedule;
 mod tsig;
+mod zone_versions;
 
 use std::{
     sync::{Arc, Mutex},
@@ -46,6 +49,8 @@ use crate::{
     model::{self, Config},
 };
 use gtm_cluster::{Effect, Map, Write};
+use zone_versions::zone_version_writes;
+pub use zone_versions::zone_versions;
 
 pub const CONFIG_KEY: &str = "config";
 pub const VERSION_KEY: &str = "config-version";
@@ -289,6 +294,7 @@ impl GtmMachine {
         if let Some(change) = dnssec::run(kv, index, version, &current, command) {
             return change;
         }
+        let adopt = matches!(command.action, Action::Adopt { .. });
         let (new, text, what, new_version) = match &command.action {
             Action::Adopt { text, version: v } => {
                 if kv.contains_key(CONFIG_KEY) {
@@ -414,6 +420,14 @@ impl GtmMachine {
             entry,
             command.history_keep as usize,
             HISTORY_TEXT_BUDGET,
+        ));
+        writes.extend(zone_version_writes(
+            kv,
+            &current,
+            &new,
+            &compiled,
+            (version, new_version),
+            adopt,
         ));
         // Operator state naming what the new configuration lacks drops out.
         writes.extend(operator::prune(kv, &compiled));

@@ -187,6 +187,12 @@ pub struct SecondarySpec {
 }
 
 impl ZoneSpec {
+    /// The zone's name as keys and messages spell it: lower case, no final
+    /// dot (`example.test`).
+    pub fn key(&self) -> String {
+        zone_key(&self.apex)
+    }
+
     /// Makes the SOA serial the configuration version, unless the
     /// configuration sets `soa.serial`. A version above `u32::MAX` wraps
     /// (RFC 1982 serial arithmetic: secondaries compare serials modulo
@@ -198,6 +204,12 @@ impl ZoneSpec {
         }
         self.soa.serial = soa_serial(version);
     }
+}
+
+/// A zone's name as keys and messages spell it: lower case, no final dot.
+pub fn zone_key(apex: &Name) -> String {
+    let name = apex.to_lowercase().to_string();
+    name.trim_end_matches('.').to_string()
 }
 
 /// The SOA serial of configuration `version`: the version modulo 2^32.

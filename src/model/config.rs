@@ -103,6 +103,16 @@ pub enum GeoipUpdate {
 }
 
 impl Config {
+    /// Whether `other` has the same datacenters, checks, scenarios and
+    /// services: everything a domain's steered records read besides the
+    /// domain itself.
+    pub fn steers_alike(&self, other: &Config) -> bool {
+        self.datacenters == other.datacenters
+            && self.checks == other.checks
+            && self.scenarios == other.scenarios
+            && self.services == other.services
+    }
+
     /// The GeoIP source template in effect (the default when unset).
     pub fn geoip_source(&self) -> &str {
         self.geoip
