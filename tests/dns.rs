@@ -439,6 +439,65 @@ async fn a_record_untouched_by_a_change_keeps_its_answer_and_follows_health_afte
     assert!(r.answers.iter().all(|a| a.ttl == 61), "{:?}", r.answers);
 }
 
+#[tokio::test]
+async fn a_zone_untouched_by_a_change_is_kept_and_follows_health_after_it() {
+    let other = |txt: &str| {
+        format!(
+            "\n[[domain]]\nname = \"other.test\"\nnameservers = [\"ns1.other.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nvalues = [\"{txt}\"]\n"
+        )
+    };
+    let d = TestDevice::start(ZONE).await;
+    apply_text(&d.device, &format!("{ZONE}{}", other("one")))
+        .await
+        .unwrap();
+    let www = || async {
+        sorted(answers(
+            &udp(d.v4(), &query("www.example.test.", RecordType::A)).await,
+        ))
+    };
+    let other_txt = || async {
+        let r = udp(d.v4(), &query("www.other.test.", RecordType::TXT)).await;
+        r.answers
+            .iter()
+            .map(|a| a.data.to_string())
+            .collect::<Vec<_>>()
+    };
+    web_ok(&d, true);
+    let down = CheckRef {
+        name: "web".into(),
+        address: Some("192.0.2.10".parse().unwrap()),
+    };
+    d.device
+        .engine
+        .set_check(&down, CheckState::Error, "set by the test");
+    assert_eq!(www().await, ["192.0.2.11"]);
+    let snapshot = d.device.engine.dns().snapshot.load_full();
+
+    // Only other.test changes: example.test is kept as it was, answer
+    // included, and answers from the same slots.
+    apply_text(&d.device, &format!("{ZONE}{}", other("two")))
+        .await
+        .unwrap();
+    assert_eq!(other_txt().await, ["two"]);
+    assert_eq!(www().await, ["192.0.2.11"]);
+    let name = hickory_server::proto::rr::Name::from_ascii("www.example.test.").unwrap();
+    let now = d.device.engine.dns().snapshot.load_full();
+    assert!(std::sync::Arc::ptr_eq(
+        snapshot.slot(&name, RecordType::A).unwrap(),
+        now.slot(&name, RecordType::A).unwrap()
+    ));
+
+    // Health after the change reaches the kept zone's answers.
+    d.device
+        .engine
+        .set_check(&down, CheckState::Ok, "set by the test");
+    assert_eq!(www().await, ["192.0.2.10", "192.0.2.11"]);
+    d.device
+        .engine
+        .set_check(&down, CheckState::Error, "set by the test");
+    assert_eq!(www().await, ["192.0.2.11"]);
+}
+
 fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v

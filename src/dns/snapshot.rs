@@ -80,6 +80,10 @@ pub struct Snapshot {
 
 #[derive(Debug)]
 pub struct ZoneData {
+    /// What the zone was built from.
+    pub spec: Arc<ZoneSpec>,
+    /// Its steered records' slots in [`Snapshot::steered`].
+    pub steered: std::ops::Range<usize>,
     pub apex: Name,
     /// Labels of the apex, to find the zone of a name by its suffix.
     pub apex_labels: usize,
@@ -107,7 +111,7 @@ pub struct Node {
 /// Signed records ready for both answer paths: hickory records for the
 /// general path, and their encoding after a question for the fast path
 /// (the owner a pointer to the question).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Signed {
     pub records: Vec<Record>,
     pub wire: Box<[u8]>,
@@ -210,14 +214,22 @@ impl Snapshot {
         signers: &[Option<Arc<ZoneSigner>>],
     ) -> Result<Self, BuildError> {
         let mut snap = Snapshot::default();
+        let mut kept = previous.kept_zones(compiled, signers);
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let signer = signers.get(zi).cloned().flatten();
+            if let Some((before, nodes)) = kept.remove(&zi) {
+                snap.keep_zone(zone, before, previous, nodes);
+                continue;
+            }
             let negative_soa = negative_soa(zone);
             let negative_soa_sig = match &signer {
                 Some(s) => Some(s.sign(std::slice::from_ref(&negative_soa))?),
                 None => None,
             };
+            let first_steered = snap.steered.len();
             snap.zones.push(ZoneData {
+                spec: zone.clone(),
+                steered: first_steered..first_steered,
                 apex: zone.apex.clone(),
                 apex_labels: zone.apex.num_labels() as usize,
                 negative_soa,
@@ -287,16 +299,147 @@ impl Snapshot {
                     snap.steered.push(slot);
                 }
             }
+            let last_steered = snap.steered.len();
+            if let Some(data) = snap.zones.last_mut() {
+                data.steered = first_steered..last_steered;
+            }
         }
         snap.sign_nodata()?;
         Ok(snap)
+    }
+
+    /// The zones of `compiled` this snapshot has built exactly as they
+    /// would be built again (the same spec, serial included, and signer),
+    /// by their index in `compiled`: each with its index here and its
+    /// nodes. Left out: zones with secondaries (their SOA answer moves
+    /// apart from the configuration, docs/transfer.md), and zones inside
+    /// another zone or holding one, here or in `compiled` (their names can
+    /// share nodes).
+    fn kept_zones<'a>(
+        &'a self,
+        compiled: &Compiled,
+        signers: &[Option<Arc<ZoneSigner>>],
+    ) -> HashMap<usize, KeptZone<'a>> {
+        if self.zones.is_empty() {
+            return HashMap::new();
+        }
+        let apexes: std::collections::HashSet<Box<[u8]>> = self
+            .zones
+            .iter()
+            .map(|z| &z.apex)
+            .chain(compiled.zones.iter().map(|z| &z.apex))
+            .map(wire_key)
+            .collect();
+        // An apex with another apex above it, and every apex above one.
+        let mut nested = std::collections::HashSet::new();
+        for apex in &apexes {
+            let mut at = 0;
+            while let Some(&len) = apex.get(at)
+                && len > 0
+            {
+                at += 1 + usize::from(len);
+                if let Some(parent) = apex.get(at..)
+                    && apexes.contains(parent)
+                {
+                    nested.insert(apex.clone());
+                    nested.insert(parent.into());
+                }
+            }
+        }
+        let by_apex: HashMap<Box<[u8]>, usize> = self
+            .zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| (wire_key(&z.apex), i))
+            .collect();
+        let mut kept: HashMap<usize, KeptZone> = HashMap::new();
+        let mut from: HashMap<usize, usize> = HashMap::new();
+        for (zi, zone) in compiled.zones.iter().enumerate() {
+            let key = wire_key(&zone.apex);
+            let Some(&before) = by_apex.get(&key) else {
+                continue;
+            };
+            let Some(data) = self.zones.get(before) else {
+                continue;
+            };
+            let signer = signers.get(zi).cloned().flatten();
+            if zone.secondaries.is_empty()
+                && !nested.contains(&key)
+                && same_signer(&signer, &data.signer)
+                && (Arc::ptr_eq(&data.spec, zone) || data.spec == *zone)
+            {
+                kept.insert(zi, (before, Vec::new()));
+                from.insert(before, zi);
+            }
+        }
+        if !kept.is_empty() {
+            for (key, node) in &self.nodes {
+                if let Some(zi) = from.get(&node.zone)
+                    && let Some((_, nodes)) = kept.get_mut(zi)
+                {
+                    nodes.push((&**key, node));
+                }
+            }
+        }
+        kept
+    }
+
+    /// Takes zone `before` of `previous` (built from `spec`) as it is: its
+    /// nodes, its slots and their answers, shared with `previous`.
+    fn keep_zone(
+        &mut self,
+        spec: &Arc<ZoneSpec>,
+        before: usize,
+        previous: &Snapshot,
+        nodes: Vec<(&[u8], &Node)>,
+    ) {
+        let Some(data) = previous.zones.get(before) else {
+            return;
+        };
+        let zone = self.zones.len();
+        let first = self.steered.len();
+        self.steered.extend(
+            previous
+                .steered
+                .get(data.steered.clone())
+                .unwrap_or_default()
+                .iter()
+                .cloned(),
+        );
+        self.zones.push(ZoneData {
+            spec: spec.clone(),
+            steered: first..self.steered.len(),
+            apex: data.apex.clone(),
+            apex_labels: data.apex_labels,
+            negative_soa: data.negative_soa.clone(),
+            signer: data.signer.clone(),
+            negative_soa_sig: data.negative_soa_sig.clone(),
+        });
+        self.nodes.reserve(nodes.len());
+        for (key, node) in nodes {
+            self.nodes.insert(
+                key.into(),
+                Node {
+                    zone,
+                    name: node.name.clone(),
+                    rrsets: node.rrsets.clone(),
+                    nodata_wire: node.nodata_wire.clone(),
+                    signed_nodata: node.signed_nodata.clone(),
+                },
+            );
+        }
     }
 
     /// The signed NODATA answer of every name of a signed zone. Its NSEC
     /// lists every type the name has; a steered record answering empty is
     /// proved per query instead (see `lookup`).
     fn sign_nodata(&mut self) -> Result<(), BuildError> {
-        for node in self.nodes.values_mut() {
+        // A node of a zone kept whole has its proof already.
+        for node in self
+            .nodes
+            .values_mut()
+            .filter(|n| n.signed_nodata.is_none())
+        {
             let Some(zone) = self.zones.get(node.zone) else {
                 continue;
             };
@@ -430,13 +573,26 @@ impl Snapshot {
     }
 }
 
-/// The lower-case wire form of a name: the key of [`Snapshot::node`].
+/// A zone kept from the previous snapshot: its index there, and its nodes
+/// by key.
+type KeptZone<'a> = (usize, Vec<(&'a [u8], &'a Node)>);
+
+/// Whether two answers were (or would be) signed by the same signer.
+pub fn same_signer<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
 /// A record as operators name it: `www.example.test/A`.
 pub fn label(name: &Name, rtype: Rt) -> String {
     let name = name.to_string();
     format!("{}/{rtype}", name.trim_end_matches('.'))
 }
 
+/// The lower-case wire form of a name: the key of [`Snapshot::node`].
 pub fn wire_key(name: &Name) -> Box<[u8]> {
     let mut out = Vec::with_capacity(name.len() + 1);
     for label in name.to_lowercase().iter() {

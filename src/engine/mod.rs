@@ -37,7 +37,7 @@ pub use store_writer::{StorageFault, StoreWriter};
 use crate::{
     dns::{
         handler::DnsState,
-        snapshot::{Snapshot, steered_answer},
+        snapshot::{Snapshot, same_signer, steered_answer},
     },
     health::{Instance, threshold::Threshold},
     model::{
@@ -1405,9 +1405,9 @@ fn build_error(e: crate::dns::snapshot::BuildError) -> ConfigErrors {
 /// Validates a configuration and builds its answers: everything that can
 /// fail about installing it, done before anything is kept or changed. A
 /// zone's SOA serial follows the version that last changed it in
-/// `zone_versions`, else `version` (see [`ZoneSpec::follow_version`]).
+/// `zone_versions`, else `version` (see [`ZoneSpec::serial_at`]).
 ///
-/// [`ZoneSpec::follow_version`]: crate::model::compile::ZoneSpec::follow_version
+/// [`ZoneSpec::serial_at`]: crate::model::compile::ZoneSpec::serial_at
 fn prepare(
     config: &Config,
     version: u64,
@@ -1438,10 +1438,12 @@ fn prepare_compiled(
         .any(|z| !z.secondaries.is_empty())
         .then(crate::dns::xfr::next_serial);
     for zone in &mut compiled.zones {
-        let changed = zone_versions.get(&zone.key()).copied();
-        zone.follow_version(changed.unwrap_or(version));
-        if let Some(serial) = transferred.filter(|_| !zone.secondaries.is_empty()) {
-            zone.soa.serial = serial;
+        let serial = match transferred.filter(|_| !zone.secondaries.is_empty()) {
+            Some(serial) => serial,
+            None => zone.serial_at(zone_versions.get(&zone.key()).copied().unwrap_or(version)),
+        };
+        if zone.soa.serial != serial {
+            Arc::make_mut(zone).soa.serial = serial;
         }
     }
     let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
@@ -1475,14 +1477,6 @@ fn store_steered(snapshot: &Snapshot, records: &[Steered], kept: &[bool], servin
                 tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
             }
         }
-    }
-}
-
-fn same_signer<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
-    match (a, b) {
-        (None, None) => true,
-        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-        _ => false,
     }
 }
 

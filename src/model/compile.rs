@@ -88,7 +88,9 @@ pub struct Compiled {
     pub datacenters: Vec<DcSpec>,
     pub checks: Vec<CheckSpec>,
     pub scenarios: Vec<ScenarioSpec>,
-    pub zones: Vec<ZoneSpec>,
+    /// Shared with the answers built from them (`Snapshot`), and with the
+    /// next configuration's when a zone did not change.
+    pub zones: Vec<Arc<ZoneSpec>>,
     /// `[rate_limit]` with its defaults.
     pub rate_limit: crate::dns::rrl::Limits,
     /// `[cookies] rotate` with its default.
@@ -159,12 +161,12 @@ pub struct ScenarioSpec {
     pub verify: Option<Expr>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ZoneSpec {
     /// Lower-case, fully qualified.
     pub apex: Name,
     /// Its serial is the configuration's `soa.serial`, or 1 until
-    /// [`ZoneSpec::follow_version`] sets the configuration version.
+    /// [`ZoneSpec::serial_at`] gives the configuration version.
     pub soa: SOA,
     /// The configuration sets `soa.serial`: the version does not replace it.
     pub serial_set: bool,
@@ -193,16 +195,16 @@ impl ZoneSpec {
         zone_key(&self.apex)
     }
 
-    /// Makes the SOA serial the configuration version, unless the
+    /// The SOA serial at configuration `version`: the version, unless the
     /// configuration sets `soa.serial`. A version above `u32::MAX` wraps
     /// (RFC 1982 serial arithmetic: secondaries compare serials modulo
     /// 2^32, so a serial that wraps still reads as newer as long as fewer
     /// than 2^31 versions pass between two of their refreshes).
-    pub fn follow_version(&mut self, version: u64) {
+    pub fn serial_at(&self, version: u64) -> u32 {
         if self.serial_set {
-            return;
+            return self.soa.serial;
         }
-        self.soa.serial = soa_serial(version);
+        soa_serial(version)
     }
 }
 
@@ -217,7 +219,7 @@ pub fn soa_serial(version: u64) -> u32 {
     (version & u64::from(u32::MAX)) as u32
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecordSpec {
     /// Lower-case, fully qualified; `*.` first for a wildcard.
     pub owner: Name,
@@ -234,7 +236,7 @@ impl RecordSpec {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Content {
     /// MX, TXT, SRV, CAA: answered as configured.
     Static(Vec<RData>),
@@ -344,7 +346,7 @@ pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
             datacenters,
             checks,
             scenarios,
-            zones,
+            zones: zones.into_iter().map(Arc::new).collect(),
             rate_limit,
             cookie_rotation,
         })
@@ -1775,9 +1777,8 @@ nameservers = ["ns1.example.test"]
     fn the_soa_serial_follows_the_version_unless_set_and_wraps() {
         let serial = |soa: &str, version: u64| {
             let text = HEAD.replace("nameservers", &format!("{soa}\nnameservers"));
-            let mut compiled = compile(&crate::model::parse(&text).unwrap()).unwrap();
-            compiled.zones[0].follow_version(version);
-            compiled.zones[0].soa.serial
+            let compiled = compile(&crate::model::parse(&text).unwrap()).unwrap();
+            compiled.zones[0].serial_at(version)
         };
         assert_eq!(serial("", 7), 7);
         assert_eq!(serial("", u64::from(u32::MAX)), u32::MAX);

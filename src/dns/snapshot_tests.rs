@@ -1,0 +1,92 @@
+//! A zone that did not change is kept whole from one snapshot to the next.
+
+use std::sync::Arc;
+
+use hickory_server::proto::rr::{Name, RData, RecordType as Rt};
+
+use super::snapshot::{Snapshot, wire_key};
+use crate::model::compile::{Compiled, compile};
+
+fn domain(name: &str, txt: &str) -> String {
+    format!(
+        "[[domain]]\nname = \"{name}\"\nnameservers = [\"ns1.{name}\"]\n\n\
+         [[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nvalues = [\"{txt}\"]\n\n\
+         [[domain.record]]\nname = \"web.deep\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
+    )
+}
+
+fn compiled(domains: &[(&str, &str)]) -> Compiled {
+    let text: String = domains.iter().map(|(n, t)| domain(n, t)).collect();
+    compile(&crate::model::parse(&text).unwrap()).unwrap()
+}
+
+fn build(compiled: &Compiled, previous: &Snapshot) -> Snapshot {
+    Snapshot::build(compiled, previous, &[]).unwrap()
+}
+
+fn name(n: &str) -> Name {
+    Name::from_ascii(n).unwrap()
+}
+
+/// Whether `a` and `b` answer `owner`/`rtype` from the very same slot.
+fn shared(a: &Snapshot, b: &Snapshot, owner: &str, rtype: Rt) -> bool {
+    let (x, y) = (a.slot(&name(owner), rtype), b.slot(&name(owner), rtype));
+    Arc::ptr_eq(x.unwrap(), y.unwrap())
+}
+
+fn txt(snap: &Snapshot, owner: &str) -> String {
+    let answer = snap.slot(&name(owner), Rt::TXT).unwrap().answer.load();
+    match &answer.groups[0].records[0].data {
+        RData::TXT(t) => t.to_string(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_unchanged_zone_is_kept_and_a_changed_one_built_again() {
+    let first = build(
+        &compiled(&[("a.test", "1"), ("b.test", "1")]),
+        &Snapshot::default(),
+    );
+    // b.test moves before a.test and changes; a.test does not change.
+    let second = build(&compiled(&[("b.test", "2"), ("a.test", "1")]), &first);
+
+    for (owner, rtype) in [
+        ("www.a.test.", Rt::TXT),
+        ("web.deep.a.test.", Rt::A),
+        ("a.test.", Rt::SOA),
+    ] {
+        assert!(shared(&first, &second, owner, rtype), "{owner} {rtype}");
+    }
+    assert!(!shared(&first, &second, "www.b.test.", Rt::TXT));
+    assert_eq!(txt(&second, "www.b.test."), "2");
+    assert_eq!(txt(&second, "www.a.test."), "1");
+
+    // The kept zone's names, empty non-terminal included, are its own at
+    // its new place; its steered slot is where its records put it.
+    for owner in ["a.test.", "deep.a.test.", "web.deep.a.test."] {
+        let node = second.node(&wire_key(&name(owner))).unwrap();
+        assert_eq!(node.zone, 1, "{owner}");
+    }
+    assert_eq!(second.zones[1].apex, name("a.test."));
+    assert_eq!(second.zones[1].steered, 1..2);
+    assert_eq!(second.zones[0].steered, 0..1);
+    let kept = second.slot(&name("web.deep.a.test."), Rt::A).unwrap();
+    assert!(Arc::ptr_eq(&second.steered[1], kept));
+    assert_eq!(second.zone_nodes(1).count(), 4, "apex, www, deep, web.deep");
+}
+
+#[test]
+fn nested_zones_are_built_again() {
+    let zones = [("a.test", "1"), ("sub.a.test", "1")];
+    let first = build(&compiled(&zones), &Snapshot::default());
+    let second = build(&compiled(&zones), &first);
+    assert!(!shared(&first, &second, "www.a.test.", Rt::TXT));
+    assert!(!shared(&first, &second, "www.sub.a.test.", Rt::TXT));
+
+    // Nor is a zone that held one before.
+    let third = build(&compiled(&[("a.test", "1")]), &second);
+    assert!(!shared(&second, &third, "www.a.test.", Rt::TXT));
+    let fourth = build(&compiled(&[("a.test", "1")]), &third);
+    assert!(shared(&third, &fourth, "www.a.test.", Rt::TXT));
+}
