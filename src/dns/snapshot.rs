@@ -19,7 +19,7 @@ use arc_swap::ArcSwap;
 use hickory_server::proto::{
     ProtoError,
     op::Query,
-    rr::{Name, RData, Record, RecordType as Rt},
+    rr::{Name, RData, Record, RecordType as Rt, rdata::SOA},
     serialize::binary::{BinEncodable, BinEncoder},
 };
 
@@ -80,8 +80,9 @@ pub struct Snapshot {
 
 #[derive(Debug)]
 pub struct ZoneData {
-    /// What the zone was built from.
+    /// What the zone was built from, and the SOA serial it was built with.
     pub spec: Arc<ZoneSpec>,
+    pub serial: u32,
     /// Its steered records' slots in [`Snapshot::steered`].
     pub steered: std::ops::Range<usize>,
     pub apex: Name,
@@ -207,21 +208,27 @@ impl Snapshot {
     /// counting on its counters. Fails, changing nothing, when a record
     /// does not encode.
     ///
-    /// `signers[i]` signs zone `i` (`None`, or missing: unsigned).
+    /// `signers[i]` signs zone `i` (`None`, or missing: unsigned), whose
+    /// SOA serial is `serials[i]` (missing: the one its spec has).
     pub fn build(
         compiled: &Compiled,
         previous: &Snapshot,
         signers: &[Option<Arc<ZoneSigner>>],
+        serials: &[u32],
     ) -> Result<Self, BuildError> {
         let mut snap = Snapshot::default();
-        let mut kept = previous.kept_zones(compiled, signers);
+        let serial_of =
+            |zi: usize, zone: &ZoneSpec| serials.get(zi).copied().unwrap_or(zone.soa.serial);
+        let mut kept = previous.kept_zones(compiled, signers, &serial_of);
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let signer = signers.get(zi).cloned().flatten();
             if let Some((before, nodes)) = kept.remove(&zi) {
                 snap.keep_zone(zone, before, previous, nodes);
                 continue;
             }
-            let negative_soa = negative_soa(zone);
+            let mut soa = zone.soa.clone();
+            soa.serial = serial_of(zi, zone);
+            let negative_soa = negative_soa(zone, &soa);
             let negative_soa_sig = match &signer {
                 Some(s) => Some(s.sign(std::slice::from_ref(&negative_soa))?),
                 None => None,
@@ -229,6 +236,7 @@ impl Snapshot {
             let first_steered = snap.steered.len();
             snap.zones.push(ZoneData {
                 spec: zone.clone(),
+                serial: soa.serial,
                 steered: first_steered..first_steered,
                 apex: zone.apex.clone(),
                 apex_labels: zone.apex.num_labels() as usize,
@@ -243,7 +251,7 @@ impl Snapshot {
                     vec![Record::from_rdata(
                         zone.apex.clone(),
                         zone.soa_ttl,
-                        RData::SOA(zone.soa.clone()),
+                        RData::SOA(soa),
                     )],
                 ),
                 (
@@ -319,6 +327,7 @@ impl Snapshot {
         &'a self,
         compiled: &Compiled,
         signers: &[Option<Arc<ZoneSigner>>],
+        serial_of: &dyn Fn(usize, &ZoneSpec) -> u32,
     ) -> HashMap<usize, KeptZone<'a>> {
         if self.zones.is_empty() {
             return HashMap::new();
@@ -365,6 +374,7 @@ impl Snapshot {
             let signer = signers.get(zi).cloned().flatten();
             if zone.secondaries.is_empty()
                 && !nested.contains(&key)
+                && data.serial == serial_of(zi, zone)
                 && same_signer(&signer, &data.signer)
                 && (Arc::ptr_eq(&data.spec, zone) || data.spec == *zone)
             {
@@ -408,6 +418,7 @@ impl Snapshot {
         );
         self.zones.push(ZoneData {
             spec: spec.clone(),
+            serial: data.serial,
             steered: first..self.steered.len(),
             apex: data.apex.clone(),
             apex_labels: data.apex_labels,
@@ -525,6 +536,11 @@ impl Snapshot {
         Ok(slot)
     }
 
+    /// The SOA serial of each zone, in order.
+    pub fn serials(&self) -> Vec<u32> {
+        self.zones.iter().map(|z| z.serial).collect()
+    }
+
     /// The node of an existing name.
     pub fn node(&self, wire_name: &[u8]) -> Option<&Node> {
         self.nodes.get(wire_name)
@@ -617,10 +633,11 @@ pub fn wire_type(kind: crate::model::config::RecordType) -> Rt {
     }
 }
 
-fn negative_soa(zone: &ZoneSpec) -> Record {
+/// The SOA `soa` of `zone` as negative answers carry it.
+fn negative_soa(zone: &ZoneSpec, soa: &SOA) -> Record {
     // RFC 2308 §5: the negative TTL is the lesser of the SOA's TTL and MINIMUM.
-    let ttl = zone.soa_ttl.min(zone.soa.minimum);
-    Record::from_rdata(zone.apex.clone(), ttl, RData::SOA(zone.soa.clone()))
+    let ttl = zone.soa_ttl.min(soa.minimum);
+    Record::from_rdata(zone.apex.clone(), ttl, RData::SOA(soa.clone()))
 }
 
 /// The answer of a static record set (one group, every record), signed by

@@ -21,7 +21,7 @@ fn compiled(domains: &[(&str, &str)]) -> Compiled {
 }
 
 fn build(compiled: &Compiled, previous: &Snapshot) -> Snapshot {
-    Snapshot::build(compiled, previous, &[]).unwrap()
+    Snapshot::build(compiled, previous, &[], &[]).unwrap()
 }
 
 fn name(n: &str) -> Name {

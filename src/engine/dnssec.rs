@@ -97,7 +97,8 @@ impl Engine {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let compiled = self.lock().compiled.clone();
         let signers = signers(&compiled, &self.keys(), now_secs);
-        let snapshot = match Snapshot::build(&compiled, &self.dns.snapshot.load(), &signers) {
+        let serving = self.dns.snapshot.load();
+        let snapshot = match Snapshot::build(&compiled, &serving, &signers, &serving.serials()) {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "cannot sign the answers again; the previous ones stay");

@@ -1372,8 +1372,15 @@ impl Prepared {
 /// (the committed configuration: its domains were proven when they were
 /// committed), then drops them and returns the compiled form. What the
 /// state machine checks before a configuration is committed.
-pub fn servable(config: &Config, proven: &Config) -> Result<Compiled, ConfigErrors> {
-    let mut compiled = compile(config)?;
+/// `proven_zones`: the compiled zones of `proven`, when at hand, whose
+/// unchanged zones are taken as they are.
+pub fn servable(
+    config: &Config,
+    proven: &Config,
+    proven_zones: Option<&[Arc<crate::model::compile::ZoneSpec>]>,
+) -> Result<Compiled, ConfigErrors> {
+    let before = proven_zones.map(|zones| (proven, zones));
+    let mut compiled = crate::model::compile::compile_from(config, before)?;
     let proven: HashMap<&str, &crate::model::config::Domain> = proven
         .domains
         .iter()
@@ -1391,7 +1398,7 @@ pub fn servable(config: &Config, proven: &Config) -> Result<Compiled, ConfigErro
         .collect();
     compiled.zones = zones;
     // The version only sets SOA serials, which are always valid.
-    Snapshot::build(&proof, &Snapshot::default(), &[]).map_err(build_error)?;
+    Snapshot::build(&proof, &Snapshot::default(), &[], &[]).map_err(build_error)?;
     Ok(compiled)
 }
 
@@ -1427,7 +1434,7 @@ fn prepare_compiled(
     previous: &Snapshot,
     keys: &crate::dnssec::keys::Keyring,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
-    let mut compiled = match compiled {
+    let compiled = match compiled {
         Some(compiled) => compiled,
         None => compile(config)?,
     };
@@ -1437,17 +1444,18 @@ fn prepare_compiled(
         .iter()
         .any(|z| !z.secondaries.is_empty())
         .then(crate::dns::xfr::next_serial);
-    for zone in &mut compiled.zones {
-        let serial = match transferred.filter(|_| !zone.secondaries.is_empty()) {
-            Some(serial) => serial,
-            None => zone.serial_at(zone_versions.get(&zone.key()).copied().unwrap_or(version)),
-        };
-        if zone.soa.serial != serial {
-            Arc::make_mut(zone).soa.serial = serial;
-        }
-    }
+    let serials: Vec<u32> = compiled
+        .zones
+        .iter()
+        .map(
+            |zone| match transferred.filter(|_| !zone.secondaries.is_empty()) {
+                Some(serial) => serial,
+                None => zone.serial_at(zone_versions.get(&zone.key()).copied().unwrap_or(version)),
+            },
+        )
+        .collect();
     let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
-    let snapshot = Snapshot::build(&compiled, previous, &signers).map_err(build_error)?;
+    let snapshot = Snapshot::build(&compiled, previous, &signers, &serials).map_err(build_error)?;
     Ok((compiled, snapshot))
 }
 

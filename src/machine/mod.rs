@@ -180,7 +180,13 @@ struct Parsed {
     hash: u64,
     config: Arc<Config>,
     compiled: Option<crate::model::compile::Compiled>,
+    /// Its compiled zones, when it was compiled here: the next command
+    /// takes those of unchanged domains as they are.
+    zones: Option<Zones>,
 }
+
+/// A configuration's compiled zones, one per domain in order.
+type Zones = Vec<Arc<crate::model::compile::ZoneSpec>>;
 
 pub fn text_hash(text: &[u8]) -> u64 {
     use std::hash::{Hash, Hasher};
@@ -271,7 +277,7 @@ impl GtmMachine {
         if let Some(change) = cookies::run(kv, index, version, command) {
             return change;
         }
-        let current = match self.current(kv) {
+        let (current, current_zones) = match self.current(kv) {
             Ok(c) => c,
             // The committed text always parsed when it was committed; a
             // newer binary's configuration may not parse here.
@@ -369,7 +375,7 @@ impl GtmMachine {
                 }
             }
         };
-        let compiled = match crate::engine::servable(&new, &current) {
+        let compiled = match crate::engine::servable(&new, &current, current_zones.as_deref()) {
             Ok(c) => c,
             Err(e) => {
                 return Change {
@@ -434,6 +440,7 @@ impl GtmMachine {
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parsed {
             hash: text_hash(text.as_bytes()),
             config: Arc::new(new),
+            zones: Some(compiled.zones.clone()),
             compiled: Some(compiled),
         });
         Change {
@@ -462,17 +469,18 @@ impl GtmMachine {
             .map(|p| (p.config.clone(), p.compiled.take()))
     }
 
-    /// The committed configuration, parsed (cached by its text).
-    fn current(&self, kv: &Map) -> Result<Arc<Config>, String> {
+    /// The committed configuration, parsed (cached by its text), and its
+    /// compiled zones when this machine compiled it.
+    fn current(&self, kv: &Map) -> Result<(Arc<Config>, Option<Zones>), String> {
         let Some(text) = kv.get(CONFIG_KEY) else {
-            return Ok(Arc::new(Config::default()));
+            return Ok((Arc::new(Config::default()), None));
         };
         let hash = text_hash(text);
         let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = &*cached
             && p.hash == hash
         {
-            return Ok(p.config.clone());
+            return Ok((p.config.clone(), p.zones.clone()));
         }
         let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
         let config = Arc::new(model::parse(text).map_err(|e| e.to_string())?);
@@ -480,8 +488,9 @@ impl GtmMachine {
             hash,
             config: config.clone(),
             compiled: None,
+            zones: None,
         });
-        Ok(config)
+        Ok((config, None))
     }
 }
 

@@ -308,6 +308,26 @@ pub const MAX_CHECK_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
 /// Validates a configuration and resolves its defaults.
 pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
+    compile_from(config, None)
+}
+
+/// A configuration compiled before, to take unchanged zones from: the
+/// configuration and its compiled zones, one per domain in order.
+pub type Before<'a> = (&'a Config, &'a [Arc<ZoneSpec>]);
+
+/// [`compile`], taking a domain's zone from `before` as it is when the
+/// domain and everything its records read (datacenters, checks,
+/// scenarios, services) are the same there.
+pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled, ConfigErrors> {
+    let kept: HashMap<&str, (&Domain, &Arc<ZoneSpec>)> = match before {
+        Some((old, zones)) if old.steers_alike(config) && zones.len() == old.domains.len() => old
+            .domains
+            .iter()
+            .zip(zones)
+            .map(|(d, z)| (d.name.as_str(), (d, z)))
+            .collect(),
+        _ => HashMap::new(),
+    };
     let mut cx = Cx::default();
     cx.geoip(config);
     let datacenters = cx.datacenters(config);
@@ -330,7 +350,10 @@ pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
     let zones = config
         .domains
         .iter()
-        .filter_map(|d| cx.domain(d, &refs))
+        .filter_map(|d| match kept.get(d.name.as_str()) {
+            Some((old, zone)) if *old == d => Some(Arc::clone(zone)),
+            _ => cx.domain(d, &refs).map(Arc::new),
+        })
         .collect::<Vec<_>>();
     let mut apexes = HashSet::new();
     for z in &zones {
@@ -346,7 +369,7 @@ pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
             datacenters,
             checks,
             scenarios,
-            zones: zones.into_iter().map(Arc::new).collect(),
+            zones,
             rate_limit,
             cookie_rotation,
         })
@@ -424,7 +447,7 @@ impl Cx {
     /// Refuses CNAMEs that can lead back to themselves through the served
     /// zones (any of their targets, wildcards included): a resolver would
     /// chase such a chain until its limit.
-    fn cname_loops(&mut self, zones: &[ZoneSpec]) {
+    fn cname_loops(&mut self, zones: &[Arc<ZoneSpec>]) {
         // Every name that exists, and the CNAME records by owner.
         let mut names: HashSet<&Name> = HashSet::new();
         let mut cnames: HashMap<&Name, (usize, &RecordSpec)> = HashMap::new();
@@ -1774,6 +1797,31 @@ nameservers = ["ns1.example.test"]
     }
 
     #[test]
+    fn an_unchanged_domain_keeps_its_compiled_zone() {
+        let text = |a: &str, check: &str| {
+            format!(
+                "{check}[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n\n\
+                 [[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nvalues = [\"{a}\"]\n\n\
+                 [[domain]]\nname = \"b.test\"\nnameservers = [\"ns1.b.test\"]\n"
+            )
+        };
+        let parse = |t: String| crate::model::parse(&t).unwrap();
+        let first_config = parse(text("1", ""));
+        let first = compile(&first_config).unwrap();
+        let before = Some((&first_config, first.zones.as_slice()));
+        let second = compile_from(&parse(text("2", "")), before).unwrap();
+        assert!(!Arc::ptr_eq(&first.zones[0], &second.zones[0]));
+        assert!(Arc::ptr_eq(&first.zones[1], &second.zones[1]));
+        assert_eq!(second.zones[1].apex.to_string(), "b.test.");
+
+        // A check is read by steered records: every zone is compiled again.
+        let check = "[[check]]\nname = \"c\"\ntype = \"tcp\"\ntarget = \"127.0.0.1\"\nport = 9\n";
+        let third = compile_from(&parse(text("1", check)), before).unwrap();
+        assert!(third.zones.iter().zip(&first.zones).all(|(a, b)| !Arc::ptr_eq(a, b)));
+        assert_eq!(*third.zones[1], *first.zones[1]);
+    }
+
+    #[test]
     fn the_soa_serial_follows_the_version_unless_set_and_wraps() {
         let serial = |soa: &str, version: u64| {
             let text = HEAD.replace("nameservers", &format!("{soa}\nnameservers"));
@@ -1852,7 +1900,7 @@ nameservers = ["ns1.example.test"]
             "{errs:?}"
         );
         let compiled = compile(&config(&txt("t", ""))).expect("one empty string");
-        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[]).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[], &[]).is_ok());
     }
 
     #[test]
@@ -1873,7 +1921,7 @@ nameservers = ["ns1.example.test"]
         assert_eq!(lens, [255, 45]);
         let joined: Vec<u8> = t.txt_data.iter().flat_map(|s| s.iter().copied()).collect();
         assert_eq!(joined, long.as_bytes());
-        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[]).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[], &[]).is_ok());
         // Short strings, and several of them, stay as written.
         let c = config(
             "[[domain.record]]\nname = \"x\"\ntype = \"TXT\"\nvalues = ['\"a\" \"\" \"b\"']\n",
@@ -1953,7 +2001,7 @@ nameservers = ["ns1.example.test"]
         let Ok(compiled) = compile(&c) else {
             panic!("48 KB fits");
         };
-        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[]).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[], &[]).is_ok());
     }
 
     #[test]
