@@ -487,6 +487,19 @@ async fn a_zone_untouched_by_a_change_is_kept_and_follows_health_after_it() {
         now.slot(&name, RecordType::A).unwrap()
     ));
 
+    // Its records' states came along, in their places.
+    let labels: Vec<String> = d
+        .device
+        .engine
+        .status()
+        .into_iter()
+        .map(|r| r.record)
+        .collect();
+    assert!(
+        labels.contains(&"www.example.test/A".to_string()),
+        "{labels:?}"
+    );
+
     // Health after the change reaches the kept zone's answers.
     d.device
         .engine

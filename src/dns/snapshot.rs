@@ -85,6 +85,9 @@ pub struct ZoneData {
     pub serial: u32,
     /// Its steered records' slots in [`Snapshot::steered`].
     pub steered: std::ops::Range<usize>,
+    /// The index of the zone in the snapshot this one was built from,
+    /// when it was taken from there whole (nodes and slots shared).
+    pub kept_from: Option<usize>,
     pub apex: Name,
     /// Labels of the apex, to find the zone of a name by its suffix.
     pub apex_labels: usize,
@@ -216,7 +219,11 @@ impl Snapshot {
         signers: &[Option<Arc<ZoneSigner>>],
         serials: &[u32],
     ) -> Result<Self, BuildError> {
-        let mut snap = Snapshot::default();
+        let mut snap = Snapshot {
+            // Most names stay from one configuration to the next.
+            nodes: HashMap::with_capacity(previous.nodes.len()),
+            ..Snapshot::default()
+        };
         let serial_of =
             |zi: usize, zone: &ZoneSpec| serials.get(zi).copied().unwrap_or(zone.soa.serial);
         let mut kept = previous.kept_zones(compiled, signers, &serial_of);
@@ -238,6 +245,7 @@ impl Snapshot {
                 spec: zone.clone(),
                 serial: soa.serial,
                 steered: first_steered..first_steered,
+                kept_from: None,
                 apex: zone.apex.clone(),
                 apex_labels: zone.apex.num_labels() as usize,
                 negative_soa,
@@ -362,7 +370,8 @@ impl Snapshot {
             .map(|(i, z)| (wire_key(&z.apex), i))
             .collect();
         let mut kept: HashMap<usize, KeptZone> = HashMap::new();
-        let mut from: HashMap<usize, usize> = HashMap::new();
+        // By zone here: the index of the zone in `compiled` it is kept as.
+        let mut from: Vec<Option<usize>> = vec![None; self.zones.len()];
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let key = wire_key(&zone.apex);
             let Some(&before) = by_apex.get(&key) else {
@@ -379,12 +388,14 @@ impl Snapshot {
                 && (Arc::ptr_eq(&data.spec, zone) || data.spec == *zone)
             {
                 kept.insert(zi, (before, Vec::new()));
-                from.insert(before, zi);
+                if let Some(slot) = from.get_mut(before) {
+                    *slot = Some(zi);
+                }
             }
         }
         if !kept.is_empty() {
             for (key, node) in &self.nodes {
-                if let Some(zi) = from.get(&node.zone)
+                if let Some(Some(zi)) = from.get(node.zone)
                     && let Some((_, nodes)) = kept.get_mut(zi)
                 {
                     nodes.push((&**key, node));
@@ -420,13 +431,13 @@ impl Snapshot {
             spec: spec.clone(),
             serial: data.serial,
             steered: first..self.steered.len(),
+            kept_from: Some(before),
             apex: data.apex.clone(),
             apex_labels: data.apex_labels,
             negative_soa: data.negative_soa.clone(),
             signer: data.signer.clone(),
             negative_soa_sig: data.negative_soa_sig.clone(),
         });
-        self.nodes.reserve(nodes.len());
         for (key, node) in nodes {
             self.nodes.insert(
                 key.into(),

@@ -107,7 +107,7 @@ impl Engine {
         };
         let inner = self.lock();
         // An answer made with the same signer (an unsigned zone's) stays.
-        let kept = vec![true; inner.records.len()];
+        let kept = vec![super::Kept::Answer; inner.records.len()];
         super::store_steered(&snapshot, &inner.records, &kept, &self.dns.snapshot.load());
         self.dns.snapshot.store(Arc::new(snapshot));
         drop(inner);

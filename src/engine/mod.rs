@@ -646,12 +646,36 @@ impl Engine {
             inner.health.redecide(s);
         }
 
-        let mut previous: HashMap<String, Steered> = inner
-            .records
-            .drain(..)
+        let serving = self.dns.snapshot.load();
+        let mut old: Vec<Option<Steered>> = inner.records.drain(..).map(Some).collect();
+        // A zone the snapshot took whole keeps its records as they stand:
+        // their slots, shared, hold their answers already.
+        let mut carried: HashMap<usize, Vec<Steered>> = HashMap::new();
+        for (zi, data) in snapshot.zones.iter().enumerate() {
+            let Some(before) = data
+                .kept_from
+                .filter(|_| same_globals)
+                .and_then(|p| serving.zones.get(p))
+            else {
+                continue;
+            };
+            let Some(list) = old.get_mut(before.steered.clone()) else {
+                continue;
+            };
+            if list.len() == data.steered.len()
+                && list
+                    .iter()
+                    .all(|r| r.as_ref().is_some_and(|r| r.state.is_some()))
+            {
+                carried.insert(zi, list.iter_mut().filter_map(Option::take).collect());
+            }
+        }
+        let mut previous: HashMap<String, Steered> = old
+            .into_iter()
+            .flatten()
             .map(|r| (r.label.clone(), r))
             .collect();
-        // Per steered record: whether it keeps its answer.
+        // Per steered record: what it keeps.
         let mut kept = Vec::new();
         let mut records = Vec::with_capacity(
             compiled
@@ -662,7 +686,12 @@ impl Engine {
                 .count(),
         );
         let mut events = Vec::new();
-        for zone in &compiled.zones {
+        for (zi, zone) in compiled.zones.iter().enumerate() {
+            if let Some(list) = carried.remove(&zi) {
+                kept.extend(std::iter::repeat_n(Kept::Slot, list.len()));
+                records.extend(list);
+                continue;
+            }
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
@@ -683,10 +712,10 @@ impl Engine {
                             decision: before.decision.clone(),
                             held: before.held,
                         });
-                        kept.push(true);
+                        kept.push(Kept::Answer);
                         continue;
                     }
-                    kept.push(false);
+                    kept.push(Kept::No);
                     let prev = before
                         .and_then(|b| {
                             let displays: Vec<String> = b
@@ -732,7 +761,8 @@ impl Engine {
         inner.restored_holds.clear();
         // The snapshot was built (and its static answers proven) before
         // anything changed; the steered answers come from the evaluation.
-        store_steered(&snapshot, &records, &kept, &self.dns.snapshot.load());
+        store_steered(&snapshot, &records, &kept, &serving);
+        drop(serving);
         self.dns.snapshot.store(Arc::new(snapshot));
         self.dns.rrl.set(compiled.rate_limit.clone());
         self.dns.transfers.set_zones(&compiled);
@@ -1459,13 +1489,27 @@ fn prepare_compiled(
     Ok((compiled, snapshot))
 }
 
+/// What a steered record keeps from the answers served when a new
+/// snapshot is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    /// Its slot: the new snapshot shares it, answer and all.
+    Slot,
+    /// Its answer, when the served one was made with the same signer.
+    Answer,
+    /// Nothing: its answer is built from its evaluation.
+    No,
+}
+
 /// Puts each steered record's answer (signed when its zone is) into a
 /// snapshot not served yet; a record whose answer cannot be built answers
-/// empty. A record `kept` takes its answer in `serving` when it has one
-/// made with the same signer.
-fn store_steered(snapshot: &Snapshot, records: &[Steered], kept: &[bool], serving: &Snapshot) {
+/// empty. What a record keeps from `serving` is said by `kept`.
+fn store_steered(snapshot: &Snapshot, records: &[Steered], kept: &[Kept], serving: &Snapshot) {
     for ((slot, r), &kept) in snapshot.steered.iter().zip(records).zip(kept) {
-        let before = kept
+        if kept == Kept::Slot {
+            continue;
+        }
+        let before = (kept == Kept::Answer)
             .then(|| serving.slot(&r.owner, slot.rtype))
             .flatten()
             .filter(|before| same_signer(&before.signer, &slot.signer));

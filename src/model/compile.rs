@@ -1817,7 +1817,13 @@ nameservers = ["ns1.example.test"]
         // A check is read by steered records: every zone is compiled again.
         let check = "[[check]]\nname = \"c\"\ntype = \"tcp\"\ntarget = \"127.0.0.1\"\nport = 9\n";
         let third = compile_from(&parse(text("1", check)), before).unwrap();
-        assert!(third.zones.iter().zip(&first.zones).all(|(a, b)| !Arc::ptr_eq(a, b)));
+        assert!(
+            third
+                .zones
+                .iter()
+                .zip(&first.zones)
+                .all(|(a, b)| !Arc::ptr_eq(a, b))
+        );
         assert_eq!(*third.zones[1], *first.zones[1]);
     }
 
