@@ -40,14 +40,15 @@ pub struct HistoryItem {
 
 impl From<HistorySummary> for HistoryItem {
     fn from(e: HistorySummary) -> Self {
+        let text_kept = e.text_size().is_some();
         Self {
+            text_kept,
             version: e.version,
             time_ms: e.time_ms,
             actor: e.actor,
             command: e.command,
             what: e.what,
             changes: e.changes,
-            text_kept: e.text_bytes.is_some(),
         }
     }
 }
@@ -269,7 +270,7 @@ fn text_of(kv: &Map, version: u64) -> Result<String, ApiError> {
     };
     let all: Vec<&HistorySummary> = entries.iter().collect();
     let with_text: Vec<&HistorySummary> =
-        entries.iter().filter(|e| e.text_bytes.is_some()).collect();
+        entries.iter().filter(|e| e.text_size().is_some()).collect();
     if entries.iter().any(|e| e.version == version) {
         Err(ApiError::new(
             ErrorKind::NotFound,

@@ -331,7 +331,11 @@ struct Inner {
     config: Arc<Config>,
     compiled: Compiled,
     health: HealthState,
-    records: Vec<Steered>,
+    #[expect(
+        clippy::vec_box,
+        reason = "an install moves every record between lists; boxed, a move is a pointer's"
+    )]
+    records: Vec<Box<Steered>>,
     deps: Deps,
     /// The instances of the configuration, with their thresholds.
     probed: HashMap<CheckRef, (u32, u32)>,
@@ -647,10 +651,10 @@ impl Engine {
         }
 
         let serving = self.dns.snapshot.load();
-        let mut old: Vec<Option<Steered>> = inner.records.drain(..).map(Some).collect();
+        let mut old: Vec<Option<Box<Steered>>> = inner.records.drain(..).map(Some).collect();
         // A zone the snapshot took whole keeps its records as they stand:
         // their slots, shared, hold their answers already.
-        let mut carried: HashMap<usize, Vec<Steered>> = HashMap::new();
+        let mut carried: HashMap<usize, Vec<Box<Steered>>> = HashMap::new();
         for (zi, data) in snapshot.zones.iter().enumerate() {
             let Some(before) = data
                 .kept_from
@@ -670,7 +674,7 @@ impl Engine {
                 carried.insert(zi, list.iter_mut().filter_map(Option::take).collect());
             }
         }
-        let mut previous: HashMap<String, Steered> = old
+        let mut previous: HashMap<String, Box<Steered>> = old
             .into_iter()
             .flatten()
             .map(|r| (r.label.clone(), r))
@@ -702,7 +706,7 @@ impl Engine {
                             && b.state.is_some()
                             && *b.steering == **steering
                     }) {
-                        records.push(Steered {
+                        records.push(Box::new(Steered {
                             steering: steering.clone(),
                             label,
                             owner: before.owner.clone(),
@@ -711,7 +715,7 @@ impl Engine {
                             answers: before.answers.clone(),
                             decision: before.decision.clone(),
                             held: before.held,
-                        });
+                        }));
                         kept.push(Kept::Answer);
                         continue;
                     }
@@ -744,7 +748,7 @@ impl Engine {
                     if was_on != Some(eval.state.dr_on) {
                         self.keep_dr_state(&label, eval.state.dr_on);
                     }
-                    records.push(Steered {
+                    records.push(Box::new(Steered {
                         label,
                         owner: record.owner.clone(),
                         ttl: record.ttl,
@@ -753,7 +757,7 @@ impl Engine {
                         answers: eval.answers,
                         decision: eval.decision,
                         held: eval.held,
-                    });
+                    }));
                 }
             }
         }
@@ -1504,7 +1508,7 @@ enum Kept {
 /// Puts each steered record's answer (signed when its zone is) into a
 /// snapshot not served yet; a record whose answer cannot be built answers
 /// empty. What a record keeps from `serving` is said by `kept`.
-fn store_steered(snapshot: &Snapshot, records: &[Steered], kept: &[Kept], serving: &Snapshot) {
+fn store_steered(snapshot: &Snapshot, records: &[Box<Steered>], kept: &[Kept], serving: &Snapshot) {
     for ((slot, r), &kept) in snapshot.steered.iter().zip(records).zip(kept) {
         if kept == Kept::Slot {
             continue;
@@ -1581,7 +1585,7 @@ pub fn parse_ref(text: &str) -> Option<CheckRef> {
     }
 }
 
-fn deps(compiled: &Compiled, records: &[Steered]) -> Deps {
+fn deps(compiled: &Compiled, records: &[Box<Steered>]) -> Deps {
     let mut d = Deps::default();
     for (si, s) in compiled.scenarios.iter().enumerate() {
         for r in s

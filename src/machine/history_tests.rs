@@ -177,6 +177,7 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
         what: "apply".into(),
         changes: vec![format!("change {version}")],
         text: Some("x".repeat(size)),
+        text_bytes: None,
     };
     let mut kv = Map::new();
     let apply = |kv: &mut Map, e: HistoryEntry, keep: usize| {
@@ -191,7 +192,7 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
     let kept = |kv: &Map| -> Vec<(u64, Option<usize>)> {
         history_of(kv)
             .iter()
-            .map(|e| (e.version, e.text_bytes.map(|t| t.0)))
+            .map(|e| (e.version, e.text_size()))
             .collect()
     };
     assert_eq!(kept(&kv), vec![(1, None), (2, Some(40)), (3, Some(40))]);
@@ -211,4 +212,25 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
     // keeps its text only while it is the newest.
     apply(&mut kv, entry(5, 10), 2);
     assert_eq!(kept(&kv), vec![(4, None), (5, Some(10))]);
+    // Texts live under keys of their own, only while kept.
+    let texts: Vec<&String> = kv
+        .keys()
+        .filter(|k| k.starts_with(HISTORY_TEXT_PREFIX))
+        .collect();
+    assert_eq!(texts, [&history_text_key(5)]);
+    assert_eq!(history_entry(&kv, 5).unwrap().text.unwrap(), "x".repeat(10));
+
+    // An entry of the layout before, its text inside, reads the same and
+    // loses its text the same way.
+    let mut before = entry(6, 30);
+    before.text = Some("y".repeat(30));
+    kv.insert(history_key(6), serde_json::to_vec(&before).unwrap().into());
+    assert_eq!(kept(&kv), vec![(4, None), (5, Some(10)), (6, Some(30))]);
+    assert_eq!(history_entry(&kv, 6).unwrap().text.unwrap(), "y".repeat(30));
+    apply(&mut kv, entry(7, 90), 10);
+    assert_eq!(
+        kept(&kv),
+        vec![(4, None), (5, None), (6, None), (7, Some(90))]
+    );
+    assert_eq!(history_entry(&kv, 6).unwrap().text, None);
 }

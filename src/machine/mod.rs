@@ -22,7 +22,10 @@
 //! - `tsig`: JSON [`crate::dns::tsig::TsigKeys`], the TSIG keys;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
-//!   [`HISTORY_KEPT`]);
+//!   [`HISTORY_KEPT`]), and `history-text/<version, 20 digits>`: that
+//!   version's whole text while history keeps it (within
+//!   [`HISTORY_TEXT_BUDGET`]); an entry written before the text had a key
+//!   of its own holds it in its `text` field;
 //! - `outcome/<command id>`: JSON [`Outcome`] of the last [`OUTCOMES_KEPT`]
 //!   commands, and `outcome-order/<index, 20 digits>` → command id, to drop
 //!   the oldest: a command delivered twice gets the first outcome again.
@@ -55,6 +58,7 @@ pub use zone_versions::zone_versions;
 pub const CONFIG_KEY: &str = "config";
 pub const VERSION_KEY: &str = "config-version";
 const HISTORY_PREFIX: &str = "history/";
+const HISTORY_TEXT_PREFIX: &str = "history-text/";
 const OUTCOME_PREFIX: &str = "outcome/";
 const ORDER_PREFIX: &str = "outcome-order/";
 
@@ -87,8 +91,13 @@ pub struct HistoryEntry {
     pub what: String,
     pub changes: Vec<String>,
     /// The whole configuration; `None` once it fell out of the text budget.
-    #[serde(default)]
+    /// Kept under a key of its own ([`history_entry`] reads it from
+    /// there), so listing history does not read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The size of the text in bytes while it is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_bytes: Option<usize>,
 }
 
 /// The configuration version of a map (0: none yet).
@@ -103,6 +112,10 @@ fn history_key(version: u64) -> String {
     format!("{HISTORY_PREFIX}{version:020}")
 }
 
+fn history_text_key(version: u64) -> String {
+    format!("{HISTORY_TEXT_PREFIX}{version:020}")
+}
+
 /// A history entry without its text, which can be megabytes: what listing
 /// history needs.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -113,10 +126,20 @@ pub struct HistorySummary {
     pub command: String,
     pub what: String,
     pub changes: Vec<String>,
+    /// The text held in the entry itself (entries written before the text
+    /// had a key of its own), by its size only.
+    #[serde(default, rename = "text")]
+    embedded: Option<TextSize>,
+    #[serde(default)]
+    text_bytes: Option<usize>,
+}
+
+impl HistorySummary {
     /// The size of the whole text in bytes; `None` once it fell out of the
     /// text budget.
-    #[serde(default, rename = "text")]
-    pub text_bytes: Option<TextSize>,
+    pub fn text_size(&self) -> Option<usize> {
+        self.text_bytes.or(self.embedded.map(|t| t.0))
+    }
 }
 
 /// The size of a text read past without keeping it.
@@ -153,10 +176,17 @@ pub fn history_summary(kv: &Map, version: u64) -> Option<HistorySummary> {
         .and_then(|v| serde_json::from_slice(v).ok())
 }
 
-/// One version's entry.
+/// One version's entry, with its text when history keeps it.
 pub fn history_entry(kv: &Map, version: u64) -> Option<HistoryEntry> {
-    kv.get(&history_key(version))
-        .and_then(|v| serde_json::from_slice(v).ok())
+    let mut entry: HistoryEntry = kv
+        .get(&history_key(version))
+        .and_then(|v| serde_json::from_slice(v).ok())?;
+    if entry.text.is_none()
+        && let Some(text) = kv.get(&history_text_key(version))
+    {
+        entry.text = Some(String::from_utf8_lossy(text).into_owned());
+    }
+    Some(entry)
 }
 
 /// The outcome a map keeps for a command id, if it applied that command.
@@ -410,6 +440,7 @@ impl GtmMachine {
             what,
             changes: changes.clone(),
             text: Some(text.clone()),
+            text_bytes: None,
         };
         let mut writes = vec![
             Write::Put {
@@ -559,11 +590,11 @@ fn describe(e: &crate::command::Edit) -> String {
 /// the new one) and `budget` bytes of text (newest texts first; the new
 /// entry keeps its text whatever its size). Only the entries whose text
 /// drops out are read whole.
-fn history_writes(kv: &Map, entry: HistoryEntry, keep: usize, budget: usize) -> Vec<Write> {
+fn history_writes(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize) -> Vec<Write> {
     let mut writes = Vec::new();
     let mut sizes: Vec<(u64, usize)> = history_of(kv)
         .iter()
-        .map(|e| (e.version, e.text_bytes.map_or(0, |t| t.0)))
+        .map(|e| (e.version, e.text_size().unwrap_or(0)))
         .collect();
     sizes.push((entry.version, entry.text.as_ref().map_or(0, String::len)));
     let drop = sizes.len().saturating_sub(keep.max(1));
@@ -571,19 +602,37 @@ fn history_writes(kv: &Map, entry: HistoryEntry, keep: usize, budget: usize) -> 
         writes.push(Write::Delete {
             key: history_key(version),
         });
+        writes.push(Write::Delete {
+            key: history_text_key(version),
+        });
     }
     let mut budget = budget.saturating_sub(sizes.last().map_or(0, |(_, size)| *size));
     for &(version, size) in sizes.iter().rev().skip(1) {
-        if size > budget
-            && let Some(mut old) = history_entry(kv, version)
-        {
-            old.text = None;
-            writes.push(Write::Put {
-                key: history_key(version),
-                value: serde_json::to_vec(&old).unwrap_or_default(),
+        if size > 0 && size > budget {
+            writes.push(Write::Delete {
+                key: history_text_key(version),
             });
+            // An entry of the layout before holds its text itself.
+            if let Some(mut old) = kv
+                .get(&history_key(version))
+                .and_then(|v| serde_json::from_slice::<HistoryEntry>(v).ok())
+            {
+                old.text = None;
+                old.text_bytes = None;
+                writes.push(Write::Put {
+                    key: history_key(version),
+                    value: serde_json::to_vec(&old).unwrap_or_default(),
+                });
+            }
         }
         budget = budget.saturating_sub(size);
+    }
+    if let Some(text) = entry.text.take() {
+        entry.text_bytes = Some(text.len());
+        writes.push(Write::Put {
+            key: history_text_key(entry.version),
+            value: text.into_bytes(),
+        });
     }
     writes.push(Write::Put {
         key: history_key(entry.version),
