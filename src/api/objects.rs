@@ -21,7 +21,8 @@ use crate::access::Principal;
 pub use crate::machine::edit::Collection;
 use crate::{
     command::{Action, Edit},
-    machine::edit::{self, find, record_index, same_name},
+    machine::edit::{self, find, record_index},
+    model::config::same_name,
     model::{
         self,
         config::{Address, Domain, Record},

@@ -16,7 +16,7 @@ use crate::api::{ApiError, ErrorKind};
 use crate::command::{Edit, Kind};
 use crate::model::{
     Config,
-    config::{Address, Check, Datacenter, Domain, Record, Scenario, Service},
+    config::{Address, Check, Datacenter, Domain, Record, Scenario, Service, same_name},
 };
 
 /// A top-level list of the configuration whose items have a unique name.
@@ -67,12 +67,6 @@ collection!(Check, "check", Check, checks);
 collection!(Scenario, "scenario", Scenario, scenarios);
 collection!(Service, "service", Service, services);
 collection!(Domain, "domain", Domain, domains, "record" => records);
-
-/// Names compare as DNS names do: without case, and a final dot is optional.
-pub fn same_name(a: &str, b: &str) -> bool {
-    a.trim_end_matches('.')
-        .eq_ignore_ascii_case(b.trim_end_matches('.'))
-}
 
 /// `what` is not in the configuration.
 pub fn not_found(what: String) -> ApiError {

@@ -213,6 +213,17 @@ struct Parsed {
     /// Its compiled zones, when it was compiled here: the next command
     /// takes those of unchanged domains as they are.
     zones: Option<Zones>,
+    /// Where its domains lie in its text, when this machine wrote the text
+    /// ([`model::text`]).
+    layout: Option<model::text::Layout>,
+}
+
+/// The committed configuration, as [`GtmMachine::run`] reads it.
+#[derive(Debug, Default)]
+struct Current {
+    config: Arc<Config>,
+    zones: Option<Zones>,
+    layout: Option<model::text::Layout>,
 }
 
 /// A configuration's compiled zones, one per domain in order.
@@ -307,7 +318,11 @@ impl GtmMachine {
         if let Some(change) = cookies::run(kv, index, version, command) {
             return change;
         }
-        let (current, current_zones) = match self.current(kv) {
+        let Current {
+            config: current,
+            zones: current_zones,
+            layout: current_layout,
+        } = match self.current(kv) {
             Ok(c) => c,
             // The committed text always parsed when it was committed; a
             // newer binary's configuration may not parse here.
@@ -331,7 +346,7 @@ impl GtmMachine {
             return change;
         }
         let adopt = matches!(command.action, Action::Adopt { .. });
-        let (new, text, what, new_version) = match &command.action {
+        let (new, text, what, new_version, layout) = match &command.action {
             Action::Adopt { text, version: v } => {
                 if kv.contains_key(CONFIG_KEY) {
                     return rejected(
@@ -340,12 +355,12 @@ impl GtmMachine {
                     );
                 }
                 match model::parse(text) {
-                    Ok(c) => (c, text.clone(), "adopt".to_string(), *v),
+                    Ok(c) => (c, text.clone(), "adopt".to_string(), *v, None),
                     Err(e) => return invalid(e),
                 }
             }
             Action::ApplyConfig { text } => match model::parse(text) {
-                Ok(c) => (c, text.clone(), "apply".to_string(), version + 1),
+                Ok(c) => (c, text.clone(), "apply".to_string(), version + 1, None),
                 Err(e) => return invalid(e),
             },
             Action::Edit(e) => {
@@ -356,8 +371,19 @@ impl GtmMachine {
                         outcome: Outcome::Rejected(e),
                     };
                 }
-                let text = match toml::to_string_pretty(&config) {
-                    Ok(t) => t,
+                // The text before, when this machine wrote it: the
+                // domains the edit did not touch are copied from it.
+                let before =
+                    current_layout
+                        .as_ref()
+                        .zip(kv.get(CONFIG_KEY))
+                        .map(|(layout, text)| model::text::Before {
+                            text,
+                            layout,
+                            touched: touched_domain(e),
+                        });
+                let (text, layout) = match model::text::write(&config, before) {
+                    Ok(written) => written,
                     Err(e) => {
                         return rejected(
                             ErrorKind::Internal,
@@ -365,7 +391,7 @@ impl GtmMachine {
                         );
                     }
                 };
-                (config, text, describe(e), version + 1)
+                (config, text, describe(e), version + 1, Some(layout))
             }
             Action::Drain { .. }
             | Action::SetCheck { .. }
@@ -400,7 +426,7 @@ impl GtmMachine {
                     );
                 };
                 match model::parse(&text) {
-                    Ok(c) => (c, text, format!("rollback to {to}"), version + 1),
+                    Ok(c) => (c, text, format!("rollback to {to}"), version + 1, None),
                     Err(e) => return invalid(e),
                 }
             }
@@ -473,6 +499,7 @@ impl GtmMachine {
             config: Arc::new(new),
             zones: Some(compiled.zones.clone()),
             compiled: Some(compiled),
+            layout,
         });
         Change {
             writes,
@@ -500,18 +527,22 @@ impl GtmMachine {
             .map(|p| (p.config.clone(), p.compiled.take()))
     }
 
-    /// The committed configuration, parsed (cached by its text), and its
-    /// compiled zones when this machine compiled it.
-    fn current(&self, kv: &Map) -> Result<(Arc<Config>, Option<Zones>), String> {
+    /// The committed configuration, parsed (cached by its text), with its
+    /// compiled zones and its text's layout when this machine made them.
+    fn current(&self, kv: &Map) -> Result<Current, String> {
         let Some(text) = kv.get(CONFIG_KEY) else {
-            return Ok((Arc::new(Config::default()), None));
+            return Ok(Current::default());
         };
         let hash = text_hash(text);
         let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = &*cached
             && p.hash == hash
         {
-            return Ok((p.config.clone(), p.zones.clone()));
+            return Ok(Current {
+                config: p.config.clone(),
+                zones: p.zones.clone(),
+                layout: p.layout.clone(),
+            });
         }
         let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
         let config = Arc::new(model::parse(text).map_err(|e| e.to_string())?);
@@ -520,8 +551,12 @@ impl GtmMachine {
             config: config.clone(),
             compiled: None,
             zones: None,
+            layout: None,
         });
-        Ok((config, None))
+        Ok(Current {
+            config,
+            ..Current::default()
+        })
     }
 }
 
@@ -529,6 +564,35 @@ fn invalid(e: model::ConfigErrors) -> Change {
     Change {
         writes: Vec::new(),
         outcome: Outcome::Rejected(ApiError::invalid(e)),
+    }
+}
+
+/// The domain an edit changes (by the name it gives), or `None` when it
+/// changes no domain.
+fn touched_domain(e: &crate::command::Edit) -> Option<&str> {
+    use crate::command::{Edit, Kind};
+    match e {
+        Edit::Put {
+            kind: Kind::Domain,
+            name,
+            ..
+        }
+        | Edit::Delete {
+            kind: Kind::Domain,
+            name,
+        }
+        | Edit::Patch {
+            kind: Kind::Domain,
+            name,
+            ..
+        } => Some(name),
+        Edit::Put { .. } | Edit::Delete { .. } | Edit::Patch { .. } => None,
+        Edit::PutRecord { domain, .. }
+        | Edit::DeleteRecord { domain, .. }
+        | Edit::PutAddress { domain, .. }
+        | Edit::DeleteAddress { domain, .. }
+        | Edit::PatchRecord { domain, .. }
+        | Edit::PatchAddress { domain, .. } => Some(domain),
     }
 }
 
@@ -660,3 +724,6 @@ pub(crate) fn apply_for_test(
     }
     Outcome::decode(&effect.outcome).unwrap_or_else(|e| panic!("{e}"))
 }
+
+#[cfg(test)]
+mod text_tests;

@@ -448,6 +448,14 @@ impl Cx {
     /// zones (any of their targets, wildcards included): a resolver would
     /// chase such a chain until its limit.
     fn cname_loops(&mut self, zones: &[Arc<ZoneSpec>]) {
+        let is_cname = |r: &RecordSpec| {
+            r.kind == RecordType::Cname
+                && matches!(&r.content, Content::Steered(s) if !s.addresses.is_empty())
+        };
+        // No chain without a CNAME: skip gathering every name.
+        if !zones.iter().any(|z| z.records.iter().any(is_cname)) {
+            return;
+        }
         // Every name that exists, and the CNAME records by owner.
         let mut names: HashSet<&Name> = HashSet::new();
         let mut cnames: HashMap<&Name, (usize, &RecordSpec)> = HashMap::new();
@@ -461,10 +469,7 @@ impl Cx {
                 for n in apex_labels.saturating_add(1)..r.owner.iter().count() {
                     extra.push(r.owner.trim_to(n));
                 }
-                if let Content::Steered(s) = &r.content
-                    && r.kind == RecordType::Cname
-                    && !s.addresses.is_empty()
-                {
+                if is_cname(r) {
                     cnames.insert(&r.owner, (zi, r));
                 }
             }

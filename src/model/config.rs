@@ -103,6 +103,30 @@ pub enum GeoipUpdate {
 }
 
 impl Config {
+    /// A copy of everything but the domains (which can be most of it).
+    pub fn clone_globals(&self) -> Config {
+        let Config {
+            geoip,
+            datacenters,
+            checks,
+            scenarios,
+            services,
+            domains: _,
+            rate_limit,
+            cookies,
+        } = self;
+        Config {
+            geoip: geoip.clone(),
+            datacenters: datacenters.clone(),
+            checks: checks.clone(),
+            scenarios: scenarios.clone(),
+            services: services.clone(),
+            domains: Vec::new(),
+            rate_limit: rate_limit.clone(),
+            cookies: cookies.clone(),
+        }
+    }
+
     /// Whether `other` has the same datacenters, checks, scenarios and
     /// services: everything a domain's steered records read besides the
     /// domain itself.
@@ -129,6 +153,12 @@ impl Config {
             .as_ref()
             .is_some_and(|g| g.update.unwrap_or_default() == GeoipUpdate::Monthly)
     }
+}
+
+/// Names compare as DNS names do: without case, and a final dot is optional.
+pub fn same_name(a: &str, b: &str) -> bool {
+    a.trim_end_matches('.')
+        .eq_ignore_ascii_case(b.trim_end_matches('.'))
 }
 
 /// A site. Every device and every address belongs to one.

@@ -12,6 +12,7 @@ pub mod duration;
 pub mod node;
 mod parse;
 pub mod place;
+pub mod text;
 
 pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
 pub use config::Config;
