@@ -136,6 +136,9 @@ fn domains(out: &mut Vec<String>, old: &[Domain], new: &[Domain]) {
         out.push(format!("+ domain {}", n.name));
     }
     for (o, n) in &m.common {
+        if o == n {
+            continue;
+        }
         if !same_header(o, n) {
             fields(
                 out,

@@ -42,8 +42,9 @@ use crate::{
     health::{Instance, threshold::Threshold},
     model::{
         Compiled, Config, ConfigErrors, compile,
-        compile::{Content, DrCondition, Hc, ModeSpec, Steering},
+        compile::{Content, DrCondition, Hc, ModeSpec, RecordSpec, Steering, ZoneSpec},
         condition::CheckRef,
+        config::RecordType,
     },
     resolve::{self, CheckState, Operator, PlaceAnswers, RecordState, Status},
 };
@@ -1406,19 +1407,24 @@ impl Prepared {
 /// (the committed configuration: its domains were proven when they were
 /// committed), then drops them and returns the compiled form. What the
 /// state machine checks before a configuration is committed.
-/// `proven_zones`: the compiled zones of `proven`, when at hand, whose
-/// unchanged zones are taken as they are.
+/// `proven_zones`: the compiled zones of `proven`, when at hand: an
+/// unchanged domain's zone is taken as it is, and of a changed one only
+/// the records that are new or changed are built (each record's answer
+/// is built on its own).
 pub fn servable(
     config: &Config,
     proven: &Config,
-    proven_zones: Option<&[Arc<crate::model::compile::ZoneSpec>]>,
+    proven_zones: Option<&[Arc<ZoneSpec>]>,
 ) -> Result<Compiled, ConfigErrors> {
+    let proven_zones = proven_zones.filter(|z| z.len() == proven.domains.len());
     let before = proven_zones.map(|zones| (proven, zones));
     let mut compiled = crate::model::compile::compile_from(config, before)?;
-    let proven: HashMap<&str, &crate::model::config::Domain> = proven
+    // Per proven domain: the domain, and its zone when at hand.
+    let proven: HashMap<&str, (&crate::model::config::Domain, Option<&Arc<ZoneSpec>>)> = proven
         .domains
         .iter()
-        .map(|d| (d.name.as_str(), d))
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), (d, proven_zones.and_then(|z| z.get(i)))))
         .collect();
     // One zone per domain, in order, when the configuration compiles.
     let aligned = compiled.zones.len() == config.domains.len();
@@ -1427,13 +1433,34 @@ pub fn servable(
     proof.zones = zones
         .iter()
         .zip(&config.domains)
-        .filter(|(_, d)| !aligned || proven.get(d.name.as_str()).copied() != Some(*d))
-        .map(|(z, _)| z.clone())
+        .filter_map(|(zone, domain)| match proven.get(domain.name.as_str()) {
+            Some((_, Some(before))) if aligned && Arc::ptr_eq(zone, before) => None,
+            Some((before, _)) if aligned && *before == domain => None,
+            // Only its records that are new or changed.
+            Some((_, Some(before))) if aligned => Some(Arc::new(changed_records(zone, before))),
+            _ => Some(zone.clone()),
+        })
         .collect();
     compiled.zones = zones;
     // The version only sets SOA serials, which are always valid.
     Snapshot::build(&proof, &Snapshot::default(), &[], &[]).map_err(build_error)?;
     Ok(compiled)
+}
+
+/// `zone` with only its records that `before` does not have as they are.
+fn changed_records(zone: &ZoneSpec, before: &ZoneSpec) -> ZoneSpec {
+    let old: HashMap<(&hickory_server::proto::rr::Name, RecordType), &RecordSpec> = before
+        .records
+        .iter()
+        .map(|r| ((&r.owner, r.kind), r))
+        .collect();
+    zone.with_records(
+        zone.records
+            .iter()
+            .filter(|r| old.get(&(&r.owner, r.kind)).is_none_or(|o| *o != *r))
+            .cloned()
+            .collect(),
+    )
 }
 
 fn build_error(e: crate::dns::snapshot::BuildError) -> ConfigErrors {
@@ -1645,5 +1672,39 @@ fn release_freed_memory() {
     // another global allocator (the tests') it has nothing to collect.
     unsafe {
         libmimalloc_sys::mi_collect(true);
+    }
+}
+
+#[cfg(test)]
+mod servable_tests {
+    use super::*;
+
+    fn domain(records: &[(&str, &str)]) -> Config {
+        let records: String = records
+            .iter()
+            .map(|(name, value)| {
+                format!("\n[[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = [\"{value}\"]\n")
+            })
+            .collect();
+        crate::model::parse(&format!(
+            "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n{records}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_changed_domain_is_proven_for_its_new_and_changed_records_only() {
+        let before = compile(&domain(&[("www", "1"), ("api", "1"), ("old", "1")])).unwrap();
+        let after = compile(&domain(&[("new", "1"), ("www", "1"), ("api", "2")])).unwrap();
+        let proof = changed_records(&after.zones[0], &before.zones[0]);
+        let names: Vec<String> = proof.records.iter().map(|r| r.label()).collect();
+        assert_eq!(names, ["new.a.test/TXT", "api.a.test/TXT"]);
+        assert_eq!(proof.apex, after.zones[0].apex);
+
+        // servable takes the compiled zones of what it proved before.
+        let proven = domain(&[("www", "1")]);
+        let zones = compile(&proven).unwrap().zones;
+        let next = servable(&domain(&[("www", "2")]), &proven, Some(&zones)).unwrap();
+        assert_eq!(next.zones[0].records.len(), 1);
     }
 }

@@ -189,6 +189,32 @@ pub struct SecondarySpec {
 }
 
 impl ZoneSpec {
+    /// The zone with `records` instead of its own.
+    pub fn with_records(&self, records: Vec<RecordSpec>) -> ZoneSpec {
+        let ZoneSpec {
+            apex,
+            soa,
+            serial_set,
+            soa_ttl,
+            nameservers,
+            ns_ttl,
+            records: _,
+            dnssec,
+            secondaries,
+        } = self;
+        ZoneSpec {
+            apex: apex.clone(),
+            soa: soa.clone(),
+            serial_set: *serial_set,
+            soa_ttl: *soa_ttl,
+            nameservers: nameservers.clone(),
+            ns_ttl: *ns_ttl,
+            records,
+            dnssec: *dnssec,
+            secondaries: secondaries.clone(),
+        }
+    }
+
     /// The zone's name as keys and messages spell it: lower case, no final
     /// dot (`example.test`).
     pub fn key(&self) -> String {
