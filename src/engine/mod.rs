@@ -527,15 +527,17 @@ impl Engine {
         };
         match prepared {
             Ok((config, (compiled, snapshot))) => {
+                let mut inner = self.lock();
+                self.install(&mut inner, version, config, compiled, snapshot);
+                drop(inner);
+                // Kept for restarts once DNS answers it: a restart before
+                // has the map to install it from.
                 if let Some(Persist { store, .. }) = &self.store
                     && let Err(e) = store.save_config(&stored)
                 {
                     // Raft keeps it anyway; serve what the cluster decided.
                     tracing::error!(version, error = %e, "cannot keep the committed configuration");
                 }
-                drop(stored);
-                let mut inner = self.lock();
-                self.install(&mut inner, version, config, compiled, snapshot);
                 Ok(())
             }
             Err(reason) => {
