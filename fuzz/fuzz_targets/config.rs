@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let state = DnsState::new(Snapshot::default(), Geo::none(), 1232);
-    let prepared = match Prepared::new(1, config, &state) {
+    let prepared = match Prepared::new(1, &Default::default(), config, &state) {
         Ok(prepared) => prepared,
         Err(e) => panic!("compiled once, refused at install: {e}"),
     };

@@ -208,7 +208,8 @@ pub fn device() -> &'static Device {
     static DEVICE: LazyLock<Device> = LazyLock::new(|| {
         let state = DnsState::new(Snapshot::default(), geo(), 1232);
         let config = gtm::model::parse(ZONE).expect("the fuzz configuration parses");
-        let prepared = Prepared::new(1, config, &state).expect("the fuzz configuration compiles");
+        let prepared = Prepared::new(1, &Default::default(), config, &state)
+            .expect("the fuzz configuration compiles");
         let engine = Engine::new("fuzz", prepared, state, None);
         let handler = Handler {
             state: engine.dns().clone(),
