@@ -432,7 +432,8 @@ impl Engine {
             applying: Mutex::new(()),
             keys: Mutex::new(Default::default()),
         };
-        engine.install(&mut engine.lock(), version, config, compiled, snapshot);
+        let replaced = engine.install(&mut engine.lock(), version, config, compiled, snapshot);
+        replaced.retire();
         engine
     }
 
@@ -480,7 +481,9 @@ impl Engine {
             &self.keys(),
         )?;
         let mut inner = self.lock();
-        self.install(&mut inner, version, Arc::new(config), compiled, snapshot);
+        let replaced = self.install(&mut inner, version, Arc::new(config), compiled, snapshot);
+        drop(inner);
+        replaced.retire();
         Ok(())
     }
 
@@ -528,8 +531,9 @@ impl Engine {
         match prepared {
             Ok((config, (compiled, snapshot))) => {
                 let mut inner = self.lock();
-                self.install(&mut inner, version, config, compiled, snapshot);
+                let replaced = self.install(&mut inner, version, config, compiled, snapshot);
                 drop(inner);
+                replaced.retire();
                 // Kept for restarts once DNS answers it: a restart before
                 // has the map to install it from.
                 if let Some(Persist { store, .. }) = &self.store
@@ -605,6 +609,9 @@ impl Engine {
             .clone()
     }
 
+    /// Installs a prepared configuration. Returns what it replaced, to be
+    /// freed once the engine's lock is released.
+    #[must_use]
     fn install(
         &self,
         inner: &mut Inner,
@@ -612,7 +619,7 @@ impl Engine {
         config: Arc<Config>,
         compiled: Compiled,
         snapshot: Snapshot,
-    ) {
+    ) -> Replaced {
         // A record whose steering did not change, in a configuration whose
         // datacenters, checks, scenarios and services did not either, keeps
         // its evaluation and its answer: nothing it depends on moved.
@@ -770,7 +777,7 @@ impl Engine {
         // anything changed; the steered answers come from the evaluation.
         store_steered(&snapshot, &records, &kept, &serving);
         drop(serving);
-        self.dns.snapshot.store(Arc::new(snapshot));
+        let snapshot = self.dns.snapshot.swap(Arc::new(snapshot));
         self.dns.rrl.set(compiled.rate_limit.clone());
         self.dns.transfers.set_zones(&compiled);
         inner.deps = deps(&compiled, &records);
@@ -781,7 +788,7 @@ impl Engine {
         let probed: HashSet<String> = instances.iter().map(|i| i.check.to_string()).collect();
         self.probe_metrics.retain(|check| probed.contains(check));
         inner.records = records;
-        inner.compiled = compiled;
+        let compiled = std::mem::replace(&mut inner.compiled, compiled);
         inner.version = version;
         self.version_tx.send_replace(version);
         self.instances.send_replace(Arc::new(instances));
@@ -809,7 +816,7 @@ impl Engine {
             records = inner.records.len(),
             "configuration applied"
         );
-        release_freed_memory();
+        Replaced { snapshot, compiled }
     }
 
     /// One probe result for a check instance: thresholds, then everything
@@ -1669,6 +1676,24 @@ fn remap(state: RecordState, old: &[String], steering: &Steering) -> RecordState
 /// binary allocates with mimalloc (src/main.rs), which keeps freed pages a
 /// while for reuse: after a swap, the previous configuration's are not
 /// needed again soon (docs/decisions.md, "Allocator").
+/// The answers and compiled form a configuration change replaced: large,
+/// so freed outside the engine's lock, after DNS serves the new ones.
+struct Replaced {
+    snapshot: Arc<Snapshot>,
+    compiled: Compiled,
+}
+
+impl Replaced {
+    /// Frees them (unless DNS still reads the snapshot) and gives the
+    /// memory back.
+    fn retire(self) {
+        let Replaced { snapshot, compiled } = self;
+        drop(snapshot);
+        drop(compiled);
+        release_freed_memory();
+    }
+}
+
 fn release_freed_memory() {
     // SAFETY: mi_collect only returns memory mimalloc holds unused; with
     // another global allocator (the tests') it has nothing to collect.
