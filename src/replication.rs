@@ -118,6 +118,7 @@ impl Replication {
             version: c.version,
             hash: machine::text_hash(c.text.as_bytes()),
             text: None,
+            zone_versions: c.zone_versions.into_iter().collect(),
         });
         let replication = Arc::new(Self {
             node,
@@ -729,12 +730,14 @@ async fn install_committed(r: Arc<Replication>) {
 
 /// The configuration last handed to the engine: its version, the hash of
 /// its text, and the text as the replicated map holds it, so that the same
-/// value is known again without hashing megabytes after every command.
+/// value is known again without hashing megabytes after every command;
+/// and the zone versions it was handed with (the SOA serials).
 #[derive(Debug, Clone)]
 struct Handled {
     version: u64,
     hash: u64,
     text: Option<gtm_cluster::Value>,
+    zone_versions: std::collections::HashMap<String, u64>,
 }
 
 impl Handled {
@@ -790,21 +793,24 @@ fn install_config(
         version,
         hash: machine::text_hash(value),
         text: Some(value.clone()),
+        zone_versions: machine::zone_versions(kv),
     };
     // The state machine parsed and compiled this text when it applied the
     // command: the engine takes that, not a parse of its own (taken even
     // when handled, so the compiled form is not kept for nothing).
     let parsed = machine.parsed(now.hash);
-    if handled.is_some_and(|h| (h.version, h.hash) == (now.version, now.hash)) {
-        // Handled before this device kept the value (a restart).
+    if handled.is_some_and(|h| {
+        (h.version, h.hash, &h.zone_versions) == (now.version, now.hash, &now.zone_versions)
+    }) {
+        // Handled before this device kept the value (a restart). Kept by
+        // a gtm before zone versions, it is installed again with them.
         return Some(now);
     }
     let text = String::from_utf8_lossy(value).into_owned();
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
-    let zone_versions = machine::zone_versions(kv);
     if engine
-        .apply_committed(version, text, zone_versions, parsed)
+        .apply_committed(version, text, now.zone_versions.clone(), parsed)
         .is_ok()
     {
         let text = match machine::history_summary(kv, version) {

@@ -152,6 +152,45 @@ async fn a_zone_keeps_its_serial_while_others_change_on_every_device_and_after_a
     }
 }
 
+/// A device whose store kept its configuration without zone versions (as
+/// a gtm before them did) serves the replicated ones after a restart, not
+/// the configuration version for every zone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_kept_without_zone_versions_is_installed_again_with_them() {
+    let root = tempfile::tempdir().unwrap();
+    let mut p = Proc::start(root.path(), "gtm1", "dc1", "127.0.39.1");
+    let other = |txt: &str| {
+        format!(
+            "[[domain]]\nname = \"other.test\"\nnameservers = [\"ns1.other.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nvalues = [\"{txt}\"]\n"
+        )
+    };
+    p.apply_ok(&format!("{}{}", zone("one", ""), other("one")));
+    let first = version(&p);
+    p.apply_ok(&format!("{}{}", zone("one", ""), other("two")));
+    let second = version(&p);
+    p.kill();
+    {
+        let store = gtm_cluster::Store::open(&p.dir).unwrap();
+        let mut kept = store.load_config().unwrap().unwrap();
+        assert_eq!(kept.version, second);
+        assert!(!kept.zone_versions.is_empty(), "{:?}", kept.zone_versions);
+        kept.zone_versions.clear();
+        store.save_config(&kept).unwrap();
+    }
+    p.restart();
+    // It starts serving what it kept, then installs the replicated state.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while serials(p.dns()).await != [first as u32; 3] {
+        assert!(
+            Instant::now() < deadline,
+            "serial.test still gives {:?}",
+            serials(p.dns()).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(soa_serial(p.dns(), "other.test").await, second as u32);
+}
+
 /// The check events a device logged itself, as JSON lines.
 fn own_check_events(p: &Proc) -> Vec<serde_json::Value> {
     p.ok(&["logs", "--kind", "check", "--json"])
