@@ -709,26 +709,20 @@ impl Engine {
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
-                    let before = previous.remove(&label);
-                    if let Some(before) = before.as_ref().filter(|b| {
-                        same_globals
-                            && b.ttl == record.ttl
-                            && b.state.is_some()
-                            && *b.steering == **steering
-                    }) {
-                        records.push(Box::new(Steered {
-                            steering: steering.clone(),
-                            label,
-                            owner: before.owner.clone(),
-                            ttl: before.ttl,
-                            state: before.state.clone(),
-                            answers: before.answers.clone(),
-                            decision: before.decision.clone(),
-                            held: before.held,
-                        }));
-                        kept.push(Kept::Answer);
-                        continue;
-                    }
+                    let before = match previous.remove(&label) {
+                        Some(mut b)
+                            if same_globals
+                                && b.ttl == record.ttl
+                                && b.state.is_some()
+                                && *b.steering == **steering =>
+                        {
+                            b.steering = steering.clone();
+                            records.push(b);
+                            kept.push(Kept::Answer);
+                            continue;
+                        }
+                        other => other,
+                    };
                     kept.push(Kept::No);
                     let prev = before
                         .and_then(|b| {
