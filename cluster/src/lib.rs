@@ -34,6 +34,7 @@ mod log_store;
 mod low_priority;
 mod machine;
 mod node;
+mod reclaim;
 mod rpc_client;
 mod rpc_server;
 mod state_machine;
@@ -380,6 +381,7 @@ impl Store {
             }
         }
         tree.apply_batch(batch).map_err(io)?;
+        reclaim::reclaim();
         self.db.flush().map_err(|source| StoreError::Io {
             action: "flushing the local state",
             source,
@@ -418,6 +420,7 @@ impl Store {
                 action: "writing the configuration",
                 source,
             })?;
+        reclaim::reclaim();
         self.flush_config()
     }
 
@@ -440,6 +443,7 @@ impl Store {
             tx.insert(CONFIG_KEY, bytes.as_slice())?;
             Ok(())
         });
+        reclaim::reclaim();
         match result {
             Ok(()) => self.flush_config(),
             Err(sled::transaction::TransactionError::Abort(why)) => Err(StoreError::Corrupt {

@@ -199,9 +199,12 @@ impl LogStore {
             })?;
             batch.insert(&index_key(entry.log_id.index), bytes);
         }
-        self.log
+        let appended = self
+            .log
             .apply_batch(batch)
-            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e))
+            .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e));
+        crate::reclaim::reclaim();
+        appended
     }
 
     /// Removes the keys in `[from, to)` (`to` None: to the end).
@@ -216,7 +219,9 @@ impl LogStore {
             let (key, _) = item.map_err(io)?;
             batch.remove(key);
         }
-        self.log.apply_batch(batch).map_err(io)
+        let removed = self.log.apply_batch(batch).map_err(io);
+        crate::reclaim::reclaim();
+        removed
     }
 }
 

@@ -295,10 +295,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         // Off the runtime's threads: a batch can hold megabytes, and the
         // runtime answers heartbeats meanwhile.
         let tree = self.tree.clone();
-        tokio::task::spawn_blocking(move || tree.apply_batch(batch))
-            .await
-            .map_err(|e| sm_write(&e))?
-            .map_err(|e| sm_write(&e))?;
+        tokio::task::spawn_blocking(move || {
+            let applied = tree.apply_batch(batch);
+            crate::reclaim::reclaim();
+            applied
+        })
+        .await
+        .map_err(|e| sm_write(&e))?
+        .map_err(|e| sm_write(&e))?;
         self.publish();
         Ok(replies)
     }
@@ -354,6 +358,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         };
         batch.insert(SNAPSHOT, encode(&stored).map_err(|e| write(&e))?);
         self.tree.apply_batch(batch).map_err(|e| write(&e))?;
+        crate::reclaim::reclaim();
         self.db.flush_async().await.map_err(|e| write(&e))?;
 
         self.kv = Arc::new(payload.kv);
