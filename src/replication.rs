@@ -332,15 +332,14 @@ impl Replication {
         writes: Vec<Write>,
     ) -> Result<(), gtm_cluster::StoreError> {
         let store = self.store.clone();
-        let kept = writes.clone();
-        tokio::task::spawn_blocking(move || store.apply_local(&kept))
+        let kept = tokio::task::spawn_blocking(move || store.apply_local(writes))
             .await
             .map_err(|e| gtm_cluster::StoreError::Corrupt {
                 what: "local state",
                 why: e.to_string(),
             })??;
         let map = Arc::make_mut(local);
-        for write in writes {
+        for write in kept {
             write.apply_to(map);
         }
         Ok(())
@@ -856,7 +855,7 @@ fn local_map(store: &Store, engine: &Engine) -> Result<Map> {
             value: version.to_string().into_bytes(),
         },
     ];
-    store.apply_local(&writes)?;
+    store.apply_local(writes)?;
     map = store.local_map()?;
     Ok(map)
 }

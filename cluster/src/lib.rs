@@ -50,7 +50,7 @@ pub use node::{
 };
 pub use rpc_client::SECRET_HEADER;
 pub use rpc_server::{RPC_PATHS, RpcBody, constant_time_eq, decode_rpc_body, rpc_router};
-pub use types::{Applied, Map, NodeInfo, Proposal, Value, Write};
+pub use types::{Applied, Kept, Map, NodeInfo, Proposal, Value, Write};
 
 /// Storage failures, with the operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -360,24 +360,36 @@ impl Store {
                 what: "local state key",
                 why: e.to_string(),
             })?;
-            map.insert(key, types::Value::copy_from_slice(&v));
+            map.insert(key, types::Value::from_owner(v));
         }
         Ok(map)
     }
 
     /// Applies `writes` to the local state at once, and flushes: when this
-    /// returns, they survive a crash.
-    pub fn apply_local(&self, writes: &[Write]) -> Result<(), StoreError> {
+    /// returns, they survive a crash. Returns them as kept, for the map in
+    /// memory to share the stored values.
+    pub fn apply_local(&self, writes: Vec<Write>) -> Result<Vec<Kept>, StoreError> {
         let io = |source| StoreError::Io {
             action: "writing the local state",
             source,
         };
         let tree = self.db.open_tree(LOCAL_TREE).map_err(io)?;
         let mut batch = sled::Batch::default();
+        let mut kept = Vec::with_capacity(writes.len());
         for write in writes {
             match write {
-                Write::Put { key, value } => batch.insert(key.as_bytes(), value.as_slice()),
-                Write::Delete { key } => batch.remove(key.as_bytes()),
+                Write::Put { key, value } => {
+                    let (stored, value) = types::shared(value);
+                    batch.insert(key.as_bytes(), stored);
+                    kept.push(Kept {
+                        key,
+                        value: Some(value),
+                    });
+                }
+                Write::Delete { key } => {
+                    batch.remove(key.as_bytes());
+                    kept.push(Kept { key, value: None });
+                }
             }
         }
         tree.apply_batch(batch).map_err(io)?;
@@ -386,7 +398,7 @@ impl Store {
             action: "flushing the local state",
             source,
         })?;
-        Ok(())
+        Ok(kept)
     }
 
     pub fn load_config(&self) -> Result<Option<StoredConfig>, StoreError> {
@@ -581,6 +593,44 @@ mod tests {
         };
         assert_eq!(store.load_config().unwrap(), Some(read.clone()));
         assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A value the local state keeps is one allocation, shared by sled and
+    /// the map in memory; and it reads back the same after reopening.
+    #[test]
+    fn a_local_value_is_held_once() {
+        let dir = std::env::temp_dir().join(format!("gtm-store-shared-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = vec![b'x'; 1 << 20];
+        {
+            let store = Store::open(&dir).unwrap();
+            let kept = store
+                .apply_local(vec![
+                    Write::Put {
+                        key: "config".into(),
+                        value: text.clone(),
+                    },
+                    Write::Delete { key: "gone".into() },
+                ])
+                .unwrap();
+            let [put, delete] = kept.as_slice() else {
+                panic!("one kept write per write: {kept:?}");
+            };
+            assert_eq!(delete.key, "gone");
+            assert!(delete.value.is_none());
+            let value = put.value.as_ref().unwrap();
+            assert_eq!(value.as_ref(), text.as_slice());
+            let read = store.local_map().unwrap();
+            assert_eq!(
+                read["config"].as_ptr(),
+                value.as_ptr(),
+                "the map read back holds sled's bytes, not a copy"
+            );
+        }
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(store.local_map().unwrap()["config"].as_ref(), text.as_slice());
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -117,7 +117,7 @@ impl StateMachine {
             let key = std::str::from_utf8(&k[KV_PREFIX.len()..])
                 .map_err(|e| sm_read(&e))?
                 .to_owned();
-            kv.insert(key, crate::types::Value::copy_from_slice(&v));
+            kv.insert(key, crate::types::Value::from_owner(v));
         }
         let sm = Self {
             db: db.clone(),
@@ -262,13 +262,17 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                         })?;
                     let kv = Arc::make_mut(&mut self.kv);
                     for write in effect.writes {
-                        match &write {
+                        match write {
                             Write::Put { key, value } => {
-                                batch.insert(kv_key(key), value.as_slice());
+                                let (stored, value) = crate::types::shared(value);
+                                batch.insert(kv_key(&key), stored);
+                                kv.insert(key, value);
                             }
-                            Write::Delete { key } => batch.remove(kv_key(key)),
+                            Write::Delete { key } => {
+                                batch.remove(kv_key(&key));
+                                kv.remove(&key);
+                            }
                         }
-                        write.apply_to(kv);
                     }
                     replies.push(effect.outcome);
                 }
@@ -344,8 +348,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             let (k, _) = item.map_err(|e| write(&e))?;
             batch.remove(k);
         }
-        for (k, v) in &payload.kv {
-            batch.insert(kv_key(k), v.as_ref());
+        let mut kv = BTreeMap::new();
+        for (k, v) in payload.kv {
+            let (stored, value) = crate::types::shared(v.into());
+            batch.insert(kv_key(&k), stored);
+            kv.insert(k, value);
         }
         batch.insert(APPLIED, encode(&meta.last_log_id).map_err(|e| write(&e))?);
         batch.insert(
@@ -361,7 +368,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         crate::reclaim::reclaim();
         self.db.flush_async().await.map_err(|e| write(&e))?;
 
-        self.kv = Arc::new(payload.kv);
+        self.kv = Arc::new(kv);
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
         tracing::info!(snapshot = %meta.snapshot_id, "installed a snapshot");

@@ -59,6 +59,37 @@ impl Write {
     }
 }
 
+/// A [`Write`] as a store kept it: the key and its new value (`None`:
+/// removed), the value being the very bytes the store holds.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    pub key: String,
+    pub value: Option<Value>,
+}
+
+impl Kept {
+    /// Makes this change to `map`.
+    pub fn apply_to(self, map: &mut Map) {
+        match self.value {
+            Some(value) => {
+                map.insert(self.key, value);
+            }
+            None => {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
+/// A value for sled and for the in-memory map in one allocation: the map's
+/// [`Value`] holds a handle on sled's `IVec`, so a configuration text that
+/// sled keeps in its pages is not kept a second time by the map.
+pub(crate) fn shared(value: Vec<u8>) -> (sled::IVec, Value) {
+    let stored = sled::IVec::from(value);
+    let value = Value::from_owner(stored.clone());
+    (stored, value)
+}
+
 /// One command as the log carries it: the application's bytes, applied by
 /// its [`Machine`](crate::Machine) on every device.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
