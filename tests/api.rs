@@ -331,6 +331,28 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     ok(&["domain", "put", "other.test", "--file", &zone]);
     let r = udp(d.v4(), &query("other.test.", RecordType::SOA)).await;
     assert_eq!(r.answers.len(), 1, "the new zone answers at its apex");
+    // The names alone, for finding a record's domain without its records.
+    let names: serde_json::Value = gtm::tls::http_client(None, None)
+        .unwrap()
+        .get(format!("{}/api/v1/names", base(&d)))
+        .bearer_auth(&d.device.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        names["domains"],
+        serde_json::json!(["example.test", "other.test"])
+    );
+    let config = d.device.engine.config();
+    let datacenters: Vec<&str> = config.datacenters.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names["datacenters"], serde_json::json!(datacenters));
+    assert!(
+        names["checks"].is_array() && names["services"].is_array(),
+        "{names}"
+    );
     assert!(ok(&["domain", "list"]).contains("other.test"));
     assert!(ok(&["domain", "show", "other.test"]).contains("ttl = 120"));
     ok(&["domain", "delete", "other.test"]);

@@ -630,7 +630,10 @@ mod tests {
             );
         }
         let store = Store::open(&dir).unwrap();
-        assert_eq!(store.local_map().unwrap()["config"].as_ref(), text.as_slice());
+        assert_eq!(
+            store.local_map().unwrap()["config"].as_ref(),
+            text.as_slice()
+        );
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }

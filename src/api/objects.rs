@@ -25,7 +25,7 @@ use crate::{
     model::config::same_name,
     model::{
         self,
-        config::{Address, Domain, Record},
+        config::{Address, Check, Datacenter, Domain, Record, Scenario, Service},
     },
 };
 
@@ -37,6 +37,33 @@ pub struct WriteOptions {
     /// Apply only if the configuration is still at this version.
     #[serde(default)]
     pub version: Option<u64>,
+}
+
+/// The names of every configured object, without their contents: what a
+/// client needs to find the domain a record name is in, at any size.
+#[derive(Debug, serde::Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Names {
+    pub datacenters: Vec<String>,
+    pub checks: Vec<String>,
+    pub scenarios: Vec<String>,
+    pub services: Vec<String>,
+    pub domains: Vec<String>,
+}
+
+pub async fn names(State(state): State<ApiState>) -> Json<Names> {
+    fn of<T: Collection>(config: &model::Config) -> Vec<String> {
+        T::items(config)
+            .iter()
+            .map(|i| i.name().to_owned())
+            .collect()
+    }
+    Json(state.engine.with_config(|c| Names {
+        datacenters: of::<Datacenter>(c),
+        checks: of::<Check>(c),
+        scenarios: of::<Scenario>(c),
+        services: of::<Service>(c),
+        domains: of::<Domain>(c),
+    }))
 }
 
 fn json_of<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {

@@ -242,6 +242,16 @@ pub fn operations() -> Vec<Op> {
                 ("before", "integer", "only events older than this (ms since the epoch): pages back from the oldest time_ms of the previous page"),
             ]),
     ];
+    ops.push(
+        op(
+            Method::GET,
+            "/api/v1/names",
+            Token,
+            "The names of every configured object, without their contents",
+            handler!(Method::GET, objects::names),
+        )
+        .returns(Payload::Json(schema::<objects::Names>)),
+    );
     collection::<Datacenter>(
         &mut ops,
         "/api/v1/datacenters",

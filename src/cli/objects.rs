@@ -333,14 +333,13 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
     }
 }
 
+/// The configured domains' names, without their records (a listing of the
+/// domains themselves would carry every record).
 async fn domain_names(client: &Client) -> Result<Vec<String>> {
-    let domains: Vec<Value> = client
-        .send(client.http.get(client.url("/api/v1/domains")))
+    let names: crate::api::objects::Names = client
+        .send(client.http.get(client.url("/api/v1/names")))
         .await?;
-    Ok(domains
-        .iter()
-        .filter_map(|d| d["name"].as_str().map(String::from))
-        .collect())
+    Ok(names.domains)
 }
 
 /// The API path of record `www.example.test` TYPE: the domain is the
