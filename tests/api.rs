@@ -332,16 +332,7 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     let r = udp(d.v4(), &query("other.test.", RecordType::SOA)).await;
     assert_eq!(r.answers.len(), 1, "the new zone answers at its apex");
     // The names alone, for finding a record's domain without its records.
-    let names: serde_json::Value = gtm::tls::http_client(None, None)
-        .unwrap()
-        .get(format!("{}/api/v1/names", base(&d)))
-        .bearer_auth(&d.device.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let names = api_get(&d, "/api/v1/names").await;
     assert_eq!(
         names["domains"],
         serde_json::json!(["example.test", "other.test"])
@@ -1093,14 +1084,6 @@ async fn a_query_string_that_does_not_fit_is_a_json_error_naming_it() {
             .any(|r| r.record == "www.example.test/A"),
         "the record is still served"
     );
-    let drains: Vec<serde_json::Value> = http
-        .get(format!("{}/api/v1/drains", base(&d)))
-        .bearer_auth(&d.device.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(drains.is_empty(), "{drains:?}");
+    let drains = api_get(&d, "/api/v1/drains").await;
+    assert_eq!(drains, serde_json::json!([]));
 }

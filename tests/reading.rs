@@ -166,19 +166,7 @@ fn tally(responses: &[Message]) -> BTreeMap<String, u64> {
 
 /// `GET /api/v1/records/NAME/A/stats` on `d`.
 async fn stats(d: &TestDevice, name: &str) -> serde_json::Value {
-    gtm::tls::http_client(None, None)
-        .unwrap()
-        .get(format!(
-            "http://{}/api/v1/records/{name}/A/stats",
-            d.device.api_addr
-        ))
-        .bearer_auth(&d.device.token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .expect("stats JSON")
+    api_get(d, &format!("/api/v1/records/{name}/A/stats")).await
 }
 
 fn counted(stats: &serde_json::Value) -> BTreeMap<String, u64> {

@@ -285,6 +285,20 @@ pub async fn metrics(d: &TestDevice) -> String {
         .unwrap()
 }
 
+/// `GET` of an API path on `d` with its token, as JSON.
+pub async fn api_get(d: &TestDevice, path: &str) -> serde_json::Value {
+    gtm::tls::http_client(None, None)
+        .unwrap()
+        .get(format!("http://{}{path}", d.device.api_addr))
+        .bearer_auth(&d.device.token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("GET {path}: not JSON: {e}"))
+}
+
 /// What a `gtm` command printed and how it exited.
 #[derive(Debug)]
 pub struct Run {
