@@ -122,9 +122,11 @@ impl Device {
             store_copy.is_some(),
         )?);
 
-        let workers = settings
-            .udp_workers
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let cpus = crate::cpus::Split::new(&settings.dns_cpus).map_err(anyhow::Error::msg)?;
+        let workers = settings.udp_workers.unwrap_or_else(|| match &cpus {
+            Some(split) => split.dns.len(),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        });
         let mut listen = Vec::new();
         for addr in &settings.dns_listen {
             // In the demo, an address this machine lacks (no IPv6) is
@@ -143,7 +145,7 @@ impl Device {
         if listen.is_empty() {
             anyhow::bail!("no DNS listener could be opened (dns_listen in the node settings)");
         }
-        let dns = DnsServer::start(&listen, workers, dns_state).await?;
+        let dns = DnsServer::start(&listen, workers, cpus.as_ref(), dns_state).await?;
 
         let token = identity::api_token(dir)?;
         let listener = TcpListener::bind(settings.api_listen)
@@ -180,7 +182,7 @@ impl Device {
             },
         ));
         let cancel = CancellationToken::new();
-        let probes = probe_runtime()?;
+        let probes = probe_runtime(cpus.map(|split| split.rest))?;
         let scheduler = probes.spawn(scheduler::run(
             engine.instances(),
             engine.clone(),
@@ -472,13 +474,19 @@ fn start_engine(
 
 /// The runtime probes run on: its own threads in the `SCHED_IDLE` class
 /// (falling back to nice 19), so that thousands of probes a second only use
-/// CPU time the DNS workers leave, instead of delaying answers.
-fn probe_runtime() -> Result<tokio::runtime::Runtime> {
+/// CPU time the DNS workers leave, instead of delaying answers; with
+/// `dns_cpus`, on the CPUs `cpus` left to everything else.
+fn probe_runtime(cpus: Option<Vec<usize>>) -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("probe")
         .enable_all()
-        .on_thread_start(|| {
+        .on_thread_start(move || {
+            if let Some(cpus) = &cpus
+                && let Err(e) = crate::cpus::pin_current_thread(cpus)
+            {
+                tracing::warn!(error = %e, "cannot keep a probe thread off the DNS CPUs");
+            }
             // SAFETY: both calls act on the calling thread only (pid/who 0 is
             // the calling task on Linux); lowering priority needs no privilege.
             unsafe {

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod command;
 pub mod console;
 pub mod cookie_secret;
+pub mod cpus;
 pub mod device;
 pub mod dns;
 pub mod dnssec;

@@ -47,6 +47,16 @@ fn main() {
         settings.as_ref().and_then(|s| s.log_level.as_deref()),
         settings.as_ref().map_or(LogFormat::Text, |s| s.log_format),
     );
+    // With `dns_cpus`, every thread but the UDP DNS workers runs on the
+    // CPUs left: set here, before any thread starts, so that all inherit
+    // it. A split that cannot be made is reported by `serve` itself.
+    if let Some(Ok(Some(split))) = settings
+        .as_ref()
+        .map(|s| gtm::cpus::Split::new(&s.dns_cpus))
+        && let Err(e) = gtm::cpus::pin_current_thread(&split.rest)
+    {
+        tracing::warn!(error = %e, "cannot keep gtm's threads off the DNS CPUs");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

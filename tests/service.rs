@@ -273,3 +273,124 @@ async fn logs_to_a_file_are_plain_text_or_json_lines() {
     assert!(lines >= 2, "{log}");
     assert!(log.contains("device started"), "{log}");
 }
+
+/// The CPUs a thread of `pid` may run on, by thread name
+/// (`/proc/PID/task/*/{comm,status}`).
+fn thread_cpus(pid: u32) -> Vec<(String, Vec<usize>)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let (Ok(comm), Ok(status)) = (
+            std::fs::read_to_string(dir.join("comm")),
+            std::fs::read_to_string(dir.join("status")),
+        ) else {
+            continue; // the thread ended meanwhile
+        };
+        let list = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap()
+            .trim();
+        let mut cpus = Vec::new();
+        for part in list.split(',') {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            cpus.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap());
+        }
+        threads.push((comm.trim().to_string(), cpus));
+    }
+    threads
+}
+
+/// Starts `gtm serve` with `extra` in its node file and expects it to exit
+/// with an error (bounded); its standard error.
+fn refused(dir: &Path, ip: &str, extra: &str) -> String {
+    let node = dir.join("node.toml");
+    std::fs::write(
+        &node,
+        format!(
+            "name = \"svc\"\ndatacenter = \"dc1\"\ndata_dir = \"{}\"\ndns_listen = [\"{ip}:1053\"]\napi_listen = \"{ip}:8053\"\n{extra}\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    let log = dir.join("refused.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gtm"))
+        .args(["serve", "--config"])
+        .arg(&node)
+        .env_remove("GTM_LOG")
+        .env_remove("RUST_LOG")
+        .env_remove("NOTIFY_SOCKET")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gtm serve started with {extra:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!status.success(), "{text}");
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dns_cpus_keep_the_dns_workers_apart_from_every_other_thread() {
+    let ip = "127.0.101.4";
+    let allowed = gtm::cpus::allowed().unwrap();
+
+    // Every CPU for DNS leaves none for the rest: refused at start, naming
+    // the setting.
+    let dir = tempfile::tempdir().unwrap();
+    let all = allowed
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let text = refused(dir.path(), ip, &format!("dns_cpus = [{all}]"));
+    assert!(
+        text.contains("node setting dns_cpus:") && text.contains("takes every CPU"),
+        "{text}"
+    );
+    // A CPU the device may not run on: refused, naming its place.
+    let dir = tempfile::tempdir().unwrap();
+    let text = refused(dir.path(), ip, "dns_cpus = [4000]");
+    assert!(
+        text.contains("node setting dns_cpus[0]: CPU 4000 is not one this device may run on"),
+        "{text}"
+    );
+
+    if allowed.len() < 2 {
+        // One CPU cannot be split; what that does is tested above.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dns_cpu = allowed[0];
+    let serve = Serve::start(dir.path(), ip, &format!("dns_cpus = [{dns_cpu}]"), &[]);
+    dns_answers(ip).await;
+    let rest: Vec<usize> = allowed[1..].to_vec();
+    let threads = thread_cpus(serve.child.id());
+    let dns: Vec<_> = threads
+        .iter()
+        .filter(|(name, _)| name.starts_with("dns-udp"))
+        .collect();
+    assert_eq!(dns.len(), 1, "{threads:?}");
+    assert_eq!(dns[0].1, vec![dns_cpu], "{threads:?}");
+    assert!(
+        threads.iter().any(|(name, _)| name.starts_with("probe")),
+        "{threads:?}"
+    );
+    for (name, cpus) in threads
+        .iter()
+        .filter(|(name, _)| !name.starts_with("dns-udp"))
+    {
+        assert_eq!(cpus, &rest, "thread {name}: {threads:?}");
+    }
+}

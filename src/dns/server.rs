@@ -11,6 +11,8 @@ use std::{
 };
 
 use tokio::net::TcpListener;
+
+use crate::cpus::Split;
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -30,8 +32,14 @@ pub struct DnsServer {
 
 impl DnsServer {
     /// Binds every address for UDP and TCP (the same port for both) and
-    /// starts answering.
-    pub async fn start(listen: &[SocketAddr], workers: usize, state: DnsState) -> io::Result<Self> {
+    /// starts answering: `workers` UDP threads per address, on the DNS CPUs
+    /// of `cpus` when given (TCP is served on the runtime's threads).
+    pub async fn start(
+        listen: &[SocketAddr],
+        workers: usize,
+        cpus: Option<&Split>,
+        state: DnsState,
+    ) -> io::Result<Self> {
         let handler = Handler { state };
         let stop = Arc::new(AtomicBool::new(false));
         let tcp_stop = CancellationToken::new();
@@ -45,7 +53,13 @@ impl DnsServer {
                 handler.clone(),
                 tcp_stop.clone(),
             )));
-            threads.extend(udp::spawn(socket, workers, handler.clone(), stop.clone())?);
+            threads.extend(udp::spawn(
+                socket,
+                workers,
+                cpus,
+                handler.clone(),
+                stop.clone(),
+            )?);
             addrs.push(bound);
         }
         Ok(Self {

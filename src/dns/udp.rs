@@ -20,6 +20,8 @@ use std::{
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::cpus::Split;
+
 use super::{
     fast,
     handler::{DRAW, Handler, answer_udp},
@@ -67,10 +69,11 @@ pub fn bind_first(addr: SocketAddr) -> io::Result<Socket> {
 }
 
 /// Starts `workers` threads answering on `first` and further sockets bound
-/// to the same address.
+/// to the same address; with `cpus`, worker `i` runs on its `i`th DNS CPU.
 pub fn spawn(
     first: Socket,
     workers: usize,
+    cpus: Option<&Split>,
     handler: Handler,
     stop: Arc<AtomicBool>,
 ) -> io::Result<Vec<JoinHandle<()>>> {
@@ -87,9 +90,17 @@ pub fn spawn(
         .enumerate()
         .map(|(i, socket)| {
             let (handler, stop) = (handler.clone(), stop.clone());
+            let cpu = cpus.map(|split| split.dns_cpu(i));
             std::thread::Builder::new()
                 .name(format!("dns-udp-{i}"))
-                .spawn(move || worker(socket, handler, stop))
+                .spawn(move || {
+                    if let Some(cpu) = cpu
+                        && let Err(e) = crate::cpus::pin_current_thread(&[cpu])
+                    {
+                        tracing::warn!(cpu, error = %e, "cannot keep a DNS worker on its CPU");
+                    }
+                    worker(socket, handler, stop)
+                })
         })
         .collect()
 }

@@ -31,9 +31,14 @@ pub struct NodeSettings {
     /// one was imported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geoip_file: Option<PathBuf>,
-    /// UDP worker threads per listener (default: one per CPU).
+    /// UDP worker threads per listener (default: one per CPU, or one per
+    /// CPU of `dns_cpus`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_workers: Option<usize>,
+    /// CPUs kept for the UDP DNS workers; every other thread of the device
+    /// runs on the CPUs left (default: none, nothing pinned).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_cpus: Vec<usize>,
     /// The EDNS buffer size advertised and used for UDP (default 1232).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edns_payload: Option<u16>,
@@ -189,6 +194,7 @@ impl NodeSettings {
             advertise_api: None,
             geoip_file: None,
             udp_workers: None,
+            dns_cpus: Vec::new(),
             edns_payload: None,
             event_retention: None,
             history_keep: None,
