@@ -5,16 +5,24 @@
 # while dnsperf measures DNS; report probe CPU and DNS latency with and
 # without the probe load (target: DNS p99 within 2x of idle, no loss)."
 #
-# Method: gtm runs with one UDP worker, pinned to CPU 0 (`taskset -c 0`).
-# dnsperf is pinned to CPU 1 and sends static.bench.test A at a fixed rate
-# (`-Q`, default 20,000 q/s, well below saturation) so that its latency is
-# service latency, not queueing.  dnsperf 2.10 prints no percentiles, so it
-# runs with -v (one line per answered query, latency in µs resolution) and
-# the script computes p50 / p99 / p99.9 from those lines.  The probe target
-# is a TCP listener on 127.0.0.1:TARGET_PORT that accepts and closes (python3,
-# blocking accept loop, backlog 4096), pinned to CPU 1 with dnsperf, i.e. on
-# the "rest of the world" side, so gtm has CPU 0 to itself.  It counts the
-# connections it accepted, which gives the probe rate actually achieved.
+# Method: gtm runs with one UDP worker.  dnsperf sends static.bench.test A at
+# a fixed rate (`-Q`, default 20,000 q/s, well below saturation) so that its
+# latency is service latency, not queueing.  dnsperf 2.10 prints no
+# percentiles, so it runs with -v (one line per answered query, latency in µs
+# resolution) and the script computes p50 / p99 / p99.9 from those lines.
+# The probe target is a TCP listener on 127.0.0.1:TARGET_PORT that accepts
+# and closes (python3, blocking accept loop, backlog 4096), pinned to CPU 1.
+# It counts the connections it accepted, which gives the probe rate actually
+# achieved.  Where the rest runs is the layout (--layout):
+#   split   (default) the node file's `dns_cpus = [0]`: gtm's UDP worker on
+#           CPU 0, every other gtm thread (probes, API, cluster) on CPU 1
+#           with the target; dnsperf on CPU 0 beside the DNS worker, in idle
+#           and loaded runs alike, so that the probe load and the bench's
+#           own load (the target, the handshakes' kernel work) land on the
+#           other core and the client's place does not change between runs;
+#   shared  the whole of gtm pinned to CPU 0 (`taskset -c 0`), probes
+#           included, dnsperf and the target on CPU 1: probing competes
+#           with answering on one core (the layout of the first figures).
 #
 # Two modes, same zone in both:
 #   idle    gtm with zone bench.test (static A 192.0.2.1, steered A with a
@@ -34,13 +42,14 @@
 # not keep up) and check states (OK / Error / other) at the end of the run.
 #
 # Usage: scripts/bench-health.sh [--duration N] [--runs N] [--rate QPS]
-#                                [--checks N] [--settle N] [--no-build]
+#                                [--checks N] [--settle N] [--layout L] [--no-build]
 #                                [--docs FILE | --no-docs] [--keep-tmp]
 #   --duration N  seconds per measured dnsperf run (default 15)
 #   --runs N      measured runs per mode (default 2; ABBA order)
 #   --rate QPS    dnsperf -Q rate limit in queries/s (default 20000)
 #   --checks N    number of fixed-target checks in the loaded mode (default 10000)
 #   --settle N    at most N seconds to wait for >= 99 % of checks decided (default 120)
+#   --layout L    split (default) or shared: where gtm's threads and dnsperf run (above)
 #   --no-build    skip `cargo build --release` (the gtm binary must exist)
 #   --docs FILE   where to write the results (default docs/performance.md,
 #                 between <!-- bench-health:begin --> and <!-- bench-health:end -->)
@@ -48,7 +57,8 @@
 #   --keep-tmp    keep the temporary directory (configs, logs, dnsperf output)
 # Environment: GTM_BIN (default $CARGO_TARGET_DIR/release/gtm, else
 #   target/release/gtm), GTM_PORT=15353, GTM_API_PORT=15380,
-#   TARGET_PORT=15390, RUST_LOG for gtm (default warn).  Needs 2+ CPUs;
+#   TARGET_PORT=15390, CLIENT_CPU (dnsperf's CPU; default: 0 split, 1 shared),
+#   RUST_LOG for gtm (default warn).  Needs 2+ CPUs;
 #   installs dnsperf, dnsutils, python3 with apt-get when missing (root or
 #   passwordless sudo).
 #
@@ -84,8 +94,9 @@ else
     GTM_BIN=${GTM_BIN:-$REPO_ROOT/target/release/gtm}
 fi
 
-SERVER_CPU=0           # gtm
-CLIENT_CPU=1           # dnsperf and the probe target
+LAYOUT=split
+SERVER_CPU=0           # gtm's DNS worker (shared: all of gtm)
+OTHER_CPU=1            # the probe target (split: and gtm's other threads)
 CLIENTS=8              # dnsperf -c
 OUTSTANDING=100        # dnsperf -q (the -Q rate keeps the real number low)
 START_TIMEOUT=30
@@ -107,6 +118,8 @@ while (($#)); do
         --checks=*) NCHECKS=${1#*=}; shift ;;
         --settle) SETTLE=${2:?--settle needs a value}; shift 2 ;;
         --settle=*) SETTLE=${1#*=}; shift ;;
+        --layout) LAYOUT=${2:?--layout needs a value}; shift 2 ;;
+        --layout=*) LAYOUT=${1#*=}; shift ;;
         *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
@@ -116,6 +129,11 @@ in_range --runs "$RUNS" 1 20
 in_range --rate "$RATE" 100 1000000
 in_range --checks "$NCHECKS" 2 99999
 in_range --settle "$SETTLE" 1 1800
+case $LAYOUT in
+    split) GTM_CPUS=$SERVER_CPU,$OTHER_CPU CLIENT_CPU=${CLIENT_CPU:-$SERVER_CPU} ;;
+    shared) GTM_CPUS=$SERVER_CPU CLIENT_CPU=${CLIENT_CPU:-$OTHER_CPU} ;;
+    *) die "--layout: \"$LAYOUT\" is not split or shared" ;;
+esac
 
 # Stop gtm and the probe target (STARTED_PIDS) with any children, and remove
 # the temporary directory, however the script ends.
@@ -131,7 +149,7 @@ if ((BUILD)); then build_gtm; fi
 [[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
 
 NCPU=$(nproc)
-((NCPU >= 2)) || die "need at least 2 CPUs (gtm on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU); have $NCPU"
+((NCPU >= 2)) || die "need at least 2 CPUs (CPU $SERVER_CPU for DNS, CPU $OTHER_CPU for the rest); have $NCPU"
 CLK_TCK=$(getconf CLK_TCK)
 
 # Probes use one ephemeral port each; with fewer ports than probes in flight
@@ -171,6 +189,7 @@ api_listen = "$ADDR:$GTM_API_PORT"
 udp_workers = 1
 max_concurrent_probes = 2000
 EOF
+if [[ $LAYOUT == split ]]; then echo "dns_cpus = [$SERVER_CPU]" >>"$TMP/gtm-node.toml"; fi
 
 # write_config MODE: the replicated configuration for idle or loaded.
 write_config() {
@@ -235,10 +254,12 @@ def report():
         os.replace(out + ".tmp", out)
         time.sleep(0.5)
 threading.Thread(target=report, daemon=True).start()
-accept = s.accept
+# The file descriptor alone: no socket object per connection, so that the
+# target's own cost is the kernel's.
+accept, close = s._accept, os.close
 while True:
-    c, _ = accept()
-    c.close()
+    fd, _ = accept()
+    close(fd)
     count += 1
 EOF
 
@@ -269,10 +290,10 @@ dig_short() { # name
 }
 
 COUNT_FILE="$TMP/target.count"
-start target "$CLIENT_CPU" "$TMP/target.log" python3 "$TMP/target.py" "$TARGET_PORT" "$COUNT_FILE"
+start target "$OTHER_CPU" "$TMP/target.log" python3 "$TMP/target.py" "$TARGET_PORT" "$COUNT_FILE"
 wait_tcp target "$TARGET_PORT"
 
-RUST_LOG=${RUST_LOG:-warn} start gtm "$SERVER_CPU" "$TMP/gtm.log" \
+RUST_LOG=${RUST_LOG:-warn} start gtm "$GTM_CPUS" "$TMP/gtm.log" \
     "$GTM_BIN" serve --config "$TMP/gtm-node.toml"
 wait_tcp gtm "$GTM_API_PORT"
 
@@ -568,10 +589,17 @@ make_report() {
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
         "($(gtm_version), dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'), kernel $(uname -r));" \
         "CPU used by other processes just before the start: $PRE_BUSY % of one core."
-    echo "gtm on CPU $SERVER_CPU (\`udp_workers = 1\`, \`max_concurrent_probes = 2000\`);" \
-        "dnsperf on CPU $CLIENT_CPU (\`-c $CLIENTS -q $OUTSTANDING -Q $RATE -l $DURATION\`, static.bench.test A," \
-        "percentiles from \`-v\` per-query latencies) together with the probe target" \
-        "(python3 accept-and-close on $ADDR:$TARGET_PORT)." \
+    if [[ $LAYOUT == split ]]; then
+        echo "Layout split: gtm's UDP worker on CPU $SERVER_CPU (\`dns_cpus = [$SERVER_CPU]\`, \`udp_workers = 1\`)," \
+            "its other threads (probes, API) on CPU $OTHER_CPU (\`max_concurrent_probes = 2000\`);" \
+            "dnsperf on CPU $CLIENT_CPU; the probe target (python3 accept-and-close on $ADDR:$TARGET_PORT) on CPU $OTHER_CPU."
+    else
+        echo "Layout shared: all of gtm on CPU $SERVER_CPU (\`udp_workers = 1\`, \`max_concurrent_probes = 2000\`);" \
+            "dnsperf on CPU $CLIENT_CPU together with the probe target" \
+            "(python3 accept-and-close on $ADDR:$TARGET_PORT)."
+    fi
+    echo "dnsperf \`-c $CLIENTS -q $OUTSTANDING -Q $RATE -l $DURATION\`, static.bench.test A," \
+        "percentiles from \`-v\` per-query latencies." \
         "Loaded: $NCHECKS fixed-target \`tcp\` checks, interval $CHECK_INTERVAL, timeout $CHECK_TIMEOUT," \
         "measured once ≥ $DECIDED_PCT % were decided. gtm CPU is utime+stime from \`/proc\` over the run, % of one core;" \
         "user is its utime share; UDP thread wait is the mean time gtm's DNS thread was runnable" \
