@@ -40,6 +40,7 @@ type = "tcp"
 interval = "2s"
 timeout = "5s"
 path = "/x"
+reuse_connection = true
 
 [[domain]]
 name = "example.test"
@@ -64,6 +65,7 @@ addresses = [
         .collect();
     for expected in [
         "check web: path applies to http, https and http2 checks only",
+        "check web: reuse_connection applies to http, https and http2 checks only",
         "check web: timeout 5s is longer than interval 2s: a probe must end before the next starts",
         "domain example.test / record www A / address 2: unknown check \"nope\"",
         "domain example.test / record www A / address 3: unknown scenario \"dc2-up\"",

@@ -373,6 +373,52 @@ addresses = [{ ip = "192.0.2.1" }]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_check_that_reuses_its_connection_keeps_one_open() {
+    let mut a = HttpBackend::start_at("127.0.0.4:0".parse().unwrap()).await;
+    let text = format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[check]]
+name = "web"
+type = "http"
+port = {}
+interval = "100ms"
+timeout = "80ms"
+reuse_connection = true
+
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{{ ip = "127.0.0.4", hc = "check:web" }}]
+"#,
+        a.addr.port()
+    );
+    let d = TestDevice::start(&text).await;
+    a.state.requests.wait_len(5).await;
+    let connections = |b: &HttpBackend| {
+        b.state
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    assert_eq!(connections(&a), 1);
+
+    // The backend restarts, dropping the connection: the next probe opens
+    // another and the check stays OK.
+    a.restart().await;
+    let seen = a.state.requests.len();
+    a.state.requests.wait_len(seen + 5).await;
+    assert_eq!(connections(&a), 2);
+    assert!(check_is(&d, "web@127.0.0.4", "OK"));
+    d.device.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_probe_type_drives_answers() {
     let mut https = HttpBackend::start_tls("www.example.test").await;
     let tcp = TcpBackend::start_tcp(Some("PONG")).await;

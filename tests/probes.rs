@@ -33,7 +33,20 @@ fn http(tls: bool, version: HttpVersion) -> ProbeKind {
         expect_body: None,
         tls_verify: false,
         proxy_protocol: false,
+        reuse_connection: false,
     }
+}
+
+/// `kind` with `reuse_connection` on.
+fn reusing(kind: ProbeKind) -> ProbeKind {
+    let mut kind = kind;
+    if let ProbeKind::Http {
+        reuse_connection, ..
+    } = &mut kind
+    {
+        *reuse_connection = true;
+    }
+    kind
 }
 
 fn with_http(
@@ -205,6 +218,99 @@ async fn http_proxy_protocol_header() {
     assert!(
         lines[0].ends_with(&format!(" {}", b.addr.port())),
         "{lines:?}"
+    );
+}
+
+#[tokio::test]
+async fn http_connections_are_reused_only_when_the_check_says_so() {
+    let connections = |b: &HttpBackend| {
+        b.state
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let prober = Prober::new(false);
+    let b = HttpBackend::start().await;
+    let t = target(b.addr, NAME);
+
+    // By default a connection per probe, closed after it.
+    let mut session = Session::default();
+    for _ in 0..3 {
+        let o = prober
+            .probe_in(&spec(http(false, HttpVersion::Http1)), &t, &mut session)
+            .await;
+        assert_outcome(&o, true, "status 200");
+    }
+    assert_eq!(connections(&b), 3);
+    assert!(!session.holds_connection());
+    let seen = b.requests();
+    assert!(
+        seen.iter().all(|r| r.headers["connection"] == "close"),
+        "{seen:?}"
+    );
+
+    // With reuse_connection, one connection carries every probe, whatever
+    // the status, and no request asks to close it.
+    let kind = reusing(http(false, HttpVersion::Http1));
+    let mut session = Session::default();
+    for status in [200, 503, 200] {
+        b.set_status(status);
+        let o = prober.probe_in(&spec(kind.clone()), &t, &mut session).await;
+        assert_eq!(o.reason, format!("status {status}"), "{o:?}");
+    }
+    assert_eq!(connections(&b), 4);
+    assert!(session.holds_connection());
+    assert!(
+        b.requests()[3..]
+            .iter()
+            .all(|r| !r.headers.contains_key("connection")),
+        "{:?}",
+        b.requests()
+    );
+
+    // A server that went away and came back: the kept connection is dead,
+    // and the probe opens a new one instead of failing.
+    let mut b = b;
+    b.restart().await;
+    let o = prober.probe_in(&spec(kind.clone()), &t, &mut session).await;
+    assert_outcome(&o, true, "status 200");
+    assert_eq!(connections(&b), 5);
+    let o = prober.probe_in(&spec(kind.clone()), &t, &mut session).await;
+    assert_outcome(&o, true, "status 200");
+    assert_eq!(connections(&b), 5);
+
+    // A server that closes after its answer (the kept connection carries
+    // one more probe), or a body too long to read to its end: nothing is
+    // kept.
+    b.state.reply.lock().unwrap().headers = vec![("connection".into(), "close".into())];
+    for _ in 0..3 {
+        let o = prober.probe_in(&spec(kind.clone()), &t, &mut session).await;
+        assert_outcome(&o, true, "status 200");
+    }
+    assert_eq!(connections(&b), 7);
+    assert!(!session.holds_connection());
+    b.state.reply.lock().unwrap().headers.clear();
+    b.set_body(&"x".repeat(200 * 1024));
+    for _ in 0..2 {
+        let o = prober.probe_in(&spec(kind.clone()), &t, &mut session).await;
+        assert_outcome(&o, true, "status 200");
+    }
+    assert_eq!(connections(&b), 9);
+    assert!(!session.holds_connection());
+
+    // HTTP/2: one connection, a stream per probe.
+    let c = HttpBackend::start().await;
+    let t = target(c.addr, NAME);
+    let kind = reusing(http(false, HttpVersion::Http2));
+    let mut session = Session::default();
+    for _ in 0..3 {
+        let o = prober.probe_in(&spec(kind.clone()), &t, &mut session).await;
+        assert_outcome(&o, true, "status 200");
+    }
+    assert_eq!(connections(&c), 1);
+    assert!(
+        c.requests()
+            .iter()
+            .all(|r| r.version == hyper::Version::HTTP_2)
     );
 }
 

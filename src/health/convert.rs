@@ -27,6 +27,7 @@ pub fn probe_spec(check: &CheckSpec) -> ProbeSpec {
         expect_body: raw.expect_body.clone(),
         tls_verify: verify,
         proxy_protocol: proxy,
+        reuse_connection: raw.reuse_connection.unwrap_or(false),
     };
     let kind = match check.kind {
         CheckType::Http => http(false, HttpVersion::Http1),

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     Instance,
-    probe::{Prober, Target},
+    probe::{Prober, Session, Target},
     probe_spec, target_of,
 };
 use crate::model::{compile::CheckSpec, condition::CheckRef, config::CheckType};
@@ -131,6 +131,7 @@ async fn probe_loop<S: ResultSink>(
     let spread = interval.min(Duration::from_secs(1));
     let offset = Duration::from_millis(fastrand::u64(0..spread.as_millis().max(1) as u64));
     let mut next = Instant::now() + offset;
+    let mut session = Session::default();
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
@@ -141,7 +142,7 @@ async fn probe_loop<S: ResultSink>(
                 return;
             };
             tokio::select! {
-                outcome = prober.probe(&spec, &target) => outcome,
+                outcome = prober.probe_in(&spec, &target, &mut session) => outcome,
                 _ = cancel.cancelled() => return,
             }
         };

@@ -701,6 +701,13 @@ impl Cx {
             &[Http, Https, Http2, Tcp, Tls],
             "http, https, http2, tcp and tls",
         );
+        only(
+            self,
+            c.reuse_connection.is_some(),
+            "reuse_connection",
+            HTTP,
+            "http, https and http2",
+        );
         only(self, c.query_name.is_some(), "query_name", &[Dns], "dns");
         only(self, c.query_type.is_some(), "query_type", &[Dns], "dns");
         only(

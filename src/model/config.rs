@@ -234,6 +234,10 @@ pub struct Check {
     pub tls_verify: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_protocol: Option<bool>,
+    /// HTTP checks: keep the connection open between probes (default
+    /// false: a new connection per probe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_connection: Option<bool>,
     /// DNS checks: the name and type asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_name: Option<String>,

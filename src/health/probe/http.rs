@@ -1,6 +1,9 @@
 //! HTTP, HTTPS and HTTP/2 probes with hyper's client connection API over our
-//! own stream (so the PROXY header can go first). One connection per probe;
-//! redirects are not followed.
+//! own stream (so the PROXY header can go first). One connection per probe,
+//! or with `reuse_connection` one kept open between the probes of a check
+//! instance ([`Kept`]); redirects are not followed.
+
+use std::net::SocketAddr;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
@@ -11,10 +14,14 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::tcp::{connect_proxied, tls_handshake};
-use super::{Alpn, HttpVersion, ProbeResult, Prober, Target, tls_name};
+use super::{Alpn, Host, HttpVersion, ProbeResult, Prober, Target, tls_name};
 
 /// How much of the body is searched for the expected text.
 const BODY_PREFIX: usize = 1024;
+
+/// The longest body read to its end so that a kept connection can carry
+/// the next request; a longer one closes the connection instead.
+const DRAIN_LIMIT: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub(crate) struct HttpParams<'a> {
@@ -25,6 +32,7 @@ pub(crate) struct HttpParams<'a> {
     pub expect_body: Option<&'a str>,
     pub tls_verify: bool,
     pub proxy_protocol: bool,
+    pub reuse_connection: bool,
 }
 
 /// Aborts a spawned connection task when the probe ends, however it ends.
@@ -60,6 +68,66 @@ pub(crate) fn hyper_error(e: &hyper::Error) -> String {
     format!("HTTP error: {text}")
 }
 
+/// The client half of an HTTP/1 or HTTP/2 connection.
+#[derive(Debug)]
+pub(crate) enum Sender<B> {
+    Http1(hyper::client::conn::http1::SendRequest<B>),
+    Http2(hyper::client::conn::http2::SendRequest<B>),
+}
+
+impl<B> Sender<B>
+where
+    B: hyper::body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    /// Opens HTTP/1 or HTTP/2 over `io`: the sender, and the connection's
+    /// task, which ends when the guard is dropped.
+    pub(crate) async fn open<S>(io: S, version: HttpVersion) -> Result<(Self, AbortOnDrop), String>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let io = TokioIo::new(io);
+        match version {
+            HttpVersion::Http1 => {
+                let (sender, conn) = hyper::client::conn::http1::handshake(io)
+                    .await
+                    .map_err(|e| hyper_error(&e))?;
+                let guard = AbortOnDrop(tokio::spawn(async move {
+                    let _ = conn.await;
+                }));
+                Ok((Self::Http1(sender), guard))
+            }
+            HttpVersion::Http2 => {
+                let (sender, conn) =
+                    hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+                        .await
+                        .map_err(|e| hyper_error(&e))?;
+                let guard = AbortOnDrop(tokio::spawn(async move {
+                    let _ = conn.await;
+                }));
+                Ok((Self::Http2(sender), guard))
+            }
+        }
+    }
+
+    pub(crate) async fn send(&mut self, req: Request<B>) -> Result<Response<Incoming>, String> {
+        match self {
+            Self::Http1(s) => s.send_request(req).await,
+            Self::Http2(s) => s.send_request(req).await,
+        }
+        .map_err(|e| hyper_error(&e))
+    }
+
+    /// Whether a request can go now (a hint: the server may be closing it).
+    fn ready(&self) -> bool {
+        match self {
+            Self::Http1(s) => s.is_ready(),
+            Self::Http2(s) => s.is_ready(),
+        }
+    }
+}
+
 /// Sends `req` on a fresh HTTP/1 or HTTP/2 connection over `io`.
 pub(crate) async fn send_request<S, B>(
     io: S,
@@ -72,35 +140,29 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let io = TokioIo::new(io);
-    match version {
-        HttpVersion::Http1 => {
-            let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-                .await
-                .map_err(|e| hyper_error(&e))?;
-            let guard = AbortOnDrop(tokio::spawn(async move {
-                let _ = conn.await;
-            }));
-            let resp = sender
-                .send_request(req)
-                .await
-                .map_err(|e| hyper_error(&e))?;
-            Ok((resp, guard))
-        }
-        HttpVersion::Http2 => {
-            let (mut sender, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
-                    .await
-                    .map_err(|e| hyper_error(&e))?;
-            let guard = AbortOnDrop(tokio::spawn(async move {
-                let _ = conn.await;
-            }));
-            let resp = sender
-                .send_request(req)
-                .await
-                .map_err(|e| hyper_error(&e))?;
-            Ok((resp, guard))
-        }
+    let (mut sender, guard) = Sender::open(io, version).await?;
+    let resp = sender.send(req).await?;
+    Ok((resp, guard))
+}
+
+/// An HTTP connection kept open between the probes of one check instance
+/// (`reuse_connection`): used again while the server keeps it open and its
+/// address is still one the target resolves to and the fence lets through.
+#[derive(Debug)]
+pub struct Kept {
+    sender: Sender<Empty<Bytes>>,
+    peer: SocketAddr,
+    _conn: AbortOnDrop,
+}
+
+impl Kept {
+    fn reaches(&self, target: &Target) -> bool {
+        self.peer.port() == target.port
+            && match &target.host {
+                Host::Ip(ip) => *ip == self.peer.ip(),
+                Host::Resolved(_, ips) => ips.contains(&self.peer.ip()),
+                Host::Name(_) => false,
+            }
     }
 }
 
@@ -114,6 +176,9 @@ fn build_request(p: &HttpParams<'_>, target: &Target) -> Result<Request<Empty<By
         format!("/{}", p.path)
     };
     let builder = match p.version {
+        HttpVersion::Http1 if p.reuse_connection => {
+            Request::get(path.as_str()).header(HOST, host.as_str())
+        }
         HttpVersion::Http1 => Request::get(path.as_str())
             .header(HOST, host.as_str())
             .header(CONNECTION, "close"),
@@ -129,10 +194,37 @@ fn build_request(p: &HttpParams<'_>, target: &Target) -> Result<Request<Empty<By
         .map_err(|e| format!("invalid request (path {path:?}, host {host:?}): {e}"))
 }
 
-pub(crate) async fn probe(prober: &Prober, p: &HttpParams<'_>, target: &Target) -> ProbeResult {
+/// One probe; with `reuse_connection`, on the connection `kept` holds when
+/// it is still open, and the connection is kept for the next probe when
+/// its response was read to the end.
+pub(crate) async fn probe(
+    prober: &Prober,
+    p: &HttpParams<'_>,
+    target: &Target,
+    kept: &mut Option<Kept>,
+) -> ProbeResult {
+    if p.reuse_connection
+        && let Some(mut k) = kept
+            .take()
+            .filter(|k| k.sender.ready() && k.reaches(target))
+    {
+        // A connection the server closed meanwhile fails before any
+        // response; a new one is tried then, as if none had been kept.
+        if let Ok(resp) = k.sender.send(build_request(p, target)?).await {
+            let closing = closing(&resp);
+            let (result, complete) = judge(p, resp).await;
+            if complete && !closing {
+                *kept = Some(k);
+            }
+            return result;
+        }
+    }
     let req = build_request(p, target)?;
     let stream = connect_proxied(target, p.proxy_protocol).await?;
-    let (resp, _conn) = if p.tls {
+    let peer = stream
+        .peer_addr()
+        .map_err(|e| super::io_error("connection", &e))?;
+    let (mut sender, conn) = if p.tls {
         let alpn = match p.version {
             HttpVersion::Http1 => Alpn::Http1,
             HttpVersion::Http2 => Alpn::H2,
@@ -141,51 +233,118 @@ pub(crate) async fn probe(prober: &Prober, p: &HttpParams<'_>, target: &Target) 
         if p.version == HttpVersion::Http2 && tls.get_ref().1.alpn_protocol() != Some(b"h2") {
             return Err("server did not negotiate HTTP/2 (ALPN h2)".to_string());
         }
-        send_request(tls, p.version, req).await?
+        Sender::open(tls, p.version).await?
     } else {
-        send_request(stream, p.version, req).await?
+        Sender::open(stream, p.version).await?
     };
-    judge(p, resp).await
+    let resp = sender.send(req).await?;
+    let closing = closing(&resp);
+    let (result, complete) = judge(p, resp).await;
+    if p.reuse_connection && complete && !closing {
+        *kept = Some(Kept {
+            sender,
+            peer,
+            _conn: conn,
+        });
+    }
+    result
 }
 
-async fn judge(p: &HttpParams<'_>, resp: Response<Incoming>) -> ProbeResult {
+/// Whether the server says it closes the connection after this response.
+fn closing(resp: &Response<Incoming>) -> bool {
+    resp.headers()
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("close"))
+}
+
+/// The probe's result from the response, and whether its body was read to
+/// the end (so that the connection can carry another request).
+async fn judge(p: &HttpParams<'_>, resp: Response<Incoming>) -> (ProbeResult, bool) {
     let status = resp.status().as_u16();
     let expected = p
         .expect_status
         .iter()
         .any(|&(lo, hi)| lo <= status && status <= hi);
-    if !expected {
-        return Err(format!("status {status}"));
+    let want = p.expect_body.filter(|w| !w.is_empty());
+    if !p.reuse_connection && (!expected || want.is_none()) {
+        let result = if expected {
+            Ok(format!("status {status}"))
+        } else {
+            Err(format!("status {status}"))
+        };
+        return (result, false);
     }
-    if let Some(want) = p.expect_body.filter(|w| !w.is_empty()) {
-        let prefix = read_prefix(resp.into_body(), BODY_PREFIX).await?;
-        if !contains(&prefix, want.as_bytes()) {
-            return Err(format!("body did not contain \"{}\"", want.escape_debug()));
+    let limit = if p.reuse_connection {
+        DRAIN_LIMIT
+    } else {
+        BODY_PREFIX
+    };
+    let body = read_body(resp.into_body(), limit).await;
+    let complete = body.as_ref().is_ok_and(|b| b.complete);
+    let result = if !expected {
+        Err(format!("status {status}"))
+    } else {
+        match (want, body) {
+            (None, _) => Ok(format!("status {status}")),
+            (Some(_), Err(e)) => Err(e),
+            (Some(want), Ok(body)) if contains(&body.prefix, want.as_bytes()) => {
+                Ok(format!("status {status}"))
+            }
+            (Some(want), Ok(_)) => Err(format!("body did not contain \"{}\"", want.escape_debug())),
         }
-    }
-    Ok(format!("status {status}"))
+    };
+    (result, complete)
 }
 
-/// Reads at most `limit` bytes of the body (stops at its end).
-async fn read_prefix(mut body: Incoming, limit: usize) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    while out.len() < limit {
+/// What was read of a response body.
+struct Body {
+    /// Its first `BODY_PREFIX` bytes.
+    prefix: Vec<u8>,
+    /// Whether it was read to its end.
+    complete: bool,
+}
+
+/// Reads the body until its end or `limit` bytes, keeping the first
+/// `BODY_PREFIX`.
+async fn read_body(mut body: Incoming, limit: usize) -> Result<Body, String> {
+    let mut prefix = Vec::new();
+    let mut read = 0;
+    loop {
+        if read >= limit {
+            return Ok(Body {
+                prefix,
+                complete: false,
+            });
+        }
         match body.frame().await {
-            None => break,
+            None => {
+                return Ok(Body {
+                    prefix,
+                    complete: true,
+                });
+            }
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    let room = limit - out.len();
-                    out.extend_from_slice(&data[..data.len().min(room)]);
+                    let room = BODY_PREFIX.saturating_sub(prefix.len());
+                    prefix.extend_from_slice(&data[..data.len().min(room)]);
+                    read += data.len();
                 }
             }
             // A body cut short: judge what arrived, if anything did.
-            Some(Err(e)) if out.is_empty() => {
+            Some(Err(e)) if prefix.is_empty() => {
                 return Err(format!("reading body failed: {}", hyper_error(&e)));
             }
-            Some(Err(_)) => break,
+            Some(Err(_)) => {
+                return Ok(Body {
+                    prefix,
+                    complete: false,
+                });
+            }
         }
     }
-    Ok(out)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {

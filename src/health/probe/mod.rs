@@ -114,6 +114,9 @@ pub enum ProbeKind {
         expect_body: Option<String>,
         tls_verify: bool,
         proxy_protocol: bool,
+        /// Keep the connection open between probes (HTTP/1 keep-alive, or
+        /// one HTTP/2 connection) instead of one connection per probe.
+        reuse_connection: bool,
     },
     Tcp {
         send: Option<String>,
@@ -154,6 +157,20 @@ pub struct Outcome {
     pub ok: bool,
     pub reason: String,
     pub elapsed: Duration,
+}
+
+/// What a check instance's probes keep from one to the next: with
+/// `reuse_connection`, its open HTTP connection. Dropped with the instance.
+#[derive(Debug, Default)]
+pub struct Session {
+    http: Option<http::Kept>,
+}
+
+impl Session {
+    /// Whether a connection is kept open for the next probe.
+    pub fn holds_connection(&self) -> bool {
+        self.http.is_some()
+    }
 }
 
 /// The result of a prober before timing: `Ok(reason)` or `Err(reason)`.
@@ -335,8 +352,21 @@ impl Prober {
     /// Runs one probe of `target`. Never panics; the whole probe (resolution,
     /// connection, handshake, exchange) is bounded by `spec.timeout`.
     pub async fn probe(&self, spec: &ProbeSpec, target: &Target) -> Outcome {
+        self.probe_in(spec, target, &mut Session::default()).await
+    }
+
+    /// Runs one probe of `target` as [`Prober::probe`] does, in the session
+    /// of a check instance: a connection kept from its last probe is used
+    /// again, and one this probe opens may be kept for the next.
+    pub async fn probe_in(
+        &self,
+        spec: &ProbeSpec,
+        target: &Target,
+        session: &mut Session,
+    ) -> Outcome {
         let start = Instant::now();
-        let result = match tokio::time::timeout(spec.timeout, self.run(&spec.kind, target)).await {
+        let run = self.run(&spec.kind, target, session);
+        let result = match tokio::time::timeout(spec.timeout, run).await {
             Ok(result) => result,
             Err(_) => Err(format!("timeout after {} ms", spec.timeout.as_millis())),
         };
@@ -353,7 +383,7 @@ impl Prober {
         }
     }
 
-    async fn run(&self, kind: &ProbeKind, target: &Target) -> ProbeResult {
+    async fn run(&self, kind: &ProbeKind, target: &Target, session: &mut Session) -> ProbeResult {
         // A command runs here, not against the network: nothing to fence.
         let resolved;
         let target = if matches!(kind, ProbeKind::Exec { .. }) {
@@ -371,6 +401,7 @@ impl Prober {
                 expect_body,
                 tls_verify,
                 proxy_protocol,
+                reuse_connection,
             } => {
                 let params = http::HttpParams {
                     tls: *tls,
@@ -380,8 +411,9 @@ impl Prober {
                     expect_body: expect_body.as_deref(),
                     tls_verify: *tls_verify,
                     proxy_protocol: *proxy_protocol,
+                    reuse_connection: *reuse_connection,
                 };
-                http::probe(self, &params, target).await
+                http::probe(self, &params, target, &mut session.http).await
             }
             ProbeKind::Tcp {
                 send,
