@@ -42,7 +42,8 @@
 # not keep up) and check states (OK / Error / other) at the end of the run.
 #
 # Usage: scripts/bench-health.sh [--duration N] [--runs N] [--rate QPS]
-#                                [--checks N] [--settle N] [--layout L] [--no-build]
+#                                [--checks N] [--settle N] [--layout L] [--check T]
+#                                [--no-build]
 #                                [--docs FILE | --no-docs] [--keep-tmp]
 #   --duration N  seconds per measured dnsperf run (default 15)
 #   --runs N      measured runs per mode (default 2; ABBA order)
@@ -50,6 +51,12 @@
 #   --checks N    number of fixed-target checks in the loaded mode (default 10000)
 #   --settle N    at most N seconds to wait for >= 99 % of checks decided (default 120)
 #   --layout L    split (default) or shared: where gtm's threads and dnsperf run (above)
+#   --check T     the loaded checks' type: tcp (default; the target accepts
+#                 and closes), http (GET /health, a new connection per
+#                 probe) or http-reuse (the same with `reuse_connection =
+#                 true`); for http the target is a python asyncio HTTP/1.1
+#                 server with keep-alive, counting requests, so use fewer
+#                 checks (e.g. --checks 2000)
 #   --no-build    skip `cargo build --release` (the gtm binary must exist)
 #   --docs FILE   where to write the results (default docs/performance.md,
 #                 between <!-- bench-health:begin --> and <!-- bench-health:end -->)
@@ -95,6 +102,7 @@ else
 fi
 
 LAYOUT=split
+CHECK_TYPE=tcp
 SERVER_CPU=0           # gtm's DNS worker (shared: all of gtm)
 OTHER_CPU=1            # the probe target (split: and gtm's other threads)
 CLIENTS=8              # dnsperf -c
@@ -120,6 +128,8 @@ while (($#)); do
         --settle=*) SETTLE=${1#*=}; shift ;;
         --layout) LAYOUT=${2:?--layout needs a value}; shift 2 ;;
         --layout=*) LAYOUT=${1#*=}; shift ;;
+        --check) CHECK_TYPE=${2:?--check needs a value}; shift 2 ;;
+        --check=*) CHECK_TYPE=${1#*=}; shift ;;
         *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --docs, ...
     esac
 done
@@ -133,6 +143,14 @@ case $LAYOUT in
     split) GTM_CPUS=$SERVER_CPU,$OTHER_CPU CLIENT_CPU=${CLIENT_CPU:-$SERVER_CPU} ;;
     shared) GTM_CPUS=$SERVER_CPU CLIENT_CPU=${CLIENT_CPU:-$OTHER_CPU} ;;
     *) die "--layout: \"$LAYOUT\" is not split or shared" ;;
+esac
+TARGET_WHAT="accept-and-close"
+[[ $CHECK_TYPE == tcp ]] || TARGET_WHAT="asyncio HTTP/1.1 with keep-alive"
+case $CHECK_TYPE in
+    tcp) CHECK_FIELDS='type = "tcp"' ;;
+    http) CHECK_FIELDS=$'type = "http"\npath = "/health"' ;;
+    http-reuse) CHECK_FIELDS=$'type = "http"\npath = "/health"\nreuse_connection = true' ;;
+    *) die "--check: \"$CHECK_TYPE\" is not tcp, http or http-reuse" ;;
 esac
 
 # Stop gtm and the probe target (STARTED_PIDS) with any children, and remove
@@ -201,8 +219,8 @@ name = "dc1"
 EOF
     if [[ $mode == loaded ]]; then
         for ((i = 1; i <= NCHECKS; i++)); do
-            printf '[[check]]\nname = "t%05d"\ntype = "tcp"\ntarget = "%s"\nport = %d\ninterval = "%s"\ntimeout = "%s"\n\n' \
-                "$i" "$ADDR" "$TARGET_PORT" "$CHECK_INTERVAL" "$CHECK_TIMEOUT"
+            printf '[[check]]\nname = "t%05d"\n%s\ntarget = "%s"\nport = %d\ninterval = "%s"\ntimeout = "%s"\n\n' \
+                "$i" "$CHECK_FIELDS" "$ADDR" "$TARGET_PORT" "$CHECK_INTERVAL" "$CHECK_TIMEOUT"
         done
         cat <<'EOF'
 [[scenario]]
@@ -237,15 +255,12 @@ write_config loaded >"$TMP/gtm-loaded.toml"
 timeout 60 "$GTM_BIN" config check "$TMP/gtm-loaded.toml" >"$TMP/config-check.log" 2>&1 \
     || { cat "$TMP/config-check.log" >&2; die "gtm config check rejected the loaded configuration"; }
 
-# The probe target: accept and close, counting accepted connections; the
-# count and a timestamp are written to a file twice a second.
+# The probe target, counting what it served (accepted connections for tcp,
+# requests for http); the count and a timestamp are written to a file twice
+# a second.
 cat >"$TMP/target.py" <<'EOF'
-import os, socket, sys, threading, time
-port, out = int(sys.argv[1]), sys.argv[2]
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", port))
-s.listen(4096)
+import asyncio, os, socket, sys, threading, time
+port, out, kind = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 count = 0
 def report():
     while True:
@@ -254,13 +269,39 @@ def report():
         os.replace(out + ".tmp", out)
         time.sleep(0.5)
 threading.Thread(target=report, daemon=True).start()
-# The file descriptor alone: no socket object per connection, so that the
-# target's own cost is the kernel's.
-accept, close = s._accept, os.close
-while True:
-    fd, _ = accept()
-    close(fd)
-    count += 1
+if kind == "tcp":
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(4096)
+    # The file descriptor alone: no socket object per connection, so that
+    # the target's own cost is the kernel's.
+    accept, close = s._accept, os.close
+    while True:
+        fd, _ = accept()
+        close(fd)
+        count += 1
+OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+CLOSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+async def serve(reader, writer):
+    global count
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            count += 1
+            if b"onnection: close" in head:
+                writer.write(CLOSE)
+                await writer.drain()
+                break
+            writer.write(OK)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    writer.close()
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", port, backlog=4096)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
 EOF
 
 # ---------------------------------------------------------------------------
@@ -290,7 +331,7 @@ dig_short() { # name
 }
 
 COUNT_FILE="$TMP/target.count"
-start target "$OTHER_CPU" "$TMP/target.log" python3 "$TMP/target.py" "$TARGET_PORT" "$COUNT_FILE"
+start target "$OTHER_CPU" "$TMP/target.log" python3 "$TMP/target.py" "$TARGET_PORT" "$COUNT_FILE" "${CHECK_TYPE%-reuse}"
 wait_tcp target "$TARGET_PORT"
 
 RUST_LOG=${RUST_LOG:-warn} start gtm "$GTM_CPUS" "$TMP/gtm.log" \
@@ -592,20 +633,20 @@ make_report() {
     if [[ $LAYOUT == split ]]; then
         echo "Layout split: gtm's UDP worker on CPU $SERVER_CPU (\`dns_cpus = [$SERVER_CPU]\`, \`udp_workers = 1\`)," \
             "its other threads (probes, API) on CPU $OTHER_CPU (\`max_concurrent_probes = 2000\`);" \
-            "dnsperf on CPU $CLIENT_CPU; the probe target (python3 accept-and-close on $ADDR:$TARGET_PORT) on CPU $OTHER_CPU."
+            "dnsperf on CPU $CLIENT_CPU; the probe target (python3, $TARGET_WHAT on $ADDR:$TARGET_PORT) on CPU $OTHER_CPU."
     else
         echo "Layout shared: all of gtm on CPU $SERVER_CPU (\`udp_workers = 1\`, \`max_concurrent_probes = 2000\`);" \
             "dnsperf on CPU $CLIENT_CPU together with the probe target" \
-            "(python3 accept-and-close on $ADDR:$TARGET_PORT)."
+            "(python3, $TARGET_WHAT on $ADDR:$TARGET_PORT)."
     fi
     echo "dnsperf \`-c $CLIENTS -q $OUTSTANDING -Q $RATE -l $DURATION\`, static.bench.test A," \
         "percentiles from \`-v\` per-query latencies." \
-        "Loaded: $NCHECKS fixed-target \`tcp\` checks, interval $CHECK_INTERVAL, timeout $CHECK_TIMEOUT," \
+        "Loaded: $NCHECKS fixed-target \`$CHECK_TYPE\` checks, interval $CHECK_INTERVAL, timeout $CHECK_TIMEOUT," \
         "measured once ≥ $DECIDED_PCT % were decided. gtm CPU is utime+stime from \`/proc\` over the run, % of one core;" \
         "user is its utime share; UDP thread wait is the mean time gtm's DNS thread was runnable" \
         "but waiting for CPU 0 per wake-up (run_delay/pcount from \`/proc/PID/task/TID/schedstat\`);" \
         "others CPU % is what every other process on the machine used (a noise indicator, % of one core);" \
-        "probes/s is what the target accepted; listen overflows is the system-wide TcpExt delta (0 = the target kept up)."
+        "probes/s is what the target served (connections for tcp, requests for http); listen overflows is the system-wide TcpExt delta (0 = the target kept up)."
     echo
     echo "Command: \`$INVOCATION\`"
 }
