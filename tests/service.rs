@@ -24,15 +24,7 @@ struct Serve {
 
 impl Serve {
     fn start(dir: &Path, ip: &str, extra: &str, env: &[(&str, &str)]) -> Self {
-        let node = dir.join("node.toml");
-        std::fs::write(
-            &node,
-            format!(
-                "name = \"svc\"\ndatacenter = \"dc1\"\ndata_dir = \"{}\"\ndns_listen = [\"{ip}:1053\"]\napi_listen = \"{ip}:8053\"\nudp_workers = 1\n{extra}\n",
-                dir.join("data").display()
-            ),
-        )
-        .unwrap();
+        let node = node_file(dir, ip, extra);
         let log = dir.join("serve.log");
         let child = Command::new(env!("CARGO_BIN_EXE_gtm"))
             .args(["serve", "--config"])
@@ -89,6 +81,21 @@ impl Serve {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Writes the node file of a device on `ip` with its data in `dir`, and
+/// `extra` lines; its path.
+fn node_file(dir: &Path, ip: &str, extra: &str) -> PathBuf {
+    let node = dir.join("node.toml");
+    std::fs::write(
+        &node,
+        format!(
+            "name = \"svc\"\ndatacenter = \"dc1\"\ndata_dir = \"{}\"\ndns_listen = [\"{ip}:1053\"]\napi_listen = \"{ip}:8053\"\nudp_workers = 1\n{extra}\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    node
 }
 
 impl Drop for Serve {
@@ -304,15 +311,7 @@ fn thread_cpus(pid: u32) -> Vec<(String, Vec<usize>)> {
 /// Starts `gtm serve` with `extra` in its node file and expects it to exit
 /// with an error (bounded); its standard error.
 fn refused(dir: &Path, ip: &str, extra: &str) -> String {
-    let node = dir.join("node.toml");
-    std::fs::write(
-        &node,
-        format!(
-            "name = \"svc\"\ndatacenter = \"dc1\"\ndata_dir = \"{}\"\ndns_listen = [\"{ip}:1053\"]\napi_listen = \"{ip}:8053\"\n{extra}\n",
-            dir.join("data").display()
-        ),
-    )
-    .unwrap();
+    let node = node_file(dir, ip, extra);
     let log = dir.join("refused.log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_gtm"))
         .args(["serve", "--config"])
