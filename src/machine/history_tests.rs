@@ -176,7 +176,8 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
         command: format!("{version:032x}"),
         what: "apply".into(),
         changes: vec![format!("change {version}")],
-        text: Some("x".repeat(size)),
+        // A text of its own per version: equal texts share their part.
+        text: Some(char::from(b'a' + version as u8).to_string().repeat(size)),
         text_bytes: None,
     };
     let mut kv = Map::new();
@@ -212,13 +213,19 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
     // keeps its text only while it is the newest.
     apply(&mut kv, entry(5, 10), 2);
     assert_eq!(kept(&kv), vec![(4, None), (5, Some(10))]);
-    // Texts live under keys of their own, only while kept.
-    let texts: Vec<&String> = kv
+    // Texts live as parts under keys of their own, only while kept.
+    let lists: Vec<&String> = kv
         .keys()
-        .filter(|k| k.starts_with(HISTORY_TEXT_PREFIX))
+        .filter(|k| k.starts_with(parts::PARTS_PREFIX))
         .collect();
-    assert_eq!(texts, [&history_text_key(5)]);
-    assert_eq!(history_entry(&kv, 5).unwrap().text.unwrap(), "x".repeat(10));
+    assert_eq!(lists, [&parts::parts_key(5)]);
+    assert_eq!(
+        kv.keys()
+            .filter(|k| k.starts_with(parts::PART_PREFIX))
+            .count(),
+        1
+    );
+    assert_eq!(history_entry(&kv, 5).unwrap().text.unwrap(), "f".repeat(10));
 
     // An entry of the layout before, its text inside, reads the same and
     // loses its text the same way.
@@ -233,4 +240,107 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
         vec![(4, None), (5, None), (6, None), (7, Some(90))]
     );
     assert_eq!(history_entry(&kv, 6).unwrap().text, None);
+}
+
+fn domains(changed_ttl: u32) -> String {
+    [("a.test", 30), ("b.test", changed_ttl), ("c.test", 30)]
+        .iter()
+        .map(|(name, ttl)| {
+            format!(
+                "[[domain]]\nname = \"{name}\"\nnameservers = [\"ns1.{name}\"]\nttl = {ttl}\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n\n"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn versions_share_the_parts_they_did_not_change_and_each_text_comes_back_whole() {
+    let machine = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    let ttls = [30, 60, 90, 120, 150];
+    for (i, ttl) in ttls.into_iter().enumerate() {
+        let outcome = run(
+            &machine,
+            &mut kv,
+            i as u64 + 1,
+            10,
+            Action::ApplyConfig { text: domains(ttl) },
+        );
+        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+    }
+    // Every version's text, byte for byte, from its parts.
+    for (i, ttl) in ttls.into_iter().enumerate() {
+        let entry = history_entry(&kv, i as u64 + 1).unwrap();
+        assert_eq!(entry.text.as_deref(), Some(domains(ttl).as_str()));
+    }
+    // a.test and c.test are kept once; b.test once per version.
+    let parts_kept = |kv: &Map| {
+        kv.keys()
+            .filter(|k| k.starts_with(parts::PART_PREFIX))
+            .count()
+    };
+    assert_eq!(parts_kept(&kv), 2 + ttls.len());
+    // A rollback gives the old text back, and is itself a version of parts.
+    run(&machine, &mut kv, 6, 10, Action::Rollback { version: 2 });
+    assert_eq!(kv.get(CONFIG_KEY).unwrap(), domains(60).as_bytes());
+    assert_eq!(history_entry(&kv, 6).unwrap().text.unwrap(), domains(60));
+    assert_eq!(parts_kept(&kv), 2 + ttls.len());
+    // Versions pruned take the parts only they named with them.
+    run(
+        &machine,
+        &mut kv,
+        7,
+        2,
+        Action::ApplyConfig { text: domains(180) },
+    );
+    let versions: Vec<u64> = history_of(&kv).iter().map(|e| e.version).collect();
+    assert_eq!(versions, [6, 7]);
+    assert_eq!(parts_kept(&kv), 2 + 2);
+    assert_eq!(history_entry(&kv, 6).unwrap().text.unwrap(), domains(60));
+}
+
+#[test]
+fn the_text_budget_counts_a_shared_part_once() {
+    let entry = |version: u64| HistoryEntry {
+        version,
+        time_ms: version,
+        actor: Actor {
+            user: "admin".into(),
+            device: "gtm1".into(),
+        },
+        command: format!("{version:032x}"),
+        what: "apply".into(),
+        changes: Vec::new(),
+        // 60 bytes every version shares, then 20 of its own.
+        text: Some(format!(
+            "{}\n[[domain]]\n{}\n",
+            "s".repeat(59),
+            char::from(b'a' + version as u8).to_string().repeat(8)
+        )),
+        text_bytes: None,
+    };
+    let mut kv = Map::new();
+    for v in 1..=4 {
+        for w in history_writes(&kv, entry(v), 10, 120) {
+            w.apply_to(&mut kv);
+        }
+    }
+    // The newest costs 80 bytes; each older one 20 more: two fit in 120.
+    let kept: Vec<(u64, bool)> = history_of(&kv)
+        .iter()
+        .map(|e| (e.version, e.text_size().is_some()))
+        .collect();
+    assert_eq!(kept, vec![(1, false), (2, true), (3, true), (4, true)]);
+    assert_eq!(
+        history_entry(&kv, 2).unwrap().text,
+        entry(2).text,
+        "a kept version reads whole"
+    );
+    // The shared part, and one part per version with its text.
+    assert_eq!(
+        kv.keys()
+            .filter(|k| k.starts_with(parts::PART_PREFIX))
+            .count(),
+        4
+    );
 }

@@ -22,10 +22,11 @@
 //! - `tsig`: JSON [`crate::dns::tsig::TsigKeys`], the TSIG keys;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
-//!   [`HISTORY_KEPT`]), and `history-text/<version, 20 digits>`: that
-//!   version's whole text while history keeps it (within
-//!   [`HISTORY_TEXT_BUDGET`]); an entry written before the text had a key
-//!   of its own holds it in its `text` field;
+//!   [`HISTORY_KEPT`]), and `history-parts/<version, 20 digits>`: the
+//!   list of that version's text's parts while history keeps it (within
+//!   [`HISTORY_TEXT_BUDGET`]), each part once under
+//!   `config-part/<hash>` ([`parts`]); entries written before keep their
+//!   whole text under `history-text/<version>` or in their `text` field;
 //! - `outcome/<command id>`: JSON [`Outcome`] of the last [`OUTCOMES_KEPT`]
 //!   commands, and `outcome-order/<index, 20 digits>` → command id, to drop
 //!   the oldest: a command delivered twice gets the first outcome again.
@@ -35,6 +36,7 @@ pub mod cookies;
 mod dnssec;
 pub mod edit;
 pub mod operator;
+mod parts;
 pub mod schedule;
 mod tsig;
 mod zone_versions;
@@ -68,9 +70,10 @@ pub const OUTCOMES_KEPT: usize = 1000;
 /// Configuration versions kept in history by default (the `history_keep`
 /// node setting; each command carries its proposer's).
 pub const HISTORY_KEPT: usize = 100;
-/// The configuration texts kept in history, in bytes at most: beyond it the
-/// oldest entries keep their metadata and diff but not their text (and
-/// cannot be shown whole or rolled back to).
+/// The configuration texts kept in history, in bytes at most, a part that
+/// versions share counted once: beyond it the oldest entries keep their
+/// metadata and diff but not their text (and cannot be shown whole or
+/// rolled back to).
 pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
 
 pub fn now_ms() -> u64 {
@@ -181,10 +184,12 @@ pub fn history_entry(kv: &Map, version: u64) -> Option<HistoryEntry> {
     let mut entry: HistoryEntry = kv
         .get(&history_key(version))
         .and_then(|v| serde_json::from_slice(v).ok())?;
-    if entry.text.is_none()
-        && let Some(text) = kv.get(&history_text_key(version))
-    {
-        entry.text = Some(String::from_utf8_lossy(text).into_owned());
+    if entry.text.is_none() {
+        let text = match kv.get(&history_text_key(version)) {
+            Some(text) => Some(text.to_vec()),
+            None => parts::list_of(kv, version).and_then(|list| parts::join(kv, &list)),
+        };
+        entry.text = text.map(|t| String::from_utf8_lossy(&t).into_owned());
     }
     Some(entry)
 }
@@ -651,30 +656,60 @@ fn describe(e: &crate::command::Edit) -> String {
 }
 
 /// The new entry, and what keeps history within `keep` entries (at least
-/// the new one) and `budget` bytes of text (newest texts first; the new
-/// entry keeps its text whatever its size). Only the entries whose text
-/// drops out are read whole.
+/// the new one) and `budget` bytes of text (newest texts first, a part that
+/// versions share counted once; the new entry keeps its text whatever its
+/// size). The new text is kept as parts ([`parts`]); only the entries whose
+/// whole text drops out (written before parts) are read whole.
 fn history_writes(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize) -> Vec<Write> {
     let mut writes = Vec::new();
-    let mut sizes: Vec<(u64, usize)> = history_of(kv)
-        .iter()
-        .map(|e| (e.version, e.text_size().unwrap_or(0)))
-        .collect();
-    sizes.push((entry.version, entry.text.as_ref().map_or(0, String::len)));
-    let drop = sizes.len().saturating_sub(keep.max(1));
-    for (version, _) in sizes.drain(..drop) {
-        writes.push(Write::Delete {
-            key: history_key(version),
-        });
-        writes.push(Write::Delete {
-            key: history_text_key(version),
-        });
+    let mut older: Vec<u64> = history_of(kv).iter().map(|e| e.version).collect();
+    let drop = (older.len() + 1).saturating_sub(keep.max(1));
+    for version in older.drain(..drop.min(older.len())) {
+        for key in [
+            history_key(version),
+            history_text_key(version),
+            parts::parts_key(version),
+        ] {
+            writes.push(Write::Delete { key });
+        }
     }
-    let mut budget = budget.saturating_sub(sizes.last().map_or(0, |(_, size)| *size));
-    for &(version, size) in sizes.iter().rev().skip(1) {
+    let newest = older
+        .last()
+        .and_then(|&v| parts::list_of(kv, v))
+        .unwrap_or_default();
+    let text = entry.text.take().unwrap_or_default();
+    let (list, new_parts) = parts::keep(kv, text.as_bytes(), &newest);
+    writes.extend(new_parts);
+    entry.text_bytes = Some(text.len());
+
+    // Newest first: what each older version adds to the bytes kept.
+    let mut counted: std::collections::HashSet<String> =
+        list.iter().map(|p| p.hash.clone()).collect();
+    let mut budget = budget.saturating_sub(text.len());
+    let mut kept_lists = vec![list.clone()];
+    for &version in older.iter().rev() {
+        let (size, list) = match parts::list_of(kv, version) {
+            Some(list) => {
+                let fresh: usize = list
+                    .iter()
+                    .filter(|p| !counted.contains(&p.hash))
+                    .map(|p| p.len)
+                    .sum();
+                (fresh, Some(list))
+            }
+            None => (
+                history_summary(kv, version)
+                    .and_then(|e| e.text_size())
+                    .unwrap_or(0),
+                None,
+            ),
+        };
         if size > 0 && size > budget {
             writes.push(Write::Delete {
                 key: history_text_key(version),
+            });
+            writes.push(Write::Delete {
+                key: parts::parts_key(version),
             });
             // An entry of the layout before holds its text itself.
             if let Some(mut old) = kv
@@ -688,16 +723,18 @@ fn history_writes(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize)
                     value: serde_json::to_vec(&old).unwrap_or_default(),
                 });
             }
+        } else if let Some(list) = list {
+            counted.extend(list.iter().map(|p| p.hash.clone()));
+            kept_lists.push(list);
         }
         budget = budget.saturating_sub(size);
     }
-    if let Some(text) = entry.text.take() {
-        entry.text_bytes = Some(text.len());
-        writes.push(Write::Put {
-            key: history_text_key(entry.version),
-            value: text.into_bytes(),
-        });
-    }
+    let kept: Vec<&[parts::PartRef]> = kept_lists.iter().map(Vec::as_slice).collect();
+    writes.extend(parts::unreferenced(kv, &kept));
+    writes.push(Write::Put {
+        key: parts::parts_key(entry.version),
+        value: serde_json::to_vec(&list).unwrap_or_default(),
+    });
     writes.push(Write::Put {
         key: history_key(entry.version),
         value: serde_json::to_vec(&entry).unwrap_or_default(),
