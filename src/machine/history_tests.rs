@@ -164,9 +164,9 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
     assert!(machine.parsed(text_hash(text.as_bytes())).is_none());
 }
 
-#[test]
-fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
-    let entry = |version: u64, size: usize| HistoryEntry {
+/// A history entry of `version` with `text`, as the machine makes one.
+fn entry_with(version: u64, text: String) -> HistoryEntry {
+    HistoryEntry {
         version,
         time_ms: version,
         actor: Actor {
@@ -176,10 +176,20 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
         command: format!("{version:032x}"),
         what: "apply".into(),
         changes: vec![format!("change {version}")],
-        // A text of its own per version: equal texts share their part.
-        text: Some(char::from(b'a' + version as u8).to_string().repeat(size)),
+        text: Some(text),
         text_bytes: None,
-    };
+    }
+}
+
+/// A letter of its own per version (`b` for 1, `c` for 2, ...).
+fn letter(version: u64) -> String {
+    char::from(b'a' + version as u8).to_string()
+}
+
+#[test]
+fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
+    // A text of its own per version: equal texts share their part.
+    let entry = |version: u64, size: usize| entry_with(version, letter(version).repeat(size));
     let mut kv = Map::new();
     let apply = |kv: &mut Map, e: HistoryEntry, keep: usize| {
         for w in history_writes(kv, e, keep, 100) {
@@ -301,23 +311,16 @@ fn versions_share_the_parts_they_did_not_change_and_each_text_comes_back_whole()
 
 #[test]
 fn the_text_budget_counts_a_shared_part_once() {
-    let entry = |version: u64| HistoryEntry {
-        version,
-        time_ms: version,
-        actor: Actor {
-            user: "admin".into(),
-            device: "gtm1".into(),
-        },
-        command: format!("{version:032x}"),
-        what: "apply".into(),
-        changes: Vec::new(),
-        // 60 bytes every version shares, then 20 of its own.
-        text: Some(format!(
-            "{}\n[[domain]]\n{}\n",
-            "s".repeat(59),
-            char::from(b'a' + version as u8).to_string().repeat(8)
-        )),
-        text_bytes: None,
+    // 60 bytes every version shares, then 20 of its own.
+    let entry = |version: u64| {
+        entry_with(
+            version,
+            format!(
+                "{}\n[[domain]]\n{}\n",
+                "s".repeat(59),
+                letter(version).repeat(8)
+            ),
+        )
     };
     let mut kv = Map::new();
     for v in 1..=4 {
