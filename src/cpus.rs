@@ -65,9 +65,10 @@ impl Split {
         })
     }
 
-    /// The CPU of UDP worker `i`: the DNS CPUs in turn.
-    pub fn dns_cpu(&self, i: usize) -> usize {
-        self.dns[i % self.dns.len()]
+    /// The CPU of UDP worker `i`: the DNS CPUs in turn (none when the
+    /// split lists none).
+    pub fn dns_cpu(&self, i: usize) -> Option<usize> {
+        self.dns.get(i.checked_rem(self.dns.len())?).copied()
     }
 }
 
@@ -150,8 +151,13 @@ mod tests {
         assert_eq!(split.rest, vec![1, 3]);
         assert_eq!(
             (split.dns_cpu(0), split.dns_cpu(1), split.dns_cpu(2)),
-            (2, 0, 2)
+            (Some(2), Some(0), Some(2))
         );
+        let none = Split {
+            dns: Vec::new(),
+            rest: vec![0],
+        };
+        assert_eq!(none.dns_cpu(0), None);
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub fn spawn(
         .enumerate()
         .map(|(i, socket)| {
             let (handler, stop) = (handler.clone(), stop.clone());
-            let cpu = cpus.map(|split| split.dns_cpu(i));
+            let cpu = cpus.and_then(|split| split.dns_cpu(i));
             std::thread::Builder::new()
                 .name(format!("dns-udp-{i}"))
                 .spawn(move || {
