@@ -116,8 +116,8 @@ impl Replication {
         let local = local_map(store, &engine)?;
         let handled = store.load_config()?.map(|c| Handled {
             version: c.version,
-            hash: machine::text_hash(c.text.as_bytes()),
-            text: None,
+            hash: machine::id_of_text(c.text.as_bytes()),
+            value: None,
             zone_versions: c.zone_versions.into_iter().collect(),
         });
         let replication = Arc::new(Self {
@@ -402,8 +402,8 @@ impl Replication {
     pub async fn init(&self, actor: Actor) -> Result<(), ApplyError> {
         let _changing = self.membership.lock().await;
         let local = self.local.lock().await.clone();
-        let text = match local.get(CONFIG_KEY) {
-            Some(text) => String::from_utf8_lossy(text).into_owned(),
+        let text = match machine::config_text(&local) {
+            Some(text) => String::from_utf8_lossy(&text).into_owned(),
             None => toml::to_string_pretty(&self.engine.config())
                 .map_err(|e| ApplyError::Cluster(e.to_string()))?,
         };
@@ -528,7 +528,7 @@ impl Replication {
         // The leader replicates to us; wait until the configuration arrived.
         let mut applied = self.node.applied();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while !applied.borrow().kv.contains_key(CONFIG_KEY) || !self.clustered() {
+        while !machine::has_config(&applied.borrow().kv) || !self.clustered() {
             if tokio::time::timeout_at(deadline, applied.changed())
                 .await
                 .is_err()
@@ -728,25 +728,26 @@ async fn install_committed(r: Arc<Replication>) {
 }
 
 /// The configuration last handed to the engine: its version, the hash of
-/// its text, and the text as the replicated map holds it, so that the same
-/// value is known again without hashing megabytes after every command;
-/// and the zone versions it was handed with (the SOA serials).
+/// the map's value for it ([`machine::config_value`]), and that value as
+/// the replicated map holds it, so that the same value is known again
+/// without hashing after every command; and the zone versions it was
+/// handed with (the SOA serials).
 #[derive(Debug, Clone)]
 struct Handled {
     version: u64,
     hash: u64,
-    text: Option<gtm_cluster::Value>,
+    value: Option<gtm_cluster::Value>,
     zone_versions: std::collections::HashMap<String, u64>,
 }
 
 impl Handled {
-    /// Whether `text` at `version` is this very value of the map.
-    fn is(&self, version: u64, text: &gtm_cluster::Value) -> bool {
+    /// Whether `value` at `version` is this very value of the map.
+    fn is(&self, version: u64, value: &gtm_cluster::Value) -> bool {
         self.version == version
             && self
-                .text
+                .value
                 .as_ref()
-                .is_some_and(|t| t.as_ptr() == text.as_ptr() && t.len() == text.len())
+                .is_some_and(|v| v.as_ptr() == value.as_ptr() && v.len() == value.len())
     }
 }
 
@@ -769,7 +770,7 @@ fn install(
         .cookies
         .install(machine::cookies::secrets_of(kv));
     // After the configuration, which the operator state is checked against.
-    if kv.contains_key(CONFIG_KEY) {
+    if machine::has_config(kv) {
         engine.set_operator(&machine::operator::state_of(kv));
     }
     // After the configuration, which says which zones are signed.
@@ -783,7 +784,7 @@ fn install_config(
     kv: &Map,
     handled: Option<Handled>,
 ) -> Option<Handled> {
-    let value = kv.get(CONFIG_KEY)?;
+    let value = machine::config_value(kv)?;
     let version = machine::version_of(kv);
     if handled.as_ref().is_some_and(|h| h.is(version, value)) {
         return None;
@@ -791,7 +792,7 @@ fn install_config(
     let now = Handled {
         version,
         hash: machine::text_hash(value),
-        text: Some(value.clone()),
+        value: Some(value.clone()),
         zone_versions: machine::zone_versions(kv),
     };
     // The state machine parsed and compiled this text when it applied the
@@ -805,7 +806,17 @@ fn install_config(
         // a gtm before zone versions, it is installed again with them.
         return Some(now);
     }
-    let text = String::from_utf8_lossy(value).into_owned();
+    let Some(text) = machine::config_text(kv) else {
+        // Never so in a map the machine wrote; said rather than served
+        // short.
+        engine.install_failed(
+            version,
+            "a part of its text is missing from the replicated map",
+        );
+        return Some(now);
+    };
+    let text = String::from_utf8(text)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
     if engine
@@ -832,7 +843,7 @@ fn install_config(
 /// write edits that, not an empty one.
 fn local_map(store: &Store, engine: &Engine) -> Result<Map> {
     let mut map = store.local_map()?;
-    if map.contains_key(CONFIG_KEY) {
+    if machine::has_config(&map) {
         return Ok(map);
     }
     let (version, text) = match store.load_config()? {

@@ -18,15 +18,16 @@
 //! - `rpc_server`: the RPC routes a device serves (drives `node`);
 //! - `forward`: the client that hands a command to the leader;
 //! - `http`: the one HTTP client constructor (TLS, mutual TLS);
-//! - `node`: [`ClusterNode`], the facade the application uses.
+//! - `node`: [`ClusterNode`], the facade the application uses;
+//! - `config_store`: a device's own copy of the configuration it serves,
+//!   kept as `parts`.
 //!
 //! Nothing outside this crate names an openraft or sled type: only the
 //! types re-exported here are public.
 
 use std::path::Path;
 
-use bincode::{Decode, Encode};
-
+mod config_store;
 mod error;
 mod forward;
 mod http;
@@ -34,12 +35,14 @@ mod log_store;
 mod low_priority;
 mod machine;
 mod node;
+pub mod parts;
 mod reclaim;
 mod rpc_client;
 mod rpc_server;
 mod state_machine;
 mod types;
 
+pub use config_store::StoredConfig;
 pub use error::ClusterError;
 pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
 pub use low_priority::LowPriority;
@@ -66,55 +69,6 @@ pub enum StoreError {
     Corrupt { what: &'static str, why: String },
 }
 
-/// The applied replicated configuration: its version, its text, and per
-/// domain the version that last changed it (the zones' SOA serials).
-#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
-pub struct StoredConfig {
-    pub version: u64,
-    pub text: String,
-    pub zone_versions: Vec<(String, u64)>,
-}
-
-/// [`StoredConfig`] as devices kept it before zone versions.
-#[derive(Decode)]
-struct StoredConfigV1 {
-    version: u64,
-    text: String,
-}
-
-impl From<StoredConfigV1> for StoredConfig {
-    fn from(c: StoredConfigV1) -> Self {
-        Self {
-            version: c.version,
-            text: c.text,
-            zone_versions: Vec::new(),
-        }
-    }
-}
-
-/// Reads a stored `T` (a configuration, or an optional one), in this
-/// layout or the one before zone versions (`V1`).
-fn decode_config<T: Decode<()>, V1: Decode<()> + Into<T>>(
-    bytes: &[u8],
-) -> Result<T, bincode::error::DecodeError> {
-    match bincode::decode_from_slice::<T, _>(bytes, types::decoding()) {
-        Ok((config, _)) => Ok(config),
-        Err(e) => bincode::decode_from_slice::<V1, _>(bytes, types::decoding())
-            .map(|(old, _)| old.into())
-            .map_err(|_| e),
-    }
-}
-
-/// An optional configuration before zone versions.
-#[derive(Decode)]
-struct OptionalV1(Option<StoredConfigV1>);
-
-impl From<OptionalV1> for Option<StoredConfig> {
-    fn from(c: OptionalV1) -> Self {
-        c.0.map(Into::into)
-    }
-}
-
 /// A device's durable state.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -135,12 +89,8 @@ pub struct Store {
 /// Events kept by default: the oldest beyond this are dropped.
 pub const DEFAULT_EVENT_RETENTION: u64 = 100_000;
 
-const CONFIG_KEY: &[u8] = b"config";
 /// The tree of a device's state while it is in no cluster.
 const LOCAL_TREE: &str = "local-kv";
-/// Present only while the committed configuration did not install on this
-/// device: the last one that did (`None`: there was none).
-const LAST_GOOD_KEY: &[u8] = b"config-last-good";
 
 impl Store {
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
@@ -400,112 +350,6 @@ impl Store {
         })?;
         Ok(kept)
     }
-
-    pub fn load_config(&self) -> Result<Option<StoredConfig>, StoreError> {
-        let Some(bytes) = self.db.get(CONFIG_KEY).map_err(|source| StoreError::Io {
-            action: "reading the configuration",
-            source,
-        })?
-        else {
-            return Ok(None);
-        };
-        let config = decode_config::<StoredConfig, StoredConfigV1>(&bytes).map_err(|e| {
-            StoreError::Corrupt {
-                what: "configuration",
-                why: e.to_string(),
-            }
-        })?;
-        Ok(Some(config))
-    }
-
-    /// Saves a configuration this device installed, and flushes: when this
-    /// returns, the configuration survives a crash. Being installed, it is
-    /// the last good one too: a kept older one is dropped.
-    pub fn save_config(&self, config: &StoredConfig) -> Result<(), StoreError> {
-        let bytes = encode_config(config)?;
-        let mut batch = sled::Batch::default();
-        batch.insert(CONFIG_KEY, bytes);
-        batch.remove(LAST_GOOD_KEY);
-        self.db
-            .apply_batch(batch)
-            .map_err(|source| StoreError::Io {
-                action: "writing the configuration",
-                source,
-            })?;
-        reclaim::reclaim();
-        self.flush_config()
-    }
-
-    /// Saves a committed configuration that did not install on this device,
-    /// keeping the one it replaces as the last good one (unless one is kept
-    /// already: that one is older and did install). Flushes.
-    pub fn save_uninstalled(&self, config: &StoredConfig) -> Result<(), StoreError> {
-        let bytes = encode_config(config)?;
-        let result = self.db.transaction(|tx| {
-            if tx.get(LAST_GOOD_KEY)?.is_none() {
-                let previous = tx.get(CONFIG_KEY)?;
-                let decoded: Option<StoredConfig> =
-                    previous.and_then(|b| decode_config::<StoredConfig, StoredConfigV1>(&b).ok());
-                let good =
-                    bincode::encode_to_vec(&decoded, bincode::config::standard()).map_err(|e| {
-                        sled::transaction::ConflictableTransactionError::Abort(e.to_string())
-                    })?;
-                tx.insert(LAST_GOOD_KEY, good)?;
-            }
-            tx.insert(CONFIG_KEY, bytes.as_slice())?;
-            Ok(())
-        });
-        reclaim::reclaim();
-        match result {
-            Ok(()) => self.flush_config(),
-            Err(sled::transaction::TransactionError::Abort(why)) => Err(StoreError::Corrupt {
-                what: "configuration",
-                why,
-            }),
-            Err(sled::transaction::TransactionError::Storage(source)) => Err(StoreError::Io {
-                action: "writing the configuration",
-                source,
-            }),
-        }
-    }
-
-    /// The last configuration this device installed, when the committed
-    /// one did not install: `None` when the committed one is good (or
-    /// nothing is kept), `Some(None)` when no configuration ever installed.
-    pub fn last_good_config(&self) -> Result<Option<Option<StoredConfig>>, StoreError> {
-        let Some(bytes) = self
-            .db
-            .get(LAST_GOOD_KEY)
-            .map_err(|source| StoreError::Io {
-                action: "reading the last good configuration",
-                source,
-            })?
-        else {
-            return Ok(None);
-        };
-        let config = decode_config::<Option<StoredConfig>, OptionalV1>(&bytes).map_err(|e| {
-            StoreError::Corrupt {
-                what: "last good configuration",
-                why: e.to_string(),
-            }
-        })?;
-        Ok(Some(config))
-    }
-
-    fn flush_config(&self) -> Result<(), StoreError> {
-        self.db.flush().map_err(|source| StoreError::Io {
-            action: "flushing the configuration",
-            source,
-        })?;
-        Ok(())
-    }
-}
-
-fn encode_config(config: &StoredConfig) -> Result<Vec<u8>, StoreError> {
-    bincode::encode_to_vec(config, bincode::config::standard()).map_err(|e| StoreError::Corrupt {
-        what: "configuration",
-        why: e.to_string(),
-    })
 }
 
 /// One stored event: its sequence number, time and bytes.
@@ -554,48 +398,6 @@ fn seq_of(key: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The layout a gtm before zone versions wrote.
-    #[derive(Encode)]
-    struct Before {
-        version: u64,
-        text: String,
-    }
-
-    #[test]
-    fn a_configuration_kept_before_zone_versions_still_reads() {
-        let dir = std::env::temp_dir().join(format!("gtm-store-v1-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let store = Store::open(&dir).unwrap();
-        let before = Before {
-            version: 7,
-            text: "old".into(),
-        };
-        let standard = bincode::config::standard();
-        store
-            .db
-            .insert(
-                CONFIG_KEY,
-                bincode::encode_to_vec(&before, standard).unwrap(),
-            )
-            .unwrap();
-        store
-            .db
-            .insert(
-                LAST_GOOD_KEY,
-                bincode::encode_to_vec(Some(&before), standard).unwrap(),
-            )
-            .unwrap();
-        let read = StoredConfig {
-            version: 7,
-            text: "old".into(),
-            zone_versions: Vec::new(),
-        };
-        assert_eq!(store.load_config().unwrap(), Some(read.clone()));
-        assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 
     /// A value the local state keeps is one allocation, shared by sled and
     /// the map in memory; and it reads back the same after reopening.

@@ -117,7 +117,7 @@ fn a_rollback_is_a_new_version_with_the_old_text_and_a_pruned_version_is_refused
         matches!(outcome, Outcome::Applied { version: 4, .. }),
         "{outcome:?}"
     );
-    assert_eq!(kv.get(CONFIG_KEY).unwrap(), zone(60).as_bytes());
+    assert_eq!(config_text(&kv).unwrap(), zone(60).as_bytes());
     let entry = history_entry(&kv, 4).unwrap();
     assert_eq!(entry.what, "rollback to 2");
     assert!(
@@ -140,12 +140,13 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
         3,
         Action::ApplyConfig { text: zone(30) },
     );
-    let committed = kv.get(CONFIG_KEY).cloned().unwrap();
+    let committed = config_value(&kv).cloned().unwrap();
     let (parsed, compiled) = machine
         .parsed(text_hash(&committed))
         .expect("the text just committed");
-    let text = String::from_utf8(committed.to_vec()).unwrap();
+    let text = String::from_utf8(config_text(&kv).unwrap()).unwrap();
     assert_eq!(*parsed, crate::model::parse(&text).unwrap());
+    assert_eq!(text_hash(&committed), id_of_text(text.as_bytes()));
     // Compiled, once: the engine takes it.
     let compiled = compiled.expect("compiled with the command");
     assert_eq!(compiled.zones[0].apex.to_string(), "h.test.");
@@ -153,7 +154,7 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
     assert_eq!(*again, *parsed);
     assert!(none.is_none(), "the compiled form is handed on once");
     // Another text (the one before, a later one) is the engine's to parse.
-    assert!(machine.parsed(text_hash(zone(60).as_bytes())).is_none());
+    assert!(machine.parsed(id_of_text(zone(60).as_bytes())).is_none());
     run(
         &machine,
         &mut kv,
@@ -161,7 +162,7 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
         3,
         Action::ApplyConfig { text: zone(60) },
     );
-    assert!(machine.parsed(text_hash(text.as_bytes())).is_none());
+    assert!(machine.parsed(id_of_text(text.as_bytes())).is_none());
 }
 
 /// A history entry of `version` with `text`, as the machine makes one.
@@ -181,6 +182,16 @@ fn entry_with(version: u64, text: String) -> HistoryEntry {
     }
 }
 
+/// What a version with `entry`'s text writes to history: its parts, as
+/// the machine keeps the committed text, then its entry.
+fn writes_for(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize) -> Vec<Write> {
+    let text = entry.text.take().unwrap_or_default();
+    entry.text_bytes = Some(text.len());
+    let (list, mut writes) = parts::keep(kv, text.as_bytes(), &[]);
+    writes.extend(history_writes(kv, entry, list, keep, budget));
+    writes
+}
+
 /// A letter of its own per version (`b` for 1, `c` for 2, ...).
 fn letter(version: u64) -> String {
     char::from(b'a' + version as u8).to_string()
@@ -192,7 +203,7 @@ fn older_texts_beyond_the_text_budget_drop_out_newest_kept_first() {
     let entry = |version: u64, size: usize| entry_with(version, letter(version).repeat(size));
     let mut kv = Map::new();
     let apply = |kv: &mut Map, e: HistoryEntry, keep: usize| {
-        for w in history_writes(kv, e, keep, 100) {
+        for w in writes_for(kv, e, keep, 100) {
             w.apply_to(kv);
         }
     };
@@ -292,7 +303,7 @@ fn versions_share_the_parts_they_did_not_change_and_each_text_comes_back_whole()
     assert_eq!(parts_kept(&kv), 2 + ttls.len());
     // A rollback gives the old text back, and is itself a version of parts.
     run(&machine, &mut kv, 6, 10, Action::Rollback { version: 2 });
-    assert_eq!(kv.get(CONFIG_KEY).unwrap(), domains(60).as_bytes());
+    assert_eq!(config_text(&kv).unwrap(), domains(60).as_bytes());
     assert_eq!(history_entry(&kv, 6).unwrap().text.unwrap(), domains(60));
     assert_eq!(parts_kept(&kv), 2 + ttls.len());
     // Versions pruned take the parts only they named with them.
@@ -324,7 +335,7 @@ fn the_text_budget_counts_a_shared_part_once() {
     };
     let mut kv = Map::new();
     for v in 1..=4 {
-        for w in history_writes(&kv, entry(v), 10, 120) {
+        for w in writes_for(&kv, entry(v), 10, 120) {
             w.apply_to(&mut kv);
         }
     }

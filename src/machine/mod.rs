@@ -8,9 +8,11 @@
 //! map ([`crate::replication`]).
 //!
 //! Keys of the map:
-//! - `config`: the configuration text; `config-version`: the number of
-//!   configuration changes (decimal), which elections and operator actions
-//!   do not move;
+//! - `config-list`: the committed configuration text as the list of its
+//!   parts, each part once under `config-part/<hash>` ([`parts`]; a map
+//!   written before parts holds the whole text under `config`);
+//!   `config-version`: the number of configuration changes (decimal),
+//!   which elections and operator actions do not move;
 //! - `zone-version/<domain>`: the configuration version that last changed
 //!   the domain (decimal), its SOA serial ([`zone_versions`]);
 //! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
@@ -24,8 +26,8 @@
 //!   versions (as many as the command's `history_keep`, see
 //!   [`HISTORY_KEPT`]), and `history-parts/<version, 20 digits>`: the
 //!   list of that version's text's parts while history keeps it (within
-//!   [`HISTORY_TEXT_BUDGET`]), each part once under
-//!   `config-part/<hash>` ([`parts`]); entries written before keep their
+//!   [`HISTORY_TEXT_BUDGET`]), parts it shares with the committed text
+//!   and other versions kept once; entries written before keep their
 //!   whole text under `history-text/<version>` or in their `text` field;
 //! - `outcome/<command id>`: JSON [`Outcome`] of the last [`OUTCOMES_KEPT`]
 //!   commands, and `outcome-order/<index, 20 digits>` → command id, to drop
@@ -57,6 +59,8 @@ use gtm_cluster::{Effect, Map, Write};
 use zone_versions::zone_version_writes;
 pub use zone_versions::zone_versions;
 
+/// The committed configuration's whole text, as maps written before
+/// parts keep it (read, and replaced by the next configuration change).
 pub const CONFIG_KEY: &str = "config";
 pub const VERSION_KEY: &str = "config-version";
 const HISTORY_PREFIX: &str = "history/";
@@ -101,6 +105,34 @@ pub struct HistoryEntry {
     /// The size of the text in bytes while it is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_bytes: Option<usize>,
+}
+
+/// Whether the map holds a committed configuration.
+pub fn has_config(kv: &Map) -> bool {
+    kv.contains_key(parts::LIST_KEY) || kv.contains_key(CONFIG_KEY)
+}
+
+/// The value that stands for the committed configuration: the list of its
+/// parts (in a map written before parts, the whole text). The same value
+/// is the same text, so its hash ([`text_hash`]) names the configuration
+/// without joining megabytes.
+pub fn config_value(kv: &Map) -> Option<&gtm_cluster::Value> {
+    kv.get(parts::LIST_KEY).or_else(|| kv.get(CONFIG_KEY))
+}
+
+/// The committed configuration's text.
+pub fn config_text(kv: &Map) -> Option<Vec<u8>> {
+    match parts::current_list(kv) {
+        Some(list) => parts::join(kv, &list),
+        None => kv.get(CONFIG_KEY).map(|t| t.to_vec()),
+    }
+}
+
+/// The hash of the value a map would keep for `text` ([`config_value`]):
+/// how a device knows that the copy it kept for restarts is the committed
+/// configuration, without installing it again.
+pub fn id_of_text(text: &[u8]) -> u64 {
+    text_hash(&serde_json::to_vec(&parts::list_of_text(text)).unwrap_or_default())
 }
 
 /// The configuration version of a map (0: none yet).
@@ -353,7 +385,7 @@ impl GtmMachine {
         let adopt = matches!(command.action, Action::Adopt { .. });
         let (new, text, what, new_version, layout) = match &command.action {
             Action::Adopt { text, version: v } => {
-                if kv.contains_key(CONFIG_KEY) {
+                if has_config(kv) {
                     return rejected(
                         ErrorKind::AlreadyClustered,
                         "the cluster has a configuration already",
@@ -378,10 +410,11 @@ impl GtmMachine {
                 }
                 // The text before, when this machine wrote it: the
                 // domains the edit did not touch are copied from it.
+                let committed = current_layout.as_ref().and_then(|_| config_text(kv));
                 let before =
                     current_layout
                         .as_ref()
-                        .zip(kv.get(CONFIG_KEY))
+                        .zip(committed.as_deref())
                         .map(|(layout, text)| model::text::Before {
                             text,
                             layout,
@@ -450,7 +483,7 @@ impl GtmMachine {
         if let Some(errors) = tsig::unknown_keys(kv, &new) {
             return invalid(errors);
         }
-        if new == *current && kv.contains_key(CONFIG_KEY) {
+        if new == *current && has_config(kv) {
             // A retried apply of what is applied makes no new version.
             return Change {
                 writes: Vec::new(),
@@ -470,22 +503,32 @@ impl GtmMachine {
             command: command.id.to_string(),
             what,
             changes: changes.clone(),
-            text: Some(text.clone()),
-            text_bytes: None,
+            text: None,
+            text_bytes: Some(text.len()),
         };
-        let mut writes = vec![
-            Write::Put {
+        // The text as parts: those it shares with the committed one are
+        // not written again.
+        let committed = parts::current_list(kv).unwrap_or_default();
+        let (list, mut writes) = parts::keep(kv, text.as_bytes(), &committed);
+        let list_value = serde_json::to_vec(&list).unwrap_or_default();
+        let hash = text_hash(&list_value);
+        writes.push(Write::Put {
+            key: parts::LIST_KEY.into(),
+            value: list_value,
+        });
+        if kv.contains_key(CONFIG_KEY) {
+            writes.push(Write::Delete {
                 key: CONFIG_KEY.into(),
-                value: text.clone().into_bytes(),
-            },
-            Write::Put {
-                key: VERSION_KEY.into(),
-                value: new_version.to_string().into_bytes(),
-            },
-        ];
+            });
+        }
+        writes.push(Write::Put {
+            key: VERSION_KEY.into(),
+            value: new_version.to_string().into_bytes(),
+        });
         writes.extend(history_writes(
             kv,
             entry,
+            list,
             command.history_keep as usize,
             HISTORY_TEXT_BUDGET,
         ));
@@ -500,7 +543,7 @@ impl GtmMachine {
         // Operator state naming what the new configuration lacks drops out.
         writes.extend(operator::prune(kv, &compiled));
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parsed {
-            hash: text_hash(text.as_bytes()),
+            hash,
             config: Arc::new(new),
             zones: Some(compiled.zones.clone()),
             compiled: Some(compiled),
@@ -517,7 +560,8 @@ impl GtmMachine {
         }
     }
 
-    /// The configuration whose text hashes to `hash` ([`text_hash`]), when
+    /// The configuration whose value hashes to `hash` ([`config_value`],
+    /// [`text_hash`]), when
     /// it is the one this machine parsed last, with its compiled form the
     /// first time it is asked for: the engine installs it without parsing
     /// or compiling the same text again.
@@ -532,13 +576,13 @@ impl GtmMachine {
             .map(|p| (p.config.clone(), p.compiled.take()))
     }
 
-    /// The committed configuration, parsed (cached by its text), with its
+    /// The committed configuration, parsed (cached by its value), with its
     /// compiled zones and its text's layout when this machine made them.
     fn current(&self, kv: &Map) -> Result<Current, String> {
-        let Some(text) = kv.get(CONFIG_KEY) else {
+        let Some(value) = config_value(kv) else {
             return Ok(Current::default());
         };
-        let hash = text_hash(text);
+        let hash = text_hash(value);
         let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(p) = &*cached
             && p.hash == hash
@@ -549,7 +593,8 @@ impl GtmMachine {
                 layout: p.layout.clone(),
             });
         }
-        let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
+        let text = config_text(kv).ok_or("a part of its text is missing from the map")?;
+        let text = std::str::from_utf8(&text).map_err(|e| e.to_string())?;
         let config = Arc::new(model::parse(text).map_err(|e| e.to_string())?);
         *cached = Some(Parsed {
             hash,
@@ -655,12 +700,19 @@ fn describe(e: &crate::command::Edit) -> String {
     }
 }
 
-/// The new entry, and what keeps history within `keep` entries (at least
-/// the new one) and `budget` bytes of text (newest texts first, a part that
-/// versions share counted once; the new entry keeps its text whatever its
-/// size). The new text is kept as parts ([`parts`]); only the entries whose
-/// whole text drops out (written before parts) are read whole.
-fn history_writes(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize) -> Vec<Write> {
+/// The new entry, whose text is the new committed one (`list`, its parts,
+/// written already), and what keeps history within `keep` entries (at
+/// least the new one) and `budget` bytes of text (newest texts first, a
+/// part that versions share counted once; the new entry keeps its text
+/// whatever its size). Only the entries whose whole text drops out
+/// (written before parts) are read whole.
+fn history_writes(
+    kv: &Map,
+    entry: HistoryEntry,
+    list: Vec<parts::PartRef>,
+    keep: usize,
+    budget: usize,
+) -> Vec<Write> {
     let mut writes = Vec::new();
     let mut older: Vec<u64> = history_of(kv).iter().map(|e| e.version).collect();
     let drop = (older.len() + 1).saturating_sub(keep.max(1));
@@ -673,19 +725,12 @@ fn history_writes(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize)
             writes.push(Write::Delete { key });
         }
     }
-    let newest = older
-        .last()
-        .and_then(|&v| parts::list_of(kv, v))
-        .unwrap_or_default();
-    let text = entry.text.take().unwrap_or_default();
-    let (list, new_parts) = parts::keep(kv, text.as_bytes(), &newest);
-    writes.extend(new_parts);
-    entry.text_bytes = Some(text.len());
+    let text_bytes = list.iter().map(|p| p.len).sum::<usize>();
 
     // Newest first: what each older version adds to the bytes kept.
     let mut counted: std::collections::HashSet<String> =
         list.iter().map(|p| p.hash.clone()).collect();
-    let mut budget = budget.saturating_sub(text.len());
+    let mut budget = budget.saturating_sub(text_bytes);
     let mut kept_lists = vec![list.clone()];
     for &version in older.iter().rev() {
         let (size, list) = match parts::list_of(kv, version) {

@@ -1,22 +1,25 @@
-//! A configuration text kept in history as content-addressed parts.
+//! Configuration texts in the replicated map as content-addressed parts.
 //!
-//! A text is cut before every line that opens a `[[domain]]` table, so a
-//! change to one domain changes one part; each part is kept once in the
-//! map under the hash of its bytes (`config-part/<hash>`), and a version
-//! keeps the list of its parts (`history-parts/<version>`). Versions that
-//! share parts share their bytes: history holds the changed domains of
-//! each version, not a whole text per version. The cut is a storage
-//! matter only: joining the parts gives the text back byte for byte,
-//! whatever it holds.
+//! A text is cut as [`gtm_cluster::parts::cut`] says (before each
+//! `[[domain]]` line, and inside a long domain about every 256 tables,
+//! where the bytes say), each part kept once in the map under the hash of
+//! its bytes (`config-part/<hash>`). The committed configuration is the
+//! list of its parts (`config-list`), and so is each version history
+//! keeps (`history-parts/<version>`): versions share what they did not
+//! change, and an edit writes the parts it changed and a list, not the
+//! whole text. The cut is a storage matter only: joining the parts gives
+//! the text back byte for byte, whatever it holds.
 
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use gtm_cluster::{Map, Write};
+use gtm_cluster::{Map, Write, parts::cut};
 
 pub(super) const PART_PREFIX: &str = "config-part/";
 pub(super) const PARTS_PREFIX: &str = "history-parts/";
+/// The committed configuration's parts, in order (JSON `[PartRef]`).
+pub(super) const LIST_KEY: &str = "config-list";
 
 /// One part of a text: the hash of its bytes and their length.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,45 +36,41 @@ fn part_key(hash: &str) -> String {
     format!("{PART_PREFIX}{hash}")
 }
 
-/// The first 16 bytes of the SHA-256 of `bytes`, in hex: the same on every
-/// device and with every build.
+/// The hash of a part, in hex: the same on every device and with every
+/// build.
 fn hash(bytes: &[u8]) -> String {
-    crate::identity::hex(&ring::digest::digest(&ring::digest::SHA256, bytes).as_ref()[..16])
+    crate::identity::hex(&gtm_cluster::parts::part_hash(bytes))
 }
 
-/// `text` cut before every line that opens a `[[domain]]` table.
-pub(super) fn split(text: &[u8]) -> Vec<&[u8]> {
-    const OPEN: &[u8] = b"[[domain]]";
-    let mut parts = Vec::new();
-    let mut start = 0;
-    let mut line = 0;
-    while line < text.len() {
-        if line > start && text[line..].starts_with(OPEN) {
-            parts.push(&text[start..line]);
-            start = line;
-        }
-        line = match text[line..].iter().position(|&b| b == b'\n') {
-            Some(end) => line + end + 1,
-            None => text.len(),
-        };
-    }
-    if start < text.len() {
-        parts.push(&text[start..]);
-    }
-    parts
+/// The parts of `text` without the map: what a list of them would be.
+pub(super) fn list_of_text(text: &[u8]) -> Vec<PartRef> {
+    cut(text)
+        .into_iter()
+        .map(|part| PartRef {
+            hash: hash(part),
+            len: part.len(),
+        })
+        .collect()
 }
 
 /// The parts of `text`, and the writes that keep those the map lacks. A
-/// part equal to the one at the same place in `previous` (the newest
-/// version's parts) takes its hash without hashing it again.
+/// part equal to the one at the same place in `previous` (the committed
+/// text's parts), counted from the start or from the end, takes its hash
+/// without hashing it again: an edit hashes what it changed.
 pub(super) fn keep(kv: &Map, text: &[u8], previous: &[PartRef]) -> (Vec<PartRef>, Vec<Write>) {
     let mut list = Vec::new();
     let mut writes = Vec::new();
     let mut written = HashSet::new();
-    for (i, part) in split(text).into_iter().enumerate() {
-        let same = previous.get(i).filter(|p| {
-            p.len == part.len() && kv.get(&part_key(&p.hash)).is_some_and(|b| b[..] == *part)
-        });
+    let parts = cut(text);
+    let count = parts.len();
+    for (i, part) in parts.into_iter().enumerate() {
+        let from_end = (previous.len() + i).checked_sub(count);
+        let same = [previous.get(i), from_end.and_then(|j| previous.get(j))]
+            .into_iter()
+            .flatten()
+            .find(|p| {
+                p.len == part.len() && kv.get(&part_key(&p.hash)).is_some_and(|b| b[..] == *part)
+            });
         let hash = match same {
             Some(p) => p.hash.clone(),
             None => hash(part),
@@ -89,6 +88,12 @@ pub(super) fn keep(kv: &Map, text: &[u8], previous: &[PartRef]) -> (Vec<PartRef>
         });
     }
     (list, writes)
+}
+
+/// The committed configuration's parts, when the map keeps it so.
+pub(super) fn current_list(kv: &Map) -> Option<Vec<PartRef>> {
+    kv.get(LIST_KEY)
+        .and_then(|v| serde_json::from_slice(v).ok())
 }
 
 /// The parts version `version` keeps, if it keeps its text as parts.
@@ -122,22 +127,6 @@ pub(super) fn unreferenced(kv: &Map, kept: &[&[PartRef]]) -> Vec<Write> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_text_is_cut_before_each_domain_and_joins_back_whole() {
-        let text = b"[[check]]\nname = \"a\"\n\n[[domain]]\nname = \"x\"\n# [[domain]] in a comment\n[[domain.record]]\nname = \"w\"\n\n[[domain]]\nname = \"y\"\n";
-        let parts = split(text);
-        assert_eq!(parts.len(), 3);
-        assert!(parts[1].starts_with(b"[[domain]]\nname = \"x\""));
-        assert!(parts[2].starts_with(b"[[domain]]\nname = \"y\""));
-        assert_eq!(parts.concat(), text);
-        assert_eq!(split(b"[[domain]]\nname = \"x\"").len(), 1);
-        assert!(split(b"").is_empty());
-        assert_eq!(
-            split(b"no domain, no end of line"),
-            vec![&b"no domain, no end of line"[..]]
-        );
-    }
 
     #[test]
     fn equal_parts_are_kept_once() {

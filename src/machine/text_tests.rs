@@ -63,14 +63,108 @@ fn an_edit_writes_the_same_text_with_or_without_the_text_before() {
         assert_eq!(format!("{fresh:?}"), format!("{outcome:?}"));
         assert_eq!(kv, fresh_kv, "after command {index}");
         if i > 0 {
-            let text = std::str::from_utf8(&kv[CONFIG_KEY]).unwrap();
+            let text = String::from_utf8(config_text(&kv).unwrap()).unwrap();
+            let text = text.as_str();
             let config = model::parse(text).unwrap();
             assert_eq!(text, toml::to_string_pretty(&config).unwrap());
         }
     }
-    let text = std::str::from_utf8(&kv[CONFIG_KEY]).unwrap();
+    let text = String::from_utf8(config_text(&kv).unwrap()).unwrap();
     assert!(
         text.contains("192.0.2.5") && !text.contains("a.test"),
         "{text}"
+    );
+}
+
+/// The bytes an effect puts under keys starting with `prefix`, and how
+/// many such keys.
+fn put_under(effect: &gtm_cluster::Effect, prefix: &str) -> (usize, usize) {
+    effect
+        .writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::Put { key, value } if key.starts_with(prefix) => Some(value.len()),
+            _ => None,
+        })
+        .fold((0, 0), |(keys, bytes), len| (keys + 1, bytes + len))
+}
+
+/// An edit writes the parts of the text it changed and the list of parts,
+/// not the whole text: in a domain of thousands of records, one record's
+/// part or two. A map kept before parts (the whole text under `config`)
+/// is converted by its next change.
+#[test]
+fn an_edit_writes_the_parts_it_changed_not_the_whole_text() {
+    use gtm_cluster::Machine;
+    let mut text = String::from(
+        "[[domain]]\nname = \"small.test\"\nnameservers = [\"ns1.small.test\"]\n\n\
+         [[domain]]\nname = \"big.test\"\nnameservers = [\"ns1.big.test\"]\n",
+    );
+    for i in 0..5_000 {
+        text.push_str(&format!(
+            "\n[[domain.record]]\nname = \"host{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
+        ));
+    }
+    let machine = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    kv.insert(CONFIG_KEY.to_string(), text.clone().into_bytes().into());
+    kv.insert(VERSION_KEY.to_string(), b"1".to_vec().into());
+    let whole = text.len();
+    let apply = |kv: &mut Map, index: u64, action: Action| {
+        let bytes = command(action).encode().unwrap();
+        let effect = machine.apply(kv, index, &bytes);
+        for w in effect.writes.clone() {
+            w.apply_to(kv);
+        }
+        assert!(
+            matches!(
+                Outcome::decode(&effect.outcome),
+                Ok(Outcome::Applied { .. })
+            ),
+            "{:?}",
+            Outcome::decode(&effect.outcome)
+        );
+        effect
+    };
+    // The first change converts the map: every part is written once.
+    let first = apply(&mut kv, 2, record("big.test", "host10", "192.0.2.9"));
+    assert!(!kv.contains_key(CONFIG_KEY), "the whole text is gone");
+    let (parts, bytes) = put_under(&first, parts::PART_PREFIX);
+    assert!(parts > 3 && bytes >= whole, "{parts} parts, {bytes} bytes");
+    // The next writes the changed part (or two) and a list.
+    let second = apply(&mut kv, 3, record("big.test", "host2500", "192.0.2.10"));
+    let (parts, bytes) = put_under(&second, parts::PART_PREFIX);
+    assert!((1..=2).contains(&parts), "{parts} parts written");
+    assert!(bytes < whole / 10, "{bytes} bytes of {whole} written");
+    let largest = second
+        .writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::Put { value, .. } => Some(value.len()),
+            Write::Delete { .. } => None,
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(largest < whole / 10, "a write of {largest} bytes");
+    let now = String::from_utf8(config_text(&kv).unwrap()).unwrap();
+    let config = model::parse(&now).unwrap();
+    let big = config
+        .domains
+        .iter()
+        .find(|d| d.name == "big.test")
+        .unwrap();
+    assert_eq!(big.records.len(), 5_000);
+    assert!(now.contains("192.0.2.9") && now.contains("192.0.2.10"));
+    // History reads each version whole from the same parts.
+    assert_eq!(
+        history_entry(&kv, 3).unwrap().text.as_deref(),
+        Some(now.as_str())
+    );
+    assert!(
+        history_entry(&kv, 2)
+            .unwrap()
+            .text
+            .unwrap()
+            .contains("192.0.2.9")
     );
 }

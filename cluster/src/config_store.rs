@@ -1,0 +1,419 @@
+//! A device's own copy of the configuration it serves, for restarts: the
+//! last committed one and, while that one did not install here, the last
+//! good one.
+//!
+//! Each is kept as a list of parts ([`crate::parts`]) under a key of the
+//! default tree, each part once in tree `config-parts` under its hash, so
+//! that keeping a configuration that changed in one place writes that
+//! place and a list, not the whole text again. Layouts written before (the
+//! whole text under `config` and `config-last-good`) still read, and are
+//! replaced by the next save.
+
+use bincode::{Decode, Encode};
+
+use crate::{Store, StoreError, parts, reclaim, types};
+
+/// The parts of the committed configuration: a [`Listed`].
+const LIST_KEY: &[u8] = b"config-list";
+/// Present only while the committed configuration did not install on this
+/// device: the last one that did (`Option<Listed>`, `None`: there was none).
+const LAST_GOOD_LIST_KEY: &[u8] = b"config-last-good-list";
+/// The layout before parts: a whole [`StoredConfig`] (or [`StoredConfigV1`]).
+const CONFIG_KEY: &[u8] = b"config";
+/// The layout before parts: an optional whole [`StoredConfig`].
+const LAST_GOOD_KEY: &[u8] = b"config-last-good";
+/// The tree of the parts: hash → bytes.
+const PARTS_TREE: &str = "config-parts";
+
+/// The applied replicated configuration: its version, its text, and per
+/// domain the version that last changed it (the zones' SOA serials).
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+pub struct StoredConfig {
+    pub version: u64,
+    pub text: String,
+    pub zone_versions: Vec<(String, u64)>,
+}
+
+/// A kept configuration as its parts' names and lengths.
+#[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
+struct Listed {
+    version: u64,
+    parts: Vec<([u8; 16], u64)>,
+    zone_versions: Vec<(String, u64)>,
+}
+
+/// [`StoredConfig`] as devices kept it before zone versions.
+#[derive(Decode)]
+struct StoredConfigV1 {
+    version: u64,
+    text: String,
+}
+
+impl From<StoredConfigV1> for StoredConfig {
+    fn from(c: StoredConfigV1) -> Self {
+        Self {
+            version: c.version,
+            text: c.text,
+            zone_versions: Vec::new(),
+        }
+    }
+}
+
+/// An optional configuration before zone versions.
+#[derive(Decode)]
+struct OptionalV1(Option<StoredConfigV1>);
+
+impl From<OptionalV1> for Option<StoredConfig> {
+    fn from(c: OptionalV1) -> Self {
+        c.0.map(Into::into)
+    }
+}
+
+/// Reads a stored `T` (a configuration, or an optional one), in this
+/// layout or the one before zone versions (`V1`).
+fn decode_whole<T: Decode<()>, V1: Decode<()> + Into<T>>(
+    bytes: &[u8],
+) -> Result<T, bincode::error::DecodeError> {
+    match bincode::decode_from_slice::<T, _>(bytes, types::decoding()) {
+        Ok((config, _)) => Ok(config),
+        Err(e) => bincode::decode_from_slice::<V1, _>(bytes, types::decoding())
+            .map(|(old, _)| old.into())
+            .map_err(|_| e),
+    }
+}
+
+fn corrupt(what: &'static str) -> impl Fn(bincode::error::DecodeError) -> StoreError {
+    move |e| StoreError::Corrupt {
+        what,
+        why: e.to_string(),
+    }
+}
+
+fn io(action: &'static str) -> impl Fn(sled::Error) -> StoreError {
+    move |source| StoreError::Io { action, source }
+}
+
+fn encode<T: Encode>(value: &T) -> Result<Vec<u8>, StoreError> {
+    bincode::encode_to_vec(value, bincode::config::standard()).map_err(|e| StoreError::Corrupt {
+        what: "configuration",
+        why: e.to_string(),
+    })
+}
+
+impl Store {
+    fn parts_tree(&self) -> Result<sled::Tree, StoreError> {
+        self.db
+            .open_tree(PARTS_TREE)
+            .map_err(io("opening the configuration's parts"))
+    }
+
+    /// The committed configuration this device keeps, if any.
+    pub fn load_config(&self) -> Result<Option<StoredConfig>, StoreError> {
+        if let Some(bytes) = self
+            .db
+            .get(LIST_KEY)
+            .map_err(io("reading the configuration"))?
+        {
+            let listed: Listed = decode(&bytes, "configuration")?;
+            return self.join(listed).map(Some);
+        }
+        let Some(bytes) = self
+            .db
+            .get(CONFIG_KEY)
+            .map_err(io("reading the configuration"))?
+        else {
+            return Ok(None);
+        };
+        decode_whole::<StoredConfig, StoredConfigV1>(&bytes)
+            .map(Some)
+            .map_err(corrupt("configuration"))
+    }
+
+    /// Saves a configuration this device installed, and flushes: when this
+    /// returns, the configuration survives a crash. Being installed, it is
+    /// the last good one too: a kept older one is dropped.
+    pub fn save_config(&self, config: &StoredConfig) -> Result<(), StoreError> {
+        let listed = self.keep_parts(config)?;
+        let mut batch = sled::Batch::default();
+        batch.insert(LIST_KEY, encode(&listed)?);
+        for key in [CONFIG_KEY, LAST_GOOD_KEY, LAST_GOOD_LIST_KEY] {
+            batch.remove(key);
+        }
+        self.db
+            .apply_batch(batch)
+            .map_err(io("writing the configuration"))?;
+        self.drop_unlisted(&[&listed])?;
+        self.flush_config()
+    }
+
+    /// Saves a committed configuration that did not install on this device,
+    /// keeping the one it replaces as the last good one (unless one is kept
+    /// already: that one is older and did install). Flushes.
+    pub fn save_uninstalled(&self, config: &StoredConfig) -> Result<(), StoreError> {
+        let listed = self.keep_parts(config)?;
+        let kept_good = self.last_good_listed()?;
+        let good = match kept_good {
+            Some(good) => good,
+            // The one it replaces becomes the last good one.
+            None => match self.load_config()? {
+                Some(previous) => Some(self.keep_parts(&previous)?),
+                None => None,
+            },
+        };
+        let mut batch = sled::Batch::default();
+        batch.insert(LIST_KEY, encode(&listed)?);
+        batch.insert(LAST_GOOD_LIST_KEY, encode(&good)?);
+        batch.remove(CONFIG_KEY);
+        batch.remove(LAST_GOOD_KEY);
+        self.db
+            .apply_batch(batch)
+            .map_err(io("writing the configuration"))?;
+        let mut lists = vec![&listed];
+        lists.extend(good.as_ref());
+        self.drop_unlisted(&lists)?;
+        self.flush_config()
+    }
+
+    /// The last configuration this device installed, when the committed
+    /// one did not install: `None` when the committed one is good (or
+    /// nothing is kept), `Some(None)` when no configuration ever installed.
+    pub fn last_good_config(&self) -> Result<Option<Option<StoredConfig>>, StoreError> {
+        if let Some(good) = self.last_good_listed()? {
+            return match good {
+                Some(listed) => self.join(listed).map(|c| Some(Some(c))),
+                None => Ok(Some(None)),
+            };
+        }
+        Ok(None)
+    }
+
+    /// The last good configuration as its list, also when it was kept in
+    /// the layout before parts (its parts are written then).
+    fn last_good_listed(&self) -> Result<Option<Option<Listed>>, StoreError> {
+        let read = io("reading the last good configuration");
+        if let Some(bytes) = self.db.get(LAST_GOOD_LIST_KEY).map_err(&read)? {
+            return decode(&bytes, "last good configuration").map(Some);
+        }
+        let Some(bytes) = self.db.get(LAST_GOOD_KEY).map_err(&read)? else {
+            return Ok(None);
+        };
+        let whole = decode_whole::<Option<StoredConfig>, OptionalV1>(&bytes)
+            .map_err(corrupt("last good configuration"))?;
+        match whole {
+            Some(config) => self.keep_parts(&config).map(|l| Some(Some(l))),
+            None => Ok(Some(None)),
+        }
+    }
+
+    /// Writes the parts of `config`'s text that the tree lacks, and returns
+    /// its list.
+    fn keep_parts(&self, config: &StoredConfig) -> Result<Listed, StoreError> {
+        let tree = self.parts_tree()?;
+        let write = io("writing the configuration's parts");
+        let mut list = Vec::new();
+        for part in parts::cut(config.text.as_bytes()) {
+            let hash = parts::part_hash(part);
+            if !tree.contains_key(hash).map_err(&write)? {
+                tree.insert(hash, part).map_err(&write)?;
+            }
+            list.push((hash, part.len() as u64));
+        }
+        Ok(Listed {
+            version: config.version,
+            parts: list,
+            zone_versions: config.zone_versions.clone(),
+        })
+    }
+
+    /// The configuration a list names, its parts joined.
+    fn join(&self, listed: Listed) -> Result<StoredConfig, StoreError> {
+        let tree = self.parts_tree()?;
+        let total = listed.parts.iter().map(|(_, len)| *len as usize).sum();
+        let mut text = Vec::with_capacity(total);
+        for (hash, _) in &listed.parts {
+            let part = tree
+                .get(hash)
+                .map_err(io("reading the configuration's parts"))?
+                .ok_or_else(|| StoreError::Corrupt {
+                    what: "configuration",
+                    why: format!("its part {} is missing", hex(hash)),
+                })?;
+            text.extend_from_slice(&part);
+        }
+        let text = String::from_utf8(text).map_err(|e| StoreError::Corrupt {
+            what: "configuration",
+            why: e.to_string(),
+        })?;
+        Ok(StoredConfig {
+            version: listed.version,
+            text,
+            zone_versions: listed.zone_versions,
+        })
+    }
+
+    /// Removes the parts no list in `kept` names.
+    fn drop_unlisted(&self, kept: &[&Listed]) -> Result<(), StoreError> {
+        let named: std::collections::HashSet<&[u8; 16]> = kept
+            .iter()
+            .flat_map(|l| l.parts.iter().map(|(hash, _)| hash))
+            .collect();
+        let tree = self.parts_tree()?;
+        let mut gone = sled::Batch::default();
+        for key in tree.iter().keys() {
+            let key = key.map_err(io("reading the configuration's parts"))?;
+            if !<[u8; 16]>::try_from(&key[..]).is_ok_and(|h| named.contains(&h)) {
+                gone.remove(key);
+            }
+        }
+        tree.apply_batch(gone)
+            .map_err(io("removing the configuration's old parts"))?;
+        reclaim::reclaim();
+        Ok(())
+    }
+
+    fn flush_config(&self) -> Result<(), StoreError> {
+        self.db.flush().map_err(io("flushing the configuration"))?;
+        Ok(())
+    }
+}
+
+fn decode<T: Decode<()>>(bytes: &[u8], what: &'static str) -> Result<T, StoreError> {
+    bincode::decode_from_slice(bytes, types::decoding())
+        .map(|(value, _)| value)
+        .map_err(corrupt(what))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The layout a gtm before zone versions wrote.
+    #[derive(Encode)]
+    struct Before {
+        version: u64,
+        text: String,
+    }
+
+    fn open(name: &str) -> (Store, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("gtm-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        (Store::open(&dir).unwrap(), dir)
+    }
+
+    #[test]
+    fn a_configuration_kept_before_zone_versions_still_reads() {
+        let (store, dir) = open("v1");
+        let before = Before {
+            version: 7,
+            text: "old".into(),
+        };
+        let standard = bincode::config::standard();
+        store
+            .db
+            .insert(
+                CONFIG_KEY,
+                bincode::encode_to_vec(&before, standard).unwrap(),
+            )
+            .unwrap();
+        store
+            .db
+            .insert(
+                LAST_GOOD_KEY,
+                bincode::encode_to_vec(Some(&before), standard).unwrap(),
+            )
+            .unwrap();
+        let read = StoredConfig {
+            version: 7,
+            text: "old".into(),
+            zone_versions: Vec::new(),
+        };
+        assert_eq!(store.load_config().unwrap(), Some(read.clone()));
+        assert_eq!(store.last_good_config().unwrap(), Some(Some(read.clone())));
+        // The next save keeps both as parts; the whole texts go.
+        let next = StoredConfig {
+            version: 8,
+            text: "new".into(),
+            zone_versions: Vec::new(),
+        };
+        store.save_uninstalled(&next).unwrap();
+        assert_eq!(store.load_config().unwrap(), Some(next));
+        assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
+        assert!(store.db.get(CONFIG_KEY).unwrap().is_none());
+        assert!(store.db.get(LAST_GOOD_KEY).unwrap().is_none());
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn domains(n: usize, changed: Option<usize>) -> String {
+        (0..n)
+            .map(|i| {
+                let ttl = if Some(i) == changed { 60 } else { 300 };
+                format!("[[domain]]\nname = \"d{i}.test\"\nttl = {ttl}\n\n")
+            })
+            .collect()
+    }
+
+    fn part_count(store: &Store) -> usize {
+        store.parts_tree().unwrap().len()
+    }
+
+    /// A configuration changed in one place writes that place: the parts
+    /// of the text before that it shares are kept once, and those no kept
+    /// configuration names are gone.
+    #[test]
+    fn a_configuration_is_kept_as_parts_shared_with_the_one_before() {
+        let (store, dir) = open("parts");
+        let config = |version, changed| StoredConfig {
+            version,
+            text: domains(10, changed),
+            zone_versions: vec![("d1.test".into(), version)],
+        };
+        store.save_config(&config(1, None)).unwrap();
+        assert_eq!(part_count(&store), 10);
+        store.save_config(&config(2, Some(3))).unwrap();
+        assert_eq!(part_count(&store), 10, "the old part of d3 is gone");
+        // One that does not install keeps the good one's parts beside it.
+        // (d3 as it was, d5 changed: two parts the good one lacks)
+        store.save_uninstalled(&config(3, Some(5))).unwrap();
+        assert_eq!(part_count(&store), 12);
+        assert_eq!(store.load_config().unwrap(), Some(config(3, Some(5))));
+        assert_eq!(
+            store.last_good_config().unwrap(),
+            Some(Some(config(2, Some(3))))
+        );
+        store.save_config(&config(4, None)).unwrap();
+        assert_eq!(part_count(&store), 10);
+        assert_eq!(store.last_good_config().unwrap(), None);
+        drop(store);
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(store.load_config().unwrap(), Some(config(4, None)));
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_missing_part_is_named_not_joined_short() {
+        let (store, dir) = open("missing");
+        store
+            .save_config(&StoredConfig {
+                version: 1,
+                text: domains(3, None),
+                zone_versions: Vec::new(),
+            })
+            .unwrap();
+        let tree = store.parts_tree().unwrap();
+        let first = tree.iter().keys().next().unwrap().unwrap();
+        tree.remove(first).unwrap();
+        let err = store.load_config().unwrap_err().to_string();
+        assert!(
+            err.contains("stored configuration is corrupt: its part"),
+            "{err}"
+        );
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
