@@ -1,21 +1,25 @@
 //! A configuration text cut into parts, so that a text which changes in
 //! one place is kept by writing that place only.
 //!
-//! A text is cut before lines that open a TOML array of tables (`[[`):
-//! before every `[[domain]]` line, so an edit of one domain changes that
-//! domain's parts only, and, inside a long run of tables, before those
-//! whose first bytes hash to a chosen value, about one table in
-//! [`AVERAGE_TABLES`]. The second cut depends only on the bytes at the
-//! cut, so inserting or removing a table moves no cut but its own
-//! neighbours': a one-record edit of a large domain changes one part or
-//! two. The cut is a storage matter only: the parts joined give the text
-//! back byte for byte, whatever it holds. Both the replicated map's
-//! history and a device's own copy of its configuration keep texts so.
+//! A text is cut at line starts: before every `[[domain]]` line, so an
+//! edit of one domain changes that domain's parts only, and, once a part
+//! holds [`MIN_PART`] bytes, before a line whose first bytes hash to a
+//! chosen value (about one line in [`AVERAGE_LINES`]). That cut depends
+//! only on the bytes at it (content-defined), so inserting or removing a
+//! record moves no cut but its neighbours': a one-record edit of a large
+//! domain changes a part or two, whether the records are `[[` tables or
+//! inline tables a line. The cut is a storage matter only: the parts
+//! joined give the text back byte for byte, whatever it holds. Both the
+//! replicated map (the committed text and its history) and a device's own
+//! copy of its configuration keep texts so.
 
-/// About one `[[` table in this many starts a part inside a run.
-pub const AVERAGE_TABLES: u64 = 256;
-/// The bytes from a table's first line that decide whether a part starts
-/// there: its header and the first fields that tell it from its neighbours.
+/// About one line in this many starts a part, past [`MIN_PART`].
+pub const AVERAGE_LINES: u64 = 512;
+/// No part but a domain's last is shorter than this many bytes: a text of
+/// many alike lines is not cut into parts of a line each.
+pub const MIN_PART: usize = 8 << 10;
+/// The bytes from a line's start that decide whether a part starts there:
+/// enough to hold what tells a record from its neighbours.
 const WINDOW: usize = 64;
 
 /// `text` cut into parts, in order (none for an empty text).
@@ -24,11 +28,11 @@ pub fn cut(text: &[u8]) -> Vec<&[u8]> {
     let mut start = 0;
     let mut line = 0;
     while line < text.len() {
-        if line > start && starts_part(&text[line..]) {
+        if line > start && starts_part(&text[line..], line - start) {
             parts.push(&text[start..line]);
             start = line;
         }
-        line = match memchr(b'\n', &text[line..]) {
+        line = match text[line..].iter().position(|&b| b == b'\n') {
             Some(end) => line + end + 1,
             None => text.len(),
         };
@@ -39,19 +43,12 @@ pub fn cut(text: &[u8]) -> Vec<&[u8]> {
     parts
 }
 
-fn memchr(byte: u8, bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == byte)
-}
-
-/// Whether a part starts at this line (`rest`: the text from the line on).
-fn starts_part(rest: &[u8]) -> bool {
-    if !rest.starts_with(b"[[") {
-        return false;
-    }
-    if rest.starts_with(b"[[domain]]") {
-        return true;
-    }
-    fnv1a(&rest[..rest.len().min(WINDOW)]).is_multiple_of(AVERAGE_TABLES)
+/// Whether a part starts at this line (`rest`: the text from the line on;
+/// `held`: the bytes of the part so far).
+fn starts_part(rest: &[u8], held: usize) -> bool {
+    rest.starts_with(b"[[domain]]")
+        || (held >= MIN_PART
+            && fnv1a(&rest[..rest.len().min(WINDOW)]).is_multiple_of(AVERAGE_LINES))
 }
 
 /// FNV-1a, 64 bits: the same on every device and with every build.
@@ -89,31 +86,54 @@ mod tests {
         );
     }
 
-    fn records(names: impl Iterator<Item = usize>) -> String {
+    /// A domain of records as `[[domain.record]]` tables, or as inline
+    /// tables a line.
+    fn records(inline: bool, names: impl Iterator<Item = usize>) -> String {
         let mut text = String::from("[[domain]]\nname = \"big.test\"\n");
+        if inline {
+            text.push_str("records = [\n");
+        }
         for i in names {
-            text.push_str(&format!(
-                "\n[[domain.record]]\nname = \"host{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
-            ));
+            text.push_str(&if inline {
+                format!("{{name=\"host{i}\",type=\"A\",addresses=[{{ip=\"192.0.2.1\"}}]}},\n")
+            } else {
+                format!(
+                    "\n[[domain.record]]\nname = \"host{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
+                )
+            });
+        }
+        if inline {
+            text.push_str("]\n");
         }
         text
     }
 
     #[test]
-    fn a_large_domain_is_cut_inside_and_one_edit_changes_one_part_or_two() {
-        let before = records(0..20_000);
-        let parts = cut(before.as_bytes());
-        assert_eq!(parts.concat(), before.as_bytes());
-        // About one record in AVERAGE_TABLES starts a part.
-        assert!((20..200).contains(&parts.len()), "{} parts", parts.len());
-        let kept: std::collections::HashSet<&[u8]> = parts.iter().copied().collect();
-        // A record inserted in the middle: the parts away from it stay.
-        let after = records((0..10_000).chain([99_999]).chain(10_000..20_000));
-        let changed = cut(after.as_bytes())
-            .into_iter()
-            .filter(|p| !kept.contains(p))
-            .count();
-        assert!((1..=2).contains(&changed), "{changed} parts changed");
+    fn a_large_domain_is_cut_inside_and_one_edit_changes_a_part_or_two() {
+        for inline in [false, true] {
+            let before = records(inline, 0..20_000);
+            let parts = cut(before.as_bytes());
+            assert_eq!(parts.concat(), before.as_bytes());
+            assert!(
+                parts.iter().rev().skip(1).all(|p| p.len() >= MIN_PART),
+                "no part is short but the last"
+            );
+            assert!((20..200).contains(&parts.len()), "{} parts", parts.len());
+            let kept: std::collections::HashSet<&[u8]> = parts.iter().copied().collect();
+            // A record inserted in the middle, one removed further on:
+            // the parts away from them stay.
+            let after = records(
+                inline,
+                (0..10_000)
+                    .chain([99_999])
+                    .chain((10_000..20_000).filter(|&i| i != 15_000)),
+            );
+            let changed = cut(after.as_bytes())
+                .into_iter()
+                .filter(|p| !kept.contains(p))
+                .count();
+            assert!((2..=4).contains(&changed), "{changed} parts changed");
+        }
     }
 
     #[test]

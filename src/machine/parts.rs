@@ -1,8 +1,8 @@
 //! Configuration texts in the replicated map as content-addressed parts.
 //!
 //! A text is cut as [`gtm_cluster::parts::cut`] says (before each
-//! `[[domain]]` line, and inside a long domain about every 256 tables,
-//! where the bytes say), each part kept once in the map under the hash of
+//! `[[domain]]` line, and inside a long domain where the bytes at a line
+//! say), each part kept once in the map under the hash of
 //! its bytes (`config-part/<hash>`). The committed configuration is the
 //! list of its parts (`config-list`), and so is each version history
 //! keeps (`history-parts/<version>`): versions share what they did not
