@@ -833,6 +833,9 @@ fn install_config(
             None => format!("configuration version {version} installed"),
         };
         engine.record_event(EventKind::Config, format!("version {version}"), text);
+        // Durable before the version counts as installed (and a write that
+        // waits for it is answered): a crash right after keeps its event.
+        engine.flush_storage();
     }
     Some(now)
 }

@@ -237,6 +237,30 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
         assert_eq!(b.ok(&["config", "show", "--version", &v.to_string()]), text);
         assert_eq!(a.ok(&["config", "show", "--version", &v.to_string()]), text);
     }
+
+    // A version a device answered for is in its event log by then: killed
+    // at once, it still has the Config event it logged before the crash
+    // (not one logged again after the restart).
+    let v6 = apply(&b, &zone("192.0.2.6", 30));
+    let killed_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    b.kill();
+    b.restart();
+    let text = format!("configuration version {v6} applied: apply by admin on gtm2");
+    until_config_event(&b, &text);
+    let out = b.ok(&["logs", "--kind", "config", "--json"]);
+    let times: Vec<u64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["device"] == "gtm2" && e["text"].as_str().unwrap_or("").contains(&text))
+        .filter_map(|e| e["time_ms"].as_u64())
+        .collect();
+    assert!(
+        times.len() == 1 && times[0] <= killed_ms,
+        "one event, logged before the kill at {killed_ms}: {times:?}\n{out}"
+    );
 }
 
 /// A device in no cluster keeps the same history in its local map; a

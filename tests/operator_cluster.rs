@@ -108,6 +108,53 @@ fn check_state(p: &Proc, name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `record`'s status as `viewer` shows it: its own (`from` none) or as
+/// device `from` last reported it.
+fn record_status(viewer: &Proc, from: Option<&str>, record: &str) -> String {
+    let status: serde_json::Value =
+        serde_json::from_str(&viewer.ok(&["status", "--json"])).unwrap();
+    let records = match from {
+        None => &status["records"],
+        Some(device) => status["peers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["device"] == device)
+            .map_or(&serde_json::Value::Null, |p| &p["records"]),
+    };
+    records
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["record"] == record)
+        .map(|r| format!("{} {}", r["status"], r["active"]))
+        .unwrap_or_default()
+}
+
+/// Waits (bounded) until `viewer` shows `peer`'s state of `record` as
+/// `peer` itself shows it, and returns it.
+async fn until_peer_view(viewer: &Proc, peer: &Proc, record: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (own, seen) = tokio::task::block_in_place(|| {
+            (
+                record_status(peer, None, record),
+                record_status(viewer, Some(&peer.name), record),
+            )
+        });
+        if !own.is_empty() && own == seen {
+            return own;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} shows {}'s {record} as {seen:?}, not {own:?}",
+            viewer.name,
+            peer.name
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_actions_are_replicated_and_survive_restarts() {
     let root = tempfile::tempdir().unwrap();
@@ -174,9 +221,19 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
 
     // A manual check set through B: A's answers follow.
     until(&a, "dr.pair.test.", MAIN).await;
+    until_peer_view(&b, &a, "dr.pair.test/A").await;
     tokio::task::block_in_place(|| ok_eventually(&b, &["check", "set", "maint", "ok"]));
     until(&a, "dr.pair.test.", DR).await;
     until(&b, "dr.pair.test.", DR).await;
+    // Each shows the other's record states as they change: reported as
+    // changes since the whole list each already holds.
+    for (viewer, peer) in [(&b, &a), (&a, &b)] {
+        let seen = until_peer_view(viewer, peer, "dr.pair.test/A").await;
+        assert!(
+            seen.contains("DR") && seen.contains("198.51.100.20"),
+            "{seen}"
+        );
+    }
 
     // A check set, then kill -9 at once: the state is kept after restart.
     tokio::task::block_in_place(|| {
@@ -207,6 +264,12 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
     tokio::task::block_in_place(|| ok_eventually(&a, &["record", "resume", "dr.pair.test", "A"]));
     until(&b, "dr.pair.test.", MAIN).await;
     until(&a, "dr.pair.test.", MAIN).await;
+    // Both restarted since (new processes, so whole lists again), and the
+    // views still follow each change.
+    for (viewer, peer) in [(&b, &a), (&a, &b)] {
+        let seen = until_peer_view(viewer, peer, "dr.pair.test/A").await;
+        assert!(seen.contains("192.0.2.20"), "{seen}");
+    }
 
     // The undrain that names the drain exactly puts the address back.
     tokio::task::block_in_place(|| ok_eventually(&b, &["record", "undrain", "192.0.2.1"]));

@@ -289,6 +289,16 @@ impl Store {
         })
     }
 
+    /// Makes every write so far durable (sled flushes by itself only every
+    /// half second).
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush().map_err(|source| StoreError::Io {
+            action: "flushing the store",
+            source,
+        })?;
+        Ok(())
+    }
+
     /// The sled database shared with the Raft log and state machine trees.
     pub(crate) fn db(&self) -> &sled::Db {
         &self.db

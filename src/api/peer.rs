@@ -6,7 +6,6 @@ use axum::{
     Json,
     body::Bytes,
     extract::{Path, Request, State},
-    http::StatusCode,
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -79,7 +78,7 @@ pub(super) async fn peer_leave(
 pub(super) async fn peer_report(
     State(state): State<ApiState>,
     body: Bytes,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Json<crate::peers::ReportAnswer>, ApiError> {
     let (peers, replication, engine, dc) = (
         state.peers.clone(),
         state.replication.clone(),
@@ -96,11 +95,10 @@ pub(super) async fn peer_report(
                 format!("the peer report does not parse: {e}"),
             )
         })?;
-    tokio::task::spawn_blocking(move || {
-        peers.receive(report);
-        peers.judge(&replication, &engine, &dc);
-    });
-    Ok(StatusCode::NO_CONTENT)
+    let taken = peers.clone();
+    let answer = blocking(move || taken.receive(report)).await?;
+    tokio::task::spawn_blocking(move || peers.judge(&replication, &engine, &dc));
+    Ok(Json(answer))
 }
 
 pub(super) async fn peer_preview(

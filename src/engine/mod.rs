@@ -15,6 +15,7 @@ pub mod dnssec;
 pub mod dry_run;
 pub mod health;
 mod operator;
+pub mod record_changes;
 mod scenarios;
 pub mod store_writer;
 
@@ -312,6 +313,9 @@ pub struct Engine {
     applying: Mutex<()>,
     /// The zones' DNSSEC keys last installed (replicated state).
     keys: Mutex<crate::dnssec::keys::Keyring>,
+    /// Names this process's record generations ([`record_changes`]): a
+    /// restarted device counts them anew.
+    records_epoch: u64,
 }
 
 /// A committed configuration this device could not install, and why.
@@ -348,6 +352,12 @@ struct Inner {
     /// Records whose DR was on when the device last stopped: the first
     /// install starts them from DR, so a manual-failback hold is kept.
     restored_holds: HashSet<String>,
+    /// Counts changes of what [`Engine::status`] shows of the records
+    /// ([`record_changes`]).
+    records_gen: u64,
+    /// The generation of the last install, which replaced the list: a
+    /// peer holding an older one is sent the whole list again.
+    records_reset: u64,
 }
 
 /// Who reads what: for re-evaluating only what a change touches.
@@ -370,6 +380,20 @@ struct Steered {
     decision: String,
     /// [`crate::resolve::Evaluation::held`].
     held: bool,
+    /// The records generation at which its status last changed.
+    changed: u64,
+}
+
+impl Steered {
+    fn status(&self) -> RecordStatus {
+        RecordStatus {
+            record: self.label.clone(),
+            status: self.state.as_ref().map(|s| s.status),
+            active: answered_by_default(&self.steering, &self.answers),
+            decision: self.decision.clone(),
+            held: self.held,
+        }
+    }
 }
 
 fn now_ms() -> u64 {
@@ -423,6 +447,8 @@ impl Engine {
                 next_seq,
                 operator: None,
                 restored_holds,
+                records_gen: 0,
+                records_reset: 0,
             }),
             instances: watch::channel(Arc::new(Vec::new())).0,
             events_tx: broadcast::channel(1024).0,
@@ -431,6 +457,7 @@ impl Engine {
             install_failure: Mutex::new(None),
             applying: Mutex::new(()),
             keys: Mutex::new(Default::default()),
+            records_epoch: record_changes::new_epoch(),
         };
         let replaced = engine.install(&mut engine.lock(), version, config, compiled, snapshot);
         replaced.retire();
@@ -761,6 +788,7 @@ impl Engine {
                         answers: eval.answers,
                         decision: eval.decision,
                         held: eval.held,
+                        changed: 0,
                     }));
                 }
             }
@@ -782,6 +810,8 @@ impl Engine {
         let probed: HashSet<String> = instances.iter().map(|i| i.check.to_string()).collect();
         self.probe_metrics.retain(|check| probed.contains(check));
         inner.records = records;
+        inner.records_gen += 1;
+        inner.records_reset = inner.records_gen;
         let compiled = std::mem::replace(&mut inner.compiled, compiled);
         inner.version = version;
         self.version_tx.send_replace(version);
@@ -920,8 +950,10 @@ impl Engine {
                 records,
                 compiled,
                 health,
+                records_gen,
                 ..
             } = &mut *inner;
+            let generation = *records_gen + 1;
             for i in which {
                 let r = &mut records[i];
                 let eval = resolve::evaluate(
@@ -932,7 +964,8 @@ impl Engine {
                     r.state.as_ref(),
                     operator(&r.label),
                 );
-                if eval.answers != r.answers {
+                let answers_changed = eval.answers != r.answers;
+                if answers_changed {
                     if let Some(slot) = snapshot.steered.get(i) {
                         match steered_answer(
                             &r.owner,
@@ -951,6 +984,14 @@ impl Engine {
                 }
                 let old_status = r.state.as_ref().map(|s| s.status);
                 let new_status = eval.state.status;
+                if answers_changed
+                    || old_status != Some(new_status)
+                    || r.decision != eval.decision
+                    || r.held != eval.held
+                {
+                    r.changed = generation;
+                    *records_gen = generation;
+                }
                 if r.state.as_ref().map(|s| s.dr_on) != Some(eval.state.dr_on) {
                     self.keep_dr_state(&r.label, eval.state.dr_on);
                 }
@@ -1056,7 +1097,8 @@ impl Engine {
     }
 
     /// Waits until every event and health decision logged so far is in the
-    /// store (or kept in memory while the store cannot be written).
+    /// store and flushed (or kept in memory while the store cannot be
+    /// written).
     pub fn flush_storage(&self) {
         if let Some(p) = &self.store {
             p.writer.barrier();
@@ -1168,17 +1210,7 @@ impl Engine {
 
     /// Every steered record with its status and the addresses answered now.
     pub fn status(&self) -> Vec<RecordStatus> {
-        self.lock()
-            .records
-            .iter()
-            .map(|r| RecordStatus {
-                record: r.label.clone(),
-                status: r.state.as_ref().map(|s| s.status),
-                active: answered_by_default(&r.steering, &r.answers),
-                decision: r.decision.clone(),
-                held: r.held,
-            })
-            .collect()
+        self.lock().records.iter().map(|r| r.status()).collect()
     }
 
     pub fn checks(&self) -> Vec<CheckStatus> {

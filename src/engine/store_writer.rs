@@ -36,6 +36,8 @@ pub const MIN_FREE: u64 = 4 << 20;
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// Writes kept in memory while degraded; the oldest events go beyond.
 const KEPT_MAX: usize = 100_000;
+/// Writes taken at once, then flushed together.
+const BATCH_MAX: usize = 4096;
 
 /// Why the device cannot write its store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -70,7 +72,8 @@ enum Op {
         check: String,
         bytes: Vec<u8>,
     },
-    /// Answered once everything sent before is written (or kept).
+    /// Answered once everything sent before is written and flushed (or
+    /// kept).
     Barrier(mpsc::SyncSender<()>),
 }
 
@@ -113,6 +116,7 @@ impl StoreWriter {
             kept: VecDeque::new(),
             dropped: 0,
             on_copy,
+            unflushed: false,
             reopened: reopened_tx,
         };
         // Before anything is logged or refused: the device is degraded from
@@ -193,29 +197,59 @@ struct Writer {
     dropped: u64,
     /// `store` is a copy of the read-only store in `dir`, never written.
     on_copy: bool,
+    /// Written since the last flush.
+    unflushed: bool,
     /// Set once the store in `dir` replaced the copy.
     reopened: tokio::sync::watch::Sender<bool>,
 }
 
 impl Writer {
+    /// Writes what is sent, a batch at a time: everything waiting is
+    /// written, then flushed once (so a write is durable moments after it
+    /// is sent, not when sled's own flusher next runs), then the batch's
+    /// barriers are answered.
     fn run(mut self, rx: mpsc::Receiver<Op>) {
         loop {
-            match rx.recv_timeout(CHECK_EVERY) {
-                Ok(Op::Barrier(done)) => {
-                    let _ = done.send(());
-                }
-                Ok(op) => {
-                    self.keep(op);
-                    self.write_kept();
-                }
+            let first = match rx.recv_timeout(CHECK_EVERY) {
+                Ok(op) => op,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     self.look();
                     self.write_kept();
+                    self.flush();
+                    continue;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     self.write_kept();
+                    self.flush();
                     return;
                 }
+            };
+            let mut barriers = Vec::new();
+            for op in std::iter::once(first).chain(rx.try_iter().take(BATCH_MAX)) {
+                match op {
+                    Op::Barrier(done) => barriers.push(done),
+                    op => self.keep(op),
+                }
+            }
+            self.write_kept();
+            self.flush();
+            for done in barriers {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Makes what was written durable, when anything was.
+    fn flush(&mut self) {
+        if !self.unflushed {
+            return;
+        }
+        match self.store.flush() {
+            Ok(()) => self.unflushed = false,
+            Err(e) => {
+                // Flushed again with the next write or look.
+                tracing::error!(error = %e, "cannot flush events and health decisions");
+                self.set_fault(e.to_string());
             }
         }
     }
@@ -254,6 +288,7 @@ impl Writer {
             match written {
                 Ok(()) => {
                     self.kept.pop_front();
+                    self.unflushed = true;
                 }
                 Err(e) => {
                     // Kept, and tried again on the next look.

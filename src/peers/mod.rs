@@ -4,8 +4,16 @@
 //! judges the checks that run in other datacenters ([`combine`]), notices
 //! datacenters none of whose devices is heard from, and shows every
 //! device's record states and events.
+//!
+//! Record states go whole only when the peer lacks them: a peer answers
+//! each report with where it holds the sender's records
+//! ([`ReportAnswer`]), and while that is a generation of the sender's
+//! current list the next report carries only the records changed since
+//! (`crate::engine::record_changes`), by their place in the list.
 
 pub mod combine;
+#[cfg(test)]
+mod report_tests;
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -17,7 +25,10 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    engine::{CheckStatus, Engine, Event, RecordStatus, ScenarioStatus},
+    engine::{
+        CheckStatus, Engine, Event, RecordStatus, ScenarioStatus,
+        record_changes::{RecordChanges, RecordsAt},
+    },
     replication::Replication,
 };
 use combine::{Reported, combine};
@@ -51,8 +62,29 @@ pub struct Report {
     pub geoip_info: Option<crate::geo::GeoInfo>,
     pub checks: Vec<CheckStatus>,
     pub scenarios: Vec<ScenarioStatus>,
+    /// Every record's status, in the device's order; empty when the
+    /// report carries changes (`records_base`).
     pub records: Vec<RecordStatus>,
     pub events: Vec<Event>,
+    /// Where the device's record states stand with this report (absent
+    /// from devices of an earlier version).
+    #[serde(default)]
+    pub records_at: Option<RecordsAt>,
+    /// When set, `records` is empty and `changed` holds the records changed
+    /// since this generation (of `records_at`'s epoch), by their place in
+    /// the list: for a peer that said it holds the list at that generation.
+    #[serde(default)]
+    pub records_base: Option<u64>,
+    #[serde(default)]
+    pub changed: Vec<(usize, RecordStatus)>,
+}
+
+/// A device's answer to a report: where it now holds the reporting
+/// device's record states (`None`: it could not take the changes in, or
+/// the report said nothing of where they stand).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReportAnswer {
+    pub records_at: Option<RecordsAt>,
 }
 
 /// A peer as this device last heard from it.
@@ -83,6 +115,8 @@ pub struct Peers {
     events: Mutex<HashMap<String, VecDeque<Event>>>,
     /// Per peer id: the last event sequence number it acknowledged.
     sent: Mutex<HashMap<u64, u64>>,
+    /// Per peer id: where it said it holds this device's record states.
+    held: Mutex<HashMap<u64, RecordsAt>>,
     /// When this device first saw each peer in the membership: a peer
     /// gets a grace period for its first report before it counts as silent.
     known_since: Mutex<HashMap<String, Instant>>,
@@ -93,8 +127,9 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// Takes a report in (the route `/cluster/v1/report`).
-    pub fn receive(&self, mut report: Report) {
+    /// Takes a report in (the route `/cluster/v1/report`), and says where
+    /// this device now holds the reporter's record states.
+    pub fn receive(&self, mut report: Report) -> ReportAnswer {
         let events = std::mem::take(&mut report.events);
         {
             let mut all = self.events.lock().unwrap_or_else(|e| e.into_inner());
@@ -108,17 +143,54 @@ impl Peers {
                 }
             }
         }
-        let news = {
+        let (news, answer) = {
             let mut reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
-            let news = reports.get(&report.device).is_none_or(|(at, old)| {
-                at.elapsed() > DEVICE_SILENT_AFTER || old.records != report.records
-            });
+            let old = reports.remove(&report.device);
+            let silent = old
+                .as_ref()
+                .is_none_or(|(at, _)| at.elapsed() > DEVICE_SILENT_AFTER);
+            let changed = match report.records_base.take() {
+                Some(base) => {
+                    let changes = std::mem::take(&mut report.changed);
+                    match old {
+                        Some((_, mut held)) if holds(&held, &report, base, &changes) => {
+                            let changed = !changes.is_empty();
+                            for (i, status) in changes {
+                                held.records[i] = status;
+                            }
+                            report.records = held.records;
+                            changed
+                        }
+                        // Not the list the changes are to: the states held
+                        // stay, and are said to be of no known point.
+                        held => {
+                            report.records = held.map(|(_, h)| h.records).unwrap_or_default();
+                            report.records_at = None;
+                            false
+                        }
+                    }
+                }
+                None => old.is_none_or(|(_, old)| old.records != report.records),
+            };
+            let answer = ReportAnswer {
+                records_at: report.records_at,
+            };
             reports.insert(report.device.clone(), (Instant::now(), report));
-            news
+            (silent || changed, answer)
         };
         if news {
             self.changed.send_modify(|n| *n = n.wrapping_add(1));
         }
+        answer
+    }
+
+    /// Where this device last heard that `peer` holds its record states.
+    fn held_by(&self, peer: u64) -> Option<RecordsAt> {
+        self.held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&peer)
+            .copied()
     }
 
     /// Changes as the console shows them: a peer's record states changed,
@@ -172,11 +244,15 @@ impl Peers {
         if status.members.is_empty() {
             return;
         }
-        let reports = self
+        // What judging reads: when each device reported, and its checks
+        // (not its record states, which can be a million).
+        let reports: HashMap<String, (Instant, Vec<CheckStatus>)> = self
             .reports
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .iter()
+            .map(|(device, (at, r))| (device.clone(), (*at, r.checks.clone())))
+            .collect();
         let known: HashMap<String, Instant> = {
             let mut known = self.known_since.lock().unwrap_or_else(|e| e.into_inner());
             for m in &status.members {
@@ -229,8 +305,8 @@ impl Peers {
                 .into_iter()
                 .flatten()
                 .filter_map(|device| {
-                    let (at, report) = reports.get(device)?;
-                    let check = report.checks.iter().find(|c| c.check == name)?;
+                    let (at, checks) = reports.get(device)?;
+                    let check = checks.iter().find(|c| c.check == name)?;
                     from.push(format!("{device} {}", check.state));
                     Some(Reported {
                         state: check.state,
@@ -248,6 +324,20 @@ impl Peers {
             engine.set_check(&instance.check, state, &reason);
         }
     }
+}
+
+/// Whether `held` (the last report of a device, as taken in) is the list
+/// that `report`'s changes since generation `base` apply to.
+fn holds(held: &Report, report: &Report, base: u64, changes: &[(usize, RecordStatus)]) -> bool {
+    let Some(now) = report.records_at else {
+        return false;
+    };
+    held.records_at
+        == Some(RecordsAt {
+            epoch: now.epoch,
+            generation: base,
+        })
+        && changes.iter().all(|(i, _)| *i < held.records.len())
 }
 
 /// Sends this device's report to every peer every [`REPORT_EVERY`], and
@@ -274,13 +364,16 @@ pub async fn run(
         // base (every record's status, under the engine's lock) are built
         // off the async workers; bounded: a peer that stays unreachable
         // would otherwise have the whole log read for it every period.
-        let afters: Vec<(u64, u64)> = {
+        let afters: Vec<(u64, u64, Option<RecordsAt>)> = {
             let sent = peers.sent.lock().unwrap_or_else(|e| e.into_inner());
             status
                 .members
                 .iter()
                 .filter(|m| m.id != status.id)
-                .map(|m| (m.id, sent.get(&m.id).copied().unwrap_or(0)))
+                .map(|m| {
+                    let after = sent.get(&m.id).copied().unwrap_or(0);
+                    (m.id, after, peers.held_by(m.id))
+                })
                 .collect()
         };
         let (reader, dc) = (engine.clone(), datacenter.clone());
@@ -295,13 +388,26 @@ pub async fn run(
                 geoip_info: reader.geoip().info().cloned(),
                 checks: reader.local_checks(&dc),
                 scenarios: reader.scenarios(),
-                records: reader.status(),
+                records: Vec::new(),
                 events: Vec::new(),
+                records_at: None,
+                records_base: None,
+                changed: Vec::new(),
             };
             afters
                 .into_iter()
-                .filter_map(|(id, after)| {
+                .filter_map(|(id, after, held)| {
                     let mut report = base.clone();
+                    // The whole list only to a peer that lacks it.
+                    let (at, records) = reader.record_changes(held);
+                    report.records_at = Some(at);
+                    match records {
+                        RecordChanges::Whole(all) => report.records = all,
+                        RecordChanges::Since { base, changed } => {
+                            report.records_base = Some(base);
+                            report.changed = changed;
+                        }
+                    }
                     report.events = reader.events_since(after, EVENTS_PER_REPORT);
                     let last = report.events.last().map_or(after, |e| e.seq);
                     let body = serde_json::to_vec(&report).ok()?;
@@ -330,15 +436,24 @@ pub async fn run(
                     .body(body);
                 let (peers, id) = (peers.clone(), m.id);
                 Some(async move {
-                    if let Ok(response) = request.send().await
-                        && response.status().is_success()
-                    {
-                        peers
-                            .sent
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(id, last);
-                    }
+                    let answered = match request.send().await {
+                        Ok(response) if response.status().is_success() => {
+                            peers
+                                .sent
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .insert(id, last);
+                            // A device of an earlier version answers
+                            // nothing: it is sent whole lists.
+                            response.json::<ReportAnswer>().await.ok()
+                        }
+                        _ => None,
+                    };
+                    let mut held = peers.held.lock().unwrap_or_else(|e| e.into_inner());
+                    match answered.and_then(|a| a.records_at) {
+                        Some(at) => held.insert(id, at),
+                        None => held.remove(&id),
+                    };
                 })
             });
         futures_util::future::join_all(sends).await;
