@@ -132,7 +132,7 @@ pub fn config_text(kv: &Map) -> Option<Vec<u8>> {
 /// how a device knows that the copy it kept for restarts is the committed
 /// configuration, without installing it again.
 pub fn id_of_text(text: &[u8]) -> u64 {
-    text_hash(&serde_json::to_vec(&parts::list_of_text(text)).unwrap_or_default())
+    text_hash(&parts::encode_list(&parts::list_of_text(text)))
 }
 
 /// The configuration version of a map (0: none yet).
@@ -510,7 +510,7 @@ impl GtmMachine {
         // not written again.
         let committed = parts::current_list(kv).unwrap_or_default();
         let (list, mut writes) = parts::keep(kv, text.as_bytes(), &committed);
-        let list_value = serde_json::to_vec(&list).unwrap_or_default();
+        let list_value = parts::encode_list(&list);
         let hash = text_hash(&list_value);
         writes.push(Write::Put {
             key: parts::LIST_KEY.into(),
@@ -728,8 +728,7 @@ fn history_writes(
     let text_bytes = list.iter().map(|p| p.len).sum::<usize>();
 
     // Newest first: what each older version adds to the bytes kept.
-    let mut counted: std::collections::HashSet<String> =
-        list.iter().map(|p| p.hash.clone()).collect();
+    let mut counted: std::collections::HashSet<[u8; 16]> = list.iter().map(|p| p.hash).collect();
     let mut budget = budget.saturating_sub(text_bytes);
     let mut kept_lists = vec![list.clone()];
     for &version in older.iter().rev() {
@@ -769,7 +768,7 @@ fn history_writes(
                 });
             }
         } else if let Some(list) = list {
-            counted.extend(list.iter().map(|p| p.hash.clone()));
+            counted.extend(list.iter().map(|p| p.hash));
             kept_lists.push(list);
         }
         budget = budget.saturating_sub(size);
@@ -778,7 +777,7 @@ fn history_writes(
     writes.extend(parts::unreferenced(kv, &kept));
     writes.push(Write::Put {
         key: parts::parts_key(entry.version),
-        value: serde_json::to_vec(&list).unwrap_or_default(),
+        value: parts::encode_list(&list),
     });
     writes.push(Write::Put {
         key: history_key(entry.version),

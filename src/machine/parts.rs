@@ -12,34 +12,100 @@
 
 use std::collections::HashSet;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use gtm_cluster::{Map, Write, parts::cut};
 
 pub(super) const PART_PREFIX: &str = "config-part/";
 pub(super) const PARTS_PREFIX: &str = "history-parts/";
-/// The committed configuration's parts, in order (JSON `[PartRef]`).
+/// The committed configuration's parts, in order ([`encode_list`]).
 pub(super) const LIST_KEY: &str = "config-list";
+/// The first byte of a list as [`encode_list`] writes it.
+const LIST_FORMAT: u8 = 1;
+/// The bytes of one part in a list: its hash and its length.
+const ENTRY_BYTES: usize = 16 + 8;
 
 /// One part of a text: the hash of its bytes and their length.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct PartRef {
-    pub hash: String,
+    pub hash: [u8; 16],
     pub len: usize,
+}
+
+/// A list of parts as the map keeps it: a format byte, then per part its
+/// hash and its length (8 bytes, little-endian). A list of a million
+/// records' text has thousands of parts, and history keeps a list per
+/// version: read back on every configuration change, it is copied, not
+/// parsed.
+pub(super) fn encode_list(list: &[PartRef]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(1 + list.len() * ENTRY_BYTES);
+    bytes.push(LIST_FORMAT);
+    for p in list {
+        bytes.extend_from_slice(&p.hash);
+        bytes.extend_from_slice(&(p.len as u64).to_le_bytes());
+    }
+    bytes
+}
+
+/// A list as [`encode_list`] writes it, or as JSON (`[{"hash": hex,
+/// "len": n}]`, lists written before); `None` for anything else.
+pub(super) fn decode_list(bytes: &[u8]) -> Option<Vec<PartRef>> {
+    match bytes.split_first() {
+        Some((&LIST_FORMAT, entries)) if entries.len().is_multiple_of(ENTRY_BYTES) => entries
+            .chunks_exact(ENTRY_BYTES)
+            .map(|e| {
+                let (hash, len) = e.split_first_chunk::<16>()?;
+                let len = u64::from_le_bytes(len.try_into().ok()?);
+                Some(PartRef {
+                    hash: *hash,
+                    len: usize::try_from(len).ok()?,
+                })
+            })
+            .collect(),
+        Some((b'[', _)) => {
+            #[derive(Deserialize)]
+            struct Json {
+                hash: String,
+                len: usize,
+            }
+            let list: Vec<Json> = serde_json::from_slice(bytes).ok()?;
+            list.into_iter()
+                .map(|p| {
+                    Some(PartRef {
+                        hash: unhex(&p.hash)?,
+                        len: p.len,
+                    })
+                })
+                .collect()
+        }
+        _ => None,
+    }
+}
+
+/// 32 hex digits as 16 bytes.
+fn unhex(hex: &str) -> Option<[u8; 16]> {
+    let mut out = [0; 16];
+    if hex.len() != 32 || !hex.is_ascii() {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 pub(super) fn parts_key(version: u64) -> String {
     format!("{PARTS_PREFIX}{version:020}")
 }
 
-fn part_key(hash: &str) -> String {
-    format!("{PART_PREFIX}{hash}")
+/// The key of a part: its hash in hex.
+fn part_key(hash: &[u8; 16]) -> String {
+    format!("{PART_PREFIX}{}", crate::identity::hex(hash))
 }
 
-/// The hash of a part, in hex: the same on every device and with every
-/// build.
-fn hash(bytes: &[u8]) -> String {
-    crate::identity::hex(&gtm_cluster::parts::part_hash(bytes))
+/// The hash of a part: the same on every device and with every build.
+fn hash(bytes: &[u8]) -> [u8; 16] {
+    gtm_cluster::parts::part_hash(bytes)
 }
 
 /// The parts of `text` without the map: what a list of them would be.
@@ -72,11 +138,11 @@ pub(super) fn keep(kv: &Map, text: &[u8], previous: &[PartRef]) -> (Vec<PartRef>
                 p.len == part.len() && kv.get(&part_key(&p.hash)).is_some_and(|b| b[..] == *part)
             });
         let hash = match same {
-            Some(p) => p.hash.clone(),
+            Some(p) => p.hash,
             None => hash(part),
         };
         let key = part_key(&hash);
-        if !kv.contains_key(&key) && written.insert(hash.clone()) {
+        if !kv.contains_key(&key) && written.insert(hash) {
             writes.push(Write::Put {
                 key,
                 value: part.to_vec(),
@@ -92,14 +158,12 @@ pub(super) fn keep(kv: &Map, text: &[u8], previous: &[PartRef]) -> (Vec<PartRef>
 
 /// The committed configuration's parts, when the map keeps it so.
 pub(super) fn current_list(kv: &Map) -> Option<Vec<PartRef>> {
-    kv.get(LIST_KEY)
-        .and_then(|v| serde_json::from_slice(v).ok())
+    kv.get(LIST_KEY).and_then(|v| decode_list(v))
 }
 
 /// The parts version `version` keeps, if it keeps its text as parts.
 pub(super) fn list_of(kv: &Map, version: u64) -> Option<Vec<PartRef>> {
-    kv.get(&parts_key(version))
-        .and_then(|v| serde_json::from_slice(v).ok())
+    kv.get(&parts_key(version)).and_then(|v| decode_list(v))
 }
 
 /// The text the parts make, if the map holds every one.
@@ -113,13 +177,13 @@ pub(super) fn join(kv: &Map, list: &[PartRef]) -> Option<Vec<u8>> {
 
 /// Deletes the parts of the map that no list in `kept` names.
 pub(super) fn unreferenced(kv: &Map, kept: &[&[PartRef]]) -> Vec<Write> {
-    let named: HashSet<&str> = kept
+    let named: HashSet<[u8; 16]> = kept
         .iter()
-        .flat_map(|list| list.iter().map(|p| p.hash.as_str()))
+        .flat_map(|list| list.iter().map(|p| p.hash))
         .collect();
     kv.range(PART_PREFIX.to_string()..)
         .take_while(|(k, _)| k.starts_with(PART_PREFIX))
-        .filter(|(k, _)| !named.contains(&k[PART_PREFIX.len()..]))
+        .filter(|(k, _)| unhex(&k[PART_PREFIX.len()..]).is_none_or(|h| !named.contains(&h)))
         .map(|(k, _)| Write::Delete { key: k.clone() })
         .collect()
 }
@@ -127,6 +191,36 @@ pub(super) fn unreferenced(kv: &Map, kept: &[&[PartRef]]) -> Vec<Write> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_reads_back_and_a_list_written_as_json_still_reads() {
+        let list = vec![
+            PartRef {
+                hash: [7; 16],
+                len: 5,
+            },
+            PartRef {
+                hash: hash(b"x"),
+                len: 1,
+            },
+        ];
+        assert_eq!(decode_list(&encode_list(&list)), Some(list.clone()));
+        assert_eq!(decode_list(&encode_list(&[])), Some(Vec::new()));
+        let json = format!(
+            r#"[{{"hash":"{}","len":5}}]"#,
+            crate::identity::hex(&[7; 16])
+        );
+        assert_eq!(decode_list(json.as_bytes()), Some(vec![list[0]]));
+        for bad in [
+            &b""[..],
+            b"\x01abc",
+            b"\x02",
+            "[{\"hash\":\"\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\",\"len\":1}]".as_bytes(),
+            br#"[{"hash":"zz","len":1}]"#,
+        ] {
+            assert_eq!(decode_list(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn equal_parts_are_kept_once() {
