@@ -45,7 +45,8 @@ pub const PROPOSE_DEADLINE: Duration = Duration::from_secs(8);
 /// How long a leader waits for a quorum to confirm it leads, before it
 /// proposes anything.
 const QUORUM_CHECK: Duration = Duration::from_millis(1500);
-/// Adding a member waits this long for it to catch up (it may need a snapshot).
+/// Adding a member waits this long for it to catch up (it may need a
+/// snapshot) before it is made a voter ([`ClusterConfig::join_timeout`]).
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A snapshot is built after this many log entries since the last one.
 pub const SNAPSHOT_EVERY: u64 = 1000;
@@ -74,6 +75,8 @@ pub struct ClusterConfig {
     /// neither elects, nor sends heartbeats, nor answers its peers, so no
     /// vote or log entry is ever written where it would be lost.
     pub frozen: bool,
+    /// How long adding a voter waits for it to catch up ([`JOIN_TIMEOUT`]).
+    pub join_timeout: Duration,
 }
 
 impl ClusterConfig {
@@ -88,6 +91,7 @@ impl ClusterConfig {
             election_timeout_ms: (150, 300),
             http: None,
             frozen: false,
+            join_timeout: JOIN_TIMEOUT,
         }
     }
 }
@@ -170,6 +174,8 @@ pub struct ClusterNode {
     lifecycle: tokio::sync::Mutex<()>,
     /// [`ClusterConfig::frozen`].
     frozen: bool,
+    /// [`ClusterConfig::join_timeout`].
+    join_timeout: Duration,
 }
 
 impl fmt::Debug for ClusterNode {
@@ -198,6 +204,7 @@ impl ClusterNode {
             election_timeout_ms: (election_min, election_max),
             http,
             frozen,
+            join_timeout,
         } = config;
         if secret.is_empty() {
             return Err(ClusterError::Invalid("the cluster secret is empty".into()));
@@ -249,6 +256,7 @@ impl ClusterNode {
             raft: Mutex::new(raft),
             lifecycle: tokio::sync::Mutex::new(()),
             frozen,
+            join_timeout,
         }))
     }
 
@@ -335,16 +343,59 @@ impl ClusterNode {
     ) -> Result<(), ClusterError> {
         self.ensure_leader()?;
         let raft = self.raft();
-        match tokio::time::timeout(JOIN_TIMEOUT, raft.add_learner(id, info, true)).await {
-            Err(_) => return Err(self.no_quorum()),
-            Ok(res) => res.map_err(|e| self.write_error(e))?,
-        };
+        let started = Instant::now();
+        let added =
+            match tokio::time::timeout(WRITE_TIMEOUT, raft.add_learner(id, info, false)).await {
+                Err(_) => return Err(self.no_quorum()),
+                Ok(res) => res.map_err(|e| self.write_error(e))?,
+            };
         if voter {
+            // Made a voter only once it holds the log: until then every
+            // entry would wait on it (with a pair, on it alone). openraft's
+            // own wait (`add_learner`'s `blocking`) gives up after half a
+            // second, before a large configuration's snapshot is installed.
+            let left = self.join_timeout.saturating_sub(started.elapsed());
+            if let Err(e) = self.until_caught_up(&raft, id, added.log_id, left).await {
+                // Not left half-added: the learner goes again.
+                let gone = ChangeMembers::RemoveNodes(BTreeSet::from([id]));
+                if let Err(removing) = self.change_membership(&raft, gone).await {
+                    tracing::error!(id, error = %removing, "cannot remove a device that did not catch up");
+                }
+                return Err(e);
+            }
             let change = ChangeMembers::AddVoterIds(BTreeSet::from([id]));
             self.change_membership(&raft, change).await?;
         }
         tracing::info!(id, voter, "member added");
         Ok(())
+    }
+
+    /// Waits until the leader has replicated to `id` up to `log_id`.
+    async fn until_caught_up(
+        &self,
+        raft: &Raft,
+        id: u64,
+        log_id: LogId,
+        within: Duration,
+    ) -> Result<(), ClusterError> {
+        raft.wait(Some(within))
+            .metrics(
+                |m| {
+                    m.replication
+                        .as_ref()
+                        .and_then(|r| r.get(&id).copied().flatten())
+                        .is_some_and(|matched| matched.index >= log_id.index)
+                },
+                "the new device holds the log",
+            )
+            .await
+            .map(|_| ())
+            .map_err(|_| {
+                ClusterError::Network(format!(
+                    "the device did not catch up with the cluster within {} s (the snapshot of a large configuration, or the device cannot be reached from here); it was not added",
+                    self.join_timeout.as_secs()
+                ))
+            })
     }
 
     /// Removes a device from the cluster entirely. Only on the leader.

@@ -44,7 +44,7 @@ impl TestNode {
     /// `product_timing`: the timing devices run with
     /// (`ClusterConfig::new`); else a slower election, for calm tests.
     async fn start_timed(id: u64, dir: &Path, addr: SocketAddr, product_timing: bool) -> Self {
-        Self::start_with(id, dir, addr, product_timing, false).await
+        Self::start_with(id, dir, addr, product_timing, false, |_| {}).await
     }
 
     /// `frozen`: as a device on a copy of its store (`ClusterConfig::frozen`).
@@ -54,6 +54,7 @@ impl TestNode {
         addr: SocketAddr,
         product_timing: bool,
         frozen: bool,
+        tune: fn(&mut ClusterConfig),
     ) -> Self {
         let listener = bind(addr).await;
         let addr = listener.local_addr().expect("local addr");
@@ -64,6 +65,7 @@ impl TestNode {
             config.heartbeat_ms = 100;
             config.election_timeout_ms = (600, 1200);
         }
+        tune(&mut config);
         let node = ClusterNode::start(&store, config, Arc::new(Puts))
             .await
             .expect("start node");
@@ -375,6 +377,54 @@ async fn pair_replicates_and_losing_the_follower_is_no_quorum() {
     }
 }
 
+/// A device that does not catch up (here: one that refuses the cluster's
+/// secret, as a slow snapshot would look) is not made a voter, nor left a
+/// learner: the join fails saying why, and the cluster writes as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_does_not_catch_up_is_not_left_half_added() {
+    let root = tempfile::tempdir().unwrap();
+    let one = TestNode::start_with(1, &root.path().join("one"), loopback(), false, false, |c| {
+        c.join_timeout = Duration::from_secs(2);
+    })
+    .await;
+    one.node.initialize().await.expect("initialize");
+    one.wait_status("leader", |s| s.state == NodeState::Leader)
+        .await;
+    write(&one, put("config", "before")).await;
+    // Another cluster's device: it answers, but refuses this secret.
+    let stranger = {
+        let listener = bind(loopback()).await;
+        let addr = listener.local_addr().unwrap();
+        let store = Store::open(&root.path().join("two")).unwrap();
+        let config = ClusterConfig::new(2, info(2, addr), "another-secret");
+        let node = ClusterNode::start(&store, config, Arc::new(Puts))
+            .await
+            .unwrap();
+        let app = rpc_router(node.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (node, addr)
+    };
+    let err = one
+        .node
+        .add_member(2, info(2, stranger.1), true)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("did not catch up with the cluster within 2 s"),
+        "{err}"
+    );
+    let status = one
+        .wait_status("the learner removed", |s| s.members.len() == 1)
+        .await;
+    assert_eq!(status.members[0].id, 1, "{status:?}");
+    // Not wedged: a write commits with this device alone.
+    write(&one, put("config", "after")).await;
+    one.wait_has("config", b"after").await;
+    stranger.0.shutdown().await;
+    one.kill().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn survivor_of_a_pair_recovers_with_force_single() {
     let root = tempfile::tempdir().unwrap();
@@ -474,7 +524,7 @@ async fn a_frozen_node_takes_no_entry_and_grants_no_vote() {
     }
     let victim = if l == 2 { 1 } else { 2 };
     let (id, dir, addr) = nodes.remove(victim).kill().await;
-    let frozen = TestNode::start_with(id, &dir, addr, false, true).await;
+    let frozen = TestNode::start_with(id, &dir, addr, false, true, |_| {}).await;
     let term = frozen.node.status().term;
     assert_eq!(
         frozen.node.applied().borrow().kv.get("k1").map(|v| &v[..]),
