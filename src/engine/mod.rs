@@ -688,6 +688,10 @@ impl Engine {
         }
 
         let serving = self.dns.snapshot.load();
+        // The list's order before: while it stays, peers holding the
+        // record states need only what changed (`record_changes`).
+        let order_before = record_changes::order_of(&inner.records);
+        let generation = inner.records_gen + 1;
         let mut old: Vec<Option<Box<Steered>>> = inner.records.drain(..).map(Some).collect();
         // A zone the snapshot took whole keeps its records as they stand:
         // their slots, shared, hold their answers already.
@@ -788,7 +792,7 @@ impl Engine {
                         answers: eval.answers,
                         decision: eval.decision,
                         held: eval.held,
-                        changed: 0,
+                        changed: generation,
                     }));
                 }
             }
@@ -809,9 +813,11 @@ impl Engine {
             .collect();
         let probed: HashSet<String> = instances.iter().map(|i| i.check.to_string()).collect();
         self.probe_metrics.retain(|check| probed.contains(check));
+        if record_changes::order_of(&records) != order_before {
+            inner.records_reset = generation;
+        }
         inner.records = records;
-        inner.records_gen += 1;
-        inner.records_reset = inner.records_gen;
+        inner.records_gen = generation;
         let compiled = std::mem::replace(&mut inner.compiled, compiled);
         inner.version = version;
         self.version_tx.send_replace(version);

@@ -6,9 +6,10 @@
 //! every device: so the engine counts changes. Each change of what
 //! [`Engine::status`] shows of a record (status, answers, decision, held)
 //! moves the records generation and marks the record with it; an install
-//! replaces the list and starts a new base. A peer that holds the list at
-//! a generation of the current base is sent only the records changed
-//! since, by their place in the list.
+//! marks the records it evaluated again, and starts a new base only when
+//! the list's order changed (a record added, removed or moved). A peer
+//! that holds the list at a generation of the current base is sent only
+//! the records changed since, by their place in the list.
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,17 @@ pub(super) fn new_epoch() -> u64 {
         // The time then: still another value per start.
         Err(_) => super::now_ms() ^ u64::from(std::process::id()).rotate_left(32),
     }
+}
+
+/// The order of a list of records, as a hash of their labels in order.
+pub(super) fn order_of(records: &[Box<super::Steered>]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    records.len().hash(&mut h);
+    for r in records {
+        r.label.hash(&mut h);
+    }
+    h.finish()
 }
 
 impl Engine {
@@ -174,5 +186,25 @@ addresses = [{ ip = "192.0.2.3" }]
                 RecordChanges::Whole(_)
             ));
         }
+
+        // A configuration change that keeps the list's order: what it
+        // evaluated again, not the whole list.
+        let install = |version: u64, text: String| {
+            engine
+                .apply_committed(version, text, Default::default(), None)
+                .unwrap();
+            engine.record_changes(Some(later))
+        };
+        let (_, edited) = install(2, CONFIG.replace("192.0.2.3", "192.0.2.4"));
+        assert_eq!(changed(&edited), vec![(1, "b.c.test/A")]);
+        // One that adds a record: the list is another, sent whole.
+        let added = format!(
+            "{CONFIG}\n[[domain.record]]\nname = \"c\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.5\" }}]\n"
+        );
+        let (_, whole) = install(3, added);
+        assert!(
+            matches!(&whole, RecordChanges::Whole(all) if all.len() == 3),
+            "{whole:?}"
+        );
     }
 }

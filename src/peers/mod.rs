@@ -42,6 +42,17 @@ pub const DEVICE_SILENT_AFTER: Duration = Duration::from_secs(6);
 const PEER_EVENTS: usize = 10_000;
 /// Events in one report at most (the rest follow in the next).
 const EVENTS_PER_REPORT: usize = 1_000;
+/// A report's time to be sent, taken in and answered: the client's own
+/// (1.5 s) for a small one, and this much more per byte of a large one.
+/// A million records' whole list is about 100 MB, and the peer parses it
+/// before it answers; cut off, it would be sent whole again next period.
+const REPORT_BYTES_PER_SEC: u64 = 10_000_000;
+const REPORT_BASE: Duration = Duration::from_millis(1500);
+
+/// The time a report of `bytes` may take.
+fn report_timeout(bytes: usize) -> Duration {
+    REPORT_BASE + Duration::from_millis(bytes as u64 * 1000 / REPORT_BYTES_PER_SEC)
+}
 
 /// One device's report to its peers.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -431,6 +442,7 @@ pub async fn run(
                 );
                 let request = http
                     .post(url)
+                    .timeout(report_timeout(body.len()))
                     .header(SECRET_HEADER, secret.clone())
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
                     .body(body);

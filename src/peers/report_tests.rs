@@ -109,3 +109,13 @@ fn a_report_of_an_earlier_version_is_taken_whole() {
     assert_eq!(peers.receive(old).records_at, None);
     assert_eq!(held(&peers).len(), 1);
 }
+
+#[test]
+fn a_large_report_has_the_time_its_size_needs() {
+    assert_eq!(
+        report_timeout(10_000),
+        REPORT_BASE + Duration::from_millis(1)
+    );
+    // A million records' whole list, about 100 MB: 11.5 s, not 1.5.
+    assert_eq!(report_timeout(100_000_000), Duration::from_millis(11_500));
+}
