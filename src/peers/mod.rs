@@ -167,7 +167,10 @@ impl Peers {
                         Some((_, mut held)) if holds(&held, &report, base, &changes) => {
                             let changed = !changes.is_empty();
                             for (i, status) in changes {
-                                held.records[i] = status;
+                                // In range: `holds` checked every place.
+                                if let Some(slot) = held.records.get_mut(i) {
+                                    *slot = status;
+                                }
                             }
                             report.records = held.records;
                             changed
