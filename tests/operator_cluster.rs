@@ -50,6 +50,21 @@ addresses = [
 ]
 "#;
 
+/// A domain of more records than a report's page
+/// (`gtm::engine::record_changes::PAGE`), before the pair's own: each
+/// device's list goes to the other in pages, and the records the test
+/// watches are on the last.
+fn config() -> String {
+    let mut text =
+        String::from("[[domain]]\nname = \"bulk.test\"\nnameservers = [\"ns1.bulk.test\"]\n");
+    for i in 0..gtm::engine::record_changes::PAGE + 50 {
+        text.push_str(&format!(
+            "[[domain.record]]\nname = \"r{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.50\" }}]\n"
+        ));
+    }
+    text + CONFIG
+}
+
 const MAIN: &[&str] = &["192.0.2.20"];
 const DR: &[&str] = &["198.51.100.20"];
 
@@ -131,6 +146,40 @@ fn record_status(viewer: &Proc, from: Option<&str>, record: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Waits (bounded) until `viewer` shows every record's state of `peer` as
+/// `peer` itself shows them, and returns how many there are.
+async fn until_peer_list(viewer: &Proc, peer: &Proc) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (own, seen) = tokio::task::block_in_place(|| {
+            let own: serde_json::Value =
+                serde_json::from_str(&peer.ok(&["status", "--json"])).unwrap();
+            let theirs: serde_json::Value =
+                serde_json::from_str(&viewer.ok(&["status", "--json"])).unwrap();
+            let seen = theirs["peers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|p| p["device"] == peer.name.as_str())
+                .map(|p| p["records"].clone())
+                .unwrap_or_default();
+            (own["records"].clone(), seen)
+        });
+        let count = own.as_array().map_or(0, Vec::len);
+        if count > 0 && own == seen {
+            return count;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} shows {} of {}'s {count} records",
+            viewer.name,
+            seen.as_array().map_or(0, Vec::len),
+            peer.name
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Waits (bounded) until `viewer` shows `peer`'s state of `record` as
 /// `peer` itself shows it, and returns it.
 async fn until_peer_view(viewer: &Proc, peer: &Proc, record: &str) -> String {
@@ -163,10 +212,15 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
     a.ok(&["cluster", "init"]);
     let token = a.ok(&["cluster", "token"]);
     b.ok(&["cluster", "join", &a.api(), "--token", token.trim()]);
-    a.apply_ok(CONFIG);
+    a.apply_ok(&config());
     let both = ["192.0.2.1", "192.0.2.2"];
     until(&a, "www.pair.test.", &both).await;
     until(&b, "www.pair.test.", &both).await;
+    // Each holds the other's whole list, taken in pages.
+    for (viewer, peer) in [(&b, &a), (&a, &b)] {
+        let count = until_peer_list(viewer, peer).await;
+        assert!(count > gtm::engine::record_changes::PAGE, "{count}");
+    }
     let version = a.ok(&["config", "export"]);
 
     // A drain through A: B stops answering the address too.
@@ -264,8 +318,9 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
     tokio::task::block_in_place(|| ok_eventually(&a, &["record", "resume", "dr.pair.test", "A"]));
     until(&b, "dr.pair.test.", MAIN).await;
     until(&a, "dr.pair.test.", MAIN).await;
-    // Both restarted since (new processes, so whole lists again), and the
-    // views still follow each change.
+    // Both restarted since (new processes, so their lists go in pages
+    // again, the watched record on the last), and the views still follow
+    // each change.
     for (viewer, peer) in [(&b, &a), (&a, &b)] {
         let seen = until_peer_view(viewer, peer, "dr.pair.test/A").await;
         assert!(seen.contains("192.0.2.20"), "{seen}");

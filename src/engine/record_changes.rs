@@ -10,10 +10,21 @@
 //! the list's order changed (a record added, removed or moved). A peer
 //! that holds the list at a generation of the current base is sent only
 //! the records changed since, by their place in the list.
+//!
+//! A peer that holds no list of the current base is sent the list in
+//! pages of [`PAGE`] records, each labelled with the point the first one
+//! was taken at; it holds the list from that point once it has every page,
+//! and the changes since then follow as above. No report is larger than a
+//! page: more changes than a page send the list again, in pages.
 
 use serde::{Deserialize, Serialize};
 
 use super::{Engine, RecordStatus};
+
+/// Records in one page of a list, and changes in one report at most. A
+/// record's status is about a hundred bytes of JSON (more with many
+/// answers): a page stays a few megabytes, far below the API's body limit.
+pub const PAGE: usize = 10_000;
 
 /// A point in a device's record states: the process that counted it
 /// (`epoch`, drawn at start) and the generation within it.
@@ -23,15 +34,39 @@ pub struct RecordsAt {
     pub generation: u64,
 }
 
-/// The record states to send to a peer holding them at `since`.
+/// A page of a device's record list: the records from place `start` of
+/// `total`, of the list taken in pages from the point `from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Page {
+    pub from: RecordsAt,
+    pub start: usize,
+    pub total: usize,
+}
+
+/// What a peer holds of this device's record states, as it last said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum Held {
+    /// The whole list, at this point.
+    At(RecordsAt),
+    /// The pages of a list taken from `from`: every record before `next`.
+    Pages { from: RecordsAt, next: usize },
+}
+
+/// The record states to send to a peer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordChanges {
-    /// Every record, in order: the peer holds none, or an older list.
-    Whole(Vec<RecordStatus>),
-    /// The records changed since the peer's generation, by their place.
+    /// The records changed since the peer's generation `base`, by their
+    /// place; with them the peer holds the list at `at`.
     Since {
+        at: RecordsAt,
         base: u64,
         changed: Vec<(usize, RecordStatus)>,
+    },
+    /// A page of the list: the peer holds none of the current base, or is
+    /// taking one in.
+    Page {
+        page: Page,
+        records: Vec<RecordStatus>,
     },
 }
 
@@ -65,32 +100,51 @@ impl Engine {
         }
     }
 
-    /// The record states a peer holding them at `since` lacks, and where
-    /// they stand with them.
-    pub fn record_changes(&self, since: Option<RecordsAt>) -> (RecordsAt, RecordChanges) {
+    /// The record states a peer holding `held` lacks.
+    pub fn record_changes(&self, held: Option<Held>) -> RecordChanges {
         let inner = self.lock();
         let now = RecordsAt {
             epoch: self.records_epoch,
             generation: inner.records_gen,
         };
-        let base = since.filter(|s| {
-            s.epoch == self.records_epoch
-                && (inner.records_reset..=inner.records_gen).contains(&s.generation)
-        });
-        let changes = match base {
-            Some(s) => RecordChanges::Since {
-                base: s.generation,
-                changed: inner
+        // A point of this list: its order has not changed since.
+        let of_base = |at: RecordsAt| {
+            at.epoch == self.records_epoch
+                && (inner.records_reset..=inner.records_gen).contains(&at.generation)
+        };
+        let total = inner.records.len();
+        let page = |from: RecordsAt, start: usize| RecordChanges::Page {
+            page: Page { from, start, total },
+            records: inner
+                .records
+                .iter()
+                .skip(start)
+                .take(PAGE)
+                .map(|r| r.status())
+                .collect(),
+        };
+        match held {
+            Some(Held::At(at)) if of_base(at) => {
+                let changed: Vec<(usize, RecordStatus)> = inner
                     .records
                     .iter()
                     .enumerate()
-                    .filter(|(_, r)| r.changed > s.generation)
+                    .filter(|(_, r)| r.changed > at.generation)
+                    .take(PAGE + 1)
                     .map(|(i, r)| (i, r.status()))
-                    .collect(),
-            },
-            None => RecordChanges::Whole(inner.records.iter().map(|r| r.status()).collect()),
-        };
-        (now, changes)
+                    .collect();
+                if changed.len() <= PAGE {
+                    return RecordChanges::Since {
+                        at: now,
+                        base: at.generation,
+                        changed,
+                    };
+                }
+                page(now, 0)
+            }
+            Some(Held::Pages { from, next }) if of_base(from) && next < total => page(from, next),
+            _ => page(now, 0),
+        }
     }
 }
 
@@ -137,41 +191,50 @@ addresses = [{ ip = "192.0.2.3" }]
                 .iter()
                 .map(|(i, r)| (*i, r.record.as_str()))
                 .collect(),
-            RecordChanges::Whole(_) => panic!("the whole list: {changes:?}"),
+            RecordChanges::Page { .. } => panic!("a page of the list: {changes:?}"),
+        }
+    }
+
+    fn page(changes: &RecordChanges) -> (Page, &[RecordStatus]) {
+        match changes {
+            RecordChanges::Page { page, records } => (*page, records),
+            RecordChanges::Since { .. } => panic!("changes, not a page: {changes:?}"),
         }
     }
 
     /// A peer that holds the list is sent what changed since, by place; one
-    /// of another process, or of no point, the whole list.
+    /// of another process, or of no point, the list from its first page.
     #[test]
     fn a_peer_holding_the_list_is_sent_only_what_changed_since() {
         let engine = engine();
-        let (at, whole) = engine.record_changes(None);
-        let RecordChanges::Whole(all) = &whole else {
-            panic!("{whole:?}")
-        };
-        assert_eq!(all, &engine.status());
-        assert_eq!(all.len(), 2);
+        let first = engine.record_changes(None);
+        let (p, all) = page(&first);
+        assert_eq!(all, &engine.status()[..]);
+        assert_eq!((p.start, p.total, all.len()), (0, 2, 2));
+        let at = p.from;
+        assert_eq!(at, engine.records_at());
         // Nothing changed: nothing to send.
-        let (same, none) = engine.record_changes(Some(at));
-        assert_eq!((same, changed(&none)), (at, vec![]));
+        let none = engine.record_changes(Some(Held::At(at)));
+        assert_eq!(changed(&none), vec![]);
         // The check goes down: record a changes, b does not.
         let check = engine.instances().borrow()[0].check.clone();
         engine.set_check(&check, CheckState::Error, "refused");
-        let (later, since) = engine.record_changes(Some(at));
-        assert!(later.generation > at.generation);
+        let since = engine.record_changes(Some(Held::At(at)));
         assert_eq!(changed(&since), vec![(0, "a.c.test/A")]);
         let RecordChanges::Since {
-            changed: list,
+            at: later,
             base,
+            changed: list,
         } = &since
         else {
             unreachable!()
         };
+        assert!(later.generation > at.generation);
         assert_eq!(*base, at.generation);
         assert_eq!(list[0].1, engine.status()[0]);
         assert_ne!(list[0].1, all[0], "its status is the new one");
-        // Another process's point, or one ahead of this list: whole.
+        let later = *later;
+        // Another process's point, or one ahead of this list: page one.
         let other = RecordsAt {
             epoch: at.epoch.wrapping_add(1),
             ..at
@@ -181,10 +244,8 @@ addresses = [{ ip = "192.0.2.3" }]
             ..at
         };
         for point in [other, ahead] {
-            assert!(matches!(
-                engine.record_changes(Some(point)).1,
-                RecordChanges::Whole(_)
-            ));
+            let (p, _) = page(&engine.record_changes(Some(Held::At(point))));
+            assert_eq!((p.from, p.start), (later, 0));
         }
 
         // A configuration change that keeps the list's order: what it
@@ -193,18 +254,76 @@ addresses = [{ ip = "192.0.2.3" }]
             engine
                 .apply_committed(version, text, Default::default(), None)
                 .unwrap();
-            engine.record_changes(Some(later))
+            engine.record_changes(Some(Held::At(later)))
         };
-        let (_, edited) = install(2, CONFIG.replace("192.0.2.3", "192.0.2.4"));
+        let edited = install(2, CONFIG.replace("192.0.2.3", "192.0.2.4"));
         assert_eq!(changed(&edited), vec![(1, "b.c.test/A")]);
-        // One that adds a record: the list is another, sent whole.
+        // One that adds a record: the list is another, sent from page one.
         let added = format!(
             "{CONFIG}\n[[domain.record]]\nname = \"c\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.5\" }}]\n"
         );
-        let (_, whole) = install(3, added);
-        assert!(
-            matches!(&whole, RecordChanges::Whole(all) if all.len() == 3),
-            "{whole:?}"
+        let whole = install(3, added);
+        let (p, records) = page(&whole);
+        assert_eq!((p.start, p.total, records.len()), (0, 3, 3));
+    }
+
+    /// A list longer than a page goes page by page from the point its
+    /// first page was taken at, while that list's order holds; more
+    /// changes than a page send it again.
+    #[test]
+    fn a_long_list_goes_in_pages_and_many_changes_as_the_list_again() {
+        let mut text = CONFIG.to_string();
+        let extra = PAGE + PAGE / 2;
+        for i in 0..extra {
+            text.push_str(&format!(
+                "\n[[domain.record]]\nname = \"r{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.9\", hc = \"check:web\" }}]\n"
+            ));
+        }
+        let engine = engine();
+        engine
+            .apply_committed(2, text, Default::default(), None)
+            .unwrap();
+        let total = extra + 2;
+        let first = engine.record_changes(None);
+        let (p1, records) = page(&first);
+        assert_eq!((p1.start, p1.total, records.len()), (0, total, PAGE));
+        assert_eq!(records, &engine.status()[..PAGE]);
+        // The next page continues the same list, even after a change.
+        let checks: Vec<_> = engine
+            .instances()
+            .borrow()
+            .iter()
+            .map(|i| i.check.clone())
+            .collect();
+        for check in &checks {
+            engine.set_check(check, CheckState::Error, "refused");
+        }
+        let next = Held::Pages {
+            from: p1.from,
+            next: PAGE,
+        };
+        let second = engine.record_changes(Some(next));
+        let (p2, rest) = page(&second);
+        assert_eq!(
+            (p2.from, p2.start, rest.len()),
+            (p1.from, PAGE, total - PAGE)
         );
+        assert_eq!(rest, &engine.status()[PAGE..]);
+        // Held whole from the first page's point: every record changed
+        // since (a check is on all but one) is more than a page, so the
+        // list goes again from its first page, of now.
+        let again = engine.record_changes(Some(Held::At(p1.from)));
+        let (p3, _) = page(&again);
+        assert_eq!((p3.from, p3.start), (engine.records_at(), 0));
+        assert!(p3.from.generation > p1.from.generation);
+        // Pages of another process's list: the first page again.
+        let stale = Held::Pages {
+            from: RecordsAt {
+                epoch: p1.from.epoch.wrapping_add(1),
+                ..p1.from
+            },
+            next: PAGE,
+        };
+        assert_eq!(page(&engine.record_changes(Some(stale))).0.start, 0);
     }
 }

@@ -5,11 +5,12 @@
 //! datacenters none of whose devices is heard from, and shows every
 //! device's record states and events.
 //!
-//! Record states go whole only when the peer lacks them: a peer answers
-//! each report with where it holds the sender's records
-//! ([`ReportAnswer`]), and while that is a generation of the sender's
+//! Record states go whole only when the peer lacks them, and then in
+//! pages: a peer answers each report with what it holds of the sender's
+//! records ([`ReportAnswer`]); while that is a generation of the sender's
 //! current list the next report carries only the records changed since
-//! (`crate::engine::record_changes`), by their place in the list.
+//! (`crate::engine::record_changes`), by their place in the list, and
+//! while it is part of the list the next page follows at once.
 
 pub mod combine;
 #[cfg(test)]
@@ -27,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     engine::{
         CheckStatus, Engine, Event, RecordStatus, ScenarioStatus,
-        record_changes::{RecordChanges, RecordsAt},
+        record_changes::{Held, Page, RecordChanges, RecordsAt},
     },
     replication::Replication,
 };
@@ -43,9 +44,9 @@ const PEER_EVENTS: usize = 10_000;
 /// Events in one report at most (the rest follow in the next).
 const EVENTS_PER_REPORT: usize = 1_000;
 /// A report's time to be sent, taken in and answered: the client's own
-/// (1.5 s) for a small one, and this much more per byte of a large one.
-/// A million records' whole list is about 100 MB, and the peer parses it
-/// before it answers; cut off, it would be sent whole again next period.
+/// (1.5 s) for a small one, and this much more per byte of a large one (a
+/// whole list to a device of an earlier version, which takes no pages, is
+/// about 100 MB at a million records).
 const REPORT_BYTES_PER_SEC: u64 = 10_000_000;
 const REPORT_BASE: Duration = Duration::from_millis(1500);
 
@@ -73,7 +74,8 @@ pub struct Report {
     pub geoip_info: Option<crate::geo::GeoInfo>,
     pub checks: Vec<CheckStatus>,
     pub scenarios: Vec<ScenarioStatus>,
-    /// Every record's status, in the device's order; empty when the
+    /// Record statuses, in the device's order: every record from a device
+    /// of an earlier version, the records of `page`, or none when the
     /// report carries changes (`records_base`).
     pub records: Vec<RecordStatus>,
     pub events: Vec<Event>,
@@ -88,14 +90,34 @@ pub struct Report {
     pub records_base: Option<u64>,
     #[serde(default)]
     pub changed: Vec<(usize, RecordStatus)>,
+    /// When set, `records` is this page of the device's list.
+    #[serde(default)]
+    pub page: Option<Page>,
 }
 
-/// A device's answer to a report: where it now holds the reporting
-/// device's record states (`None`: it could not take the changes in, or
-/// the report said nothing of where they stand).
+/// A device's answer to a report: what it now holds of the reporting
+/// device's record states (`None`: no list it can take changes to, nor
+/// pages of one).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReportAnswer {
-    pub records_at: Option<RecordsAt>,
+    pub held: Option<Held>,
+}
+
+/// What a peer last said it holds of this device's record states.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PeerHolds {
+    Said(Held),
+    /// It answered without a body: a device of an earlier version, which
+    /// takes the whole list in one report.
+    Earlier,
+}
+
+/// Pages of a peer's list taken in so far.
+#[derive(Debug)]
+struct Pending {
+    from: RecordsAt,
+    total: usize,
+    records: Vec<RecordStatus>,
 }
 
 /// A peer as this device last heard from it.
@@ -126,8 +148,13 @@ pub struct Peers {
     events: Mutex<HashMap<String, VecDeque<Event>>>,
     /// Per peer id: the last event sequence number it acknowledged.
     sent: Mutex<HashMap<u64, u64>>,
-    /// Per peer id: where it said it holds this device's record states.
-    held: Mutex<HashMap<u64, RecordsAt>>,
+    /// Per peer id: what it said it holds of this device's record states.
+    held: Mutex<HashMap<u64, PeerHolds>>,
+    /// Per peer id: its reports are not taken (logged once, until they
+    /// are again).
+    failing: Mutex<std::collections::HashSet<u64>>,
+    /// Per device: the pages of its list taken in so far.
+    pending: Mutex<HashMap<String, Pending>>,
     /// When this device first saw each peer in the membership: a peer
     /// gets a grace period for its first report before it counts as silent.
     known_since: Mutex<HashMap<String, Instant>>,
@@ -160,35 +187,54 @@ impl Peers {
             let silent = old
                 .as_ref()
                 .is_none_or(|(at, _)| at.elapsed() > DEVICE_SILENT_AFTER);
-            let changed = match report.records_base.take() {
-                Some(base) => {
-                    let changes = std::mem::take(&mut report.changed);
-                    match old {
-                        Some((_, mut held)) if holds(&held, &report, base, &changes) => {
-                            let changed = !changes.is_empty();
-                            for (i, status) in changes {
-                                // In range: `holds` checked every place.
-                                if let Some(slot) = held.records.get_mut(i) {
-                                    *slot = status;
-                                }
-                            }
-                            report.records = held.records;
-                            changed
-                        }
-                        // Not the list the changes are to: the states held
-                        // stay, and are said to be of no known point.
-                        held => {
-                            report.records = held.map(|(_, h)| h.records).unwrap_or_default();
-                            report.records_at = None;
-                            false
-                        }
+            let (changed, held_now) = if let Some(page) = report.page.take() {
+                let records = std::mem::take(&mut report.records);
+                let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                match take_page(&mut pending, &report.device, page, records) {
+                    Ok(list) => {
+                        report.records_at = Some(page.from);
+                        let changed = old.is_none_or(|(_, old)| old.records != list);
+                        report.records = list;
+                        (changed, Some(Held::At(page.from)))
+                    }
+                    // The list held before stays on show until the new
+                    // one is whole; no changes are taken to it.
+                    Err(pages) => {
+                        report.records = old.map(|(_, h)| h.records).unwrap_or_default();
+                        report.records_at = None;
+                        (false, pages)
                     }
                 }
-                None => old.is_none_or(|(_, old)| old.records != report.records),
+            } else {
+                let changed = match report.records_base.take() {
+                    Some(base) => {
+                        let changes = std::mem::take(&mut report.changed);
+                        match old {
+                            Some((_, mut held)) if holds(&held, &report, base, &changes) => {
+                                let changed = !changes.is_empty();
+                                for (i, status) in changes {
+                                    // In range: `holds` checked every place.
+                                    if let Some(slot) = held.records.get_mut(i) {
+                                        *slot = status;
+                                    }
+                                }
+                                report.records = held.records;
+                                changed
+                            }
+                            // Not the list the changes are to: the states
+                            // held stay, and are said to be of no known point.
+                            held => {
+                                report.records = held.map(|(_, h)| h.records).unwrap_or_default();
+                                report.records_at = None;
+                                false
+                            }
+                        }
+                    }
+                    None => old.is_none_or(|(_, old)| old.records != report.records),
+                };
+                (changed, report.records_at.map(Held::At))
             };
-            let answer = ReportAnswer {
-                records_at: report.records_at,
-            };
+            let answer = ReportAnswer { held: held_now };
             reports.insert(report.device.clone(), (Instant::now(), report));
             (silent || changed, answer)
         };
@@ -198,8 +244,8 @@ impl Peers {
         answer
     }
 
-    /// Where this device last heard that `peer` holds its record states.
-    fn held_by(&self, peer: u64) -> Option<RecordsAt> {
+    /// What this device last heard `peer` holds of its record states.
+    fn held_by(&self, peer: u64) -> Option<PeerHolds> {
         self.held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -354,6 +400,49 @@ fn holds(held: &Report, report: &Report, base: u64, changes: &[(usize, RecordSta
         && changes.iter().all(|(i, _)| *i < held.records.len())
 }
 
+/// Takes a page of `device`'s list in: the whole list once it is the
+/// last, else what is held of the list now (none when the page follows no
+/// pages held).
+fn take_page(
+    pending: &mut HashMap<String, Pending>,
+    device: &str,
+    page: Page,
+    records: Vec<RecordStatus>,
+) -> Result<Vec<RecordStatus>, Option<Held>> {
+    let held = |p: &Pending| Held::Pages {
+        from: p.from,
+        next: p.records.len(),
+    };
+    if page.start == 0 {
+        pending.insert(
+            device.to_string(),
+            Pending {
+                from: page.from,
+                total: page.total,
+                records: Vec::new(),
+            },
+        );
+    }
+    let Some(list) = pending.get_mut(device) else {
+        return Err(None);
+    };
+    if (list.from, list.total, list.records.len()) != (page.from, page.total, page.start) {
+        return Err(Some(held(list)));
+    }
+    if records.len() > list.total - list.records.len() {
+        pending.remove(device);
+        return Err(None);
+    }
+    list.records.extend(records);
+    if list.records.len() < list.total {
+        return Err(Some(held(list)));
+    }
+    Ok(pending
+        .remove(device)
+        .map(|p| p.records)
+        .unwrap_or_default())
+}
+
 /// Sends this device's report to every peer every [`REPORT_EVERY`], and
 /// re-judges remote checks and datacenters, until `cancel`.
 pub async fn run(
@@ -365,6 +454,7 @@ pub async fn run(
     cancel: CancellationToken,
 ) {
     let mut tick = tokio::time::interval(REPORT_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -374,103 +464,26 @@ pub async fn run(
         let Ok(secret) = replication.secret_value() else {
             continue;
         };
-        // Each peer's new events, read from the store, and the report's
-        // base (every record's status, under the engine's lock) are built
-        // off the async workers; bounded: a peer that stays unreachable
-        // would otherwise have the whole log read for it every period.
-        let afters: Vec<(u64, u64, Option<RecordsAt>)> = {
-            let sent = peers.sent.lock().unwrap_or_else(|e| e.into_inner());
-            status
-                .members
-                .iter()
-                .filter(|m| m.id != status.id)
-                .map(|m| {
-                    let after = sent.get(&m.id).copied().unwrap_or(0);
-                    (m.id, after, peers.held_by(m.id))
-                })
-                .collect()
-        };
-        let (reader, dc) = (engine.clone(), datacenter.clone());
-        // Serialized there too: the records of a large configuration make
-        // a report of megabytes.
-        let Ok(mut bodies) = tokio::task::spawn_blocking(move || {
-            let base = Report {
-                device: reader.device().to_string(),
-                datacenter: dc.clone(),
-                version: reader.version(),
-                geoip: reader.geoip().description().to_string(),
-                geoip_info: reader.geoip().info().cloned(),
-                checks: reader.local_checks(&dc),
-                scenarios: reader.scenarios(),
-                records: Vec::new(),
-                events: Vec::new(),
-                records_at: None,
-                records_base: None,
-                changed: Vec::new(),
-            };
-            afters
-                .into_iter()
-                .filter_map(|(id, after, held)| {
-                    let mut report = base.clone();
-                    // The whole list only to a peer that lacks it.
-                    let (at, records) = reader.record_changes(held);
-                    report.records_at = Some(at);
-                    match records {
-                        RecordChanges::Whole(all) => report.records = all,
-                        RecordChanges::Since { base, changed } => {
-                            report.records_base = Some(base);
-                            report.changed = changed;
-                        }
-                    }
-                    report.events = reader.events_since(after, EVENTS_PER_REPORT);
-                    let last = report.events.last().map_or(after, |e| e.seq);
-                    let body = serde_json::to_vec(&report).ok()?;
-                    Some((id, (last, body)))
-                })
-                .collect::<std::collections::HashMap<_, _>>()
-        })
-        .await
-        else {
-            continue;
-        };
+        // Pages of a list follow one another until the period is over.
+        let until = Instant::now() + REPORT_EVERY;
         let sends = status
             .members
             .iter()
             .filter(|m| m.id != status.id)
-            .filter_map(|m| {
-                let (last, body) = bodies.remove(&m.id)?;
-                let url = format!(
+            .map(|m| Sender {
+                http: &http,
+                peers: &peers,
+                engine: &engine,
+                datacenter: &datacenter,
+                secret: &secret,
+                peer: m.id,
+                name: &m.info.name,
+                url: format!(
                     "{}/cluster/v1/report",
                     m.info.api_addr.trim_end_matches('/')
-                );
-                let request = http
-                    .post(url)
-                    .timeout(report_timeout(body.len()))
-                    .header(SECRET_HEADER, secret.clone())
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body);
-                let (peers, id) = (peers.clone(), m.id);
-                Some(async move {
-                    let answered = match request.send().await {
-                        Ok(response) if response.status().is_success() => {
-                            peers
-                                .sent
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .insert(id, last);
-                            // A device of an earlier version answers
-                            // nothing: it is sent whole lists.
-                            response.json::<ReportAnswer>().await.ok()
-                        }
-                        _ => None,
-                    };
-                    let mut held = peers.held.lock().unwrap_or_else(|e| e.into_inner());
-                    match answered.and_then(|a| a.records_at) {
-                        Some(at) => held.insert(id, at),
-                        None => held.remove(&id),
-                    };
-                })
-            });
+                ),
+            })
+            .map(|sender| sender.send(until));
         futures_util::future::join_all(sends).await;
         // Judging takes the engine's lock: off the async workers.
         let (p, r, e, dc) = (
@@ -481,4 +494,163 @@ pub async fn run(
         );
         let _ = tokio::task::spawn_blocking(move || p.judge(&r, &e, &dc)).await;
     }
+}
+
+/// One period's reports to one peer.
+struct Sender<'a> {
+    http: &'a reqwest::Client,
+    peers: &'a Arc<Peers>,
+    engine: &'a Arc<Engine>,
+    datacenter: &'a str,
+    secret: &'a str,
+    peer: u64,
+    name: &'a str,
+    url: String,
+}
+
+impl Sender<'_> {
+    /// Sends a report, and the next pages while the peer is taking a list
+    /// in and `until` has not come.
+    async fn send(self, until: Instant) {
+        loop {
+            let after = self
+                .peers
+                .sent
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&self.peer)
+                .copied()
+                .unwrap_or(0);
+            let holds = self.peers.held_by(self.peer);
+            // Built and serialized off the async workers: the statuses are
+            // read under the engine's lock, and a page is megabytes.
+            let (engine, dc) = (self.engine.clone(), self.datacenter.to_string());
+            let Ok(Some((last, paged, body))) =
+                tokio::task::spawn_blocking(move || build(&engine, &dc, after, holds)).await
+            else {
+                return;
+            };
+            let request = self
+                .http
+                .post(&self.url)
+                .timeout(report_timeout(body.len()))
+                .header(SECRET_HEADER, self.secret)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body);
+            let answered = match request.send().await {
+                Ok(response) if response.status().is_success() => {
+                    self.taken();
+                    self.peers
+                        .sent
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(self.peer, last);
+                    // A device of an earlier version answers nothing.
+                    Some(match response.json::<ReportAnswer>().await {
+                        Ok(answer) => answer.held.map(PeerHolds::Said),
+                        Err(_) => Some(PeerHolds::Earlier),
+                    })
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    let why = response.text().await.unwrap_or_default();
+                    self.refused(&format!("{status}: {}", why.trim()));
+                    None
+                }
+                Err(e) => {
+                    self.refused(&e.to_string());
+                    None
+                }
+            };
+            let holds = answered.flatten();
+            {
+                let mut held = self.peers.held.lock().unwrap_or_else(|e| e.into_inner());
+                match holds {
+                    Some(h) => held.insert(self.peer, h),
+                    None => held.remove(&self.peer),
+                };
+            }
+            let more = paged && matches!(holds, Some(PeerHolds::Said(Held::Pages { .. })));
+            if !more || Instant::now() >= until {
+                return;
+            }
+        }
+    }
+
+    /// A report was not taken: said once, until one is again.
+    fn refused(&self, why: &str) {
+        let first = self
+            .peers
+            .failing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(self.peer);
+        if first {
+            tracing::warn!(
+                peer = self.name,
+                "the report to {} was not taken: {why}",
+                self.name
+            );
+        }
+    }
+
+    fn taken(&self) {
+        let again = self
+            .peers
+            .failing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.peer);
+        if again {
+            tracing::info!(peer = self.name, "reports to {} are taken again", self.name);
+        }
+    }
+}
+
+/// A report for a peer that acknowledged events up to `after` and holds
+/// `holds` of the record states: the sequence number of its last event,
+/// whether it is a page of the list, and its JSON.
+fn build(
+    engine: &Engine,
+    datacenter: &str,
+    after: u64,
+    holds: Option<PeerHolds>,
+) -> Option<(u64, bool, Vec<u8>)> {
+    let mut report = Report {
+        device: engine.device().to_string(),
+        datacenter: datacenter.to_string(),
+        version: engine.version(),
+        geoip: engine.geoip().description().to_string(),
+        geoip_info: engine.geoip().info().cloned(),
+        checks: engine.local_checks(datacenter),
+        scenarios: engine.scenarios(),
+        records: Vec::new(),
+        events: engine.events_since(after, EVENTS_PER_REPORT),
+        records_at: None,
+        records_base: None,
+        changed: Vec::new(),
+        page: None,
+    };
+    if holds == Some(PeerHolds::Earlier) {
+        report.records = engine.status();
+    } else {
+        let held = match holds {
+            Some(PeerHolds::Said(held)) => Some(held),
+            _ => None,
+        };
+        match engine.record_changes(held) {
+            RecordChanges::Since { at, base, changed } => {
+                report.records_at = Some(at);
+                report.records_base = Some(base);
+                report.changed = changed;
+            }
+            RecordChanges::Page { page, records } => {
+                report.page = Some(page);
+                report.records = records;
+            }
+        }
+    }
+    let last = report.events.last().map_or(after, |e| e.seq);
+    let body = serde_json::to_vec(&report).ok()?;
+    Some((last, report.page.is_some(), body))
 }
