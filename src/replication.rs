@@ -820,7 +820,13 @@ fn install_config(
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
     if engine
-        .apply_committed(version, text, now.zone_versions.clone(), parsed)
+        .apply_committed(
+            version,
+            text,
+            now.zone_versions.clone(),
+            parsed,
+            machine::parts_of_value(value),
+        )
         .is_ok()
     {
         let text = match machine::history_summary(kv, version) {

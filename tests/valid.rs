@@ -300,11 +300,14 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
     {
         let store = gtm_cluster::Store::open(dir.path()).unwrap();
         store
-            .save_uninstalled(&gtm_cluster::StoredConfig {
-                version: v1 + 1,
-                text: "[[domain]\nthis is not TOML".into(),
-                zone_versions: Vec::new(),
-            })
+            .save_uninstalled(
+                &gtm_cluster::StoredConfig {
+                    version: v1 + 1,
+                    text: "[[domain]\nthis is not TOML".into(),
+                    zone_versions: Vec::new(),
+                },
+                None,
+            )
             .unwrap();
     }
     let device = Device::start(settings("test1", "127.0.95.1", dir.path()), false).await;

@@ -25,6 +25,10 @@ const LAST_GOOD_KEY: &[u8] = b"config-last-good";
 /// The tree of the parts: hash → bytes.
 const PARTS_TREE: &str = "config-parts";
 
+/// A part of a text by name: the hash of its bytes
+/// ([`parts::part_hash`]) and their length.
+pub type PartName = ([u8; 16], u64);
+
 /// The applied replicated configuration: its version, its text, and per
 /// domain the version that last changed it (the zones' SOA serials).
 #[derive(Debug, Clone, PartialEq, Eq, Encode, Decode)]
@@ -131,9 +135,15 @@ impl Store {
 
     /// Saves a configuration this device installed, and flushes: when this
     /// returns, the configuration survives a crash. Being installed, it is
-    /// the last good one too: a kept older one is dropped.
-    pub fn save_config(&self, config: &StoredConfig) -> Result<(), StoreError> {
-        let listed = self.keep_parts(config)?;
+    /// the last good one too: a kept older one is dropped. `parts`: its
+    /// text's parts as the replicated map names them, when known (the text
+    /// is then neither cut nor hashed here).
+    pub fn save_config(
+        &self,
+        config: &StoredConfig,
+        parts: Option<&[PartName]>,
+    ) -> Result<(), StoreError> {
+        let listed = self.keep_parts(config, parts)?;
         let mut batch = sled::Batch::default();
         batch.insert(LIST_KEY, encode(&listed)?);
         for key in [CONFIG_KEY, LAST_GOOD_KEY, LAST_GOOD_LIST_KEY] {
@@ -148,15 +158,20 @@ impl Store {
 
     /// Saves a committed configuration that did not install on this device,
     /// keeping the one it replaces as the last good one (unless one is kept
-    /// already: that one is older and did install). Flushes.
-    pub fn save_uninstalled(&self, config: &StoredConfig) -> Result<(), StoreError> {
-        let listed = self.keep_parts(config)?;
+    /// already: that one is older and did install). Flushes. `parts` as
+    /// for [`Store::save_config`].
+    pub fn save_uninstalled(
+        &self,
+        config: &StoredConfig,
+        parts: Option<&[PartName]>,
+    ) -> Result<(), StoreError> {
+        let listed = self.keep_parts(config, parts)?;
         let kept_good = self.last_good_listed()?;
         let good = match kept_good {
             Some(good) => good,
             // The one it replaces becomes the last good one.
             None => match self.load_config()? {
-                Some(previous) => Some(self.keep_parts(&previous)?),
+                Some(previous) => Some(self.keep_parts(&previous, None)?),
                 None => None,
             },
         };
@@ -200,19 +215,30 @@ impl Store {
         let whole = decode_whole::<Option<StoredConfig>, OptionalV1>(&bytes)
             .map_err(corrupt("last good configuration"))?;
         match whole {
-            Some(config) => self.keep_parts(&config).map(|l| Some(Some(l))),
+            Some(config) => self.keep_parts(&config, None).map(|l| Some(Some(l))),
             None => Ok(Some(None)),
         }
     }
 
     /// Writes the parts of `config`'s text that the tree lacks, and returns
-    /// its list.
-    fn keep_parts(&self, config: &StoredConfig) -> Result<Listed, StoreError> {
+    /// its list. The parts are `known` when they make the text, else the
+    /// text is cut here.
+    fn keep_parts(
+        &self,
+        config: &StoredConfig,
+        known: Option<&[PartName]>,
+    ) -> Result<Listed, StoreError> {
         let tree = self.parts_tree()?;
         let write = io("writing the configuration's parts");
+        let text = config.text.as_bytes();
+        let named = known.and_then(|k| slice_parts(text, k)).unwrap_or_else(|| {
+            parts::cut(text)
+                .into_iter()
+                .map(|part| (parts::part_hash(part), part))
+                .collect()
+        });
         let mut list = Vec::new();
-        for part in parts::cut(config.text.as_bytes()) {
-            let hash = parts::part_hash(part);
+        for (hash, part) in named {
             if !tree.contains_key(hash).map_err(&write)? {
                 tree.insert(hash, part).map_err(&write)?;
             }
@@ -287,6 +313,21 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// `text` in the parts `known` names, when their lengths make it.
+fn slice_parts<'a>(text: &'a [u8], known: &[PartName]) -> Option<Vec<([u8; 16], &'a [u8])>> {
+    let mut at = 0usize;
+    let named = known
+        .iter()
+        .map(|(hash, len)| {
+            let end = at.checked_add(usize::try_from(*len).ok()?)?;
+            let part = text.get(at..end)?;
+            at = end;
+            Some((*hash, part))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    (at == text.len()).then_some(named)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,7 +380,7 @@ mod tests {
             text: "new".into(),
             zone_versions: Vec::new(),
         };
-        store.save_uninstalled(&next).unwrap();
+        store.save_uninstalled(&next, None).unwrap();
         assert_eq!(store.load_config().unwrap(), Some(next));
         assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
         assert!(store.db.get(CONFIG_KEY).unwrap().is_none());
@@ -361,6 +402,47 @@ mod tests {
         store.parts_tree().unwrap().len()
     }
 
+    /// Parts named by the caller are kept as named, without cutting or
+    /// hashing: the same list as the store's own cut when they are that
+    /// cut; parts whose lengths do not make the text are not taken.
+    #[test]
+    fn a_configuration_is_kept_in_the_parts_it_is_given() {
+        let (store, dir) = open("given");
+        let config = StoredConfig {
+            version: 1,
+            text: domains(4, None),
+            zone_versions: Vec::new(),
+        };
+        let named: Vec<PartName> = parts::cut(config.text.as_bytes())
+            .into_iter()
+            .map(|p| (parts::part_hash(p), p.len() as u64))
+            .collect();
+        store.save_config(&config, Some(&named)).unwrap();
+        assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
+        let listed = |store: &Store| -> Listed {
+            decode(&store.db.get(LIST_KEY).unwrap().unwrap(), "list").unwrap()
+        };
+        assert_eq!(listed(&store).parts, named);
+        // Given two parts as one, under a name of the caller's: kept so.
+        let joined = vec![([7; 16], named[0].1 + named[1].1), named[2], named[3]];
+        store.save_config(&config, Some(&joined)).unwrap();
+        assert_eq!(listed(&store).parts, joined);
+        assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
+        // Lengths that do not make the text (short, past its end, too
+        // large to add): cut here.
+        let total = config.text.len() as u64;
+        for wrong in [
+            vec![([7; 16], total - 1)],
+            vec![([7; 16], total + 1)],
+            vec![([7; 16], u64::MAX), ([8; 16], 2)],
+        ] {
+            store.save_config(&config, Some(&wrong)).unwrap();
+            assert_eq!(listed(&store).parts, named);
+        }
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A configuration changed in one place writes that place: the parts
     /// of the text before that it shares are kept once, and those no kept
     /// configuration names are gone.
@@ -372,20 +454,20 @@ mod tests {
             text: domains(10, changed),
             zone_versions: vec![("d1.test".into(), version)],
         };
-        store.save_config(&config(1, None)).unwrap();
+        store.save_config(&config(1, None), None).unwrap();
         assert_eq!(part_count(&store), 10);
-        store.save_config(&config(2, Some(3))).unwrap();
+        store.save_config(&config(2, Some(3)), None).unwrap();
         assert_eq!(part_count(&store), 10, "the old part of d3 is gone");
         // One that does not install keeps the good one's parts beside it.
         // (d3 as it was, d5 changed: two parts the good one lacks)
-        store.save_uninstalled(&config(3, Some(5))).unwrap();
+        store.save_uninstalled(&config(3, Some(5)), None).unwrap();
         assert_eq!(part_count(&store), 12);
         assert_eq!(store.load_config().unwrap(), Some(config(3, Some(5))));
         assert_eq!(
             store.last_good_config().unwrap(),
             Some(Some(config(2, Some(3))))
         );
-        store.save_config(&config(4, None)).unwrap();
+        store.save_config(&config(4, None), None).unwrap();
         assert_eq!(part_count(&store), 10);
         assert_eq!(store.last_good_config().unwrap(), None);
         drop(store);
@@ -399,11 +481,14 @@ mod tests {
     fn a_missing_part_is_named_not_joined_short() {
         let (store, dir) = open("missing");
         store
-            .save_config(&StoredConfig {
-                version: 1,
-                text: domains(3, None),
-                zone_versions: Vec::new(),
-            })
+            .save_config(
+                &StoredConfig {
+                    version: 1,
+                    text: domains(3, None),
+                    zone_versions: Vec::new(),
+                },
+                None,
+            )
             .unwrap();
         let tree = store.parts_tree().unwrap();
         let first = tree.iter().keys().next().unwrap().unwrap();

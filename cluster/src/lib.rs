@@ -42,7 +42,7 @@ mod rpc_server;
 mod state_machine;
 mod types;
 
-pub use config_store::StoredConfig;
+pub use config_store::{PartName, StoredConfig};
 pub use error::ClusterError;
 pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
 pub use low_priority::LowPriority;
@@ -459,19 +459,25 @@ mod tests {
             assert_eq!(store.load_config().unwrap(), None);
             // The first committed configuration did not install: none is good.
             store
-                .save_uninstalled(&StoredConfig {
-                    version: 2,
-                    text: "bad".into(),
-                    zone_versions: Vec::new(),
-                })
+                .save_uninstalled(
+                    &StoredConfig {
+                        version: 2,
+                        text: "bad".into(),
+                        zone_versions: Vec::new(),
+                    },
+                    None,
+                )
                 .unwrap();
             assert_eq!(store.last_good_config().unwrap(), Some(None));
             store
-                .save_config(&StoredConfig {
-                    version: 3,
-                    text: "[[datacenter]]\nname = \"dc1\"\n".into(),
-                    zone_versions: vec![("example.test".into(), 2)],
-                })
+                .save_config(
+                    &StoredConfig {
+                        version: 3,
+                        text: "[[datacenter]]\nname = \"dc1\"\n".into(),
+                        zone_versions: vec![("example.test".into(), 2)],
+                    },
+                    None,
+                )
                 .unwrap();
         }
         let store = Store::open(&dir).unwrap().with_event_retention(3);
@@ -486,16 +492,19 @@ mod tests {
         let good = store.load_config().unwrap().unwrap();
         for version in [4, 5] {
             store
-                .save_uninstalled(&StoredConfig {
-                    version,
-                    text: "bad".into(),
-                    zone_versions: Vec::new(),
-                })
+                .save_uninstalled(
+                    &StoredConfig {
+                        version,
+                        text: "bad".into(),
+                        zone_versions: Vec::new(),
+                    },
+                    None,
+                )
                 .unwrap();
             assert_eq!(store.load_config().unwrap().unwrap().version, version);
             assert_eq!(store.last_good_config().unwrap(), Some(Some(good.clone())));
         }
-        store.save_config(&good).unwrap();
+        store.save_config(&good, None).unwrap();
         assert_eq!(store.last_good_config().unwrap(), None);
         for seq in 1..=5u64 {
             store

@@ -24,21 +24,69 @@ const WINDOW: usize = 64;
 
 /// `text` cut into parts, in order (none for an empty text).
 pub fn cut(text: &[u8]) -> Vec<&[u8]> {
+    recut(text, &[]).into_iter().map(|(part, _)| part).collect()
+}
+
+/// `text` cut into parts as [`cut`] cuts it, for a text edited from one
+/// whose parts were `before`: what `text` shares with `before` from its
+/// start, and from its end once the cut meets a part of it there, is not
+/// cut again. Each part comes with the index in `before` of the part it
+/// is, when it was taken from there. The cut decides at each line start
+/// from the bytes since the last cut and the [`WINDOW`] bytes on, so a
+/// part of the start is kept when those bytes lie within what `text`
+/// shares; and the cut from a place where both cut is the same whatever
+/// came before, so once it cuts where a shared part of the end starts, the
+/// rest is those parts.
+pub fn recut<'a>(text: &'a [u8], before: &[&[u8]]) -> Vec<(&'a [u8], Option<usize>)> {
+    // The bytes `text` shares with `before`, from the start, by parts.
+    let mut shared = 0;
+    for part in before {
+        if part.is_empty() || !text[shared..].starts_with(part) {
+            break;
+        }
+        shared += part.len();
+    }
     let mut parts = Vec::new();
     let mut start = 0;
-    let mut line = 0;
+    for (i, part) in before.iter().enumerate() {
+        let end = start + part.len();
+        if end + WINDOW > shared {
+            break;
+        }
+        parts.push((&text[start..end], Some(i)));
+        start = end;
+    }
+    // The parts `text` ends with, by where each starts in it, last first.
+    let mut tails: Vec<(usize, usize)> = Vec::new();
+    let mut end = text.len();
+    for (i, part) in before.iter().enumerate().skip(parts.len()).rev() {
+        if part.is_empty() || end < start + part.len() || !text[..end].ends_with(part) {
+            break;
+        }
+        end -= part.len();
+        tails.push((end, i));
+    }
+    let mut line = start;
     while line < text.len() {
         if line > start && starts_part(&text[line..], line - start) {
-            parts.push(&text[start..line]);
+            parts.push((&text[start..line], None));
             start = line;
+            if let Ok(t) = tails.binary_search_by(|(at, _)| line.cmp(at)) {
+                let first = tails[t].1;
+                for (i, part) in before.iter().enumerate().skip(first) {
+                    parts.push((&text[start..start + part.len()], Some(i)));
+                    start += part.len();
+                }
+                return parts;
+            }
         }
-        line = match text[line..].iter().position(|&b| b == b'\n') {
+        line = match memchr::memchr(b'\n', &text[line..]) {
             Some(end) => line + end + 1,
             None => text.len(),
         };
     }
     if start < text.len() {
-        parts.push(&text[start..]);
+        parts.push((&text[start..], None));
     }
     parts
 }
@@ -134,6 +182,105 @@ mod tests {
                 .count();
             assert!((2..=4).contains(&changed), "{changed} parts changed");
         }
+    }
+
+    /// A small generator of numbers, the same every run.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n.max(1)
+        }
+    }
+
+    /// Edits of every kind at every place (a line changed, inserted or
+    /// removed, near the start, inside, at a cut, near the end; a domain added; the
+    /// text unchanged): the cut of the edited text against the parts before
+    /// is the text's cut, and every part said to be taken from before is
+    /// that part.
+    #[test]
+    fn a_text_recut_against_its_parts_before_is_cut_as_a_whole_text_is() {
+        let mut rng = Lcg(7);
+        for round in 0..300 {
+            let inline = round % 2 == 0;
+            let count = [5, 300, 3_000][round % 3];
+            let mut lines: Vec<String> = records(inline, 0..count)
+                .lines()
+                .map(|l| format!("{l}\n"))
+                .collect();
+            if round % 5 == 0 {
+                lines.extend(
+                    records(inline, 0..count / 2)
+                        .lines()
+                        .map(|l| format!("{l}\n")),
+                );
+            }
+            let before: String = lines.concat();
+            let parts = cut(before.as_bytes());
+            for _ in 0..1 + rng.below(3) {
+                // The line a part of before starts with: where a cut was.
+                let at_cut = {
+                    let i = 1 + rng.below(parts.len().saturating_sub(1));
+                    parts[..i.min(parts.len())]
+                        .iter()
+                        .map(|p| p.iter().filter(|&&b| b == b'\n').count())
+                        .sum()
+                };
+                let at = match rng.below(5) {
+                    0 => rng.below(4),
+                    1 => lines.len().saturating_sub(1 + rng.below(4)),
+                    2 => at_cut,
+                    _ => rng.below(lines.len()),
+                }
+                .min(lines.len());
+                match rng.below(5) {
+                    0 if at < lines.len() => {
+                        lines.remove(at);
+                    }
+                    1 => lines.insert(
+                        at,
+                        format!("{{name=\"new{}\",type=\"A\"}},\n", rng.below(1_000)),
+                    ),
+                    2 if at < lines.len() => {
+                        lines[at] = format!("# changed {}\n", rng.below(1_000))
+                    }
+                    3 => lines.insert(at, "[[domain]]\nname = \"added.test\"\n".into()),
+                    _ => {}
+                }
+            }
+            let after: String = lines.concat();
+            let recut = recut(after.as_bytes(), &parts);
+            let whole = cut(after.as_bytes());
+            assert_eq!(
+                recut.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
+                whole,
+                "round {round}"
+            );
+            for (part, was) in &recut {
+                if let Some(i) = was {
+                    assert_eq!(*part, parts[*i], "round {round}");
+                }
+            }
+            if after == before && parts.len() > 2 {
+                assert!(recut.iter().filter(|(_, was)| was.is_none()).count() <= 1);
+            }
+        }
+    }
+
+    /// A one-line edit in a large domain cuts only near the edit.
+    #[test]
+    fn a_recut_takes_the_parts_away_from_an_edit_from_before() {
+        let before = records(true, 0..20_000);
+        let parts = cut(before.as_bytes());
+        let after = before.replacen("host10000\"", "host10000x\"", 1);
+        let recut = recut(after.as_bytes(), &parts);
+        let new = recut.iter().filter(|(_, was)| was.is_none()).count();
+        assert!((1..=3).contains(&new), "{new} parts cut again");
+        assert_eq!(recut.len(), parts.len());
     }
 
     #[test]

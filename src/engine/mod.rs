@@ -523,13 +523,15 @@ impl Engine {
     /// `zone_versions`: per domain, the version that last changed it (see
     /// [`crate::machine::zone_versions`]). `parsed`: the text already
     /// parsed (by the state machine), if at hand, and compiled, if that is
-    /// at hand too.
+    /// at hand too. `parts`: the text's parts as the replicated map names
+    /// them, if at hand (the store keeps the text so without cutting it).
     pub fn apply_committed(
         &self,
         version: u64,
         text: String,
         zone_versions: HashMap<String, u64>,
         parsed: Option<(Arc<Config>, Option<Compiled>)>,
+        parts: Option<Vec<gtm_cluster::PartName>>,
     ) -> Result<(), String> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let config = match parsed {
@@ -564,7 +566,7 @@ impl Engine {
                 // Kept for restarts once DNS answers it: a restart before
                 // has the map to install it from.
                 if let Some(Persist { store, .. }) = &self.store
-                    && let Err(e) = store.save_config(&stored)
+                    && let Err(e) = store.save_config(&stored, parts.as_deref())
                 {
                     // Raft keeps it anyway; serve what the cluster decided.
                     tracing::error!(version, error = %e, "cannot keep the committed configuration");
@@ -573,7 +575,7 @@ impl Engine {
             }
             Err(reason) => {
                 if let Some(Persist { store, .. }) = &self.store
-                    && let Err(e) = store.save_uninstalled(&stored)
+                    && let Err(e) = store.save_uninstalled(&stored, parts.as_deref())
                 {
                     tracing::error!(version, error = %e, "cannot keep the committed configuration");
                 }

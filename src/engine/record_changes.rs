@@ -252,7 +252,7 @@ addresses = [{ ip = "192.0.2.3" }]
         // evaluated again, not the whole list.
         let install = |version: u64, text: String| {
             engine
-                .apply_committed(version, text, Default::default(), None)
+                .apply_committed(version, text, Default::default(), None, None)
                 .unwrap();
             engine.record_changes(Some(Held::At(later)))
         };
@@ -281,7 +281,7 @@ addresses = [{ ip = "192.0.2.3" }]
         }
         let engine = engine();
         engine
-            .apply_committed(2, text, Default::default(), None)
+            .apply_committed(2, text, Default::default(), None, None)
             .unwrap();
         let total = extra + 2;
         let first = engine.record_changes(None);

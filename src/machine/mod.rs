@@ -128,6 +128,14 @@ pub fn config_text(kv: &Map) -> Option<Vec<u8>> {
     }
 }
 
+/// The parts a map's value for the configuration ([`config_value`])
+/// lists, by name; `None` for a value that is the whole text (a map
+/// written before parts).
+pub fn parts_of_value(value: &[u8]) -> Option<Vec<gtm_cluster::PartName>> {
+    let list = parts::decode_list(value)?;
+    Some(list.into_iter().map(|p| (p.hash, p.len as u64)).collect())
+}
+
 /// The hash of the value a map would keep for `text` ([`config_value`]):
 /// how a device knows that the copy it kept for restarts is the committed
 /// configuration, without installing it again.

@@ -14,7 +14,10 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 
-use gtm_cluster::{Map, Write, parts::cut};
+use gtm_cluster::{
+    Map, Write,
+    parts::{cut, recut},
+};
 
 pub(super) const PART_PREFIX: &str = "config-part/";
 pub(super) const PARTS_PREFIX: &str = "history-parts/";
@@ -119,25 +122,22 @@ pub(super) fn list_of_text(text: &[u8]) -> Vec<PartRef> {
         .collect()
 }
 
-/// The parts of `text`, and the writes that keep those the map lacks. A
-/// part equal to the one at the same place in `previous` (the committed
-/// text's parts), counted from the start or from the end, takes its hash
-/// without hashing it again: an edit hashes what it changed.
+/// The parts of `text`, and the writes that keep those the map lacks.
+/// `text` is cut against `previous` (the committed text's parts): the
+/// parts it shares with them from its start and its end are neither cut
+/// nor hashed again, so an edit cuts and hashes what it changed.
 pub(super) fn keep(kv: &Map, text: &[u8], previous: &[PartRef]) -> (Vec<PartRef>, Vec<Write>) {
+    // Every part of the previous text, or none when one is missing.
+    let before: Vec<&[u8]> = previous
+        .iter()
+        .map(|p| kv.get(&part_key(&p.hash)).map(|b| &b[..]))
+        .collect::<Option<_>>()
+        .unwrap_or_default();
     let mut list = Vec::new();
     let mut writes = Vec::new();
     let mut written = HashSet::new();
-    let parts = cut(text);
-    let count = parts.len();
-    for (i, part) in parts.into_iter().enumerate() {
-        let from_end = (previous.len() + i).checked_sub(count);
-        let same = [previous.get(i), from_end.and_then(|j| previous.get(j))]
-            .into_iter()
-            .flatten()
-            .find(|p| {
-                p.len == part.len() && kv.get(&part_key(&p.hash)).is_some_and(|b| b[..] == *part)
-            });
-        let hash = match same {
+    for (part, was) in recut(text, &before) {
+        let hash = match was.and_then(|i| previous.get(i)) {
             Some(p) => p.hash,
             None => hash(part),
         };
