@@ -71,8 +71,9 @@ pub fn recut<'a>(text: &'a [u8], before: &[&[u8]]) -> Vec<(&'a [u8], Option<usiz
         if line > start && starts_part(&text[line..], line - start) {
             parts.push((&text[start..line], None));
             start = line;
-            if let Ok(t) = tails.binary_search_by(|(at, _)| line.cmp(at)) {
-                let first = tails[t].1;
+            if let Ok(t) = tails.binary_search_by(|(at, _)| line.cmp(at))
+                && let Some(&(_, first)) = tails.get(t)
+            {
                 for (i, part) in before.iter().enumerate().skip(first) {
                     parts.push((&text[start..start + part.len()], Some(i)));
                     start += part.len();
