@@ -72,8 +72,10 @@ impl BuildError {
 pub struct Snapshot {
     pub zones: Vec<ZoneData>,
     /// Every name that exists (including empty non-terminals), keyed by its
-    /// lower-case wire form.
-    nodes: HashMap<Box<[u8]>, Node>,
+    /// lower-case wire form. Shared: a zone kept from the snapshot before
+    /// takes its nodes as they are, and dropping that snapshot frees
+    /// only what it did not share.
+    nodes: HashMap<Arc<[u8]>, Arc<Node>>,
     /// The slots of steered records, in the order of `steered_records`.
     pub steered: Vec<Arc<RrsetSlot>>,
 }
@@ -98,7 +100,7 @@ pub struct ZoneData {
     pub negative_soa_sig: Option<Record>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Node {
     pub zone: usize,
     pub name: Name,
@@ -398,7 +400,7 @@ impl Snapshot {
                 if let Some(Some(zi)) = from.get(node.zone)
                     && let Some((_, nodes)) = kept.get_mut(zi)
                 {
-                    nodes.push((&**key, node));
+                    nodes.push((key, node));
                 }
             }
         }
@@ -412,7 +414,7 @@ impl Snapshot {
         spec: &Arc<ZoneSpec>,
         before: usize,
         previous: &Snapshot,
-        nodes: Vec<(&[u8], &Node)>,
+        nodes: Vec<(&Arc<[u8]>, &Arc<Node>)>,
     ) {
         let Some(data) = previous.zones.get(before) else {
             return;
@@ -439,16 +441,17 @@ impl Snapshot {
             negative_soa_sig: data.negative_soa_sig.clone(),
         });
         for (key, node) in nodes {
-            self.nodes.insert(
-                key.into(),
-                Node {
+            // Shared while the zone keeps its place; else a copy naming
+            // its place now.
+            let node = if node.zone == zone {
+                node.clone()
+            } else {
+                Arc::new(Node {
                     zone,
-                    name: node.name.clone(),
-                    rrsets: node.rrsets.clone(),
-                    nodata_wire: node.nodata_wire.clone(),
-                    signed_nodata: node.signed_nodata.clone(),
-                },
-            );
+                    ..Node::clone(node)
+                })
+            };
+            self.nodes.insert(key.clone(), node);
         }
     }
 
@@ -468,6 +471,9 @@ impl Snapshot {
             let (Some(signer), Some(soa_sig)) = (&zone.signer, &zone.negative_soa_sig) else {
                 continue;
             };
+            // Of a signed zone without its proof: built by this snapshot,
+            // so not shared, and not copied here.
+            let node = Arc::make_mut(node);
             let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
             let records = signer.denial(&zone.negative_soa, soa_sig, &node.name, &types)?;
             let (wire, _, _) = encode_body(&node.name, &records, &[])
@@ -495,7 +501,7 @@ impl Snapshot {
         let key = wire_key(name);
         let before = previous
             .nodes
-            .get(&key)
+            .get(&*key)
             .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rtype));
         let slot = Arc::new(RrsetSlot {
             rtype,
@@ -531,17 +537,18 @@ impl Snapshot {
             .map_err(|e| BuildError::new(&ancestor, Rt::SOA, e))?;
             self.nodes.insert(
                 suffix.into(),
-                Node {
+                Arc::new(Node {
                     zone,
                     nodata_wire,
                     name: ancestor,
                     rrsets: Vec::new(),
                     signed_nodata: None,
-                },
+                }),
             );
         }
-        match self.nodes.get_mut(&key) {
-            Some(node) => node.rrsets.push(slot.clone()),
+        match self.nodes.get_mut(&*key) {
+            // Of this zone, built by this snapshot: not shared, no copy.
+            Some(node) => Arc::make_mut(node).rrsets.push(slot.clone()),
             None => return Err(BuildError::new(name, rtype, "is outside its zone")),
         }
         Ok(slot)
@@ -554,7 +561,7 @@ impl Snapshot {
 
     /// The node of an existing name.
     pub fn node(&self, wire_name: &[u8]) -> Option<&Node> {
-        self.nodes.get(wire_name)
+        self.nodes.get(wire_name).map(|node| &**node)
     }
 
     /// Every record with the responses it was answered in (nonzero only),
@@ -596,13 +603,16 @@ impl Snapshot {
     /// The names of zone `zone` (its index in `zones`), in no order: what a
     /// zone transfer reads (`xfr`).
     pub fn zone_nodes(&self, zone: usize) -> impl Iterator<Item = &Node> {
-        self.nodes.values().filter(move |n| n.zone == zone)
+        self.nodes
+            .values()
+            .map(|n| &**n)
+            .filter(move |n| n.zone == zone)
     }
 }
 
 /// A zone kept from the previous snapshot: its index there, and its nodes
 /// by key.
-type KeptZone<'a> = (usize, Vec<(&'a [u8], &'a Node)>);
+type KeptZone<'a> = (usize, Vec<(&'a Arc<[u8]>, &'a Arc<Node>)>);
 
 /// Whether two answers were (or would be) signed by the same signer.
 pub fn same_signer<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {

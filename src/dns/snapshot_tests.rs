@@ -76,6 +76,36 @@ fn an_unchanged_zone_is_kept_and_a_changed_one_built_again() {
     assert_eq!(second.zone_nodes(1).count(), 4, "apex, www, deep, web.deep");
 }
 
+/// Whether `a` and `b` hold the very same node for `owner`.
+fn same_node(a: &Snapshot, b: &Snapshot, owner: &str) -> bool {
+    let key = wire_key(&name(owner));
+    std::ptr::eq(a.node(&key).unwrap(), b.node(&key).unwrap())
+}
+
+#[test]
+fn a_kept_zone_in_its_place_shares_its_nodes() {
+    let first = build(
+        &compiled(&[("a.test", "1"), ("b.test", "1")]),
+        &Snapshot::default(),
+    );
+    let second = build(&compiled(&[("a.test", "1"), ("b.test", "2")]), &first);
+    for owner in ["a.test.", "www.a.test.", "deep.a.test.", "web.deep.a.test."] {
+        assert!(same_node(&first, &second, owner), "{owner}");
+    }
+    for owner in ["b.test.", "www.b.test."] {
+        assert!(!same_node(&first, &second, owner), "{owner}");
+    }
+    // Moved (b.test removed before it): a copy naming its new place.
+    let third = build(&compiled(&[("b.test", "2"), ("a.test", "1")]), &second);
+    let moved = build(&compiled(&[("a.test", "1")]), &third);
+    assert!(!same_node(&third, &moved, "www.a.test."));
+    assert_eq!(moved.node(&wire_key(&name("www.a.test."))).unwrap().zone, 0);
+    assert!(shared(&third, &moved, "www.a.test.", Rt::TXT));
+    // The first snapshot dropped, the second still answers from them.
+    drop(first);
+    assert_eq!(txt(&second, "www.a.test."), "1");
+}
+
 #[test]
 fn nested_zones_are_built_again() {
     let zones = [("a.test", "1"), ("sub.a.test", "1")];
