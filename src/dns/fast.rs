@@ -67,7 +67,7 @@ pub fn answer(
     };
 
     let snapshot = state.snapshot.load();
-    let Some(node) = snapshot.node(q.name()) else {
+    let Some((zone, node)) = snapshot.find(q.name()) else {
         return false;
     };
     let slot = node.rrsets.iter().find(|s| u16::from(s.rtype) == q.qtype);
@@ -76,10 +76,7 @@ pub fn answer(
     }
     // Signatures when asked for (DO) in a signed zone.
     let signed = edns.is_some_and(|e| e.dnssec_ok)
-        && snapshot
-            .zones
-            .get(node.zone)
-            .is_some_and(|z| z.signer.is_some());
+        && snapshot.zones.get(zone).is_some_and(|z| z.signer.is_some());
     let nodata = || -> Option<(&[u8], &[u8], u16, u16)> {
         if signed {
             let proof = node.signed_nodata.as_ref()?;

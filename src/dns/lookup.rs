@@ -55,7 +55,7 @@ pub fn lookup(
         };
         let zone = &snap.zones[zone];
         let signed = dnssec_ok && zone.signer.is_some();
-        let (node, wildcard) = match find(snap, &name, zone.apex_labels) {
+        let (node, wildcard) = match find(zone, &name) {
             Some(found) => found,
             None => {
                 if signed {
@@ -197,16 +197,16 @@ fn deny(out: &mut Resolved, zone: &ZoneData, name: &Name, types: &[Rt]) {
 
 /// The node answering `name`: itself, or the wildcard of its closest
 /// encloser (RFC 4592). `true` when it came from a wildcard.
-fn find<'s>(snap: &'s Snapshot, name: &Name, apex_labels: usize) -> Option<(&'s Node, bool)> {
-    if let Some(node) = snap.node(&wire_key(name)) {
+fn find<'z>(zone: &'z ZoneData, name: &Name) -> Option<(&'z Node, bool)> {
+    if let Some(node) = zone.node(&wire_key(name)) {
         return Some((node, false));
     }
     let labels = name.iter().count();
-    for n in (apex_labels..labels).rev() {
+    for n in (zone.apex_labels..labels).rev() {
         let ancestor = name.trim_to(n);
-        if snap.node(&wire_key(&ancestor)).is_some() {
+        if zone.node(&wire_key(&ancestor)).is_some() {
             let wildcard = ancestor.prepend_label("*").ok()?;
-            return snap.node(&wire_key(&wildcard)).map(|node| (node, true));
+            return zone.node(&wire_key(&wildcard)).map(|node| (node, true));
         }
     }
     None

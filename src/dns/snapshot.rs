@@ -71,11 +71,10 @@ impl BuildError {
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub zones: Vec<ZoneData>,
-    /// Every name that exists (including empty non-terminals), keyed by its
-    /// lower-case wire form. Shared: a zone kept from the snapshot before
-    /// takes its nodes as they are, and dropping that snapshot frees
-    /// only what it did not share.
-    nodes: HashMap<Arc<[u8]>, Arc<Node>>,
+    /// Each zone by its apex's lower-case wire form, and the label counts
+    /// of the apexes, most first: a name's zone is found by its suffixes.
+    apexes: HashMap<Box<[u8]>, usize>,
+    apex_depths: Vec<usize>,
     /// The slots of steered records, in the order of `steered_records`.
     pub steered: Vec<Arc<RrsetSlot>>,
 }
@@ -98,11 +97,24 @@ pub struct ZoneData {
     /// A signed zone's signer, and the RRSIG of `negative_soa`.
     pub signer: Option<Arc<ZoneSigner>>,
     pub negative_soa_sig: Option<Record>,
+    /// Every name of the zone that exists (including empty non-terminals),
+    /// keyed by its lower-case wire form. Shared: a zone kept from the
+    /// snapshot before takes them as they are, and dropping that snapshot
+    /// frees only the zones it did not share.
+    nodes: Arc<Nodes>,
+}
+
+type Nodes = HashMap<Box<[u8]>, Node>;
+
+impl ZoneData {
+    /// The node of a name of this zone.
+    pub fn node(&self, wire_name: &[u8]) -> Option<&Node> {
+        self.nodes.get(wire_name)
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub zone: usize,
     pub name: Name,
     pub rrsets: Vec<Arc<RrsetSlot>>,
     /// Wire body of a NODATA answer for this name.
@@ -221,18 +233,14 @@ impl Snapshot {
         signers: &[Option<Arc<ZoneSigner>>],
         serials: &[u32],
     ) -> Result<Self, BuildError> {
-        let mut snap = Snapshot {
-            // Most names stay from one configuration to the next.
-            nodes: HashMap::with_capacity(previous.nodes.len()),
-            ..Snapshot::default()
-        };
+        let mut snap = Snapshot::default();
         let serial_of =
             |zi: usize, zone: &ZoneSpec| serials.get(zi).copied().unwrap_or(zone.soa.serial);
         let mut kept = previous.kept_zones(compiled, signers, &serial_of);
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let signer = signers.get(zi).cloned().flatten();
-            if let Some((before, nodes)) = kept.remove(&zi) {
-                snap.keep_zone(zone, before, previous, nodes);
+            if let Some(before) = kept.remove(&zi) {
+                snap.keep_zone(zone, before, previous);
                 continue;
             }
             let mut soa = zone.soa.clone();
@@ -253,6 +261,7 @@ impl Snapshot {
                 negative_soa,
                 signer: signer.clone(),
                 negative_soa_sig,
+                nodes: Arc::new(HashMap::with_capacity(zone.records.len() + 1)),
             });
             let signer = signer.as_deref();
             let mut apex_records: Vec<(Rt, Vec<Record>)> = vec![
@@ -323,60 +332,24 @@ impl Snapshot {
             }
         }
         snap.sign_nodata()?;
+        snap.index_apexes();
         Ok(snap)
     }
 
     /// The zones of `compiled` this snapshot has built exactly as they
     /// would be built again (the same spec, serial included, and signer),
-    /// by their index in `compiled`: each with its index here and its
-    /// nodes. Left out: zones with secondaries (their SOA answer moves
-    /// apart from the configuration, docs/transfer.md), and zones inside
-    /// another zone or holding one, here or in `compiled` (their names can
-    /// share nodes).
-    fn kept_zones<'a>(
-        &'a self,
+    /// by their index in `compiled`: each with its index here. Left out:
+    /// zones with secondaries (their SOA answer moves apart from the
+    /// configuration, docs/transfer.md).
+    fn kept_zones(
+        &self,
         compiled: &Compiled,
         signers: &[Option<Arc<ZoneSigner>>],
         serial_of: &dyn Fn(usize, &ZoneSpec) -> u32,
-    ) -> HashMap<usize, KeptZone<'a>> {
-        if self.zones.is_empty() {
-            return HashMap::new();
-        }
-        let apexes: std::collections::HashSet<Box<[u8]>> = self
-            .zones
-            .iter()
-            .map(|z| &z.apex)
-            .chain(compiled.zones.iter().map(|z| &z.apex))
-            .map(wire_key)
-            .collect();
-        // An apex with another apex above it, and every apex above one.
-        let mut nested = std::collections::HashSet::new();
-        for apex in &apexes {
-            let mut at = 0;
-            while let Some(&len) = apex.get(at)
-                && len > 0
-            {
-                at += 1 + usize::from(len);
-                if let Some(parent) = apex.get(at..)
-                    && apexes.contains(parent)
-                {
-                    nested.insert(apex.clone());
-                    nested.insert(parent.into());
-                }
-            }
-        }
-        let by_apex: HashMap<Box<[u8]>, usize> = self
-            .zones
-            .iter()
-            .enumerate()
-            .map(|(i, z)| (wire_key(&z.apex), i))
-            .collect();
-        let mut kept: HashMap<usize, KeptZone> = HashMap::new();
-        // By zone here: the index of the zone in `compiled` it is kept as.
-        let mut from: Vec<Option<usize>> = vec![None; self.zones.len()];
+    ) -> HashMap<usize, usize> {
+        let mut kept = HashMap::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
-            let key = wire_key(&zone.apex);
-            let Some(&before) = by_apex.get(&key) else {
+            let Some(&before) = self.apexes.get(&*wire_key(&zone.apex)) else {
                 continue;
             };
             let Some(data) = self.zones.get(before) else {
@@ -384,24 +357,11 @@ impl Snapshot {
             };
             let signer = signers.get(zi).cloned().flatten();
             if zone.secondaries.is_empty()
-                && !nested.contains(&key)
                 && data.serial == serial_of(zi, zone)
                 && same_signer(&signer, &data.signer)
                 && (Arc::ptr_eq(&data.spec, zone) || data.spec == *zone)
             {
-                kept.insert(zi, (before, Vec::new()));
-                if let Some(slot) = from.get_mut(before) {
-                    *slot = Some(zi);
-                }
-            }
-        }
-        if !kept.is_empty() {
-            for (key, node) in &self.nodes {
-                if let Some(Some(zi)) = from.get(node.zone)
-                    && let Some((_, nodes)) = kept.get_mut(zi)
-                {
-                    nodes.push((key, node));
-                }
+                kept.insert(zi, before);
             }
         }
         kept
@@ -409,17 +369,10 @@ impl Snapshot {
 
     /// Takes zone `before` of `previous` (built from `spec`) as it is: its
     /// nodes, its slots and their answers, shared with `previous`.
-    fn keep_zone(
-        &mut self,
-        spec: &Arc<ZoneSpec>,
-        before: usize,
-        previous: &Snapshot,
-        nodes: Vec<(&Arc<[u8]>, &Arc<Node>)>,
-    ) {
+    fn keep_zone(&mut self, spec: &Arc<ZoneSpec>, before: usize, previous: &Snapshot) {
         let Some(data) = previous.zones.get(before) else {
             return;
         };
-        let zone = self.zones.len();
         let first = self.steered.len();
         self.steered.extend(
             previous
@@ -439,54 +392,46 @@ impl Snapshot {
             negative_soa: data.negative_soa.clone(),
             signer: data.signer.clone(),
             negative_soa_sig: data.negative_soa_sig.clone(),
+            nodes: data.nodes.clone(),
         });
-        for (key, node) in nodes {
-            // Shared while the zone keeps its place; else a copy naming
-            // its place now.
-            let node = if node.zone == zone {
-                node.clone()
-            } else {
-                Arc::new(Node {
-                    zone,
-                    ..Node::clone(node)
-                })
-            };
-            self.nodes.insert(key.clone(), node);
-        }
     }
 
     /// The signed NODATA answer of every name of a signed zone. Its NSEC
     /// lists every type the name has; a steered record answering empty is
     /// proved per query instead (see `lookup`).
     fn sign_nodata(&mut self) -> Result<(), BuildError> {
-        // A node of a zone kept whole has its proof already.
-        for node in self
-            .nodes
-            .values_mut()
-            .filter(|n| n.signed_nodata.is_none())
-        {
-            let Some(zone) = self.zones.get(node.zone) else {
-                continue;
-            };
+        // A zone kept whole has its proofs already.
+        for zone in self.zones.iter_mut().filter(|z| z.kept_from.is_none()) {
             let (Some(signer), Some(soa_sig)) = (&zone.signer, &zone.negative_soa_sig) else {
                 continue;
             };
-            // Of a signed zone without its proof: built by this snapshot,
-            // so not shared, and not copied here.
-            let node = Arc::make_mut(node);
-            let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
-            let records = signer.denial(&zone.negative_soa, soa_sig, &node.name, &types)?;
-            let (wire, _, _) = encode_body(&node.name, &records, &[])
-                .map_err(|e| BuildError::new(&node.name, Rt::NSEC, e))?;
-            // The zone's SOA and its RRSIG are the zone's: a node keeps its
-            // NSEC and RRSIG only (the wire form has all four).
-            let [_, _, nsec, nsec_sig] = records;
-            node.signed_nodata = Some(Signed {
-                records: vec![nsec, nsec_sig],
-                wire,
-            });
+            // Built by this snapshot, so not shared, and not copied here.
+            for node in Arc::make_mut(&mut zone.nodes).values_mut() {
+                let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
+                let records = signer.denial(&zone.negative_soa, soa_sig, &node.name, &types)?;
+                let (wire, _, _) = encode_body(&node.name, &records, &[])
+                    .map_err(|e| BuildError::new(&node.name, Rt::NSEC, e))?;
+                // The zone's SOA and its RRSIG are the zone's: a node keeps
+                // its NSEC and RRSIG only (the wire form has all four).
+                let [_, _, nsec, nsec_sig] = records;
+                node.signed_nodata = Some(Signed {
+                    records: vec![nsec, nsec_sig],
+                    wire,
+                });
+            }
         }
         Ok(())
+    }
+
+    /// Indexes the zones by apex, once they are all in.
+    fn index_apexes(&mut self) {
+        for (i, zone) in self.zones.iter().enumerate() {
+            self.apexes.entry(wire_key(&zone.apex)).or_insert(i);
+        }
+        let mut depths: Vec<usize> = self.zones.iter().map(|z| z.apex_labels).collect();
+        depths.sort_unstable_by(|a, b| b.cmp(a));
+        depths.dedup();
+        self.apex_depths = depths;
     }
 
     fn insert(
@@ -500,33 +445,31 @@ impl Snapshot {
     ) -> Result<Arc<RrsetSlot>, BuildError> {
         let key = wire_key(name);
         let before = previous
-            .nodes
-            .get(&*key)
-            .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rtype));
+            .find(&key)
+            .and_then(|(_, n)| n.rrsets.iter().find(|s| s.rtype == rtype));
+        let Some(zone_data) = self.zones.get_mut(zone) else {
+            return Err(BuildError::new(name, rtype, "is outside every zone"));
+        };
         let slot = Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
             answers: before.map_or_else(Default::default, |s| s.answers.clone()),
             addresses: carried(counted, before.map(|s| &s.addresses)),
-            signer: self.zones.get(zone).and_then(|z| z.signer.clone()),
+            signer: zone_data.signer.clone(),
         });
+        // Of a zone this snapshot builds: not shared, so not copied.
+        let nodes = Arc::make_mut(&mut zone_data.nodes);
         // The name and every ancestor up to the apex exist. An ancestor's
         // key is a suffix of the name's; walking up from the name, the
-        // first that this zone made already has all of its own.
-        let Some(zone_data) = self.zones.get(zone) else {
-            return Err(BuildError::new(name, rtype, "is outside every zone"));
-        };
-        let apex_labels = zone_data.apex_labels;
+        // first that exists already has all of its own.
         let labels = name.iter().count();
         let mut next = 0;
-        for n in (apex_labels..=labels).rev() {
+        for n in (zone_data.apex_labels..=labels).rev() {
             let at = next;
             next += 1 + usize::from(key.get(at).copied().unwrap_or(0));
             let Some(suffix) = key.get(at..) else { break };
-            match self.nodes.get(suffix) {
-                Some(node) if node.zone == zone => break,
-                Some(_) => continue,
-                None => {}
+            if nodes.contains_key(suffix) {
+                break;
             }
             let ancestor = name.trim_to(n);
             let (nodata_wire, _, _) = encode_body(
@@ -535,20 +478,18 @@ impl Snapshot {
                 std::slice::from_ref(&zone_data.negative_soa),
             )
             .map_err(|e| BuildError::new(&ancestor, Rt::SOA, e))?;
-            self.nodes.insert(
+            nodes.insert(
                 suffix.into(),
-                Arc::new(Node {
-                    zone,
+                Node {
                     nodata_wire,
                     name: ancestor,
                     rrsets: Vec::new(),
                     signed_nodata: None,
-                }),
+                },
             );
         }
-        match self.nodes.get_mut(&*key) {
-            // Of this zone, built by this snapshot: not shared, no copy.
-            Some(node) => Arc::make_mut(node).rrsets.push(slot.clone()),
+        match nodes.get_mut(&*key) {
+            Some(node) => node.rrsets.push(slot.clone()),
             None => return Err(BuildError::new(name, rtype, "is outside its zone")),
         }
         Ok(slot)
@@ -559,17 +500,49 @@ impl Snapshot {
         self.zones.iter().map(|z| z.serial).collect()
     }
 
+    /// The innermost zone holding a name given as its lower-case wire
+    /// form: its index in `zones`.
+    pub fn zone_at(&self, wire_name: &[u8]) -> Option<usize> {
+        // Where each suffix starts, by its label count.
+        let mut starts = [0u8; 128];
+        let mut labels = 0;
+        let mut at = 0;
+        while let Some(&len) = wire_name.get(at) {
+            *starts.get_mut(labels)? = u8::try_from(at).ok()?;
+            if len == 0 {
+                break;
+            }
+            labels += 1;
+            at += 1 + usize::from(len);
+        }
+        self.apex_depths
+            .iter()
+            .filter(|&&depth| depth <= labels)
+            .find_map(|&depth| {
+                let start = usize::from(*starts.get(labels - depth)?);
+                self.apexes.get(wire_name.get(start..)?).copied()
+            })
+    }
+
+    /// The node of an existing name given as its lower-case wire form,
+    /// with the index of its zone (the innermost holding it).
+    pub fn find(&self, wire_name: &[u8]) -> Option<(usize, &Node)> {
+        let zone = self.zone_at(wire_name)?;
+        Some((zone, self.zones.get(zone)?.node(wire_name)?))
+    }
+
     /// The node of an existing name.
     pub fn node(&self, wire_name: &[u8]) -> Option<&Node> {
-        self.nodes.get(wire_name).map(|node| &**node)
+        self.find(wire_name).map(|(_, node)| node)
     }
 
     /// Every record with the responses it was answered in (nonzero only),
     /// as `www.example.test/A`.
     pub fn answer_counts(&self) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = self
-            .nodes
-            .values()
+            .zones
+            .iter()
+            .flat_map(|zone| zone.nodes.values())
             .flat_map(|node| {
                 node.rrsets.iter().filter_map(move |slot| {
                     let n = slot.answers.load(std::sync::atomic::Ordering::Relaxed);
@@ -583,8 +556,7 @@ impl Snapshot {
 
     /// The slot of a record, `None` when no record has that name and type.
     pub fn slot(&self, name: &Name, rtype: Rt) -> Option<&Arc<RrsetSlot>> {
-        self.nodes
-            .get(&*wire_key(name))?
+        self.node(&wire_key(name))?
             .rrsets
             .iter()
             .find(|s| s.rtype == rtype)
@@ -592,27 +564,18 @@ impl Snapshot {
 
     /// The innermost zone holding a name.
     pub fn zone_of(&self, name: &Name) -> Option<usize> {
-        self.zones
-            .iter()
-            .enumerate()
-            .filter(|(_, z)| z.apex.zone_of(name))
-            .max_by_key(|(_, z)| z.apex_labels)
-            .map(|(i, _)| i)
+        self.zone_at(&wire_key(name))
     }
 
     /// The names of zone `zone` (its index in `zones`), in no order: what a
     /// zone transfer reads (`xfr`).
     pub fn zone_nodes(&self, zone: usize) -> impl Iterator<Item = &Node> {
-        self.nodes
-            .values()
-            .map(|n| &**n)
-            .filter(move |n| n.zone == zone)
+        self.zones
+            .get(zone)
+            .into_iter()
+            .flat_map(|z| z.nodes.values())
     }
 }
-
-/// A zone kept from the previous snapshot: its index there, and its nodes
-/// by key.
-type KeptZone<'a> = (usize, Vec<(&'a Arc<[u8]>, &'a Arc<Node>)>);
 
 /// Whether two answers were (or would be) signed by the same signer.
 pub fn same_signer<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {

@@ -65,8 +65,8 @@ fn an_unchanged_zone_is_kept_and_a_changed_one_built_again() {
     // The kept zone's names, empty non-terminal included, are its own at
     // its new place; its steered slot is where its records put it.
     for owner in ["a.test.", "deep.a.test.", "web.deep.a.test."] {
-        let node = second.node(&wire_key(&name(owner))).unwrap();
-        assert_eq!(node.zone, 1, "{owner}");
+        let (zone, _) = second.find(&wire_key(&name(owner))).unwrap();
+        assert_eq!(zone, 1, "{owner}");
     }
     assert_eq!(second.zones[1].apex, name("a.test."));
     assert_eq!(second.zones[1].steered, 1..2);
@@ -83,7 +83,7 @@ fn same_node(a: &Snapshot, b: &Snapshot, owner: &str) -> bool {
 }
 
 #[test]
-fn a_kept_zone_in_its_place_shares_its_nodes() {
+fn a_kept_zone_shares_its_nodes_wherever_it_is() {
     let first = build(
         &compiled(&[("a.test", "1"), ("b.test", "1")]),
         &Snapshot::default(),
@@ -95,28 +95,40 @@ fn a_kept_zone_in_its_place_shares_its_nodes() {
     for owner in ["b.test.", "www.b.test."] {
         assert!(!same_node(&first, &second, owner), "{owner}");
     }
-    // Moved (b.test removed before it): a copy naming its new place.
+    // Moved (b.test removed before it): the same nodes at its new place.
     let third = build(&compiled(&[("b.test", "2"), ("a.test", "1")]), &second);
     let moved = build(&compiled(&[("a.test", "1")]), &third);
-    assert!(!same_node(&third, &moved, "www.a.test."));
-    assert_eq!(moved.node(&wire_key(&name("www.a.test."))).unwrap().zone, 0);
+    assert!(same_node(&third, &moved, "www.a.test."));
+    assert_eq!(moved.find(&wire_key(&name("www.a.test."))).unwrap().0, 0);
     assert!(shared(&third, &moved, "www.a.test.", Rt::TXT));
+    assert!(moved.node(&wire_key(&name("www.b.test."))).is_none());
     // The first snapshot dropped, the second still answers from them.
     drop(first);
     assert_eq!(txt(&second, "www.a.test."), "1");
 }
 
 #[test]
-fn nested_zones_are_built_again() {
-    let zones = [("a.test", "1"), ("sub.a.test", "1")];
-    let first = build(&compiled(&zones), &Snapshot::default());
-    let second = build(&compiled(&zones), &first);
-    assert!(!shared(&first, &second, "www.a.test.", Rt::TXT));
-    assert!(!shared(&first, &second, "www.sub.a.test.", Rt::TXT));
+fn a_name_is_answered_from_the_innermost_zone_and_nested_zones_are_kept() {
+    let first = build(
+        &compiled(&[("a.test", "1"), ("sub.a.test", "1")]),
+        &Snapshot::default(),
+    );
+    let at = |snap: &Snapshot, owner: &str| snap.find(&wire_key(&name(owner))).map(|f| f.0);
+    assert_eq!(at(&first, "www.a.test."), Some(0));
+    assert_eq!(at(&first, "sub.a.test."), Some(1));
+    assert_eq!(at(&first, "www.sub.a.test."), Some(1));
+    assert_eq!(at(&first, "nowhere.test."), None);
+    assert_eq!(first.zone_of(&name("Other.WWW.Sub.A.test.")), Some(1));
+    assert_eq!(first.zone_of(&name("deep.a.test.")), Some(0));
 
-    // Nor is a zone that held one before.
-    let third = build(&compiled(&[("a.test", "1")]), &second);
-    assert!(!shared(&second, &third, "www.a.test.", Rt::TXT));
-    let fourth = build(&compiled(&[("a.test", "1")]), &third);
-    assert!(shared(&third, &fourth, "www.a.test.", Rt::TXT));
+    // The parent changes, its child is kept, and each still answers its own.
+    let second = build(&compiled(&[("a.test", "2"), ("sub.a.test", "1")]), &first);
+    assert!(!shared(&first, &second, "www.a.test.", Rt::TXT));
+    assert!(shared(&first, &second, "www.sub.a.test.", Rt::TXT));
+    assert_eq!(txt(&second, "www.a.test."), "2");
+    assert_eq!(txt(&second, "www.sub.a.test."), "1");
+    // The child goes: its names are the parent's again, as empty ones.
+    let third = build(&compiled(&[("a.test", "2")]), &second);
+    assert!(shared(&second, &third, "www.a.test.", Rt::TXT));
+    assert_eq!(at(&third, "sub.a.test."), None);
 }
