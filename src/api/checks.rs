@@ -1,7 +1,7 @@
 //! Checks as operators act on them: set a manual check, and "Test now"
 //! (one probe of a saved or an unsaved check; nothing is saved).
 
-use std::net::IpAddr;
+use std::{net::IpAddr, sync::Arc};
 
 use axum::{
     Extension, Json,
@@ -108,7 +108,7 @@ pub(crate) async fn test_unsaved(
     let spec = blocking(move || {
         let mut config = model::Config::clone(&engine.config());
         config.checks.retain(|c| c.name != check.name);
-        config.checks.push(check);
+        config.checks.push(Arc::new(check));
         model::compile(&config)
             .map_err(ApiError::invalid)
             .and_then(|c| {

@@ -71,7 +71,11 @@ fn json_of<T: serde::Serialize>(value: &T) -> Result<String, ApiError> {
 }
 
 pub async fn list<T: Collection>(State(state): State<ApiState>) -> Json<Vec<T>> {
-    Json(state.engine.with_config(|c| T::items(c).to_vec()))
+    Json(
+        state
+            .engine
+            .with_config(|c| T::items(c).iter().map(|x| T::clone(x)).collect()),
+    )
 }
 
 pub async fn show<T: Collection>(
@@ -80,7 +84,7 @@ pub async fn show<T: Collection>(
 ) -> Result<Json<T>, ApiError> {
     let item = state
         .engine
-        .with_config(|c| Ok::<_, ApiError>(T::items(c)[find::<T>(c, &name)?].clone()))?;
+        .with_config(|c| Ok::<_, ApiError>(T::clone(&T::items(c)[find::<T>(c, &name)?])))?;
     Ok(Json(item))
 }
 

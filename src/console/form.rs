@@ -347,7 +347,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         problems.add(None, format!("no domain named \"{}\"", f.get("domain")));
         return None;
     };
-    let mut domain = current.clone();
+    let mut domain = Domain::clone(current);
     let number = |key: &str, problems: &mut Problems| -> Option<u64> {
         let text = f.get(key);
         if text.is_empty() {

@@ -26,6 +26,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::hash::Hash;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -130,7 +131,7 @@ fn named<T: PartialEq + Serialize>(
     }
 }
 
-fn domains(out: &mut Vec<String>, old: &[Domain], new: &[Domain]) {
+fn domains(out: &mut Vec<String>, old: &[Arc<Domain>], new: &[Arc<Domain>]) {
     let m = match_up(old, new, |d| d.name.as_str());
     for n in &m.added {
         out.push(format!("+ domain {}", n.name));
@@ -789,7 +790,7 @@ addresses = [{ target = "www.example.test." }]
             ["~ datacenter order [dc1, dc3] → [dc3, dc1]"]
         );
         let mut swapped = config(BASE);
-        swapped.domains[0].records.swap(0, 2);
+        Arc::make_mut(&mut swapped.domains[0]).records.swap(0, 2);
         assert_eq!(
             diff(&config(BASE), &swapped),
             [
@@ -928,14 +929,14 @@ addresses = [{ target = "www.example.test." }]
     fn one_change_among_100000_records_is_one_line() {
         let mut old = config(BASE);
         let template = old.domains[0].records[0].clone();
-        old.domains[0].records = (0..100_000)
+        Arc::make_mut(&mut old.domains[0]).records = (0..100_000)
             .map(|i| Record {
                 name: format!("r{i}"),
                 ..template.clone()
             })
             .collect();
         let mut new = old.clone();
-        new.domains[0].records[54_321].ttl = Some(5);
+        Arc::make_mut(&mut new.domains[0]).records[54_321].ttl = Some(5);
         assert_eq!(
             diff(&old, &new),
             ["~ record r54321.example.test/A in domain example.test: ttl 60 → 5"]
@@ -948,15 +949,15 @@ addresses = [{ target = "www.example.test." }]
         let mut old = config(BASE);
         old.checks.push(old.checks[0].clone());
         let mut new = old.clone();
-        new.checks[0].port = Some(81);
+        Arc::make_mut(&mut new.checks[0]).port = Some(81);
         assert!(!diff(&old, &new).is_empty());
         // Pairing by name sees two equal checks; the difference is shown.
         let mut old = config(BASE);
-        let mut second = old.checks[0].clone();
+        let mut second = crate::model::config::Check::clone(&old.checks[0]);
         second.port = Some(81);
-        old.checks.push(second.clone());
+        old.checks.push(Arc::new(second.clone()));
         let mut new = old.clone();
-        new.checks[0] = second;
+        new.checks[0] = Arc::new(second);
         assert_eq!(
             diff(&old, &new),
             ["~ configuration (changed objects share a name)"]

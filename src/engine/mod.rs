@@ -1463,12 +1463,13 @@ pub fn servable(
     let before = proven_zones.map(|zones| (proven, zones));
     let mut compiled = crate::model::compile::compile_from(config, before)?;
     // Per proven domain: the domain, and its zone when at hand.
-    let proven: HashMap<&str, (&crate::model::config::Domain, Option<&Arc<ZoneSpec>>)> = proven
-        .domains
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.name.as_str(), (d, proven_zones.and_then(|z| z.get(i)))))
-        .collect();
+    let proven: HashMap<&str, (&Arc<crate::model::config::Domain>, Option<&Arc<ZoneSpec>>)> =
+        proven
+            .domains
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.name.as_str(), (d, proven_zones.and_then(|z| z.get(i)))))
+            .collect();
     // One zone per domain, in order, when the configuration compiles.
     let aligned = compiled.zones.len() == config.domains.len();
     let zones = std::mem::take(&mut compiled.zones);

@@ -9,6 +9,8 @@
 //! creates the object when there is none; `Delete` of something absent is
 //! `not-found`.
 
+use std::sync::Arc;
+
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Map, Value};
 
@@ -24,15 +26,15 @@ pub trait Collection: Serialize + DeserializeOwned + Clone + Send + 'static {
     /// Singular, as errors name it.
     const NOUN: &'static str;
     const KIND: Kind;
-    fn items(config: &Config) -> &[Self];
-    fn items_mut(config: &mut Config) -> &mut Vec<Self>;
+    fn items(config: &Config) -> &[Arc<Self>];
+    fn items_mut(config: &mut Config) -> &mut Vec<Arc<Self>>;
     fn name(&self) -> &str;
     fn set_name(&mut self, name: String);
     /// The key of a list with routes of its own (a domain's `record`): a
     /// `PUT` whose body leaves it out keeps the list as it is.
     const CHILDREN: Option<&'static str> = None;
-    /// Moves that list from the object being replaced.
-    fn keep_children(&mut self, _replaced: &mut Self) {}
+    /// Takes that list from the object being replaced.
+    fn keep_children(&mut self, _replaced: &Self) {}
 }
 
 macro_rules! collection {
@@ -40,10 +42,10 @@ macro_rules! collection {
         impl Collection for $t {
             const NOUN: &'static str = $noun;
             const KIND: Kind = Kind::$kind;
-            fn items(config: &Config) -> &[Self] {
+            fn items(config: &Config) -> &[Arc<Self>] {
                 &config.$field
             }
-            fn items_mut(config: &mut Config) -> &mut Vec<Self> {
+            fn items_mut(config: &mut Config) -> &mut Vec<Arc<Self>> {
                 &mut config.$field
             }
             fn name(&self) -> &str {
@@ -54,8 +56,8 @@ macro_rules! collection {
             }
             $(
                 const CHILDREN: Option<&'static str> = Some($key);
-                fn keep_children(&mut self, replaced: &mut Self) {
-                    self.$children = std::mem::take(&mut replaced.$children);
+                fn keep_children(&mut self, replaced: &Self) {
+                    self.$children = replaced.$children.clone();
                 }
             )?
         }
@@ -95,9 +97,10 @@ pub fn record_index(domain: &Domain, name: &str, rtype: &str) -> Result<usize, A
         })
 }
 
+/// The domain, its own copy when it is shared with another version.
 fn domain_mut<'c>(config: &'c mut Config, name: &str) -> Result<&'c mut Domain, ApiError> {
     let i = find::<Domain>(config, name)?;
-    Ok(&mut config.domains[i])
+    Ok(Arc::make_mut(&mut config.domains[i]))
 }
 
 fn same_address(a: &Address, key: &str) -> bool {
@@ -309,16 +312,16 @@ fn patch<T: Collection>(config: &mut Config, name: &str, json: &str) -> Result<(
     let what = format!("{} \"{name}\"", T::NOUN);
     let items = T::items_mut(config);
     let i = items.iter().position(|x| same_name(x.name(), name));
-    let mut item: T = merged(&what, i.map(|i| &items[i]), json)?;
+    let mut item: T = merged(&what, i.map(|i| &*items[i]), json)?;
     match i {
         Some(i) => {
             let kept = items[i].name().to_string();
             item.set_name(kept);
-            items[i] = item;
+            items[i] = Arc::new(item);
         }
         None => {
             item.set_name(name.to_string());
-            items.push(item);
+            items.push(Arc::new(item));
         }
     }
     Ok(())
@@ -336,11 +339,11 @@ fn put<T: Collection>(
     match items.iter().position(|x| same_name(x.name(), name)) {
         Some(i) => {
             if keep_children {
-                item.keep_children(&mut items[i]);
+                item.keep_children(&items[i]);
             }
-            items[i] = item;
+            items[i] = Arc::new(item);
         }
-        None => items.push(item),
+        None => items.push(Arc::new(item)),
     }
     Ok(())
 }
@@ -390,6 +393,28 @@ addresses = [{ ip = "192.0.2.1", dc = "dc1", hc = "check:web" }]
             key: "192.0.2.1".into(),
             json: json.into(),
         }
+    }
+
+    #[test]
+    fn an_edit_copies_the_domain_it_touches_and_shares_the_rest() {
+        let mut current = config();
+        let mut other = Domain::clone(&current.domains[0]);
+        other.name = "other.test".into();
+        current.domains.push(Arc::new(other));
+        let mut new = current.clone();
+        let put = Edit::PutRecord {
+            domain: "other.test".into(),
+            name: "api".into(),
+            rtype: "A".into(),
+            json: r#"{"name":"api","type":"A","addresses":[{"ip":"192.0.2.7"}]}"#.into(),
+            keep_addresses: false,
+        };
+        apply(&mut new, &put).unwrap();
+        assert!(Arc::ptr_eq(&current.domains[0], &new.domains[0]));
+        assert!(!Arc::ptr_eq(&current.domains[1], &new.domains[1]));
+        assert_eq!(current.domains[1].records.len(), 1, "the version before");
+        assert_eq!(new.domains[1].records.len(), 2);
+        assert_ne!(current, new);
     }
 
     #[test]

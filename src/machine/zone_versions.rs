@@ -2,7 +2,10 @@
 //! serial its zone gives (docs/configuration.md, "SOA serial"), the same on
 //! every device and after a restart because it is replicated state.
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use gtm_cluster::{Map, Write};
 
@@ -44,7 +47,7 @@ pub(super) fn zone_version_writes(
 ) -> Vec<Write> {
     let known = zone_versions(kv);
     let globals = current.steers_alike(new);
-    let old: HashMap<&str, &Domain> = current
+    let old: HashMap<&str, &Arc<Domain>> = current
         .domains
         .iter()
         .map(|d| (d.name.as_str(), d))

@@ -345,7 +345,7 @@ pub type Before<'a> = (&'a Config, &'a [Arc<ZoneSpec>]);
 /// domain and everything its records read (datacenters, checks,
 /// scenarios, services) are the same there.
 pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled, ConfigErrors> {
-    let kept: HashMap<&str, (&Domain, &Arc<ZoneSpec>)> = match before {
+    let kept: HashMap<&str, (&Arc<Domain>, &Arc<ZoneSpec>)> = match before {
         Some((old, zones)) if old.steers_alike(config) && zones.len() == old.domains.len() => old
             .domains
             .iter()

@@ -5,11 +5,25 @@
 //! that an export shows what the operator wrote, not what we filled in;
 //! [`super::compile`] resolves the defaults in one place.
 
-use std::net::IpAddr;
+use std::{net::IpAddr, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
 use super::duration::Interval;
+
+/// A list as decoded, its spare capacity given back. A decoder grows a list
+/// one item at a time (four places for one address), and what it decodes
+/// lives as long as its version of the configuration: at a million
+/// records the spare places were hundreds of megabytes.
+fn exact<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let mut list = Vec::deserialize(d)?;
+    list.shrink_to_fit();
+    Ok(list)
+}
 
 /// The whole replicated configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -20,15 +34,15 @@ pub struct Config {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geoip: Option<Geoip>,
     #[serde(default, rename = "datacenter", skip_serializing_if = "Vec::is_empty")]
-    pub datacenters: Vec<Datacenter>,
+    pub datacenters: Vec<Arc<Datacenter>>,
     #[serde(default, rename = "check", skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<Check>,
+    pub checks: Vec<Arc<Check>>,
     #[serde(default, rename = "scenario", skip_serializing_if = "Vec::is_empty")]
-    pub scenarios: Vec<Scenario>,
+    pub scenarios: Vec<Arc<Scenario>>,
     #[serde(default, rename = "service", skip_serializing_if = "Vec::is_empty")]
-    pub services: Vec<Service>,
+    pub services: Vec<Arc<Service>>,
     #[serde(default, rename = "domain", skip_serializing_if = "Vec::is_empty")]
-    pub domains: Vec<Domain>,
+    pub domains: Vec<Arc<Domain>>,
     /// Response rate limiting of UDP answers per client network
     /// (docs/configuration.md, "Rate limiting"); on by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -305,7 +319,9 @@ pub enum Mode {
 }
 
 /// A zone served authoritatively.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+// `Eq`: comparing two `Arc<Domain>` compares pointers first (a domain an
+// edit did not touch is the one the version before holds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Domain {
     pub name: String,
@@ -327,7 +343,12 @@ pub struct Domain {
     pub nameservers: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soa: Option<Soa>,
-    #[serde(default, rename = "record", skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "record",
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact"
+    )]
     pub records: Vec<Record>,
     /// Sign the zone online (docs/dnssec.md): its key is made once, kept in
     /// the replicated state, and every device signs with it.
@@ -379,7 +400,7 @@ pub struct Secondary {
 }
 
 /// The SOA fields; every one has a default.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Soa {
     /// Primary name server (default: the first of `nameservers`).
@@ -496,7 +517,7 @@ pub enum OnNoHealthy {
 }
 
 /// A name and type inside a domain.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Record {
     /// `@` for the apex, a relative name, or a name starting with `*.`.
@@ -518,21 +539,33 @@ pub struct Record {
     pub dr_on_no_healthy: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failback: Option<Failback>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact"
+    )]
     pub fail_safe: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_no_healthy: Option<OnNoHealthy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<bool>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact"
+    )]
     pub addresses: Vec<Address>,
     /// Static record data in zone-file syntax, e.g. `10 mail.example.test.`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "exact"
+    )]
     pub values: Vec<String>,
 }
 
 /// One answer candidate of a steerable record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Address {
     /// For A and AAAA records.
