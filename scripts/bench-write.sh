@@ -14,44 +14,53 @@
 # --perf, `perf record --call-graph dwarf` records the device during the
 # writes (perf.data is kept in the printed directory).
 #
-# Usage: scripts/bench-write.sh [--records N] [--writes N] [--perf] [--no-build]
-#   --records N  records in all (default 1000000)
+# Usage: scripts/bench-write.sh [--records N] [--writes N] [--perf]
+#                               [--no-build] [--keep-tmp]
+#   --records N  records in all, a multiple of 10 (default 1000000)
 #   --writes N   one-record writes (default 6)
-#   --perf       record a profile of the writes (needs perf)
-#   --no-build   use GTM_BIN (default target/release/gtm) as it is
+#   --perf       record a profile of the writes (needs perf; keeps the
+#                temporary directory, where perf.data is)
+#   --no-build   skip `cargo build --release` (GTM_BIN must exist)
+#   --keep-tmp   keep the temporary directory (configuration, log)
+# Environment: GTM_BIN (default target/release/gtm), RUST_LOG for gtm
+#   (default warn).
 #
-# Only loopback is contacted; the script stops only the device it started,
-# by its PID, and removes its temporary directory unless --perf kept it.
+# Only loopback is contacted; the script stops only the processes it
+# started, by PID, and removes its temporary directory on exit.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
-RECORDS=1000000 WRITES=6 PERF=0 BUILD=1
+# Shared mechanics: log/die, options, cleanup, build, the temporary directory.
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
+bench_init bench-write "$@"
+
+RECORDS=1000000 WRITES=6 PERF=0
 while (($#)); do
     case $1 in
-    --records) RECORDS=$2; shift ;;
-    --writes) WRITES=$2; shift ;;
-    --perf) PERF=1 ;;
-    --no-build) BUILD=0 ;;
-    *) echo "unknown option $1 (see the head of $0)" >&2; exit 2 ;;
+        --records) RECORDS=${2:?--records needs a value}; shift 2 ;;
+        --writes) WRITES=${2:?--writes needs a value}; shift 2 ;;
+        --perf) PERF=1 KEEP_TMP=1; shift ;;
+        *) bench_option "$@"; shift "$OPT_SHIFT" ;;   # --no-build, --keep-tmp, -h
     esac
-    shift
 done
-GTM_BIN=${GTM_BIN:-target/release/gtm}
+in_range --records "$RECORDS" 10 2000000
+((RECORDS % 10 == 0)) || die "--records must be a multiple of 10"
+in_range --writes "$WRITES" 1 $((RECORDS / 10 - 1))
+GTM_BIN=${GTM_BIN:-$REPO_ROOT/target/release/gtm}
 IP=127.0.191.3 API=8053
-TMP=$(mktemp -d /tmp/bench-write.XXXXXX)
-PID="" PERF_PID=""
-cleanup() {
-    [[ -n $PERF_PID ]] && kill -INT "$PERF_PID" 2>/dev/null && wait "$PERF_PID" 2>/dev/null
-    [[ -n $PID ]] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    if ((PERF)); then echo "kept $TMP (perf.data)"; else rm -rf "$TMP"; fi
-}
-trap cleanup EXIT
-log() { echo "[bench-write $(date -u +%H:%M:%S)] $*"; }
+
+# Stops the device and perf by PID, however the script ends.
+bench_traps each
+install_missing python3=python3-minimal curl=curl
+((PERF)) && install_missing perf=linux-perf
+if ((BUILD)); then build_gtm; fi
+[[ -x $GTM_BIN ]] || die "$GTM_BIN not found; build it, set GTM_BIN, or drop --no-build"
+port_busy tcp "$API" "$IP" && die "TCP $IP:$API is already in use"
+make_tmp
 rss() { echo "$(($(awk '/VmRSS/ {print $2}' "/proc/$PID/status") / 1024)) MiB"; }
 
-((BUILD)) && cargo build --release --quiet
 log "configuration: $RECORDS records in 10 domains"
-python3 scripts/bench-scale.py gen --records "$RECORDS" --domains 10 \
+python3 "$REPO_ROOT/scripts/bench-scale.py" gen --records "$RECORDS" --domains 10 \
     --markers 198.51.100.200,198.51.100.201,198.51.100.202 --dir "$TMP/gen" >/dev/null
 mkdir -p "$TMP/data"
 cat >"$TMP/gtm.toml" <<EOF
@@ -62,12 +71,15 @@ dns_listen = ["$IP:1053"]
 api_listen = "$IP:$API"
 udp_workers = 1
 EOF
-RUST_LOG=warn "$GTM_BIN" serve --config "$TMP/gtm.toml" >"$TMP/gtm.log" 2>&1 &
+RUST_LOG=${RUST_LOG:-warn} "$GTM_BIN" serve --config "$TMP/gtm.toml" >"$TMP/gtm.log" 2>&1 &
 PID=$!
+STARTED_PIDS+=("$PID")
 for _ in $(seq 150); do
     [[ -s $TMP/data/api-token ]] && curl -s -m 2 -o /dev/null "http://$IP:$API/api/v1/status" && break
+    kill -0 "$PID" 2>/dev/null || die "gtm exited; see $TMP/gtm.log"
     sleep 0.2
 done
+[[ -s $TMP/data/api-token ]] || die "gtm did not start its API within 30 s"
 TOKEN=$(cat "$TMP/data/api-token")
 # put PATH BODY: prints the HTTP status and the seconds it took.
 put() {
@@ -83,7 +95,7 @@ sleep 10
 log "RSS after the domains: $(rss)"
 if ((PERF)); then
     perf record -F 149 --call-graph dwarf,32768 -p "$PID" -o "$TMP/perf.data" >"$TMP/perf.log" 2>&1 &
-    PERF_PID=$!
+    CLIENT_PID=$!
     sleep 1
 fi
 # The records of b003.test are r0300001 ... in a run of a million; any
@@ -94,9 +106,10 @@ for w in $(seq "$WRITES"); do
     body="{\"addresses\":[{\"ip\":\"10.9.$((w % 250)).$((w % 250 + 1))\"}]}"
     log "write $w ($record): $(put "/api/v1/domains/b003.test/records/$record/A" "$body") s"
 done
-if [[ -n $PERF_PID ]]; then
-    kill -INT "$PERF_PID"
-    wait "$PERF_PID" 2>/dev/null || true
-    PERF_PID=""
-fi
 log "RSS after the writes: $(rss)"
+if [[ -n $CLIENT_PID ]]; then
+    kill -INT "$CLIENT_PID"
+    wait "$CLIENT_PID" 2>/dev/null || true
+    CLIENT_PID=""
+    log "profile: perf report -i $TMP/perf.data"
+fi
