@@ -211,6 +211,27 @@ mod tests {
         }
     }
 
+    /// Decoded lists hold no spare places: what is decoded lives as long
+    /// as its version of the configuration (shared between versions).
+    #[test]
+    fn decoded_lists_keep_no_spare_capacity() {
+        let text = "[[domain]]\nname = \"x.test\"\nnameservers = [\"ns1.x.test\"]\n\
+                    record = [{name=\"a\",type=\"A\",addresses=[{ip=\"192.0.2.1\"}]},\n\
+                    {name=\"t\",type=\"TXT\",values=[\"v\"]},\n\
+                    {name=\"b\",type=\"A\",addresses=[{ip=\"192.0.2.2\"}],fail_safe=[\"192.0.2.9\"]}]\n";
+        let json = r#"{"name":"x.test","record":[{"name":"a","type":"A","addresses":[{"ip":"192.0.2.1"}]}]}"#;
+        let toml = parse(text).unwrap();
+        let from_json: crate::model::config::Domain = serde_json::from_str(json).unwrap();
+        for domain in [&*toml.domains[0], &from_json] {
+            assert_eq!(domain.records.capacity(), domain.records.len());
+            for r in &domain.records {
+                assert_eq!(r.addresses.capacity(), r.addresses.len(), "{}", r.name);
+                assert_eq!(r.values.capacity(), r.values.len(), "{}", r.name);
+                assert_eq!(r.fail_safe.capacity(), r.fail_safe.len(), "{}", r.name);
+            }
+        }
+    }
+
     #[test]
     fn errors_after_multibyte_text_name_the_line() {
         for text in [
