@@ -82,7 +82,7 @@ pub fn answer(
             let proof = node.signed_nodata.as_ref()?;
             Some((&proof.wire, &[], 0, 4))
         } else {
-            Some((&node.nodata_wire, &[], 0, 1))
+            Some((&*node.nodata_wire, &[], 0, 1))
         }
     };
     let answer_guard;
@@ -98,13 +98,13 @@ pub fn answer(
             let choice = choose(&answer_guard, &geo, &client, draw);
             scope = choice.scope;
             let group = &answer_guard.groups[choice.group];
-            if group.records.is_empty() {
+            if group.is_empty() {
                 // Signed, its proof must leave this type out: the general
                 // path makes it.
                 if signed {
                     return false;
                 }
-                (&node.nodata_wire, &[], 0, 1)
+                (&*node.nodata_wire, &[], 0, 1)
             } else {
                 let (body, n) = &group.wire[choice.variant];
                 let sig: &[u8] = if signed {

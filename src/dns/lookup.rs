@@ -69,24 +69,18 @@ pub fn lookup(
                 return out;
             }
         };
-        let owner = |r: &Record| -> Record {
-            let mut r = r.clone();
-            if wildcard {
-                r.name = name.clone();
-            }
-            r
-        };
         let mut add = |out: &mut Resolved, rtype: Rt| -> Option<usize> {
             let slot = node.rrsets.iter().find(|s| s.rtype == rtype)?;
             let answer = slot.answer.load();
             let choice = choose(&answer, geo, client, draw);
             out.scope = out.scope.max(choice.scope);
             let group = &answer.groups[choice.group];
-            if !group.records.is_empty() {
+            if !group.is_empty() {
                 slot.count(group, choice.variant);
             }
+            // A wildcard's records take the name asked (RFC 4592 §3.3.1).
             let before = out.answers.len();
-            out.answers.extend(group.variant(choice.variant).map(owner));
+            out.answers.extend(group.variant(&name, choice.variant));
             let added = out.answers.len() - before;
             if signed && added > 0 {
                 if wildcard {

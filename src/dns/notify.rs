@@ -24,7 +24,6 @@ use std::{
 use hickory_server::proto::{
     op::{Message, MessageType, OpCode, Query, ResponseCode},
     rr::{Name, RData, Record, RecordType, TSigVerifier},
-    serialize::binary::BinEncodable,
 };
 use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
@@ -262,7 +261,7 @@ fn look(
                     .collect();
                 let slots: Vec<Arc<RrsetSlot>> = snapshot
                     .zone_nodes(index)
-                    .flat_map(|n| n.rrsets.iter())
+                    .flat_map(|(_, n)| n.rrsets.iter())
                     .filter(|s| steered.contains(&(Arc::as_ptr(s) as usize)))
                     .cloned()
                     .collect();
@@ -319,8 +318,8 @@ fn digest(answers: &[Arc<RrsetAnswer>]) -> u64 {
     let mut bytes = Vec::new();
     for answer in answers {
         if let Some(group) = answer.groups.get(answer.default) {
-            for r in group.variant(0) {
-                bytes.extend_from_slice(&r.data.to_bytes().unwrap_or_default());
+            for v in group.values.iter().take(group.max_answers) {
+                bytes.extend_from_slice(&v.to_bytes().unwrap_or_default());
             }
         }
         bytes.push(0xff);
@@ -334,7 +333,7 @@ fn reserial(snapshot: &Snapshot, index: usize) -> Option<u32> {
     let apex = &snapshot.zones.get(index)?.apex;
     let slot = snapshot.slot(apex, RecordType::SOA)?;
     let old = slot.answer.load();
-    let record = old.groups.first()?.records.first()?;
+    let record = old.groups.first()?.first(apex)?;
     let RData::SOA(soa) = &record.data else {
         return None;
     };
@@ -373,8 +372,8 @@ async fn send(t: &mut Target, socket: &UdpSocket, keys: &tsig::TsigKeys, snapsho
     // The SOA with the new serial (RFC 1996 §3.7: a hint the secondary may use).
     if let Some(slot) = snapshot.slot(&t.apex, RecordType::SOA) {
         let answer = slot.answer.load();
-        if let Some(record) = answer.groups.first().and_then(|g| g.records.first()) {
-            m.add_answer(record.clone());
+        if let Some(record) = answer.groups.first().and_then(|g| g.first(&t.apex)) {
+            m.add_answer(record);
         }
     }
     let verifier = match m.finalize(&signer, tsig::now_secs()) {

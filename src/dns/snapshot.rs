@@ -9,7 +9,7 @@
 //! path (see `fast`).
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     fmt,
     net::IpAddr,
     sync::{Arc, atomic::AtomicU64},
@@ -33,6 +33,7 @@ use crate::{
     model::{
         compile::{Compiled, Content, Steering, ZoneSpec},
         config::Balance,
+        value::Value,
     },
     resolve::{Answer, PlaceAnswers, PlaceKey, place_group},
 };
@@ -113,17 +114,20 @@ impl ZoneData {
     }
 }
 
+/// A name of a zone. Its name is its key in the zone's map (a name is kept
+/// once: [`key_name`] gives it back).
 #[derive(Debug, Clone)]
 pub struct Node {
-    pub name: Name,
     pub rrsets: Vec<Arc<RrsetSlot>>,
-    /// Wire body of a NODATA answer for this name.
-    pub nodata_wire: Box<[u8]>,
+    /// Wire body of a NODATA answer for this name. Shared between the
+    /// names whose bodies are the same bytes (most of a zone's: the SOA's
+    /// names point into the question's).
+    pub nodata_wire: Arc<[u8]>,
     /// In a signed zone: the NODATA answer's proof, the NSEC of the name's
     /// types and its RRSIG as records (the zone's SOA and RRSIG go before
     /// them), and the whole authority section (SOA, RRSIG, NSEC, RRSIG) as
-    /// wire bytes.
-    pub signed_nodata: Option<Signed>,
+    /// wire bytes. Boxed: most zones are not signed.
+    pub signed_nodata: Option<Box<Signed>>,
 }
 
 /// Signed records ready for both answer paths: hickory records for the
@@ -182,31 +186,44 @@ pub struct RrsetAnswer {
     pub groups: Vec<Group>,
 }
 
-/// The answer for the clients of one place.
+/// The answer for the clients of one place. Its lists are boxed slices,
+/// each at its length: a large zone holds a group per record.
 #[derive(Debug)]
 pub struct Group {
-    /// Candidates in order; variant `i` answers them rotated to start at `i`.
-    pub records: Vec<Record>,
+    /// Candidates in order, the data of records of the slot's name with
+    /// `ttl`; variant `i` answers them rotated to start at `i`.
+    pub values: Box<[Value]>,
+    pub ttl: u32,
     pub max_answers: usize,
     /// Cumulative weights, for weighted balance.
-    pub cumulative: Vec<u64>,
+    pub cumulative: Box<[u64]>,
     /// Per candidate: a key for rendezvous hashing, for persist balance.
-    pub keys: Vec<u64>,
+    pub keys: Box<[u64]>,
     /// Per candidate of a steered record: the index of its counter in the
     /// slot's `addresses`; empty for a static record.
-    pub sources: Vec<u32>,
+    pub sources: Box<[u32]>,
     /// Per variant: the encoded answer section and its record count.
-    pub wire: Vec<(Box<[u8]>, u16)>,
+    pub wire: Box<[(Box<[u8]>, u16)]>,
     /// In a signed zone, per variant: the RRSIG over exactly its records.
     /// Empty when unsigned.
-    pub sigs: Vec<Signed>,
+    pub sigs: Box<[Signed]>,
 }
 
 impl Group {
-    /// The records of variant `v`.
-    pub fn variant(&self, v: usize) -> impl Iterator<Item = &Record> {
-        let n = self.records.len();
-        (0..n.min(self.max_answers)).map(move |k| &self.records[(v + k) % n])
+    /// The records of variant `v`, with `owner` as their name.
+    pub fn variant<'a>(&'a self, owner: &'a Name, v: usize) -> impl Iterator<Item = Record> + 'a {
+        let n = self.values.len();
+        (0..n.min(self.max_answers)).map(move |k| self.values[(v + k) % n].record(owner, self.ttl))
+    }
+
+    /// Answers nothing (a steered record with nothing to answer).
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The first candidate as a record of `owner` (an SOA slot's SOA).
+    pub fn first(&self, owner: &Name) -> Option<Record> {
+        Some(self.values.first()?.record(owner, self.ttl))
     }
 
     /// The counter indexes of the records of variant `v`.
@@ -237,6 +254,8 @@ impl Snapshot {
         let serial_of =
             |zi: usize, zone: &ZoneSpec| serials.get(zi).copied().unwrap_or(zone.soa.serial);
         let mut kept = previous.kept_zones(compiled, signers, &serial_of);
+        // NODATA bodies by their bytes, each held once.
+        let mut bodies = HashSet::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let signer = signers.get(zi).cloned().flatten();
             if let Some(before) = kept.remove(&zi) {
@@ -296,7 +315,15 @@ impl Snapshot {
             }
             for (rt, records) in apex_records {
                 let answer = static_answer(&zone.apex, records, signer)?;
-                snap.insert(previous, zi, &zone.apex, rt, answer, Vec::new())?;
+                snap.insert(
+                    previous,
+                    &mut bodies,
+                    zi,
+                    &zone.apex,
+                    rt,
+                    answer,
+                    Vec::new(),
+                )?;
             }
             for record in &zone.records {
                 let rt = wire_type(record.kind);
@@ -316,12 +343,20 @@ impl Snapshot {
                     Content::Steered(steering) => steering
                         .addresses
                         .iter()
-                        .map(|a| &a.value)
-                        .chain(&steering.fail_safe)
-                        .map(|d| hash_bytes(&d.to_bytes().unwrap_or_default()))
+                        .map(|a| a.value.to_bytes())
+                        .chain(steering.fail_safe.iter().map(|d| d.to_bytes()))
+                        .map(|bytes| hash_bytes(&bytes.unwrap_or_default()))
                         .collect(),
                 };
-                let slot = snap.insert(previous, zi, &record.owner, rt, answer, counted)?;
+                let slot = snap.insert(
+                    previous,
+                    &mut bodies,
+                    zi,
+                    &record.owner,
+                    rt,
+                    answer,
+                    counted,
+                )?;
                 if matches!(record.content, Content::Steered(_)) {
                     snap.steered.push(slot);
                 }
@@ -406,18 +441,19 @@ impl Snapshot {
                 continue;
             };
             // Built by this snapshot, so not shared, and not copied here.
-            for node in Arc::make_mut(&mut zone.nodes).values_mut() {
+            for (key, node) in Arc::make_mut(&mut zone.nodes).iter_mut() {
+                let name = key_name(key);
                 let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
-                let records = signer.denial(&zone.negative_soa, soa_sig, &node.name, &types)?;
-                let (wire, _, _) = encode_body(&node.name, &records, &[])
-                    .map_err(|e| BuildError::new(&node.name, Rt::NSEC, e))?;
+                let records = signer.denial(&zone.negative_soa, soa_sig, &name, &types)?;
+                let (wire, _, _) = encode_body(&name, &records, &[])
+                    .map_err(|e| BuildError::new(&name, Rt::NSEC, e))?;
                 // The zone's SOA and its RRSIG are the zone's: a node keeps
                 // its NSEC and RRSIG only (the wire form has all four).
                 let [_, _, nsec, nsec_sig] = records;
-                node.signed_nodata = Some(Signed {
+                node.signed_nodata = Some(Box::new(Signed {
                     records: vec![nsec, nsec_sig],
                     wire,
-                });
+                }));
             }
         }
         Ok(())
@@ -434,9 +470,11 @@ impl Snapshot {
         self.apex_depths = depths;
     }
 
+    #[expect(clippy::too_many_arguments, reason = "a record and where it goes")]
     fn insert(
         &mut self,
         previous: &Snapshot,
+        bodies: &mut HashSet<Arc<[u8]>>,
         zone: usize,
         name: &Name,
         rtype: Rt,
@@ -478,18 +516,30 @@ impl Snapshot {
                 std::slice::from_ref(&zone_data.negative_soa),
             )
             .map_err(|e| BuildError::new(&ancestor, Rt::SOA, e))?;
+            let nodata_wire = match bodies.get(&*nodata_wire) {
+                Some(shared) => shared.clone(),
+                None => {
+                    let body: Arc<[u8]> = nodata_wire.into();
+                    bodies.insert(body.clone());
+                    body
+                }
+            };
             nodes.insert(
                 suffix.into(),
                 Node {
                     nodata_wire,
-                    name: ancestor,
                     rrsets: Vec::new(),
                     signed_nodata: None,
                 },
             );
         }
         match nodes.get_mut(&*key) {
-            Some(node) => node.rrsets.push(slot.clone()),
+            // Most names have one record: room for it alone, not the four
+            // a first push reserves.
+            Some(node) => {
+                node.rrsets.reserve_exact(1);
+                node.rrsets.push(slot.clone());
+            }
             None => return Err(BuildError::new(name, rtype, "is outside its zone")),
         }
         Ok(slot)
@@ -542,11 +592,11 @@ impl Snapshot {
         let mut out: Vec<(String, u64)> = self
             .zones
             .iter()
-            .flat_map(|zone| zone.nodes.values())
-            .flat_map(|node| {
+            .flat_map(|zone| zone.nodes.iter())
+            .flat_map(|(key, node)| {
                 node.rrsets.iter().filter_map(move |slot| {
                     let n = slot.answers.load(std::sync::atomic::Ordering::Relaxed);
-                    (n > 0).then(|| (label(&node.name, slot.rtype), n))
+                    (n > 0).then(|| (label(&key_name(key), slot.rtype), n))
                 })
             })
             .collect();
@@ -556,7 +606,12 @@ impl Snapshot {
 
     /// The slot of a record, `None` when no record has that name and type.
     pub fn slot(&self, name: &Name, rtype: Rt) -> Option<&Arc<RrsetSlot>> {
-        self.node(&wire_key(name))?
+        self.slot_at(&wire_key(name), rtype)
+    }
+
+    /// [`Snapshot::slot`] of a name in its lower-case wire form.
+    pub fn slot_at(&self, wire_name: &[u8], rtype: Rt) -> Option<&Arc<RrsetSlot>> {
+        self.node(wire_name)?
             .rrsets
             .iter()
             .find(|s| s.rtype == rtype)
@@ -569,11 +624,12 @@ impl Snapshot {
 
     /// The names of zone `zone` (its index in `zones`), in no order: what a
     /// zone transfer reads (`xfr`).
-    pub fn zone_nodes(&self, zone: usize) -> impl Iterator<Item = &Node> {
+    pub fn zone_nodes(&self, zone: usize) -> impl Iterator<Item = (Name, &Node)> {
         self.zones
             .get(zone)
             .into_iter()
-            .flat_map(|z| z.nodes.values())
+            .flat_map(|z| z.nodes.iter())
+            .map(|(key, node)| (key_name(key), node))
     }
 }
 
@@ -601,6 +657,25 @@ pub fn wire_key(name: &Name) -> Box<[u8]> {
     }
     out.push(0);
     out.into_boxed_slice()
+}
+
+/// The name of a key [`wire_key`] made (the root for bytes that are not
+/// one, which no key is).
+pub fn key_name(key: &[u8]) -> Name {
+    let mut labels = Vec::new();
+    let mut at = 0;
+    while let Some(&len) = key.get(at) {
+        let len = usize::from(len);
+        if len == 0 {
+            break;
+        }
+        match key.get(at + 1..at + 1 + len) {
+            Some(label) => labels.push(label),
+            None => return Name::root(),
+        }
+        at += 1 + len;
+    }
+    Name::from_labels(labels).unwrap_or_else(|_| Name::root())
 }
 
 pub fn wire_type(kind: crate::model::config::RecordType) -> Rt {
@@ -631,13 +706,17 @@ pub fn static_answer(
     records: Vec<Record>,
     signer: Option<&ZoneSigner>,
 ) -> Result<RrsetAnswer, BuildError> {
+    // An RRset has one TTL (RFC 2181 §5.2): its first record's.
+    let ttl = records.first().map_or(0, |r| r.ttl);
+    let values = records.into_iter().map(|r| Value::from(r.data)).collect();
     Ok(RrsetAnswer {
         balance: Balance::Priority,
         places: Vec::new(),
         default: 0,
         groups: vec![group(
             owner,
-            records,
+            ttl,
+            values,
             usize::MAX,
             Balance::Priority,
             &[],
@@ -664,7 +743,7 @@ pub fn steered_answer(
             // Each candidate with its weight and its counter: candidate `i`
             // counts on counter `i`, fail-safe value `j` on the one after
             // every candidate's (see `Snapshot::build`).
-            let chosen: Vec<(RData, u32, u32)> = match answer {
+            let chosen: Vec<(Value, u32, u32)> = match answer {
                 Answer::Addresses(list) => list
                     .iter()
                     .filter_map(|&i| Some((steering.addresses.get(i)?, i)))
@@ -672,17 +751,13 @@ pub fn steered_answer(
                     .collect(),
                 Answer::FailSafe => (steering.addresses.len()..)
                     .zip(&steering.fail_safe)
-                    .map(|(i, d)| (d.clone(), 1, i as u32))
+                    .map(|(i, d)| (Value::from(d.clone()), 1, i as u32))
                     .collect(),
                 Answer::Empty => Vec::new(),
             };
             let weights: Vec<u32> = chosen.iter().map(|c| c.1).collect();
             let sources: Vec<u32> = chosen.iter().map(|c| c.2).collect();
-            let data = chosen.into_iter().map(|c| c.0);
-            let records = data
-                .into_iter()
-                .map(|d| Record::from_rdata(owner.clone(), ttl, d))
-                .collect();
+            let values = chosen.into_iter().map(|c| c.0).collect();
             let balance = if matches!(answer, Answer::Addresses(_)) {
                 steering.balance
             } else {
@@ -690,7 +765,8 @@ pub fn steered_answer(
             };
             group(
                 owner,
-                records,
+                ttl,
+                values,
                 steering.max_answers,
                 balance,
                 &weights,
@@ -718,18 +794,20 @@ pub fn steered_answer(
     })
 }
 
+#[expect(clippy::too_many_arguments, reason = "a group's parts, each its own")]
 fn group(
     owner: &Name,
-    records: Vec<Record>,
+    ttl: u32,
+    values: Vec<Value>,
     max_answers: usize,
     balance: Balance,
     weights: &[u32],
     sources: Vec<u32>,
     signer: Option<&ZoneSigner>,
 ) -> Result<Group, BuildError> {
-    let rtype = records.first().map_or(Rt::A, |r| r.record_type());
+    let rtype = values.first().map_or(Rt::A, Value::record_type);
     let fail = |e: ProtoError| BuildError::new(owner, rtype, e);
-    let n = records.len();
+    let n = values.len();
     // Priority answers the first ones in order; one candidate has one order.
     let variants = if balance == Balance::Priority || n <= 1 {
         1
@@ -748,54 +826,54 @@ fn group(
             total
         })
         .collect();
-    let keys = records
+    let keys: Box<[u64]> = values
         .iter()
-        .map(|r| hash_bytes(&r.data.to_bytes().unwrap_or_default()))
+        .map(|v| hash_bytes(&v.to_bytes().unwrap_or_default()))
         .collect();
-    let mut g = Group {
-        records,
-        max_answers,
-        cumulative,
-        keys,
-        sources,
-        wire: Vec::new(),
-        sigs: Vec::new(),
-    };
-    g.wire = (0..variants)
+    // The candidates of variant `v`: rotated to start at `v`.
+    let picked = |v: usize| (0..n.min(max_answers)).map(move |k| (v + k) % n);
+    let records =
+        |v: usize| -> Vec<Record> { picked(v).map(|i| values[i].record(owner, ttl)).collect() };
+    let wire = (0..variants)
         .map(|v| {
-            let chosen: Vec<Record> = g.variant(v).cloned().collect();
-            let (body, count, _) = encode_body(owner, &chosen, &[])?;
+            let (body, count, _) = encode_body(owner, &records(v), &[])?;
             Ok((body, count))
         })
         .collect::<Result<_, ProtoError>>()
         .map_err(fail)?;
+    let mut sigs: Vec<Signed> = Vec::new();
     if let Some(signer) = signer
-        && !g.records.is_empty()
+        && n > 0
     {
         // Variants holding the same records in another order share one
         // signature: the signed form is sorted (RFC 4034 §6.3).
         let mut made: HashMap<Vec<u64>, usize> = HashMap::new();
         for v in 0..variants {
-            let mut set: Vec<u64> = g
-                .variant(v)
-                .map(|r| hash_bytes(&r.data.to_bytes().unwrap_or_default()))
-                .collect();
+            let mut set: Vec<u64> = picked(v).map(|i| keys[i]).collect();
             set.sort_unstable();
             if let Some(&first) = made.get(&set) {
                 let same = Signed {
-                    records: g.sigs[first].records.clone(),
-                    wire: g.sigs[first].wire.clone(),
+                    records: sigs[first].records.clone(),
+                    wire: sigs[first].wire.clone(),
                 };
-                g.sigs.push(same);
+                sigs.push(same);
                 continue;
             }
-            let chosen: Vec<Record> = g.variant(v).cloned().collect();
-            let sig = signer.sign(&chosen)?;
-            g.sigs.push(Signed::new(owner, vec![sig]).map_err(fail)?);
+            let sig = signer.sign(&records(v))?;
+            sigs.push(Signed::new(owner, vec![sig]).map_err(fail)?);
             made.insert(set, v);
         }
     }
-    Ok(g)
+    Ok(Group {
+        values: values.into_boxed_slice(),
+        ttl,
+        max_answers,
+        cumulative,
+        keys,
+        sources: sources.into_boxed_slice(),
+        wire,
+        sigs: sigs.into_boxed_slice(),
+    })
 }
 
 /// Encodes answer and authority records as they follow a question for

@@ -36,7 +36,7 @@ fn shared(a: &Snapshot, b: &Snapshot, owner: &str, rtype: Rt) -> bool {
 
 fn txt(snap: &Snapshot, owner: &str) -> String {
     let answer = snap.slot(&name(owner), Rt::TXT).unwrap().answer.load();
-    match &answer.groups[0].records[0].data {
+    match answer.groups[0].values[0].rdata() {
         RData::TXT(t) => t.to_string(),
         other => panic!("{other:?}"),
     }

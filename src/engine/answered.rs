@@ -34,7 +34,7 @@ pub fn answered(steering: &Steering, answer: &Answer) -> Vec<String> {
             match steering.balance {
                 Balance::Priority => shown
                     .take(steering.max_answers)
-                    .map(|a| a.display.clone())
+                    .map(|a| a.display())
                     .collect(),
                 Balance::Weighted => {
                     // The DNS path's rule: all weights zero weighs them alike.
@@ -45,12 +45,12 @@ pub fn answered(steering: &Steering, answer: &Answer) -> Vec<String> {
                         .map(|a| {
                             let w = weight(a.weight);
                             let share = (w * 100).checked_div(total).unwrap_or(0);
-                            format!("{} (weight {w}, {share}%)", a.display)
+                            format!("{} (weight {w}, {share}%)", a.display())
                         })
                         .collect()
                 }
                 Balance::RoundRobin | Balance::Random | Balance::Persist => {
-                    shown.map(|a| a.display.clone()).collect()
+                    shown.map(|a| a.display()).collect()
                 }
             }
         }

@@ -152,6 +152,6 @@ fn shown(steering: &Steering) -> impl Iterator<Item = String> + '_ {
     steering
         .addresses
         .iter()
-        .map(|a| a.display.clone())
+        .map(|a| a.display())
         .chain(steering.fail_safe.iter().map(ToString::to_string))
 }

@@ -47,7 +47,7 @@ impl Engine {
         let known = match target {
             DrainTarget::Address { record, address } => inner.records.iter().any(|r| {
                 record.as_ref().is_none_or(|l| *l == r.label)
-                    && r.steering.addresses.iter().any(|a| a.display == *address)
+                    && r.steering.addresses.iter().any(|a| a.display() == *address)
             }),
             DrainTarget::Datacenter { name } => {
                 inner.compiled.datacenters.iter().any(|d| d.name == *name)
@@ -100,7 +100,7 @@ impl Engine {
             let shown = |answers: &PlaceAnswers| -> Vec<String> {
                 let mut out: Vec<String> = resolve::answered(answers)
                     .into_iter()
-                    .filter_map(|i| r.steering.addresses.get(i).map(|a| a.display.clone()))
+                    .filter_map(|i| r.steering.addresses.get(i).map(|a| a.display()))
                     .collect();
                 let groups = std::iter::once(answers.default_answer()).chain(&answers.groups);
                 if groups.into_iter().any(|g| matches!(g, Answer::FailSafe)) {

@@ -69,10 +69,10 @@ impl HealthView for HealthState {
         address.dc.is_some_and(dc_drained)
             || self
                 .drained_addresses
-                .contains(&("*".to_string(), address.display.clone()))
+                .contains(&("*".to_string(), address.display()))
             || self
                 .drained_addresses
-                .contains(&(record.to_string(), address.display.clone()))
+                .contains(&(record.to_string(), address.display()))
     }
 }
 

@@ -20,6 +20,7 @@ mod scenarios;
 pub mod store_writer;
 
 use std::{
+    borrow::Cow,
     collections::{BTreeSet, HashMap, HashSet, VecDeque},
     sync::{Arc, Mutex, MutexGuard},
     time::{SystemTime, UNIX_EPOCH},
@@ -38,7 +39,7 @@ pub use store_writer::{StorageFault, StoreWriter};
 use crate::{
     dns::{
         handler::DnsState,
-        snapshot::{Snapshot, same_signer, steered_answer},
+        snapshot::{Snapshot, key_name, same_signer, steered_answer, wire_key},
     },
     health::{Instance, threshold::Threshold},
     model::{
@@ -372,12 +373,14 @@ struct Deps {
 #[derive(Debug)]
 struct Steered {
     label: String,
-    owner: hickory_server::proto::rr::Name,
+    /// The record's name in its lower-case wire form (a `Name` is 80
+    /// bytes; [`key_name`] gives it back when an answer is built).
+    owner: Box<[u8]>,
     ttl: u32,
     steering: Arc<Steering>,
     state: Option<RecordState>,
     answers: PlaceAnswers,
-    decision: String,
+    decision: Cow<'static, str>,
     /// [`crate::resolve::Evaluation::held`].
     held: bool,
     /// The records generation at which its status last changed.
@@ -390,7 +393,7 @@ impl Steered {
             record: self.label.clone(),
             status: self.state.as_ref().map(|s| s.status),
             active: answered_by_default(&self.steering, &self.answers),
-            decision: self.decision.clone(),
+            decision: self.decision.to_string(),
             held: self.held,
         }
     }
@@ -759,12 +762,8 @@ impl Engine {
                     kept.push(Kept::No);
                     let prev = before
                         .and_then(|b| {
-                            let displays: Vec<String> = b
-                                .steering
-                                .addresses
-                                .iter()
-                                .map(|a| a.display.clone())
-                                .collect();
+                            let displays: Vec<String> =
+                                b.steering.addresses.iter().map(|a| a.display()).collect();
                             Some(remap(b.state?, &displays, steering))
                         })
                         .or_else(|| held_at_stop(&inner.restored_holds, &label, steering));
@@ -787,7 +786,7 @@ impl Engine {
                     }
                     records.push(Box::new(Steered {
                         label,
-                        owner: record.owner.clone(),
+                        owner: wire_key(&record.owner),
                         ttl: record.ttl,
                         steering: steering.clone(),
                         state: Some(eval.state),
@@ -976,7 +975,7 @@ impl Engine {
                 if answers_changed {
                     if let Some(slot) = snapshot.steered.get(i) {
                         match steered_answer(
-                            &r.owner,
+                            &key_name(&r.owner),
                             r.ttl,
                             &r.steering,
                             &eval.answers,
@@ -1340,7 +1339,7 @@ impl Engine {
                 .iter()
                 .enumerate()
                 .map(|(i, a)| AddressView {
-                    address: a.display.clone(),
+                    address: a.display(),
                     dc: a.dc.map(|d| dcs[d].name.clone()),
                     hc: match &a.hc {
                         Hc::Static => "static".into(),
@@ -1379,7 +1378,7 @@ impl Engine {
                     balance: r.steering.balance.as_str().to_string(),
                     active: answered_by_default(&r.steering, &r.answers),
                     places: answered_by_place(&r.steering, &r.answers),
-                    decision: r.decision.clone(),
+                    decision: r.decision.to_string(),
                     addresses,
                     switchovers: Vec::new(),
                 },
@@ -1585,7 +1584,7 @@ fn store_steered(snapshot: &Snapshot, records: &[Box<Steered>], kept: &[Kept], s
             continue;
         }
         let before = (kept == Kept::Answer)
-            .then(|| serving.slot(&r.owner, slot.rtype))
+            .then(|| serving.slot_at(&r.owner, slot.rtype))
             .flatten()
             .filter(|before| same_signer(&before.signer, &slot.signer));
         if let Some(before) = before {
@@ -1593,7 +1592,7 @@ fn store_steered(snapshot: &Snapshot, records: &[Box<Steered>], kept: &[Kept], s
             continue;
         }
         match steered_answer(
-            &r.owner,
+            &key_name(&r.owner),
             r.ttl,
             &r.steering,
             &r.answers,
@@ -1693,13 +1692,13 @@ fn deps(compiled: &Compiled, records: &[Box<Steered>]) -> Deps {
 /// Carries a record's state across a configuration change: per-address
 /// decisions follow the address, not its position in the list.
 fn remap(state: RecordState, old: &[String], steering: &Steering) -> RecordState {
+    let new: Vec<String> = steering.addresses.iter().map(|a| a.display()).collect();
     let index_of = |display: &str| old.iter().position(|d| d == display);
-    let new_index = |i: usize| steering.addresses.iter().position(|a| a.display == old[i]);
+    let new_index = |i: usize| new.iter().position(|d| *d == old[i]);
     RecordState {
-        healthy: steering
-            .addresses
+        healthy: new
             .iter()
-            .map(|a| index_of(&a.display).is_some_and(|i| state.healthy[i]))
+            .map(|d| index_of(d).is_some_and(|i| state.healthy[i]))
             .collect(),
         active: state.active.iter().filter_map(|&i| new_index(i)).collect(),
         dr_on: state.dr_on,

@@ -49,7 +49,7 @@ pub fn instances(compiled: &Compiled) -> Vec<Instance> {
                 if let Hc::Check(r) = &a.hc {
                     let owner = record.owner.to_string();
                     let name = if owner.starts_with("*.") {
-                        a.display.clone()
+                        a.display()
                     } else {
                         owner.trim_end_matches('.').to_string()
                     };

@@ -51,10 +51,9 @@ fn steered(compiled: &Compiled) -> BTreeMap<String, BTreeSet<String>> {
         .iter()
         .flat_map(|z| &z.records)
         .filter_map(|r| match &r.content {
-            Content::Steered(s) => Some((
-                r.label(),
-                s.addresses.iter().map(|a| a.display.clone()).collect(),
-            )),
+            Content::Steered(s) => {
+                Some((r.label(), s.addresses.iter().map(|a| a.display()).collect()))
+            }
             Content::Static(_) => None,
         })
         .collect()

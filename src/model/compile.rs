@@ -25,6 +25,7 @@ use super::{
     condition::{self, CheckRef, Expr},
     config::*,
     place::{Continent, Country},
+    value::Value,
 };
 
 /// One thing wrong with a configuration, and where.
@@ -307,14 +308,27 @@ pub enum DrCondition {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddressSpec {
-    pub value: RData,
-    /// The value as operators read it: an IP or a target name.
-    pub display: String,
+    pub value: Value,
+    /// A CNAME's target as written (lower case, no final dot); `None` for
+    /// an IP, which reads as itself. See [`AddressSpec::display`].
+    pub target: Option<Box<str>>,
     pub dc: Option<DcId>,
     pub hc: Hc,
     pub weight: u32,
     pub countries: Vec<Country>,
     pub continents: Vec<Continent>,
+}
+
+impl AddressSpec {
+    /// The value as operators read it: an IP or a target name.
+    pub fn display(&self) -> String {
+        match (&self.target, &self.value) {
+            (Some(target), _) => target.to_string(),
+            (None, Value::A(ip)) => ip.to_string(),
+            (None, Value::Aaaa(ip)) => ip.to_string(),
+            (None, Value::Other(data)) => data.to_string(),
+        }
+    }
 }
 
 /// The HC field of an address.
@@ -530,7 +544,10 @@ impl Cx {
             };
             s.addresses
                 .iter()
-                .map(|a| &a.value)
+                .filter_map(|a| match &a.value {
+                    Value::Other(v) => Some(&**v),
+                    _ => None,
+                })
                 .chain(&s.fail_safe)
                 .filter_map(|v| match v {
                     RData::CNAME(c) => next(&c.0),
@@ -1383,8 +1400,11 @@ impl Cx {
             if let Some(addr) =
                 self.address(&apath, r.kind, a, apex, balance, topology, &mode_spec, refs)
             {
-                if !seen.insert(addr.display.clone()) {
-                    self.err(&apath, format!("{} is listed twice", addr.display));
+                let display = addr.display();
+                if seen.contains(&display) {
+                    self.err(&apath, format!("{display} is listed twice"));
+                } else {
+                    seen.insert(display);
                 }
                 addresses.push(addr);
             }
@@ -1525,12 +1545,11 @@ impl Cx {
             .collect();
         let value = value?;
         (self.errors.len() == before).then(|| AddressSpec {
-            display: match (&a.ip, &a.target) {
-                (Some(ip), _) => ip.to_string(),
-                (None, Some(t)) => t.trim_end_matches('.').to_ascii_lowercase(),
-                _ => String::new(),
+            target: match (&a.ip, &a.target) {
+                (None, Some(t)) => Some(t.trim_end_matches('.').to_ascii_lowercase().into()),
+                _ => None,
             },
-            value,
+            value: Value::from(value),
             dc,
             hc,
             weight: a.weight.unwrap_or(1),
@@ -1705,13 +1724,15 @@ fn answer_size(r: &RecordSpec) -> Result<usize, String> {
     match &r.content {
         Content::Static(data) => data.iter().map(record_size).sum(),
         Content::Steered(s) => {
-            let largest = |values: &mut dyn Iterator<Item = &RData>| -> Result<usize, String> {
-                let mut sizes = values.map(record_size).collect::<Result<Vec<_>, _>>()?;
+            let largest = |values: &mut dyn Iterator<Item = RData>| -> Result<usize, String> {
+                let mut sizes = values
+                    .map(|v| record_size(&v))
+                    .collect::<Result<Vec<_>, _>>()?;
                 sizes.sort_unstable_by(|a, b| b.cmp(a));
                 Ok(sizes.iter().take(s.max_answers).sum())
             };
-            let addresses = largest(&mut s.addresses.iter().map(|a| &a.value))?;
-            let fail_safe = largest(&mut s.fail_safe.iter())?;
+            let addresses = largest(&mut s.addresses.iter().map(|a| a.value.rdata()))?;
+            let fail_safe = largest(&mut s.fail_safe.iter().cloned())?;
             Ok(addresses.max(fail_safe))
         }
     }

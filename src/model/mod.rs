@@ -13,6 +13,7 @@ pub mod node;
 mod parse;
 pub mod place;
 pub mod text;
+pub mod value;
 
 pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
 pub use config::Config;

@@ -11,7 +11,7 @@ mod place;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
+use std::{borrow::Cow, fmt};
 
 use serde::{Deserialize, Serialize};
 
@@ -155,8 +155,9 @@ pub enum Answer {
 pub struct Evaluation {
     pub state: RecordState,
     pub answers: PlaceAnswers,
-    /// The mode's decision and its condition, for the record preview.
-    pub decision: String,
+    /// The mode's decision and its condition, for the record preview
+    /// (Standalone's is one text for every record: not a copy each).
+    pub decision: Cow<'static, str>,
     /// DR stays on only because failback is manual: an operator's resume
     /// ends it.
     pub held: bool,
@@ -225,7 +226,7 @@ pub fn evaluate(
     let mut partial_dcs = false;
     let candidates: Vec<usize> = match &steering.mode {
         ModeSpec::Standalone => {
-            decision = "Standalone: every healthy address".to_string();
+            decision = Cow::Borrowed("Standalone: every healthy address");
             group.iter().copied().filter(|&i| usable(i)).collect()
         }
         ModeSpec::DisasterRecovery {
@@ -271,7 +272,7 @@ pub fn evaluate(
             held_by_failback = held;
             let main_name = &dcs[*main].name;
             let dr_name = &dcs[*dr].name;
-            decision = match (dr_on, held) {
+            decision = Cow::Owned(match (dr_on, held) {
                 (true, true) => format!(
                     "DR on: held by manual failback until an operator resumes (condition {why} has cleared); answering from {dr_name}"
                 ),
@@ -279,7 +280,7 @@ pub fn evaluate(
                 (false, _) => {
                     format!("Main: condition {why} does not hold; answering from {main_name}")
                 }
-            };
+            });
             group = if dr_on { dr_group } else { main_group };
             group.iter().copied().filter(|&i| usable(i)).collect()
         }
@@ -299,13 +300,13 @@ pub fn evaluate(
                 .count();
             partial_dcs = with_healthy.len() < with_addresses;
             let chosen: Vec<DcId> = with_healthy.iter().copied().take(*count).collect();
-            decision = format!(
+            decision = Cow::Owned(format!(
                 "Datacenter: {} of {} datacenters with a healthy address, selecting up to {}: {}",
                 with_healthy.len(),
                 with_addresses,
                 count,
                 names(dcs, &chosen)
-            );
+            ));
             group = in_dcs(&group, addresses, &chosen);
             group.iter().copied().filter(|&i| usable(i)).collect()
         }
@@ -383,6 +384,9 @@ pub fn answered(answers: &PlaceAnswers) -> Vec<usize> {
             }
         }
     }
+    // Kept in the record's state: at its length, not the four a first
+    // push reserves.
+    out.shrink_to_fit();
     out
 }
 
@@ -479,7 +483,7 @@ fn transition(
     next: &RecordState,
 ) -> Vec<String> {
     let mut events = Vec::new();
-    let addr = |i: usize| &steering.addresses[i].display;
+    let addr = |i: usize| steering.addresses[i].display();
     for &i in prev.active.iter().filter(|i| !next.active.contains(i)) {
         events.push(format!("{label}: {} is disabled", addr(i)));
     }

@@ -204,7 +204,7 @@ impl Fixture {
         match answer {
             Answer::Addresses(list) => list
                 .iter()
-                .map(|&i| self.steering().addresses[i].display.as_str())
+                .map(|&i| self.steering().addresses[i].display())
                 .collect::<Vec<_>>()
                 .join(" "),
             Answer::FailSafe => "fail-safe".to_string(),

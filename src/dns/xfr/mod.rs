@@ -177,7 +177,7 @@ pub fn serial(snapshot: &Snapshot, zone: usize) -> Option<u32> {
     let apex = &snapshot.zones.get(zone)?.apex;
     let slot = snapshot.slot(apex, RecordType::SOA)?;
     let answer = slot.answer.load();
-    let record = answer.groups.first()?.records.first()?;
+    let record = answer.groups.first()?.first(apex)?;
     match &record.data {
         RData::SOA(soa) => Some(soa.serial),
         _ => None,

@@ -45,11 +45,11 @@ pub fn view(
     };
     let signer = data.signer.as_deref();
     let mut nodes: Vec<_> = snapshot.zone_nodes(zone).collect();
-    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    nodes.sort_by(|a, b| a.0.cmp(&b.0));
     // Per name with records: its types and its records (RRSIGs included).
     let mut names: Vec<(Name, Vec<RecordType>, Vec<Record>)> = Vec::with_capacity(nodes.len());
     let mut soa: Vec<Record> = Vec::new();
-    for node in nodes {
+    for (name, node) in nodes {
         let mut types = Vec::new();
         let mut records = Vec::new();
         for slot in &node.rrsets {
@@ -57,7 +57,7 @@ pub fn view(
             let Some(group) = answer.groups.get(answer.default) else {
                 continue;
             };
-            let rrset: Vec<Record> = group.variant(0).cloned().collect();
+            let rrset: Vec<Record> = group.variant(&name, 0).collect();
             if rrset.is_empty() {
                 continue;
             }
@@ -76,7 +76,7 @@ pub fn view(
             into.extend(sig);
         }
         if !types.is_empty() {
-            names.push((node.name.clone(), types, records));
+            names.push((name, types, records));
         }
     }
     let mut out = soa;
