@@ -181,9 +181,9 @@ impl RrsetSlot {
 #[derive(Debug)]
 pub struct RrsetAnswer {
     pub balance: Balance,
-    pub places: Vec<(PlaceKey, usize)>,
+    pub places: Box<[(PlaceKey, usize)]>,
     pub default: usize,
-    pub groups: Vec<Group>,
+    pub groups: Box<[Group]>,
 }
 
 /// The answer for the clients of one place. Its lists are boxed slices,
@@ -711,9 +711,9 @@ pub fn static_answer(
     let values = records.into_iter().map(|r| Value::from(r.data)).collect();
     Ok(RrsetAnswer {
         balance: Balance::Priority,
-        places: Vec::new(),
+        places: Box::default(),
         default: 0,
-        groups: vec![group(
+        groups: Box::new([group(
             owner,
             ttl,
             values,
@@ -722,7 +722,7 @@ pub fn static_answer(
             &[],
             Vec::new(),
             signer,
-        )?],
+        )?]),
     })
 }
 
@@ -788,9 +788,9 @@ pub fn steered_answer(
     }
     Ok(RrsetAnswer {
         balance: steering.balance,
-        places: places.places.clone(),
+        places: places.places.as_slice().into(),
         default: places.default,
-        groups,
+        groups: groups.into_boxed_slice(),
     })
 }
 
@@ -864,6 +864,13 @@ fn group(
             made.insert(set, v);
         }
     }
+    // One candidate has one order: its weight and its key are never read
+    // (`choose`), and a group per record of a large zone holds neither.
+    let (cumulative, keys) = if n > 1 {
+        (cumulative, keys)
+    } else {
+        (Box::default(), Box::default())
+    };
     Ok(Group {
         values: values.into_boxed_slice(),
         ttl,

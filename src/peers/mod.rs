@@ -13,6 +13,7 @@
 //! while it is part of the list the next page follows at once.
 
 pub mod combine;
+mod held;
 #[cfg(test)]
 mod report_tests;
 
@@ -34,6 +35,7 @@ use crate::{
 };
 use combine::{Reported, combine};
 use gtm_cluster::SECRET_HEADER;
+use held::PeerRecords;
 
 /// How often reports go out.
 pub const REPORT_EVERY: Duration = Duration::from_secs(2);
@@ -144,7 +146,9 @@ pub struct PeerStatus {
 /// The latest reports of the peers, and their events.
 #[derive(Debug, Default)]
 pub struct Peers {
-    reports: Mutex<HashMap<String, (Instant, Report)>>,
+    /// Per device: when its last report came, the report (its record
+    /// states taken out), and the record states held.
+    reports: Mutex<HashMap<String, (Instant, Report, PeerRecords)>>,
     events: Mutex<HashMap<String, VecDeque<Event>>>,
     /// Per peer id: the last event sequence number it acknowledged.
     sent: Mutex<HashMap<u64, u64>>,
@@ -186,56 +190,63 @@ impl Peers {
             let old = reports.remove(&report.device);
             let silent = old
                 .as_ref()
-                .is_none_or(|(at, _)| at.elapsed() > DEVICE_SILENT_AFTER);
-            let (changed, held_now) = if let Some(page) = report.page.take() {
-                let records = std::mem::take(&mut report.records);
+                .is_none_or(|(at, _, _)| at.elapsed() > DEVICE_SILENT_AFTER);
+            let records = std::mem::take(&mut report.records);
+            let held_before = |old: Option<(Instant, Report, PeerRecords)>| {
+                old.map(|(_, _, list)| list).unwrap_or_default()
+            };
+            let (changed, pages, list) = if let Some(page) = report.page.take() {
                 let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
                 match take_page(&mut pending, &report.device, page, records) {
                     Ok(list) => {
                         report.records_at = Some(page.from);
-                        let changed = old.is_none_or(|(_, old)| old.records != list);
-                        report.records = list;
-                        (changed, Some(Held::At(page.from)))
+                        let list = PeerRecords::new(list);
+                        let changed = old.is_none_or(|(_, _, old)| old != list);
+                        (changed, None, list)
                     }
                     // The list held before stays on show until the new
                     // one is whole; no changes are taken to it.
                     Err(pages) => {
-                        report.records = old.map(|(_, h)| h.records).unwrap_or_default();
                         report.records_at = None;
-                        (false, pages)
+                        (false, pages, held_before(old))
                     }
                 }
             } else {
-                let changed = match report.records_base.take() {
+                match report.records_base.take() {
                     Some(base) => {
                         let changes = std::mem::take(&mut report.changed);
                         match old {
-                            Some((_, mut held)) if holds(&held, &report, base, &changes) => {
+                            Some((_, held, mut list))
+                                if holds(&held, list.len(), &report, base, &changes) =>
+                            {
                                 let changed = !changes.is_empty();
                                 for (i, status) in changes {
                                     // In range: `holds` checked every place.
-                                    if let Some(slot) = held.records.get_mut(i) {
-                                        *slot = status;
-                                    }
+                                    list.set(i, status);
                                 }
-                                report.records = held.records;
-                                changed
+                                (changed, None, list)
                             }
                             // Not the list the changes are to: the states
                             // held stay, and are said to be of no known point.
                             held => {
-                                report.records = held.map(|(_, h)| h.records).unwrap_or_default();
                                 report.records_at = None;
-                                false
+                                (false, None, held_before(held))
                             }
                         }
                     }
-                    None => old.is_none_or(|(_, old)| old.records != report.records),
-                };
-                (changed, report.records_at.map(Held::At))
+                    None => {
+                        let list = PeerRecords::new(records);
+                        let changed = old.is_none_or(|(_, _, old)| old != list);
+                        (changed, None, list)
+                    }
+                }
             };
-            let answer = ReportAnswer { held: held_now };
-            reports.insert(report.device.clone(), (Instant::now(), report));
+            // Where the list held stands: a generation of the device's
+            // list, or the pages of one taken so far.
+            let answer = ReportAnswer {
+                held: report.records_at.map(Held::At).or(pages),
+            };
+            reports.insert(report.device.clone(), (Instant::now(), report, list));
             (silent || changed, answer)
         };
         if news {
@@ -269,19 +280,19 @@ impl Peers {
             .filter(|m| m.id != status.id)
             .map(|m| {
                 let latest = reports.get(&m.info.name);
-                let age = latest.map(|(at, _)| at.elapsed());
+                let age = latest.map(|(at, _, _)| at.elapsed());
                 PeerStatus {
                     device: m.info.name.clone(),
                     datacenter: m.info.datacenter.clone(),
                     age_ms: age.map(|a| a.as_millis() as u64),
                     reachable: age.is_some_and(|a| a <= DEVICE_SILENT_AFTER),
-                    version: latest.map(|(_, r)| r.version).filter(|v| *v > 0),
+                    version: latest.map(|(_, r, _)| r.version).filter(|v| *v > 0),
                     geoip: latest
-                        .map(|(_, r)| r.geoip.clone())
+                        .map(|(_, r, _)| r.geoip.clone())
                         .filter(|g| !g.is_empty()),
-                    geoip_info: latest.and_then(|(_, r)| r.geoip_info.clone()),
-                    records: latest.map(|(_, r)| r.records.clone()).unwrap_or_default(),
-                    checks: latest.map(|(_, r)| r.checks.clone()).unwrap_or_default(),
+                    geoip_info: latest.and_then(|(_, r, _)| r.geoip_info.clone()),
+                    records: latest.map(|(_, _, l)| l.statuses()).unwrap_or_default(),
+                    checks: latest.map(|(_, r, _)| r.checks.clone()).unwrap_or_default(),
                 }
             })
             .collect()
@@ -311,7 +322,7 @@ impl Peers {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(device, (at, r))| (device.clone(), (*at, r.checks.clone())))
+            .map(|(device, (at, r, _))| (device.clone(), (*at, r.checks.clone())))
             .collect();
         let known: HashMap<String, Instant> = {
             let mut known = self.known_since.lock().unwrap_or_else(|e| e.into_inner());
@@ -388,7 +399,14 @@ impl Peers {
 
 /// Whether `held` (the last report of a device, as taken in) is the list
 /// that `report`'s changes since generation `base` apply to.
-fn holds(held: &Report, report: &Report, base: u64, changes: &[(usize, RecordStatus)]) -> bool {
+/// `held_len` is how many record states are held of it.
+fn holds(
+    held: &Report,
+    held_len: usize,
+    report: &Report,
+    base: u64,
+    changes: &[(usize, RecordStatus)],
+) -> bool {
     let Some(now) = report.records_at else {
         return false;
     };
@@ -397,7 +415,7 @@ fn holds(held: &Report, report: &Report, base: u64, changes: &[(usize, RecordSta
             epoch: now.epoch,
             generation: base,
         })
-        && changes.iter().all(|(i, _)| *i < held.records.len())
+        && changes.iter().all(|(i, _)| *i < held_len)
 }
 
 /// Takes a page of `device`'s list in: the whole list once it is the

@@ -36,7 +36,7 @@ fn at(epoch: u64, generation: u64) -> RecordsAt {
 }
 
 fn held(peers: &Peers) -> Vec<RecordStatus> {
-    peers.reports.lock().unwrap()["gtm2"].1.records.clone()
+    peers.reports.lock().unwrap()["gtm2"].2.statuses()
 }
 
 fn changes(from: Option<RecordsAt>, base: u64, changed: Vec<(usize, RecordStatus)>) -> Report {
