@@ -788,7 +788,7 @@ pub fn steered_answer(
     }
     Ok(RrsetAnswer {
         balance: steering.balance,
-        places: places.places.as_slice().into(),
+        places: places.places.clone(),
         default: places.default,
         groups: groups.into_boxed_slice(),
     })

@@ -1673,7 +1673,7 @@ fn deps(compiled: &Compiled, records: &[Box<Steered>]) -> Deps {
     for (ri, r) in records.iter().enumerate() {
         for a in &r.steering.addresses {
             match &a.hc {
-                Hc::Check(c) => d.check_records.entry(c.clone()).or_default().push(ri),
+                Hc::Check(c) => d.check_records.entry((**c).clone()).or_default().push(ri),
                 Hc::Scenario(s) => d.scenario_records.entry(s.clone()).or_default().push(ri),
                 Hc::Static | Hc::Disabled => {}
             }

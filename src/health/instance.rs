@@ -53,7 +53,7 @@ pub fn instances(compiled: &Compiled) -> Vec<Instance> {
                     } else {
                         owner.trim_end_matches('.').to_string()
                     };
-                    push(r.clone(), name);
+                    push((**r).clone(), name);
                 }
             }
         }

@@ -315,8 +315,10 @@ pub struct AddressSpec {
     pub dc: Option<DcId>,
     pub hc: Hc,
     pub weight: u32,
-    pub countries: Vec<Country>,
-    pub continents: Vec<Continent>,
+    // Boxed slices, and the check boxed in `Hc`: an address of a large
+    // configuration fits 128 bytes.
+    pub countries: Box<[Country]>,
+    pub continents: Box<[Continent]>,
 }
 
 impl AddressSpec {
@@ -338,7 +340,7 @@ pub enum Hc {
     Disabled,
     Scenario(String),
     /// A template check probed against this address.
-    Check(CheckRef),
+    Check(Box<CheckRef>),
 }
 
 /// The longest check interval (and so timeout). A result a day old says
@@ -1500,10 +1502,10 @@ impl Cx {
                         (Some(ip), _) => Some(ip),
                         (None, _) => None,
                     };
-                    Hc::Check(CheckRef {
+                    Hc::Check(Box::new(CheckRef {
                         name: name.to_string(),
                         address,
-                    })
+                    }))
                 } else {
                     self.err(
                         path,

@@ -19,12 +19,13 @@ pub enum PlaceKey {
     Continent(Continent),
 }
 
-/// The answer of a record for every place, deduplicated.
+/// The answer of a record for every place, deduplicated. Boxed slices at
+/// their length: the engine holds one per steered record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlaceAnswers {
-    pub groups: Vec<Answer>,
+    pub groups: Box<[Answer]>,
     pub default: usize,
-    pub places: Vec<(PlaceKey, usize)>,
+    pub places: Box<[(PlaceKey, usize)]>,
 }
 
 impl PlaceAnswers {
@@ -62,11 +63,6 @@ pub(super) fn answers(
     candidates: &[usize],
     mode_for_place: impl Fn(Option<&Place>) -> Vec<usize>,
 ) -> PlaceAnswers {
-    let mut out = PlaceAnswers {
-        groups: Vec::new(),
-        default: 0,
-        places: Vec::new(),
-    };
     let finish = |list: Vec<usize>| -> Answer {
         if list.is_empty() {
             no_candidate_answer(steering)
@@ -74,14 +70,16 @@ pub(super) fn answers(
             Answer::Addresses(balance_filter(steering, list))
         }
     };
-    // One group in the common case, held at its length: a pushed first
-    // element reserves room for four, 100 bytes per record of a large zone.
     if !steering.topology || candidates.is_empty() {
-        out.groups = vec![finish(candidates.to_vec())];
-        return out;
+        return PlaceAnswers {
+            groups: Box::new([finish(candidates.to_vec())]),
+            default: 0,
+            places: Box::default(),
+        };
     }
-    let default = finish(narrow(steering, mode_for_place(None), None));
-    out.groups.push(default);
+    // The default answer is group 0.
+    let mut groups = vec![finish(narrow(steering, mode_for_place(None), None))];
+    let mut places = Vec::new();
 
     let dc_mode = matches!(steering.mode, ModeSpec::Datacenter { .. });
     let mut countries: Vec<Country> = steering
@@ -111,9 +109,9 @@ pub(super) fn answers(
             continent: Some(k),
         };
         let answer = finish(narrow(steering, mode_for_place(Some(&place)), Some(&place)));
-        let index = intern(&mut out.groups, answer);
-        if index != out.default {
-            out.places.push((PlaceKey::Continent(k), index));
+        let index = intern(&mut groups, answer);
+        if index != 0 {
+            places.push((PlaceKey::Continent(k), index));
         }
     }
     for c in countries {
@@ -132,24 +130,23 @@ pub(super) fn answers(
         let own = list
             .iter()
             .any(|&i| steering.addresses[i].countries.contains(&c));
-        let index = intern(
-            &mut out.groups,
-            finish(narrow(steering, list, Some(&place))),
-        );
+        let index = intern(&mut groups, finish(narrow(steering, list, Some(&place))));
         let fallback = continent
             .and_then(|k| {
-                out.places
+                places
                     .iter()
                     .find(|(key, _)| *key == PlaceKey::Continent(k))
             })
-            .map_or(out.default, |(_, g)| *g);
+            .map_or(0, |(_, g)| *g);
         if own || index != fallback {
-            out.places.push((PlaceKey::Country(c), index));
+            places.push((PlaceKey::Country(c), index));
         }
     }
-    out.groups.shrink_to_fit();
-    out.places.shrink_to_fit();
-    out
+    PlaceAnswers {
+        groups: groups.into_boxed_slice(),
+        default: 0,
+        places: places.into_boxed_slice(),
+    }
 }
 
 /// The index of `answer` in `groups`, added if new.
