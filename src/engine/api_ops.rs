@@ -78,7 +78,7 @@ impl Engine {
                 address_stats(shown(&r.steering), &slot.addresses)
                     .into_iter()
                     .filter(|a| a.answers > 0)
-                    .map(|a| (r.label.clone(), a.address, a.answers))
+                    .map(|a| (r.label.to_string(), a.address, a.answers))
             })
             .collect();
         out.sort();
@@ -95,7 +95,7 @@ impl Engine {
             .lock()
             .records
             .iter()
-            .find(|r| r.label == record)
+            .find(|r| *r.label == *record)
             .map(|r| address_stats(shown(&r.steering), &slot.addresses))
             .unwrap_or_default();
         Some(RecordStats {

@@ -46,7 +46,7 @@ impl Engine {
         let mut inner = self.lock();
         let known = match target {
             DrainTarget::Address { record, address } => inner.records.iter().any(|r| {
-                record.as_ref().is_none_or(|l| *l == r.label)
+                record.as_ref().is_none_or(|l| **l == *r.label)
                     && r.steering.addresses.iter().any(|a| a.display() == *address)
             }),
             DrainTarget::Datacenter { name } => {
@@ -111,10 +111,10 @@ impl Engine {
             let (before, after) = (shown(&r.answers), shown(&eval.answers));
             if before != after {
                 if !before.is_empty() && after.is_empty() {
-                    emptied.push(r.label.clone());
+                    emptied.push(r.label.to_string());
                 }
                 changes.push(AnswerChange {
-                    record: r.label.clone(),
+                    record: r.label.to_string(),
                     before,
                     after,
                 });

@@ -372,7 +372,8 @@ struct Deps {
 /// Per steered record: what it is and where it stands.
 #[derive(Debug)]
 struct Steered {
-    label: String,
+    /// `www.example.test/A` (boxed: a record fits 160 bytes).
+    label: Box<str>,
     /// The record's name in its lower-case wire form (a `Name` is 80
     /// bytes; [`key_name`] gives it back when an answer is built).
     owner: Box<[u8]>,
@@ -390,7 +391,7 @@ struct Steered {
 impl Steered {
     fn status(&self) -> RecordStatus {
         RecordStatus {
-            record: self.label.clone(),
+            record: self.label.to_string(),
             status: self.state.as_ref().map(|s| s.status),
             active: answered_by_default(&self.steering, &self.answers),
             decision: self.decision.to_string(),
@@ -720,7 +721,7 @@ impl Engine {
                 carried.insert(zi, list.iter_mut().filter_map(Option::take).collect());
             }
         }
-        let mut previous: HashMap<String, Box<Steered>> = old
+        let mut previous: HashMap<Box<str>, Box<Steered>> = old
             .into_iter()
             .flatten()
             .map(|r| (r.label.clone(), r))
@@ -745,7 +746,7 @@ impl Engine {
             for record in &zone.records {
                 if let Content::Steered(steering) = &record.content {
                     let label = record.label();
-                    let before = match previous.remove(&label) {
+                    let before = match previous.remove(label.as_str()) {
                         Some(mut b)
                             if same_globals
                                 && b.ttl == record.ttl
@@ -785,7 +786,7 @@ impl Engine {
                         self.keep_dr_state(&label, eval.state.dr_on);
                     }
                     records.push(Box::new(Steered {
-                        label,
+                        label: label.into_boxed_str(),
                         owner: wire_key(&record.owner),
                         ttl: record.ttl,
                         steering: steering.clone(),
@@ -1005,10 +1006,10 @@ impl Engine {
                 r.state = Some(eval.state);
                 r.decision = eval.decision;
                 r.held = eval.held;
-                events.extend(eval.events.into_iter().map(|t| (r.label.clone(), t)));
+                events.extend(eval.events.into_iter().map(|t| (r.label.to_string(), t)));
                 if let Some(old) = old_status.filter(|old| *old != new_status) {
                     events.push((
-                        r.label.clone(),
+                        r.label.to_string(),
                         format!("{}: status {old} → {new_status}", r.label),
                     ));
                 }
@@ -1330,7 +1331,7 @@ impl Engine {
     pub fn preview(&self, label: &str) -> Option<Preview> {
         let (preview, _) = {
             let inner = self.lock();
-            let r = inner.records.iter().find(|r| r.label == label)?;
+            let r = inner.records.iter().find(|r| *r.label == *label)?;
             let dcs = &inner.compiled.datacenters;
             let state = r.state.as_ref();
             let addresses = r
@@ -1618,10 +1619,10 @@ fn held_at_stop(holds: &HashSet<String>, label: &str, steering: &Steering) -> Op
         }
     );
     (manual && holds.contains(label)).then(|| RecordState {
-        healthy: vec![true; steering.addresses.len()],
+        healthy: vec![true; steering.addresses.len()].into(),
         dr_on: true,
         status: Status::Dr,
-        active: Vec::new(),
+        active: Box::default(),
     })
 }
 

@@ -130,7 +130,7 @@ impl fmt::Display for Status {
 pub struct RecordState {
     /// Per address: its last health decision, kept while its check is
     /// unknown.
-    pub healthy: Vec<bool>,
+    pub healthy: Box<[bool]>,
     pub dr_on: bool,
     pub status: Status,
     /// Addresses in the answer: those of a client with no particular place
@@ -138,7 +138,7 @@ pub struct RecordState {
     /// (topological selection), so that every address entering or leaving
     /// an answer is reported. Empty while fail-safe records or nothing is
     /// answered.
-    pub active: Vec<usize>,
+    pub active: Box<[usize]>,
 }
 
 /// What a client in some place is answered with.
@@ -349,13 +349,13 @@ pub fn evaluate(
     });
 
     let state = RecordState {
-        healthy,
+        healthy: healthy.into_boxed_slice(),
         dr_on,
         status,
         active: if candidates.is_empty() {
-            Vec::new()
+            Box::default()
         } else {
-            answered(&answers)
+            answered(&answers).into_boxed_slice()
         },
     };
     let events = match prev {
@@ -384,9 +384,6 @@ pub fn answered(answers: &PlaceAnswers) -> Vec<usize> {
             }
         }
     }
-    // Kept in the record's state: at its length, not the four a first
-    // push reserves.
-    out.shrink_to_fit();
     out
 }
 

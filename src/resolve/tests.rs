@@ -349,7 +349,7 @@ fn run(rows: Vec<Row>) -> usize {
                     let mut active = e.state.active.clone();
                     if !active.starts_with(a) || {
                         active.sort();
-                        active != all
+                        *active != *all
                     } {
                         wrong.push(format!(
                             "active {:?} is not the default answer {a:?} then the others",
@@ -665,10 +665,10 @@ fn an_address_joining_a_live_record_waits_for_its_first_result() {
     // The previous configuration had only 192.0.2.10 (the engine remaps a
     // record's state by address: a new address has no entry).
     let prev = RecordState {
-        healthy: vec![true],
+        healthy: Box::new([true]),
         dr_on: false,
         status: Status::Ok,
-        active: vec![0],
+        active: Box::new([0]),
     };
     let e = fx.eval("web@192.0.2.10=ok", Some(&prev), false);
     assert_eq!(fx.show(e.answers.default_answer()), "192.0.2.10");
