@@ -1738,6 +1738,17 @@ fn release_freed_memory() {
 }
 
 #[cfg(test)]
+mod size_tests {
+    /// The engine holds one record per steered record: it stays in
+    /// mimalloc's 160-byte class (it took 224 bytes, docs/performance.md,
+    /// "lean answers").
+    #[test]
+    fn an_engine_record_fits_160_bytes() {
+        assert!(std::mem::size_of::<super::Steered>() <= 160);
+    }
+}
+
+#[cfg(test)]
 mod servable_tests {
     use super::*;
 
