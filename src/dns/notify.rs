@@ -23,7 +23,7 @@ use std::{
 
 use hickory_server::proto::{
     op::{Message, MessageType, OpCode, Query, ResponseCode},
-    rr::{Name, RData, Record, RecordType, TSigVerifier},
+    rr::{Name, RData, RecordType, TSigVerifier},
 };
 use tokio::net::UdpSocket;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +34,7 @@ use super::{
     tsig,
     xfr::{self, NotifyStatus, journal::Journal},
 };
+use crate::model::value::Value;
 
 /// How often the worker looks at the zones and the due NOTIFYs.
 const LOOK_EVERY: Duration = Duration::from_millis(250);
@@ -340,9 +341,9 @@ fn reserial(snapshot: &Snapshot, index: usize) -> Option<u32> {
     let mut soa = soa.clone();
     let serial = xfr::next_serial();
     soa.serial = serial;
-    let record = Record::from_rdata(apex.clone(), record.ttl, RData::SOA(soa));
     // Signed again when the zone is signed.
-    let answer = static_answer(apex, vec![record], slot.signer.as_deref()).ok()?;
+    let values = vec![Value::from(RData::SOA(soa))];
+    let answer = static_answer(apex, record.ttl, values, slot.signer.as_deref()).ok()?;
     slot.answer.store(Arc::new(answer));
     Some(serial)
 }

@@ -212,8 +212,8 @@ pub struct Group {
 impl Group {
     /// The records of variant `v`, with `owner` as their name.
     pub fn variant<'a>(&'a self, owner: &'a Name, v: usize) -> impl Iterator<Item = Record> + 'a {
-        let n = self.values.len();
-        (0..n.min(self.max_answers)).map(move |k| self.values[(v + k) % n].record(owner, self.ttl))
+        picked(self.values.len(), self.max_answers, v)
+            .map(move |i| self.values[i].record(owner, self.ttl))
     }
 
     /// Answers nothing (a steered record with nothing to answer).
@@ -228,10 +228,15 @@ impl Group {
 
     /// The counter indexes of the records of variant `v`.
     fn sources(&self, v: usize) -> impl Iterator<Item = usize> {
-        let n = self.sources.len();
-        (0..n.min(self.max_answers))
-            .filter_map(move |k| self.sources.get((v + k) % n).map(|&i| i as usize))
+        picked(self.sources.len(), self.max_answers, v)
+            .filter_map(move |i| self.sources.get(i).map(|&s| s as usize))
     }
+}
+
+/// The candidates variant `v` of `n` answers: at most `max_answers`, in
+/// order from candidate `v` round to the start.
+fn picked(n: usize, max_answers: usize, v: usize) -> impl Iterator<Item = usize> {
+    (0..n.min(max_answers)).map(move |k| (v + k) % n)
 }
 
 impl Snapshot {
@@ -283,38 +288,27 @@ impl Snapshot {
                 nodes: Arc::new(HashMap::with_capacity(zone.records.len() + 1)),
             });
             let signer = signer.as_deref();
-            let mut apex_records: Vec<(Rt, Vec<Record>)> = vec![
-                (
-                    Rt::SOA,
-                    vec![Record::from_rdata(
-                        zone.apex.clone(),
-                        zone.soa_ttl,
-                        RData::SOA(soa),
-                    )],
-                ),
+            let mut apex_sets: Vec<(Rt, u32, Vec<RData>)> = vec![
+                (Rt::SOA, zone.soa_ttl, vec![RData::SOA(soa)]),
                 (
                     Rt::NS,
+                    zone.ns_ttl,
                     zone.nameservers
                         .iter()
-                        .map(|ns| {
-                            Record::from_rdata(
-                                zone.apex.clone(),
-                                zone.ns_ttl,
-                                RData::NS(hickory_server::proto::rr::rdata::NS(ns.clone())),
-                            )
-                        })
+                        .map(|ns| RData::NS(hickory_server::proto::rr::rdata::NS(ns.clone())))
                         .collect(),
                 ),
             ];
             if let Some(s) = signer {
-                apex_records.extend(crate::dnssec::worker::apex_records(
-                    s,
-                    &zone.apex,
-                    zone.soa_ttl,
-                ));
+                apex_sets.extend(
+                    crate::dnssec::worker::apex_records(s)
+                        .into_iter()
+                        .map(|(rt, data)| (rt, zone.soa_ttl, data)),
+                );
             }
-            for (rt, records) in apex_records {
-                let answer = static_answer(&zone.apex, records, signer)?;
+            for (rt, ttl, data) in apex_sets {
+                let values = data.into_iter().map(Value::from).collect();
+                let answer = static_answer(&zone.apex, ttl, values, signer)?;
                 snap.insert(
                     previous,
                     &mut bodies,
@@ -327,14 +321,11 @@ impl Snapshot {
             }
             for record in &zone.records {
                 let rt = wire_type(record.kind);
-                let records = match &record.content {
-                    Content::Static(data) => data
-                        .iter()
-                        .map(|d| Record::from_rdata(record.owner.clone(), record.ttl, d.clone()))
-                        .collect(),
+                let values = match &record.content {
+                    Content::Static(data) => data.iter().cloned().map(Value::from).collect(),
                     Content::Steered(_) => Vec::new(),
                 };
-                let answer = static_answer(&record.owner, records, signer)?;
+                let answer = static_answer(&record.owner, record.ttl, values, signer)?;
                 // A steered record counts answers per address: its
                 // candidates, then its fail-safe values (as `steered_answer`
                 // numbers them).
@@ -703,12 +694,10 @@ fn negative_soa(zone: &ZoneSpec, soa: &SOA) -> Record {
 /// `signer` when its zone is signed.
 pub fn static_answer(
     owner: &Name,
-    records: Vec<Record>,
+    ttl: u32,
+    values: Vec<Value>,
     signer: Option<&ZoneSigner>,
 ) -> Result<RrsetAnswer, BuildError> {
-    // An RRset has one TTL (RFC 2181 §5.2): its first record's.
-    let ttl = records.first().map_or(0, |r| r.ttl);
-    let values = records.into_iter().map(|r| Value::from(r.data)).collect();
     Ok(RrsetAnswer {
         balance: Balance::Priority,
         places: Box::default(),
@@ -831,9 +820,11 @@ fn group(
         .map(|v| hash_bytes(&v.to_bytes().unwrap_or_default()))
         .collect();
     // The candidates of variant `v`: rotated to start at `v`.
-    let picked = |v: usize| (0..n.min(max_answers)).map(move |k| (v + k) % n);
-    let records =
-        |v: usize| -> Vec<Record> { picked(v).map(|i| values[i].record(owner, ttl)).collect() };
+    let records = |v: usize| -> Vec<Record> {
+        picked(n, max_answers, v)
+            .map(|i| values[i].record(owner, ttl))
+            .collect()
+    };
     let wire = (0..variants)
         .map(|v| {
             let (body, count, _) = encode_body(owner, &records(v), &[])?;
@@ -849,7 +840,7 @@ fn group(
         // signature: the signed form is sorted (RFC 4034 §6.3).
         let mut made: HashMap<Vec<u64>, usize> = HashMap::new();
         for v in 0..variants {
-            let mut set: Vec<u64> = picked(v).map(|i| keys[i]).collect();
+            let mut set: Vec<u64> = picked(n, max_answers, v).map(|i| keys[i]).collect();
             set.sort_unstable();
             if let Some(&first) = made.get(&set) {
                 let same = Signed {

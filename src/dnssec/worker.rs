@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use hickory_proto::{
     dnssec::rdata::DNSSECRData,
-    rr::{Name, RData, Record, RecordType},
+    rr::{RData, RecordType},
 };
 
 use super::{
@@ -49,10 +49,10 @@ pub fn signers(compiled: &Compiled, keys: &Keyring, now_secs: u64) -> Vec<Option
         .collect()
 }
 
-/// The apex records a signed zone adds: DNSKEY, and CDS and CDNSKEY for the
-/// parent (RFC 7344), with the zone's SOA TTL.
-pub fn apex_records(signer: &ZoneSigner, apex: &Name, ttl: u32) -> Vec<(RecordType, Vec<Record>)> {
-    let record = |data: DNSSECRData| Record::from_rdata(apex.clone(), ttl, RData::DNSSEC(data));
+/// The apex record sets a signed zone adds: DNSKEY, and CDS and CDNSKEY
+/// for the parent (RFC 7344); the zone gives them its SOA TTL.
+pub fn apex_records(signer: &ZoneSigner) -> Vec<(RecordType, Vec<RData>)> {
+    let record = RData::DNSSEC;
     vec![
         (
             RecordType::DNSKEY,
