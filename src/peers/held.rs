@@ -1,105 +1,239 @@
 //! A peer's record states as this device holds them between its reports.
 //!
 //! A report carries `RecordStatus`es; held as they arrive, a million of
-//! them took about 250 bytes each (their strings, a decision text per
-//! record that most records share, a list grown page by page). Here each
-//! is held at its length, a decision text once for all the records with
-//! it, and the list at its length; [`PeerRecords::statuses`] gives the
-//! `RecordStatus`es back for the API.
+//! them took about 250 bytes each (a heap object per string, a decision
+//! text per record that most records share, a list grown page by page),
+//! and a list taken in pages was held that way until its last page came.
+//! Here a record is a small entry (its status, its decision as a number,
+//! where its texts start) and its texts (its name and active answers) lie
+//! one after another in one buffer; each decision text is held once.
+//! [`PeerRecords::statuses`] gives the `RecordStatus`es back for the API.
+//!
+//! A changed state's texts are added at the buffer's end; once the texts
+//! no entry points at outweigh the rest, the buffer is written again.
 
-use std::{collections::HashSet, sync::Arc};
+use std::{collections::HashMap, sync::Arc};
 
 use crate::{engine::RecordStatus, resolve::Status};
 
-/// One record's state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct PeerRecord {
-    record: Box<str>,
+/// One record's state: its texts are at `at` in [`PeerRecords::texts`].
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    at: usize,
+    decision: u32,
     status: Option<Status>,
-    active: Box<[Box<str>]>,
-    decision: Arc<str>,
     held: bool,
 }
 
 /// A peer's record states, in its order.
 #[derive(Debug, Default)]
 pub struct PeerRecords {
-    list: Box<[PeerRecord]>,
-    /// The decision texts of the list, each once (texts a configuration
-    /// makes: few, and dropped with the list).
-    decisions: HashSet<Arc<str>>,
+    entries: Vec<Entry>,
+    /// Per record: its name, how many answers it has, then each answer;
+    /// each text as its length (LEB128) and its bytes.
+    texts: Vec<u8>,
+    /// Bytes of `texts` no entry points at any more.
+    unused: usize,
+    /// The decision texts, each once, and where each is in `decisions`.
+    decisions: Vec<Arc<str>>,
+    decision_of: HashMap<Arc<str>, u32>,
+}
+
+/// One record's state, read from the list.
+#[derive(Debug, PartialEq, Eq)]
+struct View<'a> {
+    record: &'a str,
+    active: Vec<&'a str>,
+    decision: &'a str,
+    status: Option<Status>,
+    held: bool,
 }
 
 /// The same states in the same order.
 impl PartialEq for PeerRecords {
     fn eq(&self, other: &Self) -> bool {
-        self.list == other.list
+        self.len() == other.len() && (0..self.len()).all(|i| self.view(i) == other.view(i))
     }
 }
 
 impl PeerRecords {
     pub fn new(statuses: Vec<RecordStatus>) -> Self {
-        let mut decisions = HashSet::new();
-        let list = statuses
-            .into_iter()
-            .map(|s| held(s, &mut decisions))
-            .collect();
-        Self { list, decisions }
+        let mut list = Self::default();
+        list.extend(statuses);
+        list.shrink();
+        list
     }
 
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.entries.len()
+    }
+
+    /// Adds `statuses` at the end (a page of a list being taken in).
+    pub fn extend(&mut self, statuses: Vec<RecordStatus>) {
+        self.entries.reserve(statuses.len());
+        for status in statuses {
+            let entry = self.add(status);
+            self.entries.push(entry);
+        }
+    }
+
+    /// Gives back the room kept for more (a list once it is whole).
+    pub fn shrink(&mut self) {
+        self.entries.shrink_to_fit();
+        self.texts.shrink_to_fit();
     }
 
     /// Replaces the state at `i`; `false` when there is none there.
     pub fn set(&mut self, i: usize, status: RecordStatus) -> bool {
-        let record = held(status, &mut self.decisions);
-        match self.list.get_mut(i) {
-            Some(slot) => {
-                *slot = record;
-                true
-            }
-            None => false,
+        let Some(before) = self.entries.get(i).map(|e| e.at) else {
+            return false;
+        };
+        let entry = self.add(status);
+        self.unused += texts_len(&self.texts, before);
+        if let Some(slot) = self.entries.get_mut(i) {
+            *slot = entry;
         }
+        if self.unused > self.texts.len() / 2 {
+            self.compact();
+        }
+        true
     }
 
     pub fn statuses(&self) -> Vec<RecordStatus> {
-        self.list
-            .iter()
-            .map(|r| RecordStatus {
-                record: r.record.to_string(),
-                status: r.status,
-                active: r.active.iter().map(|a| a.to_string()).collect(),
-                decision: r.decision.to_string(),
-                held: r.held,
+        (0..self.len())
+            .filter_map(|i| self.view(i))
+            .map(|v| RecordStatus {
+                record: v.record.to_string(),
+                status: v.status,
+                active: v.active.iter().map(|a| a.to_string()).collect(),
+                decision: v.decision.to_string(),
+                held: v.held,
             })
             .collect()
     }
+
+    /// Writes the texts of `status` at the end, and gives its entry.
+    fn add(&mut self, status: RecordStatus) -> Entry {
+        let RecordStatus {
+            record,
+            status,
+            active,
+            decision,
+            held,
+        } = status;
+        let at = self.texts.len();
+        put_text(&mut self.texts, record.as_bytes());
+        put_len(&mut self.texts, active.len());
+        for a in &active {
+            put_text(&mut self.texts, a.as_bytes());
+        }
+        let decision = match self.decision_of.get(decision.as_str()) {
+            Some(&n) => n,
+            None => {
+                let n = u32::try_from(self.decisions.len()).unwrap_or(u32::MAX);
+                let text: Arc<str> = decision.into();
+                self.decisions.push(text.clone());
+                self.decision_of.insert(text, n);
+                n
+            }
+        };
+        Entry {
+            at,
+            decision,
+            status,
+            held,
+        }
+    }
+
+    fn view(&self, i: usize) -> Option<View<'_>> {
+        let entry = self.entries.get(i)?;
+        let mut at = entry.at;
+        let record = take_str(&self.texts, &mut at)?;
+        let count = take_len(&self.texts, &mut at)?;
+        let active = (0..count)
+            .map(|_| take_str(&self.texts, &mut at))
+            .collect::<Option<_>>()?;
+        Some(View {
+            record,
+            active,
+            decision: self
+                .decisions
+                .get(entry.decision as usize)
+                .map_or("", |d| &**d),
+            status: entry.status,
+            held: entry.held,
+        })
+    }
+
+    /// Writes the texts again in the entries' order, without the unused,
+    /// and keeps only the decision texts an entry names.
+    fn compact(&mut self) {
+        let mut texts = Vec::with_capacity(self.texts.len().saturating_sub(self.unused));
+        let mut decisions = Vec::new();
+        let mut decision_of = HashMap::new();
+        for entry in &mut self.entries {
+            let len = texts_len(&self.texts, entry.at);
+            let at = texts.len();
+            texts.extend_from_slice(self.texts.get(entry.at..entry.at + len).unwrap_or_default());
+            entry.at = at;
+            if let Some(text) = self.decisions.get(entry.decision as usize) {
+                entry.decision = *decision_of.entry(text.clone()).or_insert_with(|| {
+                    decisions.push(text.clone());
+                    u32::try_from(decisions.len() - 1).unwrap_or(u32::MAX)
+                });
+            }
+        }
+        self.texts = texts;
+        self.unused = 0;
+        self.decisions = decisions;
+        self.decision_of = decision_of;
+    }
 }
 
-fn held(status: RecordStatus, decisions: &mut HashSet<Arc<str>>) -> PeerRecord {
-    let RecordStatus {
-        record,
-        status,
-        active,
-        decision,
-        held,
-    } = status;
-    let decision = match decisions.get(decision.as_str()) {
-        Some(shared) => shared.clone(),
-        None => {
-            let text: Arc<str> = decision.into();
-            decisions.insert(text.clone());
-            text
+/// How many bytes the texts of the record at `at` take.
+fn texts_len(texts: &[u8], at: usize) -> usize {
+    let mut end = at;
+    let ok = take_str(texts, &mut end).is_some()
+        && take_len(texts, &mut end)
+            .is_some_and(|n| (0..n).all(|_| take_str(texts, &mut end).is_some()));
+    if ok { end - at } else { 0 }
+}
+
+fn put_len(out: &mut Vec<u8>, mut n: usize) {
+    loop {
+        let low = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(low);
+            return;
         }
-    };
-    PeerRecord {
-        record: record.into_boxed_str(),
-        status,
-        active: active.into_iter().map(String::into_boxed_str).collect(),
-        decision,
-        held,
+        out.push(low | 0x80);
     }
+}
+
+fn put_text(out: &mut Vec<u8>, text: &[u8]) {
+    put_len(out, text.len());
+    out.extend_from_slice(text);
+}
+
+fn take_len(texts: &[u8], at: &mut usize) -> Option<usize> {
+    let mut n: usize = 0;
+    for shift in (0..usize::BITS).step_by(7) {
+        let byte = *texts.get(*at)?;
+        *at += 1;
+        n |= usize::from(byte & 0x7f).checked_shl(shift)?;
+        if byte & 0x80 == 0 {
+            return Some(n);
+        }
+    }
+    None
+}
+
+fn take_str<'a>(texts: &'a [u8], at: &mut usize) -> Option<&'a str> {
+    let len = take_len(texts, at)?;
+    let bytes = texts.get(*at..at.checked_add(len)?)?;
+    *at += len;
+    std::str::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]
@@ -134,14 +268,54 @@ mod tests {
         let mut held = PeerRecords::new(statuses.clone());
         assert_eq!(held.statuses(), statuses);
         assert_eq!(held.len(), 3);
-        assert!(Arc::ptr_eq(&held.list[0].decision, &held.list[1].decision));
         assert_eq!(held.decisions.len(), 2);
 
         let changed = status("b.test/A", "DR on: condition holds", &["192.0.2.9"]);
         assert!(held.set(1, changed.clone()));
-        assert!(Arc::ptr_eq(&held.list[1].decision, &held.list[2].decision));
+        assert_eq!(held.decisions.len(), 2);
         assert_eq!(held.statuses()[1], changed);
+        assert_eq!(held.statuses()[2], statuses[2]);
         assert!(!held.set(3, changed), "no state at 3");
         assert_eq!(held.len(), 3);
+    }
+
+    #[test]
+    fn many_changes_keep_the_texts_bounded_and_a_list_in_pages_equals_the_whole() {
+        let long = "x".repeat(300); // a length of two LEB128 bytes
+        let statuses: Vec<_> = (0..100)
+            .map(|i| {
+                status(
+                    &format!("r{i}.test/A"),
+                    "d",
+                    &[&format!("192.0.2.{i}"), &long],
+                )
+            })
+            .collect();
+        let mut held = PeerRecords::new(statuses.clone());
+        let whole = held.texts.len();
+        for round in 0..10 {
+            for i in 0..100 {
+                let s = status(&format!("r{i}.test/A"), &format!("d{round}"), &[&long]);
+                assert!(held.set(i, s));
+            }
+        }
+        assert!(
+            held.texts.len() <= 2 * whole,
+            "{} > 2 × {whole}",
+            held.texts.len()
+        );
+        assert!(held.decisions.len() < 10, "{:?}", held.decisions);
+        let now = held.statuses();
+        assert!(
+            now.iter()
+                .all(|s| s.decision == "d9" && s.active == [long.clone()])
+        );
+
+        let mut paged = PeerRecords::default();
+        for page in statuses.chunks(30) {
+            paged.extend(page.to_vec());
+        }
+        assert_eq!(paged, PeerRecords::new(statuses));
+        assert_ne!(paged, held);
     }
 }

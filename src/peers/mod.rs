@@ -119,7 +119,7 @@ enum PeerHolds {
 struct Pending {
     from: RecordsAt,
     total: usize,
-    records: Vec<RecordStatus>,
+    records: PeerRecords,
 }
 
 /// A peer as this device last heard from it.
@@ -200,7 +200,6 @@ impl Peers {
                 match take_page(&mut pending, &report.device, page, records) {
                     Ok(list) => {
                         report.records_at = Some(page.from);
-                        let list = PeerRecords::new(list);
                         let changed = old.is_none_or(|(_, _, old)| old != list);
                         (changed, None, list)
                     }
@@ -426,7 +425,7 @@ fn take_page(
     device: &str,
     page: Page,
     records: Vec<RecordStatus>,
-) -> Result<Vec<RecordStatus>, Option<Held>> {
+) -> Result<PeerRecords, Option<Held>> {
     let held = |p: &Pending| Held::Pages {
         from: p.from,
         next: p.records.len(),
@@ -437,7 +436,7 @@ fn take_page(
             Pending {
                 from: page.from,
                 total: page.total,
-                records: Vec::new(),
+                records: PeerRecords::default(),
             },
         );
     }
@@ -455,10 +454,12 @@ fn take_page(
     if list.records.len() < list.total {
         return Err(Some(held(list)));
     }
-    Ok(pending
+    let mut whole = pending
         .remove(device)
         .map(|p| p.records)
-        .unwrap_or_default())
+        .unwrap_or_default();
+    whole.shrink();
+    Ok(whole)
 }
 
 /// Sends this device's report to every peer every [`REPORT_EVERY`], and
