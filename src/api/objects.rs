@@ -269,7 +269,7 @@ pub async fn list_addresses(
     State(state): State<ApiState>,
     Path(path): Path<(String, String, String)>,
 ) -> Result<Json<Vec<Address>>, ApiError> {
-    Ok(Json(read_record(&state, &path, |r| r.addresses.clone())?))
+    Ok(Json(read_record(&state, &path, |r| r.addresses.to_vec())?))
 }
 
 pub async fn put_address(

@@ -308,7 +308,7 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
     for (i, a) in r.addresses.iter().enumerate() {
         let value =
             a.ip.map(|ip| ip.to_string())
-                .or_else(|| a.target.clone())
+                .or_else(|| a.target.as_deref().map(str::to_string))
                 .unwrap_or_default();
         f.set(&format!("a{i}_value"), value);
         f.set(&format!("a{i}_dc"), a.dc.clone().unwrap_or_default());
@@ -423,31 +423,31 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
                 }
             },
         };
-        let nonempty = |k: &str| (!f.get(k).is_empty()).then(|| f.get(k).to_string());
+        let nonempty = |k: &str| (!f.get(k).is_empty()).then(|| f.get(k).into());
         addresses.push(Address {
             ip,
-            target,
+            target: target.map(String::into_boxed_str),
             dc: nonempty(&key("dc")),
             hc: nonempty(&key("hc")),
             weight,
-            countries: split_list(f.get(&key("countries"))),
-            continents: split_list(f.get(&key("continents"))),
+            countries: split_list(f.get(&key("countries"))).into(),
+            continents: split_list(f.get(&key("continents"))).into(),
         });
     }
     let record = Record {
-        name: f.get("name").to_string(),
+        name: f.get("name").into(),
         kind,
         ttl,
         mode: parse_word(f.get("mode")),
         balance: parse_word(f.get("balance")),
         max_answers,
-        dr_condition: some("dr_condition"),
+        dr_condition: some("dr_condition").map(String::into_boxed_str),
         dr_on_no_healthy: flag("dr_on_no_healthy"),
         failback: parse_word(f.get("failback")),
-        fail_safe: split_list(f.get("fail_safe")),
+        fail_safe: split_list(f.get("fail_safe")).into(),
         on_no_healthy: parse_word(f.get("on_no_healthy")),
         topology: flag("topology"),
-        addresses,
+        addresses: addresses.into(),
         values: f
             .get("values")
             .lines()

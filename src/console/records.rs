@@ -102,7 +102,7 @@ fn catalog(config: &Config) -> Catalog {
     for d in &config.domains {
         let domain = d.name.trim_end_matches('.').to_ascii_lowercase();
         for r in &d.records {
-            let owner = match r.name.as_str() {
+            let owner = match &*r.name {
                 "@" | "" => domain.clone(),
                 name => format!("{}.{domain}", name.trim_end_matches('.')),
             };
@@ -112,9 +112,9 @@ fn catalog(config: &Config) -> Catalog {
                 .map(|a| {
                     let shown =
                         a.ip.map(|ip| ip.to_string())
-                            .or_else(|| a.target.clone())
+                            .or_else(|| a.target.as_deref().map(str::to_string))
                             .unwrap_or_default();
-                    (shown, a.dc.clone())
+                    (shown, a.dc.as_deref().map(str::to_string))
                 })
                 .collect();
             records.insert(

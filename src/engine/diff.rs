@@ -160,7 +160,7 @@ fn domains(out: &mut Vec<String>, old: &[Arc<Domain>], new: &[Arc<Domain>]) {
 }
 
 fn records(out: &mut Vec<String>, domain: &str, old: &[Record], new: &[Record]) {
-    let m = match_up(old, new, |r| (r.name.as_str(), r.kind));
+    let m = match_up(old, new, |r| (&*r.name, r.kind));
     let id = |r: &Record| record_id(domain, r);
     for n in &m.added {
         out.push(format!("+ record {} in domain {domain}", id(n)));
@@ -222,7 +222,7 @@ fn addresses(out: &mut Vec<String>, domain: &str, record: &str, old: &[Address],
 /// `www.example.test/A`; the apex record is `example.test/MX`.
 fn record_id(domain: &str, r: &Record) -> String {
     let domain = domain.trim_end_matches('.');
-    if r.name == "@" {
+    if &*r.name == "@" {
         format!("{domain}/{}", r.kind.as_str())
     } else {
         format!("{}.{domain}/{}", r.name, r.kind.as_str())
@@ -563,7 +563,7 @@ fn record_header(r: &Record) -> Record {
         fail_safe: fail_safe.clone(),
         on_no_healthy: *on_no_healthy,
         topology: *topology,
-        addresses: Vec::new(),
+        addresses: Box::default(),
         values: values.clone(),
     }
 }
@@ -931,7 +931,7 @@ addresses = [{ target = "www.example.test." }]
         let template = old.domains[0].records[0].clone();
         Arc::make_mut(&mut old.domains[0]).records = (0..100_000)
             .map(|i| Record {
-                name: format!("r{i}"),
+                name: format!("r{i}").into(),
                 ..template.clone()
             })
             .collect();

@@ -181,7 +181,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             let addresses = &mut d.records[i].addresses;
             match addresses.iter().position(|a| same_address(a, key)) {
                 Some(j) => addresses[j] = address,
-                None => addresses.push(address),
+                None => push(addresses, address),
             }
             Ok(())
         }
@@ -199,7 +199,9 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
                 .iter()
                 .position(|a| same_address(a, key))
                 .ok_or_else(|| not_found(format!("address {key} of record {name} {rtype}")))?;
-            record.addresses.remove(j);
+            let mut addresses = std::mem::take(&mut record.addresses).into_vec();
+            addresses.remove(j);
+            record.addresses = addresses.into();
             Ok(())
         }
         Edit::Patch { kind, name, json } => match kind {
@@ -222,7 +224,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             // The name is the one written (its case), the type the path's.
             record.name = match i {
                 Some(i) => d.records[i].name.clone(),
-                None => name.clone(),
+                None => name.as_str().into(),
             };
             if !record.kind.as_str().eq_ignore_ascii_case(rtype) {
                 return Err(ApiError::new(
@@ -259,11 +261,18 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             }
             match j {
                 Some(j) => addresses[j] = address,
-                None => addresses.push(address),
+                None => push(addresses, address),
             }
             Ok(())
         }
     }
+}
+
+/// Adds `item` at the end of a list held at its length.
+fn push<T>(list: &mut Box<[T]>, item: T) {
+    let mut grown = std::mem::take(list).into_vec();
+    grown.push(item);
+    *list = grown.into();
 }
 
 /// `current` (when there is one) with the keys of the JSON object `patch`

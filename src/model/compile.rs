@@ -1217,7 +1217,7 @@ impl Cx {
         refs: &Refs,
     ) -> Option<RecordSpec> {
         let before = self.errors.len();
-        let owner = if r.name == "@" {
+        let owner = if &*r.name == "@" {
             apex.clone()
         } else if r.name.ends_with('.') {
             self.err(path, "write the name relative to the domain (\"www\", \"@\" or \"*\"), not as a full name");
@@ -1232,7 +1232,7 @@ impl Cx {
             }
         };
         if r.name.contains('*')
-            && !(r.name == "*" || (r.name.starts_with("*.") && !r.name[2..].contains('*')))
+            && !(&*r.name == "*" || (r.name.starts_with("*.") && !r.name[2..].contains('*')))
         {
             self.err(
                 path,

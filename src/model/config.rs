@@ -521,7 +521,7 @@ pub enum OnNoHealthy {
 #[serde(deny_unknown_fields)]
 pub struct Record {
     /// `@` for the apex, a relative name, or a name starting with `*.`.
-    pub name: String,
+    pub name: Box<str>,
     #[serde(rename = "type")]
     pub kind: RecordType,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -534,34 +534,22 @@ pub struct Record {
     pub max_answers: Option<usize>,
     /// `automatic` or `scenario:NAME`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dr_condition: Option<String>,
+    pub dr_condition: Option<Box<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dr_on_no_healthy: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failback: Option<Failback>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "exact"
-    )]
-    pub fail_safe: Vec<String>,
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub fail_safe: Box<[String]>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_no_healthy: Option<OnNoHealthy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<bool>,
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "exact"
-    )]
-    pub addresses: Vec<Address>,
+    #[serde(default, skip_serializing_if = "<[Address]>::is_empty")]
+    pub addresses: Box<[Address]>,
     /// Static record data in zone-file syntax, e.g. `10 mail.example.test.`.
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "exact"
-    )]
-    pub values: Vec<String>,
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub values: Box<[String]>,
 }
 
 /// One answer candidate of a steerable record.
@@ -573,16 +561,28 @@ pub struct Address {
     pub ip: Option<IpAddr>,
     /// For CNAME records: the target name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
+    pub target: Option<Box<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dc: Option<String>,
+    pub dc: Option<Box<str>>,
     /// `static` (default), `disabled`, `scenario:NAME` or `check:NAME`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hc: Option<String>,
+    pub hc: Option<Box<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weight: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub countries: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub continents: Vec<String>,
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub countries: Box<[String]>,
+    #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
+    pub continents: Box<[String]>,
+}
+
+#[cfg(test)]
+mod tests {
+    /// A configured record and address, one per record of a large
+    /// configuration as every version shares it: their lists and texts
+    /// are boxed at their length (a record took 160 bytes, an address 152).
+    #[test]
+    fn a_record_and_an_address_fit_112_bytes() {
+        assert!(std::mem::size_of::<super::Record>() <= 112);
+        assert!(std::mem::size_of::<super::Address>() <= 112);
+    }
 }

@@ -137,7 +137,7 @@ mod tests {
         let mut marked = text.clone();
         marked.replace_range(a.clone(), &text[a].replace("[\"1\"]", "[\"X\"]"));
         let mut second = first.clone();
-        std::sync::Arc::make_mut(&mut second.domains[1]).records[0].values = vec!["2".into()];
+        std::sync::Arc::make_mut(&mut second.domains[1]).records[0].values = ["2".into()].into();
         let touched = Before {
             text: marked.as_bytes(),
             layout: &layout,
