@@ -1684,7 +1684,10 @@ fn deps(compiled: &Compiled, records: &[Box<Steered>]) -> Deps {
             ..
         } = &r.steering.mode
         {
-            d.scenario_records.entry(s.clone()).or_default().push(ri);
+            d.scenario_records
+                .entry(s.to_string())
+                .or_default()
+                .push(ri);
         }
     }
     d
