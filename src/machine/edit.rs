@@ -181,7 +181,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             let addresses = &mut d.records[i].addresses;
             match addresses.iter().position(|a| same_address(a, key)) {
                 Some(j) => addresses[j] = address,
-                None => push(addresses, address),
+                None => change_list(addresses, |l| l.push(address)),
             }
             Ok(())
         }
@@ -199,9 +199,9 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
                 .iter()
                 .position(|a| same_address(a, key))
                 .ok_or_else(|| not_found(format!("address {key} of record {name} {rtype}")))?;
-            let mut addresses = std::mem::take(&mut record.addresses).into_vec();
-            addresses.remove(j);
-            record.addresses = addresses.into();
+            change_list(&mut record.addresses, |l| {
+                l.remove(j);
+            });
             Ok(())
         }
         Edit::Patch { kind, name, json } => match kind {
@@ -261,18 +261,19 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             }
             match j {
                 Some(j) => addresses[j] = address,
-                None => push(addresses, address),
+                None => change_list(addresses, |l| l.push(address)),
             }
             Ok(())
         }
     }
 }
 
-/// Adds `item` at the end of a list held at its length.
-fn push<T>(list: &mut Box<[T]>, item: T) {
-    let mut grown = std::mem::take(list).into_vec();
-    grown.push(item);
-    *list = grown.into();
+/// Changes a list held at its length as a `Vec`, and holds the result at
+/// its length again.
+fn change_list<T>(list: &mut Box<[T]>, change: impl FnOnce(&mut Vec<T>)) {
+    let mut items = std::mem::take(list).into_vec();
+    change(&mut items);
+    *list = items.into();
 }
 
 /// `current` (when there is one) with the keys of the JSON object `patch`
