@@ -70,23 +70,29 @@ pub fn answer(
     let Some((zone, node)) = snapshot.find(q.name()) else {
         return false;
     };
+    let Some(zone) = snapshot.zones.get(zone) else {
+        return false;
+    };
     let slot = node.rrsets.iter().find(|s| u16::from(s.rtype) == q.qtype);
     if slot.is_none() && node.rrsets.iter().any(|s| u16::from(s.rtype) == TYPE_CNAME) {
         return false;
     }
     // Signatures when asked for (DO) in a signed zone.
-    let signed = edns.is_some_and(|e| e.dnssec_ok)
-        && snapshot.zones.get(zone).is_some_and(|z| z.signer.is_some());
+    let signed = edns.is_some_and(|e| e.dnssec_ok) && zone.signer.is_some();
+    // A NODATA body is the node's bytes, then the zone's (serial on).
+    let unsigned_nodata = (&*node.nodata_wire, &zone.nodata_tail[..], 0, 1);
     let nodata = || -> Option<(&[u8], &[u8], u16, u16)> {
         if signed {
             let proof = node.signed_nodata.as_ref()?;
             Some((&proof.wire, &[], 0, 4))
         } else {
-            Some((&*node.nodata_wire, &[], 0, 1))
+            Some(unsigned_nodata)
         }
     };
     let answer_guard;
     let mut scope = 0;
+    // The answer's bytes, the bytes after them (its signature, or a NODATA
+    // body's end), and the answer and authority counts.
     let (body, sig, an, ns): (&[u8], &[u8], u16, u16) = match slot {
         Some(slot) => {
             answer_guard = slot.answer.load();
@@ -104,7 +110,7 @@ pub fn answer(
                 if signed {
                     return false;
                 }
-                (&*node.nodata_wire, &[], 0, 1)
+                unsigned_nodata
             } else {
                 let (body, n) = &group.wire[choice.variant];
                 let sig: &[u8] = if signed {

@@ -11,8 +11,6 @@ pub mod notify;
 pub mod rrl;
 pub mod server;
 pub mod snapshot;
-#[cfg(test)]
-mod snapshot_tests;
 pub mod tcp;
 pub mod tsig;
 pub mod udp;

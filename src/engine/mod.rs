@@ -694,32 +694,61 @@ impl Engine {
         }
 
         let serving = self.dns.snapshot.load();
-        // The list's order before: while it stays, peers holding the
-        // record states need only what changed (`record_changes`).
-        let order_before = record_changes::order_of(&inner.records);
         let generation = inner.records_gen + 1;
         let mut old: Vec<Option<Box<Steered>>> = inner.records.drain(..).map(Some).collect();
-        // A zone the snapshot took whole keeps its records as they stand:
-        // their slots, shared, hold their answers already.
-        let mut carried: HashMap<usize, Vec<Box<Steered>>> = HashMap::new();
+        // A record whose slot the new snapshot shares with the serving one
+        // keeps its record as it stands: the slot holds its answer already.
+        // Those are every record of a zone taken whole, and the records
+        // before and after what changed in a zone built from its build
+        // before (`Snapshot::build`).
+        let mut carried: HashMap<usize, Carried> = HashMap::new();
         for (zi, data) in snapshot.zones.iter().enumerate() {
             let Some(before) = data
                 .kept_from
+                .or(data.derived_from)
                 .filter(|_| same_globals)
                 .and_then(|p| serving.zones.get(p))
             else {
                 continue;
             };
-            let Some(list) = old.get_mut(before.steered.clone()) else {
+            let (Some(old_slots), Some(new_slots), Some(list)) = (
+                serving.steered.get(before.steered.clone()),
+                snapshot.steered.get(data.steered.clone()),
+                old.get_mut(before.steered.clone()),
+            ) else {
                 continue;
             };
-            if list.len() == data.steered.len()
-                && list
-                    .iter()
+            let front = old_slots
+                .iter()
+                .zip(new_slots)
+                .take_while(|(a, b)| Arc::ptr_eq(a, b))
+                .count();
+            let most = old_slots.len().min(new_slots.len()) - front;
+            let back = old_slots
+                .iter()
+                .rev()
+                .zip(new_slots.iter().rev())
+                .take(most)
+                .take_while(|(a, b)| Arc::ptr_eq(a, b))
+                .count();
+            let at = list.len() - back;
+            let evaluated = |l: &[Option<Box<Steered>>]| {
+                l.iter()
                     .all(|r| r.as_ref().is_some_and(|r| r.state.is_some()))
-            {
-                carried.insert(zi, list.iter_mut().filter_map(Option::take).collect());
+            };
+            if !(evaluated(&list[..front]) && evaluated(&list[at..])) {
+                continue;
             }
+            let take = |l: &mut [Option<Box<Steered>>]| -> Vec<Box<Steered>> {
+                l.iter_mut().filter_map(Option::take).collect()
+            };
+            carried.insert(
+                zi,
+                Carried {
+                    front: take(&mut list[..front]),
+                    back: take(&mut list[at..]),
+                },
+            );
         }
         let mut previous: HashMap<Box<str>, Box<Steered>> = old
             .into_iter()
@@ -728,23 +757,26 @@ impl Engine {
             .collect();
         // Per steered record: what it keeps.
         let mut kept = Vec::new();
-        let mut records = Vec::with_capacity(
-            compiled
-                .zones
-                .iter()
-                .flat_map(|z| &z.records)
-                .filter(|r| matches!(r.content, Content::Steered(_)))
-                .count(),
-        );
+        let mut records = Vec::with_capacity(snapshot.steered.len());
         let mut events = Vec::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
-            if let Some(list) = carried.remove(&zi) {
-                kept.extend(std::iter::repeat_n(Kept::Slot, list.len()));
-                records.extend(list);
-                continue;
-            }
-            for record in &zone.records {
+            let Carried { front, back } = carried.remove(&zi).unwrap_or_default();
+            let steered = snapshot.zones.get(zi).map_or(0, |z| z.steered.len());
+            // The zone's steered records from `front.len()` to `last` are
+            // evaluated here; the others are carried.
+            let (first, last) = (front.len(), steered.saturating_sub(back.len()));
+            kept.extend(std::iter::repeat_n(Kept::Slot, front.len()));
+            records.extend(front);
+            let mut index = 0;
+            for record in zone.records.iter().filter(|_| first < last) {
                 if let Content::Steered(steering) = &record.content {
+                    index += 1;
+                    if index > last {
+                        break;
+                    }
+                    if index <= first {
+                        continue;
+                    }
                     let label = record.label();
                     let before = match previous.remove(label.as_str()) {
                         Some(mut b)
@@ -798,12 +830,17 @@ impl Engine {
                     }));
                 }
             }
+            kept.extend(std::iter::repeat_n(Kept::Slot, back.len()));
+            records.extend(back);
         }
         // Only the first configuration installed after a start restores.
         inner.restored_holds.clear();
         // The snapshot was built (and its static answers proven) before
         // anything changed; the steered answers come from the evaluation.
         store_steered(&snapshot, &records, &kept, &serving);
+        // While the list's order stays, peers holding the record states
+        // need only what changed (`record_changes`).
+        let reordered = snapshot.steered_order() != serving.steered_order();
         drop(serving);
         let snapshot = self.dns.snapshot.swap(Arc::new(snapshot));
         self.dns.rrl.set(compiled.rate_limit.clone());
@@ -815,7 +852,7 @@ impl Engine {
             .collect();
         let probed: HashSet<String> = instances.iter().map(|i| i.check.to_string()).collect();
         self.probe_metrics.retain(|check| probed.contains(check));
-        if record_changes::order_of(&records) != order_before {
+        if reordered {
             inner.records_reset = generation;
         }
         inner.records = records;
@@ -1574,6 +1611,18 @@ enum Kept {
     Answer,
     /// Nothing: its answer is built from its evaluation.
     No,
+}
+
+/// The records of a zone that keep their slots ([`Engine::install`]): those
+/// before what changed, and those after it.
+#[derive(Default)]
+#[expect(
+    clippy::vec_box,
+    reason = "the records move between lists as they are held: boxed, a move is a pointer's"
+)]
+struct Carried {
+    front: Vec<Box<Steered>>,
+    back: Vec<Box<Steered>>,
 }
 
 /// Puts each steered record's answer (signed when its zone is) into a

@@ -80,17 +80,6 @@ pub(super) fn new_epoch() -> u64 {
     }
 }
 
-/// The order of a list of records, as a hash of their labels in order.
-pub(super) fn order_of(records: &[Box<super::Steered>]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    records.len().hash(&mut h);
-    for r in records {
-        r.label.hash(&mut h);
-    }
-    h.finish()
-}
-
 impl Engine {
     /// Where the record states stand now.
     pub fn records_at(&self) -> RecordsAt {

@@ -27,16 +27,21 @@ use super::{
     counters::{AddressCounts, carried},
     wire::Ecs,
 };
+
 use crate::{
     dnssec::signer::{SignError, ZoneSigner},
     geo::{Geo, is_private},
     model::{
-        compile::{Compiled, Content, Steering, ZoneSpec},
+        compile::{Compiled, Content, RecordSpec, Steering, ZoneSpec},
         config::Balance,
         value::Value,
     },
     resolve::{Answer, PlaceAnswers, PlaceKey, place_group},
 };
+
+mod derive;
+#[cfg(test)]
+mod tests;
 
 /// Why the answers of a configuration cannot be built: a record whose data
 /// does not encode. Validation refuses such configurations first; this is
@@ -87,14 +92,24 @@ pub struct ZoneData {
     pub serial: u32,
     /// Its steered records' slots in [`Snapshot::steered`].
     pub steered: std::ops::Range<usize>,
+    /// The names and types of its steered records, in order, as a hash
+    /// ([`Snapshot::steered_order`]).
+    steered_order: u64,
     /// The index of the zone in the snapshot this one was built from,
     /// when it was taken from there whole (nodes and slots shared).
     pub kept_from: Option<usize>,
+    /// The same, when it was built from there changed: the slots of the
+    /// records before and after the change are shared.
+    pub derived_from: Option<usize>,
     pub apex: Name,
     /// Labels of the apex, to find the zone of a name by its suffix.
     pub apex_labels: usize,
     /// The SOA record with the negative-caching TTL, for authority sections.
     pub negative_soa: Record,
+    /// The last bytes of its encoding (serial to minimum): every NODATA
+    /// body of the zone ends with them (a node holds the rest), so a new
+    /// serial leaves the nodes as they are.
+    pub nodata_tail: [u8; NODATA_TAIL],
     /// A signed zone's signer, and the RRSIG of `negative_soa`.
     pub signer: Option<Arc<ZoneSigner>>,
     pub negative_soa_sig: Option<Record>,
@@ -119,7 +134,8 @@ impl ZoneData {
 #[derive(Debug, Clone)]
 pub struct Node {
     pub rrsets: Vec<Arc<RrsetSlot>>,
-    /// Wire body of a NODATA answer for this name. Shared between the
+    /// Wire body of a NODATA answer for this name, but for its last bytes,
+    /// which are its zone's ([`ZoneData::nodata_tail`]). Shared between the
     /// names whose bodies are the same bytes (most of a zone's: the SOA's
     /// names point into the question's).
     pub nodata_wire: Arc<[u8]>,
@@ -269,6 +285,9 @@ impl Snapshot {
             }
             let mut soa = zone.soa.clone();
             soa.serial = serial_of(zi, zone);
+            if signer.is_none() && snap.derive_zone(previous, zone, &soa, &mut bodies)? {
+                continue;
+            }
             let negative_soa = negative_soa(zone, &soa);
             let negative_soa_sig = match &signer {
                 Some(s) => Some(s.sign(std::slice::from_ref(&negative_soa))?),
@@ -279,75 +298,24 @@ impl Snapshot {
                 spec: zone.clone(),
                 serial: soa.serial,
                 steered: first_steered..first_steered,
+                steered_order: steered_order(&zone.records),
                 kept_from: None,
+                derived_from: None,
                 apex: zone.apex.clone(),
                 apex_labels: zone.apex.num_labels() as usize,
+                nodata_tail: nodata_tail(&negative_soa)?,
                 negative_soa,
                 signer: signer.clone(),
                 negative_soa_sig,
                 nodes: Arc::new(HashMap::with_capacity(zone.records.len() + 1)),
             });
-            let signer = signer.as_deref();
-            let mut apex_sets: Vec<(Rt, u32, Vec<RData>)> = vec![
-                (Rt::SOA, zone.soa_ttl, vec![RData::SOA(soa)]),
-                (
-                    Rt::NS,
-                    zone.ns_ttl,
-                    zone.nameservers
-                        .iter()
-                        .map(|ns| RData::NS(hickory_server::proto::rr::rdata::NS(ns.clone())))
-                        .collect(),
-                ),
-            ];
-            if let Some(s) = signer {
-                apex_sets.extend(
-                    crate::dnssec::worker::apex_records(s)
-                        .into_iter()
-                        .map(|(rt, data)| (rt, zone.soa_ttl, data)),
-                );
-            }
-            for (rt, ttl, data) in apex_sets {
-                let values = data.into_iter().map(Value::from).collect();
-                let answer = static_answer(&zone.apex, ttl, values, signer)?;
-                snap.insert(
-                    previous,
-                    &mut bodies,
-                    zi,
-                    &zone.apex,
-                    rt,
-                    answer,
-                    Vec::new(),
-                )?;
+            let zi = snap.zones.len() - 1;
+            for slot in snap.apex_slots(previous, zi, zone, soa)? {
+                snap.place(&mut bodies, zi, &zone.apex, slot)?;
             }
             for record in &zone.records {
-                let rt = wire_type(record.kind);
-                let values = match &record.content {
-                    Content::Static(data) => data.iter().cloned().map(Value::from).collect(),
-                    Content::Steered(_) => Vec::new(),
-                };
-                let answer = static_answer(&record.owner, record.ttl, values, signer)?;
-                // A steered record counts answers per address: its
-                // candidates, then its fail-safe values (as `steered_answer`
-                // numbers them).
-                let counted = match &record.content {
-                    Content::Static(_) => Vec::new(),
-                    Content::Steered(steering) => steering
-                        .addresses
-                        .iter()
-                        .map(|a| a.value.to_bytes())
-                        .chain(steering.fail_safe.iter().map(|d| d.to_bytes()))
-                        .map(|bytes| hash_bytes(&bytes.unwrap_or_default()))
-                        .collect(),
-                };
-                let slot = snap.insert(
-                    previous,
-                    &mut bodies,
-                    zi,
-                    &record.owner,
-                    rt,
-                    answer,
-                    counted,
-                )?;
+                let slot = snap.record_slot(previous, zi, record)?;
+                snap.place(&mut bodies, zi, &record.owner, slot.clone())?;
                 if matches!(record.content, Content::Steered(_)) {
                     snap.steered.push(slot);
                 }
@@ -412,10 +380,13 @@ impl Snapshot {
             spec: spec.clone(),
             serial: data.serial,
             steered: first..self.steered.len(),
+            steered_order: data.steered_order,
             kept_from: Some(before),
+            derived_from: None,
             apex: data.apex.clone(),
             apex_labels: data.apex_labels,
             negative_soa: data.negative_soa.clone(),
+            nodata_tail: data.nodata_tail,
             signer: data.signer.clone(),
             negative_soa_sig: data.negative_soa_sig.clone(),
             nodes: data.nodes.clone(),
@@ -461,36 +432,119 @@ impl Snapshot {
         self.apex_depths = depths;
     }
 
-    #[expect(clippy::too_many_arguments, reason = "a record and where it goes")]
-    fn insert(
-        &mut self,
+    /// The slots of zone `zone`'s apex records (SOA and NS, and a signed
+    /// zone's keys), in that order, its SOA `soa`.
+    fn apex_slots(
+        &self,
         previous: &Snapshot,
-        bodies: &mut HashSet<Arc<[u8]>>,
+        zone: usize,
+        spec: &ZoneSpec,
+        soa: SOA,
+    ) -> Result<Vec<Arc<RrsetSlot>>, BuildError> {
+        let Some(signer) = self.zones.get(zone).map(|z| z.signer.as_deref()) else {
+            return Err(BuildError::new(
+                &spec.apex,
+                Rt::SOA,
+                "is outside every zone",
+            ));
+        };
+        let mut sets: Vec<(Rt, u32, Vec<RData>)> = vec![
+            (Rt::SOA, spec.soa_ttl, vec![RData::SOA(soa)]),
+            (
+                Rt::NS,
+                spec.ns_ttl,
+                spec.nameservers
+                    .iter()
+                    .map(|ns| RData::NS(hickory_server::proto::rr::rdata::NS(ns.clone())))
+                    .collect(),
+            ),
+        ];
+        if let Some(s) = signer {
+            sets.extend(
+                crate::dnssec::worker::apex_records(s)
+                    .into_iter()
+                    .map(|(rt, data)| (rt, spec.soa_ttl, data)),
+            );
+        }
+        sets.into_iter()
+            .map(|(rt, ttl, data)| {
+                let values = data.into_iter().map(Value::from).collect();
+                let answer = static_answer(&spec.apex, ttl, values, signer)?;
+                Ok(self.new_slot(previous, zone, &spec.apex, rt, answer, Vec::new()))
+            })
+            .collect()
+    }
+
+    /// The slot of a record of zone `zone`. A steered one starts with an
+    /// empty answer, and counts answers per address: its candidates, then
+    /// its fail-safe values (as `steered_answer` numbers them).
+    fn record_slot(
+        &self,
+        previous: &Snapshot,
+        zone: usize,
+        record: &RecordSpec,
+    ) -> Result<Arc<RrsetSlot>, BuildError> {
+        let signer = self.zones.get(zone).and_then(|z| z.signer.as_deref());
+        let rt = wire_type(record.kind);
+        let values = match &record.content {
+            Content::Static(data) => data.iter().cloned().map(Value::from).collect(),
+            Content::Steered(_) => Vec::new(),
+        };
+        let answer = static_answer(&record.owner, record.ttl, values, signer)?;
+        let counted = match &record.content {
+            Content::Static(_) => Vec::new(),
+            Content::Steered(steering) => steering
+                .addresses
+                .iter()
+                .map(|a| a.value.to_bytes())
+                .chain(steering.fail_safe.iter().map(|d| d.to_bytes()))
+                .map(|bytes| hash_bytes(&bytes.unwrap_or_default()))
+                .collect(),
+        };
+        Ok(self.new_slot(previous, zone, &record.owner, rt, answer, counted))
+    }
+
+    /// A slot of zone `zone` answering `answer`. A record also in
+    /// `previous` keeps counting on its counters.
+    fn new_slot(
+        &self,
+        previous: &Snapshot,
         zone: usize,
         name: &Name,
         rtype: Rt,
         answer: RrsetAnswer,
         counted: Vec<u64>,
-    ) -> Result<Arc<RrsetSlot>, BuildError> {
-        let key = wire_key(name);
+    ) -> Arc<RrsetSlot> {
         let before = previous
-            .find(&key)
+            .find(&wire_key(name))
             .and_then(|(_, n)| n.rrsets.iter().find(|s| s.rtype == rtype));
-        let Some(zone_data) = self.zones.get_mut(zone) else {
-            return Err(BuildError::new(name, rtype, "is outside every zone"));
-        };
-        let slot = Arc::new(RrsetSlot {
+        Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
             answers: before.map_or_else(Default::default, |s| s.answers.clone()),
             addresses: carried(counted, before.map(|s| &s.addresses)),
-            signer: zone_data.signer.clone(),
-        });
+            signer: self.zones.get(zone).and_then(|z| z.signer.clone()),
+        })
+    }
+
+    /// Puts `slot` at `name` of zone `zone`, after the slots the name has,
+    /// making the name and every ancestor up to the apex exist.
+    fn place(
+        &mut self,
+        bodies: &mut HashSet<Arc<[u8]>>,
+        zone: usize,
+        name: &Name,
+        slot: Arc<RrsetSlot>,
+    ) -> Result<(), BuildError> {
+        let rtype = slot.rtype;
+        let key = wire_key(name);
+        let Some(zone_data) = self.zones.get_mut(zone) else {
+            return Err(BuildError::new(name, rtype, "is outside every zone"));
+        };
         // Of a zone this snapshot builds: not shared, so not copied.
         let nodes = Arc::make_mut(&mut zone_data.nodes);
-        // The name and every ancestor up to the apex exist. An ancestor's
-        // key is a suffix of the name's; walking up from the name, the
-        // first that exists already has all of its own.
+        // An ancestor's key is a suffix of the name's; walking up from the
+        // name, the first that exists already has all of its own.
         let labels = name.iter().count();
         let mut next = 0;
         for n in (zone_data.apex_labels..=labels).rev() {
@@ -501,20 +555,7 @@ impl Snapshot {
                 break;
             }
             let ancestor = name.trim_to(n);
-            let (nodata_wire, _, _) = encode_body(
-                &ancestor,
-                &[],
-                std::slice::from_ref(&zone_data.negative_soa),
-            )
-            .map_err(|e| BuildError::new(&ancestor, Rt::SOA, e))?;
-            let nodata_wire = match bodies.get(&*nodata_wire) {
-                Some(shared) => shared.clone(),
-                None => {
-                    let body: Arc<[u8]> = nodata_wire.into();
-                    bodies.insert(body.clone());
-                    body
-                }
-            };
+            let nodata_wire = nodata_prefix(&ancestor, &zone_data.negative_soa, bodies)?;
             nodes.insert(
                 suffix.into(),
                 Node {
@@ -529,11 +570,24 @@ impl Snapshot {
             // a first push reserves.
             Some(node) => {
                 node.rrsets.reserve_exact(1);
-                node.rrsets.push(slot.clone());
+                node.rrsets.push(slot);
+                Ok(())
             }
-            None => return Err(BuildError::new(name, rtype, "is outside its zone")),
+            None => Err(BuildError::new(name, rtype, "is outside its zone")),
         }
-        Ok(slot)
+    }
+
+    /// The names and types of the steered records in order (those of
+    /// [`Snapshot::steered`]), as a hash: equal for two snapshots whose
+    /// steered records are the same list.
+    pub fn steered_order(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.steered.len().hash(&mut h);
+        for zone in &self.zones {
+            zone.steered_order.hash(&mut h);
+        }
+        h.finish()
     }
 
     /// The SOA serial of each zone, in order.
@@ -624,6 +678,24 @@ impl Snapshot {
     }
 }
 
+/// The names and types of the steered ones of `records`, in order, as a
+/// hash ([`ZoneData::steered_order`]).
+fn steered_order(records: &[RecordSpec]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for r in records
+        .iter()
+        .filter(|r| matches!(r.content, Content::Steered(_)))
+    {
+        // Owners are lower case: their labels' bytes are the name.
+        for label in r.owner.iter() {
+            label.hash(&mut h);
+        }
+        r.kind.hash(&mut h);
+    }
+    h.finish()
+}
+
 /// Whether two answers were (or would be) signed by the same signer.
 pub fn same_signer<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
     match (a, b) {
@@ -688,6 +760,54 @@ fn negative_soa(zone: &ZoneSpec, soa: &SOA) -> Record {
     // RFC 2308 §5: the negative TTL is the lesser of the SOA's TTL and MINIMUM.
     let ttl = zone.soa_ttl.min(soa.minimum);
     Record::from_rdata(zone.apex.clone(), ttl, RData::SOA(soa.clone()))
+}
+
+/// The end of a NODATA body: the negative SOA's serial, refresh, retry,
+/// expire and minimum, the last 20 bytes of its data.
+const NODATA_TAIL: usize = 20;
+
+/// The NODATA body of `name` in a zone whose negative SOA is
+/// `negative_soa`, in two: what its node holds, and the last
+/// [`NODATA_TAIL`] bytes, the zone's ([`ZoneData::nodata_tail`]).
+fn nodata_body(
+    name: &Name,
+    negative_soa: &Record,
+) -> Result<(Box<[u8]>, [u8; NODATA_TAIL]), BuildError> {
+    let (body, _, _) = encode_body(name, &[], std::slice::from_ref(negative_soa))
+        .map_err(|e| BuildError::new(name, Rt::SOA, e))?;
+    let at = body
+        .len()
+        .checked_sub(NODATA_TAIL)
+        .ok_or_else(|| BuildError::new(name, Rt::SOA, "is too short"))?;
+    let (prefix, tail) = body.split_at(at);
+    let tail = tail
+        .try_into()
+        .map_err(|_| BuildError::new(name, Rt::SOA, "is too short"))?;
+    Ok((prefix.into(), tail))
+}
+
+/// The end of every NODATA body of a zone whose negative SOA is
+/// `negative_soa` ([`nodata_body`]).
+fn nodata_tail(negative_soa: &Record) -> Result<[u8; NODATA_TAIL], BuildError> {
+    Ok(nodata_body(&negative_soa.name, negative_soa)?.1)
+}
+
+/// What the node of `name` holds of its NODATA body ([`nodata_body`]),
+/// held once per distinct bytes in `bodies`.
+fn nodata_prefix(
+    name: &Name,
+    negative_soa: &Record,
+    bodies: &mut HashSet<Arc<[u8]>>,
+) -> Result<Arc<[u8]>, BuildError> {
+    let (prefix, _) = nodata_body(name, negative_soa)?;
+    Ok(match bodies.get(&*prefix) {
+        Some(shared) => shared.clone(),
+        None => {
+            let body: Arc<[u8]> = prefix.into();
+            bodies.insert(body.clone());
+            body
+        }
+    })
 }
 
 /// The answer of a static record set (one group, every record), signed by

@@ -1,0 +1,313 @@
+//! A zone that did not change is kept whole from one snapshot to the next.
+
+use std::sync::Arc;
+
+use hickory_server::proto::rr::{Name, RData, RecordType as Rt};
+
+use super::{Snapshot, wire_key};
+use crate::model::compile::{Compiled, compile};
+
+fn domain(name: &str, txt: &str) -> String {
+    format!(
+        "[[domain]]\nname = \"{name}\"\nnameservers = [\"ns1.{name}\"]\n\n\
+         [[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nvalues = [\"{txt}\"]\n\n\
+         [[domain.record]]\nname = \"web.deep\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
+    )
+}
+
+fn compiled(domains: &[(&str, &str)]) -> Compiled {
+    let text: String = domains.iter().map(|(n, t)| domain(n, t)).collect();
+    compile(&crate::model::parse(&text).unwrap()).unwrap()
+}
+
+fn build(compiled: &Compiled, previous: &Snapshot) -> Snapshot {
+    Snapshot::build(compiled, previous, &[], &[]).unwrap()
+}
+
+fn name(n: &str) -> Name {
+    Name::from_ascii(n).unwrap()
+}
+
+/// Whether `a` and `b` answer `owner`/`rtype` from the very same slot.
+fn shared(a: &Snapshot, b: &Snapshot, owner: &str, rtype: Rt) -> bool {
+    let (x, y) = (a.slot(&name(owner), rtype), b.slot(&name(owner), rtype));
+    Arc::ptr_eq(x.unwrap(), y.unwrap())
+}
+
+fn txt(snap: &Snapshot, owner: &str) -> String {
+    let answer = snap.slot(&name(owner), Rt::TXT).unwrap().answer.load();
+    match answer.groups[0].values[0].rdata() {
+        RData::TXT(t) => t.to_string(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_unchanged_zone_is_kept_and_a_changed_one_built_again() {
+    let first = build(
+        &compiled(&[("a.test", "1"), ("b.test", "1")]),
+        &Snapshot::default(),
+    );
+    // b.test moves before a.test and changes; a.test does not change.
+    let second = build(&compiled(&[("b.test", "2"), ("a.test", "1")]), &first);
+
+    for (owner, rtype) in [
+        ("www.a.test.", Rt::TXT),
+        ("web.deep.a.test.", Rt::A),
+        ("a.test.", Rt::SOA),
+    ] {
+        assert!(shared(&first, &second, owner, rtype), "{owner} {rtype}");
+    }
+    assert!(!shared(&first, &second, "www.b.test.", Rt::TXT));
+    assert_eq!(txt(&second, "www.b.test."), "2");
+    assert_eq!(txt(&second, "www.a.test."), "1");
+
+    // The kept zone's names, empty non-terminal included, are its own at
+    // its new place; its steered slot is where its records put it.
+    for owner in ["a.test.", "deep.a.test.", "web.deep.a.test."] {
+        let (zone, _) = second.find(&wire_key(&name(owner))).unwrap();
+        assert_eq!(zone, 1, "{owner}");
+    }
+    assert_eq!(second.zones[1].apex, name("a.test."));
+    assert_eq!(second.zones[1].steered, 1..2);
+    assert_eq!(second.zones[0].steered, 0..1);
+    let kept = second.slot(&name("web.deep.a.test."), Rt::A).unwrap();
+    assert!(Arc::ptr_eq(&second.steered[1], kept));
+    assert_eq!(second.zone_nodes(1).count(), 4, "apex, www, deep, web.deep");
+}
+
+/// Whether `a` and `b` hold the very same node for `owner`.
+fn same_node(a: &Snapshot, b: &Snapshot, owner: &str) -> bool {
+    let key = wire_key(&name(owner));
+    std::ptr::eq(a.node(&key).unwrap(), b.node(&key).unwrap())
+}
+
+#[test]
+fn a_kept_zone_shares_its_nodes_wherever_it_is() {
+    let first = build(
+        &compiled(&[("a.test", "1"), ("b.test", "1")]),
+        &Snapshot::default(),
+    );
+    let second = build(&compiled(&[("a.test", "1"), ("b.test", "2")]), &first);
+    for owner in ["a.test.", "www.a.test.", "deep.a.test.", "web.deep.a.test."] {
+        assert!(same_node(&first, &second, owner), "{owner}");
+    }
+    for owner in ["b.test.", "www.b.test."] {
+        assert!(!same_node(&first, &second, owner), "{owner}");
+    }
+    // Moved (b.test removed before it): the same nodes at its new place.
+    let third = build(&compiled(&[("b.test", "2"), ("a.test", "1")]), &second);
+    let moved = build(&compiled(&[("a.test", "1")]), &third);
+    assert!(same_node(&third, &moved, "www.a.test."));
+    assert_eq!(moved.find(&wire_key(&name("www.a.test."))).unwrap().0, 0);
+    assert!(shared(&third, &moved, "www.a.test.", Rt::TXT));
+    assert!(moved.node(&wire_key(&name("www.b.test."))).is_none());
+    // The first snapshot dropped, the second still answers from them.
+    drop(first);
+    assert_eq!(txt(&second, "www.a.test."), "1");
+}
+
+#[test]
+fn a_name_is_answered_from_the_innermost_zone_and_nested_zones_are_kept() {
+    let first = build(
+        &compiled(&[("a.test", "1"), ("sub.a.test", "1")]),
+        &Snapshot::default(),
+    );
+    let at = |snap: &Snapshot, owner: &str| snap.find(&wire_key(&name(owner))).map(|f| f.0);
+    assert_eq!(at(&first, "www.a.test."), Some(0));
+    assert_eq!(at(&first, "sub.a.test."), Some(1));
+    assert_eq!(at(&first, "www.sub.a.test."), Some(1));
+    assert_eq!(at(&first, "nowhere.test."), None);
+    assert_eq!(first.zone_of(&name("Other.WWW.Sub.A.test.")), Some(1));
+    assert_eq!(first.zone_of(&name("deep.a.test.")), Some(0));
+
+    // The parent changes, its child is kept, and each still answers its own.
+    let second = build(&compiled(&[("a.test", "2"), ("sub.a.test", "1")]), &first);
+    assert!(!shared(&first, &second, "www.a.test.", Rt::TXT));
+    assert!(shared(&first, &second, "www.sub.a.test.", Rt::TXT));
+    assert_eq!(txt(&second, "www.a.test."), "2");
+    assert_eq!(txt(&second, "www.sub.a.test."), "1");
+    // The child goes: its names are the parent's again, as empty ones.
+    let third = build(&compiled(&[("a.test", "2")]), &second);
+    assert!(shared(&second, &third, "www.a.test.", Rt::TXT));
+    assert_eq!(at(&third, "sub.a.test."), None);
+}
+
+/// What a zone answers, in an order of its own: per name its slots' types
+/// and answers' wire forms, and its NODATA body; then the zone's steered
+/// slots by name and type, in order.
+fn answers(snap: &Snapshot, zone: usize) -> (Vec<String>, Vec<String>) {
+    let data = &snap.zones[zone];
+    let mut names: Vec<String> = data
+        .nodes
+        .iter()
+        .map(|(key, node)| {
+            let slots: Vec<String> = node
+                .rrsets
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {:?}",
+                        s.rtype,
+                        s.answer
+                            .load()
+                            .groups
+                            .iter()
+                            .map(|g| &g.wire)
+                            .collect::<Vec<_>>()
+                    )
+                })
+                .collect();
+            let nodata = [&*node.nodata_wire, &data.nodata_tail[..]].concat();
+            format!("{key:?} {slots:?} {nodata:?}")
+        })
+        .collect();
+    names.sort();
+    let steered = snap.steered[data.steered.clone()]
+        .iter()
+        .map(|slot| {
+            let (key, _) = data
+                .nodes
+                .iter()
+                .find(|(_, n)| n.rrsets.iter().any(|s| Arc::ptr_eq(s, slot)))
+                .expect("a steered slot is at a name of its zone");
+            format!("{key:?} {}", slot.rtype)
+        })
+        .collect();
+    (names, steered)
+}
+
+fn zone(records: &[&str], ns: &str) -> Compiled {
+    let records: String = records
+        .iter()
+        .map(|r| {
+            let (owner, rest) = r.split_once(' ').unwrap();
+            let (kind, value) = rest.split_once(' ').unwrap();
+            let data = match kind {
+                "A" => format!("addresses = [{{ ip = \"{value}\" }}]"),
+                _ => format!("values = [\"{value}\"]"),
+            };
+            format!("[[domain.record]]\nname = \"{owner}\"\ntype = \"{kind}\"\n{data}\n\n")
+        })
+        .collect();
+    let text = format!("[[domain]]\nname = \"a.test\"\nnameservers = [\"{ns}\"]\n\n{records}");
+    compile(&crate::model::parse(&text).unwrap()).unwrap()
+}
+
+#[test]
+fn a_changed_zone_is_built_from_its_build_before_as_a_whole_build_would_be() {
+    let base = [
+        "www TXT one",
+        "web.deep A 192.0.2.1",
+        "api A 192.0.2.2",
+        "mail MX 10 mx.a.test.",
+        "x.y.z TXT deep",
+    ];
+    // Each step: the records, the nameserver, and whether the zone can be
+    // built from the step before (`api` A then keeps its slot).
+    let steps: Vec<(Vec<&str>, &str, bool)> = vec![
+        (base.to_vec(), "ns1.a.test", false),
+        // Replaced.
+        (
+            vec!["www TXT two", base[1], base[2], base[3], base[4]],
+            "ns1.a.test",
+            true,
+        ),
+        // A steered record replaced.
+        (
+            vec![
+                "www TXT two",
+                "web.deep A 192.0.2.9",
+                base[2],
+                base[3],
+                base[4],
+            ],
+            "ns1.a.test",
+            true,
+        ),
+        // Appended: a new name under a new empty non-terminal, and a type
+        // at a name that has one.
+        (
+            vec![
+                "www TXT two",
+                "web.deep A 192.0.2.9",
+                base[2],
+                base[3],
+                base[4],
+                "new.sub TXT new",
+                "www A 192.0.2.3",
+            ],
+            "ns1.a.test",
+            true,
+        ),
+        // Removed: the only record under `deep` (its name goes), the record
+        // under `x.y.z` (`y.z` and `z` go), one type of two at `www`.
+        (
+            vec![
+                "www TXT two",
+                base[2],
+                base[3],
+                base[4],
+                "new.sub TXT new",
+                "www A 192.0.2.3",
+            ],
+            "ns1.a.test",
+            true,
+        ),
+        (
+            vec![
+                "www TXT two",
+                base[2],
+                base[3],
+                "new.sub TXT new",
+                "www A 192.0.2.3",
+            ],
+            "ns1.a.test",
+            true,
+        ),
+        (
+            vec![base[2], base[3], "new.sub TXT new", "www A 192.0.2.3"],
+            "ns1.a.test",
+            true,
+        ),
+        (
+            vec![base[2], base[3], "www A 192.0.2.3"],
+            "ns1.a.test",
+            true,
+        ),
+        // The apex's NS records change, the records do not.
+        (
+            vec![base[2], base[3], "www A 192.0.2.3"],
+            "ns1.a.test\", \"ns2.a.test",
+            true,
+        ),
+        // The SOA's primary (the first nameserver) changes: built whole.
+        (
+            vec![base[2], base[3], "www A 192.0.2.3"],
+            "ns2.a.test",
+            false,
+        ),
+        // Inserted before the end: built whole.
+        (
+            vec![base[2], "in.between TXT x", base[3], "www A 192.0.2.3"],
+            "ns2.a.test",
+            false,
+        ),
+    ];
+    let mut before = Snapshot::default();
+    for (serial, (records, ns, derived)) in steps.into_iter().enumerate() {
+        let compiled = zone(&records, ns);
+        let serials = [serial as u32 + 10];
+        let next = Snapshot::build(&compiled, &before, &[], &serials).unwrap();
+        let whole = Snapshot::build(&compiled, &Snapshot::default(), &[], &serials).unwrap();
+        assert_eq!(
+            answers(&next, 0),
+            answers(&whole, 0),
+            "step {serial}: {records:?}"
+        );
+        assert_eq!(next.zones[0].serial, serials[0]);
+        let api_kept = !before.zones.is_empty() && shared(&before, &next, "api.a.test.", Rt::A);
+        assert_eq!(api_kept, derived, "step {serial}: {records:?}");
+        before = next;
+    }
+}
