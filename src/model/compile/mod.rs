@@ -394,7 +394,9 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
         .iter()
         .filter_map(|d| match kept.get(d.name.as_str()) {
             Some((old, zone)) if *old == d => Some(Arc::clone(zone)),
-            _ => cx.domain(d, &refs).map(Arc::new),
+            before => cx
+                .domain(d, &refs, before.map(|(old, zone)| (&***old, &***zone)))
+                .map(Arc::new),
         })
         .collect::<Vec<_>>();
     let mut apexes = HashSet::new();
@@ -419,6 +421,8 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
         Err(ConfigErrors(cx.errors))
     }
 }
+
+mod reuse;
 
 struct Refs<'a> {
     dcs: &'a HashMap<&'a str, DcId>,
@@ -966,7 +970,16 @@ impl Cx {
         }
     }
 
-    fn domain(&mut self, d: &Domain, refs: &Refs) -> Option<ZoneSpec> {
+    /// A domain's zone. `compiled`: the same domain compiled before (in a
+    /// configuration whose datacenters, checks, scenarios and services are
+    /// these), whose records' compiled forms are taken where they did not
+    /// change.
+    fn domain(
+        &mut self,
+        d: &Domain,
+        refs: &Refs,
+        compiled: Option<(&Domain, &ZoneSpec)>,
+    ) -> Option<ZoneSpec> {
         let path = format!("domain {}", d.name);
         let before = self.errors.len();
         let apex = match fqdn(&d.name, &Name::root()) {
@@ -1061,9 +1074,40 @@ impl Cx {
             },
             dcs_to_select: d.dcs_to_select,
         };
+        // The records before and after the changed ones keep their
+        // compiled forms.
+        let kept = compiled.and_then(|(old, zone)| {
+            let (start, end) = reuse::unchanged(d, (old, zone))?;
+            Some((zone, start, end))
+        });
+        let (start, end) = kept.map_or((0, 0), |(_, start, end)| (start, end));
+        let changed = d
+            .records
+            .get(start..d.records.len() - end)
+            .unwrap_or_default();
+        if kept.is_some() {
+            // A changed record with the name and type of a kept one: the
+            // whole domain is compiled, so that the error is said as ever.
+            let unchanged = d
+                .records
+                .iter()
+                .take(start)
+                .chain(d.records.iter().skip(d.records.len() - end));
+            if unchanged.clone().any(|k| {
+                changed
+                    .iter()
+                    .any(|c| c.kind == k.kind && same_name(&c.name, &k.name))
+            }) {
+                self.errors.truncate(before);
+                return self.domain(d, refs, None);
+            }
+        }
         let mut records = Vec::with_capacity(d.records.len());
+        if let Some((zone, start, _)) = kept {
+            records.extend(zone.records.iter().take(start).cloned());
+        }
         let mut keys = HashSet::new();
-        for r in &d.records {
+        for r in changed {
             let rpath = format!("{path} / record {} {}", r.name, r.kind.as_str());
             if !keys.insert((normal(&r.name), r.kind)) {
                 self.err(&rpath, "is defined twice (one record per name and type; list several addresses or values in it)");
@@ -1073,13 +1117,29 @@ impl Cx {
                 records.push(rec);
             }
         }
+        // The names the changed records are at: only theirs are checked
+        // again below (a kept name's records are as they were).
+        let mut touched: Option<Vec<Name>> = None;
+        if let Some((zone, start, end)) = kept {
+            let changed = records.get(start..).unwrap_or_default();
+            touched = Some(changed.iter().map(|c| c.owner.clone()).collect());
+            let after = zone
+                .records
+                .get(zone.records.len() - end..)
+                .unwrap_or_default();
+            records.extend(after.iter().cloned());
+        }
+        let checked: Vec<&RecordSpec> = records
+            .iter()
+            .filter(|r| touched.as_ref().is_none_or(|t| t.contains(&r.owner)))
+            .collect();
         // A CNAME owns its name alone (RFC 1034 §3.6.2).
         let mut by_owner: HashMap<&Name, Vec<&RecordSpec>> = HashMap::new();
-        for r in &records {
+        for &r in &checked {
             by_owner.entry(&r.owner).or_default().push(r);
         }
         // In file order (of each name's first record), for stable errors.
-        for owner in records.iter().map(|r| &r.owner) {
+        for owner in checked.iter().map(|r| &r.owner) {
             let Some(at) = by_owner.remove(owner) else {
                 continue;
             };

@@ -1,0 +1,174 @@
+//! A changed domain compiled from its compile before: the records a write
+//! did not touch, before and after the ones it did, keep their compiled
+//! form, and only the changed ones are compiled and checked against the
+//! names they share (design-scale.md, increment 4).
+
+use super::ZoneSpec;
+use crate::model::config::Domain;
+
+/// How many of `d`'s records are `before`'s from the start and from the
+/// end, when their compiled forms can be taken from `before`: the domain
+/// is the same but for its records (what a record compiles against), its
+/// compile made one record per configured record, and the change covers at
+/// most half of the records (a whole compile is then as cheap).
+pub(super) fn unchanged(d: &Domain, before: (&Domain, &ZoneSpec)) -> Option<(usize, usize)> {
+    let (old, zone) = before;
+    if !same_but_records(d, old) || zone.records.len() != old.records.len() {
+        return None;
+    }
+    let (new, old) = (&d.records, &old.records);
+    let start = new.iter().zip(old).take_while(|(a, b)| a == b).count();
+    let most = new.len().min(old.len()) - start;
+    let end = new
+        .iter()
+        .rev()
+        .zip(old.iter().rev())
+        .take(most)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let changed = (new.len() - start - end).max(old.len() - start - end);
+    (changed <= new.len().max(old.len()) / 2).then_some((start, end))
+}
+
+/// Whether two domains are the same but for their records.
+fn same_but_records(a: &Domain, b: &Domain) -> bool {
+    // Every field named: a new one is compared here or said not to matter.
+    let Domain {
+        name,
+        ttl,
+        mode,
+        main_dc,
+        dr_dc,
+        dc_order,
+        dcs_to_select,
+        nameservers,
+        soa,
+        records: _,
+        dnssec,
+        dnssec_algorithm,
+        secondaries,
+    } = a;
+    *name == b.name
+        && *ttl == b.ttl
+        && *mode == b.mode
+        && *main_dc == b.main_dc
+        && *dr_dc == b.dr_dc
+        && *dc_order == b.dc_order
+        && *dcs_to_select == b.dcs_to_select
+        && *nameservers == b.nameservers
+        && *soa == b.soa
+        && *dnssec == b.dnssec
+        && *dnssec_algorithm == b.dnssec_algorithm
+        && *secondaries == b.secondaries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::compile::{compile, compile_from};
+
+    fn text(records: &[&str]) -> String {
+        let records: String = records
+            .iter()
+            .map(|r| {
+                let (owner, rest) = r.split_once(' ').unwrap();
+                let (kind, value) = rest.split_once(' ').unwrap();
+                let data = match kind {
+                    "A" => format!("addresses = [{{ ip = \"{value}\" }}]"),
+                    "CNAME" => format!("addresses = [{{ target = \"{value}\" }}]"),
+                    _ => format!("values = [\"{value}\"]"),
+                };
+                format!("[[domain.record]]\nname = \"{owner}\"\ntype = \"{kind}\"\n{data}\n\n")
+            })
+            .collect();
+        format!("[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n\n{records}")
+    }
+
+    /// Each step compiled from the step before equals it compiled whole,
+    /// zones and errors alike, and takes what it says from before.
+    #[test]
+    fn a_domain_compiled_from_before_is_what_a_whole_compile_gives() {
+        let base = [
+            "www A 192.0.2.1",
+            "api A 192.0.2.2",
+            "mail MX 10 mx.a.test.",
+            "txt TXT one",
+        ];
+        // The records, and how many are kept from the start and the end.
+        type Step<'a> = (Vec<&'a str>, Option<(usize, usize)>);
+        let steps: Vec<Step> = vec![
+            // One record replaced in the middle.
+            (
+                vec![base[0], "api A 192.0.2.9", base[2], base[3]],
+                Some((1, 2)),
+            ),
+            // One appended, one removed.
+            (
+                vec![base[0], base[1], base[2], base[3], "new A 192.0.2.3"],
+                Some((4, 0)),
+            ),
+            (vec![base[0], base[2], base[3]], Some((1, 2))),
+            // A changed record's error, and one a kept record's name gives
+            // (a CNAME beside an A), said as a whole compile says them.
+            (vec![base[0], base[1], "mail MX bad", base[3]], Some((2, 1))),
+            (
+                vec![base[0], base[1], base[2], base[3], "@ CNAME www.a.test"],
+                Some((4, 0)),
+            ),
+            (
+                vec![base[0], base[1], base[2], base[3], "www CNAME api.a.test"],
+                Some((4, 0)),
+            ),
+            // A name and type a kept record has: compiled whole.
+            (
+                vec![base[0], base[1], base[2], base[3], "WWW. A 192.0.2.4"],
+                Some((4, 0)),
+            ),
+            // Everything changed: compiled whole.
+            (
+                vec!["x A 192.0.2.1", "y A 192.0.2.2", "z A 192.0.2.3"],
+                None,
+            ),
+        ];
+        let first = crate::model::parse(&text(&base)).unwrap();
+        let compiled = compile(&first).unwrap();
+        let mut refused = 0;
+        for (records, expected) in steps {
+            let next = crate::model::parse(&text(&records)).unwrap();
+            let (old, new) = (&first.domains[0], &next.domains[0]);
+            assert_eq!(
+                unchanged(new, (old, &compiled.zones[0])),
+                expected,
+                "{records:?}"
+            );
+            let from = compile_from(&next, Some((&first, &compiled.zones)));
+            let whole = compile(&next);
+            match (from, whole) {
+                (Ok(from), Ok(whole)) => assert_eq!(from.zones, whole.zones, "{records:?}"),
+                (Err(from), Err(whole)) => {
+                    assert_eq!(from, whole, "{records:?}");
+                    refused += 1;
+                }
+                (from, whole) => panic!("{records:?}: {from:?} against {whole:?}"),
+            }
+        }
+        assert_eq!(
+            refused, 4,
+            "MX, the two CNAMEs and the second www A are refused"
+        );
+    }
+
+    #[test]
+    fn a_domain_changed_beyond_its_records_is_compiled_whole() {
+        let first = crate::model::parse(&text(&["www A 192.0.2.1"])).unwrap();
+        let compiled = compile(&first).unwrap();
+        let next = crate::model::parse(
+            &text(&["www A 192.0.2.1", "api A 192.0.2.2"]).replace("ns1.a.test", "ns2.a.test"),
+        )
+        .unwrap();
+        assert_eq!(
+            unchanged(&next.domains[0], (&first.domains[0], &compiled.zones[0])),
+            None
+        );
+    }
+}
