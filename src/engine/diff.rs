@@ -31,7 +31,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::model::config::{Address, Config, Domain, Record};
+use crate::model::config::{Address, Config, Domain, Record, RecordType};
 
 /// A value longer than this (in characters, as printed) is cut with an
 /// ellipsis: a diff line names a change, the export shows the whole value.
@@ -160,7 +160,30 @@ fn domains(out: &mut Vec<String>, old: &[Arc<Domain>], new: &[Arc<Domain>]) {
 }
 
 fn records(out: &mut Vec<String>, domain: &str, old: &[Record], new: &[Record]) {
-    let m = match_up(old, new, |r| (&*r.name, r.kind));
+    fn key(r: &Record) -> (&str, RecordType) {
+        (&r.name, r.kind)
+    }
+    // The records equal at both ends say nothing: the others are matched,
+    // unless they were reordered (the order's line names every record).
+    let start = old.iter().zip(new).take_while(|(o, n)| o == n).count();
+    let most = old.len().min(new.len()) - start;
+    let end = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(most)
+        .take_while(|(o, n)| o == n)
+        .count();
+    let middle = match_up(
+        old.get(start..old.len() - end).unwrap_or_default(),
+        new.get(start..new.len() - end).unwrap_or_default(),
+        key,
+    );
+    let m = if middle.reordered {
+        match_up(old, new, key)
+    } else {
+        middle
+    };
     let id = |r: &Record| record_id(domain, r);
     for n in &m.added {
         out.push(format!("+ record {} in domain {domain}", id(n)));
@@ -796,6 +819,35 @@ addresses = [{ target = "www.example.test." }]
             [
                 "~ domain example.test: record order [www.example.test/A, example.test/MX, alias.example.test/CNA… \
                  → [alias.example.test/CNAME, example.test/MX, www.example.test…"
+            ]
+        );
+    }
+
+    /// A change between records equal at both ends is said as a change of
+    /// the whole list would be: the order line names every record.
+    #[test]
+    fn records_equal_at_both_ends_are_left_out_but_from_an_order() {
+        let text = |names: &[&str], last: &str| {
+            let mut t = String::from("[[domain]]\nname = \"d.test\"\nnameservers = [\"ns1.d.test\"]\n");
+            for n in names {
+                let value = if *n == "r4" { last } else { "v" };
+                t.push_str(&format!(
+                    "[[domain.record]]\nname = \"{n}\"\ntype = \"TXT\"\nvalues = [\"{value}\"]\n"
+                ));
+            }
+            crate::model::parse(&t).unwrap()
+        };
+        let before = text(&["r1", "r2", "r3", "r4", "r5"], "v");
+        assert_eq!(
+            diff(&before, &text(&["r1", "r3", "r2", "r4", "r5"], "v")),
+            ["~ domain d.test: record order [r1.d.test/TXT, r2.d.test/TXT, r3.d.test/TXT, r4.d.test/TXT,… \
+              → [r1.d.test/TXT, r3.d.test/TXT, r2.d.test/TXT, r4.d.test/TXT,…"]
+        );
+        assert_eq!(
+            diff(&before, &text(&["r1", "r2", "r3", "r4", "r5", "r6"], "w")),
+            [
+                "+ record r6.d.test/TXT in domain d.test",
+                "~ record r4.d.test/TXT in domain d.test: values [\"v\"] → [\"w\"]"
             ]
         );
     }
