@@ -4,7 +4,9 @@
 #   scripts/package.sh [--profile release|dev] [--out DIR]
 #
 # release (default) builds an optimised binary; dev packages the binary the
-# test suite already built (target/debug/gtm), as CI may (docs/decisions.md).
+# test suite already built (target/debug/gtm), as CI does, and builds it only
+# when it is missing: `cargo build` would build it again, dependencies and
+# all, with the features of a build without the tests' (docs/decisions.md).
 # Needs cargo, dpkg-deb and gzip: the package is a staged tree given to
 # `dpkg-deb --build`, nothing else to install.
 set -euo pipefail
@@ -21,7 +23,10 @@ while [ $# -gt 0 ]; do
 done
 case "$profile" in
   release) cargo build --release --bin gtm; bin=target/release/gtm ;;
-  dev) cargo build --bin gtm; bin=target/debug/gtm ;;
+  dev)
+    bin=target/debug/gtm
+    [ -x "$bin" ] || cargo build --bin gtm
+    ;;
   *) echo "unknown profile '$profile': release or dev" >&2; exit 2 ;;
 esac
 

@@ -216,14 +216,21 @@ impl Browser {
         field.send_keys(text).await.expect("typed");
     }
 
+    /// Clicks the element `css` selects. A live page may draw it again
+    /// between finding and clicking it (a stale element): it is found
+    /// again, within the bound.
     async fn click(&self, css: &str) {
-        self.client
-            .find(Locator::Css(css))
-            .await
-            .expect(css)
-            .click()
-            .await
-            .expect("clicked");
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let element = self.client.find(Locator::Css(css)).await.expect(css);
+            match element.click().await {
+                Ok(_) => return,
+                Err(e) if e.is_stale_element_reference() && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("clicking {css}: {e:?}"),
+            }
+        }
     }
 
     /// Logs in through the form with `secret` as the password.
