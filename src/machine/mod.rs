@@ -122,9 +122,16 @@ pub fn config_value(kv: &Map) -> Option<&gtm_cluster::Value> {
 
 /// The committed configuration's text.
 pub fn config_text(kv: &Map) -> Option<Vec<u8>> {
+    config_pieces(kv).map(|pieces| pieces.concat())
+}
+
+/// The committed configuration's text in the pieces the map holds it in
+/// (its parts, or the whole text in a map written before parts), not
+/// joined.
+pub fn config_pieces(kv: &Map) -> Option<Vec<&[u8]>> {
     match parts::current_list(kv) {
-        Some(list) => parts::join(kv, &list),
-        None => kv.get(CONFIG_KEY).map(|t| t.to_vec()),
+        Some(list) => parts::pieces(kv, &list),
+        None => kv.get(CONFIG_KEY).map(|t| vec![&t[..]]),
     }
 }
 
@@ -418,7 +425,7 @@ impl GtmMachine {
                 }
                 // The text before, when this machine wrote it: the
                 // domains the edit did not touch are copied from it.
-                let committed = current_layout.as_ref().and_then(|_| config_text(kv));
+                let committed = current_layout.as_ref().and_then(|_| config_pieces(kv));
                 let before =
                     current_layout
                         .as_ref()

@@ -168,11 +168,15 @@ pub(super) fn list_of(kv: &Map, version: u64) -> Option<Vec<PartRef>> {
 
 /// The text the parts make, if the map holds every one.
 pub(super) fn join(kv: &Map, list: &[PartRef]) -> Option<Vec<u8>> {
-    let mut text = Vec::with_capacity(list.iter().map(|p| p.len).sum());
-    for p in list {
-        text.extend_from_slice(kv.get(&part_key(&p.hash))?);
-    }
-    Some(text)
+    pieces(kv, list).map(|pieces| pieces.concat())
+}
+
+/// The parts of a list as the map holds them, in order, if it holds every
+/// one.
+pub(super) fn pieces<'a>(kv: &'a Map, list: &[PartRef]) -> Option<Vec<&'a [u8]>> {
+    list.iter()
+        .map(|p| kv.get(&part_key(&p.hash)).map(|v| &v[..]))
+        .collect()
 }
 
 /// Deletes the parts of the map that no list in `kept` names.

@@ -22,7 +22,9 @@ pub struct Layout {
 /// A text made before, to copy parts from.
 #[derive(Debug, Clone, Copy)]
 pub struct Before<'a> {
-    pub text: &'a [u8],
+    /// Its bytes, in pieces that follow one another (the parts it is
+    /// kept in: it is not joined to be copied from).
+    pub text: &'a [&'a [u8]],
     pub layout: &'a Layout,
     /// The domain the change touched (written again whatever the text
     /// before holds), or `None` when it touched no domain.
@@ -46,17 +48,21 @@ pub fn write(
         cookies: config.cookies.clone(),
         ..Config::default()
     };
-    let copied: std::collections::HashMap<&str, &[u8]> = before
+    let copied: std::collections::HashMap<&str, Range<usize>> = before
         .map(|b| {
             b.layout
                 .domains
                 .iter()
                 .filter(|(name, _)| b.touched.is_none_or(|t| !same_name(name, t)))
-                .filter_map(|(name, range)| Some((name.as_str(), b.text.get(range.clone())?)))
+                .map(|(name, range)| (name.as_str(), range.clone()))
                 .collect()
         })
         .unwrap_or_default();
-    let mut text = String::new();
+    let pieces = before.map_or(&[][..], |b| b.text);
+    let size: usize = pieces.iter().map(|p| p.len()).sum();
+    // About the size of the text before (an edit changes one object):
+    // grown from nothing, a large text is copied again at every doubling.
+    let mut text = String::with_capacity(size + size / 64);
     let mut layout = Layout::default();
     let push = |text: &mut String, part: &str| {
         if part.is_empty() {
@@ -69,24 +75,55 @@ pub fn write(
     };
     push(&mut text, &toml::to_string_pretty(&head)?);
     for domain in &config.domains {
-        let copy = copied
-            .get(domain.name.as_str())
-            .and_then(|part| std::str::from_utf8(part).ok());
-        let part = match copy {
-            Some(part) => part.to_string(),
-            None => toml::to_string_pretty(&Config {
+        let start = text.len();
+        let copy = copied.get(domain.name.as_str()).cloned();
+        if !copy.is_some_and(|range| copy_range(pieces, range, &mut text)) {
+            text.truncate(start);
+            let part = toml::to_string_pretty(&Config {
                 domains: vec![domain.clone()],
                 ..Config::default()
-            })?,
-        };
-        push(&mut text, &part);
+            })?;
+            push(&mut text, &part);
+        }
+        // Its part, without the newline that joins it to the one before.
         let end = text.len();
+        let joined = usize::from(start > 0 && end > start);
         layout
             .domains
-            .push((domain.name.clone(), end - part.len()..end));
+            .push((domain.name.clone(), start + joined..end));
     }
     push(&mut text, &toml::to_string_pretty(&tail)?);
     Ok((text, layout))
+}
+
+/// Appends the bytes `range` of the text `pieces` make to `text`, after a
+/// newline when `text` has some (as `write` joins parts). False, with
+/// `text` partly written, when the range is not in the pieces or not text.
+fn copy_range(pieces: &[&[u8]], range: Range<usize>, text: &mut String) -> bool {
+    if range.is_empty() {
+        return true;
+    }
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    let mut at = 0;
+    for piece in pieces {
+        let next = at + piece.len();
+        if next > range.start && at < range.end {
+            let from = range.start.max(at) - at;
+            let to = range.end.min(next) - at;
+            // Pieces are cut before a line: each piece of a range is text.
+            match piece.get(from..to).map(std::str::from_utf8) {
+                Some(Ok(s)) => text.push_str(s),
+                _ => return false,
+            }
+        }
+        if next >= range.end {
+            return true;
+        }
+        at = next;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -138,8 +175,11 @@ mod tests {
         marked.replace_range(a.clone(), &text[a].replace("[\"1\"]", "[\"X\"]"));
         let mut second = first.clone();
         std::sync::Arc::make_mut(&mut second.domains[1]).records[0].values = ["2".into()].into();
+        // The text before in pieces, a line each (as it is kept in parts).
+        let pieces: Vec<&[u8]> = marked.as_bytes().split_inclusive(|&b| b == b'\n').collect();
+        assert!(pieces.len() > 10);
         let touched = Before {
-            text: marked.as_bytes(),
+            text: &pieces,
             layout: &layout,
             touched: Some("B.test."),
         };
@@ -154,10 +194,6 @@ mod tests {
         let untouched = Before {
             touched: None,
             ..touched
-        };
-        let untouched = Before {
-            text: marked.as_bytes(),
-            ..untouched
         };
         let (copied, next_layout) = write(&first, Some(untouched)).unwrap();
         assert!(copied.contains("[\"X\"]"), "{copied}");
