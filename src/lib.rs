@@ -11,6 +11,7 @@ pub mod cpus;
 pub mod device;
 pub mod dns;
 pub mod dnssec;
+pub mod ends;
 pub mod engine;
 pub mod geo;
 pub mod health;

@@ -140,7 +140,7 @@ fn domains(out: &mut Vec<String>, old: &[Arc<Domain>], new: &[Arc<Domain>]) {
         if o == n {
             continue;
         }
-        if !same_header(o, n) {
+        if !o.same_but_records(n) {
             fields(
                 out,
                 &format!("domain {}", n.name),
@@ -165,15 +165,7 @@ fn records(out: &mut Vec<String>, domain: &str, old: &[Record], new: &[Record]) 
     }
     // The records equal at both ends say nothing: the others are matched,
     // unless they were reordered (the order's line names every record).
-    let start = old.iter().zip(new).take_while(|(o, n)| o == n).count();
-    let most = old.len().min(new.len()) - start;
-    let end = old
-        .iter()
-        .rev()
-        .zip(new.iter().rev())
-        .take(most)
-        .take_while(|(o, n)| o == n)
-        .count();
+    let (start, end) = crate::ends::same_ends(old, new, |o, n| o == n);
     let middle = match_up(
         old.get(start..old.len() - end).unwrap_or_default(),
         new.get(start..new.len() - end).unwrap_or_default(),
@@ -487,38 +479,6 @@ fn shorten(text: String) -> String {
     }
 }
 
-/// A domain's own keys (not its records) are equal. Destructured so that a
-/// new key cannot be forgotten here.
-fn same_header(a: &Domain, b: &Domain) -> bool {
-    let Domain {
-        name,
-        ttl,
-        mode,
-        main_dc,
-        dr_dc,
-        dc_order,
-        dcs_to_select,
-        nameservers,
-        soa,
-        records: _,
-        dnssec,
-        dnssec_algorithm,
-        secondaries,
-    } = a;
-    *name == b.name
-        && *ttl == b.ttl
-        && *mode == b.mode
-        && *main_dc == b.main_dc
-        && *dr_dc == b.dr_dc
-        && *dc_order == b.dc_order
-        && *dcs_to_select == b.dcs_to_select
-        && *nameservers == b.nameservers
-        && *soa == b.soa
-        && *dnssec == b.dnssec
-        && *dnssec_algorithm == b.dnssec_algorithm
-        && *secondaries == b.secondaries
-}
-
 /// A domain without its records: what its field diff compares (records are
 /// diffed one by one). Built field by field so a new key is not forgotten.
 fn domain_header(d: &Domain) -> Domain {
@@ -828,7 +788,8 @@ addresses = [{ target = "www.example.test." }]
     #[test]
     fn records_equal_at_both_ends_are_left_out_but_from_an_order() {
         let text = |names: &[&str], last: &str| {
-            let mut t = String::from("[[domain]]\nname = \"d.test\"\nnameservers = [\"ns1.d.test\"]\n");
+            let mut t =
+                String::from("[[domain]]\nname = \"d.test\"\nnameservers = [\"ns1.d.test\"]\n");
             for n in names {
                 let value = if *n == "r4" { last } else { "v" };
                 t.push_str(&format!(
@@ -840,8 +801,10 @@ addresses = [{ target = "www.example.test." }]
         let before = text(&["r1", "r2", "r3", "r4", "r5"], "v");
         assert_eq!(
             diff(&before, &text(&["r1", "r3", "r2", "r4", "r5"], "v")),
-            ["~ domain d.test: record order [r1.d.test/TXT, r2.d.test/TXT, r3.d.test/TXT, r4.d.test/TXT,… \
-              → [r1.d.test/TXT, r3.d.test/TXT, r2.d.test/TXT, r4.d.test/TXT,…"]
+            [
+                "~ domain d.test: record order [r1.d.test/TXT, r2.d.test/TXT, r3.d.test/TXT, r4.d.test/TXT,… \
+              → [r1.d.test/TXT, r3.d.test/TXT, r2.d.test/TXT, r4.d.test/TXT,…"
+            ]
         );
         assert_eq!(
             diff(&before, &text(&["r1", "r2", "r3", "r4", "r5", "r6"], "w")),

@@ -718,19 +718,7 @@ impl Engine {
             ) else {
                 continue;
             };
-            let front = old_slots
-                .iter()
-                .zip(new_slots)
-                .take_while(|(a, b)| Arc::ptr_eq(a, b))
-                .count();
-            let most = old_slots.len().min(new_slots.len()) - front;
-            let back = old_slots
-                .iter()
-                .rev()
-                .zip(new_slots.iter().rev())
-                .take(most)
-                .take_while(|(a, b)| Arc::ptr_eq(a, b))
-                .count();
+            let (front, back) = crate::ends::same_ends(old_slots, new_slots, Arc::ptr_eq);
             let at = list.len() - back;
             let evaluated = |l: &[Option<Box<Steered>>]| {
                 l.iter()

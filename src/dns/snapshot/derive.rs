@@ -32,15 +32,7 @@ enum Change {
 /// end; `None` when it is not one [`Change`] says, or touches more than
 /// half of the records (a whole build is then as cheap).
 fn change(before: &[RecordSpec], after: &[RecordSpec]) -> Option<Change> {
-    let start = before.iter().zip(after).take_while(|(a, b)| a == b).count();
-    let most = before.len().min(after.len()) - start;
-    let end = before
-        .iter()
-        .rev()
-        .zip(after.iter().rev())
-        .take(most)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let (start, end) = crate::ends::same_ends(before, after, |a, b| a == b);
     let old = start..before.len() - end;
     let new = start..after.len() - end;
     if old.len().max(new.len()) > before.len().max(after.len()) / 2 {

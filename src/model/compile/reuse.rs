@@ -13,53 +13,13 @@ use crate::model::config::Domain;
 /// most half of the records (a whole compile is then as cheap).
 pub(super) fn unchanged(d: &Domain, before: (&Domain, &ZoneSpec)) -> Option<(usize, usize)> {
     let (old, zone) = before;
-    if !same_but_records(d, old) || zone.records.len() != old.records.len() {
+    if !d.same_but_records(old) || zone.records.len() != old.records.len() {
         return None;
     }
     let (new, old) = (&d.records, &old.records);
-    let start = new.iter().zip(old).take_while(|(a, b)| a == b).count();
-    let most = new.len().min(old.len()) - start;
-    let end = new
-        .iter()
-        .rev()
-        .zip(old.iter().rev())
-        .take(most)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let (start, end) = crate::ends::same_ends(new, old, |a, b| a == b);
     let changed = (new.len() - start - end).max(old.len() - start - end);
     (changed <= new.len().max(old.len()) / 2).then_some((start, end))
-}
-
-/// Whether two domains are the same but for their records.
-fn same_but_records(a: &Domain, b: &Domain) -> bool {
-    // Every field named: a new one is compared here or said not to matter.
-    let Domain {
-        name,
-        ttl,
-        mode,
-        main_dc,
-        dr_dc,
-        dc_order,
-        dcs_to_select,
-        nameservers,
-        soa,
-        records: _,
-        dnssec,
-        dnssec_algorithm,
-        secondaries,
-    } = a;
-    *name == b.name
-        && *ttl == b.ttl
-        && *mode == b.mode
-        && *main_dc == b.main_dc
-        && *dr_dc == b.dr_dc
-        && *dc_order == b.dc_order
-        && *dcs_to_select == b.dcs_to_select
-        && *nameservers == b.nameservers
-        && *soa == b.soa
-        && *dnssec == b.dnssec
-        && *dnssec_algorithm == b.dnssec_algorithm
-        && *secondaries == b.secondaries
 }
 
 #[cfg(test)]
