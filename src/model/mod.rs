@@ -18,3 +18,24 @@ pub mod value;
 pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
 pub use config::Config;
 pub use parse::parse;
+
+/// The text of domain `a.test` with `nameservers` (written inside the
+/// list's quotes) and `records`, each `NAME TYPE VALUE`: an A's value is
+/// its IP, a CNAME's its target, any other's its one value.
+#[cfg(test)]
+pub(crate) fn domain_text(nameservers: &str, records: &[&str]) -> String {
+    let records: String = records
+        .iter()
+        .map(|r| {
+            let (owner, rest) = r.split_once(' ').unwrap_or((r, ""));
+            let (kind, value) = rest.split_once(' ').unwrap_or((rest, ""));
+            let data = match kind {
+                "A" => format!("addresses = [{{ ip = \"{value}\" }}]"),
+                "CNAME" => format!("addresses = [{{ target = \"{value}\" }}]"),
+                _ => format!("values = [\"{value}\"]"),
+            };
+            format!("[[domain.record]]\nname = \"{owner}\"\ntype = \"{kind}\"\n{data}\n\n")
+        })
+        .collect();
+    format!("[[domain]]\nname = \"a.test\"\nnameservers = [\"{nameservers}\"]\n\n{records}")
+}

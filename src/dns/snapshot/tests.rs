@@ -178,19 +178,7 @@ fn answers(snap: &Snapshot, zone: usize) -> (Vec<String>, Vec<String>) {
 }
 
 fn zone(records: &[&str], ns: &str) -> Compiled {
-    let records: String = records
-        .iter()
-        .map(|r| {
-            let (owner, rest) = r.split_once(' ').unwrap();
-            let (kind, value) = rest.split_once(' ').unwrap();
-            let data = match kind {
-                "A" => format!("addresses = [{{ ip = \"{value}\" }}]"),
-                _ => format!("values = [\"{value}\"]"),
-            };
-            format!("[[domain.record]]\nname = \"{owner}\"\ntype = \"{kind}\"\n{data}\n\n")
-        })
-        .collect();
-    let text = format!("[[domain]]\nname = \"a.test\"\nnameservers = [\"{ns}\"]\n\n{records}");
+    let text = crate::model::domain_text(ns, records);
     compile(&crate::model::parse(&text).unwrap()).unwrap()
 }
 

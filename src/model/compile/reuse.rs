@@ -28,20 +28,7 @@ mod tests {
     use crate::model::compile::{compile, compile_from};
 
     fn text(records: &[&str]) -> String {
-        let records: String = records
-            .iter()
-            .map(|r| {
-                let (owner, rest) = r.split_once(' ').unwrap();
-                let (kind, value) = rest.split_once(' ').unwrap();
-                let data = match kind {
-                    "A" => format!("addresses = [{{ ip = \"{value}\" }}]"),
-                    "CNAME" => format!("addresses = [{{ target = \"{value}\" }}]"),
-                    _ => format!("values = [\"{value}\"]"),
-                };
-                format!("[[domain.record]]\nname = \"{owner}\"\ntype = \"{kind}\"\n{data}\n\n")
-            })
-            .collect();
-        format!("[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n\n{records}")
+        crate::model::domain_text("ns1.a.test", records)
     }
 
     /// Each step compiled from the step before equals it compiled whole,
