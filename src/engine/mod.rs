@@ -719,12 +719,26 @@ impl Engine {
                 continue;
             };
             let (front, back) = crate::ends::same_ends(old_slots, new_slots, Arc::ptr_eq);
-            let at = list.len() - back;
+            // The records are the serving snapshot's steered slots, one
+            // each; a list that is not is evaluated whole.
+            if list.len() != old_slots.len() {
+                continue;
+            }
+            let Some((head, rest)) = list.split_at_mut_checked(front) else {
+                continue;
+            };
+            let Some((_, tail)) = rest
+                .len()
+                .checked_sub(back)
+                .and_then(|at| rest.split_at_mut_checked(at))
+            else {
+                continue;
+            };
             let evaluated = |l: &[Option<Box<Steered>>]| {
                 l.iter()
                     .all(|r| r.as_ref().is_some_and(|r| r.state.is_some()))
             };
-            if !(evaluated(&list[..front]) && evaluated(&list[at..])) {
+            if !(evaluated(head) && evaluated(tail)) {
                 continue;
             }
             let take = |l: &mut [Option<Box<Steered>>]| -> Vec<Box<Steered>> {
@@ -733,8 +747,8 @@ impl Engine {
             carried.insert(
                 zi,
                 Carried {
-                    front: take(&mut list[..front]),
-                    back: take(&mut list[at..]),
+                    front: take(head),
+                    back: take(tail),
                 },
             );
         }
