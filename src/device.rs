@@ -448,7 +448,7 @@ fn start_engine(
         Ok(prepared) => {
             if store.last_good_config()?.is_some() {
                 // Installed at last (a newer binary): it is the good one now.
-                store.save_config(&kept, None)?;
+                store.save_config(&kept.kept())?;
             }
             return Ok(Engine::new(name, prepared, dns.clone(), Some(stored)));
         }

@@ -806,7 +806,7 @@ fn install_config(
         // a gtm before zone versions, it is installed again with them.
         return Some(now);
     }
-    let Some(text) = machine::config_text(kv) else {
+    let Some(parts) = machine::config_parts(kv) else {
         // Never so in a map the machine wrote; said rather than served
         // short.
         engine.install_failed(
@@ -815,20 +815,14 @@ fn install_config(
         );
         return Some(now);
     };
-    let text = String::from_utf8(text)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let kept = gtm_cluster::KeptConfig {
+        version,
+        parts,
+        zone_versions: now.zone_versions.clone().into_iter().collect(),
+    };
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
-    if engine
-        .apply_committed(
-            version,
-            text,
-            now.zone_versions.clone(),
-            parsed,
-            machine::parts_of_value(value),
-        )
-        .is_ok()
-    {
+    if engine.apply_committed(kept, parsed).is_ok() {
         let text = match machine::history_summary(kv, version) {
             Some(e) => format!(
                 "configuration version {version} applied: {} by {} ({} changes)",

@@ -305,8 +305,8 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
                     version: v1 + 1,
                     text: "[[domain]\nthis is not TOML".into(),
                     zone_versions: Vec::new(),
-                },
-                None,
+                }
+                .kept(),
             )
             .unwrap();
     }

@@ -9,6 +9,8 @@
 //! whole text under `config` and `config-last-good`) still read, and are
 //! replaced by the next save.
 
+use std::collections::HashSet;
+
 use bincode::{Decode, Encode};
 
 use crate::{Store, StoreError, parts, reclaim, types};
@@ -35,6 +37,28 @@ pub type PartName = ([u8; 16], u64);
 pub struct StoredConfig {
     pub version: u64,
     pub text: String,
+    pub zone_versions: Vec<(String, u64)>,
+}
+
+impl StoredConfig {
+    /// This configuration to keep: its text cut here.
+    pub fn kept(&self) -> KeptConfig<'_> {
+        KeptConfig {
+            version: self.version,
+            parts: parts::named(self.text.as_bytes()),
+            zone_versions: self.zone_versions.clone(),
+        }
+    }
+}
+
+/// A configuration to keep: its version, its text's parts in order (each
+/// by the name [`parts::part_hash`] gives its bytes), and per domain the
+/// version that last changed it. Given the parts the replicated map holds
+/// the text in, the store neither joins nor cuts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptConfig<'a> {
+    pub version: u64,
+    pub parts: Vec<([u8; 16], &'a [u8])>,
     pub zone_versions: Vec<(String, u64)>,
 }
 
@@ -135,15 +159,10 @@ impl Store {
 
     /// Saves a configuration this device installed, and flushes: when this
     /// returns, the configuration survives a crash. Being installed, it is
-    /// the last good one too: a kept older one is dropped. `parts`: its
-    /// text's parts as the replicated map names them, when known (the text
-    /// is then neither cut nor hashed here).
-    pub fn save_config(
-        &self,
-        config: &StoredConfig,
-        parts: Option<&[PartName]>,
-    ) -> Result<(), StoreError> {
-        let listed = self.keep_parts(config, parts)?;
+    /// the last good one too: a kept older one is dropped.
+    pub fn save_config(&self, config: &KeptConfig) -> Result<(), StoreError> {
+        let held = self.held_lists()?;
+        let listed = self.keep_parts(config, &held)?;
         let mut batch = sled::Batch::default();
         batch.insert(LIST_KEY, encode(&listed)?);
         for key in [CONFIG_KEY, LAST_GOOD_KEY, LAST_GOOD_LIST_KEY] {
@@ -152,26 +171,22 @@ impl Store {
         self.db
             .apply_batch(batch)
             .map_err(io("writing the configuration"))?;
-        self.drop_unlisted(&[&listed])?;
+        self.drop_parts(&held, &[&listed])?;
         self.flush_config()
     }
 
     /// Saves a committed configuration that did not install on this device,
     /// keeping the one it replaces as the last good one (unless one is kept
-    /// already: that one is older and did install). Flushes. `parts` as
-    /// for [`Store::save_config`].
-    pub fn save_uninstalled(
-        &self,
-        config: &StoredConfig,
-        parts: Option<&[PartName]>,
-    ) -> Result<(), StoreError> {
-        let listed = self.keep_parts(config, parts)?;
+    /// already: that one is older and did install). Flushes.
+    pub fn save_uninstalled(&self, config: &KeptConfig) -> Result<(), StoreError> {
+        let held = self.held_lists()?;
+        let listed = self.keep_parts(config, &held)?;
         let kept_good = self.last_good_listed()?;
         let good = match kept_good {
             Some(good) => good,
             // The one it replaces becomes the last good one.
             None => match self.load_config()? {
-                Some(previous) => Some(self.keep_parts(&previous, None)?),
+                Some(previous) => Some(self.keep_parts(&previous.kept(), &held)?),
                 None => None,
             },
         };
@@ -185,7 +200,7 @@ impl Store {
             .map_err(io("writing the configuration"))?;
         let mut lists = vec![&listed];
         lists.extend(good.as_ref());
-        self.drop_unlisted(&lists)?;
+        self.drop_parts(&held, &lists)?;
         self.flush_config()
     }
 
@@ -215,34 +230,39 @@ impl Store {
         let whole = decode_whole::<Option<StoredConfig>, OptionalV1>(&bytes)
             .map_err(corrupt("last good configuration"))?;
         match whole {
-            Some(config) => self.keep_parts(&config, None).map(|l| Some(Some(l))),
+            Some(config) => self
+                .keep_parts(&config.kept(), &self.held_lists()?)
+                .map(|l| Some(Some(l))),
             None => Ok(Some(None)),
         }
     }
 
-    /// Writes the parts of `config`'s text that the tree lacks, and returns
-    /// its list. The parts are `known` when they make the text, else the
-    /// text is cut here.
-    fn keep_parts(
-        &self,
-        config: &StoredConfig,
-        known: Option<&[PartName]>,
-    ) -> Result<Listed, StoreError> {
+    /// The lists of parts kept now (the committed configuration's and the
+    /// last good one's): every part they name is in the tree.
+    fn held_lists(&self) -> Result<Vec<Listed>, StoreError> {
+        let read = io("reading the configuration");
+        let mut lists = Vec::new();
+        if let Some(bytes) = self.db.get(LIST_KEY).map_err(&read)? {
+            lists.push(decode::<Listed>(&bytes, "configuration")?);
+        }
+        if let Some(bytes) = self.db.get(LAST_GOOD_LIST_KEY).map_err(&read)? {
+            lists.extend(decode::<Option<Listed>>(&bytes, "last good configuration")?);
+        }
+        Ok(lists)
+    }
+
+    /// Writes the parts of `config` that the tree lacks (those a list in
+    /// `held` names are there), and returns its list.
+    fn keep_parts(&self, config: &KeptConfig, held: &[Listed]) -> Result<Listed, StoreError> {
         let tree = self.parts_tree()?;
         let write = io("writing the configuration's parts");
-        let text = config.text.as_bytes();
-        let named = known.and_then(|k| slice_parts(text, k)).unwrap_or_else(|| {
-            parts::cut(text)
-                .into_iter()
-                .map(|part| (parts::part_hash(part), part))
-                .collect()
-        });
-        let mut list = Vec::new();
-        for (hash, part) in named {
-            if !tree.contains_key(hash).map_err(&write)? {
-                tree.insert(hash, part).map_err(&write)?;
+        let there = named_in(held.iter());
+        let mut list = Vec::with_capacity(config.parts.len());
+        for (hash, part) in &config.parts {
+            if !there.contains(hash) && !tree.contains_key(hash).map_err(&write)? {
+                tree.insert(hash, *part).map_err(&write)?;
             }
-            list.push((hash, part.len() as u64));
+            list.push((*hash, part.len() as u64));
         }
         Ok(Listed {
             version: config.version,
@@ -277,12 +297,28 @@ impl Store {
         })
     }
 
-    /// Removes the parts no list in `kept` names.
-    fn drop_unlisted(&self, kept: &[&Listed]) -> Result<(), StoreError> {
-        let named: std::collections::HashSet<&[u8; 16]> = kept
-            .iter()
-            .flat_map(|l| l.parts.iter().map(|(hash, _)| hash))
-            .collect();
+    /// Removes the parts the lists `held` named that no list in `kept`
+    /// names.
+    fn drop_parts(&self, held: &[Listed], kept: &[&Listed]) -> Result<(), StoreError> {
+        let named = named_in(kept.iter().copied());
+        let mut gone = sled::Batch::default();
+        for hash in named_in(held.iter()) {
+            if !named.contains(hash) {
+                gone.remove(&hash[..]);
+            }
+        }
+        self.parts_tree()?
+            .apply_batch(gone)
+            .map_err(io("removing the configuration's old parts"))?;
+        reclaim::reclaim();
+        Ok(())
+    }
+
+    /// Removes the parts no kept list names (left by a save that stopped
+    /// between writing its parts and its list): done when the store opens.
+    pub(crate) fn drop_unnamed_parts(&self) -> Result<(), StoreError> {
+        let held = self.held_lists()?;
+        let named = named_in(held.iter());
         let tree = self.parts_tree()?;
         let mut gone = sled::Batch::default();
         for key in tree.iter().keys() {
@@ -313,19 +349,11 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `text` in the parts `known` names, when their lengths make it.
-fn slice_parts<'a>(text: &'a [u8], known: &[PartName]) -> Option<Vec<([u8; 16], &'a [u8])>> {
-    let mut at = 0usize;
-    let named = known
-        .iter()
-        .map(|(hash, len)| {
-            let end = at.checked_add(usize::try_from(*len).ok()?)?;
-            let part = text.get(at..end)?;
-            at = end;
-            Some((*hash, part))
-        })
-        .collect::<Option<Vec<_>>>()?;
-    (at == text.len()).then_some(named)
+/// The names of the parts the lists name.
+fn named_in<'a>(lists: impl Iterator<Item = &'a Listed>) -> HashSet<&'a [u8; 16]> {
+    lists
+        .flat_map(|l| l.parts.iter().map(|(hash, _)| hash))
+        .collect()
 }
 
 #[cfg(test)]
@@ -380,7 +408,7 @@ mod tests {
             text: "new".into(),
             zone_versions: Vec::new(),
         };
-        store.save_uninstalled(&next, None).unwrap();
+        store.save_uninstalled(&next.kept()).unwrap();
         assert_eq!(store.load_config().unwrap(), Some(next));
         assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
         assert!(store.db.get(CONFIG_KEY).unwrap().is_none());
@@ -402,9 +430,9 @@ mod tests {
         store.parts_tree().unwrap().len()
     }
 
-    /// Parts named by the caller are kept as named, without cutting or
+    /// Parts are kept as the caller names them, without cutting or
     /// hashing: the same list as the store's own cut when they are that
-    /// cut; parts whose lengths do not make the text are not taken.
+    /// cut, and two parts as one under a name of the caller's.
     #[test]
     fn a_configuration_is_kept_in_the_parts_it_is_given() {
         let (store, dir) = open("given");
@@ -413,32 +441,62 @@ mod tests {
             text: domains(4, None),
             zone_versions: Vec::new(),
         };
-        let named: Vec<PartName> = parts::cut(config.text.as_bytes())
-            .into_iter()
-            .map(|p| (parts::part_hash(p), p.len() as u64))
-            .collect();
-        store.save_config(&config, Some(&named)).unwrap();
+        let kept = config.kept();
+        store.save_config(&kept).unwrap();
         assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
-        let listed = |store: &Store| -> Listed {
-            decode(&store.db.get(LIST_KEY).unwrap().unwrap(), "list").unwrap()
+        let listed = |store: &Store| -> Vec<PartName> {
+            decode::<Listed>(&store.db.get(LIST_KEY).unwrap().unwrap(), "list")
+                .unwrap()
+                .parts
         };
-        assert_eq!(listed(&store).parts, named);
-        // Given two parts as one, under a name of the caller's: kept so.
-        let joined = vec![([7; 16], named[0].1 + named[1].1), named[2], named[3]];
-        store.save_config(&config, Some(&joined)).unwrap();
-        assert_eq!(listed(&store).parts, joined);
+        let named: Vec<PartName> = kept
+            .parts
+            .iter()
+            .map(|(h, p)| (*h, p.len() as u64))
+            .collect();
+        assert_eq!(listed(&store), named);
+        let first_two = config.text.len() - kept.parts[2].1.len() - kept.parts[3].1.len();
+        let joined = KeptConfig {
+            parts: vec![
+                ([7; 16], &config.text.as_bytes()[..first_two]),
+                kept.parts[2],
+                kept.parts[3],
+            ],
+            ..kept.clone()
+        };
+        store.save_config(&joined).unwrap();
+        assert_eq!(listed(&store)[0], ([7; 16], first_two as u64));
         assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
-        // Lengths that do not make the text (short, past its end, too
-        // large to add): cut here.
-        let total = config.text.len() as u64;
-        for wrong in [
-            vec![([7; 16], total - 1)],
-            vec![([7; 16], total + 1)],
-            vec![([7; 16], u64::MAX), ([8; 16], 2)],
-        ] {
-            store.save_config(&config, Some(&wrong)).unwrap();
-            assert_eq!(listed(&store).parts, named);
-        }
+        assert_eq!(part_count(&store), 3, "the two parts joined are gone");
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A part no kept list names (a save stopped between its parts and its
+    /// list) is gone once the store opens again.
+    #[test]
+    fn a_part_left_over_is_removed_on_opening() {
+        let (store, dir) = open("leftover");
+        store
+            .save_config(
+                &StoredConfig {
+                    version: 1,
+                    text: domains(2, None),
+                    zone_versions: Vec::new(),
+                }
+                .kept(),
+            )
+            .unwrap();
+        store
+            .parts_tree()
+            .unwrap()
+            .insert([9; 16], &b"left"[..])
+            .unwrap();
+        assert_eq!(part_count(&store), 3);
+        drop(store);
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(part_count(&store), 2);
+        assert_eq!(store.load_config().unwrap().unwrap().text, domains(2, None));
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -454,20 +512,20 @@ mod tests {
             text: domains(10, changed),
             zone_versions: vec![("d1.test".into(), version)],
         };
-        store.save_config(&config(1, None), None).unwrap();
+        store.save_config(&config(1, None).kept()).unwrap();
         assert_eq!(part_count(&store), 10);
-        store.save_config(&config(2, Some(3)), None).unwrap();
+        store.save_config(&config(2, Some(3)).kept()).unwrap();
         assert_eq!(part_count(&store), 10, "the old part of d3 is gone");
         // One that does not install keeps the good one's parts beside it.
         // (d3 as it was, d5 changed: two parts the good one lacks)
-        store.save_uninstalled(&config(3, Some(5)), None).unwrap();
+        store.save_uninstalled(&config(3, Some(5)).kept()).unwrap();
         assert_eq!(part_count(&store), 12);
         assert_eq!(store.load_config().unwrap(), Some(config(3, Some(5))));
         assert_eq!(
             store.last_good_config().unwrap(),
             Some(Some(config(2, Some(3))))
         );
-        store.save_config(&config(4, None), None).unwrap();
+        store.save_config(&config(4, None).kept()).unwrap();
         assert_eq!(part_count(&store), 10);
         assert_eq!(store.last_good_config().unwrap(), None);
         drop(store);
@@ -486,8 +544,8 @@ mod tests {
                     version: 1,
                     text: domains(3, None),
                     zone_versions: Vec::new(),
-                },
-                None,
+                }
+                .kept(),
             )
             .unwrap();
         let tree = store.parts_tree().unwrap();

@@ -42,7 +42,7 @@ mod rpc_server;
 mod state_machine;
 mod types;
 
-pub use config_store::{PartName, StoredConfig};
+pub use config_store::{KeptConfig, PartName, StoredConfig};
 pub use error::ClusterError;
 pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
 pub use low_priority::LowPriority;
@@ -120,14 +120,19 @@ impl Store {
         let health = db.open_tree("health").map_err(open_err)?;
         let events = db.open_tree("event-log").map_err(open_err)?;
         let event_times = db.open_tree("event-time").map_err(open_err)?;
-        Ok(Self {
+        let store = Self {
             db,
             path: dir.join("store").into(),
             health,
             events,
             event_times,
             event_retention: DEFAULT_EVENT_RETENTION,
-        })
+        };
+        // Space only: a part left over is never read.
+        if let Err(e) = store.drop_unnamed_parts() {
+            tracing::warn!(error = %e, "cannot remove the configuration's unused parts");
+        }
+        Ok(store)
     }
 
     /// How many events the log keeps (at least 1).
@@ -464,8 +469,8 @@ mod tests {
                         version: 2,
                         text: "bad".into(),
                         zone_versions: Vec::new(),
-                    },
-                    None,
+                    }
+                    .kept(),
                 )
                 .unwrap();
             assert_eq!(store.last_good_config().unwrap(), Some(None));
@@ -475,8 +480,8 @@ mod tests {
                         version: 3,
                         text: "[[datacenter]]\nname = \"dc1\"\n".into(),
                         zone_versions: vec![("example.test".into(), 2)],
-                    },
-                    None,
+                    }
+                    .kept(),
                 )
                 .unwrap();
         }
@@ -497,14 +502,14 @@ mod tests {
                         version,
                         text: "bad".into(),
                         zone_versions: Vec::new(),
-                    },
-                    None,
+                    }
+                    .kept(),
                 )
                 .unwrap();
             assert_eq!(store.load_config().unwrap().unwrap().version, version);
             assert_eq!(store.last_good_config().unwrap(), Some(Some(good.clone())));
         }
-        store.save_config(&good, None).unwrap();
+        store.save_config(&good.kept()).unwrap();
         assert_eq!(store.last_good_config().unwrap(), None);
         for seq in 1..=5u64 {
             store

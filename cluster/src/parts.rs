@@ -24,72 +24,219 @@ const WINDOW: usize = 64;
 
 /// `text` cut into parts, in order (none for an empty text).
 pub fn cut(text: &[u8]) -> Vec<&[u8]> {
-    recut(text, &[]).into_iter().map(|(part, _)| part).collect()
+    let mut source = text;
+    let (cuts, _) = scan(&mut source, |_| None);
+    cuts.into_iter().map(|range| &text[range]).collect()
 }
 
-/// `text` cut into parts as [`cut`] cuts it, for a text edited from one
-/// whose parts were `before`: what `text` shares with `before` from its
-/// start, and from its end once the cut meets a part of it there, is not
-/// cut again. Each part comes with the index in `before` of the part it
-/// is, when it was taken from there. The cut decides at each line start
-/// from the bytes since the last cut and the [`WINDOW`] bytes on, so a
-/// part of the start is kept when those bytes lie within what `text`
-/// shares; and the cut from a place where both cut is the same whatever
-/// came before, so once it cuts where a shared part of the end starts, the
-/// rest is those parts.
-pub fn recut<'a>(text: &'a [u8], before: &[&[u8]]) -> Vec<(&'a [u8], Option<usize>)> {
-    // The bytes `text` shares with `before`, from the start, by parts.
-    let mut shared = 0;
-    for part in before {
-        if part.is_empty() || !text[shared..].starts_with(part) {
-            break;
+/// `text` cut into parts, each with its name ([`part_hash`]).
+pub fn named(text: &[u8]) -> Vec<([u8; 16], &[u8])> {
+    cut(text)
+        .into_iter()
+        .map(|part| (part_hash(part), part))
+        .collect()
+}
+
+/// A text given as an edit of another: the other's first `front` bytes,
+/// then `middle`, then the other's last `back` bytes. A whole new text is
+/// `front` and `back` 0.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Splice {
+    pub front: usize,
+    pub middle: Vec<u8>,
+    pub back: usize,
+}
+
+impl Splice {
+    /// A text that takes nothing from the one before.
+    pub fn whole(text: Vec<u8>) -> Self {
+        Self {
+            front: 0,
+            middle: text,
+            back: 0,
         }
-        shared += part.len();
     }
-    let mut parts = Vec::new();
-    let mut start = 0;
-    for (i, part) in before.iter().enumerate() {
-        let end = start + part.len();
-        if end + WINDOW > shared {
-            break;
-        }
-        parts.push((&text[start..end], Some(i)));
-        start = end;
+
+    /// The length of the text.
+    pub fn len(&self) -> usize {
+        self.front + self.middle.len() + self.back
     }
-    // The parts `text` ends with, by where each starts in it, last first.
-    let mut tails: Vec<(usize, usize)> = Vec::new();
-    let mut end = text.len();
-    for (i, part) in before.iter().enumerate().skip(parts.len()).rev() {
-        if part.is_empty() || end < start + part.len() || !text[..end].ends_with(part) {
-            break;
-        }
-        end -= part.len();
-        tails.push((end, i));
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
-    let mut line = start;
-    while line < text.len() {
-        if line > start && starts_part(&text[line..], line - start) {
-            parts.push((&text[start..line], None));
-            start = line;
-            if let Ok(t) = tails.binary_search_by(|(at, _)| line.cmp(at))
-                && let Some(&(_, first)) = tails.get(t)
-            {
-                for (i, part) in before.iter().enumerate().skip(first) {
-                    parts.push((&text[start..start + part.len()], Some(i)));
-                    start += part.len();
-                }
-                return parts;
-            }
-        }
-        line = match memchr::memchr(b'\n', &text[line..]) {
-            Some(end) => line + end + 1,
-            None => text.len(),
-        };
-    }
-    if start < text.len() {
-        parts.push((&text[start..], None));
+}
+
+/// One part of a text [`recut`] cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cut {
+    /// The part of the text before at this index, the same bytes.
+    Before(usize),
+    /// A part of bytes the text before does not have there.
+    New(Vec<u8>),
+}
+
+/// The text `splice` makes of the text whose parts are `before`, cut as
+/// [`cut`] cuts it, without making the text: the parts before are taken
+/// where the cut is theirs, and only the bytes about the edit are cut.
+///
+/// The cut decides at each line start from the bytes since the last cut
+/// and the [`WINDOW`] bytes on. So a part of the front is the text's when
+/// it ends [`WINDOW`] bytes before the edit; and once the cut of the
+/// edited bytes meets a place where a part of the back started before,
+/// the rest is those parts (from a place where both cut, the same bytes
+/// are cut the same). The bytes cut are those from the first part not
+/// kept to that place: a part or two about a small edit.
+/// `splice.front` and `splice.back` beyond the text before are taken as
+/// its whole.
+pub fn recut(before: &[&[u8]], splice: &Splice) -> Vec<Cut> {
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(before.iter().scan(0, |at, part| {
+            *at += part.len();
+            Some(*at)
+        }))
+        .collect();
+    let total = starts.last().copied().unwrap_or(0);
+    let front = splice.front.min(total);
+    let back = splice.back.min(total - front);
+    let kept = before
+        .iter()
+        .zip(&starts[1..])
+        .take_while(|(part, end)| !part.is_empty() && *end + WINDOW <= front)
+        .count();
+    let from = starts[kept];
+    let mut source = Edited {
+        bytes: before_range(before, &starts, from..front),
+        before,
+        starts: &starts,
+        next: total - back,
+    };
+    source.bytes.extend_from_slice(&splice.middle);
+    // Where the back starts in the bytes cut, and in the text before.
+    let back_at = front - from + splice.middle.len();
+    let back_from = total - back;
+    let (cuts, resumed) = scan(&mut source, |at| {
+        let was = (at.checked_sub(back_at)? + back_from, at);
+        let i = starts.binary_search(&was.0).ok()?;
+        (i < before.len()).then_some(i)
+    });
+    let mut parts: Vec<Cut> = (0..kept).map(Cut::Before).collect();
+    parts.extend(
+        cuts.into_iter()
+            .map(|range| Cut::New(source.bytes[range].to_vec())),
+    );
+    if let Some(first) = resumed {
+        parts.extend((first..before.len()).map(Cut::Before));
     }
     parts
+}
+
+/// The bytes `range` of the text `before` makes (`starts`: where each
+/// part starts, and the text's end).
+fn before_range(before: &[&[u8]], starts: &[usize], range: std::ops::Range<usize>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(range.len());
+    for (part, at) in before.iter().zip(starts) {
+        let end = at + part.len();
+        if end > range.start && *at < range.end {
+            bytes.extend_from_slice(&part[range.start.max(*at) - at..range.end.min(end) - at]);
+        }
+    }
+    bytes
+}
+
+/// Bytes to cut, which may grow (by the parts of the back of an edit)
+/// when the cut needs more of them.
+trait Source {
+    fn bytes(&self) -> &[u8];
+    /// Appends more of the text; false at its end.
+    fn grow(&mut self) -> bool;
+}
+
+impl Source for &[u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+
+    fn grow(&mut self) -> bool {
+        false
+    }
+}
+
+/// The edited bytes, then the back of the text before, a part at a time.
+struct Edited<'a> {
+    bytes: Vec<u8>,
+    before: &'a [&'a [u8]],
+    starts: &'a [usize],
+    /// Where in the text before the bytes not yet appended start.
+    next: usize,
+}
+
+impl Source for Edited<'_> {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    fn grow(&mut self) -> bool {
+        // The part holding `next`: the last that starts at or before it.
+        let i = self.starts.partition_point(|&s| s <= self.next);
+        let Some((part, at)) = i
+            .checked_sub(1)
+            .and_then(|i| Some((self.before.get(i)?, self.starts[i])))
+        else {
+            return false;
+        };
+        let Some(rest) = part.get(self.next - at..).filter(|r| !r.is_empty()) else {
+            return false;
+        };
+        self.bytes.extend_from_slice(rest);
+        self.next = at + part.len();
+        true
+    }
+}
+
+/// Cuts the text `source` gives into parts (as ranges of its bytes), from
+/// its start, where a part starts. Stops at the first cut for which
+/// `resume` says where the parts before resume (returned with the cuts
+/// up to it).
+fn scan(
+    source: &mut impl Source,
+    resume: impl Fn(usize) -> Option<usize>,
+) -> (Vec<std::ops::Range<usize>>, Option<usize>) {
+    let mut cuts = Vec::new();
+    let mut start = 0;
+    let mut line = 0;
+    loop {
+        // The line's window whole, unless the text ends first.
+        while source.bytes().len() < line + WINDOW && source.grow() {}
+        let bytes = source.bytes();
+        if line >= bytes.len() {
+            break;
+        }
+        if line > start && starts_part(&bytes[line..], line - start) {
+            cuts.push(start..line);
+            start = line;
+            if let Some(first) = resume(line) {
+                return (cuts, Some(first));
+            }
+        }
+        // The next line's start.
+        loop {
+            let bytes = source.bytes();
+            if let Some(end) = memchr::memchr(b'\n', &bytes[line..]) {
+                line += end + 1;
+                break;
+            }
+            if !source.grow() {
+                line = source.bytes().len();
+                break;
+            }
+        }
+    }
+    let end = source.bytes().len();
+    if start < end {
+        cuts.push(start..end);
+    }
+    (cuts, None)
 }
 
 /// Whether a part starts at this line (`rest`: the text from the line on;
@@ -254,22 +401,54 @@ mod tests {
                 }
             }
             let after: String = lines.concat();
-            let recut = recut(after.as_bytes(), &parts);
             let whole = cut(after.as_bytes());
-            assert_eq!(
-                recut.iter().map(|(p, _)| *p).collect::<Vec<_>>(),
-                whole,
-                "round {round}"
+            // The edit as the bytes shared from both ends, and as less of
+            // them (a writer need not find all it shares).
+            let (front, back) = shared_ends(before.as_bytes(), after.as_bytes());
+            let short = (
+                front.saturating_sub(rng.below(500)),
+                back.saturating_sub(rng.below(500)),
             );
-            for (part, was) in &recut {
-                if let Some(i) = was {
-                    assert_eq!(*part, parts[*i], "round {round}");
+            for (front, back) in [(front, back), short, (0, 0)] {
+                let splice = Splice {
+                    front,
+                    middle: after.as_bytes()[front..after.len() - back].to_vec(),
+                    back,
+                };
+                let recut = recut(&parts, &splice);
+                assert_eq!(joined(&recut, &parts), whole, "round {round}");
+                if after == before && parts.len() > 2 && (front, back) == (before.len(), 0) {
+                    let new = recut.iter().filter(|c| matches!(c, Cut::New(_))).count();
+                    assert!(new <= 1, "round {round}: {new} parts cut again");
                 }
             }
-            if after == before && parts.len() > 2 {
-                assert!(recut.iter().filter(|(_, was)| was.is_none()).count() <= 1);
-            }
         }
+    }
+
+    /// How many bytes `a` and `b` share from their start, then from
+    /// their end among the rest.
+    fn shared_ends(a: &[u8], b: &[u8]) -> (usize, usize) {
+        let front = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        let most = a.len().min(b.len()) - front;
+        let back = a
+            .iter()
+            .rev()
+            .zip(b.iter().rev())
+            .take(most)
+            .take_while(|(x, y)| x == y)
+            .count();
+        (front, back)
+    }
+
+    /// The parts a recut gives, as bytes.
+    fn joined<'a>(recut: &'a [Cut], before: &[&'a [u8]]) -> Vec<&'a [u8]> {
+        recut
+            .iter()
+            .map(|c| match c {
+                Cut::Before(i) => before[*i],
+                Cut::New(bytes) => &bytes[..],
+            })
+            .collect()
     }
 
     /// A one-line edit in a large domain cuts only near the edit.
@@ -278,8 +457,16 @@ mod tests {
         let before = records(true, 0..20_000);
         let parts = cut(before.as_bytes());
         let after = before.replacen("host10000\"", "host10000x\"", 1);
-        let recut = recut(after.as_bytes(), &parts);
-        let new = recut.iter().filter(|(_, was)| was.is_none()).count();
+        let (front, back) = shared_ends(before.as_bytes(), after.as_bytes());
+        let splice = Splice {
+            front,
+            middle: after.as_bytes()[front..after.len() - back].to_vec(),
+            back,
+        };
+        assert_eq!(splice.middle, b"x");
+        let recut = recut(&parts, &splice);
+        assert_eq!(joined(&recut, &parts), cut(after.as_bytes()));
+        let new = recut.iter().filter(|c| matches!(c, Cut::New(_))).count();
         assert!((1..=3).contains(&new), "{new} parts cut again");
         assert_eq!(recut.len(), parts.len());
     }

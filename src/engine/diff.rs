@@ -144,8 +144,8 @@ fn domains(out: &mut Vec<String>, old: &[Arc<Domain>], new: &[Arc<Domain>]) {
             fields(
                 out,
                 &format!("domain {}", n.name),
-                &domain_header(o),
-                &domain_header(n),
+                &o.without_records(),
+                &n.without_records(),
                 &[],
             );
         }
@@ -476,41 +476,6 @@ fn shorten(text: String) -> String {
             short.push('…');
             short
         }
-    }
-}
-
-/// A domain without its records: what its field diff compares (records are
-/// diffed one by one). Built field by field so a new key is not forgotten.
-fn domain_header(d: &Domain) -> Domain {
-    let Domain {
-        name,
-        ttl,
-        mode,
-        main_dc,
-        dr_dc,
-        dc_order,
-        dcs_to_select,
-        nameservers,
-        soa,
-        records: _,
-        dnssec,
-        dnssec_algorithm,
-        secondaries,
-    } = d;
-    Domain {
-        name: name.clone(),
-        ttl: *ttl,
-        mode: *mode,
-        main_dc: main_dc.clone(),
-        dr_dc: dr_dc.clone(),
-        dc_order: dc_order.clone(),
-        dcs_to_select: *dcs_to_select,
-        nameservers: nameservers.clone(),
-        soa: soa.clone(),
-        records: Vec::new(),
-        dnssec: *dnssec,
-        dnssec_algorithm: *dnssec_algorithm,
-        secondaries: secondaries.clone(),
     }
 }
 

@@ -524,53 +524,58 @@ impl Engine {
     /// good configuration, keeps that one in the store beside the committed
     /// one for restarts, and reports itself degraded until a later
     /// configuration installs.
-    /// `zone_versions`: per domain, the version that last changed it (see
+    /// `config`: its version, its text's parts (as the replicated map
+    /// holds them: the store keeps them so, without joining the text) and
+    /// per domain the version that last changed it (see
     /// [`crate::machine::zone_versions`]). `parsed`: the text already
     /// parsed (by the state machine), if at hand, and compiled, if that is
-    /// at hand too. `parts`: the text's parts as the replicated map names
-    /// them, if at hand (the store keeps the text so without cutting it).
+    /// at hand too; the text is joined to be parsed only without it.
     pub fn apply_committed(
         &self,
-        version: u64,
-        text: String,
-        zone_versions: HashMap<String, u64>,
+        config: gtm_cluster::KeptConfig<'_>,
         parsed: Option<(Arc<Config>, Option<Compiled>)>,
-        parts: Option<Vec<gtm_cluster::PartName>>,
     ) -> Result<(), String> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
-        let config = match parsed {
+        let version = config.version;
+        let zone_versions: HashMap<String, u64> = config.zone_versions.iter().cloned().collect();
+        let parsed = match parsed {
             Some(parsed) => Ok(parsed),
-            None => crate::model::parse(&text)
-                .map(|c| (Arc::new(c), None))
-                .map_err(|e| format!("it does not parse: {e}")),
+            None => {
+                let text = config
+                    .parts
+                    .iter()
+                    .map(|(_, p)| *p)
+                    .collect::<Vec<_>>()
+                    .concat();
+                std::str::from_utf8(&text)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| crate::model::parse(text).map_err(|e| e.to_string()))
+                    .map(|c| (Arc::new(c), None))
+                    .map_err(|e| format!("it does not parse: {e}"))
+            }
         };
-        let prepared = config.and_then(|(config, compiled)| {
+        let prepared = parsed.and_then(|(parsed, compiled)| {
             let serving = self.dns.snapshot.load();
             prepare_compiled(
-                &config,
+                &parsed,
                 compiled,
                 (version, &zone_versions),
                 &serving,
                 &self.keys(),
             )
-            .map(|p| (config, p))
+            .map(|p| (parsed, p))
             .map_err(|e| format!("it does not validate here: {}", summary(&e)))
         });
-        let stored = gtm_cluster::StoredConfig {
-            version,
-            text,
-            zone_versions: zone_versions.into_iter().collect(),
-        };
         match prepared {
-            Ok((config, (compiled, snapshot))) => {
+            Ok((parsed, (compiled, snapshot))) => {
                 let mut inner = self.lock();
-                let replaced = self.install(&mut inner, version, config, compiled, snapshot);
+                let replaced = self.install(&mut inner, version, parsed, compiled, snapshot);
                 drop(inner);
                 replaced.retire();
                 // Kept for restarts once DNS answers it: a restart before
                 // has the map to install it from.
                 if let Some(Persist { store, .. }) = &self.store
-                    && let Err(e) = store.save_config(&stored, parts.as_deref())
+                    && let Err(e) = store.save_config(&config)
                 {
                     // Raft keeps it anyway; serve what the cluster decided.
                     tracing::error!(version, error = %e, "cannot keep the committed configuration");
@@ -579,7 +584,7 @@ impl Engine {
             }
             Err(reason) => {
                 if let Some(Persist { store, .. }) = &self.store
-                    && let Err(e) = store.save_uninstalled(&stored, parts.as_deref())
+                    && let Err(e) = store.save_uninstalled(&config)
                 {
                     tracing::error!(version, error = %e, "cannot keep the committed configuration");
                 }

@@ -167,6 +167,15 @@ type = "A"
 addresses = [{ ip = "192.0.2.3" }]
 "#;
 
+    /// A configuration text to install, cut into parts.
+    fn kept(version: u64, text: &str) -> gtm_cluster::KeptConfig<'_> {
+        gtm_cluster::KeptConfig {
+            version,
+            parts: gtm_cluster::parts::named(text.as_bytes()),
+            zone_versions: Vec::new(),
+        }
+    }
+
     fn engine() -> Engine {
         let state = DnsState::new(Snapshot::default(), crate::geo::Geo::none(), 1232);
         let config = crate::model::parse(CONFIG).unwrap();
@@ -240,9 +249,7 @@ addresses = [{ ip = "192.0.2.3" }]
         // A configuration change that keeps the list's order: what it
         // evaluated again, not the whole list.
         let install = |version: u64, text: String| {
-            engine
-                .apply_committed(version, text, Default::default(), None, None)
-                .unwrap();
+            engine.apply_committed(kept(version, &text), None).unwrap();
             engine.record_changes(Some(Held::At(later)))
         };
         let edited = install(2, CONFIG.replace("192.0.2.3", "192.0.2.4"));
@@ -269,9 +276,7 @@ addresses = [{ ip = "192.0.2.3" }]
             ));
         }
         let engine = engine();
-        engine
-            .apply_committed(2, text, Default::default(), None, None)
-            .unwrap();
+        engine.apply_committed(kept(2, &text), None).unwrap();
         let total = extra + 2;
         let first = engine.record_changes(None);
         let (p1, records) = page(&first);

@@ -187,7 +187,8 @@ fn entry_with(version: u64, text: String) -> HistoryEntry {
 fn writes_for(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize) -> Vec<Write> {
     let text = entry.text.take().unwrap_or_default();
     entry.text_bytes = Some(text.len());
-    let (list, mut writes) = parts::keep(kv, text.as_bytes(), &[]);
+    let whole = gtm_cluster::parts::Splice::whole(text.into_bytes());
+    let (list, mut writes) = parts::keep(kv, &whole, &[]).unwrap();
     writes.extend(history_writes(kv, entry, list, keep, budget));
     writes
 }

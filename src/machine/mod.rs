@@ -55,7 +55,7 @@ use crate::{
     command::{Action, Actor, Command, CommandId, Outcome},
     model::{self, Config},
 };
-use gtm_cluster::{Effect, Map, Write};
+use gtm_cluster::{Effect, Map, Write, parts::Splice};
 use zone_versions::zone_version_writes;
 pub use zone_versions::zone_versions;
 
@@ -135,12 +135,16 @@ pub fn config_pieces(kv: &Map) -> Option<Vec<&[u8]>> {
     }
 }
 
-/// The parts a map's value for the configuration ([`config_value`])
-/// lists, by name; `None` for a value that is the whole text (a map
-/// written before parts).
-pub fn parts_of_value(value: &[u8]) -> Option<Vec<gtm_cluster::PartName>> {
-    let list = parts::decode_list(value)?;
-    Some(list.into_iter().map(|p| (p.hash, p.len as u64)).collect())
+/// The committed configuration's text as its parts, each with its name
+/// (a map written before parts holds the whole text: cut here).
+pub fn config_parts(kv: &Map) -> Option<Vec<([u8; 16], &[u8])>> {
+    match parts::current_list(kv) {
+        Some(list) => {
+            let pieces = parts::pieces(kv, &list)?;
+            Some(list.iter().map(|p| p.hash).zip(pieces).collect())
+        }
+        None => kv.get(CONFIG_KEY).map(|t| gtm_cluster::parts::named(t)),
+    }
 }
 
 /// The hash of the value a map would keep for `text` ([`config_value`]):
@@ -407,12 +411,12 @@ impl GtmMachine {
                     );
                 }
                 match model::parse(text) {
-                    Ok(c) => (c, text.clone(), "adopt".to_string(), *v, None),
+                    Ok(c) => (c, whole(text), "adopt".to_string(), *v, None),
                     Err(e) => return invalid(e),
                 }
             }
             Action::ApplyConfig { text } => match model::parse(text) {
-                Ok(c) => (c, text.clone(), "apply".to_string(), version + 1, None),
+                Ok(c) => (c, whole(text), "apply".to_string(), version + 1, None),
                 Err(e) => return invalid(e),
             },
             Action::Edit(e) => {
@@ -433,6 +437,7 @@ impl GtmMachine {
                         .map(|(layout, text)| model::text::Before {
                             text,
                             layout,
+                            config: &current,
                             touched: touched_domain(e),
                         });
                 let (text, layout) = match model::text::write(&config, before) {
@@ -479,7 +484,13 @@ impl GtmMachine {
                     );
                 };
                 match model::parse(&text) {
-                    Ok(c) => (c, text, format!("rollback to {to}"), version + 1, None),
+                    Ok(c) => (
+                        c,
+                        whole(&text),
+                        format!("rollback to {to}"),
+                        version + 1,
+                        None,
+                    ),
                     Err(e) => return invalid(e),
                 }
             }
@@ -524,7 +535,12 @@ impl GtmMachine {
         // The text as parts: those it shares with the committed one are
         // not written again.
         let committed = parts::current_list(kv).unwrap_or_default();
-        let (list, mut writes) = parts::keep(kv, text.as_bytes(), &committed);
+        let Some((list, mut writes)) = parts::keep(kv, &text, &committed) else {
+            return rejected(
+                ErrorKind::Internal,
+                "a part of the committed text is missing from the map",
+            );
+        };
         let list_value = parts::encode_list(&list);
         let hash = text_hash(&list_value);
         writes.push(Write::Put {
@@ -623,6 +639,11 @@ impl GtmMachine {
             ..Current::default()
         })
     }
+}
+
+/// A text that takes nothing from the committed one.
+fn whole(text: &str) -> Splice {
+    Splice::whole(text.as_bytes().to_vec())
 }
 
 fn invalid(e: model::ConfigErrors) -> Change {

@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use gtm_cluster::{
     Map, Write,
-    parts::{cut, recut},
+    parts::{Cut, Splice, cut, recut},
 };
 
 pub(super) const PART_PREFIX: &str = "config-part/";
@@ -122,38 +122,40 @@ pub(super) fn list_of_text(text: &[u8]) -> Vec<PartRef> {
         .collect()
 }
 
-/// The parts of `text`, and the writes that keep those the map lacks.
-/// `text` is cut against `previous` (the committed text's parts): the
-/// parts it shares with them from its start and its end are neither cut
-/// nor hashed again, so an edit cuts and hashes what it changed.
-pub(super) fn keep(kv: &Map, text: &[u8], previous: &[PartRef]) -> (Vec<PartRef>, Vec<Write>) {
-    // Every part of the previous text, or none when one is missing.
-    let before: Vec<&[u8]> = previous
-        .iter()
-        .map(|p| kv.get(&part_key(&p.hash)).map(|b| &b[..]))
-        .collect::<Option<_>>()
-        .unwrap_or_default();
+/// The parts of the text `splice` makes of the committed one (whose parts
+/// are `previous`), and the writes that keep those the map lacks. The
+/// parts away from the edit are taken from `previous` (neither cut nor
+/// hashed again), so an edit cuts and hashes what it changed. `None` when
+/// the edit takes bytes from a committed text the map lacks a part of.
+pub(super) fn keep(
+    kv: &Map,
+    splice: &Splice,
+    previous: &[PartRef],
+) -> Option<(Vec<PartRef>, Vec<Write>)> {
+    let before: Vec<&[u8]> = match pieces(kv, previous) {
+        Some(pieces) => pieces,
+        None if splice.front + splice.back == 0 => Vec::new(),
+        None => return None,
+    };
     let mut list = Vec::new();
     let mut writes = Vec::new();
     let mut written = HashSet::new();
-    for (part, was) in recut(text, &before) {
-        let hash = match was.and_then(|i| previous.get(i)) {
-            Some(p) => p.hash,
-            None => hash(part),
+    for part in recut(&before, splice) {
+        let (hash, len) = match part {
+            Cut::Before(i) => (previous.get(i)?.hash, before.get(i)?.len()),
+            Cut::New(bytes) => {
+                let hash = hash(&bytes);
+                let key = part_key(&hash);
+                let len = bytes.len();
+                if !kv.contains_key(&key) && written.insert(hash) {
+                    writes.push(Write::Put { key, value: bytes });
+                }
+                (hash, len)
+            }
         };
-        let key = part_key(&hash);
-        if !kv.contains_key(&key) && written.insert(hash) {
-            writes.push(Write::Put {
-                key,
-                value: part.to_vec(),
-            });
-        }
-        list.push(PartRef {
-            hash,
-            len: part.len(),
-        });
+        list.push(PartRef { hash, len });
     }
-    (list, writes)
+    Some((list, writes))
 }
 
 /// The committed configuration's parts, when the map keeps it so.
@@ -230,7 +232,7 @@ mod tests {
     fn equal_parts_are_kept_once() {
         let mut kv = Map::new();
         let one = b"head\n[[domain]]\nname = \"x\"\n[[domain]]\nname = \"y\"\n";
-        let (first, writes) = keep(&kv, one, &[]);
+        let (first, writes) = keep(&kv, &Splice::whole(one.to_vec()), &[]).unwrap();
         assert_eq!(writes.len(), 3);
         for w in writes {
             w.apply_to(&mut kv);
@@ -238,7 +240,14 @@ mod tests {
         assert_eq!(join(&kv, &first).unwrap(), one);
         // The second text changes one domain: one part is new.
         let two = b"head\n[[domain]]\nname = \"x\"\nttl = 5\n[[domain]]\nname = \"y\"\n";
-        let (second, writes) = keep(&kv, two, &first);
+        // As an edit of the first: a line inserted after `name = "x"`.
+        let at = one.windows(4).position(|w| w == b"\"x\"\n").unwrap() + 4;
+        let edit = Splice {
+            front: at,
+            middle: b"ttl = 5\n".to_vec(),
+            back: one.len() - at,
+        };
+        let (second, writes) = keep(&kv, &edit, &first).unwrap();
         assert_eq!(writes.len(), 1);
         for w in writes {
             w.apply_to(&mut kv);

@@ -365,6 +365,42 @@ pub struct Domain {
 }
 
 impl Domain {
+    /// The domain without its records (what a diff of its fields compares,
+    /// what a text of some of its records is written with). Built field by
+    /// field so that a new field cannot be forgotten here.
+    pub fn without_records(&self) -> Domain {
+        let Domain {
+            name,
+            ttl,
+            mode,
+            main_dc,
+            dr_dc,
+            dc_order,
+            dcs_to_select,
+            nameservers,
+            soa,
+            records: _,
+            dnssec,
+            dnssec_algorithm,
+            secondaries,
+        } = self;
+        Domain {
+            name: name.clone(),
+            ttl: *ttl,
+            mode: *mode,
+            main_dc: main_dc.clone(),
+            dr_dc: dr_dc.clone(),
+            dc_order: dc_order.clone(),
+            dcs_to_select: *dcs_to_select,
+            nameservers: nameservers.clone(),
+            soa: soa.clone(),
+            records: Vec::new(),
+            dnssec: *dnssec,
+            dnssec_algorithm: *dnssec_algorithm,
+            secondaries: secondaries.clone(),
+        }
+    }
+
     /// Whether the two are the same but for their records. Destructured so
     /// that a new field cannot be forgotten here.
     pub fn same_but_records(&self, other: &Domain) -> bool {

@@ -5,12 +5,18 @@
 //! after them (`[rate_limit]`, `[cookies]`), each written alone by
 //! `toml::to_string_pretty` and joined by a newline: the same text that
 //! function gives for the whole configuration (a test keeps it so), made
-//! of parts. An edit changes one object, so the next text copies every
-//! other domain's part from the text before ([`Layout`]).
+//! of parts. An edit changes one object, so the next text is given as an
+//! edit of the text before ([`Splice`]): every other domain is taken from
+//! it, and so are the records of the touched domain that the edit left as
+//! they were. Only the changed records are written, and the text is never
+//! joined whole.
 
 use std::ops::Range;
+use std::sync::Arc;
 
-use super::config::{Config, same_name};
+use gtm_cluster::parts::Splice;
+
+use super::config::{Config, Domain, same_name};
 
 /// Where each domain's part lies in a text [`write`] made.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,24 +25,28 @@ pub struct Layout {
     domains: Vec<(String, Range<usize>)>,
 }
 
-/// A text made before, to copy parts from.
+/// A text made before, to take parts from.
 #[derive(Debug, Clone, Copy)]
 pub struct Before<'a> {
-    /// Its bytes, in pieces that follow one another (the parts it is
-    /// kept in: it is not joined to be copied from).
+    /// Its bytes, in pieces that follow one another, each starting a line
+    /// (the parts it is kept in: it is not joined to be taken from).
     pub text: &'a [&'a [u8]],
     pub layout: &'a Layout,
-    /// The domain the change touched (written again whatever the text
-    /// before holds), or `None` when it touched no domain.
+    /// The configuration it is.
+    pub config: &'a Config,
+    /// The domain the change touched (written again, but for the records
+    /// the change left as they were), or `None` when it touched no domain.
     pub touched: Option<&'a str>,
 }
 
-/// Writes `config` as TOML, copying from `before` the part of every domain
-/// other than the touched one that it holds (by name).
+/// Writes `config` as TOML: the text as an edit of the text `before`
+/// (taking from it the part of every domain other than the touched one,
+/// by name, and the touched domain's unchanged records), or whole when
+/// there is none.
 pub fn write(
     config: &Config,
     before: Option<Before>,
-) -> Result<(String, Layout), toml::ser::Error> {
+) -> Result<(Splice, Layout), toml::ser::Error> {
     let head = Config {
         domains: Vec::new(),
         rate_limit: None,
@@ -48,84 +58,384 @@ pub fn write(
         cookies: config.cookies.clone(),
         ..Config::default()
     };
-    let copied: std::collections::HashMap<&str, Range<usize>> = before
+    let old = OldText::new(before.map_or(&[][..], |b| b.text));
+    let taken: std::collections::HashMap<&str, Range<usize>> = before
         .map(|b| {
             b.layout
                 .domains
                 .iter()
-                .filter(|(name, _)| b.touched.is_none_or(|t| !same_name(name, t)))
+                .filter(|(_, range)| range.end <= old.len())
                 .map(|(name, range)| (name.as_str(), range.clone()))
                 .collect()
         })
         .unwrap_or_default();
-    let pieces = before.map_or(&[][..], |b| b.text);
-    let size: usize = pieces.iter().map(|p| p.len()).sum();
-    // About the size of the text before (an edit changes one object):
-    // grown from nothing, a large text is copied again at every doubling.
-    let mut text = String::with_capacity(size + size / 64);
-    let mut layout = Layout::default();
-    let push = |text: &mut String, part: &str| {
-        if part.is_empty() {
-            return;
-        }
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(part);
+    let touched = before.and_then(|b| b.touched);
+    let was = |name: &str| {
+        before.and_then(|b| b.config.domains.iter().find(|d| same_name(&d.name, name)))
     };
-    push(&mut text, &toml::to_string_pretty(&head)?);
+    let mut text = Written::default();
+    let mut layout = Layout::default();
+    text.part(vec![Segment::New(toml::to_string_pretty(&head)?)]);
     for domain in &config.domains {
-        let start = text.len();
-        let copy = copied.get(domain.name.as_str()).cloned();
-        if !copy.is_some_and(|range| copy_range(pieces, range, &mut text)) {
-            text.truncate(start);
-            let part = toml::to_string_pretty(&Config {
-                domains: vec![domain.clone()],
-                ..Config::default()
-            })?;
-            push(&mut text, &part);
-        }
+        let start = text.len;
+        let range = taken.get(domain.name.as_str()).cloned();
+        let part = match range {
+            Some(range) if touched.is_none_or(|t| !same_name(&domain.name, t)) => {
+                vec![Segment::Old(range)]
+            }
+            Some(range) => match was(&domain.name) {
+                Some(was) => spliced_domain(&old, range, was, domain)?,
+                None => None,
+            }
+            .map_or_else(|| whole_domain(domain), Ok)?,
+            None => whole_domain(domain)?,
+        };
+        text.part(part);
         // Its part, without the newline that joins it to the one before.
-        let end = text.len();
+        let end = text.len;
         let joined = usize::from(start > 0 && end > start);
         layout
             .domains
             .push((domain.name.clone(), start + joined..end));
     }
-    push(&mut text, &toml::to_string_pretty(&tail)?);
-    Ok((text, layout))
+    text.part(vec![Segment::New(toml::to_string_pretty(&tail)?)]);
+    Ok((text.splice(&old), layout))
 }
 
-/// Appends the bytes `range` of the text `pieces` make to `text`, after a
-/// newline when `text` has some (as `write` joins parts). False, with
-/// `text` partly written, when the range is not in the pieces or not text.
-fn copy_range(pieces: &[&[u8]], range: Range<usize>, text: &mut String) -> bool {
-    if range.is_empty() {
-        return true;
+/// A domain's part written whole.
+fn whole_domain(domain: &Arc<Domain>) -> Result<Vec<Segment>, toml::ser::Error> {
+    let part = toml::to_string_pretty(&Config {
+        domains: vec![domain.clone()],
+        ..Config::default()
+    })?;
+    Ok(vec![Segment::New(part)])
+}
+
+/// A piece of the text being written: bytes of the text before, or new.
+#[derive(Debug)]
+enum Segment {
+    Old(Range<usize>),
+    New(String),
+}
+
+impl Segment {
+    fn len(&self) -> usize {
+        match self {
+            Segment::Old(range) => range.len(),
+            Segment::New(text) => text.len(),
+        }
     }
-    if !text.is_empty() {
-        text.push('\n');
+}
+
+/// The text being written, as segments.
+#[derive(Debug, Default)]
+struct Written {
+    segments: Vec<Segment>,
+    len: usize,
+}
+
+impl Written {
+    /// Appends a part, after a newline when the text has some (an empty
+    /// part adds nothing).
+    fn part(&mut self, part: Vec<Segment>) {
+        let len: usize = part.iter().map(Segment::len).sum();
+        if len == 0 {
+            return;
+        }
+        if self.len > 0 {
+            self.segments.push(Segment::New("\n".into()));
+            self.len += 1;
+        }
+        self.segments.extend(part);
+        self.len += len;
     }
-    let mut at = 0;
-    for piece in pieces {
-        let next = at + piece.len();
-        if next > range.start && at < range.end {
-            let from = range.start.max(at) - at;
-            let to = range.end.min(next) - at;
-            // Pieces are cut before a line: each piece of a range is text.
-            match piece.get(from..to).map(std::str::from_utf8) {
-                Some(Ok(s)) => text.push_str(s),
-                _ => return false,
+
+    /// The text as an edit of `old`: the bytes it shares with it from its
+    /// start and from its end, found segment by segment (a segment of
+    /// `old` where it was is the same without a look at its bytes), and
+    /// the bytes between them.
+    fn splice(self, old: &OldText) -> Splice {
+        let mut front = 0;
+        for segment in &self.segments {
+            let same = match segment {
+                Segment::Old(range) if range.start == front => range.len(),
+                Segment::Old(_) => 0,
+                Segment::New(text) => old.same_from(front, text.as_bytes()),
+            };
+            front += same;
+            if same < segment.len() {
+                break;
             }
         }
-        if next >= range.end {
-            return true;
+        let mut back = 0;
+        for segment in self.segments.iter().rev() {
+            let Some(end) = old.len().checked_sub(back) else {
+                break;
+            };
+            let same = match segment {
+                Segment::Old(range) if range.end == end => range.len(),
+                Segment::Old(_) => 0,
+                Segment::New(text) => old.same_to(end, text.as_bytes()),
+            };
+            back += same;
+            if same < segment.len() {
+                break;
+            }
         }
-        at = next;
+        let back = back.min(self.len - front).min(old.len() - front);
+        let middle = front..self.len - back;
+        let mut bytes = Vec::with_capacity(middle.len());
+        let mut at = 0;
+        for segment in &self.segments {
+            let here = at..at + segment.len();
+            at = here.end;
+            let from = middle.start.max(here.start);
+            let to = middle.end.min(here.end);
+            if from >= to {
+                continue;
+            }
+            let inner = from - here.start..to - here.start;
+            match segment {
+                Segment::Old(range) => old.copy(
+                    range.start + inner.start..range.start + inner.end,
+                    &mut bytes,
+                ),
+                Segment::New(text) => bytes.extend_from_slice(&text.as_bytes()[inner]),
+            }
+        }
+        Splice {
+            front,
+            middle: bytes,
+            back,
+        }
     }
-    false
 }
 
+/// The text before, in the pieces it is kept in.
+struct OldText<'a> {
+    pieces: &'a [&'a [u8]],
+    /// Where each piece starts, and the text's end.
+    starts: Vec<usize>,
+}
+
+impl<'a> OldText<'a> {
+    fn new(pieces: &'a [&'a [u8]]) -> Self {
+        let starts = std::iter::once(0)
+            .chain(pieces.iter().scan(0, |at, p| {
+                *at += p.len();
+                Some(*at)
+            }))
+            .collect();
+        Self { pieces, starts }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    /// The text's bytes in `range` (within the text), piece by piece,
+    /// each with where it starts.
+    fn slices(&self, range: Range<usize>) -> impl DoubleEndedIterator<Item = (usize, &'a [u8])> {
+        // The pieces from the last that starts at or before the range to
+        // the last that starts before its end.
+        let first = self
+            .starts
+            .partition_point(|&s| s <= range.start)
+            .saturating_sub(1);
+        let last = self
+            .starts
+            .partition_point(|&s| s < range.end)
+            .min(self.pieces.len());
+        let first = first.min(last);
+        self.pieces[first..last]
+            .iter()
+            .zip(&self.starts[first..last])
+            .filter_map(move |(piece, &at)| {
+                let from = range.start.max(at) - at;
+                let to = range.end.min(at + piece.len()) - at;
+                piece
+                    .get(from..to)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| (at + from, s))
+            })
+    }
+
+    /// How many of `bytes` the text holds from `at` on.
+    fn same_from(&self, at: usize, bytes: &[u8]) -> usize {
+        let mut same = 0;
+        for (_, slice) in self.slices(at..at + bytes.len()) {
+            let n = common_prefix(slice, &bytes[same..]);
+            same += n;
+            if n < slice.len() {
+                break;
+            }
+        }
+        same
+    }
+
+    /// How many of `bytes`, from their end, the text holds before `end`.
+    fn same_to(&self, end: usize, bytes: &[u8]) -> usize {
+        let mut same = 0;
+        for (_, slice) in self.slices(end.saturating_sub(bytes.len())..end).rev() {
+            let rest = &bytes[..bytes.len() - same];
+            let n = slice
+                .iter()
+                .rev()
+                .zip(rest.iter().rev())
+                .take_while(|(a, b)| a == b)
+                .count();
+            same += n;
+            if n < slice.len() {
+                break;
+            }
+        }
+        same
+    }
+
+    fn copy(&self, range: Range<usize>, into: &mut Vec<u8>) {
+        for (_, slice) in self.slices(range) {
+            into.extend_from_slice(slice);
+        }
+    }
+
+    /// The byte at `at`, if the text has one there.
+    fn byte(&self, at: usize) -> Option<u8> {
+        self.slices(at..at + 1)
+            .next()
+            .and_then(|(_, s)| s.first().copied())
+    }
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The touched domain's part as an edit of its part before (`range` in
+/// `old`; the domain was `was`): the text before up to the first record
+/// the edit changed, the changed records written, and the text before
+/// from the first record after them. `None` when the part cannot be told
+/// apart so: the domain changed beyond its records, it had no records or
+/// has none, or its text holds a multi-line string (which could hold what
+/// reads as a table).
+fn spliced_domain(
+    old: &OldText,
+    range: Range<usize>,
+    was: &Domain,
+    now: &Arc<Domain>,
+) -> Result<Option<Vec<Segment>>, toml::ser::Error> {
+    if !was.same_but_records(now) || was.records.is_empty() || now.records.is_empty() {
+        return Ok(None);
+    }
+    let (same_start, same_end) = crate::ends::same_ends(&was.records, &now.records, |a, b| a == b);
+    let Some(before) = Records::find(old, range.clone(), was.records.len()) else {
+        return Ok(None);
+    };
+    let (Some(first), Some(rest)) = (
+        before.start_of(old, same_start),
+        before.start_of(old, was.records.len() - same_end),
+    ) else {
+        return Ok(None);
+    };
+    let changed = &now.records[same_start..now.records.len() - same_end];
+    let mut part = vec![Segment::Old(range.start..first)];
+    if !changed.is_empty() {
+        // The changed records in a domain of their own, written as the
+        // whole would be: their text is the same in it.
+        let alone = toml::to_string_pretty(&Config {
+            domains: vec![Arc::new(Domain {
+                records: changed.to_vec(),
+                ..now.without_records()
+            })],
+            ..Config::default()
+        })?;
+        let pieces = [alone.as_bytes()];
+        let text = OldText::new(&pieces);
+        let Some(written) = Records::find(&text, 0..alone.len(), changed.len()) else {
+            return Ok(None);
+        };
+        let records = written
+            .start_of(&text, 0)
+            .zip(written.start_of(&text, changed.len()))
+            .and_then(|(from, to)| alone.get(from..to));
+        match records {
+            Some(records) => part.push(Segment::New(records.to_string())),
+            None => return Ok(None),
+        }
+    }
+    part.push(Segment::Old(rest..range.end));
+    Ok(Some(part))
+}
+
+/// Where a domain's records lie in its part as `toml::to_string_pretty`
+/// writes it: each record's text is a blank line, its
+/// `[[domain.record]]` header and its lines (its own tables included);
+/// the records end where the domain's next table after them begins (its
+/// blank line), or at the part's end.
+struct Records {
+    headers: Vec<usize>,
+    end: usize,
+    part_end: usize,
+}
+
+const RECORD_HEADER: &[u8] = b"[[domain.record]]\n";
+
+impl Records {
+    /// The records of the part `range` of `text`, when it holds `count`
+    /// of them laid out as above and no multi-line string.
+    fn find(text: &OldText, range: Range<usize>, count: usize) -> Option<Records> {
+        let mut headers = Vec::with_capacity(count);
+        for (at, slice) in text.slices(range.clone()) {
+            if memchr::memmem::find(slice, b"\"\"\"").is_some()
+                || memchr::memmem::find(slice, b"'''").is_some()
+            {
+                return None;
+            }
+            // A slice starts a line (the part, and each piece of the text).
+            headers.extend(
+                memchr::memmem::find_iter(slice, RECORD_HEADER)
+                    .filter(|&i| i == 0 || slice[i - 1] == b'\n')
+                    .map(|i| at + i),
+            );
+        }
+        if headers.len() != count {
+            return None;
+        }
+        let last = *headers.last()?;
+        // The first table after the last record's own.
+        let mut end = range.end;
+        'lines: for (at, slice) in text.slices(last + RECORD_HEADER.len()..range.end) {
+            let mut line = 0;
+            while line < slice.len() {
+                let rest = &slice[line..];
+                if rest.starts_with(b"[")
+                    && !rest.starts_with(b"[domain.record.")
+                    && !rest.starts_with(b"[[domain.record.")
+                {
+                    end = at + line - 1;
+                    break 'lines;
+                }
+                line += memchr::memchr(b'\n', rest).map_or(rest.len(), |n| n + 1);
+            }
+        }
+        Some(Records {
+            headers,
+            end,
+            part_end: range.end,
+        })
+    }
+
+    /// Where record `k`'s text starts; past the last, where the records
+    /// end. `None` when it is not after a blank line there.
+    fn start_of(&self, text: &OldText, k: usize) -> Option<usize> {
+        let at = match self.headers.get(k) {
+            Some(header) => header - 1,
+            None if self.end == self.part_end => return Some(self.end),
+            None => self.end,
+        };
+        let blank = at >= 1 && text.byte(at) == Some(b'\n') && text.byte(at - 1) == Some(b'\n');
+        blank.then_some(at)
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +448,20 @@ mod tests {
         format!(
             "[[domain]]\nname = \"{name}\"\nnameservers = [\"ns1.{name}\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"TXT\"\nvalues = [\"{txt}\"]\n"
         )
+    }
+
+    /// The text a splice makes of the text `pieces` make.
+    fn spliced(pieces: &[&[u8]], splice: &Splice) -> String {
+        let old = pieces.concat();
+        let mut text = old[..splice.front].to_vec();
+        text.extend_from_slice(&splice.middle);
+        text.extend_from_slice(&old[old.len() - splice.back..]);
+        String::from_utf8(text).unwrap()
+    }
+
+    /// A text in pieces of a line each (as it is kept in parts).
+    fn lines(text: &str) -> Vec<&[u8]> {
+        text.as_bytes().split_inclusive(|&b| b == b'\n').collect()
     }
 
     #[test]
@@ -156,47 +480,202 @@ mod tests {
         for t in texts {
             let config = parse(&t);
             let (text, _) = write(&config, None).unwrap();
-            assert_eq!(text, toml::to_string_pretty(&config).unwrap());
+            assert_eq!((text.front, text.back), (0, 0));
+            assert_eq!(
+                text.middle,
+                toml::to_string_pretty(&config).unwrap().as_bytes()
+            );
         }
     }
 
     #[test]
-    fn an_edit_copies_the_parts_it_did_not_touch() {
+    fn an_edit_takes_the_parts_it_did_not_touch() {
         let first = parse(&format!(
             "[rate_limit]\nenabled = false\n{}{}",
             domain("a.test", "1"),
             domain("b.test", "1")
         ));
         let (text, layout) = write(&first, None).unwrap();
+        let text = String::from_utf8(text.middle).unwrap();
         // b.test changes; a.test's part in the text before is marked (same
-        // length), so that a copy shows.
+        // length), so that taking it shows.
         let a = layout.domains[0].1.clone();
         let mut marked = text.clone();
         marked.replace_range(a.clone(), &text[a].replace("[\"1\"]", "[\"X\"]"));
         let mut second = first.clone();
-        std::sync::Arc::make_mut(&mut second.domains[1]).records[0].values = ["2".into()].into();
-        // The text before in pieces, a line each (as it is kept in parts).
-        let pieces: Vec<&[u8]> = marked.as_bytes().split_inclusive(|&b| b == b'\n').collect();
+        Arc::make_mut(&mut second.domains[1]).records[0].values = ["2".into()].into();
+        let pieces = lines(&marked);
         assert!(pieces.len() > 10);
         let touched = Before {
             text: &pieces,
             layout: &layout,
+            config: &first,
             touched: Some("B.test."),
         };
         let (next, _) = write(&second, Some(touched)).unwrap();
         let expected = toml::to_string_pretty(&second)
             .unwrap()
             .replacen("[\"1\"]", "[\"X\"]", 1);
-        assert_eq!(next, expected);
-        assert!(next.contains("[\"2\"]"), "{next}");
+        assert_eq!(spliced(&pieces, &next), expected);
+        assert_eq!(next.middle, b"2", "only the changed bytes are new");
 
-        // An edit of no domain copies every domain's part.
+        // An edit of no domain takes every domain's part.
         let untouched = Before {
             touched: None,
             ..touched
         };
-        let (copied, next_layout) = write(&first, Some(untouched)).unwrap();
-        assert!(copied.contains("[\"X\"]"), "{copied}");
+        let (taken, next_layout) = write(&first, Some(untouched)).unwrap();
+        assert!(spliced(&pieces, &taken).contains("[\"X\"]"));
         assert_eq!(next_layout, layout);
+    }
+
+    /// A small generator of numbers, the same every run.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n.max(1)
+        }
+    }
+
+    /// A record of one of several shapes: addresses, values, a value of
+    /// several lines (written as a multi-line string), options.
+    fn record(rng: &mut Lcg, i: usize) -> super::super::config::Record {
+        let text = match rng.below(12) {
+            0 => format!(
+                "name = \"t{i}\"\ntype = \"TXT\"\nvalues = [\"a\\n[[domain.record]]\\nb\"]\n"
+            ),
+            1 => format!(
+                "name = \"m{i}\"\ntype = \"MX\"\nvalues = [\"10 mx{i}.b.test.\"]\nttl = 60\n"
+            ),
+            2 => format!(
+                "name = \"w{i}\"\ntype = \"A\"\nmode = \"datacenter\"\naddresses = [{{ ip = \"192.0.2.{}\", dc = \"dc1\" }}, {{ ip = \"192.0.2.9\" }}]\n",
+                i % 250
+            ),
+            _ => format!(
+                "name = \"h{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.{}\" }}]\n",
+                i % 250
+            ),
+        };
+        let config = parse(&format!(
+            "[[domain]]\nname = \"x.test\"\nnameservers = [\"ns1.x.test\"]\n[[domain.record]]\n{text}"
+        ));
+        config.domains[0].records[0].clone()
+    }
+
+    /// Edits of a domain's records of every kind at every place (replaced,
+    /// inserted, removed, at the start, inside, at the end; the domain's
+    /// own fields; a domain with tables after its records): the text as an
+    /// edit of the text before is the whole configuration written at
+    /// once, and for an edit of its records alone, the records the edit
+    /// left are taken from the text before.
+    #[test]
+    fn an_edit_of_records_writes_the_records_it_changed() {
+        let mut rng = Lcg(11);
+        let dc = "[[datacenter]]\nname = \"dc1\"\n";
+        let mut taken = 0;
+        for round in 0..200 {
+            // Tables of the domain's own before its records, and after.
+            let tables = match round % 3 {
+                0 => {
+                    "[domain.soa]\nrefresh = 60\n[[domain.secondaries]]\naddress = \"127.0.0.1\"\nkey = \"k\"\n"
+                }
+                1 => "[domain.soa]\nrefresh = 60\n",
+                _ => "",
+            };
+            let mut config = parse(&format!(
+                "{dc}{}[[domain]]\nname = \"b.test\"\nnameservers = [\"ns1.b.test\"]\n{tables}{}",
+                domain("a.test", "1"),
+                domain("c.test", "1")
+            ));
+            let count = [1, 3, 40][round % 3];
+            let plain = round % 4 != 1;
+            let make = |rng: &mut Lcg, i: usize| loop {
+                let r = record(rng, i);
+                if !plain || !r.values.iter().any(|v| v.contains('\n')) {
+                    return r;
+                }
+            };
+            let records: Vec<_> = (0..count).map(|i| make(&mut rng, i)).collect();
+            Arc::make_mut(&mut config.domains[1]).records = records;
+            let (first, layout) = write(&config, None).unwrap();
+            let first = String::from_utf8(first.middle).unwrap();
+            let pieces = lines(&first);
+            let mut next = config.clone();
+            let domain = Arc::make_mut(&mut next.domains[1]);
+            let n = domain.records.len();
+            let at = match rng.below(3) {
+                0 => 0,
+                1 => n - 1,
+                _ => rng.below(n),
+            };
+            let mut records_only = true;
+            match rng.below(6) {
+                0 | 1 => domain.records[at] = make(&mut rng, 1000 + round),
+                2 => domain.records.insert(at, make(&mut rng, 1000 + round)),
+                3 => domain.records.push(make(&mut rng, 1000 + round)),
+                4 => {
+                    domain.records.remove(at);
+                }
+                _ => {
+                    domain.ttl = Some(60);
+                    records_only = false;
+                }
+            }
+            let before = Before {
+                text: &pieces,
+                layout: &layout,
+                config: &config,
+                touched: Some("b.test"),
+            };
+            let (text, _) = write(&next, Some(before)).unwrap();
+            let whole = toml::to_string_pretty(&next).unwrap();
+            assert_eq!(spliced(&pieces, &text), whole, "round {round}");
+            // The records the edit left, marked in the text before (their
+            // names' first letter capitalized: the same length): the text
+            // keeps the marks when it takes those records from there.
+            let (start, end) = crate::ends::same_ends(
+                &config.domains[1].records,
+                &next.domains[1].records,
+                |a, b| a == b,
+            );
+            let marked = |config: &Config| {
+                let mut config = config.clone();
+                let records = &mut Arc::make_mut(&mut config.domains[1]).records;
+                let n = records.len();
+                for (i, r) in records.iter_mut().enumerate() {
+                    if i < start || i >= n - end {
+                        r.name = r.name.to_uppercase().into();
+                    }
+                }
+                toml::to_string_pretty(&config).unwrap()
+            };
+            let marked_before = marked(&config);
+            assert_eq!(marked_before.len(), first.len());
+            let marked_pieces = lines(&marked_before);
+            let (text, _) = write(
+                &next,
+                Some(Before {
+                    text: &marked_pieces,
+                    ..before
+                }),
+            )
+            .unwrap();
+            let lines_in = |c: &Config| {
+                c.domains[1]
+                    .records
+                    .iter()
+                    .any(|r| r.values.iter().any(|v| v.contains('\n')))
+            };
+            let takes = records_only && start + end > 0 && !lines_in(&config) && !lines_in(&next);
+            let expected = if takes { marked(&next) } else { whole };
+            assert_eq!(spliced(&marked_pieces, &text), expected, "round {round}");
+            taken += usize::from(takes);
+        }
+        assert!(taken > 20, "{taken} edits took records from before");
     }
 }
