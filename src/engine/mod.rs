@@ -18,6 +18,7 @@ mod operator;
 pub mod record_changes;
 mod scenarios;
 pub mod store_writer;
+mod zone_health;
 
 use std::{
     borrow::Cow,
@@ -343,6 +344,8 @@ struct Inner {
     )]
     records: Vec<Box<Steered>>,
     deps: Deps,
+    /// Per compiled zone, what its steered records read of health.
+    zone_health: Vec<(Arc<ZoneSpec>, Arc<zone_health::ZoneHealth>)>,
     /// The instances of the configuration, with their thresholds.
     probed: HashMap<CheckRef, (u32, u32)>,
     events: VecDeque<Event>,
@@ -446,6 +449,7 @@ impl Engine {
                 health,
                 records: Vec::new(),
                 deps: Deps::default(),
+                zone_health: Vec::new(),
                 probed: HashMap::new(),
                 events: VecDeque::new(),
                 next_seq,
@@ -666,7 +670,9 @@ impl Engine {
         // before the new answers are built (a large configuration is large).
         drop(std::mem::replace(&mut inner.config, config));
         // Check instances: unchanged ones keep their state, others start over.
-        let instances = crate::health::instances(&compiled);
+        let zone_health = zone_health::of_zones(&compiled.zones, &inner.zone_health);
+        let instances =
+            crate::health::instances(&compiled, zone_health.iter().map(|(_, h)| &h.instances[..]));
         let old_specs: HashMap<String, &crate::model::compile::CheckSpec> = inner
             .compiled
             .checks
@@ -852,7 +858,8 @@ impl Engine {
         let snapshot = self.dns.snapshot.swap(Arc::new(snapshot));
         self.dns.rrl.set(compiled.rate_limit.clone());
         self.dns.transfers.set_zones(&compiled);
-        inner.deps = deps(&compiled, &records);
+        inner.deps = deps(&compiled, &zone_health);
+        inner.zone_health = zone_health;
         inner.probed = instances
             .iter()
             .map(|i| (i.check.clone(), (i.spec.failures, i.spec.successes)))
@@ -1535,15 +1542,19 @@ pub fn servable(
     Ok(compiled)
 }
 
-/// `zone` with only its records that `before` does not have as they are.
+/// `zone` with only its records that `before` does not have as they are:
+/// of those between the records both have alike from their start and
+/// from their end (what a write left, compared in place), the ones
+/// `before` does not have between its own.
 fn changed_records(zone: &ZoneSpec, before: &ZoneSpec) -> ZoneSpec {
-    let old: HashMap<(&hickory_server::proto::rr::Name, RecordType), &RecordSpec> = before
-        .records
+    let (start, end) = crate::ends::same_ends(&zone.records, &before.records, |a, b| a == b);
+    let old: HashMap<(&hickory_server::proto::rr::Name, RecordType), &RecordSpec> = before.records
+        [start..before.records.len() - end]
         .iter()
         .map(|r| ((&r.owner, r.kind), r))
         .collect();
     zone.with_records(
-        zone.records
+        zone.records[start..zone.records.len() - end]
             .iter()
             .filter(|r| old.get(&(&r.owner, r.kind)).is_none_or(|o| *o != *r))
             .cloned()
@@ -1712,7 +1723,7 @@ pub fn parse_ref(text: &str) -> Option<CheckRef> {
     }
 }
 
-fn deps(compiled: &Compiled, records: &[Box<Steered>]) -> Deps {
+fn deps(compiled: &Compiled, zones: &[(Arc<ZoneSpec>, Arc<zone_health::ZoneHealth>)]) -> Deps {
     let mut d = Deps::default();
     for (si, s) in compiled.scenarios.iter().enumerate() {
         for r in s
@@ -1727,24 +1738,22 @@ fn deps(compiled: &Compiled, records: &[Box<Steered>]) -> Deps {
             }
         }
     }
-    for (ri, r) in records.iter().enumerate() {
-        for a in &r.steering.addresses {
-            match &a.hc {
-                Hc::Check(c) => d.check_records.entry((**c).clone()).or_default().push(ri),
-                Hc::Scenario(s) => d.scenario_records.entry(s.clone()).or_default().push(ri),
-                Hc::Static | Hc::Disabled => {}
-            }
-        }
-        if let ModeSpec::DisasterRecovery {
-            condition: DrCondition::Scenario(s),
-            ..
-        } = &r.steering.mode
-        {
-            d.scenario_records
-                .entry(s.to_string())
+    // The engine's records are the zones' steered records, zone by zone.
+    let mut first = 0;
+    for (_, zone) in zones {
+        for (check, i) in &zone.checks {
+            d.check_records
+                .entry(check.clone())
                 .or_default()
-                .push(ri);
+                .push(first + i);
         }
+        for (scenario, i) in &zone.scenarios {
+            d.scenario_records
+                .entry(scenario.to_string())
+                .or_default()
+                .push(first + i);
+        }
+        first += zone.steered;
     }
     d
 }

@@ -2,10 +2,10 @@
 //! compiled configuration. Plain data the scheduler runs and the engine
 //! keeps state for; deriving them needs only the model.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::model::{
-    compile::{CheckSpec, Compiled, Content, Hc},
+    compile::{CheckSpec, Compiled},
     condition::CheckRef,
     config::CheckType,
 };
@@ -20,43 +20,36 @@ pub struct Instance {
     pub server_name: String,
 }
 
-/// Every check instance of a configuration.
-pub fn instances(compiled: &Compiled) -> Vec<Instance> {
+/// Every check instance of a configuration. `zones`: per zone, in order,
+/// the checks its steered records' addresses follow, each with its server
+/// name, in record order (the engine keeps them per zone). A check bound
+/// to the same target is one instance: the first reference names it.
+pub fn instances<'a>(
+    compiled: &Compiled,
+    zones: impl IntoIterator<Item = &'a [(CheckRef, String)]>,
+) -> Vec<Instance> {
     let by_name: HashMap<&str, &CheckSpec> = compiled
         .checks
         .iter()
         .map(|c| (c.name.as_str(), c))
         .collect();
     let mut out: Vec<Instance> = Vec::new();
-    let mut push = |check: CheckRef, server_name: String| {
-        if out.iter().any(|i| i.check == check) {
+    let mut seen: HashSet<CheckRef> = HashSet::new();
+    let mut push = |check: &CheckRef, server_name: String| {
+        if seen.contains(check) {
             return;
         }
         if let Some(spec) = by_name.get(check.name.as_str()) {
+            seen.insert(check.clone());
             out.push(Instance {
-                check,
+                check: check.clone(),
                 spec: (*spec).clone(),
                 server_name,
             });
         }
     };
-    for zone in &compiled.zones {
-        for record in &zone.records {
-            let Content::Steered(steering) = &record.content else {
-                continue;
-            };
-            for a in &steering.addresses {
-                if let Hc::Check(r) = &a.hc {
-                    let owner = record.owner.to_string();
-                    let name = if owner.starts_with("*.") {
-                        a.display()
-                    } else {
-                        owner.trim_end_matches('.').to_string()
-                    };
-                    push((**r).clone(), name);
-                }
-            }
-        }
+    for (check, server_name) in zones.into_iter().flatten() {
+        push(check, server_name.clone());
     }
     for s in &compiled.scenarios {
         for r in s
@@ -73,13 +66,13 @@ pub fn instances(compiled: &Compiled) -> Vec<Instance> {
                 (None, Some(target)) => target,
                 (None, None) => r.name.clone(),
             };
-            push(r.clone(), name);
+            push(r, name);
         }
     }
     for c in &compiled.checks {
         if c.target.is_some() || c.kind == CheckType::Manual {
             push(
-                CheckRef {
+                &CheckRef {
                     name: c.name.clone(),
                     address: None,
                 },

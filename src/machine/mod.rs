@@ -402,6 +402,13 @@ impl GtmMachine {
             return change;
         }
         let adopt = matches!(command.action, Action::Adopt { .. });
+        // The committed text's parts, and their bytes when an edit takes
+        // from them (looked up once, for the edit and for its parts).
+        let committed = parts::current_list(kv).unwrap_or_default();
+        let committed_pieces = match (&command.action, &current_layout) {
+            (Action::Edit(_), Some(_)) => parts::pieces(kv, &committed),
+            _ => None,
+        };
         let (new, text, what, new_version, layout) = match &command.action {
             Action::Adopt { text, version: v } => {
                 if has_config(kv) {
@@ -429,17 +436,15 @@ impl GtmMachine {
                 }
                 // The text before, when this machine wrote it: the
                 // domains the edit did not touch are copied from it.
-                let committed = current_layout.as_ref().and_then(|_| config_pieces(kv));
-                let before =
-                    current_layout
-                        .as_ref()
-                        .zip(committed.as_deref())
-                        .map(|(layout, text)| model::text::Before {
-                            text,
-                            layout,
-                            config: &current,
-                            touched: touched_domain(e),
-                        });
+                let before = current_layout
+                    .as_ref()
+                    .zip(committed_pieces.as_deref())
+                    .map(|(layout, text)| model::text::Before {
+                        text,
+                        layout,
+                        config: &current,
+                        touched: touched_domain(e),
+                    });
                 let (text, layout) = match model::text::write(&config, before) {
                     Ok(written) => written,
                     Err(e) => {
@@ -534,8 +539,9 @@ impl GtmMachine {
         };
         // The text as parts: those it shares with the committed one are
         // not written again.
-        let committed = parts::current_list(kv).unwrap_or_default();
-        let Some((list, mut writes)) = parts::keep(kv, &text, &committed) else {
+        let Some((list, mut writes)) =
+            parts::keep(kv, &text, &committed, committed_pieces.as_deref())
+        else {
             return rejected(
                 ErrorKind::Internal,
                 "a part of the committed text is missing from the map",

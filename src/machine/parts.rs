@@ -123,24 +123,30 @@ pub(super) fn list_of_text(text: &[u8]) -> Vec<PartRef> {
 }
 
 /// The parts of the text `splice` makes of the committed one (whose parts
-/// are `previous`), and the writes that keep those the map lacks. The
-/// parts away from the edit are taken from `previous` (neither cut nor
-/// hashed again), so an edit cuts and hashes what it changed. `None` when
-/// the edit takes bytes from a committed text the map lacks a part of.
+/// are `previous`, their bytes `pieces` when the caller has them), and
+/// the writes that keep those the map lacks. The parts away from the edit
+/// are taken from `previous` (neither cut nor hashed again), so an edit
+/// cuts and hashes what it changed. `None` when the edit takes bytes from
+/// a committed text the map lacks a part of.
 pub(super) fn keep(
     kv: &Map,
     splice: &Splice,
     previous: &[PartRef],
+    pieces: Option<&[&[u8]]>,
 ) -> Option<(Vec<PartRef>, Vec<Write>)> {
-    let before: Vec<&[u8]> = match pieces(kv, previous) {
-        Some(pieces) => pieces,
-        None if splice.front + splice.back == 0 => Vec::new(),
-        None => return None,
+    let looked_up;
+    let before: &[&[u8]] = match pieces {
+        Some(pieces) if pieces.len() == previous.len() => pieces,
+        _ if splice.front + splice.back == 0 => &[],
+        _ => {
+            looked_up = self::pieces(kv, previous)?;
+            &looked_up
+        }
     };
     let mut list = Vec::new();
     let mut writes = Vec::new();
     let mut written = HashSet::new();
-    for part in recut(&before, splice) {
+    for part in recut(before, splice) {
         let (hash, len) = match part {
             Cut::Before(i) => (previous.get(i)?.hash, before.get(i)?.len()),
             Cut::New(bytes) => {
@@ -232,7 +238,7 @@ mod tests {
     fn equal_parts_are_kept_once() {
         let mut kv = Map::new();
         let one = b"head\n[[domain]]\nname = \"x\"\n[[domain]]\nname = \"y\"\n";
-        let (first, writes) = keep(&kv, &Splice::whole(one.to_vec()), &[]).unwrap();
+        let (first, writes) = keep(&kv, &Splice::whole(one.to_vec()), &[], None).unwrap();
         assert_eq!(writes.len(), 3);
         for w in writes {
             w.apply_to(&mut kv);
@@ -247,7 +253,7 @@ mod tests {
             middle: b"ttl = 5\n".to_vec(),
             back: one.len() - at,
         };
-        let (second, writes) = keep(&kv, &edit, &first).unwrap();
+        let (second, writes) = keep(&kv, &edit, &first, None).unwrap();
         assert_eq!(writes.len(), 1);
         for w in writes {
             w.apply_to(&mut kv);
