@@ -111,8 +111,16 @@ fn kept_or_new(path: &Path, end: &str) -> Result<String, IdentityError> {
     Ok(made)
 }
 
+/// Lower-case hex. Without a `format!` per byte: a configuration's
+/// thousands of part keys are written on every change.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        text.push(char::from(DIGITS[usize::from(b >> 4)]));
+        text.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    text
 }
 
 pub fn random_bytes<const N: usize>() -> Result<[u8; N], IdentityError> {
@@ -189,6 +197,12 @@ pub fn write_private(path: &Path, text: &str) -> Result<(), IdentityError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn hex_is_two_lower_case_digits_a_byte() {
+        assert_eq!(hex(&[0x00, 0x09, 0xab, 0xf0, 0xff]), "0009abf0ff");
+        assert_eq!(hex(&[]), "");
+    }
 
     fn files(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)

@@ -158,7 +158,10 @@ addresses = [{{ ip = "192.0.2.9", dc = "dc1", hc = "check:web" }}]
         );
         // Indices count steered records only (the TXT is not one).
         let b = ZoneHealth::of(&c.zones[1]);
-        assert_eq!((b.steered, &b.checks[..]), (1, &[(web("192.0.2.9"), 0)][..]));
+        assert_eq!(
+            (b.steered, &b.checks[..]),
+            (1, &[(web("192.0.2.9"), 0)][..])
+        );
     }
 
     #[test]

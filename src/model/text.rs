@@ -428,7 +428,7 @@ impl Records {
     /// end. `None` when it is not after a blank line there.
     fn start_of(&self, text: &OldText, k: usize) -> Option<usize> {
         let at = match self.headers.get(k) {
-            Some(header) => header - 1,
+            Some(header) => header.checked_sub(1)?,
             None if self.end == self.part_end => return Some(self.end),
             None => self.end,
         };
