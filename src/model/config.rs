@@ -401,36 +401,10 @@ impl Domain {
         }
     }
 
-    /// Whether the two are the same but for their records. Destructured so
-    /// that a new field cannot be forgotten here.
+    /// Whether the two are the same but for their records (their fields
+    /// as [`Domain::without_records`] lists them).
     pub fn same_but_records(&self, other: &Domain) -> bool {
-        let Domain {
-            name,
-            ttl,
-            mode,
-            main_dc,
-            dr_dc,
-            dc_order,
-            dcs_to_select,
-            nameservers,
-            soa,
-            records: _,
-            dnssec,
-            dnssec_algorithm,
-            secondaries,
-        } = self;
-        *name == other.name
-            && *ttl == other.ttl
-            && *mode == other.mode
-            && *main_dc == other.main_dc
-            && *dr_dc == other.dr_dc
-            && *dc_order == other.dc_order
-            && *dcs_to_select == other.dcs_to_select
-            && *nameservers == other.nameservers
-            && *soa == other.soa
-            && *dnssec == other.dnssec
-            && *dnssec_algorithm == other.dnssec_algorithm
-            && *secondaries == other.secondaries
+        self.without_records() == other.without_records()
     }
 }
 
