@@ -684,24 +684,34 @@ run_writes() {
 cluster_json() { py 60 get --device "$(devspec "$1")" --path /api/v1/cluster/status; }
 raft_term() { cluster_json gtm1 >"$TMP/cs-term.json" 2>/dev/null && jget "$TMP/cs-term.json" 'd["term"]' || echo "?"; }
 
-# wait_pair TIMEOUT: gtm1 leads, both see the same members and applied index.
+# wait_pair TIMEOUT [any]: gtm1 leads (with `any`: either device, the
+# one both name), both see the same members and applied index. Sets
+# PAIR_SEEN to what the last look saw (who each names leader, the applied
+# indices, the term), for the log.
 wait_pair() {
-    local deadline=$((SECONDS + $1)) ready
+    local deadline=$((SECONDS + $1)) any=${2:-} ready
     while :; do
         alive_or_die gtm1
         alive_or_die gtm2
         cluster_json gtm1 >"$TMP/cs1.json" 2>/dev/null || true
         cluster_json gtm2 >"$TMP/cs2.json" 2>/dev/null || true
-        ready=$(python3 - "$TMP/cs1.json" "$TMP/cs2.json" <<'EOF' 2>/dev/null || echo no
+        ready=$(python3 - "$TMP/cs1.json" "$TMP/cs2.json" "$any" <<'EOF' 2>/dev/null || echo "no: status unreadable"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:3])
-lead = a["leader"] and a["leader"][0] == a["id"]
-ok = lead and len(a["members"]) == 2 and len(b["members"]) == 2 and b["leader"] and b["leader"][0] == a["id"] \
+leader = lambda d: d["leader"][0] if d["leader"] else None
+names = {a["id"]: "gtm1", b["id"]: "gtm2"}
+agreed = leader(a) is not None and leader(a) == leader(b)
+lead_ok = agreed and (sys.argv[3] == "any" or leader(a) == a["id"])
+ok = lead_ok and len(a["members"]) == 2 and len(b["members"]) == 2 \
     and a["applied_index"] == b["applied_index"]
-print("yes" if ok else "no")
+seen = "gtm1 names %s leader, applied %s; gtm2 names %s, applied %s; term %s" % (
+    names.get(leader(a), leader(a)), a["applied_index"],
+    names.get(leader(b), leader(b)), b["applied_index"], a.get("term"))
+print(("yes: " if ok else "no: ") + seen)
 EOF
 )
-        [[ $ready == yes ]] && return 0
+        PAIR_SEEN=${ready#*: }
+        [[ $ready == yes:* ]] && return 0
         ((SECONDS < deadline)) || return 1
         sleep 0.2
     done
@@ -794,7 +804,13 @@ pair_phase() { # size dir
     fi
 
     restart gtm2 "$n" pair_restart "$MARKER_A" || true
-    wait_pair "$RESTART_TIMEOUT" || note "size $n: the pair did not settle within ${RESTART_TIMEOUT}s after gtm2's restart"
+    # Either device may lead after it: while gtm2 was down the leader had
+    # no quorum, and a device back from a restart may win the election.
+    if wait_pair "$RESTART_TIMEOUT" any; then
+        log "pair settled after gtm2's restart: $PAIR_SEEN"
+    else
+        note "size $n: the pair did not settle within ${RESTART_TIMEOUT}s after gtm2's restart (last seen: $PAIR_SEEN)"
+    fi
 
     # The wiped joining device: a purged log first, so it needs the snapshot.
     out="$dir/tokens.json"
