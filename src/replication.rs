@@ -306,6 +306,7 @@ impl Replication {
             .map_err(ApplyError::Store)?;
         let state = local.clone();
         self.install_blocking(state).await;
+        self.retire_replaced();
         Ok(effect.outcome)
     }
 
@@ -343,6 +344,17 @@ impl Replication {
             write.apply_to(map);
         }
         Ok(())
+    }
+
+    /// Has the install thread free what the last install replaced, after
+    /// the jobs it was given (the writes waiting for the install are
+    /// answered meanwhile).
+    fn retire_replaced(&self) {
+        let engine = self.engine.clone();
+        if !self.install_thread.submit(move || engine.retire_replaced()) {
+            // The thread is gone: freed here rather than kept.
+            self.engine.retire_replaced();
+        }
     }
 
     /// Hands `kv` to the engine on the install thread.
@@ -719,6 +731,7 @@ async fn install_committed(r: Arc<Replication>) {
         if r.clustered() && state.index != *r.installed.borrow() {
             r.install_blocking(state.kv.clone()).await;
             r.installed.send_replace(state.index);
+            r.retire_replaced();
         }
         tokio::select! {
             changed = applied.changed() => if changed.is_err() { return },

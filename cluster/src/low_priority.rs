@@ -41,6 +41,12 @@ impl LowPriority {
 
     /// Runs `work` on the thread and waits for its result; `None` when the
     /// thread is gone (a job before this one panicked).
+    /// Gives the thread `work` without waiting for it; false when the
+    /// thread is gone.
+    pub fn submit(&self, work: impl FnOnce() + Send + 'static) -> bool {
+        self.jobs.send(Box::new(work)).is_ok()
+    }
+
     pub async fn run<R: Send + 'static>(
         &self,
         work: impl FnOnce() -> R + Send + 'static,

@@ -313,6 +313,10 @@ pub struct Engine {
     /// writing the store happen outside the engine lock (probe threads take
     /// that one), and no other change slips in between.
     applying: Mutex<()>,
+    /// What the last committed configuration's install replaced: freed
+    /// once the write that committed it is answered
+    /// ([`Engine::retire_replaced`]), or by the next install.
+    replaced: Mutex<Option<Replaced>>,
     /// The zones' DNSSEC keys last installed (replicated state).
     keys: Mutex<crate::dnssec::keys::Keyring>,
     /// Names this process's record generations ([`record_changes`]): a
@@ -464,6 +468,7 @@ impl Engine {
             probe_metrics: Default::default(),
             install_failure: Mutex::new(None),
             applying: Mutex::new(()),
+            replaced: Mutex::new(None),
             keys: Mutex::new(Default::default()),
             records_epoch: record_changes::new_epoch(),
         };
@@ -575,7 +580,16 @@ impl Engine {
                 let mut inner = self.lock();
                 let replaced = self.install(&mut inner, version, parsed, compiled, snapshot);
                 drop(inner);
-                replaced.retire();
+                // Freed after the write is answered; one left from before
+                // (never retired) goes now.
+                let before = self
+                    .replaced
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .replace(replaced);
+                if let Some(before) = before {
+                    before.retire();
+                }
                 // Kept for restarts once DNS answers it: a restart before
                 // has the map to install it from.
                 if let Some(Persist { store, .. }) = &self.store
@@ -595,6 +609,21 @@ impl Engine {
                 self.install_failed(version, &reason);
                 Err(reason)
             }
+        }
+    }
+
+    /// Frees what the last install of a committed configuration replaced
+    /// (its snapshot and compiled form, unless DNS still reads them) and
+    /// gives the memory back: called once the write is answered, so that
+    /// freeing a large zone is not part of the write's time.
+    pub fn retire_replaced(&self) {
+        let replaced = self
+            .replaced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(replaced) = replaced {
+            replaced.retire();
         }
     }
 
@@ -1775,12 +1804,9 @@ fn remap(state: RecordState, old: &[String], steering: &Steering) -> RecordState
     }
 }
 
-/// Hands memory freed by a configuration swap back to the system. The
-/// binary allocates with mimalloc (src/main.rs), which keeps freed pages a
-/// while for reuse: after a swap, the previous configuration's are not
-/// needed again soon (docs/decisions.md, "Allocator").
 /// The answers and compiled form a configuration change replaced: large,
 /// so freed outside the engine's lock, after DNS serves the new ones.
+#[derive(Debug)]
 struct Replaced {
     snapshot: Arc<Snapshot>,
     compiled: Compiled,
@@ -1797,6 +1823,10 @@ impl Replaced {
     }
 }
 
+/// Hands memory freed by a configuration swap back to the system. The
+/// binary allocates with mimalloc (src/main.rs), which keeps freed pages a
+/// while for reuse: after a swap, the previous configuration's are not
+/// needed again soon (docs/decisions.md, "Allocator").
 fn release_freed_memory() {
     // SAFETY: mi_collect only returns memory mimalloc holds unused; with
     // another global allocator (the tests') it has nothing to collect.
@@ -1813,6 +1843,49 @@ mod size_tests {
     #[test]
     fn an_engine_record_fits_160_bytes() {
         assert!(std::mem::size_of::<super::Steered>() <= 160);
+    }
+}
+
+#[cfg(test)]
+mod retire_tests {
+    use super::*;
+    use crate::dns::snapshot::Snapshot;
+
+    const TEXT: &str = "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{ ip = \"192.0.2.1\" }]\n";
+
+    /// What an install of a committed configuration replaced is kept until
+    /// the write is answered (`retire_replaced`), and no longer.
+    #[test]
+    fn a_replaced_snapshot_is_freed_when_retired() {
+        let state = DnsState::new(Snapshot::default(), crate::geo::Geo::none(), 1232);
+        let prepared = Prepared::new(1, &Default::default(), Config::default(), &state).unwrap();
+        let engine = Engine::new("gtm1", prepared, state, None);
+        let first = Arc::downgrade(&engine.dns().snapshot.load_full());
+        let kept = gtm_cluster::KeptConfig {
+            version: 2,
+            parts: gtm_cluster::parts::named(TEXT.as_bytes()),
+            zone_versions: Vec::new(),
+        };
+        engine.apply_committed(kept, None).unwrap();
+        assert!(
+            first.upgrade().is_some(),
+            "kept until the write is answered"
+        );
+        engine.retire_replaced();
+        assert!(first.upgrade().is_none(), "freed once retired");
+        // A second install frees what the first replaced if nobody did.
+        let second = Arc::downgrade(&engine.dns().snapshot.load_full());
+        let changed = TEXT.replace("192.0.2.1", "192.0.2.2");
+        let kept = gtm_cluster::KeptConfig {
+            version: 3,
+            parts: gtm_cluster::parts::named(changed.as_bytes()),
+            zone_versions: Vec::new(),
+        };
+        engine.apply_committed(kept.clone(), None).unwrap();
+        engine
+            .apply_committed(gtm_cluster::KeptConfig { version: 4, ..kept }, None)
+            .unwrap();
+        assert!(second.upgrade().is_none());
     }
 }
 
