@@ -106,7 +106,9 @@ for w in $(seq "$WRITES"); do
     body="{\"addresses\":[{\"ip\":\"10.9.$((w % 250)).$((w % 250 + 1))\"}]}"
     log "write $w ($record): $(put "/api/v1/domains/b003.test/records/$record/A" "$body") s"
 done
-log "RSS after the writes: $(rss)"
+# Settled: what the last write replaced is freed after it is answered.
+sleep 2
+log "RSS 2 s after the writes: $(rss)"
 if [[ -n $CLIENT_PID ]]; then
     kill -INT "$CLIENT_PID"
     wait "$CLIENT_PID" 2>/dev/null || true
