@@ -76,6 +76,116 @@ pub enum Cut {
     New(Vec<u8>),
 }
 
+/// A text in the pieces it is kept in (its parts), read by place without
+/// joining it.
+#[derive(Debug)]
+pub struct Pieces<'a> {
+    pieces: &'a [&'a [u8]],
+    /// Where each piece starts, and the text's end.
+    starts: Vec<usize>,
+}
+
+impl<'a> Pieces<'a> {
+    pub fn new(pieces: &'a [&'a [u8]]) -> Self {
+        let starts = std::iter::once(0)
+            .chain(pieces.iter().scan(0, |at, p| {
+                *at += p.len();
+                Some(*at)
+            }))
+            .collect();
+        Self { pieces, starts }
+    }
+
+    /// The text's length.
+    pub fn len(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The text's bytes in `range` (within the text), piece by piece,
+    /// each with where it starts.
+    pub fn slices(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl DoubleEndedIterator<Item = (usize, &'a [u8])> {
+        // The pieces from the last that starts at or before the range to
+        // the last that starts before its end.
+        let first = self
+            .starts
+            .partition_point(|&s| s <= range.start)
+            .saturating_sub(1);
+        let last = self
+            .starts
+            .partition_point(|&s| s < range.end)
+            .min(self.pieces.len());
+        let first = first.min(last);
+        self.pieces[first..last]
+            .iter()
+            .zip(&self.starts[first..last])
+            .filter_map(move |(piece, &at)| {
+                let from = range.start.max(at) - at;
+                let to = range.end.min(at + piece.len()) - at;
+                piece
+                    .get(from..to)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| (at + from, s))
+            })
+    }
+
+    /// How many of `bytes` the text holds from `at` on.
+    pub fn same_from(&self, at: usize, bytes: &[u8]) -> usize {
+        let mut same = 0;
+        for (_, slice) in self.slices(at..at + bytes.len()) {
+            let n = common_prefix(slice, &bytes[same..]);
+            same += n;
+            if n < slice.len() {
+                break;
+            }
+        }
+        same
+    }
+
+    /// How many of `bytes`, from their end, the text holds before `end`.
+    pub fn same_to(&self, end: usize, bytes: &[u8]) -> usize {
+        let mut same = 0;
+        for (_, slice) in self.slices(end.saturating_sub(bytes.len())..end).rev() {
+            let rest = &bytes[..bytes.len() - same];
+            let n = slice
+                .iter()
+                .rev()
+                .zip(rest.iter().rev())
+                .take_while(|(a, b)| a == b)
+                .count();
+            same += n;
+            if n < slice.len() {
+                break;
+            }
+        }
+        same
+    }
+
+    /// Appends the text's bytes in `range` to `into`.
+    pub fn copy(&self, range: std::ops::Range<usize>, into: &mut Vec<u8>) {
+        for (_, slice) in self.slices(range) {
+            into.extend_from_slice(slice);
+        }
+    }
+
+    /// The byte at `at`, if the text has one there.
+    pub fn byte(&self, at: usize) -> Option<u8> {
+        self.slices(at..at + 1)
+            .next()
+            .and_then(|(_, s)| s.first().copied())
+    }
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// The text `splice` makes of the text whose parts are `before`, cut as
 /// [`cut`] cuts it, without making the text: the parts before are taken
 /// where the cut is theirs, and only the bytes about the edit are cut.
@@ -90,34 +200,30 @@ pub enum Cut {
 /// `splice.front` and `splice.back` beyond the text before are taken as
 /// its whole.
 pub fn recut(before: &[&[u8]], splice: &Splice) -> Vec<Cut> {
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(before.iter().scan(0, |at, part| {
-            *at += part.len();
-            Some(*at)
-        }))
-        .collect();
-    let total = starts.last().copied().unwrap_or(0);
+    let text = Pieces::new(before);
+    let total = text.len();
     let front = splice.front.min(total);
     let back = splice.back.min(total - front);
     let kept = before
         .iter()
-        .zip(&starts[1..])
+        .zip(&text.starts[1..])
         .take_while(|(part, end)| !part.is_empty() && *end + WINDOW <= front)
         .count();
-    let from = starts[kept];
+    let from = text.starts[kept];
+    let mut bytes = Vec::with_capacity(front - from + splice.middle.len());
+    text.copy(from..front, &mut bytes);
+    bytes.extend_from_slice(&splice.middle);
     let mut source = Edited {
-        bytes: before_range(before, &starts, from..front),
-        before,
-        starts: &starts,
+        bytes,
+        text: &text,
         next: total - back,
     };
-    source.bytes.extend_from_slice(&splice.middle);
     // Where the back starts in the bytes cut, and in the text before.
     let back_at = front - from + splice.middle.len();
     let back_from = total - back;
     let (cuts, resumed) = scan(&mut source, |at| {
-        let was = (at.checked_sub(back_at)? + back_from, at);
-        let i = starts.binary_search(&was.0).ok()?;
+        let was = at.checked_sub(back_at)? + back_from;
+        let i = text.starts.binary_search(&was).ok()?;
         (i < before.len()).then_some(i)
     });
     let mut parts: Vec<Cut> = (0..kept).map(Cut::Before).collect();
@@ -129,19 +235,6 @@ pub fn recut(before: &[&[u8]], splice: &Splice) -> Vec<Cut> {
         parts.extend((first..before.len()).map(Cut::Before));
     }
     parts
-}
-
-/// The bytes `range` of the text `before` makes (`starts`: where each
-/// part starts, and the text's end).
-fn before_range(before: &[&[u8]], starts: &[usize], range: std::ops::Range<usize>) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(range.len());
-    for (part, at) in before.iter().zip(starts) {
-        let end = at + part.len();
-        if end > range.start && *at < range.end {
-            bytes.extend_from_slice(&part[range.start.max(*at) - at..range.end.min(end) - at]);
-        }
-    }
-    bytes
 }
 
 /// Bytes to cut, which may grow (by the parts of the back of an edit)
@@ -165,8 +258,7 @@ impl Source for &[u8] {
 /// The edited bytes, then the back of the text before, a part at a time.
 struct Edited<'a> {
     bytes: Vec<u8>,
-    before: &'a [&'a [u8]],
-    starts: &'a [usize],
+    text: &'a Pieces<'a>,
     /// Where in the text before the bytes not yet appended start.
     next: usize,
 }
@@ -178,10 +270,10 @@ impl Source for Edited<'_> {
 
     fn grow(&mut self) -> bool {
         // The part holding `next`: the last that starts at or before it.
-        let i = self.starts.partition_point(|&s| s <= self.next);
+        let i = self.text.starts.partition_point(|&s| s <= self.next);
         let Some((part, at)) = i
             .checked_sub(1)
-            .and_then(|i| Some((self.before.get(i)?, self.starts[i])))
+            .and_then(|i| Some((self.text.pieces.get(i)?, self.text.starts[i])))
         else {
             return false;
         };

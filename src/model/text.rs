@@ -14,7 +14,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use gtm_cluster::parts::Splice;
+use gtm_cluster::parts::{Pieces, Splice};
 
 use super::config::{Config, Domain, same_name};
 
@@ -58,7 +58,7 @@ pub fn write(
         cookies: config.cookies.clone(),
         ..Config::default()
     };
-    let old = OldText::new(before.map_or(&[][..], |b| b.text));
+    let old = Pieces::new(before.map_or(&[][..], |b| b.text));
     let taken: std::collections::HashMap<&str, Range<usize>> = before
         .map(|b| {
             b.layout
@@ -154,7 +154,7 @@ impl Written {
     /// start and from its end, found segment by segment (a segment of
     /// `old` where it was is the same without a look at its bytes), and
     /// the bytes between them.
-    fn splice(self, old: &OldText) -> Splice {
+    fn splice(self, old: &Pieces) -> Splice {
         let mut front = 0;
         for segment in &self.segments {
             let same = match segment {
@@ -211,105 +211,6 @@ impl Written {
     }
 }
 
-/// The text before, in the pieces it is kept in.
-struct OldText<'a> {
-    pieces: &'a [&'a [u8]],
-    /// Where each piece starts, and the text's end.
-    starts: Vec<usize>,
-}
-
-impl<'a> OldText<'a> {
-    fn new(pieces: &'a [&'a [u8]]) -> Self {
-        let starts = std::iter::once(0)
-            .chain(pieces.iter().scan(0, |at, p| {
-                *at += p.len();
-                Some(*at)
-            }))
-            .collect();
-        Self { pieces, starts }
-    }
-
-    fn len(&self) -> usize {
-        self.starts.last().copied().unwrap_or(0)
-    }
-
-    /// The text's bytes in `range` (within the text), piece by piece,
-    /// each with where it starts.
-    fn slices(&self, range: Range<usize>) -> impl DoubleEndedIterator<Item = (usize, &'a [u8])> {
-        // The pieces from the last that starts at or before the range to
-        // the last that starts before its end.
-        let first = self
-            .starts
-            .partition_point(|&s| s <= range.start)
-            .saturating_sub(1);
-        let last = self
-            .starts
-            .partition_point(|&s| s < range.end)
-            .min(self.pieces.len());
-        let first = first.min(last);
-        self.pieces[first..last]
-            .iter()
-            .zip(&self.starts[first..last])
-            .filter_map(move |(piece, &at)| {
-                let from = range.start.max(at) - at;
-                let to = range.end.min(at + piece.len()) - at;
-                piece
-                    .get(from..to)
-                    .filter(|s| !s.is_empty())
-                    .map(|s| (at + from, s))
-            })
-    }
-
-    /// How many of `bytes` the text holds from `at` on.
-    fn same_from(&self, at: usize, bytes: &[u8]) -> usize {
-        let mut same = 0;
-        for (_, slice) in self.slices(at..at + bytes.len()) {
-            let n = common_prefix(slice, &bytes[same..]);
-            same += n;
-            if n < slice.len() {
-                break;
-            }
-        }
-        same
-    }
-
-    /// How many of `bytes`, from their end, the text holds before `end`.
-    fn same_to(&self, end: usize, bytes: &[u8]) -> usize {
-        let mut same = 0;
-        for (_, slice) in self.slices(end.saturating_sub(bytes.len())..end).rev() {
-            let rest = &bytes[..bytes.len() - same];
-            let n = slice
-                .iter()
-                .rev()
-                .zip(rest.iter().rev())
-                .take_while(|(a, b)| a == b)
-                .count();
-            same += n;
-            if n < slice.len() {
-                break;
-            }
-        }
-        same
-    }
-
-    fn copy(&self, range: Range<usize>, into: &mut Vec<u8>) {
-        for (_, slice) in self.slices(range) {
-            into.extend_from_slice(slice);
-        }
-    }
-
-    /// The byte at `at`, if the text has one there.
-    fn byte(&self, at: usize) -> Option<u8> {
-        self.slices(at..at + 1)
-            .next()
-            .and_then(|(_, s)| s.first().copied())
-    }
-}
-
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 /// The touched domain's part as an edit of its part before (`range` in
 /// `old`; the domain was `was`): the text before up to the first record
 /// the edit changed, the changed records written, and the text before
@@ -318,7 +219,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// has none, or its text holds a multi-line string (which could hold what
 /// reads as a table).
 fn spliced_domain(
-    old: &OldText,
+    old: &Pieces,
     range: Range<usize>,
     was: &Domain,
     now: &Arc<Domain>,
@@ -349,7 +250,7 @@ fn spliced_domain(
             ..Config::default()
         })?;
         let pieces = [alone.as_bytes()];
-        let text = OldText::new(&pieces);
+        let text = Pieces::new(&pieces);
         let Some(written) = Records::find(&text, 0..alone.len(), changed.len()) else {
             return Ok(None);
         };
@@ -382,7 +283,7 @@ const RECORD_HEADER: &[u8] = b"[[domain.record]]\n";
 impl Records {
     /// The records of the part `range` of `text`, when it holds `count`
     /// of them laid out as above and no multi-line string.
-    fn find(text: &OldText, range: Range<usize>, count: usize) -> Option<Records> {
+    fn find(text: &Pieces, range: Range<usize>, count: usize) -> Option<Records> {
         let mut headers = Vec::with_capacity(count);
         for (at, slice) in text.slices(range.clone()) {
             if memchr::memmem::find(slice, b"\"\"\"").is_some()
@@ -426,7 +327,7 @@ impl Records {
 
     /// Where record `k`'s text starts; past the last, where the records
     /// end. `None` when it is not after a blank line there.
-    fn start_of(&self, text: &OldText, k: usize) -> Option<usize> {
+    fn start_of(&self, text: &Pieces, k: usize) -> Option<usize> {
         let at = match self.headers.get(k) {
             Some(header) => header.checked_sub(1)?,
             None if self.end == self.part_end => return Some(self.end),
