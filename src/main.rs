@@ -16,13 +16,17 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 use gtm::model::node::{LogFormat, NodeSettings};
 
 fn main() {
-    // Freed pages go back to the system at once, not 10 ms later: a
-    // configuration swap frees hundreds of MiB that a delayed purge keeps
-    // resident (measured: 830 against 920 MiB after eight changes of a
-    // 100,000-record configuration).
-    // SAFETY: sets an option of the allocator; valid at any time.
-    unsafe {
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    // Freed pages go back to the system 1 ms after they are freed, not
+    // mimalloc's 10 ms: a configuration swap frees hundreds of MiB that a
+    // longer delay keeps resident. Not at once (0): a build that frees
+    // and makes pages by the million then spends a third of its time in
+    // madvise and page faults (docs/decisions.md, "Allocator"). An
+    // operator's MIMALLOC_PURGE_DELAY is left to mimalloc.
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets an option of the allocator; valid at any time.
+        unsafe {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1);
+        }
     }
     let cli = gtm::cli::Cli::parse();
     if !matches!(cli.command, gtm::cli::Command::Serve { .. }) {
