@@ -814,13 +814,13 @@ async fn events_page_backwards_and_a_retried_apply_makes_no_version() {
     assert_eq!(cli.stdout.lines().count(), 1, "{}", cli.stdout);
 }
 
-/// A configuration whose command is over 32 MiB is refused with 413
+/// A configuration whose command is over 128 MiB is refused with 413
 /// `too-large` before anything is proposed: the served one stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_configuration_over_the_command_limit_is_refused_before_it_is_proposed() {
     let d = TestDevice::start(ZONE).await;
     let before = d.device.replication.status().applied_index;
-    let text = format!("{ZONE}\n# {}\n", "x".repeat(33 << 20));
+    let text = format!("{ZONE}\n# {}\n", "x".repeat(129 << 20));
     let err = crate::support::apply_text(&d.device, &text)
         .await
         .expect_err("over the limit");
@@ -828,7 +828,7 @@ async fn a_configuration_over_the_command_limit_is_refused_before_it_is_proposed
         gtm::engine::ApplyError::Rejected(e) => {
             assert_eq!(e.error, gtm::api::ErrorKind::TooLarge, "{e:?}");
             assert!(
-                e.message.contains("MiB; the limit is 32 MiB"),
+                e.message.contains("MiB; the limit is 128 MiB"),
                 "{}",
                 e.message
             );

@@ -49,7 +49,7 @@ pub use low_priority::LowPriority;
 pub use machine::{Effect, Machine};
 pub use node::{
     ClusterConfig, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MAX_COMMAND_BYTES, MemberStatus,
-    NodeState, PROPOSE_DEADLINE, WRITE_TIMEOUT,
+    NodeState, PROPOSE_DEADLINE, WRITE_TIMEOUT, apply_allowance,
 };
 pub use rpc_client::SECRET_HEADER;
 pub use rpc_server::{RPC_PATHS, RpcBody, constant_time_eq, decode_rpc_body, rpc_router};

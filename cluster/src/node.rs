@@ -35,13 +35,24 @@ use crate::types::{Applied, Entry, LogId, NodeInfo, Proposal, Raft, Vote};
 /// travels in one append RPC: one far larger would hold replication (and
 /// the heartbeats behind it) for seconds. The application refuses larger
 /// ones first, with its own message.
-pub const MAX_COMMAND_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_COMMAND_BYTES: usize = 128 * 1024 * 1024;
 /// A membership change that cannot reach a quorum fails after this.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long [`ClusterNode::propose`] keeps trying: following leader
 /// changes, retrying a leader that cannot confirm its quorum. Longer than
 /// an election (at most 1 s, plus the vote round trips).
 pub const PROPOSE_DEADLINE: Duration = Duration::from_secs(8);
+/// The rate at which a command's size is assumed to be applied: a leader
+/// answers a command once it applied it, and a configuration of a million
+/// records (60 MB) takes its state machine seconds to parse and check.
+const APPLY_BYTES_PER_SEC: u64 = 2_000_000;
+
+/// How much longer than [`PROPOSE_DEADLINE`] a command of `bytes` is
+/// waited for, and an install of it: at [`APPLY_BYTES_PER_SEC`] (30 s for
+/// 60 MB; nothing to speak of for a command of kilobytes).
+pub fn apply_allowance(bytes: usize) -> Duration {
+    Duration::from_millis((bytes as u64).saturating_mul(1000) / APPLY_BYTES_PER_SEC)
+}
 /// How long a leader waits for a quorum to confirm it leads, before it
 /// proposes anything.
 const QUORUM_CHECK: Duration = Duration::from_millis(1500);
@@ -432,7 +443,8 @@ impl ClusterNode {
     /// Proposes `command` to the cluster and returns the outcome its
     /// [`Machine`] gave when the command was committed and applied, from any
     /// member: a follower forwards it to the leader, following leader
-    /// changes until [`PROPOSE_DEADLINE`].
+    /// changes until [`PROPOSE_DEADLINE`], and for as much longer as the
+    /// command's size asks ([`apply_allowance`]).
     ///
     /// A retry may deliver a command twice: the application recognises a
     /// command it applied already (by an id inside it) and answers the
@@ -452,7 +464,8 @@ impl ClusterNode {
                 command.len()
             )));
         }
-        let deadline = Instant::now() + PROPOSE_DEADLINE;
+        let waited = PROPOSE_DEADLINE + apply_allowance(command.len());
+        let deadline = Instant::now() + waited;
         let mut maybe_proposed = None;
         loop {
             let attempt = match self.wait_for_leader(deadline).await {
@@ -495,7 +508,7 @@ impl ClusterNode {
                 return Err(match (maybe_proposed, last) {
                     (Some(why), _) => ClusterError::Unknown(format!(
                         "{why}; no leader confirmed the command within {}s",
-                        PROPOSE_DEADLINE.as_secs()
+                        waited.as_secs()
                     )),
                     (None, e @ ClusterError::NoQuorum { .. }) => e,
                     (None, _) => self.no_quorum(),

@@ -38,7 +38,7 @@ pub const SECRET_HEADER: &str = "x-gtm-cluster-secret";
 
 /// Largest RPC body a device accepts (`rpc_server`) and sends: an append
 /// batch larger than this is split (openraft's `PayloadTooLarge`).
-pub(crate) const MAX_BODY: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 256 * 1024 * 1024;
 
 /// Floor of an RPC's timeout once its body is large, and the transfer rate
 /// its size is assumed to need on top: a 30 MB entry gets 4 s, not the

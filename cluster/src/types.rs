@@ -250,8 +250,8 @@ pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, bincode::error:
 /// allocates a byte string's declared length before reading it: without a
 /// limit, a 20-byte body declaring a 200 TB string aborts the device. Claims
 /// count in-memory sizes, which may exceed the encoded size (a `Vec` of
-/// structs), so this is well above the 64 MiB largest body.
-pub(crate) const DECODE_LIMIT: usize = 256 * 1024 * 1024;
+/// structs), so this is well above the 256 MiB largest body.
+pub(crate) const DECODE_LIMIT: usize = 512 * 1024 * 1024;
 
 /// The standard configuration with [`DECODE_LIMIT`]: the same encoding.
 pub(crate) fn decoding() -> impl bincode::config::Config {

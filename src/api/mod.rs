@@ -103,9 +103,10 @@ pub fn record_label(name: &str, rtype: &str) -> String {
     )
 }
 
-/// Request bodies above this are refused (a configuration of 100,000
-/// records is about 10 MiB of TOML; GeoIP country files are under 10 MiB).
-const BODY_LIMIT: usize = 64 << 20;
+/// Request bodies above this are refused: a configuration of a million
+/// records is 60–100 MiB of TOML, and its command may be up to 128 MiB
+/// (`gtm_cluster::MAX_COMMAND_BYTES`, refused with its own message).
+const BODY_LIMIT: usize = 160 << 20;
 
 pub fn router(state: ApiState) -> Router {
     let (mut public, mut secret) = (Router::new(), Router::new());
