@@ -220,6 +220,19 @@ impl Replication {
             self.local.lock().await.clone()
         }
     }
+    /// Proposes `text` as the configuration, as [`Replication::propose`]
+    /// does, with its parse (`config`) offered to this device's machine:
+    /// the text is not parsed a second time here.
+    pub async fn apply_config(
+        &self,
+        actor: Actor,
+        text: String,
+        config: crate::model::Config,
+    ) -> Result<Applied, ApplyError> {
+        let _offer = self.machine.offer(&text, config);
+        self.propose(actor, None, Action::ApplyConfig { text })
+            .await
+    }
 
     /// Proposes a change on behalf of `actor` and returns its real outcome:
     /// applied (installed on this device before this returns), rejected
@@ -234,6 +247,7 @@ impl Replication {
         let mut command = Command::new(actor, expect_version, action);
         command.history_keep = self.history_keep.load(std::sync::atomic::Ordering::Relaxed);
         let bytes = command.encode().map_err(ApplyError::Cluster)?;
+        let size = bytes.len();
         // Refused before anything is proposed: an entry this large would
         // stall replication for every device (docs/cluster.md, "Bounded
         // entries"). The same limit holds in no cluster, so a configuration
@@ -268,7 +282,7 @@ impl Replication {
                 changes,
             } => {
                 if clustered {
-                    self.wait_installed(index).await;
+                    self.wait_installed(index, size).await;
                 }
                 Ok(Applied {
                     version,
@@ -381,11 +395,12 @@ impl Replication {
             .clone()
     }
 
-    /// Waits (bounded) until this device installed the state up to `index`.
-    async fn wait_installed(&self, index: u64) {
+    /// Waits (bounded, longer for a larger command of `bytes`) until this
+    /// device installed the state up to `index`.
+    async fn wait_installed(&self, index: u64, bytes: usize) {
         let mut installed = self.installed.subscribe();
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), installed.wait_for(|i| *i >= index)).await;
+        let bound = Duration::from_secs(5) + gtm_cluster::apply_allowance(bytes);
+        let _ = tokio::time::timeout(bound, installed.wait_for(|i| *i >= index)).await;
     }
 
     /// Sends a join or leave to the leader's `/cluster/v1/<route>`.
@@ -552,7 +567,9 @@ impl Replication {
             }
         }
         let index = applied.borrow().index;
-        self.wait_installed(index).await;
+        let size = machine::config_pieces(&applied.borrow().kv)
+            .map_or(0, |pieces| pieces.iter().map(|p| p.len()).sum());
+        self.wait_installed(index, size).await;
         Ok(())
     }
 

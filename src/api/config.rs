@@ -9,7 +9,7 @@ use axum::{
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiState, ErrorKind, blocking, writable};
-use crate::{access::Principal, command::Action, model};
+use crate::{access::Principal, model};
 
 /// The result of an apply or a dry run.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -41,9 +41,20 @@ pub(super) async fn export_config(State(state): State<ApiState>) -> Result<Strin
         .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))
 }
 
-/// [`parse_body`] on the blocking pool.
-pub(super) async fn parse_body_off(body: Bytes) -> Result<(String, model::Config), ApiError> {
-    blocking(move || parse_body(&body)).await?
+/// [`parse_body`] on the blocking pool, and with `compile`, the
+/// configuration compiled to check it.
+pub(super) async fn parse_body_off(
+    body: Bytes,
+    compile: bool,
+) -> Result<(String, model::Config), ApiError> {
+    blocking(move || {
+        let (text, config) = parse_body(&body)?;
+        if compile {
+            model::compile(&config).map_err(ApiError::invalid)?;
+        }
+        Ok((text, config))
+    })
+    .await?
 }
 
 fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
@@ -56,12 +67,11 @@ fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
         })?
         .to_string();
     let config = model::parse(&text).map_err(ApiError::invalid)?;
-    model::compile(&config).map_err(ApiError::invalid)?;
     Ok((text, config))
 }
 
 pub(super) async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
-    parse_body_off(body).await?;
+    parse_body_off(body, true).await?;
     Ok(Json(ApplyResult {
         applied: false,
         version: 0,
@@ -75,7 +85,9 @@ pub(super) async fn apply_config(
     Query(q): Query<ApplyOptions>,
     body: Bytes,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    let (text, config) = parse_body_off(body).await?;
+    // Compiled here only for a dry run: an apply is compiled by the state
+    // machine, which refuses what does not compile with the same errors.
+    let (text, config) = parse_body_off(body, q.dry_run).await?;
     if config.domains.is_empty() && !q.allow_empty {
         let served = state
             .engine
@@ -108,11 +120,10 @@ pub(super) async fn apply_config(
             changes,
         }));
     }
-    drop(config);
     writable(&state)?;
     let applied = state
         .replication
-        .propose(state.actor(&who), None, Action::ApplyConfig { text })
+        .apply_config(state.actor(&who), text, config)
         .await?;
     Ok(Json(ApplyResult {
         applied: applied.changed,

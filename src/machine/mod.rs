@@ -256,6 +256,32 @@ pub fn outcome_of(kv: &Map, id: &CommandId) -> Option<Outcome> {
 #[derive(Debug, Default)]
 pub struct GtmMachine {
     parsed: Mutex<Option<Parsed>>,
+    /// A text this device's API parsed before proposing it
+    /// ([`GtmMachine::offer`]), by its hash: applying it here takes that
+    /// parse instead of parsing the text again.
+    offered: Mutex<Option<(u64, Config)>>,
+}
+
+/// An offered parse ([`GtmMachine::offer`]): dropping it withdraws the
+/// offer if it was not taken (one made since stays), so a proposal that
+/// fails or is abandoned does not leave a configuration held.
+#[derive(Debug)]
+pub struct Offer<'a> {
+    machine: &'a GtmMachine,
+    hash: u64,
+}
+
+impl Drop for Offer<'_> {
+    fn drop(&mut self) {
+        let mut offered = self
+            .machine
+            .offered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if offered.as_ref().is_some_and(|(h, _)| *h == self.hash) {
+            *offered = None;
+        }
+    }
 }
 
 /// The configuration this machine parsed last, by the hash of its text
@@ -422,9 +448,12 @@ impl GtmMachine {
                     Err(e) => return invalid(e),
                 }
             }
-            Action::ApplyConfig { text } => match model::parse(text) {
-                Ok(c) => (c, whole(text), "apply".to_string(), version + 1, None),
-                Err(e) => return invalid(e),
+            Action::ApplyConfig { text } => match self.take_offered(text) {
+                Some(c) => (c, whole(text), "apply".to_string(), version + 1, None),
+                None => match model::parse(text) {
+                    Ok(c) => (c, whole(text), "apply".to_string(), version + 1, None),
+                    Err(e) => return invalid(e),
+                },
             },
             Action::Edit(e) => {
                 let mut config = (*current).clone();
@@ -595,6 +624,31 @@ impl GtmMachine {
                 changes,
             },
         }
+    }
+
+    /// Offers `config`, parsed from `text`, for when this machine applies
+    /// a command with that text: the device that receives a configuration
+    /// parses it to check it before proposing it, and its own machine then
+    /// takes that parse instead of parsing the same text again (a million
+    /// records take seconds). A text parses to one configuration, so the
+    /// outcome is the same on every device. One offer is held, until it
+    /// is taken or the returned [`Offer`] is dropped.
+    pub fn offer(&self, text: &str, config: Config) -> Offer<'_> {
+        let hash = text_hash(text.as_bytes());
+        *self.offered.lock().unwrap_or_else(|p| p.into_inner()) = Some((hash, config));
+        Offer {
+            machine: self,
+            hash,
+        }
+    }
+
+    /// The offered parse of `text`, if there is one.
+    fn take_offered(&self, text: &str) -> Option<Config> {
+        let mut offered = self.offered.lock().unwrap_or_else(|p| p.into_inner());
+        if offered.as_ref()?.0 != text_hash(text.as_bytes()) {
+            return None;
+        }
+        offered.take().map(|(_, config)| config)
     }
 
     /// The configuration whose value hashes to `hash` ([`config_value`],
@@ -850,3 +904,6 @@ pub(crate) fn apply_for_test(
 
 #[cfg(test)]
 mod text_tests;
+
+#[cfg(test)]
+mod offer_tests;
