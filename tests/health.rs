@@ -723,7 +723,47 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
         matches!((on, ended), (Some(on), Some(ended)) if on < ended),
         "{t:#?}"
     );
-    d.device.stop().await;
+    if failback == "manual" {
+        // Resumed, the hold is gone from the store too: restarted, the
+        // record answers Main from the first query again.
+        let TestDevice { device, dir } = d;
+        device.stop().await;
+        let d = TestDevice::start_in(&text, dir.path()).await;
+        assert_eq!(
+            sorted_answers(&d, "fresh.example.test.").await,
+            MAIN,
+            "not held after the resume and a restart"
+        );
+        d.device.stop().await;
+    } else {
+        d.device.stop().await;
+    }
+}
+
+/// A record's DR state is stored only when it is on, or goes off after
+/// being on: a record that never was in DR writes nothing (a million new
+/// records wrote a million keys on every apply and every start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_never_in_dr_stores_no_dr_state() {
+    let (a, _b) = two_backends().await;
+    let text = dr_config(a.addr.port(), Some("manual"));
+    let d = TestDevice::start(&text).await;
+    until("checks decided", || async {
+        check_is(&d, "web@127.0.0.2", "OK") && check_is(&d, "web@127.0.0.3", "OK")
+    })
+    .await;
+    assert_eq!(status_of(&d, "fresh.example.test/A"), "OK");
+    let TestDevice { device, dir } = d;
+    device.stop().await;
+    let store = gtm_cluster::Store::open(dir.path()).unwrap();
+    let dr: Vec<String> = store
+        .health_decisions()
+        .unwrap()
+        .into_iter()
+        .map(|(key, _)| key)
+        .filter(|key| key.starts_with("dr-on/"))
+        .collect();
+    assert!(dr.is_empty(), "{dr:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

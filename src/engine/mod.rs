@@ -284,6 +284,10 @@ impl Stored {
 struct Persist {
     store: Store,
     writer: StoreWriter,
+    /// The records whose DR state is stored as on (`1`): a record's state
+    /// is written only when it differs from what is stored, where no key
+    /// reads as off (a million new records write nothing).
+    dr_on: Mutex<HashSet<String>>,
 }
 
 /// How many of the newest events a preview looks through for switchovers.
@@ -428,7 +432,7 @@ impl Engine {
         let mut next_seq = 1;
         let mut restored_holds = HashSet::new();
         let store = store.map(|stored| {
-            restored_holds = stored.holds;
+            restored_holds = stored.holds.clone();
             for (check, mut status) in stored.health {
                 status.restored = true;
                 health
@@ -439,6 +443,7 @@ impl Engine {
             Persist {
                 store: stored.store,
                 writer: stored.writer,
+                dr_on: Mutex::new(stored.holds),
             }
         });
 
@@ -1103,7 +1108,14 @@ impl Engine {
     /// Keeps whether DR is on for a record with the health decisions (on
     /// the writer thread), so a manual-failback hold survives a restart.
     fn keep_dr_state(&self, label: &str, dr_on: bool) {
-        if let Some(p) = &self.store {
+        let Some(p) = &self.store else { return };
+        let mut stored_on = p.dr_on.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = if dr_on {
+            stored_on.insert(label.to_string())
+        } else {
+            stored_on.remove(label)
+        };
+        if changed {
             let value = if dr_on { b"1".to_vec() } else { b"0".to_vec() };
             p.writer.health(format!("{HOLD_PREFIX}{label}"), value);
         }
