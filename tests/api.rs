@@ -126,7 +126,7 @@ async fn every_route_but_health_and_metrics_needs_a_credential() {
     assert_eq!(body["error"], "bad-request");
     // Bodies over the limit are refused before they are read whole.
     let huge = authed(Method::POST, "/api/v1/config/validate")
-        .body(vec![b'#'; 65 << 20])
+        .body(vec![b'#'; 161 << 20])
         .send()
         .await
         .unwrap();
