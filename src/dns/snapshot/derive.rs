@@ -13,7 +13,9 @@ use std::{
 
 use hickory_server::proto::rr::{RecordType as Rt, rdata::SOA};
 
-use super::{BuildError, Node, Snapshot, ZoneData, negative_soa, wire_key, wire_type};
+use super::{
+    BuildError, Node, Snapshot, ZoneData, negative_soa, nodes::Nodes, wire_key, wire_type,
+};
 use crate::model::compile::{Content, RecordSpec, ZoneSpec};
 
 /// How a zone's records changed, when the change leaves every other
@@ -119,8 +121,9 @@ impl Snapshot {
             negative_soa,
             signer: None,
             negative_soa_sig: None,
-            // Copied: its nodes are shared with `previous`, and a few change.
-            nodes: Arc::new((*old.nodes).clone()),
+            // Shared with `previous`: a shard is copied when a change
+            // touches it.
+            nodes: old.nodes.clone(),
         });
         let zi = self.zones.len() - 1;
         let middle = self.change_records(previous, zi, &old.spec.records, &change, bodies)?;
@@ -199,7 +202,7 @@ impl Snapshot {
                     }
                 }
                 if let Some(z) = self.zones.get_mut(zone) {
-                    prune(Arc::make_mut(&mut z.nodes), emptied, z.apex_labels);
+                    prune(&mut z.nodes, emptied, z.apex_labels);
                 }
                 Ok((at.clone(), steered_slots))
             }
@@ -217,14 +220,14 @@ impl Snapshot {
     }
 
     fn node_mut(&mut self, zone: usize, key: &[u8]) -> Option<&mut Node> {
-        Arc::make_mut(&mut self.zones.get_mut(zone)?.nodes).get_mut(key)
+        self.zones.get_mut(zone)?.nodes.get_mut(key)
     }
 }
 
 /// Takes out the names in `emptied` (keys of names left without records)
 /// and their ancestors below the apex that have no records, unless a name
 /// with records lies under them.
-fn prune(nodes: &mut HashMap<Box<[u8]>, Node>, emptied: Vec<Box<[u8]>>, apex_labels: usize) {
+fn prune(nodes: &mut Nodes, emptied: Vec<Box<[u8]>>, apex_labels: usize) {
     // Every emptied name and its ancestors without records, below the
     // apex, each with whether a name with records lies under it.
     let mut candidates: HashMap<Box<[u8]>, bool> = HashMap::new();

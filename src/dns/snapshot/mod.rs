@@ -40,6 +40,9 @@ use crate::{
 };
 
 mod derive;
+mod nodes;
+
+use nodes::Nodes;
 #[cfg(test)]
 mod tests;
 
@@ -114,13 +117,12 @@ pub struct ZoneData {
     pub signer: Option<Arc<ZoneSigner>>,
     pub negative_soa_sig: Option<Record>,
     /// Every name of the zone that exists (including empty non-terminals),
-    /// keyed by its lower-case wire form. Shared: a zone kept from the
-    /// snapshot before takes them as they are, and dropping that snapshot
-    /// frees only the zones it did not share.
-    nodes: Arc<Nodes>,
+    /// keyed by its lower-case wire form, in shards. Shared: a zone kept
+    /// from the snapshot before takes them as they are, one derived from
+    /// it copies the shards it changes, and dropping that snapshot frees
+    /// only what it did not share.
+    nodes: Nodes,
 }
-
-type Nodes = HashMap<Box<[u8]>, Node>;
 
 impl ZoneData {
     /// The node of a name of this zone.
@@ -307,7 +309,7 @@ impl Snapshot {
                 negative_soa,
                 signer: signer.clone(),
                 negative_soa_sig,
-                nodes: Arc::new(HashMap::with_capacity(zone.records.len() + 1)),
+                nodes: Nodes::with_capacity(zone.records.len() + 1),
             });
             let zi = snap.zones.len() - 1;
             for slot in snap.apex_slots(previous, zi, zone, soa)? {
@@ -403,7 +405,7 @@ impl Snapshot {
                 continue;
             };
             // Built by this snapshot, so not shared, and not copied here.
-            for (key, node) in Arc::make_mut(&mut zone.nodes).iter_mut() {
+            for (key, node) in zone.nodes.iter_mut() {
                 let name = key_name(key);
                 let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
                 let records = signer.denial(&zone.negative_soa, soa_sig, &name, &types)?;
@@ -541,8 +543,9 @@ impl Snapshot {
         let Some(zone_data) = self.zones.get_mut(zone) else {
             return Err(BuildError::new(name, rtype, "is outside every zone"));
         };
-        // Of a zone this snapshot builds: not shared, so not copied.
-        let nodes = Arc::make_mut(&mut zone_data.nodes);
+        // Of a zone this snapshot builds, or of the shards its change
+        // touches (copied once, when first touched).
+        let nodes = &mut zone_data.nodes;
         // An ancestor's key is a suffix of the name's; walking up from the
         // name, the first that exists already has all of its own.
         let labels = name.iter().count();

@@ -299,3 +299,33 @@ fn a_changed_zone_is_built_from_its_build_before_as_a_whole_build_would_be() {
         before = next;
     }
 }
+
+fn refs(r: &[String]) -> Vec<&str> {
+    r.iter().map(String::as_str).collect()
+}
+
+/// A zone derived from its build before shares every shard of its names
+/// that the change did not touch (the one of the changed name, and the
+/// apex's with its new SOA): a write copies a shard, not the zone.
+#[test]
+fn a_derived_zone_copies_only_the_shards_its_change_touches() {
+    let records: Vec<String> = (0..10_000).map(|i| format!("r{i} A 192.0.2.1")).collect();
+    let mut changed = records.clone();
+    changed[4321] = "r4321 A 192.0.2.2".to_string();
+    let before = Snapshot::build(
+        &zone(&refs(&records), "ns1.a.test"),
+        &Snapshot::default(),
+        &[],
+        &[1],
+    )
+    .unwrap();
+    let compiled = zone(&refs(&changed), "ns1.a.test");
+    let next = Snapshot::build(&compiled, &before, &[], &[2]).unwrap();
+    assert_eq!(next.zones[0].derived_from, Some(0));
+    let whole = Snapshot::build(&compiled, &Snapshot::default(), &[], &[2]).unwrap();
+    assert_eq!(answers(&next, 0), answers(&whole, 0));
+    let shards = next.zones[0].nodes.shards();
+    assert!(shards >= 4, "{shards}");
+    let shared = next.zones[0].nodes.shared_with(&before.zones[0].nodes);
+    assert!(shared >= shards - 2, "{shared} of {shards}");
+}
