@@ -568,7 +568,7 @@ impl Snapshot {
                 },
             );
         }
-        match nodes.get_mut(&*key) {
+        match nodes.get_mut(&key) {
             // Most names have one record: room for it alone, not the four
             // a first push reserves.
             Some(node) => {
