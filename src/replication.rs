@@ -220,6 +220,7 @@ impl Replication {
             self.local.lock().await.clone()
         }
     }
+
     /// Proposes `text` as the configuration, as [`Replication::propose`]
     /// does, with its parse (`config`) offered to this device's machine:
     /// the text is not parsed a second time here.
