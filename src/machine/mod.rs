@@ -431,9 +431,16 @@ impl GtmMachine {
         // The committed text's parts, and their bytes when an edit takes
         // from them (looked up once, for the edit and for its parts).
         let committed = parts::current_list(kv).unwrap_or_default();
-        let committed_pieces = match (&command.action, &current_layout) {
-            (Action::Edit(_), Some(_)) => parts::pieces(kv, &committed),
+        let committed_pieces = match &command.action {
+            Action::Edit(_) => parts::pieces(kv, &committed),
             _ => None,
+        };
+        // Where the committed text's parts lie: known when this machine
+        // wrote it, read from it otherwise (an operator's text, or after
+        // a restart).
+        let current_layout = match (current_layout, &committed_pieces) {
+            (None, Some(pieces)) => self.layout_of(kv, &current, pieces),
+            (layout, _) => layout,
         };
         let (new, text, what, new_version, layout) = match &command.action {
             Action::Adopt { text, version: v } => {
@@ -665,6 +672,25 @@ impl GtmMachine {
             .as_mut()
             .filter(|p| p.hash == hash)
             .map(|p| (p.config.clone(), p.compiled.take()))
+    }
+
+    /// The layout of the committed text, whose parts are `pieces` and
+    /// which parses to `config`, read from it ([`model::text::Layout::of`])
+    /// and kept with its parse.
+    fn layout_of(
+        &self,
+        kv: &Map,
+        config: &Config,
+        pieces: &[&[u8]],
+    ) -> Option<model::text::Layout> {
+        let text = pieces.concat();
+        let layout = model::text::Layout::of(std::str::from_utf8(&text).ok()?, config)?;
+        let hash = text_hash(config_value(kv)?);
+        let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cached.as_mut().filter(|p| p.hash == hash) {
+            p.layout = Some(layout.clone());
+        }
+        Some(layout)
     }
 
     /// The committed configuration, parsed (cached by its value), with its

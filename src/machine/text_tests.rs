@@ -76,6 +76,49 @@ fn an_edit_writes_the_same_text_with_or_without_the_text_before() {
     );
 }
 
+/// An operator's text (comments, records as inline tables) is kept by an
+/// edit: only the records it changed are written, in the operator's
+/// form; a device that did not write the text before reads where its
+/// parts lie from the text and writes the same.
+#[test]
+fn an_edit_of_an_operators_text_keeps_it_on_every_device() {
+    let start = "# our zones\n[[domain]]\nname = \"a.test\"  # the first\nnameservers = [\"ns1.a.test\"]\n\
+                 record = [\n  {name = \"www\", type = \"A\", addresses = [{ip = \"192.0.2.1\"}]}, # web\n\
+                 {name = \"api\", type = \"A\", addresses = [{ip = \"192.0.2.2\"}]},\n]\n\
+                 [[domain]]\nname = \"b.test\"\nnameservers = [\"ns1.b.test\"]\n\
+                 # limits\n[rate_limit]\nenabled = false\n";
+    let commands = [
+        Action::ApplyConfig { text: start.into() },
+        record("a.test", "www", "192.0.2.7"),
+        record("a.test", "new", "192.0.2.8"),
+        record("b.test", "www", "192.0.2.9"),
+        record("a.test", "api", "192.0.2.10"),
+    ];
+    let kept = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    for (i, action) in commands.into_iter().enumerate() {
+        let command = command(action);
+        let index = i as u64 + 1;
+        let mut fresh_kv = kv.clone();
+        let fresh = apply_for_test(&GtmMachine::default(), &mut fresh_kv, index, &command);
+        let outcome = apply_for_test(&kept, &mut kv, index, &command);
+        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+        assert_eq!(format!("{fresh:?}"), format!("{outcome:?}"));
+        assert_eq!(kv, fresh_kv, "after command {index}");
+    }
+    // a.test keeps the operator's words, its changed records written as
+    // inline tables in their places; b.test had no list, and is written
+    // whole.
+    let text = String::from_utf8(config_text(&kv).unwrap()).unwrap();
+    let a = "# our zones\n[[domain]]\nname = \"a.test\"  # the first\nnameservers = [\"ns1.a.test\"]\n\
+             record = [\n  { name = \"www\", type = \"A\", addresses = [{ ip = \"192.0.2.7\" }] }, # web\n\
+             { name = \"api\", type = \"A\", addresses = [{ ip = \"192.0.2.10\" }] },\n\
+             { name = \"new\", type = \"A\", addresses = [{ ip = \"192.0.2.8\" }] },\n]\n";
+    assert!(text.starts_with(a), "{text}");
+    assert!(text.contains("ip = \"192.0.2.9\""), "{text}");
+    assert_eq!(model::parse(&text).unwrap().domains.len(), 2);
+}
+
 /// The bytes an effect puts under keys starting with `prefix`, and how
 /// many such keys.
 fn put_under(effect: &gtm_cluster::Effect, prefix: &str) -> (usize, usize) {

@@ -141,6 +141,25 @@ impl Config {
         }
     }
 
+    /// Whether `other` is the same but for its domains.
+    pub fn same_globals(&self, other: &Config) -> bool {
+        // Each field named, so that a new one is not left out.
+        let Config {
+            geoip,
+            datacenters: _,
+            checks: _,
+            scenarios: _,
+            services: _,
+            domains: _,
+            rate_limit,
+            cookies,
+        } = self;
+        *geoip == other.geoip
+            && self.steers_alike(other)
+            && *rate_limit == other.rate_limit
+            && *cookies == other.cookies
+    }
+
     /// Whether `other` has the same datacenters, checks, scenarios and
     /// services: everything a domain's steered records read besides the
     /// domain itself.

@@ -9,6 +9,7 @@ pub mod condition;
 pub mod config;
 mod diagnose;
 pub mod duration;
+pub mod layout;
 pub mod node;
 mod parse;
 pub mod place;

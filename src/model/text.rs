@@ -16,14 +16,8 @@ use std::sync::Arc;
 
 use gtm_cluster::parts::{Pieces, Splice};
 
-use super::config::{Config, Domain, same_name};
-
-/// Where each domain's part lies in a text [`write`] made.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Layout {
-    /// Per domain, in order: its name as written and its part's bytes.
-    domains: Vec<(String, Range<usize>)>,
-}
+use super::config::{Config, Domain, Record, same_name};
+pub use super::layout::Layout;
 
 /// A text made before, to take parts from.
 #[derive(Debug, Clone, Copy)]
@@ -73,9 +67,19 @@ pub fn write(
     let was = |name: &str| {
         before.and_then(|b| b.config.domains.iter().find(|d| same_name(&d.name, name)))
     };
+    // The text before's own head and tail, when the edit left what they
+    // hold as it was.
+    let kept = before
+        .filter(|b| b.config.same_globals(config))
+        .map(|b| (b.layout.head.clone(), b.layout.tail.clone()))
+        .filter(|(head, tail)| head.end <= old.len() && tail.end <= old.len());
     let mut text = Written::default();
     let mut layout = Layout::default();
-    text.part(vec![Segment::New(toml::to_string_pretty(&head)?)]);
+    text.part(match &kept {
+        Some((head, _)) => vec![Segment::Old(head.clone())],
+        None => vec![Segment::New(toml::to_string_pretty(&head)?)],
+    });
+    layout.head = 0..text.len;
     for domain in &config.domains {
         let start = text.len;
         let range = taken.get(domain.name.as_str()).cloned();
@@ -98,7 +102,23 @@ pub fn write(
             .domains
             .push((domain.name.clone(), start + joined..end));
     }
-    text.part(vec![Segment::New(toml::to_string_pretty(&tail)?)]);
+    let end = text.len;
+    text.part(match kept {
+        Some((_, tail)) => vec![Segment::Old(tail)],
+        None => vec![Segment::New(toml::to_string_pretty(&tail)?)],
+    });
+    // The tail, without the newline that joins it.
+    layout.tail = if text.len > end {
+        end + 1..text.len
+    } else {
+        end..end
+    };
+    if layout.domains.is_empty() {
+        // Without a domain a text is its head ([`Layout::of`]).
+        layout = Layout::default();
+        layout.head = 0..text.len;
+        layout.tail = text.len..text.len;
+    }
     Ok((text.splice(&old), layout))
 }
 
@@ -229,7 +249,7 @@ fn spliced_domain(
     }
     let (same_start, same_end) = crate::ends::same_ends(&was.records, &now.records, |a, b| a == b);
     let Some(before) = Records::find(old, range.clone(), was.records.len()) else {
-        return Ok(None);
+        return inline_spliced(old, range, was, now, (same_start, same_end));
     };
     let (Some(first), Some(rest)) = (
         before.start_of(old, same_start),
@@ -265,6 +285,66 @@ fn spliced_domain(
     }
     part.push(Segment::Old(rest..range.end));
     Ok(Some(part))
+}
+
+/// The touched domain's part as an edit of its part before, when its
+/// records are a list of inline tables (`record = [ {...}, ... ]`, as an
+/// operator may write them): the records the edit left are taken from the
+/// text before, and the changed ones written as inline tables in their
+/// place, `,` and a newline between them. `same` is how many records at
+/// the start and at the end the edit left. `None` when the records are
+/// not such a list.
+fn inline_spliced(
+    old: &Pieces,
+    range: Range<usize>,
+    was: &Domain,
+    now: &Domain,
+    same: (usize, usize),
+) -> Result<Option<Vec<Segment>>, toml::ser::Error> {
+    let mut part = Vec::with_capacity(range.len());
+    old.copy(range.clone(), &mut part);
+    let Ok(part) = std::str::from_utf8(&part) else {
+        return Ok(None);
+    };
+    let n = was.records.len();
+    let Some(spans) = super::layout::inline_records(part, n) else {
+        return Ok(None);
+    };
+    let at = |i: usize| range.start + i;
+    let (start, end) = same;
+    let changed = &now.records[start..now.records.len() - end];
+    let mut written = String::new();
+    for (i, record) in changed.iter().enumerate() {
+        if i > 0 {
+            written.push_str(",\n");
+        }
+        written.push_str(&inline(record)?);
+    }
+    // The records the edit replaced or removed: from the first one's `{`
+    // to the last one's `}`.
+    let gone = start..n - end;
+    let (keep_to, new, keep_from) = match (gone.is_empty(), changed.is_empty()) {
+        (true, true) => return Ok(Some(vec![Segment::Old(range)])),
+        (false, false) => (spans[gone.start].start, written, spans[gone.end - 1].end),
+        // Removed with the separator after them, or before the last ones.
+        (false, true) if gone.end < n => (spans[gone.start].start, written, spans[gone.end].start),
+        (false, true) => (spans[gone.start - 1].end, written, spans[n - 1].end),
+        // Inserted before a record, or after the last.
+        (true, false) if start < n => (spans[start].start, written + ",\n", spans[start].start),
+        (true, false) => (spans[n - 1].end, format!(",\n{written}"), spans[n - 1].end),
+    };
+    Ok(Some(vec![
+        Segment::Old(range.start..at(keep_to)),
+        Segment::New(new),
+        Segment::Old(at(keep_from)..range.end),
+    ]))
+}
+
+/// A record as an inline table.
+fn inline(record: &Record) -> Result<String, toml::ser::Error> {
+    let mut text = String::new();
+    serde::Serialize::serialize(record, toml::ser::ValueSerializer::new(&mut text))?;
+    Ok(text)
 }
 
 /// Where a domain's records lie in its part as `toml::to_string_pretty`
@@ -578,5 +658,142 @@ mod tests {
             taken += usize::from(takes);
         }
         assert!(taken > 20, "{taken} edits took records from before");
+    }
+
+    /// An operator's text: comments, records as inline tables a line (or
+    /// several on a line), a domain of `[[domain.record]]` tables, tables
+    /// after the domains.
+    fn operators_text(rng: &mut Lcg) -> String {
+        let mut text =
+            String::from("# the operator's own words\n[[datacenter]]\nname = \"dc1\"\n\n");
+        for d in 0..3 {
+            text += &format!(
+                "[[domain]] # zone {d}\nname = \"d{d}.test\"\nnameservers = [\"ns1.d{d}.test\"]\n"
+            );
+            let count = 1 + rng.below(6);
+            if d == 2 {
+                for i in 0..count {
+                    text += &format!(
+                        "\n[[domain.record]]\nname = \"t{i}\"\ntype = \"TXT\"\nvalues = [\"v{i}\"]\n"
+                    );
+                }
+                continue;
+            }
+            text += "record = [ # the list\n";
+            for i in 0..count {
+                let sep = if rng.below(3) == 0 { ", " } else { ",\n" };
+                text += &format!(
+                    "  {{ name = \"h{i}\", type = \"A\", addresses = [{{ ip = \"192.0.2.{i}\" }}] }}{sep}"
+                );
+                if rng.below(4) == 0 {
+                    text += "# between\n";
+                }
+            }
+            text += "]\n";
+            if d == 0 {
+                text += "\n[domain.soa]\nrefresh = 60\n";
+            }
+            text += "\n";
+        }
+        text + "# after the zones\n[rate_limit]\nenabled = false\n"
+    }
+
+    /// Edits of every kind, one after another, of an operator's text: the
+    /// text each makes parses to the configuration edited, its layout read
+    /// from it is the one the write gave (so every device, having written
+    /// it or not, takes the same parts next), and an edit of records in
+    /// an operator's list of inline tables keeps the operator's words
+    /// and writes only the records it changed.
+    #[test]
+    fn an_edit_of_an_operators_text_keeps_it() {
+        let mut rng = Lcg(5);
+        let mut kept = 0;
+        for round in 0..60 {
+            let mut text = operators_text(&mut rng);
+            let mut config = parse(&text);
+            let mut layout = Layout::of(&text, &config).expect("an operator's text has a layout");
+            // The domains whose records are still the operator's list.
+            let mut lists = vec!["d0.test".to_string(), "d1.test".to_string()];
+            for step in 0..8 {
+                let mut next = config.clone();
+                let d = rng.below(next.domains.len().max(1));
+                let what = rng.below(10);
+                let mut records_only = false;
+                let touched = next.domains.get(d).map(|dom| dom.name.clone());
+                match (what, next.domains.get_mut(d)) {
+                    (0..=5, Some(domain)) => {
+                        let domain = Arc::make_mut(domain);
+                        let n = domain.records.len();
+                        let new = record(&mut rng, 100 + step);
+                        records_only = !new.values.iter().any(|v| v.contains('\n'));
+                        match rng.below(4) {
+                            0 if n > 1 => {
+                                domain.records.remove(rng.below(n));
+                            }
+                            1 => domain.records.insert(rng.below(n + 1), new),
+                            2 => domain.records.push(new),
+                            _ => domain.records[rng.below(n)] = new,
+                        }
+                    }
+                    (6, Some(domain)) => Arc::make_mut(domain).ttl = Some(60 + step as u32),
+                    (7, Some(_)) => {
+                        next.domains.remove(d);
+                    }
+                    (8, _) => next.domains.push(Arc::new(
+                        parse(&domain(&format!("n{step}.test"), "1")).domains[0]
+                            .as_ref()
+                            .clone(),
+                    )),
+                    _ => next
+                        .datacenters
+                        .push(Arc::new(crate::model::config::Datacenter {
+                            name: format!("dc{}", 2 + step),
+                            country: None,
+                            continent: None,
+                        })),
+                }
+                let touched = match what {
+                    0..=7 => touched,
+                    8 => Some(format!("n{step}.test")),
+                    _ => None,
+                };
+                let pieces = lines(&text);
+                let (splice, written) = write(
+                    &next,
+                    Some(Before {
+                        text: &pieces,
+                        layout: &layout,
+                        config: &config,
+                        touched: touched.as_deref(),
+                    }),
+                )
+                .unwrap();
+                let new_text = spliced(&pieces, &splice);
+                let context =
+                    format!("round {round} step {step} edit {what}\n{text}\n---\n{new_text}");
+                assert_eq!(parse(&new_text), next, "{context}");
+                assert_eq!(
+                    Layout::of(&new_text, &next),
+                    Some(written.clone()),
+                    "{context}"
+                );
+                let inline = what <= 5 && touched.as_ref().is_some_and(|t| lists.contains(t));
+                if what == 6 {
+                    lists.retain(|l| Some(l) != touched.as_ref());
+                }
+                if records_only && inline && text.contains("# the operator's own words") {
+                    assert!(new_text.contains("# the operator's own words"), "{context}");
+                    assert!(
+                        splice.middle.len() < 400,
+                        "{context}: {} bytes new: {}",
+                        splice.middle.len(),
+                        String::from_utf8_lossy(&splice.middle)
+                    );
+                    kept += 1;
+                }
+                (text, config, layout) = (new_text, next, written);
+            }
+        }
+        assert!(kept > 50, "{kept} edits kept the operator's text");
     }
 }

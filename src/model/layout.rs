@@ -1,0 +1,372 @@
+//! Where the parts of a configuration text lie: the tables before the
+//! domains, each domain, the tables after them ([`Layout`]), and inside a
+//! domain the records of a `record = [ {...}, ... ]` list
+//! ([`inline_records`]). Read from the text itself with the TOML lexer, so
+//! an edit can take the operator's text as it was written, comments and
+//! all, and every device reads the same layout from the same text.
+
+use std::ops::Range;
+
+use toml_parser::{
+    Source,
+    lexer::{Token, TokenKind},
+};
+
+use super::config::Config;
+
+/// Where each part of a text lies. The parts, joined by a newline (an
+/// empty head or tail joins nothing), are the text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Everything before the first domain: the tables of the datacenters,
+    /// checks and the rest.
+    pub(super) head: Range<usize>,
+    /// Per domain, in order: its name as written and its part's bytes.
+    pub(super) domains: Vec<(String, Range<usize>)>,
+    /// Everything after the last domain.
+    pub(super) tail: Range<usize>,
+}
+
+impl Layout {
+    /// The layout of `text`, which parses to `config`: its head, each
+    /// `[[domain]]` table with everything after it up to the next table
+    /// that is not the domain's own, and its tail (a text without domains
+    /// is its head). `None` when the text cannot be told apart so: a table other than a
+    /// domain's comes between two domains, a header's first key is quoted,
+    /// its domains are not `[[domain]]` tables, or the text does not start
+    /// with its head as the layout joins it.
+    pub fn of(text: &str, config: &Config) -> Option<Layout> {
+        let mut starts = Vec::with_capacity(config.domains.len());
+        let mut tail = None;
+        for (line, header) in Lines::new(text) {
+            let (array, first, keys) = header?;
+            if first == "domain" && array && keys == 1 {
+                if tail.is_some() {
+                    return None;
+                }
+                starts.push(line);
+            } else if first == "domain" {
+                if starts.is_empty() || tail.is_some() {
+                    return None;
+                }
+            } else if !starts.is_empty() && tail.is_none() {
+                tail = Some(line);
+            }
+        }
+        if starts.len() != config.domains.len() {
+            return None;
+        }
+        if starts.is_empty() {
+            // No domain: the text is its head.
+            return Some(Layout {
+                head: 0..text.len(),
+                domains: Vec::new(),
+                tail: text.len()..text.len(),
+            });
+        }
+        // A part ends before the newline that ends the line before the
+        // next one's: the join puts it back. A head of a lone newline
+        // would not be joined: told apart only when it holds more.
+        let first = starts[0];
+        if first == 1 {
+            return None;
+        }
+        let end = tail.unwrap_or(text.len());
+        let ends = starts.iter().skip(1).map(|&s| s - 1).chain([match tail {
+            Some(t) => t - 1,
+            None => end,
+        }]);
+        let domains = config
+            .domains
+            .iter()
+            .zip(starts.iter().zip(ends))
+            .map(|(d, (&start, end))| (d.name.clone(), start..end))
+            .collect();
+        Some(Layout {
+            head: 0..first.saturating_sub(1),
+            domains,
+            tail: tail.map_or(text.len()..text.len(), |t| t..text.len()),
+        })
+    }
+}
+
+/// The lines of a text that start a table, outside any value: where the
+/// line starts, and its header (`[[...]]` or not, its first key, how many
+/// keys), `None` for a header whose first key is quoted or that does not
+/// lex as one.
+struct Lines<'t> {
+    text: &'t str,
+    tokens: std::iter::Peekable<toml_parser::lexer::Lexer<'t>>,
+    depth: usize,
+    line_start: bool,
+    line: usize,
+}
+
+impl<'t> Lines<'t> {
+    fn new(text: &'t str) -> Self {
+        Self {
+            text,
+            tokens: Source::new(text).lex().peekable(),
+            depth: 0,
+            line_start: true,
+            line: 0,
+        }
+    }
+}
+
+type Header<'t> = Option<(bool, &'t str, usize)>;
+
+impl<'t> Iterator for Lines<'t> {
+    type Item = (usize, Header<'t>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some(token) = self.tokens.next() {
+            let kind = token.kind();
+            match kind {
+                TokenKind::Newline => {
+                    self.line_start = self.depth == 0;
+                    self.line = token.span().end();
+                    continue;
+                }
+                TokenKind::Whitespace | TokenKind::Comment => continue,
+                TokenKind::Eof => return None,
+                _ => {}
+            }
+            if !self.line_start {
+                match kind {
+                    TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => self.depth += 1,
+                    TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
+                        // More closed than opened does not parse; the text
+                        // did, so this is not reached.
+                        self.depth = self.depth.saturating_sub(1);
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            self.line_start = false;
+            if kind == TokenKind::LeftSquareBracket {
+                return Some((self.line, header(self.text, &mut self.tokens)));
+            }
+        }
+        None
+    }
+}
+
+/// Reads a header after its first `[`: whether it is `[[...]]`, its first
+/// key (bare), and how many keys it has.
+fn header<'t>(
+    text: &'t str,
+    tokens: &mut std::iter::Peekable<impl Iterator<Item = Token>>,
+) -> Header<'t> {
+    let array = tokens
+        .next_if(|t| t.kind() == TokenKind::LeftSquareBracket)
+        .is_some();
+    let mut first = None;
+    let mut keys = 0;
+    loop {
+        let token = tokens.next()?;
+        let span = token.span();
+        match token.kind() {
+            TokenKind::Whitespace | TokenKind::Dot => {}
+            TokenKind::Atom if keys == 0 => {
+                first = text.get(span.start()..span.end());
+                keys += 1;
+            }
+            TokenKind::Atom | TokenKind::BasicString | TokenKind::LiteralString if keys > 0 => {
+                keys += 1;
+            }
+            TokenKind::RightSquareBracket => break,
+            _ => return None,
+        }
+    }
+    if array && tokens.next()?.kind() != TokenKind::RightSquareBracket {
+        return None;
+    }
+    Some((array, first?, keys))
+}
+
+/// Where each record of a domain's part `text` lies, when the domain's
+/// records are a list of inline tables in its own table (`record = [ {...},
+/// {...} ]`) holding `count` of them: each from its `{` to its `}`.
+pub(super) fn inline_records(text: &str, count: usize) -> Option<Vec<Range<usize>>> {
+    let mut tokens = Source::new(text).lex().peekable();
+    let mut depth = 0usize;
+    let mut line_start = true;
+    let mut headers = 0;
+    while let Some(token) = tokens.next() {
+        let kind = token.kind();
+        match kind {
+            TokenKind::Newline => {
+                line_start = depth == 0;
+                continue;
+            }
+            TokenKind::Whitespace | TokenKind::Comment => continue,
+            TokenKind::Eof => return None,
+            _ => {}
+        }
+        if !line_start {
+            match kind {
+                TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => depth += 1,
+                TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
+                    depth = depth.checked_sub(1)?;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        line_start = false;
+        if kind == TokenKind::LeftSquareBracket {
+            // The domain's own header; a second ends its own table.
+            headers += 1;
+            if headers > 1 {
+                return None;
+            }
+            for t in tokens.by_ref() {
+                if t.kind() == TokenKind::Newline {
+                    line_start = true;
+                    break;
+                }
+            }
+            continue;
+        }
+        let span = token.span();
+        if kind != TokenKind::Atom || text.get(span.start()..span.end()) != Some("record") {
+            continue;
+        }
+        let mut next = || {
+            tokens
+                .by_ref()
+                .find(|t| t.kind() != TokenKind::Whitespace)
+                .map(|t| t.kind())
+        };
+        if next()? != TokenKind::Equals || next()? != TokenKind::LeftSquareBracket {
+            return None;
+        }
+        return elements(&mut tokens, count);
+    }
+    None
+}
+
+/// The inline tables of a list whose `[` was read, up to its `]`.
+fn elements(tokens: &mut impl Iterator<Item = Token>, count: usize) -> Option<Vec<Range<usize>>> {
+    let mut spans = Vec::with_capacity(count);
+    let mut depth = 0usize;
+    let mut start = 0;
+    for token in tokens {
+        let kind = token.kind();
+        let span = token.span();
+        match kind {
+            TokenKind::LeftCurlyBracket | TokenKind::LeftSquareBracket => {
+                if depth == 0 {
+                    if kind != TokenKind::LeftCurlyBracket {
+                        return None;
+                    }
+                    start = span.start();
+                }
+                depth += 1;
+            }
+            TokenKind::RightCurlyBracket | TokenKind::RightSquareBracket => {
+                if depth == 0 {
+                    let end = kind == TokenKind::RightSquareBracket && spans.len() == count;
+                    return end.then_some(spans);
+                }
+                depth -= 1;
+                if depth == 0 {
+                    spans.push(start..span.end());
+                }
+            }
+            TokenKind::Whitespace | TokenKind::Newline | TokenKind::Comment | TokenKind::Comma => {}
+            TokenKind::Eof => return None,
+            _ if depth == 0 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(text: &str) -> Option<Layout> {
+        Layout::of(text, &crate::model::parse(text).unwrap())
+    }
+
+    /// The parts, joined as [`super::super::text`] joins them.
+    fn joined(text: &str, l: &Layout) -> String {
+        let mut parts = vec![&text[l.head.clone()]];
+        parts.extend(l.domains.iter().map(|(_, r)| &text[r.clone()]));
+        parts.push(&text[l.tail.clone()]);
+        parts
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_parts_of_an_operators_text_join_to_it() {
+        let texts = [
+            "# my zones\n[[datacenter]]\nname = \"dc1\"\n\n[[domain]] # first\nname = \"a.test\"\nrecord = [\n  {name=\"x\",type=\"A\",addresses=[{ip=\"192.0.2.1\"}]}, # one\n]\n[domain.soa]\nrefresh = 60\n\n  [[ domain ]]\nname = \"b.test\"\n\n[rate_limit]\nenabled = false\n",
+            "[[domain]]\r\nname = \"a.test\"\r\n[[domain]]\r\nname = \"b.test\"\r\n",
+            "[[domain]]\nname = \"a.test\"\n[[domain.record]]\nname = \"x\"\ntype = \"TXT\"\nvalues = [\"\"\"\n[[domain]]\n\"\"\"]\n",
+            "[[domain]]\nname = \"a.test\"\n[domain.\"soa\"]\nrefresh = 60\n[[domain.record]]\nname = \"x\"\ntype = \"TXT\"\nvalues = [\"[[domain]]\"]\n",
+        ];
+        for text in texts {
+            let l = layout(text).unwrap_or_else(|| panic!("{text:?}"));
+            assert_eq!(joined(text, &l), text);
+            assert_eq!(l.domains[0].0, "a.test");
+        }
+        let l = layout(texts[0]).unwrap();
+        assert!(text_of(texts[0], &l.head).starts_with("# my zones"));
+        assert!(text_of(texts[0], &l.domains[0].1).ends_with("refresh = 60\n"));
+        assert_eq!(
+            text_of(texts[0], &l.tail),
+            "[rate_limit]\nenabled = false\n"
+        );
+    }
+
+    fn text_of<'t>(text: &'t str, r: &Range<usize>) -> &'t str {
+        &text[r.clone()]
+    }
+
+    #[test]
+    fn a_text_without_domains_is_its_head_and_one_not_told_apart_has_no_layout() {
+        for text in ["", "[rate_limit]\nenabled = false\n"] {
+            let l = layout(text).unwrap();
+            assert_eq!(
+                (l.head, l.domains.len(), l.tail),
+                (0..text.len(), 0, text.len()..text.len())
+            );
+        }
+        for text in [
+            "[[domain]]\nname = \"a.test\"\n[[check]]\nname = \"c\"\ntype = \"tcp\"\nport = 1\n[[domain]]\nname = \"b.test\"\n",
+            "[[\"domain\"]]\nname = \"a.test\"\n",
+            "domain = [{ name = \"a.test\" }]\n",
+            "\n[[domain]]\nname = \"a.test\"\n",
+        ] {
+            assert_eq!(layout(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn inline_records_are_found_from_brace_to_brace() {
+        let text = "[[domain]]\nname = \"a.test\"\nrecord = [ # the list\n{name=\"x\", type=\"TXT\", values=[\"}, {\"]},\n  { name = \"y\", type = \"A\", addresses = [{ ip = \"192.0.2.1\" }] }\n,]\n[domain.soa]\nrefresh = 60\n";
+        let spans = inline_records(text, 2).unwrap();
+        assert_eq!(
+            &text[spans[0].clone()],
+            "{name=\"x\", type=\"TXT\", values=[\"}, {\"]}"
+        );
+        assert!(text[spans[1].clone()].starts_with("{ name = \"y\""));
+        assert!(text[spans[1].clone()].ends_with("}] }"));
+        assert_eq!(inline_records(text, 3), None, "the count is checked");
+        for other in [
+            "[[domain]]\nname = \"a.test\"\n[[domain.record]]\nname = \"x\"\ntype = \"TXT\"\nvalues = [\"v\"]\n",
+            "[[domain]]\nname = \"a.test\"\n[domain.soa]\nrecord = [{ a = 1 }]\n",
+            "[[domain]]\nname = \"a.test\"\nrecord = [[1]]\n",
+        ] {
+            assert_eq!(inline_records(other, 1), None, "{other:?}");
+        }
+    }
+}
