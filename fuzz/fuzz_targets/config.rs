@@ -3,7 +3,11 @@
 //!
 //! Asserts: compile OK ⇒ the device installs it (the snapshot builds, no
 //! panic), and every record's answer, by either path, with or without
-//! EDNS, decodes strictly and fits the client's limit.
+//! EDNS, decodes strictly and fits the client's limit. And for any text
+//! that parses, an edit of its first domain's records written as an edit
+//! of the text (`model::text::write`, the layout read from the text)
+//! parses to the edited configuration, and the layout read back from the
+//! new text is the one the write gave (every device writes the same).
 #![no_main]
 
 use gtm::{
@@ -15,8 +19,14 @@ use gtm::{
     },
     engine::{Engine, Prepared},
     geo::Geo,
-    model::{compile, parse},
+    model::{
+        Config, compile,
+        layout::Layout,
+        parse,
+        text::{Before, write},
+    },
 };
+use std::sync::Arc;
 use gtm_fuzz::{hex, query, source, strict_decode};
 use libfuzzer_sys::fuzz_target;
 
@@ -30,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(config) = parse(text) else {
         return;
     };
+    edit_as_written(text, &config);
     let Ok(compiled) = compile(&config) else {
         return;
     };
@@ -89,3 +100,41 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// Replaces the first domain's first record (its TTL changed) and appends
+/// a copy of it, each written as an edit of `text`.
+fn edit_as_written(text: &str, config: &Config) {
+    let Some(layout) = Layout::of(text, config) else {
+        return;
+    };
+    let Some(first) = config.domains.first().and_then(|d| d.records.first()) else {
+        return;
+    };
+    let mut changed = first.clone();
+    changed.ttl = Some(changed.ttl.map_or(1, |t| t.wrapping_add(1)));
+    let mut next = config.clone();
+    let domain = Arc::make_mut(&mut next.domains[0]);
+    let name = domain.name.clone();
+    domain.records[0] = changed.clone();
+    changed.name = "fuzz-edit".into();
+    domain.records.push(changed);
+    let pieces = [text.as_bytes()];
+    let before = Before {
+        text: &pieces,
+        layout: &layout,
+        config,
+        touched: Some(&name),
+    };
+    let Ok((splice, written)) = write(&next, Some(before)) else {
+        return;
+    };
+    let mut new = text.as_bytes()[..splice.front].to_vec();
+    new.extend_from_slice(&splice.middle);
+    new.extend_from_slice(&text.as_bytes()[text.len() - splice.back..]);
+    let new = String::from_utf8(new).expect("an edit of a text is text");
+    match parse(&new) {
+        Ok(parsed) => assert!(parsed == next, "the edit parses to another configuration:\n{new}"),
+        Err(e) => panic!("the edit does not parse: {e}\n{new}"),
+    }
+    assert_eq!(Layout::of(&new, &next), Some(written), "{new}");
+}
