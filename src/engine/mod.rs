@@ -740,7 +740,12 @@ impl Engine {
 
         let serving = self.dns.snapshot.load();
         let generation = inner.records_gen + 1;
-        let mut old: Vec<Option<Box<Steered>>> = inner.records.drain(..).map(Some).collect();
+        // In place: the list's allocation is reused, not a million entries
+        // copied.
+        let mut old: Vec<Option<Box<Steered>>> = std::mem::take(&mut inner.records)
+            .into_iter()
+            .map(Some)
+            .collect();
         // A record whose slot the new snapshot shares with the serving one
         // keeps its record as it stands: the slot holds its answer already.
         // Those are every record of a zone taken whole, and the records
@@ -803,7 +808,7 @@ impl Engine {
             .map(|r| (r.label.clone(), r))
             .collect();
         // Per steered record: what it keeps.
-        let mut kept = Vec::new();
+        let mut kept = Vec::with_capacity(snapshot.steered.len());
         let mut records = Vec::with_capacity(snapshot.steered.len());
         let mut events = Vec::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
