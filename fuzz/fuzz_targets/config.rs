@@ -110,14 +110,14 @@ fn edit_as_written(text: &str, config: &Config) {
     let Some(first) = config.domains.first().and_then(|d| d.records.first()) else {
         return;
     };
-    let mut changed = first.clone();
+    let mut changed = (**first).clone();
     changed.ttl = Some(changed.ttl.map_or(1, |t| t.wrapping_add(1)));
     let mut next = config.clone();
     let domain = Arc::make_mut(&mut next.domains[0]);
     let name = domain.name.clone();
-    domain.records[0] = changed.clone();
+    domain.records[0] = Arc::new(changed.clone());
     changed.name = "fuzz-edit".into();
-    domain.records.push(changed);
+    domain.records.push(Arc::new(changed));
     let pieces = [text.as_bytes()];
     let before = Before {
         text: &pieces,

@@ -9,6 +9,8 @@
 //! (`conflict`) unless the committed configuration is still version N, a
 //! compare-and-set checked cluster-wide.
 
+use std::sync::Arc;
+
 use axum::{
     Extension, Json,
     extract::{Path, Query, State},
@@ -179,7 +181,7 @@ fn read_record<R>(
 pub async fn list_records(
     State(state): State<ApiState>,
     Path(domain): Path<String>,
-) -> Result<Json<Vec<Record>>, ApiError> {
+) -> Result<Json<Vec<Arc<Record>>>, ApiError> {
     let records = state.engine.with_config(|c| {
         Ok::<_, ApiError>(c.domains[find::<Domain>(c, &domain)?].records.clone())
     })?;

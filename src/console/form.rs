@@ -142,7 +142,7 @@ pub async fn page(
             }
         },
     };
-    let fields = fields_of(domain, record.as_ref());
+    let fields = fields_of(domain, record.as_deref());
     render(&state, &who, &config, &fields, &Problems::default(), None)
 }
 
@@ -461,8 +461,8 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         key => find(&domain, key),
     };
     match at {
-        Some(i) => domain.records[i] = record,
-        None => domain.records.push(record),
+        Some(i) => domain.records[i] = record.into(),
+        None => domain.records.push(record.into()),
     }
     Some(domain)
 }

@@ -159,8 +159,8 @@ fn domains(out: &mut Vec<String>, old: &[Arc<Domain>], new: &[Arc<Domain>]) {
     }
 }
 
-fn records(out: &mut Vec<String>, domain: &str, old: &[Record], new: &[Record]) {
-    fn key(r: &Record) -> (&str, RecordType) {
+fn records(out: &mut Vec<String>, domain: &str, old: &[Arc<Record>], new: &[Arc<Record>]) {
+    fn key(r: &Arc<Record>) -> (&str, RecordType) {
         (&r.name, r.kind)
     }
     // The records equal at both ends say nothing: the others are matched,
@@ -176,7 +176,7 @@ fn records(out: &mut Vec<String>, domain: &str, old: &[Record], new: &[Record]) 
     } else {
         middle
     };
-    let id = |r: &Record| record_id(domain, r);
+    let id = |r: &Arc<Record>| record_id(domain, r);
     for n in &m.added {
         out.push(format!("+ record {} in domain {domain}", id(n)));
     }
@@ -910,13 +910,15 @@ addresses = [{ target = "www.example.test." }]
         let mut old = config(BASE);
         let template = old.domains[0].records[0].clone();
         Arc::make_mut(&mut old.domains[0]).records = (0..100_000)
-            .map(|i| Record {
-                name: format!("r{i}").into(),
-                ..template.clone()
+            .map(|i| {
+                Arc::new(Record {
+                    name: format!("r{i}").into(),
+                    ..(*template).clone()
+                })
             })
             .collect();
         let mut new = old.clone();
-        Arc::make_mut(&mut new.domains[0]).records[54_321].ttl = Some(5);
+        Arc::make_mut(&mut Arc::make_mut(&mut new.domains[0]).records[54_321]).ttl = Some(5);
         assert_eq!(
             diff(&old, &new),
             ["~ record r54321.example.test/A in domain example.test: ttl 60 → 5"]

@@ -150,11 +150,11 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             match record_index(d, name, rtype) {
                 Ok(i) => {
                     if *keep_addresses {
-                        record.addresses = std::mem::take(&mut d.records[i].addresses);
+                        record.addresses = d.records[i].addresses.clone();
                     }
-                    d.records[i] = record;
+                    d.records[i] = record.into();
                 }
-                Err(_) => d.records.push(record),
+                Err(_) => d.records.push(record.into()),
             }
             Ok(())
         }
@@ -178,7 +178,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             let address: Address = decode(&format!("address {key}"), json)?;
             let d = domain_mut(config, domain)?;
             let i = record_index(d, name, rtype)?;
-            let addresses = &mut d.records[i].addresses;
+            let addresses = &mut Arc::make_mut(&mut d.records[i]).addresses;
             match addresses.iter().position(|a| same_address(a, key)) {
                 Some(j) => addresses[j] = address,
                 None => change_list(addresses, |l| l.push(address)),
@@ -193,7 +193,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
         } => {
             let d = domain_mut(config, domain)?;
             let i = record_index(d, name, rtype)?;
-            let record = &mut d.records[i];
+            let record = Arc::make_mut(&mut d.records[i]);
             let j = record
                 .addresses
                 .iter()
@@ -220,7 +220,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             let what = format!("record {name} {rtype}");
             let d = domain_mut(config, domain)?;
             let i = record_index(d, name, rtype).ok();
-            let mut record: Record = merged(&what, i.map(|i| &d.records[i]), json)?;
+            let mut record: Record = merged(&what, i.map(|i| &*d.records[i]), json)?;
             // The name is the one written (its case), the type the path's.
             record.name = match i {
                 Some(i) => d.records[i].name.clone(),
@@ -233,8 +233,8 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
                 ));
             }
             match i {
-                Some(i) => d.records[i] = record,
-                None => d.records.push(record),
+                Some(i) => d.records[i] = record.into(),
+                None => d.records.push(record.into()),
             }
             Ok(())
         }
@@ -248,7 +248,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             let what = format!("address {key} of record {name} {rtype}");
             let d = domain_mut(config, domain)?;
             let i = record_index(d, name, rtype)?;
-            let addresses = &mut d.records[i].addresses;
+            let addresses = &mut Arc::make_mut(&mut d.records[i]).addresses;
             let j = addresses.iter().position(|a| same_address(a, key));
             let address: Address = merged(&what, j.map(|j| &addresses[j]), json)?;
             if !same_address(&address, key) {

@@ -368,7 +368,7 @@ pub struct Domain {
         skip_serializing_if = "Vec::is_empty",
         deserialize_with = "exact"
     )]
-    pub records: Vec<Record>,
+    pub records: Vec<Arc<Record>>,
     /// Sign the zone online (docs/dnssec.md): its key is made once, kept in
     /// the replicated state, and every device signs with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -484,7 +484,8 @@ mod tests {
         let mut marked = text.clone();
         marked.replace_range(a.clone(), &text[a].replace("[\"1\"]", "[\"X\"]"));
         let mut second = first.clone();
-        Arc::make_mut(&mut second.domains[1]).records[0].values = ["2".into()].into();
+        Arc::make_mut(&mut Arc::make_mut(&mut second.domains[1]).records[0]).values =
+            ["2".into()].into();
         let pieces = lines(&marked);
         assert!(pieces.len() > 10);
         let touched = Before {
@@ -525,7 +526,7 @@ mod tests {
 
     /// A record of one of several shapes: addresses, values, a value of
     /// several lines (written as a multi-line string), options.
-    fn record(rng: &mut Lcg, i: usize) -> super::super::config::Record {
+    fn record(rng: &mut Lcg, i: usize) -> Arc<Record> {
         let text = match rng.below(12) {
             0 => format!(
                 "name = \"t{i}\"\ntype = \"TXT\"\nvalues = [\"a\\n[[domain.record]]\\nb\"]\n"
@@ -630,7 +631,7 @@ mod tests {
                 let n = records.len();
                 for (i, r) in records.iter_mut().enumerate() {
                     if i < start || i >= n - end {
-                        r.name = r.name.to_uppercase().into();
+                        Arc::make_mut(r).name = r.name.to_uppercase().into();
                     }
                 }
                 toml::to_string_pretty(&config).unwrap()
