@@ -359,3 +359,37 @@ fn the_text_budget_counts_a_shared_part_once() {
         4
     );
 }
+
+/// A version's text size is read without parsing an entry that holds no
+/// text (its JSON ends with its `changes` list): the entries as the
+/// machine writes them, with and without a text, read as parsing them
+/// would.
+#[test]
+fn a_text_size_is_read_from_an_entry_as_parsing_it_would() {
+    let mut kv: Map = BTreeMap::new();
+    let mut without = entry_with(1, String::new());
+    without.text = None;
+    without.text_bytes = None;
+    without.changes = vec!["+ record r1".into(), "+ record r2".into()];
+    let mut counted = entry_with(2, String::new());
+    counted.text = None;
+    counted.text_bytes = Some(5_000);
+    let embedded = entry_with(3, "x".repeat(300));
+    for e in [&without, &counted, &embedded] {
+        kv.insert(
+            history_key(e.version),
+            serde_json::to_vec(e).unwrap().into(),
+        );
+    }
+    assert!(kv[&history_key(1)].ends_with(b"]}"));
+    for version in 1..=3 {
+        let parsed = history_summary(&kv, version)
+            .and_then(|e| e.text_size())
+            .unwrap_or(0);
+        assert_eq!(text_size(&kv, version), parsed, "version {version}");
+    }
+    assert_eq!(
+        (text_size(&kv, 1), text_size(&kv, 2), text_size(&kv, 3)),
+        (0, 5_000, 300)
+    );
+}

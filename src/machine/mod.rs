@@ -224,6 +224,31 @@ pub fn history_of(kv: &Map) -> Vec<HistorySummary> {
         .collect()
 }
 
+/// The versions history keeps, oldest first, read from their keys: an
+/// entry is not parsed to be counted (the entry of an apply over a large
+/// configuration lists a change per record).
+fn history_versions(kv: &Map) -> Vec<u64> {
+    kv.range(HISTORY_PREFIX.to_string()..)
+        .take_while(|(k, _)| k.starts_with(HISTORY_PREFIX))
+        .filter_map(|(k, _)| k[HISTORY_PREFIX.len()..].parse().ok())
+        .collect()
+}
+
+/// The size of the text a version's entry holds or counts (`text`,
+/// `text_bytes`), 0 without one. An entry is JSON whose last fields are
+/// those two, written only when set: one that ends with its `changes`
+/// list (`]}`) has neither, and is not parsed for that (an apply over a
+/// large configuration lists a change per record, megabytes of them).
+fn text_size(kv: &Map, version: u64) -> usize {
+    match kv.get(&history_key(version)) {
+        Some(v) if v.ends_with(b"]}") => 0,
+        Some(_) => history_summary(kv, version)
+            .and_then(|e| e.text_size())
+            .unwrap_or(0),
+        None => 0,
+    }
+}
+
 /// One version's history entry without its text.
 pub fn history_summary(kv: &Map, version: u64) -> Option<HistorySummary> {
     kv.get(&history_key(version))
@@ -836,7 +861,7 @@ fn history_writes(
     budget: usize,
 ) -> Vec<Write> {
     let mut writes = Vec::new();
-    let mut older: Vec<u64> = history_of(kv).iter().map(|e| e.version).collect();
+    let mut older = history_versions(kv);
     let drop = (older.len() + 1).saturating_sub(keep.max(1));
     for version in older.drain(..drop.min(older.len())) {
         for key in [
@@ -863,12 +888,7 @@ fn history_writes(
                     .sum();
                 (fresh, Some(list))
             }
-            None => (
-                history_summary(kv, version)
-                    .and_then(|e| e.text_size())
-                    .unwrap_or(0),
-                None,
-            ),
+            None => (text_size(kv, version), None),
         };
         if size > 0 && size > budget {
             writes.push(Write::Delete {
