@@ -28,6 +28,31 @@ fn record(domain: &str, name: &str, ip: &str) -> Action {
     })
 }
 
+/// Applies `actions` in turn with one machine, and each also with a
+/// machine that has not seen the text before (a restarted device, a
+/// follower that just joined) on a copy of the map: each must be applied
+/// and leave the same map. `after` is called after each with its index
+/// and the map.
+fn on_every_device(
+    actions: impl IntoIterator<Item = Action>,
+    mut after: impl FnMut(usize, &Map),
+) -> Map {
+    let kept = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    for (i, action) in actions.into_iter().enumerate() {
+        let command = command(action);
+        let index = i as u64 + 1;
+        let mut fresh_kv = kv.clone();
+        let fresh = apply_for_test(&GtmMachine::default(), &mut fresh_kv, index, &command);
+        let outcome = apply_for_test(&kept, &mut kv, index, &command);
+        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+        assert_eq!(format!("{fresh:?}"), format!("{outcome:?}"));
+        assert_eq!(kv, fresh_kv, "after command {index}");
+        after(i, &kv);
+    }
+    kv
+}
+
 #[test]
 fn an_edit_writes_the_same_text_with_or_without_the_text_before() {
     let start = "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n\n\
@@ -50,25 +75,14 @@ fn an_edit_writes_the_same_text_with_or_without_the_text_before() {
         }),
         record("b.test", "api", "192.0.2.5"),
     ];
-    let kept = GtmMachine::default();
-    let mut kv = BTreeMap::new();
-    for (i, action) in commands.into_iter().enumerate() {
-        let command = command(action);
-        let index = i as u64 + 1;
-        // A machine that has not seen the text before, on a copy of the map.
-        let mut fresh_kv = kv.clone();
-        let fresh = apply_for_test(&GtmMachine::default(), &mut fresh_kv, index, &command);
-        let outcome = apply_for_test(&kept, &mut kv, index, &command);
-        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
-        assert_eq!(format!("{fresh:?}"), format!("{outcome:?}"));
-        assert_eq!(kv, fresh_kv, "after command {index}");
+    let kv = on_every_device(commands, |i, kv| {
         if i > 0 {
-            let text = String::from_utf8(config_text(&kv).unwrap()).unwrap();
+            let text = String::from_utf8(config_text(kv).unwrap()).unwrap();
             let text = text.as_str();
             let config = model::parse(text).unwrap();
             assert_eq!(text, toml::to_string_pretty(&config).unwrap());
         }
-    }
+    });
     let text = String::from_utf8(config_text(&kv).unwrap()).unwrap();
     assert!(
         text.contains("192.0.2.5") && !text.contains("a.test"),
@@ -94,18 +108,7 @@ fn an_edit_of_an_operators_text_keeps_it_on_every_device() {
         record("b.test", "www", "192.0.2.9"),
         record("a.test", "api", "192.0.2.10"),
     ];
-    let kept = GtmMachine::default();
-    let mut kv = BTreeMap::new();
-    for (i, action) in commands.into_iter().enumerate() {
-        let command = command(action);
-        let index = i as u64 + 1;
-        let mut fresh_kv = kv.clone();
-        let fresh = apply_for_test(&GtmMachine::default(), &mut fresh_kv, index, &command);
-        let outcome = apply_for_test(&kept, &mut kv, index, &command);
-        assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
-        assert_eq!(format!("{fresh:?}"), format!("{outcome:?}"));
-        assert_eq!(kv, fresh_kv, "after command {index}");
-    }
+    let kv = on_every_device(commands, |_, _| {});
     // a.test keeps the operator's words, its changed records written as
     // inline tables in their places; b.test had no list, and is written
     // whole.

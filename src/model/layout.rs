@@ -7,12 +7,12 @@
 
 use std::ops::Range;
 
-use toml_parser::{
-    Source,
-    lexer::{Token, TokenKind},
-};
+use toml_parser::lexer::{Token, TokenKind};
 
-use super::config::Config;
+use super::{
+    config::Config,
+    parse::{Lines, Start},
+};
 
 /// Where each part of a text lies. The parts, joined by a newline (an
 /// empty head or tail joins nothing), are the text.
@@ -38,9 +38,15 @@ impl Layout {
     pub fn of(text: &str, config: &Config) -> Option<Layout> {
         let mut starts = Vec::with_capacity(config.domains.len());
         let mut tail = None;
-        for (line, header) in Lines::new(text) {
-            let (array, first, keys) = header?;
-            if first == "domain" && array && keys == 1 {
+        for (line, start) in Lines::new(text) {
+            let (array, keys) = match start {
+                Start::Key(_) => continue,
+                Start::Malformed => return None,
+                Start::Table { array, keys } => (array, keys),
+            };
+            // A quoted first key is not told apart.
+            let first = (*keys.first()?)?;
+            if first == "domain" && array && keys.len() == 1 {
                 if tail.is_some() {
                     return None;
                 }
@@ -90,160 +96,37 @@ impl Layout {
     }
 }
 
-/// The lines of a text that start a table, outside any value: where the
-/// line starts, and its header (`[[...]]` or not, its first key, how many
-/// keys), `None` for a header whose first key is quoted or that does not
-/// lex as one.
-struct Lines<'t> {
-    text: &'t str,
-    tokens: std::iter::Peekable<toml_parser::lexer::Lexer<'t>>,
-    depth: usize,
-    line_start: bool,
-    line: usize,
-}
-
-impl<'t> Lines<'t> {
-    fn new(text: &'t str) -> Self {
-        Self {
-            text,
-            tokens: Source::new(text).lex().peekable(),
-            depth: 0,
-            line_start: true,
-            line: 0,
-        }
-    }
-}
-
-type Header<'t> = Option<(bool, &'t str, usize)>;
-
-impl<'t> Iterator for Lines<'t> {
-    type Item = (usize, Header<'t>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        while let Some(token) = self.tokens.next() {
-            let kind = token.kind();
-            match kind {
-                TokenKind::Newline => {
-                    self.line_start = self.depth == 0;
-                    self.line = token.span().end();
-                    continue;
-                }
-                TokenKind::Whitespace | TokenKind::Comment => continue,
-                TokenKind::Eof => return None,
-                _ => {}
-            }
-            if !self.line_start {
-                match kind {
-                    TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => self.depth += 1,
-                    TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
-                        // More closed than opened does not parse; the text
-                        // did, so this is not reached.
-                        self.depth = self.depth.saturating_sub(1);
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            self.line_start = false;
-            if kind == TokenKind::LeftSquareBracket {
-                return Some((self.line, header(self.text, &mut self.tokens)));
-            }
-        }
-        None
-    }
-}
-
-/// Reads a header after its first `[`: whether it is `[[...]]`, its first
-/// key (bare), and how many keys it has.
-fn header<'t>(
-    text: &'t str,
-    tokens: &mut std::iter::Peekable<impl Iterator<Item = Token>>,
-) -> Header<'t> {
-    let array = tokens
-        .next_if(|t| t.kind() == TokenKind::LeftSquareBracket)
-        .is_some();
-    let mut first = None;
-    let mut keys = 0;
-    loop {
-        let token = tokens.next()?;
-        let span = token.span();
-        match token.kind() {
-            TokenKind::Whitespace | TokenKind::Dot => {}
-            TokenKind::Atom if keys == 0 => {
-                first = text.get(span.start()..span.end());
-                keys += 1;
-            }
-            TokenKind::Atom | TokenKind::BasicString | TokenKind::LiteralString if keys > 0 => {
-                keys += 1;
-            }
-            TokenKind::RightSquareBracket => break,
-            _ => return None,
-        }
-    }
-    if array && tokens.next()?.kind() != TokenKind::RightSquareBracket {
-        return None;
-    }
-    Some((array, first?, keys))
-}
-
 /// Where each record of a domain's part `text` lies, when the domain's
 /// records are a list of inline tables in its own table (`record = [ {...},
 /// {...} ]`) holding `count` of them: each from its `{` to its `}`.
 pub(super) fn inline_records(text: &str, count: usize) -> Option<Vec<Range<usize>>> {
-    let mut tokens = Source::new(text).lex().peekable();
-    let mut depth = 0usize;
-    let mut line_start = true;
-    let mut headers = 0;
-    while let Some(token) = tokens.next() {
-        let kind = token.kind();
-        match kind {
-            TokenKind::Newline => {
-                line_start = depth == 0;
-                continue;
-            }
-            TokenKind::Whitespace | TokenKind::Comment => continue,
-            TokenKind::Eof => return None,
-            _ => {}
-        }
-        if !line_start {
-            match kind {
-                TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => depth += 1,
-                TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
-                    depth = depth.checked_sub(1)?;
-                }
-                _ => {}
-            }
-            continue;
-        }
-        line_start = false;
-        if kind == TokenKind::LeftSquareBracket {
+    let mut lines = Lines::new(text);
+    let mut tables = 0;
+    while let Some((_, start)) = lines.next() {
+        match start {
+            Start::Malformed => return None,
             // The domain's own header; a second ends its own table.
-            headers += 1;
-            if headers > 1 {
-                return None;
-            }
-            for t in tokens.by_ref() {
-                if t.kind() == TokenKind::Newline {
-                    line_start = true;
-                    break;
+            Start::Table { .. } => {
+                tables += 1;
+                if tables > 1 {
+                    return None;
                 }
             }
-            continue;
+            Start::Key(key) if text.get(key.clone()) == Some("record") => {
+                let tokens = lines.tokens();
+                let mut next = || {
+                    tokens
+                        .by_ref()
+                        .find(|t| t.kind() != TokenKind::Whitespace)
+                        .map(|t| t.kind())
+                };
+                if next()? != TokenKind::Equals || next()? != TokenKind::LeftSquareBracket {
+                    return None;
+                }
+                return elements(tokens, count);
+            }
+            Start::Key(_) => {}
         }
-        let span = token.span();
-        if kind != TokenKind::Atom || text.get(span.start()..span.end()) != Some("record") {
-            continue;
-        }
-        let mut next = || {
-            tokens
-                .by_ref()
-                .find(|t| t.kind() != TokenKind::Whitespace)
-                .map(|t| t.kind())
-        };
-        if next()? != TokenKind::Equals || next()? != TokenKind::LeftSquareBracket {
-            return None;
-        }
-        return elements(&mut tokens, count);
     }
     None
 }

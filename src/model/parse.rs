@@ -103,8 +103,6 @@ fn cuts(text: &str, piece_bytes: usize) -> Option<Vec<usize>> {
     if text.len() <= piece_bytes {
         return None;
     }
-    let source = Source::new(text);
-    let mut tokens = source.lex().peekable();
     let mut cuts = Vec::new();
     let mut piece_start = 0;
     // Top-level tables given an `[[element]]` in the current piece.
@@ -112,45 +110,20 @@ fn cuts(text: &str, piece_bytes: usize) -> Option<Vec<usize>> {
     // The single top-level tables met so far (a second one is an error the
     // whole text must report).
     let mut single: HashSet<&str> = HashSet::new();
-    // Nesting of `[` and `{` inside values.
-    let mut depth = 0usize;
-    let mut line_start = true;
-    while let Some(token) = tokens.next() {
-        let kind = token.kind();
-        match kind {
-            TokenKind::Newline => {
-                line_start = depth == 0;
-                continue;
-            }
-            TokenKind::Whitespace | TokenKind::Comment => continue,
-            TokenKind::Eof => break,
-            _ => {}
-        }
-        if !line_start {
-            match kind {
-                TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => depth += 1,
-                TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
-                    depth = depth.checked_sub(1)?;
-                }
-                _ => {}
-            }
-            continue;
-        }
-        line_start = false;
-        if kind != TokenKind::LeftSquareBracket {
+    for (line, start) in Lines::new(text) {
+        let (array, keys) = match start {
+            Start::Malformed => return None,
             // A key at the root, or inside a table before any header.
-            if started.is_empty() {
-                return None;
-            }
-            continue;
-        }
-        let header_start = token.span().start();
-        let (array, keys) = header(text, &mut tokens)?;
+            Start::Key(_) if started.is_empty() => return None,
+            Start::Key(_) => continue,
+            // Quoted keys: the whole text is parsed as one.
+            Start::Table { array, keys } => (array, keys.into_iter().collect::<Option<Vec<_>>>()?),
+        };
         let first = *keys.first()?;
         if array && keys.len() == 1 {
-            if header_start - piece_start >= piece_bytes {
-                cuts.push(header_start);
-                piece_start = header_start;
+            if line - piece_start >= piece_bytes {
+                cuts.push(line);
+                piece_start = line;
                 started.clear();
             }
             started.insert(first);
@@ -167,13 +140,98 @@ fn cuts(text: &str, piece_bytes: usize) -> Option<Vec<usize>> {
     Some(cuts)
 }
 
+/// What starts a line of a TOML text, outside any value.
+pub(super) enum Start<'t> {
+    /// A key (the span of its first token).
+    Key(std::ops::Range<usize>),
+    /// A table's header: `[[...]]` or not, and its keys (`None` for a
+    /// quoted one).
+    Table {
+        array: bool,
+        keys: Vec<Option<&'t str>>,
+    },
+    /// What does not lex as TOML there (a malformed header, more brackets
+    /// closed than opened).
+    Malformed,
+}
+
+/// The lines of a text that start a key or a table outside any value, each
+/// with where the line starts (a cut there keeps what is before it whole).
+pub(super) struct Lines<'t> {
+    text: &'t str,
+    tokens: std::iter::Peekable<toml_parser::lexer::Lexer<'t>>,
+    /// Nesting of `[` and `{` inside values.
+    depth: usize,
+    line_start: bool,
+    line: usize,
+}
+
+impl<'t> Lines<'t> {
+    pub(super) fn new(text: &'t str) -> Self {
+        Self {
+            text,
+            tokens: Source::new(text).lex().peekable(),
+            depth: 0,
+            line_start: true,
+            line: 0,
+        }
+    }
+
+    /// The tokens after the last line start read: a reader of a key's
+    /// value goes on from there (the lines after it are not told apart
+    /// any more).
+    pub(super) fn tokens(&mut self) -> &mut std::iter::Peekable<toml_parser::lexer::Lexer<'t>> {
+        &mut self.tokens
+    }
+}
+
+impl<'t> Iterator for Lines<'t> {
+    type Item = (usize, Start<'t>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let Some(token) = self.tokens.next() {
+            let kind = token.kind();
+            match kind {
+                TokenKind::Newline => {
+                    self.line_start = self.depth == 0;
+                    self.line = token.span().end();
+                    continue;
+                }
+                TokenKind::Whitespace | TokenKind::Comment => continue,
+                TokenKind::Eof => return None,
+                _ => {}
+            }
+            if !self.line_start {
+                match kind {
+                    TokenKind::LeftSquareBracket | TokenKind::LeftCurlyBracket => self.depth += 1,
+                    TokenKind::RightSquareBracket | TokenKind::RightCurlyBracket => {
+                        let Some(depth) = self.depth.checked_sub(1) else {
+                            return Some((self.line, Start::Malformed));
+                        };
+                        self.depth = depth;
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            self.line_start = false;
+            let span = token.span();
+            if kind != TokenKind::LeftSquareBracket {
+                return Some((self.line, Start::Key(span.start()..span.end())));
+            }
+            let start = header(self.text, &mut self.tokens).unwrap_or(Start::Malformed);
+            return Some((self.line, start));
+        }
+        None
+    }
+}
+
 /// Reads a header after its first `[`: whether it is `[[...]]`, and its
-/// bare keys. `None` for anything else (quoted keys, a malformed header):
-/// the whole text is then parsed as one.
+/// keys (bare, or `None` when quoted). `None` for a malformed header.
 fn header<'t>(
     text: &'t str,
     tokens: &mut std::iter::Peekable<impl Iterator<Item = Token>>,
-) -> Option<(bool, Vec<&'t str>)> {
+) -> Option<Start<'t>> {
     let array = tokens
         .next_if(|t| t.kind() == TokenKind::LeftSquareBracket)
         .is_some();
@@ -183,7 +241,8 @@ fn header<'t>(
         let span = token.span();
         match token.kind() {
             TokenKind::Whitespace | TokenKind::Dot => {}
-            TokenKind::Atom => keys.push(&text[span.start()..span.end()]),
+            TokenKind::Atom => keys.push(Some(text.get(span.start()..span.end())?)),
+            TokenKind::BasicString | TokenKind::LiteralString => keys.push(None),
             TokenKind::RightSquareBracket => break,
             _ => return None,
         }
@@ -191,7 +250,7 @@ fn header<'t>(
     if array && tokens.next()?.kind() != TokenKind::RightSquareBracket {
         return None;
     }
-    Some((array, keys))
+    Some(Start::Table { array, keys })
 }
 
 #[cfg(test)]
