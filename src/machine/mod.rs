@@ -476,17 +476,26 @@ impl GtmMachine {
                     );
                 }
                 match model::parse(text) {
-                    Ok(c) => (c, whole(text), "adopt".to_string(), *v, None),
+                    Ok(c) => {
+                        let layout = model::text::Layout::of(text, &c);
+                        (c, whole(text), "adopt".to_string(), *v, layout)
+                    }
                     Err(e) => return invalid(e),
                 }
             }
-            Action::ApplyConfig { text } => match self.take_offered(text) {
-                Some(c) => (c, whole(text), "apply".to_string(), version + 1, None),
-                None => match model::parse(text) {
-                    Ok(c) => (c, whole(text), "apply".to_string(), version + 1, None),
-                    Err(e) => return invalid(e),
-                },
-            },
+            Action::ApplyConfig { text } => {
+                let c = match self.take_offered(text) {
+                    Some(c) => c,
+                    None => match model::parse(text) {
+                        Ok(c) => c,
+                        Err(e) => return invalid(e),
+                    },
+                };
+                // Where its parts lie, read once here rather than by the
+                // first edit.
+                let layout = model::text::Layout::of(text, &c);
+                (c, whole(text), "apply".to_string(), version + 1, layout)
+            }
             Action::Edit(e) => {
                 let mut config = (*current).clone();
                 if let Err(e) = edit::apply(&mut config, e) {
@@ -550,13 +559,16 @@ impl GtmMachine {
                     );
                 };
                 match model::parse(&text) {
-                    Ok(c) => (
-                        c,
-                        whole(&text),
-                        format!("rollback to {to}"),
-                        version + 1,
-                        None,
-                    ),
+                    Ok(c) => {
+                        let layout = model::text::Layout::of(&text, &c);
+                        (
+                            c,
+                            whole(&text),
+                            format!("rollback to {to}"),
+                            version + 1,
+                            layout,
+                        )
+                    }
                     Err(e) => return invalid(e),
                 }
             }
