@@ -364,9 +364,10 @@ async fn a_restarted_device_keeps_its_state_and_catches_up() {
 }
 
 /// A record write is the same replicated text on both devices whether a
-/// device takes the unchanged records from the text it wrote before or,
-/// just restarted, writes the domain whole; and the text is the one a
-/// restart of the other device reads back.
+/// device knows where the parts of the text before lie (it wrote or
+/// applied it) or, just restarted, reads that from the text; the
+/// operator's text (a comment, records as inline tables) is kept; and
+/// the text is the one a restart of the other device reads back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_write_is_the_same_text_on_both_devices_across_restarts() {
     let root = tempfile::tempdir().unwrap();
@@ -376,12 +377,11 @@ async fn a_record_write_is_the_same_text_on_both_devices_across_restarts() {
     b.join(&a);
     // www among other records, so that a write changes the middle.
     let record = |name: &str, ip: &str| {
-        format!(
-            "\n[[domain.record]]\nname = \"{name}\"\ntype = \"A\"\naddresses = [{{ ip = \"{ip}\" }}]\n"
-        )
+        format!("  {{ name = \"{name}\", type = \"A\", addresses = [{{ ip = \"{ip}\" }}] }},\n")
     };
-    let mut text =
-        "[[domain]]\nname = \"pair.test\"\nnameservers = [\"ns1.pair.test\"]\n".to_string();
+    let mut text = "# the operator's zone\n[[domain]]\nname = \"pair.test\"\n\
+                    nameservers = [\"ns1.pair.test\"]\nrecord = [\n"
+        .to_string();
     for i in 0..5 {
         text.push_str(&record(&format!("r{i}"), "198.51.100.1"));
     }
@@ -389,6 +389,7 @@ async fn a_record_write_is_the_same_text_on_both_devices_across_restarts() {
     for i in 5..10 {
         text.push_str(&record(&format!("r{i}"), "198.51.100.1"));
     }
+    text.push_str("]\n");
     a.apply_ok(&text);
     until_answer(&b, "192.0.2.1").await;
     let put = |p: &Proc, ip: &str| {
@@ -430,6 +431,10 @@ async fn a_record_write_is_the_same_text_on_both_devices_across_restarts() {
     until_answer(&a, "192.0.2.3").await;
     let text = same_text(&a, &b, "an edit after b's restart");
     assert!(text.contains("192.0.2.3") && text.contains("r9"), "{text}");
+    assert!(
+        text.starts_with("# the operator's zone\n") && text.contains("{ name = \"r9\""),
+        "the operator's text is kept: {text}"
+    );
     // And the other way round, through b.
     a.kill();
     a.restart();
