@@ -97,6 +97,8 @@ pub struct HistoryEntry {
     /// What was asked: `apply`, `put check web`, `rollback to 6`, ….
     pub what: String,
     pub changes: Vec<String>,
+    // `text` and `text_bytes` stay the last fields, written only when
+    // set: [`text_size`] tells an entry without either by its JSON's end.
     /// The whole configuration; `None` once it fell out of the text budget.
     /// Kept under a key of its own ([`history_entry`] reads it from
     /// there), so listing history does not read it.
