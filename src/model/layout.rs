@@ -31,10 +31,10 @@ impl Layout {
     /// The layout of `text`, which parses to `config`: its head, each
     /// `[[domain]]` table with everything after it up to the next table
     /// that is not the domain's own, and its tail (a text without domains
-    /// is its head). `None` when the text cannot be told apart so: a table other than a
-    /// domain's comes between two domains, a header's first key is quoted,
-    /// its domains are not `[[domain]]` tables, or the text does not start
-    /// with its head as the layout joins it.
+    /// is its head). `None` when the text cannot be told apart so: a table
+    /// other than a domain's comes between two domains, a header's first
+    /// key is quoted, its domains are not `[[domain]]` tables, or the text
+    /// does not start with its head as the layout joins it.
     pub fn of(text: &str, config: &Config) -> Option<Layout> {
         let mut starts = Vec::with_capacity(config.domains.len());
         let mut tail = None;
@@ -77,11 +77,8 @@ impl Layout {
         if first == 1 {
             return None;
         }
-        let end = tail.unwrap_or(text.len());
-        let ends = starts.iter().skip(1).map(|&s| s - 1).chain([match tail {
-            Some(t) => t - 1,
-            None => end,
-        }]);
+        let last_end = tail.map_or(text.len(), |t| t - 1);
+        let ends = starts.iter().skip(1).map(|&s| s - 1).chain([last_end]);
         let domains = config
             .domains
             .iter()

@@ -115,9 +115,11 @@ pub fn write(
     };
     if layout.domains.is_empty() {
         // Without a domain a text is its head ([`Layout::of`]).
-        layout = Layout::default();
-        layout.head = 0..text.len;
-        layout.tail = text.len..text.len;
+        layout = Layout {
+            head: 0..text.len,
+            domains: Vec::new(),
+            tail: text.len..text.len,
+        };
     }
     Ok((text.splice(&old), layout))
 }
