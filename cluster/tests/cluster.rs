@@ -244,6 +244,38 @@ async fn cluster(root: &Path, n: u64) -> Vec<TestNode> {
     nodes
 }
 
+/// Waits until every device names the same leader in the same term, that
+/// leader has quorum, and every device has applied the leader's whole log;
+/// returns the leader's index in `nodes` and its term, read together. (A
+/// restarted device may start an election before it hears the leader: its
+/// term and state read apart could name a leader that has just lost.)
+/// Killing the leader before every device caught up would be a second
+/// fault: only one survivor could win.
+async fn settled_leader(nodes: &[TestNode]) -> (usize, u64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let all: Vec<ClusterStatus> = nodes.iter().map(|n| n.node.status()).collect();
+        let leader = all
+            .iter()
+            .position(|s| s.state == NodeState::Leader && s.quorum);
+        if let Some(l) = leader {
+            let (id, term) = (all[l].id, all[l].term);
+            let last = all[l].last_log_index;
+            let settled = all.iter().all(|s| {
+                s.term == term
+                    && s.members.len() == nodes.len()
+                    && s.leader.as_ref().is_some_and(|(lid, _)| *lid == id)
+                    && s.applied_index >= last
+            });
+            if settled {
+                return (l, term);
+            }
+        }
+        assert!(Instant::now() < deadline, "no settled leader: {all:#?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 fn leader_index(nodes: &[TestNode]) -> usize {
     nodes
         .iter()
@@ -758,24 +790,7 @@ async fn failover_timing_of_three_nodes() {
     }
     let mut times = Vec::new();
     for run in 0..RUNS {
-        for node in &nodes {
-            node.wait_status("a settled cluster", |s| {
-                s.members.len() == 3 && s.leader.is_some() && s.quorum
-            })
-            .await;
-        }
-        // The device restarted by the previous run has caught up: every
-        // device has applied the leader's whole log. (Killing the leader
-        // before that is a second fault: only one survivor could win.)
-        let l = leader_index(&nodes);
-        let last = nodes[l].node.status().last_log_index;
-        for node in &nodes {
-            node.wait_status("every device caught up with the leader", |s| {
-                s.applied_index >= last
-            })
-            .await;
-        }
-        let term = nodes[l].node.status().term;
+        let (l, term) = settled_leader(&nodes).await;
         let victim = nodes.remove(l);
         let killed = Instant::now();
         let (id, dir, addr) = victim.kill().await;
@@ -789,7 +804,11 @@ async fn failover_timing_of_three_nodes() {
             if led {
                 break;
             }
-            assert!(Instant::now() < deadline, "run {run}: no new leader");
+            assert!(
+                Instant::now() < deadline,
+                "run {run}: no new leader after term {term}; the survivors: {:#?}",
+                nodes.iter().map(|n| n.node.status()).collect::<Vec<_>>()
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let took = killed.elapsed();
