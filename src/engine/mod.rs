@@ -45,7 +45,9 @@ use crate::{
     health::{Instance, threshold::Threshold},
     model::{
         Compiled, Config, ConfigErrors, compile,
-        compile::{Content, DrCondition, Hc, ModeSpec, RecordSpec, Steering, ZoneSpec},
+        compile::{
+            Content, DrCondition, Hc, ModeSpec, RecordSpec, Steering, ZoneSpec, same_record,
+        },
         condition::CheckRef,
         config::RecordType,
     },
@@ -1593,16 +1595,19 @@ pub fn servable(
 /// from their end (what a write left, compared in place), the ones
 /// `before` does not have between its own.
 fn changed_records(zone: &ZoneSpec, before: &ZoneSpec) -> ZoneSpec {
-    let (start, end) = crate::ends::same_ends(&zone.records, &before.records, |a, b| a == b);
-    let old: HashMap<(&hickory_server::proto::rr::Name, RecordType), &RecordSpec> = before.records
-        [start..before.records.len() - end]
+    let (start, end) = crate::ends::same_ends(&zone.records, &before.records, same_record);
+    let old: HashMap<(&hickory_server::proto::rr::Name, RecordType), &Arc<RecordSpec>> = before
+        .records[start..before.records.len() - end]
         .iter()
         .map(|r| ((&r.owner, r.kind), r))
         .collect();
     zone.with_records(
         zone.records[start..zone.records.len() - end]
             .iter()
-            .filter(|r| old.get(&(&r.owner, r.kind)).is_none_or(|o| *o != *r))
+            .filter(|r| {
+                old.get(&(&r.owner, r.kind))
+                    .is_none_or(|o| !same_record(o, r))
+            })
             .cloned()
             .collect(),
     )

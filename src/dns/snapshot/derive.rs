@@ -16,7 +16,7 @@ use hickory_server::proto::rr::{RecordType as Rt, rdata::SOA};
 use super::{
     BuildError, Node, Snapshot, ZoneData, negative_soa, nodes::Nodes, wire_key, wire_type,
 };
-use crate::model::compile::{Content, RecordSpec, ZoneSpec};
+use crate::model::compile::{Content, RecordSpec, ZoneSpec, same_record};
 
 /// How a zone's records changed, when the change leaves every other
 /// record's slot where a whole build would put it among its name's slots.
@@ -33,14 +33,15 @@ enum Change {
 /// The change from `before` to `after`, found by their common start and
 /// end; `None` when it is not one [`Change`] says, or touches more than
 /// half of the records (a whole build is then as cheap).
-fn change(before: &[RecordSpec], after: &[RecordSpec]) -> Option<Change> {
-    let (start, end) = crate::ends::same_ends(before, after, |a, b| a == b);
+fn change(before: &[Arc<RecordSpec>], after: &[Arc<RecordSpec>]) -> Option<Change> {
+    let (start, end) = crate::ends::same_ends(before, after, same_record);
     let old = start..before.len() - end;
     let new = start..after.len() - end;
     if old.len().max(new.len()) > before.len().max(after.len()) / 2 {
         return None;
     }
-    let same_key = |a: &RecordSpec, b: &RecordSpec| a.kind == b.kind && a.owner == b.owner;
+    let same_key =
+        |a: &Arc<RecordSpec>, b: &Arc<RecordSpec>| a.kind == b.kind && a.owner == b.owner;
     if old.len() == new.len() {
         let (Some(a), Some(b)) = (before.get(old.clone()), after.get(new)) else {
             return None;
@@ -112,7 +113,12 @@ impl Snapshot {
             spec: zone.clone(),
             serial: soa.serial,
             steered: first_steered..first_steered,
-            steered_order: super::steered_order(&zone.records),
+            // Replaced records have the owners and types they had, and
+            // whether a record is steered follows from its type.
+            steered_order: match change {
+                Change::Replaced(_) => old.steered_order,
+                _ => super::steered_order(&zone.records),
+            },
             kept_from: None,
             derived_from: Some(from),
             apex: zone.apex.clone(),
@@ -165,7 +171,7 @@ impl Snapshot {
         &mut self,
         previous: &Snapshot,
         zone: usize,
-        before: &[RecordSpec],
+        before: &[Arc<RecordSpec>],
         change: &Change,
         bodies: &mut HashSet<Arc<[u8]>>,
     ) -> Result<(Range<usize>, Vec<Arc<super::RrsetSlot>>), BuildError> {

@@ -683,7 +683,7 @@ impl Snapshot {
 
 /// The names and types of the steered ones of `records`, in order, as a
 /// hash ([`ZoneData::steered_order`]).
-fn steered_order(records: &[RecordSpec]) -> u64 {
+fn steered_order(records: &[Arc<RecordSpec>]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     for r in records

@@ -294,6 +294,11 @@ fn a_changed_zone_is_built_from_its_build_before_as_a_whole_build_would_be() {
             "step {serial}: {records:?}"
         );
         assert_eq!(next.zones[0].serial, serials[0]);
+        assert_eq!(
+            next.steered_order(),
+            whole.steered_order(),
+            "step {serial}: {records:?}"
+        );
         let api_kept = !before.zones.is_empty() && shared(&before, &next, "api.a.test.", Rt::A);
         assert_eq!(api_kept, derived, "step {serial}: {records:?}");
         before = next;

@@ -174,7 +174,14 @@ pub struct ZoneSpec {
     pub soa_ttl: u32,
     pub nameservers: Vec<Name>,
     pub ns_ttl: u32,
-    pub records: Vec<RecordSpec>,
+    /// Shared between compiles: a record a change did not touch is the
+    /// same allocation in the zone before and after it, so the two compare
+    /// by pointer ([`same_record`]).
+    pub records: Vec<Arc<RecordSpec>>,
+    /// How many of `records` are CNAMEs with targets: without one in any
+    /// zone there is no chain to follow (`Cx::cname_loops`), and a count
+    /// kept per zone says so without reading every record.
+    pub cnames: usize,
     /// Signed online, and with which algorithm a new key is made.
     pub dnssec: Option<crate::model::config::KeyAlgorithm>,
     /// Who may transfer the zone and gets its NOTIFYs (docs/transfer.md).
@@ -191,7 +198,7 @@ pub struct SecondarySpec {
 
 impl ZoneSpec {
     /// The zone with `records` instead of its own.
-    pub fn with_records(&self, records: Vec<RecordSpec>) -> ZoneSpec {
+    pub fn with_records(&self, records: Vec<Arc<RecordSpec>>) -> ZoneSpec {
         let ZoneSpec {
             apex,
             soa,
@@ -200,6 +207,7 @@ impl ZoneSpec {
             nameservers,
             ns_ttl,
             records: _,
+            cnames: _,
             dnssec,
             secondaries,
         } = self;
@@ -210,6 +218,7 @@ impl ZoneSpec {
             soa_ttl: *soa_ttl,
             nameservers: nameservers.clone(),
             ns_ttl: *ns_ttl,
+            cnames: records.iter().filter(|r| r.is_cname()).count(),
             records,
             dnssec: *dnssec,
             secondaries: secondaries.clone(),
@@ -235,6 +244,19 @@ impl ZoneSpec {
     }
 }
 
+/// Whether two compiled records are alike: the same allocation (a record
+/// kept from the compile before), or equal.
+pub fn same_record(a: &Arc<RecordSpec>, b: &Arc<RecordSpec>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
+}
+
+/// Whether two compiled owners are one name: they are lower case, so
+/// their labels compare as bytes, first label first (where names of one
+/// zone differ), not case-folded from the root as `Name`'s `==` does.
+fn same_owner(a: &Name, b: &Name) -> bool {
+    a.len() == b.len() && a.iter().eq(b.iter())
+}
+
 /// A zone's name as keys and messages spell it: lower case, no final dot.
 pub fn zone_key(apex: &Name) -> String {
     let name = apex.to_lowercase().to_string();
@@ -246,7 +268,7 @@ pub fn soa_serial(version: u64) -> u32 {
     (version & u64::from(u32::MAX)) as u32
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordSpec {
     /// Lower-case, fully qualified; `*.` first for a wildcard.
     pub owner: Name,
@@ -256,6 +278,12 @@ pub struct RecordSpec {
 }
 
 impl RecordSpec {
+    /// A CNAME with a target: a link of a chain `Cx::cname_loops` follows.
+    pub fn is_cname(&self) -> bool {
+        self.kind == RecordType::Cname
+            && matches!(&self.content, Content::Steered(s) if !s.addresses.is_empty())
+    }
+
     /// `www.example.test/A`, the subject of the record's events.
     pub fn label(&self) -> String {
         let owner = self.owner.to_string();
@@ -263,7 +291,7 @@ impl RecordSpec {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Content {
     /// MX, TXT, SRV, CAA: answered as configured.
     Static(Box<[RData]>),
@@ -273,7 +301,7 @@ pub enum Content {
 }
 
 /// Everything the record resolution logic needs about one record.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Steering {
     pub mode: ModeSpec,
     pub balance: Balance,
@@ -306,7 +334,7 @@ pub enum DrCondition {
     Scenario(Box<str>),
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AddressSpec {
     pub value: Value,
     /// A CNAME's target as written (lower case, no final dot); `None` for
@@ -494,12 +522,8 @@ impl Cx {
     /// zones (any of their targets, wildcards included): a resolver would
     /// chase such a chain until its limit.
     fn cname_loops(&mut self, zones: &[Arc<ZoneSpec>]) {
-        let is_cname = |r: &RecordSpec| {
-            r.kind == RecordType::Cname
-                && matches!(&r.content, Content::Steered(s) if !s.addresses.is_empty())
-        };
         // No chain without a CNAME: skip gathering every name.
-        if !zones.iter().any(|z| z.records.iter().any(is_cname)) {
+        if zones.iter().all(|z| z.cnames == 0) {
             return;
         }
         // Every name that exists, and the CNAME records by owner.
@@ -515,7 +539,7 @@ impl Cx {
                 for n in apex_labels.saturating_add(1)..r.owner.iter().count() {
                     extra.push(r.owner.trim_to(n));
                 }
-                if is_cname(r) {
+                if r.is_cname() {
                     cnames.insert(&r.owner, (zi, r));
                 }
             }
@@ -1114,7 +1138,7 @@ impl Cx {
                 continue;
             }
             if let Some(rec) = self.record(&rpath, r, &apex, ttl, domain_mode, &mode_cx, refs) {
-                records.push(rec);
+                records.push(Arc::new(rec));
             }
         }
         // The names the changed records are at: only theirs are checked
@@ -1129,9 +1153,25 @@ impl Cx {
                 .unwrap_or_default();
             records.extend(after.iter().cloned());
         }
+        let count = |l: &[Arc<RecordSpec>]| l.iter().filter(|r| r.is_cname()).count();
+        // Counted over what changed when the rest is kept.
+        let cnames = match kept {
+            Some((zone, start, end)) => {
+                let replaced = zone.records.get(start..zone.records.len() - end);
+                let new = records.get(start..records.len() - end);
+                (zone.cnames + count(new.unwrap_or_default()))
+                    .saturating_sub(count(replaced.unwrap_or_default()))
+            }
+            None => count(&records),
+        };
         let checked: Vec<&RecordSpec> = records
             .iter()
-            .filter(|r| touched.as_ref().is_none_or(|t| t.contains(&r.owner)))
+            .map(|r| &**r)
+            .filter(|r| {
+                touched
+                    .as_ref()
+                    .is_none_or(|t| t.iter().any(|n| same_owner(n, &r.owner)))
+            })
             .collect();
         // A CNAME owns its name alone (RFC 1034 §3.6.2).
         let mut by_owner: HashMap<&Name, Vec<&RecordSpec>> = HashMap::new();
@@ -1200,6 +1240,7 @@ impl Cx {
             soa_ttl: ttl,
             nameservers,
             ns_ttl: ttl,
+            cnames,
             records,
             dnssec: (d.dnssec == Some(true)).then(|| d.dnssec_algorithm.unwrap_or_default()),
             secondaries,

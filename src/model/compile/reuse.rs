@@ -120,6 +120,38 @@ mod tests {
         );
     }
 
+    /// A zone's count of CNAMEs, kept over a chain of changes, is the one a
+    /// whole compile counts.
+    #[test]
+    fn a_zone_compiled_from_before_counts_its_cnames_as_a_whole_compile() {
+        let steps: [&[&str]; 5] = [
+            &["www A 192.0.2.1", "c1 CNAME www.a.test", "api A 192.0.2.2"],
+            &["www A 192.0.2.1", "api A 192.0.2.2"],
+            &["www A 192.0.2.1", "api A 192.0.2.2", "c2 CNAME api.a.test"],
+            &[
+                "www A 192.0.2.1",
+                "c3 CNAME www.a.test",
+                "c2 CNAME api.a.test",
+            ],
+            &[
+                "www A 192.0.2.9",
+                "c3 CNAME www.a.test",
+                "c2 CNAME api.a.test",
+            ],
+        ];
+        let mut config = crate::model::parse(&text(steps[0])).unwrap();
+        let mut compiled = compile(&config).unwrap();
+        for records in &steps[1..] {
+            let next = crate::model::parse(&text(records)).unwrap();
+            let from = compile_from(&next, Some((&config, &compiled.zones))).unwrap();
+            let whole = compile(&next).unwrap();
+            assert_eq!(from.zones[0].cnames, whole.zones[0].cnames, "{records:?}");
+            let expected = records.iter().filter(|r| r.contains("CNAME")).count();
+            assert_eq!(from.zones[0].cnames, expected, "{records:?}");
+            (config, compiled) = (next, from);
+        }
+    }
+
     #[test]
     fn a_domain_changed_beyond_its_records_is_compiled_whole() {
         let first = crate::model::parse(&text(&["www A 192.0.2.1"])).unwrap();
