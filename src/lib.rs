@@ -3,6 +3,7 @@
 pub mod access;
 pub mod addr;
 pub mod api;
+pub mod chunked;
 pub mod cli;
 pub mod command;
 pub mod console;

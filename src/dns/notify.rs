@@ -15,7 +15,7 @@
 //! Its state per secondary is in `gtm status` ([`NotifyStatus`]).
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     net::{IpAddr, SocketAddr},
     sync::Arc,
     time::{Duration, Instant},
@@ -255,17 +255,11 @@ fn look(
                 }
             }
             _ => {
-                let steered: HashSet<usize> = snapshot
-                    .steered
-                    .iter()
-                    .map(|s| Arc::as_ptr(s) as usize)
-                    .collect();
                 let slots: Vec<Arc<RrsetSlot>> = snapshot
-                    .zone_nodes(index)
-                    .flat_map(|(_, n)| n.rrsets.iter())
-                    .filter(|s| steered.contains(&(Arc::as_ptr(s) as usize)))
-                    .cloned()
-                    .collect();
+                    .zones
+                    .get(index)
+                    .map(|z| z.steered.iter().cloned().collect())
+                    .unwrap_or_default();
                 // A new snapshot: its steered answers were stored after its
                 // serial was given, and may have changed before this look.
                 // A serial of its own covers whatever a transfer read since.

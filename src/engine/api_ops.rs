@@ -73,7 +73,7 @@ impl Engine {
         let mut out: Vec<(String, String, u64)> = inner
             .records
             .iter()
-            .zip(&snapshot.steered)
+            .zip(snapshot.steered_slots())
             .flat_map(|(r, slot)| {
                 address_stats(shown(&r.steering), &slot.addresses)
                     .into_iter()

@@ -755,25 +755,23 @@ impl Engine {
         // before (`Snapshot::build`).
         let mut carried: HashMap<usize, Carried> = HashMap::new();
         for (zi, data) in snapshot.zones.iter().enumerate() {
-            let Some(before) = data
+            let Some(p) = data
                 .kept_from
                 .or(data.derived_from)
                 .filter(|_| same_globals)
-                .and_then(|p| serving.zones.get(p))
             else {
                 continue;
             };
-            let (Some(old_slots), Some(new_slots), Some(list)) = (
-                serving.steered.get(before.steered.clone()),
-                snapshot.steered.get(data.steered.clone()),
-                old.get_mut(before.steered.clone()),
+            let (Some(before), Some(list)) = (
+                serving.zones.get(p),
+                serving.steered_range(p).and_then(|r| old.get_mut(r)),
             ) else {
                 continue;
             };
-            let (front, back) = crate::ends::same_ends(old_slots, new_slots, Arc::ptr_eq);
+            let (front, back) = before.steered.same_ends(&data.steered, Arc::ptr_eq);
             // The records are the serving snapshot's steered slots, one
             // each; a list that is not is evaluated whole.
-            if list.len() != old_slots.len() {
+            if list.len() != before.steered.len() {
                 continue;
             }
             let Some((head, rest)) = list.split_at_mut_checked(front) else {
@@ -810,8 +808,8 @@ impl Engine {
             .map(|r| (r.label.clone(), r))
             .collect();
         // Per steered record: what it keeps.
-        let mut kept = Vec::with_capacity(snapshot.steered.len());
-        let mut records = Vec::with_capacity(snapshot.steered.len());
+        let mut kept = Vec::with_capacity(snapshot.steered_len());
+        let mut records = Vec::with_capacity(snapshot.steered_len());
         let mut events = Vec::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let Carried { front, back } = carried.remove(&zi).unwrap_or_default();
@@ -1066,7 +1064,7 @@ impl Engine {
                 );
                 let answers_changed = eval.answers != r.answers;
                 if answers_changed {
-                    if let Some(slot) = snapshot.steered.get(i) {
+                    if let Some(slot) = snapshot.steered_slot(i) {
                         match steered_answer(
                             &key_name(&r.owner),
                             r.ttl,
@@ -1698,7 +1696,7 @@ struct Carried {
 /// snapshot not served yet; a record whose answer cannot be built answers
 /// empty. What a record keeps from `serving` is said by `kept`.
 fn store_steered(snapshot: &Snapshot, records: &[Box<Steered>], kept: &[Kept], serving: &Snapshot) {
-    for ((slot, r), &kept) in snapshot.steered.iter().zip(records).zip(kept) {
+    for ((slot, r), &kept) in snapshot.steered_slots().zip(records).zip(kept) {
         if kept == Kept::Slot {
             continue;
         }

@@ -16,6 +16,7 @@ use hickory_server::proto::rr::{RecordType as Rt, rdata::SOA};
 use super::{
     BuildError, Node, Snapshot, ZoneData, negative_soa, nodes::Nodes, wire_key, wire_type,
 };
+use crate::chunked::Chunked;
 use crate::model::compile::{Content, RecordSpec, ZoneSpec, same_record};
 
 /// How a zone's records changed, when the change leaves every other
@@ -103,16 +104,10 @@ impl Snapshot {
         let Some(change) = change(&old.spec.records, &zone.records) else {
             return Ok(false);
         };
-        let old_steered = previous
-            .steered
-            .get(old.steered.clone())
-            .unwrap_or_default();
-
-        let first_steered = self.steered.len();
         self.zones.push(ZoneData {
             spec: zone.clone(),
             serial: soa.serial,
-            steered: first_steered..first_steered,
+            steered: Chunked::default(),
             // Replaced records have the owners and types they had, and
             // whether a record is steered follows from its type.
             steered_order: match change {
@@ -151,14 +146,8 @@ impl Snapshot {
             .iter()
             .filter(|r| steered(r))
             .count();
-        self.steered
-            .extend(old_steered.iter().take(skipped).cloned());
-        self.steered.extend(new_slots);
-        self.steered
-            .extend(old_steered.iter().skip(skipped + gone).cloned());
-        let last = self.steered.len();
         if let Some(data) = self.zones.get_mut(zi) {
-            data.steered = first_steered..last;
+            data.steered = old.steered.splice(skipped..skipped + gone, &new_slots);
         }
         Ok(true)
     }

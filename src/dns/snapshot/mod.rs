@@ -29,6 +29,7 @@ use super::{
 };
 
 use crate::{
+    chunked::Chunked,
     dnssec::signer::{SignError, ZoneSigner},
     geo::{Geo, is_private},
     model::{
@@ -84,8 +85,9 @@ pub struct Snapshot {
     /// of the apexes, most first: a name's zone is found by its suffixes.
     apexes: HashMap<Box<[u8]>, usize>,
     apex_depths: Vec<usize>,
-    /// The slots of steered records, in the order of `steered_records`.
-    pub steered: Vec<Arc<RrsetSlot>>,
+    /// The index after each zone's last steered slot, counting the slots
+    /// of all zones in zone order ([`Snapshot::steered_slot`]).
+    steered_ends: Vec<usize>,
 }
 
 #[derive(Debug)]
@@ -93,8 +95,9 @@ pub struct ZoneData {
     /// What the zone was built from, and the SOA serial it was built with.
     pub spec: Arc<ZoneSpec>,
     pub serial: u32,
-    /// Its steered records' slots in [`Snapshot::steered`].
-    pub steered: std::ops::Range<usize>,
+    /// Its steered records' slots, in record order: shared, chunk by
+    /// chunk, with the zone it was kept or derived from.
+    pub steered: Chunked<Arc<RrsetSlot>>,
     /// The names and types of its steered records, in order, as a hash
     /// ([`Snapshot::steered_order`]).
     steered_order: u64,
@@ -295,11 +298,10 @@ impl Snapshot {
                 Some(s) => Some(s.sign(std::slice::from_ref(&negative_soa))?),
                 None => None,
             };
-            let first_steered = snap.steered.len();
             snap.zones.push(ZoneData {
                 spec: zone.clone(),
                 serial: soa.serial,
-                steered: first_steered..first_steered,
+                steered: Chunked::default(),
                 steered_order: steered_order(&zone.records),
                 kept_from: None,
                 derived_from: None,
@@ -315,20 +317,28 @@ impl Snapshot {
             for slot in snap.apex_slots(previous, zi, zone, soa)? {
                 snap.place(&mut bodies, zi, &zone.apex, slot)?;
             }
+            let mut steered = Vec::new();
             for record in &zone.records {
                 let slot = snap.record_slot(previous, zi, record)?;
                 snap.place(&mut bodies, zi, &record.owner, slot.clone())?;
                 if matches!(record.content, Content::Steered(_)) {
-                    snap.steered.push(slot);
+                    steered.push(slot);
                 }
             }
-            let last_steered = snap.steered.len();
             if let Some(data) = snap.zones.last_mut() {
-                data.steered = first_steered..last_steered;
+                data.steered = Chunked::from_vec(steered);
             }
         }
         snap.sign_nodata()?;
         snap.index_apexes();
+        snap.steered_ends = snap
+            .zones
+            .iter()
+            .scan(0, |end, z| {
+                *end += z.steered.len();
+                Some(*end)
+            })
+            .collect();
         Ok(snap)
     }
 
@@ -369,19 +379,10 @@ impl Snapshot {
         let Some(data) = previous.zones.get(before) else {
             return;
         };
-        let first = self.steered.len();
-        self.steered.extend(
-            previous
-                .steered
-                .get(data.steered.clone())
-                .unwrap_or_default()
-                .iter()
-                .cloned(),
-        );
         self.zones.push(ZoneData {
             spec: spec.clone(),
             serial: data.serial,
-            steered: first..self.steered.len(),
+            steered: data.steered.clone(),
             steered_order: data.steered_order,
             kept_from: Some(before),
             derived_from: None,
@@ -580,13 +581,40 @@ impl Snapshot {
         }
     }
 
+    /// How many steered records the zones have, all together.
+    pub fn steered_len(&self) -> usize {
+        self.steered_ends.last().copied().unwrap_or(0)
+    }
+
+    /// The slot of steered record `i`, counting the steered records of
+    /// every zone in zone and record order (the engine's order).
+    pub fn steered_slot(&self, i: usize) -> Option<&Arc<RrsetSlot>> {
+        let zi = self.steered_ends.partition_point(|&end| end <= i);
+        let start = self.steered_range(zi)?.start;
+        self.zones.get(zi)?.steered.get(i - start)
+    }
+
+    /// The indices of zone `zi`'s steered records among all of them.
+    pub fn steered_range(&self, zi: usize) -> Option<std::ops::Range<usize>> {
+        let end = *self.steered_ends.get(zi)?;
+        let start = zi
+            .checked_sub(1)
+            .map_or(Some(0), |z| self.steered_ends.get(z).copied())?;
+        Some(start..end)
+    }
+
+    /// Every steered record's slot, in zone and record order.
+    pub fn steered_slots(&self) -> impl Iterator<Item = &Arc<RrsetSlot>> + '_ {
+        self.zones.iter().flat_map(|z| z.steered.iter())
+    }
+
     /// The names and types of the steered records in order (those of
-    /// [`Snapshot::steered`]), as a hash: equal for two snapshots whose
-    /// steered records are the same list.
+    /// [`Snapshot::steered_slots`]), as a hash: equal for two snapshots
+    /// whose steered records are the same list.
     pub fn steered_order(&self) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.steered.len().hash(&mut h);
+        self.steered_len().hash(&mut h);
         for zone in &self.zones {
             zone.steered_order.hash(&mut h);
         }
