@@ -107,8 +107,11 @@ impl Engine {
         };
         let inner = self.lock();
         // An answer made with the same signer (an unsigned zone's) stays.
-        let kept = vec![super::Kept::Answer; inner.records.len()];
-        super::store_steered(&snapshot, &inner.records, &kept, &self.dns.snapshot.load());
+        let records = snapshot.steered_slots().zip(inner.records.iter());
+        super::store_steered(
+            records.map(|(slot, r)| ((slot, &**r), super::Kept::Answer)),
+            &self.dns.snapshot.load(),
+        );
         self.dns.snapshot.store(Arc::new(snapshot));
         drop(inner);
         tracing::info!(zones = signers.iter().flatten().count(), "answers signed");

@@ -88,13 +88,13 @@ impl Engine {
         }
         let mut changes = Vec::new();
         let mut emptied = Vec::new();
-        for r in &inner.records {
+        for r in inner.records.iter() {
             let eval = resolve::evaluate(
                 &r.label,
                 &r.steering,
                 &inner.compiled.datacenters,
                 &inner.health,
-                r.state.as_ref(),
+                Some(&r.state),
                 Operator::default(),
             );
             let shown = |answers: &PlaceAnswers| -> Vec<String> {

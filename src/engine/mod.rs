@@ -16,6 +16,7 @@ pub mod dry_run;
 pub mod health;
 mod operator;
 pub mod record_changes;
+mod records;
 mod scenarios;
 pub mod store_writer;
 mod zone_health;
@@ -23,6 +24,7 @@ mod zone_health;
 use std::{
     borrow::Cow,
     collections::{BTreeSet, HashMap, HashSet, VecDeque},
+    ops::Range,
     sync::{Arc, Mutex, MutexGuard},
     time::{SystemTime, UNIX_EPOCH},
 };
@@ -40,7 +42,7 @@ pub use store_writer::{StorageFault, StoreWriter};
 use crate::{
     dns::{
         handler::DnsState,
-        snapshot::{Snapshot, key_name, same_signer, steered_answer, wire_key},
+        snapshot::{RrsetSlot, Snapshot, key_name, same_signer, steered_answer, wire_key},
     },
     health::{Instance, threshold::Threshold},
     model::{
@@ -54,6 +56,7 @@ use crate::{
     resolve::{self, CheckState, Operator, PlaceAnswers, RecordState, Status},
 };
 use gtm_cluster::Store;
+use records::Records;
 
 /// Why an apply did not happen. Nothing of the configuration was applied.
 #[derive(Debug, thiserror::Error)]
@@ -348,11 +351,7 @@ struct Inner {
     config: Arc<Config>,
     compiled: Compiled,
     health: HealthState,
-    #[expect(
-        clippy::vec_box,
-        reason = "an install moves every record between lists; boxed, a move is a pointer's"
-    )]
-    records: Vec<Box<Steered>>,
+    records: Records,
     deps: Deps,
     /// Per compiled zone, what its steered records read of health.
     zone_health: Vec<(Arc<ZoneSpec>, Arc<zone_health::ZoneHealth>)>,
@@ -392,7 +391,7 @@ struct Steered {
     owner: Box<[u8]>,
     ttl: u32,
     steering: Arc<Steering>,
-    state: Option<RecordState>,
+    state: RecordState,
     answers: PlaceAnswers,
     decision: Cow<'static, str>,
     /// [`crate::resolve::Evaluation::held`].
@@ -405,7 +404,7 @@ impl Steered {
     fn status(&self) -> RecordStatus {
         RecordStatus {
             record: self.label.to_string(),
-            status: self.state.as_ref().map(|s| s.status),
+            status: Some(self.state.status),
             active: answered_by_default(&self.steering, &self.answers),
             decision: self.decision.to_string(),
             held: self.held,
@@ -458,7 +457,7 @@ impl Engine {
                 config: Arc::default(),
                 compiled: compile(&Config::default()).expect("the empty configuration is valid"),
                 health,
-                records: Vec::new(),
+                records: Records::default(),
                 deps: Deps::default(),
                 zone_health: Vec::new(),
                 probed: HashMap::new(),
@@ -742,9 +741,10 @@ impl Engine {
 
         let serving = self.dns.snapshot.load();
         let generation = inner.records_gen + 1;
-        // In place: the list's allocation is reused, not a million entries
-        // copied.
-        let mut old: Vec<Option<Box<Steered>>> = std::mem::take(&mut inner.records)
+        // The serving snapshot's records, zone by zone: a list is taken
+        // whole or in part below, or left for `previous`.
+        let mut old: Vec<Option<Vec<Box<Steered>>>> = std::mem::take(&mut inner.records)
+            .into_zones()
             .into_iter()
             .map(Some)
             .collect();
@@ -754,6 +754,7 @@ impl Engine {
         // before and after what changed in a zone built from its build
         // before (`Snapshot::build`).
         let mut carried: HashMap<usize, Carried> = HashMap::new();
+        let mut between = Vec::new();
         for (zi, data) in snapshot.zones.iter().enumerate() {
             let Some(p) = data
                 .kept_from
@@ -762,134 +763,112 @@ impl Engine {
             else {
                 continue;
             };
-            let (Some(before), Some(list)) = (
-                serving.zones.get(p),
-                serving.steered_range(p).and_then(|r| old.get_mut(r)),
-            ) else {
+            let Some(before) = serving.zones.get(p) else {
                 continue;
             };
-            let (front, back) = before.steered.same_ends(&data.steered, Arc::ptr_eq);
-            // The records are the serving snapshot's steered slots, one
-            // each; a list that is not is evaluated whole.
-            if list.len() != before.steered.len() {
-                continue;
-            }
-            let Some((head, rest)) = list.split_at_mut_checked(front) else {
-                continue;
-            };
-            let Some((_, tail)) = rest
-                .len()
-                .checked_sub(back)
-                .and_then(|at| rest.split_at_mut_checked(at))
+            // The records are the serving zone's steered slots, one each; a
+            // list that is not is evaluated whole.
+            let Some(mut front) = old
+                .get_mut(p)
+                .and_then(|l| l.take_if(|l| l.len() == before.steered.len()))
             else {
                 continue;
             };
-            let evaluated = |l: &[Option<Box<Steered>>]| {
-                l.iter()
-                    .all(|r| r.as_ref().is_some_and(|r| r.state.is_some()))
-            };
-            if !(evaluated(head) && evaluated(tail)) {
-                continue;
-            }
-            let take = |l: &mut [Option<Box<Steered>>]| -> Vec<Box<Steered>> {
-                l.iter_mut().filter_map(Option::take).collect()
-            };
-            carried.insert(
-                zi,
-                Carried {
-                    front: take(head),
-                    back: take(tail),
-                },
-            );
+            let (same_front, same_back) = before.steered.same_ends(&data.steered, Arc::ptr_eq);
+            // `same_ends` keeps the two ends within the list.
+            let back = front.split_off(front.len().saturating_sub(same_back));
+            between.push(front.split_off(same_front.min(front.len())));
+            carried.insert(zi, Carried { front, back });
         }
         let mut previous: HashMap<Box<str>, Box<Steered>> = old
             .into_iter()
             .flatten()
+            .chain(between)
+            .flatten()
             .map(|r| (r.label.clone(), r))
             .collect();
-        // Per steered record: what it keeps.
-        let mut kept = Vec::with_capacity(snapshot.steered_len());
-        let mut records = Vec::with_capacity(snapshot.steered_len());
+        let mut zones = Vec::with_capacity(compiled.zones.len());
         let mut events = Vec::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
             let Carried { front, back } = carried.remove(&zi).unwrap_or_default();
-            let steered = snapshot.zones.get(zi).map_or(0, |z| z.steered.len());
-            // The zone's steered records from `front.len()` to `last` are
+            let data = snapshot.zones.get(zi);
+            let steered = data.map_or(0, |z| z.steered.len());
+            // The zone's steered records from `first` to `last` are
             // evaluated here; the others are carried.
             let (first, last) = (front.len(), steered.saturating_sub(back.len()));
-            kept.extend(std::iter::repeat_n(Kept::Slot, front.len()));
-            records.extend(front);
-            let mut index = 0;
-            for record in zone.records.iter().filter(|_| first < last) {
-                if let Content::Steered(steering) = &record.content {
-                    index += 1;
-                    if index > last {
-                        break;
-                    }
-                    if index <= first {
+            let mut list = front;
+            list.reserve_exact(steered - list.len().min(steered));
+            // Per evaluated record: what it keeps.
+            let mut kept = Vec::new();
+            for record in steered_between(zone, first..last, steered) {
+                let Content::Steered(steering) = &record.content else {
+                    continue;
+                };
+                let label = record.label();
+                let before = match previous.remove(label.as_str()) {
+                    Some(mut b)
+                        if same_globals && b.ttl == record.ttl && *b.steering == **steering =>
+                    {
+                        b.steering = steering.clone();
+                        list.push(b);
+                        kept.push(Kept::Answer);
                         continue;
                     }
-                    let label = record.label();
-                    let before = match previous.remove(label.as_str()) {
-                        Some(mut b)
-                            if same_globals
-                                && b.ttl == record.ttl
-                                && b.state.is_some()
-                                && *b.steering == **steering =>
-                        {
-                            b.steering = steering.clone();
-                            records.push(b);
-                            kept.push(Kept::Answer);
-                            continue;
-                        }
-                        other => other,
-                    };
-                    kept.push(Kept::No);
-                    let prev = before
-                        .and_then(|b| {
-                            let displays: Vec<String> =
-                                b.steering.addresses.iter().map(|a| a.display()).collect();
-                            Some(remap(b.state?, &displays, steering))
-                        })
-                        .or_else(|| held_at_stop(&inner.restored_holds, &label, steering));
-                    let was_on = prev.as_ref().map(|p| p.dr_on);
-                    let eval = resolve::evaluate(
-                        &label,
-                        steering,
-                        &compiled.datacenters,
-                        &inner.health,
-                        prev.as_ref(),
-                        Operator::default(),
-                    );
-                    events.extend(
-                        eval.events
-                            .into_iter()
-                            .map(|t| (EventKind::Record, label.clone(), t)),
-                    );
-                    if was_on != Some(eval.state.dr_on) {
-                        self.keep_dr_state(&label, eval.state.dr_on);
-                    }
-                    records.push(Box::new(Steered {
-                        label: label.into_boxed_str(),
-                        owner: wire_key(&record.owner),
-                        ttl: record.ttl,
-                        steering: steering.clone(),
-                        state: Some(eval.state),
-                        answers: eval.answers,
-                        decision: eval.decision,
-                        held: eval.held,
-                        changed: generation,
-                    }));
+                    other => other,
+                };
+                kept.push(Kept::No);
+                let prev = before
+                    .map(|b| {
+                        let displays: Vec<String> =
+                            b.steering.addresses.iter().map(|a| a.display()).collect();
+                        remap(b.state, &displays, steering)
+                    })
+                    .or_else(|| held_at_stop(&inner.restored_holds, &label, steering));
+                let was_on = prev.as_ref().map(|p| p.dr_on);
+                let eval = resolve::evaluate(
+                    &label,
+                    steering,
+                    &compiled.datacenters,
+                    &inner.health,
+                    prev.as_ref(),
+                    Operator::default(),
+                );
+                events.extend(
+                    eval.events
+                        .into_iter()
+                        .map(|t| (EventKind::Record, label.clone(), t)),
+                );
+                if was_on != Some(eval.state.dr_on) {
+                    self.keep_dr_state(&label, eval.state.dr_on);
                 }
+                list.push(Box::new(Steered {
+                    label: label.into_boxed_str(),
+                    owner: wire_key(&record.owner),
+                    ttl: record.ttl,
+                    steering: steering.clone(),
+                    state: eval.state,
+                    answers: eval.answers,
+                    decision: eval.decision,
+                    held: eval.held,
+                    changed: generation,
+                }));
             }
-            kept.extend(std::iter::repeat_n(Kept::Slot, back.len()));
-            records.extend(back);
+            // The snapshot was built (and its static answers proven) before
+            // anything changed; the evaluated records' answers come from
+            // their evaluation.
+            if let Some(data) = data {
+                let evaluated = list.get(first..).unwrap_or_default();
+                let slots = data.steered.iter().skip(first);
+                store_steered(
+                    slots.zip(evaluated.iter().map(|r| &**r)).zip(kept),
+                    &serving,
+                );
+            }
+            list.extend(back);
+            zones.push(list);
         }
         // Only the first configuration installed after a start restores.
         inner.restored_holds.clear();
-        // The snapshot was built (and its static answers proven) before
-        // anything changed; the steered answers come from the evaluation.
-        store_steered(&snapshot, &records, &kept, &serving);
         // While the list's order stays, peers holding the record states
         // need only what changed (`record_changes`).
         let reordered = snapshot.steered_order() != serving.steered_order();
@@ -908,7 +887,7 @@ impl Engine {
         if reordered {
             inner.records_reset = generation;
         }
-        inner.records = records;
+        inner.records = Records::new(zones);
         inner.records_gen = generation;
         let compiled = std::mem::replace(&mut inner.compiled, compiled);
         inner.version = version;
@@ -1053,13 +1032,15 @@ impl Engine {
             } = &mut *inner;
             let generation = *records_gen + 1;
             for i in which {
-                let r = &mut records[i];
+                let Some(r) = records.get_mut(i) else {
+                    continue;
+                };
                 let eval = resolve::evaluate(
                     &r.label,
                     &r.steering,
                     &compiled.datacenters,
                     &*health,
-                    r.state.as_ref(),
+                    Some(&r.state),
                     operator(&r.label),
                 );
                 let answers_changed = eval.answers != r.answers;
@@ -1080,24 +1061,25 @@ impl Engine {
                     }
                     r.answers = eval.answers;
                 }
-                let old_status = r.state.as_ref().map(|s| s.status);
+                let old_status = r.state.status;
                 let new_status = eval.state.status;
                 if answers_changed
-                    || old_status != Some(new_status)
+                    || old_status != new_status
                     || r.decision != eval.decision
                     || r.held != eval.held
                 {
                     r.changed = generation;
                     *records_gen = generation;
                 }
-                if r.state.as_ref().map(|s| s.dr_on) != Some(eval.state.dr_on) {
+                if r.state.dr_on != eval.state.dr_on {
                     self.keep_dr_state(&r.label, eval.state.dr_on);
                 }
-                r.state = Some(eval.state);
+                r.state = eval.state;
                 r.decision = eval.decision;
                 r.held = eval.held;
                 events.extend(eval.events.into_iter().map(|t| (r.label.to_string(), t)));
-                if let Some(old) = old_status.filter(|old| *old != new_status) {
+                if old_status != new_status {
+                    let old = old_status;
                     events.push((
                         r.label.to_string(),
                         format!("{}: status {old} → {new_status}", r.label),
@@ -1430,7 +1412,7 @@ impl Engine {
             let inner = self.lock();
             let r = inner.records.iter().find(|r| *r.label == *label)?;
             let dcs = &inner.compiled.datacenters;
-            let state = r.state.as_ref();
+            let state = Some(&r.state);
             let addresses = r
                 .steering
                 .addresses
@@ -1672,8 +1654,6 @@ fn prepare_compiled(
 /// snapshot is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kept {
-    /// Its slot: the new snapshot shares it, answer and all.
-    Slot,
     /// Its answer, when the served one was made with the same signer.
     Answer,
     /// Nothing: its answer is built from its evaluation.
@@ -1692,14 +1672,15 @@ struct Carried {
     back: Vec<Box<Steered>>,
 }
 
-/// Puts each steered record's answer (signed when its zone is) into a
-/// snapshot not served yet; a record whose answer cannot be built answers
-/// empty. What a record keeps from `serving` is said by `kept`.
-fn store_steered(snapshot: &Snapshot, records: &[Box<Steered>], kept: &[Kept], serving: &Snapshot) {
-    for ((slot, r), &kept) in snapshot.steered_slots().zip(records).zip(kept) {
-        if kept == Kept::Slot {
-            continue;
-        }
+/// Puts steered records' answers (signed when their zone is) into the
+/// slots of a snapshot not served yet, each slot with its record and what
+/// the record keeps from `serving`; a record whose answer cannot be built
+/// answers empty.
+fn store_steered<'a>(
+    records: impl Iterator<Item = ((&'a Arc<RrsetSlot>, &'a Steered), Kept)>,
+    serving: &Snapshot,
+) {
+    for ((slot, r), kept) in records {
         let before = (kept == Kept::Answer)
             .then(|| serving.slot_at(&r.owner, slot.rtype))
             .flatten()
@@ -1721,6 +1702,38 @@ fn store_steered(snapshot: &Snapshot, records: &[Box<Steered>], kept: &[Kept], s
             }
         }
     }
+}
+
+/// The steered records of `zone` whose index among its `steered` ones
+/// lies in `range`, in order, read from the end of its records nearer to
+/// the range (a write near the end of a large zone reads a few).
+fn steered_between(zone: &ZoneSpec, range: Range<usize>, steered: usize) -> Vec<&RecordSpec> {
+    if range.is_empty() {
+        return Vec::new();
+    }
+    let is_steered = |r: &&Arc<RecordSpec>| matches!(r.content, Content::Steered(_));
+    let after = steered.saturating_sub(range.end);
+    if range.start <= after {
+        return zone
+            .records
+            .iter()
+            .filter(is_steered)
+            .skip(range.start)
+            .take(range.len())
+            .map(|r| &**r)
+            .collect();
+    }
+    let mut list: Vec<&RecordSpec> = zone
+        .records
+        .iter()
+        .rev()
+        .filter(is_steered)
+        .skip(after)
+        .take(range.len())
+        .map(|r| &**r)
+        .collect();
+    list.reverse();
+    list
 }
 
 /// The state a record held by manual failback when the device stopped

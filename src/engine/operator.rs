@@ -102,7 +102,7 @@ impl Engine {
         if let Some(p) = previous {
             for (label, count) in &state.resumes {
                 if *count > p.resumes.get(label).copied().unwrap_or(0)
-                    && let Some(i) = inner.records.iter().position(|r| *r.label == **label)
+                    && let Some(i) = inner.records.position(label)
                 {
                     self.reevaluate(&mut inner, BTreeSet::from([i]), |l| Operator {
                         resume: l == label,

@@ -106,8 +106,7 @@ impl Engine {
             page: Page { from, start, total },
             records: inner
                 .records
-                .iter()
-                .skip(start)
+                .iter_from(start)
                 .take(PAGE)
                 .map(|r| r.status())
                 .collect(),
