@@ -393,3 +393,50 @@ fn a_text_size_is_read_from_an_entry_as_parsing_it_would() {
         (0, 5_000, 300)
     );
 }
+
+/// An apply that changes more than [`HISTORY_CHANGES_KEPT`] things keeps
+/// the first of its change lines in history and says how many more there
+/// are; its outcome lists them all.
+#[test]
+fn history_keeps_the_first_change_lines_of_a_large_apply_and_counts_the_rest() {
+    let machine = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    let head = "[[domain]]\nname = \"h.test\"\nnameservers = [\"ns1.h.test\"]\n";
+    run(
+        &machine,
+        &mut kv,
+        1,
+        10,
+        Action::ApplyConfig { text: head.into() },
+    );
+    let records = HISTORY_CHANGES_KEPT + 500;
+    let text: String = (0..records).fold(head.to_string(), |mut t, i| {
+        t.push_str(&format!(
+            "[[domain.record]]\nname = \"r{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
+        ));
+        t
+    });
+    let outcome = run(&machine, &mut kv, 2, 10, Action::ApplyConfig { text });
+    let Outcome::Applied { changes, .. } = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(changes.len(), records);
+    let entry = history_entry(&kv, 2).unwrap();
+    assert_eq!(entry.changes.len(), HISTORY_CHANGES_KEPT + 1);
+    assert!(
+        entry.changes[..HISTORY_CHANGES_KEPT] == changes[..HISTORY_CHANGES_KEPT],
+        "the first change lines, in order"
+    );
+    assert_eq!(
+        entry.changes.last().unwrap(),
+        &format!(
+            "… and 500 more changes ({records} in all; `gtm config diff 1 2` lists them while history keeps both texts)"
+        )
+    );
+    let listed = history_of(&kv);
+    let listed = listed.iter().find(|e| e.version == 2).unwrap();
+    assert!(
+        listed.changes == entry.changes,
+        "history lists what the entry keeps"
+    );
+}

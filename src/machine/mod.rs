@@ -79,6 +79,11 @@ pub const HISTORY_KEPT: usize = 100;
 /// metadata and diff but not their text (and cannot be shown whole or
 /// rolled back to).
 pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
+/// Change lines a history entry keeps: an apply that changes a million
+/// records keeps its first ones and a line saying how many more there
+/// are (`gtm config diff` lists them all while history keeps both texts),
+/// not 40 MB that every listing of history reads.
+pub const HISTORY_CHANGES_KEPT: usize = 1000;
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -608,7 +613,7 @@ impl GtmMachine {
             actor: command.actor.clone(),
             command: command.id.to_string(),
             what,
-            changes: changes.clone(),
+            changes: history_changes(&changes, new_version),
             text: None,
             text_bytes: Some(text.len()),
         };
@@ -867,6 +872,28 @@ fn describe(e: &crate::command::Edit) -> String {
 /// part that versions share counted once; the new entry keeps its text
 /// whatever its size). Only the entries whose whole text drops out
 /// (written before parts) are read whole.
+/// The change lines history keeps of version `version`'s `changes`
+/// ([`HISTORY_CHANGES_KEPT`]).
+fn history_changes(changes: &[String], version: u64) -> Vec<String> {
+    let Some(more) = changes
+        .len()
+        .checked_sub(HISTORY_CHANGES_KEPT)
+        .filter(|m| *m > 0)
+    else {
+        return changes.to_vec();
+    };
+    let mut kept = changes
+        .get(..HISTORY_CHANGES_KEPT)
+        .unwrap_or_default()
+        .to_vec();
+    kept.push(format!(
+        "… and {more} more changes ({} in all; `gtm config diff {} {version}` lists them while history keeps both texts)",
+        changes.len(),
+        version.saturating_sub(1),
+    ));
+    kept
+}
+
 fn history_writes(
     kv: &Map,
     entry: HistoryEntry,
