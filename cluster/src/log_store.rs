@@ -9,6 +9,11 @@
 //! uses it to re-apply already durable entries on start-up); it rides along
 //! with the next flush. A stored value that does not decode is a
 //! `StorageError`, never treated as absent.
+//!
+//! The last large entry appended is also kept decoded until it is
+//! committed: openraft reads the entries it sends again for every retry of
+//! an append (each heartbeat interval while a large one is still on its
+//! way), and decoding a 57 MB command each time cost a leader seconds.
 
 // openraft's `StorageError` (224 bytes) is fixed by its traits' signatures.
 #![allow(clippy::result_large_err)]
@@ -16,6 +21,7 @@
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
+use std::sync::{Arc, Mutex};
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader};
@@ -26,11 +32,19 @@ const VOTE: &[u8] = b"vote";
 const COMMITTED: &[u8] = b"committed";
 const LAST_PURGED: &[u8] = b"last_purged";
 
+/// An entry at least this large (encoded) is kept decoded while it is not
+/// committed.
+const KEPT_DECODED: usize = 1024 * 1024;
+
 #[derive(Debug, Clone)]
 pub(crate) struct LogStore {
     db: sled::Db,
     log: sled::Tree,
     meta: sled::Tree,
+    /// The last large entry inserted, decoded (its payload shared), while
+    /// the log holds it at its index and it is not known committed. Shared
+    /// by the log store and its readers.
+    decoded: Arc<Mutex<Option<Entry>>>,
 }
 
 fn io_err(
@@ -79,7 +93,30 @@ impl LogStore {
             db: db.clone(),
             log: open("raft-log")?,
             meta: open("raft-meta")?,
+            decoded: Arc::default(),
         })
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Option<Entry>> {
+        self.decoded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The entry at `index`, decoded from `bytes` (what the log holds
+    /// there) unless it is the one kept decoded.
+    fn entry_at(&self, index: u64, bytes: &[u8]) -> Result<Entry, StorageError> {
+        if let Some(entry) = self.kept().as_ref().filter(|e| e.log_id.index == index) {
+            return Ok(entry.clone());
+        }
+        Self::decode_entry(bytes)
+    }
+
+    /// Forgets the entry kept decoded when `gone` says its index no longer
+    /// holds it (removed) or no longer needs it (committed).
+    fn forget_kept(&self, gone: impl Fn(u64) -> bool) {
+        let mut kept = self.kept();
+        if kept.as_ref().is_some_and(|e| gone(e.log_id.index)) {
+            *kept = None;
+        }
     }
 
     async fn flush(&self, subject: ErrorSubject<u64>) -> Result<(), StorageError> {
@@ -171,6 +208,7 @@ impl LogStore {
                 .collect::<Result<_, _>>()
                 .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))
         };
+        self.forget_kept(|_| true);
         let (log_keys, meta_keys, also_keys) = (keys(&self.log)?, keys(&self.meta)?, keys(also)?);
         (&self.log, &self.meta, also)
             .transaction(|(log, meta, also)| {
@@ -190,6 +228,8 @@ impl LogStore {
         entries: impl Iterator<Item = &'a Entry>,
     ) -> Result<(), StorageError> {
         let mut batch = sled::Batch::default();
+        let mut large = None;
+        let mut first = None;
         for entry in entries {
             let bytes = encode(entry).map_err(|e| {
                 StorageError::from(StorageIOError::write_log_entry(
@@ -197,18 +237,30 @@ impl LogStore {
                     AnyError::new(&e),
                 ))
             })?;
+            first.get_or_insert(entry.log_id.index);
+            if bytes.len() >= KEPT_DECODED {
+                large = Some(entry.clone());
+            }
             batch.insert(&index_key(entry.log_id.index), bytes);
+        }
+        // Whatever these entries replace is not kept decoded any more.
+        if let Some(first) = first {
+            self.forget_kept(|i| i >= first);
         }
         let appended = self
             .log
             .apply_batch(batch)
             .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e));
         crate::reclaim::reclaim();
+        if appended.is_ok() && large.is_some() {
+            *self.kept() = large;
+        }
         appended
     }
 
     /// Removes the keys in `[from, to)` (`to` None: to the end).
     fn remove_range(&self, from: u64, to: Option<u64>) -> Result<(), StorageError> {
+        self.forget_kept(|i| i >= from && to.is_none_or(|to| i < to));
         let io = |e: sled::Error| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e);
         let mut batch = sled::Batch::default();
         let range = match to {
@@ -245,7 +297,7 @@ impl RaftLogReader<TypeConfig> for LogStore {
             if !range.contains(&index) {
                 break;
             }
-            let entry = Self::decode_entry(&bytes)?;
+            let entry = self.entry_at(index, &bytes)?;
             if entry.log_id.index != index {
                 return Err(StorageIOError::read_log_at_index(
                     index,
@@ -288,6 +340,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
+        // A committed entry is read once more, to be applied; nothing
+        // retries sending it to a quorum.
+        if let Some(c) = committed {
+            self.forget_kept(|i| i <= c.index);
+        }
         self.put_meta(COMMITTED, &committed, ErrorSubject::Store)
     }
 
@@ -399,5 +456,66 @@ mod tests {
         assert!(sm.get_current_snapshot().await.expect("snapshot").is_none());
         assert!(applied.borrow().kv.is_empty());
         assert_eq!(applied.borrow().index, 0);
+    }
+
+    fn entry(index: u64, value: Vec<u8>) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 7), index),
+            payload: EntryPayload::Normal(Writes::command(vec![Write::Put {
+                key: format!("k{index}"),
+                value,
+            }])),
+        }
+    }
+
+    /// The payload's bytes, to tell a decoded copy from the kept one.
+    fn payload_at(entry: &Entry) -> *const u8 {
+        match &entry.payload {
+            EntryPayload::Normal(p) => p.0.as_ptr(),
+            _ => std::ptr::null(),
+        }
+    }
+
+    /// A large entry is read back as kept (its payload shared, not decoded
+    /// again) until it is committed or its index is rewritten, and always
+    /// as it was written.
+    #[tokio::test]
+    async fn a_large_entry_is_read_as_kept_until_committed_or_replaced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let mut log = LogStore::open(store.db()).expect("log");
+        let vote = Vote::new(1, 7);
+        let large = entry(1, vec![7; 2 * KEPT_DECODED]);
+        let written = vec![large.clone(), entry(2, vec![2])];
+        log.write_direct(&written, &vote).await.expect("write");
+        let read = log.try_get_log_entries(1..3).await.expect("read");
+        assert_eq!(read, written);
+        let again = log.try_get_log_entries(1..2).await.expect("read");
+        assert_eq!(
+            payload_at(&again[0]),
+            payload_at(&read[0]),
+            "kept, not decoded"
+        );
+
+        // Truncated and rewritten: the new entry, not the kept one.
+        log.truncate(large.log_id).await.expect("truncate");
+        let small = entry(1, vec![1]);
+        log.write_direct(std::slice::from_ref(&small), &vote)
+            .await
+            .expect("rewrite");
+        assert_eq!(log.try_get_log_entries(1..2).await.expect("read"), [small]);
+
+        // Committed: decoded from the log again, the same entry.
+        let large = entry(2, vec![9; 2 * KEPT_DECODED]);
+        log.write_direct(std::slice::from_ref(&large), &vote)
+            .await
+            .expect("write");
+        let kept = log.try_get_log_entries(2..3).await.expect("read");
+        log.save_committed(Some(large.log_id))
+            .await
+            .expect("commit");
+        let read = log.try_get_log_entries(2..3).await.expect("read");
+        assert_eq!(read, [large]);
+        assert_ne!(payload_at(&read[0]), payload_at(&kept[0]), "decoded again");
     }
 }

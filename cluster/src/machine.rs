@@ -41,7 +41,7 @@ pub(crate) struct Writes;
 #[cfg(test)]
 impl Writes {
     pub(crate) fn command(writes: Vec<Write>) -> crate::types::Proposal {
-        crate::types::Proposal(crate::types::encode(&writes).expect("encode"))
+        crate::types::Proposal(crate::types::encode(&writes).expect("encode").into())
     }
 }
 

@@ -571,7 +571,7 @@ impl ClusterNode {
             Ok(Err(RaftError::Fatal(e))) => return Err(fatal(e)),
             Ok(Ok(_)) => {}
         }
-        match tokio::time::timeout_at(deadline, raft.client_write(Proposal(command))).await {
+        match tokio::time::timeout_at(deadline, raft.client_write(Proposal(command.into()))).await {
             Err(_) => Err(ClusterError::Unknown(
                 "the leader proposed the command but it was not committed in time".into(),
             )),

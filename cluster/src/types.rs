@@ -93,7 +93,7 @@ pub(crate) fn shared(value: Vec<u8>) -> (sled::IVec, Value) {
 /// One command as the log carries it: the application's bytes, applied by
 /// its [`Machine`](crate::Machine) on every device.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Proposal(#[serde(with = "bytes")] pub Vec<u8>);
+pub struct Proposal(#[serde(with = "bytes::shared")] pub Value);
 
 /// A byte string through serde as one block, not a sequence of `u8`s: the
 /// same bincode bytes (a length, then the bytes), copied at once instead of
@@ -111,6 +111,26 @@ pub(crate) mod bytes {
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
         d.deserialize_byte_buf(BytesVisitor)
+    }
+
+    /// A shared byte string ([`Value`](super::Value)), as one block: a
+    /// clone of what holds it (a log entry the log store keeps decoded)
+    /// is a pointer's, not a copy of a command's megabytes.
+    pub(crate) mod shared {
+        use serde::{Deserializer, Serializer};
+
+        pub(crate) fn serialize<S: Serializer>(
+            value: &super::super::Value,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            super::serialize(value, s)
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<super::super::Value, D::Error> {
+            super::deserialize(d).map(super::super::Value::from)
+        }
     }
 
     /// A map of byte strings (the replicated map in a snapshot), each value
@@ -304,7 +324,7 @@ mod tests {
 
     #[test]
     fn values_carry_their_format_and_format_0_still_reads() {
-        let proposal = Proposal(vec![1, 2, 3]);
+        let proposal = Proposal(vec![1, 2, 3].into());
         let bytes = encode(&proposal).unwrap();
         assert_eq!(&bytes[..2], &[FORMAT_MARKER, FORMAT]);
         assert_eq!(decode::<Proposal>(&bytes).unwrap(), proposal);
@@ -326,7 +346,7 @@ mod tests {
 
     #[test]
     fn byte_strings_keep_the_bincode_of_a_sequence_of_bytes() {
-        let proposal = Proposal(vec![0, 1, 250, 255]);
+        let proposal = Proposal(vec![0, 1, 250, 255].into());
         let as_seq =
             bincode::serde::encode_to_vec(vec![0u8, 1, 250, 255], bincode::config::standard())
                 .unwrap();
@@ -338,7 +358,7 @@ mod tests {
 
     #[test]
     fn bodies_under_the_limit_still_decode() {
-        let proposal = Proposal(vec![7; 1 << 20]);
+        let proposal = Proposal(vec![7; 1 << 20].into());
         let bytes = encode(&proposal).unwrap();
         assert_eq!(decode::<Proposal>(&bytes).unwrap(), proposal);
     }

@@ -258,7 +258,7 @@ fn raft() {
             text: ZONE[..200].to_string(),
         },
     );
-    let put = gtm_cluster::Proposal(command.encode().expect("a command encodes"));
+    let put = gtm_cluster::Proposal(command.encode().expect("a command encodes").into());
     let append = AppendEntriesRequest::<Config> {
         vote: Vote::new_committed(3, 1),
         prev_log_id: Some(log_id(3, 7)),
