@@ -70,7 +70,7 @@ impl<T: Clone> Chunked<T> {
         let touched = self.chunks.get(first..=last).unwrap_or_default();
         let from = self.start_of(first);
         let mut items: Vec<T> = Vec::new();
-        for (i, item) in touched.iter().flat_map(|p| p.iter()).enumerate() {
+        for (i, item) in touched.iter().flat_map(|c| c.iter()).enumerate() {
             if from + i == start {
                 items.extend_from_slice(with);
             }
@@ -110,15 +110,7 @@ impl<T> Chunked<T> {
     }
 
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + Clone + '_ {
-        self.chunks.iter().flat_map(|p| p.iter())
-    }
-
-    /// The chunks, in order, each with the index of its first item.
-    pub fn chunks(&self) -> impl Iterator<Item = (usize, &Arc<[T]>)> + '_ {
-        self.chunks
-            .iter()
-            .enumerate()
-            .map(|(p, chunk)| (self.start_of(p), chunk))
+        self.chunks.iter().flat_map(|c| c.iter())
     }
 
     /// How many items this list and `other` have alike (by `same`) from
