@@ -261,6 +261,34 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
         times.len() == 1 && times[0] <= killed_ms,
         "one event, logged before the kill at {killed_ms}: {times:?}\n{out}"
     );
+
+    // An apply of more changes than an entry keeps lines for: both devices
+    // list its first 1,000 lines and one that counts the rest, the same
+    // after a restart.
+    let records: String = (0..1002)
+        .map(|i| {
+            format!(
+                "\n[[domain.record]]\nname = \"r{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.7\" }}]\n"
+            )
+        })
+        .collect();
+    let v7 = apply(&a, &format!("{}{records}", zone("192.0.2.6", 30)));
+    let changes = |p: &Proc| -> Vec<Value> {
+        let h = until_history(p, v7);
+        h[0]["changes"].as_array().unwrap().clone()
+    };
+    let on_a = changes(&a);
+    assert_eq!(on_a.len(), 1001);
+    assert_eq!(
+        on_a[1000],
+        format!(
+            "… and 2 more changes (1002 in all; `gtm config diff {v6} {v7}` lists them while history keeps both texts)"
+        )
+    );
+    assert_eq!(changes(&b), on_a);
+    b.kill();
+    b.restart();
+    assert_eq!(changes(&b), on_a);
 }
 
 /// A device in no cluster keeps the same history in its local map; a
