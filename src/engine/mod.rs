@@ -543,12 +543,13 @@ impl Engine {
     /// holds them: the store keeps them so, without joining the text) and
     /// per domain the version that last changed it (see
     /// [`crate::machine::zone_versions`]). `parsed`: the text already
-    /// parsed (by the state machine), if at hand, and compiled, if that is
-    /// at hand too; the text is joined to be parsed only without it.
+    /// parsed (by the state machine), if at hand, and compiled and proven
+    /// ([`Proven`]), if that is at hand too; the text is joined to be
+    /// parsed only without it.
     pub fn apply_committed(
         &self,
         config: gtm_cluster::KeptConfig<'_>,
-        parsed: Option<(Arc<Config>, Option<Compiled>)>,
+        parsed: Option<(Arc<Config>, Option<Proven>)>,
     ) -> Result<(), String> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let version = config.version;
@@ -1524,10 +1525,21 @@ impl Prepared {
     }
 }
 
+/// A configuration the state machine compiled and proved servable
+/// ([`servable`]), for the engine to install without doing either again.
+#[derive(Debug)]
+pub struct Proven {
+    pub compiled: Compiled,
+    /// The answers the proof built: a zone built whole there (a new
+    /// domain) is taken from it by the install's build rather than built
+    /// a second time (`Snapshot::build`).
+    proof: Snapshot,
+}
+
 /// Proves that `config` can be served: validates it and builds the
 /// answers of every domain that is not in `proven` exactly as it is there
 /// (the committed configuration: its domains were proven when they were
-/// committed), then drops them and returns the compiled form. What the
+/// committed), and returns the compiled form with those answers. What the
 /// state machine checks before a configuration is committed.
 /// `proven_zones`: the compiled zones of `proven`, when at hand: an
 /// unchanged domain's zone is taken as it is, and of a changed one only
@@ -1537,7 +1549,7 @@ pub fn servable(
     config: &Config,
     proven: &Config,
     proven_zones: Option<&[Arc<ZoneSpec>]>,
-) -> Result<Compiled, ConfigErrors> {
+) -> Result<Proven, ConfigErrors> {
     let proven_zones = proven_zones.filter(|z| z.len() == proven.domains.len());
     let before = proven_zones.map(|zones| (proven, zones));
     let mut compiled = crate::model::compile::compile_from(config, before)?;
@@ -1566,8 +1578,8 @@ pub fn servable(
         .collect();
     compiled.zones = zones;
     // The version only sets SOA serials, which are always valid.
-    Snapshot::build(&proof, &Snapshot::default(), &[], &[]).map_err(build_error)?;
-    Ok(compiled)
+    let proof = Snapshot::build(&proof, &Snapshot::default(), None, &[], &[]).map_err(build_error)?;
+    Ok(Proven { compiled, proof })
 }
 
 /// `zone` with only its records that `before` does not have as they are:
@@ -1616,18 +1628,18 @@ fn prepare(
     prepare_compiled(config, None, (version, zone_versions), previous, keys)
 }
 
-/// [`prepare`], given `config` compiled already (by the state machine)
-/// when it is.
+/// [`prepare`], given `config` compiled and proven already (by the state
+/// machine) when it is.
 fn prepare_compiled(
     config: &Config,
-    compiled: Option<Compiled>,
+    proven: Option<Proven>,
     (version, zone_versions): (u64, &HashMap<String, u64>),
     previous: &Snapshot,
     keys: &crate::dnssec::keys::Keyring,
 ) -> Result<(Compiled, Snapshot), ConfigErrors> {
-    let compiled = match compiled {
-        Some(compiled) => compiled,
-        None => compile(config)?,
+    let (compiled, proof) = match proven {
+        Some(Proven { compiled, proof }) => (compiled, Some(proof)),
+        None => (compile(config)?, None),
     };
     // A zone with secondaries has a serial of its own (docs/transfer.md).
     let transferred = compiled
@@ -1646,7 +1658,8 @@ fn prepare_compiled(
         )
         .collect();
     let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
-    let snapshot = Snapshot::build(&compiled, previous, &signers, &serials).map_err(build_error)?;
+    let snapshot = Snapshot::build(&compiled, previous, proof.as_ref(), &signers, &serials)
+        .map_err(build_error)?;
     Ok((compiled, snapshot))
 }
 
@@ -1952,6 +1965,6 @@ mod servable_tests {
         let proven = domain(&[("www", "1")]);
         let zones = compile(&proven).unwrap().zones;
         let next = servable(&domain(&[("www", "2")]), &proven, Some(&zones)).unwrap();
-        assert_eq!(next.zones[0].records.len(), 1);
+        assert_eq!(next.compiled.zones[0].records.len(), 1);
     }
 }

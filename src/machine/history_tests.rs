@@ -149,7 +149,7 @@ fn the_configuration_applied_is_handed_on_parsed_only_for_its_own_text() {
     assert_eq!(text_hash(&committed), id_of_text(text.as_bytes()));
     // Compiled, once: the engine takes it.
     let compiled = compiled.expect("compiled with the command");
-    assert_eq!(compiled.zones[0].apex.to_string(), "h.test.");
+    assert_eq!(compiled.compiled.zones[0].apex.to_string(), "h.test.");
     let (again, none) = machine.parsed(text_hash(&committed)).unwrap();
     assert_eq!(*again, *parsed);
     assert!(none.is_none(), "the compiled form is handed on once");

@@ -317,13 +317,14 @@ impl Drop for Offer<'_> {
 }
 
 /// The configuration this machine parsed last, by the hash of its text
-/// ([`text_hash`]), and its compiled form when the machine compiled it
-/// for a command and the engine has not taken it yet.
+/// ([`text_hash`]), and its compiled form (with the proof that it can be
+/// served) when the machine compiled it for a command and the engine has
+/// not taken it yet.
 #[derive(Debug)]
 struct Parsed {
     hash: u64,
     config: Arc<Config>,
-    compiled: Option<crate::model::compile::Compiled>,
+    compiled: Option<crate::engine::Proven>,
     /// Its compiled zones, when it was compiled here: the next command
     /// takes those of unchanged domains as they are.
     zones: Option<Zones>,
@@ -580,8 +581,8 @@ impl GtmMachine {
                 }
             }
         };
-        let compiled = match crate::engine::servable(&new, &current, current_zones.as_deref()) {
-            Ok(c) => c,
+        let proven = match crate::engine::servable(&new, &current, current_zones.as_deref()) {
+            Ok(p) => p,
             Err(e) => {
                 return Change {
                     writes: Vec::new(),
@@ -653,17 +654,17 @@ impl GtmMachine {
             kv,
             &current,
             &new,
-            &compiled,
+            &proven.compiled,
             (version, new_version),
             adopt,
         ));
         // Operator state naming what the new configuration lacks drops out.
-        writes.extend(operator::prune(kv, &compiled));
+        writes.extend(operator::prune(kv, &proven.compiled));
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parsed {
             hash,
             config: Arc::new(new),
-            zones: Some(compiled.zones.clone()),
-            compiled: Some(compiled),
+            zones: Some(proven.compiled.zones.clone()),
+            compiled: Some(proven),
             layout,
         });
         Change {
@@ -710,7 +711,7 @@ impl GtmMachine {
     pub fn parsed(
         &self,
         hash: u64,
-    ) -> Option<(Arc<Config>, Option<crate::model::compile::Compiled>)> {
+    ) -> Option<(Arc<Config>, Option<crate::engine::Proven>)> {
         let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         cached
             .as_mut()

@@ -270,9 +270,16 @@ impl Snapshot {
     ///
     /// `signers[i]` signs zone `i` (`None`, or missing: unsigned), whose
     /// SOA serial is `serials[i]` (missing: the one its spec has).
+    ///
+    /// `proof`: a snapshot built of some of the same zones (the state
+    /// machine's proof that a configuration can be served, built unsigned
+    /// with the specs' serials): an unsigned zone it built whole from the
+    /// same spec, none of whose names `previous` has, is taken from it
+    /// with its serial set, not built again.
     pub fn build(
         compiled: &Compiled,
         previous: &Snapshot,
+        proof: Option<&Snapshot>,
         signers: &[Option<Arc<ZoneSigner>>],
         serials: &[u32],
     ) -> Result<Self, BuildError> {
@@ -291,6 +298,19 @@ impl Snapshot {
             let mut soa = zone.soa.clone();
             soa.serial = serial_of(zi, zone);
             if signer.is_none() && snap.derive_zone(previous, zone, &soa, &mut bodies)? {
+                continue;
+            }
+            if signer.is_none()
+                && let Some(proof) = proof
+                && proof.built_whole(zone)
+                && !previous.shares_names(&zone.apex)
+                && snap.derive_zone(proof, zone, &soa, &mut bodies)?
+            {
+                // Nothing in it comes from `previous`: its records are
+                // new to the engine, as in a zone built here.
+                if let Some(data) = snap.zones.last_mut() {
+                    data.derived_from = None;
+                }
                 continue;
             }
             let negative_soa = negative_soa(zone, &soa);
@@ -371,6 +391,22 @@ impl Snapshot {
             }
         }
         kept
+    }
+
+    /// Whether this snapshot built `zone` from this very spec, whole.
+    fn built_whole(&self, zone: &Arc<ZoneSpec>) -> bool {
+        self.apexes
+            .get(&*wire_key(&zone.apex))
+            .and_then(|&i| self.zones.get(i))
+            .is_some_and(|data| Arc::ptr_eq(&data.spec, zone))
+    }
+
+    /// Whether a name at or below `apex` may be one of this snapshot's: a
+    /// zone of it is at `apex`, above it or below it.
+    fn shares_names(&self, apex: &Name) -> bool {
+        self.zones
+            .iter()
+            .any(|z| z.apex.zone_of(apex) || apex.zone_of(&z.apex))
     }
 
     /// Takes zone `before` of `previous` (built from `spec`) as it is: its

@@ -21,7 +21,7 @@ fn compiled(domains: &[(&str, &str)]) -> Compiled {
 }
 
 fn build(compiled: &Compiled, previous: &Snapshot) -> Snapshot {
-    Snapshot::build(compiled, previous, &[], &[]).unwrap()
+    Snapshot::build(compiled, previous, None, &[], &[]).unwrap()
 }
 
 fn name(n: &str) -> Name {
@@ -288,8 +288,8 @@ fn a_changed_zone_is_built_from_its_build_before_as_a_whole_build_would_be() {
     for (serial, (records, ns, derived)) in steps.into_iter().enumerate() {
         let compiled = zone(&records, ns);
         let serials = [serial as u32 + 10];
-        let next = Snapshot::build(&compiled, &before, &[], &serials).unwrap();
-        let whole = Snapshot::build(&compiled, &Snapshot::default(), &[], &serials).unwrap();
+        let next = Snapshot::build(&compiled, &before, None, &[], &serials).unwrap();
+        let whole = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &serials).unwrap();
         assert_eq!(
             answers(&next, 0),
             answers(&whole, 0),
@@ -322,17 +322,71 @@ fn a_derived_zone_copies_only_the_shards_its_change_touches() {
     let before = Snapshot::build(
         &zone(&refs(&records), "ns1.a.test"),
         &Snapshot::default(),
+        None,
         &[],
         &[1],
     )
     .unwrap();
     let compiled = zone(&refs(&changed), "ns1.a.test");
-    let next = Snapshot::build(&compiled, &before, &[], &[2]).unwrap();
+    let next = Snapshot::build(&compiled, &before, None, &[], &[2]).unwrap();
     assert_eq!(next.zones[0].derived_from, Some(0));
-    let whole = Snapshot::build(&compiled, &Snapshot::default(), &[], &[2]).unwrap();
+    let whole = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[2]).unwrap();
     assert_eq!(answers(&next, 0), answers(&whole, 0));
     let shards = next.zones[0].nodes.shards();
     assert!(shards >= 4, "{shards}");
     let shared = next.zones[0].nodes.shared_with(&before.zones[0].nodes);
     assert!(shared >= shards - 2, "{shared} of {shards}");
+}
+
+#[test]
+fn a_new_zone_the_proof_built_whole_is_taken_from_it_with_its_serial() {
+    let records = ["www TXT one", "web.deep A 192.0.2.1", "api A 192.0.2.2"];
+    let compiled = zone(&records, "ns1.a.test");
+    // The state machine's proof: unsigned, the spec's serial.
+    let proof = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).unwrap();
+    let serials = [42];
+    let next = Snapshot::build(&compiled, &Snapshot::default(), Some(&proof), &[], &serials)
+        .unwrap();
+    let whole = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &serials).unwrap();
+    assert_eq!(answers(&next, 0), answers(&whole, 0));
+    assert_ne!(answers(&next, 0), answers(&proof, 0), "the serial is set");
+    assert_eq!(next.zones[0].serial, 42);
+    assert_eq!(next.steered_order(), whole.steered_order());
+    // Taken from the proof (its slots shared), and nothing of it from the
+    // snapshot before: the engine evaluates its records as new.
+    assert!(shared(&next, &proof, "api.a.test.", Rt::A));
+    assert!(!shared(&next, &proof, "a.test.", Rt::SOA));
+    assert_eq!(next.zones[0].derived_from, None);
+    assert_eq!(next.zones[0].kept_from, None);
+
+    // A zone the snapshot before has names of (here: the same apex, built
+    // from an older spec) is built from that one or whole, never from the
+    // proof: its records keep counting where they counted.
+    let before = Snapshot::build(
+        &zone(&["www TXT old", "web.deep A 192.0.2.9"], "ns1.a.test"),
+        &Snapshot::default(),
+        None,
+        &[],
+        &[1],
+    )
+    .unwrap();
+    let next = Snapshot::build(&compiled, &before, Some(&proof), &[], &serials).unwrap();
+    assert_eq!(answers(&next, 0), answers(&whole, 0));
+    assert!(!shared(&next, &proof, "api.a.test.", Rt::A));
+    let counter = |snap: &Snapshot| {
+        snap.slot(&name("web.deep.a.test."), Rt::A)
+            .unwrap()
+            .answers
+            .clone()
+    };
+    assert!(Arc::ptr_eq(&counter(&next), &counter(&before)));
+
+    // A proof of only some of a zone's records (a changed domain's) is
+    // not taken either.
+    let part = zone(&records[..1], "ns1.a.test");
+    let partial = Snapshot::build(&part, &Snapshot::default(), None, &[], &[]).unwrap();
+    let next = Snapshot::build(&compiled, &Snapshot::default(), Some(&partial), &[], &serials)
+        .unwrap();
+    assert_eq!(answers(&next, 0), answers(&whole, 0));
+    assert!(!shared(&next, &partial, "www.a.test.", Rt::TXT));
 }

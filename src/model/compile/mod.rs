@@ -2083,7 +2083,7 @@ nameservers = ["ns1.example.test"]
             "{errs:?}"
         );
         let compiled = compile(&config(&txt("t", ""))).expect("one empty string");
-        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[], &[]).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).is_ok());
     }
 
     #[test]
@@ -2104,7 +2104,7 @@ nameservers = ["ns1.example.test"]
         assert_eq!(lens, [255, 45]);
         let joined: Vec<u8> = t.txt_data.iter().flat_map(|s| s.iter().copied()).collect();
         assert_eq!(joined, long.as_bytes());
-        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[], &[]).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).is_ok());
         // Short strings, and several of them, stay as written.
         let c = config(
             "[[domain.record]]\nname = \"x\"\ntype = \"TXT\"\nvalues = ['\"a\" \"\" \"b\"']\n",
@@ -2184,7 +2184,7 @@ nameservers = ["ns1.example.test"]
         let Ok(compiled) = compile(&c) else {
             panic!("48 KB fits");
         };
-        assert!(Snapshot::build(&compiled, &Snapshot::default(), &[], &[]).is_ok());
+        assert!(Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).is_ok());
     }
 
     #[test]
