@@ -35,7 +35,7 @@ const PIECE_BYTES: usize = 256 * 1024;
 /// Parses a configuration file. When it does not parse, every syntax and
 /// type error that can be found is listed (see [`super::diagnose`]).
 pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
-    parse_in_pieces(text, PIECE_BYTES).map_err(|first| {
+    parse_in_pieces(text, PIECE_BYTES, parse_threads()).map_err(|first| {
         let all = diagnose::errors(text);
         if all.is_empty() {
             first
@@ -45,32 +45,85 @@ pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
     })
 }
 
-fn parse_in_pieces(text: &str, piece_bytes: usize) -> Result<Config, ConfigErrors> {
+/// The threads a large text's pieces are parsed on: the cores this thread
+/// may run on (a device's DNS cores are not among them, docs/node.md), at
+/// most four.
+fn parse_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// Parses `text` cut into pieces of about `piece_bytes`, on `threads`
+/// threads, each parsing a run of pieces in order; their lists are joined
+/// in text order, and the error is that of the first piece that fails,
+/// as parsing them one after the other gives.
+fn parse_in_pieces(text: &str, piece_bytes: usize, threads: usize) -> Result<Config, ConfigErrors> {
     let Some(cuts) = cuts(text, piece_bytes) else {
         return parse_whole(text, 0, text);
     };
+    let bounds: Vec<usize> = [0].into_iter().chain(cuts).chain([text.len()]).collect();
+    let pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    let runs = runs(&pieces, threads);
+    let parse_run = |run: &[(usize, usize)]| -> Result<Config, ConfigErrors> {
+        let mut config = Config::default();
+        for &(start, end) in run {
+            join(&mut config, parse_whole(&text[start..end], start, text)?);
+        }
+        Ok(config)
+    };
+    let parsed: Vec<Result<Config, ConfigErrors>> = match runs.as_slice() {
+        [one] => vec![parse_run(one)],
+        runs => std::thread::scope(|scope| {
+            let handles: Vec<_> = runs
+                .iter()
+                .map(|run| scope.spawn(|| parse_run(run)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        }),
+    };
     let mut config = Config::default();
-    let mut start = 0;
-    for end in cuts.into_iter().chain([text.len()]) {
-        let piece = parse_whole(&text[start..end], start, text)?;
-        config.datacenters.extend(piece.datacenters);
-        config.checks.extend(piece.checks);
-        config.scenarios.extend(piece.scenarios);
-        config.services.extend(piece.services);
-        config.domains.extend(piece.domains);
-        // Each at most once in the text (see `cuts`).
-        if piece.geoip.is_some() {
-            config.geoip = piece.geoip;
-        }
-        if piece.rate_limit.is_some() {
-            config.rate_limit = piece.rate_limit;
-        }
-        if piece.cookies.is_some() {
-            config.cookies = piece.cookies;
-        }
-        start = end;
+    for run in parsed {
+        join(&mut config, run?);
     }
     Ok(config)
+}
+
+/// `pieces` (byte ranges, in order) as at most `threads` runs of
+/// consecutive pieces, each about as many bytes as the others.
+fn runs(pieces: &[(usize, usize)], threads: usize) -> Vec<&[(usize, usize)]> {
+    let total = pieces.last().map_or(0, |p| p.1);
+    let share = total.div_ceil(threads.max(1)).max(1);
+    let mut runs = Vec::new();
+    let mut from = 0;
+    for (i, &(_, end)) in pieces.iter().enumerate() {
+        // A run ends where the bytes so far reach its share of the text.
+        if end >= share * (runs.len() + 1) || i + 1 == pieces.len() {
+            runs.push(pieces.get(from..=i).unwrap_or_default());
+            from = i + 1;
+        }
+    }
+    runs
+}
+
+/// Adds what a later piece of the text holds to `config`.
+fn join(config: &mut Config, piece: Config) {
+    config.datacenters.extend(piece.datacenters);
+    config.checks.extend(piece.checks);
+    config.scenarios.extend(piece.scenarios);
+    config.services.extend(piece.services);
+    config.domains.extend(piece.domains);
+    // Each at most once in the text (see `cuts`).
+    if piece.geoip.is_some() {
+        config.geoip = piece.geoip;
+    }
+    if piece.rate_limit.is_some() {
+        config.rate_limit = piece.rate_limit;
+    }
+    if piece.cookies.is_some() {
+        config.cookies = piece.cookies;
+    }
 }
 
 /// Parses `piece`, which starts at byte `offset` of `text`; errors name the
@@ -267,6 +320,10 @@ mod tests {
                 close.repeat(depth)
             );
             assert!(parse(&text).is_err(), "{open} nested {depth} deep");
+            // The same in one of many pieces, parsed on other threads.
+            let text = tricky() + &text;
+            assert!(cuts(&text, 64).is_some());
+            assert!(parse_in_pieces(&text, 64, 3).is_err(), "{open} nested {depth} deep in a piece");
         }
     }
 
@@ -325,9 +382,35 @@ mod tests {
                         "the file should be safe to cut at {piece_bytes} bytes:\n{text}"
                     );
                 }
-                assert_eq!(parse_in_pieces(text, piece_bytes).expect("parses"), whole);
+                assert_eq!(parse_in_pieces(text, piece_bytes, 1).expect("parses"), whole);
+                for threads in [2, 3, 7] {
+                    assert_eq!(
+                        parse_in_pieces(text, piece_bytes, threads).expect("parses"),
+                        whole,
+                        "{threads} threads, pieces of {piece_bytes} bytes"
+                    );
+                }
             }
         }
+    }
+
+    /// Runs take every piece once, in order, at most one run a thread.
+    #[test]
+    fn runs_cover_the_pieces_in_order() {
+        let sizes = [5, 1, 1, 30, 2, 2, 2, 9];
+        let mut pieces = Vec::new();
+        let mut at = 0;
+        for size in sizes {
+            pieces.push((at, at + size));
+            at += size;
+        }
+        for threads in 1..=10 {
+            let runs = runs(&pieces, threads);
+            assert!(runs.len() <= threads && !runs.is_empty(), "{threads}: {runs:?}");
+            assert!(runs.iter().all(|r| !r.is_empty()), "{threads}: {runs:?}");
+            assert_eq!(runs.concat(), pieces, "{threads}");
+        }
+        assert_eq!(runs(&pieces, 2).len(), 2);
     }
 
     fn tricky() -> String {
@@ -356,11 +439,11 @@ mod tests {
         let whole = parse_whole(&text, 0, &text).expect("parses whole");
         assert!(whole.rate_limit.is_some() && whole.cookies.is_some() && whole.geoip.is_some());
         assert!(cuts(&text, 64).is_some());
-        assert_eq!(parse_in_pieces(&text, 64).expect("parses"), whole);
+        assert_eq!(parse_in_pieces(&text, 64, 3).expect("parses"), whole);
         text += "\n[cookies]\nrotate = \"2h\"\n";
         assert_eq!(cuts(&text, 64), None);
         assert_eq!(
-            parse_in_pieces(&text, 64).expect_err("twice"),
+            parse_in_pieces(&text, 64, 3).expect_err("twice"),
             parse_whole(&text, 0, &text).expect_err("twice")
         );
     }
@@ -373,7 +456,7 @@ mod tests {
         let line = text.matches('\n').count() + 3;
         text += "\n[[domain]]\nnaem = \"late.test\"\n";
         let whole = parse_whole(&text, 0, &text).expect_err("invalid");
-        let pieces = parse_in_pieces(&text, 64).expect_err("invalid");
+        let pieces = parse_in_pieces(&text, 64, 3).expect_err("invalid");
         assert_eq!(pieces, whole);
         assert_eq!(pieces.0[0].path, format!("line {line}"));
     }
@@ -394,7 +477,7 @@ mod tests {
         text += &tricky().replace("{ ip = \"192.0.2.7\" }", "{ ip = \"192.0.2.700\" }");
         // A file large enough to be cut gives the same list.
         let small = parse(&text).expect_err("invalid");
-        let cut = parse_in_pieces(&text, 64).expect_err("invalid");
+        let cut = parse_in_pieces(&text, 64, 3).expect_err("invalid");
         assert!(cuts(&text, 64).is_some());
         assert_eq!(parse_whole(&text, 0, &text).expect_err("invalid"), cut);
         let mut errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
