@@ -46,7 +46,7 @@ pub use config_store::{KeptConfig, PartName, StoredConfig};
 pub use error::ClusterError;
 pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
 pub use low_priority::LowPriority;
-pub use machine::{Effect, Machine};
+pub use machine::{Effect, Machine, PREPARE_BYTES};
 pub use node::{
     ClusterConfig, ClusterNode, ClusterStatus, JOIN_TIMEOUT, MAX_COMMAND_BYTES, MemberStatus,
     NodeState, PROPOSE_DEADLINE, WRITE_TIMEOUT, apply_allowance,

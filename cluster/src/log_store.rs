@@ -24,9 +24,12 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::{Arc, Mutex};
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
-use openraft::{AnyError, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader};
+use openraft::{AnyError, EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader};
 
-use crate::types::{Entry, LogId, StorageError, StorageIOError, TypeConfig, Vote, decode, encode};
+use crate::machine::{Machine, PREPARE_BYTES};
+use crate::types::{
+    Entry, LogId, Proposal, StorageError, StorageIOError, TypeConfig, Vote, decode, encode,
+};
 
 const VOTE: &[u8] = b"vote";
 const COMMITTED: &[u8] = b"committed";
@@ -45,6 +48,8 @@ pub(crate) struct LogStore {
     /// the log holds it at its index and it is not known committed. Shared
     /// by the log store and its readers.
     decoded: Arc<Mutex<Option<Entry>>>,
+    /// Offered each large command appended ([`Machine::prepare`]).
+    machine: Option<Arc<dyn Machine>>,
 }
 
 fn io_err(
@@ -94,7 +99,17 @@ impl LogStore {
             log: open("raft-log")?,
             meta: open("raft-meta")?,
             decoded: Arc::default(),
+            machine: None,
         })
+    }
+
+    /// This log store, offering each large command appended to `machine`
+    /// ([`Machine::prepare`]).
+    pub(crate) fn preparing_for(self, machine: Arc<dyn Machine>) -> Self {
+        Self {
+            machine: Some(machine),
+            ..self
+        }
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Option<Entry>> {
@@ -365,6 +380,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
         self.insert_entries(entries.iter())?;
+        if let Some(machine) = &self.machine {
+            for entry in &entries {
+                if let EntryPayload::Normal(Proposal(command)) = &entry.payload
+                    && command.len() >= PREPARE_BYTES
+                {
+                    machine.prepare(entry.log_id.index, command);
+                }
+            }
+        }
         // Durable before openraft may count these entries towards a quorum.
         match self.db.flush_async().await {
             Ok(_) => {
@@ -400,7 +424,7 @@ mod tests {
     use std::sync::Arc;
 
     use openraft::storage::RaftStateMachine;
-    use openraft::{CommittedLeaderId, EntryPayload, RaftSnapshotBuilder};
+    use openraft::{CommittedLeaderId, RaftSnapshotBuilder};
     use tokio::sync::watch;
 
     use super::*;

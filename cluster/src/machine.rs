@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::types::{Map, Write};
+use crate::types::{Map, Value, Write};
 
 /// What one command does: the writes to make (none for a rejected command)
 /// and the outcome returned to its proposer, both opaque to this crate.
@@ -29,7 +29,21 @@ pub struct Effect {
 pub trait Machine: Send + Sync + fmt::Debug + 'static {
     /// `index` is the command's log index (the same on every device).
     fn apply(&self, kv: &Map, index: u64, command: &[u8]) -> Effect;
+
+    /// A command of at least [`PREPARE_BYTES`] was appended to this
+    /// device's log at `index`, not yet committed (on a follower: as it
+    /// arrived from the leader). The application may start work that its
+    /// `apply` of the command at that index takes instead of doing it then
+    /// (parsing a large configuration). It must return at once, doing the
+    /// work on a thread of its own, and must not change what `apply` does:
+    /// the entry may still be replaced before it commits. Nothing, unless
+    /// the application says otherwise.
+    fn prepare(&self, _index: u64, _command: &Value) {}
 }
+
+/// The size from which an appended command is offered to
+/// [`Machine::prepare`].
+pub const PREPARE_BYTES: usize = 1024 * 1024;
 
 /// The simplest application, for this crate's own tests: a command is a
 /// batch of writes (bincode), applied as it is; one that does not decode

@@ -886,7 +886,7 @@ async fn spawn_raft(
     applied_tx: &Arc<watch::Sender<Applied>>,
     machine: &Arc<dyn Machine>,
 ) -> Result<Raft, ClusterError> {
-    let log = LogStore::open(db)?;
+    let log = LogStore::open(db)?.preparing_for(machine.clone());
     let sm = StateMachine::open(db, applied_tx.clone(), machine.clone())?;
     let raft = Raft::new(id, config, network.clone(), log, sm)
         .await

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gtm_cluster::{
@@ -25,6 +25,8 @@ struct TestNode {
     node: Arc<ClusterNode>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
+    /// The commands its log offered its machine to prepare.
+    prepared: Prepared,
 }
 
 fn info(id: u64, addr: SocketAddr) -> NodeInfo {
@@ -66,7 +68,11 @@ impl TestNode {
             config.election_timeout_ms = (600, 1200);
         }
         tune(&mut config);
-        let node = ClusterNode::start(&store, config, Arc::new(Puts))
+        let prepared = Prepared::default();
+        let machine = Arc::new(Puts {
+            prepared: prepared.clone(),
+        });
+        let node = ClusterNode::start(&store, config, machine)
             .await
             .expect("start node");
         let (stop, stopped) = oneshot::channel::<()>();
@@ -86,6 +92,7 @@ impl TestNode {
             node,
             stop: Some(stop),
             server: Some(server),
+            prepared,
         }
     }
 
@@ -158,7 +165,12 @@ async fn bind(addr: SocketAddr) -> TcpListener {
 /// starting with [`RAW_PUT`] is one put, `key NUL value`, for values too
 /// large to spell in JSON.
 #[derive(Debug)]
-struct Puts;
+struct Puts {
+    prepared: Prepared,
+}
+
+/// The index and length of each command offered to `prepare`.
+type Prepared = Arc<Mutex<Vec<(u64, usize)>>>;
 
 const RAW_PUT: u8 = 0x01;
 
@@ -171,6 +183,13 @@ fn raw_put(key: &str, value: Vec<u8>) -> Vec<u8> {
 }
 
 impl Machine for Puts {
+    fn prepare(&self, index: u64, command: &gtm_cluster::Value) {
+        self.prepared
+            .lock()
+            .expect("prepared")
+            .push((index, command.len()));
+    }
+
     fn apply(&self, _kv: &gtm_cluster::Map, _index: u64, command: &[u8]) -> Effect {
         if let Some(rest) = command.strip_prefix(&[RAW_PUT])
             && let Some(nul) = rest.iter().position(|b| *b == 0)
@@ -429,9 +448,15 @@ async fn a_device_that_does_not_catch_up_is_not_left_half_added() {
         let addr = listener.local_addr().unwrap();
         let store = Store::open(&root.path().join("two")).unwrap();
         let config = ClusterConfig::new(2, info(2, addr), "another-secret");
-        let node = ClusterNode::start(&store, config, Arc::new(Puts))
-            .await
-            .unwrap();
+        let node = ClusterNode::start(
+            &store,
+            config,
+            Arc::new(Puts {
+                prepared: Prepared::default(),
+            }),
+        )
+        .await
+        .unwrap();
         let app = rpc_router(node.clone());
         tokio::spawn(async move { axum::serve(listener, app).await });
         (node, addr)
@@ -720,6 +745,13 @@ async fn pair_applies_a_30_mb_entry_without_an_election_and_a_new_node_gets_it_i
         })
         .await;
     eprintln!("30 MB entry applied on both in {:?}", started.elapsed());
+    // Each device's log offered the large command to its machine, at its
+    // index, before applying it; the small ones were not offered.
+    let index = nodes[0].node.applied().borrow().index;
+    for node in &nodes {
+        let prepared = node.prepared.lock().expect("prepared").clone();
+        assert_eq!(prepared, [(index, big.len() + 5)], "node {}", node.id);
+    }
     for node in &nodes {
         assert_eq!(
             node.node.applied().borrow().kv.get("big").map(|v| &v[..]),

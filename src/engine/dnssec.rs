@@ -98,7 +98,13 @@ impl Engine {
         let compiled = self.lock().compiled.clone();
         let signers = signers(&compiled, &self.keys(), now_secs);
         let serving = self.dns.snapshot.load();
-        let snapshot = match Snapshot::build(&compiled, &serving, None, &signers, &serving.serials()) {
+        let snapshot = match Snapshot::build(
+            &compiled,
+            &serving,
+            None,
+            &signers,
+            &serving.serials(),
+        ) {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "cannot sign the answers again; the previous ones stay");

@@ -1578,7 +1578,8 @@ pub fn servable(
         .collect();
     compiled.zones = zones;
     // The version only sets SOA serials, which are always valid.
-    let proof = Snapshot::build(&proof, &Snapshot::default(), None, &[], &[]).map_err(build_error)?;
+    let proof =
+        Snapshot::build(&proof, &Snapshot::default(), None, &[], &[]).map_err(build_error)?;
     Ok(Proven { compiled, proof })
 }
 

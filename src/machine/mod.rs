@@ -292,6 +292,19 @@ pub struct GtmMachine {
     /// ([`GtmMachine::offer`]), by its hash: applying it here takes that
     /// parse instead of parsing the text again.
     offered: Mutex<Option<(u64, Config)>>,
+    /// A parse of a large `apply` command's text, started when the command
+    /// was appended to this device's log ([`GtmMachine::prepare`]): applying
+    /// the command at that index takes it instead of parsing the text.
+    preparing: Mutex<Option<Preparing>>,
+}
+
+/// A parse under way on a thread of its own: the index of the command
+/// whose text it parses, and where the text's hash and the parse arrive
+/// (nothing, when the thread found nothing to parse).
+#[derive(Debug)]
+struct Preparing {
+    index: u64,
+    parsed: std::sync::mpsc::Receiver<(u64, Result<Config, model::ConfigErrors>)>,
 }
 
 /// An offered parse ([`GtmMachine::offer`]): dropping it withdraws the
@@ -365,6 +378,10 @@ fn rejected(kind: ErrorKind, message: impl Into<String>) -> Change {
 }
 
 impl gtm_cluster::Machine for GtmMachine {
+    fn prepare(&self, index: u64, command: &gtm_cluster::Value) {
+        self.start_parse(index, command);
+    }
+
     fn apply(&self, kv: &Map, index: u64, bytes: &[u8]) -> Effect {
         let command = match Command::decode(bytes) {
             Ok(c) => c,
@@ -387,6 +404,8 @@ impl gtm_cluster::Machine for GtmMachine {
             mut writes,
             outcome,
         } = self.run(kv, index, &command);
+        // A parse started for this index and not taken is not needed now.
+        drop(self.take_preparing(index));
         let encoded = outcome.encode();
         writes.push(Write::Put {
             key: outcome_key,
@@ -492,8 +511,9 @@ impl GtmMachine {
                 }
             }
             Action::ApplyConfig { text } => {
-                let c = match self.take_offered(text) {
-                    Some(c) => c,
+                let c = match self.take_parse(index, text) {
+                    Some(Ok(c)) => c,
+                    Some(Err(e)) => return invalid(e),
                     None => match model::parse(text) {
                         Ok(c) => c,
                         Err(e) => return invalid(e),
@@ -694,13 +714,73 @@ impl GtmMachine {
         }
     }
 
-    /// The offered parse of `text`, if there is one.
-    fn take_offered(&self, text: &str) -> Option<Config> {
-        let mut offered = self.offered.lock().unwrap_or_else(|p| p.into_inner());
-        if offered.as_ref()?.0 != text_hash(text.as_bytes()) {
-            return None;
+    /// A parse of `text`, the text of the command at `index`, made before
+    /// it was applied: the one this device's API offered, else the one
+    /// started when the command was appended to the log (waited for).
+    fn take_parse(&self, index: u64, text: &str) -> Option<Result<Config, model::ConfigErrors>> {
+        let hash = text_hash(text.as_bytes());
+        let preparing = self.take_preparing(index);
+        {
+            let mut offered = self.offered.lock().unwrap_or_else(|p| p.into_inner());
+            if offered.as_ref().is_some_and(|(h, _)| *h == hash) {
+                return offered.take().map(|(_, config)| Ok(config));
+            }
         }
-        offered.take().map(|(_, config)| config)
+        // Nothing arrives when the thread found no text to parse.
+        let (prepared_hash, parsed) = preparing?.parsed.recv().ok()?;
+        (prepared_hash == hash).then_some(parsed)
+    }
+
+    /// The parse started for the command at `index`, if any; one started
+    /// for an earlier index (an entry replaced before it committed) is
+    /// dropped.
+    fn take_preparing(&self, index: u64) -> Option<Preparing> {
+        let mut preparing = self.preparing.lock().unwrap_or_else(|p| p.into_inner());
+        match preparing.as_ref()?.index {
+            i if i == index => preparing.take(),
+            i if i < index => {
+                *preparing = None;
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Starts parsing the text of `command`, appended to this device's log
+    /// at `index`, when it is a configuration to apply that this device's
+    /// API did not parse already: a follower receives a large `apply`
+    /// before it commits, and parses it meanwhile rather than after
+    /// (docs/cluster.md, "Bounded entries"). Decoding, hashing and parsing
+    /// run on a thread of their own.
+    fn start_parse(&self, index: u64, command: &gtm_cluster::Value) {
+        let offered = self
+            .offered
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(hash, _)| *hash);
+        let (done, parsed) = std::sync::mpsc::channel();
+        let command = command.clone();
+        let started = std::thread::Builder::new()
+            .name("gtm-prepare".into())
+            .spawn(move || {
+                let Ok(Command {
+                    action: Action::ApplyConfig { text },
+                    ..
+                }) = Command::decode(&command)
+                else {
+                    return;
+                };
+                let hash = text_hash(text.as_bytes());
+                if offered != Some(hash) {
+                    // The receiver may be gone: nothing waits for it then.
+                    let _ = done.send((hash, model::parse(&text)));
+                }
+            });
+        if started.is_ok() {
+            *self.preparing.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(Preparing { index, parsed });
+        }
     }
 
     /// The configuration whose value hashes to `hash` ([`config_value`],
@@ -708,10 +788,7 @@ impl GtmMachine {
     /// it is the one this machine parsed last, with its compiled form the
     /// first time it is asked for: the engine installs it without parsing
     /// or compiling the same text again.
-    pub fn parsed(
-        &self,
-        hash: u64,
-    ) -> Option<(Arc<Config>, Option<crate::engine::Proven>)> {
+    pub fn parsed(&self, hash: u64) -> Option<(Arc<Config>, Option<crate::engine::Proven>)> {
         let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());
         cached
             .as_mut()

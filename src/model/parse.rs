@@ -79,7 +79,10 @@ fn parse_in_pieces(text: &str, piece_bytes: usize, threads: usize) -> Result<Con
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
                 .collect()
         }),
     };
@@ -323,7 +326,10 @@ mod tests {
             // The same in one of many pieces, parsed on other threads.
             let text = tricky() + &text;
             assert!(cuts(&text, 64).is_some());
-            assert!(parse_in_pieces(&text, 64, 3).is_err(), "{open} nested {depth} deep in a piece");
+            assert!(
+                parse_in_pieces(&text, 64, 3).is_err(),
+                "{open} nested {depth} deep in a piece"
+            );
         }
     }
 
@@ -382,7 +388,10 @@ mod tests {
                         "the file should be safe to cut at {piece_bytes} bytes:\n{text}"
                     );
                 }
-                assert_eq!(parse_in_pieces(text, piece_bytes, 1).expect("parses"), whole);
+                assert_eq!(
+                    parse_in_pieces(text, piece_bytes, 1).expect("parses"),
+                    whole
+                );
                 for threads in [2, 3, 7] {
                     assert_eq!(
                         parse_in_pieces(text, piece_bytes, threads).expect("parses"),
@@ -406,7 +415,10 @@ mod tests {
         }
         for threads in 1..=10 {
             let runs = runs(&pieces, threads);
-            assert!(runs.len() <= threads && !runs.is_empty(), "{threads}: {runs:?}");
+            assert!(
+                runs.len() <= threads && !runs.is_empty(),
+                "{threads}: {runs:?}"
+            );
             assert!(runs.iter().all(|r| !r.is_empty()), "{threads}: {runs:?}");
             assert_eq!(runs.concat(), pieces, "{threads}");
         }

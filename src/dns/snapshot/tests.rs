@@ -345,8 +345,8 @@ fn a_new_zone_the_proof_built_whole_is_taken_from_it_with_its_serial() {
     // The state machine's proof: unsigned, the spec's serial.
     let proof = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).unwrap();
     let serials = [42];
-    let next = Snapshot::build(&compiled, &Snapshot::default(), Some(&proof), &[], &serials)
-        .unwrap();
+    let next =
+        Snapshot::build(&compiled, &Snapshot::default(), Some(&proof), &[], &serials).unwrap();
     let whole = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &serials).unwrap();
     assert_eq!(answers(&next, 0), answers(&whole, 0));
     assert_ne!(answers(&next, 0), answers(&proof, 0), "the serial is set");
@@ -385,8 +385,14 @@ fn a_new_zone_the_proof_built_whole_is_taken_from_it_with_its_serial() {
     // not taken either.
     let part = zone(&records[..1], "ns1.a.test");
     let partial = Snapshot::build(&part, &Snapshot::default(), None, &[], &[]).unwrap();
-    let next = Snapshot::build(&compiled, &Snapshot::default(), Some(&partial), &[], &serials)
-        .unwrap();
+    let next = Snapshot::build(
+        &compiled,
+        &Snapshot::default(),
+        Some(&partial),
+        &[],
+        &serials,
+    )
+    .unwrap();
     assert_eq!(answers(&next, 0), answers(&whole, 0));
     assert!(!shared(&next, &partial, "www.a.test.", Rt::TXT));
 }
