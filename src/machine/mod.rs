@@ -293,7 +293,7 @@ pub struct GtmMachine {
     /// parse instead of parsing the text again.
     offered: Mutex<Option<(u64, Config)>>,
     /// A parse of a large `apply` command's text, started when the command
-    /// was appended to this device's log ([`GtmMachine::prepare`]): applying
+    /// was appended to this device's log ([`GtmMachine::start_parse`]): applying
     /// the command at that index takes it instead of parsing the text.
     preparing: Mutex<Option<Preparing>>,
 }
