@@ -264,7 +264,9 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
 
     // An apply of more changes than an entry keeps lines for: both devices
     // list its first 1,000 lines and one that counts the rest, the same
-    // after a restart.
+    // after a restart. Over 1 MiB (a comment pads it), so the follower
+    // parses it as the entry reaches its log, before it commits, and
+    // applies that parse (docs/cluster.md, "Bounded entries").
     let records: String = (0..1002)
         .map(|i| {
             format!(
@@ -272,7 +274,8 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
             )
         })
         .collect();
-    let v7 = apply(&a, &format!("{}{records}", zone("192.0.2.6", 30)));
+    let padding = format!("# {}\n", "padding ".repeat(140_000));
+    let v7 = apply(&a, &format!("{padding}{}{records}", zone("192.0.2.6", 30)));
     let changes = |p: &Proc| -> Vec<Value> {
         let h = until_history(p, v7);
         h[0]["changes"].as_array().unwrap().clone()
