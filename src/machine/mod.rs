@@ -296,6 +296,19 @@ pub struct GtmMachine {
     /// was appended to this device's log ([`GtmMachine::start_parse`]): applying
     /// the command at that index takes it instead of parsing the text.
     preparing: Mutex<Option<Preparing>>,
+    /// Whether such a parse is under way: one at a time, so a follower
+    /// catching up on several large commands holds one parse, not one
+    /// each (the others are parsed when applied).
+    parsing: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Marks the parse under way done however its thread ends.
+struct Parsing(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for Parsing {
+    fn drop(&mut self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// A parse under way on a thread of its own: the index of the command
@@ -759,11 +772,19 @@ impl GtmMachine {
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
             .map(|(hash, _)| *hash);
+        if self.parsing.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let parsing = Parsing(self.parsing.clone());
         let (done, parsed) = std::sync::mpsc::channel();
         let command = command.clone();
         let started = std::thread::Builder::new()
             .name("gtm-prepare".into())
             .spawn(move || {
+                // Done before the parse is sent (or, on the returns
+                // below, before the sender goes): whoever receives it may
+                // start the next at once.
+                let parsing = parsing;
                 let Ok(Command {
                     action: Action::ApplyConfig { text },
                     ..
@@ -773,8 +794,10 @@ impl GtmMachine {
                 };
                 let hash = text_hash(text.as_bytes());
                 if offered != Some(hash) {
+                    let parsed = model::parse(&text);
+                    drop(parsing);
                     // The receiver may be gone: nothing waits for it then.
-                    let _ = done.send((hash, model::parse(&text)));
+                    let _ = done.send((hash, parsed));
                 }
             });
         if started.is_ok() {

@@ -191,4 +191,13 @@ fn prepare_parses_an_apply_command_unless_its_text_was_offered() {
     machine.prepare(9, &other.encode().unwrap().into());
     let preparing = machine.take_preparing(9).expect("started");
     assert!(preparing.parsed.recv().is_err());
+
+    // One at a time: while a parse is under way, another starts nothing
+    // (that command is parsed when applied).
+    machine
+        .parsing
+        .store(true, std::sync::atomic::Ordering::Release);
+    machine.prepare(10, &bytes(&two));
+    assert!(machine.take_preparing(10).is_none());
+    assert_eq!(machine.take_parse(10, &two), None);
 }
