@@ -378,7 +378,7 @@ def writes(args):
                 break
             continue
         body_ = res.get("body")
-        row = {"i": i, "name": "%s.%s" % (name, domain), "ip": ip,
+        row = {"i": i, "start": t0, "name": "%s.%s" % (name, domain), "ip": ip,
                "dns_ms": max(seen) * 1000, "put_ms": put_s * 1000,
                "status": res.get("status"),
                "version": body_.get("version") if isinstance(body_, dict) else None,
@@ -391,10 +391,12 @@ def writes(args):
     dev.close()
     if args.out:
         with open(args.out, "w") as f:
-            f.write("i\tname\tip\tstatus\tversion\tdns_ms\tput_ms\n")
+            # start: CLOCK_MONOTONIC seconds, as `perf record -k CLOCK_MONOTONIC` stamps samples.
+            f.write("i\tstart\tname\tip\tstatus\tversion\tdns_ms\tput_ms\n")
             for r in rows:
-                f.write("%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\n" % (
-                    r["i"], r["name"], r["ip"], r["status"], r["version"], r["dns_ms"], r["put_ms"]))
+                f.write("%d\t%.6f\t%s\t%s\t%s\t%s\t%.3f\t%.3f\n" % (
+                    r["i"], r["start"], r["name"], r["ip"], r["status"], r["version"], r["dns_ms"],
+                    r["put_ms"]))
     print(json.dumps({
         "requested": args.n, "done": len(rows), "errors": errors, "stopped": stopped,
         "wall_s": round(NOW() - start, 3), "dns": bc.stats([r["dns_ms"] for r in rows]),
