@@ -11,6 +11,8 @@
 //! - `types`: the openraft type configuration and the public value types;
 //! - `log_store`: the Raft log, vote and committed pointer in sled;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
+//! - `side_files`: values too large for sled's leaves (the log's large
+//!   commands, the snapshot), each in a file of its own;
 //! - `machine`: the application's state machine trait;
 //! - `error`: [`ClusterError`], the one error type of the crate;
 //! - `rpc_client`: Raft RPC over HTTP, what a device sends (imports nothing
@@ -39,6 +41,7 @@ pub mod parts;
 mod reclaim;
 mod rpc_client;
 mod rpc_server;
+mod side_files;
 mod state_machine;
 mod types;
 
@@ -307,6 +310,23 @@ impl Store {
     /// The sled database shared with the Raft log and state machine trees.
     pub(crate) fn db(&self) -> &sled::Db {
         &self.db
+    }
+
+    /// Where the Raft log keeps its large commands: `raft-log/` beside
+    /// the store's directory, in the data directory.
+    pub(crate) fn log_files(&self) -> side_files::SideFiles {
+        log_store::command_files(self.data_dir().join("raft-log"))
+    }
+
+    /// Where the state machine keeps its snapshot: `raft-snapshot/`
+    /// beside the store's directory, in the data directory.
+    pub(crate) fn snapshot_files(&self) -> side_files::SideFiles {
+        state_machine::snapshot_files(self.data_dir().join("raft-snapshot"))
+    }
+
+    /// The data directory the store is in.
+    fn data_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(&self.path)
     }
 
     /// The state of a device in no cluster: the keys a cluster's
@@ -610,9 +630,10 @@ mod storage_suite {
         async fn build(&self) -> Result<(Guard, LogStore, StateMachine), StorageError> {
             let dir = tempfile::tempdir().expect("temp dir");
             let store = Store::open(dir.path()).expect("open store");
-            let log = LogStore::open(store.db())?;
+            let log = LogStore::open(store.db(), store.log_files())?;
             let sm = StateMachine::open(
                 store.db(),
+                store.snapshot_files(),
                 Arc::new(watch::Sender::new(Applied::default())),
                 Arc::new(crate::machine::Writes),
             )?;

@@ -1,19 +1,26 @@
 //! The Raft log, the vote and the committed pointer, in sled.
 //!
-//! Tree `raft-log`: big-endian log index → bincode of the entry.
+//! Tree `raft-log`: big-endian log index → bincode of the entry; an entry
+//! whose command is [`IN_FILE_BYTES`] or more is stored without it, with
+//! the length and hash of the command, which is in a file of its own
+//! (`side_files`, `raft-log/<index>-<term>-<node>.command`): sled would
+//! write it again with every change to its leaf.
 //! Tree `raft-meta`: `vote`, `committed`, `last_purged` → bincode values.
 //!
 //! Durability: `append` flushes before it reports the entries as persisted
 //! (`log_io_completed`), `save_vote` flushes before it returns, `purge` and
 //! `truncate` flush too. `committed` is not flushed on its own (openraft only
 //! uses it to re-apply already durable entries on start-up); it rides along
-//! with the next flush. A stored value that does not decode is a
-//! `StorageError`, never treated as absent.
+//! with the next flush. A stored value that does not decode, or a command
+//! file that is missing or holds other bytes, is a `StorageError`, never
+//! treated as absent. A command's file is written durably before the log
+//! names it, and removed only once the log no longer does, durably.
 //!
-//! The last large entry appended is also kept decoded until it is
-//! committed: openraft reads the entries it sends again for every retry of
-//! an append (each heartbeat interval while a large one is still on its
-//! way), and decoding a 57 MB command each time cost a leader seconds.
+//! The last entry appended with its command in a file is also kept
+//! decoded until it is committed: openraft reads the entries it sends
+//! again for every retry of an append (each heartbeat interval while a
+//! large one is still on its way), and reading a 57 MB command each time
+//! cost a leader seconds.
 
 // openraft's `StorageError` (224 bytes) is fixed by its traits' signatures.
 #![allow(clippy::result_large_err)]
@@ -27,23 +34,71 @@ use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader};
 
 use crate::machine::{Machine, PREPARE_BYTES};
+use crate::side_files::{Checked, SideFiles};
 use crate::types::{
-    Entry, LogId, Proposal, StorageError, StorageIOError, TypeConfig, Vote, decode, encode,
+    Entry, LogId, Proposal, StorageError, StorageIOError, TypeConfig, Vote, decode,
+    decode_command_in_file, encode, encode_command_in_file,
 };
 
 const VOTE: &[u8] = b"vote";
 const COMMITTED: &[u8] = b"committed";
 const LAST_PURGED: &[u8] = b"last_purged";
 
-/// An entry at least this large (encoded) is kept decoded while it is not
-/// committed.
-const KEPT_DECODED: usize = 1024 * 1024;
+/// A command at least this large is kept in a file of its own.
+pub(crate) const IN_FILE_BYTES: usize = 1024 * 1024;
+
+/// The files of the log's large commands, in `dir`.
+pub(crate) fn command_files(dir: std::path::PathBuf) -> SideFiles {
+    SideFiles::new(dir, ".command")
+}
+
+/// The name of the file of an entry's command: by its log id, which Raft
+/// never gives two different entries.
+fn file_name(log_id: &LogId) -> String {
+    format!(
+        "{}-{}-{}",
+        log_id.index, log_id.leader_id.term, log_id.leader_id.node_id
+    )
+}
+
+/// An entry as the log's tree holds it when its command is in a file:
+/// the entry with an empty command, and what the file must hold.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct StoredInFile {
+    entry: Entry,
+    command: Checked,
+}
+
+/// A stored entry, its command read or not yet.
+enum Stored {
+    Whole(Entry),
+    InFile(StoredInFile),
+}
+
+impl Stored {
+    fn log_id(&self) -> LogId {
+        match self {
+            Stored::Whole(entry) => entry.log_id,
+            Stored::InFile(stored) => stored.entry.log_id,
+        }
+    }
+}
+
+/// The command of `entry` if it is to be kept in a file.
+fn command_for_file(entry: &Entry) -> Option<&[u8]> {
+    match &entry.payload {
+        EntryPayload::Normal(Proposal(command)) if command.len() >= IN_FILE_BYTES => Some(command),
+        _ => None,
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) struct LogStore {
     db: sled::Db,
     log: sled::Tree,
     meta: sled::Tree,
+    /// The commands of [`IN_FILE_BYTES`] or more.
+    files: SideFiles,
     /// The last large entry inserted, decoded (its payload shared), while
     /// the log holds it at its index and it is not known committed. Shared
     /// by the log store and its readers.
@@ -89,18 +144,40 @@ fn index_of(key: &[u8]) -> Result<u64, StorageError> {
 }
 
 impl LogStore {
-    pub(crate) fn open(db: &sled::Db) -> Result<Self, StorageError> {
+    /// The log in `db`, its large commands in `files`. Removes the files
+    /// the log does not name (left by a crash); a directory that cannot be
+    /// written to keeps them, with a warning: they are never read.
+    pub(crate) fn open(db: &sled::Db, files: SideFiles) -> Result<Self, StorageError> {
         let open = |name: &str| {
             db.open_tree(name)
                 .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))
         };
-        Ok(Self {
+        let store = Self {
             db: db.clone(),
             log: open("raft-log")?,
             meta: open("raft-meta")?,
+            files,
             decoded: Arc::default(),
             machine: None,
-        })
+        };
+        let named = store.in_files(..)?;
+        if let Err(e) = store.files.keep_only(&named) {
+            tracing::warn!(error = %e, "cannot remove the Raft log's unused command files");
+        }
+        Ok(store)
+    }
+
+    /// The log ids of the entries in `range` whose command is in a file.
+    fn in_files(&self, range: impl RangeBounds<[u8; 8]>) -> Result<Vec<String>, StorageError> {
+        let mut ids = Vec::new();
+        for item in self.log.range(range) {
+            let (_, bytes) = item.map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
+            if let Some(stored) = decode_command_in_file::<StoredInFile>(&bytes) {
+                let stored = stored.map_err(|e| corrupt(ErrorSubject::Logs, "log entry", &e))?;
+                ids.push(file_name(&stored.entry.log_id));
+            }
+        }
+        Ok(ids)
     }
 
     /// This log store, offering each large command appended to `machine`
@@ -117,12 +194,28 @@ impl LogStore {
     }
 
     /// The entry at `index`, decoded from `bytes` (what the log holds
-    /// there) unless it is the one kept decoded.
+    /// there, its command read from its file if it is in one) unless it is
+    /// the one kept decoded.
     fn entry_at(&self, index: u64, bytes: &[u8]) -> Result<Entry, StorageError> {
         if let Some(entry) = self.kept().as_ref().filter(|e| e.log_id.index == index) {
             return Ok(entry.clone());
         }
-        Self::decode_entry(bytes)
+        match Self::decode_stored(bytes)? {
+            Stored::Whole(entry) => Ok(entry),
+            Stored::InFile(StoredInFile { mut entry, command }) => {
+                let bytes = self
+                    .files
+                    .read(&file_name(&entry.log_id), command)
+                    .map_err(|e| {
+                        StorageError::from(StorageIOError::read_log_at_index(
+                            entry.log_id.index,
+                            AnyError::new(&e),
+                        ))
+                    })?;
+                entry.payload = EntryPayload::Normal(Proposal(bytes.into()));
+                Ok(entry)
+            }
+        }
     }
 
     /// Forgets the entry kept decoded when `gone` says its index no longer
@@ -181,8 +274,12 @@ impl LogStore {
         self.get_meta(LAST_PURGED, ErrorSubject::Store)
     }
 
-    fn decode_entry(bytes: &[u8]) -> Result<Entry, StorageError> {
-        decode(bytes).map_err(|e| corrupt(ErrorSubject::Logs, "log entry", &e))
+    fn decode_stored(bytes: &[u8]) -> Result<Stored, StorageError> {
+        let what = |e| corrupt(ErrorSubject::Logs, "log entry", &e);
+        match decode_command_in_file(bytes) {
+            Some(stored) => stored.map(Stored::InFile).map_err(what),
+            None => decode(bytes).map(Stored::Whole).map_err(what),
+        }
     }
 
     /// The id of the last entry present, else the last purged one.
@@ -192,7 +289,7 @@ impl LogStore {
             .last()
             .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Read, &e))?;
         match last {
-            Some((_, bytes)) => Ok(Some(Self::decode_entry(&bytes)?.log_id)),
+            Some((_, bytes)) => Ok(Some(Self::decode_stored(&bytes)?.log_id())),
             None => self.last_purged(),
         }
     }
@@ -235,7 +332,11 @@ impl LogStore {
                 Ok::<(), ConflictableTransactionError<std::convert::Infallible>>(())
             })
             .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Delete, &e))?;
-        self.flush(ErrorSubject::Store).await
+        self.flush(ErrorSubject::Store).await?;
+        if let Err(e) = self.files.keep_only(&[]) {
+            tracing::warn!(error = %e, "cannot remove the Raft log's command files");
+        }
+        Ok(())
     }
 
     fn insert_entries<'a>(
@@ -246,16 +347,28 @@ impl LogStore {
         let mut large = None;
         let mut first = None;
         for entry in entries {
-            let bytes = encode(entry).map_err(|e| {
-                StorageError::from(StorageIOError::write_log_entry(
-                    entry.log_id,
-                    AnyError::new(&e),
-                ))
-            })?;
-            first.get_or_insert(entry.log_id.index);
-            if bytes.len() >= KEPT_DECODED {
-                large = Some(entry.clone());
+            let failed =
+                |e: AnyError| StorageError::from(StorageIOError::write_log_entry(entry.log_id, e));
+            let bytes = match command_for_file(entry) {
+                // Durable before the log names it; kept decoded until
+                // committed.
+                Some(command) => {
+                    large = Some(entry.clone());
+                    self.files
+                        .write(&file_name(&entry.log_id), command)
+                        .map_err(|e| failed(AnyError::new(&e)))?;
+                    encode_command_in_file(&StoredInFile {
+                        entry: Entry {
+                            log_id: entry.log_id,
+                            payload: EntryPayload::Normal(Proposal::default()),
+                        },
+                        command: Checked::of(command),
+                    })
+                }
+                None => encode(entry),
             }
+            .map_err(|e| failed(AnyError::new(&e)))?;
+            first.get_or_insert(entry.log_id.index);
             batch.insert(&index_key(entry.log_id.index), bytes);
         }
         // Whatever these entries replace is not kept decoded any more.
@@ -273,22 +386,30 @@ impl LogStore {
         appended
     }
 
-    /// Removes the keys in `[from, to)` (`to` None: to the end).
-    fn remove_range(&self, from: u64, to: Option<u64>) -> Result<(), StorageError> {
+    /// Removes the entries in `[from, to)` (`to` None: to the end), then
+    /// flushes, then removes their command files.
+    async fn remove_range(&self, from: u64, to: Option<u64>) -> Result<(), StorageError> {
         self.forget_kept(|i| i >= from && to.is_none_or(|to| i < to));
         let io = |e: sled::Error| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e);
+        let (start, end) = (
+            Bound::Included(index_key(from)),
+            to.map_or(Bound::Unbounded, |to| Bound::Excluded(index_key(to))),
+        );
+        let files = self.in_files((start, end))?;
         let mut batch = sled::Batch::default();
-        let range = match to {
-            Some(to) => self.log.range(index_key(from)..index_key(to)),
-            None => self.log.range(index_key(from)..),
-        };
-        for item in range {
+        for item in self.log.range((start, end)) {
             let (key, _) = item.map_err(io)?;
             batch.remove(key);
         }
         let removed = self.log.apply_batch(batch).map_err(io);
         crate::reclaim::reclaim();
-        removed
+        removed?;
+        self.flush(ErrorSubject::Logs).await?;
+        // Left behind, a file is removed when the log opens again.
+        if let Err(e) = self.files.remove(&files) {
+            tracing::warn!(error = %e, "cannot remove a Raft log command file");
+        }
+        Ok(())
     }
 }
 
@@ -405,8 +526,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(%log_id, "truncating the raft log");
-        self.remove_range(log_id.index, None)?;
-        self.flush(ErrorSubject::Logs).await
+        self.remove_range(log_id.index, None).await
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
@@ -414,8 +534,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // Record the purge point first: a crash in between leaves extra
         // entries below it, never a hole above it.
         self.put_meta(LAST_PURGED, &log_id, ErrorSubject::Store)?;
-        self.remove_range(0, log_id.index.checked_add(1))?;
-        self.flush(ErrorSubject::Logs).await
+        self.remove_range(0, log_id.index.checked_add(1)).await
     }
 }
 
@@ -437,16 +556,22 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = crate::Store::open(dir.path()).expect("store");
         let db = store.db();
-        let mut log = LogStore::open(db).expect("log");
+        let mut log = LogStore::open(db, store.log_files()).expect("log");
         let applied = Arc::new(watch::Sender::new(Applied::default()));
-        let mut sm =
-            StateMachine::open(db, applied.clone(), Arc::new(Writes)).expect("state machine");
+        let mut sm = StateMachine::open(
+            db,
+            store.snapshot_files(),
+            applied.clone(),
+            Arc::new(Writes),
+        )
+        .expect("state machine");
+        // The last one's command is in a file.
         let entries: Vec<Entry> = (1..=3u8)
             .map(|i| Entry {
                 log_id: LogId::new(CommittedLeaderId::new(1, 7), u64::from(i)),
                 payload: EntryPayload::Normal(Writes::command(vec![Write::Put {
                     key: format!("k{i}"),
-                    value: vec![i],
+                    value: vec![i; if i == 3 { IN_FILE_BYTES } else { 1 }],
                 }])),
             })
             .collect();
@@ -466,7 +591,10 @@ mod tests {
         assert_eq!(applied.borrow().kv.len(), 3);
 
         let tree = StateMachine::tree(db).expect("tree");
+        let file = store.log_files().path(&file_name(&entries[2].log_id));
+        assert!(file.exists());
         log.clear_with(&tree).await.expect("clear");
+        assert!(!file.exists());
 
         let state = log.get_log_state().await.expect("log state");
         assert_eq!(state.last_log_id, None);
@@ -475,7 +603,13 @@ mod tests {
         assert_eq!(log.read_committed().await.expect("committed"), None);
         assert_eq!(tree.len(), 0);
         // What Raft finds when it starts again: nothing, and an empty map.
-        let mut sm = StateMachine::open(db, applied.clone(), Arc::new(Writes)).expect("reopen");
+        let mut sm = StateMachine::open(
+            db,
+            store.snapshot_files(),
+            applied.clone(),
+            Arc::new(Writes),
+        )
+        .expect("reopen");
         assert_eq!(sm.applied_state().await.expect("applied").0, None);
         assert!(sm.get_current_snapshot().await.expect("snapshot").is_none());
         assert!(applied.borrow().kv.is_empty());
@@ -507,9 +641,9 @@ mod tests {
     async fn a_large_entry_is_read_as_kept_until_committed_or_replaced() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = crate::Store::open(dir.path()).expect("store");
-        let mut log = LogStore::open(store.db()).expect("log");
+        let mut log = LogStore::open(store.db(), store.log_files()).expect("log");
         let vote = Vote::new(1, 7);
-        let large = entry(1, vec![7; 2 * KEPT_DECODED]);
+        let large = entry(1, vec![7; 2 * IN_FILE_BYTES]);
         let written = vec![large.clone(), entry(2, vec![2])];
         log.write_direct(&written, &vote).await.expect("write");
         let read = log.try_get_log_entries(1..3).await.expect("read");
@@ -530,7 +664,7 @@ mod tests {
         assert_eq!(log.try_get_log_entries(1..2).await.expect("read"), [small]);
 
         // Committed: decoded from the log again, the same entry.
-        let large = entry(2, vec![9; 2 * KEPT_DECODED]);
+        let large = entry(2, vec![9; 2 * IN_FILE_BYTES]);
         log.write_direct(std::slice::from_ref(&large), &vote)
             .await
             .expect("write");
@@ -541,5 +675,106 @@ mod tests {
         let read = log.try_get_log_entries(2..3).await.expect("read");
         assert_eq!(read, [large]);
         assert_ne!(payload_at(&read[0]), payload_at(&kept[0]), "decoded again");
+    }
+
+    /// The bytes the log's tree holds at `index`.
+    fn stored_at(store: &crate::Store, index: u64) -> Option<sled::IVec> {
+        let tree = store.db().open_tree("raft-log").expect("tree");
+        tree.get(index_key(index)).expect("get")
+    }
+
+    /// A command of 1 MiB or more is written to a file of its own, read
+    /// back from it whole by a log opened afresh, and the file goes with
+    /// its entry (truncated, purged); the log's tree holds a few bytes.
+    #[tokio::test]
+    async fn a_large_command_lives_in_a_file_the_log_names() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let files = store.log_files();
+        let vote = Vote::new(1, 7);
+        let written = vec![
+            entry(1, vec![1]),
+            entry(2, vec![2; IN_FILE_BYTES]),
+            entry(3, vec![3; IN_FILE_BYTES + 1]),
+            entry(4, vec![4; 10]),
+        ];
+        let mut log = LogStore::open(store.db(), files.clone()).expect("log");
+        log.write_direct(&written, &vote).await.expect("write");
+        for e in &written[1..3] {
+            assert!(files.path(&file_name(&e.log_id)).exists(), "{}", e.log_id);
+            let stored = stored_at(&store, e.log_id.index).expect("stored");
+            assert!(stored.len() < 200, "{} bytes in the tree", stored.len());
+        }
+        assert!(!files.path(&file_name(&written[0].log_id)).exists());
+
+        // Read by a log store that keeps nothing decoded: from the files.
+        let mut reopened = LogStore::open(store.db(), files.clone()).expect("reopen");
+        assert_eq!(
+            reopened.try_get_log_entries(1..5).await.expect("read"),
+            written
+        );
+        let state = reopened.get_log_state().await.expect("state");
+        assert_eq!(state.last_log_id, Some(written[3].log_id));
+
+        log.purge(written[1].log_id).await.expect("purge");
+        assert!(!files.path(&file_name(&written[1].log_id)).exists());
+        assert!(files.path(&file_name(&written[2].log_id)).exists());
+        log.truncate(written[2].log_id).await.expect("truncate");
+        assert!(!files.path(&file_name(&written[2].log_id)).exists());
+        assert_eq!(log.try_get_log_entries(..).await.expect("read"), []);
+        assert_eq!(
+            log.get_log_state().await.expect("state").last_log_id,
+            Some(written[1].log_id),
+            "the last purged"
+        );
+    }
+
+    /// A file written before a crash kept the log from naming it is
+    /// removed when the log opens; a named one stays.
+    #[tokio::test]
+    async fn a_command_file_the_log_does_not_name_is_removed_at_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let files = store.log_files();
+        let named = entry(1, vec![1; IN_FILE_BYTES]);
+        let log = LogStore::open(store.db(), files.clone()).expect("log");
+        log.write_direct(std::slice::from_ref(&named), &Vote::new(1, 7))
+            .await
+            .expect("write");
+        let stray = entry(2, vec![2; IN_FILE_BYTES]);
+        files
+            .write(&file_name(&stray.log_id), &[2; 10])
+            .expect("stray file");
+
+        let mut log = LogStore::open(store.db(), files.clone()).expect("reopen");
+        assert!(!files.path(&file_name(&stray.log_id)).exists());
+        assert!(files.path(&file_name(&named.log_id)).exists());
+        assert_eq!(log.try_get_log_entries(..).await.expect("read"), [named]);
+    }
+
+    /// A command file that is gone or holds other bytes is a storage
+    /// error naming the file, never an entry read short or as absent.
+    #[tokio::test]
+    async fn a_command_file_gone_or_altered_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let files = store.log_files();
+        let large = entry(1, vec![1; IN_FILE_BYTES]);
+        let log = LogStore::open(store.db(), files.clone()).expect("log");
+        log.write_direct(std::slice::from_ref(&large), &Vote::new(1, 7))
+            .await
+            .expect("write");
+        let path = files.path(&file_name(&large.log_id));
+        let mut bytes = std::fs::read(&path).expect("read file");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).expect("alter");
+        let mut log = LogStore::open(store.db(), files.clone()).expect("reopen");
+        let err = log.try_get_log_entries(..).await.expect_err("altered");
+        assert!(err.to_string().contains("1-1-7.command"), "{err}");
+
+        std::fs::remove_file(&path).expect("remove");
+        let err = log.try_get_log_entries(..).await.expect_err("gone");
+        assert!(err.to_string().contains("1-1-7.command"), "{err}");
     }
 }

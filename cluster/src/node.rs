@@ -173,7 +173,8 @@ pub struct ClusterNode {
     id: AtomicU64,
     info: NodeInfo,
     secret: SharedSecret,
-    db: sled::Db,
+    /// The device's store: sled, and the files beside it.
+    store: Store,
     raft_config: Arc<openraft::Config>,
     network: NetworkFactory,
     contacts: Arc<Contacts>,
@@ -243,10 +244,10 @@ impl ClusterNode {
         let network = NetworkFactory::new(secret.clone(), contacts.clone(), http)
             .map_err(|e| ClusterError::Network(format!("building the HTTP client: {e}")))?;
         let applied_tx = Arc::new(watch::Sender::new(Applied::default()));
-        let db = store.db().clone();
+        let store = store.clone();
         let raft = spawn_raft(
             node_id,
-            &db,
+            &store,
             Arc::new(raft_config.clone()),
             &network,
             &applied_tx,
@@ -258,7 +259,7 @@ impl ClusterNode {
             id: AtomicU64::new(node_id),
             info,
             secret,
-            db,
+            store,
             raft_config: Arc::new(raft_config),
             network,
             contacts,
@@ -768,7 +769,7 @@ impl ClusterNode {
             return Err(ClusterError::Storage(format!("stopping raft: {e}")));
         }
 
-        let log = LogStore::open(&self.db)?;
+        let log = LogStore::open(self.store.db(), self.store.log_files())?;
         let vote = log.vote()?;
         let last = log.last_log_id()?;
         let term = vote
@@ -789,7 +790,7 @@ impl ClusterNode {
 
         let raft = spawn_raft(
             self.id(),
-            &self.db,
+            &self.store,
             self.raft_config.clone(),
             &self.network,
             &self.applied_tx,
@@ -836,7 +837,10 @@ impl ClusterNode {
         if let Err(e) = self.raft().shutdown().await {
             return Err(ClusterError::Storage(format!("stopping raft: {e}")));
         }
-        let cleared = match (LogStore::open(&self.db), StateMachine::tree(&self.db)) {
+        let cleared = match (
+            LogStore::open(self.store.db(), self.store.log_files()),
+            StateMachine::tree(self.store.db()),
+        ) {
             (Ok(log), Ok(sm)) => log.clear_with(&sm).await,
             (Err(e), _) | (_, Err(e)) => Err(e),
         };
@@ -847,7 +851,7 @@ impl ClusterNode {
         }
         let raft = spawn_raft(
             id,
-            &self.db,
+            &self.store,
             self.raft_config.clone(),
             &self.network,
             &self.applied_tx,
@@ -880,14 +884,19 @@ impl ClusterNode {
 
 async fn spawn_raft(
     id: u64,
-    db: &sled::Db,
+    store: &Store,
     config: Arc<openraft::Config>,
     network: &NetworkFactory,
     applied_tx: &Arc<watch::Sender<Applied>>,
     machine: &Arc<dyn Machine>,
 ) -> Result<Raft, ClusterError> {
-    let log = LogStore::open(db)?.preparing_for(machine.clone());
-    let sm = StateMachine::open(db, applied_tx.clone(), machine.clone())?;
+    let log = LogStore::open(store.db(), store.log_files())?.preparing_for(machine.clone());
+    let sm = StateMachine::open(
+        store.db(),
+        store.snapshot_files(),
+        applied_tx.clone(),
+        machine.clone(),
+    )?;
     let raft = Raft::new(id, config, network.clone(), log, sm)
         .await
         .map_err(fatal)?;

@@ -1,9 +1,15 @@
 //! The replicated key/value map: openraft's state machine, in sled.
 //!
 //! Tree `raft-sm`: `k/<key>` → value; `\0applied` → last applied log id;
-//! `\0membership` → last applied membership; `\0snapshot` → the current
-//! snapshot (meta and data). Every `apply` call and every snapshot install is
-//! one sled batch, so the map and its applied pointer move together.
+//! `\0membership` → last applied membership; `\0snapshot-file` → the
+//! current snapshot's meta and what its file holds (length and hash). The
+//! snapshot's data is a file of its own (`side_files`,
+//! `raft-snapshot/<hash>.snapshot`): in the tree, sled would write it
+//! again each time the leaf beside it changes, and `\0applied` changes
+//! with every command. (A store written before kept the data in the tree,
+//! under `\0snapshot`; it is read from there until the next snapshot.)
+//! Every `apply` call and every snapshot install is one sled batch, so the
+//! map and its applied pointer move together.
 //!
 //! `apply` does not flush: the log entries it applies are already durable
 //! and openraft re-applies from the persisted applied pointer up to the
@@ -30,6 +36,7 @@ use tokio::sync::watch;
 
 use crate::low_priority::LowPriority;
 use crate::machine::Machine;
+use crate::side_files::{Checked, SideFiles};
 use crate::types::{
     Applied, Entry, LogId, Map, Snapshot, SnapshotMeta, StorageError, StorageIOError,
     StoredMembership, TypeConfig, Write, decode, encode,
@@ -39,7 +46,9 @@ const TREE: &str = "raft-sm";
 const KV_PREFIX: &[u8] = b"k/";
 const APPLIED: &[u8] = b"\0applied";
 const MEMBERSHIP: &[u8] = b"\0membership";
+/// The snapshot with its data, as stores before `SNAPSHOT_FILE` kept it.
 const SNAPSHOT: &[u8] = b"\0snapshot";
+const SNAPSHOT_FILE: &[u8] = b"\0snapshot-file";
 
 /// What a snapshot carries.
 #[derive(Debug, Serialize, Deserialize)]
@@ -50,12 +59,106 @@ pub(crate) struct SnapshotData {
     membership: StoredMembership,
 }
 
-/// The current snapshot as stored.
+/// The current snapshot as stores before `SNAPSHOT_FILE` kept it, and as
+/// it is read.
 #[derive(Debug, Serialize, Deserialize)]
 struct StoredSnapshot {
     meta: SnapshotMeta,
     #[serde(with = "crate::types::bytes")]
     data: Vec<u8>,
+}
+
+/// The current snapshot as the tree holds it: its data is in a file.
+#[derive(Debug, Serialize, Deserialize)]
+struct SnapshotInFile {
+    meta: SnapshotMeta,
+    data: Checked,
+}
+
+/// The files of snapshots, in `dir`.
+pub(crate) fn snapshot_files(dir: std::path::PathBuf) -> SideFiles {
+    SideFiles::new(dir, ".snapshot")
+}
+
+/// The name of a snapshot's file: its data's hash (never a name a peer
+/// sent).
+fn file_name(data: &Checked) -> String {
+    data.hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where snapshots are stored: their files and the tree that names them,
+/// one store at a time (the builder and an install may run at once).
+#[derive(Debug, Clone)]
+struct SnapshotStore {
+    db: sled::Db,
+    tree: sled::Tree,
+    files: SideFiles,
+    lock: Arc<std::sync::Mutex<()>>,
+}
+
+impl SnapshotStore {
+    /// Writes the snapshot's file, then `batch` with the tree naming it,
+    /// flushes, and removes every other snapshot file. Blocking.
+    fn store(
+        &self,
+        meta: &SnapshotMeta,
+        data: &[u8],
+        mut batch: sled::Batch,
+    ) -> Result<(), String> {
+        let _one = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        let checked = Checked::of(data);
+        let name = file_name(&checked);
+        self.files.write(&name, data).map_err(|e| e.to_string())?;
+        let named = SnapshotInFile {
+            meta: meta.clone(),
+            data: checked,
+        };
+        batch.insert(SNAPSHOT_FILE, encode(&named).map_err(|e| e.to_string())?);
+        batch.remove(SNAPSHOT);
+        self.tree.apply_batch(batch).map_err(|e| e.to_string())?;
+        crate::reclaim::reclaim();
+        // Logs are purged behind a snapshot: it must be durable first.
+        self.db.flush().map_err(|e| e.to_string())?;
+        if let Err(e) = self.files.keep_only(&[name]) {
+            tracing::warn!(error = %e, "cannot remove an earlier snapshot's file");
+        }
+        Ok(())
+    }
+
+    /// The current snapshot, its data read from its file.
+    fn current(&self) -> Result<Option<StoredSnapshot>, StorageError> {
+        let read = |e: &dyn std::fmt::Display| {
+            StorageError::from(StorageIOError::new(
+                ErrorSubject::Snapshot(None),
+                ErrorVerb::Read,
+                AnyError::error(e.to_string()),
+            ))
+        };
+        if let Some(bytes) = self.tree.get(SNAPSHOT_FILE).map_err(|e| read(&e))? {
+            let named: SnapshotInFile = decode(&bytes).map_err(|e| read(&e))?;
+            let data = self
+                .files
+                .read(&file_name(&named.data), named.data)
+                .map_err(|e| read(&e))?;
+            return Ok(Some(StoredSnapshot {
+                meta: named.meta,
+                data,
+            }));
+        }
+        let Some(bytes) = self.tree.get(SNAPSHOT).map_err(|e| read(&e))? else {
+            return Ok(None);
+        };
+        decode(&bytes).map(Some).map_err(|e| read(&e))
+    }
+
+    /// The name of the file the tree names, if any.
+    fn named(&self) -> Result<Option<String>, StorageError> {
+        let Some(bytes) = self.tree.get(SNAPSHOT_FILE).map_err(|e| sm_read(&e))? else {
+            return Ok(None);
+        };
+        let named: SnapshotInFile = decode(&bytes).map_err(|e| sm_read(&e))?;
+        Ok(Some(file_name(&named.data)))
+    }
 }
 
 fn io_err(
@@ -83,8 +186,8 @@ fn kv_key(key: &str) -> Vec<u8> {
 
 #[derive(Debug)]
 pub(crate) struct StateMachine {
-    db: sled::Db,
     tree: sled::Tree,
+    snapshots: SnapshotStore,
     kv: Arc<Map>,
     last_applied: Option<LogId>,
     membership: StoredMembership,
@@ -95,14 +198,28 @@ pub(crate) struct StateMachine {
 }
 
 impl StateMachine {
-    /// Opens the state machine and publishes its current content on
-    /// `applied_tx`.
+    /// Opens the state machine, its snapshot's data in `snapshot_files`,
+    /// and publishes its current content on `applied_tx`. Removes the
+    /// snapshot files the tree does not name (left by a crash, or by a
+    /// device that cleared its state); a directory that cannot be written
+    /// to keeps them, with a warning: they are never read.
     pub(crate) fn open(
         db: &sled::Db,
+        snapshot_files: SideFiles,
         applied_tx: Arc<watch::Sender<Applied>>,
         machine: Arc<dyn Machine>,
     ) -> Result<Self, StorageError> {
         let tree = Self::tree(db)?;
+        let snapshots = SnapshotStore {
+            db: db.clone(),
+            tree: tree.clone(),
+            files: snapshot_files,
+            lock: Arc::default(),
+        };
+        let named: Vec<String> = snapshots.named()?.into_iter().collect();
+        if let Err(e) = snapshots.files.keep_only(&named) {
+            tracing::warn!(error = %e, "cannot remove unused snapshot files");
+        }
         let last_applied: Option<LogId> = match tree.get(APPLIED).map_err(|e| sm_read(&e))? {
             Some(bytes) => decode(&bytes).map_err(|e| sm_read(&e))?,
             None => None,
@@ -120,8 +237,8 @@ impl StateMachine {
             kv.insert(key, crate::types::Value::from_owner(v));
         }
         let sm = Self {
-            db: db.clone(),
             tree,
+            snapshots,
             kv: Arc::new(kv),
             last_applied,
             membership,
@@ -146,27 +263,13 @@ impl StateMachine {
             kv: self.kv.clone(),
         });
     }
-
-    fn stored_snapshot(&self) -> Result<Option<StoredSnapshot>, StorageError> {
-        let Some(bytes) = self
-            .tree
-            .get(SNAPSHOT)
-            .map_err(|e| io_err(ErrorSubject::Snapshot(None), ErrorVerb::Read, &e))?
-        else {
-            return Ok(None);
-        };
-        decode(&bytes)
-            .map(Some)
-            .map_err(|e| io_err(ErrorSubject::Snapshot(None), ErrorVerb::Read, &e))
-    }
 }
 
 /// A copy of the state machine at one point, to build a snapshot from
 /// while the state machine goes on applying.
 #[derive(Debug)]
 pub(crate) struct SnapshotBuilder {
-    db: sled::Db,
-    tree: sled::Tree,
+    snapshots: SnapshotStore,
     kv: Arc<Map>,
     last_applied: Option<LogId>,
     membership: StoredMembership,
@@ -199,30 +302,21 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
             last_membership: self.membership.clone(),
             snapshot_id,
         };
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data,
-        };
         let subject = ErrorSubject::Snapshot(Some(meta.signature()));
-        let tree = self.tree.clone();
-        let (stored, kept) = tokio::task::spawn_blocking(move || {
-            let kept = encode(&stored)
-                .map_err(|e| e.to_string())
-                .and_then(|bytes| tree.insert(SNAPSHOT, bytes).map_err(|e| e.to_string()));
-            (stored, kept)
+        // Its file, then the tree naming it, durably: logs are purged
+        // behind a snapshot.
+        let (snapshots, stored_meta) = (self.snapshots.clone(), meta.clone());
+        let (data, kept) = tokio::task::spawn_blocking(move || {
+            let kept = snapshots.store(&stored_meta, &data, sled::Batch::default());
+            (data, kept)
         })
         .await
         .map_err(|e| io_err(subject.clone(), ErrorVerb::Write, &e))?;
-        kept.map_err(|e| io_err(subject.clone(), ErrorVerb::Write, &std::io::Error::other(e)))?;
-        // Logs are purged behind a snapshot: it must be durable first.
-        self.db
-            .flush_async()
-            .await
-            .map_err(|e| io_err(subject, ErrorVerb::Write, &e))?;
-        tracing::info!(snapshot = %meta.snapshot_id, bytes = stored.data.len(), "built a snapshot");
+        kept.map_err(|e| io_err(subject, ErrorVerb::Write, &std::io::Error::other(e)))?;
+        tracing::info!(snapshot = %meta.snapshot_id, bytes = data.len(), "built a snapshot");
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(stored.data)),
+            snapshot: Box::new(Cursor::new(data)),
         })
     }
 }
@@ -313,8 +407,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
         SnapshotBuilder {
-            db: self.db.clone(),
-            tree: self.tree.clone(),
+            snapshots: self.snapshots.clone(),
             kv: self.kv.clone(),
             last_applied: self.last_applied,
             membership: self.membership.clone(),
@@ -359,14 +452,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             MEMBERSHIP,
             encode(&meta.last_membership).map_err(|e| write(&e))?,
         );
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data,
-        };
-        batch.insert(SNAPSHOT, encode(&stored).map_err(|e| write(&e))?);
-        self.tree.apply_batch(batch).map_err(|e| write(&e))?;
-        crate::reclaim::reclaim();
-        self.db.flush_async().await.map_err(|e| write(&e))?;
+        // The snapshot's file, then the batch naming it, durably.
+        let (snapshots, stored_meta) = (self.snapshots.clone(), meta.clone());
+        tokio::task::spawn_blocking(move || snapshots.store(&stored_meta, &data, batch))
+            .await
+            .map_err(|e| write(&e))?
+            .map_err(|e| write(&e))?;
 
         self.kv = Arc::new(kv);
         self.last_applied = meta.last_log_id;
@@ -377,9 +468,200 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
-        Ok(self.stored_snapshot()?.map(|s| Snapshot {
+        Ok(self.snapshots.current()?.map(|s| Snapshot {
             meta: s.meta,
             snapshot: Box::new(Cursor::new(s.data)),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, RaftSnapshotBuilder};
+
+    use super::*;
+    use crate::machine::Writes;
+
+    fn put(index: u64, key: &str, value: Vec<u8>) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 7), index),
+            payload: EntryPayload::Normal(Writes::command(vec![Write::Put {
+                key: key.into(),
+                value,
+            }])),
+        }
+    }
+
+    fn open(store: &crate::Store) -> StateMachine {
+        StateMachine::open(
+            store.db(),
+            store.snapshot_files(),
+            Arc::new(watch::Sender::new(Applied::default())),
+            Arc::new(Writes),
+        )
+        .expect("state machine")
+    }
+
+    /// The files in the snapshot directory.
+    fn files_in(store: &crate::Store) -> Vec<String> {
+        let dir = store.snapshot_files().path("x");
+        let dir = dir.parent().expect("dir");
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    async fn current(sm: &mut StateMachine) -> Option<(SnapshotMeta, Vec<u8>)> {
+        sm.get_current_snapshot()
+            .await
+            .expect("current snapshot")
+            .map(|s| (s.meta, s.snapshot.into_inner()))
+    }
+
+    /// A snapshot's data is a file the tree names, written once; the next
+    /// snapshot replaces it; a state machine opened again reads it.
+    #[tokio::test]
+    async fn a_snapshot_lives_in_a_file_the_tree_names() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let mut sm = open(&store);
+        sm.apply(vec![put(1, "a", vec![1; 5000])])
+            .await
+            .expect("apply");
+        let first = sm
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("build");
+        let tree = StateMachine::tree(store.db()).expect("tree");
+        let named = tree.get(SNAPSHOT_FILE).expect("get").expect("named");
+        assert!(named.len() < 500, "the tree holds {} bytes", named.len());
+        assert!(tree.get(SNAPSHOT).expect("get").is_none());
+        let first_files = files_in(&store);
+        assert_eq!(first_files.len(), 1, "{first_files:?}");
+        let (meta, data) = current(&mut sm).await.expect("a snapshot");
+        assert_eq!(meta, first.meta);
+        assert_eq!(data, first.snapshot.into_inner());
+
+        sm.apply(vec![put(2, "b", vec![2; 10])])
+            .await
+            .expect("apply");
+        let second = sm
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("build");
+        let second_files = files_in(&store);
+        assert_eq!(second_files.len(), 1, "{second_files:?}");
+        assert_ne!(
+            second_files, first_files,
+            "the earlier snapshot's file is gone"
+        );
+
+        drop(sm);
+        let mut sm = open(&store);
+        let (meta, data) = current(&mut sm).await.expect("a snapshot");
+        assert_eq!(meta, second.meta);
+        assert_eq!(data, second.snapshot.into_inner());
+    }
+
+    /// A snapshot sent by the leader is kept the same way; a file left by
+    /// a crash is removed when the state machine opens; a file altered
+    /// on disk is an error, not a snapshot.
+    #[tokio::test]
+    async fn an_installed_snapshot_is_a_file_and_only_the_named_one_stays() {
+        let (leader_dir, dir) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        let leader = crate::Store::open(leader_dir.path()).expect("store");
+        let mut sm = open(&leader);
+        sm.apply(vec![put(1, "a", vec![1; 100])])
+            .await
+            .expect("apply");
+        let sent = sm
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("build");
+
+        let store = crate::Store::open(dir.path()).expect("store");
+        let mut follower = open(&store);
+        follower
+            .install_snapshot(&sent.meta, sent.snapshot.clone())
+            .await
+            .expect("install");
+        assert_eq!(
+            follower.applied_state().await.expect("applied").0,
+            sent.meta.last_log_id
+        );
+        let (meta, data) = current(&mut follower).await.expect("installed");
+        assert_eq!(
+            (meta, data),
+            (sent.meta.clone(), sent.snapshot.clone().into_inner())
+        );
+        let named = files_in(&store);
+        assert_eq!(named.len(), 1);
+
+        let stray = store.snapshot_files().path("0123");
+        std::fs::write(&stray, b"left by a crash").expect("stray");
+        drop(follower);
+        let mut follower = open(&store);
+        assert_eq!(files_in(&store), named);
+
+        let file = store
+            .snapshot_files()
+            .path(named[0].trim_end_matches(".snapshot"));
+        std::fs::write(&file, b"something else").expect("alter");
+        let err = follower.get_current_snapshot().await.expect_err("altered");
+        assert!(err.to_string().contains(&named[0]), "{err}");
+    }
+
+    /// A store whose snapshot an earlier version kept in the tree still
+    /// reads it, until the next snapshot replaces it with a file.
+    #[tokio::test]
+    async fn a_snapshot_kept_in_the_tree_still_reads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let mut sm = open(&store);
+        sm.apply(vec![put(1, "a", vec![1; 100])])
+            .await
+            .expect("apply");
+        let built = sm
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("build");
+        let (meta, data) = (built.meta, built.snapshot.into_inner());
+        // As an earlier version left it: in the tree, no file.
+        let tree = StateMachine::tree(store.db()).expect("tree");
+        let old = StoredSnapshot {
+            meta: meta.clone(),
+            data: data.clone(),
+        };
+        tree.insert(SNAPSHOT, encode(&old).expect("encode"))
+            .expect("insert");
+        tree.remove(SNAPSHOT_FILE).expect("remove");
+        drop(sm);
+        let mut sm = open(&store);
+        assert!(files_in(&store).is_empty(), "unnamed: removed at open");
+        assert_eq!(current(&mut sm).await, Some((meta, data)));
+
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("build");
+        assert!(tree.get(SNAPSHOT).expect("get").is_none());
+        assert_eq!(files_in(&store).len(), 1);
     }
 }

@@ -298,6 +298,13 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
         }
         legacy => legacy,
     };
+    decode_body(bytes)
+}
+
+/// The bincode after a value's two leading bytes, whole.
+fn decode_body<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<T, bincode::error::DecodeError> {
     let (value, read) = bincode::serde::decode_from_slice(bytes, decoding())?;
     if read != bytes.len() {
         return Err(bincode::error::DecodeError::OtherString(format!(
@@ -306,6 +313,31 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
         )));
     }
     Ok(value)
+}
+
+/// The second byte of a log entry stored without its command, which is in
+/// a file of its own (`log_files`): a layout of the log store's alone. A
+/// gtm that predates it refuses such an entry by name ("format 128"), as
+/// any newer format.
+pub(crate) const FORMAT_COMMAND_IN_FILE: u8 = 0x80;
+
+/// [`encode`] with [`FORMAT_COMMAND_IN_FILE`] for its format byte.
+pub(crate) fn encode_command_in_file<T: Serialize>(
+    value: &T,
+) -> Result<Vec<u8>, bincode::error::EncodeError> {
+    let mut out = vec![FORMAT_MARKER, FORMAT_COMMAND_IN_FILE];
+    bincode::serde::encode_into_std_write(value, &mut out, bincode::config::standard())?;
+    Ok(out)
+}
+
+/// What [`encode_command_in_file`] wrote, or `None` for any other value.
+pub(crate) fn decode_command_in_file<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+) -> Option<Result<T, bincode::error::DecodeError>> {
+    match bytes {
+        [FORMAT_MARKER, FORMAT_COMMAND_IN_FILE, rest @ ..] => Some(decode_body(rest)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -12,14 +12,19 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+/// What a copy holds: the store, and the files its Raft state names
+/// beside it (docs/cluster.md, "Large values beside sled").
+const COPIED: [&str; 3] = ["store", "raft-log", "raft-snapshot"];
+
 /// The copy, removed when dropped.
 #[derive(Debug)]
 pub struct StoreCopy(tempfile::TempDir);
 
 impl StoreCopy {
-    /// Copies the store of the data directory `dir` into a new private
-    /// directory under `$RUNTIME_DIRECTORY` (set by systemd) or the
-    /// system's temporary directory.
+    /// Copies the store of the data directory `dir`, with the Raft log's
+    /// and snapshot's files beside it, into a new private directory under
+    /// `$RUNTIME_DIRECTORY` (set by systemd) or the system's temporary
+    /// directory.
     pub fn make(dir: &Path) -> Result<Self> {
         let from = dir.join("store");
         if !from.is_dir() {
@@ -41,17 +46,24 @@ impl StoreCopy {
                     base.display()
                 )
             })?;
-        copy_tree(&from, &copy.path().join("store")).with_context(|| {
-            format!(
-                "the data directory {} is read-only, and copying its store to {} failed",
-                dir.display(),
-                copy.path().display()
-            )
-        })?;
+        for name in COPIED {
+            let from = dir.join(name);
+            if !from.is_dir() {
+                continue;
+            }
+            copy_tree(&from, &copy.path().join(name)).with_context(|| {
+                format!(
+                    "the data directory {} is read-only, and copying its {name} to {} failed",
+                    dir.display(),
+                    copy.path().display()
+                )
+            })?;
+        }
         Ok(Self(copy))
     }
 
-    /// The directory to open the store in (it holds `store/`).
+    /// The directory to open the store in (it holds `store/`, and
+    /// `raft-log/` and `raft-snapshot/` when the data directory does).
     pub fn path(&self) -> &Path {
         self.0.path()
     }
@@ -79,16 +91,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_store_is_copied_with_its_subdirectories_and_the_copy_goes_when_dropped() {
+    fn a_store_is_copied_with_its_subdirectories_and_raft_files_and_the_copy_goes_when_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let store = dir.path().join("store");
         std::fs::create_dir_all(store.join("blobs")).unwrap();
         std::fs::write(store.join("db"), b"data").unwrap();
         std::fs::write(store.join("blobs/1"), b"blob").unwrap();
+        std::fs::create_dir_all(dir.path().join("raft-snapshot")).unwrap();
+        std::fs::write(dir.path().join("raft-snapshot/ab.snapshot"), b"snap").unwrap();
+        std::fs::write(dir.path().join("api-token"), b"not the store's").unwrap();
         let copy = StoreCopy::make(dir.path()).unwrap();
         let copied = copy.path().join("store");
         assert_eq!(std::fs::read(copied.join("db")).unwrap(), b"data");
         assert_eq!(std::fs::read(copied.join("blobs/1")).unwrap(), b"blob");
+        let snapshot = copy.path().join("raft-snapshot/ab.snapshot");
+        assert_eq!(std::fs::read(snapshot).unwrap(), b"snap");
+        assert!(!copy.path().join("api-token").exists());
+        assert!(!copy.path().join("raft-log").exists(), "none to copy");
         let path = copy.path().to_path_buf();
         drop(copy);
         assert!(!path.exists());
