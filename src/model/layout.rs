@@ -5,7 +5,9 @@
 //! an edit can take the operator's text as it was written, comments and
 //! all, and every device reads the same layout from the same text.
 
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use toml_parser::lexer::{Token, TokenKind};
 
@@ -25,6 +27,40 @@ pub struct Layout {
     pub(super) domains: Vec<(String, Range<usize>)>,
     /// Everything after the last domain.
     pub(super) tail: Range<usize>,
+    /// Where the records lie in the parts of the domains edits read them
+    /// in.
+    pub(super) spans: RecordSpans,
+}
+
+/// Where the records of a domain's `record = [...]` list lie in its part,
+/// from the part's start, each from its `{` to its `}`: what
+/// [`inline_records`] reads.
+pub(super) type Spans = Arc<[Range<u32>]>;
+
+/// The [`Spans`] of the domains whose records are such a list, by name as
+/// the layout gives it: read from the text by [`Layout::of`] and carried
+/// on by each edit, so that an edit does not read the domain's part again
+/// with the lexer (5.7 MB and some 20 ms for 100,000 records). A cache of
+/// what the text holds, not a part of the layout: layouts of one text are
+/// equal whatever they cache.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RecordSpans(pub(super) HashMap<String, Spans>);
+
+impl PartialEq for RecordSpans {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for RecordSpans {}
+
+/// `spans` as [`Spans`], `None` when one does not fit in 32 bits (a part
+/// of 4 GiB is far past any command's limit).
+pub(super) fn to_spans(spans: &[Range<usize>]) -> Option<Spans> {
+    spans
+        .iter()
+        .map(|r| Some(u32::try_from(r.start).ok()?..u32::try_from(r.end).ok()?))
+        .collect()
 }
 
 impl Layout {
@@ -68,6 +104,7 @@ impl Layout {
                 head: 0..text.len(),
                 domains: Vec::new(),
                 tail: text.len()..text.len(),
+                spans: RecordSpans::default(),
             });
         }
         // A part ends before the newline that ends the line before the
@@ -79,16 +116,29 @@ impl Layout {
         }
         let last_end = tail.map_or(text.len(), |t| t - 1);
         let ends = starts.iter().skip(1).map(|&s| s - 1).chain([last_end]);
-        let domains = config
+        let domains: Vec<(String, Range<usize>)> = config
             .domains
             .iter()
             .zip(starts.iter().zip(ends))
             .map(|(d, (&start, end))| (d.name.clone(), start..end))
             .collect();
+        // Where each list of inline records lies, read once here (about
+        // 200 ms for a million records) rather than by each domain's
+        // first edit.
+        let spans = config
+            .domains
+            .iter()
+            .zip(&domains)
+            .filter_map(|(d, (name, range))| {
+                let spans = inline_records(text.get(range.clone())?, d.records.len())?;
+                Some((name.clone(), to_spans(&spans)?))
+            })
+            .collect();
         Some(Layout {
             head: 0..first.saturating_sub(1),
             domains,
             tail: tail.map_or(text.len()..text.len(), |t| t..text.len()),
+            spans: RecordSpans(spans),
         })
     }
 }

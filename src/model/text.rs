@@ -18,6 +18,7 @@ use gtm_cluster::parts::{Pieces, Splice};
 
 use super::config::{Config, Domain, Record, same_name};
 pub use super::layout::Layout;
+use super::layout::{RecordSpans, Spans, to_spans};
 
 /// A text made before, to take parts from.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +74,7 @@ pub fn write(
         .filter(|b| b.config.same_globals(config))
         .map(|b| (b.layout.head.clone(), b.layout.tail.clone()))
         .filter(|(head, tail)| head.end <= old.len() && tail.end <= old.len());
+    let cached = |name: &str| before.and_then(|b| b.layout.spans.0.get(name));
     let mut text = Written::default();
     let mut layout = Layout::default();
     text.part(match &kept {
@@ -83,17 +85,20 @@ pub fn write(
     for domain in &config.domains {
         let start = text.len;
         let range = taken.get(domain.name.as_str()).cloned();
-        let part = match range {
+        let (part, spans) = match range {
             Some(range) if touched.is_none_or(|t| !same_name(&domain.name, t)) => {
-                vec![Segment::Old(range)]
+                (vec![Segment::Old(range)], cached(&domain.name).cloned())
             }
             Some(range) => match was(&domain.name) {
-                Some(was) => spliced_domain(&old, range, was, domain)?,
+                Some(was) => spliced_domain(&old, range, was, domain, cached(&domain.name))?,
                 None => None,
             }
-            .map_or_else(|| whole_domain(domain), Ok)?,
-            None => whole_domain(domain)?,
+            .map_or_else(|| whole_domain(domain).map(|part| (part, None)), Ok)?,
+            None => (whole_domain(domain)?, None),
         };
+        if let Some(spans) = spans {
+            layout.spans.0.insert(domain.name.clone(), spans);
+        }
         text.part(part);
         // Its part, without the newline that joins it to the one before.
         let end = text.len;
@@ -119,6 +124,7 @@ pub fn write(
             head: 0..text.len,
             domains: Vec::new(),
             tail: text.len..text.len,
+            spans: RecordSpans::default(),
         };
     }
     Ok((text.splice(&old), layout))
@@ -132,6 +138,10 @@ fn whole_domain(domain: &Arc<Domain>) -> Result<Vec<Segment>, toml::ser::Error> 
     })?;
     Ok(vec![Segment::New(part)])
 }
+
+/// A domain's part as segments, and where its records lie in it when they
+/// are a list of inline tables.
+type SplicedPart = (Vec<Segment>, Option<Spans>);
 
 /// A piece of the text being written: bytes of the text before, or new.
 #[derive(Debug)]
@@ -239,19 +249,21 @@ impl Written {
 /// from the first record after them. `None` when the part cannot be told
 /// apart so: the domain changed beyond its records, it had no records or
 /// has none, or its text holds a multi-line string (which could hold what
-/// reads as a table).
+/// reads as a table). With the part, where its records lie when they are
+/// a list of inline tables (`cached`: where they lay before, if known).
 fn spliced_domain(
     old: &Pieces,
     range: Range<usize>,
     was: &Domain,
     now: &Arc<Domain>,
-) -> Result<Option<Vec<Segment>>, toml::ser::Error> {
+    cached: Option<&Spans>,
+) -> Result<Option<SplicedPart>, toml::ser::Error> {
     if !was.same_but_records(now) || was.records.is_empty() || now.records.is_empty() {
         return Ok(None);
     }
     let (same_start, same_end) = crate::ends::same_ends(&was.records, &now.records, |a, b| a == b);
     let Some(before) = Records::find(old, range.clone(), was.records.len()) else {
-        return inline_spliced(old, range, was, now, (same_start, same_end));
+        return inline_spliced(old, range, was, now, (same_start, same_end), cached);
     };
     let (Some(first), Some(rest)) = (
         before.start_of(old, same_start),
@@ -286,7 +298,7 @@ fn spliced_domain(
         }
     }
     part.push(Segment::Old(rest..range.end));
-    Ok(Some(part))
+    Ok(Some((part, None)))
 }
 
 /// The touched domain's part as an edit of its part before, when its
@@ -294,7 +306,9 @@ fn spliced_domain(
 /// operator may write them): the records the edit left are taken from the
 /// text before, and the changed ones written as inline tables in their
 /// place, `,` and a newline between them. `same` is how many records at
-/// the start and at the end the edit left. `None` when the records are
+/// the start and at the end the edit left; `cached`, where the records lay
+/// in the part before, if known (else the part is read with the lexer).
+/// With the part, where its records lie now. `None` when the records are
 /// not such a list.
 fn inline_spliced(
     old: &Pieces,
@@ -302,44 +316,79 @@ fn inline_spliced(
     was: &Domain,
     now: &Domain,
     same: (usize, usize),
-) -> Result<Option<Vec<Segment>>, toml::ser::Error> {
-    let mut part = Vec::with_capacity(range.len());
-    old.copy(range.clone(), &mut part);
-    let Ok(part) = std::str::from_utf8(&part) else {
-        return Ok(None);
-    };
+    cached: Option<&Spans>,
+) -> Result<Option<SplicedPart>, toml::ser::Error> {
     let n = was.records.len();
-    let Some(spans) = super::layout::inline_records(part, n) else {
-        return Ok(None);
+    let spans = match cached.filter(|spans| spans.len() == n) {
+        Some(spans) => spans.clone(),
+        None => {
+            let mut part = Vec::with_capacity(range.len());
+            old.copy(range.clone(), &mut part);
+            let Ok(part) = std::str::from_utf8(&part) else {
+                return Ok(None);
+            };
+            match super::layout::inline_records(part, n)
+                .as_deref()
+                .and_then(to_spans)
+            {
+                Some(spans) => spans,
+                None => return Ok(None),
+            }
+        }
     };
+    let span = |i: usize| spans[i].start as usize..spans[i].end as usize;
     let at = |i: usize| range.start + i;
     let (start, end) = same;
     let changed = &now.records[start..now.records.len() - end];
+    // The changed records as inline tables, and where each lies in them.
     let mut written = String::new();
+    let mut written_spans = Vec::with_capacity(changed.len());
     for (i, record) in changed.iter().enumerate() {
         if i > 0 {
             written.push_str(",\n");
         }
+        let from = written.len();
         written.push_str(&inline(record)?);
+        written_spans.push(from..written.len());
     }
     // The records the edit replaced or removed: from the first one's `{`
-    // to the last one's `}`.
+    // to the last one's `}`. `lead`: bytes before the first written record.
     let gone = start..n - end;
-    let (keep_to, new, keep_from) = match (gone.is_empty(), changed.is_empty()) {
-        (true, true) => return Ok(Some(vec![Segment::Old(range)])),
-        (false, false) => (spans[gone.start].start, written, spans[gone.end - 1].end),
+    let (keep_to, new, keep_from, lead) = match (gone.is_empty(), changed.is_empty()) {
+        (true, true) => return Ok(Some((vec![Segment::Old(range)], Some(spans)))),
+        (false, false) => (span(gone.start).start, written, span(gone.end - 1).end, 0),
         // Removed with the separator after them, or before the last ones.
-        (false, true) if gone.end < n => (spans[gone.start].start, written, spans[gone.end].start),
-        (false, true) => (spans[gone.start - 1].end, written, spans[n - 1].end),
+        (false, true) if gone.end < n => (span(gone.start).start, written, span(gone.end).start, 0),
+        (false, true) => (span(gone.start - 1).end, written, span(n - 1).end, 0),
         // Inserted before a record, or after the last.
-        (true, false) if start < n => (spans[start].start, written + ",\n", spans[start].start),
-        (true, false) => (spans[n - 1].end, format!(",\n{written}"), spans[n - 1].end),
+        (true, false) if start < n => (span(start).start, written + ",\n", span(start).start, 0),
+        (true, false) => (span(n - 1).end, format!(",\n{written}"), span(n - 1).end, 2),
     };
-    Ok(Some(vec![
-        Segment::Old(range.start..at(keep_to)),
-        Segment::New(new),
-        Segment::Old(at(keep_from)..range.end),
-    ]))
+    // Now: the records before the change where they were, the written
+    // ones after `keep_to`, the ones after the change moved by what the
+    // edit added or took.
+    let moved = |r: &Range<u32>| -> Option<Range<usize>> {
+        let by = |x: u32| (x as usize + keep_to + new.len()).checked_sub(keep_from);
+        Some(by(r.start)?..by(r.end)?)
+    };
+    let now_spans: Option<Vec<Range<usize>>> = spans[..start]
+        .iter()
+        .map(|r| Some(r.start as usize..r.end as usize))
+        .chain(
+            written_spans
+                .iter()
+                .map(|r| Some(keep_to + lead + r.start..keep_to + lead + r.end)),
+        )
+        .chain(spans[n - end..].iter().map(moved))
+        .collect();
+    Ok(Some((
+        vec![
+            Segment::Old(range.start..at(keep_to)),
+            Segment::New(new),
+            Segment::Old(at(keep_from)..range.end),
+        ],
+        now_spans.as_deref().and_then(to_spans),
+    )))
 }
 
 /// A record as an inline table.
@@ -710,7 +759,7 @@ mod tests {
     #[test]
     fn an_edit_of_an_operators_text_keeps_it() {
         let mut rng = Lcg(5);
-        let mut kept = 0;
+        let (mut kept, mut spans_checked) = (0, 0);
         for round in 0..60 {
             let mut text = operators_text(&mut rng);
             let mut config = parse(&text);
@@ -780,6 +829,42 @@ mod tests {
                     Some(written.clone()),
                     "{context}"
                 );
+                // Where the records lie, as the write carried it on, is
+                // what reading the new text gives; and the text written
+                // is the one a layout without it gives.
+                for (name, range) in &written.domains {
+                    let Some(spans) = written.spans.0.get(name) else {
+                        continue;
+                    };
+                    let n = next
+                        .domains
+                        .iter()
+                        .find(|d| &d.name == name)
+                        .unwrap()
+                        .records
+                        .len();
+                    let read = crate::model::layout::inline_records(&new_text[range.clone()], n);
+                    assert_eq!(
+                        read.as_deref().and_then(to_spans).as_ref(),
+                        Some(spans),
+                        "{context}: {name}"
+                    );
+                    spans_checked += 1;
+                }
+                // Read again from the text, and without the spans.
+                let mut fresh = Layout::of(&text, &config).unwrap();
+                fresh.spans = RecordSpans::default();
+                let (uncached, _) = write(
+                    &next,
+                    Some(Before {
+                        text: &pieces,
+                        layout: &fresh,
+                        config: &config,
+                        touched: touched.as_deref(),
+                    }),
+                )
+                .unwrap();
+                assert_eq!(spliced(&pieces, &uncached), new_text, "{context}");
                 let inline = what <= 5 && touched.as_ref().is_some_and(|t| lists.contains(t));
                 if what == 6 {
                     lists.retain(|l| Some(l) != touched.as_ref());
@@ -798,5 +883,6 @@ mod tests {
             }
         }
         assert!(kept > 50, "{kept} edits kept the operator's text");
+        assert!(spans_checked > 100, "{spans_checked} cached spans checked");
     }
 }
