@@ -25,9 +25,11 @@
 // openraft's `StorageError` (224 bytes) is fixed by its traits' signatures.
 #![allow(clippy::result_large_err)]
 
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::io;
 use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
@@ -36,7 +38,7 @@ use openraft::{AnyError, EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, Ra
 use crate::machine::{Machine, PREPARE_BYTES};
 use crate::side_files::{Checked, SideFiles};
 use crate::types::{
-    Entry, LogId, Proposal, StorageError, StorageIOError, TypeConfig, Vote, decode,
+    Entry, LogId, Proposal, StorageError, StorageIOError, TypeConfig, Value, Vote, decode,
     decode_command_in_file, encode, encode_command_in_file,
 };
 
@@ -50,6 +52,12 @@ pub(crate) const IN_FILE_BYTES: usize = 1024 * 1024;
 /// The files of the log's large commands, in `dir`.
 pub(crate) fn command_files(dir: std::path::PathBuf) -> SideFiles {
     SideFiles::new(dir, ".command")
+}
+
+/// Whether the log holds the file of `entry`'s command already (the
+/// entry was appended before, and is sent again).
+pub(crate) fn command_file_exists(files: &SideFiles, entry: &Entry) -> bool {
+    files.path(&file_name(&entry.log_id)).exists()
 }
 
 /// The name of the file of an entry's command: by its log id, which Raft
@@ -85,10 +93,88 @@ impl Stored {
 }
 
 /// The command of `entry` if it is to be kept in a file.
-fn command_for_file(entry: &Entry) -> Option<&[u8]> {
+pub(crate) fn command_for_file(entry: &Entry) -> Option<&Value> {
     match &entry.payload {
         EntryPayload::Normal(Proposal(command)) if command.len() >= IN_FILE_BYTES => Some(command),
         _ => None,
+    }
+}
+
+/// Large commands written to files of their own before the log store is
+/// given them, off Raft's core: by the leader before it proposes one, by
+/// a follower as an append brings one. Raft's core appends entries one
+/// call at a time and does nothing else meanwhile (no heartbeat, no vote):
+/// writing and syncing 57 MB there took longer than an election timeout,
+/// and a pair held elections during its whole applies. The append then
+/// renames the file. A command is known by its allocation, which the
+/// registry keeps alive (a clone of its `Bytes`), so that no other bytes
+/// can take its place meanwhile.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PreWritten(Arc<Mutex<HashMap<(usize, usize), Pending>>>);
+
+#[derive(Debug)]
+struct Pending {
+    _command: Value,
+    name: String,
+    checked: Checked,
+}
+
+fn allocation(command: &Value) -> (usize, usize) {
+    (command.as_ptr() as usize, command.len())
+}
+
+/// Names the pre-written files of this process apart.
+static PRE_WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+impl PreWritten {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, usize), Pending>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes `command` to a file of `files`, durably (blocking), for the
+    /// append that carries it to rename while the returned guard lives.
+    pub(crate) fn write(&self, files: &SideFiles, command: &Value) -> io::Result<PreWrite> {
+        let name = format!("pending-{}", PRE_WRITTEN.fetch_add(1, Ordering::Relaxed));
+        files.write(&name, command)?;
+        let key = allocation(command);
+        let pending = Pending {
+            _command: command.clone(),
+            name,
+            checked: Checked::of(command),
+        };
+        if let Some(earlier) = self.lock().insert(key, pending) {
+            // The same allocation written twice at once: one file is enough.
+            let _ = files.remove(&[earlier.name]);
+        }
+        Ok(PreWrite {
+            registry: self.clone(),
+            files: files.clone(),
+            key,
+        })
+    }
+
+    fn take(&self, command: &Value) -> Option<Pending> {
+        self.lock().remove(&allocation(command))
+    }
+}
+
+/// A pre-written command's file, removed when this goes unless an append
+/// took it.
+#[derive(Debug)]
+pub(crate) struct PreWrite {
+    registry: PreWritten,
+    files: SideFiles,
+    key: (usize, usize),
+}
+
+impl Drop for PreWrite {
+    fn drop(&mut self) {
+        let left = self.registry.lock().remove(&self.key);
+        if let Some(left) = left
+            && let Err(e) = self.files.remove(&[left.name])
+        {
+            tracing::warn!(error = %e, "cannot remove an unused pre-written command file");
+        }
     }
 }
 
@@ -105,6 +191,8 @@ pub(crate) struct LogStore {
     decoded: Arc<Mutex<Option<Entry>>>,
     /// Offered each large command appended ([`Machine::prepare`]).
     machine: Option<Arc<dyn Machine>>,
+    /// Large commands already in files, to rename.
+    prewritten: PreWritten,
 }
 
 fn io_err(
@@ -159,6 +247,7 @@ impl LogStore {
             files,
             decoded: Arc::default(),
             machine: None,
+            prewritten: PreWritten::default(),
         };
         let named = store.in_files(..)?;
         if let Err(e) = store.files.keep_only(&named) {
@@ -187,6 +276,12 @@ impl LogStore {
             machine: Some(machine),
             ..self
         }
+    }
+
+    /// This log store, renaming the commands `prewritten` holds instead of
+    /// writing them.
+    pub(crate) fn with_prewritten(self, prewritten: PreWritten) -> Self {
+        Self { prewritten, ..self }
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Option<Entry>> {
@@ -354,15 +449,32 @@ impl LogStore {
                 // committed.
                 Some(command) => {
                     large = Some(entry.clone());
-                    self.files
-                        .write(&file_name(&entry.log_id), command)
-                        .map_err(|e| failed(AnyError::new(&e)))?;
+                    let name = file_name(&entry.log_id);
+                    let renamed = self.prewritten.take(command).and_then(|pending| {
+                        match self.files.rename(&pending.name, &name) {
+                            Ok(()) => Some(pending.checked),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "writing the command again instead");
+                                let _ = self.files.remove(&[pending.name]);
+                                None
+                            }
+                        }
+                    });
+                    let checked = match renamed {
+                        Some(checked) => checked,
+                        None => {
+                            self.files
+                                .write(&name, command)
+                                .map_err(|e| failed(AnyError::new(&e)))?;
+                            Checked::of(command)
+                        }
+                    };
                     encode_command_in_file(&StoredInFile {
                         entry: Entry {
                             log_id: entry.log_id,
                             payload: EntryPayload::Normal(Proposal::default()),
                         },
-                        command: Checked::of(command),
+                        command: checked,
                     })
                 }
                 None => encode(entry),
@@ -776,5 +888,67 @@ mod tests {
         std::fs::remove_file(&path).expect("remove");
         let err = log.try_get_log_entries(..).await.expect_err("gone");
         assert!(err.to_string().contains("1-1-7.command"), "{err}");
+    }
+
+    fn with_command(index: u64, command: &Value) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 7), index),
+            payload: EntryPayload::Normal(Proposal(command.clone())),
+        }
+    }
+
+    fn inode(path: &std::path::Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).expect("metadata").ino()
+    }
+
+    /// A command written ahead (off Raft's core) is renamed by the append
+    /// that carries it, not written again; one never appended is removed
+    /// with its guard; one whose file went is written by the append.
+    #[tokio::test]
+    async fn a_command_written_ahead_is_renamed_by_its_append() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let files = store.log_files();
+        let prewritten = PreWritten::default();
+        let log = LogStore::open(store.db(), files.clone())
+            .expect("log")
+            .with_prewritten(prewritten.clone());
+        let vote = Vote::new(1, 7);
+
+        let command: Value = vec![3u8; IN_FILE_BYTES].into();
+        let guard = prewritten.write(&files, &command).expect("write ahead");
+        let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
+        let written = inode(&pending);
+        let entry = with_command(1, &command);
+        log.write_direct(std::slice::from_ref(&entry), &vote)
+            .await
+            .expect("append");
+        let file = files.path(&file_name(&entry.log_id));
+        assert_eq!(inode(&file), written, "renamed, not written again");
+        assert!(!pending.exists());
+        drop(guard);
+        assert!(file.exists(), "the guard leaves a file the log took");
+
+        // Never appended: removed with its guard.
+        let other: Value = vec![4u8; IN_FILE_BYTES].into();
+        let guard = prewritten.write(&files, &other).expect("write ahead");
+        let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
+        assert!(pending.exists());
+        drop(guard);
+        assert!(!pending.exists());
+
+        // Its file gone before the append: the append writes it.
+        let guard = prewritten.write(&files, &other).expect("write ahead");
+        let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
+        std::fs::remove_file(&pending).expect("remove");
+        let entry = with_command(2, &other);
+        log.write_direct(std::slice::from_ref(&entry), &vote)
+            .await
+            .expect("append");
+        drop(guard);
+        let mut reopened = LogStore::open(store.db(), files.clone()).expect("reopen");
+        let read = reopened.try_get_log_entries(1..3).await.expect("read");
+        assert_eq!(read, [with_command(1, &command), entry]);
     }
 }

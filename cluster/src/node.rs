@@ -25,7 +25,7 @@ use tokio::time::Instant;
 
 use crate::Store;
 use crate::error::ClusterError;
-use crate::log_store::LogStore;
+use crate::log_store::{IN_FILE_BYTES, LogStore, PreWrite, PreWritten};
 use crate::machine::Machine;
 use crate::rpc_client::{Contacts, NetworkFactory, SharedSecret};
 use crate::state_machine::StateMachine;
@@ -175,6 +175,11 @@ pub struct ClusterNode {
     secret: SharedSecret,
     /// The device's store: sled, and the files beside it.
     store: Store,
+    /// Large commands written to their files before Raft's core appends
+    /// them.
+    prewritten: PreWritten,
+    /// Large appends from the leader being received now ([`ClusterNode::hold_elections`]).
+    large_appends: AtomicU64,
     raft_config: Arc<openraft::Config>,
     network: NetworkFactory,
     contacts: Arc<Contacts>,
@@ -245,9 +250,11 @@ impl ClusterNode {
             .map_err(|e| ClusterError::Network(format!("building the HTTP client: {e}")))?;
         let applied_tx = Arc::new(watch::Sender::new(Applied::default()));
         let store = store.clone();
+        let prewritten = PreWritten::default();
         let raft = spawn_raft(
             node_id,
             &store,
+            &prewritten,
             Arc::new(raft_config.clone()),
             &network,
             &applied_tx,
@@ -260,6 +267,8 @@ impl ClusterNode {
             info,
             secret,
             store,
+            prewritten,
+            large_appends: AtomicU64::new(0),
             raft_config: Arc::new(raft_config),
             network,
             contacts,
@@ -572,7 +581,11 @@ impl ClusterNode {
             Ok(Err(RaftError::Fatal(e))) => return Err(fatal(e)),
             Ok(Ok(_)) => {}
         }
-        match tokio::time::timeout_at(deadline, raft.client_write(Proposal(command.into()))).await {
+        let command: crate::types::Value = command.into();
+        // Written to its file here, not by Raft's core, which would answer
+        // nothing meanwhile.
+        let _written = self.prewrite(std::slice::from_ref(&command)).await;
+        match tokio::time::timeout_at(deadline, raft.client_write(Proposal(command))).await {
             Err(_) => Err(ClusterError::Unknown(
                 "the leader proposed the command but it was not committed in time".into(),
             )),
@@ -581,6 +594,59 @@ impl ClusterNode {
             // never apply here, and the caller may retry it elsewhere.
             Ok(Err(e)) => Err(self.write_error(e)),
         }
+    }
+
+    /// Keeps this device from standing for election while the returned
+    /// guard lives: held while an append of 1 MiB or more from the leader
+    /// is received, decoded and appended. openraft sends the leader's
+    /// heartbeats on the stream that carries its appends, so none arrives
+    /// while a large one is on its way; a 57 MB whole configuration takes
+    /// longer than the election timeout to arrive and be written, and the
+    /// follower stood for election during every whole apply, taking the
+    /// leadership from a leader that was only busy sending. Standing is
+    /// liveness, never safety: the device still answers votes, and stands
+    /// again as soon as the append is done (its leader lease renewed by
+    /// it) or has failed (its RPC timeout bounds it).
+    pub(crate) fn hold_elections(&self) -> ElectionsHeld<'_> {
+        if self.large_appends.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.raft().runtime_config().elect(false);
+        }
+        ElectionsHeld { node: self }
+    }
+
+    /// Where the Raft log keeps its large commands.
+    pub(crate) fn log_files(&self) -> crate::side_files::SideFiles {
+        self.store.log_files()
+    }
+
+    /// Writes each of `commands` of [`IN_FILE_BYTES`] or more to its file
+    /// ahead of the append that will carry it (on the blocking pool), for
+    /// the log store to rename rather than write while Raft's core waits.
+    /// What cannot be written so is written by the append, as ever.
+    pub(crate) async fn prewrite(&self, commands: &[crate::types::Value]) -> Vec<PreWrite> {
+        let large: Vec<_> = commands
+            .iter()
+            .filter(|c| c.len() >= IN_FILE_BYTES)
+            .cloned()
+            .collect();
+        if large.is_empty() {
+            return Vec::new();
+        }
+        let (prewritten, files) = (self.prewritten.clone(), self.store.log_files());
+        let written = tokio::task::spawn_blocking(move || {
+            large
+                .iter()
+                .filter_map(|command| match prewritten.write(&files, command) {
+                    Ok(guard) => Some(guard),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot write a large command ahead of its append");
+                        None
+                    }
+                })
+                .collect()
+        })
+        .await;
+        written.unwrap_or_default()
     }
 
     /// Returns this device's Raft handle if it leads; `NotLeader` if another
@@ -791,6 +857,7 @@ impl ClusterNode {
         let raft = spawn_raft(
             self.id(),
             &self.store,
+            &self.prewritten,
             self.raft_config.clone(),
             &self.network,
             &self.applied_tx,
@@ -852,6 +919,7 @@ impl ClusterNode {
         let raft = spawn_raft(
             id,
             &self.store,
+            &self.prewritten,
             self.raft_config.clone(),
             &self.network,
             &self.applied_tx,
@@ -885,12 +953,15 @@ impl ClusterNode {
 async fn spawn_raft(
     id: u64,
     store: &Store,
+    prewritten: &PreWritten,
     config: Arc<openraft::Config>,
     network: &NetworkFactory,
     applied_tx: &Arc<watch::Sender<Applied>>,
     machine: &Arc<dyn Machine>,
 ) -> Result<Raft, ClusterError> {
-    let log = LogStore::open(store.db(), store.log_files())?.preparing_for(machine.clone());
+    let log = LogStore::open(store.db(), store.log_files())?
+        .preparing_for(machine.clone())
+        .with_prewritten(prewritten.clone());
     let sm = StateMachine::open(
         store.db(),
         store.snapshot_files(),
@@ -904,6 +975,19 @@ async fn spawn_raft(
     // (membership, log, vote) before serving it, so status() is right at once.
     raft.with_raft_state(|_| ()).await.map_err(fatal)?;
     Ok(raft)
+}
+
+/// Elections held off ([`ClusterNode::hold_elections`]) until this goes.
+pub(crate) struct ElectionsHeld<'a> {
+    node: &'a ClusterNode,
+}
+
+impl Drop for ElectionsHeld<'_> {
+    fn drop(&mut self) {
+        if self.node.large_appends.fetch_sub(1, Ordering::SeqCst) == 1 && !self.node.frozen {
+            self.node.raft().runtime_config().elect(true);
+        }
+    }
 }
 
 fn leader_of(metrics: &RaftMetrics<u64, NodeInfo>, id: u64) -> Option<(u64, NodeInfo)> {

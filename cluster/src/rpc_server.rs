@@ -115,6 +115,8 @@ fn bad_request(what: &str, e: impl std::fmt::Display) -> Response {
 
 #[tracing::instrument(level = "trace", skip_all)]
 async fn append(State(node): State<Arc<ClusterNode>>, body: Bytes) -> Response {
+    // No heartbeat arrives while a large append does (ClusterNode::hold_elections).
+    let _held = (body.len() >= crate::log_store::IN_FILE_BYTES).then(|| node.hold_elections());
     let req: AppendEntriesRequest<TypeConfig> = match decode(&body) {
         Ok(r) => r,
         Err(e) => return bad_request("append request", e),
@@ -122,6 +124,18 @@ async fn append(State(node): State<Arc<ClusterNode>>, body: Bytes) -> Response {
     if let Some(from) = req.vote.leader_id().voted_for() {
         node.contacts().touch(from);
     }
+    // A large command goes to its file here, so that Raft's core only
+    // renames it (it answers nothing while it appends); not again when
+    // the leader sends an entry this log holds already.
+    let files = node.log_files();
+    let large: Vec<_> = req
+        .entries
+        .iter()
+        .filter(|e| !crate::log_store::command_file_exists(&files, e))
+        .filter_map(crate::log_store::command_for_file)
+        .cloned()
+        .collect();
+    let _written = node.prewrite(&large).await;
     let res = node.raft().append_entries(req).await;
     reply(&res)
 }

@@ -81,6 +81,20 @@ impl SideFiles {
         written.map_err(|e| io::Error::new(e.kind(), format!("writing {}: {e}", path.display())))
     }
 
+    /// Renames the file `from` to `to`, durably: when this returns `Ok`,
+    /// the file is there under its new name after a crash.
+    pub(crate) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let (from, to) = (self.path(from), self.path(to));
+        fs::rename(&from, &to)
+            .and_then(|()| fs::File::open(&self.dir)?.sync_all())
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("renaming {} to {}: {e}", from.display(), to.display()),
+                )
+            })
+    }
+
     /// The value of the file `name`, checked against what its tree holds.
     pub(crate) fn read(&self, name: &str, expected: Checked) -> io::Result<Vec<u8>> {
         let path = self.path(name);

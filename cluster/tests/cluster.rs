@@ -803,6 +803,63 @@ async fn pair_applies_a_30_mb_entry_without_an_election_and_a_new_node_gets_it_i
     }
 }
 
+/// With the product's timing (elections after 150–300 ms without a
+/// heartbeat), a pair takes a 60 MB entry without an election: openraft
+/// sends no heartbeat while an append is on its way, and receiving,
+/// writing and appending this one takes longer than that, so the follower
+/// holds its candidacy while a large append arrives. The command is
+/// written to its file before Raft's core appends it, on both devices,
+/// and what was written ahead is renamed, not left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_with_product_timing_takes_a_60_mb_entry_without_an_election() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes = Vec::new();
+    for id in 1..=2 {
+        let dir = root.path().join(format!("node{id}"));
+        nodes.push(TestNode::start_timed(id, &dir, loopback(), true).await);
+    }
+    nodes[0].node.initialize().await.expect("initialize");
+    nodes[0]
+        .node
+        .add_member(2, nodes[1].info(), true)
+        .await
+        .expect("add member");
+    write(&nodes[0], put("small", "first")).await;
+    nodes[1].wait_has("small", b"first").await;
+    let term = nodes[0].node.status().term;
+
+    let big: Vec<u8> = (0..60_000_000u32).map(|i| (i % 253) as u8).collect();
+    write(&nodes[0], raw_put("big", big.clone())).await;
+    nodes[1]
+        .wait_applied("the 60 MB value", |a| {
+            a.kv.get("big").is_some_and(|v| v.len() == big.len())
+        })
+        .await;
+    let index = nodes[0].node.applied().borrow().index;
+    for node in &nodes {
+        assert_eq!(
+            node.node.status().term,
+            term,
+            "no election on node {}",
+            node.id
+        );
+        let mut files: Vec<String> = std::fs::read_dir(node.dir.join("raft-log"))
+            .expect("raft-log")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 1, "node {}: {files:?}", node.id);
+        assert!(
+            files[0].starts_with(&format!("{index}-")) && files[0].ends_with(".command"),
+            "node {}: {files:?}",
+            node.id
+        );
+    }
+    for node in nodes {
+        node.kill().await;
+    }
+}
+
 /// Failover with the product's timing: kill the leader of three, time until
 /// a survivor leads, bring the old one back, ten times. Prints the figures
 /// (docs/cluster.md); asserts only that each failover completes.
