@@ -9,17 +9,33 @@
 //! one after another in one buffer; each decision text is held once.
 //! [`PeerRecords::statuses`] gives the `RecordStatus`es back for the API.
 //!
-//! A changed state's texts are added at the buffer's end; once the texts
-//! no entry points at outweigh the rest, the buffer is written again.
+//! The buffer is cut in chunks of about [`CHUNK`] bytes: a changed state's
+//! texts are added at the last chunk's end, never moving the others (one
+//! buffer of a million records' texts, sized to fit once the list was
+//! whole, was copied by the first change after it, tens of megabytes
+//! inside a write's time on both devices of a pair). Once the texts no
+//! entry points at outweigh the rest, the chunks are written again.
 
 use std::{collections::HashMap, sync::Arc};
 
 use crate::{engine::RecordStatus, resolve::Status};
 
+/// The size of a chunk of texts: records are added to the last chunk
+/// until it holds this much.
+const CHUNK: usize = 1 << 20;
+
+/// Where a record's texts are: a chunk of [`PeerRecords::texts`] and the
+/// offset in it (a record's texts never span two chunks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct At {
+    chunk: u32,
+    offset: u32,
+}
+
 /// One record's state: its texts are at `at` in [`PeerRecords::texts`].
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    at: usize,
+    at: At,
     decision: u32,
     status: Option<Status>,
     held: bool,
@@ -30,8 +46,8 @@ struct Entry {
 pub struct PeerRecords {
     entries: Vec<Entry>,
     /// Per record: its name, how many answers it has, then each answer;
-    /// each text as its length (LEB128) and its bytes.
-    texts: Vec<u8>,
+    /// each text as its length (LEB128) and its bytes; in chunks.
+    texts: Vec<Vec<u8>>,
     /// Bytes of `texts` no entry points at any more.
     unused: usize,
     /// The decision texts, each once, and where each is in `decisions`.
@@ -81,6 +97,27 @@ impl PeerRecords {
     pub fn shrink(&mut self) {
         self.entries.shrink_to_fit();
         self.texts.shrink_to_fit();
+        if let Some(last) = self.texts.last_mut() {
+            last.shrink_to_fit();
+        }
+    }
+
+    /// The chunk to add a record's texts to: the last, unless it is full.
+    fn last_chunk(texts: &mut Vec<Vec<u8>>) -> (u32, &mut Vec<u8>) {
+        if texts.last().is_none_or(|last| last.len() >= CHUNK) {
+            texts.push(Vec::with_capacity(CHUNK + CHUNK / 16));
+        }
+        let chunk = u32::try_from(texts.len() - 1).unwrap_or(u32::MAX);
+        let last = texts.last_mut().expect("a chunk was just made if none was");
+        (chunk, last)
+    }
+
+    /// The bytes of the chunk `at` names, from its offset.
+    fn texts_at(&self, at: At) -> &[u8] {
+        self.texts
+            .get(at.chunk as usize)
+            .and_then(|c| c.get(at.offset as usize..))
+            .unwrap_or_default()
     }
 
     /// Replaces the state at `i`; `false` when there is none there.
@@ -89,11 +126,11 @@ impl PeerRecords {
             return false;
         };
         let entry = self.add(status);
-        self.unused += texts_len(&self.texts, before);
+        self.unused += texts_len(self.texts_at(before));
         if let Some(slot) = self.entries.get_mut(i) {
             *slot = entry;
         }
-        if self.unused > self.texts.len() / 2 {
+        if self.unused > self.texts_bytes() / 2 {
             self.compact();
         }
         true
@@ -121,11 +158,15 @@ impl PeerRecords {
             decision,
             held,
         } = status;
-        let at = self.texts.len();
-        put_text(&mut self.texts, record.as_bytes());
-        put_len(&mut self.texts, active.len());
+        let (chunk, texts) = Self::last_chunk(&mut self.texts);
+        let at = At {
+            chunk,
+            offset: u32::try_from(texts.len()).unwrap_or(u32::MAX),
+        };
+        put_text(texts, record.as_bytes());
+        put_len(texts, active.len());
         for a in &active {
-            put_text(&mut self.texts, a.as_bytes());
+            put_text(texts, a.as_bytes());
         }
         let decision = match self.decision_of.get(decision.as_str()) {
             Some(&n) => n,
@@ -147,11 +188,12 @@ impl PeerRecords {
 
     fn view(&self, i: usize) -> Option<View<'_>> {
         let entry = self.entries.get(i)?;
-        let mut at = entry.at;
-        let record = take_str(&self.texts, &mut at)?;
-        let count = take_len(&self.texts, &mut at)?;
+        let texts = self.texts_at(entry.at);
+        let mut at = 0;
+        let record = take_str(texts, &mut at)?;
+        let count = take_len(texts, &mut at)?;
         let active = (0..count)
-            .map(|_| take_str(&self.texts, &mut at))
+            .map(|_| take_str(texts, &mut at))
             .collect::<Option<_>>()?;
         Some(View {
             record,
@@ -168,14 +210,22 @@ impl PeerRecords {
     /// Writes the texts again in the entries' order, without the unused,
     /// and keeps only the decision texts an entry names.
     fn compact(&mut self) {
-        let mut texts = Vec::with_capacity(self.texts.len().saturating_sub(self.unused));
+        let mut texts: Vec<Vec<u8>> = Vec::new();
         let mut decisions = Vec::new();
         let mut decision_of = HashMap::new();
         for entry in &mut self.entries {
-            let len = texts_len(&self.texts, entry.at);
-            let at = texts.len();
-            texts.extend_from_slice(self.texts.get(entry.at..entry.at + len).unwrap_or_default());
-            entry.at = at;
+            let old = self
+                .texts
+                .get(entry.at.chunk as usize)
+                .and_then(|c| c.get(entry.at.offset as usize..))
+                .unwrap_or_default();
+            let old = &old[..texts_len(old)];
+            let (chunk, to) = Self::last_chunk(&mut texts);
+            entry.at = At {
+                chunk,
+                offset: u32::try_from(to.len()).unwrap_or(u32::MAX),
+            };
+            to.extend_from_slice(old);
             if let Some(text) = self.decisions.get(entry.decision as usize) {
                 entry.decision = *decision_of.entry(text.clone()).or_insert_with(|| {
                     decisions.push(text.clone());
@@ -188,15 +238,20 @@ impl PeerRecords {
         self.decisions = decisions;
         self.decision_of = decision_of;
     }
+
+    /// The bytes the texts take, used or not.
+    fn texts_bytes(&self) -> usize {
+        self.texts.iter().map(Vec::len).sum()
+    }
 }
 
-/// How many bytes the texts of the record at `at` take.
-fn texts_len(texts: &[u8], at: usize) -> usize {
-    let mut end = at;
+/// How many bytes the texts of the record at the start of `texts` take.
+fn texts_len(texts: &[u8]) -> usize {
+    let mut end = 0;
     let ok = take_str(texts, &mut end).is_some()
         && take_len(texts, &mut end)
             .is_some_and(|n| (0..n).all(|_| take_str(texts, &mut end).is_some()));
-    if ok { end - at } else { 0 }
+    if ok { end } else { 0 }
 }
 
 fn put_len(out: &mut Vec<u8>, mut n: usize) {
@@ -292,7 +347,7 @@ mod tests {
             })
             .collect();
         let mut held = PeerRecords::new(statuses.clone());
-        let whole = held.texts.len();
+        let whole = held.texts_bytes();
         for round in 0..10 {
             for i in 0..100 {
                 let s = status(&format!("r{i}.test/A"), &format!("d{round}"), &[&long]);
@@ -300,9 +355,9 @@ mod tests {
             }
         }
         assert!(
-            held.texts.len() <= 2 * whole,
+            held.texts_bytes() <= 2 * whole,
             "{} > 2 × {whole}",
-            held.texts.len()
+            held.texts_bytes()
         );
         assert!(held.decisions.len() < 10, "{:?}", held.decisions);
         let now = held.statuses();
@@ -317,5 +372,41 @@ mod tests {
         }
         assert_eq!(paged, PeerRecords::new(statuses));
         assert_ne!(paged, held);
+    }
+
+    /// A list larger than a chunk is held in chunks, and a change adds to
+    /// the last one without moving the others; every state reads back as
+    /// it went in, before and after compactions.
+    #[test]
+    fn a_change_to_a_large_list_moves_no_chunk_but_the_last() {
+        let name = |i: usize| format!("record-{i:07}.zone-{:03}.test/A", i % 10);
+        let statuses: Vec<_> = (0..60_000)
+            .map(|i| status(&name(i), "up", &[&format!("192.0.2.{}", i % 250)]))
+            .collect();
+        let mut held = PeerRecords::new(statuses.clone());
+        assert!(held.texts.len() >= 3, "{} chunks", held.texts.len());
+        let first: Vec<*const u8> = held.texts[..held.texts.len() - 1]
+            .iter()
+            .map(|c| c.as_ptr())
+            .collect();
+        assert!(held.set(7, status(&name(7), "down", &[])));
+        let after: Vec<*const u8> = held.texts[..first.len()]
+            .iter()
+            .map(|c| c.as_ptr())
+            .collect();
+        assert_eq!(after, first, "the full chunks stayed where they were");
+
+        // Enough changes to compact, more than once.
+        let mut expected = statuses;
+        expected[7] = status(&name(7), "down", &[]);
+        for round in 0..3 {
+            for i in (0..60_000).step_by(2) {
+                let s = status(&name(i), &format!("r{round}"), &["198.51.100.1"]);
+                expected[i] = s.clone();
+                assert!(held.set(i, s));
+            }
+        }
+        assert_eq!(held.statuses(), expected);
+        assert!(held.texts.iter().all(|c| c.len() <= CHUNK + 1024));
     }
 }
