@@ -841,18 +841,24 @@ mod tests {
         );
     }
 
+    /// A store whose log holds `entries`, and the log's command files.
+    async fn written(entries: &[Entry]) -> (tempfile::TempDir, crate::Store, SideFiles) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::Store::open(dir.path()).expect("store");
+        let files = store.log_files();
+        let log = LogStore::open(store.db(), files.clone()).expect("log");
+        log.write_direct(entries, &Vote::new(1, 7))
+            .await
+            .expect("write");
+        (dir, store, files)
+    }
+
     /// A file written before a crash kept the log from naming it is
     /// removed when the log opens; a named one stays.
     #[tokio::test]
     async fn a_command_file_the_log_does_not_name_is_removed_at_open() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let files = store.log_files();
         let named = entry(1, vec![1; IN_FILE_BYTES]);
-        let log = LogStore::open(store.db(), files.clone()).expect("log");
-        log.write_direct(std::slice::from_ref(&named), &Vote::new(1, 7))
-            .await
-            .expect("write");
+        let (_dir, store, files) = written(std::slice::from_ref(&named)).await;
         let stray = entry(2, vec![2; IN_FILE_BYTES]);
         files
             .write(&file_name(&stray.log_id), &[2; 10])
@@ -868,14 +874,8 @@ mod tests {
     /// error naming the file, never an entry read short or as absent.
     #[tokio::test]
     async fn a_command_file_gone_or_altered_is_an_error() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let files = store.log_files();
         let large = entry(1, vec![1; IN_FILE_BYTES]);
-        let log = LogStore::open(store.db(), files.clone()).expect("log");
-        log.write_direct(std::slice::from_ref(&large), &Vote::new(1, 7))
-            .await
-            .expect("write");
+        let (_dir, store, files) = written(std::slice::from_ref(&large)).await;
         let path = files.path(&file_name(&large.log_id));
         let mut bytes = std::fs::read(&path).expect("read file");
         let last = bytes.len() - 1;

@@ -516,6 +516,16 @@ mod tests {
         names
     }
 
+    /// Applies `entries`, then builds a snapshot.
+    async fn snapshot_after(sm: &mut StateMachine, entries: Vec<Entry>) -> Snapshot {
+        sm.apply(entries).await.expect("apply");
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("build")
+    }
+
     async fn current(sm: &mut StateMachine) -> Option<(SnapshotMeta, Vec<u8>)> {
         sm.get_current_snapshot()
             .await
@@ -530,15 +540,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = crate::Store::open(dir.path()).expect("store");
         let mut sm = open(&store);
-        sm.apply(vec![put(1, "a", vec![1; 5000])])
-            .await
-            .expect("apply");
-        let first = sm
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .expect("build");
+        let first = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 5000])]).await;
         let tree = StateMachine::tree(store.db()).expect("tree");
         let named = tree.get(SNAPSHOT_FILE).expect("get").expect("named");
         assert!(named.len() < 500, "the tree holds {} bytes", named.len());
@@ -549,15 +551,7 @@ mod tests {
         assert_eq!(meta, first.meta);
         assert_eq!(data, first.snapshot.into_inner());
 
-        sm.apply(vec![put(2, "b", vec![2; 10])])
-            .await
-            .expect("apply");
-        let second = sm
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .expect("build");
+        let second = snapshot_after(&mut sm, vec![put(2, "b", vec![2; 10])]).await;
         let second_files = files_in(&store);
         assert_eq!(second_files.len(), 1, "{second_files:?}");
         assert_ne!(
@@ -583,15 +577,7 @@ mod tests {
         );
         let leader = crate::Store::open(leader_dir.path()).expect("store");
         let mut sm = open(&leader);
-        sm.apply(vec![put(1, "a", vec![1; 100])])
-            .await
-            .expect("apply");
-        let sent = sm
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .expect("build");
+        let sent = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 100])]).await;
 
         let store = crate::Store::open(dir.path()).expect("store");
         let mut follower = open(&store);
@@ -632,15 +618,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = crate::Store::open(dir.path()).expect("store");
         let mut sm = open(&store);
-        sm.apply(vec![put(1, "a", vec![1; 100])])
-            .await
-            .expect("apply");
-        let built = sm
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .expect("build");
+        let built = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 100])]).await;
         let (meta, data) = (built.meta, built.snapshot.into_inner());
         // As an earlier version left it: in the tree, no file.
         let tree = StateMachine::tree(store.db()).expect("tree");

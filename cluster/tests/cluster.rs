@@ -241,10 +241,15 @@ fn loopback() -> SocketAddr {
 
 /// A cluster of `n` voters, node 1 initialized first and leading.
 async fn cluster(root: &Path, n: u64) -> Vec<TestNode> {
+    cluster_timed(root, n, false).await
+}
+
+/// [`cluster`], with the product's timing when `product_timing`.
+async fn cluster_timed(root: &Path, n: u64, product_timing: bool) -> Vec<TestNode> {
     let mut nodes = Vec::new();
     for id in 1..=n {
         let dir = root.join(format!("node{id}"));
-        nodes.push(TestNode::start(id, &dir, loopback()).await);
+        nodes.push(TestNode::start_timed(id, &dir, loopback(), product_timing).await);
     }
     nodes[0].node.initialize().await.expect("initialize");
     for other in &nodes[1..] {
@@ -813,17 +818,7 @@ async fn pair_applies_a_30_mb_entry_without_an_election_and_a_new_node_gets_it_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pair_with_product_timing_takes_a_60_mb_entry_without_an_election() {
     let root = tempfile::tempdir().unwrap();
-    let mut nodes = Vec::new();
-    for id in 1..=2 {
-        let dir = root.path().join(format!("node{id}"));
-        nodes.push(TestNode::start_timed(id, &dir, loopback(), true).await);
-    }
-    nodes[0].node.initialize().await.expect("initialize");
-    nodes[0]
-        .node
-        .add_member(2, nodes[1].info(), true)
-        .await
-        .expect("add member");
+    let nodes = cluster_timed(root.path(), 2, true).await;
     write(&nodes[0], put("small", "first")).await;
     nodes[1].wait_has("small", b"first").await;
     let term = nodes[0].node.status().term;
