@@ -32,6 +32,46 @@ struct At {
     offset: u32,
 }
 
+/// Texts in chunks: the full ones, and the last, which records are added
+/// to until it holds [`CHUNK`] bytes.
+#[derive(Debug, Default)]
+struct Chunks {
+    full: Vec<Vec<u8>>,
+    last: Vec<u8>,
+}
+
+impl Chunks {
+    /// The chunk to add a record's texts to, and its number.
+    fn last(&mut self) -> (u32, &mut Vec<u8>) {
+        if self.last.len() >= CHUNK {
+            let full = std::mem::replace(&mut self.last, Vec::with_capacity(CHUNK + CHUNK / 16));
+            self.full.push(full);
+        }
+        let chunk = u32::try_from(self.full.len()).unwrap_or(u32::MAX);
+        (chunk, &mut self.last)
+    }
+
+    /// The bytes of the chunk `at` names, from its offset.
+    fn at(&self, at: At) -> &[u8] {
+        let chunk = match self.full.get(at.chunk as usize) {
+            Some(chunk) => chunk,
+            None if at.chunk as usize == self.full.len() => &self.last,
+            None => return &[],
+        };
+        chunk.get(at.offset as usize..).unwrap_or_default()
+    }
+
+    /// The bytes the texts take, used or not.
+    fn bytes(&self) -> usize {
+        self.full.iter().map(Vec::len).sum::<usize>() + self.last.len()
+    }
+
+    fn shrink(&mut self) {
+        self.full.shrink_to_fit();
+        self.last.shrink_to_fit();
+    }
+}
+
 /// One record's state: its texts are at `at` in [`PeerRecords::texts`].
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -46,8 +86,8 @@ struct Entry {
 pub struct PeerRecords {
     entries: Vec<Entry>,
     /// Per record: its name, how many answers it has, then each answer;
-    /// each text as its length (LEB128) and its bytes; in chunks.
-    texts: Vec<Vec<u8>>,
+    /// each text as its length (LEB128) and its bytes.
+    texts: Chunks,
     /// Bytes of `texts` no entry points at any more.
     unused: usize,
     /// The decision texts, each once, and where each is in `decisions`.
@@ -96,28 +136,7 @@ impl PeerRecords {
     /// Gives back the room kept for more (a list once it is whole).
     pub fn shrink(&mut self) {
         self.entries.shrink_to_fit();
-        self.texts.shrink_to_fit();
-        if let Some(last) = self.texts.last_mut() {
-            last.shrink_to_fit();
-        }
-    }
-
-    /// The chunk to add a record's texts to: the last, unless it is full.
-    fn last_chunk(texts: &mut Vec<Vec<u8>>) -> (u32, &mut Vec<u8>) {
-        if texts.last().is_none_or(|last| last.len() >= CHUNK) {
-            texts.push(Vec::with_capacity(CHUNK + CHUNK / 16));
-        }
-        let chunk = u32::try_from(texts.len() - 1).unwrap_or(u32::MAX);
-        let last = texts.last_mut().expect("a chunk was just made if none was");
-        (chunk, last)
-    }
-
-    /// The bytes of the chunk `at` names, from its offset.
-    fn texts_at(&self, at: At) -> &[u8] {
-        self.texts
-            .get(at.chunk as usize)
-            .and_then(|c| c.get(at.offset as usize..))
-            .unwrap_or_default()
+        self.texts.shrink();
     }
 
     /// Replaces the state at `i`; `false` when there is none there.
@@ -126,11 +145,11 @@ impl PeerRecords {
             return false;
         };
         let entry = self.add(status);
-        self.unused += texts_len(self.texts_at(before));
+        self.unused += texts_len(self.texts.at(before));
         if let Some(slot) = self.entries.get_mut(i) {
             *slot = entry;
         }
-        if self.unused > self.texts_bytes() / 2 {
+        if self.unused > self.texts.bytes() / 2 {
             self.compact();
         }
         true
@@ -158,7 +177,7 @@ impl PeerRecords {
             decision,
             held,
         } = status;
-        let (chunk, texts) = Self::last_chunk(&mut self.texts);
+        let (chunk, texts) = self.texts.last();
         let at = At {
             chunk,
             offset: u32::try_from(texts.len()).unwrap_or(u32::MAX),
@@ -188,7 +207,7 @@ impl PeerRecords {
 
     fn view(&self, i: usize) -> Option<View<'_>> {
         let entry = self.entries.get(i)?;
-        let texts = self.texts_at(entry.at);
+        let texts = self.texts.at(entry.at);
         let mut at = 0;
         let record = take_str(texts, &mut at)?;
         let count = take_len(texts, &mut at)?;
@@ -210,17 +229,13 @@ impl PeerRecords {
     /// Writes the texts again in the entries' order, without the unused,
     /// and keeps only the decision texts an entry names.
     fn compact(&mut self) {
-        let mut texts: Vec<Vec<u8>> = Vec::new();
+        let mut texts = Chunks::default();
         let mut decisions = Vec::new();
         let mut decision_of = HashMap::new();
         for entry in &mut self.entries {
-            let old = self
-                .texts
-                .get(entry.at.chunk as usize)
-                .and_then(|c| c.get(entry.at.offset as usize..))
-                .unwrap_or_default();
+            let old = self.texts.at(entry.at);
             let old = &old[..texts_len(old)];
-            let (chunk, to) = Self::last_chunk(&mut texts);
+            let (chunk, to) = texts.last();
             entry.at = At {
                 chunk,
                 offset: u32::try_from(to.len()).unwrap_or(u32::MAX),
@@ -237,11 +252,6 @@ impl PeerRecords {
         self.unused = 0;
         self.decisions = decisions;
         self.decision_of = decision_of;
-    }
-
-    /// The bytes the texts take, used or not.
-    fn texts_bytes(&self) -> usize {
-        self.texts.iter().map(Vec::len).sum()
     }
 }
 
@@ -347,7 +357,7 @@ mod tests {
             })
             .collect();
         let mut held = PeerRecords::new(statuses.clone());
-        let whole = held.texts_bytes();
+        let whole = held.texts.bytes();
         for round in 0..10 {
             for i in 0..100 {
                 let s = status(&format!("r{i}.test/A"), &format!("d{round}"), &[&long]);
@@ -355,9 +365,9 @@ mod tests {
             }
         }
         assert!(
-            held.texts_bytes() <= 2 * whole,
+            held.texts.bytes() <= 2 * whole,
             "{} > 2 × {whole}",
-            held.texts_bytes()
+            held.texts.bytes()
         );
         assert!(held.decisions.len() < 10, "{:?}", held.decisions);
         let now = held.statuses();
@@ -384,13 +394,14 @@ mod tests {
             .map(|i| status(&name(i), "up", &[&format!("192.0.2.{}", i % 250)]))
             .collect();
         let mut held = PeerRecords::new(statuses.clone());
-        assert!(held.texts.len() >= 3, "{} chunks", held.texts.len());
-        let first: Vec<*const u8> = held.texts[..held.texts.len() - 1]
-            .iter()
-            .map(|c| c.as_ptr())
-            .collect();
+        assert!(
+            held.texts.full.len() >= 2,
+            "{} full chunks",
+            held.texts.full.len()
+        );
+        let first: Vec<*const u8> = held.texts.full.iter().map(|c| c.as_ptr()).collect();
         assert!(held.set(7, status(&name(7), "down", &[])));
-        let after: Vec<*const u8> = held.texts[..first.len()]
+        let after: Vec<*const u8> = held.texts.full[..first.len()]
             .iter()
             .map(|c| c.as_ptr())
             .collect();
@@ -407,6 +418,6 @@ mod tests {
             }
         }
         assert_eq!(held.statuses(), expected);
-        assert!(held.texts.iter().all(|c| c.len() <= CHUNK + 1024));
+        assert!(held.texts.full.iter().all(|c| c.len() <= CHUNK + 1024));
     }
 }
