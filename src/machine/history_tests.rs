@@ -25,6 +25,11 @@ fn run(machine: &GtmMachine, kv: &mut Map, index: u64, keep: u32, action: Action
         action,
     );
     command.history_keep = keep;
+    apply_command(machine, kv, index, &command)
+}
+
+/// Applies `command` to `kv` as the cluster would, returning its outcome.
+fn apply_command(machine: &GtmMachine, kv: &mut Map, index: u64, command: &Command) -> Outcome {
     let effect = machine.apply(kv, index, &command.encode().unwrap());
     for w in effect.writes {
         match w {
@@ -394,11 +399,12 @@ fn a_text_size_is_read_from_an_entry_as_parsing_it_would() {
     );
 }
 
-/// An apply that changes more than [`HISTORY_CHANGES_KEPT`] things keeps
-/// the first of its change lines in history and says how many more there
-/// are; its outcome lists them all.
+/// An apply that changes more than [`LINES_KEPT`] things keeps the first
+/// of its change lines in history and in its outcome (the answer, and what
+/// the map keeps for a command delivered again) and says how many more
+/// there are.
 #[test]
-fn history_keeps_the_first_change_lines_of_a_large_apply_and_counts_the_rest() {
+fn a_large_apply_keeps_the_first_change_lines_and_counts_the_rest() {
     let machine = GtmMachine::default();
     let mut kv = BTreeMap::new();
     let head = "[[domain]]\nname = \"h.test\"\nnameservers = [\"ns1.h.test\"]\n";
@@ -409,34 +415,113 @@ fn history_keeps_the_first_change_lines_of_a_large_apply_and_counts_the_rest() {
         10,
         Action::ApplyConfig { text: head.into() },
     );
-    let records = HISTORY_CHANGES_KEPT + 500;
+    let records = LINES_KEPT + 500;
     let text: String = (0..records).fold(head.to_string(), |mut t, i| {
         t.push_str(&format!(
             "[[domain.record]]\nname = \"r{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
         ));
         t
     });
-    let outcome = run(&machine, &mut kv, 2, 10, Action::ApplyConfig { text });
-    let Outcome::Applied { changes, .. } = outcome else {
+    let all = crate::engine::diff(
+        &crate::model::parse(head).unwrap(),
+        &crate::model::parse(&text).unwrap(),
+    );
+    assert_eq!(all.len(), records);
+    let command = Command::new(
+        Actor {
+            user: "admin".into(),
+            device: "gtm1".into(),
+        },
+        None,
+        Action::ApplyConfig { text },
+    );
+    let outcome = apply_command(&machine, &mut kv, 2, &command);
+    let Outcome::Applied { changes, .. } = &outcome else {
         panic!("{outcome:?}");
     };
-    assert_eq!(changes.len(), records);
-    let entry = history_entry(&kv, 2).unwrap();
-    assert_eq!(entry.changes.len(), HISTORY_CHANGES_KEPT + 1);
+    assert_eq!(changes.len(), LINES_KEPT + 1);
     assert!(
-        entry.changes[..HISTORY_CHANGES_KEPT] == changes[..HISTORY_CHANGES_KEPT],
+        changes[..LINES_KEPT] == all[..LINES_KEPT],
         "the first change lines, in order"
     );
     assert_eq!(
-        entry.changes.last().unwrap(),
+        changes.last().unwrap(),
         &format!(
             "… and 500 more changes ({records} in all; `gtm config diff 1 2` lists them while history keeps both texts)"
         )
     );
+    let kept = outcome_of(&kv, &command.id).unwrap();
+    assert_eq!(
+        kept.encode(),
+        outcome.encode(),
+        "the map keeps the outcome answered"
+    );
+    let entry = history_entry(&kv, 2).unwrap();
+    assert!(&entry.changes == changes, "history keeps the same lines");
     let listed = history_of(&kv);
     let listed = listed.iter().find(|e| e.version == 2).unwrap();
     assert!(
         listed.changes == entry.changes,
         "history lists what the entry keeps"
+    );
+}
+
+/// A configuration with more than [`LINES_KEPT`] errors is refused with
+/// the first of them and a line counting the rest, the same in the answer
+/// and in the outcome the map keeps.
+#[test]
+fn a_rejected_apply_keeps_the_first_errors_and_counts_the_rest() {
+    let machine = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    let bad = LINES_KEPT + 20;
+    let text: String = (0..bad).fold(
+        "[[domain]]\nname = \"h.test\"\nnameservers = [\"ns1.h.test\"]\n".to_string(),
+        |mut t, i| {
+            t.push_str(&format!(
+                "[[domain.record]]\nname = \"r{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\", hc = \"check:none{i}\" }}]\n"
+            ));
+            t
+        },
+    );
+    let all = crate::model::compile(&crate::model::parse(&text).unwrap())
+        .err()
+        .unwrap();
+    assert!(all.0.len() >= bad, "{} errors", all.0.len());
+    let command = Command::new(
+        Actor {
+            user: "admin".into(),
+            device: "gtm1".into(),
+        },
+        None,
+        Action::ApplyConfig { text },
+    );
+    let outcome = apply_command(&machine, &mut kv, 1, &command);
+    let Outcome::Rejected(error) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(error.errors.len(), LINES_KEPT + 1);
+    assert_eq!(
+        error.errors[..LINES_KEPT],
+        all.0[..LINES_KEPT]
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()[..]
+    );
+    assert_eq!(
+        error.errors.last().unwrap(),
+        &format!(
+            "… and {} more errors ({} in all; `gtm config check` lists them all)",
+            all.0.len() - LINES_KEPT,
+            all.0.len()
+        )
+    );
+    assert!(
+        error.message.contains(&all.0.len().to_string()),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        outcome_of(&kv, &command.id).unwrap().encode(),
+        outcome.encode()
     );
 }

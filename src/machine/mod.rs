@@ -79,11 +79,13 @@ pub const HISTORY_KEPT: usize = 100;
 /// metadata and diff but not their text (and cannot be shown whole or
 /// rolled back to).
 pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
-/// Change lines a history entry keeps: an apply that changes a million
-/// records keeps its first ones and a line saying how many more there
-/// are (`gtm config diff` lists them all while history keeps both texts),
-/// not 40 MB that every listing of history reads.
-pub const HISTORY_CHANGES_KEPT: usize = 1000;
+/// Lines a history entry, and a command's outcome, keep of a list of
+/// changes or errors: an apply that changes a million records keeps its
+/// first ones and a line saying how many more there are (`gtm config
+/// diff` lists them all while history keeps both texts), not 40 MB that
+/// every listing of history reads and every device's store writes again
+/// beside the outcomes of the commands after it.
+pub const LINES_KEPT: usize = 1000;
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -616,12 +618,7 @@ impl GtmMachine {
         };
         let proven = match crate::engine::servable(&new, &current, current_zones.as_deref()) {
             Ok(p) => p,
-            Err(e) => {
-                return Change {
-                    writes: Vec::new(),
-                    outcome: Outcome::Rejected(ApiError::invalid(e)),
-                };
-            }
+            Err(e) => return invalid(e),
         };
         // The secondaries' keys are the cluster's, not the text's: checked
         // against the keys committed before this command.
@@ -640,14 +637,14 @@ impl GtmMachine {
                 },
             };
         }
-        let changes = crate::engine::diff(&current, &new);
+        let changes = kept_changes(&crate::engine::diff(&current, &new), new_version);
         let entry = HistoryEntry {
             version: new_version,
             time_ms: command.time_ms,
             actor: command.actor.clone(),
             command: command.id.to_string(),
             what,
-            changes: history_changes(&changes, new_version),
+            changes: changes.clone(),
             text: None,
             text_bytes: Some(text.len()),
         };
@@ -878,9 +875,11 @@ fn whole(text: &str) -> Splice {
 }
 
 fn invalid(e: model::ConfigErrors) -> Change {
+    let mut error = ApiError::invalid(e);
+    error.errors = kept_errors(&error.errors);
     Change {
         writes: Vec::new(),
-        outcome: Outcome::Rejected(ApiError::invalid(e)),
+        outcome: Outcome::Rejected(error),
     }
 }
 
@@ -973,25 +972,35 @@ fn describe(e: &crate::command::Edit) -> String {
 /// part that versions share counted once; the new entry keeps its text
 /// whatever its size). Only the entries whose whole text drops out
 /// (written before parts) are read whole.
-/// The change lines history keeps of version `version`'s `changes`
-/// ([`HISTORY_CHANGES_KEPT`]).
-fn history_changes(changes: &[String], version: u64) -> Vec<String> {
-    let Some(more) = changes
-        .len()
-        .checked_sub(HISTORY_CHANGES_KEPT)
-        .filter(|m| *m > 0)
-    else {
-        return changes.to_vec();
-    };
-    let mut kept = changes
-        .get(..HISTORY_CHANGES_KEPT)
-        .unwrap_or_default()
-        .to_vec();
-    kept.push(format!(
-        "… and {more} more changes ({} in all; `gtm config diff {} {version}` lists them while history keeps both texts)",
-        changes.len(),
-        version.saturating_sub(1),
-    ));
+/// The change lines history and the outcome keep of version `version`'s
+/// `changes`.
+fn kept_changes(changes: &[String], version: u64) -> Vec<String> {
+    kept_lines(changes, |more| {
+        format!(
+            "… and {more} more changes ({} in all; `gtm config diff {} {version}` lists them while history keeps both texts)",
+            changes.len(),
+            version.saturating_sub(1),
+        )
+    })
+}
+
+/// The error lines a rejected command's outcome keeps.
+fn kept_errors(errors: &[String]) -> Vec<String> {
+    kept_lines(errors, |more| {
+        format!(
+            "… and {more} more errors ({} in all; `gtm config check` lists them all)",
+            errors.len()
+        )
+    })
+}
+
+/// The first [`LINES_KEPT`] of `lines`, then, when there are more, the
+/// line `more` makes of how many more.
+fn kept_lines(lines: &[String], more: impl FnOnce(usize) -> String) -> Vec<String> {
+    let mut kept = lines.get(..LINES_KEPT).unwrap_or(lines).to_vec();
+    if let Some(rest) = lines.len().checked_sub(LINES_KEPT).filter(|m| *m > 0) {
+        kept.push(more(rest));
+    }
     kept
 }
 
