@@ -55,13 +55,10 @@ pub(super) async fn set_check_state(
         .replication
         .propose(state.actor(&who), None, action)
         .await?;
+    let engine = state.engine.clone();
+    let checks = super::blocking(move || engine.checks()).await?;
     Ok(Json(
-        state
-            .engine
-            .checks()
-            .into_iter()
-            .filter(|c| c.check == name)
-            .collect(),
+        checks.into_iter().filter(|c| c.check == name).collect(),
     ))
 }
 
@@ -71,7 +68,8 @@ pub(crate) async fn test_check(
     body: Option<Json<TestRequest>>,
 ) -> Result<Json<TestResult>, ApiError> {
     let req = body.map(|Json(b)| b).unwrap_or_default();
-    let Some(spec) = state.engine.compiled_check(&name) else {
+    let (engine, wanted) = (state.engine.clone(), name.clone());
+    let Some(spec) = super::blocking(move || engine.compiled_check(&wanted)).await? else {
         return Err(not_found(format!("no check named \"{name}\"")));
     };
     probe_once(&state, spec, req.address).await.map(Json)

@@ -22,7 +22,9 @@ pub(crate) async fn status(
     State(state): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<Json<DomainDnssec>, ApiError> {
-    state.engine.domain_dnssec(&name).map(Json).ok_or_else(|| {
+    let (engine, domain) = (state.engine.clone(), name.clone());
+    let status = super::blocking(move || engine.domain_dnssec(&domain)).await?;
+    status.map(Json).ok_or_else(|| {
         ApiError::new(
             ErrorKind::NotFound,
             format!("no domain named \"{}\"", name.trim_end_matches('.')),
@@ -65,17 +67,18 @@ pub(crate) async fn rollover(
                     "keys travel between devices, and device-to-device traffic is not mutual TLS here: set tls_cert and tls_key on every device (docs/cluster.md)",
                 ));
             }
-            let algorithm = req
-                .algorithm
-                .or_else(|| {
-                    state
-                        .engine
-                        .signed_zones()
+            let algorithm = match req.algorithm {
+                Some(a) => a,
+                None => {
+                    let engine = state.engine.clone();
+                    super::blocking(move || engine.signed_zones())
+                        .await?
                         .into_iter()
                         .find(|(d, _)| d.eq_ignore_ascii_case(name.trim_end_matches('.')))
                         .map(|(_, a)| a)
-                })
-                .unwrap_or_default();
+                        .unwrap_or_default()
+                }
+            };
             let key = KeyMaterial::generate(algorithm, crate::machine::now_ms())
                 .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
             RolloverStep::Publish { key }

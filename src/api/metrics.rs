@@ -3,10 +3,23 @@
 
 use axum::{extract::State, http::header, response::IntoResponse};
 
-use super::ApiState;
+use super::{ApiError, ApiState};
 use crate::metrics::Text;
 
-pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
+pub async fn metrics(State(state): State<ApiState>) -> Result<impl IntoResponse, ApiError> {
+    // Off the async workers: a line per record, read under the engine's
+    // lock, which an install holds for seconds.
+    let text = super::blocking(move || render(&state)).await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    ))
+}
+
+fn render(state: &ApiState) -> String {
     let mut out = Text::default();
     let engine = &state.engine;
     let device = engine.device().to_string();
@@ -214,11 +227,5 @@ pub async fn metrics(State(state): State<ApiState>) -> impl IntoResponse {
             f64::from(u8::from(p.reachable)),
         );
     }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        out.finish(),
-    )
+    out.finish()
 }

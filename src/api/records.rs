@@ -52,7 +52,8 @@ pub(crate) async fn resume(
     writable(&state)?;
     // Holds are each device's own: refused only when no device of the
     // cluster (by its last report) holds the record.
-    let here = state.engine.status();
+    let engine = state.engine.clone();
+    let here = blocking(move || engine.status()).await?;
     let peers = state.peers.status(&state.replication);
     let mine = here.iter().find(|r| r.record == label);
     if mine.is_some() {

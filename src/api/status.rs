@@ -4,7 +4,7 @@
 use axum::{Json, extract::State};
 use serde::{Deserialize, Serialize};
 
-use super::{ApiState, GeoipStatus};
+use super::{ApiError, ApiState, GeoipStatus};
 use crate::engine::{CheckStatus, RecordStatus, ScenarioStatus};
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -39,8 +39,14 @@ pub struct StatusReport {
     pub notify: Vec<crate::dns::xfr::NotifyStatus>,
 }
 
-pub(super) async fn status(State(state): State<ApiState>) -> Json<StatusReport> {
-    Json(StatusReport {
+pub(super) async fn status(State(state): State<ApiState>) -> Result<Json<StatusReport>, ApiError> {
+    // Off the async workers: the records are read under the engine's
+    // lock, which an install holds for seconds.
+    super::blocking(move || report(&state)).await.map(Json)
+}
+
+fn report(state: &ApiState) -> StatusReport {
+    StatusReport {
         device: state.engine.device().to_string(),
         version: state.engine.version(),
         records: state.engine.status(),
@@ -50,9 +56,9 @@ pub(super) async fn status(State(state): State<ApiState>) -> Json<StatusReport> 
         degraded: state.engine.install_failure(),
         storage_degraded: state.engine.storage_fault(),
         geoip: Some(GeoipStatus::of(&state.engine)),
-        geoip_warning: geoip_warning(&state),
+        geoip_warning: geoip_warning(state),
         notify: state.engine.dns().transfers.notify_status(),
-    })
+    }
 }
 
 /// A warning when the devices answer with different GeoIP databases: the

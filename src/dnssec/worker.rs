@@ -110,8 +110,13 @@ pub async fn run(
             continue;
         }
         let keys = keyring_of(&*replication.state().await);
-        let missing: Vec<(String, KeyAlgorithm)> = engine
-            .signed_zones()
+        // Off the async workers: read under the engine's lock, which an
+        // install holds for seconds.
+        let reader = engine.clone();
+        let Ok(signed) = tokio::task::spawn_blocking(move || reader.signed_zones()).await else {
+            continue;
+        };
+        let missing: Vec<(String, KeyAlgorithm)> = signed
             .into_iter()
             .filter(|(domain, _)| !keys.contains_key(domain))
             .collect();

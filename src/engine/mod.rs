@@ -29,6 +29,7 @@ use std::{
     time::{SystemTime, UNIX_EPOCH},
 };
 
+use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
@@ -308,11 +309,18 @@ pub struct Engine {
     dns: DnsState,
     store: Option<Persist>,
     inner: Mutex<Inner>,
+    /// The applied configuration (shared with the state machine's parse
+    /// of the same text), read without the engine lock: an install holds
+    /// that lock while it evaluates the records (seconds for a million),
+    /// and the tasks that read the configuration run on the async
+    /// runtime, whose few threads Raft's heartbeats need too.
+    config: ArcSwap<Config>,
     /// The check instances to probe; the scheduler follows it.
     instances: watch::Sender<Arc<Vec<Instance>>>,
     /// New events, for `logs --follow`.
     events_tx: broadcast::Sender<Event>,
-    /// The version of the configuration being served.
+    /// The version of the configuration being served (read without the
+    /// engine lock, like `config`).
     version_tx: watch::Sender<u64>,
     probe_metrics: crate::metrics::ProbeMetrics,
     /// Set while the latest committed configuration could not be installed
@@ -346,9 +354,6 @@ pub struct InstallFailure {
 
 #[derive(Debug)]
 struct Inner {
-    version: u64,
-    /// Shared with the state machine's parse of the same text.
-    config: Arc<Config>,
     compiled: Compiled,
     health: HealthState,
     records: Records,
@@ -453,8 +458,6 @@ impl Engine {
             dns,
             store,
             inner: Mutex::new(Inner {
-                version,
-                config: Arc::default(),
                 compiled: compile(&Config::default()).expect("the empty configuration is valid"),
                 health,
                 records: Records::default(),
@@ -468,6 +471,7 @@ impl Engine {
                 records_gen: 0,
                 records_reset: 0,
             }),
+            config: ArcSwap::default(),
             instances: watch::channel(Arc::new(Vec::new())).0,
             events_tx: broadcast::channel(1024).0,
             version_tx: watch::channel(version).0,
@@ -648,7 +652,7 @@ impl Engine {
         let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
         let reason = reason.as_str();
         let mut inner = self.lock();
-        let serving = inner.version;
+        let serving = self.version();
         {
             let mut failure = self
                 .install_failure
@@ -701,10 +705,10 @@ impl Engine {
         // A record whose steering did not change, in a configuration whose
         // datacenters, checks, scenarios and services did not either, keeps
         // its evaluation and its answer: nothing it depends on moved.
-        let same_globals = inner.config.steers_alike(&config);
+        let same_globals = self.config.load().steers_alike(&config);
         // The text form is only kept for export and diffs: free the old one
         // before the new answers are built (a large configuration is large).
-        drop(std::mem::replace(&mut inner.config, config));
+        drop(self.config.swap(config));
         // Check instances: unchanged ones keep their state, others start over.
         let zone_health = zone_health::of_zones(&compiled.zones, &inner.zone_health);
         let instances =
@@ -891,7 +895,6 @@ impl Engine {
         inner.records = Records::new(zones);
         inner.records_gen = generation;
         let compiled = std::mem::replace(&mut inner.compiled, compiled);
-        inner.version = version;
         self.version_tx.send_replace(version);
         self.instances.send_replace(Arc::new(instances));
         for (kind, object, text) in events {
@@ -1137,13 +1140,15 @@ impl Engine {
         let _ = self.events_tx.send(event);
     }
 
+    /// The version of the configuration being served.
     pub fn version(&self) -> u64 {
-        self.lock().version
+        *self.version_tx.borrow()
     }
 
-    /// The applied configuration (shared, not copied).
+    /// The applied configuration (shared, not copied); during an install,
+    /// already the one being installed.
     pub fn config(&self) -> Arc<Config> {
-        self.lock().config.clone()
+        self.config.load_full()
     }
 
     /// Reads the applied configuration in place.
@@ -1967,5 +1972,36 @@ mod servable_tests {
         let zones = compile(&proven).unwrap().zones;
         let next = servable(&domain(&[("www", "2")]), &proven, Some(&zones)).unwrap();
         assert_eq!(next.compiled.zones[0].records.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod lock_tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::dns::snapshot::Snapshot;
+
+    /// An install holds the engine lock while it evaluates the records
+    /// (seconds for a million). The configuration and its version are read
+    /// without it: the tasks that read them run on the async runtime, and
+    /// one of them waiting there for an install stalled Raft's heartbeats.
+    #[test]
+    fn the_configuration_and_version_are_read_while_the_lock_is_held() {
+        let state = DnsState::new(Snapshot::default(), crate::geo::Geo::none(), 1232);
+        let config =
+            crate::model::parse("[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n")
+                .unwrap();
+        let prepared = Prepared::new(7, &Default::default(), config, &state).unwrap();
+        let engine = Arc::new(Engine::new("gtm1", prepared, state, None));
+        let held = engine.lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = engine.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send((reader.version(), reader.config().domains.len()));
+        });
+        let read = rx.recv_timeout(Duration::from_secs(60));
+        drop(held);
+        assert_eq!(read, Ok((7, 1)), "read while the lock was held");
     }
 }

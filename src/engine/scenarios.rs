@@ -77,9 +77,10 @@ impl Engine {
     /// decision on this device.
     pub fn scenario_views(&self) -> Vec<ScenarioView> {
         let inner = self.lock();
+        // Under the lock: the configuration the health state is of.
+        let config = self.config();
         let truth = |r: &CheckRef| inner.health.truth(r);
-        inner
-            .config
+        config
             .scenarios
             .iter()
             .map(|s| {
