@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gtm_cluster::{Machine, Write};
+use gtm_cluster::Write;
 
 use super::*;
 use crate::command::{Action, Actor, Command, Outcome};
@@ -25,23 +25,7 @@ fn run(machine: &GtmMachine, kv: &mut Map, index: u64, keep: u32, action: Action
         action,
     );
     command.history_keep = keep;
-    apply_command(machine, kv, index, &command)
-}
-
-/// Applies `command` to `kv` as the cluster would, returning its outcome.
-fn apply_command(machine: &GtmMachine, kv: &mut Map, index: u64, command: &Command) -> Outcome {
-    let effect = machine.apply(kv, index, &command.encode().unwrap());
-    for w in effect.writes {
-        match w {
-            Write::Put { key, value } => {
-                kv.insert(key, value.into());
-            }
-            Write::Delete { key } => {
-                kv.remove(&key);
-            }
-        }
-    }
-    Outcome::decode(&effect.outcome).unwrap()
+    apply_for_test(machine, kv, index, &command)
 }
 
 #[test]
@@ -427,15 +411,8 @@ fn a_large_apply_keeps_the_first_change_lines_and_counts_the_rest() {
         &crate::model::parse(&text).unwrap(),
     );
     assert_eq!(all.len(), records);
-    let command = Command::new(
-        Actor {
-            user: "admin".into(),
-            device: "gtm1".into(),
-        },
-        None,
-        Action::ApplyConfig { text },
-    );
-    let outcome = apply_command(&machine, &mut kv, 2, &command);
+    let command = admin_command(Action::ApplyConfig { text });
+    let outcome = apply_for_test(&machine, &mut kv, 2, &command);
     let Outcome::Applied { changes, .. } = &outcome else {
         panic!("{outcome:?}");
     };
@@ -487,15 +464,8 @@ fn a_rejected_apply_keeps_the_first_errors_and_counts_the_rest() {
         .err()
         .unwrap();
     assert!(all.0.len() >= bad, "{} errors", all.0.len());
-    let command = Command::new(
-        Actor {
-            user: "admin".into(),
-            device: "gtm1".into(),
-        },
-        None,
-        Action::ApplyConfig { text },
-    );
-    let outcome = apply_command(&machine, &mut kv, 1, &command);
+    let command = admin_command(Action::ApplyConfig { text });
+    let outcome = apply_for_test(&machine, &mut kv, 1, &command);
     let Outcome::Rejected(error) = &outcome else {
         panic!("{outcome:?}");
     };

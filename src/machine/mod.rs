@@ -1082,6 +1082,19 @@ fn history_writes(
 #[cfg(test)]
 mod history_tests;
 
+/// A command of user `admin` received on `gtm1` (tests of the machine).
+#[cfg(test)]
+pub(crate) fn admin_command(action: Action) -> Command {
+    Command::new(
+        Actor {
+            user: "admin".into(),
+            device: "gtm1".into(),
+        },
+        None,
+        action,
+    )
+}
+
 /// Applies `command` at log `index` through the whole machine, as every
 /// device does, keeping its writes in `kv` (tests of the machine's parts).
 #[cfg(test)]

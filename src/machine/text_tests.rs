@@ -5,18 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::command::{Action, Actor, Command, Edit, Kind, Outcome};
-
-fn command(action: Action) -> Command {
-    Command::new(
-        Actor {
-            user: "admin".into(),
-            device: "gtm1".into(),
-        },
-        None,
-        action,
-    )
-}
+use crate::command::{Action, Edit, Kind, Outcome};
 
 fn record(domain: &str, name: &str, ip: &str) -> Action {
     Action::Edit(Edit::PutRecord {
@@ -40,7 +29,7 @@ fn on_every_device(
     let kept = GtmMachine::default();
     let mut kv = BTreeMap::new();
     for (i, action) in actions.into_iter().enumerate() {
-        let command = command(action);
+        let command = admin_command(action);
         let index = i as u64 + 1;
         let mut fresh_kv = kv.clone();
         let fresh = apply_for_test(&GtmMachine::default(), &mut fresh_kv, index, &command);
@@ -157,7 +146,7 @@ fn an_edit_writes_the_parts_it_changed_not_the_whole_text() {
     kv.insert(VERSION_KEY.to_string(), b"1".to_vec().into());
     let whole = text.len();
     let apply = |kv: &mut Map, index: u64, action: Action| {
-        let bytes = command(action).encode().unwrap();
+        let bytes = admin_command(action).encode().unwrap();
         let effect = machine.apply(kv, index, &bytes);
         for w in effect.writes.clone() {
             w.apply_to(kv);

@@ -87,7 +87,7 @@ mod tests {
 
     use super::*;
     use crate::{
-        command::{Action, Actor, Command, Outcome},
+        command::{Action, Outcome},
         machine::{GtmMachine, apply_for_test},
     };
 
@@ -98,14 +98,7 @@ mod tests {
     }
 
     fn apply(machine: &GtmMachine, kv: &mut Map, index: u64, text: String) {
-        let command = Command::new(
-            Actor {
-                user: "admin".into(),
-                device: "gtm1".into(),
-            },
-            None,
-            Action::ApplyConfig { text },
-        );
+        let command = crate::machine::admin_command(Action::ApplyConfig { text });
         let outcome = apply_for_test(machine, kv, index, &command);
         assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
     }
