@@ -186,6 +186,8 @@ pub struct ZoneSpec {
     pub dnssec: Option<crate::model::config::KeyAlgorithm>,
     /// Who may transfer the zone and gets its NOTIFYs (docs/transfer.md).
     pub secondaries: Vec<SecondarySpec>,
+    /// A hash of each record's owner ([`ZoneSpec::owner_hashes`]).
+    owners: OwnerHashes,
 }
 
 /// A secondary server of a zone.
@@ -210,6 +212,7 @@ impl ZoneSpec {
             cnames: _,
             dnssec,
             secondaries,
+            owners: _,
         } = self;
         ZoneSpec {
             apex: apex.clone(),
@@ -222,7 +225,13 @@ impl ZoneSpec {
             records,
             dnssec: *dnssec,
             secondaries: secondaries.clone(),
+            owners: OwnerHashes::default(),
         }
+    }
+
+    /// A hash of each record's owner, in record order ([`owners`]).
+    pub fn owner_hashes(&self) -> &[u32] {
+        self.owners.of(&self.records)
     }
 
     /// The zone's name as keys and messages spell it: lower case, no final
@@ -450,7 +459,10 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
     }
 }
 
+mod owners;
 mod reuse;
+
+use owners::{OwnerHashes, owner_hash};
 
 struct Refs<'a> {
     dcs: &'a HashMap<&'a str, DcId>,
@@ -1142,16 +1154,24 @@ impl Cx {
             }
         }
         // The names the changed records are at: only theirs are checked
-        // again below (a kept name's records are as they were).
-        let mut touched: Option<Vec<Name>> = None;
+        // again below (a kept name's records are as they were), found by
+        // the hashes of the owners, the kept records' taken from before.
+        let mut touched: Option<(Vec<Name>, Vec<u32>)> = None;
+        let mut owners = OwnerHashes::default();
         if let Some((zone, start, end)) = kept {
             let changed = records.get(start..).unwrap_or_default();
-            touched = Some(changed.iter().map(|c| c.owner.clone()).collect());
+            let names: Vec<Name> = changed.iter().map(|c| c.owner.clone()).collect();
+            let before = zone.owner_hashes();
+            let mut hashes = Vec::with_capacity(records.len() + end);
+            hashes.extend_from_slice(before.get(..start).unwrap_or_default());
+            hashes.extend(names.iter().map(owner_hash));
+            hashes.extend_from_slice(before.get(before.len() - end..).unwrap_or_default());
             let after = zone
                 .records
                 .get(zone.records.len() - end..)
                 .unwrap_or_default();
             records.extend(after.iter().cloned());
+            touched = Some((names, hashes));
         }
         let count = |l: &[Arc<RecordSpec>]| l.iter().filter(|r| r.is_cname()).count();
         // Counted over what changed when the rest is kept.
@@ -1164,15 +1184,25 @@ impl Cx {
             }
             None => count(&records),
         };
-        let checked: Vec<&RecordSpec> = records
-            .iter()
-            .map(|r| &**r)
-            .filter(|r| {
-                touched
-                    .as_ref()
-                    .is_none_or(|t| t.iter().any(|n| same_owner(n, &r.owner)))
-            })
-            .collect();
+        let checked: Vec<&RecordSpec> = match &touched {
+            None => records.iter().map(|r| &**r).collect(),
+            Some((names, hashes)) => {
+                let wanted: Vec<u32> = names.iter().map(owner_hash).collect();
+                hashes
+                    .iter()
+                    .zip(&records)
+                    .filter(|(h, r)| {
+                        wanted.contains(h) && names.iter().any(|n| same_owner(n, &r.owner))
+                    })
+                    .map(|(_, r)| &**r)
+                    .collect()
+            }
+        };
+        if let Some((_, hashes)) = touched
+            && hashes.len() == records.len()
+        {
+            owners = OwnerHashes::given(hashes);
+        }
         // A CNAME owns its name alone (RFC 1034 §3.6.2).
         let mut by_owner: HashMap<&Name, Vec<&RecordSpec>> = HashMap::new();
         for &r in &checked {
@@ -1244,6 +1274,7 @@ impl Cx {
             records,
             dnssec: (d.dnssec == Some(true)).then(|| d.dnssec_algorithm.unwrap_or_default()),
             secondaries,
+            owners,
         })
     }
 

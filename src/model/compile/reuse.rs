@@ -95,6 +95,16 @@ mod tests {
             match (from, whole) {
                 (Ok(from), Ok(whole)) => {
                     assert_eq!(from.zones, whole.zones, "{records:?}");
+                    // A zone derived from before carries its owners'
+                    // hashes, the ones its records give.
+                    let zone = &from.zones[0];
+                    assert_eq!(zone.owners.is_made(), expected.is_some(), "{records:?}");
+                    let fresh: Vec<u32> = zone
+                        .records
+                        .iter()
+                        .map(|r| super::super::owner_hash(&r.owner))
+                        .collect();
+                    assert_eq!(zone.owner_hashes(), &fresh[..], "{records:?}");
                     // A kept record is the one compiled before (its
                     // steering the same allocation), not compiled again.
                     if expected.is_some_and(|(start, _)| start > 0) {

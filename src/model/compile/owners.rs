@@ -1,0 +1,62 @@
+//! Per record of a compiled zone, a hash of its owner name, in record
+//! order: a compile of a domain a write changed finds the records at the
+//! changed names by reading 4 bytes a record, not every record (100,000
+//! records read one by one were about a sixth of a one-record write).
+
+use std::sync::{Arc, OnceLock};
+
+use hickory_server::proto::rr::Name;
+
+use super::RecordSpec;
+
+/// The hashes of a zone's record owners, made when first read or handed on
+/// by the compile that derived the zone from its compile before. Not part
+/// of what a zone is: two zones compare equal whatever their hashes hold.
+#[derive(Clone, Default)]
+pub struct OwnerHashes(OnceLock<Arc<[u32]>>);
+
+impl OwnerHashes {
+    /// Hashes made already, one per record in order.
+    pub(super) fn given(hashes: Vec<u32>) -> Self {
+        Self(OnceLock::from(Arc::<[u32]>::from(hashes)))
+    }
+
+    /// Whether the hashes are made (handed on, or read once).
+    #[cfg(test)]
+    pub(super) fn is_made(&self) -> bool {
+        self.0.get().is_some()
+    }
+
+    /// The hashes of `records`' owners (the zone's own records).
+    pub(super) fn of(&self, records: &[Arc<RecordSpec>]) -> &[u32] {
+        self.0
+            .get_or_init(|| records.iter().map(|r| owner_hash(&r.owner)).collect())
+    }
+}
+
+impl PartialEq for OwnerHashes {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for OwnerHashes {}
+
+impl std::fmt::Debug for OwnerHashes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OwnerHashes")
+    }
+}
+
+/// A hash of an owner name's labels (owners are lower case): equal owners
+/// hash alike; FNV-1a, the same in every process.
+pub(super) fn owner_hash(owner: &Name) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for label in owner.iter() {
+        for &byte in label.iter().chain(std::iter::once(&b'.')) {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    }
+    hash
+}
