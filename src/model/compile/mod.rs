@@ -1139,8 +1139,12 @@ impl Cx {
             }
         }
         let mut records = Vec::with_capacity(d.records.len());
+        // A hash of each record's owner, in record order: the kept
+        // records' taken from before, the others' made as they compile.
+        let mut hashes = Vec::with_capacity(d.records.len());
         if let Some((zone, start, _)) = kept {
             records.extend(zone.records.iter().take(start).cloned());
+            hashes.extend_from_slice(zone.owner_hashes().get(..start).unwrap_or_default());
         }
         let mut keys = HashSet::new();
         for r in changed {
@@ -1150,28 +1154,24 @@ impl Cx {
                 continue;
             }
             if let Some(rec) = self.record(&rpath, r, &apex, ttl, domain_mode, &mode_cx, refs) {
+                hashes.push(owner_hash(&rec.owner));
                 records.push(Arc::new(rec));
             }
         }
         // The names the changed records are at: only theirs are checked
         // again below (a kept name's records are as they were), found by
-        // the hashes of the owners, the kept records' taken from before.
-        let mut touched: Option<(Vec<Name>, Vec<u32>)> = None;
-        let mut owners = OwnerHashes::default();
+        // their owners' hashes.
+        let mut touched: Option<Vec<Name>> = None;
         if let Some((zone, start, end)) = kept {
             let changed = records.get(start..).unwrap_or_default();
-            let names: Vec<Name> = changed.iter().map(|c| c.owner.clone()).collect();
+            touched = Some(changed.iter().map(|c| c.owner.clone()).collect());
             let before = zone.owner_hashes();
-            let mut hashes = Vec::with_capacity(records.len() + end);
-            hashes.extend_from_slice(before.get(..start).unwrap_or_default());
-            hashes.extend(names.iter().map(owner_hash));
             hashes.extend_from_slice(before.get(before.len() - end..).unwrap_or_default());
             let after = zone
                 .records
                 .get(zone.records.len() - end..)
                 .unwrap_or_default();
             records.extend(after.iter().cloned());
-            touched = Some((names, hashes));
         }
         let count = |l: &[Arc<RecordSpec>]| l.iter().filter(|r| r.is_cname()).count();
         // Counted over what changed when the rest is kept.
@@ -1186,7 +1186,7 @@ impl Cx {
         };
         let checked: Vec<&RecordSpec> = match &touched {
             None => records.iter().map(|r| &**r).collect(),
-            Some((names, hashes)) => {
+            Some(names) => {
                 let wanted: Vec<u32> = names.iter().map(owner_hash).collect();
                 hashes
                     .iter()
@@ -1198,11 +1198,13 @@ impl Cx {
                     .collect()
             }
         };
-        if let Some((_, hashes)) = touched
-            && hashes.len() == records.len()
-        {
-            owners = OwnerHashes::given(hashes);
-        }
+        // Made lazily from the records should they ever disagree (never
+        // in a zone this returns: both grow together above).
+        let owners = if hashes.len() == records.len() {
+            OwnerHashes::given(hashes)
+        } else {
+            OwnerHashes::default()
+        };
         // A CNAME owns its name alone (RFC 1034 §3.6.2).
         let mut by_owner: HashMap<&Name, Vec<&RecordSpec>> = HashMap::new();
         for &r in &checked {

@@ -9,9 +9,10 @@ use hickory_server::proto::rr::Name;
 
 use super::RecordSpec;
 
-/// The hashes of a zone's record owners, made when first read or handed on
-/// by the compile that derived the zone from its compile before. Not part
-/// of what a zone is: two zones compare equal whatever their hashes hold.
+/// The hashes of a zone's record owners, made by the compile as the
+/// records compile (a record kept from the compile before keeps its hash),
+/// or when first read for a zone made otherwise. Not part of what a zone
+/// is: two zones compare equal whatever their hashes hold.
 #[derive(Clone, Default)]
 pub struct OwnerHashes(OnceLock<Arc<[u32]>>);
 
