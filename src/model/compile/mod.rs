@@ -1121,22 +1121,14 @@ impl Cx {
             .records
             .get(start..d.records.len() - end)
             .unwrap_or_default();
-        if kept.is_some() {
+        if let Some((old, zone)) = compiled
+            && kept.is_some()
+            && reuse::shares_a_kept_name(changed, (old, zone), (start, end), &apex)
+        {
             // A changed record with the name and type of a kept one: the
             // whole domain is compiled, so that the error is said as ever.
-            let unchanged = d
-                .records
-                .iter()
-                .take(start)
-                .chain(d.records.iter().skip(d.records.len() - end));
-            if unchanged.clone().any(|k| {
-                changed
-                    .iter()
-                    .any(|c| c.kind == k.kind && same_name(&c.name, &k.name))
-            }) {
-                self.errors.truncate(before);
-                return self.domain(d, refs, None);
-            }
+            self.errors.truncate(before);
+            return self.domain(d, refs, None);
         }
         let mut records = Vec::with_capacity(d.records.len());
         // A hash of each record's owner, in record order: the kept

@@ -3,8 +3,12 @@
 //! form, and only the changed ones are compiled and checked against the
 //! names they share (design-scale.md, increment 4).
 
+use std::sync::Arc;
+
+use hickory_server::proto::rr::Name;
+
 use super::ZoneSpec;
-use crate::model::config::Domain;
+use crate::model::config::{Domain, Record, same_name};
 
 /// How many of `d`'s records are `before`'s from the start and from the
 /// end, when their compiled forms can be taken from `before`: the domain
@@ -20,6 +24,45 @@ pub(super) fn unchanged(d: &Domain, before: (&Domain, &ZoneSpec)) -> Option<(usi
     let (start, end) = crate::ends::same_ends(new, old, |a, b| a == b);
     let changed = (new.len() - start - end).max(old.len() - start - end);
     (changed <= new.len().max(old.len()) / 2).then_some((start, end))
+}
+
+/// Whether a changed record (`changed`, between the `start` records kept
+/// from the start and the `end` kept from the end) has the name, as
+/// [`same_name`] reads it, and the type of a kept one. A kept record's
+/// owner is its name under `apex` (it compiled, so its name is relative),
+/// so only the kept records whose owner hashes as that name would are
+/// read, not every record of the domain.
+pub(super) fn shares_a_kept_name(
+    changed: &[Arc<Record>],
+    before: (&Domain, &ZoneSpec),
+    (start, end): (usize, usize),
+    apex: &Name,
+) -> bool {
+    let (old, zone) = before;
+    let hashes = zone.owner_hashes();
+    let kept_end = old.records.len().saturating_sub(end);
+    changed.iter().any(|c| {
+        let name = c.name.trim_end_matches('.');
+        let owner = if name == "@" {
+            Ok(apex.clone())
+        } else {
+            super::fqdn(name, apex)
+        };
+        let Ok(owner) = owner else {
+            // No kept record's name reads so: each made an owner.
+            return false;
+        };
+        let hash = super::owner_hash(&owner);
+        hashes
+            .iter()
+            .enumerate()
+            .filter(|&(i, &h)| h == hash && (i < start || i >= kept_end))
+            .any(|(i, _)| {
+                old.records
+                    .get(i)
+                    .is_some_and(|k| k.kind == c.kind && same_name(&c.name, &k.name))
+            })
+    })
 }
 
 #[cfg(test)]
@@ -71,6 +114,14 @@ mod tests {
             // A name and type a kept record has: compiled whole.
             (
                 vec![base[0], base[1], base[2], base[3], "WWW. A 192.0.2.4"],
+                Some((4, 0)),
+            ),
+            // A changed record with the name and type of a kept one after
+            // it, or spelt otherwise (case, a final dot): compiled whole,
+            // so that it is refused as defined twice, as ever.
+            (vec![base[0], "txt TXT two", base[2], base[3]], Some((1, 2))),
+            (
+                vec![base[0], base[1], base[2], base[3], "TXT. TXT three"],
                 Some((4, 0)),
             ),
             // Everything changed: compiled whole.
@@ -126,8 +177,8 @@ mod tests {
             }
         }
         assert_eq!(
-            refused, 4,
-            "MX, the two CNAMEs and the second www A are refused"
+            refused, 6,
+            "MX, the two CNAMEs, the second www A and the two TXTs at txt are refused"
         );
     }
 
