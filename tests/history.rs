@@ -289,9 +289,22 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
         )
     );
     assert_eq!(changes(&b), on_a);
+    // The command's outcome, as each device keeps it, holds the same lines.
+    let id = until_history(&a, v7)[0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let kept = |p: &Proc| -> Value {
+        let out: Value =
+            serde_json::from_str(&p.ok(&["command", "status", &id, "--json"])).unwrap();
+        out["changes"].clone()
+    };
+    assert_eq!(kept(&a), Value::Array(on_a.clone()));
+    assert_eq!(kept(&b), Value::Array(on_a.clone()));
     b.kill();
     b.restart();
     assert_eq!(changes(&b), on_a);
+    assert_eq!(kept(&b), Value::Array(on_a.clone()));
 }
 
 /// A device in no cluster keeps the same history in its local map; a

@@ -1158,7 +1158,11 @@ impl Cx {
             let changed = records.get(start..).unwrap_or_default();
             touched = Some(changed.iter().map(|c| c.owner.clone()).collect());
             let before = zone.owner_hashes();
-            hashes.extend_from_slice(before.get(before.len() - end..).unwrap_or_default());
+            hashes.extend_from_slice(
+                before
+                    .get(before.len().saturating_sub(end)..)
+                    .unwrap_or_default(),
+            );
             let after = zone
                 .records
                 .get(zone.records.len() - end..)
