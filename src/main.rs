@@ -5,7 +5,9 @@ use clap::Parser;
 /// mimalloc, not glibc's malloc: applying a large configuration frees and
 /// makes millions of small objects, which glibc spends its time
 /// consolidating and keeps as resident memory (docs/decisions.md,
-/// "Allocator").
+/// "Allocator"). A build for heap profiles (`RUSTFLAGS='--cfg
+/// gtm_heaptrack'`) keeps the system's, which heaptrack sees.
+#[cfg(not(gtm_heaptrack))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

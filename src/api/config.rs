@@ -48,7 +48,7 @@ pub(super) async fn parse_body_off(
     compile: bool,
 ) -> Result<(String, model::Config), ApiError> {
     blocking(move || {
-        let (text, config) = parse_body(&body)?;
+        let (text, config) = parse_body(body)?;
         if compile {
             model::compile(&config).map_err(ApiError::invalid)?;
         }
@@ -57,15 +57,15 @@ pub(super) async fn parse_body_off(
     .await?
 }
 
-fn parse_body(body: &Bytes) -> Result<(String, model::Config), ApiError> {
-    let text = std::str::from_utf8(body)
-        .map_err(|_| {
-            ApiError::new(
-                ErrorKind::BadRequest,
-                "the configuration must be UTF-8 TOML text",
-            )
-        })?
-        .to_string();
+fn parse_body(body: Bytes) -> Result<(String, model::Config), ApiError> {
+    // The body's own bytes when nothing else holds them (no copy of a
+    // large text while the device still holds the configuration before).
+    let text = String::from_utf8(Vec::from(body)).map_err(|_| {
+        ApiError::new(
+            ErrorKind::BadRequest,
+            "the configuration must be UTF-8 TOML text",
+        )
+    })?;
     let config = model::parse(&text).map_err(ApiError::invalid)?;
     Ok((text, config))
 }

@@ -147,30 +147,55 @@ impl Layout {
 /// records are a list of inline tables in its own table (`record = [ {...},
 /// {...} ]`) holding `count` of them: each from its `{` to its `}`.
 pub(super) fn inline_records(text: &str, count: usize) -> Option<Vec<Range<usize>>> {
+    record_list(text, count)
+        .filter(|list| list.elements.len() == count)
+        .map(|list| list.elements)
+}
+
+/// A domain's `record = [ {...}, ... ]` list, as [`record_list`] finds it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct RecordList {
+    /// The byte after the list's `[`.
+    pub(super) open: usize,
+    /// The byte of its `]`.
+    pub(super) close: usize,
+    /// Each inline table, from its `{` to its `}`.
+    pub(super) elements: Vec<Range<usize>>,
+}
+
+/// The list of inline records of the domain whose part `text` is: its
+/// `[[domain]]` table, the first and only table before a `record` key
+/// whose value is a list of inline tables. `capacity`: the records
+/// expected, room made for them.
+pub(super) fn record_list(text: &str, capacity: usize) -> Option<RecordList> {
     let mut lines = Lines::new(text);
     let mut tables = 0;
     while let Some((_, start)) = lines.next() {
         match start {
             Start::Malformed => return None,
             // The domain's own header; a second ends its own table.
-            Start::Table { .. } => {
+            Start::Table { array, keys } => {
                 tables += 1;
-                if tables > 1 {
+                if tables > 1 || !array || keys != [Some("domain")] {
                     return None;
                 }
             }
-            Start::Key(key) if text.get(key.clone()) == Some("record") => {
+            Start::Key(key) if tables == 1 && text.get(key.clone()) == Some("record") => {
                 let tokens = lines.tokens();
-                let mut next = || {
-                    tokens
-                        .by_ref()
-                        .find(|t| t.kind() != TokenKind::Whitespace)
-                        .map(|t| t.kind())
-                };
-                if next()? != TokenKind::Equals || next()? != TokenKind::LeftSquareBracket {
+                if next_kind(tokens)? != TokenKind::Equals {
                     return None;
                 }
-                return elements(tokens, count);
+                let open = tokens
+                    .find(|t| t.kind() != TokenKind::Whitespace)
+                    .filter(|t| t.kind() == TokenKind::LeftSquareBracket)?
+                    .span()
+                    .end();
+                let (elements, close) = elements(tokens, capacity)?;
+                return Some(RecordList {
+                    open,
+                    close,
+                    elements,
+                });
             }
             Start::Key(_) => {}
         }
@@ -178,9 +203,20 @@ pub(super) fn inline_records(text: &str, count: usize) -> Option<Vec<Range<usize
     None
 }
 
-/// The inline tables of a list whose `[` was read, up to its `]`.
-fn elements(tokens: &mut impl Iterator<Item = Token>, count: usize) -> Option<Vec<Range<usize>>> {
-    let mut spans = Vec::with_capacity(count);
+/// The kind of the next token that is not whitespace.
+fn next_kind(tokens: &mut impl Iterator<Item = Token>) -> Option<TokenKind> {
+    tokens
+        .find(|t| t.kind() != TokenKind::Whitespace)
+        .map(|t| t.kind())
+}
+
+/// The inline tables of a list whose `[` was read, up to its `]`, and
+/// where that `]` is.
+fn elements(
+    tokens: &mut impl Iterator<Item = Token>,
+    capacity: usize,
+) -> Option<(Vec<Range<usize>>, usize)> {
+    let mut spans = Vec::with_capacity(capacity);
     let mut depth = 0usize;
     let mut start = 0;
     for token in tokens {
@@ -198,8 +234,8 @@ fn elements(tokens: &mut impl Iterator<Item = Token>, count: usize) -> Option<Ve
             }
             TokenKind::RightCurlyBracket | TokenKind::RightSquareBracket => {
                 if depth == 0 {
-                    let end = kind == TokenKind::RightSquareBracket && spans.len() == count;
-                    return end.then_some(spans);
+                    return (kind == TokenKind::RightSquareBracket)
+                        .then_some((spans, span.start()));
                 }
                 depth -= 1;
                 if depth == 0 {

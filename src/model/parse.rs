@@ -12,18 +12,27 @@
 //! shown (a root key, a quoted header, a `[domain.x]` with no `[[domain]]`
 //! before it in the piece), the whole text is parsed in one go, so the result
 //! and the errors are always those of parsing the whole file.
+//!
+//! A large domain is one piece, and its records are most of it: when they
+//! are a list of inline tables (`record = [ {...}, ... ]`), the domain is
+//! parsed without them and the list in batches of about [`BATCH_BYTES`],
+//! each batch the list's own text between two of its records, so a
+//! missing or doubled comma is an error as in the whole list.
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use toml_parser::{
     Source,
     lexer::{Token, TokenKind},
 };
 
+use serde::de::DeserializeOwned;
+
 use super::{
     compile::{ConfigError, ConfigErrors},
-    config::Config,
+    config::{Config, Record},
     diagnose,
+    layout::{RecordList, record_list},
 };
 
 /// The top-level tables that are not lists: a piece may hold one whole.
@@ -32,10 +41,14 @@ const SINGLE_TABLES: [&str; 3] = ["geoip", "rate_limit", "cookies"];
 /// The size of text below which a piece is not cut further.
 const PIECE_BYTES: usize = 256 * 1024;
 
+/// The size of a batch of a large domain's inline records (about a
+/// thousand records of a line each).
+const BATCH_BYTES: usize = 64 * 1024;
+
 /// Parses a configuration file. When it does not parse, every syntax and
 /// type error that can be found is listed (see [`super::diagnose`]).
 pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
-    parse_in_pieces(text, PIECE_BYTES, parse_threads()).map_err(|first| {
+    parse_in_pieces(text, PIECE_BYTES, BATCH_BYTES, parse_threads()).map_err(|first| {
         let all = diagnose::errors(text);
         if all.is_empty() {
             first
@@ -55,10 +68,16 @@ fn parse_threads() -> usize {
 /// Parses `text` cut into pieces of about `piece_bytes`, on `threads`
 /// threads, each parsing a run of pieces in order; their lists are joined
 /// in text order, and the error is that of the first piece that fails,
-/// as parsing them one after the other gives.
-fn parse_in_pieces(text: &str, piece_bytes: usize, threads: usize) -> Result<Config, ConfigErrors> {
+/// as parsing them one after the other gives. A domain's inline records
+/// are parsed in batches of about `batch_bytes`.
+fn parse_in_pieces(
+    text: &str,
+    piece_bytes: usize,
+    batch_bytes: usize,
+    threads: usize,
+) -> Result<Config, ConfigErrors> {
     let Some(cuts) = cuts(text, piece_bytes) else {
-        return parse_whole(text, 0, text);
+        return parse_piece(text, 0, text, batch_bytes);
     };
     let bounds: Vec<usize> = [0].into_iter().chain(cuts).chain([text.len()]).collect();
     let pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
@@ -66,7 +85,10 @@ fn parse_in_pieces(text: &str, piece_bytes: usize, threads: usize) -> Result<Con
     let parse_run = |run: &[(usize, usize)]| -> Result<Config, ConfigErrors> {
         let mut config = Config::default();
         for &(start, end) in run {
-            join(&mut config, parse_whole(&text[start..end], start, text)?);
+            join(
+                &mut config,
+                parse_piece(&text[start..end], start, text, batch_bytes)?,
+            );
         }
         Ok(config)
     };
@@ -129,18 +151,123 @@ fn join(config: &mut Config, piece: Config) {
     }
 }
 
+/// Parses `piece`, which starts at byte `offset` of `text`: a domain of
+/// more than `batch_bytes` whose records are a list of inline tables
+/// without them, then its records in batches; anything else whole.
+fn parse_piece(
+    piece: &str,
+    offset: usize,
+    text: &str,
+    batch_bytes: usize,
+) -> Result<Config, ConfigErrors> {
+    if piece.len() > batch_bytes
+        && let Some(list) = record_list(piece, 0)
+        && list.elements.len() > 1
+    {
+        return parse_batched(piece, offset, text, &list, batch_bytes);
+    }
+    parse_whole(piece, offset, text)
+}
+
+/// What a batch of a domain's inline records parses to.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Batch {
+    record: Vec<Arc<Record>>,
+}
+
+/// Parses the domain `piece` with its record list `list` empty, then the
+/// list's records in batches of about `batch_bytes`, each batch parsed as
+/// `record = [` and the list's text from its first record to the next
+/// batch's first (to the list's `]` for the last), then `]`.
+fn parse_batched(
+    piece: &str,
+    offset: usize,
+    text: &str,
+    list: &RecordList,
+    batch_bytes: usize,
+) -> Result<Config, ConfigErrors> {
+    let (Some(before), Some(after)) = (piece.get(..list.open), piece.get(list.close..)) else {
+        return parse_whole(piece, offset, text);
+    };
+    let mut config: Config = parse_text(&[before, after].concat(), text, |at| {
+        offset
+            + if at < before.len() {
+                at
+            } else {
+                at - before.len() + list.close
+            }
+    })?;
+    let mut records = Vec::with_capacity(list.elements.len());
+    let mut from = list.open;
+    let mut first = 0;
+    while let Some(start) = list.elements.get(first).map(|e| e.start) {
+        let next = list
+            .elements
+            .iter()
+            .skip(first + 1)
+            .position(|e| e.start.saturating_sub(start) >= batch_bytes)
+            .map_or(list.elements.len(), |i| first + 1 + i);
+        let to = list.elements.get(next).map_or(list.close, |e| e.start);
+        let Some(body) = piece.get(from..to) else {
+            return parse_whole(piece, offset, text);
+        };
+        // Between this batch's last record and the next batch's first,
+        // one comma, as the whole list would require; a batch would take
+        // none as the list's end.
+        if let Some(last) = list.elements.get(next.wrapping_sub(1))
+            && next < list.elements.len()
+            && !one_comma(piece.get(last.end..to).unwrap_or_default())
+        {
+            return parse_whole(piece, offset, text);
+        }
+        const HEAD: &str = "record = [\n";
+        let batch: Batch = parse_text(&[HEAD, body, "\n]\n"].concat(), text, |at| {
+            offset + from + at.saturating_sub(HEAD.len()).min(body.len())
+        })?;
+        records.extend(batch.record);
+        from = to;
+        first = next;
+    }
+    match config.domains.as_mut_slice() {
+        [domain] if domain.records.is_empty() => match Arc::get_mut(domain) {
+            Some(domain) => domain.records = records,
+            None => return parse_whole(piece, offset, text),
+        },
+        _ => return parse_whole(piece, offset, text),
+    }
+    Ok(config)
+}
+
+/// Whether `gap`, the text between two records of a list, holds one
+/// comma, outside its comments.
+fn one_comma(gap: &str) -> bool {
+    Source::new(gap)
+        .lex()
+        .filter(|t| t.kind() == TokenKind::Comma)
+        .count()
+        == 1
+}
+
 /// Parses `piece`, which starts at byte `offset` of `text`; errors name the
 /// line in `text`.
 fn parse_whole(piece: &str, offset: usize, text: &str) -> Result<Config, ConfigErrors> {
-    toml::from_str(piece).map_err(|e| {
+    parse_text(piece, text, |at| offset + at)
+}
+
+/// Parses `doc`, made of parts of `text`: `at` gives the byte of `text` a
+/// byte of `doc` was taken from, for the line an error names.
+fn parse_text<T: DeserializeOwned>(
+    doc: &str,
+    text: &str,
+    at: impl Fn(usize) -> usize,
+) -> Result<T, ConfigErrors> {
+    toml::from_str(doc).map_err(|e| {
         let path = match e.span() {
             Some(span) => {
                 // Counted over bytes, so a span that is not on a character
                 // boundary (or past the end) cannot panic.
-                let before = text
-                    .as_bytes()
-                    .get(..offset + span.start)
-                    .unwrap_or_default();
+                let before = text.as_bytes().get(..at(span.start)).unwrap_or_default();
                 let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
                 format!("line {line}")
             }
@@ -327,7 +454,7 @@ mod tests {
             let text = tricky() + &text;
             assert!(cuts(&text, 64).is_some());
             assert!(
-                parse_in_pieces(&text, 64, 3).is_err(),
+                parse_in_pieces(&text, 64, BATCH_BYTES, 3).is_err(),
                 "{open} nested {depth} deep in a piece"
             );
         }
@@ -379,6 +506,7 @@ mod tests {
         // Before each of its 20 domains and 20 checks.
         assert_eq!(cuts(&tricky, 1).map(|c| c.len()), Some(40));
         texts.push(tricky);
+        texts.push(inline_lists());
         for text in &texts {
             let whole = parse_whole(text, 0, text).expect("parses whole");
             for piece_bytes in [1, 64, 300, 5000] {
@@ -388,17 +516,100 @@ mod tests {
                         "the file should be safe to cut at {piece_bytes} bytes:\n{text}"
                     );
                 }
-                assert_eq!(
-                    parse_in_pieces(text, piece_bytes, 1).expect("parses"),
-                    whole
-                );
+                for batch_bytes in [1, 100, BATCH_BYTES] {
+                    assert_eq!(
+                        parse_in_pieces(text, piece_bytes, batch_bytes, 1).expect("parses"),
+                        whole,
+                        "pieces of {piece_bytes} bytes, batches of {batch_bytes}"
+                    );
+                }
                 for threads in [2, 3, 7] {
                     assert_eq!(
-                        parse_in_pieces(text, piece_bytes, threads).expect("parses"),
+                        parse_in_pieces(text, piece_bytes, 100, threads).expect("parses"),
                         whole,
                         "{threads} threads, pieces of {piece_bytes} bytes"
                     );
                 }
+            }
+        }
+    }
+
+    /// Domains whose records are lists of inline tables, written as an
+    /// operator might: comments and blank lines between records, a
+    /// trailing comma or none, a record over several lines, a table of
+    /// the domain after its list, the list not the domain's first key.
+    fn inline_lists() -> String {
+        let mut t = String::from("[[datacenter]]\nname = \"dc1\"\n\n");
+        for d in 0..6 {
+            t += &format!("[[domain]]\nname = \"i{d}.test\"\nrecord = [ # the list\n");
+            for r in 0..12 {
+                t += &match r % 4 {
+                    0 => format!(
+                        "{{name=\"a{r}\",type=\"A\",addresses=[{{ip=\"192.0.2.{r}\"}}]}},\n"
+                    ),
+                    1 => format!(
+                        "\n  # record {r}\n{{ name = \"t{r}\", type = \"TXT\", values = [\"}}, {{\", \"]\"] }} ,\n"
+                    ),
+                    2 => format!(
+                        "{{name=\"m{r}\",type=\"A\",\n addresses=[{{ip=\"198.51.100.{r}\"}},\n {{ip=\"198.51.100.{}\"}}]}},",
+                        r + 1
+                    ),
+                    _ => format!(
+                        "{{name=\"w{r}\",type=\"A\",addresses=[{{ip=\"203.0.113.{r}\"}}]}}\n,"
+                    ),
+                };
+            }
+            // Every other list ends without a trailing comma.
+            if d % 2 == 1 {
+                t.truncate(t.trim_end_matches([',', '\n']).len());
+            }
+            t += "\n]\nttl = 60\n";
+            if d % 3 == 0 {
+                t += "\n[domain.soa]\nrefresh = 600\n";
+            }
+            t += "\n";
+        }
+        t
+    }
+
+    /// A record list read in batches is read as one: what is malformed
+    /// between two records or inside one is an error wherever the batches
+    /// fall, and the line is the whole file's.
+    #[test]
+    fn record_batches_keep_the_lists_errors() {
+        let good = inline_lists();
+        // In the third domain: the first piece holds the datacenter too,
+        // and is parsed whole.
+        let third = good.find("name = \"i2.test\"").expect("a third domain");
+        let in_third = |from: &str, to: &str| {
+            let (head, tail) = good.split_at(third);
+            format!("{head}{}", tail.replacen(from, to, 1))
+        };
+        let bad = [
+            // A comma missing between two records (but in a comment), or
+            // one too many.
+            in_third("192.0.2.4\"}]},\n", "192.0.2.4\"}]}\n"),
+            in_third("192.0.2.4\"}]},\n", "192.0.2.4\"}]} # ,\n"),
+            in_third("192.0.2.4\"}]},\n", "192.0.2.4\"}]},,\n"),
+            // A field the record does not have.
+            in_third("{name=\"a8\",", "{name=\"a8\",naem=\"x\","),
+            // A list that is not closed.
+            good.replacen(
+                "\n]\nttl = 60\n\n[[domain]]\nname = \"i2.test\"",
+                "\nttl = 60\n\n[[domain]]\nname = \"i2.test\"",
+                1,
+            ),
+        ];
+        for text in &bad {
+            assert_ne!(text, &good);
+            let whole = parse_whole(text, 0, text).expect_err("invalid");
+            for batch_bytes in [1, 100, 300, BATCH_BYTES] {
+                let batched = parse_in_pieces(text, 64, batch_bytes, 2).expect_err("invalid");
+                assert_eq!(batched.0.len(), 1, "{batched}");
+                assert_eq!(
+                    batched.0[0].path, whole.0[0].path,
+                    "batches of {batch_bytes}: {batched} against {whole}"
+                );
             }
         }
     }
@@ -451,11 +662,14 @@ mod tests {
         let whole = parse_whole(&text, 0, &text).expect("parses whole");
         assert!(whole.rate_limit.is_some() && whole.cookies.is_some() && whole.geoip.is_some());
         assert!(cuts(&text, 64).is_some());
-        assert_eq!(parse_in_pieces(&text, 64, 3).expect("parses"), whole);
+        assert_eq!(
+            parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect("parses"),
+            whole
+        );
         text += "\n[cookies]\nrotate = \"2h\"\n";
         assert_eq!(cuts(&text, 64), None);
         assert_eq!(
-            parse_in_pieces(&text, 64, 3).expect_err("twice"),
+            parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect_err("twice"),
             parse_whole(&text, 0, &text).expect_err("twice")
         );
     }
@@ -468,7 +682,7 @@ mod tests {
         let line = text.matches('\n').count() + 3;
         text += "\n[[domain]]\nnaem = \"late.test\"\n";
         let whole = parse_whole(&text, 0, &text).expect_err("invalid");
-        let pieces = parse_in_pieces(&text, 64, 3).expect_err("invalid");
+        let pieces = parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect_err("invalid");
         assert_eq!(pieces, whole);
         assert_eq!(pieces.0[0].path, format!("line {line}"));
     }
@@ -489,7 +703,7 @@ mod tests {
         text += &tricky().replace("{ ip = \"192.0.2.7\" }", "{ ip = \"192.0.2.700\" }");
         // A file large enough to be cut gives the same list.
         let small = parse(&text).expect_err("invalid");
-        let cut = parse_in_pieces(&text, 64, 3).expect_err("invalid");
+        let cut = parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect_err("invalid");
         assert!(cuts(&text, 64).is_some());
         assert_eq!(parse_whole(&text, 0, &text).expect_err("invalid"), cut);
         let mut errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
