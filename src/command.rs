@@ -372,7 +372,14 @@ impl Command {
     }
 
     pub fn encode(&self) -> Result<Vec<u8>, String> {
-        let mut bytes = vec![FORMAT];
+        // Room for a configuration's text from the start: grown by
+        // doubling, a 6 MB text's command took 11 MB.
+        let text = match &self.action {
+            Action::ApplyConfig { text } | Action::Adopt { text, .. } => text.len(),
+            _ => 0,
+        };
+        let mut bytes = Vec::with_capacity(text + 512);
+        bytes.push(FORMAT);
         bincode::serde::encode_into_std_write(self, &mut bytes, bincode::config::standard())
             .map_err(|e| format!("encoding a command: {e}"))?;
         Ok(bytes)

@@ -6,6 +6,8 @@ use axum::{
     body::Bytes,
     extract::{Query, State},
 };
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::{ApiError, ApiState, ErrorKind, blocking, writable};
@@ -46,9 +48,10 @@ pub(super) async fn export_config(State(state): State<ApiState>) -> Result<Strin
 pub(super) async fn parse_body_off(
     body: Bytes,
     compile: bool,
+    like: Option<Arc<model::Config>>,
 ) -> Result<(String, model::Config), ApiError> {
     blocking(move || {
-        let (text, config) = parse_body(body)?;
+        let (text, config) = parse_body(body, like.as_deref())?;
         if compile {
             model::compile(&config).map_err(ApiError::invalid)?;
         }
@@ -57,7 +60,12 @@ pub(super) async fn parse_body_off(
     .await?
 }
 
-fn parse_body(body: Bytes) -> Result<(String, model::Config), ApiError> {
+/// The body as text and its parse, taking from `like` (the configuration
+/// applied here) what it gives again ([`model::parse_like`]).
+fn parse_body(
+    body: Bytes,
+    like: Option<&model::Config>,
+) -> Result<(String, model::Config), ApiError> {
     // The body's own bytes when nothing else holds them (no copy of a
     // large text while the device still holds the configuration before).
     let text = String::from_utf8(Vec::from(body)).map_err(|_| {
@@ -66,12 +74,12 @@ fn parse_body(body: Bytes) -> Result<(String, model::Config), ApiError> {
             "the configuration must be UTF-8 TOML text",
         )
     })?;
-    let config = model::parse(&text).map_err(ApiError::invalid)?;
+    let config = model::parse_like(&text, like).map_err(ApiError::invalid)?;
     Ok((text, config))
 }
 
 pub(super) async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
-    parse_body_off(body, true).await?;
+    parse_body_off(body, true, None).await?;
     Ok(Json(ApplyResult {
         applied: false,
         version: 0,
@@ -87,7 +95,7 @@ pub(super) async fn apply_config(
 ) -> Result<Json<ApplyResult>, ApiError> {
     // Compiled here only for a dry run: an apply is compiled by the state
     // machine, which refuses what does not compile with the same errors.
-    let (text, config) = parse_body_off(body, q.dry_run).await?;
+    let (text, config) = parse_body_off(body, q.dry_run, Some(state.engine.config())).await?;
     if config.domains.is_empty() && !q.allow_empty {
         let served = state
             .engine

@@ -529,7 +529,7 @@ impl GtmMachine {
                 let c = match self.take_parse(index, text) {
                     Some(Ok(c)) => c,
                     Some(Err(e)) => return invalid(e),
-                    None => match model::parse(text) {
+                    None => match model::parse_like(text, Some(&current)) {
                         Ok(c) => c,
                         Err(e) => return invalid(e),
                     },
@@ -601,7 +601,7 @@ impl GtmMachine {
                         ),
                     );
                 };
-                match model::parse(&text) {
+                match model::parse_like(&text, Some(&current)) {
                     Ok(c) => {
                         let layout = model::text::Layout::of(&text, &c);
                         (
@@ -775,6 +775,14 @@ impl GtmMachine {
         let parsing = Parsing(self.parsing.clone());
         let (done, parsed) = std::sync::mpsc::channel();
         let command = command.clone();
+        // What the text gives again is taken from the configuration
+        // parsed last (most often the committed one).
+        let like = self
+            .parsed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|p| p.config.clone());
         let started = std::thread::Builder::new()
             .name("gtm-prepare".into())
             .spawn(move || {
@@ -791,7 +799,7 @@ impl GtmMachine {
                 };
                 let hash = text_hash(text.as_bytes());
                 if offered != Some(hash) {
-                    let parsed = model::parse(&text);
+                    let parsed = model::parse_like(&text, like.as_deref());
                     drop(parsing);
                     // The receiver may be gone: nothing waits for it then.
                     let _ = done.send((hash, parsed));

@@ -4,6 +4,7 @@
 //! it into [`Compiled`], the only form the rest of gtm reads.
 
 pub mod abuse;
+mod alike;
 pub mod compile;
 pub mod condition;
 pub mod config;
@@ -18,7 +19,7 @@ pub mod value;
 
 pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
 pub use config::Config;
-pub use parse::parse;
+pub use parse::{parse, parse_like};
 
 /// The text of domain `a.test` with `nameservers` (written inside the
 /// list's quotes) and `records`, each `NAME TYPE VALUE`: an A's value is

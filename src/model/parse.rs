@@ -29,6 +29,7 @@ use toml_parser::{
 use serde::de::DeserializeOwned;
 
 use super::{
+    alike::{Like, share_domain, share_records},
     compile::{ConfigError, ConfigErrors},
     config::{Config, Record},
     diagnose,
@@ -48,7 +49,22 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// Parses a configuration file. When it does not parse, every syntax and
 /// type error that can be found is listed (see [`super::diagnose`]).
 pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
-    parse_in_pieces(text, PIECE_BYTES, BATCH_BYTES, parse_threads()).map_err(|first| {
+    parse_like(text, None)
+}
+
+/// [`parse`], taking from `like` (the configuration the device holds)
+/// each object the text gives again, as it parses ([`super::alike`]): a
+/// text applied again, or changed in a few lines, is not held twice.
+pub fn parse_like(text: &str, like: Option<&Config>) -> Result<Config, ConfigErrors> {
+    let like = like.map(Like::new);
+    let parsed = parse_in_pieces(
+        text,
+        PIECE_BYTES,
+        BATCH_BYTES,
+        parse_threads(),
+        like.as_ref(),
+    );
+    parsed.map_err(|first| {
         let all = diagnose::errors(text);
         if all.is_empty() {
             first
@@ -75,9 +91,25 @@ fn parse_in_pieces(
     piece_bytes: usize,
     batch_bytes: usize,
     threads: usize,
+    like: Option<&Like>,
+) -> Result<Config, ConfigErrors> {
+    let mut config = parse_pieces(text, piece_bytes, batch_bytes, threads, like)?;
+    if let Some(like) = like {
+        like.share_lists(&mut config);
+    }
+    Ok(config)
+}
+
+/// [`parse_in_pieces`] but for the lists shared with `like` at the end.
+fn parse_pieces(
+    text: &str,
+    piece_bytes: usize,
+    batch_bytes: usize,
+    threads: usize,
+    like: Option<&Like>,
 ) -> Result<Config, ConfigErrors> {
     let Some(cuts) = cuts(text, piece_bytes) else {
-        return parse_piece(text, 0, text, batch_bytes);
+        return parse_piece(text, 0, text, batch_bytes, like);
     };
     let bounds: Vec<usize> = [0].into_iter().chain(cuts).chain([text.len()]).collect();
     let pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
@@ -85,10 +117,8 @@ fn parse_in_pieces(
     let parse_run = |run: &[(usize, usize)]| -> Result<Config, ConfigErrors> {
         let mut config = Config::default();
         for &(start, end) in run {
-            join(
-                &mut config,
-                parse_piece(&text[start..end], start, text, batch_bytes)?,
-            );
+            let piece = parse_piece(&text[start..end], start, text, batch_bytes, like)?;
+            join(&mut config, piece);
         }
         Ok(config)
     };
@@ -159,14 +189,19 @@ fn parse_piece(
     offset: usize,
     text: &str,
     batch_bytes: usize,
+    like: Option<&Like>,
 ) -> Result<Config, ConfigErrors> {
     if piece.len() > batch_bytes
         && let Some(list) = record_list(piece, 0)
         && list.elements.len() > 1
     {
-        return parse_batched(piece, offset, text, &list, batch_bytes);
+        return parse_batched(piece, offset, text, &list, batch_bytes, like);
     }
-    parse_whole(piece, offset, text)
+    let mut config = parse_whole(piece, offset, text)?;
+    if let Some(like) = like {
+        like.share_domains(&mut config);
+    }
+    Ok(config)
 }
 
 /// What a batch of a domain's inline records parses to.
@@ -179,13 +214,15 @@ struct Batch {
 /// Parses the domain `piece` with its record list `list` empty, then the
 /// list's records in batches of about `batch_bytes`, each batch parsed as
 /// `record = [` and the list's text from its first record to the next
-/// batch's first (to the list's `]` for the last), then `]`.
+/// batch's first (to the list's `]` for the last), then `]`. Each batch's
+/// records equal to `like`'s are taken from it as the batch is read.
 fn parse_batched(
     piece: &str,
     offset: usize,
     text: &str,
     list: &RecordList,
     batch_bytes: usize,
+    like: Option<&Like>,
 ) -> Result<Config, ConfigErrors> {
     let (Some(before), Some(after)) = (piece.get(..list.open), piece.get(list.close..)) else {
         return parse_whole(piece, offset, text);
@@ -198,7 +235,12 @@ fn parse_batched(
                 at - before.len() + list.close
             }
     })?;
-    let mut records = Vec::with_capacity(list.elements.len());
+    let held = match config.domains.as_slice() {
+        [domain] => like.and_then(|l| l.domain(&domain.name)),
+        _ => None,
+    };
+    let total = list.elements.len();
+    let mut records = Vec::with_capacity(total);
     let mut from = list.open;
     let mut first = 0;
     while let Some(start) = list.elements.get(first).map(|e| e.start) {
@@ -225,15 +267,24 @@ fn parse_batched(
         let batch: Batch = parse_text(&[HEAD, body, "\n]\n"].concat(), text, |at| {
             offset + from + at.saturating_sub(HEAD.len()).min(body.len())
         })?;
-        records.extend(batch.record);
+        let mut batch = batch.record;
+        if let Some(held) = held {
+            share_records(&mut batch, records.len(), total, &held.records);
+        }
+        records.extend(batch);
         from = to;
         first = next;
     }
     match config.domains.as_mut_slice() {
-        [domain] if domain.records.is_empty() => match Arc::get_mut(domain) {
-            Some(domain) => domain.records = records,
-            None => return parse_whole(piece, offset, text),
-        },
+        [domain] if domain.records.is_empty() => {
+            match Arc::get_mut(domain) {
+                Some(d) => d.records = records,
+                None => return parse_whole(piece, offset, text),
+            }
+            if let Some(held) = held {
+                share_domain(domain, held);
+            }
+        }
         _ => return parse_whole(piece, offset, text),
     }
     Ok(config)
@@ -454,7 +505,7 @@ mod tests {
             let text = tricky() + &text;
             assert!(cuts(&text, 64).is_some());
             assert!(
-                parse_in_pieces(&text, 64, BATCH_BYTES, 3).is_err(),
+                parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).is_err(),
                 "{open} nested {depth} deep in a piece"
             );
         }
@@ -518,14 +569,14 @@ mod tests {
                 }
                 for batch_bytes in [1, 100, BATCH_BYTES] {
                     assert_eq!(
-                        parse_in_pieces(text, piece_bytes, batch_bytes, 1).expect("parses"),
+                        parse_in_pieces(text, piece_bytes, batch_bytes, 1, None).expect("parses"),
                         whole,
                         "pieces of {piece_bytes} bytes, batches of {batch_bytes}"
                     );
                 }
                 for threads in [2, 3, 7] {
                     assert_eq!(
-                        parse_in_pieces(text, piece_bytes, 100, threads).expect("parses"),
+                        parse_in_pieces(text, piece_bytes, 100, threads, None).expect("parses"),
                         whole,
                         "{threads} threads, pieces of {piece_bytes} bytes"
                     );
@@ -572,6 +623,42 @@ mod tests {
         t
     }
 
+    /// A text read in batches beside the configuration held takes what
+    /// is equal from it: the domains the text gives again, and the
+    /// records of a changed one but the changed record.
+    #[test]
+    fn batches_take_equal_records_from_the_configuration_held() {
+        let text = inline_lists();
+        let third = text.find("name = \"i3.test\"").expect("a fourth domain");
+        let held_text = format!(
+            "{}{}",
+            &text[..third],
+            text[third..].replacen("198.51.100.6", "198.51.100.99", 1)
+        );
+        let held = parse_whole(&held_text, 0, &held_text).expect("parses");
+        let like = Like::new(&held);
+        let whole = parse_whole(&text, 0, &text).expect("parses");
+        for batch_bytes in [1, 100, BATCH_BYTES] {
+            let parsed = parse_in_pieces(&text, 64, batch_bytes, 2, Some(&like)).expect("parses");
+            assert_eq!(parsed, whole);
+            assert!(Arc::ptr_eq(&parsed.datacenters[0], &held.datacenters[0]));
+            for (new, old) in parsed.domains.iter().zip(&held.domains) {
+                let shared: Vec<bool> = new
+                    .records
+                    .iter()
+                    .zip(&old.records)
+                    .map(|(n, o)| Arc::ptr_eq(n, o))
+                    .collect();
+                if new.name == "i3.test" {
+                    assert!(!Arc::ptr_eq(new, old));
+                    assert_eq!(shared.iter().filter(|s| !**s).count(), 1, "{shared:?}");
+                } else {
+                    assert!(Arc::ptr_eq(new, old), "{} ({batch_bytes})", new.name);
+                }
+            }
+        }
+    }
+
     /// A record list read in batches is read as one: what is malformed
     /// between two records or inside one is an error wherever the batches
     /// fall, and the line is the whole file's.
@@ -604,7 +691,7 @@ mod tests {
             assert_ne!(text, &good);
             let whole = parse_whole(text, 0, text).expect_err("invalid");
             for batch_bytes in [1, 100, 300, BATCH_BYTES] {
-                let batched = parse_in_pieces(text, 64, batch_bytes, 2).expect_err("invalid");
+                let batched = parse_in_pieces(text, 64, batch_bytes, 2, None).expect_err("invalid");
                 assert_eq!(batched.0.len(), 1, "{batched}");
                 assert_eq!(
                     batched.0[0].path, whole.0[0].path,
@@ -663,13 +750,13 @@ mod tests {
         assert!(whole.rate_limit.is_some() && whole.cookies.is_some() && whole.geoip.is_some());
         assert!(cuts(&text, 64).is_some());
         assert_eq!(
-            parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect("parses"),
+            parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect("parses"),
             whole
         );
         text += "\n[cookies]\nrotate = \"2h\"\n";
         assert_eq!(cuts(&text, 64), None);
         assert_eq!(
-            parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect_err("twice"),
+            parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect_err("twice"),
             parse_whole(&text, 0, &text).expect_err("twice")
         );
     }
@@ -682,7 +769,7 @@ mod tests {
         let line = text.matches('\n').count() + 3;
         text += "\n[[domain]]\nnaem = \"late.test\"\n";
         let whole = parse_whole(&text, 0, &text).expect_err("invalid");
-        let pieces = parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect_err("invalid");
+        let pieces = parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect_err("invalid");
         assert_eq!(pieces, whole);
         assert_eq!(pieces.0[0].path, format!("line {line}"));
     }
@@ -703,7 +790,7 @@ mod tests {
         text += &tricky().replace("{ ip = \"192.0.2.7\" }", "{ ip = \"192.0.2.700\" }");
         // A file large enough to be cut gives the same list.
         let small = parse(&text).expect_err("invalid");
-        let cut = parse_in_pieces(&text, 64, BATCH_BYTES, 3).expect_err("invalid");
+        let cut = parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect_err("invalid");
         assert!(cuts(&text, 64).is_some());
         assert_eq!(parse_whole(&text, 0, &text).expect_err("invalid"), cut);
         let mut errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
