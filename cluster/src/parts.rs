@@ -72,8 +72,26 @@ impl Splice {
 pub enum Cut {
     /// The part of the text before at this index, the same bytes.
     Before(usize),
-    /// A part of bytes the text before does not have there.
-    New(Vec<u8>),
+    /// A part of bytes the text before does not have there: these bytes
+    /// of [`Recut::bytes`].
+    New(std::ops::Range<usize>),
+}
+
+/// What [`recut`] gives: the parts, and the bytes its new parts are of.
+#[derive(Debug)]
+pub struct Recut {
+    pub parts: Vec<Cut>,
+    pub bytes: Vec<u8>,
+}
+
+impl Recut {
+    /// The bytes of part `cut`, `before` being the text's parts before.
+    pub fn of<'a>(&'a self, cut: &Cut, before: &[&'a [u8]]) -> Option<&'a [u8]> {
+        match cut {
+            Cut::Before(i) => before.get(*i).copied(),
+            Cut::New(range) => self.bytes.get(range.clone()),
+        }
+    }
 }
 
 /// A text in the pieces it is kept in (its parts), read by place without
@@ -199,7 +217,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// kept to that place: a part or two about a small edit.
 /// `splice.front` and `splice.back` beyond the text before are taken as
 /// its whole.
-pub fn recut(before: &[&[u8]], splice: &Splice) -> Vec<Cut> {
+pub fn recut(before: &[&[u8]], splice: Splice) -> Recut {
     let text = Pieces::new(before);
     let total = text.len();
     let front = splice.front.min(total);
@@ -210,16 +228,24 @@ pub fn recut(before: &[&[u8]], splice: &Splice) -> Vec<Cut> {
         .take_while(|(part, end)| !part.is_empty() && *end + WINDOW <= front)
         .count();
     let from = text.starts[kept];
-    let mut bytes = Vec::with_capacity(front - from + splice.middle.len());
-    text.copy(from..front, &mut bytes);
-    bytes.extend_from_slice(&splice.middle);
+    // Where a new text starts (a whole apply), its bytes as they are, not
+    // a copy of a text of megabytes.
+    let middle = splice.middle.len();
+    let bytes = if from == front {
+        splice.middle
+    } else {
+        let mut bytes = Vec::with_capacity(front - from + middle);
+        text.copy(from..front, &mut bytes);
+        bytes.extend_from_slice(&splice.middle);
+        bytes
+    };
     let mut source = Edited {
         bytes,
         text: &text,
         next: total - back,
     };
     // Where the back starts in the bytes cut, and in the text before.
-    let back_at = front - from + splice.middle.len();
+    let back_at = front - from + middle;
     let back_from = total - back;
     let (cuts, resumed) = scan(&mut source, |at| {
         let was = at.checked_sub(back_at)? + back_from;
@@ -227,14 +253,14 @@ pub fn recut(before: &[&[u8]], splice: &Splice) -> Vec<Cut> {
         (i < before.len()).then_some(i)
     });
     let mut parts: Vec<Cut> = (0..kept).map(Cut::Before).collect();
-    parts.extend(
-        cuts.into_iter()
-            .map(|range| Cut::New(source.bytes[range].to_vec())),
-    );
+    parts.extend(cuts.into_iter().map(Cut::New));
     if let Some(first) = resumed {
         parts.extend((first..before.len()).map(Cut::Before));
     }
-    parts
+    Recut {
+        parts,
+        bytes: source.bytes,
+    }
 }
 
 /// Bytes to cut, which may grow (by the parts of the back of an edit)
@@ -507,10 +533,14 @@ mod tests {
                     middle: after.as_bytes()[front..after.len() - back].to_vec(),
                     back,
                 };
-                let recut = recut(&parts, &splice);
+                let recut = recut(&parts, splice);
                 assert_eq!(joined(&recut, &parts), whole, "round {round}");
                 if after == before && parts.len() > 2 && (front, back) == (before.len(), 0) {
-                    let new = recut.iter().filter(|c| matches!(c, Cut::New(_))).count();
+                    let new = recut
+                        .parts
+                        .iter()
+                        .filter(|c| matches!(c, Cut::New(_)))
+                        .count();
                     assert!(new <= 1, "round {round}: {new} parts cut again");
                 }
             }
@@ -533,13 +563,11 @@ mod tests {
     }
 
     /// The parts a recut gives, as bytes.
-    fn joined<'a>(recut: &'a [Cut], before: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    fn joined<'a>(recut: &'a Recut, before: &[&'a [u8]]) -> Vec<&'a [u8]> {
         recut
+            .parts
             .iter()
-            .map(|c| match c {
-                Cut::Before(i) => before[*i],
-                Cut::New(bytes) => &bytes[..],
-            })
+            .map(|c| recut.of(c, before).expect("a part"))
             .collect()
     }
 
@@ -556,11 +584,15 @@ mod tests {
             back,
         };
         assert_eq!(splice.middle, b"x");
-        let recut = recut(&parts, &splice);
+        let recut = recut(&parts, splice);
         assert_eq!(joined(&recut, &parts), cut(after.as_bytes()));
-        let new = recut.iter().filter(|c| matches!(c, Cut::New(_))).count();
+        let new = recut
+            .parts
+            .iter()
+            .filter(|c| matches!(c, Cut::New(_)))
+            .count();
         assert!((1..=3).contains(&new), "{new} parts cut again");
-        assert_eq!(recut.len(), parts.len());
+        assert_eq!(recut.parts.len(), parts.len());
     }
 
     #[test]

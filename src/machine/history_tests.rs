@@ -177,7 +177,7 @@ fn writes_for(kv: &Map, mut entry: HistoryEntry, keep: usize, budget: usize) -> 
     let text = entry.text.take().unwrap_or_default();
     entry.text_bytes = Some(text.len());
     let whole = gtm_cluster::parts::Splice::whole(text.into_bytes());
-    let (list, mut writes) = parts::keep(kv, &whole, &[], None).unwrap();
+    let (list, mut writes) = parts::keep(kv, whole, &[], None).unwrap();
     writes.extend(history_writes(kv, entry, list, keep, budget));
     writes
 }

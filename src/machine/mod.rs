@@ -415,10 +415,11 @@ impl gtm_cluster::Machine for GtmMachine {
                 outcome: first.to_vec(),
             };
         }
+        let id = command.id.to_string();
         let Change {
             mut writes,
             outcome,
-        } = self.run(kv, index, &command);
+        } = self.run(kv, index, command);
         // A parse started for this index and not taken is not needed now.
         drop(self.take_preparing(index));
         let encoded = outcome.encode();
@@ -428,7 +429,7 @@ impl gtm_cluster::Machine for GtmMachine {
         });
         writes.push(Write::Put {
             key: format!("{ORDER_PREFIX}{index:020}"),
-            value: command.id.to_string().into_bytes(),
+            value: id.into_bytes(),
         });
         let order: Vec<(&String, &gtm_cluster::Value)> = kv
             .range(ORDER_PREFIX.to_string()..)
@@ -449,7 +450,7 @@ impl gtm_cluster::Machine for GtmMachine {
 }
 
 impl GtmMachine {
-    fn run(&self, kv: &Map, index: u64, command: &Command) -> Change {
+    fn run(&self, kv: &Map, index: u64, mut command: Command) -> Change {
         let version = version_of(kv);
         if let Some(expected) = command.expect_version
             && expected != version
@@ -461,10 +462,10 @@ impl GtmMachine {
                 ),
             );
         }
-        if let Some(change) = accounts::run(kv, index, version, command) {
+        if let Some(change) = accounts::run(kv, index, version, &command) {
             return change;
         }
-        if let Some(change) = cookies::run(kv, index, version, command) {
+        if let Some(change) = cookies::run(kv, index, version, &command) {
             return change;
         }
         let Current {
@@ -482,16 +483,16 @@ impl GtmMachine {
                 );
             }
         };
-        if let Some(change) = tsig::run(kv, index, version, &current, command) {
+        if let Some(change) = tsig::run(kv, index, version, &current, &command) {
             return change;
         }
-        if let Some(change) = operator::run(kv, index, version, &current, command) {
+        if let Some(change) = operator::run(kv, index, version, &current, &command) {
             return change;
         }
-        if let Some(change) = schedule::run(kv, index, version, &current, command) {
+        if let Some(change) = schedule::run(kv, index, version, &current, &command) {
             return change;
         }
-        if let Some(change) = dnssec::run(kv, index, version, &current, command) {
+        if let Some(change) = dnssec::run(kv, index, version, &current, &command) {
             return change;
         }
         let adopt = matches!(command.action, Action::Adopt { .. });
@@ -509,35 +510,43 @@ impl GtmMachine {
             (None, Some(pieces)) => self.layout_of(kv, &current, pieces),
             (layout, _) => layout,
         };
+        // An applied text becomes the map's parts without a copy: taken
+        // out of the command, which nothing reads it from after this.
+        let given = match &mut command.action {
+            Action::ApplyConfig { text } | Action::Adopt { text, .. } => std::mem::take(text),
+            _ => String::new(),
+        };
         let (new, text, what, new_version, layout) = match &command.action {
-            Action::Adopt { text, version: v } => {
+            Action::Adopt { version: v, .. } => {
                 if has_config(kv) {
                     return rejected(
                         ErrorKind::AlreadyClustered,
                         "the cluster has a configuration already",
                     );
                 }
-                match model::parse(text) {
+                match model::parse(&given) {
                     Ok(c) => {
-                        let layout = model::text::Layout::of(text, &c);
-                        (c, whole(text), "adopt".to_string(), *v, layout)
+                        let layout = model::text::Layout::of(&given, &c);
+                        let text = Splice::whole(given.into_bytes());
+                        (c, text, "adopt".to_string(), *v, layout)
                     }
                     Err(e) => return invalid(e),
                 }
             }
-            Action::ApplyConfig { text } => {
-                let c = match self.take_parse(index, text) {
+            Action::ApplyConfig { .. } => {
+                let c = match self.take_parse(index, &given) {
                     Some(Ok(c)) => c,
                     Some(Err(e)) => return invalid(e),
-                    None => match model::parse_like(text, Some(&current)) {
+                    None => match model::parse_like(&given, Some(&current)) {
                         Ok(c) => c,
                         Err(e) => return invalid(e),
                     },
                 };
                 // Where its parts lie, read once here rather than by the
                 // first edit.
-                let layout = model::text::Layout::of(text, &c);
-                (c, whole(text), "apply".to_string(), version + 1, layout)
+                let layout = model::text::Layout::of(&given, &c);
+                let text = Splice::whole(given.into_bytes());
+                (c, text, "apply".to_string(), version + 1, layout)
             }
             Action::Edit(e) => {
                 let mut config = (*current).clone();
@@ -606,7 +615,7 @@ impl GtmMachine {
                         let layout = model::text::Layout::of(&text, &c);
                         (
                             c,
-                            whole(&text),
+                            Splice::whole(text.into_bytes()),
                             format!("rollback to {to}"),
                             version + 1,
                             layout,
@@ -651,7 +660,7 @@ impl GtmMachine {
         // The text as parts: those it shares with the committed one are
         // not written again.
         let Some((list, mut writes)) =
-            parts::keep(kv, &text, &committed, committed_pieces.as_deref())
+            parts::keep(kv, text, &committed, committed_pieces.as_deref())
         else {
             return rejected(
                 ErrorKind::Internal,
@@ -878,10 +887,6 @@ impl GtmMachine {
 }
 
 /// A text that takes nothing from the committed one.
-fn whole(text: &str) -> Splice {
-    Splice::whole(text.as_bytes().to_vec())
-}
-
 fn invalid(e: model::ConfigErrors) -> Change {
     let mut error = ApiError::invalid(e);
     error.errors = kept_errors(&error.errors);

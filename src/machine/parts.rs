@@ -130,7 +130,7 @@ pub(super) fn list_of_text(text: &[u8]) -> Vec<PartRef> {
 /// a committed text the map lacks a part of.
 pub(super) fn keep(
     kv: &Map,
-    splice: &Splice,
+    splice: Splice,
     previous: &[PartRef],
     pieces: Option<&[&[u8]]>,
 ) -> Option<(Vec<PartRef>, Vec<Write>)> {
@@ -146,17 +146,23 @@ pub(super) fn keep(
     let mut list = Vec::new();
     let mut writes = Vec::new();
     let mut written = HashSet::new();
-    for part in recut(before, splice) {
+    let recut = recut(before, splice);
+    for part in &recut.parts {
         let (hash, len) = match part {
-            Cut::Before(i) => (previous.get(i)?.hash, before.get(i)?.len()),
-            Cut::New(bytes) => {
-                let hash = hash(&bytes);
+            Cut::Before(i) => (previous.get(*i)?.hash, before.get(*i)?.len()),
+            Cut::New(_) => {
+                let bytes = recut.of(part, before)?;
+                let hash = hash(bytes);
                 let key = part_key(&hash);
-                let len = bytes.len();
+                // Copied only when not kept already (a text applied again
+                // has every part).
                 if !kv.contains_key(&key) && written.insert(hash) {
-                    writes.push(Write::Put { key, value: bytes });
+                    writes.push(Write::Put {
+                        key,
+                        value: bytes.to_vec(),
+                    });
                 }
-                (hash, len)
+                (hash, bytes.len())
             }
         };
         list.push(PartRef { hash, len });
@@ -238,7 +244,7 @@ mod tests {
     fn equal_parts_are_kept_once() {
         let mut kv = Map::new();
         let one = b"head\n[[domain]]\nname = \"x\"\n[[domain]]\nname = \"y\"\n";
-        let (first, writes) = keep(&kv, &Splice::whole(one.to_vec()), &[], None).unwrap();
+        let (first, writes) = keep(&kv, Splice::whole(one.to_vec()), &[], None).unwrap();
         assert_eq!(writes.len(), 3);
         for w in writes {
             w.apply_to(&mut kv);
@@ -253,7 +259,7 @@ mod tests {
             middle: b"ttl = 5\n".to_vec(),
             back: one.len() - at,
         };
-        let (second, writes) = keep(&kv, &edit, &first, None).unwrap();
+        let (second, writes) = keep(&kv, edit, &first, None).unwrap();
         assert_eq!(writes.len(), 1);
         for w in writes {
             w.apply_to(&mut kv);
