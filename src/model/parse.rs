@@ -355,7 +355,12 @@ fn cuts(text: &str, piece_bytes: usize) -> Option<Vec<usize>> {
         };
         let first = *keys.first()?;
         if array && keys.len() == 1 {
-            if line - piece_start >= piece_bytes {
+            // A piece reaches its size; and a domain after other tables
+            // starts a piece of its own, which its records may then be
+            // read in batches in (the first domain of a file comes after
+            // its datacenters).
+            let first_domain = first == "domain" && !started.is_empty() && !started.contains(first);
+            if line - piece_start >= piece_bytes || first_domain {
                 cuts.push(line);
                 piece_start = line;
                 started.clear();
@@ -665,37 +670,54 @@ mod tests {
     #[test]
     fn record_batches_keep_the_lists_errors() {
         let good = inline_lists();
-        // In the third domain: the first piece holds the datacenter too,
-        // and is parsed whole.
-        let third = good.find("name = \"i2.test\"").expect("a third domain");
-        let in_third = |from: &str, to: &str| {
-            let (head, tail) = good.split_at(third);
+        // In the first domain (after the datacenter, in a piece of its
+        // own) and in the third.
+        let in_domain = |domain: &str, from: &str, to: &str| {
+            let at = good
+                .find(&format!("name = \"{domain}\""))
+                .expect("the domain");
+            let (head, tail) = good.split_at(at);
             format!("{head}{}", tail.replacen(from, to, 1))
         };
-        let bad = [
+        let mut bad = Vec::new();
+        for domain in ["i0.test", "i2.test"] {
             // A comma missing between two records (but in a comment), or
             // one too many.
-            in_third("192.0.2.4\"}]},\n", "192.0.2.4\"}]}\n"),
-            in_third("192.0.2.4\"}]},\n", "192.0.2.4\"}]} # ,\n"),
-            in_third("192.0.2.4\"}]},\n", "192.0.2.4\"}]},,\n"),
+            bad.push(in_domain(domain, "192.0.2.4\"}]},\n", "192.0.2.4\"}]}\n"));
+            bad.push(in_domain(
+                domain,
+                "192.0.2.4\"}]},\n",
+                "192.0.2.4\"}]} # ,\n",
+            ));
+            bad.push(in_domain(domain, "192.0.2.4\"}]},\n", "192.0.2.4\"}]},,\n"));
             // A field the record does not have.
-            in_third("{name=\"a8\",", "{name=\"a8\",naem=\"x\","),
-            // A list that is not closed.
-            good.replacen(
-                "\n]\nttl = 60\n\n[[domain]]\nname = \"i2.test\"",
-                "\nttl = 60\n\n[[domain]]\nname = \"i2.test\"",
-                1,
-            ),
-        ];
+            bad.push(in_domain(
+                domain,
+                "{name=\"a8\",",
+                "{name=\"a8\",naem=\"x\",",
+            ));
+        }
+        // A list that is not closed.
+        bad.push(good.replacen(
+            "\n]\nttl = 60\n\n[[domain]]\nname = \"i2.test\"",
+            "\nttl = 60\n\n[[domain]]\nname = \"i2.test\"",
+            1,
+        ));
+        // In pieces as small as can be, and as large: then the only cut
+        // is before the first domain, after the datacenter.
+        let large = good.len() - 1;
+        let first_domain = good.find("[[domain]]").expect("a domain");
+        assert_eq!(cuts(&good, large), Some(vec![first_domain]));
         for text in &bad {
             assert_ne!(text, &good);
             let whole = parse_whole(text, 0, text).expect_err("invalid");
-            for batch_bytes in [1, 100, 300, BATCH_BYTES] {
-                let batched = parse_in_pieces(text, 64, batch_bytes, 2, None).expect_err("invalid");
+            for (piece_bytes, batch_bytes) in [(64, 1), (64, 100), (64, 300), (large, 100)] {
+                let batched =
+                    parse_in_pieces(text, piece_bytes, batch_bytes, 2, None).expect_err("invalid");
                 assert_eq!(batched.0.len(), 1, "{batched}");
                 assert_eq!(
                     batched.0[0].path, whole.0[0].path,
-                    "batches of {batch_bytes}: {batched} against {whole}"
+                    "pieces of {piece_bytes}, batches of {batch_bytes}: {batched} against {whole}"
                 );
             }
         }
