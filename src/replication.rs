@@ -859,7 +859,7 @@ fn install_config(
                 "configuration version {version} applied: {} by {} ({} changes)",
                 e.what,
                 e.actor,
-                e.changes.len()
+                e.change_count()
             ),
             None => format!("configuration version {version} installed"),
         };

@@ -289,6 +289,14 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
         )
     );
     assert_eq!(changes(&b), on_a);
+    // Both count them all: history's list, and each device's config event.
+    for p in [&a, &b] {
+        assert_eq!(until_history(p, v7)[0]["change_count"], 1002);
+        until_config_event(
+            p,
+            &format!("configuration version {v7} applied: apply by admin on gtm1 (1002 changes)"),
+        );
+    }
     // The command's outcome, as each device keeps it, holds the same lines.
     let id = until_history(&a, v7)[0]["command"]
         .as_str()

@@ -31,8 +31,12 @@ pub struct HistoryItem {
     pub command: String,
     /// What was asked: `apply`, `put check web`, `rollback to 6`, ….
     pub what: String,
-    /// Field-level changes from the previous version.
+    /// Field-level changes from the previous version: the first 1,000
+    /// when there are more, then a line counting the rest.
     pub changes: Vec<String>,
+    /// How many changes the version made.
+    #[serde(default)]
+    pub change_count: usize,
     /// Whether history still has its whole text (`config show --version`,
     /// `diff` and `rollback` need it).
     pub text_kept: bool,
@@ -43,6 +47,7 @@ impl From<HistorySummary> for HistoryItem {
         let text_kept = e.text_size().is_some();
         Self {
             text_kept,
+            change_count: e.change_count(),
             version: e.version,
             time_ms: e.time_ms,
             actor: e.actor,

@@ -56,7 +56,7 @@ pub(super) async fn history(client: &Client, changes: bool, json: bool) -> Resul
                 format_ms(i.time_ms),
                 i.actor.to_string(),
                 i.what.clone(),
-                i.changes.len().to_string(),
+                i.change_count.to_string(),
             ]
         })
         .collect();

@@ -166,6 +166,7 @@ fn entry_with(version: u64, text: String) -> HistoryEntry {
         command: format!("{version:032x}"),
         what: "apply".into(),
         changes: vec![format!("change {version}")],
+        changes_in_all: None,
         text: Some(text),
         text_bytes: None,
     }
@@ -441,6 +442,10 @@ fn a_large_apply_keeps_the_first_change_lines_and_counts_the_rest() {
         listed.changes == entry.changes,
         "history lists what the entry keeps"
     );
+    // How many there are in all, for the config event and history's list.
+    assert_eq!(entry.change_count(), records);
+    assert_eq!(history_summary(&kv, 2).unwrap().change_count(), records);
+    assert_eq!(history_summary(&kv, 1).unwrap().change_count(), 1);
 }
 
 /// A configuration with more than [`LINES_KEPT`] errors is refused with

@@ -103,7 +103,12 @@ pub struct HistoryEntry {
     pub command: String,
     /// What was asked: `apply`, `put check web`, `rollback to 6`, ….
     pub what: String,
+    /// The changes, the first 1,000 when there are more (then a last line
+    /// counts the rest).
     pub changes: Vec<String>,
+    /// How many changes there are, when `changes` lists only the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes_in_all: Option<usize>,
     // `text` and `text_bytes` stay the last fields, written only when
     // set: [`text_size`] tells an entry without either by its JSON's end.
     /// The whole configuration; `None` once it fell out of the text budget.
@@ -114,6 +119,14 @@ pub struct HistoryEntry {
     /// The size of the text in bytes while it is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_bytes: Option<usize>,
+}
+
+impl HistoryEntry {
+    /// How many changes the version made (more than `changes` lists when
+    /// they were cut).
+    pub fn change_count(&self) -> usize {
+        self.changes_in_all.unwrap_or(self.changes.len())
+    }
 }
 
 /// Whether the map holds a committed configuration.
@@ -189,6 +202,8 @@ pub struct HistorySummary {
     pub command: String,
     pub what: String,
     pub changes: Vec<String>,
+    #[serde(default)]
+    changes_in_all: Option<usize>,
     /// The text held in the entry itself (entries written before the text
     /// had a key of its own), by its size only.
     #[serde(default, rename = "text")]
@@ -198,6 +213,12 @@ pub struct HistorySummary {
 }
 
 impl HistorySummary {
+    /// How many changes the version made (more than `changes` lists when
+    /// they were cut).
+    pub fn change_count(&self) -> usize {
+        self.changes_in_all.unwrap_or(self.changes.len())
+    }
+
     /// The size of the whole text in bytes; `None` once it fell out of the
     /// text budget.
     pub fn text_size(&self) -> Option<usize> {
@@ -646,7 +667,9 @@ impl GtmMachine {
                 },
             };
         }
-        let changes = kept_changes(&crate::engine::diff(&current, &new), new_version);
+        let all = crate::engine::diff(&current, &new);
+        let changes = kept_changes(&all, new_version);
+        let changes_in_all = (all.len() > LINES_KEPT).then_some(all.len());
         let entry = HistoryEntry {
             version: new_version,
             time_ms: command.time_ms,
@@ -654,6 +677,7 @@ impl GtmMachine {
             command: command.id.to_string(),
             what,
             changes: changes.clone(),
+            changes_in_all,
             text: None,
             text_bytes: Some(text.len()),
         };
