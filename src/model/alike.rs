@@ -117,18 +117,7 @@ mod tests {
     /// result equals a parse of its own.
     #[test]
     fn equal_objects_are_taken_from_the_held_configuration() {
-        let held = crate::model::parse(&format!(
-            "[[datacenter]]\nname = \"dc1\"\n[[datacenter]]\nname = \"dc2\"\n{}",
-            text(&[
-                "a A 192.0.2.1",
-                "b A 192.0.2.2",
-                "c A 192.0.2.3",
-                "d A 192.0.2.4"
-            ])
-        ))
-        .unwrap();
-        // The same text: every object shared, the domain itself too.
-        let same = format!(
+        let held_text = format!(
             "[[datacenter]]\nname = \"dc1\"\n[[datacenter]]\nname = \"dc2\"\n{}",
             text(&[
                 "a A 192.0.2.1",
@@ -137,6 +126,9 @@ mod tests {
                 "d A 192.0.2.4"
             ])
         );
+        let held = crate::model::parse(&held_text).unwrap();
+        // The same text: every object shared, the domain itself too.
+        let same = held_text.clone();
         let again = parse_like(&same, Some(&held)).unwrap();
         assert_eq!(again, held);
         assert!(Arc::ptr_eq(&again.domains[0], &held.domains[0]));
