@@ -505,6 +505,18 @@ mod tests {
                 parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).is_err(),
                 "{open} nested {depth} deep in a piece"
             );
+            // And in a record of a list read in batches.
+            let text = format!(
+                "[[domain]]\nname = \"x.test\"\nrecord = [\n{{name=\"a\",type=\"TXT\",values=[\"v\"]}},\n\
+                 {{name=\"b\",type=\"TXT\",values=[\"v\"],note={}1{}}},\n]\n",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
+            assert!(record_list(&text, 0).is_some_and(|l| l.elements.len() == 2));
+            assert!(
+                parse_in_pieces(&text, 64, 1, 1, None).is_err(),
+                "{open} nested {depth} deep in a batch"
+            );
         }
     }
 
