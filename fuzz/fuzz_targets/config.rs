@@ -8,6 +8,8 @@
 //! of the text (`model::text::write`, the layout read from the text)
 //! parses to the edited configuration, and the layout read back from the
 //! new text is the one the write gave (every device writes the same).
+//! And any text parses the same cut into the smallest pieces and record
+//! batches as whole.
 #![no_main]
 
 use gtm::{
@@ -37,6 +39,19 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    // Cut into pieces and record batches as small as can be, a text
+    // parses as it does whole.
+    let [fine, whole] = gtm::model::parse_finely_and_whole(text);
+    match (&fine, &whole) {
+        (Ok(a), Ok(b)) => assert!(a == b, "parsed in pieces, not as whole: {}", hex(data)),
+        (Err(_), Err(_)) => {}
+        _ => panic!(
+            "in pieces {}, whole {}: {}",
+            fine.is_ok(),
+            whole.is_ok(),
+            hex(data)
+        ),
+    }
     let Ok(config) = parse(text) else {
         return;
     };

@@ -19,7 +19,7 @@ pub mod value;
 
 pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
 pub use config::Config;
-pub use parse::{parse, parse_like};
+pub use parse::{parse, parse_finely_and_whole, parse_like};
 
 /// The text of domain `a.test` with `nameservers` (written inside the
 /// list's quotes) and `records`, each `NAME TYPE VALUE`: an A's value is

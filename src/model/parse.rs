@@ -80,6 +80,17 @@ pub fn parse_like(text: &str, like: Option<&Config>) -> Result<Config, ConfigErr
     })
 }
 
+/// For the fuzzer (`fuzz/fuzz_targets/config.rs`): `text` parsed in the
+/// smallest pieces and batches, on two threads, and parsed whole, which
+/// must agree.
+#[doc(hidden)]
+pub fn parse_finely_and_whole(text: &str) -> [Result<Config, ConfigErrors>; 2] {
+    [
+        parse_in_pieces(text, 1, 1, 2, None),
+        parse_whole(text, 0, text),
+    ]
+}
+
 /// The threads a large text's pieces are parsed on: the cores this thread
 /// may run on (a device's DNS cores are not among them, docs/node.md), at
 /// most four.
