@@ -312,6 +312,7 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
     b.kill();
     b.restart();
     assert_eq!(changes(&b), on_a);
+    assert_eq!(until_history(&b, v7)[0]["change_count"], 1002);
     assert_eq!(kept(&b), Value::Array(on_a.clone()));
 }
 
