@@ -30,7 +30,9 @@ use crate::api::{
     ApiState,
     objects::{WriteOptions, put},
 };
-use crate::model::config::{Address, Config, Domain, Record, RecordType};
+use crate::model::config::{
+    Address, AddressFields, Config, Domain, Record, RecordFields, RecordType,
+};
 
 /// Empty address rows offered below the record's own.
 const SPARE_ROWS: usize = 3;
@@ -289,23 +291,25 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
     f.set("name", r.name.clone());
     f.set("type", r.kind.as_str());
     f.set("ttl", r.ttl.map_or(String::new(), |t| t.to_string()));
-    f.set("mode", r.mode.map(|m| word(&m)).unwrap_or_default());
-    f.set("balance", r.balance.map(|b| word(&b)).unwrap_or_default());
+    let o = r.options();
+    f.set("mode", o.mode.map(|m| word(&m)).unwrap_or_default());
+    f.set("balance", o.balance.map(|b| word(&b)).unwrap_or_default());
     f.set(
         "max_answers",
-        r.max_answers.map_or(String::new(), |n| n.to_string()),
+        o.max_answers.map_or(String::new(), |n| n.to_string()),
     );
-    f.set("dr_condition", r.dr_condition.clone().unwrap_or_default());
-    f.set("dr_on_no_healthy", opt_bool(r.dr_on_no_healthy));
-    f.set("failback", r.failback.map(|b| word(&b)).unwrap_or_default());
-    f.set("fail_safe", list(&r.fail_safe));
+    f.set("dr_condition", o.dr_condition.clone().unwrap_or_default());
+    f.set("dr_on_no_healthy", opt_bool(o.dr_on_no_healthy));
+    f.set("failback", o.failback.map(|b| word(&b)).unwrap_or_default());
+    f.set("fail_safe", list(&o.fail_safe));
     f.set(
         "on_no_healthy",
-        r.on_no_healthy.map(|o| word(&o)).unwrap_or_default(),
+        o.on_no_healthy.map(|o| word(&o)).unwrap_or_default(),
     );
-    f.set("topology", opt_bool(r.topology));
+    f.set("topology", opt_bool(o.topology));
     f.set("values", r.values.join("\n"));
     for (i, a) in r.addresses.iter().enumerate() {
+        let a = a.fields();
         let value =
             a.ip.map(|ip| ip.to_string())
                 .or_else(|| a.target.as_deref().map(str::to_string))
@@ -424,7 +428,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
             },
         };
         let nonempty = |k: &str| (!f.get(k).is_empty()).then(|| f.get(k).into());
-        addresses.push(Address {
+        addresses.push(Address::from(AddressFields {
             ip,
             target: target.map(String::into_boxed_str),
             dc: nonempty(&key("dc")),
@@ -432,9 +436,9 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
             weight,
             countries: split_list(f.get(&key("countries"))).into(),
             continents: split_list(f.get(&key("continents"))).into(),
-        });
+        }));
     }
-    let record = Record {
+    let record = Record::from(RecordFields {
         name: f.get("name").into(),
         kind,
         ttl,
@@ -455,7 +459,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
             .filter(|l| !l.is_empty())
             .map(str::to_string)
             .collect(),
-    };
+    });
     let at = match f.get("orig") {
         "" => None,
         key => find(&domain, key),

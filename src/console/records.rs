@@ -112,9 +112,9 @@ fn catalog(config: &Config) -> Catalog {
                 .map(|a| {
                     let shown =
                         a.ip.map(|ip| ip.to_string())
-                            .or_else(|| a.target.as_deref().map(str::to_string))
+                            .or_else(|| a.target().map(str::to_string))
                             .unwrap_or_default();
-                    (shown, a.dc.as_deref().map(str::to_string))
+                    (shown, a.dc().map(str::to_string))
                 })
                 .collect();
             records.insert(

@@ -254,7 +254,7 @@ enum AddressKey<'a> {
 }
 
 fn address_key(a: &Address) -> AddressKey<'_> {
-    match (&a.ip, &a.target) {
+    match (&a.ip, a.target()) {
         (Some(ip), _) => AddressKey::Ip(*ip),
         (None, Some(t)) => AddressKey::Target(t),
         (None, None) => AddressKey::Unnamed,
@@ -482,38 +482,7 @@ fn shorten(text: String) -> String {
 /// A record without its addresses (diffed one by one); its static
 /// `values` stay, a list of scalars compared as one value.
 fn record_header(r: &Record) -> Record {
-    let Record {
-        name,
-        kind,
-        ttl,
-        mode,
-        balance,
-        max_answers,
-        dr_condition,
-        dr_on_no_healthy,
-        failback,
-        fail_safe,
-        on_no_healthy,
-        topology,
-        addresses: _,
-        values,
-    } = r;
-    Record {
-        name: name.clone(),
-        kind: *kind,
-        ttl: *ttl,
-        mode: *mode,
-        balance: *balance,
-        max_answers: *max_answers,
-        dr_condition: dr_condition.clone(),
-        dr_on_no_healthy: *dr_on_no_healthy,
-        failback: *failback,
-        fail_safe: fail_safe.clone(),
-        on_no_healthy: *on_no_healthy,
-        topology: *topology,
-        addresses: Box::default(),
-        values: values.clone(),
-    }
+    r.without_addresses()
 }
 
 #[cfg(test)]
@@ -911,10 +880,9 @@ addresses = [{ target = "www.example.test." }]
         let template = old.domains[0].records[0].clone();
         Arc::make_mut(&mut old.domains[0]).records = (0..100_000)
             .map(|i| {
-                Arc::new(Record {
-                    name: format!("r{i}").into(),
-                    ..(*template).clone()
-                })
+                let mut r = (*template).clone();
+                r.name = format!("r{i}").into();
+                Arc::new(r)
             })
             .collect();
         let mut new = old.clone();

@@ -106,7 +106,7 @@ fn domain_mut<'c>(config: &'c mut Config, name: &str) -> Result<&'c mut Domain, 
 fn same_address(a: &Address, key: &str) -> bool {
     match key.parse::<std::net::IpAddr>() {
         Ok(ip) => a.ip == Some(ip),
-        Err(_) => a.target.as_deref().is_some_and(|t| same_name(t, key)),
+        Err(_) => a.target().is_some_and(|t| same_name(t, key)),
     }
 }
 
@@ -436,13 +436,13 @@ addresses = [{ ip = "192.0.2.1", dc = "dc1", hc = "check:web" }]
         )
         .unwrap();
         let a = &c.domains[0].records[0].addresses[0];
-        assert_eq!(a.dc.as_deref(), Some("dc1"));
+        assert_eq!(a.dc(), Some("dc1"));
         assert_eq!(
             serde_json::to_value(a).unwrap()["hc"],
             serde_json::json!("disabled")
         );
         apply(&mut c, &patch_address(r#"{"ip":"192.0.2.1","dc":null}"#)).unwrap();
-        assert_eq!(c.domains[0].records[0].addresses[0].dc, None);
+        assert_eq!(c.domains[0].records[0].addresses[0].dc(), None);
 
         let interval = Edit::Patch {
             kind: Kind::Check,

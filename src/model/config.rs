@@ -579,10 +579,12 @@ pub enum OnNoHealthy {
     All,
 }
 
-/// A name and type inside a domain.
+/// A name and type inside a domain, as an operator writes it: the shape of
+/// the file and of the API. A device holds it as a [`Record`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Record {
+#[schemars(rename = "Record")]
+pub struct RecordFields {
     /// `@` for the apex, a relative name, or a name starting with `*.`.
     pub name: Box<str>,
     #[serde(rename = "type")]
@@ -615,10 +617,149 @@ pub struct Record {
     pub values: Box<[String]>,
 }
 
-/// One answer candidate of a steerable record.
+/// A record as a device holds it, one per record of every configuration
+/// version (shared between versions): what every record has inline, the
+/// steering options a record sets behind one box, absent when it sets
+/// none (most records of a large configuration). Reads and writes as
+/// [`RecordFields`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(from = "RecordFields", into = "RecordFields")]
+#[schemars(description = "A name and type inside a domain.")]
+pub struct Record {
+    pub name: Box<str>,
+    pub kind: RecordType,
+    pub ttl: Option<u32>,
+    pub addresses: Box<[Address]>,
+    pub values: Box<[String]>,
+    options: Option<Box<RecordOptions>>,
+}
+
+/// The steering options of a record, each as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordOptions {
+    pub mode: Option<Mode>,
+    pub balance: Option<Balance>,
+    pub max_answers: Option<usize>,
+    pub dr_condition: Option<Box<str>>,
+    pub dr_on_no_healthy: Option<bool>,
+    pub failback: Option<Failback>,
+    pub fail_safe: Box<[String]>,
+    pub on_no_healthy: Option<OnNoHealthy>,
+    pub topology: Option<bool>,
+}
+
+impl From<RecordFields> for Record {
+    fn from(f: RecordFields) -> Self {
+        let RecordFields {
+            name,
+            kind,
+            ttl,
+            mode,
+            balance,
+            max_answers,
+            dr_condition,
+            dr_on_no_healthy,
+            failback,
+            fail_safe,
+            on_no_healthy,
+            topology,
+            addresses,
+            values,
+        } = f;
+        let options = RecordOptions {
+            mode,
+            balance,
+            max_answers,
+            dr_condition,
+            dr_on_no_healthy,
+            failback,
+            fail_safe,
+            on_no_healthy,
+            topology,
+        };
+        Record {
+            name,
+            kind,
+            ttl,
+            addresses,
+            values,
+            options: (options != RecordOptions::default()).then(|| Box::new(options)),
+        }
+    }
+}
+
+impl From<Record> for RecordFields {
+    fn from(r: Record) -> Self {
+        let Record {
+            name,
+            kind,
+            ttl,
+            addresses,
+            values,
+            options,
+        } = r;
+        let RecordOptions {
+            mode,
+            balance,
+            max_answers,
+            dr_condition,
+            dr_on_no_healthy,
+            failback,
+            fail_safe,
+            on_no_healthy,
+            topology,
+        } = options.map(|o| *o).unwrap_or_default();
+        RecordFields {
+            name,
+            kind,
+            ttl,
+            mode,
+            balance,
+            max_answers,
+            dr_condition,
+            dr_on_no_healthy,
+            failback,
+            fail_safe,
+            on_no_healthy,
+            topology,
+            addresses,
+            values,
+        }
+    }
+}
+
+impl Record {
+    /// The record's steering options (all unset when it sets none).
+    pub fn options(&self) -> &RecordOptions {
+        static NONE: std::sync::LazyLock<RecordOptions> =
+            std::sync::LazyLock::new(RecordOptions::default);
+        self.options.as_deref().unwrap_or(&NONE)
+    }
+
+    /// The record with no addresses.
+    pub fn without_addresses(&self) -> Record {
+        Record {
+            name: self.name.clone(),
+            kind: self.kind,
+            ttl: self.ttl,
+            addresses: Box::default(),
+            values: self.values.clone(),
+            options: self.options.clone(),
+        }
+    }
+
+    /// The record as written, to change and make a record of again.
+    pub fn fields(&self) -> RecordFields {
+        self.clone().into()
+    }
+}
+
+/// One answer candidate of a steerable record, as written: the shape of
+/// the file and of the API. A device holds it as an [`Address`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Address {
+#[schemars(rename = "Address")]
+pub struct AddressFields {
     /// For A and AAAA records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ip: Option<IpAddr>,
@@ -638,14 +779,77 @@ pub struct Address {
     pub continents: Box<[String]>,
 }
 
+/// An address as a device holds it: its IP inline, anything else it sets
+/// behind one box, absent for an IP alone (most addresses of a large
+/// configuration). Reads and writes as [`AddressFields`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(from = "AddressFields", into = "AddressFields")]
+#[schemars(description = "One answer candidate of a steerable record.")]
+pub struct Address {
+    pub ip: Option<IpAddr>,
+    /// The other fields, `ip` unset.
+    rest: Option<Box<AddressFields>>,
+}
+
+impl From<AddressFields> for Address {
+    fn from(mut f: AddressFields) -> Self {
+        let ip = f.ip.take();
+        Address {
+            ip,
+            rest: (f != AddressFields::default()).then(|| Box::new(f)),
+        }
+    }
+}
+
+impl From<Address> for AddressFields {
+    fn from(a: Address) -> Self {
+        let mut f = a.rest.map(|r| *r).unwrap_or_default();
+        f.ip = a.ip;
+        f
+    }
+}
+
+impl Address {
+    /// A CNAME's target.
+    pub fn target(&self) -> Option<&str> {
+        self.rest.as_ref()?.target.as_deref()
+    }
+
+    pub fn dc(&self) -> Option<&str> {
+        self.rest.as_ref()?.dc.as_deref()
+    }
+
+    pub fn hc(&self) -> Option<&str> {
+        self.rest.as_ref()?.hc.as_deref()
+    }
+
+    pub fn weight(&self) -> Option<u32> {
+        self.rest.as_ref()?.weight
+    }
+
+    pub fn countries(&self) -> &[String] {
+        self.rest.as_ref().map_or(&[], |r| &r.countries)
+    }
+
+    pub fn continents(&self) -> &[String] {
+        self.rest.as_ref().map_or(&[], |r| &r.continents)
+    }
+
+    /// The address as written, to change and make an address of again.
+    pub fn fields(&self) -> AddressFields {
+        self.clone().into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// A configured record and address, one per record of a large
     /// configuration as every version shares it: their lists and texts
-    /// are boxed at their length (a record took 160 bytes, an address 152).
+    /// boxed at their length, what most leave unset behind one box (a
+    /// record took 160 bytes, then 112; an address 152, then 112).
     #[test]
-    fn a_record_and_an_address_fit_112_bytes() {
-        assert!(std::mem::size_of::<super::Record>() <= 112);
-        assert!(std::mem::size_of::<super::Address>() <= 112);
+    fn a_record_fits_72_bytes_and_an_address_32() {
+        assert!(std::mem::size_of::<super::Record>() <= 72);
+        assert!(std::mem::size_of::<super::Address>() <= 32);
     }
 }

@@ -1393,15 +1393,15 @@ impl Cx {
             )?))
         } else {
             for (set, key) in [
-                (r.mode.is_some(), "mode"),
-                (r.balance.is_some(), "balance"),
-                (r.max_answers.is_some(), "max_answers"),
-                (r.dr_condition.is_some(), "dr_condition"),
-                (r.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
-                (r.failback.is_some(), "failback"),
-                (!r.fail_safe.is_empty(), "fail_safe"),
-                (r.on_no_healthy.is_some(), "on_no_healthy"),
-                (r.topology.is_some(), "topology"),
+                (r.options().mode.is_some(), "mode"),
+                (r.options().balance.is_some(), "balance"),
+                (r.options().max_answers.is_some(), "max_answers"),
+                (r.options().dr_condition.is_some(), "dr_condition"),
+                (r.options().dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+                (r.options().failback.is_some(), "failback"),
+                (!r.options().fail_safe.is_empty(), "fail_safe"),
+                (r.options().on_no_healthy.is_some(), "on_no_healthy"),
+                (r.options().topology.is_some(), "topology"),
                 (!r.addresses.is_empty(), "addresses"),
             ] {
                 if set {
@@ -1440,16 +1440,16 @@ impl Cx {
         m: &ModeCx,
         refs: &Refs,
     ) -> Option<Steering> {
-        let mode = r.mode.unwrap_or(domain_mode);
-        let balance = r.balance.unwrap_or_default();
+        let mode = r.options().mode.unwrap_or(domain_mode);
+        let balance = r.options().balance.unwrap_or_default();
         if r.addresses.is_empty() {
             self.err(path, "needs at least one address");
         }
         if mode != Mode::DisasterRecovery {
             for (set, key) in [
-                (r.dr_condition.is_some(), "dr_condition"),
-                (r.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
-                (r.failback.is_some(), "failback"),
+                (r.options().dr_condition.is_some(), "dr_condition"),
+                (r.options().dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+                (r.options().failback.is_some(), "failback"),
             ] {
                 if set {
                     self.err(
@@ -1462,7 +1462,7 @@ impl Cx {
         let mode_spec = match mode {
             Mode::Standalone => ModeSpec::Standalone,
             Mode::DisasterRecovery => {
-                let condition = match r.dr_condition.as_deref() {
+                let condition = match r.options().dr_condition.as_deref() {
                     None | Some("automatic") => DrCondition::Automatic,
                     Some(s) => {
                         match s.strip_prefix("scenario:") {
@@ -1491,8 +1491,8 @@ impl Cx {
                         main,
                         dr,
                         condition,
-                        on_no_healthy: r.dr_on_no_healthy.unwrap_or(true),
-                        failback: r.failback.unwrap_or_default(),
+                        on_no_healthy: r.options().dr_on_no_healthy.unwrap_or(true),
+                        failback: r.options().failback.unwrap_or_default(),
                     },
                     _ => {
                         self.err(
@@ -1508,7 +1508,7 @@ impl Cx {
                 count: m.dcs_to_select.unwrap_or(1),
             },
         };
-        let max_answers = r.max_answers.unwrap_or(match balance {
+        let max_answers = r.options().max_answers.unwrap_or(match balance {
             // A name has one CNAME (RFC 2181 §10.1): several targets are
             // candidates, one is answered.
             _ if r.kind == RecordType::Cname => 1,
@@ -1524,7 +1524,7 @@ impl Cx {
                 format!("max_answers = {max_answers}: a CNAME answers one target (RFC 2181 §10.1); its several targets are candidates, one of them is answered"),
             );
         }
-        let topology = r.topology.unwrap_or(false);
+        let topology = r.options().topology.unwrap_or(false);
         let mut addresses = Vec::with_capacity(r.addresses.len());
         let mut seen = HashSet::new();
         for (i, a) in r.addresses.iter().enumerate() {
@@ -1541,8 +1541,8 @@ impl Cx {
                 addresses.push(addr);
             }
         }
-        let mut fail_safe = Vec::with_capacity(r.fail_safe.len());
-        for v in &r.fail_safe {
+        let mut fail_safe = Vec::with_capacity(r.options().fail_safe.len());
+        for v in &r.options().fail_safe {
             match answer_rdata(r.kind, v) {
                 Ok(d) => fail_safe.push(d),
                 Err(e) => self.err(path, format!("fail_safe: {e}")),
@@ -1553,7 +1553,7 @@ impl Cx {
             balance,
             max_answers,
             fail_safe: fail_safe.into(),
-            on_no_healthy: r.on_no_healthy.unwrap_or_default(),
+            on_no_healthy: r.options().on_no_healthy.unwrap_or_default(),
             topology,
             addresses: addresses.into(),
         })
@@ -1572,7 +1572,7 @@ impl Cx {
         refs: &Refs,
     ) -> Option<AddressSpec> {
         let before = self.errors.len();
-        let value = match (kind, a.ip, &a.target) {
+        let value = match (kind, a.ip, a.target()) {
             (RecordType::Cname, None, Some(t)) => answer_rdata(kind, t),
             (RecordType::Cname, _, _) => {
                 Err("a CNAME address needs target = \"name\" (and no ip)".to_string())
@@ -1582,7 +1582,7 @@ impl Cx {
             (_, None, None) => Err("needs ip = \"...\"".to_string()),
         };
         let value = value.map_err(|e| self.err(path, e)).ok();
-        let dc = match a.dc.as_deref() {
+        let dc = match a.dc() {
             Some(name) => match refs.dcs.get(name) {
                 Some(id) => Some(*id),
                 None => {
@@ -1599,18 +1599,18 @@ impl Cx {
                     path,
                     "in disaster-recovery mode an address must be in the domain's main_dc or dr_dc",
                 ),
-                None if a.dc.is_none() => self.err(
+                None if a.dc().is_none() => self.err(
                     path,
                     "in disaster-recovery mode every address needs dc = main_dc or dr_dc",
                 ),
                 None => {}
             },
-            ModeSpec::Datacenter { .. } if a.dc.is_none() => {
+            ModeSpec::Datacenter { .. } if a.dc().is_none() => {
                 self.err(path, "in datacenter mode every address needs dc = \"...\"")
             }
             _ => {}
         }
-        let hc = match a.hc.as_deref() {
+        let hc = match a.hc() {
             None | Some("static") => Hc::Static,
             Some("disabled") => Hc::Disabled,
             Some(text) => {
@@ -1647,17 +1647,17 @@ impl Cx {
                 }
             }
         };
-        if a.weight.is_some() && balance != Balance::Weighted {
+        if a.weight().is_some() && balance != Balance::Weighted {
             self.err(path, "weight applies only with balance = \"weighted\"");
         }
-        if (!a.countries.is_empty() || !a.continents.is_empty()) && !topology {
+        if (!a.countries().is_empty() || !a.continents().is_empty()) && !topology {
             self.err(
                 path,
                 "countries and continents apply only with topology = true on the record",
             );
         }
         let countries = a
-            .countries
+            .countries()
             .iter()
             .filter_map(|c| {
                 let parsed = Country::parse(c);
@@ -1671,20 +1671,20 @@ impl Cx {
             })
             .collect();
         let continents = a
-            .continents
+            .continents()
             .iter()
             .filter_map(|c| self.continent(path, c))
             .collect();
         let value = value?;
         (self.errors.len() == before).then(|| AddressSpec {
-            target: match (&a.ip, &a.target) {
+            target: match (&a.ip, a.target()) {
                 (None, Some(t)) => Some(t.trim_end_matches('.').to_ascii_lowercase().into()),
                 _ => None,
             },
             value: Value::from(value),
             dc,
             hc,
-            weight: a.weight.unwrap_or(1),
+            weight: a.weight().unwrap_or(1),
             countries,
             continents,
         })
