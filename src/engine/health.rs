@@ -66,7 +66,7 @@ impl HealthView for HealthState {
                 .get(dc)
                 .is_some_and(|n| self.drained_dcs.contains(n))
         };
-        address.dc.is_some_and(dc_drained)
+        address.dc().is_some_and(dc_drained)
             || self
                 .drained_addresses
                 .contains(&("*".to_string(), address.display()))

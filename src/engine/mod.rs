@@ -1426,7 +1426,7 @@ impl Engine {
                 .enumerate()
                 .map(|(i, a)| AddressView {
                     address: a.display(),
-                    dc: a.dc.map(|d| dcs[d].name.clone()),
+                    dc: a.dc().map(|d| dcs[d].name.clone()),
                     hc: match &a.hc {
                         Hc::Static => "static".into(),
                         Hc::Disabled => "disabled".into(),

@@ -210,7 +210,7 @@ pub fn evaluate(
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let dc_up = a.dc.is_none_or(|dc| health.datacenter_up(dc));
+            let dc_up = a.dc().is_none_or(|dc| health.datacenter_up(dc));
             dc_up && !drained[i] && address_healthy(a, health, last(i))
         })
         .collect();
@@ -240,7 +240,7 @@ pub fn evaluate(
                 group
                     .iter()
                     .copied()
-                    .filter(|&i| addresses[i].dc == Some(dc))
+                    .filter(|&i| addresses[i].dc() == Some(dc))
                     .collect()
             };
             let (main_group, dr_group) = (in_dc(*main), in_dc(*dr));
@@ -291,12 +291,12 @@ pub fn evaluate(
                 .filter(|&dc| {
                     group
                         .iter()
-                        .any(|&i| addresses[i].dc == Some(dc) && usable(i))
+                        .any(|&i| addresses[i].dc() == Some(dc) && usable(i))
                 })
                 .collect();
             let with_addresses = order
                 .iter()
-                .filter(|&&dc| group.iter().any(|&i| addresses[i].dc == Some(dc)))
+                .filter(|&&dc| group.iter().any(|&i| addresses[i].dc() == Some(dc)))
                 .count();
             partial_dcs = with_healthy.len() < with_addresses;
             let chosen: Vec<DcId> = with_healthy.iter().copied().take(*count).collect();
@@ -338,7 +338,7 @@ pub fn evaluate(
                 let chosen: Vec<DcId> = nearest
                     .into_iter()
                     .filter(|&dc| {
-                        (0..addresses.len()).any(|i| addresses[i].dc == Some(dc) && usable(i))
+                        (0..addresses.len()).any(|i| addresses[i].dc() == Some(dc) && usable(i))
                     })
                     .take(*count)
                     .collect();
@@ -424,7 +424,7 @@ fn in_dcs(from: &[usize], addresses: &[AddressSpec], dcs: &[DcId]) -> Vec<usize>
         .flat_map(|&dc| {
             from.iter()
                 .copied()
-                .filter(move |&i| addresses[i].dc == Some(dc))
+                .filter(move |&i| addresses[i].dc() == Some(dc))
         })
         .collect()
 }

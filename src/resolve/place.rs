@@ -85,12 +85,12 @@ pub(super) fn answers(
     let mut countries: Vec<Country> = steering
         .addresses
         .iter()
-        .flat_map(|a| a.countries.iter().copied())
+        .flat_map(|a| a.countries().iter().copied())
         .collect();
     let mut continents: Vec<Continent> = steering
         .addresses
         .iter()
-        .flat_map(|a| a.continents.iter().copied())
+        .flat_map(|a| a.continents().iter().copied())
         .collect();
     if dc_mode {
         countries.extend(dcs.iter().filter_map(|d| d.country));
@@ -129,7 +129,7 @@ pub(super) fn answers(
         // they equal the default answer (seed 002 step 2).
         let own = list
             .iter()
-            .any(|&i| steering.addresses[i].countries.contains(&c));
+            .any(|&i| steering.addresses[i].countries().contains(&c));
         let index = intern(&mut groups, finish(narrow(steering, list, Some(&place))));
         let fallback = continent
             .and_then(|k| {
@@ -169,19 +169,19 @@ fn narrow(steering: &Steering, candidates: Vec<usize>, place: Option<&Place>) ->
     };
     if let Some(place) = place {
         if let Some(c) = place.country {
-            let by_country = pick(&|i| a[i].countries.contains(&c));
+            let by_country = pick(&|i| a[i].countries().contains(&c));
             if !by_country.is_empty() {
                 return by_country;
             }
         }
         if let Some(k) = place.continent {
-            let by_continent = pick(&|i| a[i].continents.contains(&k));
+            let by_continent = pick(&|i| a[i].continents().contains(&k));
             if !by_continent.is_empty() {
                 return by_continent;
             }
         }
     }
-    let no_place = pick(&|i| a[i].countries.is_empty() && a[i].continents.is_empty());
+    let no_place = pick(&|i| a[i].countries().is_empty() && a[i].continents().is_empty());
     if no_place.is_empty() {
         candidates
     } else {
