@@ -313,7 +313,7 @@ fn digest(answers: &[Arc<RrsetAnswer>]) -> u64 {
     let mut bytes = Vec::new();
     for answer in answers {
         if let Some(group) = answer.groups.get(answer.default) {
-            for v in group.values.iter().take(group.max_answers) {
+            for v in group.values.iter().take(group.max_answers as usize) {
                 bytes.extend_from_slice(&v.to_bytes().unwrap_or_default());
             }
         }

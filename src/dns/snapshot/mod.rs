@@ -215,11 +215,12 @@ pub struct Group {
     /// `ttl`; variant `i` answers them rotated to start at `i`.
     pub values: Box<[Value]>,
     pub ttl: u32,
-    pub max_answers: usize,
-    /// Cumulative weights, for weighted balance.
-    pub cumulative: Box<[u64]>,
-    /// Per candidate: a key for rendezvous hashing, for persist balance.
-    pub keys: Box<[u64]>,
+    pub max_answers: u32,
+    /// With more than one candidate: per candidate its cumulative weight
+    /// (weighted balance), then per candidate a key for rendezvous
+    /// hashing (persist balance); empty otherwise ([`Group::cumulative`],
+    /// [`Group::keys`]).
+    spread: Box<[u64]>,
     /// Per candidate of a steered record: the index of its counter in the
     /// slot's `addresses`; empty for a static record.
     pub sources: Box<[u32]>,
@@ -231,9 +232,19 @@ pub struct Group {
 }
 
 impl Group {
+    /// The cumulative weights of the candidates (empty for one).
+    pub fn cumulative(&self) -> &[u64] {
+        self.spread.get(..self.spread.len() / 2).unwrap_or_default()
+    }
+
+    /// The rendezvous keys of the candidates (empty for one).
+    pub fn keys(&self) -> &[u64] {
+        self.spread.get(self.spread.len() / 2..).unwrap_or_default()
+    }
+
     /// The records of variant `v`, with `owner` as their name.
     pub fn variant<'a>(&'a self, owner: &'a Name, v: usize) -> impl Iterator<Item = Record> + 'a {
-        picked(self.values.len(), self.max_answers, v)
+        picked(self.values.len(), self.max_answers as usize, v)
             .map(move |i| self.values[i].record(owner, self.ttl))
     }
 
@@ -249,7 +260,7 @@ impl Group {
 
     /// The counter indexes of the records of variant `v`.
     fn sources(&self, v: usize) -> impl Iterator<Item = usize> {
-        picked(self.sources.len(), self.max_answers, v)
+        picked(self.sources.len(), self.max_answers as usize, v)
             .filter_map(move |i| self.sources.get(i).map(|&s| s as usize))
     }
 }
@@ -992,7 +1003,7 @@ fn group(
     };
     let all_zero = weights.iter().all(|&w| w == 0);
     let mut total = 0u64;
-    let cumulative = (0..n)
+    let cumulative: Vec<u64> = (0..n)
         .map(|i| {
             total += if all_zero {
                 1
@@ -1044,17 +1055,16 @@ fn group(
     }
     // One candidate has one order: its weight and its key are never read
     // (`choose`), and a group per record of a large zone holds neither.
-    let (cumulative, keys) = if n > 1 {
-        (cumulative, keys)
+    let spread = if n > 1 {
+        cumulative.into_iter().chain(keys).collect()
     } else {
-        (Box::default(), Box::default())
+        Box::default()
     };
     Ok(Group {
         values: values.into_boxed_slice(),
         ttl,
-        max_answers,
-        cumulative,
-        keys,
+        max_answers: u32::try_from(max_answers).unwrap_or(u32::MAX),
+        spread,
         sources: sources.into_boxed_slice(),
         wire,
         sigs: sigs.into_boxed_slice(),
@@ -1234,9 +1244,10 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
             Balance::Random => (draw.next_random() % n as u64) as usize,
             Balance::Priority => 0,
             Balance::Weighted => {
-                let total = *g.cumulative.last().unwrap_or(&1);
+                let cumulative = g.cumulative();
+                let total = cumulative.last().copied().unwrap_or(1).max(1);
                 let r = draw.next_random() % total;
-                g.cumulative.partition_point(|&c| c <= r)
+                cumulative.partition_point(|&c| c <= r)
             }
             Balance::Persist => match addr {
                 Some(ip) => {
@@ -1244,7 +1255,12 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
                     if let Some(src) = source {
                         scope = scope.max(cover(width, src));
                     }
-                    (0..n).max_by_key(|&i| mix(subnet ^ g.keys[i])).unwrap_or(0)
+                    {
+                        let keys = g.keys();
+                        (0..n)
+                            .max_by_key(|&i| mix(subnet ^ keys.get(i).copied().unwrap_or(0)))
+                            .unwrap_or(0)
+                    }
                 }
                 None => 0,
             },
