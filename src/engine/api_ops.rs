@@ -8,7 +8,7 @@ use std::{
     sync::{Arc, atomic::Ordering::Relaxed},
 };
 
-use super::Engine;
+use super::{Engine, RecordKey};
 use hickory_server::proto::rr::{Name, RecordType};
 
 use crate::{
@@ -78,7 +78,7 @@ impl Engine {
                 address_stats(shown(&r.steering), &slot.addresses)
                     .into_iter()
                     .filter(|a| a.answers > 0)
-                    .map(|a| (r.label.to_string(), a.address, a.answers))
+                    .map(|a| (r.label(), a.address, a.answers))
             })
             .collect();
         out.sort();
@@ -91,11 +91,12 @@ impl Engine {
         let snapshot = self.dns.snapshot.load();
         let slot = snapshot.slot(name, rtype)?;
         let record = label(name, rtype);
+        let key = RecordKey::of(&record);
         let addresses = self
             .lock()
             .records
             .iter()
-            .find(|r| *r.label == *record)
+            .find(|r| key.as_ref().is_some_and(|key| r.is(key)))
             .map(|r| address_stats(shown(&r.steering), &slot.addresses))
             .unwrap_or_default();
         Some(RecordStats {

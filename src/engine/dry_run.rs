@@ -46,7 +46,7 @@ impl Engine {
         let mut inner = self.lock();
         let known = match target {
             DrainTarget::Address { record, address } => inner.records.iter().any(|r| {
-                record.as_ref().is_none_or(|l| **l == *r.label)
+                record.as_ref().is_none_or(|l| **l == r.label())
                     && r.steering.addresses.iter().any(|a| a.display() == *address)
             }),
             DrainTarget::Datacenter { name } => {
@@ -89,8 +89,9 @@ impl Engine {
         let mut changes = Vec::new();
         let mut emptied = Vec::new();
         for r in inner.records.iter() {
+            let label = r.label();
             let eval = resolve::evaluate(
-                &r.label,
+                &label,
                 &r.steering,
                 &inner.compiled.datacenters,
                 &inner.health,
@@ -111,10 +112,10 @@ impl Engine {
             let (before, after) = (shown(&r.answers), shown(&eval.answers));
             if before != after {
                 if !before.is_empty() && after.is_empty() {
-                    emptied.push(r.label.to_string());
+                    emptied.push(label.clone());
                 }
                 changes.push(AnswerChange {
-                    record: r.label.to_string(),
+                    record: label,
                     before,
                     after,
                 });

@@ -389,11 +389,10 @@ struct Deps {
 /// Per steered record: what it is and where it stands.
 #[derive(Debug)]
 struct Steered {
-    /// `www.example.test/A` (boxed: a record fits 160 bytes).
-    label: Box<str>,
     /// The record's name in its lower-case wire form (a `Name` is 80
     /// bytes; [`key_name`] gives it back when an answer is built).
     owner: Box<[u8]>,
+    kind: RecordType,
     ttl: u32,
     steering: Arc<Steering>,
     state: RecordState,
@@ -406,13 +405,57 @@ struct Steered {
 }
 
 impl Steered {
+    /// `www.example.test/A`, made when asked (a million records held a
+    /// million of them).
+    fn label(&self) -> String {
+        let owner = key_name(&self.owner).to_string();
+        format!("{}/{}", owner.trim_end_matches('.'), self.kind.as_str())
+    }
+
+    /// Whether this is the record `key` names.
+    fn is(&self, key: &RecordKey) -> bool {
+        self.kind == key.kind && *self.owner == *key.owner
+    }
+
     fn status(&self) -> RecordStatus {
         RecordStatus {
-            record: self.label.to_string(),
+            record: self.label(),
             status: Some(self.state.status),
             active: answered_by_default(&self.steering, &self.answers),
             decision: self.decision.to_string(),
             held: self.held,
+        }
+    }
+}
+
+/// A steered record as its label (`www.example.test/A`) names it: its
+/// owner in lower-case wire form and its type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct RecordKey {
+    owner: Box<[u8]>,
+    kind: RecordType,
+}
+
+impl RecordKey {
+    /// The record `label` names; `None` when it names no steerable type or
+    /// no name.
+    fn of(label: &str) -> Option<Self> {
+        let (name, kind) = label.rsplit_once('/')?;
+        let kind = [RecordType::A, RecordType::Aaaa, RecordType::Cname]
+            .into_iter()
+            .find(|k| k.as_str() == kind)?;
+        let mut name = hickory_server::proto::rr::Name::from_ascii(name).ok()?;
+        name.set_fqdn(true);
+        Some(Self {
+            owner: wire_key(&name),
+            kind,
+        })
+    }
+
+    fn of_spec(record: &RecordSpec) -> Self {
+        Self {
+            owner: wire_key(&record.owner),
+            kind: record.kind,
         }
     }
 }
@@ -785,12 +828,18 @@ impl Engine {
             between.push(front.split_off(same_front.min(front.len())));
             carried.insert(zi, Carried { front, back });
         }
-        let mut previous: HashMap<Box<str>, Box<Steered>> = old
+        let mut previous: HashMap<RecordKey, Box<Steered>> = old
             .into_iter()
             .flatten()
             .chain(between)
             .flatten()
-            .map(|r| (r.label.clone(), r))
+            .map(|r| {
+                let key = RecordKey {
+                    owner: r.owner.clone(),
+                    kind: r.kind,
+                };
+                (key, r)
+            })
             .collect();
         let mut zones = Vec::with_capacity(compiled.zones.len());
         let mut events = Vec::new();
@@ -809,8 +858,8 @@ impl Engine {
                 let Content::Steered(steering) = &record.content else {
                     continue;
                 };
-                let label = record.label();
-                let before = match previous.remove(label.as_str()) {
+                let key = RecordKey::of_spec(record);
+                let before = match previous.remove(&key) {
                     Some(mut b)
                         if same_globals && b.ttl == record.ttl && *b.steering == **steering =>
                     {
@@ -822,6 +871,7 @@ impl Engine {
                     other => other,
                 };
                 kept.push(Kept::No);
+                let label = record.label();
                 let prev = before
                     .map(|b| {
                         let displays: Vec<String> =
@@ -847,8 +897,8 @@ impl Engine {
                     self.keep_dr_state(&label, eval.state.dr_on);
                 }
                 list.push(Box::new(Steered {
-                    label: label.into_boxed_str(),
-                    owner: wire_key(&record.owner),
+                    owner: key.owner,
+                    kind: key.kind,
                     ttl: record.ttl,
                     steering: steering.clone(),
                     state: eval.state,
@@ -1039,13 +1089,14 @@ impl Engine {
                 let Some(r) = records.get_mut(i) else {
                     continue;
                 };
+                let label = r.label();
                 let eval = resolve::evaluate(
-                    &r.label,
+                    &label,
                     &r.steering,
                     &compiled.datacenters,
                     &*health,
                     Some(&r.state),
-                    operator(&r.label),
+                    operator(&label),
                 );
                 let answers_changed = eval.answers != r.answers;
                 if answers_changed {
@@ -1059,7 +1110,7 @@ impl Engine {
                         ) {
                             Ok(answer) => slot.answer.store(Arc::new(answer)),
                             Err(e) => {
-                                tracing::error!(record = %r.label, error = %e, "cannot build an answer; the previous one stays")
+                                tracing::error!(record = %label, error = %e, "cannot build an answer; the previous one stays")
                             }
                         }
                     }
@@ -1076,18 +1127,16 @@ impl Engine {
                     *records_gen = generation;
                 }
                 if r.state.dr_on != eval.state.dr_on {
-                    self.keep_dr_state(&r.label, eval.state.dr_on);
+                    self.keep_dr_state(&label, eval.state.dr_on);
                 }
                 r.state = eval.state;
                 r.decision = eval.decision;
                 r.held = eval.held;
-                events.extend(eval.events.into_iter().map(|t| (r.label.to_string(), t)));
+                events.extend(eval.events.into_iter().map(|t| (label.clone(), t)));
                 if old_status != new_status {
                     let old = old_status;
-                    events.push((
-                        r.label.to_string(),
-                        format!("{}: status {old} → {new_status}", r.label),
-                    ));
+                    let text = format!("{label}: status {old} → {new_status}");
+                    events.push((label, text));
                 }
             }
         }
@@ -1416,7 +1465,8 @@ impl Engine {
     pub fn preview(&self, label: &str) -> Option<Preview> {
         let (preview, _) = {
             let inner = self.lock();
-            let r = inner.records.iter().find(|r| *r.label == *label)?;
+            let key = RecordKey::of(label)?;
+            let r = inner.records.iter().find(|r| r.is(&key))?;
             let dcs = &inner.compiled.datacenters;
             let state = Some(&r.state);
             let addresses = r
@@ -1717,7 +1767,7 @@ fn store_steered<'a>(
         ) {
             Ok(answer) => slot.answer.store(Arc::new(answer)),
             Err(e) => {
-                tracing::error!(record = %r.label, error = %e, "cannot build an answer; it answers empty")
+                tracing::error!(record = %r.label(), error = %e, "cannot build an answer; it answers empty")
             }
         }
     }
@@ -1891,10 +1941,11 @@ fn release_freed_memory() {
 mod size_tests {
     /// The engine holds one record per steered record: it stays in
     /// mimalloc's 160-byte class (it took 224 bytes, docs/performance.md,
-    /// "lean answers").
+    /// "lean answers"), with no text of its own (its label is made when
+    /// asked).
     #[test]
-    fn an_engine_record_fits_160_bytes() {
-        assert!(std::mem::size_of::<super::Steered>() <= 160);
+    fn an_engine_record_fits_144_bytes() {
+        assert!(std::mem::size_of::<super::Steered>() <= 144);
     }
 }
 

@@ -5,7 +5,7 @@
 //! list of a zone it keeps whole and builds only those of zones that
 //! changed.
 
-use super::Steered;
+use super::{RecordKey, Steered};
 
 /// The engine's records: boxed, so a list moves as pointers.
 pub(super) type Records = Zoned<Box<Steered>>;
@@ -78,13 +78,43 @@ impl<T> Zoned<T> {
 impl Records {
     /// The index of the record labelled `label` (`www.example.test/A`).
     pub(super) fn position(&self, label: &str) -> Option<usize> {
-        self.iter().position(|r| *r.label == *label)
+        let key = RecordKey::of(label)?;
+        self.iter().position(|r| r.is(&key))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A record's label names it again: its owner in any case, its type
+    /// as written; other types and texts name nothing.
+    #[test]
+    fn a_label_names_the_record_it_was_made_of() {
+        let config = crate::model::parse(
+            "[[domain]]\nname = \"example.test\"\nnameservers = [\"ns1.example.test\"]\n\
+             [[domain.record]]\nname = \"*.Web\"\ntype = \"AAAA\"\n\
+             addresses = [{ ip = \"2001:db8::1\" }]\n",
+        )
+        .unwrap();
+        let compiled = crate::model::compile(&config).unwrap();
+        let spec = &compiled.zones[0].records[0];
+        let key = RecordKey::of_spec(spec);
+        assert_eq!(spec.label(), "*.web.example.test/AAAA");
+        assert_eq!(RecordKey::of(&spec.label()), Some(key.clone()));
+        assert_eq!(RecordKey::of("*.WEB.Example.test/AAAA"), Some(key));
+        for other in [
+            "*.web.example.test/A",
+            "*.web.example.test/MX",
+            "*.web.example.test",
+        ] {
+            assert_ne!(
+                RecordKey::of(other),
+                Some(RecordKey::of_spec(spec)),
+                "{other}"
+            );
+        }
+    }
 
     /// Indexed as the zones' lists one after the other, empty ones too.
     #[test]
