@@ -33,7 +33,7 @@ pub fn answered(steering: &Steering, answer: &Answer) -> Vec<String> {
             let shown = list.iter().filter_map(|&i| steering.addresses.get(i));
             match steering.balance {
                 Balance::Priority => shown
-                    .take(steering.max_answers)
+                    .take(steering.max_answers as usize)
                     .map(|a| a.display())
                     .collect(),
                 Balance::Weighted => {

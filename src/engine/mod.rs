@@ -1489,16 +1489,11 @@ impl Engine {
                 .collect();
             let mode = match &r.steering.mode {
                 ModeSpec::Standalone => "standalone".to_string(),
-                ModeSpec::DisasterRecovery {
-                    main,
-                    dr,
-                    condition,
-                    ..
-                } => format!(
+                ModeSpec::DisasterRecovery(spec) => format!(
                     "disaster-recovery (main {}, dr {}, condition {})",
-                    dcs[*main].name,
-                    dcs[*dr].name,
-                    match condition {
+                    dcs[spec.main].name,
+                    dcs[spec.dr].name,
+                    match &spec.condition {
                         DrCondition::Automatic => "automatic".to_string(),
                         DrCondition::Scenario(s) => format!("scenario:{s}"),
                     }
@@ -1810,11 +1805,8 @@ fn steered_between(zone: &ZoneSpec, range: Range<usize>, steered: usize) -> Vec<
 /// `None` for any other record (it starts fresh).
 fn held_at_stop(holds: &HashSet<String>, label: &str, steering: &Steering) -> Option<RecordState> {
     let manual = matches!(
-        steering.mode,
-        ModeSpec::DisasterRecovery {
-            failback: crate::model::config::Failback::Manual,
-            ..
-        }
+        &steering.mode,
+        ModeSpec::DisasterRecovery(spec) if spec.failback == crate::model::config::Failback::Manual
     );
     (manual && holds.contains(label)).then(|| RecordState {
         healthy: vec![true; steering.addresses.len()].into(),

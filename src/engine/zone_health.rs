@@ -52,10 +52,8 @@ impl ZoneHealth {
                     Hc::Static | Hc::Disabled => {}
                 }
             }
-            if let ModeSpec::DisasterRecovery {
-                condition: DrCondition::Scenario(s),
-                ..
-            } = &steering.mode
+            if let ModeSpec::DisasterRecovery(spec) = &steering.mode
+                && let DrCondition::Scenario(s) = &spec.condition
             {
                 health.scenarios.push((s.clone(), i));
             }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub use place::{PlaceAnswers, PlaceKey, place_group};
 
 use crate::model::{
-    compile::{AddressSpec, DcId, DcSpec, DrCondition, Hc, ModeSpec, Steering},
+    compile::{AddressSpec, DcId, DcSpec, DrCondition, DrSpec, Hc, ModeSpec, Steering},
     condition::CheckRef,
     config::{Balance, Failback, OnNoHealthy},
     place::Place,
@@ -229,13 +229,14 @@ pub fn evaluate(
             decision = Cow::Borrowed("Standalone: every healthy address");
             group.iter().copied().filter(|&i| usable(i)).collect()
         }
-        ModeSpec::DisasterRecovery {
-            main,
-            dr,
-            condition,
-            on_no_healthy,
-            failback,
-        } => {
+        ModeSpec::DisasterRecovery(spec) => {
+            let DrSpec {
+                main,
+                dr,
+                condition,
+                on_no_healthy,
+                failback,
+            } = &**spec;
             let in_dc = |dc: DcId| -> Vec<usize> {
                 group
                     .iter()
@@ -299,7 +300,7 @@ pub fn evaluate(
                 .filter(|&&dc| group.iter().any(|&i| addresses[i].dc() == Some(dc)))
                 .count();
             partial_dcs = with_healthy.len() < with_addresses;
-            let chosen: Vec<DcId> = with_healthy.iter().copied().take(*count).collect();
+            let chosen: Vec<DcId> = with_healthy.iter().copied().take(*count as usize).collect();
             decision = Cow::Owned(format!(
                 "Datacenter: {} of {} datacenters with a healthy address, selecting up to {}: {}",
                 with_healthy.len(),
@@ -340,7 +341,7 @@ pub fn evaluate(
                     .filter(|&dc| {
                         (0..addresses.len()).any(|i| addresses[i].dc() == Some(dc) && usable(i))
                     })
-                    .take(*count)
+                    .take(*count as usize)
                     .collect();
                 in_dcs(&candidates_all(addresses, &healthy), addresses, &chosen)
             }

@@ -954,7 +954,7 @@ pub fn steered_answer(
                 owner,
                 ttl,
                 values,
-                steering.max_answers,
+                steering.max_answers as usize,
                 balance,
                 &weights,
                 sources,
