@@ -8,11 +8,14 @@ use std::{collections::HashMap, sync::Arc};
 
 use super::{Node, hash_bytes};
 
-/// About how many names a shard holds when a zone is built (from half to
-/// as many): a zone of 100,000 names has 128 shards, one of a few hundred
+/// At most how many names a shard holds, on average, when a zone is
+/// built: a shard's table of 2,048 buckets holds 1,792 before it grows, so
+/// a large zone's shards are about 80 % full, with room for a hash's
+/// spread (a power-of-two number of shards left them 61 % full at 10,000
+/// names). A zone of 100,000 names has 61 shards, one of a few hundred
 /// names a single one.
-const NAMES_PER_SHARD: usize = 1536;
-/// At most this many shards (a power of two).
+const NAMES_PER_SHARD: usize = 1650;
+/// At most this many shards.
 const MAX_SHARDS: usize = 1024;
 
 type Shard = HashMap<Box<[u8]>, Node>;
@@ -20,17 +23,15 @@ type Shard = HashMap<Box<[u8]>, Node>;
 /// Names keyed by their lower-case wire form.
 #[derive(Debug, Clone)]
 pub(super) struct Nodes {
-    /// A power of two of them; a name's shard is its hash modulo their
-    /// number, fixed when the zone is first built.
+    /// A name's shard is its hash scaled to their number (fixed when the
+    /// zone is first built).
     shards: Box<[Arc<Shard>]>,
 }
 
 impl Nodes {
     /// Room for about `names` names.
     pub(super) fn with_capacity(names: usize) -> Self {
-        let count = (names / NAMES_PER_SHARD)
-            .next_power_of_two()
-            .clamp(1, MAX_SHARDS);
+        let count = names.div_ceil(NAMES_PER_SHARD).clamp(1, MAX_SHARDS);
         let each = names / count + 1;
         Self {
             shards: (0..count)
@@ -42,7 +43,8 @@ impl Nodes {
     fn index(&self, key: &[u8]) -> usize {
         match self.shards.len() {
             1 => 0,
-            n => (hash_bytes(key) as usize) & (n - 1),
+            // The hash's high bits pick the shard: `hash * n / 2^64`.
+            n => ((u128::from(hash_bytes(key)) * n as u128) >> 64) as usize,
         }
     }
 
@@ -150,6 +152,25 @@ mod tests {
             2
         };
         assert_eq!(changed.shared_with(&nodes), nodes.shards() - touched);
+    }
+
+    /// Shards are built most of the way full, and none grows while the
+    /// names it was built for go in.
+    #[test]
+    fn shards_are_sized_to_their_names() {
+        for names in [10_001, 100_001, 250_000] {
+            let mut nodes = Nodes::with_capacity(names);
+            let room = |n: &Nodes| n.shards.iter().map(|s| s.capacity()).sum::<usize>();
+            let before = room(&nodes);
+            for i in 0..names {
+                nodes.insert(key(i), node());
+            }
+            assert_eq!(room(&nodes), before, "{names}: a shard grew");
+            assert!(
+                before * 10 <= names * 13,
+                "{names} names in room for {before}"
+            );
+        }
     }
 
     #[test]
