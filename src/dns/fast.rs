@@ -112,9 +112,11 @@ pub fn answer(
                 }
                 unsigned_nodata
             } else {
-                let (body, n) = &group.wire[choice.variant];
+                let Some((body, n)) = group.wire.get(choice.variant) else {
+                    return false;
+                };
                 let sig: &[u8] = if signed {
-                    match group.sigs.get(choice.variant) {
+                    match group.sigs().get(choice.variant) {
                         Some(s) => &s.wire,
                         None => return false,
                     }
@@ -122,7 +124,7 @@ pub fn answer(
                     &[]
                 };
                 slot.count(group, choice.variant);
-                (body, sig, *n + u16::from(signed), 0)
+                (body, sig, n + u16::from(signed), 0)
             }
         }
         None => match nodata() {

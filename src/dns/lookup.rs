@@ -93,7 +93,7 @@ pub fn lookup(
                     {
                         out.answers.push(sig);
                     }
-                } else if let Some(sig) = group.sigs.get(choice.variant) {
+                } else if let Some(sig) = group.sigs().get(choice.variant) {
                     out.answers.extend(sig.records.iter().cloned());
                 }
             }

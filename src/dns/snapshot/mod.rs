@@ -42,6 +42,9 @@ use crate::{
 
 mod derive;
 mod nodes;
+mod variants;
+
+pub use variants::Variants;
 
 use nodes::Nodes;
 #[cfg(test)]
@@ -221,14 +224,17 @@ pub struct Group {
     /// hashing (persist balance); empty otherwise ([`Group::cumulative`],
     /// [`Group::keys`]).
     spread: Box<[u64]>,
-    /// Per candidate of a steered record: the index of its counter in the
-    /// slot's `addresses`; empty for a static record.
-    pub sources: Box<[u32]>,
+    /// Per candidate: the index of its counter in the slot's `addresses`,
+    /// when that is not its own index ([`Group::sources`]); empty when
+    /// each candidate's counter is at its own index (most groups), and
+    /// for a static record, whose slot has no counters.
+    sources: Box<[u32]>,
     /// Per variant: the encoded answer section and its record count.
-    pub wire: Box<[(Box<[u8]>, u16)]>,
-    /// In a signed zone, per variant: the RRSIG over exactly its records.
-    /// Empty when unsigned.
-    pub sigs: Box<[Signed]>,
+    pub wire: Variants,
+    /// In a signed zone, per variant: the RRSIG over exactly its records
+    /// ([`Group::sigs`]). None when unsigned; boxed twice, so that an
+    /// unsigned group (most of them) holds a pointer, not a list.
+    signatures: Option<Box<Box<[Signed]>>>,
 }
 
 impl Group {
@@ -248,6 +254,12 @@ impl Group {
             .map(move |i| self.values[i].record(owner, self.ttl))
     }
 
+    /// In a signed zone, per variant: the RRSIG over exactly its records.
+    /// Empty when unsigned.
+    pub fn sigs(&self) -> &[Signed] {
+        self.signatures.as_deref().map_or(&[], |s| s)
+    }
+
     /// Answers nothing (a steered record with nothing to answer).
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
@@ -260,8 +272,12 @@ impl Group {
 
     /// The counter indexes of the records of variant `v`.
     fn sources(&self, v: usize) -> impl Iterator<Item = usize> {
-        picked(self.sources.len(), self.max_answers as usize, v)
-            .filter_map(move |i| self.sources.get(i).map(|&s| s as usize))
+        picked(self.values.len(), self.max_answers as usize, v).filter_map(move |i| {
+            match self.sources.is_empty() {
+                true => Some(i),
+                false => self.sources.get(i).map(|&s| s as usize),
+            }
+        })
     }
 }
 
@@ -1023,13 +1039,15 @@ fn group(
             .map(|i| values[i].record(owner, ttl))
             .collect()
     };
-    let wire = (0..variants)
+    let sections: Vec<(Box<[u8]>, u16)> = (0..variants)
         .map(|v| {
             let (body, count, _) = encode_body(owner, &records(v), &[])?;
             Ok((body, count))
         })
         .collect::<Result<_, ProtoError>>()
         .map_err(fail)?;
+    let wire = Variants::new(&sections)
+        .ok_or_else(|| BuildError::new(owner, rtype, "its answers take over 4 GiB"))?;
     let mut sigs: Vec<Signed> = Vec::new();
     if let Some(signer) = signer
         && n > 0
@@ -1065,9 +1083,12 @@ fn group(
         ttl,
         max_answers: u32::try_from(max_answers).unwrap_or(u32::MAX),
         spread,
-        sources: sources.into_boxed_slice(),
+        sources: match sources.iter().enumerate().all(|(i, &s)| s as usize == i) {
+            true => Box::default(),
+            false => sources.into_boxed_slice(),
+        },
         wire,
-        sigs: sigs.into_boxed_slice(),
+        signatures: (!sigs.is_empty()).then(|| Box::new(sigs.into_boxed_slice())),
     })
 }
 

@@ -61,7 +61,7 @@ pub fn view(
             if rrset.is_empty() {
                 continue;
             }
-            let sig = match (signer, group.sigs.first()) {
+            let sig = match (signer, group.sigs().first()) {
                 (None, _) => Vec::new(),
                 (Some(_), Some(signed)) => signed.records.clone(),
                 (Some(s), None) => vec![s.sign(&rrset)?],
