@@ -307,7 +307,7 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
         o.on_no_healthy.map(|o| word(&o)).unwrap_or_default(),
     );
     f.set("topology", opt_bool(o.topology));
-    f.set("values", r.values.join("\n"));
+    f.set("values", r.values().join("\n"));
     for (i, a) in r.addresses.iter().enumerate() {
         let a = a.fields();
         let value =

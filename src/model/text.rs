@@ -535,8 +535,10 @@ mod tests {
         let mut marked = text.clone();
         marked.replace_range(a.clone(), &text[a].replace("[\"1\"]", "[\"X\"]"));
         let mut second = first.clone();
-        Arc::make_mut(&mut Arc::make_mut(&mut second.domains[1]).records[0]).values =
-            ["2".into()].into();
+        let record = &mut Arc::make_mut(&mut second.domains[1]).records[0];
+        let mut fields = record.fields();
+        fields.values = ["2".into()].into();
+        *record = Arc::new(fields.into());
         let pieces = lines(&marked);
         assert!(pieces.len() > 10);
         let touched = Before {
@@ -629,7 +631,7 @@ mod tests {
             let plain = round % 4 != 1;
             let make = |rng: &mut Lcg, i: usize| loop {
                 let r = record(rng, i);
-                if !plain || !r.values.iter().any(|v| v.contains('\n')) {
+                if !plain || !r.values().iter().any(|v| v.contains('\n')) {
                     return r;
                 }
             };
@@ -702,7 +704,7 @@ mod tests {
                 c.domains[1]
                     .records
                     .iter()
-                    .any(|r| r.values.iter().any(|v| v.contains('\n')))
+                    .any(|r| r.values().iter().any(|v| v.contains('\n')))
             };
             let takes = records_only && start + end > 0 && !lines_in(&config) && !lines_in(&next);
             let expected = if takes { marked(&next) } else { whole };
@@ -777,7 +779,7 @@ mod tests {
                         let domain = Arc::make_mut(domain);
                         let n = domain.records.len();
                         let new = record(&mut rng, 100 + step);
-                        records_only = !new.values.iter().any(|v| v.contains('\n'));
+                        records_only = !new.values().iter().any(|v| v.contains('\n'));
                         match rng.below(4) {
                             0 if n > 1 => {
                                 domain.records.remove(rng.below(n));

@@ -1428,7 +1428,7 @@ impl Cx {
             self.err(path, "NS records are not served from records: the apex NS set is the domain's nameservers, and delegation is not supported");
             return None;
         } else if r.kind.is_steerable() {
-            if !r.values.is_empty() {
+            if !r.values().is_empty() {
                 self.err(
                     path,
                     format!(
@@ -1462,14 +1462,14 @@ impl Cx {
                     self.err(path, format!("{key} applies to A, AAAA and CNAME records only; {} records are static and take values = [...]", r.kind.as_str()));
                 }
             }
-            if r.values.is_empty() {
+            if r.values().is_empty() {
                 self.err(
                     path,
                     "a static record needs values = [...] in zone-file syntax",
                 );
             }
             let mut data = Vec::new();
-            for (i, v) in r.values.iter().enumerate() {
+            for (i, v) in r.values().iter().enumerate() {
                 match static_rdata(r.kind, v, apex) {
                     Ok(d) => data.push(d),
                     Err(e) => self.err(format!("{path} / value {}", i + 1), e),
