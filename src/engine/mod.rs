@@ -454,7 +454,7 @@ impl RecordKey {
 
     fn of_spec(record: &RecordSpec) -> Self {
         Self {
-            owner: wire_key(&record.owner),
+            owner: record.owner.clone(),
             kind: record.kind,
         }
     }
@@ -1639,16 +1639,16 @@ pub fn servable(
 /// `before` does not have between its own.
 fn changed_records(zone: &ZoneSpec, before: &ZoneSpec) -> ZoneSpec {
     let (start, end) = crate::ends::same_ends(&zone.records, &before.records, same_record);
-    let old: HashMap<(&hickory_server::proto::rr::Name, RecordType), &Arc<RecordSpec>> = before
-        .records[start..before.records.len() - end]
+    let old: HashMap<(&[u8], RecordType), &Arc<RecordSpec>> = before.records
+        [start..before.records.len() - end]
         .iter()
-        .map(|r| ((&r.owner, r.kind), r))
+        .map(|r| ((&*r.owner, r.kind), r))
         .collect();
     zone.with_records(
         zone.records[start..zone.records.len() - end]
             .iter()
             .filter(|r| {
-                old.get(&(&r.owner, r.kind))
+                old.get(&(&*r.owner, r.kind))
                     .is_none_or(|o| !same_record(o, r))
             })
             .cloned()

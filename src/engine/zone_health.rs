@@ -40,7 +40,7 @@ impl ZoneHealth {
                 match &a.hc {
                     Hc::Check(check) => {
                         health.checks.push(((**check).clone(), i));
-                        let owner = record.owner.to_string();
+                        let owner = record.owner_name().to_string();
                         let name = if owner.starts_with("*.") {
                             a.display()
                         } else {

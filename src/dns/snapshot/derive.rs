@@ -175,7 +175,7 @@ impl Snapshot {
                     if steered(record) {
                         steered_slots.push(slot.clone());
                     }
-                    let node = self.node_mut(zone, &wire_key(&record.owner));
+                    let node = self.node_mut(zone, &record.owner);
                     if let Some(old) =
                         node.and_then(|n| n.rrsets.iter_mut().find(|s| s.rtype == slot.rtype))
                     {
@@ -187,7 +187,7 @@ impl Snapshot {
             Change::Removed(at) => {
                 let mut emptied = Vec::new();
                 for record in before.get(at.clone()).unwrap_or_default() {
-                    let key = wire_key(&record.owner);
+                    let key = record.owner.clone();
                     let rt = wire_type(record.kind);
                     if let Some(node) = self.node_mut(zone, &key) {
                         node.rrsets.retain(|s| s.rtype != rt);

@@ -362,7 +362,7 @@ impl Snapshot {
             });
             let zi = snap.zones.len() - 1;
             for slot in snap.apex_slots(previous, zi, zone, soa)? {
-                snap.place(&mut bodies, zi, &zone.apex, slot)?;
+                snap.place(&mut bodies, zi, &wire_key(&zone.apex), slot)?;
             }
             let mut steered = Vec::new();
             for record in &zone.records {
@@ -536,7 +536,8 @@ impl Snapshot {
             .map(|(rt, ttl, data)| {
                 let values = data.into_iter().map(Value::from).collect();
                 let answer = static_answer(&spec.apex, ttl, values, signer)?;
-                Ok(self.new_slot(previous, zone, &spec.apex, rt, answer, Vec::new()))
+                let apex = wire_key(&spec.apex);
+                Ok(self.new_slot(previous, zone, &apex, rt, answer, Vec::new()))
             })
             .collect()
     }
@@ -556,7 +557,7 @@ impl Snapshot {
             Content::Static(data) => data.iter().cloned().map(Value::from).collect(),
             Content::Steered(_) => Vec::new(),
         };
-        let answer = static_answer(&record.owner, record.ttl, values, signer)?;
+        let answer = static_answer(&record.owner_name(), record.ttl, values, signer)?;
         let counted = match &record.content {
             Content::Static(_) => Vec::new(),
             Content::Steered(steering) => steering
@@ -570,19 +571,20 @@ impl Snapshot {
         Ok(self.new_slot(previous, zone, &record.owner, rt, answer, counted))
     }
 
-    /// A slot of zone `zone` answering `answer`. A record also in
-    /// `previous` keeps counting on its counters.
+    /// A slot of zone `zone` answering `answer` at the name `key` (lower-case
+    /// wire form). A record also in `previous` keeps counting on its
+    /// counters.
     fn new_slot(
         &self,
         previous: &Snapshot,
         zone: usize,
-        name: &Name,
+        key: &[u8],
         rtype: Rt,
         answer: RrsetAnswer,
         counted: Vec<u64>,
     ) -> Arc<RrsetSlot> {
         let before = previous
-            .find(&wire_key(name))
+            .find(key)
             .and_then(|(_, n)| n.rrsets.iter().find(|s| s.rtype == rtype));
         Arc::new(RrsetSlot {
             rtype,
@@ -593,35 +595,39 @@ impl Snapshot {
         })
     }
 
-    /// Puts `slot` at `name` of zone `zone`, after the slots the name has,
-    /// making the name and every ancestor up to the apex exist.
+    /// Puts `slot` at the name `key` (lower-case wire form) of zone
+    /// `zone`, after the slots the name has, making the name and every
+    /// ancestor up to the apex exist.
     fn place(
         &mut self,
         bodies: &mut HashSet<Arc<[u8]>>,
         zone: usize,
-        name: &Name,
+        key: &[u8],
         slot: Arc<RrsetSlot>,
     ) -> Result<(), BuildError> {
         let rtype = slot.rtype;
-        let key = wire_key(name);
         let Some(zone_data) = self.zones.get_mut(zone) else {
-            return Err(BuildError::new(name, rtype, "is outside every zone"));
+            return Err(BuildError::new(
+                &key_name(key),
+                rtype,
+                "is outside every zone",
+            ));
         };
         // Of a zone this snapshot builds, or of the shards its change
         // touches (copied once, when first touched).
         let nodes = &mut zone_data.nodes;
         // An ancestor's key is a suffix of the name's; walking up from the
         // name, the first that exists already has all of its own.
-        let labels = name.iter().count();
+        let labels = label_count(key);
         let mut next = 0;
-        for n in (zone_data.apex_labels..=labels).rev() {
+        for _ in (zone_data.apex_labels..=labels).rev() {
             let at = next;
             next += 1 + usize::from(key.get(at).copied().unwrap_or(0));
             let Some(suffix) = key.get(at..) else { break };
             if nodes.contains_key(suffix) {
                 break;
             }
-            let ancestor = name.trim_to(n);
+            let ancestor = key_name(suffix);
             let nodata_wire = nodata_prefix(&ancestor, &zone_data.negative_soa, bodies)?;
             nodes.insert(
                 suffix.into(),
@@ -632,7 +638,7 @@ impl Snapshot {
                 },
             );
         }
-        match nodes.get_mut(&key) {
+        match nodes.get_mut(key) {
             // Most names have one record: room for it alone, not the four
             // a first push reserves.
             Some(node) => {
@@ -640,7 +646,11 @@ impl Snapshot {
                 node.rrsets.push(slot);
                 Ok(())
             }
-            None => Err(BuildError::new(name, rtype, "is outside its zone")),
+            None => Err(BuildError::new(
+                &key_name(key),
+                rtype,
+                "is outside its zone",
+            )),
         }
     }
 
@@ -803,6 +813,19 @@ pub fn same_signer<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
 pub fn label(name: &Name, rtype: Rt) -> String {
     let name = name.to_string();
     format!("{}/{rtype}", name.trim_end_matches('.'))
+}
+
+/// How many labels a name in wire form has (the root not counted).
+fn label_count(key: &[u8]) -> usize {
+    let mut count = 0;
+    let mut at = 0;
+    while let Some(&len) = key.get(at)
+        && len != 0
+    {
+        count += 1;
+        at += 1 + usize::from(len);
+    }
+    count
 }
 
 /// The lower-case wire form of a name: the key of [`Snapshot::node`].

@@ -21,6 +21,8 @@ use hickory_server::proto::rr::{
     rdata::{A, AAAA, CNAME, SOA, TXT},
 };
 
+use crate::dns::snapshot::{key_name, wire_key};
+
 use super::{
     condition::{self, CheckRef, Expr},
     config::*,
@@ -259,13 +261,6 @@ pub fn same_record(a: &Arc<RecordSpec>, b: &Arc<RecordSpec>) -> bool {
     Arc::ptr_eq(a, b) || a == b
 }
 
-/// Whether two compiled owners are one name: they are lower case, so
-/// their labels compare as bytes, first label first (where names of one
-/// zone differ), not case-folded from the root as `Name`'s `==` does.
-fn same_owner(a: &Name, b: &Name) -> bool {
-    a.len() == b.len() && a.iter().eq(b.iter())
-}
-
 /// A zone's name as keys and messages spell it: lower case, no final dot.
 pub fn zone_key(apex: &Name) -> String {
     let name = apex.to_lowercase().to_string();
@@ -279,8 +274,9 @@ pub fn soa_serial(version: u64) -> u32 {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordSpec {
-    /// Lower-case, fully qualified; `*.` first for a wildcard.
-    pub owner: Name,
+    /// Its name in lower-case wire form, `*` first for a wildcard
+    /// ([`RecordSpec::owner_name`]): a hickory `Name` is 80 bytes inline.
+    pub owner: Box<[u8]>,
     pub kind: RecordType,
     pub ttl: u32,
     pub content: Content,
@@ -293,9 +289,14 @@ impl RecordSpec {
             && matches!(&self.content, Content::Steered(s) if !s.addresses.is_empty())
     }
 
+    /// The owner as a name (lower case, fully qualified).
+    pub fn owner_name(&self) -> Name {
+        key_name(&self.owner)
+    }
+
     /// `www.example.test/A`, the subject of the record's events.
     pub fn label(&self) -> String {
-        let owner = self.owner.to_string();
+        let owner = self.owner_name().to_string();
         format!("{}/{}", owner.trim_end_matches('.'), self.kind.as_str())
     }
 }
@@ -593,45 +594,47 @@ impl Cx {
             return;
         }
         // Every name that exists, and the CNAME records by owner.
-        let mut names: HashSet<&Name> = HashSet::new();
-        let mut cnames: HashMap<&Name, (usize, &RecordSpec)> = HashMap::new();
-        let mut extra: Vec<Name> = Vec::new();
+        // Names by their wire forms (an owner's ancestors are its suffixes).
+        let apexes: Vec<Box<[u8]>> = zones.iter().map(|z| wire_key(&z.apex)).collect();
+        let mut names: HashSet<&[u8]> = apexes.iter().map(|a| &**a).collect();
+        let mut cnames: HashMap<&[u8], (usize, &RecordSpec)> = HashMap::new();
         for (zi, z) in zones.iter().enumerate() {
-            names.insert(&z.apex);
+            let apex_len = apexes.get(zi).map_or(0, |a| a.len());
             for r in &z.records {
-                names.insert(&r.owner);
-                // `num_labels` does not count a leading `*`: count them all.
-                let apex_labels = z.apex.iter().count();
-                for n in apex_labels.saturating_add(1)..r.owner.iter().count() {
-                    extra.push(r.owner.trim_to(n));
+                // The owner and each ancestor below the apex.
+                let mut at = 0;
+                while let Some(suffix) = r.owner.get(at..)
+                    && suffix.len() > apex_len
+                {
+                    names.insert(suffix);
+                    at += 1 + usize::from(suffix[0]);
                 }
                 if r.is_cname() {
                     cnames.insert(&r.owner, (zi, r));
                 }
             }
         }
-        let extra: HashSet<Name> = extra.into_iter().collect();
-        let exists = |n: &Name| names.contains(n) || extra.contains(n);
+        let exists = |n: &Name| names.contains(&*wire_key(n));
         // The CNAME a target leads to, as the query path finds it.
-        let next = |target: &Name| -> Option<&Name> {
+        let next = |target: &Name| -> Option<&[u8]> {
             let zone = zones
                 .iter()
                 .filter(|z| z.apex.zone_of(target))
                 .max_by_key(|z| z.apex.num_labels())?;
             if exists(target) {
-                return cnames.get_key_value(target).map(|(k, _)| *k);
+                return cnames.get_key_value(&*wire_key(target)).map(|(k, _)| *k);
             }
             let labels = target.iter().count();
             for n in (zone.apex.iter().count()..labels).rev() {
                 let ancestor = target.trim_to(n);
                 if exists(&ancestor) {
-                    let wildcard = ancestor.prepend_label("*").ok()?;
-                    return cnames.get_key_value(&wildcard).map(|(k, _)| *k);
+                    let wildcard = wire_key(&ancestor.prepend_label("*").ok()?);
+                    return cnames.get_key_value(&*wildcard).map(|(k, _)| *k);
                 }
             }
             None
         };
-        let targets = |owner: &Name| -> Vec<&Name> {
+        let targets = |owner: &[u8]| -> Vec<&[u8]> {
             let Some((_, r)) = cnames.get(owner) else {
                 return Vec::new();
             };
@@ -653,16 +656,16 @@ impl Cx {
         };
         // Depth-first, iteratively (a chain may be long): a target on the
         // current path closes a loop.
-        let mut order: Vec<&Name> = cnames.keys().copied().collect();
-        order.sort();
-        let mut done: HashSet<&Name> = HashSet::new();
-        let mut reported: HashSet<&Name> = HashSet::new();
+        let mut order: Vec<&[u8]> = cnames.keys().copied().collect();
+        order.sort_by_cached_key(|k| key_name(k));
+        let mut done: HashSet<&[u8]> = HashSet::new();
+        let mut reported: HashSet<&[u8]> = HashSet::new();
         for start in order {
             if done.contains(start) {
                 continue;
             }
-            let mut path: Vec<(&Name, Vec<&Name>)> = vec![(start, targets(start))];
-            let mut on_path: HashSet<&Name> = HashSet::from([start]);
+            let mut path: Vec<(&[u8], Vec<&[u8]>)> = vec![(start, targets(start))];
+            let mut on_path: HashSet<&[u8]> = HashSet::from([start]);
             while let Some((node, pending)) = path.last_mut() {
                 let node = *node;
                 match pending.pop() {
@@ -671,8 +674,8 @@ impl Cx {
                             let from = path.iter().position(|(n, _)| *n == t).unwrap_or(0);
                             let chain: Vec<String> = path[from..]
                                 .iter()
-                                .map(|(n, _)| n.to_string())
-                                .chain(std::iter::once(t.to_string()))
+                                .map(|(n, _)| key_name(n).to_string())
+                                .chain(std::iter::once(key_name(t).to_string()))
                                 .collect();
                             if let Some((zi, r)) = cnames.get(t) {
                                 let z = &zones[*zi];
@@ -1207,7 +1210,7 @@ impl Cx {
         // The names the changed records are at: only theirs are checked
         // again below (a kept name's records are as they were), found by
         // their owners' hashes.
-        let mut touched: Option<Vec<Name>> = None;
+        let mut touched: Option<Vec<Box<[u8]>>> = None;
         if let Some((zone, start, end)) = kept {
             let changed = records.get(start..).unwrap_or_default();
             touched = Some(changed.iter().map(|c| c.owner.clone()).collect());
@@ -1237,13 +1240,11 @@ impl Cx {
         let checked: Vec<&RecordSpec> = match &touched {
             None => records.iter().map(|r| &**r).collect(),
             Some(names) => {
-                let wanted: Vec<u32> = names.iter().map(owner_hash).collect();
+                let wanted: Vec<u32> = names.iter().map(|n| owner_hash(n)).collect();
                 hashes
                     .iter()
                     .zip(&records)
-                    .filter(|(h, r)| {
-                        wanted.contains(h) && names.iter().any(|n| same_owner(n, &r.owner))
-                    })
+                    .filter(|(h, r)| wanted.contains(h) && names.contains(&r.owner))
                     .map(|(_, r)| &**r)
                     .collect()
             }
@@ -1256,18 +1257,19 @@ impl Cx {
             OwnerHashes::default()
         };
         // A CNAME owns its name alone (RFC 1034 §3.6.2).
-        let mut by_owner: HashMap<&Name, Vec<&RecordSpec>> = HashMap::new();
+        let apex_wire = wire_key(&apex);
+        let mut by_owner: HashMap<&[u8], Vec<&RecordSpec>> = HashMap::new();
         for &r in &checked {
             by_owner.entry(&r.owner).or_default().push(r);
         }
         // In file order (of each name's first record), for stable errors.
-        for owner in checked.iter().map(|r| &r.owner) {
+        for owner in checked.iter().map(|r| &*r.owner) {
             let Some(at) = by_owner.remove(owner) else {
                 continue;
             };
             if let Some(cname) = at.iter().find(|r| r.kind == RecordType::Cname) {
                 let cpath = record_path(&path, &apex, cname);
-                if *owner == apex {
+                if *owner == *apex_wire {
                     self.err(&cpath, "the apex cannot be a CNAME (it holds SOA and NS)");
                 } else if at.len() > 1 {
                     let others: Vec<&str> = at
@@ -1285,7 +1287,7 @@ impl Cx {
                 }
             }
             // Everything at one name must fit one response (an ANY answer).
-            let mut total = if *owner == apex {
+            let mut total = if *owner == *apex_wire {
                 apex_size(&soa, &nameservers)
             } else {
                 0
@@ -1303,14 +1305,15 @@ impl Cx {
                 } else {
                     format!(
                         "{path} / records {} {}",
-                        relative(owner, &apex),
+                        relative(&key_name(owner), &apex),
                         kinds.join(" ")
                     )
                 };
                 self.err(
                     what,
                     format!(
-                        "the records of {owner} take {total} bytes in an answer; at most {MAX_NAME_BYTES} fit a DNS message (65,535 bytes with the question and overhead)"
+                        "the records of {} take {total} bytes in an answer; at most {MAX_NAME_BYTES} fit a DNS message (65,535 bytes with the question and overhead)",
+                        key_name(owner)
                     ),
                 );
             }
@@ -1478,7 +1481,7 @@ impl Cx {
             Content::Static(data.into())
         };
         (self.errors.len() == before).then_some(RecordSpec {
-            owner,
+            owner: wire_key(&owner),
             kind: r.kind,
             ttl,
             content,
@@ -1853,7 +1856,7 @@ fn split_txt(txt: &TXT) -> TXT {
 fn record_path(domain_path: &str, apex: &Name, r: &RecordSpec) -> String {
     format!(
         "{domain_path} / record {} {}",
-        relative(&r.owner, apex),
+        relative(&r.owner_name(), apex),
         r.kind.as_str()
     )
 }
@@ -1992,6 +1995,14 @@ nameservers = ["ns1.example.test"]
     #[test]
     fn a_compiled_address_fits_72_bytes() {
         assert!(std::mem::size_of::<AddressSpec>() <= 72);
+    }
+
+    /// A compiled record, one per record behind an `Arc`: its owner in
+    /// wire form, not a hickory `Name` (80 bytes inline; the record took
+    /// 104).
+    #[test]
+    fn a_compiled_record_fits_40_bytes() {
+        assert!(std::mem::size_of::<RecordSpec>() <= 40);
     }
 
     /// A steered record's compiled form, one per record behind an `Arc`:

@@ -5,8 +5,6 @@
 
 use std::sync::{Arc, OnceLock};
 
-use hickory_server::proto::rr::Name;
-
 use super::RecordSpec;
 
 /// The hashes of a zone's record owners, made by the compile as the
@@ -49,15 +47,13 @@ impl std::fmt::Debug for OwnerHashes {
     }
 }
 
-/// A hash of an owner name's labels (owners are lower case): equal owners
-/// hash alike; FNV-1a, the same in every process.
-pub(super) fn owner_hash(owner: &Name) -> u32 {
+/// A hash of an owner's lower-case wire form: equal owners hash alike;
+/// FNV-1a, the same in every process.
+pub(super) fn owner_hash(owner: &[u8]) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
-    for label in owner.iter() {
-        for &byte in label.iter().chain(std::iter::once(&b'.')) {
-            hash ^= u32::from(byte);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
+    for &byte in owner {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
     }
     hash
 }
