@@ -72,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
     let names = compiled
         .zones
         .iter()
-        .flat_map(|z| z.records.iter().map(|r| (r.owner.clone(), r.kind)));
+        .flat_map(|z| z.records.iter().map(|r| (r.owner_name(), r.kind)));
     for (owner, kind) in names.take(ASKED) {
         let rtype = gtm::dns::snapshot::wire_type(kind);
         for edns in [true, false] {
