@@ -43,7 +43,9 @@ pub use store_writer::{StorageFault, StoreWriter};
 use crate::{
     dns::{
         handler::DnsState,
-        snapshot::{RrsetSlot, Snapshot, key_name, same_signer, steered_answer, wire_key},
+        snapshot::{
+            RrsetSlot, Snapshot, key_name, label, same_signer, steered_answer, wire_key, wire_type,
+        },
     },
     health::{Instance, threshold::Threshold},
     model::{
@@ -408,8 +410,7 @@ impl Steered {
     /// `www.example.test/A`, made when asked (a million records held a
     /// million of them).
     fn label(&self) -> String {
-        let owner = key_name(&self.owner).to_string();
-        format!("{}/{}", owner.trim_end_matches('.'), self.kind.as_str())
+        label(&key_name(&self.owner), wire_type(self.kind))
     }
 
     /// Whether this is the record `key` names.

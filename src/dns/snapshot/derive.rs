@@ -228,7 +228,7 @@ fn prune(nodes: &mut Nodes, emptied: Vec<Box<[u8]>>, apex_labels: usize) {
     let mut candidates: HashMap<Box<[u8]>, bool> = HashMap::new();
     for key in emptied {
         let mut at = 0;
-        for _ in apex_labels..labels(&key) {
+        for _ in apex_labels..super::labels(&key) {
             let Some(suffix) = key.get(at..) else { break };
             if nodes.get(suffix).is_none_or(|n| !n.rrsets.is_empty()) {
                 break;
@@ -259,15 +259,4 @@ fn prune(nodes: &mut Nodes, emptied: Vec<Box<[u8]>>, apex_labels: usize) {
             nodes.remove(&key);
         }
     }
-}
-
-/// The labels of a name in wire form (the root's none).
-fn labels(key: &[u8]) -> usize {
-    let mut n = 0;
-    let mut at = 0;
-    while let Some(&len) = key.get(at).filter(|&&l| l != 0) {
-        n += 1;
-        at += 1 + usize::from(len);
-    }
-    n
 }

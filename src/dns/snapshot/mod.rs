@@ -618,7 +618,7 @@ impl Snapshot {
         let nodes = &mut zone_data.nodes;
         // An ancestor's key is a suffix of the name's; walking up from the
         // name, the first that exists already has all of its own.
-        let labels = label_count(key);
+        let labels = labels(key);
         let mut next = 0;
         for _ in (zone_data.apex_labels..=labels).rev() {
             let at = next;
@@ -815,17 +815,15 @@ pub fn label(name: &Name, rtype: Rt) -> String {
     format!("{}/{rtype}", name.trim_end_matches('.'))
 }
 
-/// How many labels a name in wire form has (the root not counted).
-fn label_count(key: &[u8]) -> usize {
-    let mut count = 0;
+/// The labels of a name in wire form (the root's none).
+fn labels(key: &[u8]) -> usize {
+    let mut n = 0;
     let mut at = 0;
-    while let Some(&len) = key.get(at)
-        && len != 0
-    {
-        count += 1;
+    while let Some(&len) = key.get(at).filter(|&&l| l != 0) {
+        n += 1;
         at += 1 + usize::from(len);
     }
-    count
+    n
 }
 
 /// The lower-case wire form of a name: the key of [`Snapshot::node`].
