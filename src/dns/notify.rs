@@ -312,7 +312,7 @@ fn record(
 fn digest(answers: &[Arc<RrsetAnswer>]) -> u64 {
     let mut bytes = Vec::new();
     for answer in answers {
-        if let Some(group) = answer.groups.get(answer.default) {
+        if let Some(group) = answer.groups.get(answer.default_group()) {
             for v in group.values.iter().take(group.max_answers as usize) {
                 bytes.extend_from_slice(&v.to_bytes().unwrap_or_default());
             }

@@ -206,12 +206,23 @@ impl RrsetSlot {
 pub struct RrsetAnswer {
     pub balance: Balance,
     pub places: Box<[(PlaceKey, usize)]>,
-    pub default: usize,
+    /// The index of the default group ([`RrsetAnswer::default_group`]), in
+    /// 32 bits: with its `Arc`, an answer fits 56 bytes.
+    default: u32,
     pub groups: Box<[Group]>,
 }
 
+impl RrsetAnswer {
+    /// The index in `groups` of the group a client of no particular place
+    /// is answered from.
+    pub fn default_group(&self) -> usize {
+        self.default as usize
+    }
+}
+
 /// The answer for the clients of one place. Its lists are boxed slices,
-/// each at its length: a large zone holds a group per record.
+/// each at its length, and what most groups lack is behind one box: a
+/// large zone holds a group per record, in 48 bytes.
 #[derive(Debug)]
 pub struct Group {
     /// Candidates in order, the data of records of the slot's name with
@@ -219,6 +230,17 @@ pub struct Group {
     pub values: Box<[Value]>,
     pub ttl: u32,
     pub max_answers: u32,
+    /// Per variant: the encoded answer section and its record count.
+    pub wire: Variants,
+    /// None for a group of one candidate, counted at its own index, in an
+    /// unsigned zone (most groups).
+    more: Option<Box<GroupMore>>,
+}
+
+/// What a group of more than one candidate, or one counted elsewhere, or
+/// one in a signed zone holds besides.
+#[derive(Debug, Default)]
+struct GroupMore {
     /// With more than one candidate: per candidate its cumulative weight
     /// (weighted balance), then per candidate a key for rendezvous
     /// hashing (persist balance); empty otherwise ([`Group::cumulative`],
@@ -226,26 +248,29 @@ pub struct Group {
     spread: Box<[u64]>,
     /// Per candidate: the index of its counter in the slot's `addresses`,
     /// when that is not its own index ([`Group::sources`]); empty when
-    /// each candidate's counter is at its own index (most groups), and
-    /// for a static record, whose slot has no counters.
+    /// each candidate's counter is at its own index, and for a static
+    /// record, whose slot has no counters.
     sources: Box<[u32]>,
-    /// Per variant: the encoded answer section and its record count.
-    pub wire: Variants,
     /// In a signed zone, per variant: the RRSIG over exactly its records
-    /// ([`Group::sigs`]). None when unsigned; boxed twice, so that an
-    /// unsigned group (most of them) holds a pointer, not a list.
-    signatures: Option<Box<Box<[Signed]>>>,
+    /// ([`Group::sigs`]); empty when unsigned.
+    signatures: Box<[Signed]>,
 }
 
 impl Group {
+    fn spread(&self) -> &[u64] {
+        self.more.as_ref().map_or(&[], |m| &m.spread)
+    }
+
     /// The cumulative weights of the candidates (empty for one).
     pub fn cumulative(&self) -> &[u64] {
-        self.spread.get(..self.spread.len() / 2).unwrap_or_default()
+        let spread = self.spread();
+        spread.get(..spread.len() / 2).unwrap_or_default()
     }
 
     /// The rendezvous keys of the candidates (empty for one).
     pub fn keys(&self) -> &[u64] {
-        self.spread.get(self.spread.len() / 2..).unwrap_or_default()
+        let spread = self.spread();
+        spread.get(spread.len() / 2..).unwrap_or_default()
     }
 
     /// The records of variant `v`, with `owner` as their name.
@@ -257,7 +282,7 @@ impl Group {
     /// In a signed zone, per variant: the RRSIG over exactly its records.
     /// Empty when unsigned.
     pub fn sigs(&self) -> &[Signed] {
-        self.signatures.as_deref().map_or(&[], |s| s)
+        self.more.as_ref().map_or(&[], |m| &m.signatures)
     }
 
     /// Answers nothing (a steered record with nothing to answer).
@@ -272,10 +297,11 @@ impl Group {
 
     /// The counter indexes of the records of variant `v`.
     fn sources(&self, v: usize) -> impl Iterator<Item = usize> {
+        let sources: &[u32] = self.more.as_ref().map_or(&[], |m| &m.sources);
         picked(self.values.len(), self.max_answers as usize, v).filter_map(move |i| {
-            match self.sources.is_empty() {
+            match sources.is_empty() {
                 true => Some(i),
-                false => self.sources.get(i).map(|&s| s as usize),
+                false => sources.get(i).map(|&s| s as usize),
             }
         })
     }
@@ -1013,7 +1039,7 @@ pub fn steered_answer(
     Ok(RrsetAnswer {
         balance: steering.balance,
         places: places.places.clone(),
-        default: places.default,
+        default: u32::try_from(places.default).unwrap_or(u32::MAX),
         groups: groups.into_boxed_slice(),
     })
 }
@@ -1094,22 +1120,25 @@ fn group(
     }
     // One candidate has one order: its weight and its key are never read
     // (`choose`), and a group per record of a large zone holds neither.
-    let spread = if n > 1 {
-        cumulative.into_iter().chain(keys).collect()
-    } else {
-        Box::default()
-    };
-    Ok(Group {
-        values: values.into_boxed_slice(),
-        ttl,
-        max_answers: u32::try_from(max_answers).unwrap_or(u32::MAX),
-        spread,
+    let more = GroupMore {
+        spread: match n > 1 {
+            true => cumulative.into_iter().chain(keys).collect(),
+            false => Box::default(),
+        },
         sources: match sources.iter().enumerate().all(|(i, &s)| s as usize == i) {
             true => Box::default(),
             false => sources.into_boxed_slice(),
         },
+        signatures: sigs.into_boxed_slice(),
+    };
+    let lacks_more =
+        more.spread.is_empty() && more.sources.is_empty() && more.signatures.is_empty();
+    Ok(Group {
+        values: values.into_boxed_slice(),
+        ttl,
+        max_answers: u32::try_from(max_answers).unwrap_or(u32::MAX),
         wire,
-        signatures: (!sigs.is_empty()).then(|| Box::new(sigs.into_boxed_slice())),
+        more: (!lacks_more).then(|| Box::new(more)),
     })
 }
 
@@ -1263,7 +1292,7 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
     let cover = |width: u8, src: u8| if private { src } else { width.min(src) };
     let mut scope = 0u8;
     let group = if answer.places.is_empty() {
-        answer.default
+        answer.default_group()
     } else {
         match addr {
             Some(ip) => {
@@ -1271,9 +1300,9 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
                 if let Some(src) = source {
                     scope = scope.max(cover(located.prefix, src));
                 }
-                place_group(&answer.places, answer.default, &located.place)
+                place_group(&answer.places, answer.default_group(), &located.place)
             }
-            None => answer.default,
+            None => answer.default_group(),
         }
     };
     let g = &answer.groups[group];

@@ -54,7 +54,7 @@ pub fn view(
         let mut records = Vec::new();
         for slot in &node.rrsets {
             let answer = slot.answer.load();
-            let Some(group) = answer.groups.get(answer.default) else {
+            let Some(group) = answer.groups.get(answer.default_group()) else {
                 continue;
             };
             let rrset: Vec<Record> = group.variant(&name, 0).collect();
