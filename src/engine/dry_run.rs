@@ -47,7 +47,10 @@ impl Engine {
         let known = match target {
             DrainTarget::Address { record, address } => inner.records.iter().any(|r| {
                 record.as_ref().is_none_or(|l| **l == r.label())
-                    && r.steering.addresses.iter().any(|a| a.display() == *address)
+                    && r.steering()
+                        .addresses
+                        .iter()
+                        .any(|a| a.display() == *address)
             }),
             DrainTarget::Datacenter { name } => {
                 inner.compiled.datacenters.iter().any(|d| d.name == *name)
@@ -92,7 +95,7 @@ impl Engine {
             let label = r.label();
             let eval = resolve::evaluate(
                 &label,
-                &r.steering,
+                r.steering(),
                 &inner.compiled.datacenters,
                 &inner.health,
                 Some(&r.state),
@@ -101,7 +104,7 @@ impl Engine {
             let shown = |answers: &PlaceAnswers| -> Vec<String> {
                 let mut out: Vec<String> = resolve::answered(answers)
                     .into_iter()
-                    .filter_map(|i| r.steering.addresses.get(i).map(|a| a.display()))
+                    .filter_map(|i| r.steering().addresses.get(i).map(|a| a.display()))
                     .collect();
                 let groups = std::iter::once(answers.default_answer()).chain(&answers.groups);
                 if groups.into_iter().any(|g| matches!(g, Answer::FailSafe)) {

@@ -391,12 +391,10 @@ struct Deps {
 /// Per steered record: what it is and where it stands.
 #[derive(Debug)]
 struct Steered {
-    /// The record's name in its lower-case wire form (a `Name` is 80
-    /// bytes; [`key_name`] gives it back when an answer is built).
-    owner: Box<[u8]>,
-    kind: RecordType,
-    ttl: u32,
-    steering: Arc<Steering>,
+    /// The compiled record (owner, type, TTL, steering), shared with the
+    /// compiled zone it came from: the engine keeps no copy of its own.
+    /// Always a steered one ([`Steered::steering`]).
+    spec: Arc<RecordSpec>,
     state: RecordState,
     answers: PlaceAnswers,
     decision: Cow<'static, str>,
@@ -410,19 +408,51 @@ impl Steered {
     /// `www.example.test/A`, made when asked (a million records held a
     /// million of them).
     fn label(&self) -> String {
-        label(&key_name(&self.owner), wire_type(self.kind))
+        label(&key_name(self.owner()), wire_type(self.kind()))
+    }
+
+    /// The record's name in its lower-case wire form ([`key_name`] gives
+    /// it back as a name).
+    fn owner(&self) -> &[u8] {
+        &self.spec.owner
+    }
+
+    fn kind(&self) -> RecordType {
+        self.spec.kind
+    }
+
+    fn ttl(&self) -> u32 {
+        self.spec.ttl
+    }
+
+    /// Its steering. An engine record is made of a steered record only;
+    /// were it not, it would steer among no addresses.
+    fn steering(&self) -> &Steering {
+        static NONE: std::sync::LazyLock<Steering> = std::sync::LazyLock::new(|| Steering {
+            mode: ModeSpec::Standalone,
+            balance: Default::default(),
+            max_answers: 0,
+            fail_safe: Box::default(),
+            on_no_healthy: Default::default(),
+            topology: false,
+            addresses: Box::default(),
+        });
+        match &self.spec.content {
+            Content::Steered(steering) => steering,
+            _ => &NONE,
+        }
     }
 
     /// Whether this is the record `key` names.
     fn is(&self, key: &RecordKey) -> bool {
-        self.kind == key.kind && *self.owner == *key.owner
+        self.kind() == key.kind && *self.owner() == *key.owner
     }
 
     fn status(&self) -> RecordStatus {
         RecordStatus {
             record: self.label(),
             status: Some(self.state.status),
-            active: answered_by_default(&self.steering, &self.answers),
+            active: answered_by_default(self.steering(), &self.answers),
             decision: self.decision.to_string(),
             held: self.held,
         }
@@ -836,8 +866,8 @@ impl Engine {
             .flatten()
             .map(|r| {
                 let key = RecordKey {
-                    owner: r.owner.clone(),
-                    kind: r.kind,
+                    owner: r.owner().into(),
+                    kind: r.kind(),
                 };
                 (key, r)
             })
@@ -862,9 +892,11 @@ impl Engine {
                 let key = RecordKey::of_spec(record);
                 let before = match previous.remove(&key) {
                     Some(mut b)
-                        if same_globals && b.ttl == record.ttl && *b.steering == **steering =>
+                        if same_globals && b.ttl() == record.ttl && *b.steering() == **steering =>
                     {
-                        b.steering = steering.clone();
+                        // The new compiled record, so that the one before is
+                        // freed with its configuration.
+                        b.spec = record.clone();
                         list.push(b);
                         kept.push(Kept::Answer);
                         continue;
@@ -876,7 +908,7 @@ impl Engine {
                 let prev = before
                     .map(|b| {
                         let displays: Vec<String> =
-                            b.steering.addresses.iter().map(|a| a.display()).collect();
+                            b.steering().addresses.iter().map(|a| a.display()).collect();
                         remap(b.state, &displays, steering)
                     })
                     .or_else(|| held_at_stop(&inner.restored_holds, &label, steering));
@@ -898,10 +930,7 @@ impl Engine {
                     self.keep_dr_state(&label, eval.state.dr_on);
                 }
                 list.push(Box::new(Steered {
-                    owner: key.owner,
-                    kind: key.kind,
-                    ttl: record.ttl,
-                    steering: steering.clone(),
+                    spec: record.clone(),
                     state: eval.state,
                     answers: eval.answers,
                     decision: eval.decision,
@@ -1093,7 +1122,7 @@ impl Engine {
                 let label = r.label();
                 let eval = resolve::evaluate(
                     &label,
-                    &r.steering,
+                    r.steering(),
                     &compiled.datacenters,
                     &*health,
                     Some(&r.state),
@@ -1103,9 +1132,9 @@ impl Engine {
                 if answers_changed {
                     if let Some(slot) = snapshot.steered_slot(i) {
                         match steered_answer(
-                            &key_name(&r.owner),
-                            r.ttl,
-                            &r.steering,
+                            &key_name(r.owner()),
+                            r.ttl(),
+                            r.steering(),
                             &eval.answers,
                             slot.signer.as_deref(),
                         ) {
@@ -1471,7 +1500,7 @@ impl Engine {
             let dcs = &inner.compiled.datacenters;
             let state = Some(&r.state);
             let addresses = r
-                .steering
+                .steering()
                 .addresses
                 .iter()
                 .enumerate()
@@ -1488,7 +1517,7 @@ impl Engine {
                     drained: resolve::HealthView::drained(&inner.health, label, a),
                 })
                 .collect();
-            let mode = match &r.steering.mode {
+            let mode = match &r.steering().mode {
                 ModeSpec::Standalone => "standalone".to_string(),
                 ModeSpec::DisasterRecovery(spec) => format!(
                     "disaster-recovery (main {}, dr {}, condition {})",
@@ -1507,9 +1536,9 @@ impl Engine {
                     record: label.to_string(),
                     mode,
                     status: state.map(|s| s.status),
-                    balance: r.steering.balance.as_str().to_string(),
-                    active: answered_by_default(&r.steering, &r.answers),
-                    places: answered_by_place(&r.steering, &r.answers),
+                    balance: r.steering().balance.as_str().to_string(),
+                    active: answered_by_default(r.steering(), &r.answers),
+                    places: answered_by_place(r.steering(), &r.answers),
                     decision: r.decision.to_string(),
                     addresses,
                     switchovers: Vec::new(),
@@ -1747,7 +1776,7 @@ fn store_steered<'a>(
 ) {
     for ((slot, r), kept) in records {
         let before = (kept == Kept::Answer)
-            .then(|| serving.slot_at(&r.owner, slot.rtype))
+            .then(|| serving.slot_at(r.owner(), slot.rtype))
             .flatten()
             .filter(|before| same_signer(&before.signer, &slot.signer));
         if let Some(before) = before {
@@ -1755,9 +1784,9 @@ fn store_steered<'a>(
             continue;
         }
         match steered_answer(
-            &key_name(&r.owner),
-            r.ttl,
-            &r.steering,
+            &key_name(r.owner()),
+            r.ttl(),
+            r.steering(),
             &r.answers,
             slot.signer.as_deref(),
         ) {
@@ -1772,7 +1801,7 @@ fn store_steered<'a>(
 /// The steered records of `zone` whose index among its `steered` ones
 /// lies in `range`, in order, read from the end of its records nearer to
 /// the range (a write near the end of a large zone reads a few).
-fn steered_between(zone: &ZoneSpec, range: Range<usize>, steered: usize) -> Vec<&RecordSpec> {
+fn steered_between(zone: &ZoneSpec, range: Range<usize>, steered: usize) -> Vec<&Arc<RecordSpec>> {
     if range.is_empty() {
         return Vec::new();
     }
@@ -1785,17 +1814,15 @@ fn steered_between(zone: &ZoneSpec, range: Range<usize>, steered: usize) -> Vec<
             .filter(is_steered)
             .skip(range.start)
             .take(range.len())
-            .map(|r| &**r)
             .collect();
     }
-    let mut list: Vec<&RecordSpec> = zone
+    let mut list: Vec<&Arc<RecordSpec>> = zone
         .records
         .iter()
         .rev()
         .filter(is_steered)
         .skip(after)
         .take(range.len())
-        .map(|r| &**r)
         .collect();
     list.reverse();
     list
@@ -1933,12 +1960,13 @@ fn release_freed_memory() {
 #[cfg(test)]
 mod size_tests {
     /// The engine holds one record per steered record: it stays in
-    /// mimalloc's 160-byte class (it took 224 bytes, docs/performance.md,
-    /// "lean answers"), with no text of its own (its label is made when
-    /// asked).
+    /// mimalloc's 128-byte class (it took 224 bytes, then 160,
+    /// docs/performance.md), with no text of its own (its label is made
+    /// when asked) and no copy of its compiled record's owner, TTL or
+    /// steering (it holds the compiled record).
     #[test]
-    fn an_engine_record_fits_144_bytes() {
-        assert!(std::mem::size_of::<super::Steered>() <= 144);
+    fn an_engine_record_fits_128_bytes() {
+        assert!(std::mem::size_of::<super::Steered>() <= 128);
     }
 }
 

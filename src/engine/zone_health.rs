@@ -48,7 +48,7 @@ impl ZoneHealth {
                         };
                         health.instances.push(((**check).clone(), name));
                     }
-                    Hc::Scenario(s) => health.scenarios.push(((**s).into(), i)),
+                    Hc::Scenario(s) => health.scenarios.push((s.as_str().into(), i)),
                     Hc::Static | Hc::Disabled => {}
                 }
             }
