@@ -1611,8 +1611,9 @@ impl Prepared {
 pub struct Proven {
     pub compiled: Compiled,
     /// The answers the proof built: a zone built whole there (a new
-    /// domain) is taken from it by the install's build rather than built
-    /// a second time (`Snapshot::build`).
+    /// domain, or one most of whose records changed) is taken from it by
+    /// the install's build rather than built a second time
+    /// (`Snapshot::build`).
     proof: Snapshot,
 }
 
@@ -1624,7 +1625,7 @@ pub struct Proven {
 /// `proven_zones`: the compiled zones of `proven`, when at hand: an
 /// unchanged domain's zone is taken as it is, and of a changed one only
 /// the records that are new or changed are built (each record's answer
-/// is built on its own).
+/// is built on its own), or all of them when those are most.
 pub fn servable(
     config: &Config,
     proven: &Config,
@@ -1651,8 +1652,16 @@ pub fn servable(
         .filter_map(|(zone, domain)| match proven.get(domain.name.as_str()) {
             Some((_, Some(before))) if aligned && Arc::ptr_eq(zone, before) => None,
             Some((before, _)) if aligned && *before == domain => None,
-            // Only its records that are new or changed.
-            Some((_, Some(before))) if aligned => Some(Arc::new(changed_records(zone, before))),
+            // Only its records that are new or changed; all of them when
+            // that is most: the install then builds the zone whole, and
+            // takes the proof's build of it (`Snapshot::build`).
+            Some((_, Some(before))) if aligned => {
+                let changed = changed_records(zone, before);
+                match changed.records.len() * 2 > zone.records.len() {
+                    true => Some(zone.clone()),
+                    false => Some(Arc::new(changed)),
+                }
+            }
             _ => Some(zone.clone()),
         })
         .collect();
@@ -1739,8 +1748,8 @@ fn prepare_compiled(
         )
         .collect();
     let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
-    let snapshot = Snapshot::build(&compiled, previous, proof.as_ref(), &signers, &serials)
-        .map_err(build_error)?;
+    let snapshot =
+        Snapshot::build(&compiled, previous, proof, &signers, &serials).map_err(build_error)?;
     Ok((compiled, snapshot))
 }
 
@@ -2044,6 +2053,21 @@ mod servable_tests {
         let zones = compile(&proven).unwrap().zones;
         let next = servable(&domain(&[("www", "2")]), &proven, Some(&zones)).unwrap();
         assert_eq!(next.compiled.zones[0].records.len(), 1);
+
+        // One record of three changed: proven alone. Two of three: the
+        // zone is proven whole, from the very spec the install builds,
+        // which takes the proof's build of it.
+        let proven = domain(&[("www", "1"), ("api", "1"), ("old", "1")]);
+        let zones = compile(&proven).unwrap().zones;
+        let one = domain(&[("www", "1"), ("api", "2"), ("old", "1")]);
+        let next = servable(&one, &proven, Some(&zones)).unwrap();
+        assert_eq!(next.proof.zones[0].spec.records.len(), 1);
+        let two = domain(&[("www", "2"), ("api", "2"), ("old", "1")]);
+        let next = servable(&two, &proven, Some(&zones)).unwrap();
+        assert!(Arc::ptr_eq(
+            &next.proof.zones[0].spec,
+            &next.compiled.zones[0]
+        ));
     }
 }
 

@@ -40,6 +40,7 @@ use crate::{
     resolve::{Answer, PlaceAnswers, PlaceKey, place_group},
 };
 
+mod adopt;
 mod derive;
 mod nodes;
 mod variants;
@@ -327,12 +328,12 @@ impl Snapshot {
     /// `proof`: a snapshot built of some of the same zones (the state
     /// machine's proof that a configuration can be served, built unsigned
     /// with the specs' serials): an unsigned zone it built whole from the
-    /// same spec, none of whose names `previous` has, is taken from it
-    /// with its serial set, not built again.
+    /// same spec, and that is not kept or derived from `previous`, is taken
+    /// from it (`adopt`), not built again.
     pub fn build(
         compiled: &Compiled,
         previous: &Snapshot,
-        proof: Option<&Snapshot>,
+        proof: Option<Snapshot>,
         signers: &[Option<Arc<ZoneSigner>>],
         serials: &[u32],
     ) -> Result<Self, BuildError> {
@@ -340,6 +341,13 @@ impl Snapshot {
         let serial_of =
             |zi: usize, zone: &ZoneSpec| serials.get(zi).copied().unwrap_or(zone.soa.serial);
         let mut kept = previous.kept_zones(compiled, signers, &serial_of);
+        // The proof's zones by apex, each taken at most once.
+        let mut proven: HashMap<Box<[u8]>, ZoneData> = proof
+            .map(|p| p.zones)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|z| (wire_key(&z.apex), z))
+            .collect();
         // NODATA bodies by their bytes, each held once.
         let mut bodies = HashSet::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
@@ -354,16 +362,9 @@ impl Snapshot {
                 continue;
             }
             if signer.is_none()
-                && let Some(proof) = proof
-                && proof.built_whole(zone)
-                && !previous.shares_names(&zone.apex)
-                && snap.derive_zone(proof, zone, &soa, &mut bodies)?
+                && let Some(data) = proven.remove(&*wire_key(&zone.apex))
+                && snap.adopt_zone(previous, zone, data, &soa)?
             {
-                // Nothing in it comes from `previous`: its records are
-                // new to the engine, as in a zone built here.
-                if let Some(data) = snap.zones.last_mut() {
-                    data.derived_from = None;
-                }
                 continue;
             }
             let negative_soa = negative_soa(zone, &soa);
@@ -444,22 +445,6 @@ impl Snapshot {
             }
         }
         kept
-    }
-
-    /// Whether this snapshot built `zone` from this very spec, whole.
-    fn built_whole(&self, zone: &Arc<ZoneSpec>) -> bool {
-        self.apexes
-            .get(&*wire_key(&zone.apex))
-            .and_then(|&i| self.zones.get(i))
-            .is_some_and(|data| Arc::ptr_eq(&data.spec, zone))
-    }
-
-    /// Whether a name at or below `apex` may be one of this snapshot's: a
-    /// zone of it is at `apex`, above it or below it.
-    fn shares_names(&self, apex: &Name) -> bool {
-        self.zones
-            .iter()
-            .any(|z| z.apex.zone_of(apex) || apex.zone_of(&z.apex))
     }
 
     /// Takes zone `before` of `previous` (built from `spec`) as it is: its
@@ -609,9 +594,7 @@ impl Snapshot {
         answer: RrsetAnswer,
         counted: Vec<u64>,
     ) -> Arc<RrsetSlot> {
-        let before = previous
-            .find(key)
-            .and_then(|(_, n)| n.rrsets.iter().find(|s| s.rtype == rtype));
+        let before = counters_before(previous, key, rtype);
         Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
@@ -894,6 +877,13 @@ pub fn wire_type(kind: crate::model::config::RecordType) -> Rt {
         K::Caa => Rt::CAA,
         K::Ns => Rt::NS,
     }
+}
+
+/// The slot of `previous` whose counters the record of type `rtype` at the
+/// name `key` (lower-case wire form) counts on.
+fn counters_before<'a>(previous: &'a Snapshot, key: &[u8], rtype: Rt) -> Option<&'a RrsetSlot> {
+    let (_, node) = previous.find(key)?;
+    node.rrsets.iter().find(|s| s.rtype == rtype).map(|s| &**s)
 }
 
 /// The SOA `soa` of `zone` as negative answers carry it.

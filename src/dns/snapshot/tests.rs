@@ -338,63 +338,90 @@ fn a_derived_zone_copies_only_the_shards_its_change_touches() {
     assert!(shared >= shards - 2, "{shared} of {shards}");
 }
 
+/// The address of `owner`/`rtype`'s slot in `snap`: a proof is moved into
+/// the build, so a slot taken from it is known by its address.
+fn slot_at(snap: &Snapshot, owner: &str, rtype: Rt) -> *const super::RrsetSlot {
+    Arc::as_ptr(snap.slot(&name(owner), rtype).unwrap())
+}
+
 #[test]
-fn a_new_zone_the_proof_built_whole_is_taken_from_it_with_its_serial() {
+fn a_zone_the_proof_built_whole_is_taken_from_it_with_its_serial() {
     let records = ["www TXT one", "web.deep A 192.0.2.1", "api A 192.0.2.2"];
     let compiled = zone(&records, "ns1.a.test");
-    // The state machine's proof: unsigned, the spec's serial.
-    let proof = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).unwrap();
     let serials = [42];
-    let next =
-        Snapshot::build(&compiled, &Snapshot::default(), Some(&proof), &[], &serials).unwrap();
     let whole = Snapshot::build(&compiled, &Snapshot::default(), None, &[], &serials).unwrap();
+    // The state machine's proof: unsigned, the spec's serial.
+    let prove = || Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).unwrap();
+
+    // A new zone.
+    let proof = prove();
+    let (api, soa) = (
+        slot_at(&proof, "api.a.test.", Rt::A),
+        slot_at(&proof, "a.test.", Rt::SOA),
+    );
+    assert_ne!(answers(&proof, 0), answers(&whole, 0), "the spec's serial");
+    let next =
+        Snapshot::build(&compiled, &Snapshot::default(), Some(proof), &[], &serials).unwrap();
     assert_eq!(answers(&next, 0), answers(&whole, 0));
-    assert_ne!(answers(&next, 0), answers(&proof, 0), "the serial is set");
     assert_eq!(next.zones[0].serial, 42);
     assert_eq!(next.steered_order(), whole.steered_order());
-    // Taken from the proof (its slots shared), and nothing of it from the
-    // snapshot before: the engine evaluates its records as new.
-    assert!(shared(&next, &proof, "api.a.test.", Rt::A));
-    assert!(!shared(&next, &proof, "a.test.", Rt::SOA));
+    // Its slots are the proof's, but for the apex's (its serial is set),
+    // and nothing of it comes from the snapshot before: the engine
+    // evaluates its records as new.
+    assert_eq!(slot_at(&next, "api.a.test.", Rt::A), api);
+    assert_ne!(slot_at(&next, "a.test.", Rt::SOA), soa);
     assert_eq!(next.zones[0].derived_from, None);
     assert_eq!(next.zones[0].kept_from, None);
 
-    // A zone the snapshot before has names of (here: the same apex, built
-    // from an older spec) is built from that one or whole, never from the
-    // proof: its records keep counting where they counted.
+    // A zone the snapshot before has names of (the same apex, built from
+    // an older spec, too different to derive from): taken from the proof
+    // too, its records counting where they counted.
     let before = Snapshot::build(
-        &zone(&["www TXT old", "web.deep A 192.0.2.9"], "ns1.a.test"),
+        &zone(&["www TXT old", "web.deep A 192.0.2.1"], "ns1.a.test"),
         &Snapshot::default(),
         None,
         &[],
         &[1],
     )
     .unwrap();
-    let next = Snapshot::build(&compiled, &before, Some(&proof), &[], &serials).unwrap();
+    let proof = prove();
+    let web = slot_at(&proof, "web.deep.a.test.", Rt::A);
+    let next = Snapshot::build(&compiled, &before, Some(proof), &[], &serials).unwrap();
     assert_eq!(answers(&next, 0), answers(&whole, 0));
-    assert!(!shared(&next, &proof, "api.a.test.", Rt::A));
-    let counter = |snap: &Snapshot| {
-        snap.slot(&name("web.deep.a.test."), Rt::A)
-            .unwrap()
-            .answers
-            .clone()
-    };
-    assert!(Arc::ptr_eq(&counter(&next), &counter(&before)));
+    assert_eq!(next.zones[0].derived_from, None);
+    assert_eq!(slot_at(&next, "web.deep.a.test.", Rt::A), web);
+    let slot = |snap: &Snapshot, owner: &str| snap.slot(&name(owner), Rt::A).unwrap().clone();
+    let (now, then) = (
+        slot(&next, "web.deep.a.test."),
+        slot(&before, "web.deep.a.test."),
+    );
+    assert!(Arc::ptr_eq(&now.answers, &then.answers));
+    assert!(Arc::ptr_eq(&now.addresses, &then.addresses));
+    assert!(Arc::ptr_eq(next.steered_slot(0).unwrap(), &now));
+    // A record new to the zone counts from nothing.
+    let api = slot(&next, "api.a.test.");
+    assert_eq!(api.answers.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert!(Arc::ptr_eq(next.steered_slot(1).unwrap(), &api));
 
     // A proof of only some of a zone's records (a changed domain's) is
-    // not taken either.
+    // not taken.
     let part = zone(&records[..1], "ns1.a.test");
     let partial = Snapshot::build(&part, &Snapshot::default(), None, &[], &[]).unwrap();
+    // Held here, so that no slot of the build can take its place.
+    let www = partial.slot(&name("www.a.test."), Rt::TXT).unwrap().clone();
     let next = Snapshot::build(
         &compiled,
         &Snapshot::default(),
-        Some(&partial),
+        Some(partial),
         &[],
         &serials,
     )
     .unwrap();
     assert_eq!(answers(&next, 0), answers(&whole, 0));
-    assert!(!shared(&next, &partial, "www.a.test.", Rt::TXT));
+    assert!(!Arc::ptr_eq(
+        next.slot(&name("www.a.test."), Rt::TXT).unwrap(),
+        &www
+    ));
 }
 
 /// A large zone holds a group and an answer per record: a group of one
