@@ -16,6 +16,7 @@ pub mod dry_run;
 pub mod health;
 mod operator;
 pub mod record_changes;
+pub mod record_states;
 mod records;
 mod scenarios;
 pub mod store_writer;
@@ -446,6 +447,17 @@ impl Steered {
     /// Whether this is the record `key` names.
     fn is(&self, key: &RecordKey) -> bool {
         self.kind() == key.kind && *self.owner() == *key.owner
+    }
+
+    /// Adds its state to `states` ([`Steered::status`], without one).
+    fn push_status(&self, states: &mut record_states::RecordStates) {
+        states.push(
+            &self.label(),
+            Some(self.state.status),
+            &answered_by_default(self.steering(), &self.answers),
+            &self.decision,
+            self.held,
+        );
     }
 
     fn status(&self) -> RecordStatus {

@@ -13,7 +13,6 @@
 //! while it is part of the list the next page follows at once.
 
 pub mod combine;
-mod held;
 #[cfg(test)]
 mod report_tests;
 
@@ -30,12 +29,12 @@ use crate::{
     engine::{
         CheckStatus, Engine, Event, RecordStatus, ScenarioStatus,
         record_changes::{Held, Page, RecordChanges, RecordsAt},
+        record_states::RecordStates,
     },
     replication::Replication,
 };
 use combine::{Reported, combine};
 use gtm_cluster::SECRET_HEADER;
-use held::PeerRecords;
 
 /// How often reports go out.
 pub const REPORT_EVERY: Duration = Duration::from_secs(2);
@@ -78,8 +77,9 @@ pub struct Report {
     pub scenarios: Vec<ScenarioStatus>,
     /// Record statuses, in the device's order: every record from a device
     /// of an earlier version, the records of `page`, or none when the
-    /// report carries changes (`records_base`).
-    pub records: Vec<RecordStatus>,
+    /// report carries changes (`records_base`). Sent and taken in as
+    /// `RecordStatus`es, held compact.
+    pub records: RecordStates,
     pub events: Vec<Event>,
     /// Where the device's record states stand with this report (absent
     /// from devices of an earlier version).
@@ -119,7 +119,7 @@ enum PeerHolds {
 struct Pending {
     from: RecordsAt,
     total: usize,
-    records: PeerRecords,
+    records: RecordStates,
 }
 
 /// A peer as this device last heard from it.
@@ -148,7 +148,7 @@ pub struct PeerStatus {
 pub struct Peers {
     /// Per device: when its last report came, the report (its record
     /// states taken out), and the record states held.
-    reports: Mutex<HashMap<String, (Instant, Report, PeerRecords)>>,
+    reports: Mutex<HashMap<String, (Instant, Report, RecordStates)>>,
     events: Mutex<HashMap<String, VecDeque<Event>>>,
     /// Per peer id: the last event sequence number it acknowledged.
     sent: Mutex<HashMap<u64, u64>>,
@@ -192,7 +192,7 @@ impl Peers {
                 .as_ref()
                 .is_none_or(|(at, _, _)| at.elapsed() > DEVICE_SILENT_AFTER);
             let records = std::mem::take(&mut report.records);
-            let held_before = |old: Option<(Instant, Report, PeerRecords)>| {
+            let held_before = |old: Option<(Instant, Report, RecordStates)>| {
                 old.map(|(_, _, list)| list).unwrap_or_default()
             };
             let (changed, pages, list) = if let Some(page) = report.page.take() {
@@ -234,7 +234,8 @@ impl Peers {
                         }
                     }
                     None => {
-                        let list = PeerRecords::new(records);
+                        let mut list = records;
+                        list.shrink();
                         let changed = old.is_none_or(|(_, _, old)| old != list);
                         (changed, None, list)
                     }
@@ -424,8 +425,8 @@ fn take_page(
     pending: &mut HashMap<String, Pending>,
     device: &str,
     page: Page,
-    records: Vec<RecordStatus>,
-) -> Result<PeerRecords, Option<Held>> {
+    records: RecordStates,
+) -> Result<RecordStates, Option<Held>> {
     let held = |p: &Pending| Held::Pages {
         from: p.from,
         next: p.records.len(),
@@ -436,7 +437,7 @@ fn take_page(
             Pending {
                 from: page.from,
                 total: page.total,
-                records: PeerRecords::default(),
+                records: RecordStates::default(),
             },
         );
     }
@@ -450,7 +451,7 @@ fn take_page(
         pending.remove(device);
         return Err(None);
     }
-    list.records.extend(records);
+    list.records.append(&records);
     if list.records.len() < list.total {
         return Err(Some(held(list)));
     }
@@ -643,7 +644,7 @@ fn build(
         geoip_info: engine.geoip().info().cloned(),
         checks: engine.local_checks(datacenter),
         scenarios: engine.scenarios(),
-        records: Vec::new(),
+        records: RecordStates::default(),
         events: engine.events_since(after, EVENTS_PER_REPORT),
         records_at: None,
         records_base: None,
@@ -651,7 +652,7 @@ fn build(
         page: None,
     };
     if holds == Some(PeerHolds::Earlier) {
-        report.records = engine.status();
+        report.records = RecordStates::new(engine.status());
     } else {
         let held = match holds {
             Some(PeerHolds::Said(held)) => Some(held),

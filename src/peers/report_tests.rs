@@ -22,7 +22,7 @@ fn report(at: Option<RecordsAt>) -> Report {
         geoip_info: None,
         checks: Vec::new(),
         scenarios: Vec::new(),
-        records: Vec::new(),
+        records: RecordStates::default(),
         events: Vec::new(),
         records_at: at,
         records_base: None,
@@ -51,7 +51,7 @@ fn changes(from: Option<RecordsAt>, base: u64, changed: Vec<(usize, RecordStatus
 fn changes_apply_to_the_list_they_follow_and_nothing_else() {
     let peers = Peers::default();
     let mut whole = report(Some(at(7, 4)));
-    whole.records = vec![status("a/A", Status::Ok), status("b/A", Status::Ok)];
+    whole.records = RecordStates::new(vec![status("a/A", Status::Ok), status("b/A", Status::Ok)]);
     assert_eq!(peers.receive(whole).held, Some(Held::At(at(7, 4))));
     let mut news = peers.subscribe();
     news.mark_unchanged();
@@ -84,7 +84,8 @@ fn changes_apply_to_the_list_they_follow_and_nothing_else() {
     ] {
         // Each from the list at 6 again.
         let mut again = report(Some(at(7, 6)));
-        again.records = vec![status("a/A", Status::Ok), status("b/A", Status::Dr)];
+        again.records =
+            RecordStates::new(vec![status("a/A", Status::Ok), status("b/A", Status::Dr)]);
         peers.receive(again);
         assert_eq!(peers.receive(refused).held, None);
         assert_eq!(
@@ -114,7 +115,7 @@ fn a_report_of_an_earlier_version_is_taken_whole() {
 fn page(from: RecordsAt, start: usize, total: usize, records: Vec<RecordStatus>) -> Report {
     Report {
         page: Some(Page { from, start, total }),
-        records,
+        records: RecordStates::new(records),
         ..report(None)
     }
 }
@@ -129,7 +130,7 @@ fn pages(from: RecordsAt, next: usize) -> Option<Held> {
 fn a_list_in_pages_is_held_once_every_page_is_in() {
     let peers = Peers::default();
     let mut whole = report(Some(at(7, 4)));
-    whole.records = vec![status("a/A", Status::Ok)];
+    whole.records = RecordStates::new(vec![status("a/A", Status::Ok)]);
     peers.receive(whole);
     let (a, b, c) = (
         status("a/A", Status::Dr),

@@ -1,13 +1,18 @@
-//! A peer's record states as this device holds them between its reports.
+//! Record states in a compact list: a page of a device's states as it
+//! sends it to a peer, and a peer's states as this device holds them
+//! between its reports.
 //!
-//! A report carries `RecordStatus`es; held as they arrive, a million of
-//! them took about 250 bytes each (a heap object per string, a decision
-//! text per record that most records share, a list grown page by page),
-//! and a list taken in pages was held that way until its last page came.
-//! Here a record is a small entry (its status, its decision as a number,
-//! where its texts start) and its texts (its name and active answers) lie
-//! one after another in one buffer; each decision text is held once.
-//! [`PeerRecords::statuses`] gives the `RecordStatus`es back for the API.
+//! A report carries `RecordStatus`es in JSON; made and parsed as such, a
+//! page of 10,000 was 40,000 small strings on each side, and a million of
+//! them held took about 250 bytes each (a heap object per string, a
+//! decision text per record that most records share, a list grown page by
+//! page). Here a record is a small entry (its status, its decision as a
+//! number, where its texts start) and its texts (its name and active
+//! answers) lie one after another in one buffer; each decision text is
+//! held once. The engine writes a page into one from its records, it is
+//! sent as the same JSON (`Serialize`), and the peer reads the JSON
+//! straight into one (`Deserialize`); [`RecordStates::statuses`] gives the
+//! `RecordStatus`es back for the API.
 //!
 //! The buffer is cut in chunks of about [`CHUNK`] bytes: a changed state's
 //! texts are added at the last chunk's end, never moving the others (one
@@ -18,13 +23,18 @@
 
 use std::{collections::HashMap, sync::Arc};
 
-use crate::{engine::RecordStatus, resolve::Status};
+use std::{borrow::Cow, fmt};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer, de, ser::SerializeSeq};
+
+use super::RecordStatus;
+use crate::resolve::Status;
 
 /// The size of a chunk of texts: records are added to the last chunk
 /// until it holds this much.
 const CHUNK: usize = 1 << 20;
 
-/// Where a record's texts are: a chunk of [`PeerRecords::texts`] and the
+/// Where a record's texts are: a chunk of [`RecordStates::texts`] and the
 /// offset in it (a record's texts never span two chunks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct At {
@@ -34,7 +44,7 @@ struct At {
 
 /// Texts in chunks: the full ones, and the last, which records are added
 /// to until it holds [`CHUNK`] bytes.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Chunks {
     full: Vec<Vec<u8>>,
     last: Vec<u8>,
@@ -72,7 +82,7 @@ impl Chunks {
     }
 }
 
-/// One record's state: its texts are at `at` in [`PeerRecords::texts`].
+/// One record's state: its texts are at `at` in [`RecordStates::texts`].
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     at: At,
@@ -81,9 +91,9 @@ struct Entry {
     held: bool,
 }
 
-/// A peer's record states, in its order.
-#[derive(Debug, Default)]
-pub struct PeerRecords {
+/// Record states, in a device's order.
+#[derive(Debug, Default, Clone)]
+pub struct RecordStates {
     entries: Vec<Entry>,
     /// Per record: its name, how many answers it has, then each answer;
     /// each text as its length (LEB128) and its bytes.
@@ -106,13 +116,13 @@ struct View<'a> {
 }
 
 /// The same states in the same order.
-impl PartialEq for PeerRecords {
+impl PartialEq for RecordStates {
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len() && (0..self.len()).all(|i| self.view(i) == other.view(i))
     }
 }
 
-impl PeerRecords {
+impl RecordStates {
     pub fn new(statuses: Vec<RecordStatus>) -> Self {
         let mut list = Self::default();
         list.extend(statuses);
@@ -124,8 +134,11 @@ impl PeerRecords {
         self.entries.len()
     }
 
-    /// Adds `statuses` at the end (a page of a list being taken in).
-    pub fn extend(&mut self, statuses: Vec<RecordStatus>) {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn extend(&mut self, statuses: Vec<RecordStatus>) {
         self.entries.reserve(statuses.len());
         for status in statuses {
             let entry = self.add(status);
@@ -168,15 +181,54 @@ impl PeerRecords {
             .collect()
     }
 
+    /// Adds a state at the end.
+    pub fn push<A: AsRef<str>>(
+        &mut self,
+        record: &str,
+        status: Option<Status>,
+        active: &[A],
+        decision: &str,
+        held: bool,
+    ) {
+        let entry = self.add_parts(record, status, active, decision, held);
+        self.entries.push(entry);
+    }
+
+    /// Adds the states of `other` at the end (a page of a list being
+    /// taken in).
+    pub fn append(&mut self, other: &RecordStates) {
+        self.entries.reserve(other.len());
+        for view in (0..other.len()).filter_map(|i| other.view(i)) {
+            self.push(
+                view.record,
+                view.status,
+                &view.active,
+                view.decision,
+                view.held,
+            );
+        }
+    }
+
     /// Writes the texts of `status` at the end, and gives its entry.
     fn add(&mut self, status: RecordStatus) -> Entry {
-        let RecordStatus {
-            record,
-            status,
-            active,
-            decision,
-            held,
-        } = status;
+        self.add_parts(
+            &status.record,
+            status.status,
+            &status.active,
+            &status.decision,
+            status.held,
+        )
+    }
+
+    /// Writes the texts of a state at the end, and gives its entry.
+    fn add_parts<A: AsRef<str>>(
+        &mut self,
+        record: &str,
+        status: Option<Status>,
+        active: &[A],
+        decision: &str,
+        held: bool,
+    ) -> Entry {
         let (chunk, texts) = self.texts.last();
         let at = At {
             chunk,
@@ -184,10 +236,10 @@ impl PeerRecords {
         };
         put_text(texts, record.as_bytes());
         put_len(texts, active.len());
-        for a in &active {
-            put_text(texts, a.as_bytes());
+        for a in active {
+            put_text(texts, a.as_ref().as_bytes());
         }
-        let decision = match self.decision_of.get(decision.as_str()) {
+        let decision = match self.decision_of.get(decision) {
             Some(&n) => n,
             None => {
                 let n = u32::try_from(self.decisions.len()).unwrap_or(u32::MAX);
@@ -252,6 +304,76 @@ impl PeerRecords {
         self.unused = 0;
         self.decisions = decisions;
         self.decision_of = decision_of;
+    }
+}
+
+/// A state as JSON carries it: the fields of a `RecordStatus`, its texts
+/// borrowed from the list or from the JSON.
+#[derive(Serialize, Deserialize)]
+struct Fields<'a> {
+    #[serde(borrow)]
+    record: Cow<'a, str>,
+    status: Option<Status>,
+    #[serde(borrow)]
+    active: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    decision: Cow<'a, str>,
+    #[serde(default)]
+    held: bool,
+}
+
+/// As a list of `RecordStatus`es.
+impl Serialize for RecordStates {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.len()))?;
+        for view in (0..self.len()).filter_map(|i| self.view(i)) {
+            seq.serialize_element(&Fields {
+                record: Cow::Borrowed(view.record),
+                status: view.status,
+                active: view.active.into_iter().map(Cow::Borrowed).collect(),
+                decision: Cow::Borrowed(view.decision),
+                held: view.held,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// From a list of `RecordStatus`es, each written into the list as it is
+/// read.
+impl<'de> Deserialize<'de> for RecordStates {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct List;
+        impl<'de> de::Visitor<'de> for List {
+            type Value = RecordStates;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of record states")
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut list = RecordStates::default();
+                while let Some(f) = seq.next_element::<Fields<'de>>()? {
+                    list.push(&f.record, f.status, &f.active, &f.decision, f.held);
+                }
+                Ok(list)
+            }
+        }
+        d.deserialize_seq(List)
+    }
+}
+
+/// The schema of the list of `RecordStatus`es it is sent as.
+impl schemars::JsonSchema for RecordStates {
+    fn inline_schema() -> bool {
+        <Vec<RecordStatus>>::inline_schema()
+    }
+    fn schema_name() -> Cow<'static, str> {
+        <Vec<RecordStatus>>::schema_name()
+    }
+    fn schema_id() -> Cow<'static, str> {
+        <Vec<RecordStatus>>::schema_id()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Vec<RecordStatus>>::json_schema(generator)
     }
 }
 
@@ -330,7 +452,7 @@ mod tests {
                 &["192.0.2.3", "192.0.2.4"],
             ),
         ];
-        let mut held = PeerRecords::new(statuses.clone());
+        let mut held = RecordStates::new(statuses.clone());
         assert_eq!(held.statuses(), statuses);
         assert_eq!(held.len(), 3);
         assert_eq!(held.decisions.len(), 2);
@@ -356,7 +478,7 @@ mod tests {
                 )
             })
             .collect();
-        let mut held = PeerRecords::new(statuses.clone());
+        let mut held = RecordStates::new(statuses.clone());
         let whole = held.texts.bytes();
         for round in 0..10 {
             for i in 0..100 {
@@ -376,12 +498,35 @@ mod tests {
                 .all(|s| s.decision == "d9" && s.active == [long.clone()])
         );
 
-        let mut paged = PeerRecords::default();
+        let mut paged = RecordStates::default();
         for page in statuses.chunks(30) {
-            paged.extend(page.to_vec());
+            paged.append(&RecordStates::new(page.to_vec()));
         }
-        assert_eq!(paged, PeerRecords::new(statuses));
+        assert_eq!(paged, RecordStates::new(statuses));
         assert_ne!(paged, held);
+    }
+
+    /// Sent and taken in as the JSON of its `RecordStatus`es, escapes and
+    /// all: a device of an earlier version reads and writes that.
+    #[test]
+    fn the_list_goes_as_the_json_of_its_statuses() {
+        let mut statuses = vec![
+            status("a.test/A", "up", &["192.0.2.1", "192.0.2.2"]),
+            status("b.test/A", "a \"quoted\" why\n", &[]),
+            status("c.test/CNAME", "up", &["caf\u{e9}.test."]),
+        ];
+        statuses[1].status = None;
+        statuses[2].held = true;
+        let list = RecordStates::new(statuses.clone());
+        let json = serde_json::to_vec(&list).unwrap();
+        assert_eq!(json, serde_json::to_vec(&statuses).unwrap());
+        let back: RecordStates = serde_json::from_slice(&json).unwrap();
+        assert_eq!(back.statuses(), statuses);
+        // `held` absent, from a device of an earlier version.
+        let earlier = br#"[{"record":"a.test/A","status":"OK","active":[],"decision":"up"}]"#;
+        let back: RecordStates = serde_json::from_slice(earlier).unwrap();
+        assert!(!back.statuses()[0].held);
+        assert!(serde_json::from_slice::<RecordStates>(br#"[{"record":1}]"#).is_err());
     }
 
     /// A list larger than a chunk is held in chunks, and a change adds to
@@ -393,7 +538,7 @@ mod tests {
         let statuses: Vec<_> = (0..60_000)
             .map(|i| status(&name(i), "up", &[&format!("192.0.2.{}", i % 250)]))
             .collect();
-        let mut held = PeerRecords::new(statuses.clone());
+        let mut held = RecordStates::new(statuses.clone());
         assert!(
             held.texts.full.len() >= 2,
             "{} full chunks",
