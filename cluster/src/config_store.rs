@@ -3,16 +3,22 @@
 //! good one.
 //!
 //! Each is kept as a list of parts ([`crate::parts`]) under a key of the
-//! default tree, each part once in tree `config-parts` under its hash, so
-//! that keeping a configuration that changed in one place writes that
-//! place and a list, not the whole text again. Layouts written before (the
-//! whole text under `config` and `config-last-good`) still read, and are
-//! replaced by the next save.
+//! default tree, each part once in a file of `config-parts/` named by its
+//! hash ([`SideFiles`]), so that keeping a configuration that changed in
+//! one place writes that place and a list, not the whole text again.
+//! The parts are in files, not in a tree: sled keeps what it is given in
+//! its cache, and the parts are read only when the device starts (a
+//! 100,000-record configuration held 8 MiB of each device's memory so).
+//! Layouts written before still read: parts in the tree `config-parts`
+//! move to files when the store opens, and whole texts (under `config`
+//! and `config-last-good`) are replaced by the next save.
 
 use std::collections::HashSet;
+use std::path::Path;
 
 use bincode::{Decode, Encode};
 
+use crate::side_files::{Checked, SideFiles};
 use crate::{Store, StoreError, parts, reclaim, types};
 
 /// The parts of the committed configuration: a [`Listed`].
@@ -24,8 +30,15 @@ const LAST_GOOD_LIST_KEY: &[u8] = b"config-last-good-list";
 const CONFIG_KEY: &[u8] = b"config";
 /// The layout before parts: an optional whole [`StoredConfig`].
 const LAST_GOOD_KEY: &[u8] = b"config-last-good";
-/// The tree of the parts: hash → bytes.
+/// The tree the parts were kept in before files: hash → bytes.
 const PARTS_TREE: &str = "config-parts";
+/// The directory of the parts' files, in the data directory.
+const PARTS_DIR: &str = "config-parts";
+
+/// The files of the parts, in the data directory `dir`.
+pub(crate) fn part_files(dir: &Path) -> SideFiles {
+    SideFiles::new(dir.join(PARTS_DIR), ".part")
+}
 
 /// A part of a text by name: the hash of its bytes
 /// ([`parts::part_hash`]) and their length.
@@ -121,6 +134,13 @@ fn io(action: &'static str) -> impl Fn(sled::Error) -> StoreError {
     move |source| StoreError::Io { action, source }
 }
 
+fn file_io(action: &'static str) -> impl Fn(std::io::Error) -> StoreError {
+    move |e| StoreError::Io {
+        action,
+        source: sled::Error::Io(e),
+    }
+}
+
 fn encode<T: Encode>(value: &T) -> Result<Vec<u8>, StoreError> {
     bincode::encode_to_vec(value, bincode::config::standard()).map_err(|e| StoreError::Corrupt {
         what: "configuration",
@@ -129,6 +149,7 @@ fn encode<T: Encode>(value: &T) -> Result<Vec<u8>, StoreError> {
 }
 
 impl Store {
+    /// The tree the parts were kept in before files.
     fn parts_tree(&self) -> Result<sled::Tree, StoreError> {
         self.db
             .open_tree(PARTS_TREE)
@@ -171,8 +192,11 @@ impl Store {
         self.db
             .apply_batch(batch)
             .map_err(io("writing the configuration"))?;
-        self.drop_parts(&held, &[&listed])?;
-        self.flush_config()
+        // The list that names the new parts is durable before the parts
+        // only the list before named go: a crash in between reads the
+        // new list, never the old one without its parts.
+        self.flush_config()?;
+        self.drop_parts(&held, &[&listed])
     }
 
     /// Saves a committed configuration that did not install on this device,
@@ -200,8 +224,8 @@ impl Store {
             .map_err(io("writing the configuration"))?;
         let mut lists = vec![&listed];
         lists.extend(good.as_ref());
-        self.drop_parts(&held, &lists)?;
-        self.flush_config()
+        self.flush_config()?;
+        self.drop_parts(&held, &lists)
     }
 
     /// The last configuration this device installed, when the committed
@@ -254,16 +278,20 @@ impl Store {
     /// Writes the parts of `config` that the tree lacks (those a list in
     /// `held` names are there), and returns its list.
     fn keep_parts(&self, config: &KeptConfig, held: &[Listed]) -> Result<Listed, StoreError> {
-        let tree = self.parts_tree()?;
-        let write = io("writing the configuration's parts");
         let there = named_in(held.iter());
+        let mut new: Vec<(String, &[u8])> = Vec::new();
         let mut list = Vec::with_capacity(config.parts.len());
         for (hash, part) in &config.parts {
-            if !there.contains(hash) && !tree.contains_key(hash).map_err(&write)? {
-                tree.insert(hash, *part).map_err(&write)?;
+            let name = hex(hash);
+            if !there.contains(hash) && !self.config_parts.path(&name).exists() {
+                new.push((name, part));
             }
             list.push((*hash, part.len() as u64));
         }
+        let new: Vec<(&str, &[u8])> = new.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+        self.config_parts
+            .write_all(&new)
+            .map_err(file_io("writing the configuration's parts"))?;
         Ok(Listed {
             version: config.version,
             parts: list,
@@ -273,16 +301,15 @@ impl Store {
 
     /// The configuration a list names, its parts joined.
     fn join(&self, listed: Listed) -> Result<StoredConfig, StoreError> {
-        let tree = self.parts_tree()?;
         let total = listed.parts.iter().map(|(_, len)| *len as usize).sum();
         let mut text = Vec::with_capacity(total);
-        for (hash, _) in &listed.parts {
-            let part = tree
-                .get(hash)
-                .map_err(io("reading the configuration's parts"))?
-                .ok_or_else(|| StoreError::Corrupt {
+        for &(hash, len) in &listed.parts {
+            let part = self
+                .config_parts
+                .read(&hex(&hash), Checked { len, hash })
+                .map_err(|e| StoreError::Corrupt {
                     what: "configuration",
-                    why: format!("its part {} is missing", hex(hash)),
+                    why: format!("its part {}: {e}", hex(&hash)),
                 })?;
             text.extend_from_slice(&part);
         }
@@ -301,36 +328,55 @@ impl Store {
     /// names.
     fn drop_parts(&self, held: &[Listed], kept: &[&Listed]) -> Result<(), StoreError> {
         let named = named_in(kept.iter().copied());
-        let mut gone = sled::Batch::default();
-        for hash in named_in(held.iter()) {
-            if !named.contains(hash) {
-                gone.remove(&hash[..]);
-            }
-        }
-        self.parts_tree()?
-            .apply_batch(gone)
-            .map_err(io("removing the configuration's old parts"))?;
-        reclaim::reclaim();
-        Ok(())
+        let gone: Vec<String> = named_in(held.iter())
+            .into_iter()
+            .filter(|hash| !named.contains(hash))
+            .map(|hash| hex(hash))
+            .collect();
+        self.config_parts
+            .remove(&gone)
+            .map_err(file_io("removing the configuration's old parts"))
     }
 
     /// Removes the parts no kept list names (left by a save that stopped
     /// between writing its parts and its list): done when the store opens.
     pub(crate) fn drop_unnamed_parts(&self) -> Result<(), StoreError> {
         let held = self.held_lists()?;
-        let named = named_in(held.iter());
-        let tree = self.parts_tree()?;
-        let mut gone = sled::Batch::default();
-        for key in tree.iter().keys() {
-            let key = key.map_err(io("reading the configuration's parts"))?;
-            if !<[u8; 16]>::try_from(&key[..]).is_ok_and(|h| named.contains(&h)) {
-                gone.remove(key);
-            }
+        let named: Vec<String> = named_in(held.iter()).into_iter().map(|h| hex(h)).collect();
+        self.config_parts
+            .keep_only(&named)
+            .map_err(file_io("removing the configuration's old parts"))
+    }
+
+    /// Moves the parts a store kept in its tree (before files) to files:
+    /// written and synced before the tree is emptied, so a crash between
+    /// the two moves them again.
+    pub(crate) fn move_parts_to_files(&self) -> Result<(), StoreError> {
+        let exists = self
+            .db
+            .tree_names()
+            .iter()
+            .any(|n| **n == *PARTS_TREE.as_bytes());
+        if !exists {
+            return Ok(());
         }
-        tree.apply_batch(gone)
-            .map_err(io("removing the configuration's old parts"))?;
+        let tree = self.parts_tree()?;
+        let read = io("reading the configuration's parts");
+        let parts: Vec<(String, sled::IVec)> = tree
+            .iter()
+            .map(|item| item.map(|(k, v)| (hex(&k), v)))
+            .collect::<Result<_, _>>()
+            .map_err(read)?;
+        let files: Vec<(&str, &[u8])> = parts.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
+        self.config_parts
+            .write_all(&files)
+            .map_err(file_io("moving the configuration's parts to files"))?;
+        drop((parts, tree));
+        self.db
+            .drop_tree(PARTS_TREE)
+            .map_err(io("removing the tree of the configuration's parts"))?;
         reclaim::reclaim();
-        Ok(())
+        self.flush_config()
     }
 
     fn flush_config(&self) -> Result<(), StoreError> {
@@ -427,7 +473,7 @@ mod tests {
     }
 
     fn part_count(store: &Store) -> usize {
-        store.parts_tree().unwrap().len()
+        std::fs::read_dir(store.path.with_file_name(PARTS_DIR)).map_or(0, |dir| dir.count())
     }
 
     /// Parts are kept as the caller names them, without cutting or
@@ -458,14 +504,18 @@ mod tests {
         let first_two = config.text.len() - kept.parts[2].1.len() - kept.parts[3].1.len();
         let joined = KeptConfig {
             parts: vec![
-                ([7; 16], &config.text.as_bytes()[..first_two]),
+                (
+                    parts::part_hash(&config.text.as_bytes()[..first_two]),
+                    &config.text.as_bytes()[..first_two],
+                ),
                 kept.parts[2],
                 kept.parts[3],
             ],
             ..kept.clone()
         };
         store.save_config(&joined).unwrap();
-        assert_eq!(listed(&store)[0], ([7; 16], first_two as u64));
+        let joined_hash = parts::part_hash(&config.text.as_bytes()[..first_two]);
+        assert_eq!(listed(&store)[0], (joined_hash, first_two as u64));
         assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
         assert_eq!(part_count(&store), 3, "the two parts joined are gone");
         drop(store);
@@ -487,11 +537,7 @@ mod tests {
                 .kept(),
             )
             .unwrap();
-        store
-            .parts_tree()
-            .unwrap()
-            .insert([9; 16], &b"left"[..])
-            .unwrap();
+        store.config_parts.write(&hex(&[9; 16]), b"left").unwrap();
         assert_eq!(part_count(&store), 3);
         drop(store);
         let store = Store::open(&dir).unwrap();
@@ -535,6 +581,47 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Parts a store kept in its tree (the layout before files) move to
+    /// files when it opens, and the configuration reads as it was.
+    #[test]
+    fn parts_kept_in_the_tree_move_to_files() {
+        let (store, dir) = open("tree");
+        let config = StoredConfig {
+            version: 3,
+            text: domains(5, None),
+            zone_versions: vec![("d0.test".into(), 2)],
+        };
+        let kept = config.kept();
+        let listed = Listed {
+            version: 3,
+            parts: kept
+                .parts
+                .iter()
+                .map(|(h, p)| (*h, p.len() as u64))
+                .collect(),
+            zone_versions: config.zone_versions.clone(),
+        };
+        let tree = store.parts_tree().unwrap();
+        for (hash, part) in &kept.parts {
+            tree.insert(hash, *part).unwrap();
+        }
+        store.db.insert(LIST_KEY, encode(&listed).unwrap()).unwrap();
+        store.db.flush().unwrap();
+        drop((tree, store));
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(part_count(&store), 5);
+        assert!(
+            !store
+                .db
+                .tree_names()
+                .iter()
+                .any(|n| **n == *PARTS_TREE.as_bytes())
+        );
+        assert_eq!(store.load_config().unwrap(), Some(config));
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn a_missing_part_is_named_not_joined_short() {
         let (store, dir) = open("missing");
@@ -548,9 +635,24 @@ mod tests {
                 .kept(),
             )
             .unwrap();
-        let tree = store.parts_tree().unwrap();
-        let first = tree.iter().keys().next().unwrap().unwrap();
-        tree.remove(first).unwrap();
+        let dir_of_parts = store.path.with_file_name(PARTS_DIR);
+        let mut files: Vec<_> = std::fs::read_dir(&dir_of_parts)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        // One altered on disk is named, not joined.
+        let before = std::fs::read(&files[1]).unwrap();
+        std::fs::write(&files[1], b"altered").unwrap();
+        let err = store.load_config().unwrap_err().to_string();
+        assert!(
+            err.contains("stored configuration is corrupt: its part"),
+            "{err}"
+        );
+        assert!(err.contains("that are not the"), "{err}");
+        std::fs::write(&files[1], before).unwrap();
+        assert!(store.load_config().is_ok());
+        std::fs::remove_file(&files[0]).unwrap();
         let err = store.load_config().unwrap_err().to_string();
         assert!(
             err.contains("stored configuration is corrupt: its part"),

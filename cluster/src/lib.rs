@@ -11,8 +11,8 @@
 //! - `types`: the openraft type configuration and the public value types;
 //! - `log_store`: the Raft log, vote and committed pointer in sled;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
-//! - `side_files`: values too large for sled's leaves (the log's large
-//!   commands, the snapshot), each in a file of its own;
+//! - `side_files`: values kept in files of their own beside sled (the
+//!   log's large commands, the snapshot, the device's configuration parts);
 //! - `machine`: the application's state machine trait;
 //! - `error`: [`ClusterError`], the one error type of the crate;
 //! - `rpc_client`: Raft RPC over HTTP, what a device sends (imports nothing
@@ -22,7 +22,7 @@
 //! - `http`: the one HTTP client constructor (TLS, mutual TLS);
 //! - `node`: [`ClusterNode`], the facade the application uses;
 //! - `config_store`: a device's own copy of the configuration it serves,
-//!   kept as `parts`.
+//!   kept as `parts`, each in a side file.
 //!
 //! Nothing outside this crate names an openraft or sled type: only the
 //! types re-exported here are public.
@@ -78,6 +78,9 @@ pub struct Store {
     db: sled::Db,
     /// The store's directory, for error messages.
     path: std::sync::Arc<Path>,
+    /// The parts of the device's own copy of its configuration
+    /// (`config_store`).
+    config_parts: side_files::SideFiles,
     /// Last health decision per check instance.
     health: sled::Tree,
     /// The event log: big-endian sequence number → big-endian time (ms,
@@ -126,11 +129,13 @@ impl Store {
         let store = Self {
             db,
             path: dir.join("store").into(),
+            config_parts: config_store::part_files(dir),
             health,
             events,
             event_times,
             event_retention: DEFAULT_EVENT_RETENTION,
         };
+        store.move_parts_to_files()?;
         // Space only: a part left over is never read.
         if let Err(e) = store.drop_unnamed_parts() {
             tracing::warn!(error = %e, "cannot remove the configuration's unused parts");

@@ -1,6 +1,7 @@
-//! Large values the store keeps in files of their own beside sled: the
-//! Raft log's large commands (`raft-log/`) and the state machine's
-//! snapshot (`raft-snapshot/`), in the data directory.
+//! Values the store keeps in files of their own beside sled: the Raft
+//! log's large commands (`raft-log/`), the state machine's snapshot
+//! (`raft-snapshot/`) and the parts of the device's own copy of its
+//! configuration (`config-parts/`), in the data directory.
 //!
 //! sled keeps a value inside its tree's leaf and writes the leaf again
 //! whole, as one blob, whenever it consolidates, splits or relocates it
@@ -67,18 +68,34 @@ impl SideFiles {
     /// Writes `value` as the file `name`, durably: when this returns `Ok`,
     /// the file is there whole after a crash.
     pub(crate) fn write(&self, name: &str, value: &[u8]) -> io::Result<()> {
-        let path = self.path(name);
-        let partial = self.dir.join(format!("{name}{}{PARTIAL}", self.suffix));
-        let written = (|| {
-            fs::create_dir_all(&self.dir)?;
-            let mut file = fs::File::create(&partial)?;
-            file.write_all(value)?;
-            file.sync_all()?;
-            drop(file);
-            fs::rename(&partial, &path)?;
-            fs::File::open(&self.dir)?.sync_all()
-        })();
-        written.map_err(|e| io::Error::new(e.kind(), format!("writing {}: {e}", path.display())))
+        self.write_all(&[(name, value)])
+    }
+
+    /// Writes each value as its file, durably: when this returns `Ok`,
+    /// every file is there whole after a crash. Each file is synced, and
+    /// the directory once for them all.
+    pub(crate) fn write_all(&self, files: &[(&str, &[u8])]) -> io::Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        for (name, value) in files {
+            let path = self.path(name);
+            let partial = self.dir.join(format!("{name}{}{PARTIAL}", self.suffix));
+            let written = (|| {
+                fs::create_dir_all(&self.dir)?;
+                let mut file = fs::File::create(&partial)?;
+                file.write_all(value)?;
+                file.sync_all()?;
+                drop(file);
+                fs::rename(&partial, &path)
+            })();
+            written.map_err(|e| {
+                io::Error::new(e.kind(), format!("writing {}: {e}", path.display()))
+            })?;
+        }
+        fs::File::open(&self.dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|e| io::Error::new(e.kind(), format!("syncing {}: {e}", self.dir.display())))
     }
 
     /// Renames the file `from` to `to`, durably: when this returns `Ok`,

@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// What a copy holds: the store, and the files its Raft state names
-/// beside it (docs/cluster.md, "Large values beside sled").
-const COPIED: [&str; 3] = ["store", "raft-log", "raft-snapshot"];
+/// What a copy holds: the store, and the files it names beside it (its
+/// Raft state's, its configuration's parts: docs/cluster.md, "Large values
+/// beside sled").
+const COPIED: [&str; 4] = ["store", "raft-log", "raft-snapshot", "config-parts"];
 
 /// The copy, removed when dropped.
 #[derive(Debug)]
@@ -22,7 +23,7 @@ pub struct StoreCopy(tempfile::TempDir);
 
 impl StoreCopy {
     /// Copies the store of the data directory `dir`, with the Raft log's
-    /// and snapshot's files beside it, into a new private directory under
+    /// and snapshot's files and the configuration's parts beside it, into a new private directory under
     /// `$RUNTIME_DIRECTORY` (set by systemd) or the system's temporary
     /// directory.
     pub fn make(dir: &Path) -> Result<Self> {
@@ -63,7 +64,8 @@ impl StoreCopy {
     }
 
     /// The directory to open the store in (it holds `store/`, and
-    /// `raft-log/` and `raft-snapshot/` when the data directory does).
+    /// `raft-log/`, `raft-snapshot/` and `config-parts/` when the data
+    /// directory does).
     pub fn path(&self) -> &Path {
         self.0.path()
     }
