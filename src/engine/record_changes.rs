@@ -102,7 +102,8 @@ impl Engine {
         // Written straight into the compact list: no `RecordStatus` per
         // record (docs/design-scale.md, "The record-state exchange").
         let page = |from: RecordsAt, start: usize| {
-            let mut records = RecordStates::default();
+            let count = PAGE.min(total.saturating_sub(start));
+            let mut records = RecordStates::with_capacity(count, count * 48);
             for r in inner.records.iter_from(start).take(PAGE) {
                 r.push_status(&mut records);
             }

@@ -44,6 +44,15 @@ pub const DEVICE_SILENT_AFTER: Duration = Duration::from_secs(6);
 const PEER_EVENTS: usize = 10_000;
 /// Events in one report at most (the rest follow in the next).
 const EVENTS_PER_REPORT: usize = 1_000;
+
+/// Sizes a report's JSON and a peer's list are made at up front, so that
+/// they do not grow step by step through the allocator's size classes
+/// (whose pages a long-lived neighbour keeps resident): about the JSON of
+/// one record's state, the texts of one in a list, and the most records a
+/// list taken in reserves room for before its pages come.
+const JSON_BYTES: usize = 128;
+const TEXT_BYTES: usize = 40;
+const RESERVED_RECORDS: usize = 2_000_000;
 /// A report's time to be sent, taken in and answered: the client's own
 /// (1.5 s) for a small one, and this much more per byte of a large one (a
 /// whole list to a device of an earlier version, which takes no pages, is
@@ -437,7 +446,10 @@ fn take_page(
             Pending {
                 from: page.from,
                 total: page.total,
-                records: RecordStates::default(),
+                records: RecordStates::with_capacity(
+                    page.total.min(RESERVED_RECORDS),
+                    page.total.saturating_mul(TEXT_BYTES),
+                ),
             },
         );
     }
@@ -671,6 +683,7 @@ fn build(
         }
     }
     let last = report.events.last().map_or(after, |e| e.seq);
-    let body = serde_json::to_vec(&report).ok()?;
+    let mut body = Vec::with_capacity(report.records.len() * JSON_BYTES + 4096);
+    serde_json::to_writer(&mut body, &report).ok()?;
     Some((last, report.page.is_some(), body))
 }
