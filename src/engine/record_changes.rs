@@ -102,8 +102,7 @@ impl Engine {
         // Written straight into the compact list: no `RecordStatus` per
         // record (docs/design-scale.md, "The record-state exchange").
         let page = |from: RecordsAt, start: usize| {
-            let count = PAGE.min(total.saturating_sub(start));
-            let mut records = RecordStates::with_capacity(count, count * 48);
+            let mut records = RecordStates::for_page(PAGE.min(total.saturating_sub(start)));
             for r in inner.records.iter_from(start).take(PAGE) {
                 r.push_status(&mut records);
             }

@@ -42,6 +42,17 @@ use crate::resolve::Status;
 /// until it holds this much.
 const CHUNK: usize = 1 << 20;
 
+/// The least room a page's list is made with, for its entries and for its
+/// texts ([`RecordStates::for_page`]). A page lives for one report; made
+/// this large, each of its two buffers is above mimalloc's largest size
+/// class (512 KiB), an allocation of its own that goes back to the system
+/// when the page is dropped. Grown step by step instead, or made at its
+/// size (160 KiB of entries, 480 KiB of texts for 10,000 records), its
+/// blocks lay in the allocator's 4 MiB pages, which a long-lived
+/// neighbour keeps resident: about 3 MiB more on each device of a pair
+/// at 100,000 records (docs/performance.md).
+const PAGE_ROOM: usize = 1 << 20;
+
 /// Where a record's texts are: a chunk of [`RecordStates::texts`] and the
 /// offset in it (a record's texts never span two chunks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +252,13 @@ impl RecordStates {
             },
             ..Self::default()
         }
+    }
+
+    /// An empty list for a page of `records` states, sent or taken in:
+    /// with room for at least [`PAGE_ROOM`] bytes of entries and of texts.
+    pub fn for_page(records: usize) -> Self {
+        let entries = records.max(PAGE_ROOM / std::mem::size_of::<Entry>());
+        Self::with_capacity(entries, PAGE_ROOM)
     }
 
     pub fn len(&self) -> usize {
@@ -449,8 +467,13 @@ impl<'de> Deserialize<'de> for RecordStates {
                 f.write_str("a list of record states")
             }
             fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                // Made as a page once it holds a state: most reports
+                // carry none.
                 let mut list = RecordStates::default();
                 while let Some(f) = seq.next_element::<Fields<'de>>()? {
+                    if list.entries.capacity() == 0 {
+                        list = RecordStates::for_page(0);
+                    }
                     list.push(&f.record, f.status, &f.active, &f.decision, f.held);
                 }
                 Ok(list)
@@ -603,6 +626,33 @@ mod tests {
         }
         assert_eq!(paged, RecordStates::new(statuses));
         assert_ne!(paged, held);
+    }
+
+    /// A page's list, made here or read from JSON, has room beyond the
+    /// allocator's largest size class for its entries and its texts; a
+    /// report's empty list takes none.
+    #[test]
+    fn a_page_is_made_with_room_of_its_own() {
+        let room = |l: &RecordStates| {
+            (
+                l.entries.capacity() * std::mem::size_of::<Entry>(),
+                l.texts.last.capacity(),
+            )
+        };
+        let (entries, texts) = room(&RecordStates::for_page(10));
+        assert!(
+            entries >= PAGE_ROOM && texts >= PAGE_ROOM,
+            "{entries} {texts}"
+        );
+        let json = serde_json::to_vec(&vec![status("a.test/A", "up", &["192.0.2.1"])]).unwrap();
+        let read: RecordStates = serde_json::from_slice(&json).unwrap();
+        let (entries, texts) = room(&read);
+        assert!(
+            entries >= PAGE_ROOM && texts >= PAGE_ROOM,
+            "{entries} {texts}"
+        );
+        let empty: RecordStates = serde_json::from_slice(b"[]").unwrap();
+        assert_eq!(room(&empty), (0, 0));
     }
 
     /// Sent and taken in as the JSON of its `RecordStatus`es, escapes and
