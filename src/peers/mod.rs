@@ -53,6 +53,7 @@ const EVENTS_PER_REPORT: usize = 1_000;
 const JSON_BYTES: usize = 128;
 const TEXT_BYTES: usize = 40;
 const RESERVED_RECORDS: usize = 2_000_000;
+
 /// A report's time to be sent, taken in and answered: the client's own
 /// (1.5 s) for a small one, and this much more per byte of a large one (a
 /// whole list to a device of an earlier version, which takes no pages, is
