@@ -196,7 +196,10 @@ impl Store {
         // only the list before named go: a crash in between reads the
         // new list, never the old one without its parts.
         self.flush_config()?;
-        self.drop_parts(&held, &[&listed])
+        self.drop_parts(&held, &[&listed])?;
+        #[cfg(test)]
+        tests::crash_point();
+        Ok(())
     }
 
     /// Saves a committed configuration that did not install on this device,
@@ -405,6 +408,61 @@ fn named_in<'a>(lists: impl Iterator<Item = &'a Listed>) -> HashSet<&'a [u8; 16]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Set in a child process: it aborts once a save has removed the
+        /// parts only the list before named.
+        static ABORT_AFTER_SAVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    pub(super) fn crash_point() {
+        if ABORT_AFTER_SAVE.with(std::cell::Cell::get) {
+            std::process::abort();
+        }
+    }
+
+    /// The environment variable that makes the crash test its own child.
+    const CRASH_CHILD: &str = "GTM_STORE_CRASH_CHILD";
+
+    /// A device killed right after a save removed the parts that only the
+    /// list before named reads the new configuration whole: the new list
+    /// is durable before any part goes. The save and the crash are a
+    /// child process, this test run again, which aborts at that point.
+    #[test]
+    fn a_crash_right_after_a_save_leaves_the_new_configuration_whole() {
+        let config = |version, changed| StoredConfig {
+            version,
+            text: domains(50, changed),
+            zone_versions: Vec::new(),
+        };
+        if let Some(dir) = std::env::var_os(CRASH_CHILD) {
+            let store = Store::open(Path::new(&dir)).unwrap();
+            ABORT_AFTER_SAVE.with(|a| a.set(true));
+            store.save_config(&config(3, Some(7)).kept()).unwrap();
+            unreachable!("the save aborts");
+        }
+        let (store, dir) = open("crash");
+        store.save_config(&config(2, Some(3)).kept()).unwrap();
+        let before = part_count(&store);
+        drop(store);
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "config_store::tests::a_crash_right_after_a_save_leaves_the_new_configuration_whole",
+                "--test-threads=1",
+            ])
+            .env(CRASH_CHILD, &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(!child.success(), "the child aborted in its save");
+        let store = Store::open(&dir).unwrap();
+        assert_eq!(store.load_config().unwrap(), Some(config(3, Some(7))));
+        assert!(part_count(&store) <= before, "the old parts went");
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// The layout a gtm before zone versions wrote.
     #[derive(Encode)]
