@@ -265,7 +265,7 @@ impl Store {
     }
 
     /// The lists of parts kept now (the committed configuration's and the
-    /// last good one's): every part they name is in the tree.
+    /// last good one's): every part they name has its file.
     fn held_lists(&self) -> Result<Vec<Listed>, StoreError> {
         let read = io("reading the configuration");
         let mut lists = Vec::new();
@@ -278,7 +278,7 @@ impl Store {
         Ok(lists)
     }
 
-    /// Writes the parts of `config` that the tree lacks (those a list in
+    /// Writes the parts of `config` that have no file yet (those a list in
     /// `held` names are there), and returns its list.
     fn keep_parts(&self, config: &KeptConfig, held: &[Listed]) -> Result<Listed, StoreError> {
         let there = named_in(held.iter());

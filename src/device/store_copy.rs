@@ -23,9 +23,9 @@ pub struct StoreCopy(tempfile::TempDir);
 
 impl StoreCopy {
     /// Copies the store of the data directory `dir`, with the Raft log's
-    /// and snapshot's files and the configuration's parts beside it, into a new private directory under
-    /// `$RUNTIME_DIRECTORY` (set by systemd) or the system's temporary
-    /// directory.
+    /// and snapshot's files and the configuration's parts beside it, into
+    /// a new private directory under `$RUNTIME_DIRECTORY` (set by systemd)
+    /// or the system's temporary directory.
     pub fn make(dir: &Path) -> Result<Self> {
         let from = dir.join("store");
         if !from.is_dir() {
