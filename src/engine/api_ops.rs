@@ -75,7 +75,7 @@ impl Engine {
             .iter()
             .zip(snapshot.steered_slots())
             .flat_map(|(r, slot)| {
-                address_stats(shown(r.steering()), &slot.addresses)
+                address_stats(shown(r.steering()), slot.counters.addresses())
                     .into_iter()
                     .filter(|a| a.answers > 0)
                     .map(|a| (r.label(), a.address, a.answers))
@@ -97,11 +97,11 @@ impl Engine {
             .records
             .iter()
             .find(|r| key.as_ref().is_some_and(|key| r.is(key)))
-            .map(|r| address_stats(shown(r.steering()), &slot.addresses))
+            .map(|r| address_stats(shown(r.steering()), slot.counters.addresses()))
             .unwrap_or_default();
         Some(RecordStats {
             record,
-            answers: slot.answers.load(Relaxed),
+            answers: slot.counters.answers().load(Relaxed),
             addresses,
         })
     }

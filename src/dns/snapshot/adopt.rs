@@ -17,7 +17,7 @@ use hickory_server::proto::rr::{RecordType as Rt, rdata::SOA};
 use super::{BuildError, Snapshot, ZoneData, counters_before, negative_soa, wire_key, wire_type};
 use crate::{
     chunked::Chunked,
-    dns::counters::carried,
+    dns::counters::Counters,
     model::compile::{Content, ZoneSpec},
 };
 
@@ -65,9 +65,7 @@ impl Snapshot {
                     return Ok(false);
                 };
                 if let Some(before) = counters_before(previous, key, slot.rtype) {
-                    slot.answers = before.answers.clone();
-                    let keys = slot.addresses.iter().map(|c| c.key).collect();
-                    slot.addresses = carried(keys, Some(&before.addresses));
+                    slot.counters = Counters::carried(slot.counters.keys(), Some(&before.counters));
                 }
             }
         }

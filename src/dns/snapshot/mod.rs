@@ -12,7 +12,7 @@ use std::{
     collections::{HashMap, HashSet},
     fmt,
     net::IpAddr,
-    sync::{Arc, atomic::AtomicU64},
+    sync::Arc,
 };
 
 use arc_swap::ArcSwap;
@@ -24,7 +24,7 @@ use hickory_server::proto::{
 };
 
 use super::{
-    counters::{AddressCounts, carried},
+    counters::Counters,
     wire::Ecs,
 };
 
@@ -176,12 +176,11 @@ impl Signed {
 pub struct RrsetSlot {
     pub rtype: Rt,
     pub answer: ArcSwap<RrsetAnswer>,
-    /// Responses whose answer section held this record; carried from one
-    /// configuration to the next while the record stays.
-    pub answers: Arc<AtomicU64>,
-    /// A steered record's addresses (candidates, then fail-safe values)
-    /// with the responses that carried each; empty for a static record.
-    pub addresses: AddressCounts,
+    /// The responses whose answer section held this record, and a steered
+    /// record's addresses (candidates, then fail-safe values) with the
+    /// responses that carried each (none for a static record); carried
+    /// from one configuration to the next while the record stays.
+    pub counters: Counters,
     /// The signer of its zone, when signed: a new steered answer is signed
     /// with it.
     pub signer: Option<Arc<ZoneSigner>>,
@@ -193,9 +192,10 @@ impl RrsetSlot {
     #[inline]
     pub fn count(&self, group: &Group, v: usize) {
         use std::sync::atomic::Ordering::Relaxed;
-        self.answers.fetch_add(1, Relaxed);
+        self.counters.answers().fetch_add(1, Relaxed);
+        let addresses = self.counters.addresses();
         for i in group.sources(v) {
-            if let Some(c) = self.addresses.get(i) {
+            if let Some(c) = addresses.get(i) {
                 c.count.fetch_add(1, Relaxed);
             }
         }
@@ -598,8 +598,7 @@ impl Snapshot {
         Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
-            answers: before.map_or_else(Default::default, |s| s.answers.clone()),
-            addresses: carried(counted, before.map(|s| &s.addresses)),
+            counters: Counters::carried(counted, before.map(|s| &s.counters)),
             signer: self.zones.get(zone).and_then(|z| z.signer.clone()),
         })
     }
@@ -753,7 +752,7 @@ impl Snapshot {
             .flat_map(|zone| zone.nodes.iter())
             .flat_map(|(key, node)| {
                 node.rrsets.iter().filter_map(move |slot| {
-                    let n = slot.answers.load(std::sync::atomic::Ordering::Relaxed);
+                    let n = slot.counters.answers().load(std::sync::atomic::Ordering::Relaxed);
                     (n > 0).then(|| (label(&key_name(key), slot.rtype), n))
                 })
             })

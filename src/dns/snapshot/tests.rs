@@ -395,12 +395,16 @@ fn a_zone_the_proof_built_whole_is_taken_from_it_with_its_serial() {
         slot(&next, "web.deep.a.test."),
         slot(&before, "web.deep.a.test."),
     );
-    assert!(Arc::ptr_eq(&now.answers, &then.answers));
-    assert!(Arc::ptr_eq(&now.addresses, &then.addresses));
+    assert!(now.counters.ptr_eq(&then.counters));
     assert!(Arc::ptr_eq(next.steered_slot(0).unwrap(), &now));
     // A record new to the zone counts from nothing.
     let api = slot(&next, "api.a.test.");
-    assert_eq!(api.answers.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(
+        api.counters
+            .answers()
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
     assert!(Arc::ptr_eq(next.steered_slot(1).unwrap(), &api));
 
     // A proof of only some of a zone's records (a changed domain's) is
