@@ -71,7 +71,7 @@ impl StoredConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptConfig<'a> {
     pub version: u64,
-    pub parts: Vec<([u8; 16], &'a [u8])>,
+    pub parts: Vec<([u8; 16], parts::Part<'a>)>,
     pub zone_versions: Vec<(String, u64)>,
 }
 
@@ -287,7 +287,7 @@ impl Store {
         for (hash, part) in &config.parts {
             let name = hex(hash);
             if !there.contains(hash) && !self.config_parts.path(&name).exists() {
-                new.push((name, part));
+                new.push((name, part.bytes()));
             }
             list.push((*hash, part.len() as u64));
         }
@@ -564,10 +564,10 @@ mod tests {
             parts: vec![
                 (
                     parts::part_hash(&config.text.as_bytes()[..first_two]),
-                    &config.text.as_bytes()[..first_two],
+                    parts::Part::plain(&config.text.as_bytes()[..first_two]),
                 ),
-                kept.parts[2],
-                kept.parts[3],
+                kept.parts[2].clone(),
+                kept.parts[3].clone(),
             ],
             ..kept.clone()
         };
@@ -661,7 +661,7 @@ mod tests {
         };
         let tree = store.parts_tree().unwrap();
         for (hash, part) in &kept.parts {
-            tree.insert(hash, *part).unwrap();
+            tree.insert(hash, part.bytes()).unwrap();
         }
         store.db.insert(LIST_KEY, encode(&listed).unwrap()).unwrap();
         store.db.flush().unwrap();

@@ -30,10 +30,10 @@ pub fn cut(text: &[u8]) -> Vec<&[u8]> {
 }
 
 /// `text` cut into parts, each with its name ([`part_hash`]).
-pub fn named(text: &[u8]) -> Vec<([u8; 16], &[u8])> {
+pub fn named(text: &[u8]) -> Vec<([u8; 16], Part<'_>)> {
     cut(text)
         .into_iter()
-        .map(|part| (part_hash(part), part))
+        .map(|part| (part_hash(part), Part::plain(part)))
         .collect()
 }
 
@@ -67,6 +67,121 @@ impl Splice {
     }
 }
 
+/// The first byte of a part kept deflated ([`pack`]). A part of a
+/// configuration's text never starts with it: the text is TOML, which
+/// has no NUL.
+const PACKED: u8 = 0;
+/// The bytes before a deflated part's stream: [`PACKED`], then its length
+/// (u64, little-endian).
+const PACKED_HEAD: usize = 9;
+
+/// `part` as the replicated map keeps it: [`PACKED`], its length, then
+/// its bytes deflated (the fast level). A configuration's text deflates
+/// to a fraction of itself, and the map holds every part in memory
+/// (docs/decisions.md, "The replicated map's parts deflated").
+pub fn pack(part: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out = Vec::with_capacity(PACKED_HEAD + part.len() / 4);
+    out.push(PACKED);
+    out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+    let mut encoder = flate2::write::DeflateEncoder::new(out, flate2::Compression::fast());
+    match encoder.write_all(part).and_then(|()| encoder.finish()) {
+        Ok(packed) => packed,
+        // Writing into a `Vec` does not fail; were it to, the part is
+        // kept as it is, which reads back the same.
+        Err(_) => part.to_vec(),
+    }
+}
+
+/// One part of a text as it is kept: its bytes, or its bytes deflated
+/// ([`pack`]), inflated when first read. A text is read by place
+/// ([`Pieces`]), so an edit of a large text inflates the parts about
+/// the edit only.
+#[derive(Debug, Clone)]
+pub struct Part<'a> {
+    kept: &'a [u8],
+    len: usize,
+    packed: bool,
+    inflated: std::sync::OnceLock<Vec<u8>>,
+}
+
+impl<'a> Part<'a> {
+    /// Bytes kept as they are.
+    pub fn plain(bytes: &'a [u8]) -> Self {
+        Self {
+            kept: bytes,
+            len: bytes.len(),
+            packed: false,
+            inflated: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// A part as [`pack`] made it, or as it is. `None` when a deflated
+    /// one is cut short of its length.
+    pub fn kept(kept: &'a [u8]) -> Option<Self> {
+        match kept.split_first() {
+            Some((&PACKED, rest)) => {
+                let (len, _) = rest.split_first_chunk::<8>()?;
+                Some(Self {
+                    kept,
+                    len: usize::try_from(u64::from_le_bytes(*len)).ok()?,
+                    packed: true,
+                    inflated: std::sync::OnceLock::new(),
+                })
+            }
+            _ => Some(Self::plain(kept)),
+        }
+    }
+
+    /// The length of its bytes (not inflated to be known).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Its bytes. A deflated part that does not inflate to its length (a
+    /// store damaged under sled's checksums) reads as no bytes, which no
+    /// text of its length is: its readers find it short, never other
+    /// bytes.
+    pub fn bytes(&self) -> &[u8] {
+        if !self.packed {
+            return self.kept;
+        }
+        self.inflated.get_or_init(|| {
+            use std::io::Read as _;
+            let stream = self.kept.get(PACKED_HEAD..).unwrap_or_default();
+            let mut out = Vec::with_capacity(self.len);
+            let read = flate2::read::DeflateDecoder::new(stream)
+                .take(self.len as u64 + 1)
+                .read_to_end(&mut out);
+            match read {
+                Ok(n) if n == self.len => out,
+                _ => Vec::new(),
+            }
+        })
+    }
+}
+
+impl PartialEq for Part<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len && self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Part<'_> {}
+
+/// The text `parts` make, joined.
+pub fn joined(parts: &[Part]) -> Vec<u8> {
+    let mut text = Vec::with_capacity(parts.iter().map(Part::len).sum());
+    for part in parts {
+        text.extend_from_slice(part.bytes());
+    }
+    text
+}
+
 /// One part of a text [`recut`] cut.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cut {
@@ -86,9 +201,9 @@ pub struct Recut {
 
 impl Recut {
     /// The bytes of part `cut`, `before` being the text's parts before.
-    pub fn of<'a>(&'a self, cut: &Cut, before: &[&'a [u8]]) -> Option<&'a [u8]> {
+    pub fn of<'s>(&'s self, cut: &Cut, before: &'s [Part<'_>]) -> Option<&'s [u8]> {
         match cut {
-            Cut::Before(i) => before.get(*i).copied(),
+            Cut::Before(i) => before.get(*i).map(Part::bytes),
             Cut::New(range) => self.bytes.get(range.clone()),
         }
     }
@@ -98,13 +213,13 @@ impl Recut {
 /// joining it.
 #[derive(Debug)]
 pub struct Pieces<'a> {
-    pieces: &'a [&'a [u8]],
+    pieces: &'a [Part<'a>],
     /// Where each piece starts, and the text's end.
     starts: Vec<usize>,
 }
 
 impl<'a> Pieces<'a> {
-    pub fn new(pieces: &'a [&'a [u8]]) -> Self {
+    pub fn new(pieces: &'a [Part<'a>]) -> Self {
         let starts = std::iter::once(0)
             .chain(pieces.iter().scan(0, |at, p| {
                 *at += p.len();
@@ -147,6 +262,7 @@ impl<'a> Pieces<'a> {
                 let from = range.start.max(at) - at;
                 let to = range.end.min(at + piece.len()) - at;
                 piece
+                    .bytes()
                     .get(from..to)
                     .filter(|s| !s.is_empty())
                     .map(|s| (at + from, s))
@@ -217,7 +333,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// kept to that place: a part or two about a small edit.
 /// `splice.front` and `splice.back` beyond the text before are taken as
 /// its whole.
-pub fn recut(before: &[&[u8]], splice: Splice) -> Recut {
+pub fn recut(before: &[Part], splice: Splice) -> Recut {
     let text = Pieces::new(before);
     let total = text.len();
     let front = splice.front.min(total);
@@ -303,7 +419,11 @@ impl Source for Edited<'_> {
         else {
             return false;
         };
-        let Some(rest) = part.get(self.next - at..).filter(|r| !r.is_empty()) else {
+        let Some(rest) = part
+            .bytes()
+            .get(self.next - at..)
+            .filter(|r| !r.is_empty())
+        else {
             return false;
         };
         self.bytes.extend_from_slice(rest);
@@ -533,8 +653,15 @@ mod tests {
                     middle: after.as_bytes()[front..after.len() - back].to_vec(),
                     back,
                 };
-                let recut = recut(&parts, splice);
-                assert_eq!(joined(&recut, &parts), whole, "round {round}");
+                // Half the rounds read the text before from parts kept
+                // deflated.
+                let kept: Vec<Vec<u8>> = parts
+                    .iter()
+                    .map(|p| if round % 2 == 0 { pack(p) } else { p.to_vec() })
+                    .collect();
+                let kept: Vec<Part> = kept.iter().map(|k| Part::kept(k).unwrap()).collect();
+                let recut = recut(&kept, splice);
+                assert_eq!(recut_bytes(&recut, &kept), whole, "round {round}");
                 if after == before && parts.len() > 2 && (front, back) == (before.len(), 0) {
                     let new = recut
                         .parts
@@ -563,7 +690,7 @@ mod tests {
     }
 
     /// The parts a recut gives, as bytes.
-    fn joined<'a>(recut: &'a Recut, before: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    fn recut_bytes<'a>(recut: &'a Recut, before: &'a [Part]) -> Vec<&'a [u8]> {
         recut
             .parts
             .iter()
@@ -584,8 +711,13 @@ mod tests {
             back,
         };
         assert_eq!(splice.middle, b"x");
-        let recut = recut(&parts, splice);
-        assert_eq!(joined(&recut, &parts), cut(after.as_bytes()));
+        let packed: Vec<Vec<u8>> = parts.iter().map(|p| pack(p)).collect();
+        let kept: Vec<Part> = packed.iter().map(|k| Part::kept(k).unwrap()).collect();
+        let recut = recut(&kept, splice);
+        // Only the parts about the edit were inflated to be read.
+        let read = kept.iter().filter(|p| p.inflated.get().is_some()).count();
+        assert!((1..=4).contains(&read), "{read} parts inflated");
+        assert_eq!(recut_bytes(&recut, &kept), cut(after.as_bytes()));
         let new = recut
             .parts
             .iter()
@@ -593,6 +725,33 @@ mod tests {
             .count();
         assert!((1..=3).contains(&new), "{new} parts cut again");
         assert_eq!(recut.parts.len(), parts.len());
+    }
+
+    #[test]
+    fn a_packed_part_reads_back_its_bytes_and_a_damaged_one_none() {
+        let text = records(true, 0..500);
+        let part = text.as_bytes();
+        let packed = pack(part);
+        assert!(packed.len() * 4 < part.len(), "{} of {}", packed.len(), part.len());
+        let kept = Part::kept(&packed).unwrap();
+        assert_eq!((kept.len(), kept.bytes()), (part.len(), part));
+        assert_eq!(kept, Part::plain(part));
+        assert_eq!(Part::kept(part).unwrap().bytes(), part);
+        assert_eq!(Part::kept(&pack(b"")).unwrap().bytes(), b"");
+        assert!(Part::kept(&packed[..5]).is_none());
+        let mut cut_short = packed.clone();
+        cut_short.truncate(packed.len() / 2);
+        let mut flipped = packed.clone();
+        flipped[20] ^= 0xff;
+        let mut longer_than_said = packed.clone();
+        longer_than_said[1] = longer_than_said[1].wrapping_sub(1);
+        for damaged in [cut_short, flipped, longer_than_said] {
+            let part = Part::kept(&damaged).unwrap();
+            assert!(part.bytes().is_empty() || part.bytes().len() == part.len());
+            assert_ne!(part.bytes(), text.as_bytes());
+        }
+        let pieces = [Part::kept(&packed).unwrap(), Part::plain(b"tail")];
+        assert_eq!(joined(&pieces), [part, b"tail"].concat());
     }
 
     #[test]

@@ -647,12 +647,10 @@ impl Engine {
         let parsed = match parsed {
             Some(parsed) => Ok(parsed),
             None => {
-                let text = config
-                    .parts
-                    .iter()
-                    .map(|(_, p)| *p)
-                    .collect::<Vec<_>>()
-                    .concat();
+                let mut text = Vec::new();
+                for (_, part) in &config.parts {
+                    text.extend_from_slice(part.bytes());
+                }
                 std::str::from_utf8(&text)
                     .map_err(|e| e.to_string())
                     .and_then(|text| crate::model::parse(text).map_err(|e| e.to_string()))

@@ -55,7 +55,10 @@ use crate::{
     command::{Action, Actor, Command, CommandId, Outcome},
     model::{self, Config},
 };
-use gtm_cluster::{Effect, Map, Write, parts::Splice};
+use gtm_cluster::{
+    Effect, Map, Write,
+    parts::{Part, Splice},
+};
 use zone_versions::zone_version_writes;
 pub use zone_versions::zone_versions;
 
@@ -144,22 +147,22 @@ pub fn config_value(kv: &Map) -> Option<&gtm_cluster::Value> {
 
 /// The committed configuration's text.
 pub fn config_text(kv: &Map) -> Option<Vec<u8>> {
-    config_pieces(kv).map(|pieces| pieces.concat())
+    config_pieces(kv).map(|pieces| gtm_cluster::parts::joined(&pieces))
 }
 
 /// The committed configuration's text in the pieces the map holds it in
 /// (its parts, or the whole text in a map written before parts), not
-/// joined.
-pub fn config_pieces(kv: &Map) -> Option<Vec<&[u8]>> {
+/// joined, each inflated when read.
+pub fn config_pieces(kv: &Map) -> Option<Vec<Part<'_>>> {
     match parts::current_list(kv) {
         Some(list) => parts::pieces(kv, &list),
-        None => kv.get(CONFIG_KEY).map(|t| vec![&t[..]]),
+        None => kv.get(CONFIG_KEY).map(|t| vec![Part::plain(&t[..])]),
     }
 }
 
 /// The committed configuration's text as its parts, each with its name
 /// (a map written before parts holds the whole text: cut here).
-pub fn config_parts(kv: &Map) -> Option<Vec<([u8; 16], &[u8])>> {
+pub fn config_parts(kv: &Map) -> Option<Vec<([u8; 16], Part<'_>)>> {
     match parts::current_list(kv) {
         Some(list) => {
             let pieces = parts::pieces(kv, &list)?;
@@ -864,9 +867,9 @@ impl GtmMachine {
         &self,
         kv: &Map,
         config: &Config,
-        pieces: &[&[u8]],
+        pieces: &[Part],
     ) -> Option<model::text::Layout> {
-        let text = pieces.concat();
+        let text = gtm_cluster::parts::joined(pieces);
         let layout = model::text::Layout::of(std::str::from_utf8(&text).ok()?, config)?;
         let hash = text_hash(config_value(kv)?);
         let mut cached = self.parsed.lock().unwrap_or_else(|p| p.into_inner());

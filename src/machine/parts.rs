@@ -8,7 +8,9 @@
 //! keeps (`history-parts/<version>`): versions share what they did not
 //! change, and an edit writes the parts it changed and a list, not the
 //! whole text. The cut is a storage matter only: joining the parts gives
-//! the text back byte for byte, whatever it holds.
+//! the text back byte for byte, whatever it holds. A part is kept
+//! deflated ([`gtm_cluster::parts::pack`]; a map written before holds
+//! them as they are, and reads either) and inflated when read.
 
 use std::collections::HashSet;
 
@@ -16,7 +18,7 @@ use serde::Deserialize;
 
 use gtm_cluster::{
     Map, Write,
-    parts::{Cut, Splice, cut, recut},
+    parts::{Cut, Part, Splice, cut, pack, recut},
 };
 
 pub(super) const PART_PREFIX: &str = "config-part/";
@@ -132,10 +134,10 @@ pub(super) fn keep(
     kv: &Map,
     splice: Splice,
     previous: &[PartRef],
-    pieces: Option<&[&[u8]]>,
+    pieces: Option<&[Part]>,
 ) -> Option<(Vec<PartRef>, Vec<Write>)> {
     let looked_up;
-    let before: &[&[u8]] = match pieces {
+    let before: &[Part] = match pieces {
         Some(pieces) if pieces.len() == previous.len() => pieces,
         _ if splice.front + splice.back == 0 => &[],
         _ => {
@@ -159,7 +161,7 @@ pub(super) fn keep(
                 if !kv.contains_key(&key) && written.insert(hash) {
                     writes.push(Write::Put {
                         key,
-                        value: bytes.to_vec(),
+                        value: pack(bytes),
                     });
                 }
                 (hash, bytes.len())
@@ -182,14 +184,18 @@ pub(super) fn list_of(kv: &Map, version: u64) -> Option<Vec<PartRef>> {
 
 /// The text the parts make, if the map holds every one.
 pub(super) fn join(kv: &Map, list: &[PartRef]) -> Option<Vec<u8>> {
-    pieces(kv, list).map(|pieces| pieces.concat())
+    pieces(kv, list).map(|pieces| gtm_cluster::parts::joined(&pieces))
 }
 
 /// The parts of a list as the map holds them, in order, if it holds every
-/// one.
-pub(super) fn pieces<'a>(kv: &'a Map, list: &[PartRef]) -> Option<Vec<&'a [u8]>> {
+/// one (each of the length the list says), not yet inflated.
+pub(super) fn pieces<'a>(kv: &'a Map, list: &[PartRef]) -> Option<Vec<Part<'a>>> {
     list.iter()
-        .map(|p| kv.get(&part_key(&p.hash)).map(|v| &v[..]))
+        .map(|p| {
+            kv.get(&part_key(&p.hash))
+                .and_then(|v| Part::kept(v))
+                .filter(|part| part.len() == p.len)
+        })
         .collect()
 }
 

@@ -14,7 +14,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use gtm_cluster::parts::{Pieces, Splice};
+use gtm_cluster::parts::{Part, Pieces, Splice};
 
 use super::config::{Config, Domain, Record, same_name};
 pub use super::layout::Layout;
@@ -25,7 +25,7 @@ use super::layout::{RecordSpans, Spans, to_spans};
 pub struct Before<'a> {
     /// Its bytes, in pieces that follow one another, each starting a line
     /// (the parts it is kept in: it is not joined to be taken from).
-    pub text: &'a [&'a [u8]],
+    pub text: &'a [Part<'a>],
     pub layout: &'a Layout,
     /// The configuration it is.
     pub config: &'a Config,
@@ -283,7 +283,7 @@ fn spliced_domain(
             })],
             ..Config::default()
         })?;
-        let pieces = [alone.as_bytes()];
+        let pieces = [Part::plain(alone.as_bytes())];
         let text = Pieces::new(&pieces);
         let Some(written) = Records::find(&text, 0..alone.len(), changed.len()) else {
             return Ok(None);
@@ -483,8 +483,8 @@ mod tests {
     }
 
     /// The text a splice makes of the text `pieces` make.
-    fn spliced(pieces: &[&[u8]], splice: &Splice) -> String {
-        let old = pieces.concat();
+    fn spliced(pieces: &[Part], splice: &Splice) -> String {
+        let old = gtm_cluster::parts::joined(pieces);
         let mut text = old[..splice.front].to_vec();
         text.extend_from_slice(&splice.middle);
         text.extend_from_slice(&old[old.len() - splice.back..]);
@@ -492,8 +492,11 @@ mod tests {
     }
 
     /// A text in pieces of a line each (as it is kept in parts).
-    fn lines(text: &str) -> Vec<&[u8]> {
-        text.as_bytes().split_inclusive(|&b| b == b'\n').collect()
+    fn lines(text: &str) -> Vec<Part<'_>> {
+        text.as_bytes()
+            .split_inclusive(|&b| b == b'\n')
+            .map(Part::plain)
+            .collect()
     }
 
     #[test]
