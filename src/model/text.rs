@@ -262,6 +262,12 @@ fn spliced_domain(
         return Ok(None);
     }
     let (same_start, same_end) = crate::ends::same_ends(&was.records, &now.records, |a, b| a == b);
+    // Where its records lie is known only for a list of inline tables:
+    // that list is edited without a look at the domain's text, whose
+    // parts the map keeps deflated.
+    if cached.is_some_and(|spans| spans.len() == was.records.len()) {
+        return inline_spliced(old, range, was, now, (same_start, same_end), cached);
+    }
     let Some(before) = Records::find(old, range.clone(), was.records.len()) else {
         return inline_spliced(old, range, was, now, (same_start, same_end), cached);
     };
