@@ -419,11 +419,7 @@ impl Source for Edited<'_> {
         else {
             return false;
         };
-        let Some(rest) = part
-            .bytes()
-            .get(self.next - at..)
-            .filter(|r| !r.is_empty())
-        else {
+        let Some(rest) = part.bytes().get(self.next - at..).filter(|r| !r.is_empty()) else {
             return false;
         };
         self.bytes.extend_from_slice(rest);
@@ -732,7 +728,12 @@ mod tests {
         let text = records(true, 0..500);
         let part = text.as_bytes();
         let packed = pack(part);
-        assert!(packed.len() * 4 < part.len(), "{} of {}", packed.len(), part.len());
+        assert!(
+            packed.len() * 4 < part.len(),
+            "{} of {}",
+            packed.len(),
+            part.len()
+        );
         let kept = Part::kept(&packed).unwrap();
         assert_eq!((kept.len(), kept.bytes()), (part.len(), part));
         assert_eq!(kept, Part::plain(part));

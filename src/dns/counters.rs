@@ -42,7 +42,11 @@ impl Counters {
     pub fn carried(keys: Vec<u64>, previous: Option<&Counters>) -> Self {
         if let Some(previous) = previous
             && previous.addresses().len() == keys.len()
-            && previous.addresses().iter().zip(&keys).all(|(p, k)| p.key == *k)
+            && previous
+                .addresses()
+                .iter()
+                .zip(&keys)
+                .all(|(p, k)| p.key == *k)
         {
             return previous.clone();
         }

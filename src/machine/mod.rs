@@ -863,12 +863,7 @@ impl GtmMachine {
     /// The layout of the committed text, whose parts are `pieces` and
     /// which parses to `config`, read from it ([`model::text::Layout::of`])
     /// and kept with its parse.
-    fn layout_of(
-        &self,
-        kv: &Map,
-        config: &Config,
-        pieces: &[Part],
-    ) -> Option<model::text::Layout> {
+    fn layout_of(&self, kv: &Map, config: &Config, pieces: &[Part]) -> Option<model::text::Layout> {
         let text = gtm_cluster::parts::joined(pieces);
         let layout = model::text::Layout::of(std::str::from_utf8(&text).ok()?, config)?;
         let hash = text_hash(config_value(kv)?);

@@ -215,3 +215,72 @@ fn an_edit_writes_the_parts_it_changed_not_the_whole_text() {
             .contains("192.0.2.9")
     );
 }
+
+/// A map written before parts were deflated holds them as plain text: it
+/// reads the same, an edit of it takes from those parts, and the parts
+/// the edit writes are deflated. A fresh machine (a restarted device)
+/// writes the same map.
+#[test]
+fn parts_kept_plain_by_an_earlier_map_read_and_edit_the_same() {
+    let mut text =
+        String::from("[[domain]]\nname = \"big.test\"\nnameservers = [\"ns1.big.test\"]\n");
+    for i in 0..3_000 {
+        text.push_str(&format!(
+            "\n[[domain.record]]\nname = \"host{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\" }}]\n"
+        ));
+    }
+    let mut kv = BTreeMap::new();
+    kv.insert(CONFIG_KEY.to_string(), text.clone().into_bytes().into());
+    kv.insert(VERSION_KEY.to_string(), b"1".to_vec().into());
+    let machine = GtmMachine::default();
+    let first = admin_command(record("big.test", "host10", "192.0.2.9"));
+    assert!(matches!(
+        apply_for_test(&machine, &mut kv, 2, &first),
+        Outcome::Applied { .. }
+    ));
+    // As an earlier map keeps them: every part as its text.
+    let keys: Vec<String> = kv
+        .keys()
+        .filter(|k| k.starts_with(parts::PART_PREFIX))
+        .cloned()
+        .collect();
+    assert!(keys.len() > 3);
+    for key in &keys {
+        let plain = gtm_cluster::parts::Part::kept(&kv[key])
+            .unwrap()
+            .bytes()
+            .to_vec();
+        assert_ne!(kv[key].len(), plain.len(), "{key} was kept deflated");
+        kv.insert(key.clone(), plain.into());
+    }
+    let before = String::from_utf8(config_text(&kv).unwrap()).unwrap();
+    assert!(before.contains("192.0.2.9"));
+    let second = admin_command(record("big.test", "host2000", "192.0.2.10"));
+    let mut fresh_kv = kv.clone();
+    let fresh = apply_for_test(&GtmMachine::default(), &mut fresh_kv, 3, &second);
+    let outcome = apply_for_test(&machine, &mut kv, 3, &second);
+    assert!(matches!(outcome, Outcome::Applied { .. }), "{outcome:?}");
+    assert_eq!(format!("{fresh:?}"), format!("{outcome:?}"));
+    assert_eq!(kv, fresh_kv);
+    let now = String::from_utf8(config_text(&kv).unwrap()).unwrap();
+    let config = model::parse(&now).unwrap();
+    let big = &config.domains[0];
+    assert_eq!(big.records.len(), 3_000);
+    let address = |name: &str| {
+        let r = big.records.iter().find(|r| &*r.name == name).unwrap();
+        r.addresses[0].ip.map(|ip| ip.to_string())
+    };
+    assert_eq!(
+        (address("host10"), address("host2000")),
+        (Some("192.0.2.9".into()), Some("192.0.2.10".into()))
+    );
+    assert_eq!(now.len(), before.len() + 1, "only the address changed");
+    // The plain parts the edit did not change are still plain; the new
+    // ones are deflated.
+    let (plain, packed): (Vec<_>, Vec<_>) = kv
+        .iter()
+        .filter(|(k, _)| k.starts_with(parts::PART_PREFIX))
+        .partition(|(_, v)| v.first() != Some(&0));
+    assert!(plain.len() >= keys.len() - 2, "{} plain", plain.len());
+    assert!((1..=2).contains(&packed.len()), "{} deflated", packed.len());
+}

@@ -23,10 +23,7 @@ use hickory_server::proto::{
     serialize::binary::{BinEncodable, BinEncoder},
 };
 
-use super::{
-    counters::Counters,
-    wire::Ecs,
-};
+use super::{counters::Counters, wire::Ecs};
 
 use crate::{
     chunked::Chunked,
@@ -752,7 +749,10 @@ impl Snapshot {
             .flat_map(|zone| zone.nodes.iter())
             .flat_map(|(key, node)| {
                 node.rrsets.iter().filter_map(move |slot| {
-                    let n = slot.counters.answers().load(std::sync::atomic::Ordering::Relaxed);
+                    let n = slot
+                        .counters
+                        .answers()
+                        .load(std::sync::atomic::Ordering::Relaxed);
                     (n > 0).then(|| (label(&key_name(key), slot.rtype), n))
                 })
             })
