@@ -133,7 +133,7 @@ fn edit_as_written(text: &str, config: &Config) {
     domain.records[0] = Arc::new(changed.clone());
     changed.name = "fuzz-edit".into();
     domain.records.push(Arc::new(changed));
-    let pieces = [text.as_bytes()];
+    let pieces = [gtm_cluster::parts::Part::plain(text.as_bytes())];
     let before = Before {
         text: &pieces,
         layout: &layout,
