@@ -74,6 +74,9 @@ const PACKED: u8 = 0;
 /// The bytes before a deflated part's stream: [`PACKED`], then its length
 /// (u64, little-endian).
 const PACKED_HEAD: usize = 9;
+/// Deflate makes at most about this many bytes of one: what a stored
+/// length is believed up to when room is made for a part's bytes.
+const MOST_INFLATED: usize = 1032;
 
 /// `part` as the replicated map keeps it: [`PACKED`], its length, then
 /// its bytes deflated (the fast level). A configuration's text deflates
@@ -142,6 +145,13 @@ impl<'a> Part<'a> {
         self.len == 0
     }
 
+    /// The room its bytes can take: its length, unless a stored length
+    /// says more than its deflated bytes can make (a damaged store must
+    /// not make a device reserve what it says).
+    fn room(&self) -> usize {
+        self.len.min(self.kept.len().saturating_mul(MOST_INFLATED))
+    }
+
     /// Its bytes. A deflated part that does not inflate to its length (a
     /// store damaged under sled's checksums) reads as no bytes, which no
     /// text of its length is: its readers find it short, never other
@@ -153,9 +163,9 @@ impl<'a> Part<'a> {
         self.inflated.get_or_init(|| {
             use std::io::Read as _;
             let stream = self.kept.get(PACKED_HEAD..).unwrap_or_default();
-            let mut out = Vec::with_capacity(self.len);
+            let mut out = Vec::with_capacity(self.room());
             let read = flate2::read::DeflateDecoder::new(stream)
-                .take(self.len as u64 + 1)
+                .take((self.room() as u64).saturating_add(1))
                 .read_to_end(&mut out);
             match read {
                 Ok(n) if n == self.len => out,
@@ -175,7 +185,10 @@ impl Eq for Part<'_> {}
 
 /// The text `parts` make, joined.
 pub fn joined(parts: &[Part]) -> Vec<u8> {
-    let mut text = Vec::with_capacity(parts.iter().map(Part::len).sum());
+    let room = parts
+        .iter()
+        .fold(0usize, |room, p| room.saturating_add(p.room()));
+    let mut text = Vec::with_capacity(room);
     for part in parts {
         text.extend_from_slice(part.bytes());
     }
@@ -746,13 +759,17 @@ mod tests {
         flipped[20] ^= 0xff;
         let mut longer_than_said = packed.clone();
         longer_than_said[1] = longer_than_said[1].wrapping_sub(1);
-        for damaged in [cut_short, flipped, longer_than_said] {
+        let mut said_huge = packed.clone();
+        said_huge[1..9].copy_from_slice(&u64::MAX.to_le_bytes());
+        for damaged in [cut_short, flipped, longer_than_said, said_huge.clone()] {
             let part = Part::kept(&damaged).unwrap();
             assert!(part.bytes().is_empty() || part.bytes().len() == part.len());
             assert_ne!(part.bytes(), text.as_bytes());
         }
         let pieces = [Part::kept(&packed).unwrap(), Part::plain(b"tail")];
         assert_eq!(joined(&pieces), [part, b"tail"].concat());
+        let huge = Part::kept(&said_huge).unwrap();
+        assert!(joined(&[huge.clone(), huge]).is_empty());
     }
 
     #[test]
