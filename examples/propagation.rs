@@ -76,7 +76,7 @@ fn main() {
     let device = runtime
         .block_on(Device::start(settings, false))
         .expect("device starts");
-    let actor = gtm::command::Actor {
+    let actor = gtm::model::actor::Actor {
         user: "propagation".into(),
         device: "test1".into(),
     };

@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::ApiError;
+use crate::model::{actor::Actor, drain::DrainTarget, error::ApiError};
 
 /// The format byte in front of every encoded command. A device refuses
 /// (rejects, never applies) a command of a format it does not know.
@@ -24,13 +24,13 @@ pub struct CommandId(pub [u8; 16]);
 
 impl CommandId {
     pub fn random() -> Self {
-        Self(crate::identity::random_bytes::<16>().unwrap_or_else(|_| {
+        Self(crate::random::bytes::<16>().unwrap_or_else(|_| {
             // No /dev/urandom: time and a counter still make ids unique
             // enough for deduplication on this device.
             use std::sync::atomic::{AtomicU64, Ordering};
             static COUNTER: AtomicU64 = AtomicU64::new(0);
             let mut id = [0u8; 16];
-            id[..8].copy_from_slice(&crate::machine::now_ms().to_be_bytes());
+            id[..8].copy_from_slice(&crate::model::clock::now_ms().to_be_bytes());
             id[8..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
             id
         }))
@@ -43,20 +43,6 @@ impl std::fmt::Display for CommandId {
             write!(f, "{b:02x}")?;
         }
         Ok(())
-    }
-}
-
-/// Who asked for a change: the API token's name and the device that
-/// received the request.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Actor {
-    pub user: String,
-    pub device: String,
-}
-
-impl std::fmt::Display for Actor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} on {}", self.user, self.device)
     }
 }
 
@@ -228,35 +214,6 @@ pub enum AccountChange {
     },
 }
 
-/// What a drain takes out of answers.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum DrainTarget {
-    /// An address (IP or CNAME target) in one record (`Some(label)`) or in
-    /// every record (`None`).
-    Address {
-        record: Option<String>,
-        address: String,
-    },
-    /// Every address of a datacenter.
-    Datacenter { name: String },
-}
-
-impl std::fmt::Display for DrainTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Address {
-                record: None,
-                address,
-            } => write!(f, "{address} (every record)"),
-            Self::Address {
-                record: Some(r),
-                address,
-            } => write!(f, "{address} of {r}"),
-            Self::Datacenter { name } => write!(f, "datacenter {name}"),
-        }
-    }
-}
-
 /// The configuration lists whose items have a unique name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
@@ -364,10 +321,10 @@ impl Command {
         Self {
             id: CommandId::random(),
             actor,
-            time_ms: crate::machine::now_ms(),
+            time_ms: crate::model::clock::now_ms(),
             expect_version,
             action,
-            history_keep: crate::machine::HISTORY_KEPT as u32,
+            history_keep: crate::model::node::HISTORY_KEPT as u32,
         }
     }
 
@@ -396,7 +353,7 @@ impl Command {
                     time_ms: v1.time_ms,
                     expect_version: v1.expect_version,
                     action: v1.action,
-                    history_keep: crate::machine::HISTORY_KEPT as u32,
+                    history_keep: crate::model::node::HISTORY_KEPT as u32,
                 })
             }
             Some((other, _)) => Err(format!(
@@ -487,6 +444,9 @@ mod tests {
             .unwrap();
         let decoded = Command::decode(&bytes).unwrap();
         assert_eq!(decoded.action, command.action);
-        assert_eq!(decoded.history_keep, crate::machine::HISTORY_KEPT as u32);
+        assert_eq!(
+            decoded.history_keep,
+            crate::model::node::HISTORY_KEPT as u32
+        );
     }
 }

@@ -211,14 +211,14 @@ impl Device {
         .await?;
         replication.set_history_keep(settings.history_keep());
         // Fires due schedules while this device leads (or is alone).
-        tokio::spawn(crate::schedule::run(
+        tokio::spawn(crate::workers::schedule::run(
             replication.clone(),
             engine.device().to_string(),
             cancel.child_token(),
         ));
         // Makes missing DNSSEC keys (while leading) and signs again when a
         // new signing window begins.
-        tokio::spawn(crate::dnssec::worker::run(
+        tokio::spawn(crate::workers::dnssec::run(
             replication.clone(),
             engine.clone(),
             engine.device().to_string(),
@@ -227,7 +227,7 @@ impl Device {
         ));
         // Makes and rotates the DNS cookie secret while this device leads
         // (or is alone).
-        tokio::spawn(crate::cookie_secret::run(
+        tokio::spawn(crate::workers::cookie_secret::run(
             replication.clone(),
             engine.clone(),
             cancel.child_token(),
@@ -256,7 +256,7 @@ impl Device {
         } else {
             None
         };
-        let router = api::router(ApiState {
+        let api_state = ApiState {
             engine: engine.clone(),
             replication: replication.clone(),
             peers,
@@ -268,7 +268,10 @@ impl Device {
             sessions: Arc::new(crate::access::sessions::Sessions::new()),
             mutual_tls: tls.is_some(),
             peer_http: peer_client(Duration::from_secs(3))?,
-        });
+        };
+        // The console's pages answer HTML, errors included: merged outside
+        // the API's JSON error layer.
+        let router = api::router(api_state.clone()).merge(crate::console::router(api_state));
         let stop = cancel.clone();
         let server_tls = tls.as_ref().map(|t| t.server.clone());
         let api_task = tokio::spawn(async move {

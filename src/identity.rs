@@ -82,7 +82,7 @@ pub fn secret(dir: &Path) -> Result<String, IdentityError> {
 
 /// A new random secret, not yet kept (see [`keep_secret`]).
 pub fn new_secret() -> Result<String, IdentityError> {
-    Ok(hex(&random_bytes::<32>()?))
+    Ok(crate::random::hex(&random_bytes::<32>()?))
 }
 
 /// Keeps `secret` as the device's cluster secret.
@@ -111,24 +111,8 @@ fn kept_or_new(path: &Path, end: &str) -> Result<String, IdentityError> {
     Ok(made)
 }
 
-/// Lower-case hex. Without a `format!` per byte: a configuration's
-/// thousands of part keys are written on every change.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        text.push(char::from(DIGITS[usize::from(b >> 4)]));
-        text.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    text
-}
-
-pub fn random_bytes<const N: usize>() -> Result<[u8; N], IdentityError> {
-    let mut raw = [0u8; N];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut raw))
-        .map_err(IdentityError::Random)?;
-    Ok(raw)
+fn random_bytes<const N: usize>() -> Result<[u8; N], IdentityError> {
+    crate::random::bytes::<N>().map_err(IdentityError::Random)
 }
 
 /// A file the device made on an earlier start, or `None` when there is
@@ -197,12 +181,6 @@ pub fn write_private(path: &Path, text: &str) -> Result<(), IdentityError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
-
-    #[test]
-    fn hex_is_two_lower_case_digits_a_byte() {
-        assert_eq!(hex(&[0x00, 0x09, 0xab, 0xf0, 0xff]), "0009abf0ff");
-        assert_eq!(hex(&[]), "");
-    }
 
     fn files(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::{Actor, DrainTarget};
+use crate::model::{actor::Actor, drain::DrainTarget};
 
 pub const OPERATOR_KEY: &str = "operator";
 /// Operator actions kept as event lines for the devices that install them.

@@ -825,8 +825,8 @@ async fn a_configuration_over_the_command_limit_is_refused_before_it_is_proposed
         .await
         .expect_err("over the limit");
     match err {
-        gtm::engine::ApplyError::Rejected(e) => {
-            assert_eq!(e.error, gtm::api::ErrorKind::TooLarge, "{e:?}");
+        gtm::replication::ApplyError::Rejected(e) => {
+            assert_eq!(e.error, gtm::model::error::ErrorKind::TooLarge, "{e:?}");
             assert!(
                 e.message.contains("MiB; the limit is 128 MiB"),
                 "{}",
@@ -1062,8 +1062,12 @@ async fn a_query_string_that_does_not_fit_is_a_json_error_naming_it() {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 400, "{method} {path}");
-        let e: gtm::api::ApiError = response.json().await.unwrap();
-        assert_eq!(e.error, gtm::api::ErrorKind::BadRequest, "{method} {path}");
+        let e: gtm::model::error::ApiError = response.json().await.unwrap();
+        assert_eq!(
+            e.error,
+            gtm::model::error::ErrorKind::BadRequest,
+            "{method} {path}"
+        );
         assert!(
             e.message.starts_with(want),
             "{method} {path}: {}",

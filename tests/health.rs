@@ -699,7 +699,7 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
         let resume = gtm::command::Action::Resume {
             record: LABEL.to_string(),
         };
-        let actor = gtm::command::Actor {
+        let actor = gtm::model::actor::Actor {
             user: "test".into(),
             device: "test1".into(),
         };

@@ -328,8 +328,8 @@ pub fn run_gtm(d: &TestDevice, args: &[&str]) -> Run {
 pub async fn apply_text(
     device: &Device,
     text: &str,
-) -> Result<gtm::replication::Applied, gtm::engine::ApplyError> {
-    let actor = gtm::command::Actor {
+) -> Result<gtm::replication::Applied, gtm::replication::ApplyError> {
+    let actor = gtm::model::actor::Actor {
         user: "test".into(),
         device: device.engine.device().to_string(),
     };

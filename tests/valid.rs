@@ -280,8 +280,8 @@ async fn a_configuration_the_state_machine_refuses_changes_nothing_on_any_device
     a.stop().await;
 }
 
-fn actor() -> gtm::command::Actor {
-    gtm::command::Actor {
+fn actor() -> gtm::model::actor::Actor {
+    gtm::model::actor::Actor {
         user: "test".into(),
         device: "test".into(),
     }

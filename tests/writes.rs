@@ -189,7 +189,7 @@ async fn the_first_write_on_the_demo_edits_the_demo_configuration() {
         json: r#"{"name":"dc9"}"#.into(),
         keep_children: false,
     });
-    let actor = gtm::command::Actor {
+    let actor = gtm::model::actor::Actor {
         user: "test".into(),
         device: "test1".into(),
     };

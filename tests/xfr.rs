@@ -11,10 +11,10 @@ use std::{
 };
 
 use gtm::{
-    command::{Action, Actor, DrainTarget, TsigChange},
+    command::{Action, TsigChange},
     device::Device,
     dns::tsig::{Secret, base64},
-    model::node::NodeSettings,
+    model::{actor::Actor, drain::DrainTarget, node::NodeSettings},
 };
 use hickory_server::proto::{
     op::{Message, MessageType, OpCode, Query, ResponseCode},

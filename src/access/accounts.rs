@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::Role;
-use crate::command::Actor;
+use crate::model::actor::Actor;
 
 /// The replicated map's key.
 pub const ACCOUNTS_KEY: &str = "accounts";
@@ -114,9 +114,7 @@ impl Accounts {
 /// A new token for `name`: the text to hand to its holder (shown once) and
 /// the digest to keep.
 pub fn new_token(name: &str) -> std::io::Result<(String, String)> {
-    let secret = crate::identity::hex(
-        &crate::identity::random_bytes::<32>().map_err(std::io::Error::other)?,
-    );
+    let secret = crate::random::hex(&crate::random::bytes::<32>()?);
     Ok((
         format!("{TOKEN_PREFIX}{name}.{secret}"),
         digest_hex(&secret),
@@ -124,7 +122,7 @@ pub fn new_token(name: &str) -> std::io::Result<(String, String)> {
 }
 
 fn digest_hex(secret: &str) -> String {
-    crate::identity::hex(ring::digest::digest(&ring::digest::SHA256, secret.as_bytes()).as_ref())
+    crate::random::hex(ring::digest::digest(&ring::digest::SHA256, secret.as_bytes()).as_ref())
 }
 
 /// Checks an account name: 1 to 32 of `a-z 0-9 - _`, starting with a

@@ -69,8 +69,8 @@ impl Sessions {
     /// Opens a session for a principal whose credentials were checked;
     /// returns its id (the cookie's value) and CSRF token.
     pub fn open(&self, name: &str, role: Role) -> std::io::Result<SessionRef> {
-        let id = crate::identity::hex(&random::<32>()?);
-        let csrf = crate::identity::hex(&random::<32>()?);
+        let id = crate::random::hex(&crate::random::bytes::<32>()?);
+        let csrf = crate::random::hex(&crate::random::bytes::<32>()?);
         let now = Instant::now();
         let mut open = lock(&self.open);
         open.retain(|_, s| live(s, now));
@@ -170,10 +170,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding it cannot happen (no code under the lock
     // panics); take the data anyway rather than fail every login after.
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn random<const N: usize>() -> std::io::Result<[u8; N]> {
-    crate::identity::random_bytes::<N>().map_err(std::io::Error::other)
 }
 
 /// The `Set-Cookie` value that gives a browser its session: never readable

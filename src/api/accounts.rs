@@ -8,7 +8,11 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, blocking, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, blocking, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{
     access::{
         Principal, Role,

@@ -16,8 +16,12 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 
-use super::{API_TOKEN_NAME, ApiError, ApiState, ErrorKind};
+use super::{API_TOKEN_NAME, ApiState};
+
+use crate::model::error::ErrorKind;
+
 use crate::access::{Principal, Role, SessionRef, accounts::Accounts, password, sessions};
+use crate::model::error::ApiError;
 
 /// The header a session's script sends its CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";

@@ -9,7 +9,11 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, blocking, not_found, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, blocking, not_found, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{
     access::Principal,
     command::Action,

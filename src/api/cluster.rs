@@ -4,8 +4,12 @@
 use axum::{Extension, Json, extract::State};
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, writable};
+
 use crate::access::Principal;
+use crate::model::error::ErrorKind;
 use gtm_cluster::ClusterStatus;
 
 /// What `gtm cluster init` and `recover` report.

@@ -10,7 +10,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, blocking, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, blocking, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{access::Principal, model};
 
 /// The result of an apply or a dry run.

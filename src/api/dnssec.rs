@@ -9,7 +9,11 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{
     access::Principal,
     command::{Action, DnssecChange, RolloverStep},
@@ -79,7 +83,7 @@ pub(crate) async fn rollover(
                         .unwrap_or_default()
                 }
             };
-            let key = KeyMaterial::generate(algorithm, crate::machine::now_ms())
+            let key = KeyMaterial::generate(algorithm, crate::model::clock::now_ms())
                 .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
             RolloverStep::Publish { key }
         }

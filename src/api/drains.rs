@@ -13,11 +13,12 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, blocking, record_label, writable};
-use crate::{
-    access::Principal,
-    command::{Action, DrainTarget},
-};
+use crate::model::error::ApiError;
+
+use super::{ApiState, blocking, record_label, writable};
+
+use crate::model::error::ErrorKind;
+use crate::{access::Principal, command::Action, model::drain::DrainTarget};
 
 /// `?dry_run=true&force=true`, the same as the body's flags.
 #[derive(Debug, Default, Deserialize)]

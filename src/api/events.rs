@@ -10,8 +10,12 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind};
+use crate::model::error::ApiError;
+
+use super::ApiState;
+
 use crate::engine::{Event, EventKind};
+use crate::model::error::ErrorKind;
 
 /// Filters of the event log.
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]

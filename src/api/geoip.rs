@@ -12,7 +12,11 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{
     engine::{Engine, EventKind},
     geo::{Geo, GeoInfo, install, update},

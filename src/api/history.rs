@@ -11,12 +11,17 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ApplyResult, ErrorKind, blocking, config::DryRun, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, ApplyResult, blocking, config::DryRun, writable};
+
 use crate::access::Principal;
+use crate::model::error::ErrorKind;
 use crate::{
-    command::{Action, Actor, CommandId, Outcome},
+    command::{Action, CommandId, Outcome},
     machine::{self, HistorySummary},
     model,
+    model::actor::Actor,
 };
 
 /// One configuration version as history lists it (without its text).

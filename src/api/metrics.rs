@@ -3,7 +3,9 @@
 
 use axum::{extract::State, http::header, response::IntoResponse};
 
-use super::{ApiError, ApiState};
+use crate::model::error::ApiError;
+
+use super::ApiState;
 use crate::metrics::Text;
 
 pub async fn metrics(State(state): State<ApiState>) -> Result<impl IntoResponse, ApiError> {

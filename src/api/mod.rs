@@ -16,7 +16,7 @@ mod cluster;
 mod config;
 mod dnssec;
 mod drains;
-mod error;
+pub mod error;
 mod events;
 pub(crate) mod geoip;
 mod history;
@@ -41,7 +41,6 @@ pub(crate) use cluster::cluster_token;
 pub use cluster::{ClusterMessage, JoinCommand, TokenResponse};
 pub use config::ApplyResult;
 pub use drains::{DrainAddress, DrainDatacenter};
-pub use error::{ApiError, ErrorKind};
 pub use events::{EventFilter, event_page};
 pub use geoip::{GeoLookup, GeoipStatus, lookup_in};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
@@ -50,8 +49,11 @@ pub use stats::DeviceRecordStats;
 pub use status::{StatusReport, health};
 
 use crate::access::{Principal, Role};
-use crate::command::Actor;
 use crate::engine::Engine;
+use crate::model::{
+    actor::Actor,
+    error::{ApiError, ErrorKind},
+};
 use crate::replication::Replication;
 use gtm_cluster::Store;
 
@@ -108,6 +110,9 @@ pub fn record_label(name: &str, rtype: &str) -> String {
 /// (`gtm_cluster::MAX_COMMAND_BYTES`, refused with its own message).
 const BODY_LIMIT: usize = 160 << 20;
 
+/// The API's routes (`/api/v1`, `/cluster/v1`, `/health`, `/metrics`) and
+/// the Raft RPC, with the JSON error layer. The console's pages are merged
+/// beside it by the device (outside that layer: they answer HTML).
 pub fn router(state: ApiState) -> Router {
     let (mut public, mut secret) = (Router::new(), Router::new());
     let mut by_role: Vec<(Role, Router<ApiState>)> = [Role::Viewer, Role::Operator, Role::Admin]
@@ -147,9 +152,6 @@ pub fn router(state: ApiState) -> Router {
             peer::device_certificate,
         ))
         .layer(middleware::from_fn(error::json_errors))
-        // The console's pages answer HTML, errors included: merged outside
-        // the JSON error layer.
-        .merge(crate::console::router(state))
 }
 
 /// Runs `work` on the blocking pool: parsing a large configuration, or

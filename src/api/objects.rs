@@ -18,9 +18,13 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{ApiError, ApiState, ApplyResult, ErrorKind};
+use crate::model::error::ApiError;
+
+use super::{ApiState, ApplyResult};
+
 use crate::access::Principal;
 pub use crate::machine::edit::Collection;
+use crate::model::error::ErrorKind;
 use crate::{
     command::{Action, Edit},
     machine::edit::{self, find, record_index},

@@ -10,8 +10,12 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use super::{ApiError, ApiState, ErrorKind, blocking, not_found, record_label};
+use crate::model::error::ApiError;
+
+use super::{ApiState, blocking, not_found, record_label};
+
 use crate::engine::Preview;
+use crate::model::error::ErrorKind;
 use crate::replication::{JoinRequest, LeaveRequest, Written};
 use gtm_cluster::SECRET_HEADER;
 

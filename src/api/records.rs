@@ -9,7 +9,11 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::{ApiError, ApiState, ErrorKind, blocking, not_found, record_label, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, blocking, not_found, record_label, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{access::Principal, command::Action, engine::Preview};
 use gtm_cluster::SECRET_HEADER;
 

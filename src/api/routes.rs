@@ -8,12 +8,14 @@ use axum::{
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
+use crate::model::error::ApiError;
+
 use super::{
-    ApiError, ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress,
-    DrainDatacenter, GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport,
-    TestRequest, TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, checks,
-    cluster, config, dnssec, drains, events, geoip, history, objects, peer, records, schedules,
-    stats, status, tsig,
+    ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress, DrainDatacenter,
+    GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport, TestRequest,
+    TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, checks, cluster,
+    config, dnssec, drains, events, geoip, history, objects, peer, records, schedules, stats,
+    status, tsig,
 };
 use crate::access::Role;
 use crate::engine::{CheckStatus, Event, Preview, RecordStatus};

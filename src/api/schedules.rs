@@ -2,7 +2,7 @@
 //! cancel scheduled operator actions. The receiving device reads the times
 //! (its clock for relative ones); the state machine keeps the schedules
 //! ([`crate::machine::schedule`]) and the leader fires them
-//! ([`crate::schedule`]).
+//! ([`crate::workers::schedule`]).
 
 use axum::{
     Extension, Json,
@@ -10,14 +10,16 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, record_label, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, record_label, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{
     access::Principal,
-    command::{Action, DrainTarget, ScheduleSpec},
-    machine::{
-        now_ms,
-        schedule::{Schedule, book_of},
-    },
+    command::{Action, ScheduleSpec},
+    machine::schedule::{Schedule, book_of},
+    model::{clock::now_ms, drain::DrainTarget},
 };
 
 /// How far in the past `at` may be (a clock a little behind the
@@ -109,7 +111,7 @@ pub(crate) async fn add(
     writable(&state)?;
     let now = now_ms();
     let bad = |e: String| ApiError::new(ErrorKind::BadRequest, e);
-    let at_ms = crate::schedule::parse_time(&req.at, now).map_err(|e| bad(format!("at: {e}")))?;
+    let at_ms = crate::when::parse_time(&req.at, now).map_err(|e| bad(format!("at: {e}")))?;
     if at_ms.saturating_add(PAST_TOLERANCE_MS) < now {
         return Err(bad(format!(
             "at: {} is in the past (now is {})",
@@ -118,9 +120,7 @@ pub(crate) async fn add(
         )));
     }
     let until_ms = match &req.until {
-        Some(u) => {
-            Some(crate::schedule::parse_time(u, now).map_err(|e| bad(format!("until: {e}")))?)
-        }
+        Some(u) => Some(crate::when::parse_time(u, now).map_err(|e| bad(format!("until: {e}")))?),
         None => None,
     };
     let spec = ScheduleSpec {

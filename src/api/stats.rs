@@ -10,8 +10,12 @@ use axum::{
 use hickory_server::proto::rr::{Name, RecordType};
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind};
+use crate::model::error::ApiError;
+
+use super::ApiState;
+
 use crate::dns::counters::RecordStats;
+use crate::model::error::ErrorKind;
 
 /// A record's counts and the device that counted them.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]

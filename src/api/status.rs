@@ -4,7 +4,9 @@
 use axum::{Json, extract::State};
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, GeoipStatus};
+use crate::model::error::ApiError;
+
+use super::{ApiState, GeoipStatus};
 use crate::engine::{CheckStatus, RecordStatus, ScenarioStatus};
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]

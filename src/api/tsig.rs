@@ -8,11 +8,16 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, writable};
+use crate::model::error::ApiError;
+
+use super::{ApiState, writable};
+
+use crate::model::error::ErrorKind;
 use crate::{
     access::Principal,
     command::{Action, TsigChange},
-    dns::tsig::{ALGORITHM, NewTsigKey, Secret, TsigKeyInfo, TsigKeys, check_name},
+    dns::tsig::{ALGORITHM, NewTsigKey, Secret, TsigKeyInfo, TsigKeys},
+    model::names::check_tsig_key_name,
 };
 
 /// A key to add.
@@ -30,7 +35,7 @@ pub(crate) async fn add(
     Extension(who): Extension<Principal>,
     Json(request): Json<TsigKeyRequest>,
 ) -> Result<Json<NewTsigKey>, ApiError> {
-    check_name(&request.name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
+    check_tsig_key_name(&request.name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
     let secret = Secret::generate().map_err(ApiError::internal)?;
     let shown = secret.base64();
     propose(

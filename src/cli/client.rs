@@ -8,9 +8,12 @@ use anyhow::{Result, bail};
 
 use super::Cli;
 use crate::{
-    api::{ApiError, ErrorKind},
     device::{API_FILE, TOKEN_FILE},
-    model::{self, node::default_data_dir},
+    model::{
+        self,
+        error::{ApiError, ErrorKind},
+        node::default_data_dir,
+    },
 };
 
 /// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
@@ -50,7 +53,7 @@ pub fn api_exit_code(kind: ErrorKind) -> i32 {
         ErrorKind::NoQuorum => 4,
         ErrorKind::NotFound => 5,
         ErrorKind::OutcomeUnknown => 6,
-        k if k.status().is_client_error() => 2,
+        k if (400..500).contains(&k.status()) => 2,
         _ => 1,
     }
 }

@@ -118,7 +118,7 @@ pub(super) async fn run(cli: &Cli, cmd: &DomainCmd) -> Result<()> {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(CliError::Api {
-                kind: crate::api::ErrorKind::Cluster,
+                kind: crate::model::error::ErrorKind::Cluster,
                 message: format!(
                     "{name} is signed in the configuration, but no key is in force yet; `gtm logs --kind config` says why, `gtm domain dnssec status {name}` shows it once there"
                 ),

@@ -73,7 +73,7 @@ pub async fn submit(State(state): State<ApiState>, request: Request) -> Response
             &name,
             next.as_deref(),
             Some(&e.message),
-            e.error.status(),
+            crate::api::error::status(e.error),
         ),
     }
 }

@@ -18,8 +18,11 @@ use serde::Deserialize;
 use super::layout::{self, csrf_field, query_value, segment};
 use super::records::{class_of, preview_href, text_of};
 use crate::access::{Principal, Role};
-use crate::api::{self, ApiError, ApiState, DeviceQuery};
 use crate::engine::Preview;
+use crate::{
+    api::{self, ApiState, DeviceQuery},
+    model::error::ApiError,
+};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct PreviewQuery {
@@ -108,7 +111,7 @@ fn error_page(state: &ApiState, who: &Principal, label: &str, e: &ApiError) -> R
         p { a href="/ui/" { "Back to the records" } }
     };
     let page = layout::page(label, state.engine.device(), Some(who), body);
-    (e.error.status(), page).into_response()
+    (crate::api::error::status(e.error), page).into_response()
 }
 
 /// Links to the same preview on each device of the cluster.

@@ -59,7 +59,7 @@ impl std::fmt::Debug for Secret {
 impl Secret {
     /// A new random secret, or an error when the system has no randomness.
     pub fn generate() -> Result<Self, String> {
-        crate::identity::random_bytes::<16>()
+        crate::random::bytes::<16>()
             .map(Self)
             .map_err(|e| e.to_string())
     }

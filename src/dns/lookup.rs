@@ -17,7 +17,8 @@ use hickory_server::proto::{
     rr::{Name, RData, Record, RecordType as Rt},
 };
 
-use super::snapshot::{Client, Draw, Node, Snapshot, ZoneData, choose, wire_key};
+use super::snapshot::{Client, Draw, Node, Snapshot, ZoneData, choose};
+use crate::model::names::wire_key;
 use crate::{dnssec::signer::NXNAME, geo::Geo};
 
 /// The content of a response.

@@ -407,7 +407,7 @@ fn answered(targets: &mut [Target], bytes: &[u8], from: SocketAddr) {
         Ok(response) if response.metadata.response_code == ResponseCode::NoError => {
             t.status.state = "answered".into();
             t.status.error = None;
-            t.status.answered_ms = Some(crate::machine::now_ms());
+            t.status.answered_ms = Some(crate::model::clock::now_ms());
             tracing::info!(zone = %t.status.domain, secondary = %t.address, serial = t.status.serial, "NOTIFY answered");
         }
         Ok(response) => {

@@ -30,55 +30,12 @@ use std::{
 use arc_swap::ArcSwap;
 
 use super::handler::DnsState;
-use crate::{metrics::Text, model::node::Network};
+use crate::{metrics::Text, model::abuse::Limits};
 
 /// Slots of the table (a power of two).
 pub const SLOTS: usize = 1 << 16;
-/// Responses per second to one client network by default.
-pub const DEFAULT_PER_SECOND: u32 = 1000;
-/// IPv4 clients are grouped by this prefix by default.
-pub const DEFAULT_IPV4_PREFIX: u8 = 24;
-/// IPv6 clients are grouped by this prefix by default.
-pub const DEFAULT_IPV6_PREFIX: u8 = 56;
-/// Every this-many-th limited response is sent truncated by default.
-pub const DEFAULT_SLIP: u32 = 2;
-/// The most responses per second a limit may allow.
-pub const MAX_PER_SECOND: u32 = 100_000_000;
 /// How often at most a line about limited responses is logged.
 pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
-
-/// The networks exempt by default: loopback, whose sources cannot come
-/// from outside the machine (the kernel drops them as martians).
-pub fn default_exempt() -> Vec<Network> {
-    ["127.0.0.0/8", "::1/128"]
-        .into_iter()
-        .filter_map(|n| Network::try_from(n.to_string()).ok())
-        .collect()
-}
-
-/// The limit in effect, from the `[rate_limit]` table with its defaults.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Limits {
-    pub enabled: bool,
-    pub per_second: u32,
-    pub ipv4_prefix: u8,
-    pub ipv6_prefix: u8,
-    pub slip: u32,
-    pub exempt: Vec<Network>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            per_second: DEFAULT_PER_SECOND,
-            ipv4_prefix: DEFAULT_IPV4_PREFIX,
-            ipv6_prefix: DEFAULT_IPV6_PREFIX,
-            slip: DEFAULT_SLIP,
-            exempt: default_exempt(),
-        }
-    }
-}
 
 /// What to do with the response to one UDP query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,6 +273,7 @@ pub fn truncated(msg: &[u8], payload: u16) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{abuse::*, node::Network};
 
     fn limits(per_second: u32, slip: u32) -> Limits {
         Limits {

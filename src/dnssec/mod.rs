@@ -1,7 +1,7 @@
 //! DNSSEC (docs/dnssec.md): zone keys kept in the replicated state
-//! ([`keys`]), online signing of the answers as they are built ([`signer`]),
-//! and the worker that makes missing keys and renews signatures
-//! ([`worker`]).
+//! ([`keys`]) and online signing of the answers as they are built
+//! ([`signer`]). The worker that makes missing keys and renews signatures
+//! is `workers::dnssec`.
 //!
 //! The DNS path never signs what it can know in advance: static and steered
 //! answers are signed with the snapshot (per place group and balance
@@ -10,4 +10,3 @@
 
 pub mod keys;
 pub mod signer;
-pub mod worker;

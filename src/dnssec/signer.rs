@@ -12,6 +12,8 @@
 //! re-sign worker rebuilds the answers when a week begins, so every
 //! signature served has at least a week left.
 
+use std::sync::Arc;
+
 use hickory_proto::{
     dnssec::{
         SigningKey, TBS,
@@ -20,7 +22,8 @@ use hickory_proto::{
     rr::{DNSClass, Name, RData, Record, RecordType, SerialNumber, domain::Label},
 };
 
-use super::keys::{KeyError, Published, ZoneKeys};
+use super::keys::{KeyError, Keyring, Published, ZoneKeys};
+use crate::model::compile::Compiled;
 
 /// The length of a signing window (a week), in seconds.
 pub const WINDOW_SECS: u64 = 7 * 24 * 3600;
@@ -189,6 +192,60 @@ impl ZoneSigner {
         let nsec_sig = self.sign(std::slice::from_ref(&nsec))?;
         Ok([negative_soa.clone(), soa_sig.clone(), nsec, nsec_sig])
     }
+}
+
+/// The signer of each zone of `compiled` that is signed and has a key, in
+/// zone order, for the window of `now_secs`. A key that does not read
+/// leaves its zone unsigned (logged).
+pub fn signers(compiled: &Compiled, keys: &Keyring, now_secs: u64) -> Vec<Option<Arc<ZoneSigner>>> {
+    compiled
+        .zones
+        .iter()
+        .map(|zone| {
+            zone.dnssec?;
+            let domain = zone.apex.to_string();
+            let domain = domain.trim_end_matches('.');
+            match ZoneSigner::new(&zone.apex, keys.get(domain)?, now_secs) {
+                Ok(s) => s.map(Arc::new),
+                Err(e) => {
+                    tracing::error!(domain, error = %e, "the zone's key cannot sign: the zone is answered unsigned");
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// The apex record sets a signed zone adds: DNSKEY, and CDS and CDNSKEY
+/// for the parent (RFC 7344); the zone gives them its SOA TTL.
+pub fn apex_records(signer: &ZoneSigner) -> Vec<(RecordType, Vec<RData>)> {
+    let record = RData::DNSSEC;
+    vec![
+        (
+            RecordType::DNSKEY,
+            signer
+                .dnskeys()
+                .into_iter()
+                .map(|k| record(DNSSECRData::DNSKEY(k)))
+                .collect(),
+        ),
+        (
+            RecordType::CDS,
+            signer
+                .for_parent()
+                .iter()
+                .map(|p| record(DNSSECRData::CDS(p.cds.clone())))
+                .collect(),
+        ),
+        (
+            RecordType::CDNSKEY,
+            signer
+                .for_parent()
+                .iter()
+                .map(|p| record(DNSSECRData::CDNSKEY(p.cdnskey.clone())))
+                .collect(),
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -10,12 +10,13 @@ use hickory_proto::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{Engine, now_ms};
+use super::Engine;
+use crate::model::clock::now_ms;
 use crate::{
     dns::snapshot::Snapshot,
     dnssec::{
         keys::{KeyState, Keyring, Published},
-        worker::signers,
+        signer::signers,
     },
     model::config::KeyAlgorithm,
 };

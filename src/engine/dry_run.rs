@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Engine;
 use crate::{
-    command::DrainTarget,
+    model::drain::DrainTarget,
     resolve::{self, Answer, Operator, PlaceAnswers},
 };
 

@@ -27,7 +27,6 @@ use std::{
     collections::{BTreeSet, HashMap, HashSet, VecDeque},
     ops::Range,
     sync::{Arc, Mutex, MutexGuard},
-    time::{SystemTime, UNIX_EPOCH},
 };
 
 use arc_swap::ArcSwap;
@@ -44,67 +43,24 @@ pub use store_writer::{StorageFault, StoreWriter};
 use crate::{
     dns::{
         handler::DnsState,
-        snapshot::{
-            RrsetSlot, Snapshot, key_name, label, same_signer, steered_answer, wire_key, wire_type,
-        },
+        snapshot::{RrsetSlot, Snapshot, label, same_signer, steered_answer, wire_type},
     },
     health::{Instance, threshold::Threshold},
     model::{
-        Compiled, Config, ConfigErrors, compile,
+        Compiled, Config, ConfigErrors,
+        clock::now_ms,
+        compile,
         compile::{
             Content, DrCondition, Hc, ModeSpec, RecordSpec, Steering, ZoneSpec, same_record,
         },
         condition::CheckRef,
         config::RecordType,
+        names::{key_name, wire_key},
     },
     resolve::{self, CheckState, Operator, PlaceAnswers, RecordState, Status},
 };
 use gtm_cluster::Store;
 use records::Records;
-
-/// Why an apply did not happen. Nothing of the configuration was applied.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    #[error("{0}")]
-    Invalid(ConfigErrors),
-    #[error("{0}")]
-    Store(gtm_cluster::StoreError),
-    /// The cluster cannot commit; the message names the devices not heard
-    /// from ([`ApplyError::no_quorum`]).
-    #[error("{0}")]
-    NoQuorum(String),
-    /// Handed to a leader that stopped answering: it may still apply.
-    #[error(
-        "outcome unknown for command {command}: {why}. It may still apply: `gtm command status {command}` shows its fate"
-    )]
-    Unknown { command: String, why: String },
-    /// Refused by the state machine: nothing changed, and nothing will.
-    /// Shown as the validation errors when there are some, as before.
-    #[error("{}", if .0.errors.is_empty() { .0.message.clone() } else { .0.errors.join("\n") })]
-    Rejected(crate::api::ApiError),
-    #[error("{0}")]
-    Cluster(String),
-}
-
-impl ApplyError {
-    /// No quorum, with the devices not heard from: none named when every
-    /// device answers but the leader could not confirm a quorum in time (a
-    /// busy machine, an election under way).
-    pub fn no_quorum(unreachable: &[String]) -> Self {
-        let why = if unreachable.is_empty() {
-            "every device answers, but no quorum confirmed this device's leadership in time \
-             (an election may be under way); nothing was applied, and nothing will be. Retry shortly"
-                .to_string()
-        } else {
-            format!(
-                "not heard from {}; nothing was applied, and nothing will be. Bring them back, \
-                 or run `gtm cluster recover --force-single` on this device if they are lost for good",
-                unreachable.join(", ")
-            )
-        };
-        Self::NoQuorum(format!("no quorum: {why}"))
-    }
-}
 
 /// What an event is about, for filtering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -501,12 +457,6 @@ impl RecordKey {
             kind: record.kind,
         }
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Engine {
@@ -1706,7 +1656,7 @@ fn changed_records(zone: &ZoneSpec, before: &ZoneSpec) -> ZoneSpec {
 }
 
 fn build_error(e: crate::dns::snapshot::BuildError) -> ConfigErrors {
-    ConfigErrors(vec![crate::model::compile::ConfigError {
+    ConfigErrors(vec![crate::model::ConfigError {
         path: format!("record {}", e.record),
         message: format!("cannot be served: {}", e.message),
     }])
@@ -1757,7 +1707,7 @@ fn prepare_compiled(
             },
         )
         .collect();
-    let signers = crate::dnssec::worker::signers(&compiled, keys, now_ms() / 1000);
+    let signers = crate::dnssec::signer::signers(&compiled, keys, now_ms() / 1000);
     let snapshot =
         Snapshot::build(&compiled, previous, proof, &signers, &serials).map_err(build_error)?;
     Ok((compiled, snapshot))

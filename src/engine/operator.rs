@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 
 use super::{Engine, EventKind, Inner, Threshold};
 use crate::{
-    command::DrainTarget,
-    model::{condition::CheckRef, config::CheckType},
+    model::{condition::CheckRef, config::CheckType, drain::DrainTarget},
     operator::OperatorState,
     resolve::{CheckState, HealthView, Operator},
 };

@@ -73,7 +73,7 @@ pub(super) fn new_epoch() -> u64 {
     match ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes) {
         Ok(()) => u64::from_le_bytes(bytes),
         // The time then: still another value per start.
-        Err(_) => super::now_ms() ^ u64::from(std::process::id()).rotate_left(32),
+        Err(_) => crate::model::clock::now_ms() ^ u64::from(std::process::id()).rotate_left(32),
     }
 }
 

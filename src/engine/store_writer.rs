@@ -330,7 +330,7 @@ impl Writer {
                 *fault = Some(StorageFault {
                     path: self.dir.display().to_string(),
                     error,
-                    since_ms: super::now_ms(),
+                    since_ms: crate::model::clock::now_ms(),
                     pending: self.kept.len(),
                 });
             }

@@ -8,10 +8,6 @@ use std::{io::Read, sync::Arc, time::Duration};
 
 use super::MAX_DATABASE_BYTES;
 
-/// DB-IP's IP to Country Lite (CC BY 4.0), published monthly.
-pub const DEFAULT_SOURCE: &str =
-    "https://download.db-ip.com/free/dbip-country-lite-{year}-{month}.mmdb.gz";
-
 /// Why a download gave no database.
 #[derive(Debug, thiserror::Error)]
 pub enum DownloadError {
@@ -177,7 +173,7 @@ mod tests {
     #[test]
     fn months_are_filled_and_stepped_back_across_a_year() {
         assert_eq!(
-            fill(DEFAULT_SOURCE, (2026, 3)),
+            fill(crate::model::config::DEFAULT_GEOIP_SOURCE, (2026, 3)),
             "https://download.db-ip.com/free/dbip-country-lite-2026-03.mmdb.gz"
         );
         assert_eq!(previous((2026, 1)), (2025, 12));

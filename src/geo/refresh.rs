@@ -9,6 +9,8 @@ use std::{path::PathBuf, time::Duration};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::model::clock::now_ms;
+
 use super::{
     Geo, GeoInfo,
     download::{self, fill, month_of, previous},
@@ -78,13 +80,6 @@ impl Plan {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// The refresh task of a device: looks once a minute whether a download is
 /// due under the current configuration (`settings` gives the source
 /// template and whether monthly updates are on), and downloads when it is.
@@ -144,14 +139,14 @@ mod tests {
 
     #[test]
     fn a_device_without_a_database_downloads_at_once_when_monthly() {
-        let plan = Plan::at_start(None, download::DEFAULT_SOURCE, DEC_1);
+        let plan = Plan::at_start(None, crate::model::config::DEFAULT_GEOIP_SOURCE, DEC_1);
         assert!(plan.due(true, DEC_1));
         assert!(!plan.due(false, DEC_1), "update off: never by itself");
     }
 
     #[test]
     fn last_months_database_is_refreshed_at_start_this_months_is_not() {
-        let t = download::DEFAULT_SOURCE;
+        let t = crate::model::config::DEFAULT_GEOIP_SOURCE;
         let old = info(&fill(t, (2026, 11)), NOV_15);
         assert!(Plan::at_start(Some(&old), t, DEC_1).due(true, DEC_1));
         let fresh = info(&fill(t, (2026, 12)), NOV_15);
@@ -167,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_month_before_fallback_is_retried_hours_later_not_at_once() {
-        let mut plan = Plan::at_start(None, download::DEFAULT_SOURCE, DEC_1);
+        let mut plan = Plan::at_start(None, crate::model::config::DEFAULT_GEOIP_SOURCE, DEC_1);
         plan.succeeded((2026, 11), DEC_1);
         assert!(!plan.due(true, DEC_1 + 60_000));
         assert!(plan.due(true, DEC_1 + FALLBACK_PAUSE_MS));

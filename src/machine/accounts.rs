@@ -13,8 +13,8 @@ use crate::{
         accounts::{ACCOUNTS_KEY, Accounts, Token, User, check_name},
         password,
     },
-    api::ErrorKind,
     command::{AccountChange, Action, Command, Outcome},
+    model::error::ErrorKind,
 };
 use gtm_cluster::Write;
 

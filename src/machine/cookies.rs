@@ -85,7 +85,7 @@ pub(super) fn run(kv: &Map, index: u64, version: u64, command: &Command) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::Actor;
+    use crate::model::actor::Actor;
     use gtm_cluster::Machine;
 
     fn rotate(

@@ -6,10 +6,9 @@ use gtm_cluster::Map;
 
 use super::{Change, operator, rejected};
 use crate::{
-    api::ErrorKind,
     command::{Action, Command, DnssecChange, Outcome, RolloverStep},
     dnssec::keys::{KeyMaterial, KeyState, Published, ZoneKey, ZoneKeys, keyring_of, map_key},
-    model::Config,
+    model::{Config, error::ErrorKind},
 };
 use gtm_cluster::Write;
 
@@ -271,14 +270,14 @@ fn rollover(
 mod tests {
     use super::*;
     use crate::{
-        command::{Actor, Command},
+        command::Command,
         dnssec::keys::KeyMaterial,
         machine::{CONFIG_KEY, GtmMachine},
-        model::config::KeyAlgorithm,
+        model::{actor::Actor, config::KeyAlgorithm},
     };
 
     fn apply(machine: &GtmMachine, kv: &mut Map, action: Action) -> Outcome {
-        apply_at(machine, kv, action, crate::machine::now_ms())
+        apply_at(machine, kv, action, crate::model::clock::now_ms())
     }
 
     fn apply_at(machine: &GtmMachine, kv: &mut Map, action: Action, time_ms: u64) -> Outcome {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Map, Value};
 
-use crate::api::{ApiError, ErrorKind};
 use crate::command::{Edit, Kind};
+use crate::model::error::{ApiError, ErrorKind};
 use crate::model::{
     Config,
     config::{Address, Check, Datacenter, Domain, Record, Scenario, Service, same_name},

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use gtm_cluster::Write;
 
 use super::*;
-use crate::command::{Action, Actor, Command, Outcome};
+use crate::{
+    command::{Action, Command, Outcome},
+    model::actor::Actor,
+};
 
 fn zone(ttl: u32) -> String {
     format!(
@@ -91,7 +94,7 @@ fn a_rollback_is_a_new_version_with_the_old_text_and_a_pruned_version_is_refused
     }
     match run(&machine, &mut kv, 4, 2, Action::Rollback { version: 1 }) {
         Outcome::Rejected(e) => {
-            assert_eq!(e.error, crate::api::ErrorKind::NotFound);
+            assert_eq!(e.error, crate::model::error::ErrorKind::NotFound);
             assert!(
                 e.message
                     .contains("version 1 is not in the configuration history"),

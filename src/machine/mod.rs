@@ -24,7 +24,8 @@
 //! - `tsig`: JSON [`crate::dns::tsig::TsigKeys`], the TSIG keys;
 //! - `history/<version, 20 digits>`: JSON [`HistoryEntry`], the last
 //!   versions (as many as the command's `history_keep`, see
-//!   [`HISTORY_KEPT`]), and `history-parts/<version, 20 digits>`: the
+//!   [`HISTORY_KEPT`](crate::model::node::HISTORY_KEPT)), and
+//!   `history-parts/<version, 20 digits>`: the
 //!   list of that version's text's parts while history keeps it (within
 //!   [`HISTORY_TEXT_BUDGET`]), parts it shares with the committed text
 //!   and other versions kept once; entries written before keep their
@@ -43,17 +44,17 @@ pub mod schedule;
 mod tsig;
 mod zone_versions;
 
-use std::{
-    sync::{Arc, Mutex},
-    time::{SystemTime, UNIX_EPOCH},
-};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    api::{ApiError, ErrorKind},
-    command::{Action, Actor, Command, CommandId, Outcome},
-    model::{self, Config},
+    command::{Action, Command, CommandId, Outcome},
+    model::{
+        self, Config,
+        actor::Actor,
+        error::{ApiError, ErrorKind},
+    },
 };
 use gtm_cluster::{
     Effect, Map, Write,
@@ -74,9 +75,6 @@ const ORDER_PREFIX: &str = "outcome-order/";
 /// Outcomes kept for deduplication: far more commands than can be in
 /// flight (retried) at once.
 pub const OUTCOMES_KEPT: usize = 1000;
-/// Configuration versions kept in history by default (the `history_keep`
-/// node setting; each command carries its proposer's).
-pub const HISTORY_KEPT: usize = 100;
 /// The configuration texts kept in history, in bytes at most, a part that
 /// versions share counted once: beyond it the oldest entries keep their
 /// metadata and diff but not their text (and cannot be shown whole or
@@ -89,12 +87,6 @@ pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
 /// every listing of history reads and every device's store writes again
 /// beside the outcomes of the commands after it.
 pub const LINES_KEPT: usize = 1000;
-
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// One configuration version, as history keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::command::{Action, Actor, Command, Outcome};
+use crate::{
+    command::{Action, Command, Outcome},
+    model::actor::Actor,
+};
 
 fn text(ip: &str) -> String {
     format!(

@@ -15,12 +15,13 @@ pub use crate::operator::{
     Drain, ManualCheck, OPERATOR_KEY, OperatorState, RECENT_KEPT, Recent, state_of,
 };
 use crate::{
-    api::ErrorKind,
-    command::{Action, Command, DrainTarget, Outcome},
+    command::{Action, Command, Outcome},
     model::{
         Config,
         compile::{Compiled, Content, compile},
         config::CheckType,
+        drain::DrainTarget,
+        error::ErrorKind,
     },
 };
 use gtm_cluster::{Map, Write};
@@ -266,7 +267,7 @@ pub(super) fn prune(kv: &Map, new: &Compiled) -> Option<Write> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::Actor;
+    use crate::model::actor::Actor;
 
     const CONFIG: &str = r#"
 [[datacenter]]

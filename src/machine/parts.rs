@@ -105,7 +105,7 @@ pub(super) fn parts_key(version: u64) -> String {
 
 /// The key of a part: its hash in hex.
 fn part_key(hash: &[u8; 16]) -> String {
-    format!("{PART_PREFIX}{}", crate::identity::hex(hash))
+    format!("{PART_PREFIX}{}", crate::random::hex(hash))
 }
 
 /// The hash of a part: the same on every device and with every build.
@@ -230,10 +230,7 @@ mod tests {
         ];
         assert_eq!(decode_list(&encode_list(&list)), Some(list.clone()));
         assert_eq!(decode_list(&encode_list(&[])), Some(Vec::new()));
-        let json = format!(
-            r#"[{{"hash":"{}","len":5}}]"#,
-            crate::identity::hex(&[7; 16])
-        );
+        let json = format!(r#"[{{"hash":"{}","len":5}}]"#, crate::random::hex(&[7; 16]));
         assert_eq!(decode_list(json.as_bytes()), Some(vec![list[0]]));
         for bad in [
             &b""[..],

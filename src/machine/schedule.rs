@@ -13,9 +13,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{Change, operator, rejected};
 use crate::{
-    api::{ApiError, ErrorKind},
-    command::{Action, Actor, Command, Outcome, ScheduleSpec},
-    model::Config,
+    command::{Action, Command, Outcome, ScheduleSpec},
+    model::{
+        Config,
+        actor::Actor,
+        error::{ApiError, ErrorKind},
+    },
     operator::OperatorState,
 };
 use gtm_cluster::Write;
@@ -447,7 +450,7 @@ fn prune(book: &mut Book) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::DrainTarget;
+    use crate::model::drain::DrainTarget;
     use gtm_cluster::Machine;
 
     const CONFIG: &str = r#"

@@ -11,10 +11,9 @@ use gtm_cluster::Map;
 
 use super::{Change, operator, rejected};
 use crate::{
-    api::ErrorKind,
     command::{Action, Command, Outcome, TsigChange},
-    dns::tsig::{ALGORITHM, SECRET_LEN, StoredKey, TSIG_KEY, TsigKeys, check_name},
-    model::{Config, ConfigErrors, compile::ConfigError},
+    dns::tsig::{ALGORITHM, SECRET_LEN, StoredKey, TSIG_KEY, TsigKeys},
+    model::{Config, ConfigError, ConfigErrors, error::ErrorKind, names::check_tsig_key_name},
 };
 use gtm_cluster::Write;
 
@@ -37,7 +36,7 @@ pub(super) fn run(
             algorithm,
             secret,
         } => {
-            if let Err(e) = check_name(name) {
+            if let Err(e) = check_tsig_key_name(name) {
                 return Some(rejected(ErrorKind::BadRequest, e));
             }
             if algorithm != ALGORITHM {
@@ -146,11 +145,7 @@ pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
-        command::{Actor, Command},
-        dns::tsig::Secret,
-        machine::GtmMachine,
-    };
+    use crate::{command::Command, dns::tsig::Secret, machine::GtmMachine, model::actor::Actor};
 
     fn apply(kv: &mut Map, index: u64, action: Action) -> Outcome {
         let command = Command::new(Actor::default(), None, action);

@@ -1,14 +1,25 @@
-//! The `[rate_limit]` and `[cookies]` tables: their defaults and rules
+//! The `[rate_limit]` and `[cookies]` tables: their defaults and rules, and
+//! the response rate limit they set (applied by `dns::rrl`)
 //! (docs/configuration.md, "Rate limiting and cookies").
 
 use std::time::Duration;
 
 use super::{
-    compile::ConfigError,
     config::{Cookies, RateLimit},
+    error::ConfigError,
     node::Network,
 };
-use crate::dns::rrl::{Limits, MAX_PER_SECOND};
+
+/// Responses per second to one client network by default.
+pub const DEFAULT_PER_SECOND: u32 = 1000;
+/// IPv4 clients are grouped by this prefix by default.
+pub const DEFAULT_IPV4_PREFIX: u8 = 24;
+/// IPv6 clients are grouped by this prefix by default.
+pub const DEFAULT_IPV6_PREFIX: u8 = 56;
+/// Every this-many-th limited response is sent truncated by default.
+pub const DEFAULT_SLIP: u32 = 2;
+/// The most responses per second a limit may allow.
+pub const MAX_PER_SECOND: u32 = 100_000_000;
 
 /// How often the cookie secret is replaced by default: 30 days.
 pub const DEFAULT_COOKIE_ROTATION: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -188,5 +199,38 @@ mod tests {
         );
         let unknown = compiled("[rate_limit]\nrate = 5\n").unwrap_err();
         assert!(unknown[0].contains("rate"), "{unknown:?}");
+    }
+}
+
+/// The networks exempt by default: loopback, whose sources cannot come
+/// from outside the machine (the kernel drops them as martians).
+pub fn default_exempt() -> Vec<Network> {
+    ["127.0.0.0/8", "::1/128"]
+        .into_iter()
+        .filter_map(|n| Network::try_from(n.to_string()).ok())
+        .collect()
+}
+
+/// The limit in effect, from the `[rate_limit]` table with its defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    pub enabled: bool,
+    pub per_second: u32,
+    pub ipv4_prefix: u8,
+    pub ipv6_prefix: u8,
+    pub slip: u32,
+    pub exempt: Vec<Network>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            per_second: DEFAULT_PER_SECOND,
+            ipv4_prefix: DEFAULT_IPV4_PREFIX,
+            ipv6_prefix: DEFAULT_IPV6_PREFIX,
+            slip: DEFAULT_SLIP,
+            exempt: default_exempt(),
+        }
     }
 }

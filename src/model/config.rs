@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use super::duration::Interval;
 
+/// Where the GeoIP database is downloaded from by default: DB-IP's IP to
+/// Country Lite (CC BY 4.0), published monthly.
+pub const DEFAULT_GEOIP_SOURCE: &str =
+    "https://download.db-ip.com/free/dbip-country-lite-{year}-{month}.mmdb.gz";
+
 /// A list as decoded, its spare capacity given back. A decoder grows a list
 /// one item at a time (four places for one address), and what it decodes
 /// lives as long as its version of the configuration: at a million
@@ -175,7 +180,7 @@ impl Config {
         self.geoip
             .as_ref()
             .and_then(|g| g.source.as_deref())
-            .unwrap_or(crate::geo::download::DEFAULT_SOURCE)
+            .unwrap_or(DEFAULT_GEOIP_SOURCE)
     }
 
     /// Whether devices refresh their GeoIP database monthly: only with a

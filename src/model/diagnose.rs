@@ -31,7 +31,7 @@ use toml::{
 };
 use toml_parser::{Source, lexer::TokenKind};
 
-use super::{compile::ConfigError, config::*};
+use super::{config::*, error::ConfigError};
 
 /// The longest value quoted in a message; longer ones are cut.
 const QUOTED_CHARS: usize = 80;

@@ -4,21 +4,27 @@
 //! it into [`Compiled`], the only form the rest of gtm reads.
 
 pub mod abuse;
+pub mod actor;
 mod alike;
+pub mod clock;
 pub mod compile;
 pub mod condition;
 pub mod config;
 mod diagnose;
+pub mod drain;
 pub mod duration;
+pub mod error;
 pub mod layout;
+pub mod names;
 pub mod node;
 mod parse;
 pub mod place;
 pub mod text;
 pub mod value;
 
-pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
+pub use compile::{Compiled, compile};
 pub use config::Config;
+pub use error::{ConfigError, ConfigErrors};
 pub use parse::{parse, parse_finely_and_whole, parse_like};
 
 /// The text of domain `a.test` with `nameservers` (written inside the

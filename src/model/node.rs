@@ -9,6 +9,10 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
+/// Configuration versions kept in history by default (the `history_keep`
+/// node setting; each command carries its proposer's).
+pub const HISTORY_KEPT: usize = 100;
+
 /// The node file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -234,7 +238,7 @@ impl NodeSettings {
             ));
         }
         if let Some(level) = &self.log_level {
-            crate::service::logging::parse_filter(level)
+            parse_log_filter(level)
                 .map_err(|e| format!("node setting log_level: \"{level}\": {e}"))?;
         }
         if self.history_keep == Some(0) {
@@ -248,14 +252,23 @@ impl NodeSettings {
 
     /// Configuration versions history keeps: `history_keep`, default 100.
     pub fn history_keep(&self) -> u32 {
-        self.history_keep
-            .unwrap_or(crate::machine::HISTORY_KEPT as u32)
+        self.history_keep.unwrap_or(HISTORY_KEPT as u32)
     }
 
     /// The NSID value answered: `nsid`, else the device name.
     pub fn nsid(&self) -> &str {
         self.nsid.as_deref().unwrap_or(&self.name)
     }
+}
+
+/// Checks and parses a log filter (`log_level`, `GTM_LOG`, `RUST_LOG`): the
+/// directives of `tracing_subscriber`'s `EnvFilter`, without regular
+/// expressions.
+pub fn parse_log_filter(directives: &str) -> Result<tracing_subscriber::EnvFilter, String> {
+    tracing_subscriber::EnvFilter::builder()
+        .with_regex(false)
+        .parse(directives)
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -30,9 +30,9 @@ use serde::de::DeserializeOwned;
 
 use super::{
     alike::{Like, share_domain, share_records},
-    compile::{ConfigError, ConfigErrors},
     config::{Config, Record},
     diagnose,
+    error::{ConfigError, ConfigErrors},
     layout::{RecordList, record_list},
 };
 

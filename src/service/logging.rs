@@ -8,7 +8,7 @@ use tracing_subscriber::{
     EnvFilter, Layer, Registry, layer::SubscriberExt, reload, util::SubscriberInitExt,
 };
 
-use crate::model::node::LogFormat;
+use crate::model::node::{LogFormat, parse_log_filter};
 
 /// The filter without `GTM_LOG`, `RUST_LOG` or `log_level`. hickory_proto
 /// warns once per malformed EDNS option it decodes (TCP): a log flood
@@ -19,14 +19,6 @@ pub const DEFAULT_FILTER: &str = "info,hickory_server=warn,hickory_proto=error,o
 
 static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 
-/// Checks a filter as `GTM_LOG` and `log_level` take it.
-pub fn parse_filter(directives: &str) -> Result<EnvFilter, String> {
-    EnvFilter::builder()
-        .with_regex(false)
-        .parse(directives)
-        .map_err(|e| e.to_string())
-}
-
 /// The filter in force: `GTM_LOG`, else `RUST_LOG`, else `log_level` (the
 /// node setting), else [`DEFAULT_FILTER`]. An environment variable that
 /// does not parse is reported and skipped.
@@ -34,14 +26,14 @@ fn filter(log_level: Option<&str>) -> (EnvFilter, Option<String>) {
     let mut warning = None;
     for var in ["GTM_LOG", "RUST_LOG"] {
         if let Ok(value) = std::env::var(var) {
-            match parse_filter(&value) {
+            match parse_log_filter(&value) {
                 Ok(f) => return (f, warning),
                 Err(e) => warning = Some(format!("{var}=\"{value}\" ignored: {e}")),
             }
         }
     }
     let f = log_level
-        .and_then(|l| parse_filter(l).ok())
+        .and_then(|l| parse_log_filter(l).ok())
         .unwrap_or_else(|| EnvFilter::new(DEFAULT_FILTER));
     (f, warning)
 }

@@ -249,7 +249,7 @@ fn raft() {
     let members = BTreeMap::from([(1u64, node("a", "dc1", 8053)), (2, node("b", "dc2", 8054))]);
     let membership = Membership::new(vec![members.keys().copied().collect()], members.clone());
     let command = gtm::command::Command::new(
-        gtm::command::Actor {
+        gtm::model::actor::Actor {
             user: "admin".into(),
             device: "a".into(),
         },

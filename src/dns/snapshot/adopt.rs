@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use hickory_server::proto::rr::{RecordType as Rt, rdata::SOA};
 
-use super::{BuildError, Snapshot, ZoneData, counters_before, negative_soa, wire_key, wire_type};
+use super::{BuildError, Snapshot, ZoneData, counters_before, negative_soa, wire_type};
+use crate::model::names::wire_key;
 use crate::{
     chunked::Chunked,
     dns::counters::Counters,

@@ -13,11 +13,10 @@ use std::{
 
 use hickory_server::proto::rr::{RecordType as Rt, rdata::SOA};
 
-use super::{
-    BuildError, Node, Snapshot, ZoneData, negative_soa, nodes::Nodes, wire_key, wire_type,
-};
+use super::{BuildError, Node, Snapshot, ZoneData, negative_soa, nodes::Nodes, wire_type};
 use crate::chunked::Chunked;
 use crate::model::compile::{Content, RecordSpec, ZoneSpec, same_record};
+use crate::model::names::wire_key;
 
 /// How a zone's records changed, when the change leaves every other
 /// record's slot where a whole build would put it among its name's slots.

@@ -24,6 +24,7 @@ use hickory_server::proto::{
 };
 
 use super::{counters::Counters, wire::Ecs};
+use crate::model::names::{key_name, wire_key};
 
 use crate::{
     chunked::Chunked,
@@ -535,7 +536,7 @@ impl Snapshot {
         ];
         if let Some(s) = signer {
             sets.extend(
-                crate::dnssec::worker::apex_records(s)
+                crate::dnssec::signer::apex_records(s)
                     .into_iter()
                     .map(|(rt, data)| (rt, spec.soa_ttl, data)),
             );
@@ -832,36 +833,6 @@ fn labels(key: &[u8]) -> usize {
         at += 1 + usize::from(len);
     }
     n
-}
-
-/// The lower-case wire form of a name: the key of [`Snapshot::node`].
-pub fn wire_key(name: &Name) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(name.len() + 1);
-    for label in name.to_lowercase().iter() {
-        out.push(label.len() as u8);
-        out.extend_from_slice(label);
-    }
-    out.push(0);
-    out.into_boxed_slice()
-}
-
-/// The name of a key [`wire_key`] made (the root for bytes that are not
-/// one, which no key is).
-pub fn key_name(key: &[u8]) -> Name {
-    let mut labels = Vec::new();
-    let mut at = 0;
-    while let Some(&len) = key.get(at) {
-        let len = usize::from(len);
-        if len == 0 {
-            break;
-        }
-        match key.get(at + 1..at + 1 + len) {
-            Some(label) => labels.push(label),
-            None => return Name::root(),
-        }
-        at += 1 + len;
-    }
-    Name::from_labels(labels).unwrap_or_else(|_| Name::root())
 }
 
 pub fn wire_type(kind: crate::model::config::RecordType) -> Rt {

@@ -9,7 +9,6 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    fmt,
     net::IpAddr,
     str::FromStr,
     sync::Arc,
@@ -21,47 +20,14 @@ use hickory_server::proto::rr::{
     rdata::{A, AAAA, CNAME, SOA, TXT},
 };
 
-use crate::dns::snapshot::{key_name, wire_key};
-
 use super::{
     condition::{self, CheckRef, Expr},
     config::*,
+    error::{ConfigError, ConfigErrors},
+    names::{key_name, wire_key},
     place::{Continent, Country},
     value::Value,
 };
-
-/// One thing wrong with a configuration, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-/// Every error of a configuration that did not validate.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigErrors(pub Vec<ConfigError>);
-
-impl fmt::Display for ConfigErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
-    }
-}
 
 /// Index of a datacenter in [`Compiled::datacenters`].
 pub type DcId = usize;
@@ -95,7 +61,7 @@ pub struct Compiled {
     /// next configuration's when a zone did not change.
     pub zones: Vec<Arc<ZoneSpec>>,
     /// `[rate_limit]` with its defaults.
-    pub rate_limit: crate::dns::rrl::Limits,
+    pub rate_limit: crate::model::abuse::Limits,
     /// `[cookies] rotate` with its default.
     pub cookie_rotation: Duration,
 }
@@ -1359,7 +1325,7 @@ impl Cx {
                     continue;
                 }
             };
-            if let Err(e) = crate::dns::tsig::check_name(&s.key) {
+            if let Err(e) = crate::model::names::check_tsig_key_name(&s.key) {
                 self.err(&spath, format!("key: {e}"));
                 continue;
             }

@@ -52,7 +52,7 @@ pub(super) fn shares_a_kept_name(
             // No kept record's name reads so: each made an owner.
             return false;
         };
-        let hash = super::owner_hash(&crate::dns::snapshot::wire_key(&owner));
+        let hash = super::owner_hash(&crate::model::names::wire_key(&owner));
         hashes
             .iter()
             .enumerate()

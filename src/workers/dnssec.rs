@@ -4,20 +4,14 @@
 
 use std::{sync::Arc, time::Duration};
 
-use hickory_proto::{
-    dnssec::rdata::DNSSECRData,
-    rr::{RData, RecordType},
-};
-
-use super::{
-    keys::{KeyMaterial, Keyring, keyring_of},
-    signer::{ZoneSigner, window_of},
-};
 use crate::{
-    command::{Action, Actor, DnssecChange},
+    command::{Action, DnssecChange},
+    dnssec::{
+        keys::{KeyMaterial, keyring_of},
+        signer::window_of,
+    },
     engine::Engine,
-    machine::now_ms,
-    model::{compile::Compiled, config::KeyAlgorithm},
+    model::{actor::Actor, clock::now_ms, config::KeyAlgorithm},
     replication::Replication,
 };
 
@@ -26,60 +20,6 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// The name key proposals act as, with the proposing device.
 pub const KEYS_USER: &str = "dnssec";
-
-/// The signer of each zone of `compiled` that is signed and has a key, in
-/// zone order, for the window of `now_secs`. A key that does not read
-/// leaves its zone unsigned (logged).
-pub fn signers(compiled: &Compiled, keys: &Keyring, now_secs: u64) -> Vec<Option<Arc<ZoneSigner>>> {
-    compiled
-        .zones
-        .iter()
-        .map(|zone| {
-            zone.dnssec?;
-            let domain = zone.apex.to_string();
-            let domain = domain.trim_end_matches('.');
-            match ZoneSigner::new(&zone.apex, keys.get(domain)?, now_secs) {
-                Ok(s) => s.map(Arc::new),
-                Err(e) => {
-                    tracing::error!(domain, error = %e, "the zone's key cannot sign: the zone is answered unsigned");
-                    None
-                }
-            }
-        })
-        .collect()
-}
-
-/// The apex record sets a signed zone adds: DNSKEY, and CDS and CDNSKEY
-/// for the parent (RFC 7344); the zone gives them its SOA TTL.
-pub fn apex_records(signer: &ZoneSigner) -> Vec<(RecordType, Vec<RData>)> {
-    let record = RData::DNSSEC;
-    vec![
-        (
-            RecordType::DNSKEY,
-            signer
-                .dnskeys()
-                .into_iter()
-                .map(|k| record(DNSSECRData::DNSKEY(k)))
-                .collect(),
-        ),
-        (
-            RecordType::CDS,
-            signer
-                .for_parent()
-                .iter()
-                .map(|p| record(DNSSECRData::CDS(p.cds.clone())))
-                .collect(),
-        ),
-        (
-            RecordType::CDNSKEY,
-            signer
-                .for_parent()
-                .iter()
-                .map(|p| record(DNSSECRData::CDNSKEY(p.cdnskey.clone())))
-                .collect(),
-        ),
-    ]
-}
 
 /// Runs until `stop`. `mutual_tls`: device-to-device traffic is mutual TLS
 /// here; a clustered device makes no key without it, since keys travel in

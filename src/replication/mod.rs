@@ -8,18 +8,25 @@
 //! `join`) applies its commands with the same machine to its local map in
 //! the store, as a single appliance.
 
+mod error;
+
 use std::{path::Path, sync::Arc, time::Duration};
+
+pub use error::ApplyError;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::{
-    api::{ApiError, ErrorKind},
-    command::{AccountChange, Action, Actor, Command, Outcome},
-    engine::{ApplyError, Engine, EventKind},
+    command::{AccountChange, Action, Command, Outcome},
+    engine::{Engine, EventKind},
     identity,
     machine::{self, CONFIG_KEY, GtmMachine},
+    model::{
+        actor::Actor,
+        error::{ApiError, ErrorKind},
+    },
 };
 use gtm_cluster::{
     ClusterConfig, ClusterError, ClusterNode, ClusterStatus, LowPriority, MAX_COMMAND_BYTES, Map,
@@ -132,7 +139,9 @@ impl Replication {
             http,
             stop: tokio_util::sync::CancellationToken::new(),
             membership: tokio::sync::Mutex::new(()),
-            history_keep: std::sync::atomic::AtomicU32::new(machine::HISTORY_KEPT as u32),
+            history_keep: std::sync::atomic::AtomicU32::new(
+                crate::model::node::HISTORY_KEPT as u32,
+            ),
             install_thread: LowPriority::spawn("gtm-install")?,
         });
         if !replication.clustered() {

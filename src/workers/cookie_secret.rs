@@ -11,10 +11,11 @@
 use std::{sync::Arc, time::Duration};
 
 use crate::{
-    command::{Action, Actor},
+    command::Action,
     dns::cookies::Secret,
     engine::Engine,
-    machine::{cookies::secrets_of, now_ms},
+    machine::cookies::secrets_of,
+    model::{actor::Actor, clock::now_ms},
     replication::Replication,
 };
 

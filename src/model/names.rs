@@ -1,0 +1,77 @@
+//! DNS names as keys: the lower-case wire form a snapshot finds a name by,
+//! shared by the compiled configuration (owner hashes) and the DNS layer.
+
+use hickory_proto::rr::Name;
+
+/// The lower-case wire form of a name: the key a snapshot finds
+/// its nodes by, and the compiled configuration's owners are hashed by.
+pub fn wire_key(name: &Name) -> Box<[u8]> {
+    let mut out = Vec::with_capacity(name.len() + 1);
+    for label in name.to_lowercase().iter() {
+        out.push(label.len() as u8);
+        out.extend_from_slice(label);
+    }
+    out.push(0);
+    out.into_boxed_slice()
+}
+
+/// The name of a key [`wire_key`] made (the root for bytes that are not
+/// one, which no key is).
+pub fn key_name(key: &[u8]) -> Name {
+    let mut labels = Vec::new();
+    let mut at = 0;
+    while let Some(&len) = key.get(at) {
+        let len = usize::from(len);
+        if len == 0 {
+            break;
+        }
+        match key.get(at + 1..at + 1 + len) {
+            Some(label) => labels.push(label),
+            None => return Name::root(),
+        }
+        at += 1 + len;
+    }
+    Name::from_labels(labels).unwrap_or_else(|_| Name::root())
+}
+
+/// Checks a TSIG key name: a domain name of 1 to 253 characters, labels of 1 to
+/// 63 of `a-z 0-9 - _`, given in lower case.
+pub fn check_tsig_key_name(name: &str) -> Result<(), String> {
+    let labels_ok = name.split('.').all(|l| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    });
+    if name.is_empty() || name.len() > 253 || !labels_ok {
+        return Err(format!(
+            "TSIG key name {name:?} is not valid: a domain name (labels of 1 to 63 of a-z, 0-9, '-' and '_', separated by dots, no final dot)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tsig_key_names_are_checked() {
+        assert!(check_tsig_key_name("xfr-key").is_ok());
+        assert!(check_tsig_key_name("transfer.example.test").is_ok());
+        for bad in ["", "Key", "a..b", "a.", "a b", &"a".repeat(64)] {
+            assert!(check_tsig_key_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn a_key_gives_its_name_back() {
+        let name = Name::from_ascii("WWW.Example.test.").unwrap();
+        let key = wire_key(&name);
+        assert_eq!(&key[..4], b"\x03www");
+        assert_eq!(
+            key_name(&key),
+            Name::from_ascii("www.example.test.").unwrap()
+        );
+    }
+}
