@@ -432,7 +432,7 @@ make_report() {
         "**Applied on both**: from sending the PUT until both devices' \`GET /api/v1/status\` version had moved to it" \
         "(both polled in a tight loop while the PUT is outstanding). **PUT answered**: until the PUT returned" \
         "\`{\"applied\":true,...}\`. **Client sees both**: until the client had the answer *and* both devices at its version" \
-        "(the issue's measure). *strict*: the next write waits for the answer (runs until --writes or the time budget);" \
+        "(the measure the p99 target is set on). *strict*: the next write waits for the answer (runs until --writes or the time budget);" \
         "*overlap*: the next write is sent once the previous one is applied on both, its answer is collected later."
     echo
     echo "| sent to | mode | writes | applied on both p50 / p99 / max ms | PUT answered p50 / p99 / max ms | client sees both p50 / p99 / max ms | writes/s | gtm1 / gtm2 CPU s | target: client sees both p99 < $WRITE_TARGET_MS ms |"
