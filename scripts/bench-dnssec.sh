@@ -2,9 +2,9 @@
 # bench-dnssec.sh - signing a large zone on one device: how long, how much
 # memory, and DNS answering meanwhile.
 #
-# Issue: "signing a 100,000-record zone on apply reported (time and memory)
-# in docs/performance.md, with DNS answering from the previous snapshot
-# meanwhile."
+# What it answers (docs/performance.md, "DNSSEC: signing a large zone"):
+# the time and memory of signing a 100,000-record zone on apply, with DNS
+# answering from the previous snapshot meanwhile.
 #
 # One `gtm serve` (udp_workers = 1, DNS on IP:1053, API on IP:8053, never
 # clustered). The configuration of scripts/bench-cluster.py gen: --domains

@@ -2,10 +2,10 @@
 # bench-scale.sh - gtm at scale: 100,000 and 1,000,000 records, with NSD
 # serving the same records as the memory anchor.
 #
-# Issue 14, "Bench it": for each size, the apply time on one device and on
-# a pair, steady and peak RSS, the one-record change time, the restart time
-# to the first answer, and the snapshot install time on a wiped joining
-# device; NSD on the same records in the same run.
+# For each size: the apply time on one device and on a pair, steady and
+# peak RSS, the one-record change time, the restart time to the first
+# answer, and the snapshot install time on a wiped joining device; NSD on
+# the same records in the same run (docs/performance.md, "Scale").
 #
 # Addresses (loopback only; DNS on port 1053, API on 8053 of each device):
 #   gtm3 127.0.191.3  one device, never clustered (writes go to its store);
@@ -38,9 +38,9 @@
 #    no answer is lost, an answer other than the previous or the new
 #    address is wrong. Peak RSS is VmHWM, reset before the step through
 #    /proc/PID/clear_refs; steady RSS is VmRSS --settle seconds after it.
-#    When the device refuses the whole configuration (1,000,000 records
-#    are over the 32 MiB command limit), the refusal is recorded and the
-#    configuration is loaded instead one domain at a time
+#    When the device refuses the whole configuration (a text over the
+#    command limit), the refusal is recorded and the configuration is
+#    loaded instead one domain at a time
 #    (PUT /api/v1/domains/NAME, each timed until its marker answers), so
 #    the later steps still run on every record.
 #    Then --reapplies re-applies of the whole configuration, alternating

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-xfr.sh - time an AXFR of a large zone (docs/performance.md, "Zone
 # transfer"): one device (`gtm serve`, release build) on 127.0.171.21 with
-# one domain of N TXT records and a secondary 127.0.171.22, asked for the
+# one domain of N A records and a secondary 127.0.171.22, asked for the
 # zone with dig and kdig (TSIG-signed, from 127.0.171.22) RUNS times;
 # then one record changed by a new configuration, and the IXFR from the
 # serial before (timed, with its size).

@@ -149,7 +149,8 @@ fn dns() {
     let mut pipelined = vec![0u8];
     pipelined.extend_from_slice(&stream[..stream.len().min(400)]);
     write("tcp_framing", "pipelined", &pipelined);
-    // The truncation reproducer and a question that is a pointer.
+    // A query whose answer must be truncated, and a question that is a
+    // pointer.
     let hex =
         "abcd000000010000000000010362696704636f6e660474657374000001000100002904d0000000000000";
     let bytes: Vec<u8> = (0..hex.len())
