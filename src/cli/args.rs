@@ -8,8 +8,7 @@ use std::{net::IpAddr, path::PathBuf};
 
 use clap::{Parser, Subcommand};
 
-use super::{accounts, drain, geoip, history, logs, objects, schedule, tsig};
-use crate::engine::EventKind;
+use super::{accounts, client::Connect, drain, geoip, history, logs, objects, schedule, tsig};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -18,20 +17,8 @@ use crate::engine::EventKind;
     about = "Global Traffic Manager: authoritative DNS whose answers follow health"
 )]
 pub struct Cli {
-    /// Data directory of the local device, where the CLI finds its API
-    /// address and token (default: ~/.local/share/gtm).
-    #[arg(long, global = true, env = "GTM_DATA_DIR", hide_env_values = true)]
-    pub data_dir: Option<PathBuf>,
-    /// API base URL of the device to talk to, e.g. http://127.0.0.1:8053.
-    #[arg(long, global = true, env = "GTM_API", hide_env_values = true)]
-    pub api: Option<String>,
-    /// API bearer token.
-    #[arg(long, global = true, env = "GTM_TOKEN", hide_env_values = true)]
-    pub api_token: Option<String>,
-    /// PEM certificate(s) to trust for an https API (default: the local
-    /// device's api-ca.pem in the data directory).
-    #[arg(long, global = true, env = "GTM_CA", hide_env_values = true)]
-    pub ca_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub connect: Connect,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -59,7 +46,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  gtm logs --record www.example.test/A --since 1h\n  gtm logs -f --kind check\n  gtm logs -n 20"
     )]
-    Logs(LogsArgs),
+    Logs(logs::LogsArgs),
     /// Records: configuration, preview, failback resume, drains.
     #[command(subcommand)]
     Record(RecordCmd),
@@ -74,11 +61,11 @@ pub enum Command {
     Domain(super::domain::DomainCmd),
     /// Health scenarios: configuration.
     #[command(subcommand)]
-    Scenario(ListedCmd),
+    Scenario(objects::ListedCmd),
     /// Services: configuration. A service is a named group of domains (the
     /// appliance's "GTM Service"); a domain belongs to at most one.
     #[command(subcommand)]
-    Service(ListedCmd),
+    Service(objects::ListedCmd),
     /// Print a shell completion script.
     #[command(after_help = "Example:\n  gtm completions bash > /etc/bash_completion.d/gtm")]
     Completions {
@@ -235,22 +222,6 @@ pub enum ConfigCmd {
     },
 }
 
-/// `list`, and the verbs of one named object.
-#[derive(Debug, Subcommand)]
-pub enum ListedCmd {
-    /// Every one, as configured.
-    #[command(
-        after_help = "Examples:\n  gtm domain list\n  gtm scenario list --json\n  gtm service list"
-    )]
-    List {
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    #[command(flatten)]
-    Object(objects::ObjectCmd),
-}
-
 #[derive(Debug, Subcommand)]
 pub enum RecordCmd {
     #[command(flatten)]
@@ -289,7 +260,7 @@ pub enum RecordCmd {
         /// The address (IP, or a CNAME's target name).
         address: String,
         /// Only this record, as NAME/TYPE, e.g. www.example.test/A.
-        #[arg(long, value_name = "NAME/TYPE", value_parser = record_ref)]
+        #[arg(long, value_name = "NAME/TYPE", value_parser = drain::record_ref)]
         record: Option<String>,
         #[command(flatten)]
         look: drain::Look,
@@ -302,7 +273,7 @@ pub enum RecordCmd {
         address: String,
         /// The record of the drain, as NAME/TYPE (none for a drain of
         /// every record).
-        #[arg(long, value_name = "NAME/TYPE", value_parser = record_ref)]
+        #[arg(long, value_name = "NAME/TYPE", value_parser = drain::record_ref)]
         record: Option<String>,
         #[command(flatten)]
         look: drain::Look,
@@ -402,46 +373,6 @@ pub enum DcCmd {
         #[command(flatten)]
         look: drain::Look,
     },
-}
-
-/// What `gtm logs` prints: filters, and whether to follow.
-#[derive(Debug, clap::Args)]
-pub struct LogsArgs {
-    /// Only this record, e.g. www.example.test/A.
-    #[arg(long, value_name = "NAME/TYPE")]
-    pub record: Option<String>,
-    // The help lists the kinds of the code's own list (logs::kinds).
-    #[arg(long, value_parser = logs::parse_kind, help = logs::kind_help())]
-    pub kind: Option<EventKind>,
-    /// Only events newer than this, e.g. 10m or 2h.
-    #[arg(long)]
-    pub since: Option<String>,
-    /// Keep printing new events as they happen.
-    #[arg(long, short)]
-    pub follow: bool,
-    /// Only the newest N events.
-    #[arg(long, short = 'n')]
-    pub limit: Option<usize>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `--record NAME/TYPE` of a drain: the form is checked here, so that a
-/// name without its type is not sent on to be reported "not found".
-pub(super) fn record_ref(s: &str) -> Result<String, String> {
-    match s.rsplit_once('/') {
-        Some((name, rtype))
-            if !name.is_empty()
-                && !rtype.is_empty()
-                && rtype.bytes().all(|b| b.is_ascii_alphanumeric()) =>
-        {
-            Ok(s.to_string())
-        }
-        _ => Err(format!(
-            "expected NAME/TYPE, e.g. www.example.test/A, not \"{s}\""
-        )),
-    }
 }
 
 #[cfg(test)]

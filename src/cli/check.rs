@@ -4,15 +4,14 @@
 use anyhow::Result;
 
 use super::{
-    Cli,
     args::CheckCmd,
-    client::{CliError, Client},
+    client::{CliError, Client, Connect},
     objects,
     output::print_checks,
 };
 use crate::api::StatusReport;
 
-pub(super) async fn run(cli: &Cli, cmd: &CheckCmd) -> Result<()> {
+pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
     match cmd {
         CheckCmd::List { json } => {
             let client = Client::new(cli)?;

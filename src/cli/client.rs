@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use super::Cli;
 use crate::{
     device::{API_FILE, TOKEN_FILE},
     model::{
@@ -76,6 +75,26 @@ pub(super) fn bad_file(file: &std::path::Path, e: &model::ConfigErrors) -> anyho
     CliError::BadInput(lines.join("\n")).into()
 }
 
+/// Which device the CLI talks to, and how: the options every command
+/// takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Connect {
+    /// Data directory of the local device, where the CLI finds its API
+    /// address and token (default: ~/.local/share/gtm).
+    #[arg(long, global = true, env = "GTM_DATA_DIR", hide_env_values = true)]
+    pub data_dir: Option<PathBuf>,
+    /// API base URL of the device to talk to, e.g. http://127.0.0.1:8053.
+    #[arg(long, global = true, env = "GTM_API", hide_env_values = true)]
+    pub api: Option<String>,
+    /// API bearer token.
+    #[arg(long, global = true, env = "GTM_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+    /// PEM certificate(s) to trust for an https API (default: the local
+    /// device's api-ca.pem in the data directory).
+    #[arg(long, global = true, env = "GTM_CA", hide_env_values = true)]
+    pub ca_file: Option<PathBuf>,
+}
+
 pub(super) struct Client {
     pub(super) http: reqwest::Client,
     base: String,
@@ -83,7 +102,7 @@ pub(super) struct Client {
 }
 
 impl Client {
-    pub(super) fn new(cli: &Cli) -> Result<Self> {
+    pub(super) fn new(cli: &Connect) -> Result<Self> {
         let dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
         let base = match &cli.api {
             Some(a) => a.trim_end_matches('/').to_string(),

@@ -5,13 +5,12 @@ use anyhow::Result;
 use gtm_cluster::{ClusterStatus, NodeState};
 
 use super::{
-    Cli,
     args::ClusterCmd,
-    client::{CliError, Client},
+    client::{CliError, Client, Connect},
     output::table,
 };
 
-pub(super) async fn run(cli: &Cli, cmd: &ClusterCmd) -> Result<()> {
+pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
     let client = Client::new(cli)?;
     match cmd {
         ClusterCmd::Init => {

@@ -4,15 +4,14 @@
 use anyhow::Result;
 
 use super::{
-    Cli,
     args::ConfigCmd,
-    client::{Client, bad_file, read},
+    client::{Client, Connect, bad_file, read},
     history,
     output::print_apply,
 };
 use crate::{api::ApplyResult, model};
 
-pub(super) async fn run(cli: &Cli, cmd: &ConfigCmd) -> Result<()> {
+pub(super) async fn run(cli: &Connect, cmd: &ConfigCmd) -> Result<()> {
     match cmd {
         ConfigCmd::Check { file } => {
             let text = read(file)?;

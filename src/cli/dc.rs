@@ -3,9 +3,13 @@
 
 use anyhow::Result;
 
-use super::{Cli, args::DcCmd, client::Client, drain, objects};
+use super::{
+    args::DcCmd,
+    client::{Client, Connect},
+    drain, objects,
+};
 
-pub(super) async fn run(cli: &Cli, cmd: &DcCmd) -> Result<()> {
+pub(super) async fn run(cli: &Connect, cmd: &DcCmd) -> Result<()> {
     match cmd {
         DcCmd::List { json } => objects::list(&Client::new(cli)?, "datacenters", *json).await,
         DcCmd::Object(cmd) => objects::object(&Client::new(cli)?, "datacenters", cmd).await,

@@ -3,9 +3,13 @@
 use anyhow::Result;
 use gtm_cluster::ClusterStatus;
 
-use super::{Cli, args::DeviceCmd, client::Client, cluster::print_members};
+use super::{
+    args::DeviceCmd,
+    client::{Client, Connect},
+    cluster::print_members,
+};
 
-pub(super) async fn run(cli: &Cli, cmd: &DeviceCmd) -> Result<()> {
+pub(super) async fn run(cli: &Connect, cmd: &DeviceCmd) -> Result<()> {
     match cmd {
         DeviceCmd::List { json } => {
             let client = Client::new(cli)?;

@@ -7,8 +7,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::{
-    args::Cli,
-    client::{CliError, Client},
+    client::{CliError, Client, Connect},
     objects::{self, segment},
     output::format_ms,
 };
@@ -91,7 +90,7 @@ pub enum DnssecCmd {
     },
 }
 
-pub(super) async fn run(cli: &Cli, cmd: &DomainCmd) -> Result<()> {
+pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
     let client = Client::new(cli)?;
     match cmd {
         DomainCmd::List { json } => objects::list(&client, "domains", *json).await,

@@ -66,3 +66,20 @@ pub(super) async fn run(
     );
     Ok(())
 }
+
+/// `--record NAME/TYPE` of a drain: the form is checked here, so that a
+/// name without its type is not sent on to be reported "not found".
+pub(super) fn record_ref(s: &str) -> Result<String, String> {
+    match s.rsplit_once('/') {
+        Some((name, rtype))
+            if !name.is_empty()
+                && !rtype.is_empty()
+                && rtype.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            Ok(s.to_string())
+        }
+        _ => Err(format!(
+            "expected NAME/TYPE, e.g. www.example.test/A, not \"{s}\""
+        )),
+    }
+}

@@ -4,7 +4,10 @@
 use anyhow::Result;
 use serde_json::Value;
 
-use super::{Cli, args::LogsArgs, client::Client, output::format_ms};
+use super::{
+    client::{Client, Connect},
+    output::format_ms,
+};
 use crate::{
     api::StatusReport,
     engine::{Event, EventKind},
@@ -34,7 +37,7 @@ fn kind_name(kind: EventKind) -> String {
     }
 }
 
-pub(super) async fn run(cli: &Cli, args: &LogsArgs) -> Result<()> {
+pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
     let LogsArgs {
         record,
         kind,
@@ -107,6 +110,29 @@ pub(super) async fn run(cli: &Cli, args: &LogsArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What `gtm logs` prints: filters, and whether to follow.
+#[derive(Debug, clap::Args)]
+pub struct LogsArgs {
+    /// Only this record, e.g. www.example.test/A.
+    #[arg(long, value_name = "NAME/TYPE")]
+    pub record: Option<String>,
+    // The help lists the kinds of the code's own list (logs::kinds).
+    #[arg(long, value_parser = parse_kind, help = kind_help())]
+    pub kind: Option<EventKind>,
+    /// Only events newer than this, e.g. 10m or 2h.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Keep printing new events as they happen.
+    #[arg(long, short)]
+    pub follow: bool,
+    /// Only the newest N events.
+    #[arg(long, short = 'n')]
+    pub limit: Option<usize>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[cfg(test)]

@@ -32,30 +32,29 @@ mod tsig;
 
 use anyhow::Result;
 
-pub use args::{
-    CheckCmd, Cli, ClusterCmd, Command, ConfigCmd, DcCmd, DeviceCmd, ListedCmd, LogsArgs, RecordCmd,
-};
-pub use client::{CliError, api_exit_code, exit_code};
+pub use args::{CheckCmd, Cli, ClusterCmd, Command, ConfigCmd, DcCmd, DeviceCmd, RecordCmd};
+pub use client::{CliError, Connect, api_exit_code, exit_code};
 
 /// Runs one command line: each noun's module does its commands.
 pub async fn run(cli: Cli) -> Result<()> {
-    let client = || client::Client::new(&cli);
+    let connect = &cli.connect;
+    let client = || client::Client::new(connect);
     match &cli.command {
-        Command::Serve { config } => serve::run(config.clone(), cli.data_dir.clone()).await,
-        Command::Config(cmd) => config::run(&cli, cmd).await,
-        Command::Status { json } => status::run(&cli, *json).await,
-        Command::Logs(args) => logs::run(&cli, args).await,
-        Command::Record(cmd) => record::run(&cli, cmd).await,
-        Command::Check(cmd) => check::run(&cli, cmd).await,
-        Command::Dc(cmd) => dc::run(&cli, cmd).await,
-        Command::Domain(cmd) => domain::run(&cli, cmd).await,
-        Command::Scenario(cmd) => objects::listed(&cli, "scenarios", cmd).await,
-        Command::Service(cmd) => objects::listed(&cli, "services", cmd).await,
+        Command::Serve { config } => serve::run(config.clone(), connect.data_dir.clone()).await,
+        Command::Config(cmd) => config::run(connect, cmd).await,
+        Command::Status { json } => status::run(connect, *json).await,
+        Command::Logs(args) => logs::run(connect, args).await,
+        Command::Record(cmd) => record::run(connect, cmd).await,
+        Command::Check(cmd) => check::run(connect, cmd).await,
+        Command::Dc(cmd) => dc::run(connect, cmd).await,
+        Command::Domain(cmd) => domain::run(connect, cmd).await,
+        Command::Scenario(cmd) => objects::listed(connect, "scenarios", cmd).await,
+        Command::Service(cmd) => objects::listed(connect, "services", cmd).await,
         Command::Completions { shell } => completions::run(*shell),
         Command::Manpages { dir } => manpages::run(dir),
         Command::Geoip(cmd) => geoip::run(&client()?, cmd).await,
-        Command::Cluster(cmd) => cluster::run(&cli, cmd).await,
-        Command::Device(cmd) => device::run(&cli, cmd).await,
+        Command::Cluster(cmd) => cluster::run(connect, cmd).await,
+        Command::Device(cmd) => device::run(connect, cmd).await,
         Command::Command(cmd) => history::command(&client()?, cmd).await,
         Command::User(cmd) => accounts::user(&client()?, cmd).await,
         Command::Token(cmd) => accounts::token(&client()?, cmd).await,

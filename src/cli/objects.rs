@@ -15,9 +15,7 @@ use clap::Subcommand;
 use serde_json::{Map, Value};
 
 use super::{
-    Cli,
-    args::ListedCmd,
-    client::{CliError, Client, read},
+    client::{CliError, Client, Connect, read},
     output::{print_apply, print_rows},
 };
 use crate::api::ApplyResult;
@@ -182,7 +180,7 @@ pub enum AddressCmd {
 
 /// `gtm domain|scenario|service ...`: `list`, and the verbs of one object
 /// of `collection`.
-pub(super) async fn listed(cli: &Cli, collection: &str, cmd: &ListedCmd) -> Result<()> {
+pub(super) async fn listed(cli: &Connect, collection: &str, cmd: &ListedCmd) -> Result<()> {
     let client = Client::new(cli)?;
     match cmd {
         ListedCmd::List { json } => list(&client, collection, *json).await,
@@ -472,4 +470,19 @@ fn plain(v: &Value) -> String {
         Value::String(s) => s.clone(),
         v => v.to_string(),
     }
+}
+/// `list`, and the verbs of one named object.
+#[derive(Debug, Subcommand)]
+pub enum ListedCmd {
+    /// Every one, as configured.
+    #[command(
+        after_help = "Examples:\n  gtm domain list\n  gtm scenario list --json\n  gtm service list"
+    )]
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    #[command(flatten)]
+    Object(ObjectCmd),
 }

@@ -4,15 +4,14 @@
 use anyhow::Result;
 
 use super::{
-    Cli,
     args::RecordCmd,
-    client::Client,
+    client::{Client, Connect},
     drain, objects,
     output::{format_ms, table},
 };
 use crate::{api::DeviceRecordStats, engine::Preview};
 
-pub(super) async fn run(cli: &Cli, cmd: &RecordCmd) -> Result<()> {
+pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
     match cmd {
         RecordCmd::Object(cmd) => objects::record(&Client::new(cli)?, cmd).await,
         RecordCmd::Preview {

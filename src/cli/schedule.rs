@@ -71,7 +71,7 @@ pub enum ScheduledRecord {
         /// The address (IP, or a CNAME's target name).
         address: String,
         /// Only this record, as NAME/TYPE, e.g. www.example.test/A.
-        #[arg(long, value_name = "NAME/TYPE", value_parser = super::args::record_ref)]
+        #[arg(long, value_name = "NAME/TYPE", value_parser = super::drain::record_ref)]
         record: Option<String>,
     },
     /// Put a drained address back.
@@ -81,7 +81,7 @@ pub enum ScheduledRecord {
         address: String,
         /// The record of the drain, as NAME/TYPE (none for a drain of
         /// every record).
-        #[arg(long, value_name = "NAME/TYPE", value_parser = super::args::record_ref)]
+        #[arg(long, value_name = "NAME/TYPE", value_parser = super::drain::record_ref)]
         record: Option<String>,
     },
     /// End a manual-failback DR: back to the Main DC.

@@ -4,14 +4,13 @@
 use anyhow::Result;
 
 use super::{
-    Cli,
-    client::Client,
+    client::{Client, Connect},
     geoip,
     output::{print_checks, print_rows, table},
 };
 use crate::{api::StatusReport, peers::PeerStatus, when};
 
-pub(super) async fn run(cli: &Cli, json: bool) -> Result<()> {
+pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
     let client = Client::new(cli)?;
     let report: StatusReport = client
         .send(client.http.get(client.url("/api/v1/status")))

@@ -13,7 +13,7 @@ use toml_parser::lexer::{Token, TokenKind};
 
 use super::{
     config::Config,
-    parse::{Lines, Start},
+    lines::{Lines, Start},
 };
 
 /// Where each part of a text lies. The parts, joined by a newline (an

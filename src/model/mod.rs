@@ -15,6 +15,7 @@ pub mod drain;
 pub mod duration;
 pub mod error;
 pub mod layout;
+mod lines;
 pub mod names;
 pub mod node;
 mod parse;
