@@ -19,7 +19,7 @@ pub mod identity;
 pub mod machine;
 pub mod metrics;
 pub mod model;
-pub mod operator;
+
 pub mod peers;
 pub mod random;
 pub mod replication;

@@ -133,7 +133,9 @@ pub(super) async fn drain_datacenter(
 }
 
 /// The active drains, with who made them and when.
-pub(super) async fn drains(State(state): State<ApiState>) -> Json<Vec<crate::operator::Drain>> {
+pub(super) async fn drains(
+    State(state): State<ApiState>,
+) -> Json<Vec<crate::model::operator::Drain>> {
     let kv = state.replication.state().await;
-    Json(crate::operator::state_of(&kv).drains)
+    Json(crate::model::operator::state_of(&kv).drains)
 }

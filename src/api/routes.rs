@@ -448,7 +448,7 @@ pub fn operations() -> Vec<Op> {
             "The active drains (replicated), with who made them and when",
             handler!(Method::GET, drains::drains),
         )
-        .returns(J(schema::<Vec<crate::operator::Drain>>)),
+        .returns(J(schema::<Vec<crate::model::operator::Drain>>)),
         op(Method::GET, "/api/v1/schedules", Token, "Scheduled operator actions: pending, fired, failed and cancelled (replicated)", handler!(Method::GET, schedules::list))
             .returns(J(schema::<Vec<crate::machine::schedule::Schedule>>)),
         op(Method::POST, "/api/v1/schedules", Token, "Schedule a drain, undrain, check set or resume at a time (and its reverse at until)", handler!(Method::POST, schedules::add))

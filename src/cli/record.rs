@@ -148,7 +148,7 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
         }
         RecordCmd::Drains { json } => {
             let client = Client::new(cli)?;
-            let drains: Vec<crate::operator::Drain> = client
+            let drains: Vec<crate::model::operator::Drain> = client
                 .send(client.http.get(client.url("/api/v1/drains")))
                 .await?;
             if *json {

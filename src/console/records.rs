@@ -22,7 +22,7 @@ use crate::access::Principal;
 use crate::api::ApiState;
 use crate::engine::RecordStatus;
 use crate::model::Config;
-use crate::operator::Drain;
+use crate::model::operator::Drain;
 use crate::peers::PeerStatus;
 use crate::resolve::Status;
 
@@ -166,7 +166,7 @@ async fn gather(state: &ApiState) -> Result<View, Response> {
             .await
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())?;
     let kv = state.replication.state().await;
-    let drains = crate::operator::state_of(&kv).drains;
+    let drains = crate::model::operator::state_of(&kv).drains;
     Ok(View {
         device: state.engine.device().to_string(),
         datacenter: state.datacenter.clone(),

@@ -325,7 +325,7 @@ struct Inner {
     next_seq: u64,
     /// The replicated operator state last installed (`None` until the
     /// first, see [`Engine::set_operator`]).
-    operator: Option<crate::operator::OperatorState>,
+    operator: Option<crate::model::operator::OperatorState>,
     /// Records whose DR was on when the device last stopped: the first
     /// install starts them from DR, so a manual-failback hold is kept.
     restored_holds: HashSet<String>,

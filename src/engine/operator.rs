@@ -1,4 +1,4 @@
-//! Installing the replicated operator state ([`crate::operator`]) on this
+//! Installing the replicated operator state ([`crate::model::operator`]) on this
 //! device: drains, manual checks' states and failback resumes, after each
 //! committed change (and at start). One Operator event per change, naming
 //! who made it, on every device.
@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 
 use super::{Engine, EventKind, Inner, Threshold};
 use crate::{
-    model::{condition::CheckRef, config::CheckType, drain::DrainTarget},
-    operator::OperatorState,
+    model::{condition::CheckRef, config::CheckType, drain::DrainTarget, operator::OperatorState},
     resolve::{CheckState, HealthView, Operator},
 };
 

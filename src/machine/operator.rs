@@ -2,7 +2,7 @@
 //! failback resumes (docs/health.md), applied by the state machine like any
 //! command so every device answers the same and nothing is lost on restart.
 //!
-//! Key `operator`: JSON [`OperatorState`] ([`crate::operator`]). Operator commands do not move the
+//! Key `operator`: JSON [`OperatorState`] ([`crate::model::operator`]). Operator commands do not move the
 //! configuration version. Validation reads the committed configuration: a
 //! drain names an address a steered record has (or a datacenter that
 //! exists), a check set names a manual check, and an undrain names exactly
@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Change, rejected};
-pub use crate::operator::{
+pub use crate::model::operator::{
     Drain, ManualCheck, OPERATOR_KEY, OperatorState, RECENT_KEPT, Recent, state_of,
 };
 use crate::{

@@ -18,8 +18,8 @@ use crate::{
         Config,
         actor::Actor,
         error::{ApiError, ErrorKind},
+        operator::OperatorState,
     },
-    operator::OperatorState,
 };
 use gtm_cluster::Write;
 

@@ -18,6 +18,7 @@ pub mod layout;
 mod lines;
 pub mod names;
 pub mod node;
+pub mod operator;
 mod parse;
 pub mod place;
 pub mod text;

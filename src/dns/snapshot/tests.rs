@@ -436,3 +436,31 @@ fn a_group_fits_48_bytes_and_an_answer_40() {
     assert!(std::mem::size_of::<super::Group>() <= 48);
     assert!(std::mem::size_of::<super::RrsetAnswer>() <= 40);
 }
+
+/// Records at the edges of what compiles are built too: a TXT of one
+/// empty string, a string longer than 255 bytes (split), and 48 KB of
+/// TXT at one name (under the 60,000 bytes a name may take).
+#[test]
+fn records_at_the_edges_of_what_compiles_build() {
+    let txt = |name: &str, values: &str| {
+        format!(
+            "[[domain]]\nname = \"example.test\"\nnameservers = [\"ns1.example.test\"]\n\n\
+             [[domain.record]]\nname = \"{name}\"\ntype = \"TXT\"\nvalues = [{values}]\n"
+        )
+    };
+    let fits: Vec<String> = (0..200)
+        .map(|i| format!("'\"{i:03}{}\"'", "v".repeat(237)))
+        .collect();
+    for text in [
+        txt("t", "'\"\"'"),
+        txt("dkim", &format!("'\"{}\"'", "k".repeat(300))),
+        txt("big", &fits.join(", ")),
+    ] {
+        let compiled = compile(&crate::model::parse(&text).unwrap()).unwrap();
+        assert!(
+            Snapshot::build(&compiled, &Snapshot::default(), None, &[], &[]).is_ok(),
+            "{}",
+            &text[..120.min(text.len())]
+        );
+    }
+}
