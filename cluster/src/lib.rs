@@ -10,8 +10,8 @@
 //! Layout, one concern per module:
 //! - `types`: the openraft type configuration and the public value types;
 //! - `db`: the storage seam: the key-value trait the store is written
-//!   against, and its adapters (sled, the default; in memory), chosen by
-//!   [`Backend`];
+//!   against, and its adapters (sled, the default; in memory; failing on
+//!   demand), chosen by [`Backend`];
 //! - `log_store`: the Raft log, vote and committed pointer;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
 //! - `side_files`: values kept in files of their own beside the store's
@@ -50,7 +50,7 @@ mod state_machine;
 mod types;
 
 pub use config_store::{KeptConfig, PartName, StoredConfig};
-pub use db::{Backend, DbError, MemoryDb};
+pub use db::{Backend, DbError, FaultSwitch, MemoryDb};
 pub use error::ClusterError;
 pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
 pub use low_priority::LowPriority;
@@ -596,7 +596,8 @@ mod tests {
 #[cfg(test)]
 mod storage_suite {
     //! openraft's storage test suite against the log and state machine, on
-    //! each engine, each case in a fresh store.
+    //! each engine (and through the fault-injecting adapter, switched off),
+    //! each case in a fresh store.
 
     use std::sync::Arc;
 
@@ -606,7 +607,7 @@ mod storage_suite {
     use crate::log_store::LogStore;
     use crate::state_machine::StateMachine;
     use crate::types::{Applied, StorageError, TypeConfig};
-    use crate::{Backend, Store};
+    use crate::{Backend, FaultSwitch, Store};
 
     /// Builds each case's store on a new backend of one kind.
     struct Builder(fn() -> Backend);
@@ -653,5 +654,10 @@ mod storage_suite {
     #[test]
     fn openraft_storage_suite_in_memory() {
         suite(Backend::memory);
+    }
+
+    #[test]
+    fn openraft_storage_suite_through_a_fault_switch_left_off() {
+        suite(|| Backend::memory().with_faults(&FaultSwitch::new()));
     }
 }

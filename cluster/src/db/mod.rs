@@ -3,7 +3,8 @@
 //! of the crate uses ([`Db`], [`Tree`], [`Batch`]).
 //!
 //! Adapters, one per file: `sled` (what a device runs on, and every
-//! workaround only sled needs) and `memory` (a `BTreeMap`, for tests).
+//! workaround only sled needs), `memory` (a `BTreeMap`, for tests) and
+//! `faults` (wraps any other and fails its writes and flushes on demand).
 //! Nothing outside this module names an engine's type: replacing sled is
 //! a new adapter and a new [`Backend`].
 //!
@@ -20,6 +21,7 @@
 //!   early has read no more;
 //! - nothing panics, whatever the bytes or the bounds.
 
+mod faults;
 mod memory;
 mod sled;
 
@@ -30,6 +32,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use faults::FaultSwitch;
 pub use memory::MemoryDb;
 
 use crate::types::Value;
@@ -45,6 +48,9 @@ pub enum DbError {
     NoTree(String),
     #[error("the storage engine failed: {0}")]
     Engine(String),
+    /// Made by a [`FaultSwitch`], never by an engine.
+    #[error("{0} refused: the store's fault switch is on")]
+    Injected(&'static str),
 }
 
 /// Which engine keeps a store's keys and values. The store's large values
@@ -57,12 +63,26 @@ pub enum Backend {
     /// A map in memory, for tests. What it holds lives as long as a clone
     /// of the handle does: a store opened again with it finds it.
     Memory(MemoryDb),
+    /// Another backend whose writes and flushes fail while `switch` says
+    /// so: how a test makes a running device's store fail.
+    Faulty {
+        inner: Box<Backend>,
+        switch: FaultSwitch,
+    },
 }
 
 impl Backend {
     /// A new, empty [`Backend::Memory`].
     pub fn memory() -> Self {
         Self::Memory(MemoryDb::default())
+    }
+
+    /// This backend, failing while `switch` says so.
+    pub fn with_faults(self, switch: &FaultSwitch) -> Self {
+        Self::Faulty {
+            inner: Box::new(self),
+            switch: switch.clone(),
+        }
     }
 }
 
@@ -161,6 +181,10 @@ impl Db {
         Ok(match backend {
             Backend::Sled => Arc::new(sled::SledEngine::open(path)?),
             Backend::Memory(db) => Arc::new(db.clone()),
+            Backend::Faulty { inner, switch } => Arc::new(faults::Faulty::new(
+                Self::engine(path, inner)?,
+                switch.clone(),
+            )),
         })
     }
 
