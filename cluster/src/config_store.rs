@@ -6,9 +6,10 @@
 //! default tree, each part once in a file of `config-parts/` named by its
 //! hash ([`SideFiles`]), so that keeping a configuration that changed in
 //! one place writes that place and a list, not the whole text again.
-//! The parts are in files, not in a tree: sled keeps what it is given in
-//! its cache, and the parts are read only when the device starts (a
-//! 100,000-record configuration held 8 MiB of each device's memory so).
+//! The parts are in files, not in a tree: an engine keeps what it is given
+//! in its cache (sled did), and the parts are read only when the device
+//! starts (a 100,000-record configuration held 8 MiB of each device's
+//! memory so).
 //! Layouts written before still read: parts in the tree `config-parts`
 //! move to files when the store opens, and whole texts (under `config`
 //! and `config-last-good`) are replaced by the next save.
@@ -18,8 +19,9 @@ use std::path::Path;
 
 use bincode::{Decode, Encode};
 
+use crate::db::{DbError, Tree};
 use crate::side_files::{Checked, SideFiles};
-use crate::{Store, StoreError, parts, reclaim, types};
+use crate::{Store, StoreError, parts, types};
 
 /// The parts of the committed configuration: a [`Listed`].
 const LIST_KEY: &[u8] = b"config-list";
@@ -130,14 +132,14 @@ fn corrupt(what: &'static str) -> impl Fn(bincode::error::DecodeError) -> StoreE
     }
 }
 
-fn io(action: &'static str) -> impl Fn(sled::Error) -> StoreError {
+fn io(action: &'static str) -> impl Fn(DbError) -> StoreError {
     move |source| StoreError::Io { action, source }
 }
 
 fn file_io(action: &'static str) -> impl Fn(std::io::Error) -> StoreError {
     move |e| StoreError::Io {
         action,
-        source: sled::Error::Io(e),
+        source: DbError::Io(e),
     }
 }
 
@@ -150,7 +152,7 @@ fn encode<T: Encode>(value: &T) -> Result<Vec<u8>, StoreError> {
 
 impl Store {
     /// The tree the parts were kept in before files.
-    fn parts_tree(&self) -> Result<sled::Tree, StoreError> {
+    fn parts_tree(&self) -> Result<Tree, StoreError> {
         self.db
             .open_tree(PARTS_TREE)
             .map_err(io("opening the configuration's parts"))
@@ -159,7 +161,7 @@ impl Store {
     /// The committed configuration this device keeps, if any.
     pub fn load_config(&self) -> Result<Option<StoredConfig>, StoreError> {
         if let Some(bytes) = self
-            .db
+            .default_tree
             .get(LIST_KEY)
             .map_err(io("reading the configuration"))?
         {
@@ -167,7 +169,7 @@ impl Store {
             return self.join(listed).map(Some);
         }
         let Some(bytes) = self
-            .db
+            .default_tree
             .get(CONFIG_KEY)
             .map_err(io("reading the configuration"))?
         else {
@@ -184,14 +186,12 @@ impl Store {
     pub fn save_config(&self, config: &KeptConfig) -> Result<(), StoreError> {
         let held = self.held_lists()?;
         let listed = self.keep_parts(config, &held)?;
-        let mut batch = sled::Batch::default();
-        batch.insert(LIST_KEY, encode(&listed)?);
+        let mut batch = self.db.batch();
+        batch.insert(&self.default_tree, LIST_KEY, encode(&listed)?);
         for key in [CONFIG_KEY, LAST_GOOD_KEY, LAST_GOOD_LIST_KEY] {
-            batch.remove(key);
+            batch.remove(&self.default_tree, key);
         }
-        self.db
-            .apply_batch(batch)
-            .map_err(io("writing the configuration"))?;
+        batch.apply().map_err(io("writing the configuration"))?;
         // The list that names the new parts is durable before the parts
         // only the list before named go: a crash in between reads the
         // new list, never the old one without its parts.
@@ -217,14 +217,12 @@ impl Store {
                 None => None,
             },
         };
-        let mut batch = sled::Batch::default();
-        batch.insert(LIST_KEY, encode(&listed)?);
-        batch.insert(LAST_GOOD_LIST_KEY, encode(&good)?);
-        batch.remove(CONFIG_KEY);
-        batch.remove(LAST_GOOD_KEY);
-        self.db
-            .apply_batch(batch)
-            .map_err(io("writing the configuration"))?;
+        let mut batch = self.db.batch();
+        batch.insert(&self.default_tree, LIST_KEY, encode(&listed)?);
+        batch.insert(&self.default_tree, LAST_GOOD_LIST_KEY, encode(&good)?);
+        batch.remove(&self.default_tree, CONFIG_KEY);
+        batch.remove(&self.default_tree, LAST_GOOD_KEY);
+        batch.apply().map_err(io("writing the configuration"))?;
         let mut lists = vec![&listed];
         lists.extend(good.as_ref());
         self.flush_config()?;
@@ -248,10 +246,10 @@ impl Store {
     /// the layout before parts (its parts are written then).
     fn last_good_listed(&self) -> Result<Option<Option<Listed>>, StoreError> {
         let read = io("reading the last good configuration");
-        if let Some(bytes) = self.db.get(LAST_GOOD_LIST_KEY).map_err(&read)? {
+        if let Some(bytes) = self.default_tree.get(LAST_GOOD_LIST_KEY).map_err(&read)? {
             return decode(&bytes, "last good configuration").map(Some);
         }
-        let Some(bytes) = self.db.get(LAST_GOOD_KEY).map_err(&read)? else {
+        let Some(bytes) = self.default_tree.get(LAST_GOOD_KEY).map_err(&read)? else {
             return Ok(None);
         };
         let whole = decode_whole::<Option<StoredConfig>, OptionalV1>(&bytes)
@@ -269,10 +267,10 @@ impl Store {
     fn held_lists(&self) -> Result<Vec<Listed>, StoreError> {
         let read = io("reading the configuration");
         let mut lists = Vec::new();
-        if let Some(bytes) = self.db.get(LIST_KEY).map_err(&read)? {
+        if let Some(bytes) = self.default_tree.get(LIST_KEY).map_err(&read)? {
             lists.push(decode::<Listed>(&bytes, "configuration")?);
         }
-        if let Some(bytes) = self.db.get(LAST_GOOD_LIST_KEY).map_err(&read)? {
+        if let Some(bytes) = self.default_tree.get(LAST_GOOD_LIST_KEY).map_err(&read)? {
             lists.extend(decode::<Option<Listed>>(&bytes, "last good configuration")?);
         }
         Ok(lists)
@@ -357,15 +355,14 @@ impl Store {
     pub(crate) fn move_parts_to_files(&self) -> Result<(), StoreError> {
         let exists = self
             .db
-            .tree_names()
-            .iter()
-            .any(|n| **n == *PARTS_TREE.as_bytes());
+            .has_tree(PARTS_TREE)
+            .map_err(io("reading the configuration's parts"))?;
         if !exists {
             return Ok(());
         }
         let tree = self.parts_tree()?;
         let read = io("reading the configuration's parts");
-        let parts: Vec<(String, sled::IVec)> = tree
+        let parts: Vec<(String, types::Value)> = tree
             .iter()
             .map(|item| item.map(|(k, v)| (hex(&k), v)))
             .collect::<Result<_, _>>()
@@ -378,7 +375,6 @@ impl Store {
         self.db
             .drop_tree(PARTS_TREE)
             .map_err(io("removing the tree of the configuration's parts"))?;
-        reclaim::reclaim();
         self.flush_config()
     }
 
@@ -408,6 +404,8 @@ fn named_in<'a>(lists: impl Iterator<Item = &'a Listed>) -> HashSet<&'a [u8; 16]
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Backend;
+    use crate::db::on_each_engine;
 
     thread_local! {
         /// Set in a child process: it aborts once a save has removed the
@@ -441,7 +439,9 @@ mod tests {
             store.save_config(&config(3, Some(7)).kept()).unwrap();
             unreachable!("the save aborts");
         }
-        let (store, dir) = open("crash");
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
+        let store = Store::open(&dir).unwrap();
         store.save_config(&config(2, Some(3)).kept()).unwrap();
         let before = part_count(&store);
         drop(store);
@@ -460,8 +460,6 @@ mod tests {
         let store = Store::open(&dir).unwrap();
         assert_eq!(store.load_config().unwrap(), Some(config(3, Some(7))));
         assert!(part_count(&store) <= before, "the old parts went");
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The layout a gtm before zone versions wrote.
@@ -471,54 +469,53 @@ mod tests {
         text: String,
     }
 
-    fn open(name: &str) -> (Store, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!("gtm-store-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        (Store::open(&dir).unwrap(), dir)
+    /// A store on `backend` in a new directory, kept while the store is.
+    fn open(backend: &Backend) -> (Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        (Store::open_with(dir.path(), backend).unwrap(), dir)
     }
 
-    #[test]
-    fn a_configuration_kept_before_zone_versions_still_reads() {
-        let (store, dir) = open("v1");
-        let before = Before {
-            version: 7,
-            text: "old".into(),
-        };
-        let standard = bincode::config::standard();
-        store
-            .db
-            .insert(
-                CONFIG_KEY,
-                bincode::encode_to_vec(&before, standard).unwrap(),
-            )
-            .unwrap();
-        store
-            .db
-            .insert(
-                LAST_GOOD_KEY,
-                bincode::encode_to_vec(Some(&before), standard).unwrap(),
-            )
-            .unwrap();
-        let read = StoredConfig {
-            version: 7,
-            text: "old".into(),
-            zone_versions: Vec::new(),
-        };
-        assert_eq!(store.load_config().unwrap(), Some(read.clone()));
-        assert_eq!(store.last_good_config().unwrap(), Some(Some(read.clone())));
-        // The next save keeps both as parts; the whole texts go.
-        let next = StoredConfig {
-            version: 8,
-            text: "new".into(),
-            zone_versions: Vec::new(),
-        };
-        store.save_uninstalled(&next.kept()).unwrap();
-        assert_eq!(store.load_config().unwrap(), Some(next));
-        assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
-        assert!(store.db.get(CONFIG_KEY).unwrap().is_none());
-        assert!(store.db.get(LAST_GOOD_KEY).unwrap().is_none());
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
+    on_each_engine! {
+        fn a_configuration_kept_before_zone_versions_still_reads(backend: Backend) {
+            let (store, _dir) = open(&backend);
+            let before = Before {
+                version: 7,
+                text: "old".into(),
+            };
+            let standard = bincode::config::standard();
+            store
+                .default_tree
+                .insert(
+                    CONFIG_KEY,
+                    bincode::encode_to_vec(&before, standard).unwrap(),
+                )
+                .unwrap();
+            store
+                .default_tree
+                .insert(
+                    LAST_GOOD_KEY,
+                    bincode::encode_to_vec(Some(&before), standard).unwrap(),
+                )
+                .unwrap();
+            let read = StoredConfig {
+                version: 7,
+                text: "old".into(),
+                zone_versions: Vec::new(),
+            };
+            assert_eq!(store.load_config().unwrap(), Some(read.clone()));
+            assert_eq!(store.last_good_config().unwrap(), Some(Some(read.clone())));
+            // The next save keeps both as parts; the whole texts go.
+            let next = StoredConfig {
+                version: 8,
+                text: "new".into(),
+                zone_versions: Vec::new(),
+            };
+            store.save_uninstalled(&next.kept()).unwrap();
+            assert_eq!(store.load_config().unwrap(), Some(next));
+            assert_eq!(store.last_good_config().unwrap(), Some(Some(read)));
+            assert!(store.default_tree.get(CONFIG_KEY).unwrap().is_none());
+            assert!(store.default_tree.get(LAST_GOOD_KEY).unwrap().is_none());
+        }
     }
 
     fn domains(n: usize, changed: Option<usize>) -> String {
@@ -534,189 +531,178 @@ mod tests {
         std::fs::read_dir(store.path.with_file_name(PARTS_DIR)).map_or(0, |dir| dir.count())
     }
 
-    /// Parts are kept as the caller names them, without cutting or
-    /// hashing: the same list as the store's own cut when they are that
-    /// cut, and two parts as one under a name of the caller's.
-    #[test]
-    fn a_configuration_is_kept_in_the_parts_it_is_given() {
-        let (store, dir) = open("given");
-        let config = StoredConfig {
-            version: 1,
-            text: domains(4, None),
-            zone_versions: Vec::new(),
-        };
-        let kept = config.kept();
-        store.save_config(&kept).unwrap();
-        assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
-        let listed = |store: &Store| -> Vec<PartName> {
-            decode::<Listed>(&store.db.get(LIST_KEY).unwrap().unwrap(), "list")
-                .unwrap()
-                .parts
-        };
-        let named: Vec<PartName> = kept
-            .parts
-            .iter()
-            .map(|(h, p)| (*h, p.len() as u64))
-            .collect();
-        assert_eq!(listed(&store), named);
-        let first_two = config.text.len() - kept.parts[2].1.len() - kept.parts[3].1.len();
-        let joined = KeptConfig {
-            parts: vec![
-                (
-                    parts::part_hash(&config.text.as_bytes()[..first_two]),
-                    parts::Part::plain(&config.text.as_bytes()[..first_two]),
-                ),
-                kept.parts[2].clone(),
-                kept.parts[3].clone(),
-            ],
-            ..kept.clone()
-        };
-        store.save_config(&joined).unwrap();
-        let joined_hash = parts::part_hash(&config.text.as_bytes()[..first_two]);
-        assert_eq!(listed(&store)[0], (joined_hash, first_two as u64));
-        assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
-        assert_eq!(part_count(&store), 3, "the two parts joined are gone");
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// A part no kept list names (a save stopped between its parts and its
-    /// list) is gone once the store opens again.
-    #[test]
-    fn a_part_left_over_is_removed_on_opening() {
-        let (store, dir) = open("leftover");
-        store
-            .save_config(
-                &StoredConfig {
-                    version: 1,
-                    text: domains(2, None),
-                    zone_versions: Vec::new(),
-                }
-                .kept(),
-            )
-            .unwrap();
-        store.config_parts.write(&hex(&[9; 16]), b"left").unwrap();
-        assert_eq!(part_count(&store), 3);
-        drop(store);
-        let store = Store::open(&dir).unwrap();
-        assert_eq!(part_count(&store), 2);
-        assert_eq!(store.load_config().unwrap().unwrap().text, domains(2, None));
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// A configuration changed in one place writes that place: the parts
-    /// of the text before that it shares are kept once, and those no kept
-    /// configuration names are gone.
-    #[test]
-    fn a_configuration_is_kept_as_parts_shared_with_the_one_before() {
-        let (store, dir) = open("parts");
-        let config = |version, changed| StoredConfig {
-            version,
-            text: domains(10, changed),
-            zone_versions: vec![("d1.test".into(), version)],
-        };
-        store.save_config(&config(1, None).kept()).unwrap();
-        assert_eq!(part_count(&store), 10);
-        store.save_config(&config(2, Some(3)).kept()).unwrap();
-        assert_eq!(part_count(&store), 10, "the old part of d3 is gone");
-        // One that does not install keeps the good one's parts beside it.
-        // (d3 as it was, d5 changed: two parts the good one lacks)
-        store.save_uninstalled(&config(3, Some(5)).kept()).unwrap();
-        assert_eq!(part_count(&store), 12);
-        assert_eq!(store.load_config().unwrap(), Some(config(3, Some(5))));
-        assert_eq!(
-            store.last_good_config().unwrap(),
-            Some(Some(config(2, Some(3))))
-        );
-        store.save_config(&config(4, None).kept()).unwrap();
-        assert_eq!(part_count(&store), 10);
-        assert_eq!(store.last_good_config().unwrap(), None);
-        drop(store);
-        let store = Store::open(&dir).unwrap();
-        assert_eq!(store.load_config().unwrap(), Some(config(4, None)));
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    /// Parts a store kept in its tree (the layout before files) move to
-    /// files when it opens, and the configuration reads as it was.
-    #[test]
-    fn parts_kept_in_the_tree_move_to_files() {
-        let (store, dir) = open("tree");
-        let config = StoredConfig {
-            version: 3,
-            text: domains(5, None),
-            zone_versions: vec![("d0.test".into(), 2)],
-        };
-        let kept = config.kept();
-        let listed = Listed {
-            version: 3,
-            parts: kept
+    on_each_engine! {
+        /// Parts are kept as the caller names them, without cutting or
+        /// hashing: the same list as the store's own cut when they are that
+        /// cut, and two parts as one under a name of the caller's.
+        fn a_configuration_is_kept_in_the_parts_it_is_given(backend: Backend) {
+            let (store, _dir) = open(&backend);
+            let config = StoredConfig {
+                version: 1,
+                text: domains(4, None),
+                zone_versions: Vec::new(),
+            };
+            let kept = config.kept();
+            store.save_config(&kept).unwrap();
+            assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
+            let listed = |store: &Store| -> Vec<PartName> {
+                decode::<Listed>(&store.default_tree.get(LIST_KEY).unwrap().unwrap(), "list")
+                    .unwrap()
+                    .parts
+            };
+            let named: Vec<PartName> = kept
                 .parts
                 .iter()
                 .map(|(h, p)| (*h, p.len() as u64))
-                .collect(),
-            zone_versions: config.zone_versions.clone(),
-        };
-        let tree = store.parts_tree().unwrap();
-        for (hash, part) in &kept.parts {
-            tree.insert(hash, part.bytes()).unwrap();
+                .collect();
+            assert_eq!(listed(&store), named);
+            let first_two = config.text.len() - kept.parts[2].1.len() - kept.parts[3].1.len();
+            let joined = KeptConfig {
+                parts: vec![
+                    (
+                        parts::part_hash(&config.text.as_bytes()[..first_two]),
+                        parts::Part::plain(&config.text.as_bytes()[..first_two]),
+                    ),
+                    kept.parts[2].clone(),
+                    kept.parts[3].clone(),
+                ],
+                ..kept.clone()
+            };
+            store.save_config(&joined).unwrap();
+            let joined_hash = parts::part_hash(&config.text.as_bytes()[..first_two]);
+            assert_eq!(listed(&store)[0], (joined_hash, first_two as u64));
+            assert_eq!(store.load_config().unwrap().as_ref(), Some(&config));
+            assert_eq!(part_count(&store), 3, "the two parts joined are gone");
         }
-        store.db.insert(LIST_KEY, encode(&listed).unwrap()).unwrap();
-        store.db.flush().unwrap();
-        drop((tree, store));
-        let store = Store::open(&dir).unwrap();
-        assert_eq!(part_count(&store), 5);
-        assert!(
-            !store
-                .db
-                .tree_names()
-                .iter()
-                .any(|n| **n == *PARTS_TREE.as_bytes())
-        );
-        assert_eq!(store.load_config().unwrap(), Some(config));
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
-    #[test]
-    fn a_missing_part_is_named_not_joined_short() {
-        let (store, dir) = open("missing");
-        store
-            .save_config(
-                &StoredConfig {
-                    version: 1,
-                    text: domains(3, None),
-                    zone_versions: Vec::new(),
-                }
-                .kept(),
-            )
-            .unwrap();
-        let dir_of_parts = store.path.with_file_name(PARTS_DIR);
-        let mut files: Vec<_> = std::fs::read_dir(&dir_of_parts)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        // One altered on disk is named, not joined.
-        let before = std::fs::read(&files[1]).unwrap();
-        std::fs::write(&files[1], b"altered").unwrap();
-        let err = store.load_config().unwrap_err().to_string();
-        assert!(
-            err.contains("stored configuration is corrupt: its part"),
-            "{err}"
-        );
-        assert!(err.contains("that are not the"), "{err}");
-        std::fs::write(&files[1], before).unwrap();
-        assert!(store.load_config().is_ok());
-        std::fs::remove_file(&files[0]).unwrap();
-        let err = store.load_config().unwrap_err().to_string();
-        assert!(
-            err.contains("stored configuration is corrupt: its part"),
-            "{err}"
-        );
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
+    on_each_engine! {
+        /// A part no kept list names (a save stopped between its parts and its
+        /// list) is gone once the store opens again.
+        fn a_part_left_over_is_removed_on_opening(backend: Backend) {
+            let (store, dir) = open(&backend);
+            store
+                .save_config(
+                    &StoredConfig {
+                        version: 1,
+                        text: domains(2, None),
+                        zone_versions: Vec::new(),
+                    }
+                    .kept(),
+                )
+                .unwrap();
+            store.config_parts.write(&hex(&[9; 16]), b"left").unwrap();
+            assert_eq!(part_count(&store), 3);
+            drop(store);
+            let store = Store::open_with(dir.path(), &backend).unwrap();
+            assert_eq!(part_count(&store), 2);
+            assert_eq!(store.load_config().unwrap().unwrap().text, domains(2, None));
+        }
+    }
+
+    on_each_engine! {
+        /// A configuration changed in one place writes that place: the parts
+        /// of the text before that it shares are kept once, and those no kept
+        /// configuration names are gone.
+        fn a_configuration_is_kept_as_parts_shared_with_the_one_before(backend: Backend) {
+            let (store, dir) = open(&backend);
+            let config = |version, changed| StoredConfig {
+                version,
+                text: domains(10, changed),
+                zone_versions: vec![("d1.test".into(), version)],
+            };
+            store.save_config(&config(1, None).kept()).unwrap();
+            assert_eq!(part_count(&store), 10);
+            store.save_config(&config(2, Some(3)).kept()).unwrap();
+            assert_eq!(part_count(&store), 10, "the old part of d3 is gone");
+            // One that does not install keeps the good one's parts beside it.
+            // (d3 as it was, d5 changed: two parts the good one lacks)
+            store.save_uninstalled(&config(3, Some(5)).kept()).unwrap();
+            assert_eq!(part_count(&store), 12);
+            assert_eq!(store.load_config().unwrap(), Some(config(3, Some(5))));
+            assert_eq!(
+                store.last_good_config().unwrap(),
+                Some(Some(config(2, Some(3))))
+            );
+            store.save_config(&config(4, None).kept()).unwrap();
+            assert_eq!(part_count(&store), 10);
+            assert_eq!(store.last_good_config().unwrap(), None);
+            drop(store);
+            let store = Store::open_with(dir.path(), &backend).unwrap();
+            assert_eq!(store.load_config().unwrap(), Some(config(4, None)));
+        }
+    }
+
+    on_each_engine! {
+        /// Parts a store kept in its tree (the layout before files) move to
+        /// files when it opens, and the configuration reads as it was.
+        fn parts_kept_in_the_tree_move_to_files(backend: Backend) {
+            let (store, dir) = open(&backend);
+            let config = StoredConfig {
+                version: 3,
+                text: domains(5, None),
+                zone_versions: vec![("d0.test".into(), 2)],
+            };
+            let kept = config.kept();
+            let listed = Listed {
+                version: 3,
+                parts: kept
+                    .parts
+                    .iter()
+                    .map(|(h, p)| (*h, p.len() as u64))
+                    .collect(),
+                zone_versions: config.zone_versions.clone(),
+            };
+            let tree = store.parts_tree().unwrap();
+            for (hash, part) in &kept.parts {
+                tree.insert(hash, part.bytes()).unwrap();
+            }
+            store.default_tree.insert(LIST_KEY, encode(&listed).unwrap()).unwrap();
+            store.db.flush().unwrap();
+            drop((tree, store));
+            let store = Store::open_with(dir.path(), &backend).unwrap();
+            assert_eq!(part_count(&store), 5);
+            assert!(!store.db.has_tree(PARTS_TREE).unwrap());
+            assert_eq!(store.load_config().unwrap(), Some(config));
+        }
+    }
+
+    on_each_engine! {
+        fn a_missing_part_is_named_not_joined_short(backend: Backend) {
+            let (store, _dir) = open(&backend);
+            store
+                .save_config(
+                    &StoredConfig {
+                        version: 1,
+                        text: domains(3, None),
+                        zone_versions: Vec::new(),
+                    }
+                    .kept(),
+                )
+                .unwrap();
+            let dir_of_parts = store.path.with_file_name(PARTS_DIR);
+            let mut files: Vec<_> = std::fs::read_dir(&dir_of_parts)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            files.sort();
+            // One altered on disk is named, not joined.
+            let before = std::fs::read(&files[1]).unwrap();
+            std::fs::write(&files[1], b"altered").unwrap();
+            let err = store.load_config().unwrap_err().to_string();
+            assert!(
+                err.contains("stored configuration is corrupt: its part"),
+                "{err}"
+            );
+            assert!(err.contains("that are not the"), "{err}");
+            std::fs::write(&files[1], before).unwrap();
+            assert!(store.load_config().is_ok());
+            std::fs::remove_file(&files[0]).unwrap();
+            let err = store.load_config().unwrap_err().to_string();
+            assert!(
+                err.contains("stored configuration is corrupt: its part"),
+                "{err}"
+            );
+        }
     }
 }

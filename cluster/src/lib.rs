@@ -1,4 +1,4 @@
-//! gtm's replication layer: the durable store of a device (sled) and the Raft
+//! gtm's replication layer: the durable store of a device and the Raft
 //! cluster (openraft) that replicates a generic key/value map between devices.
 //!
 //! The crate knows nothing of DNS: the application proposes commands
@@ -9,10 +9,14 @@
 //!
 //! Layout, one concern per module:
 //! - `types`: the openraft type configuration and the public value types;
-//! - `log_store`: the Raft log, vote and committed pointer in sled;
+//! - `db`: the storage seam: the key-value trait the store is written
+//!   against, and its adapters (sled, the default; in memory; failing on
+//!   demand), chosen by [`Backend`];
+//! - `log_store`: the Raft log, vote and committed pointer;
 //! - `state_machine`: the replicated map, its snapshots, the applied watch;
-//! - `side_files`: values kept in files of their own beside sled (the
-//!   log's large commands, the snapshot, the device's configuration parts);
+//! - `side_files`: values kept in files of their own beside the store's
+//!   engine (the log's large commands, the snapshot, the device's
+//!   configuration parts);
 //! - `machine`: the application's state machine trait;
 //! - `error`: [`ClusterError`], the one error type of the crate;
 //! - `rpc_client`: Raft RPC over HTTP, what a device sends (imports nothing
@@ -24,12 +28,13 @@
 //! - `config_store`: a device's own copy of the configuration it serves,
 //!   kept as `parts`, each in a side file.
 //!
-//! Nothing outside this crate names an openraft or sled type: only the
-//! types re-exported here are public.
+//! Nothing outside this crate names an openraft or storage engine type:
+//! only the types re-exported here are public.
 
 use std::path::Path;
 
 mod config_store;
+mod db;
 mod error;
 mod forward;
 mod http;
@@ -38,7 +43,6 @@ mod low_priority;
 mod machine;
 mod node;
 pub mod parts;
-mod reclaim;
 mod rpc_client;
 mod rpc_server;
 mod side_files;
@@ -46,6 +50,7 @@ mod state_machine;
 mod types;
 
 pub use config_store::{KeptConfig, PartName, StoredConfig};
+pub use db::{Backend, DbError, FaultSwitch, MemoryDb};
 pub use error::ClusterError;
 pub use http::{ClientTls, HttpClientError, PeerCredentials, PeerTls, http_client, trust_roots};
 pub use low_priority::LowPriority;
@@ -62,11 +67,11 @@ pub use types::{Applied, Kept, Map, NodeInfo, Proposal, Value, Write};
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open the store in {path}: {source}")]
-    Open { path: String, source: sled::Error },
+    Open { path: String, source: DbError },
     #[error("store I/O failed while {action}: {source}")]
     Io {
         action: &'static str,
-        source: sled::Error,
+        source: DbError,
     },
     #[error("stored {what} is corrupt: {why}")]
     Corrupt { what: &'static str, why: String },
@@ -75,20 +80,23 @@ pub enum StoreError {
 /// A device's durable state.
 #[derive(Debug, Clone)]
 pub struct Store {
-    db: sled::Db,
+    db: db::Db,
+    /// The default tree: the lists of the device's own configuration
+    /// (`config_store`).
+    default_tree: db::Tree,
     /// The store's directory, for error messages.
     path: std::sync::Arc<Path>,
     /// The parts of the device's own copy of its configuration
     /// (`config_store`).
     config_parts: side_files::SideFiles,
     /// Last health decision per check instance.
-    health: sled::Tree,
+    health: db::Tree,
     /// The event log: big-endian sequence number → big-endian time (ms,
     /// 8 bytes) followed by the event.
-    events: sled::Tree,
+    events: db::Tree,
     /// The event log by time: big-endian time + sequence number → nothing.
     /// Paging by time reads only the events it returns.
-    event_times: sled::Tree,
+    event_times: db::Tree,
     event_retention: u64,
 }
 
@@ -99,36 +107,27 @@ pub const DEFAULT_EVENT_RETENTION: u64 = 100_000;
 const LOCAL_TREE: &str = "local-kv";
 
 impl Store {
+    /// The store in the data directory `dir`, on sled (`dir/store`).
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with(dir, &Backend::Sled)
+    }
+
+    /// The store in the data directory `dir`, its keys and values kept by
+    /// `backend` (its large values are files in `dir` whatever it is).
+    pub fn open_with(dir: &Path, backend: &Backend) -> Result<Self, StoreError> {
+        let path = dir.join("store");
         let open_err = |source| StoreError::Open {
             path: dir.display().to_string(),
             source,
         };
-        // sled caches up to 1 GiB by default; a device's store is small.
-        let config = sled::Config::new()
-            .path(dir.join("store"))
-            .cache_capacity(64 << 20);
-        // A store closed a moment ago in this process may still be held by
-        // sled's flusher thread until it notices: wait for it, briefly.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        let db = loop {
-            match config.open() {
-                Ok(db) => break db,
-                Err(sled::Error::Io(e))
-                    if e.to_string().contains("could not acquire lock")
-                        && std::time::Instant::now() < deadline =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(e) => return Err(open_err(e)),
-            }
-        };
+        let db = db::Db::open(&path, backend).map_err(open_err)?;
         let health = db.open_tree("health").map_err(open_err)?;
         let events = db.open_tree("event-log").map_err(open_err)?;
         let event_times = db.open_tree("event-time").map_err(open_err)?;
         let store = Self {
+            default_tree: db.default_tree(),
             db,
-            path: dir.join("store").into(),
+            path: path.into(),
             config_parts: config_store::part_files(dir),
             health,
             events,
@@ -194,8 +193,7 @@ impl Store {
             action: "migrating the event log",
             source,
         };
-        let exists = self.db.tree_names().iter().any(|n| n.as_ref() == b"events");
-        if !exists {
+        if !self.db.has_tree("events").map_err(io)? {
             return Ok(0);
         }
         let legacy = self.db.open_tree("events").map_err(io)?;
@@ -222,7 +220,7 @@ impl Store {
         // points at nothing (readers skip one that does anyway).
         self.events.insert(seq.to_be_bytes(), stored).map_err(io)?;
         self.event_times
-            .insert(time_key(time_ms, seq), &[])
+            .insert(time_key(time_ms, seq), [])
             .map_err(io)?;
         if seq > self.event_retention {
             let cutoff = (seq - self.event_retention + 1).to_be_bytes();
@@ -264,8 +262,7 @@ impl Store {
     pub fn last_events(&self, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
         let mut events = self
             .events
-            .iter()
-            .rev()
+            .iter_rev()
             .take(limit)
             .map(|item| {
                 let (k, v) = item.map_err(read_err)?;
@@ -282,12 +279,11 @@ impl Store {
         &self,
         before_ms: Option<u64>,
     ) -> impl Iterator<Item = Result<StoredEvent, StoreError>> + '_ {
-        let end = time_key(before_ms.unwrap_or(u64::MAX), 0);
         let range = match before_ms {
-            Some(_) => self.event_times.range(..end),
-            None => self.event_times.iter(),
+            Some(before) => self.event_times.range_rev(..time_key(before, 0)),
+            None => self.event_times.iter_rev(),
         };
-        range.rev().filter_map(move |item| {
+        range.filter_map(move |item| {
             let key = match item {
                 Ok((k, _)) => k,
                 Err(e) => return Some(Err(read_err(e))),
@@ -302,8 +298,8 @@ impl Store {
         })
     }
 
-    /// Makes every write so far durable (sled flushes by itself only every
-    /// half second).
+    /// Makes every write so far durable (the engine may hold a write in
+    /// memory until then: sled for up to half a second).
     pub fn flush(&self) -> Result<(), StoreError> {
         self.db.flush().map_err(|source| StoreError::Io {
             action: "flushing the store",
@@ -312,8 +308,8 @@ impl Store {
         Ok(())
     }
 
-    /// The sled database shared with the Raft log and state machine trees.
-    pub(crate) fn db(&self) -> &sled::Db {
+    /// The database shared with the Raft log and state machine trees.
+    pub(crate) fn db(&self) -> &db::Db {
         &self.db
     }
 
@@ -350,7 +346,7 @@ impl Store {
                 what: "local state key",
                 why: e.to_string(),
             })?;
-            map.insert(key, types::Value::from_owner(v));
+            map.insert(key, v);
         }
         Ok(map)
     }
@@ -364,26 +360,24 @@ impl Store {
             source,
         };
         let tree = self.db.open_tree(LOCAL_TREE).map_err(io)?;
-        let mut batch = sled::Batch::default();
+        let mut batch = self.db.batch();
         let mut kept = Vec::with_capacity(writes.len());
         for write in writes {
             match write {
                 Write::Put { key, value } => {
-                    let (stored, value) = types::shared(value);
-                    batch.insert(key.as_bytes(), stored);
+                    let value = batch.insert_shared(&tree, key.as_bytes(), value);
                     kept.push(Kept {
                         key,
                         value: Some(value),
                     });
                 }
                 Write::Delete { key } => {
-                    batch.remove(key.as_bytes());
+                    batch.remove(&tree, key.as_bytes());
                     kept.push(Kept { key, value: None });
                 }
             }
         }
-        tree.apply_batch(batch).map_err(io)?;
-        reclaim::reclaim();
+        batch.apply().map_err(io)?;
         self.db.flush().map_err(|source| StoreError::Io {
             action: "flushing the local state",
             source,
@@ -400,7 +394,7 @@ pub struct StoredEvent {
     pub bytes: Vec<u8>,
 }
 
-fn read_err(source: sled::Error) -> StoreError {
+fn read_err(source: DbError) -> StoreError {
     StoreError::Io {
         action: "reading the event log",
         source,
@@ -438,192 +432,185 @@ fn seq_of(key: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::on_each_engine;
 
-    /// A value the local state keeps is one allocation, shared by sled and
-    /// the map in memory; and it reads back the same after reopening.
-    #[test]
-    fn a_local_value_is_held_once() {
-        let dir = std::env::temp_dir().join(format!("gtm-store-shared-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let text = vec![b'x'; 1 << 20];
-        {
-            let store = Store::open(&dir).unwrap();
-            let kept = store
-                .apply_local(vec![
-                    Write::Put {
-                        key: "config".into(),
-                        value: text.clone(),
-                    },
-                    Write::Delete { key: "gone".into() },
-                ])
-                .unwrap();
-            let [put, delete] = kept.as_slice() else {
-                panic!("one kept write per write: {kept:?}");
-            };
-            assert_eq!(delete.key, "gone");
-            assert!(delete.value.is_none());
-            let value = put.value.as_ref().unwrap();
-            assert_eq!(value.as_ref(), text.as_slice());
-            let read = store.local_map().unwrap();
+    on_each_engine! {
+        /// A value the local state keeps is one allocation, shared by the
+        /// engine and the map in memory; and it reads back the same after
+        /// reopening.
+        fn a_local_value_is_held_once(backend: Backend) {
+            let dir = tempfile::tempdir().unwrap();
+            let text = vec![b'x'; 1 << 20];
+            {
+                let store = Store::open_with(dir.path(), &backend).unwrap();
+                let kept = store
+                    .apply_local(vec![
+                        Write::Put {
+                            key: "config".into(),
+                            value: text.clone(),
+                        },
+                        Write::Delete { key: "gone".into() },
+                    ])
+                    .unwrap();
+                let [put, delete] = kept.as_slice() else {
+                    panic!("one kept write per write: {kept:?}");
+                };
+                assert_eq!(delete.key, "gone");
+                assert!(delete.value.is_none());
+                let value = put.value.as_ref().unwrap();
+                assert_eq!(value.as_ref(), text.as_slice());
+                let read = store.local_map().unwrap();
+                assert_eq!(
+                    read["config"].as_ptr(),
+                    value.as_ptr(),
+                    "the map read back holds the engine's bytes, not a copy"
+                );
+            }
+            let store = Store::open_with(dir.path(), &backend).unwrap();
             assert_eq!(
-                read["config"].as_ptr(),
-                value.as_ptr(),
-                "the map read back holds sled's bytes, not a copy"
+                store.local_map().unwrap()["config"].as_ref(),
+                text.as_slice()
             );
         }
-        let store = Store::open(&dir).unwrap();
-        assert_eq!(
-            store.local_map().unwrap()["config"].as_ref(),
-            text.as_slice()
-        );
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
-    #[test]
-    fn configuration_survives_reopening() {
-        let dir = std::env::temp_dir().join(format!("gtm-store-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        {
-            let store = Store::open(&dir).unwrap();
-            assert_eq!(store.load_config().unwrap(), None);
-            // The first committed configuration did not install: none is good.
-            store
-                .save_uninstalled(
-                    &StoredConfig {
-                        version: 2,
-                        text: "bad".into(),
-                        zone_versions: Vec::new(),
-                    }
-                    .kept(),
-                )
-                .unwrap();
-            assert_eq!(store.last_good_config().unwrap(), Some(None));
-            store
-                .save_config(
-                    &StoredConfig {
-                        version: 3,
-                        text: "[[datacenter]]\nname = \"dc1\"\n".into(),
-                        zone_versions: vec![("example.test".into(), 2)],
-                    }
-                    .kept(),
-                )
-                .unwrap();
+    on_each_engine! {
+        fn configuration_survives_reopening(backend: Backend) {
+            let dir = tempfile::tempdir().unwrap();
+            let dir = dir.path();
+            {
+                let store = Store::open_with(dir, &backend).unwrap();
+                assert_eq!(store.load_config().unwrap(), None);
+                // The first committed configuration did not install: none is good.
+                store
+                    .save_uninstalled(
+                        &StoredConfig {
+                            version: 2,
+                            text: "bad".into(),
+                            zone_versions: Vec::new(),
+                        }
+                        .kept(),
+                    )
+                    .unwrap();
+                assert_eq!(store.last_good_config().unwrap(), Some(None));
+                store
+                    .save_config(
+                        &StoredConfig {
+                            version: 3,
+                            text: "[[datacenter]]\nname = \"dc1\"\n".into(),
+                            zone_versions: vec![("example.test".into(), 2)],
+                        }
+                        .kept(),
+                    )
+                    .unwrap();
+            }
+            let store = Store::open_with(dir, &backend)
+                .unwrap()
+                .with_event_retention(3);
+            assert_eq!(store.load_config().unwrap().unwrap().version, 3);
+            assert_eq!(
+                store.load_config().unwrap().unwrap().zone_versions,
+                [("example.test".to_string(), 2)]
+            );
+            assert_eq!(store.last_good_config().unwrap(), None);
+            // A committed configuration that did not install keeps the good one
+            // beside it, until one installs again.
+            let good = store.load_config().unwrap().unwrap();
+            for version in [4, 5] {
+                store
+                    .save_uninstalled(
+                        &StoredConfig {
+                            version,
+                            text: "bad".into(),
+                            zone_versions: Vec::new(),
+                        }
+                        .kept(),
+                    )
+                    .unwrap();
+                assert_eq!(store.load_config().unwrap().unwrap().version, version);
+                assert_eq!(store.last_good_config().unwrap(), Some(Some(good.clone())));
+            }
+            store.save_config(&good.kept()).unwrap();
+            assert_eq!(store.last_good_config().unwrap(), None);
+            for seq in 1..=5u64 {
+                store
+                    .append_event(seq, 1000 + seq * 10, format!("event {seq}").as_bytes())
+                    .unwrap();
+            }
+            let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+            assert_eq!(
+                seqs(store.events_after(0, 100).unwrap()),
+                [3, 4, 5],
+                "retention keeps the newest"
+            );
+            assert_eq!(store.last_event_seq().unwrap(), 5);
+            assert_eq!(seqs(store.events_after(3, 1).unwrap()), [4]);
+            assert_eq!(seqs(store.last_events(2).unwrap()), [4, 5]);
+            let newest = store.events_after(4, 10).unwrap();
+            assert_eq!(newest[0].time_ms, 1050);
+            assert_eq!(newest[0].bytes, b"event 5");
+            // Paging by time: strictly older than `before`, newest first; the
+            // trimmed events left the time index too.
+            let by_time = |before| {
+                store
+                    .events_newest_first(before)
+                    .map(|e| e.unwrap().seq)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(by_time(None), [5, 4, 3]);
+            assert_eq!(by_time(Some(1050)), [4, 3]);
+            assert_eq!(by_time(Some(1030)), Vec::<u64>::new());
+            assert_eq!(store.event_times.len().unwrap(), 3);
+            store.put_health_decision("web@192.0.2.10", b"ok").unwrap();
+            drop(store);
+            let store = Store::open_with(dir, &backend).unwrap();
+            assert_eq!(
+                store.health_decisions().unwrap(),
+                [("web@192.0.2.10".to_string(), b"ok".to_vec())]
+            );
         }
-        let store = Store::open(&dir).unwrap().with_event_retention(3);
-        assert_eq!(store.load_config().unwrap().unwrap().version, 3);
-        assert_eq!(
-            store.load_config().unwrap().unwrap().zone_versions,
-            [("example.test".to_string(), 2)]
-        );
-        assert_eq!(store.last_good_config().unwrap(), None);
-        // A committed configuration that did not install keeps the good one
-        // beside it, until one installs again.
-        let good = store.load_config().unwrap().unwrap();
-        for version in [4, 5] {
-            store
-                .save_uninstalled(
-                    &StoredConfig {
-                        version,
-                        text: "bad".into(),
-                        zone_versions: Vec::new(),
-                    }
-                    .kept(),
-                )
-                .unwrap();
-            assert_eq!(store.load_config().unwrap().unwrap().version, version);
-            assert_eq!(store.last_good_config().unwrap(), Some(Some(good.clone())));
-        }
-        store.save_config(&good.kept()).unwrap();
-        assert_eq!(store.last_good_config().unwrap(), None);
-        for seq in 1..=5u64 {
-            store
-                .append_event(seq, 1000 + seq * 10, format!("event {seq}").as_bytes())
-                .unwrap();
-        }
-        let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
-        assert_eq!(
-            seqs(store.events_after(0, 100).unwrap()),
-            [3, 4, 5],
-            "retention keeps the newest"
-        );
-        assert_eq!(store.last_event_seq().unwrap(), 5);
-        assert_eq!(seqs(store.events_after(3, 1).unwrap()), [4]);
-        assert_eq!(seqs(store.last_events(2).unwrap()), [4, 5]);
-        let newest = store.events_after(4, 10).unwrap();
-        assert_eq!(newest[0].time_ms, 1050);
-        assert_eq!(newest[0].bytes, b"event 5");
-        // Paging by time: strictly older than `before`, newest first; the
-        // trimmed events left the time index too.
-        let by_time = |before| {
-            store
-                .events_newest_first(before)
-                .map(|e| e.unwrap().seq)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(by_time(None), [5, 4, 3]);
-        assert_eq!(by_time(Some(1050)), [4, 3]);
-        assert_eq!(by_time(Some(1030)), Vec::<u64>::new());
-        assert_eq!(store.event_times.len(), 3);
-        store.put_health_decision("web@192.0.2.10", b"ok").unwrap();
-        drop(store);
-        let store = Store::open(&dir).unwrap();
-        assert_eq!(
-            store.health_decisions().unwrap(),
-            [("web@192.0.2.10".to_string(), b"ok".to_vec())]
-        );
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
-}
 
-#[cfg(test)]
-mod legacy_events {
-    use super::*;
-
-    #[test]
-    fn events_of_the_first_layout_move_into_the_indexed_log() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let legacy = store.db.open_tree("events").unwrap();
-        for seq in 1..=3u64 {
-            legacy
-                .insert(seq.to_be_bytes(), format!("{}", seq * 100).as_bytes())
-                .unwrap();
+    on_each_engine! {
+        fn events_of_the_first_layout_move_into_the_indexed_log(backend: Backend) {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open_with(dir.path(), &backend).unwrap();
+            let legacy = store.db.open_tree("events").unwrap();
+            for seq in 1..=3u64 {
+                legacy
+                    .insert(seq.to_be_bytes(), format!("{}", seq * 100).as_bytes())
+                    .unwrap();
+            }
+            let time_of = |b: &[u8]| std::str::from_utf8(b).unwrap().parse().unwrap();
+            assert_eq!(store.migrate_legacy_events(time_of).unwrap(), 3);
+            assert!(!store.db.has_tree("events").unwrap());
+            let moved = store.events_after(0, 10).unwrap();
+            assert_eq!(moved.len(), 3);
+            assert_eq!((moved[2].seq, moved[2].time_ms), (3, 300));
+            assert_eq!(moved[2].bytes, b"300");
+            assert_eq!(store.migrate_legacy_events(time_of).unwrap(), 0);
         }
-        let time_of = |b: &[u8]| std::str::from_utf8(b).unwrap().parse().unwrap();
-        assert_eq!(store.migrate_legacy_events(time_of).unwrap(), 3);
-        assert!(
-            !store
-                .db
-                .tree_names()
-                .iter()
-                .any(|n| n.as_ref() == b"events")
-        );
-        let moved = store.events_after(0, 10).unwrap();
-        assert_eq!(moved.len(), 3);
-        assert_eq!((moved[2].seq, moved[2].time_ms), (3, 300));
-        assert_eq!(moved[2].bytes, b"300");
-        assert_eq!(store.migrate_legacy_events(time_of).unwrap(), 0);
     }
 }
 
 #[cfg(test)]
 mod storage_suite {
-    //! openraft's storage test suite against the sled log and state machine,
-    //! each case in a fresh directory.
+    //! openraft's storage test suite against the log and state machine, on
+    //! each engine (and through the fault-injecting adapter, switched off),
+    //! each case in a fresh store.
 
     use std::sync::Arc;
 
     use openraft::testing::{StoreBuilder, Suite};
     use tokio::sync::watch;
 
-    use crate::Store;
     use crate::log_store::LogStore;
     use crate::state_machine::StateMachine;
     use crate::types::{Applied, StorageError, TypeConfig};
+    use crate::{Backend, FaultSwitch, Store};
 
-    struct SledBuilder;
+    /// Builds each case's store on a new backend of one kind.
+    struct Builder(fn() -> Backend);
 
     /// Keeps the directory until the case ends; the store closes first.
     struct Guard {
@@ -631,10 +618,10 @@ mod storage_suite {
         _dir: tempfile::TempDir,
     }
 
-    impl StoreBuilder<TypeConfig, LogStore, StateMachine, Guard> for SledBuilder {
+    impl StoreBuilder<TypeConfig, LogStore, StateMachine, Guard> for Builder {
         async fn build(&self) -> Result<(Guard, LogStore, StateMachine), StorageError> {
             let dir = tempfile::tempdir().expect("temp dir");
-            let store = Store::open(dir.path()).expect("open store");
+            let store = Store::open_with(dir.path(), &(self.0)()).expect("open store");
             let log = LogStore::open(store.db(), store.log_files())?;
             let sm = StateMachine::open(
                 store.db(),
@@ -653,10 +640,24 @@ mod storage_suite {
         }
     }
 
-    #[test]
-    fn openraft_storage_suite() {
-        if let Err(e) = Suite::test_all(SledBuilder) {
+    fn suite(backend: fn() -> Backend) {
+        if let Err(e) = Suite::test_all(Builder(backend)) {
             panic!("openraft storage suite: {e}");
         }
+    }
+
+    #[test]
+    fn openraft_storage_suite_on_sled() {
+        suite(|| Backend::Sled);
+    }
+
+    #[test]
+    fn openraft_storage_suite_in_memory() {
+        suite(Backend::memory);
+    }
+
+    #[test]
+    fn openraft_storage_suite_through_a_fault_switch_left_off() {
+        suite(|| Backend::memory().with_faults(&FaultSwitch::new()));
     }
 }

@@ -1,10 +1,12 @@
-//! The Raft log, the vote and the committed pointer, in sled.
+//! The Raft log, the vote and the committed pointer, in the store's
+//! engine (`db`).
 //!
 //! Tree `raft-log`: big-endian log index → bincode of the entry; an entry
 //! whose command is [`IN_FILE_BYTES`] or more is stored without it, with
 //! the length and hash of the command, which is in a file of its own
-//! (`side_files`, `raft-log/<index>-<term>-<node>.command`): sled would
-//! write it again with every change to its leaf.
+//! (`side_files`, `raft-log/<index>-<term>-<node>.command`): sled, the
+//! engine a device runs on, would write it again with every change to its
+//! leaf.
 //! Tree `raft-meta`: `vote`, `committed`, `last_purged` → bincode values.
 //!
 //! Durability: `append` flushes before it reports the entries as persisted
@@ -35,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, EntryPayload, ErrorSubject, ErrorVerb, OptionalSend, RaftLogReader};
 
+use crate::db::{Db, DbError, Tree};
 use crate::machine::{Machine, PREPARE_BYTES};
 use crate::side_files::{Checked, SideFiles};
 use crate::types::{
@@ -180,9 +183,9 @@ impl Drop for PreWrite {
 
 #[derive(Debug, Clone)]
 pub(crate) struct LogStore {
-    db: sled::Db,
-    log: sled::Tree,
-    meta: sled::Tree,
+    db: Db,
+    log: Tree,
+    meta: Tree,
     /// The commands of [`IN_FILE_BYTES`] or more.
     files: SideFiles,
     /// The last large entry inserted, decoded (its payload shared), while
@@ -235,7 +238,7 @@ impl LogStore {
     /// The log in `db`, its large commands in `files`. Removes the files
     /// the log does not name (left by a crash); a directory that cannot be
     /// written to keeps them, with a warning: they are never read.
-    pub(crate) fn open(db: &sled::Db, files: SideFiles) -> Result<Self, StorageError> {
+    pub(crate) fn open(db: &Db, files: SideFiles) -> Result<Self, StorageError> {
         let open = |name: &str| {
             db.open_tree(name)
                 .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))
@@ -326,8 +329,7 @@ impl LogStore {
         self.db
             .flush_async()
             .await
-            .map_err(|e| io_err(subject, ErrorVerb::Write, &e))?;
-        Ok(())
+            .map_err(|e| io_err(subject, ErrorVerb::Write, &e))
     }
 
     fn get_meta<T: serde::de::DeserializeOwned>(
@@ -406,26 +408,18 @@ impl LogStore {
     /// `also` (the state machine's tree), in one transaction, then flushes.
     /// A crash leaves all of it or none of it: a log without the state
     /// machine it was applied to (or the reverse) would not start.
-    pub(crate) async fn clear_with(&self, also: &sled::Tree) -> Result<(), StorageError> {
-        use sled::Transactional;
-        use sled::transaction::ConflictableTransactionError;
-        let keys = |tree: &sled::Tree| -> Result<Vec<sled::IVec>, StorageError> {
-            tree.iter()
-                .keys()
-                .collect::<Result<_, _>>()
-                .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))
-        };
+    pub(crate) async fn clear_with(&self, also: &Tree) -> Result<(), StorageError> {
         self.forget_kept(|_| true);
-        let (log_keys, meta_keys, also_keys) = (keys(&self.log)?, keys(&self.meta)?, keys(also)?);
-        (&self.log, &self.meta, also)
-            .transaction(|(log, meta, also)| {
-                for (tree, keys) in [(log, &log_keys), (meta, &meta_keys), (also, &also_keys)] {
-                    for key in keys {
-                        tree.remove(key)?;
-                    }
-                }
-                Ok::<(), ConflictableTransactionError<std::convert::Infallible>>(())
-            })
+        let mut batch = self.db.batch();
+        for tree in [&self.log, &self.meta, also] {
+            for item in tree.iter() {
+                let (key, _) =
+                    item.map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Read, &e))?;
+                batch.remove(tree, key);
+            }
+        }
+        batch
+            .apply()
             .map_err(|e| io_err(ErrorSubject::Store, ErrorVerb::Delete, &e))?;
         self.flush(ErrorSubject::Store).await?;
         if let Err(e) = self.files.keep_only(&[]) {
@@ -438,7 +432,7 @@ impl LogStore {
         &self,
         entries: impl Iterator<Item = &'a Entry>,
     ) -> Result<(), StorageError> {
-        let mut batch = sled::Batch::default();
+        let mut batch = self.db.batch();
         let mut large = None;
         let mut first = None;
         for entry in entries {
@@ -481,17 +475,15 @@ impl LogStore {
             }
             .map_err(|e| failed(AnyError::new(&e)))?;
             first.get_or_insert(entry.log_id.index);
-            batch.insert(&index_key(entry.log_id.index), bytes);
+            batch.insert(&self.log, index_key(entry.log_id.index), bytes);
         }
         // Whatever these entries replace is not kept decoded any more.
         if let Some(first) = first {
             self.forget_kept(|i| i >= first);
         }
-        let appended = self
-            .log
-            .apply_batch(batch)
+        let appended = batch
+            .apply()
             .map_err(|e| io_err(ErrorSubject::Logs, ErrorVerb::Write, &e));
-        crate::reclaim::reclaim();
         if appended.is_ok() && large.is_some() {
             *self.kept() = large;
         }
@@ -502,20 +494,18 @@ impl LogStore {
     /// flushes, then removes their command files.
     async fn remove_range(&self, from: u64, to: Option<u64>) -> Result<(), StorageError> {
         self.forget_kept(|i| i >= from && to.is_none_or(|to| i < to));
-        let io = |e: sled::Error| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e);
+        let io = |e: DbError| io_err(ErrorSubject::Logs, ErrorVerb::Delete, &e);
         let (start, end) = (
             Bound::Included(index_key(from)),
             to.map_or(Bound::Unbounded, |to| Bound::Excluded(index_key(to))),
         );
         let files = self.in_files((start, end))?;
-        let mut batch = sled::Batch::default();
+        let mut batch = self.db.batch();
         for item in self.log.range((start, end)) {
             let (key, _) = item.map_err(io)?;
-            batch.remove(key);
+            batch.remove(&self.log, key);
         }
-        let removed = self.log.apply_batch(batch).map_err(io);
-        crate::reclaim::reclaim();
-        removed?;
+        batch.apply().map_err(io)?;
         self.flush(ErrorSubject::Logs).await?;
         // Left behind, a file is removed when the log opens again.
         if let Err(e) = self.files.remove(&files) {
@@ -659,73 +649,76 @@ mod tests {
     use tokio::sync::watch;
 
     use super::*;
+    use crate::Backend;
+    use crate::db::on_each_engine;
     use crate::machine::Writes;
     use crate::state_machine::StateMachine;
     use crate::types::{Applied, Write};
 
-    #[tokio::test]
-    async fn clearing_forgets_the_log_the_vote_the_state_machine_and_the_snapshot() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let db = store.db();
-        let mut log = LogStore::open(db, store.log_files()).expect("log");
-        let applied = Arc::new(watch::Sender::new(Applied::default()));
-        let mut sm = StateMachine::open(
-            db,
-            store.snapshot_files(),
-            applied.clone(),
-            Arc::new(Writes),
-        )
-        .expect("state machine");
-        // The last one's command is in a file.
-        let entries: Vec<Entry> = (1..=3u8)
-            .map(|i| Entry {
-                log_id: LogId::new(CommittedLeaderId::new(1, 7), u64::from(i)),
-                payload: EntryPayload::Normal(Writes::command(vec![Write::Put {
-                    key: format!("k{i}"),
-                    value: vec![i; if i == 3 { IN_FILE_BYTES } else { 1 }],
-                }])),
-            })
-            .collect();
-        log.write_direct(&entries, &Vote::new(1, 7))
-            .await
-            .expect("append");
-        log.save_committed(Some(entries[2].log_id))
-            .await
-            .expect("committed");
-        log.purge(entries[0].log_id).await.expect("purge");
-        sm.apply(entries.clone()).await.expect("apply");
-        sm.get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .expect("snapshot");
-        assert_eq!(applied.borrow().kv.len(), 3);
+    on_each_engine! {
+        async fn clearing_forgets_the_log_the_vote_the_state_machine_and_the_snapshot(backend: Backend) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = crate::Store::open_with(dir.path(), &backend).expect("store");
+            let db = store.db();
+            let mut log = LogStore::open(db, store.log_files()).expect("log");
+            let applied = Arc::new(watch::Sender::new(Applied::default()));
+            let mut sm = StateMachine::open(
+                db,
+                store.snapshot_files(),
+                applied.clone(),
+                Arc::new(Writes),
+            )
+            .expect("state machine");
+            // The last one's command is in a file.
+            let entries: Vec<Entry> = (1..=3u8)
+                .map(|i| Entry {
+                    log_id: LogId::new(CommittedLeaderId::new(1, 7), u64::from(i)),
+                    payload: EntryPayload::Normal(Writes::command(vec![Write::Put {
+                        key: format!("k{i}"),
+                        value: vec![i; if i == 3 { IN_FILE_BYTES } else { 1 }],
+                    }])),
+                })
+                .collect();
+            log.write_direct(&entries, &Vote::new(1, 7))
+                .await
+                .expect("append");
+            log.save_committed(Some(entries[2].log_id))
+                .await
+                .expect("committed");
+            log.purge(entries[0].log_id).await.expect("purge");
+            sm.apply(entries.clone()).await.expect("apply");
+            sm.get_snapshot_builder()
+                .await
+                .build_snapshot()
+                .await
+                .expect("snapshot");
+            assert_eq!(applied.borrow().kv.len(), 3);
 
-        let tree = StateMachine::tree(db).expect("tree");
-        let file = store.log_files().path(&file_name(&entries[2].log_id));
-        assert!(file.exists());
-        log.clear_with(&tree).await.expect("clear");
-        assert!(!file.exists());
+            let tree = StateMachine::tree(db).expect("tree");
+            let file = store.log_files().path(&file_name(&entries[2].log_id));
+            assert!(file.exists());
+            log.clear_with(&tree).await.expect("clear");
+            assert!(!file.exists());
 
-        let state = log.get_log_state().await.expect("log state");
-        assert_eq!(state.last_log_id, None);
-        assert_eq!(state.last_purged_log_id, None);
-        assert_eq!(log.read_vote().await.expect("vote"), None);
-        assert_eq!(log.read_committed().await.expect("committed"), None);
-        assert_eq!(tree.len(), 0);
-        // What Raft finds when it starts again: nothing, and an empty map.
-        let mut sm = StateMachine::open(
-            db,
-            store.snapshot_files(),
-            applied.clone(),
-            Arc::new(Writes),
-        )
-        .expect("reopen");
-        assert_eq!(sm.applied_state().await.expect("applied").0, None);
-        assert!(sm.get_current_snapshot().await.expect("snapshot").is_none());
-        assert!(applied.borrow().kv.is_empty());
-        assert_eq!(applied.borrow().index, 0);
+            let state = log.get_log_state().await.expect("log state");
+            assert_eq!(state.last_log_id, None);
+            assert_eq!(state.last_purged_log_id, None);
+            assert_eq!(log.read_vote().await.expect("vote"), None);
+            assert_eq!(log.read_committed().await.expect("committed"), None);
+            assert_eq!(tree.len().expect("len"), 0);
+            // What Raft finds when it starts again: nothing, and an empty map.
+            let mut sm = StateMachine::open(
+                db,
+                store.snapshot_files(),
+                applied.clone(),
+                Arc::new(Writes),
+            )
+            .expect("reopen");
+            assert_eq!(sm.applied_state().await.expect("applied").0, None);
+            assert!(sm.get_current_snapshot().await.expect("snapshot").is_none());
+            assert!(applied.borrow().kv.is_empty());
+            assert_eq!(applied.borrow().index, 0);
+        }
     }
 
     fn entry(index: u64, value: Vec<u8>) -> Entry {
@@ -746,105 +739,110 @@ mod tests {
         }
     }
 
-    /// A large entry is read back as kept (its payload shared, not decoded
-    /// again) until it is committed or its index is rewritten, and always
-    /// as it was written.
-    #[tokio::test]
-    async fn a_large_entry_is_read_as_kept_until_committed_or_replaced() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let mut log = LogStore::open(store.db(), store.log_files()).expect("log");
-        let vote = Vote::new(1, 7);
-        let large = entry(1, vec![7; 2 * IN_FILE_BYTES]);
-        let written = vec![large.clone(), entry(2, vec![2])];
-        log.write_direct(&written, &vote).await.expect("write");
-        let read = log.try_get_log_entries(1..3).await.expect("read");
-        assert_eq!(read, written);
-        let again = log.try_get_log_entries(1..2).await.expect("read");
-        assert_eq!(
-            payload_at(&again[0]),
-            payload_at(&read[0]),
-            "kept, not decoded"
-        );
+    on_each_engine! {
+        /// A large entry is read back as kept (its payload shared, not decoded
+        /// again) until it is committed or its index is rewritten, and always
+        /// as it was written.
+        async fn a_large_entry_is_read_as_kept_until_committed_or_replaced(backend: Backend) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = crate::Store::open_with(dir.path(), &backend).expect("store");
+            let mut log = LogStore::open(store.db(), store.log_files()).expect("log");
+            let vote = Vote::new(1, 7);
+            let large = entry(1, vec![7; 2 * IN_FILE_BYTES]);
+            let written = vec![large.clone(), entry(2, vec![2])];
+            log.write_direct(&written, &vote).await.expect("write");
+            let read = log.try_get_log_entries(1..3).await.expect("read");
+            assert_eq!(read, written);
+            let again = log.try_get_log_entries(1..2).await.expect("read");
+            assert_eq!(
+                payload_at(&again[0]),
+                payload_at(&read[0]),
+                "kept, not decoded"
+            );
 
-        // Truncated and rewritten: the new entry, not the kept one.
-        log.truncate(large.log_id).await.expect("truncate");
-        let small = entry(1, vec![1]);
-        log.write_direct(std::slice::from_ref(&small), &vote)
-            .await
-            .expect("rewrite");
-        assert_eq!(log.try_get_log_entries(1..2).await.expect("read"), [small]);
+            // Truncated and rewritten: the new entry, not the kept one.
+            log.truncate(large.log_id).await.expect("truncate");
+            let small = entry(1, vec![1]);
+            log.write_direct(std::slice::from_ref(&small), &vote)
+                .await
+                .expect("rewrite");
+            assert_eq!(log.try_get_log_entries(1..2).await.expect("read"), [small]);
 
-        // Committed: decoded from the log again, the same entry.
-        let large = entry(2, vec![9; 2 * IN_FILE_BYTES]);
-        log.write_direct(std::slice::from_ref(&large), &vote)
-            .await
-            .expect("write");
-        let kept = log.try_get_log_entries(2..3).await.expect("read");
-        log.save_committed(Some(large.log_id))
-            .await
-            .expect("commit");
-        let read = log.try_get_log_entries(2..3).await.expect("read");
-        assert_eq!(read, [large]);
-        assert_ne!(payload_at(&read[0]), payload_at(&kept[0]), "decoded again");
+            // Committed: decoded from the log again, the same entry.
+            let large = entry(2, vec![9; 2 * IN_FILE_BYTES]);
+            log.write_direct(std::slice::from_ref(&large), &vote)
+                .await
+                .expect("write");
+            let kept = log.try_get_log_entries(2..3).await.expect("read");
+            log.save_committed(Some(large.log_id))
+                .await
+                .expect("commit");
+            let read = log.try_get_log_entries(2..3).await.expect("read");
+            assert_eq!(read, [large]);
+            assert_ne!(payload_at(&read[0]), payload_at(&kept[0]), "decoded again");
+        }
     }
 
     /// The bytes the log's tree holds at `index`.
-    fn stored_at(store: &crate::Store, index: u64) -> Option<sled::IVec> {
+    fn stored_at(store: &crate::Store, index: u64) -> Option<Value> {
         let tree = store.db().open_tree("raft-log").expect("tree");
         tree.get(index_key(index)).expect("get")
     }
 
-    /// A command of 1 MiB or more is written to a file of its own, read
-    /// back from it whole by a log opened afresh, and the file goes with
-    /// its entry (truncated, purged); the log's tree holds a few bytes.
-    #[tokio::test]
-    async fn a_large_command_lives_in_a_file_the_log_names() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let files = store.log_files();
-        let vote = Vote::new(1, 7);
-        let written = vec![
-            entry(1, vec![1]),
-            entry(2, vec![2; IN_FILE_BYTES]),
-            entry(3, vec![3; IN_FILE_BYTES + 1]),
-            entry(4, vec![4; 10]),
-        ];
-        let mut log = LogStore::open(store.db(), files.clone()).expect("log");
-        log.write_direct(&written, &vote).await.expect("write");
-        for e in &written[1..3] {
-            assert!(files.path(&file_name(&e.log_id)).exists(), "{}", e.log_id);
-            let stored = stored_at(&store, e.log_id.index).expect("stored");
-            assert!(stored.len() < 200, "{} bytes in the tree", stored.len());
+    on_each_engine! {
+        /// A command of 1 MiB or more is written to a file of its own, read
+        /// back from it whole by a log opened afresh, and the file goes with
+        /// its entry (truncated, purged); the log's tree holds a few bytes.
+        async fn a_large_command_lives_in_a_file_the_log_names(backend: Backend) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = crate::Store::open_with(dir.path(), &backend).expect("store");
+            let files = store.log_files();
+            let vote = Vote::new(1, 7);
+            let written = vec![
+                entry(1, vec![1]),
+                entry(2, vec![2; IN_FILE_BYTES]),
+                entry(3, vec![3; IN_FILE_BYTES + 1]),
+                entry(4, vec![4; 10]),
+            ];
+            let mut log = LogStore::open(store.db(), files.clone()).expect("log");
+            log.write_direct(&written, &vote).await.expect("write");
+            for e in &written[1..3] {
+                assert!(files.path(&file_name(&e.log_id)).exists(), "{}", e.log_id);
+                let stored = stored_at(&store, e.log_id.index).expect("stored");
+                assert!(stored.len() < 200, "{} bytes in the tree", stored.len());
+            }
+            assert!(!files.path(&file_name(&written[0].log_id)).exists());
+
+            // Read by a log store that keeps nothing decoded: from the files.
+            let mut reopened = LogStore::open(store.db(), files.clone()).expect("reopen");
+            assert_eq!(
+                reopened.try_get_log_entries(1..5).await.expect("read"),
+                written
+            );
+            let state = reopened.get_log_state().await.expect("state");
+            assert_eq!(state.last_log_id, Some(written[3].log_id));
+
+            log.purge(written[1].log_id).await.expect("purge");
+            assert!(!files.path(&file_name(&written[1].log_id)).exists());
+            assert!(files.path(&file_name(&written[2].log_id)).exists());
+            log.truncate(written[2].log_id).await.expect("truncate");
+            assert!(!files.path(&file_name(&written[2].log_id)).exists());
+            assert_eq!(log.try_get_log_entries(..).await.expect("read"), []);
+            assert_eq!(
+                log.get_log_state().await.expect("state").last_log_id,
+                Some(written[1].log_id),
+                "the last purged"
+            );
         }
-        assert!(!files.path(&file_name(&written[0].log_id)).exists());
-
-        // Read by a log store that keeps nothing decoded: from the files.
-        let mut reopened = LogStore::open(store.db(), files.clone()).expect("reopen");
-        assert_eq!(
-            reopened.try_get_log_entries(1..5).await.expect("read"),
-            written
-        );
-        let state = reopened.get_log_state().await.expect("state");
-        assert_eq!(state.last_log_id, Some(written[3].log_id));
-
-        log.purge(written[1].log_id).await.expect("purge");
-        assert!(!files.path(&file_name(&written[1].log_id)).exists());
-        assert!(files.path(&file_name(&written[2].log_id)).exists());
-        log.truncate(written[2].log_id).await.expect("truncate");
-        assert!(!files.path(&file_name(&written[2].log_id)).exists());
-        assert_eq!(log.try_get_log_entries(..).await.expect("read"), []);
-        assert_eq!(
-            log.get_log_state().await.expect("state").last_log_id,
-            Some(written[1].log_id),
-            "the last purged"
-        );
     }
 
     /// A store whose log holds `entries`, and the log's command files.
-    async fn written(entries: &[Entry]) -> (tempfile::TempDir, crate::Store, SideFiles) {
+    async fn written(
+        backend: &Backend,
+        entries: &[Entry],
+    ) -> (tempfile::TempDir, crate::Store, SideFiles) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
+        let store = crate::Store::open_with(dir.path(), backend).expect("store");
         let files = store.log_files();
         let log = LogStore::open(store.db(), files.clone()).expect("log");
         log.write_direct(entries, &Vote::new(1, 7))
@@ -853,41 +851,43 @@ mod tests {
         (dir, store, files)
     }
 
-    /// A file written before a crash kept the log from naming it is
-    /// removed when the log opens; a named one stays.
-    #[tokio::test]
-    async fn a_command_file_the_log_does_not_name_is_removed_at_open() {
-        let named = entry(1, vec![1; IN_FILE_BYTES]);
-        let (_dir, store, files) = written(std::slice::from_ref(&named)).await;
-        let stray = entry(2, vec![2; IN_FILE_BYTES]);
-        files
-            .write(&file_name(&stray.log_id), &[2; 10])
-            .expect("stray file");
+    on_each_engine! {
+        /// A file written before a crash kept the log from naming it is
+        /// removed when the log opens; a named one stays.
+        async fn a_command_file_the_log_does_not_name_is_removed_at_open(backend: Backend) {
+            let named = entry(1, vec![1; IN_FILE_BYTES]);
+            let (_dir, store, files) = written(&backend, std::slice::from_ref(&named)).await;
+            let stray = entry(2, vec![2; IN_FILE_BYTES]);
+            files
+                .write(&file_name(&stray.log_id), &[2; 10])
+                .expect("stray file");
 
-        let mut log = LogStore::open(store.db(), files.clone()).expect("reopen");
-        assert!(!files.path(&file_name(&stray.log_id)).exists());
-        assert!(files.path(&file_name(&named.log_id)).exists());
-        assert_eq!(log.try_get_log_entries(..).await.expect("read"), [named]);
+            let mut log = LogStore::open(store.db(), files.clone()).expect("reopen");
+            assert!(!files.path(&file_name(&stray.log_id)).exists());
+            assert!(files.path(&file_name(&named.log_id)).exists());
+            assert_eq!(log.try_get_log_entries(..).await.expect("read"), [named]);
+        }
     }
 
-    /// A command file that is gone or holds other bytes is a storage
-    /// error naming the file, never an entry read short or as absent.
-    #[tokio::test]
-    async fn a_command_file_gone_or_altered_is_an_error() {
-        let large = entry(1, vec![1; IN_FILE_BYTES]);
-        let (_dir, store, files) = written(std::slice::from_ref(&large)).await;
-        let path = files.path(&file_name(&large.log_id));
-        let mut bytes = std::fs::read(&path).expect("read file");
-        let last = bytes.len() - 1;
-        bytes[last] ^= 1;
-        std::fs::write(&path, &bytes).expect("alter");
-        let mut log = LogStore::open(store.db(), files.clone()).expect("reopen");
-        let err = log.try_get_log_entries(..).await.expect_err("altered");
-        assert!(err.to_string().contains("1-1-7.command"), "{err}");
+    on_each_engine! {
+        /// A command file that is gone or holds other bytes is a storage
+        /// error naming the file, never an entry read short or as absent.
+        async fn a_command_file_gone_or_altered_is_an_error(backend: Backend) {
+            let large = entry(1, vec![1; IN_FILE_BYTES]);
+            let (_dir, store, files) = written(&backend, std::slice::from_ref(&large)).await;
+            let path = files.path(&file_name(&large.log_id));
+            let mut bytes = std::fs::read(&path).expect("read file");
+            let last = bytes.len() - 1;
+            bytes[last] ^= 1;
+            std::fs::write(&path, &bytes).expect("alter");
+            let mut log = LogStore::open(store.db(), files.clone()).expect("reopen");
+            let err = log.try_get_log_entries(..).await.expect_err("altered");
+            assert!(err.to_string().contains("1-1-7.command"), "{err}");
 
-        std::fs::remove_file(&path).expect("remove");
-        let err = log.try_get_log_entries(..).await.expect_err("gone");
-        assert!(err.to_string().contains("1-1-7.command"), "{err}");
+            std::fs::remove_file(&path).expect("remove");
+            let err = log.try_get_log_entries(..).await.expect_err("gone");
+            assert!(err.to_string().contains("1-1-7.command"), "{err}");
+        }
     }
 
     fn with_command(index: u64, command: &Value) -> Entry {
@@ -902,53 +902,54 @@ mod tests {
         std::fs::metadata(path).expect("metadata").ino()
     }
 
-    /// A command written ahead (off Raft's core) is renamed by the append
-    /// that carries it, not written again; one never appended is removed
-    /// with its guard; one whose file went is written by the append.
-    #[tokio::test]
-    async fn a_command_written_ahead_is_renamed_by_its_append() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let files = store.log_files();
-        let prewritten = PreWritten::default();
-        let log = LogStore::open(store.db(), files.clone())
-            .expect("log")
-            .with_prewritten(prewritten.clone());
-        let vote = Vote::new(1, 7);
+    on_each_engine! {
+        /// A command written ahead (off Raft's core) is renamed by the append
+        /// that carries it, not written again; one never appended is removed
+        /// with its guard; one whose file went is written by the append.
+        async fn a_command_written_ahead_is_renamed_by_its_append(backend: Backend) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = crate::Store::open_with(dir.path(), &backend).expect("store");
+            let files = store.log_files();
+            let prewritten = PreWritten::default();
+            let log = LogStore::open(store.db(), files.clone())
+                .expect("log")
+                .with_prewritten(prewritten.clone());
+            let vote = Vote::new(1, 7);
 
-        let command: Value = vec![3u8; IN_FILE_BYTES].into();
-        let guard = prewritten.write(&files, &command).expect("write ahead");
-        let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
-        let written = inode(&pending);
-        let entry = with_command(1, &command);
-        log.write_direct(std::slice::from_ref(&entry), &vote)
-            .await
-            .expect("append");
-        let file = files.path(&file_name(&entry.log_id));
-        assert_eq!(inode(&file), written, "renamed, not written again");
-        assert!(!pending.exists());
-        drop(guard);
-        assert!(file.exists(), "the guard leaves a file the log took");
+            let command: Value = vec![3u8; IN_FILE_BYTES].into();
+            let guard = prewritten.write(&files, &command).expect("write ahead");
+            let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
+            let written = inode(&pending);
+            let entry = with_command(1, &command);
+            log.write_direct(std::slice::from_ref(&entry), &vote)
+                .await
+                .expect("append");
+            let file = files.path(&file_name(&entry.log_id));
+            assert_eq!(inode(&file), written, "renamed, not written again");
+            assert!(!pending.exists());
+            drop(guard);
+            assert!(file.exists(), "the guard leaves a file the log took");
 
-        // Never appended: removed with its guard.
-        let other: Value = vec![4u8; IN_FILE_BYTES].into();
-        let guard = prewritten.write(&files, &other).expect("write ahead");
-        let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
-        assert!(pending.exists());
-        drop(guard);
-        assert!(!pending.exists());
+            // Never appended: removed with its guard.
+            let other: Value = vec![4u8; IN_FILE_BYTES].into();
+            let guard = prewritten.write(&files, &other).expect("write ahead");
+            let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
+            assert!(pending.exists());
+            drop(guard);
+            assert!(!pending.exists());
 
-        // Its file gone before the append: the append writes it.
-        let guard = prewritten.write(&files, &other).expect("write ahead");
-        let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
-        std::fs::remove_file(&pending).expect("remove");
-        let entry = with_command(2, &other);
-        log.write_direct(std::slice::from_ref(&entry), &vote)
-            .await
-            .expect("append");
-        drop(guard);
-        let mut reopened = LogStore::open(store.db(), files.clone()).expect("reopen");
-        let read = reopened.try_get_log_entries(1..3).await.expect("read");
-        assert_eq!(read, [with_command(1, &command), entry]);
+            // Its file gone before the append: the append writes it.
+            let guard = prewritten.write(&files, &other).expect("write ahead");
+            let pending = files.path(&prewritten.lock().values().next().expect("pending").name);
+            std::fs::remove_file(&pending).expect("remove");
+            let entry = with_command(2, &other);
+            log.write_direct(std::slice::from_ref(&entry), &vote)
+                .await
+                .expect("append");
+            drop(guard);
+            let mut reopened = LogStore::open(store.db(), files.clone()).expect("reopen");
+            let read = reopened.try_get_log_entries(1..3).await.expect("read");
+            assert_eq!(read, [with_command(1, &command), entry]);
+        }
     }
 }

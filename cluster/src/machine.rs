@@ -4,7 +4,7 @@
 //! gtm-cluster replicates opaque command bytes. Every device applies every
 //! committed command, in log order, to its copy of the map through the
 //! application's [`Machine`]; the [`Effect`] it returns is written in the same
-//! sled batch as the applied pointer, and its outcome goes back to the device
+//! batch as the applied pointer, and its outcome goes back to the device
 //! that proposed the command (see [`ClusterNode::propose`](crate::ClusterNode::propose)).
 
 use std::fmt;

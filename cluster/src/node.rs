@@ -173,7 +173,7 @@ pub struct ClusterNode {
     id: AtomicU64,
     info: NodeInfo,
     secret: SharedSecret,
-    /// The device's store: sled, and the files beside it.
+    /// The device's store: its engine, and the files beside it.
     store: Store,
     /// Large commands written to their files before Raft's core appends
     /// them.

@@ -1,4 +1,4 @@
-//! Values the store keeps in files of their own beside sled: the Raft
+//! Values the store keeps in files of their own beside its engine: the Raft
 //! log's large commands (`raft-log/`), the state machine's snapshot
 //! (`raft-snapshot/`) and the parts of the device's own copy of its
 //! configuration (`config-parts/`), in the data directory.
@@ -12,6 +12,13 @@
 //! of milliseconds. Such a value is written here once; the tree holds what
 //! the file must hold ([`Checked`]: its length and hash) under the file's
 //! name, and the file is removed once the tree no longer names it.
+//!
+//! Measured on sled, but this stays above the storage seam (`db`), not in
+//! the sled adapter: the trees name the files, so where a value lives is
+//! part of the store's layout whichever engine holds the trees, and an
+//! engine that rewrites the page or the run holding a value (a B-tree
+//! copying on write, an LSM tree compacting) would write tens of
+//! megabytes again just the same.
 //!
 //! A name is never reused for other bytes (a log entry's file is named by
 //! its log id, a snapshot's by its id). A file is written under a

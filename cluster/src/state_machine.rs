@@ -1,4 +1,5 @@
-//! The replicated key/value map: openraft's state machine, in sled.
+//! The replicated key/value map: openraft's state machine, in the store's
+//! engine (`db`).
 //!
 //! Tree `raft-sm`: `k/<key>` → value; `\0applied` → last applied log id;
 //! `\0membership` → last applied membership; `\0snapshot-file` → the
@@ -8,7 +9,7 @@
 //! again each time the leaf beside it changes, and `\0applied` changes
 //! with every command. (A store written before kept the data in the tree,
 //! under `\0snapshot`; it is read from there until the next snapshot.)
-//! Every `apply` call and every snapshot install is one sled batch, so the
+//! Every `apply` call and every snapshot install is one batch, so the
 //! map and its applied pointer move together.
 //!
 //! `apply` does not flush: the log entries it applies are already durable
@@ -34,6 +35,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::db::{Batch, Db, Tree};
 use crate::low_priority::LowPriority;
 use crate::machine::Machine;
 use crate::side_files::{Checked, SideFiles};
@@ -90,8 +92,8 @@ fn file_name(data: &Checked) -> String {
 /// one store at a time (the builder and an install may run at once).
 #[derive(Debug, Clone)]
 struct SnapshotStore {
-    db: sled::Db,
-    tree: sled::Tree,
+    db: Db,
+    tree: Tree,
     files: SideFiles,
     lock: Arc<std::sync::Mutex<()>>,
 }
@@ -99,12 +101,7 @@ struct SnapshotStore {
 impl SnapshotStore {
     /// Writes the snapshot's file, then `batch` with the tree naming it,
     /// flushes, and removes every other snapshot file. Blocking.
-    fn store(
-        &self,
-        meta: &SnapshotMeta,
-        data: &[u8],
-        mut batch: sled::Batch,
-    ) -> Result<(), String> {
+    fn store(&self, meta: &SnapshotMeta, data: &[u8], mut batch: Batch) -> Result<(), String> {
         let _one = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let checked = Checked::of(data);
         let name = file_name(&checked);
@@ -113,10 +110,13 @@ impl SnapshotStore {
             meta: meta.clone(),
             data: checked,
         };
-        batch.insert(SNAPSHOT_FILE, encode(&named).map_err(|e| e.to_string())?);
-        batch.remove(SNAPSHOT);
-        self.tree.apply_batch(batch).map_err(|e| e.to_string())?;
-        crate::reclaim::reclaim();
+        batch.insert(
+            &self.tree,
+            SNAPSHOT_FILE,
+            encode(&named).map_err(|e| e.to_string())?,
+        );
+        batch.remove(&self.tree, SNAPSHOT);
+        batch.apply().map_err(|e| e.to_string())?;
         // Logs are purged behind a snapshot: it must be durable first.
         self.db.flush().map_err(|e| e.to_string())?;
         if let Err(e) = self.files.keep_only(&[name]) {
@@ -186,7 +186,7 @@ fn kv_key(key: &str) -> Vec<u8> {
 
 #[derive(Debug)]
 pub(crate) struct StateMachine {
-    tree: sled::Tree,
+    tree: Tree,
     snapshots: SnapshotStore,
     kv: Arc<Map>,
     last_applied: Option<LogId>,
@@ -204,7 +204,7 @@ impl StateMachine {
     /// device that cleared its state); a directory that cannot be written
     /// to keeps them, with a warning: they are never read.
     pub(crate) fn open(
-        db: &sled::Db,
+        db: &Db,
         snapshot_files: SideFiles,
         applied_tx: Arc<watch::Sender<Applied>>,
         machine: Arc<dyn Machine>,
@@ -234,7 +234,7 @@ impl StateMachine {
             let key = std::str::from_utf8(&k[KV_PREFIX.len()..])
                 .map_err(|e| sm_read(&e))?
                 .to_owned();
-            kv.insert(key, crate::types::Value::from_owner(v));
+            kv.insert(key, v);
         }
         let sm = Self {
             tree,
@@ -253,7 +253,7 @@ impl StateMachine {
     /// The tree that holds the state machine and its snapshot: a device
     /// that leaves its cluster clears it together with the log
     /// (`LogStore::clear_with`).
-    pub(crate) fn tree(db: &sled::Db) -> Result<sled::Tree, StorageError> {
+    pub(crate) fn tree(db: &Db) -> Result<Tree, StorageError> {
         db.open_tree(TREE).map_err(|e| sm_read(&e))
     }
 
@@ -307,7 +307,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         // behind a snapshot.
         let (snapshots, stored_meta) = (self.snapshots.clone(), meta.clone());
         let (data, kept) = tokio::task::spawn_blocking(move || {
-            let kept = snapshots.store(&stored_meta, &data, sled::Batch::default());
+            let kept = snapshots.store(&stored_meta, &data, snapshots.db.batch());
             (data, kept)
         })
         .await
@@ -333,7 +333,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut batch = sled::Batch::default();
+        let mut batch = self.tree.db().batch();
         let mut replies = Vec::new();
         let mut membership_changed = false;
         for entry in entries {
@@ -358,12 +358,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     for write in effect.writes {
                         match write {
                             Write::Put { key, value } => {
-                                let (stored, value) = crate::types::shared(value);
-                                batch.insert(kv_key(&key), stored);
+                                let value = batch.insert_shared(&self.tree, kv_key(&key), value);
                                 kv.insert(key, value);
                             }
                             Write::Delete { key } => {
-                                batch.remove(kv_key(&key));
+                                batch.remove(&self.tree, kv_key(&key));
                                 kv.remove(&key);
                             }
                         }
@@ -381,26 +380,23 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             return Ok(replies);
         }
         batch.insert(
+            &self.tree,
             APPLIED,
             encode(&self.last_applied).map_err(|e| sm_write(&e))?,
         );
         if membership_changed {
             batch.insert(
+                &self.tree,
                 MEMBERSHIP,
                 encode(&self.membership).map_err(|e| sm_write(&e))?,
             );
         }
         // Off the runtime's threads: a batch can hold megabytes, and the
         // runtime answers heartbeats meanwhile.
-        let tree = self.tree.clone();
-        tokio::task::spawn_blocking(move || {
-            let applied = tree.apply_batch(batch);
-            crate::reclaim::reclaim();
-            applied
-        })
-        .await
-        .map_err(|e| sm_write(&e))?
-        .map_err(|e| sm_write(&e))?;
+        tokio::task::spawn_blocking(move || batch.apply())
+            .await
+            .map_err(|e| sm_write(&e))?
+            .map_err(|e| sm_write(&e))?;
         self.publish();
         Ok(replies)
     }
@@ -436,19 +432,23 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         };
 
         // One batch replaces the whole map, its pointers and the snapshot.
-        let mut batch = sled::Batch::default();
+        let mut batch = self.tree.db().batch();
         for item in self.tree.scan_prefix(KV_PREFIX) {
             let (k, _) = item.map_err(|e| write(&e))?;
-            batch.remove(k);
+            batch.remove(&self.tree, k);
         }
         let mut kv = BTreeMap::new();
         for (k, v) in payload.kv {
-            let (stored, value) = crate::types::shared(v.into());
-            batch.insert(kv_key(&k), stored);
+            let value = batch.insert_shared(&self.tree, kv_key(&k), v.into());
             kv.insert(k, value);
         }
-        batch.insert(APPLIED, encode(&meta.last_log_id).map_err(|e| write(&e))?);
         batch.insert(
+            &self.tree,
+            APPLIED,
+            encode(&meta.last_log_id).map_err(|e| write(&e))?,
+        );
+        batch.insert(
+            &self.tree,
             MEMBERSHIP,
             encode(&meta.last_membership).map_err(|e| write(&e))?,
         );
@@ -480,6 +480,8 @@ mod tests {
     use openraft::{CommittedLeaderId, RaftSnapshotBuilder};
 
     use super::*;
+    use crate::Backend;
+    use crate::db::on_each_engine;
     use crate::machine::Writes;
 
     fn put(index: u64, key: &str, value: Vec<u8>) -> Entry {
@@ -533,113 +535,116 @@ mod tests {
             .map(|s| (s.meta, s.snapshot.into_inner()))
     }
 
-    /// A snapshot's data is a file the tree names, written once; the next
-    /// snapshot replaces it; a state machine opened again reads it.
-    #[tokio::test]
-    async fn a_snapshot_lives_in_a_file_the_tree_names() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let mut sm = open(&store);
-        let first = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 5000])]).await;
-        let tree = StateMachine::tree(store.db()).expect("tree");
-        let named = tree.get(SNAPSHOT_FILE).expect("get").expect("named");
-        assert!(named.len() < 500, "the tree holds {} bytes", named.len());
-        assert!(tree.get(SNAPSHOT).expect("get").is_none());
-        let first_files = files_in(&store);
-        assert_eq!(first_files.len(), 1, "{first_files:?}");
-        let (meta, data) = current(&mut sm).await.expect("a snapshot");
-        assert_eq!(meta, first.meta);
-        assert_eq!(data, first.snapshot.into_inner());
+    on_each_engine! {
+        /// A snapshot's data is a file the tree names, written once; the next
+        /// snapshot replaces it; a state machine opened again reads it.
+        async fn a_snapshot_lives_in_a_file_the_tree_names(backend: Backend) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = crate::Store::open_with(dir.path(), &backend).expect("store");
+            let mut sm = open(&store);
+            let first = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 5000])]).await;
+            let tree = StateMachine::tree(store.db()).expect("tree");
+            let named = tree.get(SNAPSHOT_FILE).expect("get").expect("named");
+            assert!(named.len() < 500, "the tree holds {} bytes", named.len());
+            assert!(tree.get(SNAPSHOT).expect("get").is_none());
+            let first_files = files_in(&store);
+            assert_eq!(first_files.len(), 1, "{first_files:?}");
+            let (meta, data) = current(&mut sm).await.expect("a snapshot");
+            assert_eq!(meta, first.meta);
+            assert_eq!(data, first.snapshot.into_inner());
 
-        let second = snapshot_after(&mut sm, vec![put(2, "b", vec![2; 10])]).await;
-        let second_files = files_in(&store);
-        assert_eq!(second_files.len(), 1, "{second_files:?}");
-        assert_ne!(
-            second_files, first_files,
-            "the earlier snapshot's file is gone"
-        );
+            let second = snapshot_after(&mut sm, vec![put(2, "b", vec![2; 10])]).await;
+            let second_files = files_in(&store);
+            assert_eq!(second_files.len(), 1, "{second_files:?}");
+            assert_ne!(
+                second_files, first_files,
+                "the earlier snapshot's file is gone"
+            );
 
-        drop(sm);
-        let mut sm = open(&store);
-        let (meta, data) = current(&mut sm).await.expect("a snapshot");
-        assert_eq!(meta, second.meta);
-        assert_eq!(data, second.snapshot.into_inner());
+            drop(sm);
+            let mut sm = open(&store);
+            let (meta, data) = current(&mut sm).await.expect("a snapshot");
+            assert_eq!(meta, second.meta);
+            assert_eq!(data, second.snapshot.into_inner());
+        }
     }
 
-    /// A snapshot sent by the leader is kept the same way; a file left by
-    /// a crash is removed when the state machine opens; a file altered
-    /// on disk is an error, not a snapshot.
-    #[tokio::test]
-    async fn an_installed_snapshot_is_a_file_and_only_the_named_one_stays() {
-        let (leader_dir, dir) = (
-            tempfile::tempdir().expect("tempdir"),
-            tempfile::tempdir().expect("tempdir"),
-        );
-        let leader = crate::Store::open(leader_dir.path()).expect("store");
-        let mut sm = open(&leader);
-        let sent = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 100])]).await;
+    on_each_engine! {
+        /// A snapshot sent by the leader is kept the same way; a file left by
+        /// a crash is removed when the state machine opens; a file altered
+        /// on disk is an error, not a snapshot.
+        async fn an_installed_snapshot_is_a_file_and_only_the_named_one_stays(backend: Backend) {
+            let (leader_dir, dir) = (
+                tempfile::tempdir().expect("tempdir"),
+                tempfile::tempdir().expect("tempdir"),
+            );
+            let leader = crate::Store::open(leader_dir.path()).expect("store");
+            let mut sm = open(&leader);
+            let sent = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 100])]).await;
 
-        let store = crate::Store::open(dir.path()).expect("store");
-        let mut follower = open(&store);
-        follower
-            .install_snapshot(&sent.meta, sent.snapshot.clone())
-            .await
-            .expect("install");
-        assert_eq!(
-            follower.applied_state().await.expect("applied").0,
-            sent.meta.last_log_id
-        );
-        let (meta, data) = current(&mut follower).await.expect("installed");
-        assert_eq!(
-            (meta, data),
-            (sent.meta.clone(), sent.snapshot.clone().into_inner())
-        );
-        let named = files_in(&store);
-        assert_eq!(named.len(), 1);
+            let store = crate::Store::open_with(dir.path(), &backend).expect("store");
+            let mut follower = open(&store);
+            follower
+                .install_snapshot(&sent.meta, sent.snapshot.clone())
+                .await
+                .expect("install");
+            assert_eq!(
+                follower.applied_state().await.expect("applied").0,
+                sent.meta.last_log_id
+            );
+            let (meta, data) = current(&mut follower).await.expect("installed");
+            assert_eq!(
+                (meta, data),
+                (sent.meta.clone(), sent.snapshot.clone().into_inner())
+            );
+            let named = files_in(&store);
+            assert_eq!(named.len(), 1);
 
-        let stray = store.snapshot_files().path("0123");
-        std::fs::write(&stray, b"left by a crash").expect("stray");
-        drop(follower);
-        let mut follower = open(&store);
-        assert_eq!(files_in(&store), named);
+            let stray = store.snapshot_files().path("0123");
+            std::fs::write(&stray, b"left by a crash").expect("stray");
+            drop(follower);
+            let mut follower = open(&store);
+            assert_eq!(files_in(&store), named);
 
-        let file = store
-            .snapshot_files()
-            .path(named[0].trim_end_matches(".snapshot"));
-        std::fs::write(&file, b"something else").expect("alter");
-        let err = follower.get_current_snapshot().await.expect_err("altered");
-        assert!(err.to_string().contains(&named[0]), "{err}");
+            let file = store
+                .snapshot_files()
+                .path(named[0].trim_end_matches(".snapshot"));
+            std::fs::write(&file, b"something else").expect("alter");
+            let err = follower.get_current_snapshot().await.expect_err("altered");
+            assert!(err.to_string().contains(&named[0]), "{err}");
+        }
     }
 
-    /// A store whose snapshot an earlier version kept in the tree still
-    /// reads it, until the next snapshot replaces it with a file.
-    #[tokio::test]
-    async fn a_snapshot_kept_in_the_tree_still_reads() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = crate::Store::open(dir.path()).expect("store");
-        let mut sm = open(&store);
-        let built = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 100])]).await;
-        let (meta, data) = (built.meta, built.snapshot.into_inner());
-        // As an earlier version left it: in the tree, no file.
-        let tree = StateMachine::tree(store.db()).expect("tree");
-        let old = StoredSnapshot {
-            meta: meta.clone(),
-            data: data.clone(),
-        };
-        tree.insert(SNAPSHOT, encode(&old).expect("encode"))
-            .expect("insert");
-        tree.remove(SNAPSHOT_FILE).expect("remove");
-        drop(sm);
-        let mut sm = open(&store);
-        assert!(files_in(&store).is_empty(), "unnamed: removed at open");
-        assert_eq!(current(&mut sm).await, Some((meta, data)));
+    on_each_engine! {
+        /// A store whose snapshot an earlier version kept in the tree still
+        /// reads it, until the next snapshot replaces it with a file.
+        async fn a_snapshot_kept_in_the_tree_still_reads(backend: Backend) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let store = crate::Store::open_with(dir.path(), &backend).expect("store");
+            let mut sm = open(&store);
+            let built = snapshot_after(&mut sm, vec![put(1, "a", vec![1; 100])]).await;
+            let (meta, data) = (built.meta, built.snapshot.into_inner());
+            // As an earlier version left it: in the tree, no file.
+            let tree = StateMachine::tree(store.db()).expect("tree");
+            let old = StoredSnapshot {
+                meta: meta.clone(),
+                data: data.clone(),
+            };
+            tree.insert(SNAPSHOT, encode(&old).expect("encode"))
+                .expect("insert");
+            tree.remove(SNAPSHOT_FILE).expect("remove");
+            drop(sm);
+            let mut sm = open(&store);
+            assert!(files_in(&store).is_empty(), "unnamed: removed at open");
+            assert_eq!(current(&mut sm).await, Some((meta, data)));
 
-        sm.get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .expect("build");
-        assert!(tree.get(SNAPSHOT).expect("get").is_none());
-        assert_eq!(files_in(&store).len(), 1);
+            sm.get_snapshot_builder()
+                .await
+                .build_snapshot()
+                .await
+                .expect("build");
+            assert!(tree.get(SNAPSHOT).expect("get").is_none());
+            assert_eq!(files_in(&store).len(), 1);
+        }
     }
 }

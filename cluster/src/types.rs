@@ -81,15 +81,6 @@ impl Kept {
     }
 }
 
-/// A value for sled and for the in-memory map in one allocation: the map's
-/// [`Value`] holds a handle on sled's `IVec`, so a configuration text that
-/// sled keeps in its pages is not kept a second time by the map.
-pub(crate) fn shared(value: Vec<u8>) -> (sled::IVec, Value) {
-    let stored = sled::IVec::from(value);
-    let value = Value::from_owner(stored.clone());
-    (stored, value)
-}
-
 /// One command as the log carries it: the application's bytes, applied by
 /// its [`Machine`](crate::Machine) on every device.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

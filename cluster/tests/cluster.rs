@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gtm_cluster::{
-    Applied, ClusterConfig, ClusterError, ClusterNode, ClusterStatus, Effect, Machine, NodeInfo,
-    NodeState, SECRET_HEADER, Store, Write, rpc_router,
+    Applied, Backend, ClusterConfig, ClusterError, ClusterNode, ClusterStatus, Effect, FaultSwitch,
+    Machine, NodeInfo, NodeState, SECRET_HEADER, Store, Write, rpc_router,
 };
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -58,9 +58,22 @@ impl TestNode {
         frozen: bool,
         tune: fn(&mut ClusterConfig),
     ) -> Self {
+        Self::start_on(id, dir, addr, product_timing, frozen, tune, &Backend::Sled).await
+    }
+
+    /// [`TestNode::start_with`], its store kept by `backend`.
+    async fn start_on(
+        id: u64,
+        dir: &Path,
+        addr: SocketAddr,
+        product_timing: bool,
+        frozen: bool,
+        tune: fn(&mut ClusterConfig),
+        backend: &Backend,
+    ) -> Self {
         let listener = bind(addr).await;
         let addr = listener.local_addr().expect("local addr");
-        let store = Store::open(dir).expect("open store");
+        let store = Store::open_with(dir, backend).expect("open store");
         let mut config = ClusterConfig::new(id, info(id, addr), SECRET);
         config.frozen = frozen;
         if !product_timing {
@@ -912,4 +925,38 @@ async fn failover_timing_of_three_nodes() {
     for node in nodes {
         node.kill().await;
     }
+}
+
+/// A device whose store fails under Raft (the disk refuses writes and
+/// flushes) reports it as a storage error: the proposal is refused with
+/// `Storage`, naming the cause, neither hanging nor panicking, and so is
+/// the next one; Raft stops (its status says `Shutdown`) and what was
+/// applied before stays readable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failing_under_raft_is_a_storage_error_not_a_hang() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let switch = FaultSwitch::new();
+    let backend = Backend::Sled.with_faults(&switch);
+    let node = TestNode::start_on(1, root.path(), loopback(), false, false, |_| {}, &backend).await;
+    node.node.initialize().await.expect("initialize");
+    write(&node, put("before", "1")).await;
+
+    switch.fail_writes();
+    switch.fail_flushes();
+    for attempt in ["first", "second"] {
+        let refused = tokio::time::timeout(WAIT, node.node.propose(put("after", "2")))
+            .await
+            .unwrap_or_else(|_| panic!("the {attempt} proposal hung"));
+        match refused {
+            Err(ClusterError::Storage(why)) => assert!(why.contains("fault switch"), "{why}"),
+            other => panic!("the {attempt} proposal: {other:?}"),
+        }
+    }
+    assert!(switch.injected() > 0);
+    let applied = node.node.applied().borrow().clone();
+    assert_eq!(applied.kv.get("before").map(|v| &v[..]), Some(&b"1"[..]));
+    assert!(!applied.kv.contains_key("after"));
+    // Raft stopped on the error, and says so.
+    assert_eq!(node.node.status().state, NodeState::Shutdown);
+    node.kill().await;
 }
