@@ -273,7 +273,7 @@ pub fn truncated(msg: &[u8], payload: u16) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{abuse::*, node::Network};
+    use crate::model::node::Network;
 
     fn limits(per_second: u32, slip: u32) -> Limits {
         Limits {

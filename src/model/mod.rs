@@ -31,9 +31,10 @@ pub use parse::{parse, parse_finely_and_whole, parse_like};
 
 /// The text of domain `a.test` with `nameservers` (written inside the
 /// list's quotes) and `records`, each `NAME TYPE VALUE`: an A's value is
-/// its IP, a CNAME's its target, any other's its one value.
-#[cfg(test)]
-pub(crate) fn domain_text(nameservers: &str, records: &[&str]) -> String {
+/// its IP, a CNAME's its target, any other's its one value. For the tests
+/// of every layer that builds from a configuration.
+#[doc(hidden)]
+pub fn domain_text(nameservers: &str, records: &[&str]) -> String {
     let records: String = records
         .iter()
         .map(|r| {
