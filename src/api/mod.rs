@@ -21,14 +21,14 @@ mod events;
 pub(crate) mod geoip;
 mod history;
 mod metrics;
-pub(crate) mod objects;
+pub mod objects;
 mod peer;
 mod records;
 pub mod routes;
 pub mod schedules;
 mod stats;
 mod status;
-pub(crate) mod tsig;
+pub mod tsig;
 
 use std::{path::PathBuf, sync::Arc};
 
