@@ -35,9 +35,11 @@
 //!   the oldest: a command delivered twice gets the first outcome again.
 
 mod accounts;
+mod config;
 pub mod cookies;
 mod dnssec;
 pub mod edit;
+mod history;
 pub mod operator;
 mod parts;
 pub mod schedule;
@@ -46,84 +48,33 @@ mod zone_versions;
 
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-
 use crate::{
     command::{Action, Command, CommandId, Outcome},
     model::{
         self, Config,
-        actor::Actor,
         error::{ApiError, ErrorKind},
     },
 };
-use gtm_cluster::{
-    Effect, Map, Write,
-    parts::{Part, Splice},
+use gtm_cluster::{Effect, Map, Write, parts::Part};
+use history::kept_errors;
+pub use history::{
+    HISTORY_TEXT_BUDGET, HistoryEntry, HistorySummary, LINES_KEPT, TextSize, history_entry,
+    history_of, history_summary,
 };
-use zone_versions::zone_version_writes;
+#[cfg(test)]
+use history::{history_key, history_writes, text_size};
 pub use zone_versions::zone_versions;
 
 /// The committed configuration's whole text, as maps written before
 /// parts keep it (read, and replaced by the next configuration change).
 pub const CONFIG_KEY: &str = "config";
 pub const VERSION_KEY: &str = "config-version";
-const HISTORY_PREFIX: &str = "history/";
-const HISTORY_TEXT_PREFIX: &str = "history-text/";
 const OUTCOME_PREFIX: &str = "outcome/";
 const ORDER_PREFIX: &str = "outcome-order/";
 
 /// Outcomes kept for deduplication: far more commands than can be in
 /// flight (retried) at once.
 pub const OUTCOMES_KEPT: usize = 1000;
-/// The configuration texts kept in history, in bytes at most, a part that
-/// versions share counted once: beyond it the oldest entries keep their
-/// metadata and diff but not their text (and cannot be shown whole or
-/// rolled back to).
-pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
-/// Lines a history entry, and a command's outcome, keep of a list of
-/// changes or errors: an apply that changes a million records keeps its
-/// first ones and a line saying how many more there are (`gtm config
-/// diff` lists them all while history keeps both texts), not 40 MB that
-/// every listing of history reads and every device's store writes again
-/// beside the outcomes of the commands after it.
-pub const LINES_KEPT: usize = 1000;
-
-/// One configuration version, as history keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct HistoryEntry {
-    pub version: u64,
-    pub time_ms: u64,
-    pub actor: Actor,
-    /// The command that made it (32 hex digits).
-    pub command: String,
-    /// What was asked: `apply`, `put check web`, `rollback to 6`, ….
-    pub what: String,
-    /// The changes, the first 1,000 when there are more (then a last line
-    /// counts the rest).
-    pub changes: Vec<String>,
-    /// How many changes there are, when `changes` lists only the first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub changes_in_all: Option<usize>,
-    // `text` and `text_bytes` stay the last fields, written only when
-    // set: [`text_size`] tells an entry without either by its JSON's end.
-    /// The whole configuration; `None` once it fell out of the text budget.
-    /// Kept under a key of its own ([`history_entry`] reads it from
-    /// there), so listing history does not read it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// The size of the text in bytes while it is kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text_bytes: Option<usize>,
-}
-
-impl HistoryEntry {
-    /// How many changes the version made (more than `changes` lists when
-    /// they were cut).
-    pub fn change_count(&self) -> usize {
-        self.changes_in_all.unwrap_or(self.changes.len())
-    }
-}
-
 /// Whether the map holds a committed configuration.
 pub fn has_config(kv: &Map) -> bool {
     kv.contains_key(parts::LIST_KEY) || kv.contains_key(CONFIG_KEY)
@@ -177,122 +128,6 @@ pub fn version_of(kv: &Map) -> u64 {
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
-}
-
-fn history_key(version: u64) -> String {
-    format!("{HISTORY_PREFIX}{version:020}")
-}
-
-fn history_text_key(version: u64) -> String {
-    format!("{HISTORY_TEXT_PREFIX}{version:020}")
-}
-
-/// A history entry without its text, which can be megabytes: what listing
-/// history needs.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct HistorySummary {
-    pub version: u64,
-    pub time_ms: u64,
-    pub actor: Actor,
-    pub command: String,
-    pub what: String,
-    pub changes: Vec<String>,
-    #[serde(default)]
-    changes_in_all: Option<usize>,
-    /// The text held in the entry itself (entries written before the text
-    /// had a key of its own), by its size only.
-    #[serde(default, rename = "text")]
-    embedded: Option<TextSize>,
-    #[serde(default)]
-    text_bytes: Option<usize>,
-}
-
-impl HistorySummary {
-    /// How many changes the version made (more than `changes` lists when
-    /// they were cut).
-    pub fn change_count(&self) -> usize {
-        self.changes_in_all.unwrap_or(self.changes.len())
-    }
-
-    /// The size of the whole text in bytes; `None` once it fell out of the
-    /// text budget.
-    pub fn text_size(&self) -> Option<usize> {
-        self.text_bytes.or(self.embedded.map(|t| t.0))
-    }
-}
-
-/// The size of a text read past without keeping it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TextSize(pub usize);
-
-impl<'de> Deserialize<'de> for TextSize {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Len;
-        impl serde::de::Visitor<'_> for Len {
-            type Value = TextSize;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a text")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TextSize, E> {
-                Ok(TextSize(v.len()))
-            }
-        }
-        d.deserialize_str(Len)
-    }
-}
-
-/// The history of a map, oldest first, without the texts.
-pub fn history_of(kv: &Map) -> Vec<HistorySummary> {
-    kv.range(HISTORY_PREFIX.to_string()..)
-        .take_while(|(k, _)| k.starts_with(HISTORY_PREFIX))
-        .filter_map(|(_, v)| serde_json::from_slice(v).ok())
-        .collect()
-}
-
-/// The versions history keeps, oldest first, read from their keys: an
-/// entry is not parsed to be counted (the entry of an apply over a large
-/// configuration lists a change per record).
-fn history_versions(kv: &Map) -> Vec<u64> {
-    kv.range(HISTORY_PREFIX.to_string()..)
-        .take_while(|(k, _)| k.starts_with(HISTORY_PREFIX))
-        .filter_map(|(k, _)| k[HISTORY_PREFIX.len()..].parse().ok())
-        .collect()
-}
-
-/// The size of the text a version's entry holds or counts (`text`,
-/// `text_bytes`), 0 without one. An entry is JSON whose last fields are
-/// those two, written only when set: one that ends with its `changes`
-/// list (`]}`) has neither, and is not parsed for that (an apply over a
-/// large configuration lists a change per record, megabytes of them).
-fn text_size(kv: &Map, version: u64) -> usize {
-    match kv.get(&history_key(version)) {
-        Some(v) if v.ends_with(b"]}") => 0,
-        Some(_) => history_summary(kv, version)
-            .and_then(|e| e.text_size())
-            .unwrap_or(0),
-        None => 0,
-    }
-}
-
-/// One version's history entry without its text.
-pub fn history_summary(kv: &Map, version: u64) -> Option<HistorySummary> {
-    kv.get(&history_key(version))
-        .and_then(|v| serde_json::from_slice(v).ok())
-}
-
-/// One version's entry, with its text when history keeps it.
-pub fn history_entry(kv: &Map, version: u64) -> Option<HistoryEntry> {
-    let mut entry: HistoryEntry = kv
-        .get(&history_key(version))
-        .and_then(|v| serde_json::from_slice(v).ok())?;
-    if entry.text.is_none() {
-        let text = match kv.get(&history_text_key(version)) {
-            Some(text) => Some(text.to_vec()),
-            None => parts::list_of(kv, version).and_then(|list| parts::join(kv, &list)),
-        };
-        entry.text = text.map(|t| String::from_utf8_lossy(&t).into_owned());
-    }
-    Some(entry)
 }
 
 /// The outcome a map keeps for a command id, if it applied that command.
@@ -466,7 +301,7 @@ impl gtm_cluster::Machine for GtmMachine {
 }
 
 impl GtmMachine {
-    fn run(&self, kv: &Map, index: u64, mut command: Command) -> Change {
+    fn run(&self, kv: &Map, index: u64, command: Command) -> Change {
         let version = version_of(kv);
         if let Some(expected) = command.expect_version
             && expected != version
@@ -484,11 +319,7 @@ impl GtmMachine {
         if let Some(change) = cookies::run(kv, index, version, &command) {
             return change;
         }
-        let Current {
-            config: current,
-            zones: current_zones,
-            layout: current_layout,
-        } = match self.current(kv) {
+        let current = match self.current(kv) {
             Ok(c) => c,
             // The committed text always parsed when it was committed; a
             // newer binary's configuration may not parse here.
@@ -499,241 +330,19 @@ impl GtmMachine {
                 );
             }
         };
-        if let Some(change) = tsig::run(kv, index, version, &current, &command) {
+        if let Some(change) = tsig::run(kv, index, version, &current.config, &command) {
             return change;
         }
-        if let Some(change) = operator::run(kv, index, version, &current, &command) {
+        if let Some(change) = operator::run(kv, index, version, &current.config, &command) {
             return change;
         }
-        if let Some(change) = schedule::run(kv, index, version, &current, &command) {
+        if let Some(change) = schedule::run(kv, index, version, &current.config, &command) {
             return change;
         }
-        if let Some(change) = dnssec::run(kv, index, version, &current, &command) {
+        if let Some(change) = dnssec::run(kv, index, version, &current.config, &command) {
             return change;
         }
-        let adopt = matches!(command.action, Action::Adopt { .. });
-        // The committed text's parts, and their bytes when an edit takes
-        // from them (looked up once, for the edit and for its parts).
-        let committed = parts::current_list(kv).unwrap_or_default();
-        let committed_pieces = match &command.action {
-            Action::Edit(_) => parts::pieces(kv, &committed),
-            _ => None,
-        };
-        // Where the committed text's parts lie: known when this machine
-        // wrote it, read from it otherwise (an operator's text, or after
-        // a restart).
-        let current_layout = match (current_layout, &committed_pieces) {
-            (None, Some(pieces)) => self.layout_of(kv, &current, pieces),
-            (layout, _) => layout,
-        };
-        // An applied text becomes the map's parts without a copy: taken
-        // out of the command, which nothing reads it from after this.
-        let given = match &mut command.action {
-            Action::ApplyConfig { text } | Action::Adopt { text, .. } => std::mem::take(text),
-            _ => String::new(),
-        };
-        let (new, text, what, new_version, layout) = match &command.action {
-            Action::Adopt { version: v, .. } => {
-                if has_config(kv) {
-                    return rejected(
-                        ErrorKind::AlreadyClustered,
-                        "the cluster has a configuration already",
-                    );
-                }
-                match model::parse(&given) {
-                    Ok(c) => {
-                        let layout = model::text::Layout::of(&given, &c);
-                        let text = Splice::whole(given.into_bytes());
-                        (c, text, "adopt".to_string(), *v, layout)
-                    }
-                    Err(e) => return invalid(e),
-                }
-            }
-            Action::ApplyConfig { .. } => {
-                let c = match self.take_parse(index, &given) {
-                    Some(Ok(c)) => c,
-                    Some(Err(e)) => return invalid(e),
-                    None => match model::parse_like(&given, Some(&current)) {
-                        Ok(c) => c,
-                        Err(e) => return invalid(e),
-                    },
-                };
-                // Where its parts lie, read once here rather than by the
-                // first edit.
-                let layout = model::text::Layout::of(&given, &c);
-                let text = Splice::whole(given.into_bytes());
-                (c, text, "apply".to_string(), version + 1, layout)
-            }
-            Action::Edit(e) => {
-                let mut config = (*current).clone();
-                if let Err(e) = edit::apply(&mut config, e) {
-                    return Change {
-                        writes: Vec::new(),
-                        outcome: Outcome::Rejected(e),
-                    };
-                }
-                // The text before, when this machine wrote it: the
-                // domains the edit did not touch are copied from it.
-                let before = current_layout
-                    .as_ref()
-                    .zip(committed_pieces.as_deref())
-                    .map(|(layout, text)| model::text::Before {
-                        text,
-                        layout,
-                        config: &current,
-                        touched: touched_domain(e),
-                    });
-                let (text, layout) = match model::text::write(&config, before) {
-                    Ok(written) => written,
-                    Err(e) => {
-                        return rejected(
-                            ErrorKind::Internal,
-                            format!("the configuration cannot be written as TOML: {e}"),
-                        );
-                    }
-                };
-                (config, text, describe(e), version + 1, Some(layout))
-            }
-            Action::Drain { .. }
-            | Action::SetCheck { .. }
-            | Action::Resume { .. }
-            | Action::AddSchedule(_)
-            | Action::CancelSchedule { .. }
-            | Action::FireSchedule { .. }
-            | Action::Dnssec(_)
-            | Action::RotateCookieSecret { .. }
-            | Action::Account(_)
-            | Action::Tsig(_) => {
-                return rejected(
-                    ErrorKind::Internal,
-                    "an operator command reached the configuration path",
-                );
-            }
-            Action::Rollback { version: to } => {
-                let Some(entry) = history_entry(kv, *to) else {
-                    return rejected(
-                        ErrorKind::NotFound,
-                        format!(
-                            "version {to} is not in the configuration history (gtm config history lists what is kept)"
-                        ),
-                    );
-                };
-                let Some(text) = entry.text else {
-                    return rejected(
-                        ErrorKind::NotFound,
-                        format!(
-                            "version {to} is in the history without its text (older versions keep only their changes); it cannot be rolled back to"
-                        ),
-                    );
-                };
-                match model::parse_like(&text, Some(&current)) {
-                    Ok(c) => {
-                        let layout = model::text::Layout::of(&text, &c);
-                        (
-                            c,
-                            Splice::whole(text.into_bytes()),
-                            format!("rollback to {to}"),
-                            version + 1,
-                            layout,
-                        )
-                    }
-                    Err(e) => return invalid(e),
-                }
-            }
-        };
-        let proven = match crate::engine::servable(&new, &current, current_zones.as_deref()) {
-            Ok(p) => p,
-            Err(e) => return invalid(e),
-        };
-        // The secondaries' keys are the cluster's, not the text's: checked
-        // against the keys committed before this command.
-        if let Some(errors) = tsig::unknown_keys(kv, &new) {
-            return invalid(errors);
-        }
-        if new == *current && has_config(kv) {
-            // A retried apply of what is applied makes no new version.
-            return Change {
-                writes: Vec::new(),
-                outcome: Outcome::Applied {
-                    version,
-                    index,
-                    changed: false,
-                    changes: Vec::new(),
-                },
-            };
-        }
-        let all = crate::engine::diff(&current, &new);
-        let changes = kept_changes(&all, new_version);
-        let changes_in_all = (all.len() > LINES_KEPT).then_some(all.len());
-        let entry = HistoryEntry {
-            version: new_version,
-            time_ms: command.time_ms,
-            actor: command.actor.clone(),
-            command: command.id.to_string(),
-            what,
-            changes: changes.clone(),
-            changes_in_all,
-            text: None,
-            text_bytes: Some(text.len()),
-        };
-        // The text as parts: those it shares with the committed one are
-        // not written again.
-        let Some((list, mut writes)) =
-            parts::keep(kv, text, &committed, committed_pieces.as_deref())
-        else {
-            return rejected(
-                ErrorKind::Internal,
-                "a part of the committed text is missing from the map",
-            );
-        };
-        let list_value = parts::encode_list(&list);
-        let hash = text_hash(&list_value);
-        writes.push(Write::Put {
-            key: parts::LIST_KEY.into(),
-            value: list_value,
-        });
-        if kv.contains_key(CONFIG_KEY) {
-            writes.push(Write::Delete {
-                key: CONFIG_KEY.into(),
-            });
-        }
-        writes.push(Write::Put {
-            key: VERSION_KEY.into(),
-            value: new_version.to_string().into_bytes(),
-        });
-        writes.extend(history_writes(
-            kv,
-            entry,
-            list,
-            command.history_keep as usize,
-            HISTORY_TEXT_BUDGET,
-        ));
-        writes.extend(zone_version_writes(
-            kv,
-            &current,
-            &new,
-            &proven.compiled,
-            (version, new_version),
-            adopt,
-        ));
-        // Operator state naming what the new configuration lacks drops out.
-        writes.extend(operator::prune(kv, &proven.compiled));
-        *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parsed {
-            hash,
-            config: Arc::new(new),
-            zones: Some(proven.compiled.zones.clone()),
-            compiled: Some(proven),
-            layout,
-        });
-        Change {
-            writes,
-            outcome: Outcome::Applied {
-                version: new_version,
-                index,
-                changed: true,
-                changes,
-            },
-        }
+        self.configure(kv, index, version, current, command)
     }
 
     /// Offers `config`, parsed from `text`, for when this machine applies
@@ -993,119 +602,6 @@ fn describe(e: &crate::command::Edit) -> String {
     }
 }
 
-/// The new entry, whose text is the new committed one (`list`, its parts,
-/// written already), and what keeps history within `keep` entries (at
-/// least the new one) and `budget` bytes of text (newest texts first, a
-/// part that versions share counted once; the new entry keeps its text
-/// whatever its size). Only the entries whose whole text drops out
-/// (written before parts) are read whole.
-/// The change lines history and the outcome keep of version `version`'s
-/// `changes`.
-fn kept_changes(changes: &[String], version: u64) -> Vec<String> {
-    kept_lines(changes, |more| {
-        format!(
-            "… and {more} more changes ({} in all; `gtm config diff {} {version}` lists them while history keeps both texts)",
-            changes.len(),
-            version.saturating_sub(1),
-        )
-    })
-}
-
-/// The error lines a rejected command's outcome keeps.
-fn kept_errors(errors: &[String]) -> Vec<String> {
-    kept_lines(errors, |more| {
-        format!(
-            "… and {more} more errors ({} in all; `gtm config check` lists them all)",
-            errors.len()
-        )
-    })
-}
-
-/// The first [`LINES_KEPT`] of `lines`, then, when there are more, the
-/// line `more` makes of how many more.
-fn kept_lines(lines: &[String], more: impl FnOnce(usize) -> String) -> Vec<String> {
-    let mut kept = lines.get(..LINES_KEPT).unwrap_or(lines).to_vec();
-    if let Some(rest) = lines.len().checked_sub(LINES_KEPT).filter(|m| *m > 0) {
-        kept.push(more(rest));
-    }
-    kept
-}
-
-fn history_writes(
-    kv: &Map,
-    entry: HistoryEntry,
-    list: Vec<parts::PartRef>,
-    keep: usize,
-    budget: usize,
-) -> Vec<Write> {
-    let mut writes = Vec::new();
-    let mut older = history_versions(kv);
-    let drop = (older.len() + 1).saturating_sub(keep.max(1));
-    for version in older.drain(..drop.min(older.len())) {
-        for key in [
-            history_key(version),
-            history_text_key(version),
-            parts::parts_key(version),
-        ] {
-            writes.push(Write::Delete { key });
-        }
-    }
-    let text_bytes = list.iter().map(|p| p.len).sum::<usize>();
-
-    // Newest first: what each older version adds to the bytes kept.
-    let mut counted: std::collections::HashSet<[u8; 16]> = list.iter().map(|p| p.hash).collect();
-    let mut budget = budget.saturating_sub(text_bytes);
-    let mut kept_lists = vec![list.clone()];
-    for &version in older.iter().rev() {
-        let (size, list) = match parts::list_of(kv, version) {
-            Some(list) => {
-                let fresh: usize = list
-                    .iter()
-                    .filter(|p| !counted.contains(&p.hash))
-                    .map(|p| p.len)
-                    .sum();
-                (fresh, Some(list))
-            }
-            None => (text_size(kv, version), None),
-        };
-        if size > 0 && size > budget {
-            writes.push(Write::Delete {
-                key: history_text_key(version),
-            });
-            writes.push(Write::Delete {
-                key: parts::parts_key(version),
-            });
-            // An entry of the layout before holds its text itself.
-            if let Some(mut old) = kv
-                .get(&history_key(version))
-                .and_then(|v| serde_json::from_slice::<HistoryEntry>(v).ok())
-            {
-                old.text = None;
-                old.text_bytes = None;
-                writes.push(Write::Put {
-                    key: history_key(version),
-                    value: serde_json::to_vec(&old).unwrap_or_default(),
-                });
-            }
-        } else if let Some(list) = list {
-            counted.extend(list.iter().map(|p| p.hash));
-            kept_lists.push(list);
-        }
-        budget = budget.saturating_sub(size);
-    }
-    let kept: Vec<&[parts::PartRef]> = kept_lists.iter().map(Vec::as_slice).collect();
-    writes.extend(parts::unreferenced(kv, &kept));
-    writes.push(Write::Put {
-        key: parts::parts_key(entry.version),
-        value: parts::encode_list(&list),
-    });
-    writes.push(Write::Put {
-        key: history_key(entry.version),
-        value: serde_json::to_vec(&entry).unwrap_or_default(),
-    });
-    writes
-}
-
 #[cfg(test)]
 mod history_tests;
 
@@ -1113,7 +609,7 @@ mod history_tests;
 #[cfg(test)]
 pub(crate) fn admin_command(action: Action) -> Command {
     Command::new(
-        Actor {
+        crate::model::actor::Actor {
             user: "admin".into(),
             device: "gtm1".into(),
         },
