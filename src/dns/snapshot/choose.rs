@@ -1,0 +1,163 @@
+//! Choosing an answer per query: the client's place group and the
+//! balance variant (random, round-robin, weighted, persist).
+
+use super::*;
+
+/// Who asks: the source address and the client subnet a resolver sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Client {
+    pub src: IpAddr,
+    pub ecs: Option<Ecs>,
+}
+
+/// What a client is placed by.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Placement {
+    /// The address placed (and hashed by persist); none for ECS /0.
+    pub(super) addr: Option<IpAddr>,
+    /// The ECS source prefix, when the answer's scope must be told.
+    pub(super) source: Option<u8>,
+    /// The ECS address is private or otherwise unplaceable.
+    pub(super) private: bool,
+}
+
+impl Client {
+    /// The address a client is placed by. ECS with a source prefix of 0
+    /// means "do not use my address". A private ECS address places nowhere
+    /// (spec §3: default records), but its answer must still be scoped to
+    /// that subnet: a resolver would otherwise serve it to every client.
+    pub(super) fn placement(&self) -> Placement {
+        match self.ecs {
+            Some(e) if e.source_prefix == 0 => Placement {
+                addr: None,
+                source: None,
+                private: false,
+            },
+            Some(e) => Placement {
+                addr: Some(e.address),
+                source: Some(e.source_prefix),
+                private: is_private(e.address),
+            },
+            None => Placement {
+                addr: Some(self.src),
+                source: None,
+                private: false,
+            },
+        }
+    }
+}
+
+/// Which answer a client gets, and the ECS scope it depended on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choice {
+    pub group: usize,
+    pub variant: usize,
+    pub scope: u8,
+}
+
+/// The numbers balance algorithms draw from: a round-robin counter and a
+/// random sequence, one per answering thread. Seeded, so the fast and
+/// general paths can be compared on the same draws.
+#[derive(Debug, Clone)]
+pub struct Draw {
+    pub(super) counter: u64,
+    pub(super) state: u64,
+}
+
+impl Draw {
+    pub fn new(seed: u64) -> Self {
+        Self {
+            counter: seed,
+            state: mix(seed) | 1,
+        }
+    }
+
+    pub(super) fn next_counter(&mut self) -> u64 {
+        self.counter = self.counter.wrapping_add(1);
+        self.counter
+    }
+
+    /// xorshift64*: fast, and plenty for spreading answers.
+    pub(super) fn next_random(&mut self) -> u64 {
+        let mut x = self.state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Picks the group by the client's place and the variant by the balance
+/// algorithm.
+pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw) -> Choice {
+    let Placement {
+        addr,
+        source,
+        private,
+    } = client.placement();
+    // The scope an answer depending on the client's `width`-bit network
+    // carries: that width capped at the source prefix, or the whole source
+    // prefix for a private subnet (no resolver may share it further).
+    let cover = |width: u8, src: u8| if private { src } else { width.min(src) };
+    let mut scope = 0u8;
+    let group = if answer.places.is_empty() {
+        answer.default_group()
+    } else {
+        match addr {
+            Some(ip) => {
+                let located = geo.locate(ip);
+                if let Some(src) = source {
+                    scope = scope.max(cover(located.prefix, src));
+                }
+                place_group(&answer.places, answer.default_group(), &located.place)
+            }
+            None => answer.default_group(),
+        }
+    };
+    let g = &answer.groups[group];
+    let n = g.wire.len();
+    let variant = if n <= 1 {
+        0
+    } else {
+        match answer.balance {
+            Balance::RoundRobin => (draw.next_counter() % n as u64) as usize,
+            Balance::Random => (draw.next_random() % n as u64) as usize,
+            Balance::Priority => 0,
+            Balance::Weighted => {
+                let cumulative = g.cumulative();
+                let total = cumulative.last().copied().unwrap_or(1).max(1);
+                let r = draw.next_random() % total;
+                cumulative.partition_point(|&c| c <= r)
+            }
+            Balance::Persist => match addr {
+                Some(ip) => {
+                    let (subnet, width) = persist_subnet(ip);
+                    if let Some(src) = source {
+                        scope = scope.max(cover(width, src));
+                    }
+                    {
+                        let keys = g.keys();
+                        (0..n)
+                            .max_by_key(|&i| mix(subnet ^ keys.get(i).copied().unwrap_or(0)))
+                            .unwrap_or(0)
+                    }
+                }
+                None => 0,
+            },
+        }
+    };
+    Choice {
+        group,
+        variant,
+        scope,
+    }
+}
+
+/// The subnet that keeps a persist answer: /24 for IPv4, /56 for IPv6.
+pub(super) fn persist_subnet(ip: IpAddr) -> (u64, u8) {
+    match ip {
+        IpAddr::V4(v4) => (mix(u64::from(u32::from(v4) & 0xFFFF_FF00)), 24),
+        IpAddr::V6(v6) => (mix((u128::from(v6) >> 72) as u64), 56),
+    }
+}
