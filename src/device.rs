@@ -74,6 +74,15 @@ impl DnsServerSlot {
             .is_some_and(DnsServer::alive)
     }
 
+    /// Whether the `i`th DNS worker runs; None once the server is stopped.
+    fn worker_alive(&self, i: usize) -> Option<bool> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|dns| dns.worker_alive(i))
+    }
+
     fn take(&self) -> Option<DnsServer> {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
@@ -170,17 +179,16 @@ impl Device {
         }
         let dns = DnsServer::start(&listen, workers, cpus.as_ref(), dns_state).await?;
         let dns_addrs = dns.addrs.clone();
+        let dns_names = dns.workers().to_vec();
         let dns = Arc::new(DnsServerSlot(std::sync::Mutex::new(Some(dns))));
         let workers = Arc::new(Workers::new());
         let here = tokio::runtime::Handle::current();
-        {
+        for (i, name) in dns_names.iter().enumerate() {
             let dns = dns.clone();
-            workers.watch("dns", move || {
-                if dns.alive() {
-                    Observed::running()
-                } else {
-                    Observed::failed("a DNS worker or listener ended")
-                }
+            workers.watch(name, move || match dns.worker_alive(i) {
+                Some(true) => Observed::running(),
+                Some(false) => Observed::failed("it ended: this address is not fully served"),
+                None => Observed::stopped(),
             });
         }
         {

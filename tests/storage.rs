@@ -432,7 +432,8 @@ async fn a_device_whose_raft_storage_fails_says_so_and_takes_no_write() {
     let json: serde_json::Value = serde_json::from_str(&d.ok(&["status", "--json"])).unwrap();
     let workers = json["workers"].as_array().unwrap();
     for name in [
-        "dns",
+        "dns-udp 127.0.97.2:1053 #0",
+        "dns-tcp 127.0.97.2:1053",
         "store-writer",
         "health-scheduler",
         "raft",

@@ -91,6 +91,13 @@ impl Observed {
         }
     }
 
+    pub fn stopped() -> Self {
+        Self {
+            state: WorkerState::Stopped,
+            error: None,
+        }
+    }
+
     pub fn failed(error: impl Into<String>) -> Self {
         Self {
             state: WorkerState::Failed,
