@@ -336,6 +336,14 @@ impl Workers {
     }
 }
 
+/// A registry dropped without a stop (a start-up that failed half-way)
+/// still stops what it started.
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
@@ -433,6 +441,22 @@ mod tests {
             workers.stop(Duration::from_millis(50)).await,
             vec!["stubborn".to_string()]
         );
+    }
+
+    #[tokio::test]
+    async fn a_dropped_registry_stops_its_workers() {
+        let workers = Workers::new();
+        let rt = tokio::runtime::Handle::current();
+        let (token, (told, mut stopped)) = (workers.token(), tokio::sync::oneshot::channel());
+        workers.spawn(&rt, "waits", async move {
+            token.cancelled().await;
+            let _ = told.send(());
+        });
+        drop(workers);
+        tokio::time::timeout(Duration::from_secs(10), &mut stopped)
+            .await
+            .expect("the worker never stopped")
+            .expect("the worker ended without saying so");
     }
 
     #[test]
