@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::store_writer;
 use crate::identity::{self, write_private};
 use crate::replication::Replication;
+use crate::workers::{Observed, Workers};
 use crate::{
     api::{self, ApiState},
     dns::{handler::DnsState, server::DnsServer},
@@ -45,12 +46,9 @@ pub struct Device {
     pub dns_addrs: Vec<SocketAddr>,
     pub api_addr: SocketAddr,
     pub token: String,
-    dns: DnsServer,
-    cancel: CancellationToken,
-    api_task: tokio::task::JoinHandle<()>,
-    scheduler: tokio::task::JoinHandle<()>,
-    reports: tokio::task::JoinHandle<()>,
-    geoip_refresh: Option<tokio::task::JoinHandle<()>>,
+    dns: Arc<DnsServerSlot>,
+    /// Every long-running task, by name, with the one token that stops them.
+    pub workers: Arc<Workers>,
     probes: ProbeRuntime,
     /// The copy of the store it serves from, when its data directory was
     /// read-only at start-up.
@@ -61,6 +59,40 @@ pub struct Device {
     prober: Arc<Prober>,
     data_dir: PathBuf,
 }
+
+/// The DNS listeners, watched by the registry while they run and taken out
+/// to be stopped.
+#[derive(Debug, Default)]
+struct DnsServerSlot(std::sync::Mutex<Option<DnsServer>>);
+
+impl DnsServerSlot {
+    fn alive(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(DnsServer::alive)
+    }
+
+    /// Whether the `i`th DNS worker runs; None once the server is stopped.
+    fn worker_alive(&self, i: usize) -> Option<bool> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|dns| dns.worker_alive(i))
+    }
+
+    fn take(&self) -> Option<DnsServer> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// How many times a restartable worker is started again after it failed.
+const WORKER_RESTARTS: u64 = 5;
+
+/// How long a stop waits for the workers.
+const STOP_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The probe runtime, shut down without blocking when the device goes, even
 /// from inside another runtime.
@@ -146,6 +178,26 @@ impl Device {
             anyhow::bail!("no DNS listener could be opened (dns_listen in the node settings)");
         }
         let dns = DnsServer::start(&listen, workers, cpus.as_ref(), dns_state).await?;
+        let dns_addrs = dns.addrs.clone();
+        let dns_names = dns.workers().to_vec();
+        let dns = Arc::new(DnsServerSlot(std::sync::Mutex::new(Some(dns))));
+        let workers = Arc::new(Workers::new());
+        let here = tokio::runtime::Handle::current();
+        for (i, name) in dns_names.iter().enumerate() {
+            let dns = dns.clone();
+            workers.watch(name, move || match dns.worker_alive(i) {
+                Some(true) => Observed::running(),
+                Some(false) => Observed::failed("it ended: this address is not fully served"),
+                None => Observed::stopped(),
+            });
+        }
+        {
+            let engine = engine.clone();
+            workers.watch(api::STORE_WORKER, move || match engine.storage_fault() {
+                Some(fault) => Observed::failed(fault.to_string()),
+                None => Observed::running(),
+            });
+        }
 
         let token = identity::api_token(dir)?;
         let listener = TcpListener::bind(settings.api_listen)
@@ -181,16 +233,27 @@ impl Device {
                 only: settings.probe_networks.clone(),
             },
         ));
-        let cancel = CancellationToken::new();
         let probes = probe_runtime(cpus.map(|split| split.rest))?;
-        let scheduler = probes.spawn(scheduler::run(
-            engine.instances(),
-            engine.clone(),
-            prober.clone(),
-            settings.datacenter.clone(),
-            settings.max_concurrent_probes.unwrap_or(1000),
-            cancel.child_token(),
-        ));
+        {
+            let (instances, engine, prober) = (engine.instances(), engine.clone(), prober.clone());
+            let (dc, stop) = (settings.datacenter.clone(), workers.token());
+            let max = settings.max_concurrent_probes.unwrap_or(1000);
+            workers.spawn_restarting(
+                probes.handle(),
+                "health-scheduler",
+                WORKER_RESTARTS,
+                move || {
+                    Some(scheduler::run(
+                        instances.clone(),
+                        engine.clone(),
+                        prober.clone(),
+                        dc.clone(),
+                        max,
+                        stop.clone(),
+                    ))
+                },
+            );
+        }
         let info = NodeInfo {
             name: settings.name.clone(),
             datacenter: settings.datacenter.clone(),
@@ -210,52 +273,86 @@ impl Device {
         )
         .await?;
         replication.set_history_keep(settings.history_keep());
+        {
+            let r = replication.clone();
+            workers.watch(api::RAFT_WORKER, move || match r.fault() {
+                Some(why) => Observed::failed(why),
+                None if r.clustered() => Observed::running(),
+                None => Observed::idle(),
+            });
+        }
+        // Hands what Raft commits to the engine.
+        workers.spawn(
+            &here,
+            "raft-install",
+            replication.clone().install_committed(workers.token()),
+        );
+        let device = engine.device().to_string();
         // Fires due schedules while this device leads (or is alone).
-        tokio::spawn(crate::workers::schedule::run(
-            replication.clone(),
-            engine.device().to_string(),
-            cancel.child_token(),
-        ));
+        restarting(&workers, "schedule", {
+            let (r, device, stop) = (replication.clone(), device.clone(), workers.token());
+            move || crate::workers::schedule::run(r.clone(), device.clone(), stop.clone())
+        });
         // Makes missing DNSSEC keys (while leading) and signs again when a
         // new signing window begins.
-        tokio::spawn(crate::workers::dnssec::run(
-            replication.clone(),
-            engine.clone(),
-            engine.device().to_string(),
-            tls.is_some(),
-            cancel.child_token(),
-        ));
+        restarting(&workers, "dnssec", {
+            let (r, e, stop, mtls) = (
+                replication.clone(),
+                engine.clone(),
+                workers.token(),
+                tls.is_some(),
+            );
+            move || {
+                crate::workers::dnssec::run(
+                    r.clone(),
+                    e.clone(),
+                    device.clone(),
+                    mtls,
+                    stop.clone(),
+                )
+            }
+        });
         // Makes and rotates the DNS cookie secret while this device leads
         // (or is alone).
-        tokio::spawn(crate::workers::cookie_secret::run(
-            replication.clone(),
-            engine.clone(),
-            cancel.child_token(),
-        ));
+        restarting(&workers, "cookie-secret", {
+            let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
+            move || crate::workers::cookie_secret::run(r.clone(), e.clone(), stop.clone())
+        });
         // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).
-        tokio::spawn(crate::dns::notify::run(
-            engine.dns().clone(),
-            listen.iter().map(|a| a.ip()).collect(),
-            cancel.child_token(),
-        ));
+        restarting(&workers, "notify", {
+            let (dns, stop) = (engine.dns().clone(), workers.token());
+            let sources: Vec<_> = listen.iter().map(|a| a.ip()).collect();
+            move || crate::dns::notify::run(dns.clone(), sources.clone(), stop.clone())
+        });
         let peers = Arc::new(Peers::default());
-        let reports = tokio::spawn(peers::run(
-            peer_client(Duration::from_millis(1500))?,
-            peers.clone(),
-            replication.clone(),
-            engine.clone(),
-            settings.datacenter.clone(),
-            cancel.child_token(),
-        ));
-        let geoip_refresh = if store_copy.is_none() {
-            Some(spawn_geoip_refresh(
+        // Exchanges reports with the other devices.
+        restarting(&workers, "peers", {
+            let http = peer_client(Duration::from_millis(1500))?;
+            let (p, r, e, stop) = (
+                peers.clone(),
+                replication.clone(),
                 engine.clone(),
-                dir.clone(),
-                cancel.child_token(),
-            ))
-        } else {
-            None
-        };
+                workers.token(),
+            );
+            let dc = settings.datacenter.clone();
+            move || {
+                peers::run(
+                    http.clone(),
+                    p.clone(),
+                    r.clone(),
+                    e.clone(),
+                    dc.clone(),
+                    stop.clone(),
+                )
+            }
+        });
+        if store_copy.is_none() {
+            workers.spawn(
+                &here,
+                "geoip-refresh",
+                geoip_refresh(engine.clone(), dir.clone(), workers.token()),
+            );
+        }
         let api_state = ApiState {
             engine: engine.clone(),
             replication: replication.clone(),
@@ -268,13 +365,14 @@ impl Device {
             sessions: Arc::new(crate::access::sessions::Sessions::new()),
             mutual_tls: tls.is_some(),
             peer_http: peer_client(Duration::from_secs(3))?,
+            workers: workers.clone(),
         };
         // The console's pages answer HTML, errors included: merged outside
         // the API's JSON error layer.
         let router = api::router(api_state.clone()).merge(crate::console::router(api_state));
-        let stop = cancel.clone();
+        let stop = workers.token();
         let server_tls = tls.as_ref().map(|t| t.server.clone());
-        let api_task = tokio::spawn(async move {
+        workers.spawn(&here, "api", async move {
             match server_tls {
                 Some(config) => tls::serve(listener, router, config, stop).await,
                 None => {
@@ -289,21 +387,17 @@ impl Device {
                 }
             }
         });
-        tracing::info!(device = %settings.name, dns = ?dns.addrs, api = %api_addr, data_dir = %dir.display(), "device started");
+        tracing::info!(device = %settings.name, dns = ?dns_addrs, api = %api_addr, data_dir = %dir.display(), "device started");
         let logged = engine.clone();
         let _ = tokio::task::spawn_blocking(move || log_start(&logged)).await;
         Ok(Self {
             engine,
             replication,
-            dns_addrs: dns.addrs.clone(),
+            dns_addrs,
             api_addr,
             token,
             dns,
-            cancel,
-            api_task,
-            scheduler,
-            reports,
-            geoip_refresh,
+            workers,
             probes: ProbeRuntime(Some(probes)),
             store_copy,
             tls,
@@ -347,8 +441,10 @@ impl Device {
 
     /// Whether the device still serves: every DNS worker and the API
     /// listener are running. The service watchdog is fed only while it is.
+    /// (Another failed worker leaves the device degraded, not dead: it is
+    /// reported, and restarted when it can be.)
     pub fn alive(&self) -> bool {
-        self.dns.alive() && !self.api_task.is_finished()
+        self.dns.alive() && self.workers.up("api")
     }
 
     /// Resolves once a device that started on a copy of its store (its data
@@ -372,19 +468,18 @@ impl Device {
             name.clone(),
             format!("device {name} stopping"),
         );
-        self.cancel.cancel();
-        let _ = self.api_task.await;
-        let _ = self.scheduler.await;
-        let _ = self.reports.await;
-        if let Some(refresh) = self.geoip_refresh {
-            let _ = refresh.await;
+        let late = self.workers.stop(STOP_DEADLINE).await;
+        if !late.is_empty() {
+            tracing::error!(workers = ?late, deadline = ?STOP_DEADLINE, "workers did not stop in time; ended");
         }
         drop(self.probes);
         let engine = self.engine.clone();
         // Written and released: the store can be opened again at once.
         let _ = tokio::task::spawn_blocking(move || engine.close_storage()).await;
         self.replication.shutdown().await;
-        self.dns.stop().await;
+        if let Some(dns) = self.dns.take() {
+            dns.stop().await;
+        }
         drop(self.store_copy);
     }
 }
@@ -522,19 +617,29 @@ fn open_geo(settings: &NodeSettings, demo: bool) -> Result<Geo> {
     }
 }
 
+/// Runs the worker `name` on the current runtime, restarted when it fails.
+fn restarting<F: std::future::Future<Output = ()> + Send + 'static>(
+    workers: &Workers,
+    name: &str,
+    mut make: impl FnMut() -> F + Send + 'static,
+) {
+    let here = tokio::runtime::Handle::current();
+    workers.spawn_restarting(&here, name, WORKER_RESTARTS, move || Some(make()));
+}
+
 /// The task that keeps the device's database fresh (`[geoip] update`).
-fn spawn_geoip_refresh(
+fn geoip_refresh(
     engine: Arc<Engine>,
     data_dir: PathBuf,
     stop: CancellationToken,
-) -> tokio::task::JoinHandle<()> {
+) -> impl std::future::Future<Output = ()> + Send + 'static {
     let (settings, current, swap, log) = (engine.clone(), engine.clone(), engine.clone(), engine);
-    tokio::spawn(crate::geo::refresh::run(
+    crate::geo::refresh::run(
         data_dir,
         move || settings.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly())),
         move || current.geoip().info().cloned(),
         move |geo| swap.install_geoip(geo),
         move |text| log.record_event(crate::engine::EventKind::Geoip, "geoip".into(), text),
         stop,
-    ))
+    )
 }

@@ -2,7 +2,10 @@
 //! small tmpfs that a filler file fills up. It starts from its stored
 //! state, answers DNS over UDP throughout, reports the condition in
 //! `gtm status`, `/health` and `/metrics`, refuses writes, and recovers by
-//! itself when the space returns.
+//! itself when the space returns. A device on a read-only one serves from
+//! a copy. And a device whose disk fails while it runs (an ext4 filesystem
+//! that an error turns read-only): its Raft stops, it says so everywhere,
+//! refuses writes, and catches up once repaired and restarted.
 
 use std::{
     io::Write,
@@ -260,4 +263,302 @@ async fn a_device_started_on_a_read_only_disk_serves_from_a_copy_and_recovers() 
     d.apply_ok(&zone("192.0.2.61"));
     until_answer(&d, "192.0.2.61").await;
     d.kill();
+}
+
+/// An ext4 filesystem in a file under the test's directory, on a loop
+/// device, mounted with `errors=remount-ro`: an error turns it read-only
+/// as a failing disk does. Unmounted and released when dropped (also when
+/// the test fails).
+struct Ext4 {
+    dir: PathBuf,
+    image: PathBuf,
+    loop_dev: Option<String>,
+}
+
+impl Ext4 {
+    /// Makes and mounts one, or says why it cannot (not root, no loop
+    /// device, no mkfs.ext4).
+    fn mount(root: &Path) -> Result<Self, String> {
+        let image = root.join("ext4.img");
+        let dir = root.join("ext4");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(64 << 20))
+            .map_err(|e| e.to_string())?;
+        run(
+            "mkfs.ext4",
+            &["-q", "-F", image.to_str().unwrap_or_default()],
+        )?;
+        let mut fs = Self {
+            dir,
+            image,
+            loop_dev: None,
+        };
+        let dev = run(
+            "losetup",
+            &["-f", "--show", fs.image.to_str().unwrap_or_default()],
+        )?;
+        fs.loop_dev = Some(dev.trim().to_string());
+        fs.mount_again()?;
+        Ok(fs)
+    }
+
+    fn mount_again(&self) -> Result<(), String> {
+        let dev = self.loop_dev.as_deref().unwrap_or_default();
+        run(
+            "mount",
+            &[
+                "-t",
+                "ext4",
+                "-o",
+                "errors=remount-ro",
+                dev,
+                self.dir.to_str().unwrap_or_default(),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// Makes the kernel record an error on the filesystem, as a failing
+    /// disk would: with `errors=remount-ro` it turns read-only at once.
+    /// `written`, a file the test wrote there, is flushed first (a device
+    /// flushes its own store, not the files written for it).
+    fn fail(&self, written: &Path) {
+        let synced = std::fs::File::open(written).and_then(|f| f.sync_all());
+        assert!(synced.is_ok(), "{synced:?}");
+        let dev = self.loop_dev.as_deref().unwrap_or_default();
+        let name = Path::new(dev).file_name().unwrap().to_str().unwrap();
+        std::fs::write(
+            format!("/sys/fs/ext4/{name}/trigger_fs_error"),
+            "gtm test: a failing disk",
+        )
+        .unwrap();
+        // (Newer kernels show it as the `emergency_ro` mount option.)
+        let written = std::fs::write(self.dir.join("probe"), "x");
+        assert_eq!(
+            written.map_err(|e| e.raw_os_error()),
+            Err(Some(libc::EROFS)),
+            "the filesystem did not turn read-only"
+        );
+    }
+
+    /// What an operator does after such an error: unmount, check (and
+    /// repair) the filesystem, mount it again.
+    fn repair(&self) {
+        run("umount", &[self.dir.to_str().unwrap()]).unwrap();
+        let dev = self.loop_dev.as_deref().unwrap_or_default();
+        // Exit codes 0-2: clean, or errors corrected.
+        let status = Command::new("e2fsck")
+            .args(["-f", "-y", dev])
+            .status()
+            .unwrap();
+        assert!(status.code().is_some_and(|c| c <= 2), "e2fsck: {status}");
+        self.mount_again().unwrap();
+    }
+}
+
+/// Runs `program args`; its stdout, or why it failed.
+fn run(program: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+impl Drop for Ext4 {
+    fn drop(&mut self) {
+        // Lazy: the filesystem goes even if something still holds a file.
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        if let Some(dev) = &self.loop_dev {
+            let _ = Command::new("losetup").args(["-d", dev]).status();
+        }
+    }
+}
+
+/// Waits (bounded) until `p`'s `gtm status` satisfies `pred`.
+fn until_status(p: &Proc, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = p.gtm(&["status"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && pred(&text) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}: never {what}: {text}",
+            p.name
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_whose_raft_storage_fails_says_so_and_takes_no_write() {
+    let root = tempfile::tempdir().unwrap();
+    let ext4 = match Ext4::mount(root.path()) {
+        Ok(fs) => fs,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: cannot mount an ext4 loop filesystem here ({e})");
+            return;
+        }
+        Err(e) => panic!("cannot mount an ext4 loop filesystem (CI runs as root): {e}"),
+    };
+    // gtm1 leads on an ordinary directory; gtm2, a learner (the leader
+    // commits without it), keeps its store on the ext4 filesystem.
+    let leader = Proc::start(root.path(), "gtm1", "dc1", "127.0.97.1");
+    let mut d = Proc::start(&ext4.dir, "gtm2", "dc1", "127.0.97.2");
+    leader.ok(&["cluster", "init"]);
+    let token = leader.ok(&["cluster", "token"]);
+    d.ok(&[
+        "cluster",
+        "join",
+        &leader.api(),
+        "--token",
+        token.trim(),
+        "--learner",
+    ]);
+    leader.apply_ok(&zone("192.0.2.70"));
+    until_answer(&d, "192.0.2.70").await;
+
+    // Every worker is listed, none failed.
+    let json: serde_json::Value = serde_json::from_str(&d.ok(&["status", "--json"])).unwrap();
+    let workers = json["workers"].as_array().unwrap();
+    for name in [
+        "dns-udp 127.0.97.2:1053 #0",
+        "dns-tcp 127.0.97.2:1053",
+        "store-writer",
+        "health-scheduler",
+        "raft",
+        "raft-install",
+        "schedule",
+        "dnssec",
+        "cookie-secret",
+        "notify",
+        "peers",
+        "geoip-refresh",
+        "api",
+    ] {
+        let w = workers
+            .iter()
+            .find(|w| w["name"] == name)
+            .unwrap_or_else(|| panic!("no worker {name}: {json}"));
+        assert_eq!(w["state"], "running", "{w}");
+    }
+    assert!(json.get("cluster_degraded").is_none(), "{json}");
+    let metrics = get(&format!("{}/metrics", d.api())).await;
+    assert!(
+        metrics.contains("gtm_worker_up{device=\"gtm2\",worker=\"raft\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gtm_raft_failed{device=\"gtm2\"} 0"),
+        "{metrics}"
+    );
+
+    // The disk fails under the running device; the leader's next write
+    // reaches its Raft, whose log cannot be written.
+    ext4.fail(&d.dir.join("node.toml"));
+    leader.apply_ok(&zone("192.0.2.71"));
+    until_answer(&leader, "192.0.2.71").await;
+    let status = until_status(&d, "degraded", |s| s.contains("DEGRADED cluster"));
+    assert!(status.contains("Raft storage failed"), "{status}");
+    assert!(status.contains("refuses writes"), "{status}");
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("raft ") && l.contains("failed")),
+        "{status}"
+    );
+    let health = get(&format!("{}/health", d.api())).await;
+    assert!(health.starts_with("degraded\n"), "{health}");
+    assert!(
+        health.contains("\ncluster: Raft storage failed"),
+        "{health}"
+    );
+    let metrics = get(&format!("{}/metrics", d.api())).await;
+    assert!(
+        metrics.contains("gtm_raft_failed{device=\"gtm2\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gtm_worker_up{device=\"gtm2\",worker=\"raft\"} 0"),
+        "{metrics}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&d.ok(&["status", "--json"])).unwrap();
+    let raft = json["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "raft")
+        .unwrap()
+        .clone();
+    assert_eq!(raft["state"], "failed", "{json}");
+    assert!(
+        raft["last_error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("Raft storage failed")),
+        "{raft}"
+    );
+
+    // A write sent to it is refused with the reason, at once: it is not
+    // forwarded, and never answered "applied".
+    let http = gtm::tls::http_client(None, Duration::from_secs(30)).unwrap();
+    let token = std::fs::read_to_string(d.dir.join("api-token")).unwrap();
+    let answer = http
+        .put(format!("{}/api/v1/config", d.api()))
+        .bearer_auth(token.trim())
+        .body(zone("192.0.2.72"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 503);
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(body["error"], "storage", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("Raft storage failed") && message.contains("nothing was applied"),
+        "{message}"
+    );
+    // (The file is written outside the read-only filesystem.)
+    let file = root.path().join("apply.toml");
+    std::fs::write(&file, zone("192.0.2.72")).unwrap();
+    let refused = d.gtm(&["config", "apply", file.to_str().unwrap()]);
+    assert!(!refused.status.success(), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("Raft storage failed"), "{stderr}");
+    // Nothing of it anywhere; the failed device serves what it installed.
+    until_answer(&leader, "192.0.2.71").await;
+    until_answer(&d, "192.0.2.70").await;
+
+    // Repaired (stopped, checked, mounted again) and started: it catches
+    // up with what the cluster committed meanwhile, and is healthy.
+    d.kill();
+    ext4.repair();
+    d.restart();
+    until_answer(&d, "192.0.2.71").await;
+    until_status(&d, "healthy again", |s| !s.contains("DEGRADED"));
+    assert_eq!(get(&format!("{}/health", d.api())).await, "ok\n");
+    let answer = http
+        .put(format!("{}/api/v1/config", d.api()))
+        .bearer_auth(token.trim())
+        .body(zone("192.0.2.73"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(body["applied"], true, "{body}");
+    assert_eq!(body["installed"], true, "{body}");
+    until_answer(&leader, "192.0.2.73").await;
+    until_answer(&d, "192.0.2.73").await;
+    d.kill();
+    drop(leader);
 }

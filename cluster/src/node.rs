@@ -159,6 +159,11 @@ pub struct ClusterStatus {
     #[serde(default = "quorum_unknown")]
     pub quorum: bool,
     pub members: Vec<MemberStatus>,
+    /// Why this device's Raft stopped by itself (a storage error, a
+    /// panicked core): it then commits, applies and votes no more until it
+    /// is restarted. `None` while it runs, and after an ordinary shutdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// A status from a device that does not report `quorum` yet: assumed held,
@@ -1050,5 +1055,10 @@ fn status_of(
         purged_index: m.purged.map(|l| l.index),
         quorum,
         members,
+        failure: match &m.running_state {
+            Ok(()) | Err(Fatal::Stopped) => None,
+            Err(Fatal::StorageError(e)) => Some(format!("Raft storage failed: {e}")),
+            Err(Fatal::Panicked) => Some("Raft's core task panicked".into()),
+        },
     }
 }

@@ -956,7 +956,13 @@ async fn a_store_failing_under_raft_is_a_storage_error_not_a_hang() {
     let applied = node.node.applied().borrow().clone();
     assert_eq!(applied.kv.get("before").map(|v| &v[..]), Some(&b"1"[..]));
     assert!(!applied.kv.contains_key("after"));
-    // Raft stopped on the error, and says so.
-    assert_eq!(node.node.status().state, NodeState::Shutdown);
+    // Raft stopped on the error, and says so, with the error.
+    let status = node.node.status();
+    assert_eq!(status.state, NodeState::Shutdown);
+    let failure = status.failure.expect("a failed Raft names its failure");
+    assert!(
+        failure.starts_with("Raft storage failed: ") && failure.contains("fault switch"),
+        "{failure}"
+    );
     node.kill().await;
 }

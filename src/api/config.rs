@@ -23,6 +23,40 @@ pub struct ApplyResult {
     pub applied: bool,
     pub version: u64,
     pub changes: Vec<String>,
+    /// Whether the device that answered serves the change already. False
+    /// for a dry run, and for a change the cluster committed that this
+    /// device did not install within its deadline (it installs it when it
+    /// can; its events and `gtm status` say why). Absent from older
+    /// devices: read as true.
+    #[serde(default = "installed_unknown")]
+    pub installed: bool,
+}
+
+fn installed_unknown() -> bool {
+    true
+}
+
+impl ApplyResult {
+    /// A dry run's answer: what would change, nothing applied.
+    pub(super) fn dry(version: u64, changes: Vec<String>) -> Self {
+        Self {
+            applied: false,
+            version,
+            changes,
+            installed: false,
+        }
+    }
+}
+
+impl From<crate::replication::Applied> for ApplyResult {
+    fn from(applied: crate::replication::Applied) -> Self {
+        Self {
+            applied: applied.changed,
+            version: applied.version,
+            changes: applied.changes,
+            installed: applied.installed,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -84,11 +118,7 @@ fn parse_body(
 
 pub(super) async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
     parse_body_off(body, true, None).await?;
-    Ok(Json(ApplyResult {
-        applied: false,
-        version: 0,
-        changes: Vec::new(),
-    }))
+    Ok(Json(ApplyResult::dry(0, Vec::new())))
 }
 
 pub(super) async fn apply_config(
@@ -126,22 +156,14 @@ pub(super) async fn apply_config(
         let engine = state.engine.clone();
         let (version, changes) =
             blocking(move || (engine.version(), engine.changes(&config))).await?;
-        return Ok(Json(ApplyResult {
-            applied: false,
-            version,
-            changes,
-        }));
+        return Ok(Json(ApplyResult::dry(version, changes)));
     }
     writable(&state)?;
     let applied = state
         .replication
         .apply_config(state.actor(&who), text, config)
         .await?;
-    Ok(Json(ApplyResult {
-        applied: applied.changed,
-        version: applied.version,
-        changes: applied.changes,
-    }))
+    Ok(Json(ApplyResult::from(applied)))
 }
 
 /// A `?version=N` that is not the current version.

@@ -182,11 +182,7 @@ pub(super) async fn rollback(
             Ok((engine.version(), engine.changes(&config)))
         })
         .await??;
-        return Ok(Json(ApplyResult {
-            applied: false,
-            version,
-            changes,
-        }));
+        return Ok(Json(ApplyResult::dry(version, changes)));
     }
     writable(&state)?;
     // The state machine checks the version against the committed history,
@@ -202,11 +198,7 @@ pub(super) async fn rollback(
             },
         )
         .await?;
-    Ok(Json(ApplyResult {
-        applied: applied.changed,
-        version: applied.version,
-        changes: applied.changes,
-    }))
+    Ok(Json(ApplyResult::from(applied)))
 }
 
 /// `GET /api/v1/commands/{id}`: applied, rejected or unknown.

@@ -184,6 +184,16 @@ fn render(state: &ApiState) -> String {
             if cluster.quorum { 1.0 } else { 0.0 },
         );
     }
+    out.family(
+        "gtm_raft_failed",
+        "gauge",
+        "1 while this device's Raft is stopped by a failure (its storage failed): it refuses writes and installs nothing",
+    );
+    out.sample(
+        "gtm_raft_failed",
+        &[("device", &device)],
+        if cluster.failure.is_some() { 1.0 } else { 0.0 },
+    );
     out.family("gtm_raft_term", "gauge", "The current Raft term");
     out.sample("gtm_raft_term", &[], cluster.term as f64);
     out.family(
@@ -227,6 +237,47 @@ fn render(state: &ApiState) -> String {
             "gtm_peer_reachable",
             &[("device", &p.device), ("datacenter", &p.datacenter)],
             f64::from(u8::from(p.reachable)),
+        );
+    }
+    let workers = state.workers.list();
+    out.family(
+        "gtm_worker_up",
+        "gauge",
+        "1 while the worker runs (or is idle by design), 0 when it failed or stopped",
+    );
+    for w in &workers {
+        let up = matches!(
+            w.state,
+            crate::workers::WorkerState::Running | crate::workers::WorkerState::Idle
+        );
+        out.sample(
+            "gtm_worker_up",
+            &[("device", &device), ("worker", &w.name)],
+            f64::from(u8::from(up)),
+        );
+    }
+    out.family(
+        "gtm_worker_restarts_total",
+        "counter",
+        "Times the worker was started again after it failed, since the device started",
+    );
+    for w in &workers {
+        out.sample(
+            "gtm_worker_restarts_total",
+            &[("device", &device), ("worker", &w.name)],
+            w.restarts as f64,
+        );
+    }
+    out.family(
+        "gtm_worker_errors_total",
+        "counter",
+        "Times the worker failed, since the device started",
+    );
+    for w in &workers {
+        out.sample(
+            "gtm_worker_errors_total",
+            &[("device", &device), ("worker", &w.name)],
+            w.errors as f64,
         );
     }
     out.finish()

@@ -46,7 +46,7 @@ pub use geoip::{GeoLookup, GeoipStatus, lookup_in};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 pub(crate) use records::{DeviceQuery, preview, resume};
 pub use stats::DeviceRecordStats;
-pub use status::{StatusReport, health};
+pub use status::{RAFT_WORKER, STORE_WORKER, StatusReport, failed_workers, health};
 
 use crate::access::{Principal, Role};
 use crate::engine::Engine;
@@ -75,6 +75,8 @@ pub struct ApiState {
     /// The client of the other devices' APIs (remote previews): the
     /// cluster's trust anchors and, with TLS, this device's certificate.
     pub peer_http: reqwest::Client,
+    /// The device's workers and their states.
+    pub workers: Arc<crate::workers::Workers>,
 }
 
 impl ApiState {
@@ -168,6 +170,11 @@ async fn blocking<T: Send + 'static>(
 /// Refuses a write while the store cannot be written (full or read-only
 /// disk): nothing would be half-applied, and the operator learns why.
 fn writable(state: &ApiState) -> Result<(), ApiError> {
+    if state.replication.clustered()
+        && let Some(why) = state.replication.fault()
+    {
+        return Err(crate::replication::ApplyError::RaftFailed(why).into());
+    }
     match state.engine.storage_fault() {
         Some(fault) => Err(ApiError::new(
             ErrorKind::Storage,

@@ -385,11 +385,10 @@ async fn write(
             let mut config = model::Config::clone(&current);
             edit::apply(&mut config, &edit)?;
             model::compile(&config).map_err(ApiError::invalid)?;
-            Ok(Json(ApplyResult {
-                applied: false,
+            Ok(Json(ApplyResult::dry(
                 version,
-                changes: crate::engine::diff(&current, &config),
-            }))
+                crate::engine::diff(&current, &config),
+            )))
         })
         .await?;
     }
@@ -398,9 +397,5 @@ async fn write(
         .replication
         .propose(state.actor(who), options.version, Action::Edit(edit))
         .await?;
-    Ok(Json(ApplyResult {
-        applied: applied.changed,
-        version: applied.version,
-        changes: applied.changes,
-    }))
+    Ok(Json(ApplyResult::from(applied)))
 }

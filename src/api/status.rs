@@ -39,6 +39,15 @@ pub struct StatusReport {
     /// (docs/transfer.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notify: Vec<crate::dns::xfr::NotifyStatus>,
+    /// Set while this device's Raft is stopped by a failure (its storage
+    /// failed): it serves DNS from what it installed, refuses writes, and
+    /// installs nothing the cluster commits until it is restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_degraded: Option<String>,
+    /// The device's workers (docs/operations.md, "Workers"); empty from
+    /// older devices.
+    #[serde(default)]
+    pub workers: Vec<crate::workers::WorkerInfo>,
 }
 
 pub(super) async fn status(State(state): State<ApiState>) -> Result<Json<StatusReport>, ApiError> {
@@ -60,8 +69,28 @@ fn report(state: &ApiState) -> StatusReport {
         geoip: Some(GeoipStatus::of(&state.engine)),
         geoip_warning: geoip_warning(state),
         notify: state.engine.dns().transfers.notify_status(),
+        cluster_degraded: state.replication.fault(),
+        workers: state.workers.list(),
     }
 }
+
+/// The workers whose failure is not said by a condition of its own (Raft's
+/// by `cluster_degraded`, the store writer's by `storage_degraded`).
+pub fn failed_workers(workers: &[crate::workers::WorkerInfo]) -> Vec<String> {
+    workers
+        .iter()
+        .filter(|w| w.state == crate::workers::WorkerState::Failed)
+        .filter(|w| w.name != RAFT_WORKER && w.name != STORE_WORKER)
+        .map(|w| match &w.last_error {
+            Some(e) => format!("{}: {e}", w.name),
+            None => w.name.clone(),
+        })
+        .collect()
+}
+
+/// The worker names whose failure has a condition of its own.
+pub const RAFT_WORKER: &str = "raft";
+pub const STORE_WORKER: &str = "store-writer";
 
 /// A warning when the devices answer with different GeoIP databases: the
 /// same client could then get different answers from each.
@@ -97,6 +126,14 @@ pub async fn health(State(state): State<ApiState>) -> String {
     }
     if let Some(fault) = state.engine.storage_fault() {
         conditions.push(format!("storage: {fault}"));
+    }
+    if let Some(why) = state.replication.fault() {
+        conditions.push(format!(
+            "cluster: {why}; this device refuses writes and installs nothing the cluster commits until it is restarted"
+        ));
+    }
+    for worker in failed_workers(&state.workers.list()) {
+        conditions.push(format!("worker {worker}"));
     }
     if conditions.is_empty() {
         "ok\n".to_string()

@@ -13,6 +13,11 @@ pub(super) fn print_apply(result: &ApplyResult) {
     }
     if result.applied {
         println!("applied as version {}", result.version);
+        if !result.installed {
+            println!(
+                "note: committed by the cluster, but not installed on this device yet (gtm status and gtm logs say why)"
+            );
+        }
     } else if !result.changes.is_empty() {
         println!("dry run: nothing applied");
     }

@@ -32,6 +32,14 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
     if let Some(fault) = &report.storage_degraded {
         println!("DEGRADED storage: {fault}");
     }
+    if let Some(why) = &report.cluster_degraded {
+        println!(
+            "DEGRADED cluster: {why}; this device refuses writes and installs nothing the cluster commits until it is restarted"
+        );
+    }
+    for worker in crate::api::failed_workers(&report.workers) {
+        println!("DEGRADED worker {worker}");
+    }
     if let Some(warning) = &report.geoip_warning {
         println!("WARNING: {warning}");
     }
@@ -104,6 +112,22 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
             &["DOMAIN", "SECONDARY (notify)", "SERIAL", "STATE", "SENT"],
             &rows,
         );
+    }
+    if !report.workers.is_empty() {
+        println!();
+        let rows: Vec<[String; 4]> = report
+            .workers
+            .iter()
+            .map(|w| {
+                [
+                    w.name.clone(),
+                    w.state.to_string(),
+                    w.restarts.to_string(),
+                    w.last_error.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        table(&["WORKER", "STATE", "RESTARTS", "LAST ERROR"], &rows);
     }
     Ok(())
 }

@@ -93,8 +93,18 @@ async fn render(
     })
     .await
     .unwrap_or_default();
+    let failed_workers = api::failed_workers(&state.workers.list());
     let body = html! {
         h1 { "Cluster" }
+        @if let Some(why) = &status.failure {
+            p.error role="alert" {
+                "This device is degraded: " (why) ". It refuses writes and installs nothing "
+                "the cluster commits until it is restarted (docs/operations.md, \"Degraded\")."
+            }
+        }
+        @for worker in &failed_workers {
+            p.error role="alert" { "Worker failed: " (worker) }
+        }
         @if !clustered {
             p { "This device belongs to no cluster: it answers on its own. "
                 "Make it the first member with " code { "gtm cluster init" } "." }

@@ -28,6 +28,9 @@ pub struct DnsServer {
     threads: Vec<JoinHandle<()>>,
     tcp_stop: CancellationToken,
     tcp: Vec<tokio::task::JoinHandle<()>>,
+    /// The workers' names, UDP threads then TCP listeners, in the order of
+    /// `threads` and `tcp`.
+    names: Vec<String>,
 }
 
 impl DnsServer {
@@ -46,6 +49,8 @@ impl DnsServer {
         let mut tcp = Vec::new();
         let mut addrs = Vec::new();
         let mut threads = Vec::new();
+        let mut udp_names = Vec::new();
+        let mut tcp_names = Vec::new();
         for addr in listen {
             let (socket, listener, bound) = bind_pair(*addr).await?;
             tcp.push(tokio::spawn(tcp::serve(
@@ -53,21 +58,20 @@ impl DnsServer {
                 handler.clone(),
                 tcp_stop.clone(),
             )));
-            threads.extend(udp::spawn(
-                socket,
-                workers,
-                cpus,
-                handler.clone(),
-                stop.clone(),
-            )?);
+            tcp_names.push(format!("dns-tcp {bound}"));
+            let spawned = udp::spawn(socket, workers, cpus, handler.clone(), stop.clone())?;
+            udp_names.extend((0..spawned.len()).map(|i| format!("dns-udp {bound} #{i}")));
+            threads.extend(spawned);
             addrs.push(bound);
         }
+        udp_names.extend(tcp_names);
         Ok(Self {
             addrs,
             stop,
             threads,
             tcp_stop,
             tcp,
+            names: udp_names,
         })
     }
 
@@ -77,6 +81,23 @@ impl DnsServer {
         !self.stop.load(Ordering::Relaxed)
             && self.threads.iter().all(|t| !t.is_finished())
             && self.tcp.iter().all(|t| !t.is_finished())
+    }
+
+    /// Each UDP worker's and TCP listener's name (`dns-udp ADDR #N`,
+    /// `dns-tcp ADDR`), for [`DnsServer::worker_alive`].
+    pub fn workers(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Whether the `i`th of [`DnsServer::workers`] still runs.
+    pub fn worker_alive(&self, i: usize) -> bool {
+        match self.threads.get(i) {
+            Some(thread) => !thread.is_finished(),
+            None => self
+                .tcp
+                .get(i - self.threads.len())
+                .is_some_and(|task| !task.is_finished()),
+        }
     }
 
     /// Stops the listeners and waits for the workers.

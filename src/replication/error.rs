@@ -27,6 +27,13 @@ pub enum ApplyError {
     Rejected(ApiError),
     #[error("{0}")]
     Cluster(String),
+    /// This device's Raft stopped by itself (its storage failed): it can
+    /// commit nothing until it is restarted.
+    #[error(
+        "this device cannot take writes: {0}; nothing was applied. Another device of the cluster \
+         can; restart this one once its data directory can be written (docs/operations.md)"
+    )]
+    RaftFailed(String),
 }
 
 impl ApplyError {
@@ -60,6 +67,7 @@ impl From<ApplyError> for ApiError {
             ApplyError::Unknown { .. } => ApiError::new(ErrorKind::OutcomeUnknown, e.to_string()),
             ApplyError::Rejected(e) => e,
             ApplyError::Cluster(message) => ApiError::new(ErrorKind::Cluster, message),
+            ApplyError::RaftFailed(_) => ApiError::new(ErrorKind::Storage, e.to_string()),
         }
     }
 }

@@ -95,11 +95,17 @@ pub struct Applied {
     /// False when the command changed nothing (already so).
     pub changed: bool,
     pub changes: Vec<String>,
+    /// Whether this device installed it before answering. A committed
+    /// change this device has not installed within its deadline is still
+    /// applied (the cluster has it, and this device installs it when it
+    /// can); the answer says so instead of waiting on.
+    pub installed: bool,
 }
 
 impl Replication {
-    /// Starts the device's Raft node (resuming its membership, if any) and
-    /// the task that installs committed state.
+    /// Starts the device's Raft node (resuming its membership, if any). The
+    /// task that installs committed state is [`Replication::install_committed`],
+    /// run by the caller as a worker.
     /// `http` carries forwarded joins; `raft_http` the Raft RPC and
     /// forwarded commands (both trust the cluster's certificates when TLS
     /// is on). `frozen`: `store` is a copy of a read-only store, and Raft
@@ -164,7 +170,6 @@ impl Replication {
                 .tsig
                 .store(Arc::new(crate::dns::tsig::TsigKeys::of(&local)));
         }
-        tokio::spawn(install_committed(replication.clone()));
         Ok(replication)
     }
 
@@ -195,6 +200,21 @@ impl Replication {
 
     pub fn status(&self) -> ClusterStatus {
         self.node.status()
+    }
+
+    /// Why this device's Raft stopped by itself (its storage failed): it
+    /// then commits, applies and installs nothing until restarted.
+    pub fn fault(&self) -> Option<String> {
+        self.node.status().failure
+    }
+
+    /// Installs every state Raft applies on this device, until `stop` is
+    /// cancelled or Raft goes: the device's `raft-install` worker.
+    pub async fn install_committed(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        tokio::select! {
+            _ = install_committed(self.clone()) => {}
+            _ = stop.cancelled() => {}
+        }
     }
 
     /// Whether this device proposes the cluster's own commands (schedule
@@ -273,6 +293,11 @@ impl Replication {
             )));
         }
         let clustered = self.clustered();
+        // Refused before it is proposed or forwarded: this device could
+        // neither commit it nor install it.
+        if clustered && let Some(why) = self.fault() {
+            return Err(ApplyError::RaftFailed(why));
+        }
         let outcome = if clustered {
             self.node.propose(bytes).await.map_err(|e| match e {
                 ClusterError::Unknown(why) => ApplyError::Unknown {
@@ -291,13 +316,15 @@ impl Replication {
                 changed,
                 changes,
             } => {
-                if clustered {
-                    self.wait_installed(index, size).await;
+                let installed = !clustered || self.wait_installed(index, size).await;
+                if !installed {
+                    self.not_installed(&command.id.to_string(), version, index);
                 }
                 Ok(Applied {
                     version,
                     changed,
                     changes,
+                    installed,
                 })
             }
             Outcome::Rejected(e) => Err(ApplyError::Rejected(e)),
@@ -406,11 +433,30 @@ impl Replication {
     }
 
     /// Waits (bounded, longer for a larger command of `bytes`) until this
-    /// device installed the state up to `index`.
-    async fn wait_installed(&self, index: u64, bytes: usize) {
+    /// device installed the state up to `index`. False when it did not in
+    /// time (or its Raft failed meanwhile).
+    async fn wait_installed(&self, index: u64, bytes: usize) -> bool {
         let mut installed = self.installed.subscribe();
         let bound = Duration::from_secs(5) + gtm_cluster::apply_allowance(bytes);
-        let _ = tokio::time::timeout(bound, installed.wait_for(|i| *i >= index)).await;
+        matches!(
+            tokio::time::timeout(bound, installed.wait_for(|i| *i >= index)).await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Reports a committed command this device did not install within its
+    /// deadline: logged, and an event, besides the answer's `installed`.
+    fn not_installed(&self, command: &str, version: u64, index: u64) {
+        let why = match self.fault() {
+            Some(fault) => format!(": {fault}"),
+            None => " within its deadline; it installs it when it can".to_string(),
+        };
+        let text = format!(
+            "command {command} was committed (configuration version {version}, log index {index}) but this device has not installed it{why}"
+        );
+        tracing::warn!(command, version, index, "{text}");
+        self.engine
+            .record_event(EventKind::Config, format!("version {version}"), text);
     }
 
     /// Sends a join or leave to the leader's `/cluster/v1/<route>`.
@@ -579,7 +625,13 @@ impl Replication {
         let index = applied.borrow().index;
         let size = machine::config_pieces(&applied.borrow().kv)
             .map_or(0, |pieces| pieces.iter().map(|p| p.len()).sum());
-        self.wait_installed(index, size).await;
+        if !self.wait_installed(index, size).await {
+            // Joined all the same: said, and installed when it can be.
+            tracing::warn!(
+                index,
+                "joined, but the cluster's state was not installed here within its deadline"
+            );
+        }
         Ok(())
     }
 
