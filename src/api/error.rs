@@ -168,10 +168,10 @@ impl ApiError {
             ErrorKind::InvalidConfig,
             format!(
                 "the configuration has {} error(s); nothing was applied",
-                errors.0.len()
+                errors.total()
             ),
         );
-        e.errors = errors.0.iter().map(ToString::to_string).collect();
+        e.errors = errors.lines();
         e
     }
 

@@ -1706,10 +1706,10 @@ fn changed_records(zone: &ZoneSpec, before: &ZoneSpec) -> ZoneSpec {
 }
 
 fn build_error(e: crate::dns::snapshot::BuildError) -> ConfigErrors {
-    ConfigErrors(vec![crate::model::compile::ConfigError {
+    ConfigErrors::from(crate::model::compile::ConfigError {
         path: format!("record {}", e.record),
         message: format!("cannot be served: {}", e.message),
-    }])
+    })
 }
 
 /// Validates a configuration and builds its answers: everything that can
@@ -1867,14 +1867,14 @@ fn held_at_stop(holds: &HashSet<String>, label: &str, steering: &Steering) -> Op
 fn summary(errors: &ConfigErrors) -> String {
     const SHOWN: usize = 3;
     let mut text = errors
-        .0
+        .listed
         .iter()
         .take(SHOWN)
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ");
-    if errors.0.len() > SHOWN {
-        text.push_str(&format!(" (and {} more)", errors.0.len() - SHOWN));
+    if errors.total() > SHOWN {
+        text.push_str(&format!(" (and {} more)", errors.total() - SHOWN));
     }
     text
 }

@@ -83,7 +83,7 @@ pub const HISTORY_KEPT: usize = 100;
 /// rolled back to).
 pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
 /// Lines a history entry, and a command's outcome, keep of a list of
-/// changes or errors: an apply that changes a million records keeps its
+/// changes: an apply that changes a million records keeps its
 /// first ones and a line saying how many more there are (`gtm config
 /// diff` lists them all while history keeps both texts), not 40 MB that
 /// every listing of history reads and every device's store writes again
@@ -908,10 +908,11 @@ impl GtmMachine {
     }
 }
 
-/// A text that takes nothing from the committed one.
+/// A text that takes nothing from the committed one. Its outcome keeps
+/// the errors as the model lists them: the first
+/// [`model::ERRORS_LISTED`] and a line counting the rest.
 fn invalid(e: model::ConfigErrors) -> Change {
-    let mut error = ApiError::invalid(e);
-    error.errors = kept_errors(&error.errors);
+    let error = ApiError::invalid(e);
     Change {
         writes: Vec::new(),
         outcome: Outcome::Rejected(error),
@@ -1015,16 +1016,6 @@ fn kept_changes(changes: &[String], version: u64) -> Vec<String> {
             "… and {more} more changes ({} in all; `gtm config diff {} {version}` lists them while history keeps both texts)",
             changes.len(),
             version.saturating_sub(1),
-        )
-    })
-}
-
-/// The error lines a rejected command's outcome keeps.
-fn kept_errors(errors: &[String]) -> Vec<String> {
-    kept_lines(errors, |more| {
-        format!(
-            "… and {more} more errors ({} in all; `gtm config check` lists them all)",
-            errors.len()
         )
     })
 }

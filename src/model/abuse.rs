@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::{
     compile::ConfigError,
     config::{Cookies, RateLimit},
+    errors::Listing,
     node::Network,
 };
 use crate::dns::rrl::{Limits, MAX_PER_SECOND};
@@ -18,7 +19,7 @@ pub const MIN_COOKIE_ROTATION: Duration = Duration::from_secs(10);
 /// truncated.
 pub const MAX_SLIP: u32 = 10;
 
-fn err(errors: &mut Vec<ConfigError>, field: &str, message: String) {
+fn err(errors: &mut Listing, field: &str, message: String) {
     errors.push(ConfigError {
         path: format!("rate_limit / {field}"),
         message,
@@ -27,7 +28,7 @@ fn err(errors: &mut Vec<ConfigError>, field: &str, message: String) {
 
 /// The limit `[rate_limit]` sets, its defaults filled in; errors named by
 /// field.
-pub fn rate_limit(errors: &mut Vec<ConfigError>, table: Option<&RateLimit>) -> Limits {
+pub fn rate_limit(errors: &mut Listing, table: Option<&RateLimit>) -> Limits {
     let mut limits = Limits::default();
     let Some(t) = table else {
         return limits;
@@ -94,7 +95,7 @@ pub fn rate_limit(errors: &mut Vec<ConfigError>, table: Option<&RateLimit>) -> L
 }
 
 /// The rotation `[cookies]` sets, or its default.
-pub fn cookie_rotation(errors: &mut Vec<ConfigError>, table: Option<&Cookies>) -> Duration {
+pub fn cookie_rotation(errors: &mut Listing, table: Option<&Cookies>) -> Duration {
     let Some(rotate) = table.and_then(|t| t.rotate) else {
         return DEFAULT_COOKIE_ROTATION;
     };
@@ -116,9 +117,8 @@ mod tests {
     use crate::model::{compile, parse};
 
     fn compiled(text: &str) -> Result<crate::model::Compiled, Vec<String>> {
-        let config =
-            parse(text).map_err(|e| e.0.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-        compile(&config).map_err(|e| e.0.iter().map(ToString::to_string).collect())
+        let config = parse(text).map_err(|e| e.lines().into_iter().collect::<Vec<_>>())?;
+        compile(&config).map_err(|e| e.lines().into_iter().collect())
     }
 
     #[test]

@@ -21,8 +21,13 @@
 //! (`domain example.test / record www A / address 2`), the key and the
 //! value. This runs only on a text that did not parse, so it may be slower
 //! than the parse; it still holds one piece at a time.
+//!
+//! The work is linear in the text however many errors it has: lines are
+//! counted as the walk goes forward, each byte once ([`LineCount`]), and
+//! only the first [`ERRORS_LISTED`] errors in the order of the file are
+//! kept (an error past them is counted, its message never made).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use serde::de::DeserializeOwned;
 use toml::{
@@ -31,39 +36,27 @@ use toml::{
 };
 use toml_parser::{Source, lexer::TokenKind};
 
-use super::{compile::ConfigError, config::*};
+use super::{
+    cancel::{Cancel, Cancelled},
+    compile::{ConfigError, ConfigErrors},
+    config::*,
+    errors::ERRORS_LISTED,
+};
 
 /// The longest value quoted in a message; longer ones are cut.
 const QUOTED_CHARS: usize = 80;
 /// Tokens kept of a line to recognise a header; a header has few.
 const HEADER_TOKENS: usize = 64;
 
-/// Every error found in `text`, in the order of the file. Empty when none is
-/// found, e.g. an error that spans pieces (a table defined twice in two
-/// places): the caller then reports the parser's own.
-pub(super) fn errors(text: &str) -> Vec<ConfigError> {
-    let heads = headers(text);
-    let mut bounds = vec![0];
-    bounds.extend(
-        heads
-            .iter()
-            .filter(|h| h.top && h.start > 0)
-            .map(|h| h.start),
-    );
-    bounds.push(text.len());
-    let mut walk = Walk {
-        text,
-        found: Vec::new(),
-        counts: HashMap::new(),
-    };
-    for pair in bounds.windows(2) {
-        if let [start, end] = *pair
-            && start < end
-        {
-            walk.piece(start, end, &heads);
-        }
-    }
-    walk.finish()
+/// The errors found in `text`: the first [`ERRORS_LISTED`] in the order
+/// of the file, and how many more. None when none is found, e.g. an error
+/// that spans pieces (a table defined twice in two places): the caller
+/// then reports the parser's own. Stopped when `cancel` is set.
+pub(super) fn errors(text: &str, cancel: &Cancel) -> Result<ConfigErrors, Cancelled> {
+    let mut walk = Walk::new(text, cancel);
+    walk.run();
+    cancel.check()?;
+    Ok(walk.finish())
 }
 
 /// A header line: where it starts, and whether it names a top-level key.
@@ -225,40 +218,164 @@ impl Kind {
     }
 }
 
-struct Walk<'t> {
-    text: &'t str,
-    /// Errors as (byte offset in `text`, object path, message).
-    found: Vec<(usize, String, String)>,
-    /// Top-level elements seen so far, by kind: their `#n` across pieces.
-    counts: HashMap<Kind, usize>,
+/// An error kept: where it is in the text, the how-manieth found, its
+/// object path and message. Ordered by place, then by when found.
+#[derive(Debug)]
+struct Kept {
+    at: usize,
+    seq: usize,
+    path: String,
+    message: String,
 }
 
-impl Walk<'_> {
+impl PartialEq for Kept {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Kept {}
+
+impl PartialOrd for Kept {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Kept {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// The errors found, in any order: the [`ERRORS_LISTED`] first in the
+/// text kept, the others counted.
+#[derive(Debug, Default)]
+struct Found {
+    /// The error furthest in the text on top: the one an earlier error
+    /// takes the place of.
+    kept: BinaryHeap<Kept>,
+    /// Errors found so far, kept or not.
+    seq: usize,
+}
+
+impl Found {
+    /// Counts an error at byte `at`, and keeps it (with the path and
+    /// message `make` gives, made only then) while it is among the first.
+    fn add(&mut self, at: usize, make: impl FnOnce() -> (String, String)) {
+        let seq = self.seq;
+        self.seq = self.seq.saturating_add(1);
+        let first = self.kept.len() < ERRORS_LISTED || self.kept.peek().is_some_and(|k| at < k.at);
+        if !first {
+            return;
+        }
+        let (path, message) = make();
+        self.kept.push(Kept {
+            at,
+            seq,
+            path,
+            message,
+        });
+        if self.kept.len() > ERRORS_LISTED {
+            self.kept.pop();
+        }
+    }
+}
+
+/// Line numbers of a text read forward: each byte is looked at once
+/// whatever the number of lines asked for.
+#[derive(Debug)]
+struct LineCount<'t> {
+    bytes: &'t [u8],
+    /// Where the count has reached, and the line there (from 0).
+    at: usize,
+    line: usize,
+}
+
+impl<'t> LineCount<'t> {
+    fn new(text: &'t str, from: usize) -> Self {
+        Self {
+            bytes: text.as_bytes(),
+            at: from.min(text.len()),
+            line: 0,
+        }
+    }
+
+    /// The newlines from the start to byte `at`, which must not be before
+    /// the last one asked for (the count does not go back); `scanned`
+    /// counts the bytes looked at.
+    fn to(&mut self, at: usize, scanned: &mut usize) -> usize {
+        let to = at.min(self.bytes.len());
+        if let Some(bytes) = self.bytes.get(self.at..to) {
+            self.line += memchr::memchr_iter(b'\n', bytes).count();
+            *scanned += bytes.len();
+            self.at = to;
+        }
+        self.line
+    }
+}
+
+struct Walk<'t> {
+    text: &'t str,
+    found: Found,
+    /// Top-level elements seen so far, by kind: their `#n` across pieces.
+    counts: HashMap<Kind, usize>,
+    cancel: &'t Cancel,
+    /// Bytes looked at to count lines: no more than a few times the text.
+    scanned: usize,
+}
+
+impl<'t> Walk<'t> {
+    fn new(text: &'t str, cancel: &'t Cancel) -> Self {
+        Self {
+            text,
+            found: Found::default(),
+            counts: HashMap::new(),
+            cancel,
+            scanned: 0,
+        }
+    }
+
+    /// Lists the errors of every piece, until cancelled.
+    fn run(&mut self) {
+        let text = self.text;
+        let heads = headers(text);
+        let mut bounds = vec![0];
+        bounds.extend(
+            heads
+                .iter()
+                .filter(|h| h.top && h.start > 0)
+                .map(|h| h.start),
+        );
+        bounds.push(text.len());
+        for pair in bounds.windows(2) {
+            if self.cancel.is_cancelled() {
+                return;
+            }
+            if let [start, end] = *pair
+                && start < end
+            {
+                self.piece(start, end, &heads);
+            }
+        }
+    }
+
     /// Lists the errors of the piece `text[start..end]`.
     fn piece(&mut self, start: usize, end: usize, heads: &[Header]) {
         let Some(piece) = self.text.get(start..end) else {
             return;
         };
-        let (root, syntax) = DeTable::parse_recoverable(piece);
-        let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
-        if syntax.is_empty() {
-            self.element(Kind::Root, &root, String::new(), start);
-            return;
-        }
-        // The piece's object, named from what the parser recovered.
-        let mut owner = String::new();
-        for (key, value) in root.get_ref().as_table().into_iter().flatten() {
-            if let Some((kind, list)) = Kind::Root.child(key.get_ref()) {
-                let elements = match value.get_ref() {
-                    DeValue::Array(a) if list => a.iter().collect(),
-                    DeValue::Table(_) if !list => vec![value],
-                    _ => Vec::new(),
-                };
-                for e in elements {
-                    owner = kind.name(e.get_ref(), self.next(kind));
-                }
+        let owner = {
+            let (root, syntax) = DeTable::parse_recoverable(piece);
+            let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+            if syntax.is_empty() {
+                self.element(Kind::Root, &root, String::new(), start);
+                return;
             }
-        }
+            self.owner(&root)
+            // The piece's tree and errors are let go before its sections
+            // are parsed: one parse of its text is held at a time.
+        };
         // Each section on its own: follow-on errors stay in their section.
         let first = heads.partition_point(|h| h.start <= start);
         let mut cuts: Vec<usize> = heads
@@ -272,6 +389,9 @@ impl Walk<'_> {
         let mut listed = false;
         let mut records = 0;
         for pair in cuts.windows(2) {
+            if self.cancel.is_cancelled() {
+                return;
+            }
             if let [from, to] = *pair
                 && let Some(section) = self.text.get(from..to)
             {
@@ -282,10 +402,32 @@ impl Walk<'_> {
                 self.section(root.get_ref(), clean, from, &owner, &mut records);
             }
         }
-        // An error only the whole piece shows (a key defined in two sections).
+        // An error only the whole piece shows (a key defined in two
+        // sections): the piece is parsed again for it, which is rare.
         if !listed {
+            let (_, syntax) = DeTable::parse_recoverable(piece);
             self.syntax(syntax, start, &owner);
         }
+    }
+
+    /// The object of a piece with syntax errors, named from what the
+    /// parser recovered of it; each element named counts for the `#n` of
+    /// its kind.
+    fn owner(&mut self, root: &Spanned<DeValue<'_>>) -> String {
+        let mut owner = String::new();
+        for (key, value) in root.get_ref().as_table().into_iter().flatten() {
+            if let Some((kind, list)) = Kind::Root.child(key.get_ref()) {
+                let elements = match value.get_ref() {
+                    DeValue::Array(a) if list => a.iter().collect(),
+                    DeValue::Table(_) if !list => vec![value],
+                    _ => Vec::new(),
+                };
+                for e in elements {
+                    owner = kind.name(e.get_ref(), self.next(kind));
+                }
+            }
+        }
+        owner
     }
 
     /// Type-checks a section of a piece with syntax errors, when it has
@@ -351,16 +493,19 @@ impl Walk<'_> {
         if unclosed {
             errors.truncate(1);
         }
+        // Counted forward from the text's start, as the errors are in
+        // order: each byte once.
+        let mut lines = LineCount::new(self.text, offset);
         let mut last_line = None;
         for e in errors {
             let at = offset + e.span().map(|s| s.start).unwrap_or_default();
-            let line = self.text.as_bytes().get(offset..at).map(newlines);
-            if line.is_some() && line == last_line {
+            let line = lines.to(at, &mut self.scanned);
+            if last_line == Some(line) {
                 continue;
             }
-            last_line = line;
+            last_line = Some(line);
             self.found
-                .push((at, owner.to_string(), e.message().to_string()));
+                .add(at, || (owner.to_string(), e.message().to_string()));
         }
     }
 
@@ -414,6 +559,9 @@ impl Walk<'_> {
             }
         }
         for (child, v, i) in children {
+            if self.cancel.is_cancelled() {
+                return;
+            }
             let n = if kind == Kind::Root {
                 self.next(child)
             } else {
@@ -438,37 +586,34 @@ impl Walk<'_> {
             .filter(|s| s.end > s.start)
             .unwrap_or_else(|| value.span());
         let at = offset + span.start;
-        let raw = self
-            .text
-            .get(at..offset + span.end)
-            .unwrap_or_default()
-            .trim();
-        let raw: String = if raw.chars().count() > QUOTED_CHARS {
-            raw.chars().take(QUOTED_CHARS).chain("…".chars()).collect()
-        } else {
-            raw.to_string()
-        };
-        let key = e.path().to_string();
-        let key = if key == "." { String::new() } else { key };
-        let message = message(&key, &raw, inner.message());
-        self.found.push((at, path.to_string(), message));
+        let text = self.text;
+        self.found.add(at, || {
+            let raw = text.get(at..offset + span.end).unwrap_or_default().trim();
+            // Cut without counting the characters of a long value.
+            let raw = match raw.char_indices().nth(QUOTED_CHARS) {
+                Some((cut, _)) => format!("{}…", raw.get(..cut).unwrap_or_default()),
+                None => raw.to_string(),
+            };
+            let key = e.path().to_string();
+            let key = if key == "." { String::new() } else { key };
+            (path.to_string(), message(&key, &raw, inner.message()))
+        });
     }
 
-    /// The errors in the order of the file, each with its line.
-    fn finish(mut self) -> Vec<ConfigError> {
-        self.found.sort_by_key(|f| f.0);
-        let mut line = 1;
-        let mut counted = 0;
-        let mut out: Vec<ConfigError> = Vec::with_capacity(self.found.len());
+    /// The errors kept, in the order of the file, each with its line, and
+    /// how many more were found.
+    fn finish(&mut self) -> ConfigErrors {
+        let found = self.found.seq;
+        let kept = std::mem::take(&mut self.found.kept).into_sorted_vec();
+        let more = found.saturating_sub(kept.len());
+        let mut lines = LineCount::new(self.text, 0);
+        let mut listed: Vec<ConfigError> = Vec::with_capacity(kept.len());
         let mut seen = HashSet::new();
-        for (at, path, message) in self.found {
-            line += self
-                .text
-                .as_bytes()
-                .get(counted..at)
-                .map(newlines)
-                .unwrap_or_default();
-            counted = counted.max(at);
+        for Kept {
+            at, path, message, ..
+        } in kept
+        {
+            let line = lines.to(at, &mut self.scanned) + 1;
             let error = ConfigError {
                 path: if path.is_empty() {
                     format!("line {line}")
@@ -478,10 +623,10 @@ impl Walk<'_> {
                 message,
             };
             if seen.insert((error.path.clone(), error.message.clone())) {
-                out.push(error);
+                listed.push(error);
             }
         }
-        out
+        ConfigErrors { listed, more }
     }
 }
 
@@ -492,10 +637,6 @@ fn missing(e: &DeError) -> Option<&str> {
         .strip_prefix("missing field `")?
         .split('`')
         .next()
-}
-
-fn newlines(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&b| b == b'\n').count()
 }
 
 /// The message of a type error at `key` (empty for the element itself)
@@ -535,7 +676,9 @@ mod tests {
     use super::*;
 
     fn listed(text: &str) -> Vec<String> {
-        errors(text).iter().map(ToString::to_string).collect()
+        errors(text, &Cancel::default())
+            .expect("not cancelled")
+            .lines()
     }
 
     const HEAD: &str = "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\n";
@@ -642,6 +785,101 @@ mod tests {
                 (at("[geoip]"), true)
             ]
         );
+    }
+
+    /// A text of `n` lines after [`HEAD`], each a syntax error.
+    fn syntax_errors(n: usize) -> String {
+        (0..n).fold(HEAD.to_string(), |mut t, i| {
+            t.push_str(&format!("k{i} = = {i}\n"));
+            t
+        })
+    }
+
+    /// Lines are counted forward, each byte once: not again from the start
+    /// of its section for each error, which made a section with an error
+    /// on every line take time in the square of its length.
+    #[test]
+    fn lines_are_counted_in_one_pass_however_many_errors() {
+        for n in [100, 4000] {
+            let text = syntax_errors(n);
+            let cancel = Cancel::default();
+            let mut walk = Walk::new(&text, &cancel);
+            walk.run();
+            let errors = walk.finish();
+            assert_eq!(errors.total(), n);
+            assert_eq!(
+                errors.listed[0].to_string(),
+                "line 4: domain a.test: extra `=`, expected nothing"
+            );
+            assert!(
+                walk.scanned <= 2 * text.len(),
+                "{n} errors: {} bytes looked at for lines in a text of {}",
+                walk.scanned,
+                text.len()
+            );
+        }
+    }
+
+    /// The errors kept are the first of the file whatever the order they
+    /// are found in: a record's missing key is found after its other keys
+    /// but is said at its start.
+    #[test]
+    fn the_first_errors_of_the_file_are_listed_and_the_rest_counted() {
+        let records = ERRORS_LISTED;
+        let text = (0..records).fold(HEAD.to_string(), |mut t, i| {
+            t.push_str(&format!(
+                "[[domain.record]]\ntype = \"A\"\nttl = \"t{i}\"\n"
+            ));
+            t
+        });
+        let errors = errors(&text, &Cancel::default()).expect("not cancelled");
+        assert_eq!(errors.listed.len(), ERRORS_LISTED);
+        assert_eq!(errors.total(), 2 * records);
+        let lines = errors.lines();
+        assert_eq!(
+            lines[..3],
+            [
+                "line 4: domain a.test / record #1: missing field `name`",
+                "line 6: domain a.test / record #1: ttl: invalid type: string \"t0\", expected u32",
+                "line 7: domain a.test / record #2: missing field `name`",
+            ]
+        );
+        assert_eq!(
+            lines[ERRORS_LISTED - 1],
+            format!(
+                "line {}: domain a.test / record #{}: ttl: invalid type: string \"t{}\", expected u32",
+                3 + 3 * (ERRORS_LISTED / 2),
+                ERRORS_LISTED / 2,
+                ERRORS_LISTED / 2 - 1
+            )
+        );
+        assert_eq!(
+            lines[ERRORS_LISTED],
+            format!("… and {records} more errors ({} in all)", 2 * records)
+        );
+    }
+
+    #[test]
+    fn found_keeps_the_first_places_in_any_order() {
+        let mut found = Found::default();
+        let places = 3 * ERRORS_LISTED;
+        for at in (0..places).rev() {
+            found.add(at, || (String::new(), format!("at {at}")));
+        }
+        assert_eq!(found.seq, places);
+        let kept: Vec<usize> = found.kept.into_sorted_vec().iter().map(|k| k.at).collect();
+        assert_eq!(kept, (0..ERRORS_LISTED).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_cancelled_listing_stops_before_its_first_piece() {
+        let text = syntax_errors(10);
+        let cancel = Cancel::new();
+        cancel.cancel();
+        let mut walk = Walk::new(&text, &cancel);
+        walk.run();
+        assert_eq!(walk.found.seq, 0);
+        assert_eq!(errors(&text, &cancel), Err(Cancelled));
     }
 
     #[test]

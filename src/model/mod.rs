@@ -5,11 +5,13 @@
 
 pub mod abuse;
 mod alike;
+mod cancel;
 pub mod compile;
 pub mod condition;
 pub mod config;
 mod diagnose;
 pub mod duration;
+mod errors;
 pub mod layout;
 pub mod node;
 mod parse;
@@ -17,9 +19,11 @@ pub mod place;
 pub mod text;
 pub mod value;
 
-pub use compile::{Compiled, ConfigError, ConfigErrors, compile};
+pub use cancel::{Cancel, Cancelled, CheckError};
+pub use compile::{Compiled, ConfigError, ConfigErrors, compile, compile_until};
 pub use config::Config;
-pub use parse::{parse, parse_finely_and_whole, parse_like};
+pub use errors::ERRORS_LISTED;
+pub use parse::{parse, parse_finely_and_whole, parse_like, parse_until};
 
 /// The text of domain `a.test` with `nameservers` (written inside the
 /// list's quotes) and `records`, each `NAME TYPE VALUE`: an A's value is

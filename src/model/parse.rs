@@ -30,6 +30,7 @@ use serde::de::DeserializeOwned;
 
 use super::{
     alike::{Like, share_domain, share_records},
+    cancel::{Cancel, CheckError},
     compile::{ConfigError, ConfigErrors},
     config::{Config, Record},
     diagnose,
@@ -56,28 +57,38 @@ pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
 /// each object the text gives again, as it parses ([`super::alike`]): a
 /// text applied again, or changed in a few lines, is not held twice.
 pub fn parse_like(text: &str, like: Option<&Config>) -> Result<Config, ConfigErrors> {
+    parse_until(text, like, &Cancel::default()).map_err(CheckError::uncancelled)
+}
+
+/// [`parse_like`], stopped when `cancel` is set: between pieces, batches
+/// and, listing the errors, sections and elements.
+pub fn parse_until(
+    text: &str,
+    like: Option<&Config>,
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     let like = like.map(Like::new);
-    let parsed = parse_in_pieces(
+    let parsed = pieces_until(
         text,
         PIECE_BYTES,
         BATCH_BYTES,
         parse_threads(),
         like.as_ref(),
+        cancel,
     );
-    let parsed = parsed.map(|mut config| {
-        if let Some(like) = &like {
-            like.share_lists(&mut config);
+    match parsed {
+        Ok(mut config) => {
+            if let Some(like) = &like {
+                like.share_lists(&mut config);
+            }
+            Ok(config)
         }
-        config
-    });
-    parsed.map_err(|first| {
-        let all = diagnose::errors(text);
-        if all.is_empty() {
-            first
-        } else {
-            ConfigErrors(all)
+        Err(CheckError::Invalid(first)) => {
+            let all = diagnose::errors(text, cancel)?;
+            Err(if all.listed.is_empty() { first } else { all }.into())
         }
-    })
+        Err(cancelled) => Err(cancelled),
+    }
 }
 
 /// For the fuzzer (`fuzz/fuzz_targets/config.rs`): `text` parsed in the
@@ -98,12 +109,7 @@ fn parse_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
-/// Parses `text` cut into pieces of about `piece_bytes`, on `threads`
-/// threads, each parsing a run of pieces in order; their lists are joined
-/// in text order, and the error is that of the first piece that fails,
-/// as parsing them one after the other gives. A domain's inline records
-/// are parsed in batches of about `batch_bytes`; domains and records
-/// equal to `like`'s are taken from it.
+/// [`pieces_until`], never cancelled.
 fn parse_in_pieces(
     text: &str,
     piece_bytes: usize,
@@ -111,21 +117,42 @@ fn parse_in_pieces(
     threads: usize,
     like: Option<&Like>,
 ) -> Result<Config, ConfigErrors> {
+    let cancel = Cancel::default();
+    pieces_until(text, piece_bytes, batch_bytes, threads, like, &cancel)
+        .map_err(CheckError::uncancelled)
+}
+
+/// Parses `text` cut into pieces of about `piece_bytes`, on `threads`
+/// threads, each parsing a run of pieces in order; their lists are joined
+/// in text order, and the error is that of the first piece that fails,
+/// as parsing them one after the other gives. A domain's inline records
+/// are parsed in batches of about `batch_bytes`; domains and records
+/// equal to `like`'s are taken from it. Stopped when `cancel` is set,
+/// between pieces and batches.
+fn pieces_until(
+    text: &str,
+    piece_bytes: usize,
+    batch_bytes: usize,
+    threads: usize,
+    like: Option<&Like>,
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     let Some(cuts) = cuts(text, piece_bytes) else {
-        return parse_piece(text, 0, text, batch_bytes, like);
+        return parse_piece(text, 0, text, batch_bytes, like, cancel);
     };
     let bounds: Vec<usize> = [0].into_iter().chain(cuts).chain([text.len()]).collect();
     let pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
     let runs = runs(&pieces, threads);
-    let parse_run = |run: &[(usize, usize)]| -> Result<Config, ConfigErrors> {
+    let parse_run = |run: &[(usize, usize)]| -> Result<Config, CheckError> {
         let mut config = Config::default();
         for &(start, end) in run {
-            let piece = parse_piece(&text[start..end], start, text, batch_bytes, like)?;
+            cancel.check()?;
+            let piece = parse_piece(&text[start..end], start, text, batch_bytes, like, cancel)?;
             join(&mut config, piece);
         }
         Ok(config)
     };
-    let parsed: Vec<Result<Config, ConfigErrors>> = match runs.as_slice() {
+    let parsed: Vec<Result<Config, CheckError>> = match runs.as_slice() {
         [one] => vec![parse_run(one)],
         runs => std::thread::scope(|scope| {
             let handles: Vec<_> = runs
@@ -193,12 +220,13 @@ fn parse_piece(
     text: &str,
     batch_bytes: usize,
     like: Option<&Like>,
-) -> Result<Config, ConfigErrors> {
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     if piece.len() > batch_bytes
         && let Some(list) = record_list(piece, 0)
         && list.elements.len() > 1
     {
-        return parse_batched(piece, offset, text, &list, batch_bytes, like);
+        return parse_batched(piece, offset, text, &list, batch_bytes, like, cancel);
     }
     let mut config = parse_whole(piece, offset, text)?;
     if let Some(like) = like {
@@ -226,9 +254,10 @@ fn parse_batched(
     list: &RecordList,
     batch_bytes: usize,
     like: Option<&Like>,
-) -> Result<Config, ConfigErrors> {
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     let (Some(before), Some(after)) = (piece.get(..list.open), piece.get(list.close..)) else {
-        return parse_whole(piece, offset, text);
+        return Ok(parse_whole(piece, offset, text)?);
     };
     let mut config: Config = parse_text(&[before, after].concat(), text, |at| {
         offset
@@ -247,6 +276,7 @@ fn parse_batched(
     let mut from = list.open;
     let mut first = 0;
     while let Some(start) = list.elements.get(first).map(|e| e.start) {
+        cancel.check()?;
         let next = list
             .elements
             .iter()
@@ -255,7 +285,7 @@ fn parse_batched(
             .map_or(list.elements.len(), |i| first + 1 + i);
         let to = list.elements.get(next).map_or(list.close, |e| e.start);
         let Some(body) = piece.get(from..to) else {
-            return parse_whole(piece, offset, text);
+            return Ok(parse_whole(piece, offset, text)?);
         };
         // Between this batch's last record and the next batch's first,
         // one comma, as the whole list would require; a batch would take
@@ -264,7 +294,7 @@ fn parse_batched(
             && next < list.elements.len()
             && !one_comma(piece.get(last.end..to).unwrap_or_default())
         {
-            return parse_whole(piece, offset, text);
+            return Ok(parse_whole(piece, offset, text)?);
         }
         const HEAD: &str = "record = [\n";
         let batch: Batch = parse_text(&[HEAD, body, "\n]\n"].concat(), text, |at| {
@@ -282,13 +312,13 @@ fn parse_batched(
         [domain] if domain.records.is_empty() => {
             match Arc::get_mut(domain) {
                 Some(d) => d.records = records,
-                None => return parse_whole(piece, offset, text),
+                None => return Ok(parse_whole(piece, offset, text)?),
             }
             if let Some(held) = held {
                 share_domain(domain, held);
             }
         }
-        _ => return parse_whole(piece, offset, text),
+        _ => return Ok(parse_whole(piece, offset, text)?),
     }
     Ok(config)
 }
@@ -327,10 +357,10 @@ fn parse_text<T: DeserializeOwned>(
             }
             None => String::new(),
         };
-        ConfigErrors(vec![ConfigError {
+        ConfigErrors::from(ConfigError {
             path,
             message: e.message().to_string(),
-        }])
+        })
     })
 }
 
@@ -728,9 +758,9 @@ mod tests {
             for (piece_bytes, batch_bytes) in [(64, 1), (64, 100), (64, 300), (large, 100)] {
                 let batched =
                     parse_in_pieces(text, piece_bytes, batch_bytes, 2, None).expect_err("invalid");
-                assert_eq!(batched.0.len(), 1, "{batched}");
+                assert_eq!(batched.listed.len(), 1, "{batched}");
                 assert_eq!(
-                    batched.0[0].path, whole.0[0].path,
+                    batched.listed[0].path, whole.listed[0].path,
                     "pieces of {piece_bytes}, batches of {batch_bytes}: {batched} against {whole}"
                 );
             }
@@ -807,7 +837,7 @@ mod tests {
         let whole = parse_whole(&text, 0, &text).expect_err("invalid");
         let pieces = parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect_err("invalid");
         assert_eq!(pieces, whole);
-        assert_eq!(pieces.0[0].path, format!("line {line}"));
+        assert_eq!(pieces.listed[0].path, format!("line {line}"));
     }
 
     /// A file read in pieces lists the errors of every piece, with the
@@ -829,7 +859,7 @@ mod tests {
         let cut = parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect_err("invalid");
         assert!(cuts(&text, 64).is_some());
         assert_eq!(parse_whole(&text, 0, &text).expect_err("invalid"), cut);
-        let mut errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
+        let mut errors: Vec<String> = small.listed.iter().map(ToString::to_string).collect();
         // The list of a domain's keys grows with the product: the message
         // is checked up to it.
         if let Some(e) = errors.get_mut(1)
@@ -856,8 +886,8 @@ mod tests {
         let text =
             "[geoip]\nupdate = \"off\"\n[[domain]]\nname = \"a.test\"\n[geoip]\nupdate = \"off\"\n";
         let errors = parse(text).expect_err("a table defined twice");
-        assert_eq!(errors.0.len(), 1, "{errors}");
-        assert_eq!(errors.0[0].path, "line 5", "{errors}");
+        assert_eq!(errors.listed.len(), 1, "{errors}");
+        assert_eq!(errors.listed[0].path, "line 5", "{errors}");
     }
 
     /// No text makes the listing of errors panic: prefixes of the
@@ -869,11 +899,11 @@ mod tests {
             let text = std::fs::read_to_string(path).expect("read");
             for (cut, _) in text.char_indices().step_by(61) {
                 let (head, tail) = text.split_at(cut);
-                assert!(parse(head).is_ok() || !parse(head).expect_err("").0.is_empty());
+                assert!(parse(head).is_ok() || !parse(head).expect_err("").listed.is_empty());
                 for junk in ["\"", "[", "]", "=", "{", "\n", "'''", "x", "[[domain]]\n"] {
                     let changed = format!("{head}{junk}{tail}");
                     if let Err(e) = parse(&changed) {
-                        assert!(!e.0.is_empty(), "{changed}");
+                        assert!(!e.listed.is_empty(), "{changed}");
                     }
                 }
             }

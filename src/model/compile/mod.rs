@@ -9,7 +9,6 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    fmt,
     net::IpAddr,
     str::FromStr,
     sync::Arc,
@@ -24,44 +23,15 @@ use hickory_server::proto::rr::{
 use crate::dns::snapshot::{key_name, wire_key};
 
 use super::{
+    cancel::{Cancel, CheckError},
     condition::{self, CheckRef, Expr},
     config::*,
+    errors::Listing,
     place::{Continent, Country},
     value::Value,
 };
 
-/// One thing wrong with a configuration, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-/// Every error of a configuration that did not validate.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigErrors(pub Vec<ConfigError>);
-
-impl fmt::Display for ConfigErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
-    }
-}
+pub use super::errors::{ConfigError, ConfigErrors};
 
 /// Index of a datacenter in [`Compiled::datacenters`].
 pub type DcId = usize;
@@ -446,6 +416,11 @@ pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
     compile_from(config, None)
 }
 
+/// [`compile`], stopped when `cancel` is set.
+pub fn compile_until(config: &Config, cancel: &Cancel) -> Result<Compiled, CheckError> {
+    compile_with(config, None, cancel)
+}
+
 /// A configuration compiled before, to take unchanged zones from: the
 /// configuration and its compiled zones, one per domain in order.
 pub type Before<'a> = (&'a Config, &'a [Arc<ZoneSpec>]);
@@ -454,6 +429,14 @@ pub type Before<'a> = (&'a Config, &'a [Arc<ZoneSpec>]);
 /// domain and everything its records read (datacenters, checks,
 /// scenarios, services) are the same there.
 pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled, ConfigErrors> {
+    compile_with(config, before, &Cancel::default()).map_err(CheckError::uncancelled)
+}
+
+fn compile_with(
+    config: &Config,
+    before: Option<Before>,
+    cancel: &Cancel,
+) -> Result<Compiled, CheckError> {
     let kept: HashMap<&str, (&Arc<Domain>, &Arc<ZoneSpec>)> = match before {
         Some((old, zones)) if old.steers_alike(config) && zones.len() == old.domains.len() => old
             .domains
@@ -463,7 +446,10 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
             .collect(),
         _ => HashMap::new(),
     };
-    let mut cx = Cx::default();
+    let mut cx = Cx {
+        errors: Listing::default(),
+        cancel: cancel.clone(),
+    };
     cx.geoip(config);
     let datacenters = cx.datacenters(config);
     let dc_index: HashMap<&str, DcId> = datacenters
@@ -486,6 +472,7 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
         .domains
         .iter()
         .filter_map(|d| match kept.get(d.name.as_str()) {
+            _ if cx.cancel.is_cancelled() => None,
             Some((old, zone)) if *old == d => Some(Arc::clone(zone)),
             before => cx
                 .domain(d, &refs, before.map(|(old, zone)| (&***old, &***zone)))
@@ -498,9 +485,11 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
             cx.err(format!("domain {}", z.apex), "is defined twice");
         }
     }
+    cancel.check()?;
     cx.cname_loops(&zones);
     let rate_limit = super::abuse::rate_limit(&mut cx.errors, config.rate_limit.as_ref());
     let cookie_rotation = super::abuse::cookie_rotation(&mut cx.errors, config.cookies.as_ref());
+    cancel.check()?;
     if cx.errors.is_empty() {
         Ok(Compiled {
             datacenters,
@@ -511,7 +500,7 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
             cookie_rotation,
         })
     } else {
-        Err(ConfigErrors(cx.errors))
+        Err(cx.errors.finish().into())
     }
 }
 
@@ -526,9 +515,10 @@ struct Refs<'a> {
     scenarios: &'a HashSet<&'a str>,
 }
 
-#[derive(Default)]
 struct Cx {
-    errors: Vec<ConfigError>,
+    errors: Listing,
+    /// Looked at before each domain and record.
+    cancel: Cancel,
 }
 
 fn unique<'a>(cx: &mut Cx, kind: &str, names: impl Iterator<Item = &'a str>) {
@@ -1198,6 +1188,9 @@ impl Cx {
         }
         let mut keys = HashSet::new();
         for r in changed {
+            if self.cancel.is_cancelled() {
+                return None;
+            }
             let rpath = format!("{path} / record {} {}", r.name, r.kind.as_str());
             if !keys.insert((normal(&r.name), r.kind)) {
                 self.err(&rpath, "is defined twice (one record per name and type; list several addresses or values in it)");
@@ -2019,7 +2012,7 @@ nameservers = ["ns1.example.test"]
     fn errors(records: &str) -> Vec<String> {
         match compile(&config(records)) {
             Ok(_) => Vec::new(),
-            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+            Err(e) => e.lines().into_iter().collect(),
         }
     }
 
@@ -2049,9 +2042,9 @@ nameservers = ["ns1.example.test"]
         let errs = |table: &str| match crate::model::parse(&format!("{table}\n{HEAD}")) {
             Ok(c) => match compile(&c) {
                 Ok(_) => Vec::new(),
-                Err(e) => e.0.iter().map(ToString::to_string).collect(),
+                Err(e) => e.lines().into_iter().collect(),
             },
-            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+            Err(e) => e.lines().into_iter().collect(),
         };
         assert!(
             errs("[geoip]\nsource = \"https://h.test/c-{year}-{month}.mmdb.gz\"\nupdate = \"off\"")
