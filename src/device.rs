@@ -268,6 +268,7 @@ impl Device {
             sessions: Arc::new(crate::access::sessions::Sessions::new()),
             mutual_tls: tls.is_some(),
             peer_http: peer_client(Duration::from_secs(3))?,
+            validations: Arc::default(),
         });
         let stop = cancel.clone();
         let server_tls = tls.as_ref().map(|t| t.server.clone());

@@ -1,7 +1,14 @@
 //! What a device does with input it must bound: a configuration with an
-//! error on every line is answered with its first errors and a count.
+//! error on every line is answered with its first errors and a count, and
+//! the check of one whose client goes away stops.
 
-use std::time::Duration;
+use std::{
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use tokio::{io::AsyncWriteExt, net::TcpStream};
 
 use crate::support::{TestDevice, ZONE};
 
@@ -63,4 +70,151 @@ async fn an_error_on_every_line_is_answered_with_the_first_errors_and_a_count() 
         errors[listed],
         format!("… and {} more errors ({lines} in all)", lines - listed)
     );
+}
+
+/// A `gtm serve` process with its data in a directory of the test's,
+/// killed by its PID when dropped.
+struct Serve {
+    child: Child,
+    data: PathBuf,
+}
+
+impl Serve {
+    fn start(dir: &Path) -> Self {
+        let data = dir.join("data");
+        let node = dir.join("node.toml");
+        std::fs::write(
+            &node,
+            format!(
+                "name = \"input\"\ndatacenter = \"dc1\"\ndata_dir = \"{}\"\ndns_listen = [\"127.0.0.1:0\"]\napi_listen = \"127.0.0.1:0\"\nudp_workers = 1\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_gtm"))
+            .args(["serve", "--config"])
+            .arg(&node)
+            .env_remove("GTM_LOG")
+            .env_remove("RUST_LOG")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("serve.log")).unwrap())
+            .spawn()
+            .unwrap();
+        Serve { child, data }
+    }
+
+    /// The API's address and token, once the device has written them
+    /// (bounded).
+    fn api(&mut self) -> (String, String) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let address =
+                std::fs::read_to_string(self.data.join("api-address")).unwrap_or_default();
+            let token = std::fs::read_to_string(self.data.join("api-token")).unwrap_or_default();
+            if address.ends_with('\n') && !token.trim().is_empty() {
+                let address = address.trim().trim_start_matches("http://").to_string();
+                return (address, token.trim().to_string());
+            }
+            assert!(self.child.try_wait().unwrap().is_none(), "gtm serve exited");
+            assert!(Instant::now() < deadline, "gtm serve wrote no API address");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// CPU time the process used so far, in clock ticks (utime + stime,
+    /// fields 14 and 15 of /proc/PID/stat).
+    fn cpu_ticks(&self) -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap();
+        // The command name, in parentheses, may hold spaces: count after it.
+        let fields: Vec<&str> = stat
+            .rsplit_once(") ")
+            .map(|(_, rest)| rest.split(' ').collect())
+            .unwrap_or_default();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of a metric without labels, if the device has it.
+async fn metric(http: &reqwest::Client, api: &str, name: &str) -> Option<f64> {
+    let text = http
+        .get(format!("http://{api}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Waits (bounded) until the metric `name` is `value`.
+async fn until_metric(http: &reqwest::Client, api: &str, name: &str, value: f64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let now = metric(http, api, name).await;
+        if now == Some(value) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} is {now:?}, never {value}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A client sends a 40 MB configuration with an error on every line and
+/// goes away while the device checks it: the check stops (the device
+/// counts it cancelled) and the process's CPU time stops growing, instead
+/// of a core staying busy for an answer nobody reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_of_a_configuration_stops_when_its_client_goes_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = Serve::start(dir.path());
+    let (api, token) = serve.api();
+    let http = gtm::tls::http_client(None, Duration::from_secs(30)).unwrap();
+    let text = bad_lines(2_000_000);
+    assert!(text.len() > 35 << 20, "{} bytes", text.len());
+
+    let mut client = TcpStream::connect(&api).await.unwrap();
+    let head = format!(
+        "POST /api/v1/config/validate HTTP/1.1\r\nHost: {api}\r\nAuthorization: Bearer {token}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
+        text.len()
+    );
+    client.write_all(head.as_bytes()).await.unwrap();
+    client.write_all(text.as_bytes()).await.unwrap();
+    client.flush().await.unwrap();
+    drop(text);
+    until_metric(&http, &api, "gtm_config_validations_running", 1.0).await;
+    // The client goes away before the answer.
+    drop(client);
+    until_metric(&http, &api, "gtm_config_validations_cancelled_total", 1.0).await;
+    until_metric(&http, &api, "gtm_config_validations_running", 0.0).await;
+
+    // And the device is idle again: its CPU time grows by less than a
+    // tenth of a core over a second (bounded wait).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let before = serve.cpu_ticks();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let used = serve.cpu_ticks() - before;
+        if used < 10 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the device still uses {used} ticks a second"
+        );
+    }
+    assert!(serve.child.try_wait().unwrap().is_none(), "gtm serve is up");
 }

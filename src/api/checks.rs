@@ -9,7 +9,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiError, ApiState, ErrorKind, blocking, not_found, writable};
+use super::{ApiError, ApiState, ErrorKind, not_found, writable};
 use crate::{
     access::Principal,
     command::Action,
@@ -103,12 +103,12 @@ pub(crate) async fn test_unsaved(
         .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("check: {e}")))?;
     let name = check.name.clone();
     let engine = state.engine.clone();
-    let spec = blocking(move || {
+    let spec = super::checking(&state.validations, move |cancel| {
         let mut config = model::Config::clone(&engine.config());
         config.checks.retain(|c| c.name != check.name);
         config.checks.push(Arc::new(check));
-        model::compile(&config)
-            .map_err(ApiError::invalid)
+        model::compile_until(&config, cancel)
+            .map_err(super::refused)
             .and_then(|c| {
                 c.checks
                     .into_iter()

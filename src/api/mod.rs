@@ -30,7 +30,13 @@ mod stats;
 mod status;
 pub(crate) mod tsig;
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware};
 
@@ -52,6 +58,7 @@ pub use status::{StatusReport, health};
 use crate::access::{Principal, Role};
 use crate::command::Actor;
 use crate::engine::Engine;
+use crate::model;
 use crate::replication::Replication;
 use gtm_cluster::Store;
 
@@ -73,6 +80,28 @@ pub struct ApiState {
     /// The client of the other devices' APIs (remote previews): the
     /// cluster's trust anchors and, with TLS, this device's certificate.
     pub peer_http: reqwest::Client,
+    /// The configuration checks of requests, for `/metrics`.
+    pub validations: Arc<Validations>,
+}
+
+/// Configuration checks run for requests (validate, apply, dry runs) on
+/// the blocking pool: how many run now, and how many had their client go
+/// away before they ended (each of those stops at its next piece,
+/// section or record: docs/api.md, "Metrics").
+#[derive(Debug, Default)]
+pub struct Validations {
+    running: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+impl Validations {
+    pub fn running(&self) -> u64 {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    pub fn cancelled(&self) -> u64 {
+        self.cancelled.load(Ordering::Relaxed)
+    }
 }
 
 impl ApiState {
@@ -161,6 +190,54 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(ApiError::internal)
+}
+
+/// Runs `check` (parsing, listing the errors of or compiling a client's
+/// configuration) on the blocking pool with a [`model::Cancel`] that is
+/// set when this future is dropped: the request's client went away (the
+/// HTTP server drops a request's future when its connection closes), so
+/// nobody waits for the answer and the check stops instead of keeping a
+/// core busy.
+async fn checking<T: Send + 'static>(
+    validations: &Arc<Validations>,
+    check: impl FnOnce(&model::Cancel) -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    /// Sets the flag when the request's future is dropped, answered or not.
+    struct CancelOnDrop(model::Cancel);
+    impl Drop for CancelOnDrop {
+        fn drop(&mut self) {
+            self.0.cancel();
+        }
+    }
+    /// Counts a check out of `running` however it ends.
+    struct Running(Arc<Validations>);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.0.running.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    let cancel = model::Cancel::new();
+    let _cancel_on_drop = CancelOnDrop(cancel.clone());
+    let validations = Arc::clone(validations);
+    blocking(move || {
+        validations.running.fetch_add(1, Ordering::Relaxed);
+        let running = Running(validations);
+        let out = check(&cancel);
+        if cancel.is_cancelled() {
+            running.0.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        out
+    })
+    .await
+}
+
+/// The answer to a client's configuration that did not check out.
+fn refused(e: model::CheckError) -> ApiError {
+    match e {
+        model::CheckError::Invalid(errors) => ApiError::invalid(errors),
+        // Nobody reads it: the request is gone.
+        model::CheckError::Cancelled(c) => ApiError::internal(c),
+    }
 }
 
 /// Refuses a write while the store cannot be written (full or read-only
