@@ -1,6 +1,7 @@
 //! What a device does with input it must bound: a configuration with an
-//! error on every line is answered with its first errors and a count, and
-//! the check of one whose client goes away stops.
+//! error on every line is answered with its first errors and a count, the
+//! check of one whose client goes away stops, and a request body with a
+//! field its route does not take is refused with the field's name.
 
 use std::{
     path::{Path, PathBuf},
@@ -8,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use gtm::api::routes::{Access, Payload, operations};
 use tokio::{io::AsyncWriteExt, net::TcpStream};
 
 use crate::support::{TestDevice, ZONE};
@@ -19,6 +21,80 @@ fn bad_lines(n: usize) -> String {
         text.push_str(&format!("k{i} = = {i}\n"));
     }
     text
+}
+
+/// Every route that takes a JSON body refuses one with a field it does not
+/// have, naming the field, with the stable label of a bad request: a
+/// mistyped optional field is not silently left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_body_with_an_unknown_field_is_refused_by_name() {
+    let d = TestDevice::start(ZONE).await;
+    let http = gtm::tls::http_client(None, Duration::from_secs(60)).unwrap();
+    let mut tried = Vec::new();
+    for op in operations() {
+        if op.access != Access::Token || !matches!(op.body, Payload::Json(_)) {
+            continue;
+        }
+        // Path parameters naming objects of the configuration.
+        let mut path = Vec::new();
+        for seg in op.path.split('/') {
+            let filled = match (path.last().copied().unwrap_or_default(), seg) {
+                ("domains", _) | (_, "{domain}") => "example.test",
+                ("records", _) => "www",
+                (_, "{rtype}") => "A",
+                ("addresses", _) | (_, "{address}") | (_, "{ip}") => "192.0.2.10",
+                ("checks", _) => "web",
+                ("datacenters", _) => "dc1",
+                ("scenarios", _) => "dc1-down",
+                (_, s) if s.starts_with('{') => "x",
+                (_, s) => s,
+            };
+            path.push(filled);
+        }
+        let path = path.join("/");
+        let answer = http
+            .request(
+                op.method.clone(),
+                format!("http://{}{path}", d.device.api_addr),
+            )
+            .bearer_auth(&d.device.token)
+            .header("content-type", "application/json")
+            .body(r#"{"zzz_unknown": 1}"#)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status();
+        let body: serde_json::Value = answer.json().await.unwrap();
+        assert_eq!(status, 400, "{} {path}: {body}", op.method);
+        assert_eq!(body["error"], "bad-request", "{} {path}: {body}", op.method);
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("unknown field `zzz_unknown`"),
+            "{} {path}: {message}",
+            op.method
+        );
+        tried.push(format!("{} {path}", op.method));
+    }
+    assert!(tried.len() > 20, "the table has the body routes: {tried:?}");
+
+    // A field inside a nested object is named with where it is.
+    let answer = http
+        .post(format!("http://{}/api/v1/schedules", d.device.api_addr))
+        .bearer_auth(&d.device.token)
+        .json(&serde_json::json!({
+            "at": "+1h",
+            "action": {"kind": "drain-datacenter", "datacenter": "dc1", "drained": true, "dranied": false}
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 400);
+    let body: serde_json::Value = answer.json().await.unwrap();
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("action") && message.contains("unknown field `dranied`"),
+        "{message}"
+    );
 }
 
 /// A configuration with an error on each of its 200,000 lines is answered

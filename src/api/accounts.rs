@@ -20,6 +20,7 @@ use crate::{
 
 /// A user to add or change.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UserRequest {
     pub role: Role,
     /// The new password (at least 10 characters); absent keeps an existing
@@ -30,6 +31,7 @@ pub struct UserRequest {
 
 /// A token to create.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     pub name: String,
     pub role: Role,

@@ -19,6 +19,7 @@ use crate::{
 
 /// "Test now": which address to probe a template check against.
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TestRequest {
     #[serde(default)]
     pub address: Option<IpAddr>,
@@ -34,6 +35,7 @@ pub struct TestResult {
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CheckStateRequest {
     /// `ok` or `error`.
     pub state: String,
@@ -77,6 +79,7 @@ pub(crate) async fn test_check(
 
 /// A check not saved: given whole in the body, probed once.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ProbeRequest {
     /// The check as the configuration file writes it (`name` may be left
     /// out).

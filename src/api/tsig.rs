@@ -17,6 +17,7 @@ use crate::{
 
 /// A key to add.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TsigKeyRequest {
     pub name: String,
 }
