@@ -22,15 +22,16 @@
 use std::{collections::HashSet, sync::Arc};
 
 use toml_parser::{
-    Source,
+    Expected, ParseError, Source,
     lexer::{Token, TokenKind},
+    parser::{RecursionGuard, ValidateWhitespace, parse_document},
 };
 
 use serde::de::DeserializeOwned;
 
 use super::{
     alike::{Like, share_domain, share_records},
-    cancel::{Cancel, CheckError},
+    cancel::{Cancel, Cancelled, CheckError},
     compile::{ConfigError, ConfigErrors},
     config::{Config, Record},
     diagnose,
@@ -46,6 +47,16 @@ const PIECE_BYTES: usize = 256 * 1024;
 /// The size of a batch of a large domain's inline records (about a
 /// thousand records of a line each).
 const BATCH_BYTES: usize = 64 * 1024;
+
+/// A piece larger than this that is parsed whole (not a domain whose
+/// records are read in batches) is first read for its grammar in parts of
+/// about [`BATCH_BYTES`]: a text with an error on every line fails there,
+/// without the parser's tokens and tree of the whole piece (50 times its
+/// size).
+const CHECK_FIRST_BYTES: usize = 1 << 20;
+
+/// How deep values may nest, as the `toml` crate allows.
+const NESTING: u32 = 80;
 
 /// Parses a configuration file. When it does not parse, every syntax and
 /// type error that can be found is listed (see [`super::diagnose`]).
@@ -228,6 +239,11 @@ fn parse_piece(
     {
         return parse_batched(piece, offset, text, &list, batch_bytes, like, cancel);
     }
+    if piece.len() > CHECK_FIRST_BYTES
+        && let Some(error) = first_grammar_error(piece, offset, text, batch_bytes, cancel)?
+    {
+        return Err(error.into());
+    }
     let mut config = parse_whole(piece, offset, text)?;
     if let Some(like) = like {
         like.share_domains(&mut config);
@@ -325,12 +341,89 @@ fn parse_batched(
 
 /// Whether `gap`, the text between two records of a list, holds one
 /// comma, outside its comments.
-fn one_comma(gap: &str) -> bool {
+pub(super) fn one_comma(gap: &str) -> bool {
     Source::new(gap)
         .lex()
         .filter(|t| t.kind() == TokenKind::Comma)
         .count()
         == 1
+}
+
+/// The first error of grammar of `piece` (at byte `offset` of `text`),
+/// read in parts of about `part_bytes` cut where a line starts a key or a
+/// table outside any value. A part is read as the whole text would be
+/// there, so what it finds is an error of the whole; what only the whole
+/// shows (a key given twice) is left to the whole's parse.
+fn first_grammar_error(
+    piece: &str,
+    offset: usize,
+    text: &str,
+    part_bytes: usize,
+    cancel: &Cancel,
+) -> Result<Option<ConfigErrors>, Cancelled> {
+    let mut bounds = vec![0];
+    bounds.extend(part_cuts(piece, part_bytes));
+    bounds.push(piece.len());
+    for pair in bounds.windows(2) {
+        cancel.check()?;
+        let [from, to] = *pair else { continue };
+        let part = piece.get(from..to).unwrap_or_default();
+        let source = Source::new(part);
+        let tokens = source.lex().into_vec();
+        let mut events = ();
+        let mut whitespace = ValidateWhitespace::new(&mut events, source);
+        let mut receiver = RecursionGuard::new(&mut whitespace, NESTING);
+        let mut error: Option<ParseError> = None;
+        parse_document(&tokens, &mut receiver, &mut error);
+        if let Some(e) = error {
+            let at = offset + from + e.unexpected().map_or(0, |s| s.start());
+            let before = text.as_bytes().get(..at).unwrap_or_default();
+            let line = memchr::memchr_iter(b'\n', before).count() + 1;
+            return Ok(Some(ConfigErrors::from(ConfigError {
+                path: format!("line {line}"),
+                message: grammar_message(&e),
+            })));
+        }
+    }
+    Ok(None)
+}
+
+/// A grammar error's message, as the `toml` crate words it.
+fn grammar_message(e: &ParseError) -> String {
+    let mut message = e.description().to_string();
+    if let Some(expected) = e.expected() {
+        message.push_str(", expected ");
+        if expected.is_empty() {
+            message.push_str("nothing");
+        }
+        for (i, expected) in expected.iter().enumerate() {
+            if i > 0 {
+                message.push_str(", ");
+            }
+            match expected {
+                Expected::Literal("\n") => message.push_str("newline"),
+                Expected::Literal(literal) => message.push_str(&format!("`{literal}`")),
+                Expected::Description(description) => message.push_str(description),
+                _ => message.push_str("etc"),
+            }
+        }
+    }
+    message
+}
+
+/// Where to cut `text` into parts of about `bytes` that can each be read
+/// on their own: only where a line starts a key or a table outside any
+/// value, so that no statement is cut.
+pub(super) fn part_cuts(text: &str, bytes: usize) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let mut last = 0;
+    for (line, start) in Lines::new(text) {
+        if !matches!(start, Start::Malformed) && line >= last + bytes.max(1) {
+            cuts.push(line);
+            last = line;
+        }
+    }
+    cuts
 }
 
 /// Parses `piece`, which starts at byte `offset` of `text`; errors name the
@@ -765,6 +858,46 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A large piece's first grammar error, found in parts, is the error
+    /// the whole text's parse gives; a valid text has none.
+    #[test]
+    fn grammar_errors_found_in_parts_are_the_whole_texts() {
+        let good = tricky() + &inline_lists();
+        let none = Cancel::default();
+        for part_bytes in [1, 64, 5000] {
+            assert_eq!(
+                first_grammar_error(&good, 0, &good, part_bytes, &none),
+                Ok(None)
+            );
+        }
+        for (from, to) in [
+            ("name = \"c3\"", "name = = \"c3\""),
+            (
+                "name = \"c5\"\ntype = \"tcp\"",
+                "name = \"c5\"\ntype \"tcp\"",
+            ),
+            ("[[check]]\nname = \"c7\"", "[[check]\nname = \"c7\""),
+            ("\"ns1.d9.test\",\n]", "\"ns1.d9.test\",\n"),
+            ("{name=\"a8\",", "{name=\"a8\" x,"),
+        ] {
+            assert!(good.contains(from), "{from}");
+            let text = good.replacen(from, to, 1);
+            let whole = parse_whole(&text, 0, &text).expect_err("invalid");
+            for part_bytes in [1, 64, 5000] {
+                let found = first_grammar_error(&text, 0, &text, part_bytes, &none)
+                    .expect("not cancelled")
+                    .unwrap_or_else(|| panic!("no error found in parts of {part_bytes}: {to}"));
+                assert_eq!(found, whole, "parts of {part_bytes}: {to}");
+            }
+        }
+        let cancelled = Cancel::new();
+        cancelled.cancel();
+        assert_eq!(
+            first_grammar_error(&good, 0, &good, 64, &cancelled),
+            Err(Cancelled)
+        );
     }
 
     /// Runs take every piece once, in order, at most one run a thread.
