@@ -366,6 +366,7 @@ impl Device {
             mutual_tls: tls.is_some(),
             peer_http: peer_client(Duration::from_secs(3))?,
             workers: workers.clone(),
+            validations: Arc::default(),
         };
         // The console's pages answer HTML, errors included: merged outside
         // the API's JSON error layer.

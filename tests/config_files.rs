@@ -57,12 +57,7 @@ addresses = [
 ]
 "#;
     let config = gtm::model::parse(text).unwrap();
-    let errors: Vec<String> = gtm::model::compile(&config)
-        .unwrap_err()
-        .0
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let errors: Vec<String> = gtm::model::compile(&config).unwrap_err().lines();
     for expected in [
         "check web: path applies to http, https and http2 checks only",
         "check web: reuse_connection applies to http, https and http2 checks only",

@@ -18,6 +18,7 @@ mod geo;
 mod geoip_download;
 mod health;
 mod history;
+mod input;
 mod operator;
 mod operator_cluster;
 mod probes;

@@ -24,6 +24,7 @@ use crate::{
 
 /// A user to add or change.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UserRequest {
     pub role: Role,
     /// The new password (at least 10 characters); absent keeps an existing
@@ -34,6 +35,7 @@ pub struct UserRequest {
 
 /// A token to create.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     pub name: String,
     pub role: Role,

@@ -9,11 +9,8 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::model::error::ApiError;
-
-use super::{ApiState, blocking, not_found, writable};
-
-use crate::model::error::ErrorKind;
+use super::{ApiState, not_found, writable};
+use crate::model::error::{ApiError, ErrorKind};
 use crate::{
     access::Principal,
     command::Action,
@@ -23,6 +20,7 @@ use crate::{
 
 /// "Test now": which address to probe a template check against.
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TestRequest {
     #[serde(default)]
     pub address: Option<IpAddr>,
@@ -38,6 +36,7 @@ pub struct TestResult {
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CheckStateRequest {
     /// `ok` or `error`.
     pub state: String,
@@ -81,6 +80,7 @@ pub(crate) async fn test_check(
 
 /// A check not saved: given whole in the body, probed once.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ProbeRequest {
     /// The check as the configuration file writes it (`name` may be left
     /// out).
@@ -107,12 +107,12 @@ pub(crate) async fn test_unsaved(
         .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("check: {e}")))?;
     let name = check.name.clone();
     let engine = state.engine.clone();
-    let spec = blocking(move || {
+    let spec = super::checking(&state.validations, move |cancel| {
         let mut config = model::Config::clone(&engine.config());
         config.checks.retain(|c| c.name != check.name);
         config.checks.push(Arc::new(check));
-        model::compile(&config)
-            .map_err(ApiError::invalid)
+        model::compile_until(&config, cancel)
+            .map_err(super::refused)
             .and_then(|c| {
                 c.checks
                     .into_iter()

@@ -66,6 +66,7 @@ pub(crate) async fn cluster_token(
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct JoinCommand {
     /// API address of any member, e.g. http://127.0.0.11:8053.
     pub address: String,

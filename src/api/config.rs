@@ -10,11 +10,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::error::ApiError;
-
-use super::{ApiState, blocking, writable};
-
-use crate::model::error::ErrorKind;
+use super::{ApiState, blocking, checking, refused, writable};
+use crate::model::error::{ApiError, ErrorKind};
 use crate::{access::Principal, model};
 
 /// The result of an apply or a dry run.
@@ -82,16 +79,17 @@ pub(super) async fn export_config(State(state): State<ApiState>) -> Result<Strin
 }
 
 /// [`parse_body`] on the blocking pool, and with `compile`, the
-/// configuration compiled to check it.
+/// configuration compiled to check it; stopped if the request is dropped.
 pub(super) async fn parse_body_off(
+    state: &ApiState,
     body: Bytes,
     compile: bool,
     like: Option<Arc<model::Config>>,
 ) -> Result<(String, model::Config), ApiError> {
-    blocking(move || {
-        let (text, config) = parse_body(body, like.as_deref())?;
+    checking(&state.validations, move |cancel| {
+        let (text, config) = parse_body(body, like.as_deref(), cancel)?;
         if compile {
-            model::compile(&config).map_err(ApiError::invalid)?;
+            model::compile_until(&config, cancel).map_err(refused)?;
         }
         Ok((text, config))
     })
@@ -103,6 +101,7 @@ pub(super) async fn parse_body_off(
 fn parse_body(
     body: Bytes,
     like: Option<&model::Config>,
+    cancel: &model::Cancel,
 ) -> Result<(String, model::Config), ApiError> {
     // The body's own bytes when nothing else holds them (no copy of a
     // large text while the device still holds the configuration before).
@@ -112,12 +111,15 @@ fn parse_body(
             "the configuration must be UTF-8 TOML text",
         )
     })?;
-    let config = model::parse_like(&text, like).map_err(ApiError::invalid)?;
+    let config = model::parse_until(&text, like, cancel).map_err(refused)?;
     Ok((text, config))
 }
 
-pub(super) async fn validate_config(body: Bytes) -> Result<Json<ApplyResult>, ApiError> {
-    parse_body_off(body, true, None).await?;
+pub(super) async fn validate_config(
+    State(state): State<ApiState>,
+    body: Bytes,
+) -> Result<Json<ApplyResult>, ApiError> {
+    parse_body_off(&state, body, true, None).await?;
     Ok(Json(ApplyResult::dry(0, Vec::new())))
 }
 
@@ -129,7 +131,8 @@ pub(super) async fn apply_config(
 ) -> Result<Json<ApplyResult>, ApiError> {
     // Compiled here only for a dry run: an apply is compiled by the state
     // machine, which refuses what does not compile with the same errors.
-    let (text, config) = parse_body_off(body, q.dry_run, Some(state.engine.config())).await?;
+    let (text, config) =
+        parse_body_off(&state, body, q.dry_run, Some(state.engine.config())).await?;
     if config.domains.is_empty() && !q.allow_empty {
         let served = state
             .engine

@@ -46,6 +46,7 @@ pub enum Step {
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RolloverRequest {
     pub step: Step,
     /// The new key's algorithm (publish only; default: the domain's

@@ -69,6 +69,7 @@ pub(crate) async fn drain(
     Ok(Json(blocking(move || engine.status()).await?).into_response())
 }
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DrainAddress {
     pub address: String,
     /// Only this record (`www.example.test/A`); every record when absent.
@@ -84,6 +85,7 @@ pub struct DrainAddress {
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DrainDatacenter {
     pub datacenter: String,
     pub drained: bool,

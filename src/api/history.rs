@@ -76,6 +76,7 @@ pub(super) struct DiffQuery {
 
 /// `POST /api/v1/config/rollback`.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct RollbackRequest {
     /// The version whose configuration becomes current again (as a new
     /// version).

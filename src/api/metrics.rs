@@ -212,6 +212,26 @@ fn render(state: &ApiState) -> String {
         "The configuration version this device serves",
     );
     out.sample("gtm_config_version", &[], engine.version() as f64);
+    out.family(
+        "gtm_config_validations_running",
+        "gauge",
+        "Checks of a client's configuration (validate, apply, dry runs) running now",
+    );
+    out.sample(
+        "gtm_config_validations_running",
+        &[],
+        state.validations.running() as f64,
+    );
+    out.family(
+        "gtm_config_validations_cancelled_total",
+        "counter",
+        "Checks of a client's configuration whose client went away before they ended; each stopped at its next piece, section or record",
+    );
+    out.sample(
+        "gtm_config_validations_cancelled_total",
+        &[],
+        state.validations.cancelled() as f64,
+    );
 
     out.family(
         "gtm_peer_report_age_seconds",

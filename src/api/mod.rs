@@ -30,7 +30,13 @@ mod stats;
 mod status;
 pub mod tsig;
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware};
 
@@ -51,6 +57,7 @@ pub use status::{RAFT_WORKER, STORE_WORKER, StatusReport, failed_workers, health
 use crate::access::{Principal, Role};
 use crate::engine::Engine;
 use crate::model::{
+    self,
     actor::Actor,
     error::{ApiError, ErrorKind},
 };
@@ -77,6 +84,28 @@ pub struct ApiState {
     pub peer_http: reqwest::Client,
     /// The device's workers and their states.
     pub workers: Arc<crate::workers::Workers>,
+    /// The configuration checks of requests, for `/metrics`.
+    pub validations: Arc<Validations>,
+}
+
+/// Configuration checks run for requests (validate, apply, dry runs) on
+/// the blocking pool: how many run now, and how many had their client go
+/// away before they ended (each of those stops at its next piece,
+/// section or record: docs/api.md, "Metrics").
+#[derive(Debug, Default)]
+pub struct Validations {
+    running: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+impl Validations {
+    pub fn running(&self) -> u64 {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    pub fn cancelled(&self) -> u64 {
+        self.cancelled.load(Ordering::Relaxed)
+    }
 }
 
 impl ApiState {
@@ -165,6 +194,54 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(ApiError::internal)
+}
+
+/// Runs `check` (parsing, listing the errors of or compiling a client's
+/// configuration) on the blocking pool with a [`model::Cancel`] that is
+/// set when this future is dropped: the request's client went away (the
+/// HTTP server drops a request's future when its connection closes), so
+/// nobody waits for the answer and the check stops instead of keeping a
+/// core busy.
+async fn checking<T: Send + 'static>(
+    validations: &Arc<Validations>,
+    check: impl FnOnce(&model::Cancel) -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    /// Sets the flag when the request's future is dropped, answered or not.
+    struct CancelOnDrop(model::Cancel);
+    impl Drop for CancelOnDrop {
+        fn drop(&mut self) {
+            self.0.cancel();
+        }
+    }
+    /// Counts a check out of `running` however it ends.
+    struct Running(Arc<Validations>);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.0.running.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    let cancel = model::Cancel::new();
+    let _cancel_on_drop = CancelOnDrop(cancel.clone());
+    let validations = Arc::clone(validations);
+    blocking(move || {
+        validations.running.fetch_add(1, Ordering::Relaxed);
+        let running = Running(validations);
+        let out = check(&cancel);
+        if cancel.is_cancelled() {
+            running.0.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        out
+    })
+    .await
+}
+
+/// The answer to a client's configuration that did not check out.
+fn refused(e: model::CheckError) -> ApiError {
+    match e {
+        model::CheckError::Invalid(errors) => ApiError::invalid(errors),
+        // Nobody reads it: the request is gone.
+        model::CheckError::Cancelled(c) => ApiError::internal(c),
+    }
 }
 
 /// Refuses a write while the store cannot be written (full or read-only

@@ -374,7 +374,7 @@ async fn write(
     if options.dry_run {
         let engine = state.engine.clone();
         let expected = options.version;
-        return super::blocking(move || {
+        return super::checking(&state.validations, move |cancel| {
             let version = engine.version();
             if let Some(expected) = expected
                 && expected != version
@@ -384,7 +384,7 @@ async fn write(
             let current = engine.config();
             let mut config = model::Config::clone(&current);
             edit::apply(&mut config, &edit)?;
-            model::compile(&config).map_err(ApiError::invalid)?;
+            model::compile_until(&config, cancel).map_err(super::refused)?;
             Ok(Json(ApplyResult::dry(
                 version,
                 crate::engine::diff(&current, &config),

@@ -28,6 +28,7 @@ const PAST_TOLERANCE_MS: u64 = 60_000;
 
 /// A schedule to add.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ScheduleRequest {
     /// RFC 3339 with its offset (`2026-12-01T02:00:00Z`) or relative to the
     /// receiving device's clock (`+30m`).
@@ -41,7 +42,7 @@ pub struct ScheduleRequest {
 
 /// An operator action that can be scheduled.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum ScheduledAction {
     /// `drained: false` is an undrain.
     DrainAddress {

@@ -22,6 +22,7 @@ use crate::{
 
 /// A key to add.
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TsigKeyRequest {
     pub name: String,
 }

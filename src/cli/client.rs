@@ -68,10 +68,11 @@ pub(super) fn read(file: &PathBuf) -> Result<String> {
 }
 
 pub(super) fn bad_file(file: &std::path::Path, e: &model::ConfigErrors) -> anyhow::Error {
-    let lines: Vec<String> =
-        e.0.iter()
-            .map(|e| format!("{}: {e}", file.display()))
-            .collect();
+    let lines: Vec<String> = e
+        .lines()
+        .iter()
+        .map(|e| format!("{}: {e}", file.display()))
+        .collect();
     CliError::BadInput(lines.join("\n")).into()
 }
 

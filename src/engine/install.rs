@@ -216,14 +216,14 @@ pub(super) fn held_at_stop(
 pub(super) fn summary(errors: &ConfigErrors) -> String {
     const SHOWN: usize = 3;
     let mut text = errors
-        .0
+        .listed
         .iter()
         .take(SHOWN)
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ");
-    if errors.0.len() > SHOWN {
-        text.push_str(&format!(" (and {} more)", errors.0.len() - SHOWN));
+    if errors.total() > SHOWN {
+        text.push_str(&format!(" (and {} more)", errors.total() - SHOWN));
     }
     text
 }

@@ -94,10 +94,10 @@ pub(super) fn changed_records(zone: &ZoneSpec, before: &ZoneSpec) -> ZoneSpec {
 }
 
 pub(super) fn build_error(e: crate::dns::snapshot::BuildError) -> ConfigErrors {
-    ConfigErrors(vec![crate::model::ConfigError {
+    ConfigErrors::from(crate::model::ConfigError {
         path: format!("record {}", e.record),
         message: format!("cannot be served: {}", e.message),
-    }])
+    })
 }
 
 #[cfg(test)]

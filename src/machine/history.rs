@@ -19,7 +19,7 @@ const HISTORY_TEXT_PREFIX: &str = "history-text/";
 pub const HISTORY_TEXT_BUDGET: usize = 32 << 20;
 
 /// Lines a history entry, and a command's outcome, keep of a list of
-/// changes or errors: an apply that changes a million records keeps its
+/// changes: an apply that changes a million records keeps its
 /// first ones and a line saying how many more there are (`gtm config
 /// diff` lists them all while history keeps both texts), not 40 MB that
 /// every listing of history reads and every device's store writes again
@@ -178,12 +178,6 @@ pub fn history_entry(kv: &Map, version: u64) -> Option<HistoryEntry> {
     Some(entry)
 }
 
-/// The new entry, whose text is the new committed one (`list`, its parts,
-/// written already), and what keeps history within `keep` entries (at
-/// least the new one) and `budget` bytes of text (newest texts first, a
-/// part that versions share counted once; the new entry keeps its text
-/// whatever its size). Only the entries whose whole text drops out
-/// (written before parts) are read whole.
 /// The change lines history and the outcome keep of version `version`'s
 /// `changes`.
 pub(super) fn kept_changes(changes: &[String], version: u64) -> Vec<String> {
@@ -192,16 +186,6 @@ pub(super) fn kept_changes(changes: &[String], version: u64) -> Vec<String> {
             "… and {more} more changes ({} in all; `gtm config diff {} {version}` lists them while history keeps both texts)",
             changes.len(),
             version.saturating_sub(1),
-        )
-    })
-}
-
-/// The error lines a rejected command's outcome keeps.
-pub(super) fn kept_errors(errors: &[String]) -> Vec<String> {
-    kept_lines(errors, |more| {
-        format!(
-            "… and {more} more errors ({} in all; `gtm config check` lists them all)",
-            errors.len()
         )
     })
 }
@@ -216,6 +200,12 @@ fn kept_lines(lines: &[String], more: impl FnOnce(usize) -> String) -> Vec<Strin
     kept
 }
 
+/// The new entry, whose text is the new committed one (`list`, its parts,
+/// written already), and what keeps history within `keep` entries (at
+/// least the new one) and `budget` bytes of text (newest texts first, a
+/// part that versions share counted once; the new entry keeps its text
+/// whatever its size). Only the entries whose whole text drops out
+/// (written before parts) are read whole.
 pub(super) fn history_writes(
     kv: &Map,
     entry: HistoryEntry,

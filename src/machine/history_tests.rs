@@ -451,14 +451,15 @@ fn a_large_apply_keeps_the_first_change_lines_and_counts_the_rest() {
     assert_eq!(history_summary(&kv, 1).unwrap().change_count(), 1);
 }
 
-/// A configuration with more than [`LINES_KEPT`] errors is refused with
-/// the first of them and a line counting the rest, the same in the answer
-/// and in the outcome the map keeps.
+/// A configuration with more than [`crate::model::ERRORS_LISTED`] errors
+/// is refused with the first of them and a line counting the rest, the
+/// same in the answer and in the outcome the map keeps.
 #[test]
 fn a_rejected_apply_keeps_the_first_errors_and_counts_the_rest() {
     let machine = GtmMachine::default();
     let mut kv = BTreeMap::new();
-    let bad = LINES_KEPT + 20;
+    let listed = crate::model::ERRORS_LISTED;
+    let bad = listed + 20;
     let text: String = (0..bad).fold(
         "[[domain]]\nname = \"h.test\"\nnameservers = [\"ns1.h.test\"]\n".to_string(),
         |mut t, i| {
@@ -471,16 +472,17 @@ fn a_rejected_apply_keeps_the_first_errors_and_counts_the_rest() {
     let all = crate::model::compile(&crate::model::parse(&text).unwrap())
         .err()
         .unwrap();
-    assert!(all.0.len() >= bad, "{} errors", all.0.len());
+    assert_eq!(all.listed.len(), listed);
+    assert!(all.total() >= bad, "{} errors", all.total());
     let command = admin_command(Action::ApplyConfig { text });
     let outcome = apply_for_test(&machine, &mut kv, 1, &command);
     let Outcome::Rejected(error) = &outcome else {
         panic!("{outcome:?}");
     };
-    assert_eq!(error.errors.len(), LINES_KEPT + 1);
+    assert_eq!(error.errors.len(), listed + 1);
     assert_eq!(
-        error.errors[..LINES_KEPT],
-        all.0[..LINES_KEPT]
+        error.errors[..listed],
+        all.listed
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()[..]
@@ -488,13 +490,13 @@ fn a_rejected_apply_keeps_the_first_errors_and_counts_the_rest() {
     assert_eq!(
         error.errors.last().unwrap(),
         &format!(
-            "… and {} more errors ({} in all; `gtm config check` lists them all)",
-            all.0.len() - LINES_KEPT,
-            all.0.len()
+            "… and {} more errors ({} in all)",
+            all.total() - listed,
+            all.total()
         )
     );
     assert!(
-        error.message.contains(&all.0.len().to_string()),
+        error.message.contains(&all.total().to_string()),
         "{}",
         error.message
     );

@@ -56,7 +56,6 @@ use crate::{
     },
 };
 use gtm_cluster::{Effect, Map, Write, parts::Part};
-use history::kept_errors;
 pub use history::{
     HISTORY_TEXT_BUDGET, HistoryEntry, HistorySummary, LINES_KEPT, TextSize, history_entry,
     history_of, history_summary,
@@ -509,10 +508,11 @@ impl GtmMachine {
     }
 }
 
-/// A text that takes nothing from the committed one.
+/// A text that takes nothing from the committed one. Its outcome keeps
+/// the errors as the model lists them: the first
+/// [`model::ERRORS_LISTED`] and a line counting the rest.
 fn invalid(e: model::ConfigErrors) -> Change {
-    let mut error = ApiError::invalid(e);
-    error.errors = kept_errors(&error.errors);
+    let error = ApiError::invalid(e);
     Change {
         writes: Vec::new(),
         outcome: Outcome::Rejected(error),

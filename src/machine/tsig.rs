@@ -139,7 +139,7 @@ pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
                 })
         })
         .collect();
-    (!errors.is_empty()).then_some(ConfigErrors(errors))
+    (!errors.is_empty()).then(|| ConfigErrors::from(errors))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{
     config::{Cookies, RateLimit},
-    error::ConfigError,
+    config_errors::{ConfigError, Listing},
     node::Network,
 };
 
@@ -29,7 +29,7 @@ pub const MIN_COOKIE_ROTATION: Duration = Duration::from_secs(10);
 /// truncated.
 pub const MAX_SLIP: u32 = 10;
 
-fn err(errors: &mut Vec<ConfigError>, field: &str, message: String) {
+fn err(errors: &mut Listing, field: &str, message: String) {
     errors.push(ConfigError {
         path: format!("rate_limit / {field}"),
         message,
@@ -38,7 +38,7 @@ fn err(errors: &mut Vec<ConfigError>, field: &str, message: String) {
 
 /// The limit `[rate_limit]` sets, its defaults filled in; errors named by
 /// field.
-pub fn rate_limit(errors: &mut Vec<ConfigError>, table: Option<&RateLimit>) -> Limits {
+pub fn rate_limit(errors: &mut Listing, table: Option<&RateLimit>) -> Limits {
     let mut limits = Limits::default();
     let Some(t) = table else {
         return limits;
@@ -105,7 +105,7 @@ pub fn rate_limit(errors: &mut Vec<ConfigError>, table: Option<&RateLimit>) -> L
 }
 
 /// The rotation `[cookies]` sets, or its default.
-pub fn cookie_rotation(errors: &mut Vec<ConfigError>, table: Option<&Cookies>) -> Duration {
+pub fn cookie_rotation(errors: &mut Listing, table: Option<&Cookies>) -> Duration {
     let Some(rotate) = table.and_then(|t| t.rotate) else {
         return DEFAULT_COOKIE_ROTATION;
     };
@@ -127,9 +127,8 @@ mod tests {
     use crate::model::{compile, parse};
 
     fn compiled(text: &str) -> Result<crate::model::Compiled, Vec<String>> {
-        let config =
-            parse(text).map_err(|e| e.0.iter().map(ToString::to_string).collect::<Vec<_>>())?;
-        compile(&config).map_err(|e| e.0.iter().map(ToString::to_string).collect())
+        let config = parse(text).map_err(|e| e.lines().into_iter().collect::<Vec<_>>())?;
+        compile(&config).map_err(|e| e.lines().into_iter().collect())
     }
 
     #[test]

@@ -1,45 +1,11 @@
-//! What went wrong, as plain data: a configuration's errors with their
-//! object paths ([`ConfigErrors`]), and one [`ErrorKind`] per stable label
+//! What went wrong, as plain data: one [`ErrorKind`] per stable label
 //! (which fixes its HTTP status and the CLI's exit code), and the
 //! [`ApiError`] the API answers and the state machine keeps as a rejected
 //! command's outcome. The HTTP response is made in the API.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-/// One thing wrong with a configuration, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-/// Every error of a configuration that did not validate.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigErrors(pub Vec<ConfigError>);
-
-impl fmt::Display for ConfigErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                writeln!(f)?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
-    }
-}
+use super::ConfigErrors;
 
 /// What went wrong, as a stable label (the `error` field of every error
 /// body); each kind has one HTTP status.
@@ -196,10 +162,10 @@ impl ApiError {
             ErrorKind::InvalidConfig,
             format!(
                 "the configuration has {} error(s); nothing was applied",
-                errors.0.len()
+                errors.total()
             ),
         );
-        e.errors = errors.0.iter().map(ToString::to_string).collect();
+        e.errors = errors.lines();
         e
     }
 

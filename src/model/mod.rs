@@ -6,10 +6,12 @@
 pub mod abuse;
 pub mod actor;
 mod alike;
+mod cancel;
 pub mod clock;
 pub mod compile;
 pub mod condition;
 pub mod config;
+mod config_errors;
 mod diagnose;
 pub mod drain;
 pub mod duration;
@@ -24,10 +26,11 @@ pub mod place;
 pub mod text;
 pub mod value;
 
-pub use compile::{Compiled, compile};
+pub use cancel::{Cancel, Cancelled, CheckError};
+pub use compile::{Compiled, compile, compile_until};
 pub use config::Config;
-pub use error::{ConfigError, ConfigErrors};
-pub use parse::{parse, parse_finely_and_whole, parse_like};
+pub use config_errors::{ConfigError, ConfigErrors, ERRORS_LISTED};
+pub use parse::{parse, parse_finely_and_whole, parse_like, parse_until};
 
 /// The text of domain `a.test` with `nameservers` (written inside the
 /// list's quotes) and `records`, each `NAME TYPE VALUE`: an A's value is

@@ -21,15 +21,20 @@
 
 use std::{collections::HashSet, sync::Arc};
 
-use toml_parser::{Source, lexer::TokenKind};
+use toml_parser::{
+    Expected, ParseError, Source,
+    lexer::TokenKind,
+    parser::{RecursionGuard, ValidateWhitespace, parse_document},
+};
 
 use serde::de::DeserializeOwned;
 
 use super::{
     alike::{Like, share_domain, share_records},
+    cancel::{Cancel, Cancelled, CheckError},
     config::{Config, Record},
+    config_errors::{ConfigError, ConfigErrors},
     diagnose,
-    error::{ConfigError, ConfigErrors},
     layout::{RecordList, record_list},
     lines::{Lines, Start},
 };
@@ -44,6 +49,16 @@ const PIECE_BYTES: usize = 256 * 1024;
 /// thousand records of a line each).
 const BATCH_BYTES: usize = 64 * 1024;
 
+/// A piece larger than this that is parsed whole (not a domain whose
+/// records are read in batches) is first read for its grammar in parts of
+/// about [`BATCH_BYTES`]: a text with an error on every line fails there,
+/// without the parser's tokens and tree of the whole piece (50 times its
+/// size).
+const CHECK_FIRST_BYTES: usize = 1 << 20;
+
+/// How deep values may nest, as the `toml` crate allows.
+const NESTING: u32 = 80;
+
 /// Parses a configuration file. When it does not parse, every syntax and
 /// type error that can be found is listed (see [`super::diagnose`]).
 pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
@@ -54,28 +69,38 @@ pub fn parse(text: &str) -> Result<Config, ConfigErrors> {
 /// each object the text gives again, as it parses ([`super::alike`]): a
 /// text applied again, or changed in a few lines, is not held twice.
 pub fn parse_like(text: &str, like: Option<&Config>) -> Result<Config, ConfigErrors> {
+    parse_until(text, like, &Cancel::default()).map_err(CheckError::uncancelled)
+}
+
+/// [`parse_like`], stopped when `cancel` is set: between pieces, batches
+/// and, listing the errors, sections and elements.
+pub fn parse_until(
+    text: &str,
+    like: Option<&Config>,
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     let like = like.map(Like::new);
-    let parsed = parse_in_pieces(
+    let parsed = pieces_until(
         text,
         PIECE_BYTES,
         BATCH_BYTES,
         parse_threads(),
         like.as_ref(),
+        cancel,
     );
-    let parsed = parsed.map(|mut config| {
-        if let Some(like) = &like {
-            like.share_lists(&mut config);
+    match parsed {
+        Ok(mut config) => {
+            if let Some(like) = &like {
+                like.share_lists(&mut config);
+            }
+            Ok(config)
         }
-        config
-    });
-    parsed.map_err(|first| {
-        let all = diagnose::errors(text);
-        if all.is_empty() {
-            first
-        } else {
-            ConfigErrors(all)
+        Err(CheckError::Invalid(first)) => {
+            let all = diagnose::errors(text, cancel)?;
+            Err(if all.listed.is_empty() { first } else { all }.into())
         }
-    })
+        Err(cancelled) => Err(cancelled),
+    }
 }
 
 /// For the fuzzer (`fuzz/fuzz_targets/config.rs`): `text` parsed in the
@@ -96,12 +121,7 @@ fn parse_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
-/// Parses `text` cut into pieces of about `piece_bytes`, on `threads`
-/// threads, each parsing a run of pieces in order; their lists are joined
-/// in text order, and the error is that of the first piece that fails,
-/// as parsing them one after the other gives. A domain's inline records
-/// are parsed in batches of about `batch_bytes`; domains and records
-/// equal to `like`'s are taken from it.
+/// [`pieces_until`], never cancelled.
 fn parse_in_pieces(
     text: &str,
     piece_bytes: usize,
@@ -109,21 +129,42 @@ fn parse_in_pieces(
     threads: usize,
     like: Option<&Like>,
 ) -> Result<Config, ConfigErrors> {
+    let cancel = Cancel::default();
+    pieces_until(text, piece_bytes, batch_bytes, threads, like, &cancel)
+        .map_err(CheckError::uncancelled)
+}
+
+/// Parses `text` cut into pieces of about `piece_bytes`, on `threads`
+/// threads, each parsing a run of pieces in order; their lists are joined
+/// in text order, and the error is that of the first piece that fails,
+/// as parsing them one after the other gives. A domain's inline records
+/// are parsed in batches of about `batch_bytes`; domains and records
+/// equal to `like`'s are taken from it. Stopped when `cancel` is set,
+/// between pieces and batches.
+fn pieces_until(
+    text: &str,
+    piece_bytes: usize,
+    batch_bytes: usize,
+    threads: usize,
+    like: Option<&Like>,
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     let Some(cuts) = cuts(text, piece_bytes) else {
-        return parse_piece(text, 0, text, batch_bytes, like);
+        return parse_piece(text, 0, text, batch_bytes, like, cancel);
     };
     let bounds: Vec<usize> = [0].into_iter().chain(cuts).chain([text.len()]).collect();
     let pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
     let runs = runs(&pieces, threads);
-    let parse_run = |run: &[(usize, usize)]| -> Result<Config, ConfigErrors> {
+    let parse_run = |run: &[(usize, usize)]| -> Result<Config, CheckError> {
         let mut config = Config::default();
         for &(start, end) in run {
-            let piece = parse_piece(&text[start..end], start, text, batch_bytes, like)?;
+            cancel.check()?;
+            let piece = parse_piece(&text[start..end], start, text, batch_bytes, like, cancel)?;
             join(&mut config, piece);
         }
         Ok(config)
     };
-    let parsed: Vec<Result<Config, ConfigErrors>> = match runs.as_slice() {
+    let parsed: Vec<Result<Config, CheckError>> = match runs.as_slice() {
         [one] => vec![parse_run(one)],
         runs => std::thread::scope(|scope| {
             let handles: Vec<_> = runs
@@ -191,12 +232,18 @@ fn parse_piece(
     text: &str,
     batch_bytes: usize,
     like: Option<&Like>,
-) -> Result<Config, ConfigErrors> {
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     if piece.len() > batch_bytes
         && let Some(list) = record_list(piece, 0)
         && list.elements.len() > 1
     {
-        return parse_batched(piece, offset, text, &list, batch_bytes, like);
+        return parse_batched(piece, offset, text, &list, batch_bytes, like, cancel);
+    }
+    if piece.len() > CHECK_FIRST_BYTES
+        && let Some(error) = first_grammar_error(piece, offset, text, batch_bytes, cancel)?
+    {
+        return Err(error.into());
     }
     let mut config = parse_whole(piece, offset, text)?;
     if let Some(like) = like {
@@ -224,9 +271,10 @@ fn parse_batched(
     list: &RecordList,
     batch_bytes: usize,
     like: Option<&Like>,
-) -> Result<Config, ConfigErrors> {
+    cancel: &Cancel,
+) -> Result<Config, CheckError> {
     let (Some(before), Some(after)) = (piece.get(..list.open), piece.get(list.close..)) else {
-        return parse_whole(piece, offset, text);
+        return Ok(parse_whole(piece, offset, text)?);
     };
     let mut config: Config = parse_text(&[before, after].concat(), text, |at| {
         offset
@@ -245,6 +293,7 @@ fn parse_batched(
     let mut from = list.open;
     let mut first = 0;
     while let Some(start) = list.elements.get(first).map(|e| e.start) {
+        cancel.check()?;
         let next = list
             .elements
             .iter()
@@ -253,7 +302,7 @@ fn parse_batched(
             .map_or(list.elements.len(), |i| first + 1 + i);
         let to = list.elements.get(next).map_or(list.close, |e| e.start);
         let Some(body) = piece.get(from..to) else {
-            return parse_whole(piece, offset, text);
+            return Ok(parse_whole(piece, offset, text)?);
         };
         // Between this batch's last record and the next batch's first,
         // one comma, as the whole list would require; a batch would take
@@ -262,7 +311,7 @@ fn parse_batched(
             && next < list.elements.len()
             && !one_comma(piece.get(last.end..to).unwrap_or_default())
         {
-            return parse_whole(piece, offset, text);
+            return Ok(parse_whole(piece, offset, text)?);
         }
         const HEAD: &str = "record = [\n";
         let batch: Batch = parse_text(&[HEAD, body, "\n]\n"].concat(), text, |at| {
@@ -280,25 +329,102 @@ fn parse_batched(
         [domain] if domain.records.is_empty() => {
             match Arc::get_mut(domain) {
                 Some(d) => d.records = records,
-                None => return parse_whole(piece, offset, text),
+                None => return Ok(parse_whole(piece, offset, text)?),
             }
             if let Some(held) = held {
                 share_domain(domain, held);
             }
         }
-        _ => return parse_whole(piece, offset, text),
+        _ => return Ok(parse_whole(piece, offset, text)?),
     }
     Ok(config)
 }
 
 /// Whether `gap`, the text between two records of a list, holds one
 /// comma, outside its comments.
-fn one_comma(gap: &str) -> bool {
+pub(super) fn one_comma(gap: &str) -> bool {
     Source::new(gap)
         .lex()
         .filter(|t| t.kind() == TokenKind::Comma)
         .count()
         == 1
+}
+
+/// The first error of grammar of `piece` (at byte `offset` of `text`),
+/// read in parts of about `part_bytes` cut where a line starts a key or a
+/// table outside any value. A part is read as the whole text would be
+/// there, so what it finds is an error of the whole; what only the whole
+/// shows (a key given twice) is left to the whole's parse.
+fn first_grammar_error(
+    piece: &str,
+    offset: usize,
+    text: &str,
+    part_bytes: usize,
+    cancel: &Cancel,
+) -> Result<Option<ConfigErrors>, Cancelled> {
+    let mut bounds = vec![0];
+    bounds.extend(part_cuts(piece, part_bytes));
+    bounds.push(piece.len());
+    for pair in bounds.windows(2) {
+        cancel.check()?;
+        let [from, to] = *pair else { continue };
+        let part = piece.get(from..to).unwrap_or_default();
+        let source = Source::new(part);
+        let tokens = source.lex().into_vec();
+        let mut events = ();
+        let mut whitespace = ValidateWhitespace::new(&mut events, source);
+        let mut receiver = RecursionGuard::new(&mut whitespace, NESTING);
+        let mut error: Option<ParseError> = None;
+        parse_document(&tokens, &mut receiver, &mut error);
+        if let Some(e) = error {
+            let at = offset + from + e.unexpected().map_or(0, |s| s.start());
+            let before = text.as_bytes().get(..at).unwrap_or_default();
+            let line = memchr::memchr_iter(b'\n', before).count() + 1;
+            return Ok(Some(ConfigErrors::from(ConfigError {
+                path: format!("line {line}"),
+                message: grammar_message(&e),
+            })));
+        }
+    }
+    Ok(None)
+}
+
+/// A grammar error's message, as the `toml` crate words it.
+fn grammar_message(e: &ParseError) -> String {
+    let mut message = e.description().to_string();
+    if let Some(expected) = e.expected() {
+        message.push_str(", expected ");
+        if expected.is_empty() {
+            message.push_str("nothing");
+        }
+        for (i, expected) in expected.iter().enumerate() {
+            if i > 0 {
+                message.push_str(", ");
+            }
+            match expected {
+                Expected::Literal("\n") => message.push_str("newline"),
+                Expected::Literal(literal) => message.push_str(&format!("`{literal}`")),
+                Expected::Description(description) => message.push_str(description),
+                _ => message.push_str("etc"),
+            }
+        }
+    }
+    message
+}
+
+/// Where to cut `text` into parts of about `bytes` that can each be read
+/// on their own: only where a line starts a key or a table outside any
+/// value, so that no statement is cut.
+pub(super) fn part_cuts(text: &str, bytes: usize) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let mut last = 0;
+    for (line, start) in Lines::new(text) {
+        if !matches!(start, Start::Malformed) && line >= last + bytes.max(1) {
+            cuts.push(line);
+            last = line;
+        }
+    }
+    cuts
 }
 
 /// Parses `piece`, which starts at byte `offset` of `text`; errors name the
@@ -325,10 +451,10 @@ fn parse_text<T: DeserializeOwned>(
             }
             None => String::new(),
         };
-        ConfigErrors(vec![ConfigError {
+        ConfigErrors::from(ConfigError {
             path,
             message: e.message().to_string(),
-        }])
+        })
     })
 }
 
@@ -613,13 +739,53 @@ mod tests {
             for (piece_bytes, batch_bytes) in [(64, 1), (64, 100), (64, 300), (large, 100)] {
                 let batched =
                     parse_in_pieces(text, piece_bytes, batch_bytes, 2, None).expect_err("invalid");
-                assert_eq!(batched.0.len(), 1, "{batched}");
+                assert_eq!(batched.listed.len(), 1, "{batched}");
                 assert_eq!(
-                    batched.0[0].path, whole.0[0].path,
+                    batched.listed[0].path, whole.listed[0].path,
                     "pieces of {piece_bytes}, batches of {batch_bytes}: {batched} against {whole}"
                 );
             }
         }
+    }
+
+    /// A large piece's first grammar error, found in parts, is the error
+    /// the whole text's parse gives; a valid text has none.
+    #[test]
+    fn grammar_errors_found_in_parts_are_the_whole_texts() {
+        let good = tricky() + &inline_lists();
+        let none = Cancel::default();
+        for part_bytes in [1, 64, 5000] {
+            assert_eq!(
+                first_grammar_error(&good, 0, &good, part_bytes, &none),
+                Ok(None)
+            );
+        }
+        for (from, to) in [
+            ("name = \"c3\"", "name = = \"c3\""),
+            (
+                "name = \"c5\"\ntype = \"tcp\"",
+                "name = \"c5\"\ntype \"tcp\"",
+            ),
+            ("[[check]]\nname = \"c7\"", "[[check]\nname = \"c7\""),
+            ("\"ns1.d9.test\",\n]", "\"ns1.d9.test\",\n"),
+            ("{name=\"a8\",", "{name=\"a8\" x,"),
+        ] {
+            assert!(good.contains(from), "{from}");
+            let text = good.replacen(from, to, 1);
+            let whole = parse_whole(&text, 0, &text).expect_err("invalid");
+            for part_bytes in [1, 64, 5000] {
+                let found = first_grammar_error(&text, 0, &text, part_bytes, &none)
+                    .expect("not cancelled")
+                    .unwrap_or_else(|| panic!("no error found in parts of {part_bytes}: {to}"));
+                assert_eq!(found, whole, "parts of {part_bytes}: {to}");
+            }
+        }
+        let cancelled = Cancel::new();
+        cancelled.cancel();
+        assert_eq!(
+            first_grammar_error(&good, 0, &good, 64, &cancelled),
+            Err(Cancelled)
+        );
     }
 
     /// Runs take every piece once, in order, at most one run a thread.
@@ -692,7 +858,7 @@ mod tests {
         let whole = parse_whole(&text, 0, &text).expect_err("invalid");
         let pieces = parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect_err("invalid");
         assert_eq!(pieces, whole);
-        assert_eq!(pieces.0[0].path, format!("line {line}"));
+        assert_eq!(pieces.listed[0].path, format!("line {line}"));
     }
 
     /// A file read in pieces lists the errors of every piece, with the
@@ -714,7 +880,7 @@ mod tests {
         let cut = parse_in_pieces(&text, 64, BATCH_BYTES, 3, None).expect_err("invalid");
         assert!(cuts(&text, 64).is_some());
         assert_eq!(parse_whole(&text, 0, &text).expect_err("invalid"), cut);
-        let mut errors: Vec<String> = small.0.iter().map(ToString::to_string).collect();
+        let mut errors: Vec<String> = small.listed.iter().map(ToString::to_string).collect();
         // The list of a domain's keys grows with the product: the message
         // is checked up to it.
         if let Some(e) = errors.get_mut(1)
@@ -741,8 +907,8 @@ mod tests {
         let text =
             "[geoip]\nupdate = \"off\"\n[[domain]]\nname = \"a.test\"\n[geoip]\nupdate = \"off\"\n";
         let errors = parse(text).expect_err("a table defined twice");
-        assert_eq!(errors.0.len(), 1, "{errors}");
-        assert_eq!(errors.0[0].path, "line 5", "{errors}");
+        assert_eq!(errors.listed.len(), 1, "{errors}");
+        assert_eq!(errors.listed[0].path, "line 5", "{errors}");
     }
 
     /// No text makes the listing of errors panic: prefixes of the
@@ -754,11 +920,11 @@ mod tests {
             let text = std::fs::read_to_string(path).expect("read");
             for (cut, _) in text.char_indices().step_by(61) {
                 let (head, tail) = text.split_at(cut);
-                assert!(parse(head).is_ok() || !parse(head).expect_err("").0.is_empty());
+                assert!(parse(head).is_ok() || !parse(head).expect_err("").listed.is_empty());
                 for junk in ["\"", "[", "]", "=", "{", "\n", "'''", "x", "[[domain]]\n"] {
                     let changed = format!("{head}{junk}{tail}");
                     if let Err(e) = parse(&changed) {
-                        assert!(!e.0.is_empty(), "{changed}");
+                        assert!(!e.listed.is_empty(), "{changed}");
                     }
                 }
             }

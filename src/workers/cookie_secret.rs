@@ -44,7 +44,7 @@ pub async fn run(
             continue;
         }
         let rotation = engine.with_config(|c| {
-            crate::model::abuse::cookie_rotation(&mut Vec::new(), c.cookies.as_ref())
+            crate::model::abuse::cookie_rotation(&mut Default::default(), c.cookies.as_ref())
         });
         let current = secrets_of(&*replication.state().await);
         let rotation_ms = u64::try_from(rotation.as_millis()).unwrap_or(u64::MAX);

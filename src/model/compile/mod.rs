@@ -21,9 +21,10 @@ use hickory_server::proto::rr::{
 };
 
 use super::{
+    cancel::{Cancel, CheckError},
     condition::{self, CheckRef, Expr},
     config::*,
-    error::{ConfigError, ConfigErrors},
+    config_errors::{ConfigError, ConfigErrors, Listing},
     names::{key_name, wire_key},
     place::{Continent, Country},
     value::Value,
@@ -412,6 +413,11 @@ pub fn compile(config: &Config) -> Result<Compiled, ConfigErrors> {
     compile_from(config, None)
 }
 
+/// [`compile`], stopped when `cancel` is set.
+pub fn compile_until(config: &Config, cancel: &Cancel) -> Result<Compiled, CheckError> {
+    compile_with(config, None, cancel)
+}
+
 /// A configuration compiled before, to take unchanged zones from: the
 /// configuration and its compiled zones, one per domain in order.
 pub type Before<'a> = (&'a Config, &'a [Arc<ZoneSpec>]);
@@ -420,6 +426,14 @@ pub type Before<'a> = (&'a Config, &'a [Arc<ZoneSpec>]);
 /// domain and everything its records read (datacenters, checks,
 /// scenarios, services) are the same there.
 pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled, ConfigErrors> {
+    compile_with(config, before, &Cancel::default()).map_err(CheckError::uncancelled)
+}
+
+fn compile_with(
+    config: &Config,
+    before: Option<Before>,
+    cancel: &Cancel,
+) -> Result<Compiled, CheckError> {
     let kept: HashMap<&str, (&Arc<Domain>, &Arc<ZoneSpec>)> = match before {
         Some((old, zones)) if old.steers_alike(config) && zones.len() == old.domains.len() => old
             .domains
@@ -429,7 +443,10 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
             .collect(),
         _ => HashMap::new(),
     };
-    let mut cx = Cx::default();
+    let mut cx = Cx {
+        errors: Listing::default(),
+        cancel: cancel.clone(),
+    };
     cx.geoip(config);
     let datacenters = cx.datacenters(config);
     let dc_index: HashMap<&str, DcId> = datacenters
@@ -452,6 +469,7 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
         .domains
         .iter()
         .filter_map(|d| match kept.get(d.name.as_str()) {
+            _ if cx.cancel.is_cancelled() => None,
             Some((old, zone)) if *old == d => Some(Arc::clone(zone)),
             before => cx
                 .domain(d, &refs, before.map(|(old, zone)| (&***old, &***zone)))
@@ -464,9 +482,11 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
             cx.err(format!("domain {}", z.apex), "is defined twice");
         }
     }
+    cancel.check()?;
     cx.cname_loops(&zones);
     let rate_limit = super::abuse::rate_limit(&mut cx.errors, config.rate_limit.as_ref());
     let cookie_rotation = super::abuse::cookie_rotation(&mut cx.errors, config.cookies.as_ref());
+    cancel.check()?;
     if cx.errors.is_empty() {
         Ok(Compiled {
             datacenters,
@@ -477,7 +497,7 @@ pub fn compile_from(config: &Config, before: Option<Before>) -> Result<Compiled,
             cookie_rotation,
         })
     } else {
-        Err(ConfigErrors(cx.errors))
+        Err(cx.errors.finish().into())
     }
 }
 
@@ -492,9 +512,10 @@ struct Refs<'a> {
     scenarios: &'a HashSet<&'a str>,
 }
 
-#[derive(Default)]
 struct Cx {
-    errors: Vec<ConfigError>,
+    errors: Listing,
+    /// Looked at before each domain and record.
+    cancel: Cancel,
 }
 
 fn unique<'a>(cx: &mut Cx, kind: &str, names: impl Iterator<Item = &'a str>) {
@@ -1164,6 +1185,9 @@ impl Cx {
         }
         let mut keys = HashSet::new();
         for r in changed {
+            if self.cancel.is_cancelled() {
+                return None;
+            }
             let rpath = format!("{path} / record {} {}", r.name, r.kind.as_str());
             if !keys.insert((normal(&r.name), r.kind)) {
                 self.err(&rpath, "is defined twice (one record per name and type; list several addresses or values in it)");
@@ -1984,7 +2008,7 @@ nameservers = ["ns1.example.test"]
     fn errors(records: &str) -> Vec<String> {
         match compile(&config(records)) {
             Ok(_) => Vec::new(),
-            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+            Err(e) => e.lines().into_iter().collect(),
         }
     }
 
@@ -2014,9 +2038,9 @@ nameservers = ["ns1.example.test"]
         let errs = |table: &str| match crate::model::parse(&format!("{table}\n{HEAD}")) {
             Ok(c) => match compile(&c) {
                 Ok(_) => Vec::new(),
-                Err(e) => e.0.iter().map(ToString::to_string).collect(),
+                Err(e) => e.lines().into_iter().collect(),
             },
-            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+            Err(e) => e.lines().into_iter().collect(),
         };
         assert!(
             errs("[geoip]\nsource = \"https://h.test/c-{year}-{month}.mmdb.gz\"\nupdate = \"off\"")
