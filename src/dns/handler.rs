@@ -159,13 +159,28 @@ impl Handler {
             );
         }
         if request.metadata.op_code != OpCode::Query {
-            return decided(
+            let mut d = decided(
                 ResponseCode::NotImp,
                 Resolved::default(),
                 reply_edns(0, ecs.as_ref()),
             );
+            // Nothing of the query's was done: no flag of it is echoed.
+            d.metadata.recursion_desired = false;
+            d.metadata.checking_disabled = false;
+            return d;
         }
         let queries = request.queries.queries();
+        // No question, only a cookie: a client learning our server cookie
+        // (RFC 7873 §5.4) gets NOERROR and the cookie, added with the OPT.
+        if queries.is_empty() && info.is_some_and(|i| i.cookie.is_some()) {
+            let mut d = decided(
+                ResponseCode::NoError,
+                Resolved::default(),
+                reply_edns(0, ecs.as_ref()),
+            );
+            d.metadata.authoritative = false;
+            return d;
+        }
         let [query] = queries else {
             return decided(
                 ResponseCode::FormErr,
