@@ -569,6 +569,33 @@ fn sample(text: &str, name: &str) -> u64 {
         .map_or(0, |v| v.trim().parse().unwrap())
 }
 
+/// BADVERS is an extended rcode (16: 4 bits in the header, the rest in the
+/// OPT); it is counted as itself, not as the NOERROR of its low bits.
+#[tokio::test]
+async fn badvers_is_counted_under_its_own_label() {
+    let d = TestDevice::start(ZONE).await;
+    let mut q = query("www.example.test.", RecordType::A);
+    q.edns.as_mut().unwrap().set_version(1);
+    let q = q.to_vec().unwrap();
+    for (raw, proto) in [
+        (udp_raw(d.v4(), &q).await, "udp"),
+        (tcp_raw(d.v4(), &q).await, "tcp"),
+    ] {
+        let m = strict(&raw);
+        assert_eq!(u16::from(m.metadata.response_code), 16, "{proto}: BADVERS");
+        assert_eq!(raw[3] & 0x0F, 0, "{proto}: the header's 4 bits of 16");
+    }
+    let text = metrics(&d).await;
+    let count = |rcode: &str| {
+        sample(
+            &text,
+            &format!("gtm_dns_responses_total{{type=\"A\",rcode=\"{rcode}\"}}"),
+        )
+    };
+    assert_eq!(count("BADVERS"), 2, "{text}");
+    assert_eq!(count("NOERROR"), 0, "{text}");
+}
+
 /// A query with no question and only a COOKIE option asks for a server
 /// cookie (RFC 7873 §5.4): NOERROR, with the cookie.
 #[tokio::test]

@@ -313,7 +313,9 @@ pub fn answer(
             state.metrics.malformed.report(reason, src.ip());
             let out = wire::formerr(bytes, state.edns_payload);
             let qtype = wire::question(bytes).map_or(0, |q| q.qtype);
-            state.metrics.response(qtype, ResponseCode::FormErr.low());
+            state
+                .metrics
+                .response(qtype, u16::from(ResponseCode::FormErr));
             return Some(out);
         }
     };
@@ -354,7 +356,7 @@ pub fn answer(
         .map_or(0, |q| u16::from(q.query_type()));
     state
         .metrics
-        .response(qtype, d.metadata.response_code.low());
+        .response(qtype, u16::from(d.metadata.response_code));
     let out = encode(&request, &d, true)?;
     if out.len() <= max_size {
         return sign(out);
@@ -395,7 +397,9 @@ fn tsig_refused(
         .queries()
         .first()
         .map_or(0, |q| u16::from(q.query_type()));
-    state.metrics.response(qtype, ResponseCode::NotAuth.low());
+    state
+        .metrics
+        .response(qtype, u16::from(ResponseCode::NotAuth));
     let mut out = encode(request, &d, false)?;
     match refused {
         Verified::Unsigned { tsig, .. } => super::tsig::append(&mut out, &tsig)?,

@@ -22,9 +22,34 @@ const TYPES: [(u16, &str); 11] = [
     (0, "other"),
 ];
 
-const RCODES: [&str; 16] = [
-    "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "YXRRSET",
-    "NXRRSET", "NOTAUTH", "NOTZONE", "rcode11", "rcode12", "rcode13", "rcode14", "rcode15",
+/// Response codes by their full 12-bit value (the header's 4 bits and the
+/// OPT's extended 8, RFC 6891 §6.1.3); any other value is `other`.
+const RCODES: [&str; 25] = [
+    "NOERROR",
+    "FORMERR",
+    "SERVFAIL",
+    "NXDOMAIN",
+    "NOTIMP",
+    "REFUSED",
+    "YXDOMAIN",
+    "YXRRSET",
+    "NXRRSET",
+    "NOTAUTH",
+    "NOTZONE",
+    "rcode11",
+    "rcode12",
+    "rcode13",
+    "rcode14",
+    "rcode15",
+    "BADVERS",
+    "BADKEY",
+    "BADTIME",
+    "BADMODE",
+    "BADNAME",
+    "BADALG",
+    "BADTRUNC",
+    "BADCOOKIE",
+    "other",
 ];
 
 /// What the DNS path counts: responses by query type and response code, and
@@ -37,13 +62,14 @@ pub struct DnsMetrics {
 }
 
 impl DnsMetrics {
-    /// Counts one response.
-    pub fn response(&self, qtype: u16, rcode: u8) {
+    /// Counts one response with its full 12-bit response code.
+    pub fn response(&self, qtype: u16, rcode: u16) {
         let t = TYPES
             .iter()
             .position(|(code, _)| *code == qtype)
             .unwrap_or(TYPES.len() - 1);
-        self.responses[t][usize::from(rcode & 0x0F)].fetch_add(1, Relaxed);
+        let r = usize::from(rcode).min(RCODES.len() - 1);
+        self.responses[t][r].fetch_add(1, Relaxed);
     }
 
     pub fn write(&self, out: &mut Text) {
@@ -81,6 +107,31 @@ impl DnsMetrics {
                 &[("reason", reason.label())],
                 self.malformed.total(reason) as f64,
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extended_response_codes_have_their_own_label() {
+        let m = DnsMetrics::default();
+        m.response(1, 16);
+        m.response(1, 23);
+        m.response(1, 0);
+        m.response(1, 4095);
+        let mut out = Text::default();
+        m.write(&mut out);
+        let text = out.finish();
+        for line in [
+            "gtm_dns_responses_total{type=\"A\",rcode=\"BADVERS\"} 1",
+            "gtm_dns_responses_total{type=\"A\",rcode=\"BADCOOKIE\"} 1",
+            "gtm_dns_responses_total{type=\"A\",rcode=\"NOERROR\"} 1",
+            "gtm_dns_responses_total{type=\"A\",rcode=\"other\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
     }
 }
