@@ -1,6 +1,8 @@
 //! What the DNS path counts for `/metrics`: responses by query type and
-//! response code, answer latency, and malformed queries by reason. The
-//! answer paths report `(qtype, rcode)` here; nothing here reads a message.
+//! response code, answer latency, malformed queries by reason, and UDP
+//! queries left unanswered by reason.
+//! The answer paths report `(qtype, rcode)` here; nothing here reads a
+//! message.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -52,6 +54,43 @@ const RCODES: [&str; 25] = [
     "other",
 ];
 
+/// Why a UDP query that was read got no answer (the rate limit's drops
+/// are counted apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// Source port 0: no socket can send there; the source is forged.
+    SourcePortZero,
+    /// Source 0.0.0.0 or `::`.
+    SourceUnspecified,
+    /// Source 255.255.255.255: an answer would go to a whole network.
+    SourceBroadcast,
+    /// A multicast source: an answer would go to a group.
+    SourceMulticast,
+    /// The kernel refused to send the answer (an unroutable source, a
+    /// firewall rule); the rest of its batch is still sent.
+    SendFailed,
+}
+
+impl Unanswered {
+    pub const ALL: [Self; 5] = [
+        Self::SourcePortZero,
+        Self::SourceUnspecified,
+        Self::SourceBroadcast,
+        Self::SourceMulticast,
+        Self::SendFailed,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::SourcePortZero => "source_port_zero",
+            Self::SourceUnspecified => "source_unspecified",
+            Self::SourceBroadcast => "source_broadcast",
+            Self::SourceMulticast => "source_multicast",
+            Self::SendFailed => "send_failed",
+        }
+    }
+}
+
 /// What the DNS path counts: responses by query type and response code, and
 /// how long answering took. Per-record counts live in the snapshot's slots.
 #[derive(Debug, Default)]
@@ -59,6 +98,7 @@ pub struct DnsMetrics {
     responses: [[AtomicU64; RCODES.len()]; TYPES.len()],
     pub latency: Histogram,
     pub malformed: Malformed,
+    unanswered: [AtomicU64; Unanswered::ALL.len()],
 }
 
 impl DnsMetrics {
@@ -70,6 +110,11 @@ impl DnsMetrics {
             .unwrap_or(TYPES.len() - 1);
         let r = usize::from(rcode).min(RCODES.len() - 1);
         self.responses[t][r].fetch_add(1, Relaxed);
+    }
+
+    /// Counts a UDP query left unanswered.
+    pub fn unanswered(&self, why: Unanswered) {
+        self.unanswered[why as usize].fetch_add(1, Relaxed);
     }
 
     pub fn write(&self, out: &mut Text) {
@@ -106,6 +151,18 @@ impl DnsMetrics {
                 "gtm_dns_malformed_total",
                 &[("reason", reason.label())],
                 self.malformed.total(reason) as f64,
+            );
+        }
+        out.family(
+            "gtm_dns_udp_unanswered_total",
+            "counter",
+            "UDP queries read but not answered, by reason: a source no answer should go to, or a send the kernel refused",
+        );
+        for why in Unanswered::ALL {
+            out.sample(
+                "gtm_dns_udp_unanswered_total",
+                &[("reason", why.label())],
+                self.unanswered[why as usize].load(Relaxed) as f64,
             );
         }
     }
