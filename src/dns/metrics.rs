@@ -1,6 +1,6 @@
 //! What the DNS path counts for `/metrics`: responses by query type and
-//! response code, answer latency, malformed queries by reason, and UDP
-//! queries left unanswered by reason.
+//! response code, answer latency, malformed queries by reason, UDP queries
+//! left unanswered and TCP connections closed by the server, by reason.
 //! The answer paths report `(qtype, rcode)` here; nothing here reads a
 //! message.
 
@@ -91,6 +91,43 @@ impl Unanswered {
     }
 }
 
+/// Why the server closed a TCP connection, or refused a new one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TcpClosed {
+    /// No complete message within the idle timeout.
+    Idle,
+    /// A response not taken by the client within the write timeout.
+    WriteTimeout,
+    /// Idle, and closed to admit a new connection (RFC 7766 §6.2.3).
+    Evicted,
+    /// A new connection refused: its client holds its limit of
+    /// connections, none of them idle.
+    ClientLimit,
+    /// A new connection refused: the listener holds its limit of
+    /// connections, none of them idle.
+    ListenerFull,
+}
+
+impl TcpClosed {
+    pub const ALL: [Self; 5] = [
+        Self::Idle,
+        Self::WriteTimeout,
+        Self::Evicted,
+        Self::ClientLimit,
+        Self::ListenerFull,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::WriteTimeout => "write_timeout",
+            Self::Evicted => "evicted",
+            Self::ClientLimit => "client_limit",
+            Self::ListenerFull => "listener_full",
+        }
+    }
+}
+
 /// What the DNS path counts: responses by query type and response code, and
 /// how long answering took. Per-record counts live in the snapshot's slots.
 #[derive(Debug, Default)]
@@ -99,6 +136,8 @@ pub struct DnsMetrics {
     pub latency: Histogram,
     pub malformed: Malformed,
     unanswered: [AtomicU64; Unanswered::ALL.len()],
+    tcp_closed: [AtomicU64; TcpClosed::ALL.len()],
+    tcp_open: AtomicU64,
 }
 
 impl DnsMetrics {
@@ -115,6 +154,20 @@ impl DnsMetrics {
     /// Counts a UDP query left unanswered.
     pub fn unanswered(&self, why: Unanswered) {
         self.unanswered[why as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Counts a TCP connection closed (or refused) by the server.
+    pub fn tcp_closed(&self, why: TcpClosed) {
+        self.tcp_closed[why as usize].fetch_add(1, Relaxed);
+    }
+
+    /// One more open TCP connection (`true`) or one fewer.
+    pub fn tcp_open(&self, opened: bool) {
+        if opened {
+            self.tcp_open.fetch_add(1, Relaxed);
+        } else {
+            self.tcp_open.fetch_sub(1, Relaxed);
+        }
     }
 
     pub fn write(&self, out: &mut Text) {
@@ -163,6 +216,28 @@ impl DnsMetrics {
                 "gtm_dns_udp_unanswered_total",
                 &[("reason", why.label())],
                 self.unanswered[why as usize].load(Relaxed) as f64,
+            );
+        }
+        out.family(
+            "gtm_dns_tcp_connections",
+            "gauge",
+            "DNS TCP connections open, all listeners",
+        );
+        out.sample(
+            "gtm_dns_tcp_connections",
+            &[],
+            self.tcp_open.load(Relaxed) as f64,
+        );
+        out.family(
+            "gtm_dns_tcp_closed_total",
+            "counter",
+            "DNS TCP connections the server closed or refused, by reason",
+        );
+        for why in TcpClosed::ALL {
+            out.sample(
+                "gtm_dns_tcp_closed_total",
+                &[("reason", why.label())],
+                self.tcp_closed[why as usize].load(Relaxed) as f64,
             );
         }
     }
