@@ -18,6 +18,10 @@
 //! nothing left to write. A connection closed for a response it does not
 //! take, or to make room, is reset: what waits unsent is dropped, not
 //! left queued in the kernel.
+//!
+//! Accepting keeps up with a burst of connects: the listen backlog is
+//! [`BACKLOG`], and admitting a connection is a lookup in a table of at
+//! most [`MAX_CONNECTIONS`].
 
 use std::{
     collections::HashMap,
@@ -30,7 +34,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use socket2::SockRef;
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader},
     net::{TcpListener, TcpStream, tcp::OwnedWriteHalf},
@@ -52,6 +56,25 @@ pub const IDLE: Duration = Duration::from_secs(10);
 /// A connection whose client takes no response (a whole message) within
 /// this long is closed.
 pub const WRITE: Duration = Duration::from_secs(5);
+/// Connections the kernel completes before they are accepted (it caps
+/// this at `net.core.somaxconn`). A connect beyond it is dropped and waits
+/// a second for its retry: 128 was too few for a burst of connects.
+pub const BACKLOG: i32 = 4096;
+
+/// A listening socket for DNS over TCP on `addr`.
+pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    // As tokio's own bind: a restart need not wait for old connections.
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    TcpListener::from_std(socket.into())
+}
+
 /// Accepts and serves connections on `listener` until `stop`.
 pub async fn serve(listener: TcpListener, handler: Handler, stop: CancellationToken) {
     let table = Arc::new(Table::new());
