@@ -27,6 +27,7 @@ mod rrl;
 mod schedule;
 mod service;
 mod storage;
+mod transport;
 mod valid;
 mod versions;
 mod wire;

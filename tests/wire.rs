@@ -561,3 +561,100 @@ async fn a_private_client_subnet_does_not_poison_a_resolver_cache() {
     assert_eq!(via_unbound(&u, Some("81.2.69.0/24")).await, ["192.0.2.50"]);
     assert_eq!(via_unbound(&u, Some("10.1.2.0/24")).await, ["192.0.2.52"]);
 }
+
+/// The value of one sample (`name{labels}`) in `/metrics`, 0 if absent.
+fn sample(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+/// BADVERS is an extended rcode (16: 4 bits in the header, the rest in the
+/// OPT); it is counted as itself, not as the NOERROR of its low bits.
+#[tokio::test]
+async fn badvers_is_counted_under_its_own_label() {
+    let d = TestDevice::start(ZONE).await;
+    let mut q = query("www.example.test.", RecordType::A);
+    q.edns.as_mut().unwrap().set_version(1);
+    let q = q.to_vec().unwrap();
+    for (raw, proto) in [
+        (udp_raw(d.v4(), &q).await, "udp"),
+        (tcp_raw(d.v4(), &q).await, "tcp"),
+    ] {
+        let m = strict(&raw);
+        assert_eq!(u16::from(m.metadata.response_code), 16, "{proto}: BADVERS");
+        assert_eq!(raw[3] & 0x0F, 0, "{proto}: the header's 4 bits of 16");
+    }
+    let text = metrics(&d).await;
+    let count = |rcode: &str| {
+        sample(
+            &text,
+            &format!("gtm_dns_responses_total{{type=\"A\",rcode=\"{rcode}\"}}"),
+        )
+    };
+    assert_eq!(count("BADVERS"), 2, "{text}");
+    assert_eq!(count("NOERROR"), 0, "{text}");
+}
+
+/// A query with no question and only a COOKIE option asks for a server
+/// cookie (RFC 7873 §5.4): NOERROR, with the cookie.
+#[tokio::test]
+async fn a_cookie_only_query_gets_noerror_and_the_server_cookie() {
+    let d = TestDevice::start(ZONE).await;
+    // The device in no cluster makes its cookie secret by itself.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while sample(&metrics(&d).await, "gtm_dns_cookie_secret_created_seconds") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cookie secret was made"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let client = *b"\x01\x23\x45\x67\x89\xab\xcd\xef";
+    // Header: QDCOUNT 0, ARCOUNT 1; the OPT carries the client cookie alone.
+    let mut q = vec![0x77, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+    q.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 12, 0, 10, 0, 8]);
+    q.extend_from_slice(&client);
+    for (raw, proto) in [
+        (udp_raw(d.v4(), &q).await, "udp"),
+        (tcp_raw(d.v4(), &q).await, "tcp"),
+    ] {
+        let m = strict(&raw);
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError, "{proto}");
+        assert_eq!(m.metadata.id, 0x7701);
+        assert!(m.queries.is_empty() && m.answers.is_empty(), "{proto}");
+        let cookie = m
+            .edns
+            .as_ref()
+            .and_then(|e| e.options().get(EdnsCode::Cookie))
+            .unwrap_or_else(|| panic!("{proto}: no COOKIE option in {m:?}"));
+        let bytes = match cookie {
+            EdnsOption::Unknown(_, v) => v.clone(),
+            other => panic!("{proto}: {other:?}"),
+        };
+        assert_eq!(bytes.len(), 8 + 16, "{proto}: client and server cookie");
+        assert_eq!(bytes[..8], client, "{proto}: our client cookie back");
+        assert_eq!(bytes[8], 1, "{proto}: an RFC 9018 server cookie");
+    }
+}
+
+/// NOTIMP does nothing the query asked for: RD and CD are not echoed
+/// (ISC's EDNS compliance test `opcodeflg` expects them clear), nor any
+/// other flag.
+#[tokio::test]
+async fn notimp_clears_the_query_flags() {
+    let d = TestDevice::start(ZONE).await;
+    // Opcode 15 (unassigned) with RD, AD and CD set.
+    let mut q = raw_query(0x0f0f, WWW, &[]);
+    q[2] = 15 << 3 | 0x01;
+    q[3] = 0x30;
+    for (raw, proto) in [
+        (udp_raw(d.v4(), &q).await, "udp"),
+        (tcp_raw(d.v4(), &q).await, "tcp"),
+    ] {
+        strict(&raw);
+        assert_eq!(raw[3] & 0x0F, 4, "{proto}: NOTIMP");
+        assert_eq!(raw[2], 0x80 | 15 << 3, "{proto}: QR and the opcode only");
+        assert_eq!(raw[3] & 0xF0, 0, "{proto}: RA, Z, AD and CD clear");
+    }
+}

@@ -28,9 +28,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::support::*;
 
 /// The device's address; NSD's; a client that is no secondary.
-const DEVICE_IP: &str = "127.0.171.1";
-const NSD_IP: &str = "127.0.171.2";
-const OTHER_IP: &str = "127.0.171.3";
+pub(crate) const DEVICE_IP: &str = "127.0.171.1";
+pub(crate) const NSD_IP: &str = "127.0.171.2";
+pub(crate) const OTHER_IP: &str = "127.0.171.3";
 
 const SECRET: [u8; 32] = *b"0123456789abcdef0123456789abcdef";
 
@@ -39,7 +39,7 @@ fn secret64() -> String {
 }
 
 /// The zone, with `extra` more records and secondaries at `secondaries`.
-fn zone(secondaries: &str, extra: &str) -> String {
+pub(crate) fn zone(secondaries: &str, extra: &str) -> String {
     format!(
         r#"
 [[domain]]
@@ -63,12 +63,12 @@ values = ["hello"]
     )
 }
 
-fn secondary_at(addr: &str) -> String {
+pub(crate) fn secondary_at(addr: &str) -> String {
     format!(r#"secondaries = [{{ address = "{addr}", key = "xfr" }}]"#)
 }
 
 /// `n` more A records (a zone that needs several transfer messages).
-fn many(n: usize) -> String {
+pub(crate) fn many(n: usize) -> String {
     (0..n)
         .map(|i| {
             format!(
@@ -80,7 +80,7 @@ fn many(n: usize) -> String {
 
 /// A device answering DNS on 127.0.171.1, with the key `xfr` (secret
 /// [`SECRET`]) and `config`.
-async fn device(config: &str) -> TestDevice {
+pub(crate) async fn device(config: &str) -> TestDevice {
     let dir = tempfile::tempdir().expect("temp dir");
     let settings = NodeSettings {
         name: "test1".into(),
@@ -143,7 +143,7 @@ fn run(binary: &PathBuf, args: &[&str]) -> String {
     text
 }
 
-fn dig(d: &TestDevice, args: &[&str]) -> Option<String> {
+pub(crate) fn dig(d: &TestDevice, args: &[&str]) -> Option<String> {
     let dig = tool("dig", "bind9-dnsutils")?;
     let port = d.v4().port().to_string();
     let mut all = vec!["-p", &port, "@127.0.171.1", "+norec", "+time=5", "+tries=1"];
@@ -494,7 +494,7 @@ async fn the_serial_moves_with_a_default_answer_and_with_a_new_version() {
 }
 
 /// A real NSD on 127.0.171.2, stopped (by its PID) when dropped.
-struct Nsd {
+pub(crate) struct Nsd {
     child: Child,
     addr: SocketAddr,
     dir: tempfile::TempDir,
@@ -508,13 +508,13 @@ impl Drop for Nsd {
 }
 
 impl Nsd {
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("nsd.log")).unwrap_or_default()
     }
 
     /// NSD as a secondary of example.test, transferring from `primary`
     /// with the key `xfr` (IXFR first, AXFR when it has no zone yet).
-    fn start(binary: &PathBuf, port: u16, primary: SocketAddr) -> Self {
+    pub(crate) fn start(binary: &PathBuf, port: u16, primary: SocketAddr) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display();
         let conf = format!(
@@ -570,7 +570,7 @@ zone:
 
 /// Waits (bounded) until NSD serves the device's serial, above `after`;
 /// returns it.
-async fn until_in_step(d: &TestDevice, nsd: &Nsd, after: u32) -> u32 {
+pub(crate) async fn until_in_step(d: &TestDevice, nsd: &Nsd, after: u32) -> u32 {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let ours = serial_at(d.v4()).await;
@@ -587,7 +587,7 @@ async fn until_in_step(d: &TestDevice, nsd: &Nsd, after: u32) -> u32 {
     }
 }
 
-fn free_port(ip: &str) -> u16 {
+pub(crate) fn free_port(ip: &str) -> u16 {
     let udp = std::net::UdpSocket::bind(format!("{ip}:0")).unwrap();
     let port = udp.local_addr().unwrap().port();
     // Free for TCP too, or NSD cannot listen.

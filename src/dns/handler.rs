@@ -159,13 +159,28 @@ impl Handler {
             );
         }
         if request.metadata.op_code != OpCode::Query {
-            return decided(
+            let mut d = decided(
                 ResponseCode::NotImp,
                 Resolved::default(),
                 reply_edns(0, ecs.as_ref()),
             );
+            // Nothing of the query's was done: no flag of it is echoed.
+            d.metadata.recursion_desired = false;
+            d.metadata.checking_disabled = false;
+            return d;
         }
         let queries = request.queries.queries();
+        // No question, only a cookie: a client learning our server cookie
+        // (RFC 7873 §5.4) gets NOERROR and the cookie, added with the OPT.
+        if queries.is_empty() && info.is_some_and(|i| i.cookie.is_some()) {
+            let mut d = decided(
+                ResponseCode::NoError,
+                Resolved::default(),
+                reply_edns(0, ecs.as_ref()),
+            );
+            d.metadata.authoritative = false;
+            return d;
+        }
         let [query] = queries else {
             return decided(
                 ResponseCode::FormErr,
@@ -298,7 +313,9 @@ pub fn answer(
             state.metrics.malformed.report(reason, src.ip());
             let out = wire::formerr(bytes, state.edns_payload);
             let qtype = wire::question(bytes).map_or(0, |q| q.qtype);
-            state.metrics.response(qtype, ResponseCode::FormErr.low());
+            state
+                .metrics
+                .response(qtype, u16::from(ResponseCode::FormErr));
             return Some(out);
         }
     };
@@ -339,7 +356,7 @@ pub fn answer(
         .map_or(0, |q| u16::from(q.query_type()));
     state
         .metrics
-        .response(qtype, d.metadata.response_code.low());
+        .response(qtype, u16::from(d.metadata.response_code));
     let out = encode(&request, &d, true)?;
     if out.len() <= max_size {
         return sign(out);
@@ -380,7 +397,9 @@ fn tsig_refused(
         .queries()
         .first()
         .map_or(0, |q| u16::from(q.query_type()));
-    state.metrics.response(qtype, ResponseCode::NotAuth.low());
+    state
+        .metrics
+        .response(qtype, u16::from(ResponseCode::NotAuth));
     let mut out = encode(request, &d, false)?;
     match refused {
         Verified::Unsigned { tsig, .. } => super::tsig::append(&mut out, &tsig)?,

@@ -52,7 +52,7 @@ impl DnsServer {
         let mut udp_names = Vec::new();
         let mut tcp_names = Vec::new();
         for addr in listen {
-            let (socket, listener, bound) = bind_pair(*addr).await?;
+            let (socket, listener, bound) = bind_pair(*addr)?;
             tcp.push(tokio::spawn(tcp::serve(
                 listener,
                 handler.clone(),
@@ -115,7 +115,8 @@ impl DnsServer {
 
 /// A UDP socket and a TCP listener on the same address. With port 0 the
 /// kernel picks the UDP port, which TCP may already use: then try another.
-async fn bind_pair(addr: SocketAddr) -> io::Result<(socket2::Socket, TcpListener, SocketAddr)> {
+/// Within the runtime (the listener registers with it).
+fn bind_pair(addr: SocketAddr) -> io::Result<(socket2::Socket, TcpListener, SocketAddr)> {
     let mut attempts = 0;
     loop {
         let socket = udp::bind_first(addr).map_err(|e| with_addr(e, "UDP", addr))?;
@@ -123,7 +124,7 @@ async fn bind_pair(addr: SocketAddr) -> io::Result<(socket2::Socket, TcpListener
             .local_addr()?
             .as_socket()
             .ok_or_else(|| io::Error::other("UDP socket without an address"))?;
-        match TcpListener::bind(bound).await {
+        match tcp::bind(bound) {
             Ok(listener) => return Ok((socket, listener, bound)),
             Err(e) if addr.port() == 0 && e.kind() == io::ErrorKind::AddrInUse && attempts < 20 => {
                 attempts += 1

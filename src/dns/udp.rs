@@ -1,6 +1,12 @@
 //! UDP serving with batched socket I/O: `recvmmsg` a batch of queries,
 //! answer each (fast path, else general path), `sendmmsg` the responses.
 //!
+//! A query from a source no answer can or should go to (port 0, an
+//! unspecified, broadcast or multicast address: forged, as
+//! hickory-server's `sanitize_src_address` also judges) is not answered,
+//! and a response the kernel refuses to send is skipped alone: the rest
+//! of its batch is still sent. Both are counted by reason.
+//!
 //! Each worker is an OS thread with its own `SO_REUSEPORT` socket on the
 //! listen address, so the kernel spreads queries over workers and no
 //! worker waits on another. Buffers are allocated once per worker.
@@ -8,7 +14,7 @@
 use std::{
     io,
     mem::MaybeUninit,
-    net::SocketAddr,
+    net::{IpAddr, SocketAddr},
     os::fd::AsRawFd,
     sync::{
         Arc,
@@ -25,6 +31,7 @@ use crate::cpus::Split;
 use super::{
     fast,
     handler::{DRAW, Handler, answer_udp},
+    metrics::Unanswered,
     rrl::{self, Verdict},
 };
 
@@ -157,6 +164,10 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                 let Some(src) = socket_addr(&names[i]) else {
                     continue;
                 };
+                if let Some(why) = unanswerable(src) {
+                    metrics.unanswered(why);
+                    continue;
+                }
                 let verdict = rrl::screen(&handler.state, &limits, query, src.ip(), second);
                 if verdict == Verdict::Drop {
                     continue;
@@ -204,13 +215,34 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                     0,
                 )
             };
-            if r <= 0 {
-                break; // a full socket buffer drops the rest, as UDP may
+            if r > 0 {
+                sent += r as usize;
+            } else {
+                // The response at `sent` could not go: skip it alone.
+                metrics.unanswered(Unanswered::SendFailed);
+                sent += 1;
             }
-            sent += r as usize;
         }
         // Every query of the batch waited for the batch to be sent.
         metrics.latency.observe(received.elapsed(), replies as u64);
+    }
+}
+
+/// Why no answer may go to `src`, if so.
+fn unanswerable(src: SocketAddr) -> Option<Unanswered> {
+    if src.port() == 0 {
+        return Some(Unanswered::SourcePortZero);
+    }
+    let ip = src.ip().to_canonical();
+    if ip.is_unspecified() {
+        return Some(Unanswered::SourceUnspecified);
+    }
+    if ip.is_multicast() {
+        return Some(Unanswered::SourceMulticast);
+    }
+    match ip {
+        IpAddr::V4(v4) if v4.is_broadcast() => Some(Unanswered::SourceBroadcast),
+        _ => None,
     }
 }
 
@@ -245,6 +277,24 @@ fn socket_addr(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sources_no_answer_may_go_to() {
+        for (src, why) in [
+            ("192.0.2.1:0", Some(Unanswered::SourcePortZero)),
+            ("0.0.0.0:53", Some(Unanswered::SourceUnspecified)),
+            ("[::]:53", Some(Unanswered::SourceUnspecified)),
+            ("[::ffff:0.0.0.0]:53", Some(Unanswered::SourceUnspecified)),
+            ("255.255.255.255:53", Some(Unanswered::SourceBroadcast)),
+            ("224.0.0.251:5353", Some(Unanswered::SourceMulticast)),
+            ("[ff02::fb]:5353", Some(Unanswered::SourceMulticast)),
+            ("[::ffff:239.1.2.3]:53", Some(Unanswered::SourceMulticast)),
+            ("192.0.2.1:53", None),
+            ("[2001:db8::1]:1053", None),
+        ] {
+            assert_eq!(unanswerable(src.parse().unwrap()), why, "{src}");
+        }
+    }
 
     #[test]
     fn an_address_another_socket_holds_is_refused() {
