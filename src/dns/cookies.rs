@@ -28,13 +28,9 @@ use hickory_server::proto::{op::Edns, rr::rdata::opt::EdnsOption};
 use serde::{Deserialize, Serialize};
 use siphasher::sip::SipHasher24;
 
-use super::wire::{EdnsInfo, WireError};
+use super::wire::{COOKIE_CODE, EdnsInfo, KEEPALIVE_CODE, QueryCookie};
 use crate::metrics::Text;
 
-/// RFC 7873 option code.
-pub const COOKIE_CODE: u16 = 10;
-/// RFC 7828 option code.
-pub const KEEPALIVE_CODE: u16 = 11;
 /// A server cookie older than this (seconds) is no longer valid.
 pub const MAX_AGE: u32 = 3600;
 /// A server cookie from further in the future than this (seconds, another
@@ -73,62 +69,6 @@ pub struct Secrets {
     pub previous: Option<Secret>,
     /// When the current one was made (ms since the epoch).
     pub created_ms: u64,
-}
-
-/// A COOKIE option as a query carries it: the client cookie, and a server
-/// cookie (8 to 32 bytes) when the client had learnt one.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct QueryCookie {
-    pub client: [u8; 8],
-    server: [u8; 32],
-    server_len: u8,
-}
-
-impl std::fmt::Debug for QueryCookie {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueryCookie")
-            .field("server_len", &self.server_len)
-            .finish_non_exhaustive()
-    }
-}
-
-impl QueryCookie {
-    /// RFC 7873 §5.2.2: a client cookie of 8 bytes alone, or with a server
-    /// cookie of 8 to 32 bytes; any other length is FORMERR.
-    pub fn read(data: &[u8]) -> Result<Self, WireError> {
-        let len = data.len();
-        if len != 8 && !(16..=40).contains(&len) {
-            return Err(WireError::BadCookie);
-        }
-        let (client, server) = data.split_at(8);
-        let mut cookie = Self {
-            client: client.try_into().map_err(|_| WireError::BadCookie)?,
-            server: [0; 32],
-            server_len: server.len() as u8,
-        };
-        cookie
-            .server
-            .get_mut(..server.len())
-            .ok_or(WireError::BadCookie)?
-            .copy_from_slice(server);
-        Ok(cookie)
-    }
-
-    /// The server cookie the client sent back, if any.
-    pub fn server(&self) -> &[u8] {
-        self.server
-            .get(..usize::from(self.server_len))
-            .unwrap_or_default()
-    }
-}
-
-/// The RFC 7828 option in a query: present, with or without a TIMEOUT
-/// (clients send none; one sent is ignored). Other lengths are FORMERR.
-pub fn read_keepalive(data: &[u8]) -> Result<(), WireError> {
-    match data.len() {
-        0 | 2 => Ok(()),
-        _ => Err(WireError::BadKeepalive),
-    }
 }
 
 /// The server cookie for `client` at `ip` and `time` with `secret`
@@ -333,7 +273,7 @@ pub fn add_options(
             .insert(EdnsOption::Unknown(COOKIE_CODE, data));
     }
     if tcp && info.keepalive {
-        let units = u16::try_from(super::tcp::IDLE.as_millis() / 100).unwrap_or(u16::MAX);
+        let units = u16::try_from(super::limits::IDLE.as_millis() / 100).unwrap_or(u16::MAX);
         edns.options_mut().insert(EdnsOption::Unknown(
             KEEPALIVE_CODE,
             units.to_be_bytes().to_vec(),
@@ -344,6 +284,7 @@ pub fn add_options(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dns::wire::{WireError, read_keepalive};
 
     fn hex(s: &str) -> Vec<u8> {
         (0..s.len())

@@ -51,7 +51,7 @@ pub struct DnsState {
     /// The cluster's TSIG keys, swapped whole when a key command applies.
     pub tsig: Arc<ArcSwap<super::tsig::TsigKeys>>,
     /// Zone transfers: who may transfer what, the NOTIFY worker's state.
-    pub transfers: Arc<super::xfr::Transfers>,
+    pub transfers: Arc<super::xfr::transfers::Transfers>,
 }
 
 impl DnsState {

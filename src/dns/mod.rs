@@ -4,6 +4,7 @@ pub mod counters;
 pub mod fast;
 pub mod handler;
 pub mod identity;
+pub mod limits;
 pub mod lookup;
 pub mod malformed;
 pub mod metrics;

@@ -29,7 +29,7 @@ use std::{
 
 use arc_swap::ArcSwap;
 
-use super::handler::DnsState;
+use super::cookies::Cookies;
 use crate::{metrics::Text, model::abuse::Limits};
 
 /// Slots of the table (a power of two).
@@ -191,11 +191,18 @@ impl Rrl {
 /// network's limit; over it, a valid server cookie still gets an answer.
 /// Counts and logs what is limited. A message that gets no response (a
 /// response itself, no header) is not counted.
-pub fn screen(state: &DnsState, limits: &Limits, query: &[u8], ip: IpAddr, second: u32) -> Verdict {
+pub fn screen(
+    rrl: &Rrl,
+    cookies: &Cookies,
+    limits: &Limits,
+    query: &[u8],
+    ip: IpAddr,
+    second: u32,
+) -> Verdict {
     if query.get(2).is_none_or(|flags| flags & 0x80 != 0) || query.len() < 12 {
         return Verdict::Answer;
     }
-    let verdict = state.rrl.check(limits, ip, second);
+    let verdict = rrl.check(limits, ip, second);
     if verdict == Verdict::Answer {
         return verdict;
     }
@@ -203,10 +210,10 @@ pub fn screen(state: &DnsState, limits: &Limits, query: &[u8], ip: IpAddr, secon
         .ok()
         .flatten()
         .and_then(|e| e.cookie);
-    if cookie.is_some_and(|c| state.cookies.valid(&c, ip)) {
+    if cookie.is_some_and(|c| cookies.valid(&c, ip)) {
         return Verdict::Answer;
     }
-    state.rrl.report(verdict, ip);
+    rrl.report(verdict, ip);
     verdict
 }
 

@@ -43,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     handler::{DRAW, Handler, Transport, answer},
+    limits::IDLE,
     metrics::{DnsMetrics, TcpClosed},
 };
 
@@ -51,8 +52,6 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// Connections served at once per listener to one client: an IPv4
 /// address, or an IPv6 /64 (what one host usually holds).
 pub const PER_CLIENT: usize = 64;
-/// A connection that sends no complete message for this long is closed.
-pub const IDLE: Duration = Duration::from_secs(10);
 /// A connection whose client takes no response (a whole message) within
 /// this long is closed.
 pub const WRITE: Duration = Duration::from_secs(5);

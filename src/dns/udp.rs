@@ -168,7 +168,9 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                     metrics.unanswered(why);
                     continue;
                 }
-                let verdict = rrl::screen(&handler.state, &limits, query, src.ip(), second);
+                let state = &handler.state;
+                let verdict =
+                    rrl::screen(&state.rrl, &state.cookies, &limits, query, src.ip(), second);
                 if verdict == Verdict::Drop {
                     continue;
                 }

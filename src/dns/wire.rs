@@ -7,8 +7,6 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::cookies::{COOKIE_CODE, KEEPALIVE_CODE, QueryCookie, read_keepalive};
-
 /// RFC 7871 option code.
 pub const ECS_CODE: u16 = 8;
 /// RFC 5001 option code.
@@ -395,6 +393,68 @@ pub fn push_ecs(out: &mut Vec<u8>, ecs: &Ecs, scope: u8) {
     match ecs.address {
         IpAddr::V4(a) => out.extend_from_slice(&a.octets()[..n]),
         IpAddr::V6(a) => out.extend_from_slice(&a.octets()[..n]),
+    }
+}
+
+/// RFC 7873 option code.
+pub const COOKIE_CODE: u16 = 10;
+
+/// RFC 7828 option code.
+pub const KEEPALIVE_CODE: u16 = 11;
+
+/// A COOKIE option as a query carries it: the client cookie, and a server
+/// cookie (8 to 32 bytes) when the client had learnt one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct QueryCookie {
+    pub client: [u8; 8],
+    server: [u8; 32],
+    server_len: u8,
+}
+
+impl std::fmt::Debug for QueryCookie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryCookie")
+            .field("server_len", &self.server_len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QueryCookie {
+    /// RFC 7873 §5.2.2: a client cookie of 8 bytes alone, or with a server
+    /// cookie of 8 to 32 bytes; any other length is FORMERR.
+    pub fn read(data: &[u8]) -> Result<Self, WireError> {
+        let len = data.len();
+        if len != 8 && !(16..=40).contains(&len) {
+            return Err(WireError::BadCookie);
+        }
+        let (client, server) = data.split_at(8);
+        let mut cookie = Self {
+            client: client.try_into().map_err(|_| WireError::BadCookie)?,
+            server: [0; 32],
+            server_len: server.len() as u8,
+        };
+        cookie
+            .server
+            .get_mut(..server.len())
+            .ok_or(WireError::BadCookie)?
+            .copy_from_slice(server);
+        Ok(cookie)
+    }
+
+    /// The server cookie the client sent back, if any.
+    pub fn server(&self) -> &[u8] {
+        self.server
+            .get(..usize::from(self.server_len))
+            .unwrap_or_default()
+    }
+}
+
+/// The RFC 7828 option in a query: present, with or without a TIMEOUT
+/// (clients send none; one sent is ignored). Other lengths are FORMERR.
+pub fn read_keepalive(data: &[u8]) -> Result<(), WireError> {
+    match data.len() {
+        0 | 2 => Ok(()),
+        _ => Err(WireError::BadKeepalive),
     }
 }
 
