@@ -14,7 +14,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gtm::{device::Device, model::condition::CheckRef, model::node::NodeSettings};
+use gtm::device::Device;
+use gtm_model::{condition::CheckRef, node::NodeSettings};
 
 const CONFIG: &str = r#"
 [[check]]
@@ -76,11 +77,11 @@ fn main() {
     let device = runtime
         .block_on(Device::start(settings, false))
         .expect("device starts");
-    let actor = gtm::model::actor::Actor {
+    let actor = gtm_model::actor::Actor {
         user: "propagation".into(),
         device: "test1".into(),
     };
-    let apply = gtm::command::Action::ApplyConfig {
+    let apply = gtm_node::command::Action::ApplyConfig {
         text: CONFIG.to_string(),
     };
     runtime

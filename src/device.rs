@@ -14,21 +14,23 @@ use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::store_writer;
-use crate::identity::{self, write_private};
-use crate::replication::Replication;
-use crate::workers::{Observed, Workers};
-use crate::{
-    api::{self, ApiState},
-    dns::{handler::DnsState, server::DnsServer},
-    engine::{Engine, Prepared, Stored},
-    geo::Geo,
-    health::{probe::Prober, scheduler},
-    model::{self, node::NodeSettings},
+use gtm_api as api;
+use gtm_api::ApiState;
+use gtm_cluster::{NodeInfo, Store};
+use gtm_dns::{handler::DnsState, server::DnsServer};
+use gtm_engine::store_writer;
+use gtm_engine::{Engine, Prepared, Stored};
+use gtm_geo::Geo;
+use gtm_health::{probe::Prober, scheduler};
+use gtm_model as model;
+use gtm_model::node::NodeSettings;
+use gtm_node::identity::{self, write_private};
+use gtm_node::replication::Replication;
+use gtm_node::workers::{Observed, Workers};
+use gtm_node::{
     peers::{self, Peers},
     tls::{self, Tls},
 };
-use gtm_cluster::{NodeInfo, Store};
 use store_copy::StoreCopy;
 
 /// The embedded demo configuration, served on first start without a node file.
@@ -36,7 +38,7 @@ pub const DEMO_CONFIG: &str = include_str!("../config/demo.toml");
 
 /// Where the CLI finds a local device.
 pub const API_FILE: &str = "api-address";
-pub use crate::identity::TOKEN_FILE;
+pub use gtm_node::identity::TOKEN_FILE;
 
 /// A started device.
 #[derive(Debug)]
@@ -154,7 +156,7 @@ impl Device {
             store_copy.is_some(),
         )?);
 
-        let cpus = crate::cpus::Split::new(&settings.dns_cpus).map_err(anyhow::Error::msg)?;
+        let cpus = gtm_dns::cpus::Split::new(&settings.dns_cpus).map_err(anyhow::Error::msg)?;
         let workers = settings.udp_workers.unwrap_or_else(|| match &cpus {
             Some(split) => split.dns.len(),
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -228,7 +230,7 @@ impl Device {
         };
         let prober = Arc::new(Prober::fenced(
             settings.allow_exec,
-            crate::health::probe::Fence {
+            gtm_health::probe::Fence {
                 allow_link_local: settings.allow_link_local_probes,
                 only: settings.probe_networks.clone(),
             },
@@ -291,7 +293,7 @@ impl Device {
         // Fires due schedules while this device leads (or is alone).
         restarting(&workers, "schedule", {
             let (r, device, stop) = (replication.clone(), device.clone(), workers.token());
-            move || crate::workers::schedule::run(r.clone(), device.clone(), stop.clone())
+            move || gtm_node::workers::schedule::run(r.clone(), device.clone(), stop.clone())
         });
         // Makes missing DNSSEC keys (while leading) and signs again when a
         // new signing window begins.
@@ -303,7 +305,7 @@ impl Device {
                 tls.is_some(),
             );
             move || {
-                crate::workers::dnssec::run(
+                gtm_node::workers::dnssec::run(
                     r.clone(),
                     e.clone(),
                     device.clone(),
@@ -316,13 +318,13 @@ impl Device {
         // (or is alone).
         restarting(&workers, "cookie-secret", {
             let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
-            move || crate::workers::cookie_secret::run(r.clone(), e.clone(), stop.clone())
+            move || gtm_node::workers::cookie_secret::run(r.clone(), e.clone(), stop.clone())
         });
         // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).
         restarting(&workers, "notify", {
             let (dns, stop) = (engine.dns().clone(), workers.token());
             let sources: Vec<_> = listen.iter().map(|a| a.ip()).collect();
-            move || crate::dns::notify::run(dns.clone(), sources.clone(), stop.clone())
+            move || gtm_dns::notify::run(dns.clone(), sources.clone(), stop.clone())
         });
         let peers = Arc::new(Peers::default());
         // Exchanges reports with the other devices.
@@ -362,7 +364,7 @@ impl Device {
             store,
             data_dir: dir.clone(),
             token: token.clone().into(),
-            sessions: Arc::new(crate::access::sessions::Sessions::new()),
+            sessions: Arc::new(gtm_node::access::sessions::Sessions::new()),
             mutual_tls: tls.is_some(),
             peer_http: peer_client(Duration::from_secs(3))?,
             workers: workers.clone(),
@@ -370,7 +372,7 @@ impl Device {
         };
         // The console's pages answer HTML, errors included: merged outside
         // the API's JSON error layer.
-        let router = api::router(api_state.clone()).merge(crate::console::router(api_state));
+        let router = api::router(api_state.clone()).merge(gtm_api::console::router(api_state));
         let stop = workers.token();
         let server_tls = tls.as_ref().map(|t| t.server.clone());
         workers.spawn(&here, "api", async move {
@@ -433,7 +435,7 @@ impl Device {
                 tracing::warn!(file = %self.data_dir.join(tls::CA_FILE).display(), error = %e, "cannot write the trusted certificates for the CLI");
             }
         }
-        self.prober.set_fence(crate::health::probe::Fence {
+        self.prober.set_fence(gtm_health::probe::Fence {
             allow_link_local: settings.allow_link_local_probes,
             only: settings.probe_networks.clone(),
         });
@@ -465,7 +467,7 @@ impl Device {
     pub async fn stop(self) {
         let name = self.engine.device().to_string();
         self.engine.record_event(
-            crate::engine::EventKind::Device,
+            gtm_engine::EventKind::Device,
             name.clone(),
             format!("device {name} stopping"),
         );
@@ -492,7 +494,7 @@ fn log_start(engine: &Engine) {
     let started = format!("device {me} started");
     let last = engine
         .events_page(None, 0, 1, |e| {
-            e.kind == crate::engine::EventKind::Device && e.device == me
+            e.kind == gtm_engine::EventKind::Device && e.device == me
         })
         .ok()
         .and_then(|mut page| page.pop());
@@ -507,7 +509,7 @@ fn log_start(engine: &Engine) {
         env!("CARGO_PKG_VERSION"),
         engine.version()
     );
-    engine.record_event(crate::engine::EventKind::Device, me, text);
+    engine.record_event(gtm_engine::EventKind::Device, me, text);
 }
 
 /// The engine, serving the stored configuration. One that does not parse,
@@ -582,7 +584,7 @@ fn probe_runtime(cpus: Option<Vec<usize>>) -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .on_thread_start(move || {
             if let Some(cpus) = &cpus
-                && let Err(e) = crate::cpus::pin_current_thread(cpus)
+                && let Err(e) = gtm_dns::cpus::pin_current_thread(cpus)
             {
                 tracing::warn!(error = %e, "cannot keep a probe thread off the DNS CPUs");
             }
@@ -604,13 +606,13 @@ fn probe_runtime(cpus: Option<Vec<usize>>) -> Result<tokio::runtime::Runtime> {
 /// choice), else the node's `geoip_file`, else in the demo the embedded
 /// demo database, else none.
 fn open_geo(settings: &NodeSettings, demo: bool) -> Result<Geo> {
-    if let Some(geo) = crate::geo::install::open_installed(&settings.data_dir)? {
+    if let Some(geo) = gtm_geo::install::open_installed(&settings.data_dir)? {
         return Ok(geo);
     }
     match &settings.geoip_file {
         Some(p) => Ok(Geo::open(p)?),
         None if demo => Ok(Geo::from_bytes(
-            crate::geo::DEMO_DATABASE.to_vec(),
+            gtm_geo::DEMO_DATABASE.to_vec(),
             "the embedded demo database",
             "embedded demo database",
         )?),
@@ -635,12 +637,12 @@ fn geoip_refresh(
     stop: CancellationToken,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     let (settings, current, swap, log) = (engine.clone(), engine.clone(), engine.clone(), engine);
-    crate::geo::refresh::run(
+    gtm_geo::refresh::run(
         data_dir,
         move || settings.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly())),
         move || current.geoip().info().cloned(),
         move |geo| swap.install_geoip(geo),
-        move |text| log.record_event(crate::engine::EventKind::Geoip, "geoip".into(), text),
+        move |text| log.record_event(gtm_engine::EventKind::Geoip, "geoip".into(), text),
         stop,
     )
 }

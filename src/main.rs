@@ -15,7 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// the crate's bindings do not name it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-use gtm::model::node::{LogFormat, NodeSettings};
+use gtm_model::node::{LogFormat, NodeSettings};
 
 fn main() {
     // Freed pages go back to the system 1 ms after they are freed, not
@@ -58,8 +58,8 @@ fn main() {
     // it. A split that cannot be made is reported by `serve` itself.
     if let Some(Ok(Some(split))) = settings
         .as_ref()
-        .map(|s| gtm::cpus::Split::new(&s.dns_cpus))
-        && let Err(e) = gtm::cpus::pin_current_thread(&split.rest)
+        .map(|s| gtm_dns::cpus::Split::new(&s.dns_cpus))
+        && let Err(e) = gtm_dns::cpus::pin_current_thread(&split.rest)
     {
         tracing::warn!(error = %e, "cannot keep gtm's threads off the DNS CPUs");
     }

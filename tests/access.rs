@@ -7,8 +7,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gtm::access::Role;
-use gtm::api::routes::{Access, operations};
+use gtm_api::routes::{Access, operations};
+use gtm_node::access::Role;
 use reqwest::Method;
 
 use crate::{cluster::Proc, support::*};
@@ -52,7 +52,7 @@ async fn token(http: &reqwest::Client, base: &str, admin: &str, name: &str, role
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_route_admits_exactly_the_roles_it_names() {
     let d = TestDevice::start(ZONE).await;
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let base = format!("http://{}", d.device.api_addr);
     let admin = d.device.token.clone();
     let viewer = token(&http, &base, &admin, "view", "viewer").await;

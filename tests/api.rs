@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gtm::api::routes::{Access, openapi, operations};
+use gtm_api::routes::{Access, openapi, operations};
 use hickory_server::proto::rr::RecordType;
 use reqwest::Method;
 
@@ -33,7 +33,7 @@ fn base(d: &TestDevice) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_but_health_and_metrics_needs_a_credential() {
     let d = TestDevice::start(ZONE).await;
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let mut routes: Vec<(Method, String, Access)> = operations()
         .into_iter()
         .map(|op| {
@@ -356,7 +356,7 @@ async fn objects_are_managed_one_by_one_through_the_cli() {
     assert!(completions.contains("gtm record address put") || completions.contains("_gtm"));
 
     // A write against a stale version is refused (read, edit, write).
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let version = d.device.engine.version();
     let stale = http
         .put(format!(
@@ -402,7 +402,7 @@ async fn metrics_count_queries_and_show_checks_and_records() {
     }
     udp(d.v4(), &query("nope.example.test.", RecordType::A)).await;
     tcp(d.v4(), &query("www.example.test.", RecordType::AAAA)).await;
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let scrape = || async {
         http.get(format!("{}/metrics", base(&d)))
             .send()
@@ -494,7 +494,7 @@ async fn requests_made_from_the_openapi_document_never_get_a_server_error() {
             ops.push((method.to_uppercase(), path.clone(), op.clone()));
         }
     }
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let mut statuses = std::collections::BTreeMap::new();
     for i in 0..3000 {
         let (method, path, op) = &ops[rng.usize(..ops.len())];
@@ -746,7 +746,7 @@ fn value_for(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_page_backwards_and_a_retried_apply_makes_no_version() {
     let d = TestDevice::start(ZONE).await;
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let put = |text: String| {
         http.put(format!("{}/api/v1/config", base(&d)))
             .bearer_auth(&d.device.token)
@@ -783,7 +783,7 @@ async fn events_page_backwards_and_a_retried_apply_makes_no_version() {
         let url = format!("{}/api/v1/events?kind=config&{query}", base(&d));
         let token = d.device.token.clone();
         async move {
-            let events: Vec<gtm::engine::Event> = http
+            let events: Vec<gtm_engine::Event> = http
                 .get(url)
                 .bearer_auth(token)
                 .send()
@@ -825,8 +825,8 @@ async fn a_configuration_over_the_command_limit_is_refused_before_it_is_proposed
         .await
         .expect_err("over the limit");
     match err {
-        gtm::replication::ApplyError::Rejected(e) => {
-            assert_eq!(e.error, gtm::model::error::ErrorKind::TooLarge, "{e:?}");
+        gtm_node::replication::ApplyError::Rejected(e) => {
+            assert_eq!(e.error, gtm_model::error::ErrorKind::TooLarge, "{e:?}");
             assert!(
                 e.message.contains("MiB; the limit is 128 MiB"),
                 "{}",
@@ -1019,7 +1019,7 @@ async fn edits_keep_what_they_are_not_told_to_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_string_that_does_not_fit_is_a_json_error_naming_it() {
     let d = TestDevice::start(ZONE).await;
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let cases = [
         (
             Method::GET,
@@ -1062,10 +1062,10 @@ async fn a_query_string_that_does_not_fit_is_a_json_error_naming_it() {
             .await
             .unwrap();
         assert_eq!(response.status().as_u16(), 400, "{method} {path}");
-        let e: gtm::model::error::ApiError = response.json().await.unwrap();
+        let e: gtm_model::error::ApiError = response.json().await.unwrap();
         assert_eq!(
             e.error,
-            gtm::model::error::ErrorKind::BadRequest,
+            gtm_model::error::ErrorKind::BadRequest,
             "{method} {path}"
         );
         assert!(

@@ -47,7 +47,7 @@ async fn chaos_acknowledged_writes_survive_kills_pauses_and_partitions() {
 
     let root = tempfile::tempdir().unwrap();
     let mut fw = Firewall::new();
-    let http = gtm::tls::http_client(None, WRITE_TIMEOUT).unwrap();
+    let http = gtm_node::tls::http_client(None, WRITE_TIMEOUT).unwrap();
     let (mut devices, targets) = start_cluster(root.path(), &http).await;
 
     let targets = Arc::new(targets);

@@ -155,8 +155,8 @@ async fn config_apply_shows_the_diff_and_export_prints_it_back() {
     let (code, exported, _) = tokio::task::block_in_place(|| run(&["config", "export"]));
     assert_eq!(code, Some(0));
     assert_eq!(
-        gtm::model::parse(&exported).unwrap(),
-        gtm::model::parse(&changed).unwrap(),
+        gtm_model::parse(&exported).unwrap(),
+        gtm_model::parse(&changed).unwrap(),
         "export prints the applied configuration back"
     );
 

@@ -248,7 +248,7 @@ async fn a_pair_replicates_and_a_follower_forwards_writes() {
     );
 
     // /metrics shows the Raft roles and the peer's reports.
-    let http = gtm::tls::http_client(None, Duration::from_secs(5)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(5)).unwrap();
     let scrape = |p: &Proc| {
         let (http, url) = (http.clone(), format!("{}/metrics", p.api()));
         async move { http.get(url).send().await.unwrap().text().await.unwrap() }
@@ -576,7 +576,7 @@ async fn api_and_cluster_traffic_over_tls() {
     // above replicated through it), another CA's certificate does not.
     let secret = std::fs::read_to_string(a.dir.join("cluster-secret")).unwrap();
     let trust = std::fs::read(&cert).unwrap();
-    let no_cert = gtm::tls::http_client(Some(&trust), Duration::from_secs(5)).unwrap();
+    let no_cert = gtm_node::tls::http_client(Some(&trust), Duration::from_secs(5)).unwrap();
     for path in [
         "/cluster/v1/report",
         "/cluster/v1/vote",
@@ -595,7 +595,7 @@ async fn api_and_cluster_traffic_over_tls() {
     }
     let other_key = root.path().join("wrong.key");
     std::fs::write(&other_key, other.signing_key.serialize_pem()).unwrap();
-    let stranger = gtm::tls::Tls::load(&wrong, &other_key, Some(&cert))
+    let stranger = gtm_node::tls::Tls::load(&wrong, &other_key, Some(&cert))
         .unwrap()
         .peer_client(Duration::from_secs(5))
         .unwrap();
@@ -999,7 +999,7 @@ async fn reload_until(p: &Proc, what: &str, mut reloaded: impl AsyncFnMut() -> b
 /// Whether a new TLS connection to `p`'s API, trusting only `ca`, gets an
 /// HTTP answer (any status: the handshake is what is tested).
 async fn serves_certificate_of(p: &Proc, ca: &str) -> bool {
-    gtm::tls::http_client(Some(ca.as_bytes()), Duration::from_secs(10))
+    gtm_node::tls::http_client(Some(ca.as_bytes()), Duration::from_secs(10))
         .unwrap()
         .get(format!("{}/api/v1/status", p.api()))
         .send()
@@ -1070,7 +1070,7 @@ async fn a_ca_rotation_by_sighup_keeps_mutual_tls_between_devices_without_a_rest
     std::fs::write(old.join("tls.key"), &old_key).unwrap();
     std::fs::write(old.join("ca.pem"), &both).unwrap();
     let secret = std::fs::read_to_string(a.dir.join("cluster-secret")).unwrap();
-    let r = gtm::tls::Tls::load(
+    let r = gtm_node::tls::Tls::load(
         &old.join("tls.pem"),
         &old.join("tls.key"),
         Some(&old.join("ca.pem")),

@@ -12,12 +12,12 @@ fn every_shipped_configuration_is_valid() {
                 .file_name()
                 .is_some_and(|n| n.to_string_lossy().starts_with("node"))
             {
-                gtm::model::node::NodeSettings::parse(&text)
+                gtm_model::node::NodeSettings::parse(&text)
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             } else {
                 let config =
-                    gtm::model::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                gtm::model::compile(&config).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                    gtm_model::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                gtm_model::compile(&config).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             }
             checked += 1;
         }
@@ -56,8 +56,8 @@ addresses = [
   { ip = "2001:db8::1" },
 ]
 "#;
-    let config = gtm::model::parse(text).unwrap();
-    let errors: Vec<String> = gtm::model::compile(&config).unwrap_err().lines();
+    let config = gtm_model::parse(text).unwrap();
+    let errors: Vec<String> = gtm_model::compile(&config).unwrap_err().lines();
     for expected in [
         "check web: path applies to http, https and http2 checks only",
         "check web: reuse_connection applies to http, https and http2 checks only",
@@ -75,7 +75,7 @@ addresses = [
 
 #[test]
 fn toml_errors_say_the_line() {
-    let err = gtm::model::parse("[[domain]]\nname = \"x.test\"\nbogus = 1\n").unwrap_err();
+    let err = gtm_model::parse("[[domain]]\nname = \"x.test\"\nbogus = 1\n").unwrap_err();
     let text = err.to_string();
     assert!(text.contains("line 3") && text.contains("bogus"), "{text}");
 }

@@ -635,7 +635,7 @@ async fn console_routes_need_a_session_and_carry_the_security_headers() {
             .body(format!("name=admin&secret={secret}"))
             .send()
     };
-    for _ in 0..gtm::access::sessions::MAX_FAILURES {
+    for _ in 0..gtm_node::access::sessions::MAX_FAILURES {
         let r = attempt("wrong".into()).await.expect("an answer");
         assert_eq!(r.status(), 401);
         let page = r.text().await.expect("the page");

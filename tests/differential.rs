@@ -6,15 +6,13 @@
 
 use std::net::SocketAddr;
 
-use gtm::{
-    dns::{
-        fast,
-        handler::{DnsState, Handler, answer_udp},
-        snapshot::{Draw, Snapshot},
-    },
-    engine::Engine,
-    geo::Geo,
+use gtm_dns::{
+    fast,
+    handler::{DnsState, Handler, answer_udp},
+    snapshot::{Draw, Snapshot},
 };
+use gtm_engine::Engine;
+use gtm_geo::Geo;
 use hickory_server::proto::{
     op::Message,
     rr::{
@@ -57,16 +55,16 @@ fn paths_agree(config: &str, signed: bool) {
     let db = dir.path().join("country.mmdb");
     crate::geo::write_mmdb(&db);
     let state = DnsState::new(Snapshot::default(), Geo::open(&db).unwrap(), 1232);
-    let prepared = gtm::engine::Prepared::new(
+    let prepared = gtm_engine::Prepared::new(
         1,
         &Default::default(),
-        gtm::model::parse(config).unwrap(),
+        gtm_model::parse(config).unwrap(),
         &state,
     )
     .unwrap();
     let engine = Engine::new("diff", prepared, state.clone(), None);
     if signed {
-        use gtm::dnssec::keys::{KeyMaterial, ZoneKeys};
+        use gtm_dns::dnssec::keys::{KeyMaterial, ZoneKeys};
         let key = KeyMaterial::generate(Default::default(), 0).unwrap();
         engine.set_keys([("example.test".to_string(), ZoneKeys::first(key, 0))].into());
         assert!(engine.signing_window().is_some());

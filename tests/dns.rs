@@ -1,6 +1,7 @@
 //! DNS behaviour (spec §3) through real UDP and TCP sockets.
 
-use gtm::{model::condition::CheckRef, resolve::CheckState};
+use gtm_model::condition::CheckRef;
+use gtm_resolve::CheckState;
 use hickory_server::proto::{
     op::{Edns, OpCode, ResponseCode},
     rr::{RData, RecordType},
@@ -362,7 +363,7 @@ async fn applying_a_configuration_drops_no_query() {
         answered
     });
     for version in 2..40 {
-        let config = gtm::model::parse(ZONE).unwrap();
+        let config = gtm_model::parse(ZONE).unwrap();
         d.device.engine.apply(version, config).unwrap();
         tokio::task::yield_now().await;
     }
@@ -396,7 +397,7 @@ async fn a_record_untouched_by_a_change_keeps_its_answer_and_follows_health_afte
     assert_ne!(changed, ZONE);
     d.device
         .engine
-        .apply(2, gtm::model::parse(&changed).unwrap())
+        .apply(2, gtm_model::parse(&changed).unwrap())
         .unwrap();
     assert_eq!(www().await, ["192.0.2.11"]);
     let mut seen = std::collections::BTreeSet::new();
@@ -418,7 +419,7 @@ async fn a_record_untouched_by_a_change_keeps_its_answer_and_follows_health_afte
     assert_ne!(ttl_changed, changed);
     d.device
         .engine
-        .apply(3, gtm::model::parse(&ttl_changed).unwrap())
+        .apply(3, gtm_model::parse(&ttl_changed).unwrap())
         .unwrap();
     let r = udp(d.v4(), &query("www.example.test.", RecordType::A)).await;
     assert_eq!(sorted(answers(&r)), ["192.0.2.11"]);

@@ -117,16 +117,16 @@ fn lookup_shows_place_as_the_dns_path_sees_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("country.mmdb");
     write_mmdb(&db);
-    let geo = gtm::geo::Geo::open(&db).unwrap();
-    let de = gtm::api::lookup_in(&geo, "81.2.69.7".parse().unwrap());
+    let geo = gtm_geo::Geo::open(&db).unwrap();
+    let de = gtm_api::lookup_in(&geo, "81.2.69.7".parse().unwrap());
     assert_eq!(
         (de.country.as_deref(), de.continent.as_deref(), de.prefix),
         (Some("DE"), Some("EU"), 24)
     );
-    let private = gtm::api::lookup_in(&geo, "192.168.1.1".parse().unwrap());
+    let private = gtm_api::lookup_in(&geo, "192.168.1.1".parse().unwrap());
     assert_eq!(private.country, None);
     assert!(private.note.unwrap().contains("default records"));
-    let none = gtm::api::lookup_in(&gtm::geo::Geo::none(), "81.2.69.7".parse().unwrap());
+    let none = gtm_api::lookup_in(&gtm_geo::Geo::none(), "81.2.69.7".parse().unwrap());
     assert_eq!(none.country, None);
 }
 
@@ -135,7 +135,7 @@ fn a_corrupt_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.mmdb");
     std::fs::write(&bad, b"this is not a database").unwrap();
-    assert!(gtm::geo::Geo::open(&bad).is_err());
+    assert!(gtm_geo::Geo::open(&bad).is_err());
 }
 
 /// A damaged database file (a stored file the device reads at start) is
@@ -163,7 +163,7 @@ fn every_damaged_copy_of_a_database_is_refused_or_located_without_panic() {
     let mut opened = 0;
     let mut try_copy = |copy: &[u8]| {
         std::fs::write(&path, copy).unwrap();
-        if let Ok(geo) = gtm::geo::Geo::open(&path) {
+        if let Ok(geo) = gtm_geo::Geo::open(&path) {
             opened += 1;
             for ip in &addresses {
                 let _ = geo.locate(*ip);
@@ -185,7 +185,7 @@ fn every_damaged_copy_of_a_database_is_refused_or_located_without_panic() {
 
 /// The demo's embedded database, generated here (never downloaded):
 /// 81.2.69.0/24 in DE, 2.2.2.0/24 in FR, 3.3.0.0/16 in the US, built
-/// 2026-11-01. With `GTM_WRITE_DEMO_MMDB=1` it rewrites `src/geo/demo.mmdb`;
+/// 2026-11-01. With `GTM_WRITE_DEMO_MMDB=1` it rewrites `crates/geo/src/demo.mmdb`;
 /// otherwise it checks the committed file is exactly this.
 #[test]
 fn the_demo_database_is_generated_here() {
@@ -209,16 +209,16 @@ fn the_demo_database_is_generated_here() {
         .unwrap();
     }
     let bytes = w.to_bytes().unwrap();
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/geo/demo.mmdb");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/geo/src/demo.mmdb");
     if std::env::var_os("GTM_WRITE_DEMO_MMDB").is_some() {
         std::fs::write(&path, &bytes).unwrap();
     }
     assert_eq!(
-        gtm::geo::DEMO_DATABASE,
+        gtm_geo::DEMO_DATABASE,
         bytes.as_slice(),
-        "src/geo/demo.mmdb is not what this test generates: run it with GTM_WRITE_DEMO_MMDB=1"
+        "crates/geo/src/demo.mmdb is not what this test generates: run it with GTM_WRITE_DEMO_MMDB=1"
     );
-    let geo = gtm::geo::Geo::from_bytes(bytes, "demo", "demo").unwrap();
+    let geo = gtm_geo::Geo::from_bytes(bytes, "demo", "demo").unwrap();
     let info = geo.info().unwrap();
     assert_eq!(
         (info.name.as_str(), info.built.as_str()),

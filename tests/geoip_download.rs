@@ -141,8 +141,8 @@ fn month_paths() -> (String, String) {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
-    let current = gtm::geo::download::month_of(now);
-    let before = gtm::geo::download::previous(current);
+    let current = gtm_geo::download::month_of(now);
+    let before = gtm_geo::download::previous(current);
     let path = |(y, m): (i64, u32)| format!("/country-{y:04}-{m:02}.mmdb.gz");
     (path(current), path(before))
 }
@@ -302,12 +302,12 @@ async fn broken_databases_are_refused_and_the_old_one_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_answers_geodns_by_country_out_of_the_box() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = gtm::model::node::NodeSettings {
+    let settings = gtm_model::node::NodeSettings {
         name: "demo".into(),
         dns_listen: vec!["127.0.102.5:0".parse().unwrap()],
         api_listen: "127.0.102.5:0".parse().unwrap(),
         udp_workers: Some(1),
-        ..gtm::model::node::NodeSettings::demo(dir.path().to_path_buf())
+        ..gtm_model::node::NodeSettings::demo(dir.path().to_path_buf())
     };
     let device = gtm::device::Device::start(settings, true).await.unwrap();
     let dns = device.dns_addrs[0];

@@ -348,7 +348,7 @@ addresses = [{ ip = "192.0.2.1" }]
 "#;
     d.device
         .engine
-        .apply(2, gtm::model::parse(without).unwrap())
+        .apply(2, gtm_model::parse(without).unwrap())
         .unwrap();
     assert!(d.device.engine.instances().borrow().is_empty());
     // A probe already under way may finish; none starts after it.
@@ -366,7 +366,7 @@ addresses = [{ ip = "192.0.2.1" }]
         .engine
         .apply(
             3,
-            gtm::model::parse(&config(a.addr.port(), "100ms", "")).unwrap(),
+            gtm_model::parse(&config(a.addr.port(), "100ms", "")).unwrap(),
         )
         .unwrap();
     a.state.requests.wait_len(settled + 2).await;
@@ -696,10 +696,10 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
             ["198.51.100.10"],
             "held with Main healthy"
         );
-        let resume = gtm::command::Action::Resume {
+        let resume = gtm_node::command::Action::Resume {
             record: LABEL.to_string(),
         };
-        let actor = gtm::model::actor::Actor {
+        let actor = gtm_model::actor::Actor {
             user: "test".into(),
             device: "test1".into(),
         };

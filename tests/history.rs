@@ -175,7 +175,7 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
         "{err}"
     );
     let token = std::fs::read_to_string(a.dir.join("api-token")).unwrap();
-    let http = gtm::tls::http_client(None, None).unwrap();
+    let http = gtm_node::tls::http_client(None, None).unwrap();
     let r = http
         .post(format!("{}/api/v1/config/rollback", a.api()))
         .bearer_auth(token.trim())
@@ -350,8 +350,8 @@ async fn a_single_device_keeps_history_and_tells_the_fate_of_a_rejected_command(
         .filter_map(|(k, v)| {
             let id = k.strip_prefix("outcome/")?;
             matches!(
-                gtm::command::Outcome::decode(v),
-                Ok(gtm::command::Outcome::Rejected(_))
+                gtm_node::command::Outcome::decode(v),
+                Ok(gtm_node::command::Outcome::Rejected(_))
             )
             .then(|| id.to_string())
         })

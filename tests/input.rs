@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gtm::api::routes::{Access, Payload, operations};
+use gtm_api::routes::{Access, Payload, operations};
 use tokio::{io::AsyncWriteExt, net::TcpStream};
 
 use crate::support::{TestDevice, ZONE};
@@ -29,7 +29,7 @@ fn bad_lines(n: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_json_body_with_an_unknown_field_is_refused_by_name() {
     let d = TestDevice::start(ZONE).await;
-    let http = gtm::tls::http_client(None, Duration::from_secs(60)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(60)).unwrap();
     let mut tried = Vec::new();
     for op in operations() {
         if op.access != Access::Token || !matches!(op.body, Payload::Json(_)) {
@@ -105,8 +105,8 @@ async fn a_json_body_with_an_unknown_field_is_refused_by_name() {
 async fn an_error_on_every_line_is_answered_with_the_first_errors_and_a_count() {
     let d = TestDevice::start(ZONE).await;
     let lines = 200_000;
-    let listed = gtm::model::ERRORS_LISTED;
-    let http = gtm::tls::http_client(None, Duration::from_secs(120)).unwrap();
+    let listed = gtm_model::ERRORS_LISTED;
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(120)).unwrap();
     let answer = http
         .post(format!(
             "http://{}/api/v1/config/validate",
@@ -258,7 +258,7 @@ async fn the_check_of_a_configuration_stops_when_its_client_goes_away() {
     let dir = tempfile::tempdir().unwrap();
     let mut serve = Serve::start(dir.path());
     let (api, token) = serve.api();
-    let http = gtm::tls::http_client(None, Duration::from_secs(30)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(30)).unwrap();
     let text = bad_lines(2_000_000);
     assert!(text.len() > 35 << 20, "{} bytes", text.len());
 

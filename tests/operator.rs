@@ -331,11 +331,11 @@ async fn logs_filter_and_follow() {
         "{first}"
     );
     d.device.engine.set_check(
-        &gtm::model::condition::CheckRef {
+        &gtm_model::condition::CheckRef {
             name: "maint".into(),
             address: None,
         },
-        gtm::resolve::CheckState::Error,
+        gtm_resolve::CheckState::Error,
         "test",
     );
     let next = tokio::task::block_in_place(|| out.next().unwrap().unwrap());

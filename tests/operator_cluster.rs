@@ -51,13 +51,13 @@ addresses = [
 "#;
 
 /// A domain of more records than a report's page
-/// (`gtm::engine::record_changes::PAGE`), before the pair's own: each
+/// (`gtm_engine::record_changes::PAGE`), before the pair's own: each
 /// device's list goes to the other in pages, and the records the test
 /// watches are on the last.
 fn config() -> String {
     let mut text =
         String::from("[[domain]]\nname = \"bulk.test\"\nnameservers = [\"ns1.bulk.test\"]\n");
-    for i in 0..gtm::engine::record_changes::PAGE + 50 {
+    for i in 0..gtm_engine::record_changes::PAGE + 50 {
         text.push_str(&format!(
             "[[domain.record]]\nname = \"r{i}\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.50\" }}]\n"
         ));
@@ -219,7 +219,7 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
     // Each holds the other's whole list, taken in pages.
     for (viewer, peer) in [(&b, &a), (&a, &b)] {
         let count = until_peer_list(viewer, peer).await;
-        assert!(count > gtm::engine::record_changes::PAGE, "{count}");
+        assert!(count > gtm_engine::record_changes::PAGE, "{count}");
     }
     let version = a.ok(&["config", "export"]);
 

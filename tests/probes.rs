@@ -4,8 +4,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use crate::backends::*;
-// The one line naming the crate under test: in gtm it is `use gtm::health::probe::*;`.
-use gtm::health::probe::*;
+// The one line naming the crate under test: in gtm it is `use gtm_health::probe::*;`.
+use gtm_health::probe::*;
 
 const NAME: &str = "www.example.test";
 

@@ -345,7 +345,7 @@ async fn cookies_exempt_a_limited_network_and_keepalive_answers_over_tcp_only() 
 
 /// A pair's `/metrics` counter.
 async fn proc_counter(p: &Proc, name: &str) -> f64 {
-    let text = gtm::tls::http_client(None, Duration::from_secs(10))
+    let text = gtm_node::tls::http_client(None, Duration::from_secs(10))
         .unwrap()
         .get(format!("{}/metrics", p.api()))
         .send()

@@ -441,7 +441,7 @@ async fn a_drain_dry_run_names_the_emptied_records_and_a_drain_that_empties_one_
     assert_eq!(www(&d).await, ["192.0.2.1", "198.51.100.1"]);
 
     // The API's flag, and --force.
-    let http = gtm::tls::http_client(None, Duration::from_secs(10)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(10)).unwrap();
     let api = std::fs::read_to_string(d.dir.path().join("api-address")).unwrap();
     let token = std::fs::read_to_string(d.dir.path().join("api-token")).unwrap();
     let preview: serde_json::Value = http

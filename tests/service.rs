@@ -119,7 +119,7 @@ fn write_cert(dir: &Path, ip: &str) -> (PathBuf, PathBuf, Vec<u8>) {
 /// Whether a new TLS connection to the API, trusting only `pem`, gets an
 /// HTTP answer (any status: the handshake is what is tested).
 async fn trusted(api: &str, pem: &[u8]) -> bool {
-    let client = gtm::tls::http_client(Some(pem), Duration::from_secs(10)).unwrap();
+    let client = gtm_node::tls::http_client(Some(pem), Duration::from_secs(10)).unwrap();
     client
         .get(format!("{api}/api/v1/status"))
         .send()
@@ -343,7 +343,7 @@ fn refused(dir: &Path, ip: &str, extra: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dns_cpus_keep_the_dns_workers_apart_from_every_other_thread() {
     let ip = "127.0.101.4";
-    let allowed = gtm::cpus::allowed().unwrap();
+    let allowed = gtm_dns::cpus::allowed().unwrap();
 
     // Every CPU for DNS leaves none for the rest: refused at start, naming
     // the setting.

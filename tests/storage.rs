@@ -67,7 +67,7 @@ fn fill(path: &Path) {
 }
 
 async fn get(url: &str) -> String {
-    let http = gtm::tls::http_client(None, Duration::from_secs(5)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(5)).unwrap();
     http.get(url).send().await.unwrap().text().await.unwrap()
 }
 
@@ -510,7 +510,7 @@ async fn a_device_whose_raft_storage_fails_says_so_and_takes_no_write() {
 
     // A write sent to it is refused with the reason, at once: it is not
     // forwarded, and never answered "applied".
-    let http = gtm::tls::http_client(None, Duration::from_secs(30)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(30)).unwrap();
     let token = std::fs::read_to_string(d.dir.join("api-token")).unwrap();
     let answer = http
         .put(format!("{}/api/v1/config", d.api()))

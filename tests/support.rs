@@ -7,7 +7,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gtm::{device::Device, model::node::NodeSettings};
+use gtm::device::Device;
+use gtm_model::node::NodeSettings;
 use hickory_server::proto::{
     op::{Edns, Message, MessageType, OpCode, Query},
     rr::{
@@ -274,7 +275,7 @@ values = [
 
 /// The device's `/metrics` text.
 pub async fn metrics(d: &TestDevice) -> String {
-    gtm::tls::http_client(None, std::time::Duration::from_secs(10))
+    gtm_node::tls::http_client(None, std::time::Duration::from_secs(10))
         .unwrap()
         .get(format!("http://{}/metrics", d.device.api_addr))
         .send()
@@ -287,7 +288,7 @@ pub async fn metrics(d: &TestDevice) -> String {
 
 /// `GET` of an API path on `d` with its token, as JSON.
 pub async fn api_get(d: &TestDevice, path: &str) -> serde_json::Value {
-    gtm::tls::http_client(None, None)
+    gtm_node::tls::http_client(None, None)
         .unwrap()
         .get(format!("http://{}{path}", d.device.api_addr))
         .bearer_auth(&d.device.token)
@@ -328,8 +329,8 @@ pub fn run_gtm(d: &TestDevice, args: &[&str]) -> Run {
 pub async fn apply_text(
     device: &Device,
     text: &str,
-) -> Result<gtm::replication::Applied, gtm::replication::ApplyError> {
-    let actor = gtm::model::actor::Actor {
+) -> Result<gtm_node::replication::Applied, gtm_node::replication::ApplyError> {
+    let actor = gtm_model::actor::Actor {
         user: "test".into(),
         device: device.engine.device().to_string(),
     };
@@ -338,7 +339,7 @@ pub async fn apply_text(
         .propose(
             actor,
             None,
-            gtm::command::Action::ApplyConfig {
+            gtm_node::command::Action::ApplyConfig {
                 text: text.to_string(),
             },
         )

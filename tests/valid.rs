@@ -5,7 +5,9 @@
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
-use gtm::{command::Action, device::Device, model::node::NodeSettings};
+use gtm::device::Device;
+use gtm_model::node::NodeSettings;
+use gtm_node::command::Action;
 use hickory_server::proto::{
     op::Message,
     rr::{RData, RecordType},
@@ -228,7 +230,7 @@ fn gtm_cli(dir: &Path, args: &[&str]) -> String {
 }
 
 async fn get(url: String) -> String {
-    let http = gtm::tls::http_client(None, Duration::from_secs(10)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(10)).unwrap();
     http.get(url).send().await.unwrap().text().await.unwrap()
 }
 
@@ -280,8 +282,8 @@ async fn a_configuration_the_state_machine_refuses_changes_nothing_on_any_device
     a.stop().await;
 }
 
-fn actor() -> gtm::model::actor::Actor {
-    gtm::model::actor::Actor {
+fn actor() -> gtm_model::actor::Actor {
+    gtm_model::actor::Actor {
         user: "test".into(),
         device: "test".into(),
     }

@@ -304,7 +304,7 @@ run_on = "dc2"
     }
     // Long enough for a reset to show: several report periods, so a remote
     // check set No Data and judged again would have logged both changes.
-    tokio::time::sleep(gtm::peers::REPORT_EVERY * 3).await;
+    tokio::time::sleep(gtm_node::peers::REPORT_EVERY * 3).await;
     assert_eq!(check_states(&a), up);
     assert_eq!(check_states(&b), up);
     let after_a = own_check_events(&a);

@@ -6,7 +6,8 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use gtm::{device::Device, model::node::NodeSettings};
+use gtm::device::Device;
+use gtm_model::node::NodeSettings;
 use hickory_server::proto::{
     op::{Message, ResponseCode},
     rr::{

@@ -32,7 +32,7 @@ fn trio(net: u8) -> (tempfile::TempDir, Vec<Proc>) {
 /// `PUT /api/v1/datacenters/<name>` through `p`: the status and the body.
 async fn put_dc(p: &Proc, name: &str, query: &str) -> (u16, Value) {
     let token = std::fs::read_to_string(p.dir.join("api-token")).unwrap();
-    let http = gtm::tls::http_client(None, Duration::from_secs(30)).unwrap();
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(30)).unwrap();
     let response = http
         .put(format!("{}/api/v1/datacenters/{name}{query}", p.api()))
         .bearer_auth(token.trim())
@@ -174,22 +174,22 @@ fn nix_signal(pid: u32, signal: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_write_on_the_demo_edits_the_demo_configuration() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = gtm::model::node::NodeSettings {
+    let settings = gtm_model::node::NodeSettings {
         dns_listen: vec!["127.0.45.1:0".parse().unwrap()],
         api_listen: "127.0.45.1:0".parse().unwrap(),
         udp_workers: Some(1),
-        ..gtm::model::node::NodeSettings::demo(dir.path().to_path_buf())
+        ..gtm_model::node::NodeSettings::demo(dir.path().to_path_buf())
     };
     let device = gtm::device::Device::start(settings, true).await.unwrap();
     let demo = device.engine.config();
     assert!(!demo.domains.is_empty());
-    let put = gtm::command::Action::Edit(gtm::command::Edit::Put {
-        kind: gtm::command::Kind::Datacenter,
+    let put = gtm_node::command::Action::Edit(gtm_node::command::Edit::Put {
+        kind: gtm_node::command::Kind::Datacenter,
         name: "dc9".into(),
         json: r#"{"name":"dc9"}"#.into(),
         keep_children: false,
     });
-    let actor = gtm::model::actor::Actor {
+    let actor = gtm_model::actor::Actor {
         user: "test".into(),
         device: "test1".into(),
     };

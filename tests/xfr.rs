@@ -10,12 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gtm::{
-    command::{Action, TsigChange},
-    device::Device,
-    dns::tsig::{Secret, base64},
-    model::{actor::Actor, drain::DrainTarget, node::NodeSettings},
-};
+use gtm::device::Device;
+use gtm_dns::tsig::{Secret, base64};
+use gtm_model::{actor::Actor, drain::DrainTarget, node::NodeSettings};
+use gtm_node::command::{Action, TsigChange};
 use hickory_server::proto::{
     op::{Message, MessageType, OpCode, Query, ResponseCode},
     rr::{
@@ -158,7 +156,7 @@ async fn keys_are_made_by_the_device_shown_once_and_listed_without_secrets() {
     assert_eq!(added.code, Some(0), "{}", added.stderr);
     let secret = added.stdout.trim().to_string();
     assert_eq!(
-        gtm::dns::tsig::from_base64(&secret).map(|s| s.len()),
+        gtm_dns::tsig::from_base64(&secret).map(|s| s.len()),
         Some(32),
         "{secret}"
     );

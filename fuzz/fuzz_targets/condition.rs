@@ -8,7 +8,7 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use gtm::model::condition::{CheckRef, parse};
+use gtm_model::condition::{CheckRef, parse};
 use libfuzzer_sys::fuzz_target;
 
 /// A check's result under assignment `salt`: OK, Error or unknown.

@@ -12,22 +12,10 @@
 //! batches as whole.
 #![no_main]
 
-use gtm::{
-    dns::{
-        fast,
-        handler::{DnsState, Handler, answer_udp},
-        snapshot::{Draw, Snapshot},
-        wire,
-    },
-    engine::{Engine, Prepared},
-    geo::Geo,
-    model::{
-        Config, compile,
-        layout::Layout,
-        parse,
-        text::{Before, write},
-    },
-};
+use gtm_dns::{fast, handler::{DnsState, Handler, answer_udp}, snapshot::{Draw, Snapshot}, wire};
+use gtm_engine::{Engine, Prepared};
+use gtm_geo::Geo;
+use gtm_model::{Config, compile, layout::Layout, parse, text::{Before, write}};
 use std::sync::Arc;
 use gtm_fuzz::{hex, query, source, strict_decode};
 use libfuzzer_sys::fuzz_target;
@@ -41,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
     };
     // Cut into pieces and record batches as small as can be, a text
     // parses as it does whole.
-    let [fine, whole] = gtm::model::parse_finely_and_whole(text);
+    let [fine, whole] = gtm_model::parse_finely_and_whole(text);
     match (&fine, &whole) {
         (Ok(a), Ok(b)) => assert!(a == b, "parsed in pieces, not as whole: {}", hex(data)),
         (Err(_), Err(_)) => {}
@@ -74,7 +62,7 @@ fuzz_target!(|data: &[u8]| {
         .iter()
         .flat_map(|z| z.records.iter().map(|r| (r.owner_name(), r.kind)));
     for (owner, kind) in names.take(ASKED) {
-        let rtype = gtm::dns::snapshot::wire_type(kind);
+        let rtype = gtm_dns::snapshot::wire_type(kind);
         for edns in [true, false] {
             let Ok(bytes) = query(owner.clone(), rtype, edns).to_vec() else {
                 continue;

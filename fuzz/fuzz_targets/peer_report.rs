@@ -7,7 +7,7 @@
 //! increasing sequence order whatever the reports carry.
 #![no_main]
 
-use gtm::peers::{Peers, Report};
+use gtm_node::peers::{Peers, Report};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

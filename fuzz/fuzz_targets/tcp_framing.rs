@@ -1,10 +1,10 @@
 //! A TCP stream of length-prefixed DNS messages, answered as a device's TCP
-//! listener answers them (`gtm::dns::tcp`).
+//! listener answers them (`gtm_dns::tcp`).
 //!
 //! This target cuts the input into frames the way the stream does (two
 //! bytes of length, then the message; several messages per connection; an
 //! incomplete last frame ends it) and hands each message to
-//! [`tcp::reply`](gtm::dns::tcp::reply), which the listener calls for every
+//! [`tcp::reply`](gtm_dns::tcp::reply), which the listener calls for every
 //! complete message.
 //!
 //! Input: one selector byte (the client address), then the stream.
@@ -13,7 +13,7 @@
 //! question of a message whose question reads.
 #![no_main]
 
-use gtm::dns::tcp;
+use gtm_dns::tcp;
 use gtm_fuzz::{device, hex, source, strict_decode};
 use libfuzzer_sys::fuzz_target;
 

@@ -7,7 +7,7 @@
 //! answers, the general path gives the same message with the same draw.
 #![no_main]
 
-use gtm::dns::{fast, handler::answer_udp, snapshot::Draw, wire};
+use gtm_dns::{fast, handler::answer_udp, snapshot::Draw, wire};
 use gtm_fuzz::{device, hex, source, strict_decode};
 use hickory_server::proto::op::Message;
 use libfuzzer_sys::fuzz_target;

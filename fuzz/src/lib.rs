@@ -4,14 +4,9 @@
 
 use std::{net::SocketAddr, sync::LazyLock};
 
-use gtm::{
-    dns::{
-        handler::{DnsState, Handler},
-        snapshot::Snapshot,
-    },
-    engine::{Engine, Prepared},
-    geo::Geo,
-};
+use gtm_dns::{handler::{DnsState, Handler}, snapshot::Snapshot};
+use gtm_engine::{Engine, Prepared};
+use gtm_geo::Geo;
 use hickory_server::proto::{
     op::Message,
     serialize::binary::{BinDecodable, BinDecoder},
@@ -207,7 +202,7 @@ pub struct Device {
 pub fn device() -> &'static Device {
     static DEVICE: LazyLock<Device> = LazyLock::new(|| {
         let state = DnsState::new(Snapshot::default(), geo(), 1232);
-        let config = gtm::model::parse(ZONE).expect("the fuzz configuration parses");
+        let config = gtm_model::parse(ZONE).expect("the fuzz configuration parses");
         let prepared = Prepared::new(1, &Default::default(), config, &state)
             .expect("the fuzz configuration compiles");
         let engine = Engine::new("fuzz", prepared, state, None);

@@ -11,10 +11,8 @@ use super::{
     client::{CliError, Client},
     output::{format_ms, table},
 };
-use crate::{
-    access::{Role, accounts::AccountInfo},
-    api::{NewToken, TokenRequest, UserRequest, WhoAmI},
-};
+use gtm_api::{NewToken, TokenRequest, UserRequest, WhoAmI};
+use gtm_node::access::{Role, accounts::AccountInfo};
 
 #[derive(Debug, Subcommand)]
 pub enum UserCmd {

@@ -9,7 +9,7 @@ use super::{
     objects,
     output::print_checks,
 };
-use crate::api::StatusReport;
+use gtm_api::StatusReport;
 
 pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
     match cmd {
@@ -27,10 +27,10 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
         }
         CheckCmd::Set { name, state } => {
             let client = Client::new(cli)?;
-            let body = crate::api::CheckStateRequest {
+            let body = gtm_api::CheckStateRequest {
                 state: state.clone(),
             };
-            let _: Vec<crate::engine::CheckStatus> = client
+            let _: Vec<gtm_engine::CheckStatus> = client
                 .send(
                     client
                         .http
@@ -53,7 +53,7 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
                 (Some(name), _) => client
                     .http
                     .post(client.url(&format!("/api/v1/checks/{name}/test")))
-                    .json(&crate::api::TestRequest { address: *address }),
+                    .json(&gtm_api::TestRequest { address: *address }),
                 // A check not saved: the API validates it with the
                 // configuration and probes it once.
                 (None, Some(file)) => {
@@ -61,7 +61,7 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
                     client
                         .http
                         .post(client.url("/api/v1/probe"))
-                        .json(&crate::api::ProbeRequest {
+                        .json(&gtm_api::ProbeRequest {
                             check,
                             address: *address,
                         })
@@ -72,7 +72,7 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
                     );
                 }
             };
-            let r: crate::api::TestResult = client.send(request).await?;
+            let r: gtm_api::TestResult = client.send(request).await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {

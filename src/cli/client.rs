@@ -6,13 +6,11 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use crate::{
-    device::{API_FILE, TOKEN_FILE},
-    model::{
-        self,
-        error::{ApiError, ErrorKind},
-        node::default_data_dir,
-    },
+use crate::device::{API_FILE, TOKEN_FILE};
+use gtm_model as model;
+use gtm_model::{
+    error::{ApiError, ErrorKind},
+    node::default_data_dir,
 };
 
 /// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
@@ -128,14 +126,14 @@ impl Client {
             let path = cli
                 .ca_file
                 .clone()
-                .unwrap_or_else(|| dir.join(crate::tls::CA_FILE));
+                .unwrap_or_else(|| dir.join(gtm_node::tls::CA_FILE));
             Some(std::fs::read(&path).map_err(|e| {
                 CliError::BadInput(format!("{base} uses TLS: cannot read the certificate to trust, {}: {e} (give --ca-file)", path.display()))
             })?)
         } else {
             None
         };
-        let http = crate::tls::http_client(trust.as_deref(), None)?;
+        let http = gtm_node::tls::http_client(trust.as_deref(), None)?;
         Ok(Self { http, base, token })
     }
 

@@ -14,13 +14,13 @@ pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
     let client = Client::new(cli)?;
     match cmd {
         ClusterCmd::Init => {
-            let r: crate::api::ClusterMessage = client
+            let r: gtm_api::ClusterMessage = client
                 .send(client.http.post(client.url("/api/v1/cluster/init")))
                 .await?;
             println!("{}", r.message);
         }
         ClusterCmd::Token => {
-            let r: crate::api::TokenResponse = client
+            let r: gtm_api::TokenResponse = client
                 .send(client.http.get(client.url("/api/v1/cluster/token")))
                 .await?;
             println!("{}", r.token);
@@ -30,7 +30,7 @@ pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
             token,
             learner,
         } => {
-            let body = crate::api::JoinCommand {
+            let body = gtm_api::JoinCommand {
                 address: address.clone(),
                 token: token.clone(),
                 learner: *learner,
@@ -100,7 +100,7 @@ pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
                 )
                 .into());
             }
-            let r: crate::api::ClusterMessage = client
+            let r: gtm_api::ClusterMessage = client
                 .send(client.http.post(client.url("/api/v1/cluster/recover")))
                 .await?;
             println!("{}", r.message);

@@ -9,7 +9,8 @@ use super::{
     history,
     output::print_apply,
 };
-use crate::{api::ApplyResult, model};
+use gtm_api::ApplyResult;
+use gtm_model as model;
 
 pub(super) async fn run(cli: &Connect, cmd: &ConfigCmd) -> Result<()> {
     match cmd {

@@ -15,7 +15,7 @@ pub(super) async fn run(cli: &Connect, cmd: &DcCmd) -> Result<()> {
         DcCmd::Object(cmd) => objects::object(&Client::new(cli)?, "datacenters", cmd).await,
         DcCmd::Drain { name, look } | DcCmd::Undrain { name, look } => {
             let drained = matches!(cmd, DcCmd::Drain { .. });
-            let body = crate::api::DrainDatacenter {
+            let body = gtm_api::DrainDatacenter {
                 datacenter: name.clone(),
                 drained,
                 dry_run: look.dry_run,

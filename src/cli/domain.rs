@@ -11,7 +11,7 @@ use super::{
     objects::{self, segment},
     output::format_ms,
 };
-use crate::engine::dnssec::DomainDnssec;
+use gtm_engine::dnssec::DomainDnssec;
 
 #[derive(Debug, Subcommand)]
 pub enum DomainCmd {
@@ -117,7 +117,7 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(CliError::Api {
-                kind: crate::model::error::ErrorKind::Cluster,
+                kind: gtm_model::error::ErrorKind::Cluster,
                 message: format!(
                     "{name} is signed in the configuration, but no key is in force yet; `gtm logs --kind config` says why, `gtm domain dnssec status {name}` shows it once there"
                 ),

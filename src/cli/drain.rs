@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::client::Client;
-use crate::engine::{RecordStatus, dry_run::DrainPreview};
+use gtm_engine::{RecordStatus, dry_run::DrainPreview};
 
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct Look {

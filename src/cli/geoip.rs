@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 use super::client::{CliError, Client};
-use crate::api::{GeoLookup, GeoipStatus};
+use gtm_api::{GeoLookup, GeoipStatus};
 
 #[derive(Debug, Subcommand)]
 pub enum GeoipCmd {

@@ -9,7 +9,7 @@ use super::{
     client::Client,
     output::{format_ms, print_apply, table},
 };
-use crate::api::{ApplyResult, CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
+use gtm_api::{ApplyResult, CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
 
 #[derive(Debug, Subcommand)]
 pub enum CommandCmd {

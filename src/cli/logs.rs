@@ -8,10 +8,8 @@ use super::{
     client::{Client, Connect},
     output::format_ms,
 };
-use crate::{
-    api::StatusReport,
-    engine::{Event, EventKind},
-};
+use gtm_api::StatusReport;
+use gtm_engine::{Event, EventKind};
 
 /// The event kinds as the API names them.
 pub(super) fn kinds() -> Vec<String> {
@@ -50,7 +48,7 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
     let mut query: Vec<(&str, String)> = Vec::new();
     if let Some(r) = record {
         let label = match r.rsplit_once('/') {
-            Some((n, t)) => crate::api::record_label(n, t),
+            Some((n, t)) => gtm_api::record_label(n, t),
             None => r.clone(),
         };
         query.push(("record", label));
@@ -139,7 +137,8 @@ pub struct LogsArgs {
 mod tests {
     use clap::{CommandFactory, Parser};
 
-    use crate::{cli::Cli, engine::EventKind};
+    use crate::cli::Cli;
+    use gtm_engine::EventKind;
 
     /// The help of `--kind` is the code's list: every kind is in it, and a
     /// wrong kind is refused naming them.

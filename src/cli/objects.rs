@@ -18,7 +18,7 @@ use super::{
     client::{CliError, Client, Connect, read},
     output::{print_apply, print_rows},
 };
-use crate::api::ApplyResult;
+use gtm_api::ApplyResult;
 
 /// The verbs every named object has.
 #[derive(Debug, Subcommand)]
@@ -334,7 +334,7 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
 /// The configured domains' names, without their records (a listing of the
 /// domains themselves would carry every record).
 async fn domain_names(client: &Client) -> Result<Vec<String>> {
-    let names: crate::api::objects::Names = client
+    let names: gtm_api::objects::Names = client
         .send(client.http.get(client.url("/api/v1/names")))
         .await?;
     Ok(names.domains)

@@ -1,7 +1,7 @@
 //! How the CLI prints for people: tables, times, the result of a
 //! configuration write.
 
-use crate::api::ApplyResult;
+use gtm_api::ApplyResult;
 
 /// What a configuration write changed, and its version.
 pub(super) fn print_apply(result: &ApplyResult) {
@@ -45,7 +45,7 @@ pub(super) fn print_rows(head: &[String], rows: &[Vec<String>]) {
     }
 }
 
-pub(super) fn print_checks(checks: &[crate::engine::CheckStatus]) {
+pub(super) fn print_checks(checks: &[gtm_engine::CheckStatus]) {
     let rows: Vec<[String; 3]> = checks
         .iter()
         .map(|c| {
@@ -71,5 +71,5 @@ pub(super) fn table<const N: usize>(head: &[&str; N], rows: &[[String; N]]) {
 }
 
 pub(super) fn format_ms(ms: u64) -> String {
-    crate::when::iso_ms(ms)
+    gtm_model::when::iso_ms(ms)
 }

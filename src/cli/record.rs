@@ -9,7 +9,8 @@ use super::{
     drain, objects,
     output::{format_ms, table},
 };
-use crate::{api::DeviceRecordStats, engine::Preview};
+use gtm_api::DeviceRecordStats;
+use gtm_engine::Preview;
 
 pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
     match cmd {
@@ -109,7 +110,7 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
             look,
         } => {
             let drained = matches!(cmd, RecordCmd::Drain { .. });
-            let body = crate::api::DrainAddress {
+            let body = gtm_api::DrainAddress {
                 address: address.clone(),
                 record: record.clone(),
                 drained,
@@ -148,7 +149,7 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
         }
         RecordCmd::Drains { json } => {
             let client = Client::new(cli)?;
-            let drains: Vec<crate::model::operator::Drain> = client
+            let drains: Vec<gtm_model::operator::Drain> = client
                 .send(client.http.get(client.url("/api/v1/drains")))
                 .await?;
             if *json {

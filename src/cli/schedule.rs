@@ -10,10 +10,8 @@ use super::{
     client::Client,
     output::{format_ms, table},
 };
-use crate::{
-    api::schedules::{ScheduleRequest, ScheduledAction},
-    machine::schedule::{Schedule, ScheduleState},
-};
+use gtm_api::schedules::{ScheduleRequest, ScheduledAction};
+use gtm_node::machine::schedule::{Schedule, ScheduleState};
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCmd {
@@ -225,7 +223,7 @@ fn row(s: &Schedule) -> [String; 7] {
         ScheduleState::Failed => "failed",
         ScheduleState::Cancelled => "cancelled",
     };
-    let firing = |f: &crate::machine::schedule::Firing| {
+    let firing = |f: &gtm_node::machine::schedule::Firing| {
         format!(
             "{} on {}{}",
             format_ms(f.time_ms),

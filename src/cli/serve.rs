@@ -6,10 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::client::{CliError, read};
-use crate::{
-    device::Device,
-    model::node::{NodeSettings, default_data_dir},
-};
+use crate::device::Device;
+use gtm_model::node::{NodeSettings, default_data_dir};
 
 pub(super) async fn run(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()> {
     let (mut settings, demo) = match &config {
@@ -32,7 +30,7 @@ pub(super) async fn run(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> R
     let mut starved = false;
     let mut ticks = tokio::time::interval(watchdog.unwrap_or(std::time::Duration::from_secs(3600)));
     // For a person at a terminal; JSON logs stay JSON lines only.
-    let banner = settings.log_format == crate::model::node::LogFormat::Text;
+    let banner = settings.log_format == gtm_model::node::LogFormat::Text;
     if banner {
         eprintln!(
             "gtm serving DNS on {} and the API on {}://{} (data directory has the token)",

@@ -8,7 +8,9 @@ use super::{
     geoip,
     output::{print_checks, print_rows, table},
 };
-use crate::{api::StatusReport, peers::PeerStatus, when};
+use gtm_api::StatusReport;
+use gtm_model::when;
+use gtm_node::peers::PeerStatus;
 
 pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
     let client = Client::new(cli)?;
@@ -37,7 +39,7 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
             "DEGRADED cluster: {why}; this device refuses writes and installs nothing the cluster commits until it is restarted"
         );
     }
-    for worker in crate::api::failed_workers(&report.workers) {
+    for worker in gtm_api::failed_workers(&report.workers) {
         println!("DEGRADED worker {worker}");
     }
     if let Some(warning) = &report.geoip_warning {
@@ -144,7 +146,7 @@ fn print_side_by_side(report: &StatusReport) {
             }
         }
     }
-    let cell = |list: &[crate::engine::RecordStatus], record: &str| -> String {
+    let cell = |list: &[gtm_engine::RecordStatus], record: &str| -> String {
         list.iter()
             .find(|r| r.record == record)
             .and_then(|r| r.status)

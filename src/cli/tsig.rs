@@ -8,10 +8,8 @@ use super::{
     client::Client,
     output::{format_ms, table},
 };
-use crate::{
-    api::tsig::TsigKeyRequest,
-    dns::tsig::{NewTsigKey, TsigKeyInfo},
-};
+use gtm_api::tsig::TsigKeyRequest;
+use gtm_dns::tsig::{NewTsigKey, TsigKeyInfo};
 
 #[derive(Debug, Subcommand)]
 pub enum TsigCmd {

@@ -8,7 +8,7 @@ use tracing_subscriber::{
     EnvFilter, Layer, Registry, layer::SubscriberExt, reload, util::SubscriberInitExt,
 };
 
-use crate::model::node::{LogFormat, parse_log_filter};
+use gtm_model::node::{LogFormat, parse_log_filter};
 
 /// The filter without `GTM_LOG`, `RUST_LOG` or `log_level`. hickory_proto
 /// warns once per malformed EDNS option it decodes (TCP): a log flood

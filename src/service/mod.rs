@@ -10,7 +10,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::{device::Device, model::node::NodeSettings};
+use crate::device::Device;
+use gtm_model::node::NodeSettings;
 
 /// What a signal asks of `gtm serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

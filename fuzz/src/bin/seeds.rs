@@ -249,13 +249,13 @@ fn raft() {
     };
     let members = BTreeMap::from([(1u64, node("a", "dc1", 8053)), (2, node("b", "dc2", 8054))]);
     let membership = Membership::new(vec![members.keys().copied().collect()], members.clone());
-    let command = gtm::command::Command::new(
-        gtm::model::actor::Actor {
+    let command = gtm_node::command::Command::new(
+        gtm_model::actor::Actor {
             user: "admin".into(),
             device: "a".into(),
         },
         None,
-        gtm::command::Action::ApplyConfig {
+        gtm_node::command::Action::ApplyConfig {
             text: ZONE[..200].to_string(),
         },
     );
@@ -389,7 +389,7 @@ fn reports() {
         ]
     });
     // As the device encodes it: through the real type.
-    let report: gtm::peers::Report = serde_json::from_value(report).expect("a valid report");
+    let report: gtm_node::peers::Report = serde_json::from_value(report).expect("a valid report");
     write(
         "peer_report",
         "report",

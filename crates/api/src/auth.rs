@@ -1,0 +1,308 @@
+//! Authentication and roles for the API and the console (docs/access.md).
+//!
+//! A request's credential is a bearer token (the device's `api-token` file,
+//! or a named token) or a console session cookie. The layer resolves it to
+//! a [`Principal`], refuses a principal whose role is below what the route
+//! needs (403 `forbidden`), and refuses a state-changing request of a
+//! session that does not carry the session's CSRF token. Bearer tokens need
+//! no CSRF token: a browser never sends them by itself.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use axum::{
+    extract::{ConnectInfo, Request, State},
+    http::{HeaderMap, Method, header},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+};
+
+use super::{API_TOKEN_NAME, ApiState};
+
+use gtm_model::error::ErrorKind;
+
+use gtm_model::error::ApiError;
+use gtm_node::access::{Principal, Role, SessionRef, accounts::Accounts, password, sessions};
+
+/// The header a session's script sends its CSRF token in.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+/// The header a console page's script sends with its live updates: they
+/// do not renew the session's idle timeout.
+pub const BACKGROUND_HEADER: &str = "x-gtm-background";
+/// The form field a session's HTML forms send their CSRF token in.
+pub const CSRF_FIELD: &str = "csrf";
+/// Form bodies read whole to find the CSRF field.
+const FORM_LIMIT: usize = 1 << 20;
+
+/// The API's layer: the route needs at least `needed`.
+pub async fn api(
+    State((state, needed)): State<(ApiState, Role)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let principal = match resolve(&state, request.headers()).await {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    guarded(principal, needed, request, next).await
+}
+
+/// The console's layer: a page needs a live session (else the browser is
+/// sent to the login page) and at least `needed`.
+pub async fn console(
+    State((state, needed)): State<(ApiState, Role)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let accounts = state.accounts().await;
+    let Some(principal) = session_principal(&state, &accounts, request.headers()) else {
+        let back = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default();
+        let to = if request.method() == Method::GET && back.starts_with("/ui") {
+            format!("/ui/login?next={}", urlencode(&back))
+        } else {
+            "/ui/login".to_string()
+        };
+        return Redirect::to(&to).into_response();
+    };
+    guarded(principal, needed, request, next).await
+}
+
+async fn guarded(principal: Principal, needed: Role, request: Request, next: Next) -> Response {
+    let request = match csrf_checked(&principal, request).await {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    if !principal.allows(needed) {
+        return ApiError::new(
+            ErrorKind::Forbidden,
+            format!(
+                "{} has the role {}; this needs {needed}",
+                principal.name, principal.role
+            ),
+        )
+        .into_response();
+    }
+    let mut request = request;
+    request.extensions_mut().insert(principal);
+    next.run(request).await
+}
+
+/// Who a request's credential names: a bearer token first, else a session.
+pub async fn resolve(state: &ApiState, headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    // The device's own token (the CLI's) needs no look-up of the accounts.
+    if let Some(p) = bearer.and_then(|t| device_principal(state, t)) {
+        return Ok(p);
+    }
+    let accounts = state.accounts().await;
+    if let Some(token) = bearer {
+        return token_principal(state, &accounts, token)
+            .ok_or_else(|| ApiError::new(ErrorKind::Unauthorized, "the bearer token is wrong"));
+    }
+    if sessions::cookie_of(headers).is_some() {
+        return session_principal(state, &accounts, headers).ok_or_else(|| {
+            ApiError::new(
+                ErrorKind::Unauthorized,
+                "the console session has ended: log in again",
+            )
+        });
+    }
+    Err(ApiError::new(
+        ErrorKind::Unauthorized,
+        "send Authorization: Bearer <token> (the token is in the data directory's api-token file, or made by `gtm token create`)",
+    ))
+}
+
+/// The principal of the device's own token (the `api-token` file).
+fn device_principal(state: &ApiState, token: &str) -> Option<Principal> {
+    gtm_cluster::constant_time_eq(token.as_bytes(), state.token.as_bytes()).then(|| Principal {
+        name: API_TOKEN_NAME.into(),
+        role: Role::Admin,
+        session: None,
+    })
+}
+
+/// The principal of a bearer token: the device's own, or a named one.
+fn token_principal(state: &ApiState, accounts: &Accounts, token: &str) -> Option<Principal> {
+    device_principal(state, token).or_else(|| {
+        let (name, role) = accounts.token(token)?;
+        Some(Principal {
+            name,
+            role,
+            session: None,
+        })
+    })
+}
+
+/// The principal of a request's live session cookie, if any: the account
+/// must still exist, and acts with the lower of its current role and the
+/// one it logged in with.
+fn session_principal(
+    state: &ApiState,
+    accounts: &Accounts,
+    headers: &HeaderMap,
+) -> Option<Principal> {
+    let id = sessions::cookie_of(headers)?;
+    // A page's own live updates do not count as the user's activity.
+    let background = headers
+        .get(BACKGROUND_HEADER)
+        .is_some_and(|v| v.as_bytes() == b"1");
+    let session = if background {
+        state.sessions.peek(&id)?
+    } else {
+        state.sessions.get(&id)?
+    };
+    let role = if session.name == API_TOKEN_NAME {
+        Role::Admin
+    } else {
+        match accounts.role_of(&session.name) {
+            Some(r) => r.min(session.role),
+            None => {
+                state.sessions.close(&id);
+                return None;
+            }
+        }
+    };
+    Some(Principal {
+        name: session.name,
+        role,
+        session: Some(SessionRef {
+            id,
+            csrf: session.csrf,
+        }),
+    })
+}
+
+/// A session's state-changing request must carry its CSRF token, in the
+/// header or (an HTML form) the `csrf` field. The form body is read to find
+/// it and put back for the handler.
+async fn csrf_checked(principal: &Principal, request: Request) -> Result<Request, ApiError> {
+    let Some(session) = &principal.session else {
+        return Ok(request);
+    };
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return Ok(request);
+    }
+    let refused = || {
+        ApiError::new(
+            ErrorKind::Forbidden,
+            "this request does not carry the session's CSRF token (X-CSRF-Token header or csrf form field); reload the page",
+        )
+    };
+    let given = request
+        .headers()
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok());
+    if let Some(given) = given {
+        return if gtm_cluster::constant_time_eq(given.as_bytes(), session.csrf.as_bytes()) {
+            Ok(request)
+        } else {
+            Err(refused())
+        };
+    }
+    let is_form = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if !is_form {
+        return Err(refused());
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = axum::body::to_bytes(body, FORM_LIMIT)
+        .await
+        .map_err(|_| ApiError::new(ErrorKind::TooLarge, "the form is over 1 MiB"))?;
+    let field = form_urlencoded::parse(&bytes)
+        .find(|(k, _)| k == CSRF_FIELD)
+        .map(|(_, v)| v.into_owned());
+    match field {
+        Some(f) if gtm_cluster::constant_time_eq(f.as_bytes(), session.csrf.as_bytes()) => {
+            Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        }
+        _ => Err(refused()),
+    }
+}
+
+/// Checks a login's credentials and opens a session: `secret` is the
+/// user's password, or an API token (then `name` may be empty). Failed
+/// logins count against the client's address (docs/access.md).
+pub async fn login(
+    state: &ApiState,
+    name: &str,
+    secret: &str,
+    client: IpAddr,
+) -> Result<(SessionRef, Principal), ApiError> {
+    if let Err(wait) = state.sessions.check_address(client) {
+        return Err(ApiError::new(
+            ErrorKind::TooManyAttempts,
+            format!(
+                "too many failed logins from {client}: try again in {} s",
+                wait.retry_after.as_secs().max(1)
+            ),
+        ));
+    }
+    let accounts = state.accounts().await;
+    let by_token =
+        token_principal(state, &accounts, secret).filter(|p| name.is_empty() || name == p.name);
+    let found = match (by_token, accounts.users.get(name)) {
+        (Some(p), _) => Some(p),
+        (None, Some(user)) => {
+            let (secret, stored) = (secret.to_string(), user.password.clone());
+            let matches = tokio::task::spawn_blocking(move || password::verify(&secret, &stored))
+                .await
+                .unwrap_or(false);
+            matches.then(|| Principal {
+                name: name.to_string(),
+                role: user.role,
+                session: None,
+            })
+        }
+        // No such user: the same work as a wrong password, so the time
+        // taken does not tell which names exist.
+        (None, None) => {
+            let secret = secret.to_string();
+            let _ = tokio::task::spawn_blocking(move || password::verify_nothing(&secret)).await;
+            None
+        }
+    };
+    let Some(principal) = found else {
+        state.sessions.record_failure(client);
+        return Err(ApiError::new(
+            ErrorKind::Unauthorized,
+            "wrong user name or password",
+        ));
+    };
+    state.sessions.record_success(client);
+    let session = state
+        .sessions
+        .open(&principal.name, principal.role)
+        .map_err(ApiError::internal)?;
+    Ok((
+        session.clone(),
+        Principal {
+            session: Some(session),
+            ..principal
+        },
+    ))
+}
+
+/// The client's address: the connection's peer (both listeners record it).
+pub fn client_of(request_extensions: &axum::http::Extensions) -> IpAddr {
+    request_extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
+fn urlencode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}

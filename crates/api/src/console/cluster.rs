@@ -1,0 +1,211 @@
+//! The Cluster screen (docs/console.md), the appliance's "Remote Devices":
+//! every member with its datacenter, role, reachability, last contact and
+//! the configuration version it serves; the datacenters, up or down as
+//! this device judges them; and, for admins, the join token.
+
+use std::collections::BTreeMap;
+
+use axum::{
+    Extension, Json,
+    extract::State,
+    response::{IntoResponse, Response},
+};
+use gtm_cluster::{ClusterStatus, NodeState};
+use maud::{Markup, html};
+
+use super::layout::{self, csrf_field};
+use crate::ApiState;
+use gtm_node::access::{Principal, Role};
+use gtm_node::peers::PeerStatus;
+
+/// One member as the table shows it.
+struct Member {
+    name: String,
+    datacenter: String,
+    api: String,
+    role: &'static str,
+    /// `None` for this device.
+    peer: Option<PeerStatus>,
+    last_contact_ms: Option<u64>,
+    version: Option<u64>,
+}
+
+fn members(state: &ApiState, status: &ClusterStatus) -> Vec<Member> {
+    let peers = state.peers.status(&state.replication);
+    let leader = status.leader.as_ref().map(|(id, _)| *id);
+    status
+        .members
+        .iter()
+        .map(|m| {
+            let me = m.id == status.id;
+            let role = match (leader == Some(m.id), m.voter) {
+                (true, _) => "leader",
+                (false, true) => "follower",
+                (false, false) => "learner",
+            };
+            let peer = (!me)
+                .then(|| peers.iter().find(|p| p.device == m.info.name).cloned())
+                .flatten();
+            Member {
+                name: m.info.name.clone(),
+                datacenter: m.info.datacenter.clone(),
+                api: m.info.api_addr.clone(),
+                role,
+                version: if me {
+                    Some(state.engine.version())
+                } else {
+                    peer.as_ref().and_then(|p| p.version)
+                },
+                peer,
+                last_contact_ms: m.last_contact_ms,
+            }
+        })
+        .collect()
+}
+
+pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
+    render(&state, &who, None).await
+}
+
+/// Shows the join token (admins; a POST, so it is never in a URL).
+pub async fn token(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+) -> Response {
+    let shown = match crate::cluster_token(State(state.clone())).await {
+        Ok(Json(t)) => Ok(t.token),
+        Err(e) => Err(e.message),
+    };
+    render(&state, &who, Some(shown)).await
+}
+
+async fn render(
+    state: &ApiState,
+    who: &Principal,
+    token: Option<Result<String, String>>,
+) -> Response {
+    let status = state.replication.status();
+    let clustered = !status.members.is_empty();
+    let members = members(state, &status);
+    let engine = state.engine.clone();
+    let configured: Vec<String> = tokio::task::spawn_blocking(move || {
+        engine.with_config(|c| c.datacenters.iter().map(|d| d.name.clone()).collect())
+    })
+    .await
+    .unwrap_or_default();
+    let failed_workers = crate::failed_workers(&state.workers.list());
+    let body = html! {
+        h1 { "Cluster" }
+        @if let Some(why) = &status.failure {
+            p.error role="alert" {
+                "This device is degraded: " (why) ". It refuses writes and installs nothing "
+                "the cluster commits until it is restarted (docs/operations.md, \"Degraded\")."
+            }
+        }
+        @for worker in &failed_workers {
+            p.error role="alert" { "Worker failed: " (worker) }
+        }
+        @if !clustered {
+            p { "This device belongs to no cluster: it answers on its own. "
+                "Make it the first member with " code { "gtm cluster init" } "." }
+        } @else {
+            p.summary {
+                "This device: " strong { (state_name(status.state)) }
+                @if status.state == NodeState::Leader && !status.quorum { " (no quorum)" }
+                ", term " (status.term)
+                ", applied index " (status.applied_index.map_or("-".into(), |i| i.to_string()))
+                "."
+            }
+            div.scroll tabindex="0" role="region" aria-label="Members" {
+                table.members {
+                    caption { "Devices of the cluster" }
+                    thead { tr {
+                        th scope="col" { "Device" }
+                        th scope="col" { "Datacenter" }
+                        th scope="col" { "Role" }
+                        th scope="col" { "Reachable" }
+                        th scope="col" { "Last report" }
+                        th scope="col" { "Last Raft contact" }
+                        th scope="col" { "Configuration version" }
+                        th scope="col" { "API" }
+                    } }
+                    tbody {
+                        @for m in &members {
+                            @let reachable = m.peer.as_ref().is_none_or(|p| p.reachable);
+                            tr data-device=(m.name) .stale[!reachable] {
+                                th scope="row" { (m.name) @if m.peer.is_none() { " (this device)" } }
+                                td { (m.datacenter) }
+                                td { (m.role) }
+                                td.reach { @if reachable { "yes" } @else { "no" } }
+                                td { @match &m.peer {
+                                    None => "-",
+                                    Some(p) => (p.age_ms.map_or("never".into(), |a| format!("{} ago", gtm_model::when::age(a)))),
+                                } }
+                                td { (m.last_contact_ms.map_or("-".into(), |a| format!("{} ago", gtm_model::when::age(a)))) }
+                                td { (m.version.map_or("-".into(), |v| v.to_string())) }
+                                td.api { (m.api) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Datacenters" }
+        (datacenters(state, &members, &configured))
+        @if clustered && who.allows(Role::Admin) {
+            h2 { "Join token" }
+            p { "A new device joins with " code { "gtm cluster join ADDRESS --token TOKEN" } "." }
+            @match &token {
+                Some(Ok(t)) => p { code #join-token { (t) } },
+                Some(Err(why)) => p.error role="alert" { (why) },
+                None => form method="post" action="/ui/cluster/token" {
+                    (csrf_field(who))
+                    button type="submit" { "Show the join token" }
+                },
+            }
+        }
+    };
+    layout::page("Cluster", state.engine.device(), Some(who), body).into_response()
+}
+
+/// Each datacenter with its devices: up when this device is in it or one
+/// of its devices reports; no device: nothing to judge it by.
+fn datacenters(state: &ApiState, members: &[Member], configured: &[String]) -> Markup {
+    let mut dcs: BTreeMap<String, Vec<&Member>> =
+        configured.iter().map(|d| (d.clone(), Vec::new())).collect();
+    dcs.entry(state.datacenter.clone()).or_default();
+    for m in members {
+        dcs.entry(m.datacenter.clone()).or_default().push(m);
+    }
+    html! {
+        ul.dcs {
+            @for (dc, devices) in &dcs {
+                @let here = *dc == state.datacenter;
+                @let up = here || devices.iter().any(|m| m.peer.as_ref().is_some_and(|p| p.reachable));
+                @let (class, text) = if devices.is_empty() && !here {
+                    ("none", "no device")
+                } else if up {
+                    ("ok", "up")
+                } else {
+                    ("down", "down")
+                };
+                li data-dc=(dc) class={ "dc " (class) } {
+                    strong { (dc) } ": " span.state { (text) }
+                    @if !devices.is_empty() {
+                        " (" (devices.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")) ")"
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn state_name(state: NodeState) -> &'static str {
+    match state {
+        NodeState::Leader => "Leader",
+        NodeState::Follower => "Follower",
+        NodeState::Candidate => "Candidate",
+        NodeState::Learner => "Learner",
+        NodeState::Shutdown => "Shutdown",
+    }
+}

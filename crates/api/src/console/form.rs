@@ -1,0 +1,771 @@
+//! The record form (docs/console.md): create or edit a record of a domain
+//! with its addresses (IP or CNAME target, datacenter, HC field, weight,
+//! countries, continents), its mode, balance, disaster recovery (condition,
+//! on no healthy records, failback), fail-safe records, and the domain's
+//! datacenter settings (Main DC, DR DC, order, count).
+//!
+//! **Preview** sends the whole domain with the record changed to the API's
+//! own object route as a dry run and shows the field-level changes;
+//! **Apply** sends it for real, guarded by the version the preview was
+//! made against (another change meanwhile gives a conflict, not an
+//! overwrite). Either way the domain is one write: one command, one
+//! version. Errors are shown beside the fields they name (an address's on
+//! its row) and all together above the form.
+
+use std::collections::BTreeMap;
+
+use axum::{
+    Extension, Json,
+    body::Bytes,
+    extract::{Path, Query, State},
+    response::{IntoResponse, Response},
+};
+use maud::{Markup, html};
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use super::layout::{self, csrf_field, segment};
+use crate::{
+    ApiState,
+    objects::{WriteOptions, put},
+};
+use gtm_model::config::{Address, AddressFields, Config, Domain, Record, RecordFields, RecordType};
+use gtm_node::access::Principal;
+
+/// Empty address rows offered below the record's own.
+const SPARE_ROWS: usize = 3;
+
+const TYPES: [&str; 8] = ["A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA", "NS"];
+const MODES: [&str; 3] = ["standalone", "disaster-recovery", "datacenter"];
+const BALANCES: [&str; 5] = ["round-robin", "weighted", "random", "priority", "persist"];
+
+#[derive(Debug, Default, Deserialize)]
+pub struct EditQuery {
+    #[serde(default)]
+    pub domain: String,
+    /// `name/TYPE` of the record to edit; absent: a new record.
+    #[serde(default)]
+    pub record: Option<String>,
+    /// Or the record's label, `www.example.test/A`: its domain is the
+    /// longest one it is in.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// The form's fields as sent, kept to show them again.
+#[derive(Debug, Default, Clone)]
+struct Fields(BTreeMap<String, String>);
+
+impl Fields {
+    fn get(&self, key: &str) -> &str {
+        self.0.get(key).map(|s| s.trim()).unwrap_or("")
+    }
+    fn set(&mut self, key: &str, value: impl Into<String>) {
+        self.0.insert(key.to_string(), value.into());
+    }
+}
+
+/// Problems to show: by field key (`ttl`, `a2` for the third address row),
+/// and all of them in order.
+#[derive(Debug, Default)]
+struct Problems {
+    by_field: BTreeMap<String, Vec<String>>,
+    all: Vec<String>,
+}
+
+impl Problems {
+    fn add(&mut self, field: Option<String>, text: String) {
+        if let Some(f) = field {
+            self.by_field.entry(f).or_default().push(text.clone());
+        }
+        self.all.push(text);
+    }
+    fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+}
+
+/// What to show above the form after a submission.
+enum Outcome {
+    Preview { version: u64, changes: Vec<String> },
+    Applied { version: u64, changes: Vec<String> },
+}
+
+/// The form of a record as the configuration has it (or a new one).
+pub async fn page(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(q): Query<EditQuery>,
+) -> Response {
+    let config = state.engine.config();
+    let mut q = q;
+    if let Some((owner, rtype)) = q.label.as_deref().and_then(|l| l.rsplit_once('/')) {
+        let owner = owner.trim_end_matches('.').to_ascii_lowercase();
+        let found = config
+            .domains
+            .iter()
+            .map(|d| d.name.trim_end_matches('.').to_ascii_lowercase())
+            .filter(|d| owner == *d || owner.ends_with(&format!(".{d}")))
+            .max_by_key(String::len);
+        if let Some(d) = found {
+            let name = if owner == d {
+                "@".to_string()
+            } else {
+                owner[..owner.len() - d.len() - 1].to_string()
+            };
+            q.record = Some(format!("{name}/{rtype}"));
+            q.domain = d;
+        }
+    }
+    let domain_name = if q.domain.is_empty() {
+        config
+            .domains
+            .first()
+            .map(|d| d.name.clone())
+            .unwrap_or_default()
+    } else {
+        q.domain.clone()
+    };
+    let Some(domain) = config.domains.iter().find(|d| same(&d.name, &domain_name)) else {
+        return not_found(&state, &who, &format!("no domain named \"{domain_name}\""));
+    };
+    let record = match &q.record {
+        None => None,
+        Some(key) => match find(domain, key) {
+            Some(i) => Some(domain.records[i].clone()),
+            None => {
+                return not_found(
+                    &state,
+                    &who,
+                    &format!("no record {key} in domain {}", domain.name),
+                );
+            }
+        },
+    };
+    let fields = fields_of(domain, record.as_deref());
+    render(&state, &who, &config, &fields, &Problems::default(), None)
+}
+
+/// Preview (a dry run) or apply the form.
+pub async fn submit(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    form: Bytes,
+) -> Response {
+    let mut fields = Fields::default();
+    for (k, v) in form_urlencoded::parse(&form) {
+        if k != "csrf" {
+            fields.set(&k, v.into_owned());
+        }
+    }
+    let config = state.engine.config();
+    let apply = fields.get("action") == "apply";
+    let mut problems = Problems::default();
+    let built = build(&config, &fields, &mut problems);
+    let Some(domain) = built.filter(|_| problems.is_empty()) else {
+        return render(&state, &who, &config, &fields, &problems, None);
+    };
+    let version = if apply {
+        fields.get("version").parse().ok()
+    } else {
+        None
+    };
+    let body = match serde_json::to_value(&domain) {
+        Ok(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let result = put::<Domain>(
+        State(state.clone()),
+        Extension(who.clone()),
+        Path(domain.name.clone()),
+        Query(WriteOptions {
+            dry_run: !apply,
+            version,
+        }),
+        Json(body),
+    )
+    .await;
+    match result {
+        Ok(Json(r)) => {
+            let outcome = if apply {
+                Outcome::Applied {
+                    version: r.version,
+                    changes: r.changes,
+                }
+            } else {
+                Outcome::Preview {
+                    version: r.version,
+                    changes: r.changes,
+                }
+            };
+            // After an apply, the form edits the record as it now is.
+            if apply {
+                fields.set(
+                    "orig",
+                    format!("{}/{}", fields.get("name"), fields.get("type")),
+                );
+            }
+            render(
+                &state,
+                &who,
+                &state.engine.config(),
+                &fields,
+                &problems,
+                Some(outcome),
+            )
+        }
+        Err(e) => {
+            for text in e.errors.iter().cloned() {
+                let field = field_of(&text);
+                problems.add(field, text);
+            }
+            if e.errors.is_empty() {
+                problems.add(None, e.message);
+            }
+            render(&state, &who, &config, &fields, &problems, None)
+        }
+    }
+}
+
+fn same(a: &str, b: &str) -> bool {
+    a.trim_end_matches('.')
+        .eq_ignore_ascii_case(b.trim_end_matches('.'))
+}
+
+/// The index of the record `name/TYPE` in a domain.
+fn find(domain: &Domain, key: &str) -> Option<usize> {
+    let (name, rtype) = key.rsplit_once('/')?;
+    domain
+        .records
+        .iter()
+        .position(|r| same(&r.name, name) && r.kind.as_str().eq_ignore_ascii_case(rtype))
+}
+
+fn word<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn parse_word<T: DeserializeOwned>(text: &str) -> Option<T> {
+    serde_json::from_value(Value::String(text.to_string())).ok()
+}
+
+fn opt_bool(v: Option<bool>) -> String {
+    v.map_or(String::new(), |b| b.to_string())
+}
+
+fn list(items: &[String]) -> String {
+    items.join(", ")
+}
+
+fn split_list(text: &str) -> Vec<String> {
+    text.split([',', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The form's fields for a record (or a new one) of `domain`.
+fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
+    let mut f = Fields::default();
+    f.set("domain", domain.name.clone());
+    f.set("main_dc", domain.main_dc.clone().unwrap_or_default());
+    f.set("dr_dc", domain.dr_dc.clone().unwrap_or_default());
+    f.set("dc_order", list(&domain.dc_order));
+    f.set(
+        "dcs_to_select",
+        domain
+            .dcs_to_select
+            .map_or(String::new(), |n| n.to_string()),
+    );
+    let Some(r) = record else {
+        f.set("type", "A");
+        return f;
+    };
+    f.set("orig", format!("{}/{}", r.name, r.kind.as_str()));
+    f.set("name", r.name.clone());
+    f.set("type", r.kind.as_str());
+    f.set("ttl", r.ttl.map_or(String::new(), |t| t.to_string()));
+    let o = r.options();
+    f.set("mode", o.mode.map(|m| word(&m)).unwrap_or_default());
+    f.set("balance", o.balance.map(|b| word(&b)).unwrap_or_default());
+    f.set(
+        "max_answers",
+        o.max_answers.map_or(String::new(), |n| n.to_string()),
+    );
+    f.set("dr_condition", o.dr_condition.clone().unwrap_or_default());
+    f.set("dr_on_no_healthy", opt_bool(o.dr_on_no_healthy));
+    f.set("failback", o.failback.map(|b| word(&b)).unwrap_or_default());
+    f.set("fail_safe", list(&o.fail_safe));
+    f.set(
+        "on_no_healthy",
+        o.on_no_healthy.map(|o| word(&o)).unwrap_or_default(),
+    );
+    f.set("topology", opt_bool(o.topology));
+    f.set("values", r.values().join("\n"));
+    for (i, a) in r.addresses.iter().enumerate() {
+        let a = a.fields();
+        let value =
+            a.ip.map(|ip| ip.to_string())
+                .or_else(|| a.target.as_deref().map(str::to_string))
+                .unwrap_or_default();
+        f.set(&format!("a{i}_value"), value);
+        f.set(&format!("a{i}_dc"), a.dc.clone().unwrap_or_default());
+        f.set(&format!("a{i}_hc"), a.hc.clone().unwrap_or_default());
+        f.set(
+            &format!("a{i}_weight"),
+            a.weight.map_or(String::new(), |w| w.to_string()),
+        );
+        f.set(&format!("a{i}_countries"), list(&a.countries));
+        f.set(&format!("a{i}_continents"), list(&a.continents));
+    }
+    f
+}
+
+/// The address rows the form holds: every index with a field.
+fn rows(f: &Fields) -> usize {
+    f.0.keys()
+        .filter_map(|k| {
+            k.strip_prefix('a')?
+                .split_once('_')?
+                .0
+                .parse::<usize>()
+                .ok()
+        })
+        .max()
+        .map_or(0, |m| m + 1)
+}
+
+/// The domain the form describes, or the problems that stop it.
+fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain> {
+    let Some(current) = config
+        .domains
+        .iter()
+        .find(|d| same(&d.name, f.get("domain")))
+    else {
+        problems.add(None, format!("no domain named \"{}\"", f.get("domain")));
+        return None;
+    };
+    let mut domain = Domain::clone(current);
+    let number = |key: &str, problems: &mut Problems| -> Option<u64> {
+        let text = f.get(key);
+        if text.is_empty() {
+            return None;
+        }
+        match text.parse::<u64>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                problems.add(
+                    Some(key.into()),
+                    format!("{key}: \"{text}\" is not a whole number"),
+                );
+                None
+            }
+        }
+    };
+    let some = |key: &str| (!f.get(key).is_empty()).then(|| f.get(key).to_string());
+    domain.main_dc = some("main_dc");
+    domain.dr_dc = some("dr_dc");
+    domain.dc_order = split_list(f.get("dc_order"));
+    domain.dcs_to_select = number("dcs_to_select", problems).map(|n| n as usize);
+    let Some(kind) = parse_word::<RecordType>(f.get("type")) else {
+        problems.add(
+            Some("type".into()),
+            format!("type: \"{}\" is not a record type", f.get("type")),
+        );
+        return None;
+    };
+    if f.get("name").is_empty() {
+        problems.add(
+            Some("name".into()),
+            "name: give the record's name (@ for the apex)".into(),
+        );
+    }
+    let ttl = number("ttl", problems).map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    let max_answers = number("max_answers", problems).map(|n| n as usize);
+    let flag = |key: &str| match f.get(key) {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    };
+    let mut addresses = Vec::new();
+    for i in 0..rows(f) {
+        let key = |field: &str| format!("a{i}_{field}");
+        let value = f.get(&key("value"));
+        if value.is_empty() {
+            continue;
+        }
+        let (ip, target) = match value.parse() {
+            Ok(ip) => (Some(ip), None),
+            Err(_) if kind == RecordType::Cname => (None, Some(value.to_string())),
+            Err(_) => {
+                problems.add(
+                    Some(format!("a{i}")),
+                    format!("address row {}: \"{value}\" is not an IP address", i + 1),
+                );
+                continue;
+            }
+        };
+        let weight = match f.get(&key("weight")) {
+            "" => None,
+            w => match w.parse() {
+                Ok(w) => Some(w),
+                Err(_) => {
+                    problems.add(
+                        Some(format!("a{i}")),
+                        format!(
+                            "address row {}: weight \"{w}\" is not a whole number",
+                            i + 1
+                        ),
+                    );
+                    None
+                }
+            },
+        };
+        let nonempty = |k: &str| (!f.get(k).is_empty()).then(|| f.get(k).into());
+        addresses.push(Address::from(AddressFields {
+            ip,
+            target: target.map(String::into_boxed_str),
+            dc: nonempty(&key("dc")),
+            hc: nonempty(&key("hc")),
+            weight,
+            countries: split_list(f.get(&key("countries"))).into(),
+            continents: split_list(f.get(&key("continents"))).into(),
+        }));
+    }
+    let record = Record::from(RecordFields {
+        name: f.get("name").into(),
+        kind,
+        ttl,
+        mode: parse_word(f.get("mode")),
+        balance: parse_word(f.get("balance")),
+        max_answers,
+        dr_condition: some("dr_condition").map(String::into_boxed_str),
+        dr_on_no_healthy: flag("dr_on_no_healthy"),
+        failback: parse_word(f.get("failback")),
+        fail_safe: split_list(f.get("fail_safe")).into(),
+        on_no_healthy: parse_word(f.get("on_no_healthy")),
+        topology: flag("topology"),
+        addresses: addresses.into(),
+        values: f
+            .get("values")
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect(),
+    });
+    let at = match f.get("orig") {
+        "" => None,
+        key => find(&domain, key),
+    };
+    match at {
+        Some(i) => domain.records[i] = record.into(),
+        None => domain.records.push(record.into()),
+    }
+    Some(domain)
+}
+
+/// The field an error of the configuration names: an address row
+/// (`... / address 3: ...`) or a record or domain key it starts with.
+fn field_of(error: &str) -> Option<String> {
+    if let Some(rest) = error.split(" / address ").nth(1) {
+        let n: usize = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
+        return Some(format!("a{}", n.checked_sub(1)?));
+    }
+    let detail = error.rsplit_once(": ").map_or(error, |(_, d)| d);
+    let head = error.split(": ").nth(1).unwrap_or(detail);
+    [
+        "ttl",
+        "mode",
+        "balance",
+        "max_answers",
+        "dr_condition",
+        "dr_on_no_healthy",
+        "failback",
+        "fail_safe",
+        "on_no_healthy",
+        "topology",
+        "values",
+        "main_dc",
+        "dr_dc",
+        "dc_order",
+        "dcs_to_select",
+    ]
+    .into_iter()
+    .find(|k| head.starts_with(k) || detail.starts_with(k))
+    .map(str::to_string)
+}
+
+fn not_found(state: &ApiState, who: &Principal, why: &str) -> Response {
+    let body = html! { h1 { "Record form" } p.error role="alert" { (why) } };
+    (
+        axum::http::StatusCode::NOT_FOUND,
+        layout::page("Record form", state.engine.device(), Some(who), body),
+    )
+        .into_response()
+}
+
+fn errors_of(p: &Problems, key: &str) -> Markup {
+    html! {
+        @if let Some(list) = p.by_field.get(key) {
+            @for e in list { p.field-error id={ "err-" (key) } { (e) } }
+        }
+    }
+}
+
+fn text_field(f: &Fields, p: &Problems, key: &str, label: &str, hint: &str) -> Markup {
+    html! {
+        div.field .invalid[p.by_field.contains_key(key)] {
+            label for={ "f-" (key) } { (label) }
+            input id={ "f-" (key) } name=(key) type="text" value=(f.get(key)) placeholder=(hint)
+                aria-invalid=[p.by_field.contains_key(key).then_some("true")];
+            (errors_of(p, key))
+        }
+    }
+}
+
+fn select_field(
+    f: &Fields,
+    p: &Problems,
+    key: &str,
+    label: &str,
+    options: &[(String, String)],
+) -> Markup {
+    html! {
+        div.field .invalid[p.by_field.contains_key(key)] {
+            label for={ "f-" (key) } { (label) }
+            select id={ "f-" (key) } name=(key) {
+                @for (value, text) in options {
+                    option value=(value) selected[f.get(key) == value] { (text) }
+                }
+            }
+            (errors_of(p, key))
+        }
+    }
+}
+
+fn with_default(values: &[&str], default: &str) -> Vec<(String, String)> {
+    std::iter::once((String::new(), format!("(default: {default})")))
+        .chain(values.iter().map(|v| (v.to_string(), v.to_string())))
+        .collect()
+}
+
+fn render(
+    state: &ApiState,
+    who: &Principal,
+    config: &Config,
+    f: &Fields,
+    p: &Problems,
+    outcome: Option<Outcome>,
+) -> Response {
+    let dcs: Vec<String> = config.datacenters.iter().map(|d| d.name.clone()).collect();
+    let dc_options: Vec<(String, String)> = std::iter::once((String::new(), "(none)".to_string()))
+        .chain(dcs.iter().map(|d| (d.clone(), d.clone())))
+        .collect();
+    let mut hc_options = vec![
+        (String::new(), "Static (default)".to_string()),
+        ("disabled".to_string(), "Disabled".to_string()),
+    ];
+    hc_options.extend(config.scenarios.iter().map(|s| {
+        (
+            format!("scenario:{}", s.name),
+            format!("scenario {}", s.name),
+        )
+    }));
+    hc_options.extend(
+        config
+            .checks
+            .iter()
+            .map(|c| (format!("check:{}", c.name), format!("check {}", c.name))),
+    );
+    let mut dr_options = vec![
+        (String::new(), "(none)".to_string()),
+        (
+            "automatic".to_string(),
+            "automatic (no healthy Main address)".to_string(),
+        ),
+    ];
+    dr_options.extend(config.scenarios.iter().map(|s| {
+        (
+            format!("scenario:{}", s.name),
+            format!("scenario {}", s.name),
+        )
+    }));
+    let flag_options = |default: &str| {
+        vec![
+            (String::new(), format!("(default: {default})")),
+            ("true".to_string(), "yes".to_string()),
+            ("false".to_string(), "no".to_string()),
+        ]
+    };
+    let n_rows = rows(f) + SPARE_ROWS;
+    let editing = !f.get("orig").is_empty();
+    let title = if editing {
+        format!("Edit {} in {}", f.get("orig"), f.get("domain"))
+    } else {
+        format!("New record in {}", f.get("domain"))
+    };
+    let body = html! {
+        h1 { (title) }
+        @if !p.is_empty() {
+            div.error role="alert" #form-errors {
+                p { "Nothing was applied: " (p.all.len()) " problem" @if p.all.len() != 1 { "s" } "." }
+                ul { @for e in &p.all { li { (e) } } }
+            }
+        }
+        @match &outcome {
+            None => {},
+            Some(Outcome::Preview { version, changes }) => div.notice #diff role="status" {
+                p { "The changes this would make to version " (version) ":" }
+                @if changes.is_empty() { p { "no changes" } }
+                pre.changes { @for c in changes { (c) "\n" } }
+            },
+            Some(Outcome::Applied { version, changes }) => div.notice #applied role="status" {
+                p { "Applied as version " (version) " (" (changes.len()) " change" @if changes.len() != 1 { "s" } ")." }
+                pre.changes { @for c in changes { (c) "\n" } }
+                @if let Some((name, rtype)) = f.get("orig").rsplit_once('/') {
+                    p { a href={ "/ui/records/" (segment(&owner(name, f.get("domain")))) "/" (segment(rtype)) } { "See the record's preview" } }
+                }
+            },
+        }
+        form.record method="post" action="/ui/records/edit" {
+            (csrf_field(who))
+            input type="hidden" name="domain" value=(f.get("domain"));
+            input type="hidden" name="orig" value=(f.get("orig"));
+            @if let Some(Outcome::Preview { version, .. }) = &outcome {
+                input type="hidden" name="version" value=(version);
+            }
+            fieldset {
+                legend { "Record" }
+                (text_field(f, p, "name", "Name (relative to the domain; @ for the apex)", "www"))
+                (select_field(f, p, "type", "Type", &TYPES.iter().map(|t| (t.to_string(), t.to_string())).collect::<Vec<_>>()))
+                (text_field(f, p, "ttl", "TTL (seconds)", "the domain's"))
+                (select_field(f, p, "mode", "Mode", &with_default(&MODES, "the domain's")))
+                (select_field(f, p, "balance", "Balance", &with_default(&BALANCES, "round-robin")))
+                (text_field(f, p, "max_answers", "Answers at most", "every candidate"))
+                (select_field(f, p, "topology", "Topological selection", &flag_options("no")))
+            }
+            fieldset {
+                legend { "Disaster recovery" }
+                (select_field(f, p, "dr_condition", "Disaster Recovery Condition", &dr_options))
+                (select_field(f, p, "dr_on_no_healthy", "Disaster Recovery on No Healthy Records", &flag_options("yes")))
+                (select_field(f, p, "failback", "Failback", &with_default(&["auto", "manual"], "auto")))
+            }
+            fieldset {
+                legend { "When nothing is healthy" }
+                (select_field(f, p, "on_no_healthy", "Answer", &with_default(&["empty", "all"], "empty")))
+                (text_field(f, p, "fail_safe", "Fail-safe records (comma-separated)", "192.0.2.250"))
+            }
+            fieldset {
+                legend { "Addresses" }
+                @if let Some(list) = p.by_field.get("addresses") { @for e in list { p.field-error { (e) } } }
+                div.scroll tabindex="0" role="region" aria-label="Addresses" {
+                    table.addresses {
+                        thead { tr {
+                            th scope="col" { "#" }
+                            th scope="col" { "IP or CNAME target" }
+                            th scope="col" { "Datacenter" }
+                            th scope="col" { "HC field" }
+                            th scope="col" { "Weight" }
+                            th scope="col" { "Countries" }
+                            th scope="col" { "Continents" }
+                        } }
+                        tbody {
+                            @for i in 0..n_rows {
+                                @let k = |field: &str| format!("a{i}_{field}");
+                                @let row_key = format!("a{i}");
+                                tr data-row=(i) .invalid[p.by_field.contains_key(&row_key)] {
+                                    td { (i + 1) }
+                                    td {
+                                        input name=(k("value")) type="text" value=(f.get(&k("value"))) aria-label={ "Address " (i + 1) };
+                                        (errors_of(p, &row_key))
+                                    }
+                                    td {
+                                        select name=(k("dc")) aria-label={ "Datacenter of address " (i + 1) } {
+                                            @for (v, t) in &dc_options { option value=(v) selected[f.get(&k("dc")) == v] { (t) } }
+                                        }
+                                    }
+                                    td {
+                                        select name=(k("hc")) aria-label={ "HC field of address " (i + 1) } {
+                                            @for (v, t) in &hc_options { option value=(v) selected[f.get(&k("hc")) == v] { (t) } }
+                                        }
+                                    }
+                                    td { input.narrow name=(k("weight")) type="text" value=(f.get(&k("weight"))) aria-label={ "Weight of address " (i + 1) }; }
+                                    td { input.narrow name=(k("countries")) type="text" value=(f.get(&k("countries"))) aria-label={ "Countries of address " (i + 1) } placeholder="DE, FR"; }
+                                    td { input.narrow name=(k("continents")) type="text" value=(f.get(&k("continents"))) aria-label={ "Continents of address " (i + 1) } placeholder="EU"; }
+                                }
+                            }
+                        }
+                    }
+                }
+                p.hint { "A row left empty is dropped; preview again for more empty rows." }
+            }
+            fieldset {
+                legend { "Static data (MX, TXT, SRV, CAA, NS: one value per line)" }
+                div.field {
+                    label for="f-values" { "Values" }
+                    textarea #f-values name="values" rows="3" { (f.get("values")) }
+                    (errors_of(p, "values"))
+                }
+            }
+            fieldset {
+                legend { "Datacenters of the domain " (f.get("domain")) " (for every record of it)" }
+                (select_field(f, p, "main_dc", "Main DC", &dc_options))
+                (select_field(f, p, "dr_dc", "DR DC", &dc_options))
+                (text_field(f, p, "dc_order", "DC Selection order (comma-separated)", "dc1, dc2"))
+                (text_field(f, p, "dcs_to_select", "Total DCs to select from", "all"))
+            }
+            div.actions {
+                button type="submit" name="action" value="preview" #preview { "Preview changes" }
+                @if matches!(outcome, Some(Outcome::Preview { .. })) && p.is_empty() {
+                    button type="submit" name="action" value="apply" #apply { "Apply" }
+                }
+                @if editing && let Some((name, rtype)) = f.get("orig").rsplit_once('/') {
+                    a href={ "/ui/records/" (segment(&owner(name, f.get("domain")))) "/" (segment(rtype)) } { "Cancel" }
+                }
+            }
+        }
+    };
+    layout::page("Record form", state.engine.device(), Some(who), body).into_response()
+}
+
+/// The owner name of a record (`www` in `example.test` → `www.example.test`).
+fn owner(name: &str, domain: &str) -> String {
+    let domain = domain.trim_end_matches('.');
+    match name {
+        "@" | "" => domain.to_string(),
+        n => format!("{}.{domain}", n.trim_end_matches('.')),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_find_the_fields_they_name() {
+        assert_eq!(
+            field_of("domain example.test / record www A / address 3: unknown scenario \"x\"")
+                .as_deref(),
+            Some("a2")
+        );
+        assert_eq!(
+            field_of("domain example.test / record www A: dr_condition: unknown scenario \"x\"")
+                .as_deref(),
+            Some("dr_condition")
+        );
+        assert_eq!(
+            field_of("domain example.test: main_dc: unknown datacenter \"dc9\"").as_deref(),
+            Some("main_dc")
+        );
+        assert_eq!(field_of("something else entirely"), None);
+    }
+}

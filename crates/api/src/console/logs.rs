@@ -1,0 +1,233 @@
+//! The GTM Logs screen (docs/console.md): every device's events, newest
+//! first, filtered by record, kind, device and age, paged backwards by
+//! time, and followed live (the page's script fetches the first page again
+//! on each change the stream announces, while "Follow" is on). The events
+//! come from the API's own page reader ([`crate::event_page`]).
+
+use axum::{
+    Extension,
+    extract::{Query, State},
+    response::{IntoResponse, Response},
+};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::layout::{self, query_value};
+use crate::{ApiState, EventFilter};
+use gtm_engine::{Event, EventKind};
+use gtm_node::access::Principal;
+
+/// Events on one page.
+pub const PAGE: usize = 100;
+
+/// The page's filters, as the form sends them (empty: any).
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct LogQuery {
+    #[serde(default)]
+    pub record: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub since: String,
+    /// Only events older than this (ms since the epoch): the next page back.
+    #[serde(default)]
+    pub before: Option<u64>,
+    /// `on` while the page follows new events.
+    #[serde(default)]
+    pub follow: String,
+}
+
+impl LogQuery {
+    fn query(&self, before: Option<u64>) -> String {
+        let mut q = format!(
+            "record={}&kind={}&device={}&since={}",
+            query_value(&self.record),
+            query_value(&self.kind),
+            query_value(&self.device),
+            query_value(&self.since)
+        );
+        if let Some(b) = before {
+            q.push_str(&format!("&before={b}"));
+        }
+        if self.following() {
+            q.push_str("&follow=on");
+        }
+        q
+    }
+
+    /// Following is for the newest page only.
+    fn following(&self) -> bool {
+        self.follow == "on" && self.before.is_none()
+    }
+
+    fn filter(&self) -> Result<EventFilter, String> {
+        let kind = match self.kind.as_str() {
+            "" => None,
+            k => Some(
+                serde_json::from_value::<EventKind>(serde_json::Value::String(k.into())).map_err(
+                    |_| {
+                        format!(
+                            "kind \"{k}\" is not one of {}",
+                            EventKind::names().join(", ")
+                        )
+                    },
+                )?,
+            ),
+        };
+        let some = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
+        Ok(EventFilter {
+            record: some(&self.record),
+            kind,
+            since: some(&self.since),
+            follow: false,
+            all: true,
+            device: some(&self.device),
+            before: self.before,
+            limit: Some(PAGE),
+        })
+    }
+}
+
+/// The events of a query, newest first, or what is wrong with the query.
+async fn read(state: &ApiState, q: &LogQuery) -> Result<Vec<Event>, String> {
+    let filter = q.filter()?;
+    let (mut events, _) = crate::event_page(state, &filter)
+        .await
+        .map_err(|e| e.message)?;
+    events.reverse();
+    Ok(events)
+}
+
+pub async fn page(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(q): Query<LogQuery>,
+) -> Response {
+    let events = read(&state, &q).await;
+    let mut devices = vec![state.engine.device().to_string()];
+    devices.extend(
+        state
+            .peers
+            .status(&state.replication)
+            .into_iter()
+            .map(|p| p.device),
+    );
+    let body = html! {
+        h1 { "GTM Logs" }
+        (form(&q, &devices))
+        @if q.following() {
+            p #live .live role="status" { "Live updates: connecting…" }
+        }
+        (render(&q, &events))
+    };
+    layout::page("GTM Logs", state.engine.device(), Some(&who), body).into_response()
+}
+
+/// The table alone, for the page's script to swap in while following.
+pub async fn table(State(state): State<ApiState>, Query(q): Query<LogQuery>) -> Response {
+    let events = read(&state, &q).await;
+    render(&q, &events).into_response()
+}
+
+fn form(q: &LogQuery, devices: &[String]) -> Markup {
+    html! {
+        form.filters method="get" action="/ui/logs" aria-label="Filter the logs" {
+            div.field {
+                label for="l-record" { "Record" }
+                input #l-record name="record" type="text" value=(q.record)
+                    placeholder="www.example.test/A";
+            }
+            div.field {
+                label for="l-kind" { "Kind" }
+                select #l-kind name="kind" {
+                    option value="" { "Any kind" }
+                    @for k in EventKind::names() {
+                        option value=(k) selected[k == q.kind] { (k) }
+                    }
+                }
+            }
+            div.field {
+                label for="l-device" { "Device" }
+                select #l-device name="device" {
+                    option value="" { "Every device" }
+                    @for d in devices {
+                        option value=(d) selected[*d == q.device] { (d) }
+                    }
+                }
+            }
+            div.field {
+                label for="l-since" { "Newer than" }
+                input #l-since name="since" type="text" value=(q.since) placeholder="1h, 30m, 2d";
+            }
+            div.field.check {
+                input #l-follow name="follow" type="checkbox" value="on" checked[q.follow == "on"];
+                label for="l-follow" { "Follow new events" }
+            }
+            div.actions {
+                button type="submit" { "Show" }
+                a href="/ui/logs" { "Clear" }
+            }
+        }
+    }
+}
+
+fn render(q: &LogQuery, events: &Result<Vec<Event>, String>) -> Markup {
+    let refresh = q
+        .following()
+        .then(|| format!("/ui/logs/table?{}", q.query(None)));
+    html! {
+        div #logs data-refresh=[refresh] {
+            @match events {
+                Err(why) => p.error role="alert" { (why) },
+                Ok(events) => {
+                    p.count {
+                        (events.len()) " event" @if events.len() != 1 { "s" }
+                        @if q.before.is_some() { " (older page)" }
+                    }
+                    div.scroll tabindex="0" role="region" aria-label="Events" {
+                        table.logs {
+                            caption { "GTM Logs, newest first" }
+                            thead {
+                                tr {
+                                    th scope="col" { "Time" }
+                                    th scope="col" { "Device" }
+                                    th scope="col" { "Kind" }
+                                    th scope="col" { "Object" }
+                                    th scope="col" { "Event" }
+                                }
+                            }
+                            tbody {
+                                @for e in events {
+                                    tr data-kind=(kind_name(e.kind)) data-device=(e.device) {
+                                        td.time { (gtm_model::when::utc(e.time_ms)) }
+                                        td { (e.device) }
+                                        td { (kind_name(e.kind)) }
+                                        td.object { (e.object) }
+                                        td.text { (e.text) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    nav.pages aria-label="Pages" {
+                        @if q.before.is_some() {
+                            a href={ "/ui/logs?" (q.query(None)) } { "Newest" }
+                        }
+                        @if events.len() >= PAGE && let Some(oldest) = events.last() {
+                            a rel="next" href={ "/ui/logs?" (q.query(Some(oldest.time_ms))) } { "Older" }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn kind_name(kind: EventKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}

@@ -1,0 +1,566 @@
+//! Records × devices (docs/console.md): every record with its status on
+//! every device of the cluster side by side — this device, then each peer
+//! as its last report said — and a Summary of this device's view (DR on,
+//! held by manual failback, fail-safe, drained addresses). Filters by
+//! domain, service and status are query parameters of a GET form; the
+//! table alone is also served as a fragment that the page's script fetches
+//! again on each change the stream announces.
+
+use std::collections::{BTreeSet, HashMap};
+
+use axum::{
+    Extension,
+    extract::{Query, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::layout::{self, query_value, segment};
+use crate::ApiState;
+use gtm_engine::RecordStatus;
+use gtm_model::Config;
+use gtm_model::operator::Drain;
+use gtm_node::access::Principal;
+use gtm_node::peers::PeerStatus;
+use gtm_resolve::Status;
+
+/// The filters of the table; empty means every value.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct Filters {
+    #[serde(default)]
+    pub domain: String,
+    #[serde(default)]
+    pub service: String,
+    #[serde(default)]
+    pub status: String,
+    /// Part of the record's name, e.g. `www`.
+    #[serde(default)]
+    pub name: String,
+}
+
+impl Filters {
+    fn query(&self) -> String {
+        format!(
+            "name={}&domain={}&service={}&status={}",
+            query_value(&self.name),
+            query_value(&self.domain),
+            query_value(&self.service),
+            query_value(&self.status)
+        )
+    }
+}
+
+/// Rows of one table at most.
+const MAX_ROWS: usize = 2000;
+
+/// The status classes the table colours and filters by: CSS class suffix,
+/// filter value and what the filter calls it.
+const CLASSES: [(&str, &str); 5] = [
+    ("ok", "OK"),
+    ("partial", "Partially OK"),
+    ("dr", "DR"),
+    ("down", "Fail-safe or No healthy records"),
+    ("none", "No state yet"),
+];
+
+pub(super) fn class_of(status: Option<Status>) -> &'static str {
+    match status {
+        Some(Status::Ok) => "ok",
+        Some(Status::PartiallyOk | Status::PartiallyOkRecordDown) => "partial",
+        Some(Status::Dr) => "dr",
+        Some(Status::FailSafe | Status::NoHealthy) => "down",
+        None => "none",
+    }
+}
+
+pub(super) fn text_of(status: Option<Status>) -> &'static str {
+    status.map_or("No state yet", Status::as_str)
+}
+
+/// What the configuration says of a record that the table needs.
+#[derive(Debug, Default)]
+struct RecordInfo {
+    domain: String,
+    /// Each address (IP or CNAME target) with its datacenter.
+    addresses: Vec<(String, Option<String>)>,
+}
+
+/// The records, domains and services of the configuration.
+#[derive(Debug, Default)]
+struct Catalog {
+    records: HashMap<String, RecordInfo>,
+    domains: Vec<String>,
+    /// Each service with its domains.
+    services: Vec<(String, Vec<String>)>,
+}
+
+fn catalog(config: &Config) -> Catalog {
+    let mut records = HashMap::new();
+    let mut domains = Vec::new();
+    for d in &config.domains {
+        let domain = d.name.trim_end_matches('.').to_ascii_lowercase();
+        for r in &d.records {
+            let owner = match &*r.name {
+                "@" | "" => domain.clone(),
+                name => format!("{}.{domain}", name.trim_end_matches('.')),
+            };
+            let addresses = r
+                .addresses
+                .iter()
+                .map(|a| {
+                    let shown =
+                        a.ip.map(|ip| ip.to_string())
+                            .or_else(|| a.target().map(str::to_string))
+                            .unwrap_or_default();
+                    (shown, a.dc().map(str::to_string))
+                })
+                .collect();
+            records.insert(
+                crate::record_label(&owner, r.kind.as_str()),
+                RecordInfo {
+                    domain: domain.clone(),
+                    addresses,
+                },
+            );
+        }
+        domains.push(domain);
+    }
+    let services = config
+        .services
+        .iter()
+        .map(|s| {
+            let domains = s
+                .domains
+                .iter()
+                .map(|d| d.trim_end_matches('.').to_ascii_lowercase())
+                .collect();
+            (s.name.clone(), domains)
+        })
+        .collect();
+    Catalog {
+        records,
+        domains,
+        services,
+    }
+}
+
+/// Everything one rendering of the table shows.
+#[derive(Debug)]
+struct View {
+    device: String,
+    datacenter: String,
+    local: Vec<RecordStatus>,
+    peers: Vec<PeerStatus>,
+    catalog: Catalog,
+    drains: Vec<Drain>,
+}
+
+async fn gather(state: &ApiState) -> Result<View, Response> {
+    let engine = state.engine.clone();
+    // The status and the configuration are read under the engine's lock:
+    // off the async workers, as the API does.
+    let (local, catalog) =
+        tokio::task::spawn_blocking(move || (engine.status(), engine.with_config(catalog)))
+            .await
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())?;
+    let kv = state.replication.state().await;
+    let drains = gtm_model::operator::state_of(&kv).drains;
+    Ok(View {
+        device: state.engine.device().to_string(),
+        datacenter: state.datacenter.clone(),
+        local,
+        peers: state.peers.status(&state.replication),
+        catalog,
+        drains,
+    })
+}
+
+pub async fn page(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(filters): Query<Filters>,
+) -> Response {
+    let view = match gather(&state).await {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let body = html! {
+        h1 { "Records" }
+        (filter_form(&view.catalog, &filters))
+        p #live .live role="status" { "Live updates: connecting…" }
+        (render_table(&view, &filters))
+    };
+    layout::page("Records", &view.device, Some(&who), body).into_response()
+}
+
+/// The table alone, for the page's script to swap in.
+pub async fn table(State(state): State<ApiState>, Query(filters): Query<Filters>) -> Response {
+    match gather(&state).await {
+        Ok(view) => render_table(&view, &filters).into_response(),
+        Err(e) => e,
+    }
+}
+
+fn filter_form(catalog: &Catalog, f: &Filters) -> Markup {
+    html! {
+        form.filters method="get" action="/ui/records" aria-label="Filter the records" {
+            div.field {
+                label for="f-name" { "Name contains" }
+                input #f-name type="search" name="name" value=(f.name) autocapitalize="none" spellcheck="false";
+            }
+            div.field {
+                label for="f-domain" { "Domain" }
+                select #f-domain name="domain" {
+                    option value="" { "All domains" }
+                    @for d in &catalog.domains {
+                        option value=(d) selected[*d == f.domain] { (d) }
+                    }
+                }
+            }
+            div.field {
+                label for="f-service" { "Service" }
+                select #f-service name="service" {
+                    option value="" { "All services" }
+                    @for (s, _) in &catalog.services {
+                        option value=(s) selected[*s == f.service] { (s) }
+                    }
+                }
+            }
+            div.field {
+                label for="f-status" { "Status" }
+                select #f-status name="status" {
+                    option value="" { "Any status" }
+                    @for (value, text) in CLASSES {
+                        option value=(value) selected[value == f.status] { (text) }
+                    }
+                }
+            }
+            div.actions {
+                button type="submit" { "Filter" }
+                a href="/ui/records" { "Clear" }
+            }
+        }
+    }
+}
+
+/// One column of the table: a device and the records it reported.
+struct Column<'a> {
+    device: &'a str,
+    /// `this device · dc1`, `dc2 · last report 2 s ago`…
+    about: String,
+    stale: bool,
+    local: bool,
+    records: HashMap<&'a str, &'a RecordStatus>,
+}
+
+fn columns(view: &View) -> Vec<Column<'_>> {
+    let mut columns = vec![Column {
+        device: &view.device,
+        about: format!("this device · {}", view.datacenter),
+        stale: false,
+        local: true,
+        records: view.local.iter().map(|r| (r.record.as_str(), r)).collect(),
+    }];
+    for p in &view.peers {
+        let heard = match p.age_ms {
+            None => "never heard from".to_string(),
+            Some(ms) if p.reachable => format!("last report {} ago", gtm_model::when::age(ms)),
+            Some(ms) => format!("unreachable: last report {} ago", gtm_model::when::age(ms)),
+        };
+        columns.push(Column {
+            device: &p.device,
+            about: format!("{} · {heard}", p.datacenter),
+            stale: !p.reachable,
+            local: false,
+            records: p.records.iter().map(|r| (r.record.as_str(), r)).collect(),
+        });
+    }
+    columns
+}
+
+fn render_table(view: &View, f: &Filters) -> Markup {
+    let columns = columns(view);
+    let labels: BTreeSet<&str> = columns
+        .iter()
+        .flat_map(|c| c.records.keys().copied())
+        .collect();
+    let service_domains: Option<&Vec<String>> = (!f.service.is_empty())
+        .then(|| {
+            view.catalog
+                .services
+                .iter()
+                .find(|(s, _)| *s == f.service)
+                .map(|(_, d)| d)
+        })
+        .flatten();
+    let name = f.name.trim().to_ascii_lowercase();
+    let matching: Vec<&str> = labels
+        .into_iter()
+        .filter(|label| {
+            let domain = view.catalog.records.get(*label).map(|i| i.domain.as_str());
+            (f.domain.is_empty() || domain == Some(f.domain.as_str()))
+                && (f.service.is_empty()
+                    || service_domains
+                        .is_some_and(|ds| domain.is_some_and(|d| ds.iter().any(|s| s == d))))
+                && (f.status.is_empty()
+                    || columns.iter().any(|c| {
+                        c.records
+                            .get(*label)
+                            .is_some_and(|r| class_of(r.status) == f.status)
+                    }))
+                && (name.is_empty() || label.contains(name.as_str()))
+        })
+        .collect();
+    // A page of a huge configuration stays a page: the filters narrow it.
+    let shown = &matching[..matching.len().min(MAX_ROWS)];
+    let refresh = format!("/ui/records/table?{}", f.query());
+    html! {
+        div #records data-refresh=(refresh) {
+            p.count {
+                @if shown.len() < matching.len() {
+                    "The first " (shown.len()) " of " (matching.len()) " records; narrow them with the filters."
+                } @else {
+                    (shown.len()) " record" @if shown.len() != 1 { "s" }
+                }
+            }
+            div.scroll tabindex="0" role="region" aria-label="Records by device" {
+                table.records {
+                    caption { "The status of every record on every device of the cluster" }
+                    thead {
+                        tr {
+                            th scope="col" { "Record" }
+                            @for c in &columns {
+                                th scope="col" .device .stale[c.stale] data-device=(c.device) {
+                                    span.name { (c.device) }
+                                    span.about { (c.about) }
+                                }
+                            }
+                            th scope="col" { "Summary" }
+                        }
+                    }
+                    tbody {
+                        @for label in shown {
+                            tr data-record=(label) {
+                                th scope="row" { a href=(preview_href(label, None)) { (label) } }
+                                @for c in &columns {
+                                    (cell(label, c))
+                                }
+                                td.summary {
+                                    @for line in summary(label, view) {
+                                        span.line { (line) }
+                                    }
+                                }
+                            }
+                        }
+                        @if shown.is_empty() {
+                            tr { td colspan=(columns.len() + 2) { "No record matches these filters." } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn cell(label: &str, c: &Column<'_>) -> Markup {
+    let Some(r) = c.records.get(label) else {
+        return html! {
+            td.st.st-none.stale[c.stale] data-device=(c.device) data-status="" { "not reported" }
+        };
+    };
+    // One class attribute: maud would write a second for `.stale[..]`.
+    let class = format!(
+        "st st-{}{}",
+        class_of(r.status),
+        if c.stale { " stale" } else { "" }
+    );
+    let device = (!c.local).then_some(c.device);
+    html! {
+        td class=(class) data-device=(c.device) data-status=(text_of(r.status)) {
+            a href=(preview_href(label, device)) { (text_of(r.status)) }
+            @if c.stale { " " span.note { "(stale)" } }
+        }
+    }
+}
+
+/// The preview page of a record label (`www.example.test/A`).
+pub fn preview_href(label: &str, device: Option<&str>) -> String {
+    let (name, rtype) = label.rsplit_once('/').unwrap_or((label, ""));
+    let mut href = format!("/ui/records/{}/{}", segment(name), segment(rtype));
+    if let Some(d) = device {
+        href.push_str("?device=");
+        href.push_str(&query_value(d));
+    }
+    href
+}
+
+/// What the Summary column says of a record on this device.
+fn summary(label: &str, view: &View) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(r) = view.local.iter().find(|r| r.record == label) {
+        match r.status {
+            Some(Status::Dr) => lines.push("Disaster recovery is on".to_string()),
+            Some(Status::FailSafe) => lines.push("Fail-safe records are answered".to_string()),
+            Some(Status::NoHealthy) => lines.push("No healthy records".to_string()),
+            _ => {}
+        }
+        if r.decision.contains("held by manual failback") {
+            lines.push("held by manual failback".to_string());
+        }
+    }
+    if let Some(info) = view.catalog.records.get(label) {
+        for d in &view.drains {
+            if let Some(address) = &d.address
+                && d.record.as_deref().is_none_or(|r| r == label)
+                && info.addresses.iter().any(|(a, _)| same_address(a, address))
+            {
+                lines.push(format!("drained: {address}"));
+            }
+            if let Some(dc) = &d.datacenter
+                && info.addresses.iter().any(|(_, at)| at.as_ref() == Some(dc))
+            {
+                lines.push(format!("datacenter {dc} drained"));
+            }
+        }
+    }
+    lines
+}
+
+/// An address as configured and as a drain names it: IPs by value, names
+/// without case or the final dot.
+fn same_address(configured: &str, drained: &str) -> bool {
+    match (
+        configured.parse::<std::net::IpAddr>(),
+        drained.parse::<std::net::IpAddr>(),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => configured
+            .trim_end_matches('.')
+            .eq_ignore_ascii_case(drained.trim_end_matches('.')),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_a_class_the_filter_offers() {
+        let all = [
+            Some(Status::Ok),
+            Some(Status::PartiallyOk),
+            Some(Status::PartiallyOkRecordDown),
+            Some(Status::Dr),
+            Some(Status::FailSafe),
+            Some(Status::NoHealthy),
+            None,
+        ];
+        for s in all {
+            assert!(CLASSES.iter().any(|(c, _)| *c == class_of(s)), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn preview_links_name_the_record_and_the_device() {
+        assert_eq!(
+            preview_href("www.example.test/A", None),
+            "/ui/records/www.example.test/A"
+        );
+        assert_eq!(
+            preview_href("*.wild.example.test/AAAA", Some("gtm 2")),
+            "/ui/records/*.wild.example.test/AAAA?device=gtm+2"
+        );
+    }
+
+    fn status(record: &str, status: Option<Status>) -> RecordStatus {
+        RecordStatus {
+            record: record.into(),
+            status,
+            active: Vec::new(),
+            decision: String::new(),
+            held: false,
+        }
+    }
+
+    fn view(local: Vec<RecordStatus>, peer: Vec<RecordStatus>, reachable: bool) -> View {
+        View {
+            device: "gtm1".into(),
+            datacenter: "dc1".into(),
+            local,
+            peers: vec![PeerStatus {
+                device: "gtm2".into(),
+                datacenter: "dc2".into(),
+                age_ms: Some(9_000),
+                reachable,
+                version: Some(3),
+                geoip: None,
+                geoip_info: None,
+                records: peer,
+                checks: Vec::new(),
+            }],
+            catalog: Catalog::default(),
+            drains: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_table_filters_by_name_and_any_devices_status() {
+        let v = view(
+            vec![
+                status("www.a.test/A", Some(Status::Ok)),
+                status("api.a.test/A", Some(Status::Dr)),
+            ],
+            vec![status("www.a.test/A", Some(Status::PartiallyOk))],
+            true,
+        );
+        let all = render_table(&v, &Filters::default()).into_string();
+        assert!(all.contains("2 records"), "{all}");
+        assert!(all.contains("not reported"), "api is not in gtm2's report");
+        let partial = Filters {
+            status: "partial".into(),
+            ..Filters::default()
+        };
+        let html = render_table(&v, &partial).into_string();
+        assert!(
+            html.contains("1 record<") && html.contains("www.a.test/A"),
+            "{html}"
+        );
+        assert!(html.contains("Partially OK") && html.contains("st st-partial"));
+        let named = Filters {
+            name: " API ".into(),
+            ..Filters::default()
+        };
+        let html = render_table(&v, &named).into_string();
+        assert!(
+            html.contains("1 record<") && html.contains("api.a.test/A"),
+            "{html}"
+        );
+        assert!(html.contains("Disaster recovery is on"), "{html}");
+        assert!(
+            html.contains("table?name=+API+&amp;domain=&amp;service=&amp;status=\""),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn a_silent_peer_is_greyed_with_its_age_and_the_rows_are_capped() {
+        let many: Vec<RecordStatus> = (0..MAX_ROWS + 1)
+            .map(|i| status(&format!("r{i:05}.a.test/A"), Some(Status::Ok)))
+            .collect();
+        let v = view(many.clone(), many, false);
+        let html = render_table(&v, &Filters::default()).into_string();
+        assert!(html.contains(&format!("The first {MAX_ROWS} of {} records", MAX_ROWS + 1)));
+        assert!(html.contains("unreachable: last report 9 s ago"), "the age");
+        assert!(html.contains("st st-ok stale") && html.contains("(stale)"));
+        assert!(!html.contains(&format!("r{MAX_ROWS:05}.a.test")), "capped");
+    }
+
+    #[test]
+    fn drains_match_addresses_by_value() {
+        assert!(same_address("2001:db8::1", "2001:DB8:0::1"));
+        assert!(same_address("Www.Example.test.", "www.example.test"));
+        assert!(!same_address("192.0.2.1", "192.0.2.10"));
+    }
+}

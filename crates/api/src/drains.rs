@@ -1,0 +1,142 @@
+//! Drains: of an address or a datacenter, out of answers or back, and the
+//! list of active drains (replicated).
+//!
+//! Drains with a look first: `dry_run` answers what a drain or undrain
+//! would change ([`gtm_engine::dry_run`]) and changes nothing; a drain
+//! that would leave a record with no answer is refused, naming the
+//! records, unless `force` is given.
+
+use axum::{
+    Extension, Json,
+    extract::{Query, State},
+    response::{IntoResponse, Response},
+};
+use serde::{Deserialize, Serialize};
+
+use gtm_model::error::ApiError;
+
+use super::{ApiState, blocking, record_label, writable};
+
+use gtm_model::drain::DrainTarget;
+use gtm_model::error::ErrorKind;
+use gtm_node::{access::Principal, command::Action};
+
+/// `?dry_run=true&force=true`, the same as the body's flags.
+#[derive(Debug, Default, Deserialize)]
+pub struct DrainFlags {
+    #[serde(default)]
+    pub dry_run: bool,
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// Previews, refuses or proposes a drain or undrain (every device applies
+/// it), then answers with this device's record status.
+pub(crate) async fn drain(
+    state: ApiState,
+    who: &Principal,
+    target: DrainTarget,
+    drained: bool,
+    flags: DrainFlags,
+) -> Result<Response, ApiError> {
+    let preview = {
+        let (engine, target) = (state.engine.clone(), target.clone());
+        blocking(move || engine.drain_preview(&target, drained))
+            .await?
+            .map_err(|e| ApiError::new(ErrorKind::NotFound, e))?
+    };
+    if flags.dry_run {
+        return Ok(Json(preview).into_response());
+    }
+    writable(&state)?;
+    if drained && !flags.force && !preview.emptied.is_empty() {
+        let mut e = ApiError::new(
+            ErrorKind::Conflict,
+            format!(
+                "{} would leave {} record(s) with no answer: {}; nothing was changed. Give --force (force=true) to drain anyway, --dry-run (dry_run=true) to see every change",
+                preview.action,
+                preview.emptied.len(),
+                preview.emptied.join(", ")
+            ),
+        );
+        e.errors = preview.emptied;
+        return Err(e);
+    }
+    state
+        .replication
+        .propose(state.actor(who), None, Action::Drain { target, drained })
+        .await?;
+    let engine = state.engine.clone();
+    Ok(Json(blocking(move || engine.status()).await?).into_response())
+}
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DrainAddress {
+    pub address: String,
+    /// Only this record (`www.example.test/A`); every record when absent.
+    #[serde(default)]
+    pub record: Option<String>,
+    pub drained: bool,
+    /// Only say what would change (`?dry_run=true` too).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Drain even if a record is left with no answer (`?force=true` too).
+    #[serde(default)]
+    pub force: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DrainDatacenter {
+    pub datacenter: String,
+    pub drained: bool,
+    /// Only say what would change (`?dry_run=true` too).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Drain even if a record is left with no answer (`?force=true` too).
+    #[serde(default)]
+    pub force: bool,
+}
+
+pub(super) async fn drain_address(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(flags): Query<DrainFlags>,
+    Json(req): Json<DrainAddress>,
+) -> Result<axum::response::Response, ApiError> {
+    let record = req.record.as_deref().map(|r| match r.rsplit_once('/') {
+        Some((n, t)) => record_label(n, t),
+        None => r.to_string(),
+    });
+    let target = DrainTarget::Address {
+        record,
+        address: req.address,
+    };
+    let flags = DrainFlags {
+        dry_run: flags.dry_run || req.dry_run,
+        force: flags.force || req.force,
+    };
+    drain(state, &who, target, req.drained, flags).await
+}
+
+pub(super) async fn drain_datacenter(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(flags): Query<DrainFlags>,
+    Json(req): Json<DrainDatacenter>,
+) -> Result<axum::response::Response, ApiError> {
+    let target = DrainTarget::Datacenter {
+        name: req.datacenter,
+    };
+    let flags = DrainFlags {
+        dry_run: flags.dry_run || req.dry_run,
+        force: flags.force || req.force,
+    };
+    drain(state, &who, target, req.drained, flags).await
+}
+
+/// The active drains, with who made them and when.
+pub(super) async fn drains(State(state): State<ApiState>) -> Json<Vec<gtm_model::operator::Drain>> {
+    let kv = state.replication.state().await;
+    Json(gtm_model::operator::state_of(&kv).drains)
+}

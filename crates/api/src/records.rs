@@ -1,0 +1,156 @@
+//! One steered record as operators read and act on it: its preview (what
+//! it answers now and why, on this device or another) and resuming it
+//! after a manual-failback DR.
+
+use axum::{
+    Extension, Json,
+    extract::{Path, Query, State},
+    http::StatusCode,
+};
+use serde::Deserialize;
+
+use gtm_model::error::ApiError;
+
+use super::{ApiState, blocking, not_found, record_label, writable};
+
+use gtm_cluster::SECRET_HEADER;
+use gtm_engine::Preview;
+use gtm_model::error::ErrorKind;
+use gtm_node::{access::Principal, command::Action};
+
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub(crate) struct DeviceQuery {
+    pub(crate) device: Option<String>,
+}
+
+/// Also the console's record preview (`crate::console`).
+pub(crate) async fn preview(
+    State(state): State<ApiState>,
+    Path((name, rtype)): Path<(String, String)>,
+    Query(q): Query<DeviceQuery>,
+) -> Result<Json<Preview>, ApiError> {
+    if let Some(device) = q.device.as_deref().filter(|d| *d != state.engine.device()) {
+        return remote_preview(&state, device, &name, &rtype)
+            .await
+            .map(Json);
+    }
+    let label = record_label(&name, &rtype);
+    let engine = state.engine.clone();
+    let found = {
+        let label = label.clone();
+        blocking(move || engine.preview(&label)).await?
+    };
+    found.map(Json).ok_or_else(|| {
+        not_found(format!(
+            "no steered record {label} (see gtm status for the records)"
+        ))
+    })
+}
+
+/// Also the console's Resume button.
+pub(crate) async fn resume(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Path((name, rtype)): Path<(String, String)>,
+) -> Result<Json<Preview>, ApiError> {
+    let label = record_label(&name, &rtype);
+    writable(&state)?;
+    // Holds are each device's own: refused only when no device of the
+    // cluster (by its last report) holds the record.
+    let engine = state.engine.clone();
+    let here = blocking(move || engine.status()).await?;
+    let peers = state.peers.status(&state.replication);
+    let mine = here.iter().find(|r| r.record == label);
+    if mine.is_some() {
+        let held = mine.is_some_and(|r| r.held)
+            || peers
+                .iter()
+                .any(|p| p.records.iter().any(|r| r.record == label && r.held));
+        if !held {
+            let mut seen = vec![format!(
+                "{} on {}",
+                mine.and_then(|r| r.status)
+                    .map_or("-".into(), |s| s.to_string()),
+                state.engine.device()
+            )];
+            seen.extend(peers.iter().filter_map(|p| {
+                let r = p.records.iter().find(|r| r.record == label)?;
+                Some(format!(
+                    "{} on {}",
+                    r.status.map_or("-".into(), |s| s.to_string()),
+                    p.device
+                ))
+            }));
+            return Err(ApiError::new(
+                ErrorKind::Conflict,
+                format!(
+                    "{label} is not held by manual failback on any device ({}); there is nothing to resume",
+                    seen.join(", ")
+                ),
+            ));
+        }
+    }
+    // Every device applies it; this one has once propose returns.
+    state
+        .replication
+        .propose(
+            state.actor(&who),
+            None,
+            Action::Resume {
+                record: label.clone(),
+            },
+        )
+        .await?;
+    let (engine, what) = (state.engine.clone(), label.clone());
+    blocking(move || engine.preview(&what))
+        .await?
+        .map(Json)
+        .ok_or_else(|| not_found(label))
+}
+
+/// Asks another device of the cluster for a record's preview.
+pub(super) async fn remote_preview(
+    state: &ApiState,
+    device: &str,
+    name: &str,
+    rtype: &str,
+) -> Result<Preview, ApiError> {
+    let status = state.replication.status();
+    let Some(member) = status.members.iter().find(|m| m.info.name == device) else {
+        return Err(not_found(format!(
+            "no device named \"{device}\" in the cluster (gtm device list)"
+        )));
+    };
+    let secret = state
+        .replication
+        .secret_value()
+        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
+    let url = format!(
+        "{}/cluster/v1/preview/{name}/{rtype}",
+        member.info.api_addr.trim_end_matches('/')
+    );
+    let unreachable = |e: String| {
+        ApiError::new(
+            ErrorKind::Unreachable,
+            format!("cannot reach device {device}: {e}"),
+        )
+    };
+    let response = state
+        .peer_http
+        .get(url)
+        .header(SECRET_HEADER, secret)
+        .timeout(std::time::Duration::from_secs(3))
+        .send()
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    if response.status() == StatusCode::NOT_FOUND {
+        return Err(not_found(format!(
+            "device {device} has no steered record {}",
+            record_label(name, rtype)
+        )));
+    }
+    response
+        .json::<Preview>()
+        .await
+        .map_err(|e| unreachable(e.to_string()))
+}

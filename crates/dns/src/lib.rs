@@ -1,0 +1,23 @@
+//! Authoritative DNS over UDP and TCP (spec §3).
+pub mod chunked;
+pub mod cpus;
+pub mod dnssec;
+
+pub mod cookies;
+pub mod counters;
+pub mod fast;
+pub mod handler;
+pub mod identity;
+pub mod limits;
+pub mod lookup;
+pub mod malformed;
+pub mod metrics;
+pub mod notify;
+pub mod rrl;
+pub mod server;
+pub mod snapshot;
+pub mod tcp;
+pub mod tsig;
+pub mod udp;
+pub mod wire;
+pub mod xfr;

@@ -1,0 +1,349 @@
+//! A device's own settings: the node file given to `gtm serve --config`.
+//! Never replicated.
+
+use std::{
+    fmt,
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+};
+
+use serde::{Deserialize, Serialize};
+
+/// Configuration versions kept in history by default (the `history_keep`
+/// node setting; each command carries its proposer's).
+pub const HISTORY_KEPT: usize = 100;
+
+/// The node file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSettings {
+    /// Device name, shown in events and status.
+    pub name: String,
+    pub datacenter: String,
+    /// Where the device keeps its store, API token and GeoIP database.
+    pub data_dir: PathBuf,
+    /// DNS listeners, UDP and TCP on each.
+    #[serde(default = "default_dns_listen")]
+    pub dns_listen: Vec<SocketAddr>,
+    #[serde(default = "default_api_listen")]
+    pub api_listen: SocketAddr,
+    /// The API base URL other devices use to reach this one (default:
+    /// `http://<api_listen>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertise_api: Option<String>,
+    /// A country `.mmdb`; default: `geoip.mmdb` in the data directory if
+    /// one was imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geoip_file: Option<PathBuf>,
+    /// UDP worker threads per listener (default: one per CPU, or one per
+    /// CPU of `dns_cpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_workers: Option<usize>,
+    /// CPUs kept for the UDP DNS workers; every other thread of the device
+    /// runs on the CPUs left (default: none, nothing pinned).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_cpus: Vec<usize>,
+    /// The EDNS buffer size advertised and used for UDP (default 1232).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edns_payload: Option<u16>,
+    /// Events the log keeps on disk (default 100,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_retention: Option<u64>,
+    /// Configuration versions the replicated history keeps (default 100,
+    /// at least 1). Each write carries the setting of the device that
+    /// received it, so every device prunes alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_keep: Option<u32>,
+    /// Allow `exec` checks to run commands on this device (default false).
+    #[serde(default)]
+    pub allow_exec: bool,
+    /// TLS for the API and cluster traffic: this device's certificate chain
+    /// and key (PEM). Both or neither.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_cert: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_key: Option<PathBuf>,
+    /// Certificates (PEM) trusted for the other devices' APIs (default: this
+    /// device's own certificate, for a cluster sharing one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ca: Option<PathBuf>,
+    /// Most probes running at once (default 1,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_probes: Option<usize>,
+    /// Let probes reach link-local addresses (169.254.0.0/16, fe80::/10),
+    /// where cloud metadata services answer (default false).
+    #[serde(default)]
+    pub allow_link_local_probes: bool,
+    /// When given, probes reach only addresses in these networks, e.g.
+    /// `["10.0.0.0/8", "2001:db8::/32"]` (default: anywhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_networks: Vec<Network>,
+    /// What this device answers to an NSID query (RFC 5001) and to CH TXT
+    /// `id.server.` / `hostname.bind.` (default: the device name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nsid: Option<String>,
+    /// Which log lines are written, as `GTM_LOG` takes them, e.g. `"info"`
+    /// or `"info,gtm::health=debug"` (default: info, with the libraries'
+    /// chatter at warn). `GTM_LOG` or `RUST_LOG`, when set, win. Re-read on
+    /// SIGHUP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<String>,
+    /// `"text"` (default) or `"json"`: one JSON object per line.
+    #[serde(default)]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written on standard error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// An IP network, written `ADDRESS/PREFIX` (a lone address is /32 or /128).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Network {
+    pub addr: IpAddr,
+    pub prefix: u8,
+}
+
+impl Network {
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let bits = |ip: IpAddr| -> (u128, u8) {
+            match ip.to_canonical() {
+                IpAddr::V4(v4) => (u128::from(u32::from(v4)), 32),
+                IpAddr::V6(v6) => (u128::from(v6), 128),
+            }
+        };
+        let ((net, width), (ip, ip_width)) = (bits(self.addr), bits(ip));
+        if width != ip_width {
+            return false;
+        }
+        let shift = u32::from(width - self.prefix);
+        shift >= 128 || (net >> shift) == (ip >> shift)
+    }
+}
+
+impl TryFrom<String> for Network {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        let (addr, prefix) = text.split_once('/').unwrap_or((&text, ""));
+        let addr: IpAddr = addr.parse().map_err(|_| {
+            format!("\"{text}\" is not a network: write ADDRESS/PREFIX, e.g. 10.0.0.0/8")
+        })?;
+        let max = if addr.to_canonical().is_ipv4() {
+            32
+        } else {
+            128
+        };
+        let prefix = match prefix {
+            "" => max,
+            p => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("\"{text}\": the prefix must be 0 to {max}"))?,
+        };
+        Ok(Self { addr, prefix })
+    }
+}
+
+impl From<Network> for String {
+    fn from(n: Network) -> Self {
+        n.to_string()
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+pub fn default_dns_listen() -> Vec<SocketAddr> {
+    vec![
+        "127.0.0.1:1053".parse().expect("literal"),
+        "[::1]:1053".parse().expect("literal"),
+    ]
+}
+
+pub fn default_api_listen() -> SocketAddr {
+    "127.0.0.1:8053".parse().expect("literal")
+}
+
+/// The data directory used when none is given: `$GTM_DATA_DIR`, else
+/// `~/.local/share/gtm`, else `./gtm-data`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("GTM_DATA_DIR") {
+        return dir.into();
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/share/gtm"),
+        None => PathBuf::from("gtm-data"),
+    }
+}
+
+impl NodeSettings {
+    /// The settings of `gtm serve` with no arguments: the demo on loopback.
+    pub fn demo(data_dir: PathBuf) -> Self {
+        Self {
+            name: "demo".into(),
+            datacenter: "dc1".into(),
+            data_dir,
+            dns_listen: default_dns_listen(),
+            api_listen: default_api_listen(),
+            advertise_api: None,
+            geoip_file: None,
+            udp_workers: None,
+            dns_cpus: Vec::new(),
+            edns_payload: None,
+            event_retention: None,
+            history_keep: None,
+            allow_exec: false,
+            tls_cert: None,
+            tls_key: None,
+            tls_ca: None,
+            max_concurrent_probes: None,
+            allow_link_local_probes: false,
+            probe_networks: Vec::new(),
+            nsid: None,
+            log_level: None,
+            log_format: LogFormat::Text,
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let settings: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Rules serde cannot say: the NSID value must fit a TXT
+    /// character-string (255 bytes), as it is answered to CH TXT queries.
+    pub fn validate(&self) -> Result<(), String> {
+        let nsid = self.nsid();
+        if nsid.len() > 255 {
+            let what = if self.nsid.is_some() {
+                "node setting nsid"
+            } else {
+                "node setting name (the default nsid)"
+            };
+            return Err(format!(
+                "{what}: \"{nsid}\" is {} bytes; at most 255 fit in a CH TXT answer \
+                 (set `nsid` to a shorter value)",
+                nsid.len()
+            ));
+        }
+        if let Some(level) = &self.log_level {
+            parse_log_filter(level)
+                .map_err(|e| format!("node setting log_level: \"{level}\": {e}"))?;
+        }
+        if self.history_keep == Some(0) {
+            return Err(
+                "node setting history_keep: 0; history keeps at least the current version (give 1 or more)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Configuration versions history keeps: `history_keep`, default 100.
+    pub fn history_keep(&self) -> u32 {
+        self.history_keep.unwrap_or(HISTORY_KEPT as u32)
+    }
+
+    /// The NSID value answered: `nsid`, else the device name.
+    pub fn nsid(&self) -> &str {
+        self.nsid.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// Checks and parses a log filter (`log_level`, `GTM_LOG`, `RUST_LOG`): the
+/// directives of `tracing_subscriber`'s `EnvFilter`, without regular
+/// expressions.
+pub fn parse_log_filter(directives: &str) -> Result<tracing_subscriber::EnvFilter, String> {
+    tracing_subscriber::EnvFilter::builder()
+        .with_regex(false)
+        .parse(directives)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Network;
+
+    #[test]
+    fn networks_parse_and_contain() {
+        let n = |s: &str| Network::try_from(s.to_string());
+        let lo = n("127.0.0.0/8").expect("valid");
+        assert!(lo.contains("127.9.9.9".parse().expect("ip")));
+        assert!(lo.contains("::ffff:127.0.0.1".parse().expect("ip")));
+        assert!(!lo.contains("128.0.0.1".parse().expect("ip")));
+        assert!(!lo.contains("::1".parse().expect("ip")));
+        let one = n("::1").expect("valid");
+        assert_eq!(one.to_string(), "::1/128");
+        assert!(one.contains("::1".parse().expect("ip")));
+        assert!(
+            n("0.0.0.0/0")
+                .expect("valid")
+                .contains("192.0.2.1".parse().expect("ip"))
+        );
+        assert!(n("10.0.0.0/33").is_err());
+        assert!(n("nonsense/8").is_err());
+    }
+
+    #[test]
+    fn nsid_defaults_to_the_name_and_must_fit_a_txt_string() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        let s = super::NodeSettings::parse(base).expect("valid");
+        assert_eq!(s.nsid(), "dev-1");
+        let s = super::NodeSettings::parse(&format!("{base}nsid = \"edge-7\"\n")).expect("valid");
+        assert_eq!(s.nsid(), "edge-7");
+        let long = "x".repeat(256);
+        let e = super::NodeSettings::parse(&format!("{base}nsid = \"{long}\"\n")).unwrap_err();
+        assert!(
+            e.contains("node setting nsid") && e.contains("256 bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn log_settings_parse_and_a_bad_filter_is_named() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        let s = super::NodeSettings::parse(&format!(
+            "{base}log_level = \"debug,gtm::health=trace\"\nlog_format = \"json\"\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.log_format, super::LogFormat::Json);
+        let e =
+            super::NodeSettings::parse(&format!("{base}log_level = \"gtm=loud\"\n")).unwrap_err();
+        assert!(e.contains("node setting log_level"), "{e}");
+        assert!(super::NodeSettings::parse(&format!("{base}log_format = \"xml\"\n")).is_err());
+    }
+
+    #[test]
+    fn the_packaged_node_file_parses_and_serves_port_53_from_var_lib_gtm() {
+        let s = super::NodeSettings::parse(include_str!("../../../packaging/node.toml"))
+            .expect("packaging/node.toml parses");
+        assert!(s.dns_listen.iter().all(|a| a.port() == 53), "{s:?}");
+        assert_eq!(s.data_dir, std::path::Path::new("/var/lib/gtm"));
+    }
+
+    #[test]
+    fn history_keep_defaults_to_100_and_must_be_positive() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        assert_eq!(
+            super::NodeSettings::parse(base)
+                .expect("valid")
+                .history_keep(),
+            100
+        );
+        let s = super::NodeSettings::parse(&format!("{base}history_keep = 3\n")).expect("valid");
+        assert_eq!(s.history_keep(), 3);
+        let e = super::NodeSettings::parse(&format!("{base}history_keep = 0\n")).unwrap_err();
+        assert!(e.contains("node setting history_keep"), "{e}");
+    }
+}

@@ -1,0 +1,449 @@
+//! Commands: every change to replicated state, as it travels through the
+//! Raft log (docs/design-commands.md).
+//!
+//! A device that receives an operator's request builds a [`Command`] (the
+//! intent, never a computed result) and proposes it; every device's state
+//! machine ([`crate::machine`]) applies it to the committed state and the
+//! proposer gets the [`Outcome`] back. Commands are bincode behind a format
+//! byte; outcomes are JSON (they are also kept in the replicated map).
+
+use serde::{Deserialize, Serialize};
+
+use gtm_model::{actor::Actor, drain::DrainTarget, error::ApiError};
+
+/// The format byte in front of every encoded command. A device refuses
+/// (rejects, never applies) a command of a format it does not know.
+/// Format 2 added [`Command::history_keep`]; format 1 is still read.
+pub const FORMAT: u8 = 2;
+
+/// A command's id: 16 random bytes chosen by the device that received the
+/// request, shown as 32 hex digits. A command delivered twice (a retried
+/// forward) is applied once; the second delivery gets the first outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CommandId(pub [u8; 16]);
+
+impl CommandId {
+    pub fn random() -> Self {
+        Self(gtm_model::random::bytes::<16>().unwrap_or_else(|_| {
+            // No /dev/urandom: time and a counter still make ids unique
+            // enough for deduplication on this device.
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            let mut id = [0u8; 16];
+            id[..8].copy_from_slice(&gtm_model::clock::now_ms().to_be_bytes());
+            id[8..].copy_from_slice(&COUNTER.fetch_add(1, Ordering::Relaxed).to_be_bytes());
+            id
+        }))
+    }
+}
+
+impl std::fmt::Display for CommandId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One change to replicated state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Command {
+    pub id: CommandId,
+    pub actor: Actor,
+    /// When the request was received (ms since the epoch): the time history
+    /// shows, the same on every device.
+    pub time_ms: u64,
+    /// `?version=N`: apply only if the configuration is still at version N
+    /// (a compare-and-set checked by the state machine, cluster-wide).
+    pub expect_version: Option<u64>,
+    pub action: Action,
+    /// The configuration versions history keeps, the proposing device's
+    /// `history_keep` node setting: carried in the command so every device
+    /// prunes alike.
+    pub history_keep: u32,
+}
+
+/// A command of format 1 (before `history_keep`).
+#[derive(Deserialize)]
+struct CommandV1 {
+    id: CommandId,
+    actor: Actor,
+    time_ms: u64,
+    expect_version: Option<u64>,
+    action: Action,
+}
+
+/// What a command does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Action {
+    /// `gtm cluster init`: the first device's configuration becomes the
+    /// cluster's, keeping its version. Only onto a map with none.
+    Adopt { text: String, version: u64 },
+    /// `gtm config apply`: the whole configuration.
+    ApplyConfig { text: String },
+    /// A put or delete of one configuration object.
+    Edit(Edit),
+    /// `gtm config rollback N`: configuration version N again, as a new
+    /// version.
+    Rollback { version: u64 },
+    /// `gtm record drain`/`undrain`, `gtm dc drain`/`undrain`: takes a
+    /// target out of answers on every device, or puts it back (an undrain
+    /// names exactly an active drain).
+    Drain { target: DrainTarget, drained: bool },
+    /// `gtm check set`: a manual check's state, `ok` or `error`.
+    SetCheck { check: String, state: String },
+    /// `gtm record resume`: releases a manual-failback DR hold of one
+    /// record (a label `www.example.test/A`) on every device.
+    Resume { record: String },
+    /// `gtm user ...`, `gtm token ...`: an account made, changed or
+    /// removed (docs/access.md). Never moves the configuration version.
+    Account(AccountChange),
+    /// `gtm schedule add`: an operator action (a drain or undrain, a check
+    /// set, a resume) to apply at a time, and its reverse at `until`
+    /// (docs/cluster.md, "Scheduled changes"). Appended last: earlier
+    /// variants keep their encoding.
+    AddSchedule(Box<ScheduleSpec>),
+    /// `gtm schedule cancel ID`: a pending schedule never fires (nor its
+    /// reverse, when only that is left).
+    CancelSchedule { id: u64 },
+    /// Proposed by the leader (or a device in no cluster) once a schedule is
+    /// due: applies its action (`reverse`: the reverse at `until`) and marks
+    /// it fired in the same command, so it fires once. The command's
+    /// `time_ms` is the firing time.
+    FireSchedule { id: u64, reverse: bool },
+    /// A zone's DNSSEC keys (docs/dnssec.md): never in the configuration
+    /// text, history or exports.
+    Dnssec(DnssecChange),
+    /// Proposed by the leader (or a device in no cluster) when the cluster
+    /// has no DNS cookie secret, and then every `[cookies] rotate`: the new
+    /// secret (made by the proposer, so every device applies the same
+    /// bytes) becomes current and the current one previous. `replaces`: the
+    /// creation time of the secret it replaces (`None`: there is none), so
+    /// of two leaders' proposals in a row only the first rotates.
+    RotateCookieSecret {
+        secret: gtm_dns::cookies::Secret,
+        replaces: Option<u64>,
+    },
+    /// `gtm tsig add`/`delete`: a TSIG key made or removed (docs/transfer.md).
+    /// Never moves the configuration version.
+    Tsig(TsigChange),
+}
+
+/// A change to a zone's DNSSEC keys. Keys are made by the device that
+/// proposes the change, so every device applies the same key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum DnssecChange {
+    /// The first key of signed domains (proposed by the leader for every
+    /// domain with `dnssec = true` and no key, in one command so the
+    /// answers are signed again once): refused, whole, when one of them
+    /// has a key.
+    AddKeys {
+        keys: Vec<(String, gtm_dns::dnssec::keys::KeyMaterial)>,
+    },
+    /// `gtm domain dnssec rollover NAME STEP`: one step of a key rollover
+    /// (docs/dnssec.md), refused before its wait is over.
+    Rollover { domain: String, step: RolloverStep },
+}
+
+/// The steps of a rollover of a domain's combined key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RolloverStep {
+    /// A new key (made by the device receiving the request) joins the
+    /// DNSKEY set and CDS/CDNSKEY, not signing yet.
+    Publish {
+        key: gtm_dns::dnssec::keys::KeyMaterial,
+    },
+    /// The published key signs; the old one is retired (still in the
+    /// DNSKEY set, no longer in CDS/CDNSKEY).
+    Swap,
+    /// The retired key leaves the DNSKEY set.
+    Retire,
+}
+
+/// A change to the cluster's TSIG keys. A new key's secret is generated by
+/// the device that received the request and travels in the command, so
+/// every device holds the same bytes; `Debug` never shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TsigChange {
+    /// Creates a key; refused when one of that name exists.
+    Add {
+        name: String,
+        algorithm: String,
+        secret: gtm_dns::tsig::Secret,
+    },
+    /// Removes a key; refused while a domain's secondaries name it.
+    Delete { name: String },
+}
+
+/// A scheduled operator action as asked for; times in ms since the epoch
+/// (UTC), computed by the receiving device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ScheduleSpec {
+    pub at_ms: u64,
+    #[serde(default)]
+    pub until_ms: Option<u64>,
+    /// A `Drain`, `SetCheck` or `Resume` action.
+    #[schemars(with = "serde_json::Value")]
+    pub action: Action,
+}
+
+/// A change to the cluster's accounts. Secrets travel only as digests,
+/// made by the device that received the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccountChange {
+    /// Creates a user, or replaces its role and (when given) its password.
+    PutUser {
+        name: String,
+        role: crate::access::Role,
+        /// argon2id PHC string; `None` keeps the user's password (an
+        /// existing user only).
+        password: Option<String>,
+    },
+    DeleteUser {
+        name: String,
+    },
+    /// Creates a token; refused when one of that name exists.
+    PutToken {
+        name: String,
+        role: crate::access::Role,
+        digest: String,
+    },
+    DeleteToken {
+        name: String,
+    },
+}
+
+/// The configuration lists whose items have a unique name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    Datacenter,
+    Check,
+    Scenario,
+    Service,
+    Domain,
+}
+
+/// A put or delete of one object. Bodies are the object as JSON, already
+/// checked for shape by the receiving device (a body that does not decode is
+/// a 400 there); the state machine decodes it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Edit {
+    /// Creates or replaces; `keep_children`: a domain body without
+    /// `record` keeps the domain's records.
+    Put {
+        kind: Kind,
+        name: String,
+        json: String,
+        keep_children: bool,
+    },
+    Delete {
+        kind: Kind,
+        name: String,
+    },
+    /// `keep_addresses`: a body without `addresses` keeps the record's.
+    PutRecord {
+        domain: String,
+        name: String,
+        rtype: String,
+        json: String,
+        keep_addresses: bool,
+    },
+    DeleteRecord {
+        domain: String,
+        name: String,
+        rtype: String,
+    },
+    /// `key`: the address's IP or, in a CNAME record, its target.
+    PutAddress {
+        domain: String,
+        name: String,
+        rtype: String,
+        key: String,
+        json: String,
+    },
+    DeleteAddress {
+        domain: String,
+        name: String,
+        rtype: String,
+        key: String,
+    },
+    // Variants are only ever added at the end: stored commands name them by
+    // position.
+    /// Merges `json` (some of the object's keys, as a JSON object) into the
+    /// object: keys given replace, keys absent are kept, `null` resets a
+    /// key to its default (RFC 7396). Creates the object from `json` when
+    /// there is none.
+    Patch {
+        kind: Kind,
+        name: String,
+        json: String,
+    },
+    /// [`Edit::Patch`] of a record.
+    PatchRecord {
+        domain: String,
+        name: String,
+        rtype: String,
+        json: String,
+    },
+    /// [`Edit::Patch`] of one address of a record.
+    PatchAddress {
+        domain: String,
+        name: String,
+        rtype: String,
+        key: String,
+        json: String,
+    },
+}
+
+/// What became of a command: the same on every device.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "outcome")]
+pub enum Outcome {
+    /// Committed and applied. `changed` is false for a command that changed
+    /// nothing (a retried apply of what is already applied).
+    Applied {
+        version: u64,
+        /// The log index that applied it: a device waits until it has
+        /// installed the state up to here before it answers.
+        index: u64,
+        changed: bool,
+        changes: Vec<String>,
+    },
+    /// Refused by the state machine: nothing changed anywhere, and nothing
+    /// ever will for this command. The error as the API gives it.
+    Rejected(ApiError),
+}
+
+impl Command {
+    /// A command received now on `device` from `user`.
+    pub fn new(actor: Actor, expect_version: Option<u64>, action: Action) -> Self {
+        Self {
+            id: CommandId::random(),
+            actor,
+            time_ms: gtm_model::clock::now_ms(),
+            expect_version,
+            action,
+            history_keep: gtm_model::node::HISTORY_KEPT as u32,
+        }
+    }
+
+    pub fn encode(&self) -> Result<Vec<u8>, String> {
+        // Room for a configuration's text from the start: grown by
+        // doubling, a 6 MB text's command took 11 MB.
+        let text = match &self.action {
+            Action::ApplyConfig { text } | Action::Adopt { text, .. } => text.len(),
+            _ => 0,
+        };
+        let mut bytes = Vec::with_capacity(text + 512);
+        bytes.push(FORMAT);
+        bincode::serde::encode_into_std_write(self, &mut bytes, bincode::config::standard())
+            .map_err(|e| format!("encoding a command: {e}"))?;
+        Ok(bytes)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        match bytes.split_first() {
+            Some((&FORMAT, rest)) => decode_exact(rest),
+            Some((1, rest)) => {
+                let v1: CommandV1 = decode_exact(rest)?;
+                Ok(Self {
+                    id: v1.id,
+                    actor: v1.actor,
+                    time_ms: v1.time_ms,
+                    expect_version: v1.expect_version,
+                    action: v1.action,
+                    history_keep: gtm_model::node::HISTORY_KEPT as u32,
+                })
+            }
+            Some((other, _)) => Err(format!(
+                "the command has format {other}; this device reads format {FORMAT} (a newer gtm proposed it?)"
+            )),
+            None => Err("the command is empty".into()),
+        }
+    }
+}
+
+/// Bincode of one value that fills `bytes` exactly.
+fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let config = bincode::config::standard().with_limit::<{ 256 << 20 }>();
+    let (value, read) = bincode::serde::decode_from_slice(bytes, config)
+        .map_err(|e| format!("the command does not decode: {e}"))?;
+    if read != bytes.len() {
+        return Err(format!(
+            "the command has {} trailing bytes",
+            bytes.len() - read
+        ));
+    }
+    Ok(value)
+}
+
+impl Outcome {
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        serde_json::from_slice(bytes).map_err(|e| format!("unreadable outcome: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_round_trip_and_unknown_formats_are_refused() {
+        let command = Command::new(
+            Actor {
+                user: "admin".into(),
+                device: "gtm1".into(),
+            },
+            Some(3),
+            Action::Edit(Edit::Put {
+                kind: Kind::Check,
+                name: "web".into(),
+                json: r#"{"name":"web","type":"http"}"#.into(),
+                keep_children: false,
+            }),
+        );
+        let bytes = command.encode().unwrap();
+        assert_eq!(Command::decode(&bytes).unwrap(), command);
+        let mut newer = bytes.clone();
+        newer[0] = FORMAT + 1;
+        assert!(
+            Command::decode(&newer)
+                .unwrap_err()
+                .contains(&format!("format {}", FORMAT + 1))
+        );
+        assert!(Command::decode(&[]).is_err());
+        assert!(Command::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn format_1_commands_still_decode_with_the_default_history_length() {
+        #[derive(Serialize)]
+        struct V1<'a> {
+            id: CommandId,
+            actor: &'a Actor,
+            time_ms: u64,
+            expect_version: Option<u64>,
+            action: &'a Action,
+        }
+        let mut command = Command::new(Actor::default(), None, Action::Rollback { version: 4 });
+        command.history_keep = 7;
+        let mut bytes = vec![1u8];
+        let v1 = V1 {
+            id: command.id,
+            actor: &command.actor,
+            time_ms: command.time_ms,
+            expect_version: None,
+            action: &command.action,
+        };
+        bincode::serde::encode_into_std_write(&v1, &mut bytes, bincode::config::standard())
+            .unwrap();
+        let decoded = Command::decode(&bytes).unwrap();
+        assert_eq!(decoded.action, command.action);
+        assert_eq!(decoded.history_keep, gtm_model::node::HISTORY_KEPT as u32);
+    }
+}

@@ -1,0 +1,190 @@
+//! Topological selection (spec §2 step 3; seed 002 "Place"): the answer for
+//! each place a client can be in, decided ahead of any query.
+//!
+//! Only the places some address or datacenter names can get an answer of
+//! their own; every other client gets the default. So the table is small,
+//! and the DNS path finds a client's answer with one GeoIP lookup and a
+//! short scan.
+
+use super::{Answer, balance_filter, no_candidate_answer};
+use gtm_model::{
+    compile::{DcSpec, ModeSpec, Steering},
+    place::{Continent, Country, Place},
+};
+
+/// A place that has an answer of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PlaceKey {
+    Country(Country),
+    Continent(Continent),
+}
+
+/// The answer of a record for every place, deduplicated. Boxed slices at
+/// their length: the engine holds one per steered record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlaceAnswers {
+    pub groups: Box<[Answer]>,
+    pub default: usize,
+    pub places: Box<[(PlaceKey, usize)]>,
+}
+
+impl PlaceAnswers {
+    /// The group a client in `place` is answered from: its country's, else
+    /// its continent's, else the default.
+    pub fn lookup(&self, place: &Place) -> usize {
+        place_group(&self.places, self.default, place)
+    }
+
+    /// Whether clients in different places can get different answers, so
+    /// that the answer depends on where the client is (ECS scope).
+    pub fn depends_on_place(&self) -> bool {
+        self.groups.len() > 1
+    }
+
+    pub fn default_answer(&self) -> &Answer {
+        &self.groups[self.default]
+    }
+}
+
+/// The group of `place` in a table of places: its country's, else its
+/// continent's, else `default`.
+pub fn place_group(places: &[(PlaceKey, usize)], default: usize, place: &Place) -> usize {
+    let find = |key: PlaceKey| places.iter().find(|(k, _)| *k == key).map(|(_, g)| *g);
+    place
+        .country
+        .and_then(|c| find(PlaceKey::Country(c)))
+        .or_else(|| place.continent.and_then(|c| find(PlaceKey::Continent(c))))
+        .unwrap_or(default)
+}
+
+pub(super) fn answers(
+    steering: &Steering,
+    dcs: &[DcSpec],
+    candidates: &[usize],
+    mode_for_place: impl Fn(Option<&Place>) -> Vec<usize>,
+) -> PlaceAnswers {
+    let finish = |list: Vec<usize>| -> Answer {
+        if list.is_empty() {
+            no_candidate_answer(steering)
+        } else {
+            Answer::Addresses(balance_filter(steering, list))
+        }
+    };
+    if !steering.topology || candidates.is_empty() {
+        return PlaceAnswers {
+            groups: Box::new([finish(candidates.to_vec())]),
+            default: 0,
+            places: Box::default(),
+        };
+    }
+    // The default answer is group 0.
+    let mut groups = vec![finish(narrow(steering, mode_for_place(None), None))];
+    let mut places = Vec::new();
+
+    let dc_mode = matches!(steering.mode, ModeSpec::Datacenter { .. });
+    let mut countries: Vec<Country> = steering
+        .addresses
+        .iter()
+        .flat_map(|a| a.countries().iter().copied())
+        .collect();
+    let mut continents: Vec<Continent> = steering
+        .addresses
+        .iter()
+        .flat_map(|a| a.continents().iter().copied())
+        .collect();
+    if dc_mode {
+        countries.extend(dcs.iter().filter_map(|d| d.country));
+        continents.extend(dcs.iter().filter_map(|d| d.continent));
+    }
+    countries.sort();
+    countries.dedup();
+    continents.sort();
+    continents.dedup();
+
+    // Continents first: a country keeps an entry of its own only where it
+    // answers differently from what its clients would get without one.
+    for k in continents {
+        let place = Place {
+            country: None,
+            continent: Some(k),
+        };
+        let answer = finish(narrow(steering, mode_for_place(Some(&place)), Some(&place)));
+        let index = intern(&mut groups, answer);
+        if index != 0 {
+            places.push((PlaceKey::Continent(k), index));
+        }
+    }
+    for c in countries {
+        // A country's continent is known here only from a datacenter in it.
+        let continent = dcs
+            .iter()
+            .find(|d| d.country == Some(c))
+            .and_then(|d| d.continent);
+        let place = Place {
+            country: Some(c),
+            continent,
+        };
+        let list = mode_for_place(Some(&place));
+        // Records for the country come before any continent's, even when
+        // they equal the default answer (seed 002 step 2).
+        let own = list
+            .iter()
+            .any(|&i| steering.addresses[i].countries().contains(&c));
+        let index = intern(&mut groups, finish(narrow(steering, list, Some(&place))));
+        let fallback = continent
+            .and_then(|k| {
+                places
+                    .iter()
+                    .find(|(key, _)| *key == PlaceKey::Continent(k))
+            })
+            .map_or(0, |(_, g)| *g);
+        if own || index != fallback {
+            places.push((PlaceKey::Country(c), index));
+        }
+    }
+    PlaceAnswers {
+        groups: groups.into_boxed_slice(),
+        default: 0,
+        places: places.into_boxed_slice(),
+    }
+}
+
+/// The index of `answer` in `groups`, added if new.
+fn intern(groups: &mut Vec<Answer>, answer: Answer) -> usize {
+    match groups.iter().position(|g| *g == answer) {
+        Some(i) => i,
+        None => {
+            groups.push(answer);
+            groups.len() - 1
+        }
+    }
+}
+
+/// Seed 002 step 2: the candidates for the client's country, else its
+/// continent, else those for no place in particular, else all of them.
+fn narrow(steering: &Steering, candidates: Vec<usize>, place: Option<&Place>) -> Vec<usize> {
+    let a = &steering.addresses;
+    let pick = |f: &dyn Fn(usize) -> bool| -> Vec<usize> {
+        candidates.iter().copied().filter(|&i| f(i)).collect()
+    };
+    if let Some(place) = place {
+        if let Some(c) = place.country {
+            let by_country = pick(&|i| a[i].countries().contains(&c));
+            if !by_country.is_empty() {
+                return by_country;
+            }
+        }
+        if let Some(k) = place.continent {
+            let by_continent = pick(&|i| a[i].continents().contains(&k));
+            if !by_continent.is_empty() {
+                return by_continent;
+            }
+        }
+    }
+    let no_place = pick(&|i| a[i].countries().is_empty() && a[i].continents().is_empty());
+    if no_place.is_empty() {
+        candidates
+    } else {
+        no_place
+    }
+}
