@@ -5,7 +5,7 @@
 //! three reserved bytes, the time (seconds, 32 bits), and SipHash-2-4 of
 //! the client cookie, those 8 bytes and the client's address, keyed with the
 //! cluster's server secret. The secret is replicated state
-//! ([`gtm_node::machine::cookies`]), so a cookie made by one device is valid
+//! (`gtm_node::machine::cookies`), so a cookie made by one device is valid
 //! on every device; a rotation keeps the previous secret valid. A client
 //! showing a valid server cookie proves it receives answers at its address,
 //! so the rate limit ([`super::rrl`]) lets it through. Cookies are never

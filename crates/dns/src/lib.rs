@@ -1,4 +1,6 @@
-//! Authoritative DNS over UDP and TCP (spec §3).
+//! Authoritative DNS over UDP and TCP (spec §3), with DNSSEC signing
+//! ([`dnssec`]) and zone transfers ([`xfr`]).
+
 pub mod chunked;
 pub mod cpus;
 pub mod dnssec;

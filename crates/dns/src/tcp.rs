@@ -1,6 +1,6 @@
 //! DNS over TCP (RFC 1035 §4.2.2, RFC 7766): each message behind a two-byte
 //! length, several per connection, answered in order by the general path
-//! ([`handler::answer`]), so a TCP query gets exactly the answer (and the
+//! (`handler::answer`), so a TCP query gets exactly the answer (and the
 //! FORMERR shape) the same query gets over UDP, without the UDP limit.
 //!
 //! Bounded so that no client can shut the others out (RFC 7766 §6.2):

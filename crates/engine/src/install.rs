@@ -342,7 +342,7 @@ impl Engine {
     /// `config`: its version, its text's parts (as the replicated map
     /// holds them: the store keeps them so, without joining the text) and
     /// per domain the version that last changed it (see
-    /// [`gtm_node::machine::zone_versions`]). `parsed`: the text already
+    /// `gtm_node::machine::zone_versions`). `parsed`: the text already
     /// parsed (by the state machine), if at hand, and compiled and proven
     /// ([`Proven`]), if that is at hand too; the text is joined to be
     /// parsed only without it.

@@ -2,6 +2,13 @@
 //!
 //! [`config`] is the file as written; [`compile`] checks it whole and turns
 //! it into [`Compiled`], the only form the rest of gtm reads.
+//!
+//! The bottom of the domain also holds what every layer above shares: who
+//! asked ([`actor`]), what a drain targets ([`drain`]), the operator state
+//! ([`operator`]), the error kinds and the API's error body ([`error`]),
+//! the one clock ([`clock`]), DNS names as keys ([`names`]), and small
+//! helpers with no layer of their own ([`addr`], [`ends`], [`when`],
+//! [`random`], [`metrics`]).
 
 pub mod addr;
 pub mod ends;

@@ -1,7 +1,7 @@
 //! The operator state as it is replicated (key `operator` of the committed
 //! map): active drains, manual checks' states and failback resumes. The
-//! state machine changes it ([`gtm_node::machine::operator`]); every device's
-//! engine installs it ([`crate::engine`]`::set_operator`).
+//! state machine changes it (`gtm_node::machine::operator`); every device's
+//! engine installs it (`gtm_engine::Engine::set_operator`).
 
 use std::collections::BTreeMap;
 
