@@ -156,7 +156,7 @@ impl Device {
             store_copy.is_some(),
         )?);
 
-        let cpus = gtm_dns::cpus::Split::new(&settings.dns_cpus).map_err(anyhow::Error::msg)?;
+        let cpus = gtm_dns::cpus::Split::new(&settings.dns_cpus)?;
         let workers = settings.udp_workers.unwrap_or_else(|| match &cpus {
             Some(split) => split.dns.len(),
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),

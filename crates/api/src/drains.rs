@@ -43,7 +43,7 @@ pub(crate) async fn drain(
         let (engine, target) = (state.engine.clone(), target.clone());
         blocking(move || engine.drain_preview(&target, drained))
             .await?
-            .map_err(|e| ApiError::new(ErrorKind::NotFound, e))?
+            .map_err(|e| ApiError::new(ErrorKind::NotFound, e.to_string()))?
     };
     if flags.dry_run {
         return Ok(Json(preview).into_response());

@@ -154,7 +154,7 @@ pub(super) async fn download(State(state): State<ApiState>) -> Result<Json<Geoip
                  add one (`[geoip]` alone means DB-IP's IP to Country Lite, updated monthly), or import a file",
             )
         })?;
-    let http = gtm_geo::download::client().map_err(|e| ApiError::new(ErrorKind::Internal, e))?;
+    let http = gtm_geo::download::client().map_err(ApiError::internal)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

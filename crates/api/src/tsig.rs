@@ -37,7 +37,8 @@ pub(crate) async fn add(
     Json(request): Json<TsigKeyRequest>,
 ) -> Result<Json<NewTsigKey>, ApiError> {
     check_tsig_key_name(&request.name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
-    let secret = Secret::generate().map_err(ApiError::internal)?;
+    let secret = Secret::generate()
+        .map_err(|e| ApiError::internal(format_args!("cannot make a TSIG secret: {e}")))?;
     let shown = secret.base64();
     propose(
         &state,

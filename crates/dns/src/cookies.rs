@@ -54,10 +54,8 @@ impl std::fmt::Debug for Secret {
 
 impl Secret {
     /// A new random secret, or an error when the system has no randomness.
-    pub fn generate() -> Result<Self, String> {
-        gtm_model::random::bytes::<16>()
-            .map(Self)
-            .map_err(|e| e.to_string())
+    pub fn generate() -> std::io::Result<Self> {
+        gtm_model::random::bytes::<16>().map(Self)
     }
 }
 

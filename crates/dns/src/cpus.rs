@@ -9,6 +9,30 @@
 
 use std::{io, sync::OnceLock};
 
+/// Why the CPUs of `dns_cpus` cannot be split from the rest; each names the
+/// node setting and the entry at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SplitError {
+    #[error("node setting dns_cpus: cannot read the CPUs this device may run on: {0}")]
+    Unreadable(#[source] io::Error),
+    #[error(
+        "node setting dns_cpus[{index}]: CPU {cpu} is not one this device may run on \
+         (it may run on {allowed})"
+    )]
+    NotAllowed {
+        index: usize,
+        cpu: usize,
+        allowed: String,
+    },
+    #[error("node setting dns_cpus[{index}]: CPU {cpu} is listed twice")]
+    Twice { index: usize, cpu: usize },
+    #[error(
+        "node setting dns_cpus: {dns} takes every CPU this device may run on ({allowed}); \
+         leave at least one for probes, the API and the cluster, or remove the setting"
+    )]
+    TakesAll { dns: String, allowed: String },
+}
+
 /// The CPUs of a device split between its DNS workers and the rest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split {
@@ -21,30 +45,26 @@ pub struct Split {
 impl Split {
     /// The split `dns_cpus` asks for, checked against the CPUs this process
     /// may run on; `None` when `dns_cpus` is empty (nothing pinned).
-    pub fn new(dns_cpus: &[usize]) -> Result<Option<Self>, String> {
+    pub fn new(dns_cpus: &[usize]) -> Result<Option<Self>, SplitError> {
         if dns_cpus.is_empty() {
             return Ok(None);
         }
-        let allowed = allowed().map_err(|e| {
-            format!("node setting dns_cpus: cannot read the CPUs this device may run on: {e}")
-        })?;
+        let allowed = allowed().map_err(SplitError::Unreadable)?;
         Self::within(dns_cpus, &allowed).map(Some)
     }
 
     /// The split of `allowed` (ascending CPU numbers) that `dns_cpus` asks for.
-    fn within(dns_cpus: &[usize], allowed: &[usize]) -> Result<Self, String> {
-        let list = list(allowed);
-        for (i, cpu) in dns_cpus.iter().enumerate() {
-            if !allowed.contains(cpu) {
-                return Err(format!(
-                    "node setting dns_cpus[{i}]: CPU {cpu} is not one this device may run on \
-                     (it may run on {list})"
-                ));
+    fn within(dns_cpus: &[usize], allowed: &[usize]) -> Result<Self, SplitError> {
+        for (i, &cpu) in dns_cpus.iter().enumerate() {
+            if !allowed.contains(&cpu) {
+                return Err(SplitError::NotAllowed {
+                    index: i,
+                    cpu,
+                    allowed: list(allowed),
+                });
             }
-            if dns_cpus[..i].contains(cpu) {
-                return Err(format!(
-                    "node setting dns_cpus[{i}]: CPU {cpu} is listed twice"
-                ));
+            if dns_cpus[..i].contains(&cpu) {
+                return Err(SplitError::Twice { index: i, cpu });
             }
         }
         let rest: Vec<usize> = allowed
@@ -53,11 +73,10 @@ impl Split {
             .filter(|c| !dns_cpus.contains(c))
             .collect();
         if rest.is_empty() {
-            return Err(format!(
-                "node setting dns_cpus: {} takes every CPU this device may run on ({list}); \
-                 leave at least one for probes, the API and the cluster, or remove the setting",
-                self::list(dns_cpus)
-            ));
+            return Err(SplitError::TakesAll {
+                dns: list(dns_cpus),
+                allowed: list(allowed),
+            });
         }
         Ok(Self {
             dns: dns_cpus.to_vec(),
@@ -164,16 +183,16 @@ mod tests {
     fn a_cpu_outside_the_allowed_set_is_refused_by_its_place() {
         let e = Split::within(&[1, 7], &[0, 1, 2, 3, 5]).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "node setting dns_cpus[1]: CPU 7 is not one this device may run on (it may run on 0-3, 5)"
         );
         let e = Split::within(&[1, 1], &[0, 1, 2]).unwrap_err();
-        assert_eq!(e, "node setting dns_cpus[1]: CPU 1 is listed twice");
+        assert_eq!(e.to_string(), "node setting dns_cpus[1]: CPU 1 is listed twice");
     }
 
     #[test]
     fn every_allowed_cpu_for_dns_is_refused() {
-        let e = Split::within(&[1, 0], &[0, 1]).unwrap_err();
+        let e = Split::within(&[1, 0], &[0, 1]).unwrap_err().to_string();
         assert!(
             e.starts_with("node setting dns_cpus: 0-1 takes every CPU"),
             "{e}"
@@ -182,7 +201,7 @@ mod tests {
 
     #[test]
     fn no_dns_cpus_pins_nothing() {
-        assert_eq!(Split::new(&[]), Ok(None));
+        assert!(matches!(Split::new(&[]), Ok(None)));
     }
 
     #[test]

@@ -46,11 +46,10 @@ impl Secret {
         Self(bytes)
     }
 
-    /// A new random secret of [`SECRET_LEN`] bytes.
-    pub fn generate() -> Result<Self, String> {
-        gtm_model::random::bytes::<SECRET_LEN>()
-            .map(|b| Self(b.to_vec()))
-            .map_err(|e| format!("cannot make a TSIG secret: {e}"))
+    /// A new random secret of [`SECRET_LEN`] bytes, or why the system gave
+    /// no randomness.
+    pub fn generate() -> std::io::Result<Self> {
+        gtm_model::random::bytes::<SECRET_LEN>().map(|b| Self(b.to_vec()))
     }
 
     pub fn bytes(&self) -> &[u8] {

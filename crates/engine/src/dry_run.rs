@@ -31,6 +31,16 @@ pub struct DrainPreview {
     pub emptied: Vec<String>,
 }
 
+/// A drain target the configuration lacks.
+#[derive(Debug, thiserror::Error)]
+pub enum UnknownTarget {
+    /// `record` is empty, or the record's name after a space.
+    #[error("no steered record{record} has the address {address}")]
+    Address { record: String, address: String },
+    #[error("no datacenter named \"{name}\"")]
+    Datacenter { name: String },
+}
+
 impl Engine {
     /// Each record's answers with `target` drained (or undrained) too. The
     /// drain sets are swapped in under the engine's lock and put back
@@ -41,7 +51,7 @@ impl Engine {
         &self,
         target: &DrainTarget,
         drained: bool,
-    ) -> Result<DrainPreview, String> {
+    ) -> Result<DrainPreview, UnknownTarget> {
         let mut inner = self.lock();
         let known = match target {
             DrainTarget::Address { record, address } => inner.records.iter().any(|r| {
@@ -57,11 +67,11 @@ impl Engine {
         };
         if !known {
             return Err(match target {
-                DrainTarget::Address { record, address } => format!(
-                    "no steered record{} has the address {address}",
-                    record.as_ref().map_or(String::new(), |r| format!(" {r}"))
-                ),
-                DrainTarget::Datacenter { name } => format!("no datacenter named \"{name}\""),
+                DrainTarget::Address { record, address } => UnknownTarget::Address {
+                    record: record.as_ref().map_or(String::new(), |r| format!(" {r}")),
+                    address: address.clone(),
+                },
+                DrainTarget::Datacenter { name } => UnknownTarget::Datacenter { name: name.clone() },
             });
         }
         let (addresses, dcs) = (

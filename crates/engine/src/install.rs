@@ -213,6 +213,17 @@ pub(super) fn held_at_stop(
 }
 
 /// The first errors of a configuration, on one line, for an event.
+/// Why a committed configuration was not installed on this device.
+#[derive(Debug, thiserror::Error)]
+pub enum NotInstalled {
+    #[error("it does not parse: {0}")]
+    NotText(#[source] std::str::Utf8Error),
+    #[error("it does not parse: {0}")]
+    Parse(#[source] ConfigErrors),
+    #[error("it does not validate here: {}", summary(.0))]
+    Invalid(ConfigErrors),
+}
+
 pub(super) fn summary(errors: &ConfigErrors) -> String {
     const SHOWN: usize = 3;
     let mut text = errors
@@ -350,7 +361,7 @@ impl Engine {
         &self,
         config: gtm_cluster::KeptConfig<'_>,
         parsed: Option<(Arc<Config>, Option<Proven>)>,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotInstalled> {
         let _applying = self.applying.lock().unwrap_or_else(|e| e.into_inner());
         let version = config.version;
         let zone_versions: HashMap<String, u64> = config.zone_versions.iter().cloned().collect();
@@ -362,10 +373,9 @@ impl Engine {
                     text.extend_from_slice(part.bytes());
                 }
                 std::str::from_utf8(&text)
-                    .map_err(|e| e.to_string())
-                    .and_then(|text| gtm_model::parse(text).map_err(|e| e.to_string()))
+                    .map_err(NotInstalled::NotText)
+                    .and_then(|text| gtm_model::parse(text).map_err(NotInstalled::Parse))
                     .map(|c| (Arc::new(c), None))
-                    .map_err(|e| format!("it does not parse: {e}"))
             }
         };
         let prepared = parsed.and_then(|(parsed, compiled)| {
@@ -378,7 +388,7 @@ impl Engine {
                 &self.keys(),
             )
             .map(|p| (parsed, p))
-            .map_err(|e| format!("it does not validate here: {}", summary(&e)))
+            .map_err(NotInstalled::Invalid)
         });
         match prepared {
             Ok((parsed, (compiled, snapshot))) => {
@@ -411,7 +421,7 @@ impl Engine {
                 {
                     tracing::error!(version, error = %e, "cannot keep the committed configuration");
                 }
-                self.install_failed(version, &reason);
+                self.install_failed(version, &reason.to_string());
                 Err(reason)
             }
         }

@@ -21,6 +21,15 @@ pub enum DownloadError {
     Gzip { url: String, why: String },
 }
 
+/// Why no HTTP client for downloads could be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}")]
+    Tls(#[from] rustls::Error),
+    #[error("{0}")]
+    Http(#[from] reqwest::Error),
+}
+
 /// A fetched (and un-gzipped) database, not yet checked.
 #[derive(Debug)]
 pub struct Downloaded {
@@ -56,23 +65,21 @@ pub fn month_of(now_ms: u64) -> (i64, u32) {
 }
 
 /// The client downloads use: public web PKI roots, bounded time.
-pub fn client() -> Result<reqwest::Client, String> {
+pub fn client() -> Result<reqwest::Client, ClientError> {
     let roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
     let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
-    .with_safe_default_protocol_versions()
-    .map_err(|e| e.to_string())?
+    .with_safe_default_protocol_versions()?
     .with_root_certificates(roots)
     .with_no_client_auth();
-    reqwest::Client::builder()
+    Ok(reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(300))
-        .build()
-        .map_err(|e| e.to_string())
+        .build()?)
 }
 
 /// Downloads the database for the month of `now_ms`, or the month before's

@@ -148,6 +148,19 @@ pub struct ApiError {
     pub errors: Vec<String>,
 }
 
+/// The message, then each listed error after "; ".
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        for e in &self.errors {
+            write!(f, "; {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
 impl ApiError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {

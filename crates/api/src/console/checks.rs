@@ -16,13 +16,14 @@ use maud::{Markup, html};
 
 use super::layout::{self, csrf_field, segment};
 use crate::{ApiState, TestRequest, TestResult};
+use gtm_model::error::{ApiError, ErrorKind};
 use gtm_engine::{CheckStatus, Piece, ScenarioView};
 use gtm_model::config::CheckType;
 use gtm_node::access::{Principal, Role};
 use gtm_resolve::CheckState;
 
 /// A Test now result, or why it could not run.
-type Tested = (String, Result<TestResult, String>);
+type Tested = (String, Result<TestResult, ApiError>);
 
 pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
     render(&state, &who, None).await
@@ -44,7 +45,12 @@ pub async fn test(
         a => a
             .parse()
             .map(Some)
-            .map_err(|_| format!("\"{a}\" is not an IP address")),
+            .map_err(|_| {
+                ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!("\"{a}\" is not an IP address"),
+                )
+            }),
     };
     let result = match address {
         Err(why) => Err(why),
@@ -54,8 +60,7 @@ pub async fn test(
             Some(Json(TestRequest { address })),
         )
         .await
-        .map(|Json(r)| r)
-        .map_err(|e| e.message),
+        .map(|Json(r)| r),
     };
     render(&state, &who, Some((name, result))).await
 }
@@ -94,10 +99,16 @@ pub async fn test_unsaved(
     }
     let result = match (field("port").as_str(), field("address").as_str()) {
         (port, _) if !port.is_empty() && port.parse::<u16>().is_err() => {
-            Err(format!("port \"{port}\" is not a port number"))
+            Err(ApiError::new(
+                ErrorKind::BadRequest,
+                format!("port \"{port}\" is not a port number"),
+            ))
         }
         (_, a) if !a.is_empty() && a.parse::<std::net::IpAddr>().is_err() => {
-            Err(format!("\"{a}\" is not an IP address"))
+            Err(ApiError::new(
+                ErrorKind::BadRequest,
+                format!("\"{a}\" is not an IP address"),
+            ))
         }
         (port, address) => {
             if let Ok(p) = port.parse::<u16>() {
@@ -107,13 +118,9 @@ pub async fn test_unsaved(
                 check,
                 address: address.parse().ok(),
             };
-            match crate::test_unsaved(State(state.clone()), Json(request)).await {
-                Ok(Json(r)) => Ok(r),
-                Err(e) => Err(std::iter::once(e.message)
-                    .chain(e.errors)
-                    .collect::<Vec<_>>()
-                    .join("; ")),
-            }
+            crate::test_unsaved(State(state.clone()), Json(request))
+                .await
+                .map(|Json(r)| r)
         }
     };
     render(&state, &who, Some((shown, result))).await
@@ -238,7 +245,7 @@ async fn render(state: &ApiState, who: &Principal, tested: Option<Tested>) -> Re
     layout::page("Checks", &device, Some(who), body).into_response()
 }
 
-fn tested_box(name: &str, result: &Result<TestResult, String>) -> Markup {
+fn tested_box(name: &str, result: &Result<TestResult, ApiError>) -> Markup {
     html! {
         div #tested role="status" class={ "tested " (match result { Ok(r) if r.ok => "ok", _ => "down" }) } {
             @match result {
@@ -246,7 +253,7 @@ fn tested_box(name: &str, result: &Result<TestResult, String>) -> Markup {
                     strong { (name) ": " @if r.ok { "OK" } @else { "Error" } }
                     " — " (r.reason) " (" (format!("{:.1}", r.elapsed_ms)) " ms)"
                 }
-                Err(why) => { strong { (name) ": not tested" } " — " (why) }
+                Err(why) => { strong { (name) ": not tested" } " — " (why.to_string()) }
             }
         }
     }

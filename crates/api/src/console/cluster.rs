@@ -15,6 +15,7 @@ use maud::{Markup, html};
 
 use super::layout::{self, csrf_field};
 use crate::ApiState;
+use gtm_model::error::ApiError;
 use gtm_node::access::{Principal, Role};
 use gtm_node::peers::PeerStatus;
 
@@ -72,17 +73,16 @@ pub async fn token(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
 ) -> Response {
-    let shown = match crate::cluster_token(State(state.clone())).await {
-        Ok(Json(t)) => Ok(t.token),
-        Err(e) => Err(e.message),
-    };
+    let shown = crate::cluster_token(State(state.clone()))
+        .await
+        .map(|Json(t)| t.token);
     render(&state, &who, Some(shown)).await
 }
 
 async fn render(
     state: &ApiState,
     who: &Principal,
-    token: Option<Result<String, String>>,
+    token: Option<Result<String, ApiError>>,
 ) -> Response {
     let status = state.replication.status();
     let clustered = !status.members.is_empty();
@@ -157,7 +157,7 @@ async fn render(
             p { "A new device joins with " code { "gtm cluster join ADDRESS --token TOKEN" } "." }
             @match &token {
                 Some(Ok(t)) => p { code #join-token { (t) } },
-                Some(Err(why)) => p.error role="alert" { (why) },
+                Some(Err(why)) => p.error role="alert" { (why.message) },
                 None => form method="post" action="/ui/cluster/token" {
                     (csrf_field(who))
                     button type="submit" { "Show the join token" }

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use super::layout::{self, query_value};
 use crate::{ApiState, EventFilter};
+use gtm_model::error::{ApiError, ErrorKind};
 use gtm_engine::{Event, EventKind};
 use gtm_node::access::Principal;
 
@@ -62,15 +63,18 @@ impl LogQuery {
         self.follow == "on" && self.before.is_none()
     }
 
-    fn filter(&self) -> Result<EventFilter, String> {
+    fn filter(&self) -> Result<EventFilter, ApiError> {
         let kind = match self.kind.as_str() {
             "" => None,
             k => Some(
                 serde_json::from_value::<EventKind>(serde_json::Value::String(k.into())).map_err(
                     |_| {
-                        format!(
-                            "kind \"{k}\" is not one of {}",
-                            EventKind::names().join(", ")
+                        ApiError::new(
+                            ErrorKind::BadRequest,
+                            format!(
+                                "kind \"{k}\" is not one of {}",
+                                EventKind::names().join(", ")
+                            ),
                         )
                     },
                 )?,
@@ -91,11 +95,9 @@ impl LogQuery {
 }
 
 /// The events of a query, newest first, or what is wrong with the query.
-async fn read(state: &ApiState, q: &LogQuery) -> Result<Vec<Event>, String> {
+async fn read(state: &ApiState, q: &LogQuery) -> Result<Vec<Event>, ApiError> {
     let filter = q.filter()?;
-    let (mut events, _) = crate::event_page(state, &filter)
-        .await
-        .map_err(|e| e.message)?;
+    let (mut events, _) = crate::event_page(state, &filter).await?;
     events.reverse();
     Ok(events)
 }
@@ -173,14 +175,14 @@ fn form(q: &LogQuery, devices: &[String]) -> Markup {
     }
 }
 
-fn render(q: &LogQuery, events: &Result<Vec<Event>, String>) -> Markup {
+fn render(q: &LogQuery, events: &Result<Vec<Event>, ApiError>) -> Markup {
     let refresh = q
         .following()
         .then(|| format!("/ui/logs/table?{}", q.query(None)));
     html! {
         div #logs data-refresh=[refresh] {
             @match events {
-                Err(why) => p.error role="alert" { (why) },
+                Err(why) => p.error role="alert" { (why.message) },
                 Ok(events) => {
                     p.count {
                         (events.len()) " event" @if events.len() != 1 { "s" }

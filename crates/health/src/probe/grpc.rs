@@ -9,7 +9,7 @@ use hyper::header::{CONTENT_TYPE, USER_AGENT};
 
 use super::http::{authority, hyper_error, send_request};
 use super::tcp::{connect_proxied, tls_handshake};
-use super::{Alpn, HttpVersion, ProbeResult, Prober, Target, tls_name};
+use super::{Alpn, Down, HttpVersion, ProbeResult, Prober, Target, tls_name};
 
 const PATH: &str = "/grpc.health.v1.Health/Check";
 /// A health response is a few bytes; anything much larger is not one.
@@ -53,7 +53,7 @@ pub(crate) fn encode_request(service: &str) -> Bytes {
 
 /// The `status` (field 1) of a `HealthCheckResponse` message; 0 (UNKNOWN)
 /// when absent. Unknown fields are skipped.
-pub(crate) fn decode_status(msg: &[u8]) -> Result<u64, String> {
+pub(crate) fn decode_status(msg: &[u8]) -> Result<u64, Down> {
     let bad = || "malformed HealthCheckResponse".to_string();
     let mut pos = 0;
     let mut status = 0;
@@ -116,7 +116,7 @@ fn percent_decode(s: &str) -> String {
 
 /// `Some(Err(reason))` when the headers/trailers carry a non-zero grpc-status,
 /// `Some(Ok(()))` for status 0, `None` when there is no grpc-status.
-fn grpc_status(map: &HeaderMap) -> Option<Result<(), String>> {
+fn grpc_status(map: &HeaderMap) -> Option<Result<(), Down>> {
     let code = map.get("grpc-status")?;
     let code = code.to_str().unwrap_or("?").trim().to_string();
     if code == "0" {

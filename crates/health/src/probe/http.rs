@@ -14,7 +14,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::tcp::{connect_proxied, tls_handshake};
-use super::{Alpn, Host, HttpVersion, ProbeResult, Prober, Target, tls_name};
+use super::{Alpn, Down, Host, HttpVersion, ProbeResult, Prober, Target, tls_name};
 
 /// How much of the body is searched for the expected text.
 const BODY_PREFIX: usize = 1024;
@@ -83,7 +83,7 @@ where
 {
     /// Opens HTTP/1 or HTTP/2 over `io`: the sender, and the connection's
     /// task, which ends when the guard is dropped.
-    pub(crate) async fn open<S>(io: S, version: HttpVersion) -> Result<(Self, AbortOnDrop), String>
+    pub(crate) async fn open<S>(io: S, version: HttpVersion) -> Result<(Self, AbortOnDrop), Down>
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -111,7 +111,7 @@ where
         }
     }
 
-    pub(crate) async fn send(&mut self, req: Request<B>) -> Result<Response<Incoming>, String> {
+    pub(crate) async fn send(&mut self, req: Request<B>) -> Result<Response<Incoming>, Down> {
         match self {
             Self::Http1(s) => s.send_request(req).await,
             Self::Http2(s) => s.send_request(req).await,
@@ -133,7 +133,7 @@ pub(crate) async fn send_request<S, B>(
     io: S,
     version: HttpVersion,
     req: Request<B>,
-) -> Result<(Response<Incoming>, AbortOnDrop), String>
+) -> Result<(Response<Incoming>, AbortOnDrop), Down>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     B: hyper::body::Body + Send + Unpin + 'static,
@@ -166,7 +166,7 @@ impl Kept {
     }
 }
 
-fn build_request(p: &HttpParams<'_>, target: &Target) -> Result<Request<Empty<Bytes>>, String> {
+fn build_request(p: &HttpParams<'_>, target: &Target) -> Result<Request<Empty<Bytes>>, Down> {
     let host = authority(&tls_name(target));
     let path = if p.path.is_empty() {
         "/".to_string()
@@ -309,7 +309,7 @@ struct Body {
 
 /// Reads the body until its end or `limit` bytes, keeping the first
 /// `BODY_PREFIX`.
-async fn read_body(mut body: Incoming, limit: usize) -> Result<Body, String> {
+async fn read_body(mut body: Incoming, limit: usize) -> Result<Body, Down> {
     let mut prefix = Vec::new();
     let mut read = 0;
     loop {

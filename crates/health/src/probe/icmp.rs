@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use tokio::net::UdpSocket;
 
-use super::{ProbeResult, Target, connect_error, resolve};
+use super::{Down, ProbeResult, Target, connect_error, resolve};
 
 const ECHO_REQUEST_V4: u8 = 8;
 const ECHO_REPLY_V4: u8 = 0;
@@ -62,7 +62,7 @@ fn is_permission(e: &io::Error) -> bool {
 
 /// Opens an ICMP socket: datagram first, raw as fallback. Returns the
 /// socket and whether it is raw.
-fn open(v6: bool) -> Result<(Socket, bool), String> {
+fn open(v6: bool) -> Result<(Socket, bool), Down> {
     let (domain, proto) = if v6 {
         (Domain::IPV6, Protocol::ICMPV6)
     } else {

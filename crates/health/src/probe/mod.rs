@@ -61,8 +61,21 @@ pub struct Fence {
     pub only: Vec<gtm_model::node::Network>,
 }
 
+/// Why the fence refuses an address (the IPv4 address when the address
+/// embeds one).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fenced {
+    #[error(
+        "{0} is link-local (where metadata services answer): probes there are refused unless the node setting allow_link_local_probes = true"
+    )]
+    LinkLocal(IpAddr),
+    #[error("{0} is outside the node setting probe_networks; probes there are refused")]
+    Outside(IpAddr),
+}
+
 impl Fence {
-    pub fn check(&self, ip: IpAddr) -> Result<(), String> {
+    /// `Ok` when probes may go to `ip`, else which setting refuses it.
+    pub fn check(&self, ip: IpAddr) -> Result<(), Fenced> {
         let ip = match ip {
             IpAddr::V6(v6) => embedded_v4(v6).map_or(ip, IpAddr::V4),
             IpAddr::V4(_) => ip,
@@ -72,14 +85,10 @@ impl Fence {
             IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) == 0xfe80,
         };
         if link_local && !self.allow_link_local {
-            return Err(format!(
-                "{ip} is link-local (where metadata services answer): probes there are refused unless the node setting allow_link_local_probes = true"
-            ));
+            return Err(Fenced::LinkLocal(ip));
         }
         if !self.only.is_empty() && !self.only.iter().any(|n| n.contains(ip)) {
-            return Err(format!(
-                "{ip} is outside the node setting probe_networks; probes there are refused"
-            ));
+            return Err(Fenced::Outside(ip));
         }
         Ok(())
     }
@@ -173,8 +182,14 @@ impl Session {
     }
 }
 
-/// The result of a prober before timing: `Ok(reason)` or `Err(reason)`.
-pub(crate) type ProbeResult = Result<String, String>;
+/// Why a probe judged its target down, as the address's reason shows it
+/// (`status 503`, `connection refused` ...): a verdict shown and logged,
+/// never matched on, so plain text (docs/decisions.md, "Errors").
+pub(crate) type Down = String;
+
+/// The result of a prober before timing: `Ok(reason)` (up) or
+/// `Err(reason)` (down).
+pub(crate) type ProbeResult = Result<String, Down>;
 
 /// TLS client configurations for one verification mode.
 #[derive(Debug)]
@@ -294,7 +309,7 @@ impl ServerCertVerifier for AcceptAnyCert {
 pub struct Prober {
     /// (verifying, accept-any); `Err` only if building the rustls configs
     /// failed (then TLS probes fail with that reason instead of panicking).
-    tls: Result<(TlsConfigs, TlsConfigs), String>,
+    tls: Result<(TlsConfigs, TlsConfigs), rustls::Error>,
     allow_exec: bool,
     /// Swapped by a reload (SIGHUP) of the node settings.
     fence: arc_swap::ArcSwap<Fence>,
@@ -308,8 +323,7 @@ impl Prober {
     pub fn fenced(allow_exec: bool, fence: Fence) -> Self {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let tls = TlsConfigs::new(&provider, true)
-            .and_then(|verifying| Ok((verifying, TlsConfigs::new(&provider, false)?)))
-            .map_err(|e| format!("TLS client setup failed: {e}"));
+            .and_then(|verifying| Ok((verifying, TlsConfigs::new(&provider, false)?)));
         Prober {
             tls,
             allow_exec,
@@ -325,7 +339,7 @@ impl Prober {
     /// The target with its name resolved, every address let through the
     /// fence; probers connect only to what this returns.
     /// A name whose addresses are partly refused is probed on the others.
-    async fn resolve_fenced(&self, target: &Target) -> Result<Target, String> {
+    async fn resolve_fenced(&self, target: &Target) -> Result<Target, Down> {
         let mut refused = None;
         let fence = self.fence.load();
         let allowed: Vec<IpAddr> = resolve(target)
@@ -335,7 +349,7 @@ impl Prober {
             .filter(|ip| match fence.check(*ip) {
                 Ok(()) => true,
                 Err(why) => {
-                    refused.get_or_insert(why);
+                    refused.get_or_insert(why.to_string());
                     false
                 }
             })
@@ -469,10 +483,10 @@ impl Prober {
         }
     }
 
-    pub(crate) fn tls_config(&self, verify: bool, alpn: Alpn) -> Result<Arc<ClientConfig>, String> {
+    pub(crate) fn tls_config(&self, verify: bool, alpn: Alpn) -> Result<Arc<ClientConfig>, Down> {
         match &self.tls {
             Ok((verifying, any)) => Ok(if verify { verifying } else { any }.get(alpn)),
-            Err(e) => Err(e.clone()),
+            Err(e) => Err(format!("TLS client setup failed: {e}")),
         }
     }
 }
@@ -481,7 +495,7 @@ impl Prober {
 // Helpers shared by the probers.
 
 /// The socket addresses of a target, resolving names at probe time.
-pub(crate) async fn resolve(target: &Target) -> Result<Vec<SocketAddr>, String> {
+pub(crate) async fn resolve(target: &Target) -> Result<Vec<SocketAddr>, Down> {
     match &target.host {
         Host::Ip(ip) => Ok(vec![SocketAddr::new(*ip, target.port)]),
         Host::Resolved(_, ips) => Ok(ips
@@ -528,7 +542,7 @@ pub(crate) fn connect_error(e: &io::Error) -> String {
 
 /// Opens a TCP connection to the target (first address that answers; the
 /// first error is reported when none does).
-pub(crate) async fn connect(target: &Target) -> Result<TcpStream, String> {
+pub(crate) async fn connect(target: &Target) -> Result<TcpStream, Down> {
     let addrs = resolve(target).await?;
     let mut first_err = None;
     for addr in addrs {
@@ -635,7 +649,7 @@ mod tests {
             "febf::1",
         ] {
             let ip: IpAddr = text.parse().unwrap();
-            let refused = open.check(ip).expect_err(text);
+            let refused = open.check(ip).expect_err(text).to_string();
             assert!(refused.contains("link-local"), "{text}: {refused}");
             assert!(refused.contains("allow_link_local_probes"), "{text}");
         }
@@ -682,7 +696,10 @@ mod tests {
             "::192.0.2.1",
             "64:ff9b::c000:201",
         ] {
-            let refused = loopback.check(text.parse().unwrap()).expect_err(text);
+            let refused = loopback
+                .check(text.parse().unwrap())
+                .expect_err(text)
+                .to_string();
             assert!(refused.contains("probe_networks"), "{text}: {refused}");
         }
     }

@@ -8,7 +8,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::{Alpn, ProbeResult, Prober, Target, connect, escape_truncated, io_error, tls_name};
+use super::{Alpn, Down, ProbeResult, Prober, Target, connect, escape_truncated, io_error, tls_name};
 
 /// The PROXY protocol v1 line for a connection from `local` to `peer`.
 pub(crate) fn proxy_v1_header(local: SocketAddr, peer: SocketAddr) -> String {
@@ -35,7 +35,7 @@ pub(crate) fn proxy_v1_header(local: SocketAddr, peer: SocketAddr) -> String {
 pub(crate) async fn connect_proxied(
     target: &Target,
     proxy_protocol: bool,
-) -> Result<TcpStream, String> {
+) -> Result<TcpStream, Down> {
     let mut stream = connect(target).await?;
     if proxy_protocol {
         let (local, peer) = match (stream.local_addr(), stream.peer_addr()) {
@@ -101,7 +101,7 @@ pub(crate) async fn tls_handshake(
     stream: TcpStream,
     verify: bool,
     alpn: Alpn,
-) -> Result<TlsStream<TcpStream>, String> {
+) -> Result<TlsStream<TcpStream>, Down> {
     let config = prober.tls_config(verify, alpn)?;
     let name = tls_name(target);
     let server_name =
@@ -118,7 +118,7 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     send: Option<&str>,
     expect: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), Down> {
     if let Some(send) = send.filter(|s| !s.is_empty()) {
         stream
             .write_all(send.as_bytes())
