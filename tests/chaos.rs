@@ -46,9 +46,9 @@ async fn chaos_acknowledged_writes_survive_kills_pauses_and_partitions() {
     eprintln!("chaos: {cycles} cycles, seed {seed}");
 
     let root = tempfile::tempdir().unwrap();
-    let mut fw = Firewall::new();
+    let mut fw = Firewall::new("chaos");
     let http = gtm_node::tls::http_client(None, WRITE_TIMEOUT).unwrap();
-    let (mut devices, targets) = start_cluster(root.path(), &http).await;
+    let (mut devices, targets) = start_cluster(root.path(), &http, devices::NET, false).await;
 
     let targets = Arc::new(targets);
     let stop = Arc::new(AtomicBool::new(false));
@@ -114,6 +114,105 @@ async fn chaos_acknowledged_writes_survive_kills_pauses_and_partitions() {
     assert!(failures.is_empty(), "{summary}\n{}", failures.join("\n"));
 }
 
+/// A write sent to a device that the cluster commits but that device cannot
+/// install (every voter's traffic to it dropped, so no log entry reaches
+/// it) is answered `applied` with `installed: false`, and the device says
+/// why in its events; once the cut heals, it installs the write and its
+/// next write is answered `installed: true`. The device is a learner, so
+/// being cut off starts no election.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_write_a_device_cannot_install_is_answered_not_installed() {
+    if let Some(missing) = tools_missing() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs nft, setpriv and root: {missing}"
+        );
+        eprintln!("skipped: {missing}");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let mut fw = Firewall::new("installed");
+    let http = gtm_node::tls::http_client(None, WRITE_TIMEOUT).unwrap();
+    let (devices, targets) =
+        start_cluster(root.path(), &http, devices::NET_INSTALLED, true).await;
+    let (cut, through) = (&devices[2], &targets[2]);
+    let put = |name: String| {
+        let http = http.clone();
+        let t = through.clone();
+        async move {
+            let r = http
+                .put(format!("{}/api/v1/datacenters/{name}", t.api))
+                .bearer_auth(&t.token)
+                .json(&serde_json::json!({ "name": name }))
+                .timeout(WRITE_TIMEOUT)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let serves = |name: String| {
+        let http = http.clone();
+        let t = through.clone();
+        async move {
+            client::get_json(
+                &http,
+                &t,
+                &format!("/api/v1/datacenters/{name}"),
+                Duration::from_secs(2),
+            )
+            .await
+            .is_some()
+        }
+    };
+
+    // Cut off by every voter, the learner still reaches the leader, whose
+    // answers go back to 127.0.0.1. It forwards only to a leader it heard
+    // from within an election timeout: a write that found none was refused
+    // before it was proposed (no-quorum), and is tried again after the cut
+    // heals and the learner hears from the leader again.
+    let mut answer = None;
+    for attempt in 0..5 {
+        fw.drop_traffic(&devices[0], cut);
+        fw.drop_traffic(&devices[1], cut);
+        let name = format!("cut{attempt}");
+        let (status, body) = put(name.clone()).await;
+        if status == 200 {
+            answer = Some((name, body));
+            break;
+        }
+        assert_eq!(body["error"], "no-quorum", "{status}: {body}");
+        fw.heal();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while client::leader_seen_by(&http, through).await.is_none() {
+            assert!(Instant::now() < deadline, "the learner found no leader again");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let (name, body) = answer.expect("no write reached the leader through the cut-off learner");
+    assert_eq!(body["applied"], true, "{body}");
+    assert_eq!(body["installed"], false, "{body}");
+    assert!(!serves(name.clone()).await, "the cut-off device serves {name}");
+    let events = client::get_text(&http, through, "/api/v1/events").await.unwrap();
+    assert!(
+        events.contains("was committed") && events.contains("has not installed it"),
+        "{events}"
+    );
+    assert!(fw.dropped() > 0, "the rules dropped nothing");
+
+    // Healed: the leader sends it what it missed.
+    fw.heal();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !serves(name.clone()).await {
+        assert!(Instant::now() < deadline, "{name} never installed after the cut healed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (status, body) = put("after".into()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["installed"], true, "{body}");
+}
+
 /// A number from the environment, or `default`.
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -122,13 +221,19 @@ fn env_number(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Starts the three devices (a pair in dc1, one in dc2) and makes them a
-/// cluster as an operator does: `cluster init`, `token`, `join`.
-async fn start_cluster(root: &Path, http: &reqwest::Client) -> (Vec<Device>, Vec<Target>) {
+/// Starts the three devices (a pair in dc1, one in dc2) on the loopback
+/// block `net` and makes them a cluster as an operator does: `cluster
+/// init`, `token`, `join` (the third `--learner` when `learner`).
+async fn start_cluster(
+    root: &Path,
+    http: &reqwest::Client,
+    net: &str,
+    learner: bool,
+) -> (Vec<Device>, Vec<Target>) {
     let mut devices: Vec<Device> = ["dc1", "dc1", "dc2"]
         .iter()
         .enumerate()
-        .map(|(i, dc)| Device::new(root, i, dc))
+        .map(|(i, dc)| Device::new(net, root, i, dc))
         .collect();
     for d in &mut devices {
         d.spawn();
@@ -161,14 +266,19 @@ async fn start_cluster(root: &Path, http: &reqwest::Client) -> (Vec<Device>, Vec
     }
     devices[0].ok(&["cluster", "init"]);
     let token = devices[0].ok(&["cluster", "token"]);
-    for d in &devices[1..] {
-        d.ok(&[
+    let first = devices[0].api();
+    for (i, d) in devices.iter().enumerate().skip(1) {
+        let mut args = vec![
             "cluster",
             "join",
-            &devices[0].api(),
+            &first,
             "--token",
             token.trim(),
-        ]);
+        ];
+        if learner && i == 2 {
+            args.push("--learner");
+        }
+        d.ok(&args);
     }
     assert!(
         until_leader(http, &targets).await.is_some(),

@@ -8,8 +8,10 @@ use std::{
     process::{Child, Command, Output, Stdio},
 };
 
-/// The block of loopback addresses no other test uses.
-const NET: &str = "127.0.77";
+/// The blocks of loopback addresses no other test uses, one per test of
+/// this harness (they run side by side).
+pub(super) const NET: &str = "127.0.77";
+pub(super) const NET_INSTALLED: &str = "127.0.78";
 /// One group id per device: the partitions match it (`meta skgid`).
 const GIDS: [u32; 3] = [64001, 64002, 64003];
 
@@ -25,9 +27,10 @@ pub(super) struct Device {
 }
 
 impl Device {
-    pub(super) fn new(root: &Path, index: usize, dc: &str) -> Self {
+    /// Device `index` (from 0) at `<net>.<index + 1>`.
+    pub(super) fn new(net: &str, root: &Path, index: usize, dc: &str) -> Self {
         let name = format!("gtm{}", index + 1);
-        let ip = format!("{NET}.{}", index + 1);
+        let ip = format!("{net}.{}", index + 1);
         let dir = root.join(&name);
         std::fs::create_dir_all(&dir).unwrap();
         let node = dir.join("node.toml");
@@ -142,9 +145,12 @@ pub(super) struct Firewall {
 }
 
 impl Firewall {
-    pub(super) fn new() -> Self {
+    /// The table `gtm_chaos_<pid>_<tag>`: one per test, as they run side
+    /// by side in one process.
+    pub(super) fn new(tag: &str) -> Self {
         sweep_stale_tables();
-        let table = format!("gtm_chaos_{}", std::process::id());
+        let table = format!("gtm_chaos_{}_{tag}", std::process::id());
+        let _ = nft(&["delete", "table", "inet", &table]);
         nft(&["add", "table", "inet", &table]).unwrap();
         let fw = Firewall {
             table,
@@ -239,12 +245,12 @@ fn sweep_stale_tables() {
         return;
     };
     for line in tables.lines() {
-        let Some(pid) = line.trim().strip_prefix("table inet gtm_chaos_") else {
+        let Some(suffix) = line.trim().strip_prefix("table inet gtm_chaos_") else {
             continue;
         };
-        let ours = pid == std::process::id().to_string();
-        if ours || !Path::new("/proc").join(pid).exists() {
-            let _ = nft(&["delete", "table", "inet", &format!("gtm_chaos_{pid}")]);
+        let pid = suffix.split('_').next().unwrap_or(suffix);
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = nft(&["delete", "table", "inet", &format!("gtm_chaos_{suffix}")]);
         }
     }
 }
