@@ -1,5 +1,6 @@
 //! Why a proposed change did not apply, and how the API says so.
 
+use gtm_cluster::ClusterError;
 use gtm_model::{
     ConfigErrors,
     error::{ApiError, ErrorKind},
@@ -69,5 +70,51 @@ impl From<ApplyError> for ApiError {
             ApplyError::Cluster(message) => ApiError::new(ErrorKind::Cluster, message),
             ApplyError::RaftFailed(_) => ApiError::new(ErrorKind::Storage, e.to_string()),
         }
+    }
+}
+
+pub(super) fn cluster_error(e: ClusterError) -> ApplyError {
+    match e {
+        ClusterError::NoQuorum { unreachable } => ApplyError::no_quorum(
+            &unreachable
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+        ),
+        other => ApplyError::Cluster(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gtm_cluster::NodeInfo;
+
+    #[test]
+    fn no_quorum_names_the_devices_not_heard_from_or_says_none_is_missing() {
+        let gtm2 = NodeInfo {
+            name: "gtm2".into(),
+            datacenter: "dc2".into(),
+            api_addr: "http://127.0.0.2:8053".into(),
+        };
+        let named = cluster_error(ClusterError::NoQuorum {
+            unreachable: vec![gtm2],
+        })
+        .to_string();
+        assert!(
+            named.starts_with(
+                "no quorum: not heard from gtm2 (dc2, http://127.0.0.2:8053); nothing was applied"
+            ),
+            "{named}"
+        );
+        let none = cluster_error(ClusterError::NoQuorum {
+            unreachable: Vec::new(),
+        })
+        .to_string();
+        assert!(
+            none.starts_with("no quorum: every device answers"),
+            "{none}"
+        );
+        assert!(!none.contains("not heard from"), "{none}");
     }
 }
