@@ -1,6 +1,7 @@
 //! Why a proposed change did not apply, and how the API says so.
 
-use gtm_cluster::ClusterError;
+use crate::identity::IdentityError;
+use gtm_cluster::{ClusterError, StoreError};
 use gtm_model::{
     ConfigErrors,
     error::{ApiError, ErrorKind},
@@ -35,6 +36,31 @@ pub enum ApplyError {
          can; restart this one once its data directory can be written (docs/operations.md)"
     )]
     RaftFailed(String),
+}
+
+/// Why a device's replication did not start ([`Replication::start`]). Each
+/// variant shows the message of the error it carries.
+///
+/// [`Replication::start`]: super::Replication::start
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The node id or the cluster secret in the data directory.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    /// The Raft node did not start on the store.
+    #[error(transparent)]
+    Raft(#[from] ClusterError),
+    /// The store did not give, or keep, the local map or the configuration
+    /// it holds.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The configuration served (a device that kept none) could not be
+    /// written as the text of the local map.
+    #[error(transparent)]
+    ServedConfig(toml::ser::Error),
+    /// The thread that installs committed state could not be started.
+    #[error(transparent)]
+    InstallThread(std::io::Error),
 }
 
 impl ApplyError {

@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::Replication;
@@ -47,14 +46,14 @@ pub struct RemoteError {
 
 impl Replication {
     /// The cluster secret, for device-to-device requests.
-    pub fn secret_value(&self) -> Result<String> {
+    pub fn secret_value(&self) -> String {
         self.secret()
     }
 
     /// The secret held in memory: the one on disk, except while a join is
     /// in flight (then the joined cluster's, kept only once accepted).
-    fn secret(&self) -> Result<String> {
-        Ok(self.node.secret().to_string())
+    fn secret(&self) -> String {
+        self.node.secret().to_string()
     }
 
     /// Makes this device the first member of a new cluster, whose state
@@ -140,8 +139,8 @@ impl Replication {
     }
 
     /// The token a device needs to join: the cluster secret.
-    pub fn token(&self) -> Result<String> {
-        Ok(format!("{TOKEN_PREFIX}{}", self.secret()?))
+    pub fn token(&self) -> String {
+        format!("{TOKEN_PREFIX}{}", self.secret())
     }
 
     /// Joins the cluster of the device at `address` (any member; followers
@@ -365,10 +364,7 @@ impl Replication {
 
     /// Checks a cluster RPC's secret.
     pub fn secret_ok(&self, given: Option<&str>) -> bool {
-        match (given, self.secret()) {
-            (Some(g), Ok(s)) => gtm_cluster::constant_time_eq(g.as_bytes(), s.as_bytes()),
-            _ => false,
-        }
+        given.is_some_and(|g| gtm_cluster::constant_time_eq(g.as_bytes(), self.secret().as_bytes()))
     }
 
     /// Sends a join or leave to the leader's `/cluster/v1/<route>`.
@@ -382,9 +378,7 @@ impl Replication {
             "{}/cluster/v1/{route}",
             leader.api_addr.trim_end_matches('/')
         );
-        let secret = self
-            .secret()
-            .map_err(|e| ApplyError::Cluster(e.to_string()))?;
+        let secret = self.secret();
         let response = body(self.http.post(&url).header(SECRET_HEADER, secret))
             .send()
             .await

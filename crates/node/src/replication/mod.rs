@@ -21,11 +21,10 @@ mod propose;
 
 use std::{path::Path, sync::Arc};
 
-pub use error::ApplyError;
+pub use error::{ApplyError, StartError};
 pub use membership::{JoinRequest, LeaveRequest, RemoteError, Written};
 pub use propose::Applied;
 
-use anyhow::Result;
 use tokio::sync::watch;
 
 use crate::{
@@ -78,7 +77,7 @@ impl Replication {
         http: reqwest::Client,
         raft_http: reqwest::Client,
         frozen: bool,
-    ) -> Result<Arc<Self>> {
+    ) -> Result<Arc<Self>, StartError> {
         let id = identity::node_id(dir)?;
         let secret = identity::secret(dir)?;
         let mut config = ClusterConfig::new(id, info, secret);
@@ -106,7 +105,7 @@ impl Replication {
             stop: tokio_util::sync::CancellationToken::new(),
             membership: tokio::sync::Mutex::new(()),
             history_keep: std::sync::atomic::AtomicU32::new(gtm_model::node::HISTORY_KEPT as u32),
-            install_thread: LowPriority::spawn("gtm-install")?,
+            install_thread: LowPriority::spawn("gtm-install").map_err(StartError::InstallThread)?,
         });
         if !replication.clustered() {
             // A clustered device installs its state from Raft's first apply.

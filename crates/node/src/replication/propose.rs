@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use anyhow::Result;
-
 use super::Replication;
-use super::error::{ApplyError, cluster_error};
+use super::error::{ApplyError, StartError, cluster_error};
 use crate::{
     command::{Action, Command, Outcome},
     machine::{self, CONFIG_KEY},
@@ -189,7 +187,7 @@ impl Replication {
 /// configuration (an older gtm) starts its map from it; a device that kept
 /// none starts from what it serves (the demo configuration), so its first
 /// write edits that, not an empty one.
-pub(super) fn local_map(store: &Store, engine: &Engine) -> Result<Map> {
+pub(super) fn local_map(store: &Store, engine: &Engine) -> Result<Map, StartError> {
     let mut map = store.local_map()?;
     if machine::has_config(&map) {
         return Ok(map);
@@ -201,7 +199,10 @@ pub(super) fn local_map(store: &Store, engine: &Engine) -> Result<Map> {
             if *serving == gtm_model::Config::default() {
                 return Ok(map);
             }
-            (engine.version(), toml::to_string_pretty(&serving)?)
+            (
+                engine.version(),
+                toml::to_string_pretty(&serving).map_err(StartError::ServedConfig)?,
+            )
         }
     };
     let writes = vec![
