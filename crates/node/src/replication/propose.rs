@@ -61,7 +61,9 @@ impl Replication {
     ) -> Result<Applied, ApplyError> {
         let mut command = Command::new(actor, expect_version, action);
         command.history_keep = self.history_keep.load(std::sync::atomic::Ordering::Relaxed);
-        let bytes = command.encode().map_err(ApplyError::Cluster)?;
+        let bytes = command
+            .encode()
+            .map_err(|e| ApplyError::Cluster(e.to_string()))?;
         let size = bytes.len();
         // Refused before anything is proposed: an entry this large would
         // stall replication for every device (docs/cluster.md, "Bounded
@@ -94,7 +96,7 @@ impl Replication {
         } else {
             self.apply_local(bytes).await?
         };
-        match Outcome::decode(&outcome).map_err(ApplyError::Cluster)? {
+        match Outcome::decode(&outcome).map_err(|e| ApplyError::Cluster(e.to_string()))? {
             Outcome::Applied {
                 version,
                 index,
