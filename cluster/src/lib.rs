@@ -60,7 +60,10 @@ pub use node::{
     NodeState, PROPOSE_DEADLINE, WRITE_TIMEOUT, apply_allowance,
 };
 pub use rpc_client::SECRET_HEADER;
-pub use rpc_server::{RPC_PATHS, RpcBody, constant_time_eq, decode_rpc_body, rpc_router};
+pub use rpc_server::{
+    ChunkOutOfBounds, RPC_PATHS, RpcBody, RpcBodyError, constant_time_eq, decode_rpc_body,
+    rpc_router,
+};
 pub use types::{Applied, Kept, Map, NodeInfo, Proposal, Value, Write};
 
 /// Storage failures, with the operation that failed.

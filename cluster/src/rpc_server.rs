@@ -188,14 +188,19 @@ async fn snapshot_chunk(State(node): State<Arc<ClusterNode>>, body: Bytes) -> Re
     reply(&res)
 }
 
+/// A snapshot chunk that ends beyond the largest snapshot a device decodes.
+#[derive(Debug, thiserror::Error)]
+#[error("a chunk ending at byte {end} is beyond the largest snapshot ({DECODE_LIMIT} bytes)")]
+pub struct ChunkOutOfBounds {
+    pub end: u64,
+}
+
 /// The receiving buffer grows to the chunk's end: a chunk claiming an
 /// offset far beyond any snapshot would make it allocate without bound.
-fn chunk_in_bounds(req: &InstallSnapshotRequest<TypeConfig>) -> Result<(), String> {
+fn chunk_in_bounds(req: &InstallSnapshotRequest<TypeConfig>) -> Result<(), ChunkOutOfBounds> {
     let end = req.offset.saturating_add(req.data.len() as u64);
     if end > DECODE_LIMIT as u64 {
-        return Err(format!(
-            "a chunk ending at byte {end} is beyond the largest snapshot ({DECODE_LIMIT} bytes)"
-        ));
+        return Err(ChunkOutOfBounds { end });
     }
     Ok(())
 }
@@ -248,28 +253,39 @@ impl RpcBody {
     ];
 }
 
+/// Why [`decode_rpc_body`] refused a body.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcBodyError {
+    #[error("{0}")]
+    Decode(bincode::error::DecodeError),
+    #[error("decoded but cannot encode again: {0}")]
+    Encode(bincode::error::EncodeError),
+    #[error("{0}")]
+    Chunk(ChunkOutOfBounds),
+}
+
 /// Decodes `body` with the types the routes and the client use, and returns
 /// the decoded value encoded again. Only the fuzz targets call it: it runs
 /// exactly the decoding that a peer's bytes reach.
-pub fn decode_rpc_body(kind: RpcBody, body: &[u8]) -> Result<Vec<u8>, String> {
-    fn again<T: Serialize + DeserializeOwned>(body: &[u8]) -> Result<Vec<u8>, String> {
-        let value: T = decode(body).map_err(|e| e.to_string())?;
-        encode(&value).map_err(|e| format!("decoded but cannot encode again: {e}"))
+pub fn decode_rpc_body(kind: RpcBody, body: &[u8]) -> Result<Vec<u8>, RpcBodyError> {
+    fn again<T: Serialize + DeserializeOwned>(body: &[u8]) -> Result<Vec<u8>, RpcBodyError> {
+        let value: T = decode(body).map_err(RpcBodyError::Decode)?;
+        encode(&value).map_err(RpcBodyError::Encode)
     }
     match kind {
         RpcBody::AppendRequest => again::<AppendEntriesRequest<TypeConfig>>(body),
         RpcBody::VoteRequest => again::<VoteRequest<u64>>(body),
         RpcBody::SnapshotRequest => {
             let (_, _, data): (Vote, SnapshotMeta, Vec<u8>) =
-                decode(body).map_err(|e| e.to_string())?;
+                decode(body).map_err(RpcBodyError::Decode)?;
             again::<crate::state_machine::SnapshotData>(&data)?;
             again::<(Vote, SnapshotMeta, Vec<u8>)>(body)
         }
         RpcBody::SnapshotChunkRequest => {
             let req: InstallSnapshotRequest<TypeConfig> =
-                decode(body).map_err(|e| e.to_string())?;
-            chunk_in_bounds(&req)?;
-            encode(&req).map_err(|e| format!("decoded but cannot encode again: {e}"))
+                decode(body).map_err(RpcBodyError::Decode)?;
+            chunk_in_bounds(&req).map_err(RpcBodyError::Chunk)?;
+            encode(&req).map_err(RpcBodyError::Encode)
         }
         RpcBody::SnapshotChunkReply => again::<
             Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>>,

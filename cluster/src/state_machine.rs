@@ -35,7 +35,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::db::{Batch, Db, Tree};
+use crate::db::{Batch, Db, DbError, Tree};
 use crate::low_priority::LowPriority;
 use crate::machine::Machine;
 use crate::side_files::{Checked, SideFiles};
@@ -98,14 +98,39 @@ struct SnapshotStore {
     lock: Arc<std::sync::Mutex<()>>,
 }
 
+/// Why a snapshot was not stored ([`SnapshotStore::store`]): the step that
+/// failed, shown as the error underneath says it.
+#[derive(Debug, thiserror::Error)]
+enum StoreSnapshotError {
+    /// The snapshot's file was not written.
+    #[error("{0}")]
+    File(std::io::Error),
+    /// The record naming the file did not encode.
+    #[error("{0}")]
+    Encode(bincode::error::EncodeError),
+    /// The batch naming the file was not applied.
+    #[error("{0}")]
+    Apply(DbError),
+    /// The database was not flushed.
+    #[error("{0}")]
+    Flush(DbError),
+}
+
 impl SnapshotStore {
     /// Writes the snapshot's file, then `batch` with the tree naming it,
     /// flushes, and removes every other snapshot file. Blocking.
-    fn store(&self, meta: &SnapshotMeta, data: &[u8], mut batch: Batch) -> Result<(), String> {
+    fn store(
+        &self,
+        meta: &SnapshotMeta,
+        data: &[u8],
+        mut batch: Batch,
+    ) -> Result<(), StoreSnapshotError> {
         let _one = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let checked = Checked::of(data);
         let name = file_name(&checked);
-        self.files.write(&name, data).map_err(|e| e.to_string())?;
+        self.files
+            .write(&name, data)
+            .map_err(StoreSnapshotError::File)?;
         let named = SnapshotInFile {
             meta: meta.clone(),
             data: checked,
@@ -113,12 +138,12 @@ impl SnapshotStore {
         batch.insert(
             &self.tree,
             SNAPSHOT_FILE,
-            encode(&named).map_err(|e| e.to_string())?,
+            encode(&named).map_err(StoreSnapshotError::Encode)?,
         );
         batch.remove(&self.tree, SNAPSHOT);
-        batch.apply().map_err(|e| e.to_string())?;
+        batch.apply().map_err(StoreSnapshotError::Apply)?;
         // Logs are purged behind a snapshot: it must be durable first.
-        self.db.flush().map_err(|e| e.to_string())?;
+        self.db.flush().map_err(StoreSnapshotError::Flush)?;
         if let Err(e) = self.files.keep_only(&[name]) {
             tracing::warn!(error = %e, "cannot remove an earlier snapshot's file");
         }

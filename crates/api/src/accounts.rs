@@ -79,7 +79,7 @@ pub(crate) async fn put_user(
     Path(name): Path<String>,
     Json(request): Json<UserRequest>,
 ) -> Result<Json<AccountInfo>, ApiError> {
-    check_name(&name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
+    check_name(&name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?;
     let hash = match request.password {
         Some(p) => Some(
             blocking(move || password::hash(&p))
@@ -111,7 +111,7 @@ pub(crate) async fn create_token(
     Extension(who): Extension<Principal>,
     Json(request): Json<TokenRequest>,
 ) -> Result<Json<NewToken>, ApiError> {
-    check_name(&request.name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
+    check_name(&request.name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?;
     let (token, digest) = new_token(&request.name).map_err(ApiError::internal)?;
     let change = AccountChange::PutToken {
         name: request.name.clone(),

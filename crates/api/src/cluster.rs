@@ -58,10 +58,7 @@ pub(crate) async fn cluster_token(
             "this device belongs to no cluster yet: run gtm cluster init first",
         ));
     }
-    let token = state
-        .replication
-        .token()
-        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
+    let token = state.replication.token();
     Ok(Json(TokenResponse { token }))
 }
 

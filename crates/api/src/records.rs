@@ -121,10 +121,7 @@ pub(super) async fn remote_preview(
             "no device named \"{device}\" in the cluster (gtm device list)"
         )));
     };
-    let secret = state
-        .replication
-        .secret_value()
-        .map_err(|e| ApiError::new(ErrorKind::Internal, e.to_string()))?;
+    let secret = state.replication.secret_value();
     let url = format!(
         "{}/cluster/v1/preview/{name}/{rtype}",
         member.info.api_addr.trim_end_matches('/')

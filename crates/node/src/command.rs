@@ -315,6 +315,30 @@ pub enum Outcome {
     Rejected(ApiError),
 }
 
+/// Why a command could not be encoded, or bytes could not be read as one.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("encoding a command: {0}")]
+    Encode(bincode::error::EncodeError),
+    /// The format byte in front is one this device does not read.
+    #[error(
+        "the command has format {found}; this device reads format {FORMAT} (a newer gtm proposed it?)"
+    )]
+    Format { found: u8 },
+    #[error("the command is empty")]
+    Empty,
+    #[error("the command does not decode: {0}")]
+    Decode(bincode::error::DecodeError),
+    /// It decoded from fewer bytes than it was given.
+    #[error("the command has {trailing} trailing bytes")]
+    Trailing { trailing: usize },
+}
+
+/// Why an outcome a state machine gave could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("unreadable outcome: {0}")]
+pub struct OutcomeError(serde_json::Error);
+
 impl Command {
     /// A command received now on `device` from `user`.
     pub fn new(actor: Actor, expect_version: Option<u64>, action: Action) -> Self {
@@ -328,7 +352,7 @@ impl Command {
         }
     }
 
-    pub fn encode(&self) -> Result<Vec<u8>, String> {
+    pub fn encode(&self) -> Result<Vec<u8>, CommandError> {
         // Room for a configuration's text from the start: grown by
         // doubling, a 6 MB text's command took 11 MB.
         let text = match &self.action {
@@ -338,11 +362,11 @@ impl Command {
         let mut bytes = Vec::with_capacity(text + 512);
         bytes.push(FORMAT);
         bincode::serde::encode_into_std_write(self, &mut bytes, bincode::config::standard())
-            .map_err(|e| format!("encoding a command: {e}"))?;
+            .map_err(CommandError::Encode)?;
         Ok(bytes)
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, CommandError> {
         match bytes.split_first() {
             Some((&FORMAT, rest)) => decode_exact(rest),
             Some((1, rest)) => {
@@ -356,24 +380,21 @@ impl Command {
                     history_keep: gtm_model::node::HISTORY_KEPT as u32,
                 })
             }
-            Some((other, _)) => Err(format!(
-                "the command has format {other}; this device reads format {FORMAT} (a newer gtm proposed it?)"
-            )),
-            None => Err("the command is empty".into()),
+            Some((&found, _)) => Err(CommandError::Format { found }),
+            None => Err(CommandError::Empty),
         }
     }
 }
 
 /// Bincode of one value that fills `bytes` exactly.
-fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+fn decode_exact<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, CommandError> {
     let config = bincode::config::standard().with_limit::<{ 256 << 20 }>();
-    let (value, read) = bincode::serde::decode_from_slice(bytes, config)
-        .map_err(|e| format!("the command does not decode: {e}"))?;
+    let (value, read) =
+        bincode::serde::decode_from_slice(bytes, config).map_err(CommandError::Decode)?;
     if read != bytes.len() {
-        return Err(format!(
-            "the command has {} trailing bytes",
-            bytes.len() - read
-        ));
+        return Err(CommandError::Trailing {
+            trailing: bytes.len() - read,
+        });
     }
     Ok(value)
 }
@@ -383,8 +404,8 @@ impl Outcome {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("unreadable outcome: {e}"))
+    pub fn decode(bytes: &[u8]) -> Result<Self, OutcomeError> {
+        serde_json::from_slice(bytes).map_err(OutcomeError)
     }
 }
 
@@ -414,6 +435,7 @@ mod tests {
         assert!(
             Command::decode(&newer)
                 .unwrap_err()
+                .to_string()
                 .contains(&format!("format {}", FORMAT + 1))
         );
         assert!(Command::decode(&[]).is_err());

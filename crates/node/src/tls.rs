@@ -7,10 +7,14 @@
 //! The same certificate is the device's identity towards the other devices
 //! (mutual TLS); a reload swaps both sides ([`Live`]).
 
-use std::{net::SocketAddr, path::Path, sync::Arc, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
 
-use anyhow::{Context, Result, bail};
-use gtm_cluster::{ClientTls, PeerCredentials, PeerTls};
+use gtm_cluster::{ClientTls, HttpClientError, PeerCredentials, PeerTls};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -31,13 +35,64 @@ pub struct Tls {
     pub peer: PeerCredentials,
 }
 
+/// Why a device's TLS material did not load ([`Tls::load`]): the file or
+/// the step that failed, with the error underneath as its source.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read the TLS certificate {path}")]
+    ReadCertificate {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a PEM certificate chain")]
+    CertificateNotPem {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("{path} holds no certificate")]
+    NoCertificate { path: PathBuf },
+    #[error("cannot read the TLS key {path}")]
+    ReadKey {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a PEM private key")]
+    KeyNotPem {
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
+    /// The trusted certificates (`tls_ca`, or the certificate itself).
+    #[error("cannot read {path}")]
+    ReadTrusted {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A trusted certificate does not parse or is not a trust anchor.
+    #[error(transparent)]
+    Trusted(HttpClientError),
+    #[error("the trusted certificates cannot verify clients")]
+    ClientVerifier(#[source] rustls::server::VerifierBuilderError),
+    #[error("TLS protocol versions")]
+    ProtocolVersions(#[source] rustls::Error),
+    #[error("the TLS certificate and key do not match")]
+    KeyMismatch(#[source] rustls::Error),
+    /// The certificate and key as this device's identity towards the other
+    /// devices (mutual TLS).
+    #[error("{certificate} and {key} as this device's client certificate")]
+    PeerIdentity {
+        certificate: PathBuf,
+        key: PathBuf,
+        source: HttpClientError,
+    },
+}
+
 /// Set on each request of a TLS connection whose client presented a
 /// certificate that chains to the trusted CA.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientCertificate;
 
-fn roots(pem: &[u8]) -> Result<rustls::RootCertStore> {
-    Ok(gtm_cluster::trust_roots(pem)?)
+fn roots(pem: &[u8]) -> Result<rustls::RootCertStore, TlsError> {
+    gtm_cluster::trust_roots(pem).map_err(TlsError::Trusted)
 }
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -46,23 +101,38 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 impl Tls {
     /// Loads the node's certificate, key and trust anchors.
-    pub fn load(cert: &Path, key: &Path, ca: Option<&Path>) -> Result<Self> {
+    pub fn load(cert: &Path, key: &Path, ca: Option<&Path>) -> Result<Self, TlsError> {
         // Each file is read once: the server and the client sides are
         // built from the same bytes, even while a renewal rewrites them.
-        let cert_pem = std::fs::read(cert)
-            .with_context(|| format!("cannot read the TLS certificate {}", cert.display()))?;
+        let cert_pem = std::fs::read(cert).map_err(|source| TlsError::ReadCertificate {
+            path: cert.to_path_buf(),
+            source,
+        })?;
         let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
             .collect::<Result<_, _>>()
-            .with_context(|| format!("{} is not a PEM certificate chain", cert.display()))?;
+            .map_err(|source| TlsError::CertificateNotPem {
+                path: cert.to_path_buf(),
+                source,
+            })?;
         if chain.is_empty() {
-            bail!("{} holds no certificate", cert.display());
+            return Err(TlsError::NoCertificate {
+                path: cert.to_path_buf(),
+            });
         }
-        let key_pem = std::fs::read(key)
-            .with_context(|| format!("cannot read the TLS key {}", key.display()))?;
-        let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
-            .with_context(|| format!("{} is not a PEM private key", key.display()))?;
-        let trust_pem = std::fs::read(ca.unwrap_or(cert))
-            .with_context(|| format!("cannot read {}", ca.unwrap_or(cert).display()))?;
+        let key_pem = std::fs::read(key).map_err(|source| TlsError::ReadKey {
+            path: key.to_path_buf(),
+            source,
+        })?;
+        let key_der =
+            PrivateKeyDer::from_pem_slice(&key_pem).map_err(|source| TlsError::KeyNotPem {
+                path: key.to_path_buf(),
+                source,
+            })?;
+        let trusted = ca.unwrap_or(cert);
+        let trust_pem = std::fs::read(trusted).map_err(|source| TlsError::ReadTrusted {
+            path: trusted.to_path_buf(),
+            source,
+        })?;
         // A client may come without a certificate (the CLI, with the API
         // token); one that shows a certificate must show one of the cluster.
         // Device-to-device routes then require it (api::router).
@@ -72,21 +142,21 @@ impl Tls {
         )
         .allow_unauthenticated()
         .build()
-        .context("the trusted certificates cannot verify clients")?;
+        .map_err(TlsError::ClientVerifier)?;
         let mut server = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
-            .context("TLS protocol versions")?
+            .map_err(TlsError::ProtocolVersions)?
             .with_client_cert_verifier(verifier)
             .with_single_cert(chain, key_der)
-            .context("the TLS certificate and key do not match")?;
+            .map_err(TlsError::KeyMismatch)?;
         server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         let peer =
-            PeerCredentials::from_pem(&trust_pem, &cert_pem, &key_pem).with_context(|| {
-                format!(
-                    "{} and {} as this device's client certificate",
-                    cert.display(),
-                    key.display()
-                )
+            PeerCredentials::from_pem(&trust_pem, &cert_pem, &key_pem).map_err(|source| {
+                TlsError::PeerIdentity {
+                    certificate: cert.to_path_buf(),
+                    key: key.to_path_buf(),
+                    source,
+                }
             })?;
         Ok(Self {
             server: Arc::new(server),
@@ -97,18 +167,18 @@ impl Tls {
 
     /// A client of the other devices with this material, fixed. A device's
     /// own clients share a [`Live`] one, which a reload changes.
-    pub fn peer_client(&self, timeout: Duration) -> Result<reqwest::Client> {
+    pub fn peer_client(&self, timeout: Duration) -> Result<reqwest::Client, HttpClientError> {
         peer_client(&PeerTls::new(self.peer.clone()), timeout)
     }
 }
 
 /// A client of the other devices: trusts and shows what `peer` holds at
 /// each handshake.
-pub fn peer_client(peer: &Arc<PeerTls>, timeout: Duration) -> Result<reqwest::Client> {
-    Ok(gtm_cluster::http_client(
-        ClientTls::Peer(peer),
-        Some(timeout),
-    )?)
+pub fn peer_client(
+    peer: &Arc<PeerTls>,
+    timeout: Duration,
+) -> Result<reqwest::Client, HttpClientError> {
+    gtm_cluster::http_client(ClientTls::Peer(peer), Some(timeout))
 }
 
 /// An HTTP client for devices' APIs: trusting `trust_pem` when given (TLS),
@@ -116,12 +186,12 @@ pub fn peer_client(peer: &Arc<PeerTls>, timeout: Duration) -> Result<reqwest::Cl
 pub fn http_client(
     trust_pem: Option<&[u8]>,
     timeout: impl Into<Option<Duration>>,
-) -> Result<reqwest::Client> {
+) -> Result<reqwest::Client, HttpClientError> {
     let tls = match trust_pem {
         Some(pem) => ClientTls::Trust(pem),
         None => ClientTls::Plain,
     };
-    Ok(gtm_cluster::http_client(tls, timeout.into())?)
+    gtm_cluster::http_client(tls, timeout.into())
 }
 
 /// A running device's TLS: the API's server side and the identity and

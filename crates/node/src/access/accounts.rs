@@ -125,9 +125,21 @@ fn digest_hex(secret: &str) -> String {
     gtm_model::random::hex(ring::digest::digest(&ring::digest::SHA256, secret.as_bytes()).as_ref())
 }
 
+/// Why a name cannot be an account's ([`check_name`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    #[error(
+        "account name {name:?} is not valid: 1 to 32 of a-z, 0-9, '-' and '_', starting with a letter"
+    )]
+    Invalid { name: String },
+    /// The name of the token in each device's own api-token file.
+    #[error("account name {name:?} is taken by each device's own api-token file")]
+    Taken { name: String },
+}
+
 /// Checks an account name: 1 to 32 of `a-z 0-9 - _`, starting with a
 /// letter, and not the device token's name.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), NameError> {
     let ok = !name.is_empty()
         && name.len() <= 32
         && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -135,14 +147,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if !ok {
-        return Err(format!(
-            "account name {name:?} is not valid: 1 to 32 of a-z, 0-9, '-' and '_', starting with a letter"
-        ));
+        return Err(NameError::Invalid { name: name.into() });
     }
     if name == DEVICE_TOKEN_NAME {
-        return Err(format!(
-            "account name {name:?} is taken by each device's own api-token file"
-        ));
+        return Err(NameError::Taken { name: name.into() });
     }
     Ok(())
 }

@@ -13,21 +13,30 @@ pub const MIN_LENGTH: usize = 10;
 /// Longer passwords are refused (hashing is bounded work).
 pub const MAX_LENGTH: usize = 1024;
 
+/// Why a new password was not hashed.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    #[error("the password has {chars} characters; give at least {MIN_LENGTH}")]
+    TooShort { chars: usize },
+    #[error("the password is over {MAX_LENGTH} bytes")]
+    TooLong,
+    #[error("hashing the password failed: {0}")]
+    Hashing(argon2::password_hash::Error),
+}
+
 /// Hashes a new password, after checking its length.
-pub fn hash(password: &str) -> Result<String, String> {
-    let n = password.chars().count();
-    if n < MIN_LENGTH {
-        return Err(format!(
-            "the password has {n} characters; give at least {MIN_LENGTH}"
-        ));
+pub fn hash(password: &str) -> Result<String, PasswordError> {
+    let chars = password.chars().count();
+    if chars < MIN_LENGTH {
+        return Err(PasswordError::TooShort { chars });
     }
     if password.len() > MAX_LENGTH {
-        return Err(format!("the password is over {MAX_LENGTH} bytes"));
+        return Err(PasswordError::TooLong);
     }
     Argon2::default()
         .hash_password(password.as_bytes())
         .map(|h| h.to_string())
-        .map_err(|e| format!("hashing the password failed: {e}"))
+        .map_err(PasswordError::Hashing)
 }
 
 /// Whether `password` matches a stored PHC string. A stored string that

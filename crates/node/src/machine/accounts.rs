@@ -32,7 +32,7 @@ pub(super) fn run(kv: &Map, index: u64, version: u64, command: &Command) -> Opti
             password: hash,
         } => {
             if let Err(e) = check_name(name) {
-                return Some(rejected(ErrorKind::BadRequest, e));
+                return Some(rejected(ErrorKind::BadRequest, e.to_string()));
             }
             if accounts.tokens.contains_key(name) {
                 return Some(rejected(
@@ -87,7 +87,7 @@ pub(super) fn run(kv: &Map, index: u64, version: u64, command: &Command) -> Opti
         }
         AccountChange::PutToken { name, role, digest } => {
             if let Err(e) = check_name(name) {
-                return Some(rejected(ErrorKind::BadRequest, e));
+                return Some(rejected(ErrorKind::BadRequest, e.to_string()));
             }
             if accounts.users.contains_key(name) || accounts.tokens.contains_key(name) {
                 return Some(rejected(

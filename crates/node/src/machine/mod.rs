@@ -218,6 +218,18 @@ struct Current {
     layout: Option<model::text::Layout>,
 }
 
+/// Why the committed configuration cannot be read on this device: a newer
+/// binary's configuration may not parse here.
+#[derive(Debug, thiserror::Error)]
+enum CommittedError {
+    #[error("a part of its text is missing from the map")]
+    MissingPart,
+    #[error("{0}")]
+    NotUtf8(std::str::Utf8Error),
+    #[error("{0}")]
+    Parse(model::ConfigErrors),
+}
+
 /// A configuration's compiled zones, one per domain in order.
 type Zones = Vec<Arc<gtm_model::compile::ZoneSpec>>;
 
@@ -252,7 +264,8 @@ impl gtm_cluster::Machine for GtmMachine {
             Err(e) => {
                 return Effect {
                     writes: Vec::new(),
-                    outcome: Outcome::Rejected(ApiError::new(ErrorKind::BadRequest, e)).encode(),
+                    outcome: Outcome::Rejected(ApiError::new(ErrorKind::BadRequest, e.to_string()))
+                        .encode(),
                 };
             }
         };
@@ -475,7 +488,7 @@ impl GtmMachine {
 
     /// The committed configuration, parsed (cached by its value), with its
     /// compiled zones and its text's layout when this machine made them.
-    fn current(&self, kv: &Map) -> Result<Current, String> {
+    fn current(&self, kv: &Map) -> Result<Current, CommittedError> {
         let Some(value) = config_value(kv) else {
             return Ok(Current::default());
         };
@@ -490,9 +503,9 @@ impl GtmMachine {
                 layout: p.layout.clone(),
             });
         }
-        let text = config_text(kv).ok_or("a part of its text is missing from the map")?;
-        let text = std::str::from_utf8(&text).map_err(|e| e.to_string())?;
-        let config = Arc::new(model::parse(text).map_err(|e| e.to_string())?);
+        let text = config_text(kv).ok_or(CommittedError::MissingPart)?;
+        let text = std::str::from_utf8(&text).map_err(CommittedError::NotUtf8)?;
+        let config = Arc::new(model::parse(text).map_err(CommittedError::Parse)?);
         *cached = Some(Parsed {
             hash,
             config: config.clone(),

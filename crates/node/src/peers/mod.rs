@@ -492,9 +492,7 @@ pub async fn run(
             _ = cancel.cancelled() => return,
         }
         let status = replication.status();
-        let Ok(secret) = replication.secret_value() else {
-            continue;
-        };
+        let secret = replication.secret_value();
         // Pages of a list follow one another until the period is over.
         let until = Instant::now() + REPORT_EVERY;
         let sends = status

@@ -1,5 +1,7 @@
 //! Why a proposed change did not apply, and how the API says so.
 
+use crate::identity::IdentityError;
+use gtm_cluster::{ClusterError, StoreError};
 use gtm_model::{
     ConfigErrors,
     error::{ApiError, ErrorKind},
@@ -36,6 +38,31 @@ pub enum ApplyError {
     RaftFailed(String),
 }
 
+/// Why a device's replication did not start ([`Replication::start`]). Each
+/// variant shows the message of the error it carries.
+///
+/// [`Replication::start`]: super::Replication::start
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The node id or the cluster secret in the data directory.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    /// The Raft node did not start on the store.
+    #[error(transparent)]
+    Raft(#[from] ClusterError),
+    /// The store did not give, or keep, the local map or the configuration
+    /// it holds.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The configuration served (a device that kept none) could not be
+    /// written as the text of the local map.
+    #[error(transparent)]
+    ServedConfig(toml::ser::Error),
+    /// The thread that installs committed state could not be started.
+    #[error(transparent)]
+    InstallThread(std::io::Error),
+}
+
 impl ApplyError {
     /// No quorum, with the devices not heard from: none named when every
     /// device answers but the leader could not confirm a quorum in time (a
@@ -69,5 +96,51 @@ impl From<ApplyError> for ApiError {
             ApplyError::Cluster(message) => ApiError::new(ErrorKind::Cluster, message),
             ApplyError::RaftFailed(_) => ApiError::new(ErrorKind::Storage, e.to_string()),
         }
+    }
+}
+
+pub(super) fn cluster_error(e: ClusterError) -> ApplyError {
+    match e {
+        ClusterError::NoQuorum { unreachable } => ApplyError::no_quorum(
+            &unreachable
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+        ),
+        other => ApplyError::Cluster(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gtm_cluster::NodeInfo;
+
+    #[test]
+    fn no_quorum_names_the_devices_not_heard_from_or_says_none_is_missing() {
+        let gtm2 = NodeInfo {
+            name: "gtm2".into(),
+            datacenter: "dc2".into(),
+            api_addr: "http://127.0.0.2:8053".into(),
+        };
+        let named = cluster_error(ClusterError::NoQuorum {
+            unreachable: vec![gtm2],
+        })
+        .to_string();
+        assert!(
+            named.starts_with(
+                "no quorum: not heard from gtm2 (dc2, http://127.0.0.2:8053); nothing was applied"
+            ),
+            "{named}"
+        );
+        let none = cluster_error(ClusterError::NoQuorum {
+            unreachable: Vec::new(),
+        })
+        .to_string();
+        assert!(
+            none.starts_with("no quorum: every device answers"),
+            "{none}"
+        );
+        assert!(!none.contains("not heard from"), "{none}");
     }
 }
