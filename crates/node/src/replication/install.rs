@@ -67,11 +67,20 @@ impl Replication {
     }
 
     /// Reports a committed command this device did not install within its
-    /// deadline: logged, and an event, besides the answer's `installed`.
+    /// deadline, or whose configuration it could not install: logged, and
+    /// an event, besides the answer's `installed`.
     pub(super) fn not_installed(&self, command: &str, version: u64, index: u64) {
-        let why = match self.fault() {
-            Some(fault) => format!(": {fault}"),
-            None => " within its deadline; it installs it when it can".to_string(),
+        let failed = self
+            .engine
+            .install_failure()
+            .filter(|f| f.version >= version);
+        let why = match (self.fault(), failed) {
+            (Some(fault), _) => format!(": {fault}"),
+            (None, Some(f)) => format!(
+                ": configuration version {} cannot be installed here, it serves version {}: {}",
+                f.version, f.serving, f.reason
+            ),
+            (None, None) => " within its deadline; it installs it when it can".to_string(),
         };
         let text = format!(
             "command {command} was committed (configuration version {version}, log index {index}) but this device has not installed it{why}"

@@ -103,7 +103,10 @@ impl Replication {
                 changed,
                 changes,
             } => {
-                let installed = !clustered || self.wait_installed(index, size).await;
+                let reached = !clustered || self.wait_installed(index, size).await;
+                // Reached, but the configuration it made did not install
+                // here (the device serves its last good one, degraded).
+                let installed = reached && self.engine.version() >= version;
                 if !installed {
                     self.not_installed(&command.id.to_string(), version, index);
                 }
