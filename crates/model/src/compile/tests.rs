@@ -1,3 +1,7 @@
+use std::sync::Arc;
+
+use hickory_server::proto::rr::RData;
+
 use super::*;
 
 const HEAD: &str = r#"
