@@ -1,29 +1,64 @@
-//! One address of a steered record.
+//! One address of a steered record: its value, datacenter, health and
+//! topology.
 
-use hickory_server::proto::rr::Name;
+use hickory_server::proto::rr::RData;
 
-use super::{AddressSpec, BUILTIN_SCENARIOS, Cx, Hc, ModeSpec, Refs, rdata::answer_rdata};
+use super::{AddressSpec, BUILTIN_SCENARIOS, Cx, DcId, Hc, ModeSpec, Refs, rdata::answer_rdata};
 use crate::{
     condition::CheckRef,
     config::{Address, Balance, CheckType, RecordType},
-    place::Country,
+    place::{Continent, Country},
     value::Value,
 };
 
+/// What the addresses of a record are read against: the record's type,
+/// balance, topology and mode, and what the configuration defines.
+pub(super) struct AddressCx<'a> {
+    pub(super) kind: RecordType,
+    pub(super) balance: Balance,
+    pub(super) topology: bool,
+    pub(super) mode: &'a ModeSpec,
+    pub(super) refs: &'a Refs<'a>,
+}
+
 impl Cx {
-    #[allow(clippy::too_many_arguments)]
+    /// An address of a record `of` describes, refused whole on any error.
     pub(super) fn address(
         &mut self,
         path: &str,
-        kind: RecordType,
         a: &Address,
-        _apex: &Name,
-        balance: Balance,
-        topology: bool,
-        mode: &ModeSpec,
-        refs: &Refs,
+        of: &AddressCx,
     ) -> Option<AddressSpec> {
         let before = self.errors.len();
+        let value = self.address_value(path, of.kind, a);
+        let dc = self.address_dc(path, a, of.refs);
+        self.dc_in_mode(path, a, dc, of.mode);
+        let hc = self.hc(path, a, of.refs);
+        if a.weight().is_some() && of.balance != Balance::Weighted {
+            self.err(path, "weight applies only with balance = \"weighted\"");
+        }
+        let (countries, continents) = self.places(path, a, of.topology);
+        let value = value?;
+        (self.errors.len() == before).then(|| {
+            let target = match (&a.ip, a.target()) {
+                (None, Some(t)) => Some(t.trim_end_matches('.').to_ascii_lowercase().into()),
+                _ => None,
+            };
+            let weight = a.weight().unwrap_or(1);
+            AddressSpec::new(
+                Value::from(value),
+                target,
+                dc,
+                hc,
+                weight,
+                countries,
+                continents,
+            )
+        })
+    }
+
+    /// The answer's data: a CNAME's target, or the IP of an A or AAAA.
+    fn address_value(&mut self, path: &str, kind: RecordType, a: &Address) -> Option<RData> {
         let value = match (kind, a.ip, a.target()) {
             (RecordType::Cname, None, Some(t)) => answer_rdata(kind, t),
             (RecordType::Cname, _, _) => {
@@ -33,17 +68,22 @@ impl Cx {
             (_, _, Some(_)) => Err(format!("{} addresses take ip, not target", kind.as_str())),
             (_, None, None) => Err("needs ip = \"...\"".to_string()),
         };
-        let value = value.map_err(|e| self.err(path, e)).ok();
-        let dc = match a.dc() {
-            Some(name) => match refs.dcs.get(name) {
-                Some(id) => Some(*id),
-                None => {
-                    self.err(path, format!("unknown datacenter \"{name}\""));
-                    None
-                }
-            },
-            None => None,
-        };
+        value.map_err(|e| self.err(path, e)).ok()
+    }
+
+    /// The datacenter the address names, if it names one that exists.
+    fn address_dc(&mut self, path: &str, a: &Address, refs: &Refs) -> Option<DcId> {
+        let name = a.dc()?;
+        let id = refs.dcs.get(name).copied();
+        if id.is_none() {
+            self.err(path, format!("unknown datacenter \"{name}\""));
+        }
+        id
+    }
+
+    /// The datacenter the record's mode needs: the domain's main or DR
+    /// one in disaster recovery, any in datacenter mode.
+    fn dc_in_mode(&mut self, path: &str, a: &Address, dc: Option<DcId>, mode: &ModeSpec) {
         match mode {
             ModeSpec::DisasterRecovery(spec) => match dc {
                 Some(d) if d == spec.main || d == spec.dr => {}
@@ -62,46 +102,71 @@ impl Cx {
             }
             _ => {}
         }
-        let hc = match a.hc() {
-            None | Some("static") => Hc::Static,
-            Some("disabled") => Hc::Disabled,
-            Some(text) => {
-                if let Some(name) = text.strip_prefix("scenario:") {
-                    if BUILTIN_SCENARIOS.contains(&name) {
-                        self.err(path, format!("the built-in scenario \"{name}\" is not offered as an HC; use hc = \"static\" or \"disabled\""));
-                    } else if !refs.scenarios.contains(name) {
-                        self.err(path, format!("unknown scenario \"{name}\""));
-                    }
-                    Hc::Scenario(Box::new(name.into()))
-                } else if let Some(name) = text.strip_prefix("check:") {
-                    match refs.checks.get(name) {
-                        None => self.err(path, format!("unknown check \"{name}\"")),
-                        Some(c) if c.target.is_some() => self.err(path, format!("check \"{name}\" has a fixed target; use a template check (no target) or name it in a scenario")),
-                        Some(_) => {}
-                    }
-                    let address = match (a.ip, refs.checks.get(name)) {
-                        (_, Some(c)) if c.kind == CheckType::Manual => None,
-                        (Some(ip), _) => Some(ip),
-                        (None, _) => None,
-                    };
-                    Hc::Check(Box::new(CheckRef {
-                        name: name.to_string(),
-                        address,
-                    }))
-                } else {
-                    self.err(
-                        path,
-                        format!(
-                            "hc \"{text}\" is not static, disabled, scenario:NAME or check:NAME"
-                        ),
-                    );
-                    Hc::Static
-                }
-            }
+    }
+
+    /// The HC field: static (the default), disabled, a scenario or a
+    /// template check.
+    fn hc(&mut self, path: &str, a: &Address, refs: &Refs) -> Hc {
+        let text = match a.hc() {
+            None | Some("static") => return Hc::Static,
+            Some("disabled") => return Hc::Disabled,
+            Some(text) => text,
         };
-        if a.weight().is_some() && balance != Balance::Weighted {
-            self.err(path, "weight applies only with balance = \"weighted\"");
+        if let Some(name) = text.strip_prefix("scenario:") {
+            if BUILTIN_SCENARIOS.contains(&name) {
+                self.err(
+                    path,
+                    format!(
+                        "the built-in scenario \"{name}\" is not offered as an HC; use hc = \"static\" or \"disabled\""
+                    ),
+                );
+            } else if !refs.scenarios.contains(name) {
+                self.err(path, format!("unknown scenario \"{name}\""));
+            }
+            Hc::Scenario(Box::new(name.into()))
+        } else if let Some(name) = text.strip_prefix("check:") {
+            self.hc_check(path, a, name, refs)
+        } else {
+            self.err(
+                path,
+                format!("hc \"{text}\" is not static, disabled, scenario:NAME or check:NAME"),
+            );
+            Hc::Static
         }
+    }
+
+    /// `hc = "check:NAME"`: a template check, probed against the address
+    /// (a manual check against none).
+    fn hc_check(&mut self, path: &str, a: &Address, name: &str, refs: &Refs) -> Hc {
+        match refs.checks.get(name) {
+            None => self.err(path, format!("unknown check \"{name}\"")),
+            Some(c) if c.target.is_some() => self.err(
+                path,
+                format!(
+                    "check \"{name}\" has a fixed target; use a template check (no target) or name it in a scenario"
+                ),
+            ),
+            Some(_) => {}
+        }
+        let address = match (a.ip, refs.checks.get(name)) {
+            (_, Some(c)) if c.kind == CheckType::Manual => None,
+            (Some(ip), _) => Some(ip),
+            (None, _) => None,
+        };
+        Hc::Check(Box::new(CheckRef {
+            name: name.to_string(),
+            address,
+        }))
+    }
+
+    /// The countries and continents whose clients get the address, only
+    /// with topology on the record.
+    fn places(
+        &mut self,
+        path: &str,
+        a: &Address,
+        topology: bool,
+    ) -> (Box<[Country]>, Box<[Continent]>) {
         if (!a.countries().is_empty() || !a.continents().is_empty()) && !topology {
             self.err(
                 path,
@@ -127,22 +192,6 @@ impl Cx {
             .iter()
             .filter_map(|c| self.continent(path, c))
             .collect();
-        let value = value?;
-        (self.errors.len() == before).then(|| {
-            let target = match (&a.ip, a.target()) {
-                (None, Some(t)) => Some(t.trim_end_matches('.').to_ascii_lowercase().into()),
-                _ => None,
-            };
-            let weight = a.weight().unwrap_or(1);
-            AddressSpec::new(
-                Value::from(value),
-                target,
-                dc,
-                hc,
-                weight,
-                countries,
-                continents,
-            )
-        })
+        (countries, continents)
     }
 }

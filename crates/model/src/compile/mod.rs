@@ -8,6 +8,7 @@
 //! module, so an apply is all or nothing.
 
 mod address;
+mod by_name;
 mod check;
 mod cname_loops;
 mod compiled;
@@ -18,6 +19,7 @@ mod owners;
 mod paths;
 mod rdata;
 mod record;
+mod records;
 mod reuse;
 mod scenarios;
 mod secondaries;
@@ -30,6 +32,8 @@ use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
 };
+
+use hickory_server::proto::rr::Name;
 
 pub use check::MAX_CHECK_INTERVAL;
 pub use compiled::{
@@ -45,7 +49,7 @@ pub use status::{StatusSet, parse_status_set};
 
 use super::{
     cancel::{Cancel, CheckError},
-    config::{Config, Domain},
+    config::{Config, Domain, Mode},
     config_errors::{ConfigError, ConfigErrors, Listing},
 };
 
@@ -174,11 +178,26 @@ impl Cx {
     }
 }
 
+/// A domain's datacenters, as its records' modes read them.
 struct ModeCx {
     main_dc: Option<DcId>,
     dr_dc: Option<DcId>,
     dc_order: Vec<DcId>,
     dcs_to_select: Option<usize>,
+}
+
+/// What the records of a domain compile against: the domain's path (the
+/// start of theirs), apex, defaults and datacenters, and what the
+/// configuration defines.
+struct DomainCx<'a> {
+    path: &'a str,
+    apex: &'a Name,
+    /// The domain's TTL, a record's default.
+    ttl: u32,
+    /// The domain's mode, a record's default.
+    mode: Mode,
+    dcs: &'a ModeCx,
+    refs: &'a Refs<'a>,
 }
 
 fn normal(name: &str) -> String {
