@@ -45,7 +45,7 @@ pub use rdata::MAX_CHARACTER_STRING;
 pub use scenarios::BUILTIN_SCENARIOS;
 pub use secondaries::SIGNED_EXPIRE_MAX;
 pub use size::MAX_NAME_BYTES;
-pub use status::{StatusSet, parse_status_set};
+pub use status::{StatusSet, StatusSetError, parse_status_set};
 
 use super::{
     cancel::{Cancel, CheckError},
