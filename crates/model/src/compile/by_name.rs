@@ -87,7 +87,7 @@ impl Cx {
         for r in at {
             match answer_size(r) {
                 Ok(n) => total += n,
-                Err(e) => self.err(record_path(path, apex, r), e),
+                Err(e) => self.err(record_path(path, apex, r), e.to_string()),
             }
         }
         if total <= MAX_NAME_BYTES {
