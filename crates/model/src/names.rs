@@ -37,6 +37,18 @@ pub fn key_name(key: &[u8]) -> Name {
 /// What is wrong with a DNS name as written.
 #[derive(Debug, thiserror::Error)]
 pub enum NameError {
+    /// Not a DNS name at all (an empty label, a label over 63 bytes, ...).
+    #[error("\"{name}\" is not a valid DNS name: {reason}")]
+    Invalid {
+        name: String,
+        reason: hickory_proto::ProtoError,
+    },
+    /// Over 255 bytes once made absolute under its origin.
+    #[error("\"{name}\" is too long: {reason}")]
+    TooLong {
+        name: String,
+        reason: hickory_proto::ProtoError,
+    },
     /// Not a TSIG key name as [`check_tsig_key_name`] reads one.
     #[error(
         "TSIG key name {name:?} is not valid: a domain name (labels of 1 to 63 of a-z, 0-9, '-' and '_', separated by dots, no final dot)"

@@ -3,7 +3,10 @@
 
 use hickory_server::proto::rr::RData;
 
-use super::{AddressSpec, BUILTIN_SCENARIOS, Cx, DcId, Hc, ModeSpec, Refs, rdata::answer_rdata};
+use super::{
+    AddressSpec, BUILTIN_SCENARIOS, Cx, DcId, Hc, ModeSpec, Refs,
+    rdata::{DataError, answer_rdata},
+};
 use crate::{
     condition::CheckRef,
     config::{Address, Balance, CheckType, RecordType},
@@ -19,6 +22,32 @@ pub(super) struct AddressCx<'a> {
     pub(super) topology: bool,
     pub(super) mode: &'a ModeSpec,
     pub(super) refs: &'a Refs<'a>,
+}
+
+/// What is wrong with the value of an address.
+#[derive(Debug, thiserror::Error)]
+enum ValueError {
+    /// The target or the IP given does not read.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error("a CNAME address needs target = \"name\" (and no ip)")]
+    CnameWithoutTarget,
+    /// A target on an A or AAAA record.
+    #[error("{ty} addresses take ip, not target", ty = .0.as_str())]
+    TargetNotIp(RecordType),
+    #[error("needs ip = \"...\"")]
+    NoIp,
+}
+
+/// The answer's data of an address of a `kind` record.
+fn address_value(kind: RecordType, a: &Address) -> Result<RData, ValueError> {
+    Ok(match (kind, a.ip, a.target()) {
+        (RecordType::Cname, None, Some(t)) => answer_rdata(kind, t)?,
+        (RecordType::Cname, _, _) => return Err(ValueError::CnameWithoutTarget),
+        (_, Some(ip), None) => answer_rdata(kind, &ip.to_string())?,
+        (_, _, Some(_)) => return Err(ValueError::TargetNotIp(kind)),
+        (_, None, None) => return Err(ValueError::NoIp),
+    })
 }
 
 impl Cx {
@@ -59,16 +88,9 @@ impl Cx {
 
     /// The answer's data: a CNAME's target, or the IP of an A or AAAA.
     fn address_value(&mut self, path: &str, kind: RecordType, a: &Address) -> Option<RData> {
-        let value = match (kind, a.ip, a.target()) {
-            (RecordType::Cname, None, Some(t)) => answer_rdata(kind, t),
-            (RecordType::Cname, _, _) => {
-                Err("a CNAME address needs target = \"name\" (and no ip)".to_string())
-            }
-            (_, Some(ip), None) => answer_rdata(kind, &ip.to_string()),
-            (_, _, Some(_)) => Err(format!("{} addresses take ip, not target", kind.as_str())),
-            (_, None, None) => Err("needs ip = \"...\"".to_string()),
-        };
-        value.map_err(|e| self.err(path, e)).ok()
+        address_value(kind, a)
+            .map_err(|e| self.err(path, e.to_string()))
+            .ok()
     }
 
     /// The datacenter the address names, if it names one that exists.

@@ -78,7 +78,7 @@ impl Cx {
                 None
             }
             Err(e) => {
-                self.err(path, e);
+                self.err(path, e.to_string());
                 None
             }
         }

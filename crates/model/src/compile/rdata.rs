@@ -7,17 +7,49 @@ use hickory_server::proto::rr::{
     rdata::{A, AAAA, CNAME, TXT},
 };
 
-use crate::config::RecordType;
+use hickory_server::proto::serialize::txt::{ParseError, Parser};
+
+use crate::{config::RecordType, names::NameError};
 
 /// The longest character-string of a TXT record; longer values are split
 /// into consecutive strings of this length.
 pub const MAX_CHARACTER_STRING: usize = 255;
 
+/// What is wrong with a value written for a record's data.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum DataError {
+    /// A CNAME's target that is not a name.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error("\"{value}\" is not an IPv4 address, as an A record needs")]
+    NotIpv4 { value: String },
+    #[error("\"{value}\" is not an IPv6 address, as an AAAA record needs")]
+    NotIpv6 { value: String },
+    /// A type whose data is static, not answered from addresses.
+    #[error("{ty} is not an answer type", ty = .kind.as_str())]
+    NotAnAnswer { kind: RecordType },
+    /// Not the type's data in zone-file syntax.
+    #[error("\"{value}\" is not valid {ty} data: {reason}", ty = .kind.as_str())]
+    Syntax {
+        kind: RecordType,
+        value: String,
+        reason: ParseError,
+    },
+    /// Read, but no data came of it.
+    #[error("\"{value}\" holds no {ty} data", ty = .kind.as_str())]
+    Empty { kind: RecordType, value: String },
+    /// A TXT record needs one string at least (RFC 1035 §3.3.14).
+    #[error("\"{value}\" holds no TXT string; write '\"\"' for one empty string")]
+    NoTxtString { value: String },
+}
+
 /// A lower-case absolute name: `name` as is when it ends in a dot, else
 /// relative to `origin`.
-pub(super) fn fqdn(name: &str, origin: &Name) -> Result<Name, String> {
-    let parsed =
-        Name::from_ascii(name).map_err(|e| format!("\"{name}\" is not a valid DNS name: {e}"))?;
+pub(super) fn fqdn(name: &str, origin: &Name) -> Result<Name, NameError> {
+    let parsed = Name::from_ascii(name).map_err(|reason| NameError::Invalid {
+        name: name.to_string(),
+        reason,
+    })?;
     let full = if parsed.is_fqdn() || origin.is_root() {
         let mut p = parsed;
         p.set_fqdn(true);
@@ -25,39 +57,45 @@ pub(super) fn fqdn(name: &str, origin: &Name) -> Result<Name, String> {
     } else {
         parsed
             .append_domain(origin)
-            .map_err(|e| format!("\"{name}\" is too long: {e}"))?
+            .map_err(|reason| NameError::TooLong {
+                name: name.to_string(),
+                reason,
+            })?
     };
     Ok(full.to_lowercase())
 }
 
 /// The data of an A, AAAA or CNAME answer.
-pub(super) fn answer_rdata(kind: RecordType, value: &str) -> Result<RData, String> {
+pub(super) fn answer_rdata(kind: RecordType, value: &str) -> Result<RData, DataError> {
     match kind {
         RecordType::A => match IpAddr::from_str(value) {
             Ok(IpAddr::V4(v4)) => Ok(RData::A(A(v4))),
-            _ => Err(format!(
-                "\"{value}\" is not an IPv4 address, as an A record needs"
-            )),
+            _ => Err(DataError::NotIpv4 {
+                value: value.to_string(),
+            }),
         },
         RecordType::Aaaa => match IpAddr::from_str(value) {
             Ok(IpAddr::V6(v6)) => Ok(RData::AAAA(AAAA(v6))),
-            _ => Err(format!(
-                "\"{value}\" is not an IPv6 address, as an AAAA record needs"
-            )),
+            _ => Err(DataError::NotIpv6 {
+                value: value.to_string(),
+            }),
         },
         // Targets are full names, with or without the final dot.
         RecordType::Cname => Ok(RData::CNAME(CNAME(fqdn(value, &Name::root())?))),
-        other => Err(format!("{} is not an answer type", other.as_str())),
+        kind => Err(DataError::NotAnAnswer { kind }),
     }
 }
 
 /// Parses one static value in zone-file syntax with hickory's zone parser.
-pub(super) fn static_rdata(kind: RecordType, value: &str, apex: &Name) -> Result<RData, String> {
-    use hickory_server::proto::serialize::txt::Parser;
+pub(super) fn static_rdata(kind: RecordType, value: &str, apex: &Name) -> Result<RData, DataError> {
     let line = format!("@ 60 IN {} {}\n", kind.as_str(), value);
     let (_, sets) = Parser::new(line, None, Some(apex.clone()))
         .parse()
-        .map_err(|e| format!("\"{value}\" is not valid {} data: {e}", kind.as_str()))?;
+        .map_err(|reason| DataError::Syntax {
+            kind,
+            value: value.to_string(),
+            reason,
+        })?;
     let data = sets
         .into_values()
         .flat_map(|set| {
@@ -66,14 +104,17 @@ pub(super) fn static_rdata(kind: RecordType, value: &str, apex: &Name) -> Result
                 .collect::<Vec<_>>()
         })
         .next()
-        .ok_or_else(|| format!("\"{value}\" holds no {} data", kind.as_str()))?;
+        .ok_or_else(|| DataError::Empty {
+            kind,
+            value: value.to_string(),
+        })?;
     Ok(match data {
         // RFC 1035 §3.3.14: one or more strings; an empty RDATA does not
         // decode at the other end.
         RData::TXT(txt) if txt.txt_data.is_empty() => {
-            return Err(format!(
-                "\"{value}\" holds no TXT string; write '\"\"' for one empty string"
-            ));
+            return Err(DataError::NoTxtString {
+                value: value.to_string(),
+            });
         }
         RData::TXT(txt) if txt.txt_data.iter().any(|s| s.len() > MAX_CHARACTER_STRING) => {
             RData::TXT(split_txt(&txt))

@@ -66,7 +66,7 @@ impl Cx {
             match fqdn(&r.name, apex) {
                 Ok(n) => n,
                 Err(e) => {
-                    self.err(path, e);
+                    self.err(path, e.to_string());
                     return None;
                 }
             }
@@ -118,7 +118,7 @@ impl Cx {
         for (i, v) in r.values().iter().enumerate() {
             match static_rdata(r.kind, v, apex) {
                 Ok(d) => data.push(d),
-                Err(e) => self.err(format!("{path} / value {}", i + 1), e),
+                Err(e) => self.err(format!("{path} / value {}", i + 1), e.to_string()),
             }
         }
         Content::Static(data.into())
