@@ -6,6 +6,16 @@
 //! address 3: unknown scenario "dc2-up"`), and only when there is none
 //! returns a [`Compiled`] configuration. Nothing half-valid ever leaves this
 //! module, so an apply is all or nothing.
+//!
+//! `Cx` holds the errors; each part of the configuration is compiled by
+//! its own file: `geoip`, `datacenters`, `check` (with `status`, the HTTP
+//! status sets), `scenarios`, `services`, and per domain `domain` (its
+//! settings), `secondaries`, `records` (the records kept from the compile
+//! before, with `reuse` and `owners`, and the ones compiled), `record`,
+//! `steering`, `address`, then `by_name` (the records at one name
+//! together) and `cname_loops` (across the zones). `rdata` reads names
+//! and record data, `size` counts their bytes, `paths` names a record in
+//! errors; `compiled` holds the types all this makes.
 
 mod address;
 mod by_name;
@@ -146,18 +156,23 @@ fn compile_with(
     }
 }
 
+/// What the configuration defines, by name: the datacenters, checks and
+/// scenarios records refer to.
 struct Refs<'a> {
     dcs: &'a HashMap<&'a str, DcId>,
     checks: &'a HashMap<&'a str, &'a CheckSpec>,
     scenarios: &'a HashSet<&'a str>,
 }
 
+/// The compiler: every error found, in the order found.
 struct Cx {
     errors: Listing,
     /// Looked at before each domain and record.
     cancel: Cancel,
 }
 
+/// Refuses a name left empty or given twice among `names`, the names of
+/// the `kind` tables.
 fn unique<'a>(cx: &mut Cx, kind: &str, names: impl Iterator<Item = &'a str>) {
     let mut seen = HashSet::new();
     for name in names {
@@ -170,6 +185,7 @@ fn unique<'a>(cx: &mut Cx, kind: &str, names: impl Iterator<Item = &'a str>) {
 }
 
 impl Cx {
+    /// An error about the object at `path`.
     fn err(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.errors.push(ConfigError {
             path: path.into(),
@@ -200,6 +216,7 @@ struct DomainCx<'a> {
     refs: &'a Refs<'a>,
 }
 
+/// A name as written compared without case and final dot.
 fn normal(name: &str) -> String {
     name.trim_end_matches('.').to_ascii_lowercase()
 }
