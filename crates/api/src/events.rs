@@ -66,9 +66,9 @@ pub async fn event_page(
 > {
     let since_ms = match &filter.since {
         Some(text) => {
-            let age: gtm_model::duration::Interval = text
-                .parse()
-                .map_err(|e: String| ApiError::new(ErrorKind::BadRequest, format!("since: {e}")))?;
+            let age = text
+                .parse::<gtm_model::duration::Interval>()
+                .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("since: {e}")))?;
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);

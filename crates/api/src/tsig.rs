@@ -36,7 +36,8 @@ pub(crate) async fn add(
     Extension(who): Extension<Principal>,
     Json(request): Json<TsigKeyRequest>,
 ) -> Result<Json<NewTsigKey>, ApiError> {
-    check_tsig_key_name(&request.name).map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
+    check_tsig_key_name(&request.name)
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?;
     let secret = Secret::generate()
         .map_err(|e| ApiError::internal(format_args!("cannot make a TSIG secret: {e}")))?;
     let shown = secret.base64();

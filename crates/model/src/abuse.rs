@@ -97,7 +97,7 @@ pub fn rate_limit(errors: &mut Listing, table: Option<&RateLimit>) -> Limits {
         for (i, text) in exempt.iter().enumerate() {
             match Network::try_from(text.clone()) {
                 Ok(n) => limits.exempt.push(n),
-                Err(e) => err(errors, &format!("exempt {}", i + 1), e),
+                Err(e) => err(errors, &format!("exempt {}", i + 1), e.to_string()),
             }
         }
     }

@@ -11,8 +11,22 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Interval(pub Duration);
 
+/// Text that is not a duration as [`Interval`] reads one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// No number first.
+    #[error("\"{0}\" is not a duration (write e.g. 500ms, 5s, 2m)")]
+    NotADuration(String),
+    /// A unit other than ms, s, m and h.
+    #[error("\"{text}\": unknown unit \"{unit}\" (use ms, s, m or h)")]
+    UnknownUnit { text: String, unit: String },
+    /// More milliseconds than 64 bits hold.
+    #[error("\"{0}\" is too long")]
+    TooLong(String),
+}
+
 impl FromStr for Interval {
-    type Err = String;
+    type Err = DurationError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
@@ -20,21 +34,22 @@ impl FromStr for Interval {
         let (digits, unit) = s.split_at(split);
         let value: u64 = digits
             .parse()
-            .map_err(|_| format!("\"{s}\" is not a duration (write e.g. 500ms, 5s, 2m)"))?;
+            .map_err(|_| DurationError::NotADuration(s.to_string()))?;
         let millis = match unit.trim() {
             "ms" => Some(value),
             "s" | "" => value.checked_mul(1_000),
             "m" => value.checked_mul(60_000),
             "h" => value.checked_mul(3_600_000),
             other => {
-                return Err(format!(
-                    "\"{s}\": unknown unit \"{other}\" (use ms, s, m or h)"
-                ));
+                return Err(DurationError::UnknownUnit {
+                    text: s.to_string(),
+                    unit: other.to_string(),
+                });
             }
         };
         millis
             .map(|ms| Interval(Duration::from_millis(ms)))
-            .ok_or_else(|| format!("\"{s}\" is too long"))
+            .ok_or_else(|| DurationError::TooLong(s.to_string()))
     }
 }
 
@@ -107,12 +122,14 @@ mod tests {
             "5 parsecs"
                 .parse::<Interval>()
                 .unwrap_err()
+                .to_string()
                 .contains("unknown unit")
         );
         assert!(
             "fast"
                 .parse::<Interval>()
                 .unwrap_err()
+                .to_string()
                 .contains("not a duration")
         );
     }

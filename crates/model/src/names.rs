@@ -34,9 +34,31 @@ pub fn key_name(key: &[u8]) -> Name {
     Name::from_labels(labels).unwrap_or_else(|_| Name::root())
 }
 
+/// What is wrong with a DNS name as written.
+#[derive(Debug, thiserror::Error)]
+pub enum NameError {
+    /// Not a DNS name at all (an empty label, a label over 63 bytes, ...).
+    #[error("\"{name}\" is not a valid DNS name: {reason}")]
+    Invalid {
+        name: String,
+        reason: hickory_proto::ProtoError,
+    },
+    /// Over 255 bytes once made absolute under its origin.
+    #[error("\"{name}\" is too long: {reason}")]
+    TooLong {
+        name: String,
+        reason: hickory_proto::ProtoError,
+    },
+    /// Not a TSIG key name as [`check_tsig_key_name`] reads one.
+    #[error(
+        "TSIG key name {name:?} is not valid: a domain name (labels of 1 to 63 of a-z, 0-9, '-' and '_', separated by dots, no final dot)"
+    )]
+    TsigKey { name: String },
+}
+
 /// Checks a TSIG key name: a domain name of 1 to 253 characters, labels of 1 to
 /// 63 of `a-z 0-9 - _`, given in lower case.
-pub fn check_tsig_key_name(name: &str) -> Result<(), String> {
+pub fn check_tsig_key_name(name: &str) -> Result<(), NameError> {
     let labels_ok = name.split('.').all(|l| {
         !l.is_empty()
             && l.len() <= 63
@@ -44,9 +66,9 @@ pub fn check_tsig_key_name(name: &str) -> Result<(), String> {
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
     });
     if name.is_empty() || name.len() > 253 || !labels_ok {
-        return Err(format!(
-            "TSIG key name {name:?} is not valid: a domain name (labels of 1 to 63 of a-z, 0-9, '-' and '_', separated by dots, no final dot)"
-        ));
+        return Err(NameError::TsigKey {
+            name: name.to_string(),
+        });
     }
     Ok(())
 }

@@ -127,13 +127,24 @@ impl Network {
     }
 }
 
+/// A network as written that does not read as one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetworkError {
+    /// What comes before the `/` is not an IP address.
+    #[error("\"{0}\" is not a network: write ADDRESS/PREFIX, e.g. 10.0.0.0/8")]
+    NotAnAddress(String),
+    /// The prefix is not a number of bits the address has.
+    #[error("\"{text}\": the prefix must be 0 to {max}")]
+    Prefix { text: String, max: u8 },
+}
+
 impl TryFrom<String> for Network {
-    type Error = String;
-    fn try_from(text: String) -> Result<Self, String> {
+    type Error = NetworkError;
+    fn try_from(text: String) -> Result<Self, NetworkError> {
         let (addr, prefix) = text.split_once('/').unwrap_or((&text, ""));
-        let addr: IpAddr = addr.parse().map_err(|_| {
-            format!("\"{text}\" is not a network: write ADDRESS/PREFIX, e.g. 10.0.0.0/8")
-        })?;
+        let Ok(addr) = addr.parse::<IpAddr>() else {
+            return Err(NetworkError::NotAnAddress(text));
+        };
         let max = if addr.to_canonical().is_ipv4() {
             32
         } else {
@@ -141,11 +152,10 @@ impl TryFrom<String> for Network {
         };
         let prefix = match prefix {
             "" => max,
-            p => p
-                .parse::<u8>()
-                .ok()
-                .filter(|p| *p <= max)
-                .ok_or_else(|| format!("\"{text}\": the prefix must be 0 to {max}"))?,
+            p => match p.parse::<u8>().ok().filter(|p| *p <= max) {
+                Some(p) => p,
+                None => return Err(NetworkError::Prefix { text, max }),
+            },
         };
         Ok(Self { addr, prefix })
     }
@@ -215,37 +225,34 @@ impl NodeSettings {
         }
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let settings: Self = toml::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Self, NodeSettingError> {
+        let settings: Self = toml::from_str(text).map_err(NodeSettingError::Toml)?;
         settings.validate()?;
         Ok(settings)
     }
 
     /// Rules serde cannot say: the NSID value must fit a TXT
     /// character-string (255 bytes), as it is answered to CH TXT queries.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), NodeSettingError> {
         let nsid = self.nsid();
         if nsid.len() > 255 {
-            let what = if self.nsid.is_some() {
-                "node setting nsid"
-            } else {
-                "node setting name (the default nsid)"
-            };
-            return Err(format!(
-                "{what}: \"{nsid}\" is {} bytes; at most 255 fit in a CH TXT answer \
-                 (set `nsid` to a shorter value)",
-                nsid.len()
-            ));
+            return Err(match &self.nsid {
+                Some(nsid) => NodeSettingError::NsidTooLong { nsid: nsid.clone() },
+                None => NodeSettingError::NameTooLongForNsid {
+                    name: self.name.clone(),
+                },
+            });
         }
-        if let Some(level) = &self.log_level {
-            parse_log_filter(level)
-                .map_err(|e| format!("node setting log_level: \"{level}\": {e}"))?;
+        if let Some(level) = &self.log_level
+            && let Err(error) = parse_log_filter(level)
+        {
+            return Err(NodeSettingError::LogLevel {
+                level: level.clone(),
+                error,
+            });
         }
         if self.history_keep == Some(0) {
-            return Err(
-                "node setting history_keep: 0; history keeps at least the current version (give 1 or more)"
-                    .into(),
-            );
+            return Err(NodeSettingError::NoHistoryKept);
         }
         Ok(())
     }
@@ -261,14 +268,52 @@ impl NodeSettings {
     }
 }
 
+/// What is wrong with a node file.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeSettingError {
+    /// Not TOML, or not the node file's keys and types.
+    #[error("{0}")]
+    Toml(toml::de::Error),
+    /// `nsid` does not fit a TXT character-string.
+    #[error(
+        "node setting nsid: \"{nsid}\" is {len} bytes; at most 255 fit in a CH TXT answer (set `nsid` to a shorter value)",
+        len = .nsid.len()
+    )]
+    NsidTooLong { nsid: String },
+    /// Without `nsid`, the device name is answered, and does not fit a TXT
+    /// character-string.
+    #[error(
+        "node setting name (the default nsid): \"{name}\" is {len} bytes; at most 255 fit in a CH TXT answer (set `nsid` to a shorter value)",
+        len = .name.len()
+    )]
+    NameTooLongForNsid { name: String },
+    /// `log_level` is not a log filter (its message says why).
+    #[error("node setting log_level: \"{level}\": {error}")]
+    LogLevel {
+        level: String,
+        error: LogFilterError,
+    },
+    /// `history_keep = 0`.
+    #[error(
+        "node setting history_keep: 0; history keeps at least the current version (give 1 or more)"
+    )]
+    NoHistoryKept,
+}
+
+/// A log filter that does not parse: `tracing_subscriber`'s reason, whose
+/// text says what is wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LogFilterError(tracing_subscriber::filter::ParseError);
+
 /// Checks and parses a log filter (`log_level`, `GTM_LOG`, `RUST_LOG`): the
 /// directives of `tracing_subscriber`'s `EnvFilter`, without regular
 /// expressions.
-pub fn parse_log_filter(directives: &str) -> Result<tracing_subscriber::EnvFilter, String> {
+pub fn parse_log_filter(directives: &str) -> Result<tracing_subscriber::EnvFilter, LogFilterError> {
     tracing_subscriber::EnvFilter::builder()
         .with_regex(false)
         .parse(directives)
-        .map_err(|e| e.to_string())
+        .map_err(LogFilterError)
 }
 
 #[cfg(test)]
@@ -303,7 +348,9 @@ mod tests {
         let s = super::NodeSettings::parse(&format!("{base}nsid = \"edge-7\"\n")).expect("valid");
         assert_eq!(s.nsid(), "edge-7");
         let long = "x".repeat(256);
-        let e = super::NodeSettings::parse(&format!("{base}nsid = \"{long}\"\n")).unwrap_err();
+        let e = super::NodeSettings::parse(&format!("{base}nsid = \"{long}\"\n"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("node setting nsid") && e.contains("256 bytes"),
             "{e}"
@@ -318,8 +365,9 @@ mod tests {
         ))
         .expect("valid");
         assert_eq!(s.log_format, super::LogFormat::Json);
-        let e =
-            super::NodeSettings::parse(&format!("{base}log_level = \"gtm=loud\"\n")).unwrap_err();
+        let e = super::NodeSettings::parse(&format!("{base}log_level = \"gtm=loud\"\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("node setting log_level"), "{e}");
         assert!(super::NodeSettings::parse(&format!("{base}log_format = \"xml\"\n")).is_err());
     }
@@ -343,7 +391,9 @@ mod tests {
         );
         let s = super::NodeSettings::parse(&format!("{base}history_keep = 3\n")).expect("valid");
         assert_eq!(s.history_keep(), 3);
-        let e = super::NodeSettings::parse(&format!("{base}history_keep = 0\n")).unwrap_err();
+        let e = super::NodeSettings::parse(&format!("{base}history_keep = 0\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("node setting history_keep"), "{e}");
     }
 }

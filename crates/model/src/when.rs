@@ -56,25 +56,32 @@ pub fn age(ms: u64) -> String {
     }
 }
 
+/// A time an operator wrote that does not read as one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WhenError {
+    /// `+` and not a duration after it.
+    #[error("\"{0}\" is not a relative time like +30m, +2h, +1h30m, +45s or +1d")]
+    NotRelative(String),
+    /// Neither RFC 3339 with its offset nor a relative time.
+    #[error(
+        "\"{0}\" is not a time: give RFC 3339 with its offset (2026-12-01T02:00:00Z, 2026-12-01T03:00:00+01:00) or a relative time (+30m)"
+    )]
+    NotATime(String),
+}
+
 /// A time as an operator writes it, in ms since the epoch: RFC 3339 with
 /// its offset (`2026-12-01T02:00:00Z`, `2026-12-01T03:00:00+01:00`), or
 /// relative to `now_ms` (`+30m`, `+2h`, `+1h30m`, `+45s`, `+1d`). A time
 /// without an offset is refused: the device's and the operator's zones may
 /// differ.
-pub fn parse_time(text: &str, now_ms: u64) -> Result<u64, String> {
+pub fn parse_time(text: &str, now_ms: u64) -> Result<u64, WhenError> {
     let text = text.trim();
     if let Some(relative) = text.strip_prefix('+') {
         return parse_relative(relative)
             .map(|ms| now_ms.saturating_add(ms))
-            .ok_or_else(|| {
-                format!("\"{text}\" is not a relative time like +30m, +2h, +1h30m, +45s or +1d")
-            });
+            .ok_or_else(|| WhenError::NotRelative(text.to_string()));
     }
-    parse_rfc3339(text).ok_or_else(|| {
-        format!(
-            "\"{text}\" is not a time: give RFC 3339 with its offset (2026-12-01T02:00:00Z, 2026-12-01T03:00:00+01:00) or a relative time (+30m)"
-        )
-    })
+    parse_rfc3339(text).ok_or_else(|| WhenError::NotATime(text.to_string()))
 }
 
 fn parse_relative(text: &str) -> Option<u64> {
@@ -214,7 +221,7 @@ mod tests {
             "2026-12-01T02:00:00.Z",
             "+99999999999999999999d",
         ] {
-            let e = parse_time(bad, 0).unwrap_err();
+            let e = parse_time(bad, 0).unwrap_err().to_string();
             assert!(e.contains(bad.trim()), "{bad}: {e}");
         }
     }

@@ -46,13 +46,13 @@ pub(super) fn shares_a_kept_name(
         let owner = if name == "@" {
             Ok(apex.clone())
         } else {
-            super::fqdn(name, apex)
+            super::rdata::fqdn(name, apex)
         };
         let Ok(owner) = owner else {
             // No kept record's name reads so: each made an owner.
             return false;
         };
-        let hash = super::owner_hash(&crate::names::wire_key(&owner));
+        let hash = super::owners::owner_hash(&crate::names::wire_key(&owner));
         hashes
             .iter()
             .enumerate()
@@ -154,7 +154,7 @@ mod tests {
                     let fresh: Vec<u32> = zone
                         .records
                         .iter()
-                        .map(|r| super::super::owner_hash(&r.owner))
+                        .map(|r| super::super::owners::owner_hash(&r.owner))
                         .collect();
                     assert_eq!(zone.owner_hashes(), &fresh[..], "{records:?}");
                     // A kept record is the one compiled before (the same

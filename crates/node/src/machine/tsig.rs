@@ -35,7 +35,7 @@ pub(super) fn run(
             secret,
         } => {
             if let Err(e) = check_tsig_key_name(name) {
-                return Some(rejected(ErrorKind::BadRequest, e));
+                return Some(rejected(ErrorKind::BadRequest, e.to_string()));
             }
             if algorithm != ALGORITHM {
                 return Some(rejected(

@@ -1,0 +1,179 @@
+//! `[[domain]]`: a domain's zone, its settings (apex, datacenters, name
+//! servers, SOA) and its records.
+
+use hickory_server::proto::rr::{Name, rdata::SOA};
+
+use super::{Cx, DcId, DomainCx, ModeCx, Refs, ZoneSpec, rdata::fqdn, records::Kept, reuse};
+use crate::config::Domain;
+
+/// The default TTL of records (spec §6, seed 002's advice of 30–60 s).
+pub const DEFAULT_TTL: u32 = 30;
+
+impl Cx {
+    /// A domain's zone. `compiled`: the same domain compiled before (in a
+    /// configuration whose datacenters, checks, scenarios and services are
+    /// these), whose records' compiled forms are taken where they did not
+    /// change.
+    pub(super) fn domain(
+        &mut self,
+        d: &Domain,
+        refs: &Refs,
+        compiled: Option<(&Domain, &ZoneSpec)>,
+    ) -> Option<ZoneSpec> {
+        let path = format!("domain {}", d.name);
+        let before = self.errors.len();
+        let apex = self.apex(&path, d)?;
+        let ttl = d.ttl.unwrap_or(DEFAULT_TTL);
+        let dcs = self.domain_dcs(&path, d, refs);
+        let nameservers = self.nameservers(&path, d);
+        let soa = self.soa(&path, d, &apex, ttl, &nameservers);
+        let secondaries = self.secondaries(&path, d);
+        // The records before and after the changed ones keep their
+        // compiled forms.
+        let kept = compiled.and_then(|(old, zone)| {
+            let (start, end) = reuse::unchanged(d, (old, zone))?;
+            Some(Kept { zone, start, end })
+        });
+        if let Some((old, zone)) = compiled
+            && let Some(k) = &kept
+            && reuse::shares_a_kept_name(k.changed(d), (old, zone), (k.start, k.end), &apex)
+        {
+            // A changed record with the name and type of a kept one: the
+            // whole domain is compiled, so that the error is said as ever.
+            self.errors.truncate(before);
+            return self.domain(d, refs, None);
+        }
+        let within = DomainCx {
+            path: &path,
+            apex: &apex,
+            ttl,
+            mode: d.mode.unwrap_or_default(),
+            dcs: &dcs,
+            refs,
+        };
+        let records = self.zone_records(d, &within, kept)?;
+        self.names(&path, &apex, (&soa, &nameservers), &records.checked());
+        let (records, cnames, owners) = records.finish();
+        (self.errors.len() == before).then_some(ZoneSpec {
+            apex,
+            soa,
+            serial_set: d.soa.as_ref().is_some_and(|soa| soa.serial.is_some()),
+            soa_ttl: ttl,
+            nameservers,
+            ns_ttl: ttl,
+            cnames,
+            records,
+            dnssec: (d.dnssec == Some(true)).then(|| d.dnssec_algorithm.unwrap_or_default()),
+            secondaries,
+            owners,
+        })
+    }
+
+    /// The domain's name, fully qualified: never the root.
+    fn apex(&mut self, path: &str, d: &Domain) -> Option<Name> {
+        match fqdn(&d.name, &Name::root()) {
+            Ok(n) if !n.is_root() => Some(n),
+            Ok(_) => {
+                self.err(path, "the root zone cannot be served");
+                None
+            }
+            Err(e) => {
+                self.err(path, e.to_string());
+                None
+            }
+        }
+    }
+
+    /// The datacenters the domain's records steer between: `main_dc` and
+    /// `dr_dc` for disaster recovery, `dc_order` (all datacenters when
+    /// unset) and `dcs_to_select` for datacenter mode.
+    fn domain_dcs(&mut self, path: &str, d: &Domain, refs: &Refs) -> ModeCx {
+        let dc = |cx: &mut Cx, key: &str, name: &Option<String>| -> Option<DcId> {
+            let name = name.as_deref()?;
+            let id = refs.dcs.get(name).copied();
+            if id.is_none() {
+                cx.err(path, format!("{key}: unknown datacenter \"{name}\""));
+            }
+            id
+        };
+        let main_dc = dc(self, "main_dc", &d.main_dc);
+        let dr_dc = dc(self, "dr_dc", &d.dr_dc);
+        if main_dc.is_some() && main_dc == dr_dc {
+            self.err(path, "main_dc and dr_dc must be different datacenters");
+        }
+        let mut dc_order = Vec::new();
+        for name in &d.dc_order {
+            match refs.dcs.get(name.as_str()) {
+                Some(id) if dc_order.contains(id) => {
+                    self.err(path, format!("dc_order names \"{name}\" twice"))
+                }
+                Some(id) => dc_order.push(*id),
+                None => self.err(path, format!("dc_order: unknown datacenter \"{name}\"")),
+            }
+        }
+        if d.dcs_to_select == Some(0) {
+            self.err(path, "dcs_to_select must be 1 or more");
+        }
+        ModeCx {
+            main_dc,
+            dr_dc,
+            dc_order: if dc_order.is_empty() {
+                (0..refs.dcs.len()).collect()
+            } else {
+                dc_order
+            },
+            dcs_to_select: d.dcs_to_select,
+        }
+    }
+
+    /// The apex NS set: at least one name server, each a valid name.
+    fn nameservers(&mut self, path: &str, d: &Domain) -> Vec<Name> {
+        if d.nameservers.is_empty() {
+            self.err(
+                path,
+                "a domain needs at least one name server: nameservers = [\"ns1.example.test\"]",
+            );
+        }
+        d.nameservers
+            .iter()
+            .filter_map(|n| match fqdn(n, &Name::root()) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    self.err(path, format!("nameservers: {e}"));
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// The SOA record, with its defaults: the first name server as
+    /// `mname`, `hostmaster.<domain>` as `rname`, the domain's TTL as
+    /// `minimum`, serial 1 until the configuration version replaces it.
+    fn soa(&mut self, path: &str, d: &Domain, apex: &Name, ttl: u32, nameservers: &[Name]) -> SOA {
+        let soa_in = d.soa.clone().unwrap_or_default();
+        let mname = match &soa_in.mname {
+            Some(m) => fqdn(m, &Name::root())
+                .map_err(|e| self.err(path, format!("soa.mname: {e}")))
+                .ok(),
+            None => nameservers.first().cloned(),
+        };
+        let rname = match &soa_in.rname {
+            Some(r) => fqdn(r, &Name::root())
+                .map_err(|e| self.err(path, format!("soa.rname: {e}")))
+                .ok(),
+            None => Name::from_ascii("hostmaster")
+                .ok()
+                .and_then(|h| h.append_domain(apex).ok()),
+        };
+        let minimum = soa_in.minimum.unwrap_or(ttl);
+        SOA::new(
+            mname.unwrap_or_else(Name::root),
+            rname.unwrap_or_else(Name::root),
+            soa_in.serial.unwrap_or(1),
+            soa_in.refresh.unwrap_or(3600) as i32,
+            soa_in.retry.unwrap_or(600) as i32,
+            soa_in.expire.unwrap_or(604_800) as i32,
+            minimum,
+        )
+    }
+}

@@ -1,0 +1,126 @@
+//! `[[domain.record]]`: a record's owner and its static or steered content.
+
+use hickory_server::proto::rr::Name;
+
+use super::{
+    Content, Cx, DomainCx, RecordSpec,
+    rdata::{fqdn, static_rdata},
+};
+use crate::{
+    config::{Record, RecordType},
+    names::wire_key,
+};
+
+impl Cx {
+    /// A record of the domain `within` describes, refused whole on any
+    /// error.
+    pub(super) fn record(
+        &mut self,
+        path: &str,
+        r: &Record,
+        within: &DomainCx,
+    ) -> Option<RecordSpec> {
+        let before = self.errors.len();
+        let owner = self.owner(path, r, within.apex)?;
+        let ttl = r.ttl.unwrap_or(within.ttl);
+        let content = if r.kind == RecordType::Ns {
+            self.err(
+                path,
+                "NS records are not served from records: the apex NS set is the domain's nameservers, and delegation is not supported",
+            );
+            return None;
+        } else if r.kind.is_steerable() {
+            if !r.values().is_empty() {
+                self.err(
+                    path,
+                    format!(
+                        "{} records take addresses = [...], not values",
+                        r.kind.as_str()
+                    ),
+                );
+            }
+            Content::Steered(Box::new(self.steering(path, r, within)?))
+        } else {
+            self.static_content(path, r, within.apex)
+        };
+        (self.errors.len() == before).then_some(RecordSpec {
+            owner: wire_key(&owner),
+            kind: r.kind,
+            ttl,
+            content,
+        })
+    }
+
+    /// The record's name under `apex`: `@`, a relative name, or a wildcard
+    /// whose only `*` is its first label.
+    fn owner(&mut self, path: &str, r: &Record, apex: &Name) -> Option<Name> {
+        let owner = if &*r.name == "@" {
+            apex.clone()
+        } else if r.name.ends_with('.') {
+            self.err(
+                path,
+                "write the name relative to the domain (\"www\", \"@\" or \"*\"), not as a full name",
+            );
+            return None;
+        } else {
+            match fqdn(&r.name, apex) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.err(path, e.to_string());
+                    return None;
+                }
+            }
+        };
+        if r.name.contains('*')
+            && !(&*r.name == "*" || (r.name.starts_with("*.") && !r.name[2..].contains('*')))
+        {
+            self.err(
+                path,
+                "a wildcard is \"*\" or starts with \"*.\" and has no other \"*\"",
+            );
+        }
+        Some(owner)
+    }
+
+    /// A static record's values, read in zone-file syntax; the keys of
+    /// steering are refused.
+    fn static_content(&mut self, path: &str, r: &Record, apex: &Name) -> Content {
+        let o = r.options();
+        for (set, key) in [
+            (o.mode.is_some(), "mode"),
+            (o.balance.is_some(), "balance"),
+            (o.max_answers.is_some(), "max_answers"),
+            (o.dr_condition.is_some(), "dr_condition"),
+            (o.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+            (o.failback.is_some(), "failback"),
+            (!o.fail_safe.is_empty(), "fail_safe"),
+            (o.on_no_healthy.is_some(), "on_no_healthy"),
+            (o.topology.is_some(), "topology"),
+            (!r.addresses.is_empty(), "addresses"),
+        ] {
+            if set {
+                self.err(
+                    path,
+                    format!(
+                        "{key} applies to A, AAAA and CNAME records only; {} records are static and take values = [...]",
+                        r.kind.as_str()
+                    ),
+                );
+            }
+        }
+        if r.values().is_empty() {
+            self.err(
+                path,
+                "a static record needs values = [...] in zone-file syntax",
+            );
+        }
+        let mut data = Vec::new();
+        for (i, v) in r.values().iter().enumerate() {
+            match static_rdata(r.kind, v, apex) {
+                Ok(d) => data.push(d),
+                Err(e) => self.err(format!("{path} / value {}", i + 1), e.to_string()),
+            }
+        }
+        Content::Static(data.into())
+    }
+}

@@ -1,0 +1,192 @@
+//! A steered record's mode, balance, answers and fail-safe values.
+
+use std::collections::HashSet;
+
+use hickory_server::proto::rr::RData;
+
+use super::{
+    AddressSpec, BUILTIN_SCENARIOS, Cx, DomainCx, DrCondition, DrSpec, ModeSpec, Refs, Steering,
+    address::AddressCx, rdata::answer_rdata,
+};
+use crate::config::{Balance, Mode, Record, RecordType};
+
+impl Cx {
+    /// How an A, AAAA or CNAME record of the domain `within` describes is
+    /// answered. `None` when its mode cannot be: the rest is still checked
+    /// where it can be.
+    pub(super) fn steering(
+        &mut self,
+        path: &str,
+        r: &Record,
+        within: &DomainCx,
+    ) -> Option<Steering> {
+        let mode = r.options().mode.unwrap_or(within.mode);
+        let balance = r.options().balance.unwrap_or_default();
+        if r.addresses.is_empty() {
+            self.err(path, "needs at least one address");
+        }
+        if mode != Mode::DisasterRecovery {
+            self.dr_keys_outside_dr(path, r);
+        }
+        let mode_spec = self.mode_spec(path, r, mode, within)?;
+        let max_answers = self.max_answers(path, r, balance);
+        let topology = r.options().topology.unwrap_or(false);
+        let of = AddressCx {
+            kind: r.kind,
+            balance,
+            topology,
+            mode: &mode_spec,
+            refs: within.refs,
+        };
+        let addresses = self.addresses(path, r, &of);
+        let fail_safe = self.fail_safe(path, r);
+        Some(Steering {
+            mode: mode_spec,
+            balance,
+            // Beyond 2^32 - 1 candidates, as many as all.
+            max_answers: u32::try_from(max_answers).unwrap_or(u32::MAX),
+            fail_safe: fail_safe.into(),
+            on_no_healthy: r.options().on_no_healthy.unwrap_or_default(),
+            topology,
+            addresses: addresses.into(),
+        })
+    }
+
+    /// Refuses the keys of disaster recovery on a record in another mode.
+    fn dr_keys_outside_dr(&mut self, path: &str, r: &Record) {
+        for (set, key) in [
+            (r.options().dr_condition.is_some(), "dr_condition"),
+            (r.options().dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+            (r.options().failback.is_some(), "failback"),
+        ] {
+            if set {
+                self.err(
+                    path,
+                    format!("{key} applies to disaster-recovery mode only"),
+                );
+            }
+        }
+    }
+
+    /// The record's mode with the domain's datacenters. `None` for
+    /// disaster recovery on a domain without both its datacenters.
+    fn mode_spec(
+        &mut self,
+        path: &str,
+        r: &Record,
+        mode: Mode,
+        within: &DomainCx,
+    ) -> Option<ModeSpec> {
+        let m = within.dcs;
+        match mode {
+            Mode::Standalone => Some(ModeSpec::Standalone),
+            Mode::DisasterRecovery => {
+                let condition = self.dr_condition(path, r, within.refs);
+                match (m.main_dc, m.dr_dc) {
+                    (Some(main), Some(dr)) => Some(ModeSpec::DisasterRecovery(Box::new(DrSpec {
+                        main,
+                        dr,
+                        condition,
+                        on_no_healthy: r.options().dr_on_no_healthy.unwrap_or(true),
+                        failback: r.options().failback.unwrap_or_default(),
+                    }))),
+                    _ => {
+                        self.err(
+                            path,
+                            "disaster-recovery mode needs main_dc and dr_dc on the domain",
+                        );
+                        None
+                    }
+                }
+            }
+            Mode::Datacenter => Some(ModeSpec::Datacenter {
+                order: m.dc_order.clone().into(),
+                count: u32::try_from(m.dcs_to_select.unwrap_or(1)).unwrap_or(u32::MAX),
+            }),
+        }
+    }
+
+    /// `dr_condition`: `automatic` (the default) or a scenario, built-in
+    /// or defined. What is not reads as automatic, with its error.
+    fn dr_condition(&mut self, path: &str, r: &Record, refs: &Refs) -> DrCondition {
+        let Some(s) = r
+            .options()
+            .dr_condition
+            .as_deref()
+            .filter(|s| *s != "automatic")
+        else {
+            return DrCondition::Automatic;
+        };
+        match s.strip_prefix("scenario:") {
+            Some(name) if refs.scenarios.contains(name) || BUILTIN_SCENARIOS.contains(&name) => {
+                DrCondition::Scenario(name.into())
+            }
+            Some(name) => {
+                self.err(path, format!("dr_condition: unknown scenario \"{name}\""));
+                DrCondition::Automatic
+            }
+            None => {
+                self.err(
+                    path,
+                    format!("dr_condition \"{s}\" is not \"automatic\" or \"scenario:NAME\""),
+                );
+                DrCondition::Automatic
+            }
+        }
+    }
+
+    /// How many addresses an answer holds: `max_answers`, else all for
+    /// round-robin and random, one otherwise and for a CNAME.
+    fn max_answers(&mut self, path: &str, r: &Record, balance: Balance) -> usize {
+        let max_answers = r.options().max_answers.unwrap_or(match balance {
+            // A name has one CNAME (RFC 2181 §10.1): several targets are
+            // candidates, one is answered.
+            _ if r.kind == RecordType::Cname => 1,
+            Balance::RoundRobin | Balance::Random => usize::MAX,
+            Balance::Weighted | Balance::Priority | Balance::Persist => 1,
+        });
+        if max_answers == 0 {
+            self.err(path, "max_answers must be 1 or more");
+        }
+        if r.kind == RecordType::Cname && max_answers > 1 {
+            self.err(
+                path,
+                format!(
+                    "max_answers = {max_answers}: a CNAME answers one target (RFC 2181 §10.1); its several targets are candidates, one of them is answered"
+                ),
+            );
+        }
+        max_answers
+    }
+
+    /// The record's addresses that compile, each listed once.
+    fn addresses(&mut self, path: &str, r: &Record, of: &AddressCx) -> Vec<AddressSpec> {
+        let mut addresses = Vec::with_capacity(r.addresses.len());
+        let mut seen = HashSet::new();
+        for (i, a) in r.addresses.iter().enumerate() {
+            let apath = format!("{path} / address {}", i + 1);
+            if let Some(addr) = self.address(&apath, a, of) {
+                let display = addr.display();
+                if seen.contains(&display) {
+                    self.err(&apath, format!("{display} is listed twice"));
+                } else {
+                    seen.insert(display);
+                }
+                addresses.push(addr);
+            }
+        }
+        addresses
+    }
+
+    /// The values answered when no address is healthy.
+    fn fail_safe(&mut self, path: &str, r: &Record) -> Vec<RData> {
+        let mut fail_safe = Vec::with_capacity(r.options().fail_safe.len());
+        for v in &r.options().fail_safe {
+            match answer_rdata(r.kind, v) {
+                Ok(d) => fail_safe.push(d),
+                Err(e) => self.err(path, format!("fail_safe: {e}")),
+            }
+        }
+        fail_safe
+    }
+}
