@@ -133,8 +133,7 @@ async fn a_committed_write_a_device_cannot_install_is_answered_not_installed() {
     let root = tempfile::tempdir().unwrap();
     let mut fw = Firewall::new("installed");
     let http = gtm_node::tls::http_client(None, WRITE_TIMEOUT).unwrap();
-    let (devices, targets) =
-        start_cluster(root.path(), &http, devices::NET_INSTALLED, true).await;
+    let (devices, targets) = start_cluster(root.path(), &http, devices::NET_INSTALLED, true).await;
     let (cut, through) = (&devices[2], &targets[2]);
     let put = |name: String| {
         let http = http.clone();
@@ -186,15 +185,23 @@ async fn a_committed_write_a_device_cannot_install_is_answered_not_installed() {
         fw.heal();
         let deadline = Instant::now() + Duration::from_secs(20);
         while client::leader_seen_by(&http, through).await.is_none() {
-            assert!(Instant::now() < deadline, "the learner found no leader again");
+            assert!(
+                Instant::now() < deadline,
+                "the learner found no leader again"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
     let (name, body) = answer.expect("no write reached the leader through the cut-off learner");
     assert_eq!(body["applied"], true, "{body}");
     assert_eq!(body["installed"], false, "{body}");
-    assert!(!serves(name.clone()).await, "the cut-off device serves {name}");
-    let events = client::get_text(&http, through, "/api/v1/events").await.unwrap();
+    assert!(
+        !serves(name.clone()).await,
+        "the cut-off device serves {name}"
+    );
+    let events = client::get_text(&http, through, "/api/v1/events")
+        .await
+        .unwrap();
     assert!(
         events.contains("was committed") && events.contains("has not installed it"),
         "{events}"
@@ -205,7 +212,10 @@ async fn a_committed_write_a_device_cannot_install_is_answered_not_installed() {
     fw.heal();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !serves(name.clone()).await {
-        assert!(Instant::now() < deadline, "{name} never installed after the cut healed");
+        assert!(
+            Instant::now() < deadline,
+            "{name} never installed after the cut healed"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (status, body) = put("after".into()).await;
@@ -268,13 +278,7 @@ async fn start_cluster(
     let token = devices[0].ok(&["cluster", "token"]);
     let first = devices[0].api();
     for (i, d) in devices.iter().enumerate().skip(1) {
-        let mut args = vec![
-            "cluster",
-            "join",
-            &first,
-            "--token",
-            token.trim(),
-        ];
+        let mut args = vec!["cluster", "join", &first, "--token", token.trim()];
         if learner && i == 2 {
             args.push("--learner");
         }

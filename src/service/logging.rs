@@ -68,10 +68,10 @@ pub fn init(log_level: Option<&str>, format: LogFormat) {
 
 /// Applies a new `log_level` (a reload). The environment variables still
 /// win, as at start.
-pub fn reload(log_level: Option<&str>) -> Result<(), String> {
+pub fn reload(log_level: Option<&str>) -> Result<(), tracing_subscriber::reload::Error> {
     let Some(handle) = FILTER.get() else {
         return Ok(());
     };
     let (f, _) = filter(log_level);
-    handle.reload(f).map_err(|e| e.to_string())
+    handle.reload(f)
 }

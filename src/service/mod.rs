@@ -91,7 +91,7 @@ fn apply(device: &Device, current: &NodeSettings, path: &Path) -> Result<NodeSet
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let settings = NodeSettings::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
     device.reload(&settings)?;
-    logging::reload(settings.log_level.as_deref()).map_err(anyhow::Error::msg)?;
+    logging::reload(settings.log_level.as_deref())?;
     if settings.log_format != current.log_format {
         tracing::warn!("log_format changes at the next start; the reload kept the current format");
     }

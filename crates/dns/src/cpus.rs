@@ -187,7 +187,10 @@ mod tests {
             "node setting dns_cpus[1]: CPU 7 is not one this device may run on (it may run on 0-3, 5)"
         );
         let e = Split::within(&[1, 1], &[0, 1, 2]).unwrap_err();
-        assert_eq!(e.to_string(), "node setting dns_cpus[1]: CPU 1 is listed twice");
+        assert_eq!(
+            e.to_string(),
+            "node setting dns_cpus[1]: CPU 1 is listed twice"
+        );
     }
 
     #[test]

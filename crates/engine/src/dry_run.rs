@@ -71,7 +71,9 @@ impl Engine {
                     record: record.as_ref().map_or(String::new(), |r| format!(" {r}")),
                     address: address.clone(),
                 },
-                DrainTarget::Datacenter { name } => UnknownTarget::Datacenter { name: name.clone() },
+                DrainTarget::Datacenter { name } => {
+                    UnknownTarget::Datacenter { name: name.clone() }
+                }
             });
         }
         let (addresses, dcs) = (

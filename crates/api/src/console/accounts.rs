@@ -39,7 +39,7 @@ fn field(form: &[u8], name: &str) -> String {
         .unwrap_or_default()
 }
 
-fn role_of(text: &str) -> Result<Role, String> {
+fn role_of(text: &str) -> Result<Role, gtm_node::access::UnknownRole> {
     text.parse()
 }
 
@@ -50,7 +50,7 @@ pub async fn user(
 ) -> Response {
     let (name, password) = (field(&form, "name"), field(&form, "password"));
     let outcome = match role_of(&field(&form, "role")) {
-        Err(why) => Outcome::Failed(why),
+        Err(why) => Outcome::Failed(why.to_string()),
         Ok(role) => {
             let request = UserRequest {
                 role,
@@ -97,7 +97,7 @@ pub async fn token(
 ) -> Response {
     let name = field(&form, "name");
     let outcome = match role_of(&field(&form, "role")) {
-        Err(why) => Outcome::Failed(why),
+        Err(why) => Outcome::Failed(why.to_string()),
         Ok(role) => match create_token(
             State(state.clone()),
             Extension(who.clone()),

@@ -16,9 +16,9 @@ use maud::{Markup, html};
 
 use super::layout::{self, csrf_field, segment};
 use crate::{ApiState, TestRequest, TestResult};
-use gtm_model::error::{ApiError, ErrorKind};
 use gtm_engine::{CheckStatus, Piece, ScenarioView};
 use gtm_model::config::CheckType;
+use gtm_model::error::{ApiError, ErrorKind};
 use gtm_node::access::{Principal, Role};
 use gtm_resolve::CheckState;
 
@@ -42,15 +42,12 @@ pub async fn test(
         .unwrap_or_default();
     let address = match address.as_str() {
         "" => Ok(None),
-        a => a
-            .parse()
-            .map(Some)
-            .map_err(|_| {
-                ApiError::new(
-                    ErrorKind::BadRequest,
-                    format!("\"{a}\" is not an IP address"),
-                )
-            }),
+        a => a.parse().map(Some).map_err(|_| {
+            ApiError::new(
+                ErrorKind::BadRequest,
+                format!("\"{a}\" is not an IP address"),
+            )
+        }),
     };
     let result = match address {
         Err(why) => Err(why),
@@ -98,18 +95,14 @@ pub async fn test_unsaved(
         }
     }
     let result = match (field("port").as_str(), field("address").as_str()) {
-        (port, _) if !port.is_empty() && port.parse::<u16>().is_err() => {
-            Err(ApiError::new(
-                ErrorKind::BadRequest,
-                format!("port \"{port}\" is not a port number"),
-            ))
-        }
-        (_, a) if !a.is_empty() && a.parse::<std::net::IpAddr>().is_err() => {
-            Err(ApiError::new(
-                ErrorKind::BadRequest,
-                format!("\"{a}\" is not an IP address"),
-            ))
-        }
+        (port, _) if !port.is_empty() && port.parse::<u16>().is_err() => Err(ApiError::new(
+            ErrorKind::BadRequest,
+            format!("port \"{port}\" is not a port number"),
+        )),
+        (_, a) if !a.is_empty() && a.parse::<std::net::IpAddr>().is_err() => Err(ApiError::new(
+            ErrorKind::BadRequest,
+            format!("\"{a}\" is not an IP address"),
+        )),
         (port, address) => {
             if let Ok(p) = port.parse::<u16>() {
                 check.insert("port".into(), p.into());

@@ -14,8 +14,8 @@ use serde::Deserialize;
 
 use super::layout::{self, query_value};
 use crate::{ApiState, EventFilter};
-use gtm_model::error::{ApiError, ErrorKind};
 use gtm_engine::{Event, EventKind};
+use gtm_model::error::{ApiError, ErrorKind};
 use gtm_node::access::Principal;
 
 /// Events on one page.

@@ -8,7 +8,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
-use super::{Alpn, Down, ProbeResult, Prober, Target, connect, escape_truncated, io_error, tls_name};
+use super::{
+    Alpn, Down, ProbeResult, Prober, Target, connect, escape_truncated, io_error, tls_name,
+};
 
 /// The PROXY protocol v1 line for a connection from `local` to `peer`.
 pub(crate) fn proxy_v1_header(local: SocketAddr, peer: SocketAddr) -> String {

@@ -54,17 +54,20 @@ impl std::fmt::Display for Role {
     }
 }
 
+/// A role's name that is none of the three.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown role {0:?}: give viewer, operator or admin")]
+pub struct UnknownRole(pub String);
+
 impl std::str::FromStr for Role {
-    type Err = String;
+    type Err = UnknownRole;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "viewer" => Ok(Role::Viewer),
             "operator" => Ok(Role::Operator),
             "admin" => Ok(Role::Admin),
-            other => Err(format!(
-                "unknown role {other:?}: give viewer, operator or admin"
-            )),
+            other => Err(UnknownRole(other.to_string())),
         }
     }
 }
