@@ -22,10 +22,11 @@ pub struct ApplyResult {
     pub version: u64,
     pub changes: Vec<String>,
     /// Whether the device that answered serves the change already. False
-    /// for a dry run, and for a change the cluster committed that this
-    /// device did not install within its deadline (it installs it when it
-    /// can; its events and `gtm status` say why). Absent from older
-    /// devices: read as true.
+    /// for a dry run, for a change the cluster committed that this device
+    /// did not install within its deadline (it installs it when it can),
+    /// and for one whose configuration it cannot install (degraded); its
+    /// events and `gtm status` say why. Absent from older devices: read as
+    /// true.
     #[serde(default = "installed_unknown")]
     pub installed: bool,
 }
