@@ -36,17 +36,16 @@
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
-use serde::de::DeserializeOwned;
 use toml::{
     Spanned,
-    de::{DeTable, DeValue, ValueDeserializer},
+    de::{DeTable, DeValue},
 };
 use toml_parser::{Source, lexer::TokenKind};
 
 use super::{
     cancel::{Cancel, Cancelled},
-    config::*,
     config_errors::{ConfigError, ConfigErrors, ERRORS_LISTED},
+    kind::{DeError, Kind},
     layout::{RecordList, record_list},
     lines::{one_comma, part_cuts},
 };
@@ -150,87 +149,6 @@ fn header_line(text: &str, line: &[(TokenKind, usize, usize)]) -> Option<Header>
         start,
         top: keys == 1,
     })
-}
-
-/// What an element is deserialized as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Kind {
-    Root,
-    Geoip,
-    Datacenter,
-    Check,
-    Scenario,
-    Service,
-    Domain,
-    Record,
-    Address,
-    Value,
-}
-
-/// A deserialization error with the path of the key inside the element.
-type DeError = serde_path_to_error::Error<toml::de::Error>;
-
-impl Kind {
-    /// Deserializes `value` as this kind.
-    fn check(self, value: Spanned<DeValue<'_>>) -> Result<(), DeError> {
-        fn de<T: DeserializeOwned>(value: Spanned<DeValue<'_>>) -> Result<(), DeError> {
-            serde_path_to_error::deserialize::<_, T>(ValueDeserializer::from(value)).map(drop)
-        }
-        match self {
-            Self::Root => de::<Config>(value),
-            Self::Geoip => de::<Geoip>(value),
-            Self::Datacenter => de::<Datacenter>(value),
-            Self::Check => de::<Check>(value),
-            Self::Scenario => de::<Scenario>(value),
-            Self::Service => de::<Service>(value),
-            Self::Domain => de::<Domain>(value),
-            Self::Record => de::<Record>(value),
-            Self::Address => de::<Address>(value),
-            Self::Value => de::<String>(value),
-        }
-    }
-
-    /// The key of this kind holding elements checked on their own, and
-    /// whether it holds a list of them (else one table).
-    fn child(self, key: &str) -> Option<(Kind, bool)> {
-        Some(match (self, key) {
-            (Self::Root, "geoip") => (Self::Geoip, false),
-            (Self::Root, "datacenter") => (Self::Datacenter, true),
-            (Self::Root, "check") => (Self::Check, true),
-            (Self::Root, "scenario") => (Self::Scenario, true),
-            (Self::Root, "service") => (Self::Service, true),
-            (Self::Root, "domain") => (Self::Domain, true),
-            (Self::Domain, "record") => (Self::Record, true),
-            (Self::Record, "addresses") => (Self::Address, true),
-            (Self::Record, "values") => (Self::Value, true),
-            _ => return None,
-        })
-    }
-
-    /// How `compile` names the element: `domain example.test`, `record www
-    /// A`, `address 2`; `#n` when it has no name.
-    fn name(self, value: &DeValue<'_>, n: usize) -> String {
-        let text = |key: &str| value.get(key)?.get_ref().as_str();
-        let named = |kind: &str| match text("name") {
-            Some(name) => format!("{kind} {name}"),
-            None => format!("{kind} #{n}"),
-        };
-        match self {
-            Self::Root => String::new(),
-            Self::Geoip => "geoip".into(),
-            Self::Datacenter => named("datacenter"),
-            Self::Check => named("check"),
-            Self::Scenario => named("scenario"),
-            Self::Service => named("service"),
-            Self::Domain => named("domain"),
-            Self::Record => match (text("name"), text("type")) {
-                (Some(name), Some(kind)) => format!("record {name} {kind}"),
-                _ => format!("record #{n}"),
-            },
-            Self::Address => format!("address {n}"),
-            Self::Value => format!("value {n}"),
-        }
-    }
 }
 
 /// An error kept: where it is in the text, the how-manieth found, its
