@@ -4,10 +4,12 @@
 //! address, a value; which of its keys hold elements of their own; how
 //! `compile` names one.
 
+use std::borrow::Cow;
+
 use serde::de::DeserializeOwned;
 use toml::{
     Spanned,
-    de::{DeValue, ValueDeserializer},
+    de::{DeTable, DeValue, ValueDeserializer},
 };
 
 use super::config::*;
@@ -90,5 +92,23 @@ impl Kind {
             Self::Address => format!("address {n}"),
             Self::Value => format!("value {n}"),
         }
+    }
+}
+
+impl Kind {
+    /// The error of this kind for a table of the one key `name`, when
+    /// `name` is a key it does not take: an unknown field, said the same
+    /// whatever the key's value (the field is refused before its value
+    /// is read). `None` for a key it takes, or a kind that takes any.
+    pub(super) fn unknown_key(self, name: &str) -> Option<DeError> {
+        let mut one = DeTable::new();
+        one.insert(
+            Spanned::new(0..name.len(), Cow::Borrowed(name)),
+            Spanned::new(0..0, DeValue::Boolean(true)),
+        );
+        let e = self.check(Spanned::new(0..0, DeValue::Table(one))).err()?;
+        let unknown =
+            e.inner().message().starts_with("unknown field") && e.path().to_string() == name;
+        unknown.then_some(e)
     }
 }
