@@ -31,22 +31,35 @@
 //! every line: a piece of more than [`LARGE_PIECE`] is read in parts of
 //! about [`PART_BYTES`] (a domain's inline records in batches, as `parse`
 //! reads them; anything else section by section for its syntax, a large
-//! section cut where a line starts a key). Only a piece without a syntax
-//! error is parsed whole for its types, as a valid one is.
+//! section cut where a line starts a key). A piece without a syntax error
+//! is then read in parts once more for the statements whose key their
+//! element's table does not take ([`super::keys`]: `kN = N` on every line
+//! of a domain): each is listed, in its element's place, as the element's
+//! check lists it, and the rest of the piece is parsed whole and
+//! type-checked (the domain of two million such lines is parsed as its
+//! first three). They are left out only where that cannot change what
+//! the piece lists: no key given twice or named by a header, no quoted
+//! key in an element's table. Otherwise, and for a piece whose tables
+//! take their keys (a type error on every line is then a table of its
+//! own on every few lines: `[[domain.record]]`), the piece is parsed
+//! whole for its types, as a valid one is.
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::{
+    collections::{BinaryHeap, HashMap, HashSet},
+    ops::Range,
+};
 
-use serde::de::DeserializeOwned;
 use toml::{
     Spanned,
-    de::{DeTable, DeValue, ValueDeserializer},
+    de::{DeTable, DeValue},
 };
 use toml_parser::{Source, lexer::TokenKind};
 
 use super::{
     cancel::{Cancel, Cancelled},
-    config::*,
     config_errors::{ConfigError, ConfigErrors, ERRORS_LISTED},
+    keys::{Keys, Places, Unknown, read_parts},
+    kind::{DeError, Kind},
     layout::{RecordList, record_list},
     lines::{one_comma, part_cuts},
 };
@@ -150,87 +163,6 @@ fn header_line(text: &str, line: &[(TokenKind, usize, usize)]) -> Option<Header>
         start,
         top: keys == 1,
     })
-}
-
-/// What an element is deserialized as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Kind {
-    Root,
-    Geoip,
-    Datacenter,
-    Check,
-    Scenario,
-    Service,
-    Domain,
-    Record,
-    Address,
-    Value,
-}
-
-/// A deserialization error with the path of the key inside the element.
-type DeError = serde_path_to_error::Error<toml::de::Error>;
-
-impl Kind {
-    /// Deserializes `value` as this kind.
-    fn check(self, value: Spanned<DeValue<'_>>) -> Result<(), DeError> {
-        fn de<T: DeserializeOwned>(value: Spanned<DeValue<'_>>) -> Result<(), DeError> {
-            serde_path_to_error::deserialize::<_, T>(ValueDeserializer::from(value)).map(drop)
-        }
-        match self {
-            Self::Root => de::<Config>(value),
-            Self::Geoip => de::<Geoip>(value),
-            Self::Datacenter => de::<Datacenter>(value),
-            Self::Check => de::<Check>(value),
-            Self::Scenario => de::<Scenario>(value),
-            Self::Service => de::<Service>(value),
-            Self::Domain => de::<Domain>(value),
-            Self::Record => de::<Record>(value),
-            Self::Address => de::<Address>(value),
-            Self::Value => de::<String>(value),
-        }
-    }
-
-    /// The key of this kind holding elements checked on their own, and
-    /// whether it holds a list of them (else one table).
-    fn child(self, key: &str) -> Option<(Kind, bool)> {
-        Some(match (self, key) {
-            (Self::Root, "geoip") => (Self::Geoip, false),
-            (Self::Root, "datacenter") => (Self::Datacenter, true),
-            (Self::Root, "check") => (Self::Check, true),
-            (Self::Root, "scenario") => (Self::Scenario, true),
-            (Self::Root, "service") => (Self::Service, true),
-            (Self::Root, "domain") => (Self::Domain, true),
-            (Self::Domain, "record") => (Self::Record, true),
-            (Self::Record, "addresses") => (Self::Address, true),
-            (Self::Record, "values") => (Self::Value, true),
-            _ => return None,
-        })
-    }
-
-    /// How `compile` names the element: `domain example.test`, `record www
-    /// A`, `address 2`; `#n` when it has no name.
-    fn name(self, value: &DeValue<'_>, n: usize) -> String {
-        let text = |key: &str| value.get(key)?.get_ref().as_str();
-        let named = |kind: &str| match text("name") {
-            Some(name) => format!("{kind} {name}"),
-            None => format!("{kind} #{n}"),
-        };
-        match self {
-            Self::Root => String::new(),
-            Self::Geoip => "geoip".into(),
-            Self::Datacenter => named("datacenter"),
-            Self::Check => named("check"),
-            Self::Scenario => named("scenario"),
-            Self::Service => named("service"),
-            Self::Domain => named("domain"),
-            Self::Record => match (text("name"), text("type")) {
-                (Some(name), Some(kind)) => format!("record {name} {kind}"),
-                _ => format!("record #{n}"),
-            },
-            Self::Address => format!("address {n}"),
-            Self::Value => format!("value {n}"),
-        }
-    }
 }
 
 /// An error kept: where it is in the text, the how-manieth found, its
@@ -359,6 +291,19 @@ struct Walk<'t> {
     part_bytes: usize,
     /// The most bytes handed to the parser at once.
     largest_parse: usize,
+    /// The statements left out of the text walked, which is what is left
+    /// of another ([`Self::without_unknown_keys`]).
+    left_out: Option<LeftOut<'t>>,
+}
+
+/// Statements with keys their tables do not take, left out of the text a
+/// walk reads: the text they are in, where they are, where each byte of
+/// what is left was taken from, and their errors, by their bytes there.
+struct LeftOut<'t> {
+    text: &'t str,
+    unknown: Unknown,
+    places: Places,
+    found: Found,
 }
 
 impl<'t> Walk<'t> {
@@ -373,6 +318,7 @@ impl<'t> Walk<'t> {
             large_piece: LARGE_PIECE,
             part_bytes: PART_BYTES,
             largest_parse: 0,
+            left_out: None,
         }
     }
 
@@ -416,7 +362,7 @@ impl<'t> Walk<'t> {
                 Some(list) if list.elements.len() > 1 => self.batched(start, piece, &list),
                 _ => self.in_parts(start, end, heads),
             };
-            if done {
+            if done || self.without_unknown_keys(start, piece) {
                 return;
             }
         }
@@ -574,6 +520,61 @@ impl<'t> Walk<'t> {
             let (root, _) = self.parse(text.get(from..to).unwrap_or_default());
             self.section(root.get_ref(), true, from, &owner, &mut records);
         }
+        true
+    }
+
+    /// A large piece without a syntax error, at byte `start`, whose
+    /// elements' tables have keys they do not take ([`Keys`]): each is
+    /// listed, and the rest of the piece, without their statements, is
+    /// parsed whole and type-checked as a piece without them is, but that
+    /// an element with one has each of its other keys checked on its own,
+    /// as when they are there. `false` when the piece has none, or when
+    /// leaving them out could change what it lists (then nothing is
+    /// listed of it here).
+    fn without_unknown_keys(&mut self, start: usize, piece: &'t str) -> bool {
+        let mut keys = Keys::collect(piece);
+        match read_parts(piece, self.part_bytes, Some(&mut keys), self.cancel) {
+            Ok(None) => {}
+            Ok(Some(_)) => return false,
+            Err(Cancelled) => return true,
+        }
+        let Some(unknown) = keys.unknown() else {
+            return false;
+        };
+        let Some((rest, places)) = unknown.rest(piece) else {
+            return false;
+        };
+        let mut walk = Walk::new(&rest, self.cancel);
+        walk.counts.clone_from(&self.counts);
+        walk.last_path.clone_from(&self.last_path);
+        (walk.large_piece, walk.part_bytes) = (self.large_piece, self.part_bytes);
+        walk.left_out = Some(LeftOut {
+            text: piece,
+            unknown,
+            places,
+            found: Found::default(),
+        });
+        self.largest_parse = self.largest_parse.max(rest.len());
+        let (root, syntax) = DeTable::parse_recoverable(&rest);
+        if !syntax.is_empty() {
+            return false;
+        }
+        let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+        walk.element(Kind::Root, &root, String::new(), 0);
+        let Some(left_out) = walk.left_out.take() else {
+            return false;
+        };
+        // A table left out of what was checked: its keys are not listed
+        // as the whole piece's check would.
+        if !left_out.unknown.is_empty() {
+            return self.cancel.is_cancelled();
+        }
+        self.counts = std::mem::take(&mut walk.counts);
+        self.last_path = std::mem::take(&mut walk.last_path);
+        self.scanned += walk.scanned;
+        let places = &left_out.places;
+        self.found.merge(walk.found, |at| start + places.at(at));
+        self.found.merge(left_out.found, |at| start + at);
         true
     }
 
@@ -745,8 +746,24 @@ impl<'t> Walk<'t> {
                 }
             }
         }
+        // The keys of its table left out of the text, each an error. The
+        // root's table starts with the text, a table of an element at its
+        // header.
+        let mut left_out = false;
+        if let Some(left) = &mut self.left_out
+            && let at = match kind {
+                Kind::Root => 0,
+                _ => left.places.at(offset + value.span().start),
+            }
+            && let Some(statements) = left.unknown.take(at, kind)
+        {
+            left_out = true;
+            for key in left.unknown.keys(statements) {
+                unknown_key(&mut left.found, kind, &path, left.text, key);
+            }
+        }
         let whole = Spanned::new(value.span(), DeValue::Table(own.clone()));
-        if kind.check(whole).is_err() {
+        if left_out || kind.check(whole).is_err() {
             // Each key on its own, then what is missing once they are left
             // out: a missing field is only reported when the rest is right.
             let mut right = DeTable::new();
@@ -869,6 +886,19 @@ fn parts(text: &str, from: usize, to: usize, bytes: usize) -> Vec<(usize, usize)
     }
     bounds.push(to);
     bounds.windows(2).map(|w| (w[0], w[1])).collect()
+}
+
+/// Records in `found` the error of a key `text[key]` that the element of
+/// `kind` at `path` does not take, as [`Walk::fail`] says it.
+fn unknown_key(found: &mut Found, kind: Kind, path: &str, text: &str, key: Range<usize>) {
+    found.add(key.start, || {
+        let name = text.get(key).unwrap_or_default();
+        let message = match kind.unknown_key(name) {
+            Some(e) => message(&e.path().to_string(), name, e.inner().message()),
+            None => String::new(),
+        };
+        (path.to_string(), message)
+    });
 }
 
 /// The field a "missing field" error names.
@@ -1235,5 +1265,128 @@ mod tests {
         let demo = include_str!("../../../config/demo.toml");
         assert!(listed(demo).is_empty());
         assert!(listed(HEAD).is_empty());
+    }
+
+    /// Tables with keys they do not take, among everything else a table
+    /// may hold: each text lists, read in parts with those statements
+    /// left out, what it lists read whole.
+    fn unknown_keys() -> Vec<String> {
+        let domain = format!(
+            "{HEAD}k0 = 0\nttl = \"x\"\n  k1 = \"one\" # a comment\n\n# a line of its own\nk2 = [\n  1,\n  {{ a = 2 }},\n]\n\
+             u.x = 1\nk3 = {{ a = 1, b = [2] }}\nmode = \"sideways\"\nk-4 = '''\n[[domain]]\n'''\nk5 = 5\n\n\
+             [domain.soa]\nserial = \"s\"\nk6 = 6\n\n\
+             [[domain.record]]\ntype = \"A\"\nk7 = 7\nttl = \"t\"\n\n\
+             [[domain.record]]\nname = \"www\"\ntype = \"A\"\nk8 = 8\n\
+             [[domain.record.addresses]]\nip = \"192.0.2.300\"\nk9 = 9\n\
+             [[domain.record]]\nname = \"v\"\ntype = \"TXT\"\n\
+             [[domain.record.values]]\nk10 = 10\n"
+        );
+        let mut texts = vec![
+            domain.clone(),
+            // Only unknown keys in the element's table, one of them last.
+            format!("{HEAD}k0 = 0\nk1 = 1\n[domain.soa]\nserial = 1\n"),
+            format!("{HEAD}k0 = 0\nk1 = 1\n"),
+            // Root keys, and a table of the root.
+            "x = 1\ny.z = 2\nk = [\n1]\n".to_string(),
+            format!(
+                "x = 1\ny.z = 2\n[rate_limit]\nslip = 1\nk = 2\n[geoip]\nk = 1\nupdate = \"weekly\"\n\n{domain}"
+            ),
+            // Checks, one without its name.
+            "[[check]]\nname = \"c\"\ntype = \"tcp\"\nk0 = 1\nk1 = 2\n[[check]]\ntype = \"tcpp\"\nk2 = 3\n"
+                .to_string(),
+            // A domain whose records are a list of inline tables, with
+            // unknown keys before and after the list.
+            format!(
+                "{HEAD}k0 = 0\nrecord = [\n{{ name = \"a\", type = \"A\", naem = 1 }},\n{{ name = \"b\", type = \"A\" }},\n]\nk1 = 1\nttl = \"x\"\n"
+            ),
+            // The name after the keys.
+            "[[domain]]\nk0 = 0\nttl = \"x\"\nk1 = 1\nname = \"late.test\"\n".to_string(),
+        ];
+        // What leaving a statement out would change: a key given twice,
+        // a dotted key's table given in two statements, a header naming
+        // a key left out, a quoted key or header naming one.
+        for more in [
+            "k0 = 1\n",
+            "u.y = 2\n",
+            "[domain.k5]\na = 1\n",
+            "\"k1\" = 1\n",
+            "[domain.\"k5\"]\na = 1\n",
+        ] {
+            texts.push(format!("{}{more}", domain.replace("k10 = 10\n", "")));
+            let at = domain.find("mode = ").unwrap_or_default();
+            texts.push(format!("{}{more}{}", &domain[..at], &domain[at..]));
+        }
+        texts
+    }
+
+    #[test]
+    fn unknown_keys_left_out_list_what_the_whole_lists() {
+        for text in unknown_keys() {
+            let (whole, _) = walked(&text, usize::MAX, usize::MAX);
+            assert!(!whole.is_empty(), "{text}");
+            for part in [1, 30, 100, usize::MAX] {
+                let (parts, _) = walked(&text, 1, part);
+                assert_eq!(parts, whole, "parts of {part} bytes:\n{text}");
+            }
+        }
+        // Each listed in its element's place.
+        let (lines, _) = walked(&unknown_keys()[0], 1, 30);
+        let unknown = |line: usize, path: &str, key: &str, expected: &str| {
+            format!(
+                "line {line}: domain a.test{path}: unknown field `{key}`, expected one of `{expected}`"
+            )
+        };
+        let domain = "name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `record`, `dnssec`, `dnssec_algorithm`, `secondaries";
+        let record = "name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `addresses`, `values";
+        let address = "ip`, `target`, `dc`, `hc`, `weight`, `countries`, `continents";
+        assert_eq!(
+            lines,
+            [
+                unknown(4, "", "k0", domain),
+                "line 5: domain a.test: ttl: invalid type: string \"x\", expected u32".to_string(),
+                unknown(6, "", "k1", domain),
+                unknown(9, "", "k2", domain),
+                unknown(13, "", "u", domain),
+                unknown(14, "", "k3", domain),
+                "line 15: domain a.test: mode: unknown variant `sideways`, expected one of `standalone`, `disaster-recovery`, `datacenter`".to_string(),
+                unknown(16, "", "k-4", domain),
+                unknown(19, "", "k5", domain),
+                "line 22: domain a.test: soa.serial: invalid type: string \"s\", expected u32".to_string(),
+                "line 25: domain a.test / record #1: missing field `name`".to_string(),
+                unknown(27, " / record #1", "k7", record),
+                "line 28: domain a.test / record #1: ttl: invalid type: string \"t\", expected u32".to_string(),
+                unknown(33, " / record www A", "k8", record),
+                "line 35: domain a.test / record www A / address 1: ip: \"192.0.2.300\" is not an IP address".to_string(),
+                unknown(36, " / record www A / address 1", "k9", address),
+                "line 40: domain a.test / record v TXT / value 1: invalid type: map, expected a string".to_string(),
+            ]
+        );
+        // Read in parts, what is parsed at once is less than the piece.
+        for text in &unknown_keys()[..4] {
+            let (_, largest) = walked(text, 1, 1);
+            assert!(largest < text.len(), "{largest} of {}:\n{text}", text.len());
+        }
+    }
+
+    /// `kN = N` on every line of a domain (`scripts/bench-config-errors.sh`,
+    /// `keys`) is listed without the piece parsed whole: what is parsed
+    /// at once is a part, or the domain without those lines.
+    #[test]
+    fn a_large_table_of_unknown_keys_is_never_parsed_whole() {
+        let text = (0..30_000).fold(HEAD.to_string(), |mut t, i| {
+            t.push_str(&format!("k{i} = {i}\n"));
+            t
+        });
+        assert!(text.len() > 4 * PART_BYTES, "{} bytes", text.len());
+        let (lines, largest) = walked(&text, LARGE_PIECE, PART_BYTES);
+        assert!(
+            largest < 2 * PART_BYTES,
+            "{largest} bytes parsed at once of {}",
+            text.len()
+        );
+        let (whole, _) = walked(&text, usize::MAX, usize::MAX);
+        assert_eq!(lines, whole);
+        assert_eq!(lines.len(), ERRORS_LISTED + 1);
+        assert_eq!(lines[ERRORS_LISTED], "… and 29000 more errors (30000 in all)");
     }
 }

@@ -29,6 +29,8 @@ mod diagnose;
 pub mod drain;
 pub mod duration;
 pub mod error;
+mod keys;
+mod kind;
 pub mod layout;
 mod lines;
 pub mod names;

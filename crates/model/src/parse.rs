@@ -18,13 +18,18 @@
 //! parsed without them and the list in batches of about [`BATCH_BYTES`],
 //! each batch the list's own text between two of its records, so a
 //! missing or doubled comma is an error as in the whole list.
+//!
+//! A piece of more than [`CHECK_FIRST_BYTES`] parsed whole (or a domain
+//! without its records) is first read in parts of about [`BATCH_BYTES`]
+//! with the TOML parser's events alone, holding neither the tokens nor
+//! the tree of the whole piece: an error of grammar, or a key that an
+//! element's table does not take ([`super::keys`]: `kN = N` on every line
+//! of a domain), fails it there. The errors said are then, as for any
+//! text that does not parse, every error [`super::diagnose`] lists.
 
 use std::{collections::HashSet, sync::Arc};
 
-use toml_parser::{
-    Expected, ParseError, Source,
-    parser::{RecursionGuard, ValidateWhitespace, parse_document},
-};
+use toml_parser::{Expected, ParseError};
 
 use serde::de::DeserializeOwned;
 
@@ -34,8 +39,9 @@ use super::{
     config::{Config, Record},
     config_errors::{ConfigError, ConfigErrors},
     diagnose,
+    keys::{Keys, read_parts},
     layout::{RecordList, record_list},
-    lines::{Lines, Start, one_comma, part_cuts},
+    lines::{Lines, Start, one_comma},
 };
 
 /// The top-level tables that are not lists: a piece may hold one whole.
@@ -49,14 +55,32 @@ const PIECE_BYTES: usize = 256 * 1024;
 const BATCH_BYTES: usize = 64 * 1024;
 
 /// A piece larger than this that is parsed whole (not a domain whose
-/// records are read in batches) is first read for its grammar in parts of
-/// about [`BATCH_BYTES`]: a text with an error on every line fails there,
-/// without the parser's tokens and tree of the whole piece (50 times its
-/// size).
+/// records are read in batches, but the domain without them) is first
+/// read in parts of about [`BATCH_BYTES`] for its grammar and for keys its
+/// tables do not take ([`super::keys`]): a text with an error on every
+/// line fails there, without the parser's tokens and tree of the whole
+/// piece (50 times its size).
 const CHECK_FIRST_BYTES: usize = 1 << 20;
 
-/// How deep values may nest, as the `toml` crate allows.
-const NESTING: u32 = 80;
+/// The sizes a text is cut and read at.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    /// Pieces of about [`PIECE_BYTES`].
+    piece: usize,
+    /// Batches of a domain's inline records of about [`BATCH_BYTES`], and
+    /// the parts a large piece is first read in.
+    batch: usize,
+    /// A piece larger than [`CHECK_FIRST_BYTES`] is first read in parts.
+    check_first: usize,
+}
+
+impl Sizes {
+    const PRODUCT: Sizes = Sizes {
+        piece: PIECE_BYTES,
+        batch: BATCH_BYTES,
+        check_first: CHECK_FIRST_BYTES,
+    };
+}
 
 /// Parses a configuration file. When it does not parse, every syntax and
 /// type error that can be found is listed (see [`super::diagnose`]).
@@ -79,14 +103,7 @@ pub fn parse_until(
     cancel: &Cancel,
 ) -> Result<Config, CheckError> {
     let like = like.map(Like::new);
-    let parsed = pieces_until(
-        text,
-        PIECE_BYTES,
-        BATCH_BYTES,
-        parse_threads(),
-        like.as_ref(),
-        cancel,
-    );
+    let parsed = pieces_until(text, Sizes::PRODUCT, parse_threads(), like.as_ref(), cancel);
     match parsed {
         Ok(mut config) => {
             if let Some(like) = &like {
@@ -103,12 +120,18 @@ pub fn parse_until(
 }
 
 /// For the fuzzer (`fuzz/fuzz_targets/config.rs`): `text` parsed in the
-/// smallest pieces and batches, on two threads, and parsed whole, which
-/// must agree.
+/// smallest pieces and batches, on two threads, each piece first read in
+/// the smallest parts, and parsed whole, which must agree.
 #[doc(hidden)]
 pub fn parse_finely_and_whole(text: &str) -> [Result<Config, ConfigErrors>; 2] {
+    let finely = Sizes {
+        piece: 1,
+        batch: 1,
+        check_first: 0,
+    };
+    let cancel = Cancel::default();
     [
-        parse_in_pieces(text, 1, 1, 2, None),
+        pieces_until(text, finely, 2, None, &cancel).map_err(CheckError::uncancelled),
         parse_whole(text, 0, text),
     ]
 }
@@ -121,6 +144,7 @@ fn parse_threads() -> usize {
 }
 
 /// [`pieces_until`], never cancelled.
+#[cfg(test)]
 fn parse_in_pieces(
     text: &str,
     piece_bytes: usize,
@@ -128,28 +152,31 @@ fn parse_in_pieces(
     threads: usize,
     like: Option<&Like>,
 ) -> Result<Config, ConfigErrors> {
+    let sizes = Sizes {
+        piece: piece_bytes,
+        batch: batch_bytes,
+        ..Sizes::PRODUCT
+    };
     let cancel = Cancel::default();
-    pieces_until(text, piece_bytes, batch_bytes, threads, like, &cancel)
-        .map_err(CheckError::uncancelled)
+    pieces_until(text, sizes, threads, like, &cancel).map_err(CheckError::uncancelled)
 }
 
-/// Parses `text` cut into pieces of about `piece_bytes`, on `threads`
+/// Parses `text` cut into pieces of about `sizes.piece`, on `threads`
 /// threads, each parsing a run of pieces in order; their lists are joined
 /// in text order, and the error is that of the first piece that fails,
 /// as parsing them one after the other gives. A domain's inline records
-/// are parsed in batches of about `batch_bytes`; domains and records
+/// are parsed in batches of about `sizes.batch`; domains and records
 /// equal to `like`'s are taken from it. Stopped when `cancel` is set,
 /// between pieces and batches.
 fn pieces_until(
     text: &str,
-    piece_bytes: usize,
-    batch_bytes: usize,
+    sizes: Sizes,
     threads: usize,
     like: Option<&Like>,
     cancel: &Cancel,
 ) -> Result<Config, CheckError> {
-    let Some(cuts) = cuts(text, piece_bytes) else {
-        return parse_piece(text, 0, text, batch_bytes, like, cancel);
+    let Some(cuts) = cuts(text, sizes.piece) else {
+        return parse_piece(text, 0, text, sizes, like, cancel);
     };
     let bounds: Vec<usize> = [0].into_iter().chain(cuts).chain([text.len()]).collect();
     let pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
@@ -158,7 +185,7 @@ fn pieces_until(
         let mut config = Config::default();
         for &(start, end) in run {
             cancel.check()?;
-            let piece = parse_piece(&text[start..end], start, text, batch_bytes, like, cancel)?;
+            let piece = parse_piece(&text[start..end], start, text, sizes, like, cancel)?;
             join(&mut config, piece);
         }
         Ok(config)
@@ -223,24 +250,26 @@ fn join(config: &mut Config, piece: Config) {
 }
 
 /// Parses `piece`, which starts at byte `offset` of `text`: a domain of
-/// more than `batch_bytes` whose records are a list of inline tables
-/// without them, then its records in batches; anything else whole.
+/// more than `sizes.batch` whose records are a list of inline tables
+/// without them, then its records in batches; anything else whole, a
+/// piece of more than `sizes.check_first` once read in parts without an
+/// error ([`first_error`]).
 fn parse_piece(
     piece: &str,
     offset: usize,
     text: &str,
-    batch_bytes: usize,
+    sizes: Sizes,
     like: Option<&Like>,
     cancel: &Cancel,
 ) -> Result<Config, CheckError> {
-    if piece.len() > batch_bytes
+    if piece.len() > sizes.batch
         && let Some(list) = record_list(piece, 0)
         && list.elements.len() > 1
     {
-        return parse_batched(piece, offset, text, &list, batch_bytes, like, cancel);
+        return parse_batched(piece, offset, text, &list, sizes, like, cancel);
     }
-    if piece.len() > CHECK_FIRST_BYTES
-        && let Some(error) = first_grammar_error(piece, offset, text, batch_bytes, cancel)?
+    if piece.len() > sizes.check_first
+        && let Some(error) = first_error(piece, &|at| offset + at, text, sizes.batch, cancel)?
     {
         return Err(error.into());
     }
@@ -258,8 +287,9 @@ struct Batch {
     record: Vec<Arc<Record>>,
 }
 
-/// Parses the domain `piece` with its record list `list` empty, then the
-/// list's records in batches of about `batch_bytes`, each batch parsed as
+/// Parses the domain `piece` with its record list `list` empty (read in
+/// parts first when larger than `sizes.check_first`), then the list's
+/// records in batches of about `sizes.batch`, each batch parsed as
 /// `record = [` and the list's text from its first record to the next
 /// batch's first (to the list's `]` for the last), then `]`. Each batch's
 /// records equal to `like`'s are taken from it as the batch is read.
@@ -268,21 +298,29 @@ fn parse_batched(
     offset: usize,
     text: &str,
     list: &RecordList,
-    batch_bytes: usize,
+    sizes: Sizes,
     like: Option<&Like>,
     cancel: &Cancel,
 ) -> Result<Config, CheckError> {
+    let batch_bytes = sizes.batch;
     let (Some(before), Some(after)) = (piece.get(..list.open), piece.get(list.close..)) else {
         return Ok(parse_whole(piece, offset, text)?);
     };
-    let mut config: Config = parse_text(&[before, after].concat(), text, |at| {
+    let head = [before, after].concat();
+    let at = |at: usize| {
         offset
             + if at < before.len() {
                 at
             } else {
                 at - before.len() + list.close
             }
-    })?;
+    };
+    if head.len() > sizes.check_first
+        && let Some(error) = first_error(&head, &at, text, sizes.batch, cancel)?
+    {
+        return Err(error.into());
+    }
+    let mut config: Config = parse_text(&head, text, at)?;
     let held = match config.domains.as_slice() {
         [domain] => like.and_then(|l| l.domain(&domain.name)),
         _ => None,
@@ -339,11 +377,32 @@ fn parse_batched(
     Ok(config)
 }
 
+/// The first error of `piece` (its byte `at` is byte `at(at)` of
+/// `text`) found reading it in parts of about `part_bytes`
+/// ([`read_parts`]): the first error of grammar, else the first key a
+/// table of an element does not take ([`Keys`]), which the whole piece's
+/// parse would fail at (or at an error before it). What only the whole
+/// shows (a key given twice, a type error) is left to the whole's parse.
+fn first_error(
+    piece: &str,
+    at: &dyn Fn(usize) -> usize,
+    text: &str,
+    part_bytes: usize,
+    cancel: &Cancel,
+) -> Result<Option<ConfigErrors>, Cancelled> {
+    let mut keys = Keys::first(piece);
+    if let Some((p, e)) = read_parts(piece, part_bytes, Some(&mut keys), cancel)? {
+        return Ok(Some(error_at(text, at(p), grammar_message(&e))));
+    }
+    Ok(keys.first_unknown().and_then(|(key, kind)| {
+        let e = kind.unknown_key(piece.get(key.clone())?)?;
+        Some(error_at(text, at(key.start), e.inner().message().to_string()))
+    }))
+}
+
 /// The first error of grammar of `piece` (at byte `offset` of `text`),
-/// read in parts of about `part_bytes` cut where a line starts a key or a
-/// table outside any value. A part is read as the whole text would be
-/// there, so what it finds is an error of the whole; what only the whole
-/// shows (a key given twice) is left to the whole's parse.
+/// read in parts of about `part_bytes` ([`read_parts`]).
+#[cfg(test)]
 fn first_grammar_error(
     piece: &str,
     offset: usize,
@@ -351,31 +410,18 @@ fn first_grammar_error(
     part_bytes: usize,
     cancel: &Cancel,
 ) -> Result<Option<ConfigErrors>, Cancelled> {
-    let mut bounds = vec![0];
-    bounds.extend(part_cuts(piece, part_bytes));
-    bounds.push(piece.len());
-    for pair in bounds.windows(2) {
-        cancel.check()?;
-        let [from, to] = *pair else { continue };
-        let part = piece.get(from..to).unwrap_or_default();
-        let source = Source::new(part);
-        let tokens = source.lex().into_vec();
-        let mut events = ();
-        let mut whitespace = ValidateWhitespace::new(&mut events, source);
-        let mut receiver = RecursionGuard::new(&mut whitespace, NESTING);
-        let mut error: Option<ParseError> = None;
-        parse_document(&tokens, &mut receiver, &mut error);
-        if let Some(e) = error {
-            let at = offset + from + e.unexpected().map_or(0, |s| s.start());
-            let before = text.as_bytes().get(..at).unwrap_or_default();
-            let line = memchr::memchr_iter(b'\n', before).count() + 1;
-            return Ok(Some(ConfigErrors::from(ConfigError {
-                path: format!("line {line}"),
-                message: grammar_message(&e),
-            })));
-        }
-    }
-    Ok(None)
+    Ok(read_parts(piece, part_bytes, None, cancel)?
+        .map(|(p, e)| error_at(text, offset + p, grammar_message(&e))))
+}
+
+/// An error at byte `at` of `text`, named by its line.
+fn error_at(text: &str, at: usize, message: String) -> ConfigErrors {
+    let before = text.as_bytes().get(..at).unwrap_or_default();
+    let line = memchr::memchr_iter(b'\n', before).count() + 1;
+    ConfigErrors::from(ConfigError {
+        path: format!("line {line}"),
+        message,
+    })
 }
 
 /// A grammar error's message, as the `toml` crate words it.
@@ -722,6 +768,100 @@ mod tests {
         }
     }
 
+    /// The configurations in config/ and the generated ones, each piece
+    /// first read in parts however small: nothing is refused, and they
+    /// parse as whole.
+    #[test]
+    fn valid_texts_read_in_parts_first_parse_as_whole() {
+        let mut texts: Vec<String> = ["demo.toml", "example.toml", "cluster-demo.toml"]
+            .iter()
+            .map(|name| {
+                let path = format!("{}/../../config/{name}", env!("CARGO_MANIFEST_DIR"));
+                std::fs::read_to_string(path).expect("read")
+            })
+            .collect();
+        texts.push(tricky());
+        texts.push(inline_lists());
+        texts.push(tricky() + &inline_lists());
+        let none = Cancel::default();
+        for text in &texts {
+            let whole = parse_whole(text, 0, text).expect("parses whole");
+            for part_bytes in [1, 64, 5000] {
+                assert_eq!(first_error(text, &|at| at, text, part_bytes, &none), Ok(None));
+            }
+            for (piece, batch) in [(1, 1), (64, 100), (5000, BATCH_BYTES)] {
+                let sizes = Sizes {
+                    piece,
+                    batch,
+                    check_first: 0,
+                };
+                assert_eq!(
+                    pieces_until(text, sizes, 2, None, &none).expect("parses"),
+                    whole,
+                    "pieces of {piece}, batches of {batch}"
+                );
+            }
+        }
+    }
+
+    /// A key that a table of an element does not take, found in parts,
+    /// is the error the whole text's parse gives (when it is the text's
+    /// first); one in another table is left to the whole's parse.
+    #[test]
+    fn unknown_keys_found_in_parts_are_the_whole_texts() {
+        let good = tricky() + &inline_lists();
+        let none = Cancel::default();
+        for (from, to) in [
+            // A domain's own key, a record's, a check's, an address's.
+            ("name = \"d3.test\"\n", "name = \"d3.test\"\nnaem = 1\n"),
+            ("name = \"www\"\ntype = \"A\"\n", "name = \"www\"\ntype = \"A\"\nk.x = 2\n"),
+            ("name = \"c7\"\n", "name = \"c7\"\nk-1 = []\n"),
+            (
+                "[[check]]\nname = \"c5\"",
+                "[[domain.record]]\nname = \"x\"\ntype = \"A\"\n[[domain.record.addresses]]\nip = \"192.0.2.5\"\nk = 1\n\n[[check]]\nname = \"c5\"",
+            ),
+            // The datacenter's, and the domain's after its inline records.
+            ("name = \"dc1\"\n", "name = \"dc1\"\nk = 1\n"),
+            ("ttl = 60\n", "ttl = 60\nk = [1,\n2]\n"),
+        ] {
+            assert!(good.contains(from), "{from}");
+            let text = good.replacen(from, to, 1);
+            let whole = parse_whole(&text, 0, &text).expect_err("invalid");
+            assert!(whole.listed[0].message.starts_with("unknown field"), "{whole}");
+            for part_bytes in [1, 64, 5000] {
+                let found = first_error(&text, &|at| at, &text, part_bytes, &none)
+                    .expect("not cancelled")
+                    .unwrap_or_else(|| panic!("no error found in parts of {part_bytes}: {to}"));
+                assert_eq!(found, whole, "parts of {part_bytes}: {to}");
+            }
+            // In pieces, each read in parts first: the same error.
+            let sizes = Sizes {
+                piece: 64,
+                batch: 100,
+                check_first: 0,
+            };
+            assert_eq!(
+                pieces_until(&text, sizes, 2, None, &none),
+                Err(CheckError::Invalid(whole))
+            );
+        }
+        // A root key; keys of tables that are not an element's own.
+        for text in [
+            format!("x = 1\n{good}"),
+            good.replacen("[[check]]\nname = \"c7\"", "[[check]]\nname = \"c7\"\ntls = { k = 1 }", 1),
+            format!("{good}\n[domain.soa]\nk = 1\n"),
+            format!("{good}\n[rate_limit]\nk = 1\n"),
+        ] {
+            let whole = parse_whole(&text, 0, &text).expect_err("invalid");
+            let found = first_error(&text, &|at| at, &text, 64, &none).expect("not cancelled");
+            if text.starts_with('x') {
+                assert_eq!(found, Some(whole));
+            } else {
+                assert_eq!(found, None, "{whole}");
+            }
+        }
+    }
+
     /// A large piece's first grammar error, found in parts, is the error
     /// the whole text's parse gives; a valid text has none.
     #[test]
@@ -899,6 +1039,33 @@ mod tests {
                     let changed = format!("{head}{junk}{tail}");
                     if let Err(e) = parse(&changed) {
                         assert!(!e.listed.is_empty(), "{changed}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the fuzzer asserts of `parse_finely_and_whole`, on prefixes
+    /// of the configurations in config/ and each with a character put in:
+    /// a text parses in the smallest pieces, each first read in the
+    /// smallest parts for its grammar and keys, as it does whole.
+    #[test]
+    fn texts_parse_finely_as_whole() {
+        for name in ["demo.toml", "example.toml"] {
+            let path = format!("{}/../../config/{name}", env!("CARGO_MANIFEST_DIR"));
+            let text = std::fs::read_to_string(path).expect("read");
+            for (cut, _) in text.char_indices().step_by(97) {
+                let (head, tail) = text.split_at(cut);
+                for junk in ["", "\"", "[", "=", "\n", "x = 1\n", "[[domain]]\n", "k = 1\n"] {
+                    let changed = format!("{head}{junk}{tail}");
+                    match parse_finely_and_whole(&changed) {
+                        [Ok(fine), Ok(whole)] => assert_eq!(fine, whole, "{changed}"),
+                        [Err(_), Err(_)] => {}
+                        [fine, whole] => panic!(
+                            "finely {}, whole {}: {changed}",
+                            fine.is_ok(),
+                            whole.is_ok()
+                        ),
                     }
                 }
             }
