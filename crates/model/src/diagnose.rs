@@ -1387,6 +1387,9 @@ mod tests {
         let (whole, _) = walked(&text, usize::MAX, usize::MAX);
         assert_eq!(lines, whole);
         assert_eq!(lines.len(), ERRORS_LISTED + 1);
-        assert_eq!(lines[ERRORS_LISTED], "… and 29000 more errors (30000 in all)");
+        assert_eq!(
+            lines[ERRORS_LISTED],
+            "… and 29000 more errors (30000 in all)"
+        );
     }
 }

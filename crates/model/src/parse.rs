@@ -396,7 +396,11 @@ fn first_error(
     }
     Ok(keys.first_unknown().and_then(|(key, kind)| {
         let e = kind.unknown_key(piece.get(key.clone())?)?;
-        Some(error_at(text, at(key.start), e.inner().message().to_string()))
+        Some(error_at(
+            text,
+            at(key.start),
+            e.inner().message().to_string(),
+        ))
     }))
 }
 
@@ -787,7 +791,10 @@ mod tests {
         for text in &texts {
             let whole = parse_whole(text, 0, text).expect("parses whole");
             for part_bytes in [1, 64, 5000] {
-                assert_eq!(first_error(text, &|at| at, text, part_bytes, &none), Ok(None));
+                assert_eq!(
+                    first_error(text, &|at| at, text, part_bytes, &none),
+                    Ok(None)
+                );
             }
             for (piece, batch) in [(1, 1), (64, 100), (5000, BATCH_BYTES)] {
                 let sizes = Sizes {
@@ -814,7 +821,10 @@ mod tests {
         for (from, to) in [
             // A domain's own key, a record's, a check's, an address's.
             ("name = \"d3.test\"\n", "name = \"d3.test\"\nnaem = 1\n"),
-            ("name = \"www\"\ntype = \"A\"\n", "name = \"www\"\ntype = \"A\"\nk.x = 2\n"),
+            (
+                "name = \"www\"\ntype = \"A\"\n",
+                "name = \"www\"\ntype = \"A\"\nk.x = 2\n",
+            ),
             ("name = \"c7\"\n", "name = \"c7\"\nk-1 = []\n"),
             (
                 "[[check]]\nname = \"c5\"",
@@ -827,7 +837,10 @@ mod tests {
             assert!(good.contains(from), "{from}");
             let text = good.replacen(from, to, 1);
             let whole = parse_whole(&text, 0, &text).expect_err("invalid");
-            assert!(whole.listed[0].message.starts_with("unknown field"), "{whole}");
+            assert!(
+                whole.listed[0].message.starts_with("unknown field"),
+                "{whole}"
+            );
             for part_bytes in [1, 64, 5000] {
                 let found = first_error(&text, &|at| at, &text, part_bytes, &none)
                     .expect("not cancelled")
@@ -848,7 +861,11 @@ mod tests {
         // A root key; keys of tables that are not an element's own.
         for text in [
             format!("x = 1\n{good}"),
-            good.replacen("[[check]]\nname = \"c7\"", "[[check]]\nname = \"c7\"\ntls = { k = 1 }", 1),
+            good.replacen(
+                "[[check]]\nname = \"c7\"",
+                "[[check]]\nname = \"c7\"\ntls = { k = 1 }",
+                1,
+            ),
             format!("{good}\n[domain.soa]\nk = 1\n"),
             format!("{good}\n[rate_limit]\nk = 1\n"),
         ] {
@@ -1056,7 +1073,16 @@ mod tests {
             let text = std::fs::read_to_string(path).expect("read");
             for (cut, _) in text.char_indices().step_by(97) {
                 let (head, tail) = text.split_at(cut);
-                for junk in ["", "\"", "[", "=", "\n", "x = 1\n", "[[domain]]\n", "k = 1\n"] {
+                for junk in [
+                    "",
+                    "\"",
+                    "[",
+                    "=",
+                    "\n",
+                    "x = 1\n",
+                    "[[domain]]\n",
+                    "k = 1\n",
+                ] {
                     let changed = format!("{head}{junk}{tail}");
                     match parse_finely_and_whole(&changed) {
                         [Ok(fine), Ok(whole)] => assert_eq!(fine, whole, "{changed}"),

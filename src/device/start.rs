@@ -1,0 +1,437 @@
+//! The steps of a device's start-up, in the order [`super::Device::start`]
+//! takes them: the data directory and the store, the engine, the DNS
+//! listeners, the API's socket and TLS, then the workers.
+
+use std::{
+    fs,
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use anyhow::{Context, Result};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use gtm_api as api;
+use gtm_api::ApiState;
+use gtm_cluster::Store;
+use gtm_dns::handler::DnsState;
+use gtm_engine::store_writer;
+use gtm_engine::{Engine, Prepared, Stored};
+use gtm_geo::Geo;
+use gtm_health::{probe::Prober, scheduler};
+use gtm_model as model;
+use gtm_model::node::NodeSettings;
+use gtm_node::identity::write_private;
+use gtm_node::replication::Replication;
+use gtm_node::workers::{Observed, Workers};
+use gtm_node::{
+    peers::{self, Peers},
+    tls::{self, Tls},
+};
+
+use super::{API_FILE, DEMO_CONFIG, DnsServerSlot, StoreCopy, WORKER_RESTARTS};
+
+/// Makes the data directory, owner only, with room to open the store; on
+/// a read-only filesystem, a copy of the store to serve from (outside
+/// Raft, until the directory can be written).
+pub(super) fn prepare_data_dir(dir: &Path) -> Result<Option<StoreCopy>> {
+    fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create data directory {}", dir.display()))?;
+    // The store holds DNSSEC keys and account digests: owner only. A
+    // directory that cannot be changed (read-only) is served anyway.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(e) = fs::set_permissions(dir, fs::Permissions::from_mode(0o700)) {
+            tracing::warn!(data_dir = %dir.display(), error = %e, "cannot make the data directory owner-only");
+        }
+    }
+    // On a full filesystem the reserve is given back first: the store
+    // needs room to open, and the device serves from what it holds.
+    store_writer::make_room(dir);
+    // On a read-only one, from a copy of the store (it cannot be opened
+    // where it is), outside Raft, until the directory can be written.
+    if !store_writer::read_only(dir) {
+        return Ok(None);
+    }
+    let copy = StoreCopy::make(dir)?;
+    tracing::error!(data_dir = %dir.display(), copy = %copy.path().display(), "the data directory is read-only: serving from a copy of the store, outside the cluster's Raft, until it can be written");
+    Ok(Some(copy))
+}
+
+/// The DNS listen addresses of the node settings. In the demo, an address
+/// this machine lacks (no IPv6) is skipped; one that another program holds
+/// is an error.
+pub(super) fn dns_listen(settings: &NodeSettings, demo: bool) -> Result<Vec<SocketAddr>> {
+    let mut listen = Vec::new();
+    for addr in &settings.dns_listen {
+        if demo && let Err(e) = std::net::UdpSocket::bind(addr) {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                anyhow::bail!(
+                    "cannot listen for DNS on {addr}: {e} (is another gtm or DNS server running?)"
+                );
+            }
+            tracing::warn!(%addr, error = %e, "cannot listen here; skipped");
+            continue;
+        }
+        listen.push(*addr);
+    }
+    if listen.is_empty() {
+        anyhow::bail!("no DNS listener could be opened (dns_listen in the node settings)");
+    }
+    Ok(listen)
+}
+
+/// Registers the DNS workers and the store as watched workers.
+pub(super) fn watch_dns_and_store(
+    workers: &Workers,
+    dns: &Arc<DnsServerSlot>,
+    names: &[String],
+    engine: &Arc<Engine>,
+) {
+    for (i, name) in names.iter().enumerate() {
+        let dns = dns.clone();
+        workers.watch(name, move || match dns.worker_alive(i) {
+            Some(true) => Observed::running(),
+            Some(false) => Observed::failed("it ended: this address is not fully served"),
+            None => Observed::stopped(),
+        });
+    }
+    let engine = engine.clone();
+    workers.watch(api::STORE_WORKER, move || match engine.storage_fault() {
+        Some(fault) => Observed::failed(fault.to_string()),
+        None => Observed::running(),
+    });
+}
+
+/// The API's bound socket, its TLS material and the scheme it answers.
+pub(super) struct ApiSocket {
+    pub(super) listener: TcpListener,
+    pub(super) addr: SocketAddr,
+    pub(super) tls: Option<Tls>,
+    pub(super) scheme: &'static str,
+}
+
+/// Binds the API listener and loads its TLS material; when the data
+/// directory is `writable`, writes the address (and the CA the CLI trusts)
+/// there for the CLI.
+pub(super) async fn open_api(settings: &NodeSettings, writable: bool) -> Result<ApiSocket> {
+    let dir = &settings.data_dir;
+    let listener = TcpListener::bind(settings.api_listen)
+        .await
+        .with_context(|| format!("cannot listen for the API on {}", settings.api_listen))?;
+    let addr = listener.local_addr()?;
+    let tls = match (&settings.tls_cert, &settings.tls_key) {
+        (Some(cert), Some(key)) => Some(Tls::load(cert, key, settings.tls_ca.as_deref())?),
+        (None, None) => None,
+        _ => anyhow::bail!("the node settings need both tls_cert and tls_key, or neither"),
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    if writable {
+        write_private(&dir.join(API_FILE), &format!("{scheme}://{addr}\n"))?;
+        match &tls {
+            Some(t) => fs::write(dir.join(tls::CA_FILE), &t.trust_pem)?,
+            None => {
+                let _ = fs::remove_file(dir.join(tls::CA_FILE));
+            }
+        }
+    }
+    Ok(ApiSocket {
+        listener,
+        addr,
+        tls,
+        scheme,
+    })
+}
+
+/// The health scheduler, on the probe runtime.
+pub(super) fn spawn_health(
+    workers: &Workers,
+    probes: &tokio::runtime::Runtime,
+    engine: &Arc<Engine>,
+    prober: &Arc<Prober>,
+    settings: &NodeSettings,
+) {
+    let (instances, engine, prober) = (engine.instances(), engine.clone(), prober.clone());
+    let (dc, stop) = (settings.datacenter.clone(), workers.token());
+    let max = settings.max_concurrent_probes.unwrap_or(1000);
+    workers.spawn_restarting(
+        probes.handle(),
+        "health-scheduler",
+        WORKER_RESTARTS,
+        move || {
+            Some(scheduler::run(
+                instances.clone(),
+                engine.clone(),
+                prober.clone(),
+                dc.clone(),
+                max,
+                stop.clone(),
+            ))
+        },
+    );
+}
+
+/// Raft watched, and the workers of replicated state: what Raft commits
+/// handed to the engine; schedules fired, DNSSEC keys made and the cookie
+/// secret rotated while this device leads (or is alone). `mutual_tls`:
+/// keys are made only under mutual TLS in a cluster.
+pub(super) fn spawn_replicated(
+    workers: &Workers,
+    replication: &Arc<Replication>,
+    engine: &Arc<Engine>,
+    mutual_tls: bool,
+) {
+    {
+        let r = replication.clone();
+        workers.watch(api::RAFT_WORKER, move || match r.fault() {
+            Some(why) => Observed::failed(why),
+            None if r.clustered() => Observed::running(),
+            None => Observed::idle(),
+        });
+    }
+    workers.spawn(
+        &tokio::runtime::Handle::current(),
+        "raft-install",
+        replication.clone().install_committed(workers.token()),
+    );
+    let device = engine.device().to_string();
+    restarting(workers, "schedule", {
+        let (r, device, stop) = (replication.clone(), device.clone(), workers.token());
+        move || gtm_node::workers::schedule::run(r.clone(), device.clone(), stop.clone())
+    });
+    // Also signs again when a new signing window begins.
+    restarting(workers, "dnssec", {
+        let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
+        move || {
+            gtm_node::workers::dnssec::run(
+                r.clone(),
+                e.clone(),
+                device.clone(),
+                mutual_tls,
+                stop.clone(),
+            )
+        }
+    });
+    restarting(workers, "cookie-secret", {
+        let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
+        move || gtm_node::workers::cookie_secret::run(r.clone(), e.clone(), stop.clone())
+    });
+}
+
+/// Exchanges reports with the other devices over `http`.
+pub(super) fn spawn_peers(
+    workers: &Workers,
+    http: reqwest::Client,
+    peers: &Arc<Peers>,
+    replication: &Arc<Replication>,
+    engine: &Arc<Engine>,
+    datacenter: &str,
+) {
+    let (p, r, e, stop) = (
+        peers.clone(),
+        replication.clone(),
+        engine.clone(),
+        workers.token(),
+    );
+    let dc = datacenter.to_string();
+    restarting(workers, "peers", move || {
+        peers::run(
+            http.clone(),
+            p.clone(),
+            r.clone(),
+            e.clone(),
+            dc.clone(),
+            stop.clone(),
+        )
+    });
+}
+
+/// Serves the API and the console on `listener` (with TLS when
+/// `server_tls`). The console's pages answer HTML, errors included: merged
+/// outside the API's JSON error layer.
+pub(super) fn spawn_api(
+    workers: &Workers,
+    listener: TcpListener,
+    state: ApiState,
+    server_tls: Option<tls::ServerConfigs>,
+) {
+    let router = api::router(state.clone()).merge(gtm_api::console::router(state));
+    let stop = workers.token();
+    workers.spawn(&tokio::runtime::Handle::current(), "api", async move {
+        match server_tls {
+            Some(config) => tls::serve(listener, router, config, stop).await,
+            None => {
+                let serve = axum::serve(
+                    listener,
+                    router.into_make_service_with_connect_info::<SocketAddr>(),
+                )
+                .with_graceful_shutdown(stop.cancelled_owned());
+                if let Err(e) = serve.await {
+                    tracing::error!(error = %e, "API server failed");
+                }
+            }
+        }
+    });
+}
+
+/// Logs the device's start, saying so when the run before ended without
+/// a stop (a crash, kill -9, power loss): its last device event is a start.
+pub(super) fn log_start(engine: &Engine) {
+    let me = engine.device().to_string();
+    let started = format!("device {me} started");
+    let last = engine
+        .events_page(None, 0, 1, |e| {
+            e.kind == gtm_engine::EventKind::Device && e.device == me
+        })
+        .ok()
+        .and_then(|mut page| page.pop());
+    let unclean = last.is_some_and(|e| e.text.starts_with(&started));
+    let text = format!(
+        "{started}{} (gtm {}, configuration version {})",
+        if unclean {
+            " after an unclean stop: the run before ended without stopping"
+        } else {
+            ""
+        },
+        env!("CARGO_PKG_VERSION"),
+        engine.version()
+    );
+    engine.record_event(gtm_engine::EventKind::Device, me, text);
+}
+
+/// The engine, serving the stored configuration. One that does not parse,
+/// validate or build (stored by another binary version, or committed by
+/// the cluster and never installed here) does not stop the device: it
+/// serves the last configuration that installed (or none) and reports
+/// itself degraded, naming the version and the reason.
+pub(super) fn start_engine(
+    name: &str,
+    store: &Store,
+    dir: &Path,
+    dns: &DnsState,
+    demo: bool,
+    on_copy: bool,
+) -> Result<Engine> {
+    let kept = match store.load_config()? {
+        Some(stored) => stored,
+        None => gtm_cluster::StoredConfig {
+            version: 0,
+            text: if demo {
+                DEMO_CONFIG.into()
+            } else {
+                String::new()
+            },
+            zone_versions: Vec::new(),
+        },
+    };
+    let prepare = |kept: &gtm_cluster::StoredConfig| -> Result<Prepared, String> {
+        let config = model::parse(&kept.text).map_err(|e| format!("it does not parse: {e}"))?;
+        let zone_versions = kept.zone_versions.iter().cloned().collect();
+        Prepared::new(kept.version, &zone_versions, config, dns)
+            .map_err(|e| format!("it does not validate here: {e}"))
+    };
+    let stored = Stored::load(store.clone(), dir, on_copy)?;
+    let version = kept.version;
+    let reason = match prepare(&kept) {
+        Ok(prepared) => {
+            if store.last_good_config()?.is_some() {
+                // Installed at last (a newer binary): it is the good one now.
+                store.save_config(&kept.kept())?;
+            }
+            return Ok(Engine::new(name, prepared, dns.clone(), Some(stored)));
+        }
+        Err(reason) => reason,
+    };
+    drop(kept);
+    tracing::error!(version, %reason, "the stored configuration cannot be installed; serving the last good one");
+    let empty = || Prepared::new(0, &Default::default(), model::Config::default(), dns);
+    let prepared = match store.last_good_config()?.flatten() {
+        Some(good) => match prepare(&good) {
+            Ok(prepared) => prepared,
+            Err(why) => {
+                tracing::error!(version = good.version, reason = %why, "the last good configuration cannot be installed either");
+                empty()?
+            }
+        },
+        None => empty()?,
+    };
+    let engine = Engine::new(name, prepared, dns.clone(), Some(stored));
+    engine.install_failed(version, &reason);
+    Ok(engine)
+}
+
+/// The runtime probes run on: its own threads in the `SCHED_IDLE` class
+/// (falling back to nice 19), so that thousands of probes a second only use
+/// CPU time the DNS workers leave, instead of delaying answers; with
+/// `dns_cpus`, on the CPUs `cpus` left to everything else.
+pub(super) fn probe_runtime(cpus: Option<Vec<usize>>) -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("probe")
+        .enable_all()
+        .on_thread_start(move || {
+            if let Some(cpus) = &cpus
+                && let Err(e) = gtm_dns::cpus::pin_current_thread(cpus)
+            {
+                tracing::warn!(error = %e, "cannot keep a probe thread off the DNS CPUs");
+            }
+            // SAFETY: both calls act on the calling thread only (pid/who 0 is
+            // the calling task on Linux); lowering priority needs no privilege.
+            unsafe {
+                let param = libc::sched_param { sched_priority: 0 };
+                if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+                }
+            }
+        })
+        .build()
+        .context("starting the probe runtime")
+}
+
+/// The database a device starts with: the one it installed itself
+/// (downloaded or imported into its data directory: the operator's latest
+/// choice), else the node's `geoip_file`, else in the demo the embedded
+/// demo database, else none.
+pub(super) fn open_geo(settings: &NodeSettings, demo: bool) -> Result<Geo> {
+    if let Some(geo) = gtm_geo::install::open_installed(&settings.data_dir)? {
+        return Ok(geo);
+    }
+    match &settings.geoip_file {
+        Some(p) => Ok(Geo::open(p)?),
+        None if demo => Ok(Geo::from_bytes(
+            gtm_geo::DEMO_DATABASE.to_vec(),
+            "the embedded demo database",
+            "embedded demo database",
+        )?),
+        None => Ok(Geo::none()),
+    }
+}
+
+/// Runs the worker `name` on the current runtime, restarted when it fails.
+pub(super) fn restarting<F: std::future::Future<Output = ()> + Send + 'static>(
+    workers: &Workers,
+    name: &str,
+    mut make: impl FnMut() -> F + Send + 'static,
+) {
+    let here = tokio::runtime::Handle::current();
+    workers.spawn_restarting(&here, name, WORKER_RESTARTS, move || Some(make()));
+}
+
+/// The task that keeps the device's database fresh (`[geoip] update`).
+pub(super) fn geoip_refresh(
+    engine: Arc<Engine>,
+    data_dir: PathBuf,
+    stop: CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let (settings, current, swap, log) = (engine.clone(), engine.clone(), engine.clone(), engine);
+    gtm_geo::refresh::run(
+        data_dir,
+        move || settings.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly())),
+        move || current.geoip().info().cloned(),
+        move |geo| swap.install_geoip(geo),
+        move |text| log.record_event(gtm_engine::EventKind::Geoip, "geoip".into(), text),
+        stop,
+    )
+}
