@@ -21,3 +21,16 @@ advisory_db_describe() {
   age=$(( ($(date +%s) - $(git -C "$ADVISORY_DB" show -s --format=%ct HEAD)) / 86400 ))
   echo "RustSec advisory-db $commit of $date ($age days old)"
 }
+
+# Exits (status 2) with the reason unless $1 is a clone of the advisory
+# database: a git repository whose HEAD has a crates/ directory.
+advisory_clone_check() {
+  if ! git -C "$1" rev-parse -q --verify 'HEAD^{commit}' >/dev/null 2>&1; then
+    echo "--from $1: not a git repository with a commit" >&2
+    exit 2
+  fi
+  if [ -z "$(git -C "$1" ls-tree HEAD crates)" ]; then
+    echo "--from $1: HEAD has no crates/ directory; not the RustSec advisory-db" >&2
+    exit 2
+  fi
+}

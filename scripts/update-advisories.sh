@@ -40,14 +40,7 @@ else
     exit 2
   fi
   from=$dir
-  if ! git -C "$from" rev-parse -q --verify 'HEAD^{commit}' >/dev/null 2>&1; then
-    echo "--from $from: not a git repository with a commit" >&2
-    exit 2
-  fi
-  if [ -z "$(git -C "$from" ls-tree HEAD crates)" ]; then
-    echo "--from $from: HEAD has no crates/ directory; not the RustSec advisory-db" >&2
-    exit 2
-  fi
+  advisory_clone_check "$from"
   if [ -d "$ADVISORY_DB/.git" ]; then
     git -C "$ADVISORY_DB" fetch -q --depth=1 "file://$from" HEAD
     git -C "$ADVISORY_DB" reset -q --hard FETCH_HEAD

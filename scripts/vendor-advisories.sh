@@ -18,6 +18,7 @@
 # reachable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/advisory-db.sh
 
 from=
 while [ $# -gt 0 ]; do
@@ -32,14 +33,7 @@ if [ -z "$from" ]; then
   echo "--from REPO is required (a clone or mirror of rustsec/advisory-db)" >&2
   exit 2
 fi
-if ! git -C "$from" rev-parse -q --verify 'HEAD^{commit}' >/dev/null 2>&1; then
-  echo "--from $from: not a git repository with a commit" >&2
-  exit 2
-fi
-if [ -z "$(git -C "$from" ls-tree HEAD crates)" ]; then
-  echo "--from $from: HEAD has no crates/ directory; not the RustSec advisory-db" >&2
-  exit 2
-fi
+advisory_clone_check "$from"
 
 out=supply-chain/advisory-db
 names=$(sed -n 's/^name = "\(.*\)"$/\1/p' Cargo.lock fuzz/Cargo.lock | sort -u)

@@ -33,12 +33,7 @@ const CYCLES: usize = 3;
 /// differ, any rejected write present, or versions that do not rise.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn chaos_acknowledged_writes_survive_kills_pauses_and_partitions() {
-    if let Some(missing) = tools_missing() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the chaos test needs nft, setpriv and root: {missing}"
-        );
-        eprintln!("chaos: skipped, {missing}");
+    if cannot_run("chaos") {
         return;
     }
     let cycles = env_number("GTM_CHAOS_CYCLES", CYCLES as u64) as usize;
@@ -122,12 +117,7 @@ async fn chaos_acknowledged_writes_survive_kills_pauses_and_partitions() {
 /// being cut off starts no election.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_committed_write_a_device_cannot_install_is_answered_not_installed() {
-    if let Some(missing) = tools_missing() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs nft, setpriv and root: {missing}"
-        );
-        eprintln!("skipped: {missing}");
+    if cannot_run("installed") {
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -221,6 +211,20 @@ async fn a_committed_write_a_device_cannot_install_is_answered_not_installed() {
     let (status, body) = put("after".into()).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["installed"], true, "{body}");
+}
+
+/// Whether this machine lacks what the harness needs (nft, setpriv, root):
+/// the test `what` then skips, except under CI, where it fails.
+fn cannot_run(what: &str) -> bool {
+    let Some(missing) = tools_missing() else {
+        return false;
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{what}: the test needs nft, setpriv and root: {missing}"
+    );
+    eprintln!("{what}: skipped, {missing}");
+    true
 }
 
 /// A number from the environment, or `default`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
 use tokio::time::Instant;
 
-use super::status::leader_of;
+use super::status::{leader_of, no_members};
 use super::{
     ClusterNode, FROZEN, MAX_COMMAND_BYTES, PROPOSE_DEADLINE, QUORUM_CHECK, apply_allowance, fatal,
 };
@@ -170,13 +170,7 @@ impl ClusterNode {
             let raft = self.raft();
             let mut rx = raft.metrics();
             let metrics = rx.borrow_and_update().clone();
-            if metrics
-                .membership_config
-                .membership()
-                .nodes()
-                .next()
-                .is_none()
-            {
+            if no_members(&metrics) {
                 return Err(ClusterError::Invalid(
                     "this device is not part of a cluster yet: initialize it or add it to one"
                         .into(),

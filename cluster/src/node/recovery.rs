@@ -8,10 +8,12 @@ use std::sync::atomic::Ordering;
 
 use openraft::{CommittedLeaderId, EntryPayload, Membership};
 
+use super::status::no_members;
 use super::{ClusterNode, WRITE_TIMEOUT, spawn_raft};
 use crate::error::ClusterError;
 use crate::log_store::LogStore;
 use crate::state_machine::StateMachine;
+use crate::types::Raft;
 use crate::types::{Entry, LogId, Vote};
 
 impl ClusterNode {
@@ -31,13 +33,7 @@ impl ClusterNode {
         let _lifecycle = self.lifecycle.lock().await;
         let raft = self.raft();
         let metrics = raft.metrics().borrow().clone();
-        if metrics
-            .membership_config
-            .membership()
-            .nodes()
-            .next()
-            .is_none()
-        {
+        if no_members(&metrics) {
             return Err(ClusterError::Invalid(
                 "this device is not part of a cluster: nothing to recover".into(),
             ));
@@ -66,16 +62,7 @@ impl ClusterNode {
         log.write_direct(&[entry], &Vote::new(term, self.id()))
             .await?;
 
-        let raft = spawn_raft(
-            self.id(),
-            &self.store,
-            &self.prewritten,
-            self.raft_config.clone(),
-            &self.network,
-            &self.applied_tx,
-            &self.machine,
-        )
-        .await?;
+        let raft = self.respawn_raft(self.id()).await?;
         *self.raft.lock().unwrap_or_else(|p| p.into_inner()) = raft.clone();
         let id = self.id();
         raft.wait(Some(WRITE_TIMEOUT * 3))
@@ -128,16 +115,7 @@ impl ClusterNode {
         if cleared.is_ok() {
             self.secret.set(secret);
         }
-        let raft = spawn_raft(
-            id,
-            &self.store,
-            &self.prewritten,
-            self.raft_config.clone(),
-            &self.network,
-            &self.applied_tx,
-            &self.machine,
-        )
-        .await?;
+        let raft = self.respawn_raft(id).await?;
         {
             let mut current = self.raft.lock().unwrap_or_else(|p| p.into_inner());
             *current = raft;
@@ -150,5 +128,22 @@ impl ClusterNode {
             "left the cluster: raft state cleared, new node id"
         );
         Ok(())
+    }
+}
+
+impl ClusterNode {
+    /// A new Raft instance as `id` over this node's store and network,
+    /// replacing one shut down by a recovery or a reset.
+    async fn respawn_raft(&self, id: u64) -> Result<Raft, ClusterError> {
+        spawn_raft(
+            id,
+            &self.store,
+            &self.prewritten,
+            self.raft_config.clone(),
+            &self.network,
+            &self.applied_tx,
+            &self.machine,
+        )
+        .await
     }
 }

@@ -136,6 +136,17 @@ impl ClusterNode {
     }
 }
 
+/// Whether the membership these metrics show has no member: the device
+/// belongs to no cluster yet (or any more).
+pub(super) fn no_members(metrics: &RaftMetrics<u64, NodeInfo>) -> bool {
+    metrics
+        .membership_config
+        .membership()
+        .nodes()
+        .next()
+        .is_none()
+}
+
 pub(super) fn leader_of(metrics: &RaftMetrics<u64, NodeInfo>, id: u64) -> Option<(u64, NodeInfo)> {
     metrics
         .membership_config
