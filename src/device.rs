@@ -295,6 +295,7 @@ impl Device {
         let name = self.engine.device().to_string();
         self.engine.record_event(
             gtm_engine::EventKind::Device,
+            gtm_engine::Severity::Info,
             name.clone(),
             format!("device {name} stopping"),
         );

@@ -347,6 +347,104 @@ async fn logs_filter_and_follow() {
     follow.wait().unwrap();
 }
 
+/// Every event has a severity: DR is a warning, a check that recovers is
+/// information. The CLI and the API filter by it (that severity or
+/// higher), the CLI prints it, and the API exports a page as CSV.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_carry_a_severity_and_export_as_csv() {
+    let d = TestDevice::start(&config(9)).await;
+    // The maintenance scenario turns DR on for dr.example.test.
+    tokio::task::block_in_place(|| run_gtm(&d, &["check", "set", "maint", "ok"]));
+
+    let all = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--json"]));
+    let events: Vec<serde_json::Value> = all
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let severity_of = |suffix: &str| {
+        events
+            .iter()
+            .find(|e| e["text"].as_str().unwrap().ends_with(suffix))
+            .unwrap_or_else(|| panic!("no event ending {suffix:?}: {events:?}"))["severity"]
+            .clone()
+    };
+    assert_eq!(severity_of("dr.example.test/A: DR is on"), "warning");
+    assert_eq!(severity_of("dr.example.test/A: status OK → DR"), "warning");
+    assert_eq!(severity_of("scenario dc1-maint: passive → active"), "info");
+
+    let warnings = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--severity", "warning"]));
+    assert_eq!(warnings.code, Some(0), "{}", warnings.stderr);
+    assert!(
+        warnings
+            .stdout
+            .contains("  warning  dr.example.test/A: DR is on"),
+        "{}",
+        warnings.stdout
+    );
+    assert!(
+        !warnings.stdout.contains("check maint"),
+        "{}",
+        warnings.stdout
+    );
+    let wrong = tokio::task::block_in_place(|| run_gtm(&d, &["logs", "--severity", "notice"]));
+    assert_eq!(wrong.code, Some(2));
+    assert!(
+        wrong
+            .stderr
+            .contains("severity \"notice\" is not one of info, warning, error"),
+        "{}",
+        wrong.stderr
+    );
+
+    let errors = api_get(&d, "/api/v1/events?severity=error").await;
+    assert!(
+        errors
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["severity"] == "error"),
+        "{errors}"
+    );
+
+    let http = gtm_node::tls::http_client(None, None).unwrap();
+    let get = |path: &str| {
+        http.get(format!("http://{}{path}", d.device.api_addr))
+            .bearer_auth(&d.device.token)
+            .send()
+    };
+    let csv = get("/api/v1/events?format=csv&kind=record").await.unwrap();
+    assert_eq!(csv.status(), 200);
+    assert_eq!(
+        csv.headers()["content-type"].to_str().unwrap(),
+        "text/csv; charset=utf-8"
+    );
+    let text = csv.text().await.unwrap();
+    let mut lines = text.split("\r\n");
+    assert_eq!(lines.next(), Some("time,device,severity,kind,object,text"));
+    let dr = lines
+        .clone()
+        .find(|l| l.ends_with(",dr.example.test/A: DR is on"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let fields: Vec<&str> = dr.split(',').collect();
+    assert_eq!(
+        fields[1..5],
+        ["test1", "warning", "record", "dr.example.test/A"],
+        "{dr}"
+    );
+    // Milliseconds: `2026-11-30 21:04:05.123Z`.
+    assert_eq!(fields[0].len(), "2026-11-30 21:04:05.123Z".len(), "{dr}");
+    assert!(
+        lines.all(|l| l.is_empty() || l.contains(",record,")),
+        "{text}"
+    );
+
+    let stream = get("/api/v1/events?format=csv&follow=true").await.unwrap();
+    assert_eq!(stream.status(), 400);
+    let bad = get("/api/v1/events?severity=notice").await.unwrap();
+    assert_eq!(bad.status(), 400);
+}
+
 /// `cluster init` carries the device's drains, manual checks' states and
 /// accounts into the new cluster, and the GTM Logs go on logging operator
 /// actions after it (the cluster numbers its notes from 1 again).

@@ -9,7 +9,7 @@ use super::{
     output::format_ms,
 };
 use gtm_api::StatusReport;
-use gtm_engine::{Event, EventKind};
+use gtm_engine::{Event, EventKind, Severity};
 
 /// The event kinds as the API names them.
 pub(super) fn kinds() -> Vec<String> {
@@ -27,6 +27,13 @@ pub(super) fn parse_kind(s: &str) -> Result<EventKind, String> {
         .map_err(|_| format!("no event kind \"{s}\": one of {}", kinds().join(", ")))
 }
 
+/// `--severity`, checked here: a wrong one is named with the right ones.
+fn parse_severity(s: &str) -> Result<Severity, String> {
+    s.to_ascii_lowercase()
+        .parse()
+        .map_err(|e: gtm_model::severity::UnknownSeverity| e.to_string())
+}
+
 /// A kind as the API's query names it.
 fn kind_name(kind: EventKind) -> String {
     match serde_json::to_value(kind) {
@@ -39,6 +46,7 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
     let LogsArgs {
         record,
         kind,
+        severity,
         since,
         follow,
         limit,
@@ -55,6 +63,9 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
     }
     if let Some(k) = kind {
         query.push(("kind", kind_name(*k)));
+    }
+    if let Some(s) = severity {
+        query.push(("severity", s.to_string()));
     }
     if let Some(s) = since {
         query.push(("since", s.clone()));
@@ -88,7 +99,13 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
         if *json {
             println!("{}", serde_json::to_string(e).unwrap_or_default());
         } else {
-            println!("{}  {}  {}", format_ms(e.time_ms), e.device, e.text);
+            println!(
+                "{}  {}  {:<7}  {}",
+                format_ms(e.time_ms),
+                e.device,
+                e.severity,
+                e.text
+            );
         }
     };
     if !*follow {
@@ -119,6 +136,10 @@ pub struct LogsArgs {
     // The help lists the kinds of the code's own list (logs::kinds).
     #[arg(long, value_parser = parse_kind, help = kind_help())]
     pub kind: Option<EventKind>,
+    /// Only events of this severity or higher: info (every event), warning
+    /// or error.
+    #[arg(long, value_parser = parse_severity)]
+    pub severity: Option<Severity>,
     /// Only events newer than this, e.g. 10m or 2h.
     #[arg(long)]
     pub since: Option<String>,

@@ -298,7 +298,12 @@ pub(super) fn log_start(engine: &Engine) {
         env!("CARGO_PKG_VERSION"),
         engine.version()
     );
-    engine.record_event(gtm_engine::EventKind::Device, me, text);
+    let severity = if unclean {
+        gtm_engine::Severity::Warning
+    } else {
+        gtm_engine::Severity::Info
+    };
+    engine.record_event(gtm_engine::EventKind::Device, severity, me, text);
 }
 
 /// The engine, serving the stored configuration. One that does not parse,
@@ -431,7 +436,9 @@ pub(super) fn geoip_refresh(
         move || settings.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly())),
         move || current.geoip().info().cloned(),
         move |geo| swap.install_geoip(geo),
-        move |text| log.record_event(gtm_engine::EventKind::Geoip, "geoip".into(), text),
+        move |severity, text| {
+            log.record_event(gtm_engine::EventKind::Geoip, severity, "geoip".into(), text)
+        },
         stop,
     )
 }

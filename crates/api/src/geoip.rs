@@ -3,6 +3,7 @@
 //! source. The database is per device (docs/operations.md, GeoIP); the
 //! source is replicated configuration (`[geoip]`).
 
+use gtm_engine::Severity;
 use std::net::IpAddr;
 
 use axum::{
@@ -98,8 +99,8 @@ pub(super) async fn show(State(state): State<ApiState>) -> Json<GeoipStatus> {
     Json(GeoipStatus::of(&state.engine))
 }
 
-fn log(engine: &Engine, text: String) {
-    engine.record_event(EventKind::Geoip, "geoip".to_string(), text);
+fn log(engine: &Engine, severity: Severity, text: String) {
+    engine.record_event(EventKind::Geoip, severity, "geoip".to_string(), text);
 }
 
 /// `PUT /api/v1/geoip`: checks the uploaded database whole and installs it.
@@ -118,7 +119,11 @@ pub(super) async fn import(
     let geo = match installed {
         Ok(geo) => geo,
         Err(e) => {
-            log(&state.engine, format!("refused an imported database: {e}"));
+            log(
+                &state.engine,
+                Severity::Warning,
+                format!("refused an imported database: {e}"),
+            );
             let kind = match e {
                 install::InstallError::Invalid(_) => ErrorKind::InvalidGeoip,
                 install::InstallError::Io { .. } => ErrorKind::Io,
@@ -128,6 +133,7 @@ pub(super) async fn import(
     };
     log(
         &state.engine,
+        Severity::Info,
         format!(
             "imported a database ({size} bytes): now answering with {}",
             geo.description()
@@ -166,7 +172,7 @@ pub(super) async fn download(State(state): State<ApiState>) -> Result<Json<Geoip
         &template,
         now,
         |geo| engine.install_geoip(geo),
-        |text| log(&engine, text),
+        |severity, text| log(&engine, severity, text),
     )
     .await;
     match swapped {

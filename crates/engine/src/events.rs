@@ -11,18 +11,30 @@ impl Engine {
 
     /// Logs an event that comes from outside the engine (a configuration
     /// change as the state machine recorded it, an operator action).
-    pub fn record_event(&self, kind: EventKind, object: String, text: String) {
+    pub fn record_event(&self, kind: EventKind, severity: Severity, object: String, text: String) {
         let mut inner = self.lock();
-        self.log(&mut inner, kind, object, text);
+        self.log(&mut inner, kind, severity, object, text);
     }
 
-    pub(super) fn log(&self, inner: &mut Inner, kind: EventKind, object: String, text: String) {
-        tracing::info!(device = %self.device, "{text}");
+    pub(super) fn log(
+        &self,
+        inner: &mut Inner,
+        kind: EventKind,
+        severity: Severity,
+        object: String,
+        text: String,
+    ) {
+        match severity {
+            Severity::Info => tracing::info!(device = %self.device, "{text}"),
+            Severity::Warning => tracing::warn!(device = %self.device, "{text}"),
+            Severity::Error => tracing::error!(device = %self.device, "{text}"),
+        }
         let event = Event {
             seq: inner.next_seq,
             time_ms: now_ms(),
             device: self.device.clone(),
             kind,
+            severity,
             object,
             text,
         };

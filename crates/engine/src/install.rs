@@ -472,6 +472,7 @@ impl Engine {
         self.log(
             &mut inner,
             EventKind::Config,
+            Severity::Error,
             format!("version {version}"),
             format!(
                 "configuration version {version} cannot be installed on this device, which stays degraded on version {serving}: {reason}"
@@ -548,8 +549,8 @@ impl Engine {
         let compiled = std::mem::replace(&mut inner.compiled, compiled);
         self.version_tx.send_replace(version);
         self.instances.send_replace(Arc::new(instances));
-        for (kind, object, text) in events {
-            self.log(inner, kind, object, text);
+        for (kind, severity, object, text) in events {
+            self.log(inner, kind, severity, object, text);
         }
         self.clear_install_failure(inner, version);
         tracing::info!(
@@ -653,7 +654,7 @@ impl Engine {
         pass.events.extend(
             eval.events
                 .into_iter()
-                .map(|t| (EventKind::Record, label.clone(), t)),
+                .map(|e| (EventKind::Record, e.severity, label.clone(), e.text)),
         );
         if was_on != Some(eval.state.dr_on) {
             self.keep_dr_state(&label, eval.state.dr_on);
@@ -680,6 +681,7 @@ impl Engine {
             self.log(
                 inner,
                 EventKind::Config,
+                Severity::Info,
                 format!("version {version}"),
                 format!(
                     "configuration version {version} installed: no longer degraded (version {} had failed)",
@@ -704,7 +706,7 @@ struct Pass<'a> {
     /// The records not carried, by owner and type: an evaluated record
     /// takes its state before from here.
     previous: HashMap<RecordKey, Box<Steered>>,
-    events: Vec<(EventKind, String, String)>,
+    events: Vec<(EventKind, Severity, String, String)>,
 }
 
 /// Check instances of the new configuration: unchanged ones keep their

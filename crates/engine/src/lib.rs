@@ -65,6 +65,7 @@ use gtm_resolve as resolve;
 use gtm_resolve::{CheckState, Operator, PlaceAnswers, RecordState, Status};
 use records::Records;
 // The files of this module see each other's items through `super::*`.
+pub use gtm_model::severity::Severity;
 pub use install::{InstallFailure, NotInstalled, Prepared};
 pub use proving::{Proven, servable};
 pub use storage::Stored;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Engine, EventKind, Inner, Threshold};
+use super::{Engine, EventKind, Inner, Severity, Threshold};
 use gtm_model::{
     condition::CheckRef, config::CheckType, drain::DrainTarget, operator::OperatorState,
 };
@@ -34,6 +34,7 @@ impl Engine {
                     self.log(
                         &mut inner,
                         EventKind::Operator,
+                        Severity::Info,
                         r.object.clone(),
                         r.text.clone(),
                     );
@@ -44,7 +45,13 @@ impl Engine {
                 for d in &state.drains {
                     if let Some(target) = d.target() {
                         let text = format!("{target} is drained (by {}; restored)", d.actor);
-                        self.log(&mut inner, EventKind::Operator, target.to_string(), text);
+                        self.log(
+                            &mut inner,
+                            EventKind::Operator,
+                            Severity::Info,
+                            target.to_string(),
+                            text,
+                        );
                     }
                 }
             }

@@ -42,7 +42,13 @@ impl Engine {
             (old, status.reason.clone())
         };
         let text = format!("check {check}: {old_state} → {state} ({reason})");
-        self.log(inner, EventKind::Check, check.to_string(), text);
+        // A check that fails is a warning; one that recovers, or starts
+        // over (Preparing, No Data), is not.
+        let severity = match state {
+            CheckState::Error => Severity::Warning,
+            _ => Severity::Info,
+        };
+        self.log(inner, EventKind::Check, severity, check.to_string(), text);
         // Handed to the writer thread: no storage I/O under the lock.
         if let (Some(p), Some((_, status))) = (&self.store, inner.health.checks.get(check))
             && let Ok(bytes) = serde_json::to_vec(status)
@@ -87,13 +93,25 @@ impl Engine {
                     if last.active { "active" } else { "passive" },
                     if decision.active { "active" } else { "passive" }
                 );
-                self.log(inner, EventKind::Scenario, spec.name.clone(), text);
+                self.log(
+                    inner,
+                    EventKind::Scenario,
+                    Severity::Info,
+                    spec.name.clone(),
+                    text,
+                );
             } else if decision.pending.is_some() && decision.pending != last.pending {
                 let text = format!(
                     "scenario {}: change waits for its verify condition",
                     spec.name
                 );
-                self.log(inner, EventKind::Scenario, spec.name.clone(), text);
+                self.log(
+                    inner,
+                    EventKind::Scenario,
+                    Severity::Info,
+                    spec.name.clone(),
+                    text,
+                );
             }
         }
         self.reevaluate(inner, records, |_| Operator::default());
@@ -163,16 +181,20 @@ impl Engine {
                 r.state = eval.state;
                 r.decision = eval.decision;
                 r.held = eval.held;
-                events.extend(eval.events.into_iter().map(|t| (label.clone(), t)));
+                events.extend(
+                    eval.events
+                        .into_iter()
+                        .map(|e| (label.clone(), e.severity, e.text)),
+                );
                 if old_status != new_status {
                     let old = old_status;
                     let text = format!("{label}: status {old} → {new_status}");
-                    events.push((label, text));
+                    events.push((label, resolve::status_severity(new_status), text));
                 }
             }
         }
-        for (label, text) in events {
-            self.log(inner, EventKind::Record, label, text);
+        for (label, severity, text) in events {
+            self.log(inner, EventKind::Record, severity, label, text);
         }
     }
 
@@ -194,7 +216,18 @@ impl Engine {
             "datacenter {dc} is {} ({why})",
             if up { "up" } else { "down" }
         );
-        self.log(&mut inner, EventKind::Datacenter, dc.to_string(), text);
+        let severity = if up {
+            Severity::Info
+        } else {
+            Severity::Warning
+        };
+        self.log(
+            &mut inner,
+            EventKind::Datacenter,
+            severity,
+            dc.to_string(),
+            text,
+        );
         let all = (0..inner.records.len()).collect();
         self.reevaluate(&mut inner, all, |_| Operator::default());
     }

@@ -20,6 +20,20 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The kind as the API names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Record => "record",
+            Self::Check => "check",
+            Self::Scenario => "scenario",
+            Self::Operator => "operator",
+            Self::Config => "config",
+            Self::Datacenter => "datacenter",
+            Self::Geoip => "geoip",
+            Self::Device => "device",
+        }
+    }
+
     /// Every kind as the API names it, in the code's order: read from the
     /// type's own schema, so that every list of kinds (CLI help and errors,
     /// the console's filter) names a new kind without an edit.
@@ -53,6 +67,10 @@ pub struct Event {
     pub time_ms: u64,
     pub device: String,
     pub kind: EventKind,
+    /// How much it asks of an operator; `info` for an event kept before
+    /// severities were recorded.
+    #[serde(default)]
+    pub severity: Severity,
     /// The record (`www.example.test/A`), check instance or scenario.
     pub object: String,
     pub text: String,

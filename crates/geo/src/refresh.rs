@@ -5,6 +5,7 @@
 //! a day, not a loop. Pure logic over an injected clock value; the task
 //! that acts on it is [`run`].
 
+use gtm_model::severity::Severity;
 use std::{path::PathBuf, time::Duration};
 
 use tokio_util::sync::CancellationToken;
@@ -88,13 +89,16 @@ pub async fn run(
     settings: impl Fn() -> (String, bool) + Send,
     current: impl Fn() -> Option<GeoInfo> + Send,
     swap: impl Fn(Geo) + Send,
-    log: impl Fn(String) + Send,
+    log: impl Fn(Severity, String) + Send,
     stop: CancellationToken,
 ) {
     let http = match download::client() {
         Ok(h) => h,
         Err(e) => {
-            log(format!("GeoIP updates are off: no HTTP client ({e})"));
+            log(
+                Severity::Error,
+                format!("GeoIP updates are off: no HTTP client ({e})"),
+            );
             return;
         }
     };

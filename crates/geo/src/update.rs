@@ -3,6 +3,7 @@
 //! outcome is logged (GTM Logs, kind `geoip`) through `log`; on any failure
 //! the database in use stays.
 
+use gtm_model::severity::Severity;
 use std::path::Path;
 
 use super::{Geo, download, install};
@@ -26,21 +27,24 @@ pub async fn update(
     template: &str,
     now_ms: u64,
     swap: impl Fn(Geo),
-    log: impl Fn(String),
+    log: impl Fn(Severity, String),
 ) -> Result<(i64, u32), UpdateError> {
     let got = match download::fetch(http, template, now_ms).await {
         Ok(got) => got,
         Err(e) => {
             let e = UpdateError::Download(e.to_string());
-            log(e.to_string());
+            log(Severity::Warning, e.to_string());
             return Err(e);
         }
     };
     if got.fell_back {
-        log(format!(
-            "the current month's file is not published yet; took {}",
-            got.url
-        ));
+        log(
+            Severity::Info,
+            format!(
+                "the current month's file is not published yet; took {}",
+                got.url
+            ),
+        );
     }
     let (month, url, size) = (got.month, got.url.clone(), got.bytes.len());
     let dir = data_dir.to_path_buf();
@@ -51,16 +55,19 @@ pub async fn update(
             .and_then(|r| r.map_err(|e| e.to_string()));
     match installed {
         Ok(geo) => {
-            log(format!(
-                "downloaded {url} ({size} bytes): now answering with {}",
-                geo.description()
-            ));
+            log(
+                Severity::Info,
+                format!(
+                    "downloaded {url} ({size} bytes): now answering with {}",
+                    geo.description()
+                ),
+            );
             swap(geo);
             Ok(month)
         }
         Err(why) => {
             let e = UpdateError::Refused { url, why };
-            log(e.to_string());
+            log(Severity::Warning, e.to_string());
             Err(e)
         }
     }

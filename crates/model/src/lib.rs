@@ -38,6 +38,7 @@ pub mod node;
 pub mod operator;
 mod parse;
 pub mod place;
+pub mod severity;
 pub mod text;
 pub mod value;
 

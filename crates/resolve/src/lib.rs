@@ -22,6 +22,7 @@ use gtm_model::{
     condition::CheckRef,
     config::{Balance, Failback, OnNoHealthy},
     place::Place,
+    severity::Severity,
 };
 
 /// The state of one check as this device sees it (spec §1).
@@ -161,8 +162,44 @@ pub struct Evaluation {
     /// DR stays on only because failback is manual: an operator's resume
     /// ends it.
     pub held: bool,
-    /// Event texts of the transition, as on the GTM Logs screen.
-    pub events: Vec<String>,
+    /// Events of the transition, as on the GTM Logs screen.
+    pub events: Vec<RecordEvent>,
+}
+
+/// An event of a record's transition: its text and how much it asks of an
+/// operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordEvent {
+    pub severity: Severity,
+    pub text: String,
+}
+
+impl RecordEvent {
+    fn new(severity: Severity, text: String) -> Self {
+        Self { severity, text }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+/// Compared by text: the tests list a transition's events as texts.
+impl PartialEq<&str> for RecordEvent {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+/// The severity of a record's new status: OK needs nothing, a reduced
+/// answer (partly down, DR) is a warning, fail-safe or nothing healthy an
+/// error.
+pub fn status_severity(status: Status) -> Severity {
+    match status {
+        Status::Ok => Severity::Info,
+        Status::PartiallyOkRecordDown | Status::PartiallyOk | Status::Dr => Severity::Warning,
+        Status::FailSafe | Status::NoHealthy => Severity::Error,
+    }
 }
 
 /// Operator input to one evaluation.
@@ -460,17 +497,30 @@ fn names(dcs: &[DcSpec], ids: &[DcId]) -> String {
 /// opening events of whatever later ends them. Addresses entering the
 /// answer are not listed (every address of every record would be, at each
 /// start-up).
-fn opening(label: &str, state: &RecordState) -> Vec<String> {
+fn opening(label: &str, state: &RecordState) -> Vec<RecordEvent> {
     let mut events = Vec::new();
     if state.dr_on {
-        events.push(format!("{label}: DR is on"));
+        events.push(dr_on(label));
     }
-    match state.status {
-        Status::FailSafe => events.push(format!("{label}: Fail-safe records are on")),
-        Status::NoHealthy => events.push(format!("{label}: No healthy records left")),
-        _ => {}
-    }
+    events.extend(fallen_back(label, state.status));
     events
+}
+
+fn dr_on(label: &str) -> RecordEvent {
+    RecordEvent::new(Severity::Warning, format!("{label}: DR is on"))
+}
+
+/// The event of a status that answers only the last resort, if it is one.
+fn fallen_back(label: &str, status: Status) -> Option<RecordEvent> {
+    let text = match status {
+        Status::FailSafe => "Fail-safe records are on",
+        Status::NoHealthy => "No healthy records left",
+        _ => return None,
+    };
+    Some(RecordEvent::new(
+        Severity::Error,
+        format!("{label}: {text}"),
+    ))
 }
 
 /// The events between two states, in the order an operator reads them.
@@ -479,27 +529,32 @@ fn transition(
     steering: &Steering,
     prev: &RecordState,
     next: &RecordState,
-) -> Vec<String> {
+) -> Vec<RecordEvent> {
     let mut events = Vec::new();
     let addr = |i: usize| steering.addresses[i].display();
     for &i in prev.active.iter().filter(|i| !next.active.contains(i)) {
-        events.push(format!("{label}: {} is disabled", addr(i)));
+        events.push(RecordEvent::new(
+            Severity::Warning,
+            format!("{label}: {} is disabled", addr(i)),
+        ));
     }
     if prev.dr_on && !next.dr_on {
-        events.push(format!("{label}: DR ended"));
+        events.push(RecordEvent::new(
+            Severity::Info,
+            format!("{label}: DR ended"),
+        ));
     }
     if !prev.dr_on && next.dr_on {
-        events.push(format!("{label}: DR is on"));
+        events.push(dr_on(label));
     }
     for &i in next.active.iter().filter(|i| !prev.active.contains(i)) {
-        events.push(format!("{label}: {} is enabled", addr(i)));
+        events.push(RecordEvent::new(
+            Severity::Info,
+            format!("{label}: {} is enabled", addr(i)),
+        ));
     }
     if next.status != prev.status {
-        match next.status {
-            Status::FailSafe => events.push(format!("{label}: Fail-safe records are on")),
-            Status::NoHealthy => events.push(format!("{label}: No healthy records left")),
-            _ => {}
-        }
+        events.extend(fallen_back(label, next.status));
     }
     events
 }

@@ -1,6 +1,7 @@
 //! The GTM Logs screen (docs/console.md): every device's events, newest
-//! first, filtered by record, kind, device and age, paged backwards by
-//! time, and followed live (the page's script fetches the first page again
+//! first, to the millisecond and with their severity, filtered by record,
+//! kind, severity, device and age, exported as CSV or JSON, paged
+//! backwards by time, and followed live (the page's script fetches the first page again
 //! on each change the stream announces, while "Follow" is on). The events
 //! come from the API's own page reader ([`crate::event_page`]).
 
@@ -14,7 +15,7 @@ use serde::Deserialize;
 
 use super::layout::{self, query_value};
 use crate::{ApiState, EventFilter};
-use gtm_engine::{Event, EventKind};
+use gtm_engine::{Event, EventKind, Severity};
 use gtm_model::error::{ApiError, ErrorKind};
 use gtm_node::access::Principal;
 
@@ -28,6 +29,9 @@ pub struct LogQuery {
     pub record: String,
     #[serde(default)]
     pub kind: String,
+    /// The lowest severity shown (empty: every event).
+    #[serde(default)]
+    pub severity: String,
     #[serde(default)]
     pub device: String,
     #[serde(default)]
@@ -43,9 +47,10 @@ pub struct LogQuery {
 impl LogQuery {
     fn query(&self, before: Option<u64>) -> String {
         let mut q = format!(
-            "record={}&kind={}&device={}&since={}",
+            "record={}&kind={}&severity={}&device={}&since={}",
             query_value(&self.record),
             query_value(&self.kind),
+            query_value(&self.severity),
             query_value(&self.device),
             query_value(&self.since)
         );
@@ -54,6 +59,27 @@ impl LogQuery {
         }
         if self.following() {
             q.push_str("&follow=on");
+        }
+        q
+    }
+
+    /// The API's query for this page's events as a file (`format` csv or
+    /// json): every device's, with the same filters and page.
+    fn export(&self, format: &str) -> String {
+        let mut q = format!("all=true&limit={PAGE}&format={format}");
+        for (key, value) in [
+            ("kind", &self.kind),
+            ("severity", &self.severity),
+            ("record", &self.record),
+            ("device", &self.device),
+            ("since", &self.since),
+        ] {
+            if !value.trim().is_empty() {
+                q.push_str(&format!("&{key}={}", query_value(value.trim())));
+            }
+        }
+        if let Some(b) = self.before {
+            q.push_str(&format!("&before={b}"));
         }
         q
     }
@@ -80,6 +106,13 @@ impl LogQuery {
                 )?,
             ),
         };
+        let severity = match self.severity.as_str() {
+            "" => None,
+            s => Some(
+                s.parse::<Severity>()
+                    .map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?,
+            ),
+        };
         let some = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
         Ok(EventFilter {
             record: some(&self.record),
@@ -90,6 +123,8 @@ impl LogQuery {
             device: some(&self.device),
             before: self.before,
             limit: Some(PAGE),
+            severity,
+            format: None,
         })
     }
 }
@@ -151,6 +186,14 @@ fn form(q: &LogQuery, devices: &[String]) -> Markup {
                 }
             }
             div.field {
+                label for="l-severity" { "Severity" }
+                select #l-severity name="severity" {
+                    option value="" { "Any severity" }
+                    option value="warning" selected[q.severity == "warning"] { "Warning or error" }
+                    option value="error" selected[q.severity == "error"] { "Error" }
+                }
+            }
+            div.field {
                 label for="l-device" { "Device" }
                 select #l-device name="device" {
                     option value="" { "Every device" }
@@ -187,14 +230,19 @@ fn render(q: &LogQuery, events: &Result<Vec<Event>, ApiError>) -> Markup {
                     p.count {
                         (events.len()) " event" @if events.len() != 1 { "s" }
                         @if q.before.is_some() { " (older page)" }
+                        " · Export "
+                        a href={ "/api/v1/events?" (q.export("csv")) } download="gtm-logs.csv" { "CSV" }
+                        " "
+                        a href={ "/api/v1/events?" (q.export("json")) } download="gtm-logs.json" { "JSON" }
                     }
                     div.scroll tabindex="0" role="region" aria-label="Events" {
                         table.logs {
                             caption { "GTM Logs, newest first" }
                             thead {
                                 tr {
-                                    th scope="col" { "Time" }
+                                    th scope="col" { "Time (UTC)" }
                                     th scope="col" { "Device" }
+                                    th scope="col" { "Severity" }
                                     th scope="col" { "Kind" }
                                     th scope="col" { "Object" }
                                     th scope="col" { "Event" }
@@ -202,10 +250,11 @@ fn render(q: &LogQuery, events: &Result<Vec<Event>, ApiError>) -> Markup {
                             }
                             tbody {
                                 @for e in events {
-                                    tr data-kind=(kind_name(e.kind)) data-device=(e.device) {
-                                        td.time { (gtm_model::when::utc(e.time_ms)) }
+                                    tr data-kind=(e.kind.as_str()) data-device=(e.device) data-severity=(e.severity.as_str()) {
+                                        td.time { (gtm_model::when::iso_ms(e.time_ms)) }
                                         td { (e.device) }
-                                        td { (kind_name(e.kind)) }
+                                        td { span class={ "severity " (e.severity.as_str()) } { (e.severity.as_str()) } }
+                                        td { (e.kind.as_str()) }
                                         td.object { (e.object) }
                                         td.text { (e.text) }
                                     }
@@ -225,11 +274,4 @@ fn render(q: &LogQuery, events: &Result<Vec<Event>, ApiError>) -> Markup {
             }
         }
     }
-}
-
-fn kind_name(kind: EventKind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }

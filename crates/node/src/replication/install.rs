@@ -2,6 +2,7 @@
 //! cluster applied to its local map) handed to the engine on the install
 //! thread, and how far that got, for a write that waits to answer.
 
+use gtm_engine::Severity;
 use std::{sync::Arc, time::Duration};
 
 use super::Replication;
@@ -85,9 +86,12 @@ impl Replication {
         let text = format!(
             "command {command} was committed (configuration version {version}, log index {index}) but this device has not installed it{why}"
         );
-        tracing::warn!(command, version, index, "{text}");
-        self.engine
-            .record_event(EventKind::Config, format!("version {version}"), text);
+        self.engine.record_event(
+            EventKind::Config,
+            Severity::Warning,
+            format!("version {version}"),
+            text,
+        );
     }
 }
 
@@ -220,7 +224,12 @@ fn install_config(
             ),
             None => format!("configuration version {version} installed"),
         };
-        engine.record_event(EventKind::Config, format!("version {version}"), text);
+        engine.record_event(
+            EventKind::Config,
+            Severity::Info,
+            format!("version {version}"),
+            text,
+        );
         // Durable before the version counts as installed (and a write that
         // waits for it is answered): a crash right after keeps its event.
         engine.flush_storage();

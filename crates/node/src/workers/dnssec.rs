@@ -92,9 +92,9 @@ pub async fn run(
         };
         for (domain, _) in missing {
             if said.get(&domain) != Some(&why) {
-                tracing::warn!(domain, "DNSSEC key {why}");
                 engine.record_event(
                     gtm_engine::EventKind::Config,
+                    gtm_engine::Severity::Warning,
                     format!("domain {domain}"),
                     format!("DNSSEC key of {domain} {why}"),
                 );
