@@ -30,6 +30,51 @@ fn base(d: &TestDevice) -> String {
 /// Every route of the table, and the Raft RPC routes, refuse a caller
 /// without the token (or the cluster secret); only /health and /metrics
 /// answer anyone.
+/// A client that asks for gzip gets the API's answers gzipped, the same
+/// bytes once inflated; one that does not gets them plain; and a followed
+/// event log stays a stream, never compressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_gzipped_for_a_client_that_asks_and_streams_never_are() {
+    use std::io::Read;
+    let d = TestDevice::start(ZONE).await;
+    let http = gtm_node::tls::http_client(None, None).unwrap();
+    let get = |path: &str, gzip: bool| {
+        let mut r = http
+            .get(format!("{}{path}", base(&d)))
+            .bearer_auth(&d.device.token);
+        if gzip {
+            r = r.header("accept-encoding", "gzip");
+        }
+        r.send()
+    };
+    let plain = get("/api/v1/openapi.json", false).await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain = plain.bytes().await.unwrap();
+    let zipped = get("/api/v1/openapi.json", true).await.unwrap();
+    assert_eq!(zipped.headers()["content-encoding"], "gzip");
+    let zipped = zipped.bytes().await.unwrap();
+    assert!(
+        zipped.len() * 4 < plain.len(),
+        "{} of {}",
+        zipped.len(),
+        plain.len()
+    );
+    let mut inflated = Vec::new();
+    flate2::read::GzDecoder::new(&zipped[..])
+        .read_to_end(&mut inflated)
+        .unwrap();
+    assert_eq!(inflated, plain);
+
+    let stream = get("/api/v1/events?follow=true", true).await.unwrap();
+    assert_eq!(stream.status(), 200);
+    assert!(
+        stream.headers().get("content-encoding").is_none(),
+        "{:?}",
+        stream.headers()
+    );
+    assert_eq!(stream.headers()["content-type"], "application/x-ndjson");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_but_health_and_metrics_needs_a_credential() {
     let d = TestDevice::start(ZONE).await;

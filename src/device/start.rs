@@ -249,15 +249,17 @@ pub(super) fn spawn_peers(
 }
 
 /// Serves the API and the console on `listener` (with TLS when
-/// `server_tls`). The console's pages answer HTML, errors included: merged
-/// outside the API's JSON error layer.
+/// `server_tls`), gzipped for clients that ask. The console's pages answer
+/// HTML, errors included: merged outside the API's JSON error layer.
 pub(super) fn spawn_api(
     workers: &Workers,
     listener: TcpListener,
     state: ApiState,
     server_tls: Option<tls::ServerConfigs>,
 ) {
-    let router = api::router(state.clone()).merge(gtm_api::console::router(state));
+    let router = api::router(state.clone())
+        .merge(gtm_api::console::router(state))
+        .layer(api::compression::layer());
     let stop = workers.token();
     workers.spawn(&tokio::runtime::Handle::current(), "api", async move {
         match server_tls {

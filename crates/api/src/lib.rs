@@ -15,6 +15,7 @@ pub(crate) mod accounts;
 pub mod auth;
 mod checks;
 mod cluster;
+pub mod compression;
 mod config;
 mod dnssec;
 mod drains;
