@@ -381,6 +381,17 @@ async fn console_login_csrf_and_logout_in_a_browser() {
     assert_eq!(done.status(), 409, "console form with the token");
     let text = done.text().await.expect("a body");
     assert!(text.contains("not held by manual failback"), "{text}");
+    // So its preview offers no Resume: there is nothing to resume.
+    let preview = web
+        .get(format!("{base}/ui/records/dr.example.test/A"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(preview.status(), 200);
+    let html = preview.text().await.expect("a body");
+    assert!(html.contains("disaster-recovery"), "{html}");
+    assert!(!html.contains("id=\"resume\""), "{html}");
     // Still logged in: the refused logout did not end the session.
     let page = web
         .get(format!("{base}/ui/"))

@@ -47,6 +47,48 @@ pub(crate) async fn preview(
     })
 }
 
+/// Whether a record is held by manual failback anywhere in the cluster.
+pub(crate) struct Holds {
+    /// This device steers the record.
+    pub steered: bool,
+    /// This device, or a peer by its last report, holds it.
+    pub held: bool,
+    /// Its status on each device (`DR on gtm1`), for a refusal.
+    pub seen: Vec<String>,
+}
+
+/// The manual-failback holds of `label` on this device and, by their last
+/// reports, on its peers.
+pub(crate) async fn holds(state: &ApiState, label: &str) -> Result<Holds, ApiError> {
+    let engine = state.engine.clone();
+    let here = blocking(move || engine.status()).await?;
+    let peers = state.peers.status(&state.replication);
+    let mine = here.iter().find(|r| r.record == label);
+    let held = mine.is_some_and(|r| r.held)
+        || peers
+            .iter()
+            .any(|p| p.records.iter().any(|r| r.record == label && r.held));
+    let mut seen = vec![format!(
+        "{} on {}",
+        mine.and_then(|r| r.status)
+            .map_or("-".into(), |s| s.to_string()),
+        state.engine.device()
+    )];
+    seen.extend(peers.iter().filter_map(|p| {
+        let r = p.records.iter().find(|r| r.record == label)?;
+        Some(format!(
+            "{} on {}",
+            r.status.map_or("-".into(), |s| s.to_string()),
+            p.device
+        ))
+    }));
+    Ok(Holds {
+        steered: mine.is_some(),
+        held,
+        seen,
+    })
+}
+
 /// Also the console's Resume button.
 pub(crate) async fn resume(
     State(state): State<ApiState>,
@@ -57,38 +99,15 @@ pub(crate) async fn resume(
     writable(&state)?;
     // Holds are each device's own: refused only when no device of the
     // cluster (by its last report) holds the record.
-    let engine = state.engine.clone();
-    let here = blocking(move || engine.status()).await?;
-    let peers = state.peers.status(&state.replication);
-    let mine = here.iter().find(|r| r.record == label);
-    if mine.is_some() {
-        let held = mine.is_some_and(|r| r.held)
-            || peers
-                .iter()
-                .any(|p| p.records.iter().any(|r| r.record == label && r.held));
-        if !held {
-            let mut seen = vec![format!(
-                "{} on {}",
-                mine.and_then(|r| r.status)
-                    .map_or("-".into(), |s| s.to_string()),
-                state.engine.device()
-            )];
-            seen.extend(peers.iter().filter_map(|p| {
-                let r = p.records.iter().find(|r| r.record == label)?;
-                Some(format!(
-                    "{} on {}",
-                    r.status.map_or("-".into(), |s| s.to_string()),
-                    p.device
-                ))
-            }));
-            return Err(ApiError::new(
-                ErrorKind::Conflict,
-                format!(
-                    "{label} is not held by manual failback on any device ({}); there is nothing to resume",
-                    seen.join(", ")
-                ),
-            ));
-        }
+    let holds = holds(&state, &label).await?;
+    if holds.steered && !holds.held {
+        return Err(ApiError::new(
+            ErrorKind::Conflict,
+            format!(
+                "{label} is not held by manual failback on any device ({}); there is nothing to resume",
+                holds.seen.join(", ")
+            ),
+        ));
     }
     // Every device applies it; this one has once propose returns.
     state

@@ -35,7 +35,9 @@ use gtm_node::access::Principal;
 /// Empty address rows offered below the record's own.
 const SPARE_ROWS: usize = 3;
 
-const TYPES: [&str; 8] = ["A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA", "NS"];
+/// The types a record of the form can have: not NS, which the configuration
+/// refuses in records (the apex NS set is the domain's nameservers).
+const TYPES: [&str; 7] = ["A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA"];
 const MODES: [&str; 3] = ["standalone", "disaster-recovery", "datacenter"];
 const BALANCES: [&str; 5] = ["round-robin", "weighted", "random", "priority", "persist"];
 
@@ -709,7 +711,7 @@ fn render(
                 p.hint { "A row left empty is dropped; preview again for more empty rows." }
             }
             fieldset {
-                legend { "Static data (MX, TXT, SRV, CAA, NS: one value per line)" }
+                legend { "Static data (MX, TXT, SRV, CAA: one value per line)" }
                 div.field {
                     label for="f-values" { "Values" }
                     textarea #f-values name="values" rows="3" { (f.get("values")) }

@@ -47,6 +47,11 @@ pub async fn page(
     )
     .await;
     let label = crate::record_label(&name, &rtype);
+    // Resume is offered only where there is something to resume.
+    let held = match crate::records::holds(&state, &label).await {
+        Ok(h) => h.held,
+        Err(_) => false,
+    };
     let body = match found {
         Ok(Json(preview)) => html! {
             (devices(&state, &label, &preview.device))
@@ -55,7 +60,7 @@ pub async fn page(
                     "Resumed: every device answers from the main datacenter again once the DR condition has cleared."
                 }
             }
-            (render(&preview, &who, &name, &rtype))
+            (render(&preview, &who, &name, &rtype, held))
         },
         Err(e) => return error_page(&state, &who, &label, &e),
     };
@@ -141,9 +146,9 @@ fn devices(state: &ApiState, label: &str, shown: &str) -> Markup {
     }
 }
 
-fn render(p: &Preview, who: &Principal, name: &str, rtype: &str) -> Markup {
+fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> Markup {
     let class = format!("st st-{}", class_of(p.status));
-    let resumable = who.allows(Role::Operator) && p.mode.starts_with("disaster-recovery");
+    let resumable = who.allows(Role::Operator) && held;
     let action = format!("/ui/records/{}/{}/resume", segment(name), segment(rtype));
     html! {
         h1 { (p.record) " " span.sub { "on " (p.device) } }
