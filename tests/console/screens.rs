@@ -554,6 +554,21 @@ async fn console_record_form_previews_applies_and_dns_follows() {
     choose(&b, "#f-dr_condition", "scenario:dc1-down").await;
     type_into(&b, "input[name=a0_value]", "127.0.0.10").await;
     choose(&b, "select[name=a0_dc]", "dc1").await;
+    // One empty row to start with; "Add an address row" gives another and
+    // keeps what was typed.
+    assert!(
+        b.text("tr[data-row=\"1\"]").await.is_none(),
+        "a second row before one was asked for"
+    );
+    b.click("#add-row").await;
+    b.until_attr("input[name=a1_value]", "name", "the added row", |n| {
+        n == "a1_value"
+    })
+    .await;
+    b.until_attr("input[name=a0_value]", "value", "the typed address", |v| {
+        v == "127.0.0.10"
+    })
+    .await;
     type_into(&b, "input[name=a1_value]", "127.0.0.10").await;
     choose(&b, "select[name=a1_dc]", "dc2").await;
     b.click("#preview").await;
@@ -565,6 +580,12 @@ async fn console_record_form_previews_applies_and_dns_follows() {
         )
         .await;
     assert!(row.contains("127.0.0.10 is listed twice"), "{row}");
+    // The two rows and one empty one: a preview adds no more.
+    assert!(b.text("tr[data-row=\"2\"]").await.is_some(), "no spare row");
+    assert!(
+        b.text("tr[data-row=\"3\"]").await.is_none(),
+        "a preview added rows"
+    );
     b.until_text("#form-errors", "the summary", |t| {
         t.contains("Nothing was applied")
     })

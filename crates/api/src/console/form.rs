@@ -32,8 +32,10 @@ use crate::{
 use gtm_model::config::{Address, AddressFields, Config, Domain, Record, RecordFields, RecordType};
 use gtm_node::access::Principal;
 
-/// Empty address rows offered below the record's own.
-const SPARE_ROWS: usize = 3;
+/// Empty address rows offered below the record's own: one, and one more
+/// for each press of "Add an address row" (at most [`MAX_SPARE_ROWS`]).
+const SPARE_ROWS: usize = 1;
+const MAX_SPARE_ROWS: usize = 50;
 
 /// The types a record of the form can have: not NS, which the configuration
 /// refuses in records (the apex NS set is the domain's nameservers).
@@ -161,6 +163,14 @@ pub async fn submit(
         }
     }
     let config = state.engine.config();
+    if fields.get("action") == "add-row" {
+        // The form again, as typed, with one more empty row.
+        let spare = spare_rows(&fields) + 1;
+        fields.set("spare", spare.to_string());
+        return render(&state, &who, &config, &fields, &Problems::default(), None);
+    }
+    // Rows added and filled are the record's own now: one spare again.
+    fields.set("spare", SPARE_ROWS.to_string());
     let apply = fields.get("action") == "apply";
     let mut problems = Problems::default();
     let built = build(&config, &fields, &mut problems);
@@ -328,17 +338,28 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
 }
 
 /// The address rows the form holds: every index with a field.
+/// The address rows the form holds: up to the last one with an address
+/// (empty rows after it are the spare ones, offered again, not counted).
 fn rows(f: &Fields) -> usize {
-    f.0.keys()
-        .filter_map(|k| {
+    f.0.iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .filter_map(|(k, _)| {
             k.strip_prefix('a')?
-                .split_once('_')?
-                .0
+                .strip_suffix("_value")?
                 .parse::<usize>()
                 .ok()
         })
         .max()
         .map_or(0, |m| m + 1)
+}
+
+/// The empty rows offered after the record's own: one, and as many more
+/// as "Add an address row" asked for.
+fn spare_rows(f: &Fields) -> usize {
+    f.get("spare")
+        .parse::<usize>()
+        .unwrap_or(SPARE_ROWS)
+        .clamp(SPARE_ROWS, MAX_SPARE_ROWS)
 }
 
 /// The domain the form describes, or the problems that stop it.
@@ -608,7 +629,8 @@ fn render(
             ("false".to_string(), "no".to_string()),
         ]
     };
-    let n_rows = rows(f) + SPARE_ROWS;
+    let spare = spare_rows(f);
+    let n_rows = rows(f) + spare;
     let editing = !f.get("orig").is_empty();
     let title = if editing {
         format!("Edit {} in {}", f.get("orig"), f.get("domain"))
@@ -642,6 +664,7 @@ fn render(
             (csrf_field(who))
             input type="hidden" name="domain" value=(f.get("domain"));
             input type="hidden" name="orig" value=(f.get("orig"));
+            input type="hidden" name="spare" value=(spare);
             @if let Some(Outcome::Preview { version, .. }) = &outcome {
                 input type="hidden" name="version" value=(version);
             }
@@ -708,7 +731,8 @@ fn render(
                         }
                     }
                 }
-                p.hint { "A row left empty is dropped; preview again for more empty rows." }
+                p.hint { "A row left empty is dropped." }
+                button type="submit" name="action" value="add-row" #add-row formnovalidate { "Add an address row" }
             }
             fieldset {
                 legend { "Static data (MX, TXT, SRV, CAA: one value per line)" }
