@@ -75,6 +75,20 @@ pub(super) fn class_of(status: Option<Status>) -> &'static str {
     }
 }
 
+/// Where a status sorts: what needs an operator first (nothing healthy,
+/// fail-safe, DR, partly down), then OK, then no state yet.
+fn rank(status: Option<Status>) -> u8 {
+    match status {
+        Some(Status::NoHealthy) => 0,
+        Some(Status::FailSafe) => 1,
+        Some(Status::Dr) => 2,
+        Some(Status::PartiallyOkRecordDown) => 3,
+        Some(Status::PartiallyOk) => 4,
+        Some(Status::Ok) => 5,
+        None => 6,
+    }
+}
+
 pub(super) fn text_of(status: Option<Status>) -> &'static str {
     status.map_or("No state yet", Status::as_str)
 }
@@ -296,7 +310,7 @@ fn render_table(view: &View, f: &Filters) -> Markup {
         })
         .flatten();
     let name = f.name.trim().to_ascii_lowercase();
-    let matching: Vec<&str> = labels
+    let mut matching: Vec<&str> = labels
         .into_iter()
         .filter(|label| {
             let domain = view.catalog.records.get(*label).map(|i| i.domain.as_str());
@@ -313,6 +327,22 @@ fn render_table(view: &View, f: &Filters) -> Markup {
                 && (name.is_empty() || label.contains(name.as_str()))
         })
         .collect();
+    // Problems first (a record's worst status on any device), then by
+    // domain, then by name within it: a domain's records stay together.
+    matching.sort_by_cached_key(|label| {
+        let worst = columns
+            .iter()
+            .filter_map(|c| c.records.get(*label))
+            .map(|r| rank(r.status))
+            .min()
+            .unwrap_or(rank(None));
+        let domain = view
+            .catalog
+            .records
+            .get(*label)
+            .map_or("", |i| i.domain.as_str());
+        (worst, domain, *label)
+    });
     // A page of a huge configuration stays a page: the filters narrow it.
     let shown = &matching[..matching.len().min(MAX_ROWS)];
     let refresh = format!("/ui/records/table?{}", f.query());
@@ -503,6 +533,56 @@ mod tests {
             catalog: Catalog::default(),
             drains: Vec::new(),
         }
+    }
+
+    #[test]
+    fn problems_come_first_then_each_domain_together() {
+        let mut v = view(
+            vec![
+                status("www.b.test/A", Some(Status::Ok)),
+                status("api.a.test/A", Some(Status::Ok)),
+                status("zz.b.test/A", Some(Status::Ok)),
+                status("www.a.test/A", Some(Status::Ok)),
+                status("shop.b.test/A", Some(Status::Ok)),
+            ],
+            vec![
+                // DR on the peer only, nothing healthy there for another.
+                status("www.b.test/A", Some(Status::Dr)),
+                status("shop.b.test/A", Some(Status::NoHealthy)),
+            ],
+            true,
+        );
+        for (label, domain) in [
+            ("www.b.test/A", "b.test"),
+            ("api.a.test/A", "a.test"),
+            ("zz.b.test/A", "b.test"),
+            ("www.a.test/A", "a.test"),
+            ("shop.b.test/A", "b.test"),
+        ] {
+            v.catalog.records.insert(
+                label.into(),
+                RecordInfo {
+                    domain: domain.into(),
+                    addresses: Vec::new(),
+                },
+            );
+        }
+        let html = render_table(&v, &Filters::default()).into_string();
+        let order: Vec<&str> = html
+            .split("data-record=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "shop.b.test/A",
+                "www.b.test/A",
+                "api.a.test/A",
+                "www.a.test/A",
+                "zz.b.test/A"
+            ]
+        );
     }
 
     #[test]
