@@ -428,18 +428,35 @@ pub fn preview_href(label: &str, device: Option<&str>) -> String {
 
 /// What the Summary column says of a record on this device.
 fn summary(label: &str, view: &View) -> Vec<String> {
-    let mut lines = Vec::new();
-    if let Some(r) = view.local.iter().find(|r| r.record == label) {
-        match r.status {
-            Some(Status::Dr) => lines.push("Disaster recovery is on".to_string()),
-            Some(Status::FailSafe) => lines.push("Fail-safe records are answered".to_string()),
-            Some(Status::NoHealthy) => lines.push("No healthy records".to_string()),
-            _ => {}
-        }
-        if r.decision.contains("held by manual failback") {
-            lines.push("held by manual failback".to_string());
+    // What each device does with the record, by its own state (a peer's
+    // by its last report): one line per condition, naming the devices.
+    let states = std::iter::once((view.device.as_str(), &view.local))
+        .chain(view.peers.iter().map(|p| (p.device.as_str(), &p.records)))
+        .filter_map(|(device, records)| {
+            Some((device, records.iter().find(|r| r.record == label)?))
+        });
+    let mut by_condition: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (device, r) in states {
+        let condition = match r.status {
+            Some(Status::Dr) => Some("Disaster recovery is on"),
+            Some(Status::FailSafe) => Some("Fail-safe records are answered"),
+            Some(Status::NoHealthy) => Some("No healthy records"),
+            Some(Status::PartiallyOkRecordDown) => Some("a record is down"),
+            _ => None,
+        };
+        let held = (r.held || r.decision.contains("held by manual failback"))
+            .then_some("held by manual failback");
+        for c in condition.into_iter().chain(held) {
+            match by_condition.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, devices)) => devices.push(device),
+                None => by_condition.push((c, vec![device])),
+            }
         }
     }
+    let mut lines: Vec<String> = by_condition
+        .into_iter()
+        .map(|(c, devices)| format!("{c} ({})", devices.join(", ")))
+        .collect();
     if let Some(info) = view.catalog.records.get(label) {
         for d in &view.drains {
             if let Some(address) = &d.address
@@ -533,6 +550,37 @@ mod tests {
             catalog: Catalog::default(),
             drains: Vec::new(),
         }
+    }
+
+    #[test]
+    fn the_summary_names_what_each_device_does() {
+        let mut held = status("dr.a.test/A", Some(Status::Dr));
+        held.held = true;
+        let v = view(
+            vec![
+                status("dr.a.test/A", Some(Status::Ok)),
+                status("www.a.test/A", Some(Status::PartiallyOkRecordDown)),
+                status("ok.a.test/A", Some(Status::Ok)),
+            ],
+            vec![
+                held,
+                status("www.a.test/A", Some(Status::PartiallyOkRecordDown)),
+                status("ok.a.test/A", Some(Status::Ok)),
+            ],
+            true,
+        );
+        assert_eq!(
+            summary("dr.a.test/A", &v),
+            [
+                "Disaster recovery is on (gtm2)",
+                "held by manual failback (gtm2)"
+            ]
+        );
+        assert_eq!(
+            summary("www.a.test/A", &v),
+            ["a record is down (gtm1, gtm2)"]
+        );
+        assert!(summary("ok.a.test/A", &v).is_empty());
     }
 
     #[test]
