@@ -392,6 +392,87 @@ async fn console_login_csrf_and_logout_in_a_browser() {
     let html = preview.text().await.expect("a body");
     assert!(html.contains("disaster-recovery"), "{html}");
     assert!(!html.contains("id=\"resume\""), "{html}");
+
+    // The live stream: a page that connects with the state it was made
+    // from (`data-since`) is not told to fetch again at once; its first
+    // announcement is the change that follows (the stream's second). One
+    // made from an older state is told at once (the first).
+    let first_change = |since: String| {
+        let (web, base, cookie) = (web.clone(), base.clone(), cookie.clone());
+        async move {
+            let stream = web
+                .get(format!("{base}/ui/stream?since={since}"))
+                .header("cookie", &cookie)
+                .send()
+                .await
+                .expect("the stream");
+            assert_eq!(stream.status(), 200);
+            stream
+        }
+    };
+    let read_change = |mut stream: reqwest::Response| async move {
+        let mut text = String::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(data) = text
+                .split("event: change\ndata: ")
+                .nth(1)
+                .and_then(|rest| rest.split('\n').next())
+            {
+                return data.to_string();
+            }
+            assert!(Instant::now() < deadline, "no change announced: {text:?}");
+            let chunk = tokio::time::timeout(Duration::from_secs(20), stream.chunk())
+                .await
+                .expect("the stream went quiet")
+                .expect("the stream")
+                .expect("the stream ended");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    // Another event between the page and the connection (a probe's
+    // transition) makes the page old: it is made again, a bounded number
+    // of times.
+    let mut announced = Vec::new();
+    for _ in 0..5 {
+        let page = web
+            .get(format!("{base}/ui/records"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .expect("an answer")
+            .text()
+            .await
+            .expect("a body");
+        let since = page
+            .split("data-since=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("no data-since: {page}"))
+            .to_string();
+        let current = first_change(since).await;
+        d.device.engine.record_event(
+            gtm_engine::EventKind::Operator,
+            gtm_engine::Severity::Info,
+            "test".into(),
+            "a change after the page was made".into(),
+        );
+        announced.push(read_change(current).await);
+        if announced.last().is_some_and(|n| n == "2") {
+            break;
+        }
+    }
+    assert_eq!(
+        announced.last().map(String::as_str),
+        Some("2"),
+        "a page made from the current state: {announced:?}"
+    );
+    let stale = first_change("0.0".into()).await;
+    assert_eq!(
+        read_change(stale).await,
+        "1",
+        "a page made from an older state"
+    );
     // Still logged in: the refused logout did not end the session.
     let page = web
         .get(format!("{base}/ui/"))

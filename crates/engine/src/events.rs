@@ -4,6 +4,12 @@
 use super::*;
 
 impl Engine {
+    /// How many events this device has logged (the next one's number): a
+    /// page that knows it can tell whether an event came after it.
+    pub fn events_logged(&self) -> u64 {
+        self.lock().next_seq
+    }
+
     /// New events as they are logged.
     pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
         self.events_tx.subscribe()

@@ -142,6 +142,8 @@ pub async fn page(
     Extension(who): Extension<Principal>,
     Query(q): Query<LogQuery>,
 ) -> Response {
+    // Taken before the data: a change in between is announced.
+    let since = super::stream::since(&state);
     let events = read(&state, &q).await;
     let mut devices = vec![state.engine.device().to_string()];
     devices.extend(
@@ -155,7 +157,7 @@ pub async fn page(
         h1 { "GTM Logs" }
         (form(&q, &devices))
         @if q.following() {
-            p #live .live role="status" { "Live updates: connecting…" }
+            p #live .live role="status" data-since=(since) { "Live updates: connecting…" }
         }
         (render(&q, &events))
     };

@@ -196,6 +196,8 @@ pub async fn page(
     Extension(who): Extension<Principal>,
     Query(filters): Query<Filters>,
 ) -> Response {
+    // Taken before the data: a change in between is announced.
+    let since = super::stream::since(&state);
     let view = match gather(&state).await {
         Ok(v) => v,
         Err(e) => return e,
@@ -203,7 +205,7 @@ pub async fn page(
     let body = html! {
         h1 { "Records" }
         (filter_form(&view.catalog, &filters))
-        p #live .live role="status" { "Live updates: connecting…" }
+        p #live .live role="status" data-since=(since) { "Live updates: connecting…" }
         (render_table(&view, &filters))
     };
     layout::page("Records", &view.device, Some(&who), body).into_response()

@@ -9,11 +9,12 @@
 use std::{convert::Infallible, time::Duration};
 
 use axum::{
-    extract::State,
+    extract::{Query, State},
     response::IntoResponse,
     response::sse::{Event, KeepAlive, Sse},
 };
 use futures_util::Stream;
+use serde::Deserialize;
 use tokio::sync::{broadcast, watch};
 
 use crate::ApiState;
@@ -24,15 +25,39 @@ const REACHABILITY_EVERY: Duration = Duration::from_secs(3);
 /// a check event and a record event at once.
 const COALESCE: Duration = Duration::from_millis(200);
 
-pub async fn stream(State(state): State<ApiState>) -> impl IntoResponse {
+/// What a page's live data was made from: the events this device logged
+/// and the peers' reports it had. A page carries it (`data-since` on its
+/// `#live` element) and the stream takes it back (`?since=`), so that a
+/// page that connects right after it was made is not told to fetch again.
+pub fn since(state: &ApiState) -> String {
+    format!(
+        "{}.{}",
+        state.engine.events_logged(),
+        *state.peers.subscribe().borrow()
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct StreamQuery {
+    /// The page's [`since`]: a change is announced at once only when the
+    /// state moved on from it (or without it).
+    #[serde(default)]
+    since: Option<String>,
+}
+
+pub async fn stream(
+    State(state): State<ApiState>,
+    Query(q): Query<StreamQuery>,
+) -> impl IntoResponse {
     let reachable = reachability(&state);
+    let current = q.since.as_deref() == Some(since(&state).as_str());
     let watcher = Watcher {
         events: state.engine.subscribe_events(),
         peers: state.peers.subscribe(),
         tick: tokio::time::interval(REACHABILITY_EVERY),
         reachable,
         state,
-        sent: 0,
+        sent: u64::from(current),
     };
     let changes = futures_util::stream::unfold(watcher, |mut w| async move {
         let n = w.next().await?;
@@ -59,8 +84,9 @@ struct Watcher {
 
 impl Watcher {
     /// Waits for the next change; `None` when the device shuts down. The
-    /// first call answers at once: a page that (re)connects may have
-    /// missed changes.
+    /// first call answers at once unless the page is current (`sent`
+    /// starts at 1 then): a page that (re)connects may have missed
+    /// changes.
     async fn next(&mut self) -> Option<u64> {
         if self.sent > 0 {
             loop {

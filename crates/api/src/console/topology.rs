@@ -95,13 +95,15 @@ async fn gather(state: &ApiState) -> Map {
 }
 
 pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
+    // Taken before the data: a change in between is announced.
+    let since = super::stream::since(&state);
     let map = gather(&state).await;
     let body = html! {
         h1 { "Topology" }
         p { "Datacenters with their devices, and each steered record linked to its addresses, \
              coloured by their health on this device: green healthy, red down, amber healthy \
              in some records only, grey drained. Each label also says it." }
-        p #live .live role="status" { "Live updates: connecting…" }
+        p #live .live role="status" data-since=(since) { "Live updates: connecting…" }
         (render(&map))
     };
     layout::page("Topology", state.engine.device(), Some(&who), body).into_response()

@@ -59,7 +59,11 @@
 
   function start() {
     if (!document.querySelector("[data-refresh]") || !window.EventSource) return;
-    var source = new EventSource("/ui/stream");
+    // What the page was made from: the stream announces a change at once
+    // only when the device has moved on since.
+    var status = document.getElementById("live");
+    var since = status && status.getAttribute("data-since");
+    var source = new EventSource("/ui/stream" + (since ? "?since=" + encodeURIComponent(since) : ""));
     source.addEventListener("open", function () { live("Live updates: on"); });
     source.addEventListener("change", refresh);
     source.addEventListener("error", function () {
