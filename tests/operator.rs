@@ -347,6 +347,66 @@ async fn logs_filter_and_follow() {
     follow.wait().unwrap();
 }
 
+/// The preview says why each address is healthy or not: its check's state
+/// and last result with the time of the change, or `static`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_says_why_each_address_is_healthy_or_not() {
+    let d = TestDevice::start(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[check]]
+name = "closed"
+type = "tcp"
+port = 9
+interval = "500ms"
+
+[[domain]]
+name = "why.test"
+nameservers = ["ns1.why.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "127.0.0.2", hc = "check:closed" }, { ip = "127.0.0.3" }]
+"#,
+    )
+    .await;
+    let preview = || {
+        let out = tokio::task::block_in_place(|| {
+            run_gtm(&d, &["record", "preview", "www.why.test", "A", "--json"])
+        });
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+        serde_json::from_str::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let p = loop {
+        let p = preview();
+        if p["addresses"][0]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains(": Error ("))
+        {
+            break p;
+        }
+        assert!(std::time::Instant::now() < deadline, "never Error: {p}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let why = p["addresses"][0]["why"].as_str().unwrap();
+    assert_eq!(p["addresses"][0]["healthy"], false, "{p}");
+    assert!(why.starts_with("check closed"), "{why}");
+    assert!(why.contains(" since 20"), "{why}");
+    assert_eq!(
+        p["addresses"][1]["why"], "static: always a candidate",
+        "{p}"
+    );
+    // The table says it too.
+    let text =
+        tokio::task::block_in_place(|| run_gtm(&d, &["record", "preview", "www.why.test", "A"]));
+    assert!(text.stdout.contains("WHY"), "{}", text.stdout);
+    assert!(text.stdout.contains(why), "{}", text.stdout);
+}
+
 /// Every event has a severity: DR is a warning, a check that recovers is
 /// information. The CLI and the API filter by it (that severity or
 /// higher), the CLI prints it, and the API exports a page as CSV.

@@ -58,7 +58,7 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
             }
             println!("decision        {}", p.decision);
             println!();
-            let rows: Vec<[String; 4]> = p
+            let rows: Vec<[String; 5]> = p
                 .addresses
                 .iter()
                 .map(|a| {
@@ -74,10 +74,11 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
                         a.dc.clone().unwrap_or_else(|| "-".into()),
                         a.hc.clone(),
                         health.into(),
+                        a.why.clone(),
                     ]
                 })
                 .collect();
-            table(&["ADDRESS", "DC", "HC", "HEALTH"], &rows);
+            table(&["ADDRESS", "DC", "HC", "HEALTH", "WHY"], &rows);
             if !p.switchovers.is_empty() {
                 println!();
                 println!("latest switchovers");

@@ -121,6 +121,13 @@ pub struct AddressView {
     pub hc: String,
     pub healthy: bool,
     pub drained: bool,
+    /// Why it is healthy or not on this device: its check's state and
+    /// last result with the time of the change (`check web@192.0.2.10:
+    /// Error (status 503) since 2026-12-05 21:04:05.123Z`), its scenario's
+    /// decision, `static` or `disabled`. Empty from a device of an earlier
+    /// version.
+    #[serde(default)]
+    pub why: String,
 }
 
 /// Scenario decisions as operators see them.
@@ -244,6 +251,7 @@ impl Engine {
                     },
                     healthy: state.is_some_and(|s| s.healthy.get(i).copied().unwrap_or(false)),
                     drained: resolve::HealthView::drained(&inner.health, label, a),
+                    why: why(&inner.health, &a.hc),
                 })
                 .collect();
             let mode = match &r.steering().mode {
@@ -294,5 +302,29 @@ impl Engine {
             switchovers,
             ..preview
         })
+    }
+}
+
+/// Why an address with `hc` is healthy or not here, in words.
+fn why(health: &HealthState, hc: &Hc) -> String {
+    match hc {
+        Hc::Static => "static: always a candidate".into(),
+        Hc::Disabled => "disabled in the configuration".into(),
+        Hc::Scenario(s) => match health.scenarios.get(s.as_str()) {
+            Some(d) if d.decided => format!(
+                "scenario {s}: {}",
+                if d.active { "active" } else { "passive" }
+            ),
+            _ => format!("scenario {s}: not decided yet"),
+        },
+        Hc::Check(c) => match health.checks.get(c) {
+            Some((_, status)) => format!(
+                "check {c}: {} ({}) since {}",
+                status.state,
+                status.reason,
+                gtm_model::when::iso_ms(status.since_ms)
+            ),
+            None => format!("check {c}: no result yet"),
+        },
     }
 }

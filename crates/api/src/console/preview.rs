@@ -200,6 +200,7 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
                             th scope="col" { "Datacenter" }
                             th scope="col" { "HC" }
                             th scope="col" { "Health" }
+                            th scope="col" { "Why" }
                             th scope="col" { "Drained" }
                         }
                     }
@@ -214,6 +215,7 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
                                 } @else {
                                     td.st.st-down { "Unhealthy" }
                                 }
+                                td.why { (a.why) }
                                 td { @if a.drained { "drained" } @else { "no" } }
                             }
                         }
