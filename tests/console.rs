@@ -605,7 +605,7 @@ async fn console_routes_need_a_session_and_carry_the_security_headers() {
         !html.contains("<script>") && !html.contains("style="),
         "no inline script or style"
     );
-    for asset in ["css", "js"] {
+    for asset in ["css", "js", "svg"] {
         let href = html
             .split('"')
             .find(|s| s.starts_with("/ui/assets/") && s.ends_with(asset))
@@ -622,14 +622,12 @@ async fn console_routes_need_a_session_and_carry_the_security_headers() {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_string();
-        assert!(
-            kind.starts_with(if asset == "css" {
-                "text/css"
-            } else {
-                "text/javascript"
-            }),
-            "{kind}"
-        );
+        let want = match asset {
+            "css" => "text/css",
+            "js" => "text/javascript",
+            _ => "image/svg+xml",
+        };
+        assert!(kind.starts_with(want), "{kind}");
     }
 
     // A login posted from another site's page is refused before the

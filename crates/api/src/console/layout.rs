@@ -4,7 +4,7 @@
 
 use maud::{DOCTYPE, Markup, html};
 
-use super::assets::{CSS_PATH, JS_PATH};
+use super::assets::{CSS_PATH, ICON_PATH, JS_PATH};
 use crate::auth::CSRF_FIELD;
 use gtm_node::access::Principal;
 
@@ -17,6 +17,7 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · gtm " (device) }
+                link rel="icon" type="image/svg+xml" href=(ICON_PATH);
                 link rel="stylesheet" href=(CSS_PATH);
                 script src=(JS_PATH) defer {}
             }

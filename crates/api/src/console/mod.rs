@@ -74,7 +74,8 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui", get(|| async { Redirect::to("/ui/") }))
         .route("/ui/login", get(login::form).post(login::submit))
         .route(assets::CSS_PATH, get(assets::css))
-        .route(assets::JS_PATH, get(assets::js));
+        .route(assets::JS_PATH, get(assets::js))
+        .route(assets::ICON_PATH, get(assets::icon));
     Router::new()
         .merge(viewer)
         .merge(operator)
