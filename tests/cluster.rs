@@ -892,7 +892,49 @@ async fn starts_and_stops_are_events_and_an_unclean_stop_is_named() {
     let logs = wait_for(&d, "device gtm1 started (gtm ", 2);
     assert!(logs.contains("device gtm1 stopping"), "{logs}");
     assert_eq!(logs.matches("unclean").count(), 1, "{logs}");
+    // Read back from the store after a restart, the unclean start keeps
+    // its severity: the one warning among the device's events.
+    let warnings = d.ok(&["logs", "--kind", "device", "--severity", "warning"]);
+    assert_eq!(warnings.lines().count(), 1, "{warnings}");
+    assert!(
+        warnings.contains("  warning  device gtm1 started after an unclean stop"),
+        "{warnings}"
+    );
     d.kill();
+}
+
+/// A device's warning, made after its restart, reaches the other device of
+/// a pair with its severity (in its reports): `--severity warning` there
+/// finds it, and no info event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peers_warning_keeps_its_severity_on_the_other_device() {
+    let (_root, mut a, mut b) = pair(148);
+    // An apply flushes the store: gtm1's start event is on disk.
+    a.apply_ok(&zone("192.0.2.90"));
+    until_answer(&b, "192.0.2.90").await;
+    a.kill();
+    a.restart();
+    let unclean = "device gtm1 started after an unclean stop";
+    let warnings_on = |d: &Proc| d.ok(&["logs", "--kind", "device", "--severity", "warning"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let seen = loop {
+        let logs = warnings_on(&b);
+        if logs.contains(unclean) {
+            break logs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gtm2 never saw gtm1's warning:\n{logs}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(seen.contains("  gtm1  warning  "), "{seen}");
+    assert!(
+        !seen.contains("gtm2 started"),
+        "an info event passed: {seen}"
+    );
+    a.kill();
+    b.kill();
 }
 
 /// A put through each device of a pair, of different keys of one record:
