@@ -86,25 +86,23 @@ impl Engine {
                         .copied(),
                 );
             }
-            if decision.active != last.active {
-                let text = format!(
+            let state = |active: bool| if active { "active" } else { "passive" };
+            let text = if decision.active != last.active {
+                Some(format!(
                     "scenario {}: {} → {}",
                     spec.name,
-                    if last.active { "active" } else { "passive" },
-                    if decision.active { "active" } else { "passive" }
-                );
-                self.log(
-                    inner,
-                    EventKind::Scenario,
-                    Severity::Info,
-                    spec.name.clone(),
-                    text,
-                );
+                    state(last.active),
+                    state(decision.active)
+                ))
             } else if decision.pending.is_some() && decision.pending != last.pending {
-                let text = format!(
+                Some(format!(
                     "scenario {}: change waits for its verify condition",
                     spec.name
-                );
+                ))
+            } else {
+                None
+            };
+            if let Some(text) = text {
                 self.log(
                     inner,
                     EventKind::Scenario,
