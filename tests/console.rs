@@ -998,4 +998,5 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
     drop((a, b));
 }
 
+mod objects;
 mod screens;

@@ -4,12 +4,12 @@
 //! history:
 //!
 //! ```text
-//! + check web
+//! + check web: interval 10s, path "/health", type "http"
 //! ~ check api: interval 10s → 30s
 //! - datacenter dc3
 //! ~ domain example.test: soa.refresh 3600 → 7200
 //! ~ record www.example.test/A in domain example.test: ttl 60 → 300
-//! + address 192.0.2.10 of record www.example.test/A
+//! + address 192.0.2.10 of record www.example.test/A: dc "dc1", hc "check:web"
 //! ~ address 192.0.2.11 of record www.example.test/A: hc "check:web" → "check:web2"
 //! ~ record www.example.test/A in domain example.test: address order [192.0.2.11, 192.0.2.12] → [192.0.2.12, 192.0.2.11]
 //! ```
@@ -116,7 +116,7 @@ fn named<T: PartialEq + Serialize>(
 ) {
     let m = match_up(old, new, &name);
     for n in &m.added {
-        out.push(format!("+ {kind} {}", name(n)));
+        out.push(added(format!("+ {kind} {}", name(n)), n, &["name"], bare));
     }
     for (o, n) in &m.common {
         if o != n {
@@ -134,7 +134,12 @@ fn named<T: PartialEq + Serialize>(
 fn domains(out: &mut Vec<String>, old: &[Arc<Domain>], new: &[Arc<Domain>]) {
     let m = match_up(old, new, |d| d.name.as_str());
     for n in &m.added {
-        out.push(format!("+ domain {}", n.name));
+        out.push(added(
+            format!("+ domain {}", n.name),
+            &n.without_records(),
+            &["name"],
+            &[],
+        ));
     }
     for (o, n) in &m.common {
         if o == n {
@@ -178,7 +183,21 @@ fn records(out: &mut Vec<String>, domain: &str, old: &[Arc<Record>], new: &[Arc<
     };
     let id = |r: &Arc<Record>| record_id(domain, r);
     for n in &m.added {
-        out.push(format!("+ record {} in domain {domain}", id(n)));
+        let record = id(n);
+        out.push(added(
+            format!("+ record {record} in domain {domain}"),
+            &record_header(n),
+            &["name", "type"],
+            &[],
+        ));
+        for a in n.addresses.iter() {
+            out.push(added(
+                format!("+ address {} of record {record}", address_key(a)),
+                a,
+                &["ip", "target"],
+                &[],
+            ));
+        }
     }
     for (o, n) in &m.common {
         if o == n {
@@ -209,7 +228,12 @@ fn addresses(out: &mut Vec<String>, domain: &str, record: &str, old: &[Address],
     let m = match_up(old, new, address_key);
     let id = |a: &Address| address_key(a).to_string();
     for n in &m.added {
-        out.push(format!("+ address {} of record {record}", id(n)));
+        out.push(added(
+            format!("+ address {} of record {record}", id(n)),
+            *n,
+            &["ip", "target"],
+            &[],
+        ));
     }
     for (o, n) in &m.common {
         if o != n {
@@ -349,6 +373,40 @@ fn order<T>(m: &Matched<'_, T>, id: impl Fn(&T) -> String) -> String {
         list(&mut m.common_old_order.iter().copied()),
         list(&mut m.common.iter().map(|(_, n)| *n))
     )
+}
+
+/// The line of an object added, with the fields it is given:
+/// `+ check web: port 8080, type "http"`, in name order (nested tables named with dots,
+/// the keys in `skip` left out: they are in the head already).
+fn added<T: Serialize>(head: String, new: &T, skip: &[&str], bare: &[&str]) -> String {
+    fn leaves(out: &mut Vec<String>, path: &str, v: &Value, bare: &[&str]) {
+        match v {
+            Value::Object(t) if !t.is_empty() => {
+                for (k, item) in t {
+                    let child = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    leaves(out, &child, item, bare);
+                }
+            }
+            Value::Null => {}
+            Value::Array(items) if items.is_empty() => {}
+            _ => out.push(format!("{path} {}", shown(Some(v), bare.contains(&path)))),
+        }
+    }
+    let mut given = Vec::new();
+    if let Ok(Value::Object(t)) = serde_json::to_value(new) {
+        for (k, v) in t.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
+            leaves(&mut given, k, v, bare);
+        }
+    }
+    if given.is_empty() {
+        head
+    } else {
+        format!("{head}: {}", given.join(", "))
+    }
 }
 
 /// One line per changed field of an object known to have changed:
@@ -634,18 +692,21 @@ addresses = [{ target = "www.example.test." }]
     }
 
     #[test]
-    fn records_added_and_removed_are_one_line() {
+    fn records_added_come_with_their_addresses_and_removed_are_one_line() {
         assert_eq!(
             changed(
                 "[[domain.record]]\nname = \"@\"",
                 "[[domain.record]]\nname = \"api\"\ntype = \"A\"\naddresses = [{ ip = \"192.0.2.40\" }]\n\n[[domain.record]]\nname = \"@\""
             ),
-            ["+ record api.example.test/A in domain example.test"]
+            [
+                "+ record api.example.test/A in domain example.test",
+                "+ address 192.0.2.40 of record api.example.test/A"
+            ]
         );
         assert_eq!(
             changed("type = \"MX\"", "type = \"TXT\""),
             [
-                "+ record example.test/TXT in domain example.test",
+                "+ record example.test/TXT in domain example.test: values [\"10 mail.example.test.\"]",
                 "- record example.test/MX in domain example.test",
             ]
         );
@@ -743,7 +804,7 @@ addresses = [{ target = "www.example.test." }]
         assert_eq!(
             diff(&before, &text(&["r1", "r2", "r3", "r4", "r5", "r6"], "w")),
             [
-                "+ record r6.d.test/TXT in domain d.test",
+                "+ record r6.d.test/TXT in domain d.test: values [\"v\"]",
                 "~ record r4.d.test/TXT in domain d.test: values [\"v\"] → [\"w\"]"
             ]
         );
@@ -773,26 +834,26 @@ addresses = [{ target = "www.example.test." }]
     }
 
     #[test]
-    fn objects_added_and_removed_are_one_line() {
+    fn objects_added_show_their_fields_and_removed_are_one_line() {
         assert_eq!(
             changed("[[datacenter]]\nname = \"dc3\"\n", ""),
             ["- datacenter dc3"]
         );
         assert_eq!(
             changed("name = \"web\"", "name = \"web2\""),
-            ["+ check web2", "- check web"]
+            ["+ check web2: interval 10s, type \"http\"", "- check web"]
         );
         let before = Config::default();
         let after = config(BASE);
         assert_eq!(
             diff(&before, &after),
             [
-                "+ datacenter dc1",
+                "+ datacenter dc1: country \"FR\"",
                 "+ datacenter dc3",
-                "+ check web",
-                "+ scenario dr",
-                "+ service shop",
-                "+ domain example.test",
+                "+ check web: interval 10s, type \"http\"",
+                "+ scenario dr: condition \"web\"",
+                "+ service shop: domains [\"example.test\"]",
+                "+ domain example.test: soa.refresh 3600, ttl 30",
             ]
         );
         assert_eq!(

@@ -12,18 +12,20 @@
 //! version. Errors are shown beside the fields they name (an address's on
 //! its row) and all together above the form.
 
-use std::collections::BTreeMap;
-
 use axum::{
     Extension, Json,
     body::Bytes,
     extract::{Path, Query, State},
     response::{IntoResponse, Response},
 };
-use maud::{Markup, html};
+use maud::html;
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use super::fields::{
+    Fields, Problems, errors_of, flag_options, flag_text, list_text, select_field, split_list,
+    summary, text_field, with_default,
+};
 use super::layout::{self, csrf_field, segment};
 use crate::{
     ApiState,
@@ -40,6 +42,9 @@ const MAX_SPARE_ROWS: usize = 50;
 /// The types a record of the form can have: not NS, which the configuration
 /// refuses in records (the apex NS set is the domain's nameservers).
 const TYPES: [&str; 7] = ["A", "AAAA", "CNAME", "MX", "TXT", "SRV", "CAA"];
+/// The types whose answers come from addresses (the others are static
+/// data): the controls only they use are shown for them.
+const ADDRESSED: &str = "f-type:A,AAAA,CNAME";
 const MODES: [&str; 3] = ["standalone", "disaster-recovery", "datacenter"];
 const BALANCES: [&str; 5] = ["round-robin", "weighted", "random", "priority", "persist"];
 
@@ -54,39 +59,6 @@ pub struct EditQuery {
     /// longest one it is in.
     #[serde(default)]
     pub label: Option<String>,
-}
-
-/// The form's fields as sent, kept to show them again.
-#[derive(Debug, Default, Clone)]
-struct Fields(BTreeMap<String, String>);
-
-impl Fields {
-    fn get(&self, key: &str) -> &str {
-        self.0.get(key).map(|s| s.trim()).unwrap_or("")
-    }
-    fn set(&mut self, key: &str, value: impl Into<String>) {
-        self.0.insert(key.to_string(), value.into());
-    }
-}
-
-/// Problems to show: by field key (`ttl`, `a2` for the third address row),
-/// and all of them in order.
-#[derive(Debug, Default)]
-struct Problems {
-    by_field: BTreeMap<String, Vec<String>>,
-    all: Vec<String>,
-}
-
-impl Problems {
-    fn add(&mut self, field: Option<String>, text: String) {
-        if let Some(f) = field {
-            self.by_field.entry(f).or_default().push(text.clone());
-        }
-        self.all.push(text);
-    }
-    fn is_empty(&self) -> bool {
-        self.all.is_empty()
-    }
 }
 
 /// What to show above the form after a submission.
@@ -156,12 +128,7 @@ pub async fn submit(
     Extension(who): Extension<Principal>,
     form: Bytes,
 ) -> Response {
-    let mut fields = Fields::default();
-    for (k, v) in form_urlencoded::parse(&form) {
-        if k != "csrf" {
-            fields.set(&k, v.into_owned());
-        }
-    }
+    let mut fields = Fields::parse(&form);
     let config = state.engine.config();
     if fields.get("action") == "add-row" {
         // The form again, as typed, with one more empty row.
@@ -227,13 +194,7 @@ pub async fn submit(
             )
         }
         Err(e) => {
-            for text in e.errors.iter().cloned() {
-                let field = field_of(&text);
-                problems.add(field, text);
-            }
-            if e.errors.is_empty() {
-                problems.add(None, e.message);
-            }
+            problems.add_api_error(e, field_of);
             render(&state, &who, &config, &fields, &problems, None)
         }
     }
@@ -264,35 +225,10 @@ fn parse_word<T: DeserializeOwned>(text: &str) -> Option<T> {
     serde_json::from_value(Value::String(text.to_string())).ok()
 }
 
-fn opt_bool(v: Option<bool>) -> String {
-    v.map_or(String::new(), |b| b.to_string())
-}
-
-fn list(items: &[String]) -> String {
-    items.join(", ")
-}
-
-fn split_list(text: &str) -> Vec<String> {
-    text.split([',', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 /// The form's fields for a record (or a new one) of `domain`.
 fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
     let mut f = Fields::default();
     f.set("domain", domain.name.clone());
-    f.set("main_dc", domain.main_dc.clone().unwrap_or_default());
-    f.set("dr_dc", domain.dr_dc.clone().unwrap_or_default());
-    f.set("dc_order", list(&domain.dc_order));
-    f.set(
-        "dcs_to_select",
-        domain
-            .dcs_to_select
-            .map_or(String::new(), |n| n.to_string()),
-    );
     let Some(r) = record else {
         f.set("type", "A");
         return f;
@@ -309,14 +245,14 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
         o.max_answers.map_or(String::new(), |n| n.to_string()),
     );
     f.set("dr_condition", o.dr_condition.clone().unwrap_or_default());
-    f.set("dr_on_no_healthy", opt_bool(o.dr_on_no_healthy));
+    f.set("dr_on_no_healthy", flag_text(o.dr_on_no_healthy));
     f.set("failback", o.failback.map(|b| word(&b)).unwrap_or_default());
-    f.set("fail_safe", list(&o.fail_safe));
+    f.set("fail_safe", list_text(&o.fail_safe));
     f.set(
         "on_no_healthy",
         o.on_no_healthy.map(|o| word(&o)).unwrap_or_default(),
     );
-    f.set("topology", opt_bool(o.topology));
+    f.set("topology", flag_text(o.topology));
     f.set("values", r.values().join("\n"));
     for (i, a) in r.addresses.iter().enumerate() {
         let a = a.fields();
@@ -331,8 +267,8 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
             &format!("a{i}_weight"),
             a.weight.map_or(String::new(), |w| w.to_string()),
         );
-        f.set(&format!("a{i}_countries"), list(&a.countries));
-        f.set(&format!("a{i}_continents"), list(&a.continents));
+        f.set(&format!("a{i}_countries"), list_text(&a.countries));
+        f.set(&format!("a{i}_continents"), list_text(&a.continents));
     }
     f
 }
@@ -390,10 +326,6 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         }
     };
     let some = |key: &str| (!f.get(key).is_empty()).then(|| f.get(key).to_string());
-    domain.main_dc = some("main_dc");
-    domain.dr_dc = some("dr_dc");
-    domain.dc_order = split_list(f.get("dc_order"));
-    domain.dcs_to_select = number("dcs_to_select", problems).map(|n| n as usize);
     let Some(kind) = parse_word::<RecordType>(f.get("type")) else {
         problems.add(
             Some("type".into()),
@@ -414,11 +346,13 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         "false" => Some(false),
         _ => None,
     };
+    let addressed = matches!(kind, RecordType::A | RecordType::Aaaa | RecordType::Cname);
     let mut addresses = Vec::new();
     for i in 0..rows(f) {
         let key = |field: &str| format!("a{i}_{field}");
         let value = f.get(&key("value"));
-        if value.is_empty() {
+        // Rows of a static type are hidden and not the record's.
+        if value.is_empty() || !addressed {
             continue;
         }
         let (ip, target) = match value.parse() {
@@ -476,6 +410,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         values: f
             .get("values")
             .lines()
+            .filter(|_| !addressed)
             .map(str::trim)
             .filter(|l| !l.is_empty())
             .map(str::to_string)
@@ -517,10 +452,6 @@ fn field_of(error: &str) -> Option<String> {
         "on_no_healthy",
         "topology",
         "values",
-        "main_dc",
-        "dr_dc",
-        "dc_order",
-        "dcs_to_select",
     ]
     .into_iter()
     .find(|k| head.starts_with(k) || detail.starts_with(k))
@@ -534,51 +465,6 @@ fn not_found(state: &ApiState, who: &Principal, why: &str) -> Response {
         layout::page("Record form", state.engine.device(), Some(who), body),
     )
         .into_response()
-}
-
-fn errors_of(p: &Problems, key: &str) -> Markup {
-    html! {
-        @if let Some(list) = p.by_field.get(key) {
-            @for e in list { p.field-error id={ "err-" (key) } { (e) } }
-        }
-    }
-}
-
-fn text_field(f: &Fields, p: &Problems, key: &str, label: &str, hint: &str) -> Markup {
-    html! {
-        div.field .invalid[p.by_field.contains_key(key)] {
-            label for={ "f-" (key) } { (label) }
-            input id={ "f-" (key) } name=(key) type="text" value=(f.get(key)) placeholder=(hint)
-                aria-invalid=[p.by_field.contains_key(key).then_some("true")];
-            (errors_of(p, key))
-        }
-    }
-}
-
-fn select_field(
-    f: &Fields,
-    p: &Problems,
-    key: &str,
-    label: &str,
-    options: &[(String, String)],
-) -> Markup {
-    html! {
-        div.field .invalid[p.by_field.contains_key(key)] {
-            label for={ "f-" (key) } { (label) }
-            select id={ "f-" (key) } name=(key) {
-                @for (value, text) in options {
-                    option value=(value) selected[f.get(key) == value] { (text) }
-                }
-            }
-            (errors_of(p, key))
-        }
-    }
-}
-
-fn with_default(values: &[&str], default: &str) -> Vec<(String, String)> {
-    std::iter::once((String::new(), format!("(default: {default})")))
-        .chain(values.iter().map(|v| (v.to_string(), v.to_string())))
-        .collect()
 }
 
 fn render(
@@ -622,13 +508,12 @@ fn render(
             format!("scenario {}", s.name),
         )
     }));
-    let flag_options = |default: &str| {
-        vec![
-            (String::new(), format!("(default: {default})")),
-            ("true".to_string(), "yes".to_string()),
-            ("false".to_string(), "no".to_string()),
-        ]
-    };
+    let domain_mode = config
+        .domains
+        .iter()
+        .find(|d| same(&d.name, f.get("domain")))
+        .map(|d| word(&d.mode.unwrap_or_default()))
+        .unwrap_or_default();
     let spare = spare_rows(f);
     let n_rows = rows(f) + spare;
     let editing = !f.get("orig").is_empty();
@@ -639,12 +524,7 @@ fn render(
     };
     let body = html! {
         h1 { (title) }
-        @if !p.is_empty() {
-            div.error role="alert" #form-errors {
-                p { "Nothing was applied: " (p.all.len()) " problem" @if p.all.len() != 1 { "s" } "." }
-                ul { @for e in &p.all { li { (e) } } }
-            }
-        }
+        (summary(p))
         @match &outcome {
             None => {},
             Some(Outcome::Preview { version, changes }) => div.notice #diff role="status" {
@@ -673,23 +553,30 @@ fn render(
                 (text_field(f, p, "name", "Name (relative to the domain; @ for the apex)", "www"))
                 (select_field(f, p, "type", "Type", &TYPES.iter().map(|t| (t.to_string(), t.to_string())).collect::<Vec<_>>()))
                 (text_field(f, p, "ttl", "TTL (seconds)", "the domain's"))
-                (select_field(f, p, "mode", "Mode", &with_default(&MODES, "the domain's")))
+                div data-when=(ADDRESSED) {
+                    (select_field(f, p, "mode", "Mode", &with_default(&MODES, &format!("the domain's, {domain_mode}"))))
                 (select_field(f, p, "balance", "Balance", &with_default(&BALANCES, "round-robin")))
                 (text_field(f, p, "max_answers", "Answers at most", "every candidate"))
-                (select_field(f, p, "topology", "Topological selection", &flag_options("no")))
+                    (select_field(f, p, "topology", "Topological selection", &flag_options("no")))
+                }
             }
-            fieldset {
+            p.hint data-when=(ADDRESSED) {
+                "Main DC, DR DC and the datacenter order are the domain's, for every record of it: "
+                a href={ "/ui/objects/domains/edit?name=" (layout::query_value(f.get("domain"))) } { "edit the domain " (f.get("domain")) }
+                "."
+            }
+            fieldset data-when="f-mode:disaster-recovery" data-empty=(domain_mode) {
                 legend { "Disaster recovery" }
                 (select_field(f, p, "dr_condition", "Disaster Recovery Condition", &dr_options))
                 (select_field(f, p, "dr_on_no_healthy", "Disaster Recovery on No Healthy Records", &flag_options("yes")))
                 (select_field(f, p, "failback", "Failback", &with_default(&["auto", "manual"], "auto")))
             }
-            fieldset {
+            fieldset data-when=(ADDRESSED) {
                 legend { "When nothing is healthy" }
                 (select_field(f, p, "on_no_healthy", "Answer", &with_default(&["empty", "all"], "empty")))
                 (text_field(f, p, "fail_safe", "Fail-safe records (comma-separated)", "192.0.2.250"))
             }
-            fieldset {
+            fieldset data-when=(ADDRESSED) {
                 legend { "Addresses" }
                 @if let Some(list) = p.by_field.get("addresses") { @for e in list { p.field-error { (e) } } }
                 div.scroll tabindex="0" role="region" aria-label="Addresses" {
@@ -734,20 +621,13 @@ fn render(
                 p.hint { "A row left empty is dropped." }
                 button type="submit" name="action" value="add-row" #add-row formnovalidate { "Add an address row" }
             }
-            fieldset {
-                legend { "Static data (MX, TXT, SRV, CAA: one value per line)" }
+            fieldset data-when="f-type:MX,TXT,SRV,CAA" {
+                legend { "Static data (one value per line)" }
                 div.field {
                     label for="f-values" { "Values" }
                     textarea #f-values name="values" rows="3" { (f.get("values")) }
                     (errors_of(p, "values"))
                 }
-            }
-            fieldset {
-                legend { "Datacenters of the domain " (f.get("domain")) " (for every record of it)" }
-                (select_field(f, p, "main_dc", "Main DC", &dc_options))
-                (select_field(f, p, "dr_dc", "DR DC", &dc_options))
-                (text_field(f, p, "dc_order", "DC Selection order (comma-separated)", "dc1, dc2"))
-                (text_field(f, p, "dcs_to_select", "Total DCs to select from", "all"))
             }
             div.actions {
                 button type="submit" name="action" value="preview" #preview { "Preview changes" }
@@ -789,8 +669,9 @@ mod tests {
             Some("dr_condition")
         );
         assert_eq!(
-            field_of("domain example.test: main_dc: unknown datacenter \"dc9\"").as_deref(),
-            Some("main_dc")
+            field_of("domain example.test / record @ MX: values: \"x\" is not an MX value")
+                .as_deref(),
+            Some("values")
         );
         assert_eq!(field_of("something else entirely"), None);
     }

@@ -29,7 +29,11 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                         nav aria-label="Console" {
                             a href="/ui/" { "Records" }
                             a href="/ui/topology" { "Topology" }
+                            a href="/ui/objects/domains" { "Domains" }
                             a href="/ui/checks" { "Checks" }
+                            a href="/ui/objects/scenarios" { "Scenarios" }
+                            a href="/ui/objects/datacenters" { "Datacenters" }
+                            a href="/ui/objects/services" { "Services" }
                             a href="/ui/logs" { "GTM Logs" }
                             a href="/ui/cluster" { "Cluster" }
                             a href="/ui/geoip" { "GeoIP" }

@@ -13,12 +13,14 @@ mod accounts;
 mod assets;
 mod checks;
 mod cluster;
+mod fields;
 mod form;
 mod geoip;
 mod headers;
 mod layout;
 mod login;
 mod logs;
+mod objects;
 mod preview;
 mod records;
 mod stream;
@@ -50,11 +52,21 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/geoip", get(geoip::page))
         .route("/ui/topology", get(topology::page))
         .route("/ui/topology/map", get(topology::fragment))
+        .route("/ui/objects/{kind}", get(objects::list))
+        .route("/ui/condition-terms", get(objects::terms))
         .route("/ui/logout", post(login::logout))
         .route_layer(guard(Role::Viewer));
     let admin = Router::new()
         .route("/ui/cluster/token", post(cluster::token))
         .route("/ui/records/edit", get(form::page).post(form::submit))
+        .route(
+            "/ui/objects/{kind}/edit",
+            get(objects::edit).post(objects::submit),
+        )
+        .route(
+            "/ui/objects/{kind}/{name}/delete",
+            get(objects::delete_page).post(objects::delete_submit),
+        )
         .route("/ui/accounts", get(accounts::page))
         .route("/ui/accounts/users", post(accounts::user))
         .route(

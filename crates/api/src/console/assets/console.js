@@ -1,4 +1,4 @@
-// gtm console: live updates. The device's stream (/ui/stream, Server-Sent
+// gtm console: live updates, and forms that show what applies. The device's stream (/ui/stream, Server-Sent
 // Events) says "change"; every element of the page with a data-refresh
 // URL (the records table, the followed logs) is fetched again from it
 // (with the page's filters) and swapped in by its id. No inline script anywhere: the Content-Security-Policy
@@ -78,9 +78,64 @@
     });
   }
 
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
+  // A form shows only the fields that apply: an element with
+  // data-when="f-type:A,AAAA" is shown while the control #f-type holds one
+  // of those values (data-empty: what an empty value means). Without this
+  // script every field shows; the device drops those that do not apply.
+  function when() {
+    var els = document.querySelectorAll("[data-when]");
+    for (var i = 0; i < els.length; i++) {
+      var spec = els[i].getAttribute("data-when");
+      var at = spec.indexOf(":");
+      var control = document.getElementById(spec.slice(0, at));
+      if (!control) continue;
+      var value = control.value || els[i].getAttribute("data-empty") || "";
+      els[i].hidden = spec.slice(at + 1).split(",").indexOf(value) === -1;
+    }
+  }
+
+  // A condition is checked as it is typed: the element named by
+  // data-terms is fetched again from its data-terms-url with the text, and
+  // shows each term's truth on every device, or what is wrong.
+  var typing = null;
+  function terms(input) {
+    var target = document.getElementById(input.getAttribute("data-terms"));
+    if (!target) return;
+    window.clearTimeout(typing);
+    typing = window.setTimeout(function () {
+      var url = target.getAttribute("data-terms-url") + "?id=" + encodeURIComponent(target.id) +
+        "&condition=" + encodeURIComponent(input.value);
+      fetch(url, {
+        credentials: "same-origin",
+        cache: "no-store"
+      })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (html === null) return;
+          var t = document.createElement("template");
+          t.innerHTML = html;
+          var fresh = t.content.firstElementChild;
+          var current = document.getElementById(target.id);
+          if (fresh && current && fresh.id === current.id) current.replaceWith(fresh);
+        })
+        .catch(function () {});
+    }, 250);
+  }
+
+  function ready() {
+    when();
+    document.addEventListener("change", function (e) {
+      if (e.target.tagName === "SELECT") when();
+    });
+    document.addEventListener("input", function (e) {
+      if (e.target.hasAttribute && e.target.hasAttribute("data-terms")) terms(e.target);
+    });
     start();
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", ready);
+  } else {
+    ready();
   }
 })();
