@@ -877,6 +877,22 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         })
         .await;
     }
+    // The Summary names the address down on each device, with the reason.
+    let summary = br
+        .until_text(
+            &format!("tr[data-record=\"{www}\"] td.summary"),
+            "the reasons",
+            |t| t.contains("on gtm1:") && t.contains("on gtm2:"),
+        )
+        .await;
+    assert!(
+        summary.contains("1 address down on gtm1: 127.0.82.10 "),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("1 address down on gtm2: 127.0.82.10 "),
+        "{summary}"
+    );
     let kept = br
         .client
         .execute("return window.gtmNotReloaded === true;", vec![])

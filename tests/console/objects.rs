@@ -227,10 +227,16 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
         .until_text(
             "tr[data-record=\"shop.objects.test/A\"] td.summary",
             "the summary",
-            |t| t.contains("gtm1") && t.contains("gtm2"),
+            |t| t.contains("down on gtm1:") && t.contains("down on gtm2:"),
         )
         .await;
     assert!(summary.contains("Disaster recovery is on"), "{summary}");
+    for device in ["gtm1", "gtm2"] {
+        assert!(
+            summary.contains(&format!("1 address down on {device}: 127.0.112.10 ")),
+            "{summary}"
+        );
+    }
 
     // A delete the configuration refuses says why; one it takes shows its
     // dry run first.

@@ -19,12 +19,12 @@ use serde::Deserialize;
 
 use super::layout::{self, query_value, segment};
 use crate::ApiState;
-use gtm_engine::RecordStatus;
+use gtm_engine::{CheckStatus, RecordStatus};
 use gtm_model::Config;
 use gtm_model::operator::Drain;
 use gtm_node::access::Principal;
 use gtm_node::peers::PeerStatus;
-use gtm_resolve::Status;
+use gtm_resolve::{CheckState, Status};
 
 /// The filters of the table; empty means every value.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -99,6 +99,10 @@ struct RecordInfo {
     domain: String,
     /// Each address (IP or CNAME target) with its datacenter.
     addresses: Vec<(String, Option<String>)>,
+    /// The check instance of each address whose HC field is a check
+    /// (`web@192.0.2.10`, or `web` for a check with a target of its own),
+    /// with the address.
+    checked: Vec<(String, String)>,
 }
 
 /// The records, domains and services of the configuration.
@@ -120,6 +124,27 @@ fn catalog(config: &Config) -> Catalog {
                 "@" | "" => domain.clone(),
                 name => format!("{}.{domain}", name.trim_end_matches('.')),
             };
+            let checked = r
+                .addresses
+                .iter()
+                .filter_map(|a| {
+                    let name = a.hc()?.strip_prefix("check:")?;
+                    let shown = a.ip.map(|ip| ip.to_string())?;
+                    // A check with a target of its own, or set by an
+                    // operator, is one instance whatever the address.
+                    let targeted = config.checks.iter().any(|c| {
+                        c.name == name
+                            && (c.target.is_some()
+                                || c.kind == gtm_model::config::CheckType::Manual)
+                    });
+                    let instance = if targeted {
+                        name.to_string()
+                    } else {
+                        format!("{name}@{shown}")
+                    };
+                    Some((instance, shown))
+                })
+                .collect();
             let addresses = r
                 .addresses
                 .iter()
@@ -136,6 +161,7 @@ fn catalog(config: &Config) -> Catalog {
                 RecordInfo {
                     domain: domain.clone(),
                     addresses,
+                    checked,
                 },
             );
         }
@@ -169,25 +195,48 @@ struct View {
     peers: Vec<PeerStatus>,
     catalog: Catalog,
     drains: Vec<Drain>,
+    /// Each device's check instances in Error, with the reason.
+    failing: HashMap<String, HashMap<String, String>>,
+}
+
+/// The check instances in Error of one device, with their reasons.
+fn failing_of(checks: Vec<CheckStatus>) -> HashMap<String, String> {
+    checks
+        .into_iter()
+        .filter(|c| c.state == CheckState::Error)
+        .map(|c| (c.check, c.reason))
+        .collect()
 }
 
 async fn gather(state: &ApiState) -> Result<View, Response> {
     let engine = state.engine.clone();
     // The status and the configuration are read under the engine's lock:
     // off the async workers, as the API does.
-    let (local, catalog) =
-        tokio::task::spawn_blocking(move || (engine.status(), engine.with_config(catalog)))
-            .await
-            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())?;
+    let (local, checks, catalog) = tokio::task::spawn_blocking(move || {
+        (
+            engine.status(),
+            engine.checks(),
+            engine.with_config(catalog),
+        )
+    })
+    .await
+    .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response())?;
     let kv = state.replication.state().await;
     let drains = gtm_model::operator::state_of(&kv).drains;
+    let device = state.engine.device().to_string();
+    let peers = state.peers.status(&state.replication);
+    let mut failing = HashMap::from([(device.clone(), failing_of(checks))]);
+    for p in &peers {
+        failing.insert(p.device.clone(), failing_of(p.checks.clone()));
+    }
     Ok(View {
-        device: state.engine.device().to_string(),
+        device,
         datacenter: state.datacenter.clone(),
         local,
-        peers: state.peers.status(&state.replication),
+        peers,
         catalog,
         drains,
+        failing,
     })
 }
 
@@ -438,7 +487,14 @@ fn summary(label: &str, view: &View) -> Vec<String> {
             Some((device, records.iter().find(|r| r.record == label)?))
         });
     let mut by_condition: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut reasons = Vec::new();
+    let info = view.catalog.records.get(label);
     for (device, r) in states {
+        if r.status.is_some_and(|s| s != Status::Ok)
+            && let Some(line) = info.and_then(|i| down_line(i, device, view.failing.get(device)))
+        {
+            reasons.push(line);
+        }
         let condition = match r.status {
             Some(Status::Dr) => Some("Disaster recovery is on"),
             Some(Status::FailSafe) => Some("Fail-safe records are answered"),
@@ -459,6 +515,7 @@ fn summary(label: &str, view: &View) -> Vec<String> {
         .into_iter()
         .map(|(c, devices)| format!("{c} ({})", devices.join(", ")))
         .collect();
+    lines.extend(reasons);
     if let Some(info) = view.catalog.records.get(label) {
         for d in &view.drains {
             if let Some(address) = &d.address
@@ -475,6 +532,46 @@ fn summary(label: &str, view: &View) -> Vec<String> {
         }
     }
     lines
+}
+
+/// Addresses named at most in one line of the Summary.
+const MAX_NAMED: usize = 3;
+
+/// `2 addresses down on gtm1: 192.0.2.10 status 503; 192.0.2.11 timed out`:
+/// the addresses of a record whose check is in Error on a device, with the
+/// check's reason there.
+fn down_line(
+    info: &RecordInfo,
+    device: &str,
+    failing: Option<&HashMap<String, String>>,
+) -> Option<String> {
+    let failing = failing?;
+    let down: Vec<String> = info
+        .checked
+        .iter()
+        .filter_map(|(instance, address)| {
+            let reason = failing.get(instance)?;
+            Some(if reason.is_empty() {
+                address.clone()
+            } else {
+                format!("{address} {reason}")
+            })
+        })
+        .collect();
+    if down.is_empty() {
+        return None;
+    }
+    let n = down.len();
+    let mut named = down
+        .into_iter()
+        .take(MAX_NAMED)
+        .collect::<Vec<_>>()
+        .join("; ");
+    if n > MAX_NAMED {
+        named.push_str(&format!("; and {} more", n - MAX_NAMED));
+    }
+    let noun = if n == 1 { "address" } else { "addresses" };
+    Some(format!("{n} {noun} down on {device}: {named}"))
 }
 
 /// An address as configured and as a drain names it: IPs by value, names
@@ -551,6 +648,7 @@ mod tests {
             }],
             catalog: Catalog::default(),
             drains: Vec::new(),
+            failing: HashMap::new(),
         }
     }
 
@@ -583,6 +681,38 @@ mod tests {
             ["a record is down (gtm1, gtm2)"]
         );
         assert!(summary("ok.a.test/A", &v).is_empty());
+        // With the checks behind the addresses: each device's reason.
+        let mut v = v;
+        v.catalog.records.insert(
+            "www.a.test/A".into(),
+            RecordInfo {
+                domain: "a.test".into(),
+                addresses: Vec::new(),
+                checked: vec![
+                    ("web@192.0.2.10".into(), "192.0.2.10".into()),
+                    ("web@192.0.2.11".into(), "192.0.2.11".into()),
+                ],
+            },
+        );
+        v.failing.insert(
+            "gtm1".into(),
+            HashMap::from([("web@192.0.2.10".into(), "status 503".into())]),
+        );
+        v.failing.insert(
+            "gtm2".into(),
+            HashMap::from([
+                ("web@192.0.2.10".into(), "timed out".into()),
+                ("web@192.0.2.11".into(), String::new()),
+            ]),
+        );
+        assert_eq!(
+            summary("www.a.test/A", &v),
+            [
+                "a record is down (gtm1, gtm2)",
+                "1 address down on gtm1: 192.0.2.10 status 503",
+                "2 addresses down on gtm2: 192.0.2.10 timed out; 192.0.2.11",
+            ]
+        );
     }
 
     #[test]
@@ -614,6 +744,7 @@ mod tests {
                 RecordInfo {
                     domain: domain.into(),
                     addresses: Vec::new(),
+                    checked: Vec::new(),
                 },
             );
         }
