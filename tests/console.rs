@@ -326,6 +326,12 @@ async fn console_login_csrf_and_logout_in_a_browser() {
         .until_text("#principal", "the principal", |t| !t.is_empty())
         .await;
     assert_eq!(who, "admin (admin)");
+    // The dashboard: this device's column counts the records.
+    b.until_text("#by-status caption", "the dashboard", |t| {
+        t.contains("records")
+    })
+    .await;
+    b.goto(&format!("{base}/ui/records")).await;
     b.until_text(
         "tr[data-record=\"www.example.test/A\"] td[data-device=\"test1\"]",
         "www on this device",
@@ -844,6 +850,7 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
     let base = a.api();
     let br = Browser::start().await;
     br.login(&base, token.trim()).await;
+    br.goto(&format!("{base}/ui/records")).await;
     let www = "www.console.test/A";
 
     // A column per device, both OK (gtm2's from its report).
@@ -907,7 +914,7 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         .await;
 
     // The preview of www on gtm2, fetched through gtm1.
-    br.goto(&format!("{base}/ui/?domain=console.test&name=www"))
+    br.goto(&format!("{base}/ui/records?domain=console.test&name=www"))
         .await;
     br.until_text("#records .count", "www alone", |t| t == "1 record")
         .await;
@@ -972,7 +979,7 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
 
     // gtm2 stops: its column greys with the age of its last report, on
     // the page as it is.
-    br.goto(&format!("{base}/ui/")).await;
+    br.goto(&format!("{base}/ui/records")).await;
     br.until_text("#live", "the stream connects", |t| t.ends_with("on"))
         .await;
     br.client
@@ -1006,7 +1013,7 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
         .set_window_size(390, 844)
         .await
         .expect("a phone-sized window");
-    br.goto(&format!("{base}/ui/")).await;
+    br.goto(&format!("{base}/ui/records")).await;
     br.until_text(&cell(www, "gtm1"), "www listed", |t| !t.is_empty())
         .await;
     br.shot("records-phone").await;

@@ -238,6 +238,25 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
         );
     }
 
+    // The dashboard counts the DR record on both devices, and lists the
+    // warning of each.
+    br.goto(&format!("{base}/ui/")).await;
+    for device in ["gtm1", "gtm2"] {
+        br.until_text(
+            &format!("#by-status tr[data-status=\"DR\"] td[data-device=\"{device}\"]"),
+            "one record in DR",
+            |t| t == "1",
+        )
+        .await;
+    }
+    let recent = br
+        .until_text("#recent", "the warnings", |t| {
+            t.contains("gtm1") && t.contains("gtm2") && t.contains("shop.objects.test/A")
+        })
+        .await;
+    assert!(recent.contains("warning"), "{recent}");
+    br.shot("dashboard").await;
+
     // A delete the configuration refuses says why; one it takes shows its
     // dry run first.
     br.goto(&format!("{base}/ui/objects/checks/web/delete"))

@@ -20,7 +20,7 @@ use gtm_node::access::{Principal, Role};
 use gtm_node::peers::PeerStatus;
 
 /// One member as the table shows it.
-struct Member {
+pub(super) struct Member {
     name: String,
     datacenter: String,
     api: String,
@@ -31,7 +31,7 @@ struct Member {
     version: Option<u64>,
 }
 
-fn members(state: &ApiState, status: &ClusterStatus) -> Vec<Member> {
+pub(super) fn members(state: &ApiState, status: &ClusterStatus) -> Vec<Member> {
     let peers = state.peers.status(&state.replication);
     let leader = status.leader.as_ref().map(|(id, _)| *id);
     status
@@ -170,7 +170,7 @@ async fn render(
 
 /// Each datacenter with its devices: up when this device is in it or one
 /// of its devices reports; no device: nothing to judge it by.
-fn datacenters(state: &ApiState, members: &[Member], configured: &[String]) -> Markup {
+pub(super) fn datacenters(state: &ApiState, members: &[Member], configured: &[String]) -> Markup {
     let mut dcs: BTreeMap<String, Vec<&Member>> =
         configured.iter().map(|d| (d.clone(), Vec::new())).collect();
     dcs.entry(state.datacenter.clone()).or_default();

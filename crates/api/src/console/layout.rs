@@ -27,7 +27,8 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                     p.brand { "gtm " span.device { (device) } }
                     @if let Some(who) = who {
                         nav aria-label="Console" {
-                            a href="/ui/" { "Records" }
+                            a href="/ui/" { "Dashboard" }
+                            a href="/ui/records" { "Records" }
                             a href="/ui/topology" { "Topology" }
                             a href="/ui/objects/domains" { "Domains" }
                             a href="/ui/checks" { "Checks" }

@@ -13,6 +13,7 @@ mod accounts;
 mod assets;
 mod checks;
 mod cluster;
+mod dashboard;
 mod fields;
 mod form;
 mod geoip;
@@ -40,7 +41,7 @@ use gtm_node::access::Role;
 pub fn router(state: ApiState) -> Router {
     let guard = |role: Role| middleware::from_fn_with_state((state.clone(), role), auth::console);
     let viewer = Router::new()
-        .route("/ui/", get(records::page))
+        .route("/ui/", get(dashboard::page))
         .route("/ui/records", get(records::page))
         .route("/ui/records/table", get(records::table))
         .route("/ui/stream", get(stream::stream))

@@ -111,7 +111,7 @@ fn error_page(state: &ApiState, who: &Principal, label: &str, e: &ApiError) -> R
     let body = html! {
         h1 { (label) }
         p.error role="alert" { (e.message) }
-        p { a href="/ui/" { "Back to the records" } }
+        p { a href="/ui/records" { "Back to the records" } }
     };
     let page = layout::page(label, state.engine.device(), Some(who), body);
     (crate::error::status(e.error), page).into_response()
