@@ -30,6 +30,46 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// Every wait on the page or a device is bounded by this.
 const WAIT: Duration = Duration::from_secs(60);
 
+/// Runs axe-core on the page and answers its serious and critical
+/// findings, a line each: the rule, then the elements (at most five).
+const AXE_RUN: &str = r#"
+var done = arguments[arguments.length - 1];
+axe.run(document, { resultTypes: ["violations"] }).then(function (r) {
+  done(r.violations
+    .filter(function (v) { return v.impact === "serious" || v.impact === "critical"; })
+    .map(function (v) {
+      return v.id + " (" + v.impact + "): " + v.help + " — " +
+        v.nodes.slice(0, 5).map(function (n) { return n.target.join(" "); }).join("; ");
+    }));
+}).catch(function (e) { done(["axe-core failed: " + e]); });
+"#;
+
+/// axe-core's script: `GTM_AXE` names it, else the copy `.ci/run` installs
+/// with npm into `target/npm`. Without it the screens are not checked,
+/// unless `CI` is set: then that is a failure.
+fn axe_source() -> Option<&'static str> {
+    static SOURCE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    SOURCE
+        .get_or_init(|| {
+            let path = std::env::var_os("GTM_AXE").map(PathBuf::from).unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("target/npm/node_modules/axe-core/axe.min.js")
+            });
+            match std::fs::read_to_string(&path) {
+                Ok(text) => Some(text),
+                Err(e) if std::env::var_os("CI").is_some() => panic!(
+                    "axe-core is needed under CI: {} ({e}); npm install --prefix target/npm axe-core",
+                    path.display()
+                ),
+                Err(_) => {
+                    eprintln!("axe-core not found at {}: screens not checked", path.display());
+                    None
+                }
+            }
+        })
+        .as_deref()
+}
+
 /// Whether the browser tools are here; under CI their absence fails.
 fn browser_tools() -> bool {
     let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
@@ -246,10 +286,36 @@ impl Browser {
         .await;
     }
 
-    /// Writes a screenshot of the screen shown as `<name>.png`.
+    /// Writes a screenshot of the screen shown as `<name>.png`, and
+    /// checks its accessibility: axe-core finds nothing serious or
+    /// critical on it.
     async fn shot(&self, name: &str) {
         let png = self.client.screenshot().await.expect("a screenshot");
         std::fs::write(self.shots.join(format!("{name}.png")), png).expect("screenshot written");
+        self.axe(name).await;
+    }
+
+    /// axe-core's serious and critical findings on the screen shown: none.
+    async fn axe(&self, name: &str) {
+        let Some(source) = axe_source() else {
+            return;
+        };
+        self.client
+            .execute(&format!("{source}\nreturn typeof axe;"), vec![])
+            .await
+            .expect("axe-core loads");
+        let found = self
+            .client
+            .execute_async(AXE_RUN, vec![])
+            .await
+            .expect("axe-core runs");
+        let found: Vec<String> = serde_json::from_value(found).expect("axe's findings");
+        assert!(
+            found.is_empty(),
+            "{name}: axe-core finds {} serious or critical problem(s):\n{}",
+            found.len(),
+            found.join("\n")
+        );
     }
 
     /// The session cookie and the page's CSRF token.

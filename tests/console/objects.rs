@@ -257,6 +257,36 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
     assert!(recent.contains("warning"), "{recent}");
     br.shot("dashboard").await;
 
+    // The topology of gtm2: the record in DR, one dashed line, to the DR
+    // DC's address.
+    br.goto(&format!("{base}/ui/topology?device=gtm2")).await;
+    br.until_attr(
+        "g[data-record=\"shop.objects.test/A\"]",
+        "data-status",
+        "shop in DR on gtm2",
+        |s| s == "DR",
+    )
+    .await;
+    br.until_attr(
+        "path[data-from=\"shop.objects.test/A\"]",
+        "data-to",
+        "the line to the DR address",
+        |t| t == "127.0.112.20",
+    )
+    .await;
+    br.until_attr(
+        "path[data-from=\"shop.objects.test/A\"]",
+        "class",
+        "drawn as DR",
+        |c| c.contains("dr"),
+    )
+    .await;
+    let h1 = br
+        .until_text("h1", "the title", |t| t.contains("gtm2"))
+        .await;
+    assert!(h1.contains("what gtm2 answers"), "{h1}");
+    br.shot("topology-pair").await;
+
     // A delete the configuration refuses says why; one it takes shows its
     // dry run first.
     br.goto(&format!("{base}/ui/objects/checks/web/delete"))

@@ -486,6 +486,21 @@ addresses = [
         .await
         .expect("the marker");
     assert_eq!(kept, json!(true), "the page was reloaded");
+    // Lines go only to what is answered: the address down has none.
+    b.until_attr(
+        "path[data-to=\"127.0.0.2\"]",
+        "data-from",
+        "a line to the address answered",
+        |f| f == "www.map.test/A",
+    )
+    .await;
+    assert!(
+        b.client
+            .find(Locator::Css("path[data-to=\"127.0.0.1\"]"))
+            .await
+            .is_err(),
+        "a line to the address down"
+    );
     b.shot("topology-down").await;
     b.close().await;
 }

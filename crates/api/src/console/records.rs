@@ -95,26 +95,26 @@ pub(super) fn text_of(status: Option<Status>) -> &'static str {
 
 /// What the configuration says of a record that the table needs.
 #[derive(Debug, Default)]
-struct RecordInfo {
-    domain: String,
+pub(super) struct RecordInfo {
+    pub(super) domain: String,
     /// Each address (IP or CNAME target) with its datacenter.
-    addresses: Vec<(String, Option<String>)>,
+    pub(super) addresses: Vec<(String, Option<String>)>,
     /// The check instance of each address whose HC field is a check
     /// (`web@192.0.2.10`, or `web` for a check with a target of its own),
     /// with the address.
-    checked: Vec<(String, String)>,
+    pub(super) checked: Vec<(String, String)>,
 }
 
 /// The records, domains and services of the configuration.
 #[derive(Debug, Default)]
-struct Catalog {
-    records: HashMap<String, RecordInfo>,
+pub(super) struct Catalog {
+    pub(super) records: HashMap<String, RecordInfo>,
     domains: Vec<String>,
     /// Each service with its domains.
     services: Vec<(String, Vec<String>)>,
 }
 
-fn catalog(config: &Config) -> Catalog {
+pub(super) fn catalog(config: &Config) -> Catalog {
     let mut records = HashMap::new();
     let mut domains = Vec::new();
     for d in &config.domains {
@@ -200,7 +200,7 @@ struct View {
 }
 
 /// The check instances in Error of one device, with their reasons.
-fn failing_of(checks: Vec<CheckStatus>) -> HashMap<String, String> {
+pub(super) fn failing_of(checks: Vec<CheckStatus>) -> HashMap<String, String> {
     checks
         .into_iter()
         .filter(|c| c.state == CheckState::Error)
@@ -576,7 +576,7 @@ fn down_line(
 
 /// An address as configured and as a drain names it: IPs by value, names
 /// without case or the final dot.
-fn same_address(configured: &str, drained: &str) -> bool {
+pub(super) fn same_address(configured: &str, drained: &str) -> bool {
     match (
         configured.parse::<std::net::IpAddr>(),
         drained.parse::<std::net::IpAddr>(),

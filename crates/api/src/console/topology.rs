@@ -1,22 +1,29 @@
-//! The topology map (docs/console.md): the datacenters with their devices,
-//! and every steered record (an origin node) linked to its addresses in
-//! their datacenters, coloured by their health on this device, as an SVG
-//! drawn by the device. The map updates live like the records table (its
-//! fragment is fetched again on each change the stream announces).
+//! The topology map (docs/console.md): what one device of the cluster is
+//! answering. The datacenters with their devices; every steered record (a
+//! node coloured by its status on that device) with a line to each
+//! address that device answers for it, drawn as Main or DR; the
+//! addresses coloured by their health there. The device is chosen on the
+//! page (this one, or a peer by its last report). An SVG drawn by the
+//! device, with the same facts as a table; it updates live like the
+//! records table.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use axum::{
     Extension,
-    extract::State,
+    extract::{Query, State},
     response::{IntoResponse, Response},
 };
 use maud::{Markup, html};
+use serde::Deserialize;
 
-use super::layout::{self, segment};
+use super::layout::{self, query_value, segment};
+use super::records::{self, Catalog};
 use crate::ApiState;
-use gtm_engine::Preview;
+use gtm_engine::RecordStatus;
+use gtm_model::operator::Drain;
 use gtm_node::access::Principal;
+use gtm_resolve::Status;
 
 /// Steered records drawn at most; the rest are counted below the map.
 pub const MAX_RECORDS: usize = 200;
@@ -24,85 +31,218 @@ pub const MAX_RECORDS: usize = 200;
 const ROW: i64 = 34;
 const WIDTH: i64 = 1000;
 
-/// An address node: its datacenter group and how healthy it is across
-/// the records that have it.
-#[derive(Debug, Default)]
-struct Node {
-    healthy: usize,
-    unhealthy: usize,
-    drained: bool,
+#[derive(Debug, Default, Deserialize)]
+pub struct MapQuery {
+    /// The device whose answers are drawn; absent: this one.
+    #[serde(default)]
+    pub device: Option<String>,
 }
 
-impl Node {
-    fn class(&self) -> &'static str {
-        match (self.drained, self.healthy, self.unhealthy) {
-            (true, _, _) => "drained",
-            (_, _, 0) => "up",
-            (_, 0, _) => "down",
-            _ => "mixed",
-        }
-    }
+/// How an address is on the device drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Health {
+    Up,
+    Down,
+    Drained,
+}
 
-    fn word(&self) -> &'static str {
-        match self.class() {
-            "drained" => "drained",
-            "up" => "healthy",
-            "down" => "down",
-            _ => "healthy in some records",
+impl Health {
+    fn class(self) -> &'static str {
+        match self {
+            Self::Up => "up",
+            Self::Down => "down",
+            Self::Drained => "drained",
         }
     }
+    fn word(self) -> &'static str {
+        match self {
+            Self::Up => "healthy",
+            Self::Down => "down",
+            Self::Drained => "drained",
+        }
+    }
+}
+
+/// A steered record as the device drawn has it.
+struct Origin {
+    label: String,
+    status: Option<Status>,
+    /// Its addresses: (address, datacenter, answered now).
+    addresses: Vec<(String, String, bool)>,
+    /// What it answers that is none of its addresses (fail-safe records).
+    other: Vec<String>,
 }
 
 struct Map {
-    previews: Vec<Preview>,
+    /// The device drawn, and every device to choose from.
+    device: String,
+    devices: Vec<String>,
+    /// The device drawn reports (this device always does).
+    reachable: bool,
+    origins: Vec<Origin>,
     more: usize,
+    /// (datacenter, address) → its health on the device drawn.
+    nodes: BTreeMap<(String, String), Health>,
     /// Datacenter (or "" for addresses without one) → its devices.
     dcs: BTreeMap<String, Vec<(String, bool)>>,
 }
 
-async fn gather(state: &ApiState) -> Map {
-    let engine = state.engine.clone();
-    let (mut previews, configured) = tokio::task::spawn_blocking(move || {
-        let labels: Vec<String> = engine.status().into_iter().map(|r| r.record).collect();
-        let previews: Vec<Preview> = labels
+fn health(
+    info: &records::RecordInfo,
+    address: &str,
+    dc: &str,
+    failing: &HashMap<String, String>,
+    drains: &[Drain],
+) -> Health {
+    let drained = drains.iter().any(|d| {
+        d.address
+            .as_deref()
+            .is_some_and(|a| records::same_address(address, a))
+            || d.datacenter.as_deref().is_some_and(|x| x == dc)
+    });
+    let down = info
+        .checked
+        .iter()
+        .any(|(instance, a)| a == address && failing.contains_key(instance));
+    match (drained, down) {
+        (true, _) => Health::Drained,
+        (_, true) => Health::Down,
+        _ => Health::Up,
+    }
+}
+
+fn origins(
+    statuses: &[RecordStatus],
+    catalog: &Catalog,
+    failing: &HashMap<String, String>,
+    drains: &[Drain],
+    nodes: &mut BTreeMap<(String, String), Health>,
+) -> Vec<Origin> {
+    let mut out = Vec::new();
+    for r in statuses {
+        let Some(info) = catalog.records.get(&r.record) else {
+            continue;
+        };
+        if info.addresses.is_empty() {
+            continue;
+        }
+        let answered = |a: &str| r.active.iter().any(|x| records::same_address(a, x));
+        let addresses: Vec<(String, String, bool)> = info
+            .addresses
             .iter()
-            .filter_map(|l| engine.preview(l))
-            .filter(|p| !p.addresses.is_empty())
+            .map(|(a, dc)| {
+                let dc = dc.clone().unwrap_or_default();
+                nodes
+                    .entry((dc.clone(), a.clone()))
+                    .or_insert_with(|| health(info, a, &dc, failing, drains));
+                (a.clone(), dc, answered(a))
+            })
             .collect();
-        let dcs: Vec<String> =
-            engine.with_config(|c| c.datacenters.iter().map(|d| d.name.clone()).collect());
-        (previews, dcs)
+        let other = r
+            .active
+            .iter()
+            .filter(|x| {
+                !info
+                    .addresses
+                    .iter()
+                    .any(|(a, _)| records::same_address(a, x))
+            })
+            .cloned()
+            .collect();
+        out.push(Origin {
+            label: r.record.clone(),
+            status: r.status,
+            addresses,
+            other,
+        });
+    }
+    out
+}
+
+async fn gather(state: &ApiState, wanted: Option<&str>) -> Map {
+    let engine = state.engine.clone();
+    let (local, checks, catalog, configured) = tokio::task::spawn_blocking(move || {
+        (
+            engine.status(),
+            engine.checks(),
+            engine.with_config(records::catalog),
+            engine.with_config(|c| {
+                c.datacenters
+                    .iter()
+                    .map(|d| d.name.clone())
+                    .collect::<Vec<_>>()
+            }),
+        )
     })
     .await
-    .unwrap_or_default();
-    let more = previews.len().saturating_sub(MAX_RECORDS);
-    previews.truncate(MAX_RECORDS);
+    .unwrap_or_else(|_| (Vec::new(), Vec::new(), Catalog::default(), Vec::new()));
+    let here = state.engine.device().to_string();
+    let peers = state.peers.status(&state.replication);
+    let kv = state.replication.state().await;
+    let drains = gtm_model::operator::state_of(&kv).drains;
     let mut dcs: BTreeMap<String, Vec<(String, bool)>> =
         configured.into_iter().map(|d| (d, Vec::new())).collect();
     dcs.entry(state.datacenter.clone())
         .or_default()
-        .push((state.engine.device().to_string(), true));
-    for p in state.peers.status(&state.replication) {
-        dcs.entry(p.datacenter)
+        .push((here.clone(), true));
+    for p in &peers {
+        dcs.entry(p.datacenter.clone())
             .or_default()
-            .push((p.device, p.reachable));
+            .push((p.device.clone(), p.reachable));
     }
+    let mut devices = vec![here.clone()];
+    devices.extend(peers.iter().map(|p| p.device.clone()));
+    let peer = wanted.and_then(|w| peers.into_iter().find(|p| p.device == w));
+    let (device, reachable, statuses, failing) = match peer {
+        Some(p) => (
+            p.device,
+            p.reachable,
+            p.records,
+            records::failing_of(p.checks),
+        ),
+        None => (here, true, local, records::failing_of(checks)),
+    };
+    let mut nodes = BTreeMap::new();
+    let mut origins = origins(&statuses, &catalog, &failing, &drains, &mut nodes);
+    let more = origins.len().saturating_sub(MAX_RECORDS);
+    origins.truncate(MAX_RECORDS);
     Map {
-        previews,
+        device,
+        devices,
+        reachable,
+        origins,
         more,
+        nodes,
         dcs,
     }
 }
 
-pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
+pub async fn page(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Query(q): Query<MapQuery>,
+) -> Response {
     // Taken before the data: a change in between is announced.
     let since = super::stream::since(&state);
-    let map = gather(&state).await;
+    let map = gather(&state, q.device.as_deref()).await;
     let body = html! {
-        h1 { "Topology" }
-        p { "Datacenters with their devices, and each steered record linked to its addresses, \
-             coloured by their health on this device: green healthy, red down, amber healthy \
-             in some records only, grey drained. Each label also says it." }
+        h1 { "Topology " span.sub { "what " (map.device) " answers" } }
+        nav.devices aria-label="The device drawn" {
+            "Device: "
+            @for d in &map.devices {
+                @if *d == map.device {
+                    a aria-current="page" href={ "/ui/topology?device=" (query_value(d)) } { (d) }
+                } @else {
+                    a href={ "/ui/topology?device=" (query_value(d)) } { (d) }
+                }
+                " "
+            }
+        }
+        p { "Each steered record, coloured by its status on " (map.device) ", with a line to each \
+             address " (map.device) " answers for it: solid for the Main addresses, dashed for \
+             those of disaster recovery. Addresses are coloured by their health there: green \
+             healthy, red down, grey drained. Every label says it in words too, and the table \
+             below the map holds the same facts." }
         p #live .live role="status" data-since=(since) { "Live updates: connecting…" }
         (render(&map))
     };
@@ -110,77 +250,71 @@ pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Princ
 }
 
 /// The map alone, for the page's script to swap in.
-pub async fn fragment(State(state): State<ApiState>) -> Response {
-    render(&gather(&state).await).into_response()
+pub async fn fragment(State(state): State<ApiState>, Query(q): Query<MapQuery>) -> Response {
+    render(&gather(&state, q.device.as_deref()).await).into_response()
+}
+
+fn edge_class(status: Option<Status>) -> &'static str {
+    match status {
+        Some(Status::Dr) => "dr",
+        _ => "up",
+    }
 }
 
 fn render(map: &Map) -> Markup {
-    // Address nodes by datacenter, each with its health across records.
-    let mut nodes: BTreeMap<String, BTreeMap<String, Node>> = BTreeMap::new();
-    for p in &map.previews {
-        for a in &p.addresses {
-            let n = nodes
-                .entry(a.dc.clone().unwrap_or_default())
-                .or_default()
-                .entry(a.address.clone())
-                .or_default();
-            if a.healthy {
-                n.healthy += 1;
-            } else {
-                n.unhealthy += 1;
-            }
-            n.drained |= a.drained;
-        }
-    }
     let groups: BTreeSet<String> = map
         .dcs
         .keys()
         .cloned()
-        .chain(nodes.keys().cloned())
+        .chain(map.nodes.keys().map(|(g, _)| g.clone()))
         .collect();
     // Right column: each group's header row, then one row per address.
     let mut y = 20;
-    let mut at: BTreeMap<(String, String), i64> = BTreeMap::new();
+    let mut at: HashMap<(String, String), i64> = HashMap::new();
     let mut boxes = Vec::new();
     for g in &groups {
         let top = y;
         y += ROW;
-        for address in nodes
-            .get(g)
-            .map(|m| m.keys().cloned().collect::<Vec<_>>())
-            .unwrap_or_default()
-        {
-            at.insert((g.clone(), address), y);
+        for (key, _) in map.nodes.range((g.clone(), String::new())..) {
+            if key.0 != *g {
+                break;
+            }
+            at.insert(key.clone(), y);
             y += ROW;
         }
         boxes.push((g.clone(), top, y - top));
         y += 12;
     }
-    let records_height = 20 + ROW * map.previews.len() as i64;
+    let records_height = 20 + ROW * map.origins.len() as i64;
     let height = y.max(records_height) + 10;
+    let refresh = format!("/ui/topology/map?device={}", query_value(&map.device));
     html! {
-        div #topology data-refresh="/ui/topology/map" {
-            div.scroll tabindex="0" role="region" aria-label="Topology map" {
+        div #topology data-refresh=(refresh) {
+            @if !map.reachable {
+                p.error role="status" { (map.device) " does not report: its last report is drawn." }
+            }
+            div.scroll tabindex="0" role="region" aria-label={ "Topology map of " (map.device) } {
                 svg.topology xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (height) }
-                    width=(WIDTH) height=(height) role="img" aria-labelledby="topology-title" {
-                    title #topology-title { "Steered records, their addresses and datacenters" }
-                    // Edges first, under the nodes.
-                    @for (i, p) in map.previews.iter().enumerate() {
+                    width=(WIDTH) height=(height) role="group" aria-labelledby="topology-title" {
+                    title #topology-title { "What " (map.device) " answers: steered records, their answered addresses and datacenters" }
+                    // Edges first, under the nodes: only what is answered.
+                    @for (i, o) in map.origins.iter().enumerate() {
                         @let ry = 20 + ROW * i as i64 + ROW / 2;
-                        @for a in &p.addresses {
-                            @if let Some(ay) = at.get(&(a.dc.clone().unwrap_or_default(), a.address.clone())) {
-                                path class={ "edge " (if a.drained { "drained" } else if a.healthy { "up" } else { "down" }) }
+                        @for (a, dc, answered) in &o.addresses {
+                            @if *answered && let Some(ay) = at.get(&(dc.clone(), a.clone())) {
+                                path class={ "edge " (edge_class(o.status)) } data-from=(o.label) data-to=(a)
                                     d={ "M 330 " (ry) " C 420 " (ry) ", 460 " (ay + ROW / 2) ", 560 " (ay + ROW / 2) } {}
                             }
                         }
                     }
-                    @for (i, p) in map.previews.iter().enumerate() {
+                    @for (i, o) in map.origins.iter().enumerate() {
                         @let ry = 20 + ROW * i as i64;
-                        a href={ "/ui/records/" (preview_path(&p.record)) } {
-                            g.origin data-record=(p.record) {
-                                title { (p.record) ": " (p.status.map_or("no state yet", |s| s.as_str())) }
+                        @let status = records::text_of(o.status);
+                        a href={ "/ui/records/" (preview_path(&o.label)) "?device=" (query_value(&map.device)) } {
+                            g class={ "origin st-" (records::class_of(o.status)) } data-record=(o.label) data-status=(status) {
+                                title { (o.label) ": " (status) }
                                 rect x="10" y=(ry + 4) width="320" height=(ROW - 8) rx="6" {}
-                                text x="20" y=(ry + ROW / 2 + 5) { (p.record) }
+                                text x="20" y=(ry + ROW / 2 + 5) { (o.label) " — " (status) }
                             }
                         }
                     }
@@ -197,12 +331,13 @@ fn render(map: &Map) -> Markup {
                                     (devices.iter().map(|(d, r)| if *r { d.clone() } else { format!("{d} (unreachable)") }).collect::<Vec<_>>().join(", "))
                                 }
                             }
-                            @for (address, node) in nodes.get(g).into_iter().flatten() {
-                                @let ay = at.get(&(g.clone(), address.clone())).copied().unwrap_or(0);
-                                g class={ "node " (node.class()) } data-address=(address) data-health=(node.class()) {
-                                    title { (address) ": " (node.word()) }
+                            @for ((dc, address), health) in map.nodes.range((g.clone(), String::new())..).take_while(|((dc, _), _)| dc == g) {
+                                @let ay = at.get(&(dc.clone(), address.clone())).copied().unwrap_or(0);
+                                g class={ "node " (health.class()) } data-address=(address) data-health=(health.class())
+                                    tabindex="0" role="img" aria-label={ (address) ": " (health.word()) } {
+                                    title { (address) ": " (health.word()) }
                                     circle cx="560" cy=(ay + ROW / 2) r="9" {}
-                                    text x="578" y=(ay + ROW / 2 + 5) { (address) " (" (node.word()) ")" }
+                                    text x="578" y=(ay + ROW / 2 + 5) { (address) " (" (health.word()) ")" }
                                 }
                             }
                         }
@@ -211,6 +346,37 @@ fn render(map: &Map) -> Markup {
             }
             @if map.more > 0 {
                 p.count { (map.more) " more steered records are not drawn (the map shows " (MAX_RECORDS) ")." }
+            }
+            (table(map))
+        }
+    }
+}
+
+/// The map's facts as a table.
+fn table(map: &Map) -> Markup {
+    html! {
+        details #topology-table {
+            summary { "The map as a table" }
+            table.objects {
+                caption { "What " (map.device) " answers for each steered record" }
+                thead { tr {
+                    th scope="col" { "Record" }
+                    th scope="col" { "Status" }
+                    th scope="col" { "Answered" }
+                    th scope="col" { "Not answered" }
+                } }
+                tbody {
+                    @for o in &map.origins {
+                        tr data-record=(o.label) {
+                            th scope="row" { (o.label) }
+                            td { (records::text_of(o.status)) }
+                            td.answered {
+                                (o.addresses.iter().filter(|a| a.2).map(|(a, dc, _)| if dc.is_empty() { a.clone() } else { format!("{a} ({dc})") }).chain(o.other.iter().map(|x| format!("{x} (fail-safe)"))).collect::<Vec<_>>().join(", "))
+                            }
+                            td { (o.addresses.iter().filter(|a| !a.2).map(|(a, _, _)| a.as_str()).collect::<Vec<_>>().join(", ")) }
+                        }
+                    }
+                }
             }
         }
     }
