@@ -38,12 +38,16 @@ pub struct Filters {
     /// Part of the record's name, e.g. `www`.
     #[serde(default)]
     pub name: String,
+    /// The page shown, from 1.
+    #[serde(default)]
+    pub page: Option<usize>,
 }
 
 impl Filters {
-    fn query(&self) -> String {
+    /// The filters as a query, with the page `page`.
+    fn query_at(&self, page: usize) -> String {
         format!(
-            "name={}&domain={}&service={}&status={}",
+            "name={}&domain={}&service={}&status={}&page={page}",
             query_value(&self.name),
             query_value(&self.domain),
             query_value(&self.service),
@@ -52,8 +56,9 @@ impl Filters {
     }
 }
 
-/// Rows of one table at most.
-const MAX_ROWS: usize = 2000;
+/// Rows of one page: the table of 10,000 records is a hundred pages, each
+/// made from the whole list sorted and filtered by the device.
+const PAGE_ROWS: usize = 100;
 
 /// The status classes the table colours and filters by: CSS class suffix,
 /// filter value and what the filter calls it.
@@ -394,17 +399,23 @@ fn render_table(view: &View, f: &Filters) -> Markup {
             .map_or("", |i| i.domain.as_str());
         (worst, domain, *label)
     });
-    // A page of a huge configuration stays a page: the filters narrow it.
-    let shown = &matching[..matching.len().min(MAX_ROWS)];
-    let refresh = format!("/ui/records/table?{}", f.query());
+    // A page of a huge configuration stays a page.
+    let pages = matching.len().div_ceil(PAGE_ROWS).max(1);
+    let page = f.page.unwrap_or(1).clamp(1, pages);
+    let first = (page - 1) * PAGE_ROWS;
+    let shown = &matching[first..matching.len().min(first + PAGE_ROWS)];
+    let refresh = format!("/ui/records/table?{}", f.query_at(page));
     html! {
         div #records data-refresh=(refresh) {
             p.count {
-                @if shown.len() < matching.len() {
-                    "The first " (shown.len()) " of " (matching.len()) " records; narrow them with the filters."
+                @if pages > 1 {
+                    "Records " (first + 1) "–" (first + shown.len()) " of " (matching.len()) ", problems first"
                 } @else {
                     (shown.len()) " record" @if shown.len() != 1 { "s" }
                 }
+            }
+            @if pages > 1 {
+                (pager(f, page, pages))
             }
             div.scroll tabindex="0" role="region" aria-label="Records by device" {
                 table.records {
@@ -440,6 +451,24 @@ fn render_table(view: &View, f: &Filters) -> Markup {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Links to the first, previous, next and last pages.
+fn pager(f: &Filters, page: usize, pages: usize) -> Markup {
+    let link = |to: usize| format!("/ui/records?{}", f.query_at(to));
+    html! {
+        nav.pages aria-label="Pages of records" {
+            @if page > 1 {
+                a href=(link(1)) { "First" }
+                a rel="prev" href=(link(page - 1)) { "Previous" }
+            }
+            span { "Page " (page) " of " (pages) }
+            @if page < pages {
+                a rel="next" href=(link(page + 1)) { "Next" }
+                a href=(link(pages)) { "Last" }
             }
         }
     }
@@ -800,22 +829,42 @@ mod tests {
         );
         assert!(html.contains("Disaster recovery is on"), "{html}");
         assert!(
-            html.contains("table?name=+API+&amp;domain=&amp;service=&amp;status=\""),
+            html.contains("table?name=+API+&amp;domain=&amp;service=&amp;status=&amp;page=1\""),
             "{html}"
         );
     }
 
     #[test]
-    fn a_silent_peer_is_greyed_with_its_age_and_the_rows_are_capped() {
-        let many: Vec<RecordStatus> = (0..MAX_ROWS + 1)
+    fn a_silent_peer_is_greyed_with_its_age_and_the_rows_are_paged() {
+        let many: Vec<RecordStatus> = (0..2 * PAGE_ROWS + 1)
             .map(|i| status(&format!("r{i:05}.a.test/A"), Some(Status::Ok)))
             .collect();
         let v = view(many.clone(), many, false);
         let html = render_table(&v, &Filters::default()).into_string();
-        assert!(html.contains(&format!("The first {MAX_ROWS} of {} records", MAX_ROWS + 1)));
+        let total = 2 * PAGE_ROWS + 1;
+        assert!(
+            html.contains(&format!("Records 1–{PAGE_ROWS} of {total}")),
+            "{html}"
+        );
         assert!(html.contains("unreachable: last report 9 s ago"), "the age");
         assert!(html.contains("st st-ok stale") && html.contains("(stale)"));
-        assert!(!html.contains(&format!("r{MAX_ROWS:05}.a.test")), "capped");
+        assert!(!html.contains(&format!("r{PAGE_ROWS:05}.a.test")), "paged");
+        assert!(html.contains("Page 1 of 3"), "{html}");
+        // The last page: the one record left, and the way back.
+        let last = Filters {
+            page: Some(99),
+            ..Filters::default()
+        };
+        let html = render_table(&v, &last).into_string();
+        assert!(
+            html.contains(&format!("Records {total}–{total} of {total}")),
+            "{html}"
+        );
+        assert!(
+            html.contains(&format!("r{:05}.a.test", 2 * PAGE_ROWS)),
+            "{html}"
+        );
+        assert!(html.contains("rel=\"prev\"") && !html.contains("rel=\"next\""));
     }
 
     #[test]

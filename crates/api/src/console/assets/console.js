@@ -42,6 +42,7 @@
         var fresh = t.content.firstElementChild;
         var current = document.getElementById(id);
         if (fresh && fresh.id === id && current) {
+          if (id === "records" && rowsOnly(current, fresh)) return;
           // Keep the reader's scroll position in a wide table.
           var scroller = current.querySelector(".scroll");
           var left = scroller ? scroller.scrollLeft : 0;
@@ -55,6 +56,33 @@
         fetching = false;
         if (again) { again = false; refresh(); }
       });
+  }
+
+  // When the fresh table has the same rows in the same order and the same
+  // count, only its head and the rows that changed are swapped in: focus,
+  // scroll and selection stay where the reader left them.
+  function rowsOnly(current, fresh) {
+    var keys = function (el) {
+      var rows = el.querySelectorAll("tbody tr[data-record]");
+      var out = [];
+      for (var i = 0; i < rows.length; i++) out.push(rows[i].getAttribute("data-record"));
+      return out.join("\n");
+    };
+    var count = function (el) {
+      var c = el.querySelector(".count");
+      return c ? c.outerHTML : "";
+    };
+    if (!current.querySelector("tbody tr[data-record]")) return false;
+    if (keys(current) !== keys(fresh) || count(current) !== count(fresh)) return false;
+    var oldHead = current.querySelector("thead");
+    var newHead = fresh.querySelector("thead");
+    if (oldHead && newHead && oldHead.outerHTML !== newHead.outerHTML) oldHead.replaceWith(newHead);
+    var old = current.querySelectorAll("tbody tr[data-record]");
+    var rows = fresh.querySelectorAll("tbody tr[data-record]");
+    for (var i = 0; i < rows.length; i++) {
+      if (old[i].outerHTML !== rows[i].outerHTML) old[i].replaceWith(rows[i]);
+    }
+    return true;
   }
 
   function start() {
