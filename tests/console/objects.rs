@@ -316,6 +316,42 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
         t.contains("No service is configured")
     })
     .await;
+
+    // A remote device joins from its own console with the token gtm1's
+    // console shows; gtm1 then lists it.
+    let c = tokio::task::block_in_place(|| {
+        Proc::start_with(root.path(), "gtm3", "dc2", "127.0.111.3", extra)
+    });
+    br.goto(&format!("{base}/ui/cluster")).await;
+    br.click("form[action=\"/ui/cluster/token\"] button").await;
+    let join_token = br
+        .until_text("#join-token", "the join token", |t| !t.is_empty())
+        .await;
+    br.click(".who button").await;
+    br.until_path("logged out", |p| p.starts_with("/ui/login"))
+        .await;
+    let token3 = std::fs::read_to_string(c.dir.join("api-token")).expect("gtm3's token");
+    let base3 = c.api();
+    br.login(&base3, token3.trim()).await;
+    br.goto(&format!("{base3}/ui/cluster")).await;
+    br.fill("address", &base).await;
+    br.fill("token", &join_token).await;
+    br.click("#join").await;
+    let joined = br
+        .until_text("#membership", "the join", |t| !t.is_empty())
+        .await;
+    assert_eq!(joined, "this device joined the cluster");
+    until_answers(&c, "ns1.objects.test.", &["192.0.2.53"]).await;
+    br.shot("cluster-joined").await;
+    br.click(".who button").await;
+    br.until_path("logged out", |p| p.starts_with("/ui/login"))
+        .await;
+    br.login(&base, token.trim()).await;
+    br.goto(&format!("{base}/ui/cluster")).await;
+    br.until_text("tr[data-device=\"gtm3\"]", "gtm3 a member", |t| {
+        t.contains("dc2")
+    })
+    .await;
     br.close().await;
-    drop((a, b));
+    drop((a, b, c));
 }

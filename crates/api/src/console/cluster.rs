@@ -68,6 +68,69 @@ pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Princ
     render(&state, &who, None).await
 }
 
+/// What a membership action of the page came to.
+pub enum Done {
+    Token(Result<String, ApiError>),
+    Membership(Result<String, ApiError>),
+}
+
+/// Make this device the first member of a cluster (admins; the API's
+/// own handler).
+pub async fn init(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
+    let done = crate::cluster::cluster_init(State(state.clone()), Extension(who.clone()))
+        .await
+        .map(|Json(m)| m.message);
+    render(&state, &who, Some(Done::Membership(done))).await
+}
+
+/// Join this device to a cluster through a member (admins).
+pub async fn join(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    form: axum::body::Bytes,
+) -> Response {
+    let f = super::fields::Fields::parse(&form);
+    let request = crate::JoinCommand {
+        address: f.get("address").to_string(),
+        token: f.get("token").to_string(),
+        learner: f.get("learner") == "true",
+    };
+    let done = if request.address.is_empty() || request.token.is_empty() {
+        Err(ApiError::new(
+            gtm_model::error::ErrorKind::BadRequest,
+            "give the API address of a member and the join token it gave",
+        ))
+    } else {
+        crate::cluster::cluster_join(State(state.clone()), Json(request))
+            .await
+            .map(|_| "this device joined the cluster".to_string())
+    };
+    render(&state, &who, Some(Done::Membership(done))).await
+}
+
+/// This device leaves its cluster (admins; the form asks to confirm).
+pub async fn leave(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    form: axum::body::Bytes,
+) -> Response {
+    let f = super::fields::Fields::parse(&form);
+    let done = if f.get("confirm") != state.engine.device() {
+        Err(ApiError::new(
+            gtm_model::error::ErrorKind::BadRequest,
+            format!(
+                "confirm: type this device's name, {}, to leave the cluster",
+                state.engine.device()
+            ),
+        ))
+    } else {
+        crate::cluster::cluster_leave(State(state.clone()))
+            .await
+            .map(|_| "this device left the cluster: it answers on its own".to_string())
+    };
+    render(&state, &who, Some(Done::Membership(done))).await
+}
+
 /// Shows the join token (admins; a POST, so it is never in a URL).
 pub async fn token(
     State(state): State<ApiState>,
@@ -76,14 +139,15 @@ pub async fn token(
     let shown = crate::cluster_token(State(state.clone()))
         .await
         .map(|Json(t)| t.token);
-    render(&state, &who, Some(shown)).await
+    render(&state, &who, Some(Done::Token(shown))).await
 }
 
-async fn render(
-    state: &ApiState,
-    who: &Principal,
-    token: Option<Result<String, ApiError>>,
-) -> Response {
+async fn render(state: &ApiState, who: &Principal, done: Option<Done>) -> Response {
+    let (token, membership) = match done {
+        Some(Done::Token(t)) => (Some(t), None),
+        Some(Done::Membership(m)) => (None, Some(m)),
+        None => (None, None),
+    };
     let status = state.replication.status();
     let clustered = !status.members.is_empty();
     let members = members(state, &status);
@@ -96,6 +160,11 @@ async fn render(
     let failed_workers = crate::failed_workers(&state.workers.list());
     let body = html! {
         h1 { "Cluster" }
+        @match &membership {
+            Some(Ok(text)) => p.notice #membership role="status" { (text) },
+            Some(Err(why)) => p.error #membership role="alert" { (why.message) },
+            None => {},
+        }
         @if let Some(why) = &status.failure {
             p.error role="alert" {
                 "This device is degraded: " (why) ". It refuses writes and installs nothing "
@@ -152,6 +221,21 @@ async fn render(
         }
         h2 { "Datacenters" }
         (datacenters(state, &members, &configured))
+        @if !clustered && who.allows(Role::Admin) {
+            (membership_forms(who))
+        }
+        @if clustered && who.allows(Role::Admin) {
+            h2 { "Leave the cluster" }
+            p { "This device stops being a member: the others keep the configuration and go on without it;                  it answers on its own with what it has. With a pair, the one left cannot write until                  another device joins." }
+            form.filters method="post" action="/ui/cluster/leave" {
+                (csrf_field(who))
+                div.field {
+                    label for="confirm" { "Type this device's name, " (state.engine.device()) ", to confirm" }
+                    input #confirm name="confirm" type="text" autocomplete="off";
+                }
+                div.actions { button type="submit" #leave { "Leave the cluster" } }
+            }
+        }
         @if clustered && who.allows(Role::Admin) {
             h2 { "Join token" }
             p { "A new device joins with " code { "gtm cluster join ADDRESS --token TOKEN" } "." }
@@ -196,6 +280,39 @@ pub(super) fn datacenters(state: &ApiState, members: &[Member], configured: &[St
                     }
                 }
             }
+        }
+    }
+}
+
+/// Make a cluster of this device, or join one (a device of no cluster).
+fn membership_forms(who: &Principal) -> Markup {
+    html! {
+        h2 { "Make a cluster" }
+        p { "This device becomes the first member; the others join it with its join token." }
+        form method="post" action="/ui/cluster/init" {
+            (csrf_field(who))
+            button type="submit" #init { "Make this device the first member" }
+        }
+        h2 { "Join a cluster" }
+        p { "On a device of the cluster, an admin shows the join token on this page; give it here with              the API address of that device. This device's configuration is replaced by the cluster's." }
+        form.filters method="post" action="/ui/cluster/join" {
+            (csrf_field(who))
+            div.field {
+                label for="address" { "API address of a member" }
+                input #address name="address" type="text" placeholder="http://192.0.2.11:8053";
+            }
+            div.field {
+                label for="token" { "Join token" }
+                input #token name="token" type="text" autocomplete="off";
+            }
+            div.field {
+                label for="learner" { "Membership" }
+                select #learner name="learner" {
+                    option value="false" { "voter" }
+                    option value="true" { "learner (replicates, does not vote)" }
+                }
+            }
+            div.actions { button type="submit" #join { "Join" } }
         }
     }
 }

@@ -59,6 +59,9 @@ pub fn router(state: ApiState) -> Router {
         .route_layer(guard(Role::Viewer));
     let admin = Router::new()
         .route("/ui/cluster/token", post(cluster::token))
+        .route("/ui/cluster/init", post(cluster::init))
+        .route("/ui/cluster/join", post(cluster::join))
+        .route("/ui/cluster/leave", post(cluster::leave))
         .route("/ui/records/edit", get(form::page).post(form::submit))
         .route(
             "/ui/objects/{kind}/edit",
