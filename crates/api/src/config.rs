@@ -59,18 +59,18 @@ impl From<gtm_node::replication::Applied> for ApplyResult {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub(super) struct DryRun {
+pub(crate) struct DryRun {
     #[serde(default)]
-    pub(super) dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 #[derive(Debug, Deserialize)]
-pub(super) struct ApplyOptions {
+pub(crate) struct ApplyOptions {
     #[serde(default)]
-    dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Apply a configuration with no domain over one that has some.
     #[serde(default)]
-    allow_empty: bool,
+    pub(crate) allow_empty: bool,
 }
 
 pub(super) async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
@@ -125,7 +125,7 @@ pub(super) async fn validate_config(
     Ok(Json(ApplyResult::dry(0, Vec::new())))
 }
 
-pub(super) async fn apply_config(
+pub(crate) async fn apply_config(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Query(q): Query<ApplyOptions>,
