@@ -272,4 +272,116 @@ async fn console_operator_actions_each_with_a_dry_run() {
     b.until_text("#geoip-update", "switched", |t| t.starts_with("monthly"))
         .await;
     b.close().await;
+
+    // Each action needs the API route's role: a viewer is shown no form
+    // and refused the drain; an operator is refused the rollback, the
+    // import and the refresh switch (admin).
+    for (role, refused) in [
+        (
+            "viewer",
+            &[
+                "/ui/drains",
+                "/ui/schedules",
+                "/ui/checks/gate/state",
+                "/ui/geoip/download",
+            ][..],
+        ),
+        (
+            "operator",
+            &[
+                "/ui/history/rollback",
+                "/ui/geoip/import",
+                "/ui/geoip/update",
+            ][..],
+        ),
+    ] {
+        let made: serde_json::Value = web
+            .post(format!("{base}/api/v1/tokens"))
+            .bearer_auth(&admin)
+            .json(&serde_json::json!({"name": role, "role": role}))
+            .send()
+            .await
+            .expect("an answer")
+            .json()
+            .await
+            .expect("JSON");
+        let token = made["token"].as_str().expect("a token");
+        let (cookie, csrf) = session(&web, &base, token).await;
+        let page = web
+            .get(format!("{base}/ui/drains"))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(page.status(), 200);
+        let page = page.text().await.unwrap_or_default();
+        assert_eq!(
+            page.contains("drain-preview-button"),
+            role == "operator",
+            "the drain form shown to a {role}"
+        );
+        // The session and its token are good: what the role allows works.
+        let preview = web
+            .post(format!("{base}/ui/drains"))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!(
+                "csrf={csrf}&datacenter=dc2&drained=true&action=preview"
+            ))
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(
+            preview.status(),
+            if role == "operator" { 200 } else { 403 },
+            "a {role}'s drain preview"
+        );
+        for path in refused {
+            let answer = web
+                .post(format!("{base}{path}"))
+                .header("cookie", &cookie)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(format!("csrf={csrf}&version={previous}&update=off"))
+                .send()
+                .await
+                .expect("an answer");
+            assert_eq!(answer.status(), 403, "{path} lets a {role} in");
+        }
+    }
+}
+
+/// A console session of `secret` (an API token): its cookie and CSRF token.
+async fn session(web: &reqwest::Client, base: &str, secret: &str) -> (String, String) {
+    let login = web
+        .post(format!("{base}/ui/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("secret={secret}"))
+        .send()
+        .await
+        .expect("an answer");
+    let cookie = login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("gtm_session="))
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_string();
+    let page = web
+        .get(format!("{base}/ui/history"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("an answer")
+        .text()
+        .await
+        .expect("a page");
+    let csrf = page
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a CSRF field")
+        .to_string();
+    (cookie, csrf)
 }
