@@ -261,7 +261,10 @@ async fn console_operator_actions_each_with_a_dry_run() {
             t.contains("Dry run")
         })
         .await;
-    assert!(dry.contains("monthly"), "{dry}");
+    assert!(
+        dry.contains("~ geoip: update \"off\" → \"monthly\""),
+        "{dry}"
+    );
     b.until_text("#geoip-update", "not switched yet", |t| t == "off")
         .await;
     b.click("#update-apply").await;
