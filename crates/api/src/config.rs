@@ -71,6 +71,9 @@ pub(crate) struct ApplyOptions {
     /// Apply a configuration with no domain over one that has some.
     #[serde(default)]
     pub(crate) allow_empty: bool,
+    /// Apply only if the configuration is still at this version.
+    #[serde(default)]
+    pub(crate) version: Option<u64>,
 }
 
 pub(super) async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
@@ -161,12 +164,17 @@ pub(crate) async fn apply_config(
         let engine = state.engine.clone();
         let (version, changes) =
             blocking(move || (engine.version(), engine.changes(&config))).await?;
+        if let Some(expected) = q.version
+            && expected != version
+        {
+            return Err(conflict(version, expected));
+        }
         return Ok(Json(ApplyResult::dry(version, changes)));
     }
     writable(&state)?;
     let applied = state
         .replication
-        .apply_config(state.actor(&who), text, config)
+        .apply_config(state.actor(&who), q.version, text, config)
         .await?;
     Ok(Json(ApplyResult::from(applied)))
 }
