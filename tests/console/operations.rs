@@ -267,6 +267,26 @@ async fn console_operator_actions_each_with_a_dry_run() {
     );
     b.until_text("#geoip-update", "not switched yet", |t| t == "off")
         .await;
+    // A change made meanwhile: the apply is refused, not overwriting it.
+    let meanwhile = web
+        .put(format!("{base}/api/v1/checks/extra"))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"type": "manual"}))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(meanwhile.status(), 200);
+    b.click("#update-apply").await;
+    let conflict = b
+        .until_text("#geoip-error", "the stale apply refused", |t| !t.is_empty())
+        .await;
+    assert!(conflict.contains("read it again and retry"), "{conflict}");
+    choose(&b, "#g-update", "monthly").await;
+    b.click("#update-preview-button").await;
+    b.until_text("#update-preview", "the refresh's dry run again", |t| {
+        t.contains("~ geoip: update")
+    })
+    .await;
     b.click("#update-apply").await;
     b.until_text("#geoip-done", "the refresh switched", |t| {
         t.contains("now monthly")

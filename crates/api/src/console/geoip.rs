@@ -107,8 +107,9 @@ pub async fn import(
 }
 
 /// Switch the `[geoip]` refresh (`update`): a dry run of the configuration
-/// with it switched (`PUT /api/v1/config?dry_run=true`), then the apply,
-/// refused if the configuration changed since the dry run.
+/// with it switched (`PUT /api/v1/config?dry_run=true`), then the apply
+/// with `?version=` of the dry run, refused if the configuration changed
+/// meanwhile.
 pub async fn update(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
@@ -146,7 +147,9 @@ pub async fn update(
 }
 
 /// The configuration applied here with the refresh switched, through the
-/// configuration API: a dry run, or applied if still at `version`.
+/// configuration API: a dry run, or applied if the configuration is still
+/// at `version` (the dry run's: a change made meanwhile is refused, not
+/// overwritten).
 async fn switched(
     state: &ApiState,
     who: &Principal,
@@ -154,15 +157,14 @@ async fn switched(
     apply: bool,
     version: &str,
 ) -> Result<crate::ApplyResult, String> {
+    let version = match version {
+        "" => None,
+        v => Some(
+            v.parse::<u64>()
+                .map_err(|_| format!("version: \"{v}\" is not a version number"))?,
+        ),
+    };
     let config = state.engine.config();
-    if apply {
-        let at = state.engine.version();
-        if version.parse::<u64>().ok() != Some(at) {
-            return Err(format!(
-                "the configuration is at version {at}, not the version {version} the dry run showed: preview again"
-            ));
-        }
-    }
     let text = tokio::task::spawn_blocking(move || {
         let mut config = gtm_model::Config::clone(&config);
         let geoip = config.geoip.get_or_insert_with(Geoip::default);
@@ -182,6 +184,7 @@ async fn switched(
         Query(crate::config::ApplyOptions {
             dry_run: !apply,
             allow_empty: false,
+            version,
         }),
         Bytes::from(text),
     )
