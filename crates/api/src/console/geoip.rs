@@ -88,6 +88,7 @@ pub async fn import(
             Ok(parts) => parts
                 .iter()
                 .find(|p| p.name == "file")
+                // The part is a slice of `body`: no copy of the file.
                 .map(|p| body.slice_ref(p.body))
                 .ok_or_else(|| "the form has no file (field \"file\")".to_string()),
         },
@@ -262,13 +263,19 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
         }
         @if who.allows(Role::Operator) {
             h2 { "Change this device's database" }
+            h3 { "Download" }
             form method="post" action="/ui/geoip/download" {
                 (csrf_field(who))
-                p { "Download from the configured source, on this device." }
+                @if configured {
+                    p { "From the configured source, on this device." }
+                } @else {
+                    p { "The configuration has no [geoip] table, so the download is refused: add one (below, or in the configuration), or import a file." }
+                }
                 div.actions { button type="submit" #geoip-download { "Download now" } }
             }
         }
         @if who.allows(Role::Admin) {
+            h3 { "Import a file" }
             form.filters method="post" action="/ui/geoip/import" enctype="multipart/form-data" {
                 (csrf_field(who))
                 div.field {
@@ -277,6 +284,7 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
                 }
                 div.actions { button type="submit" #geoip-import { "Import" } }
             }
+            h3 { "Refresh" }
             form.filters method="post" action="/ui/geoip/update" {
                 (csrf_field(who))
                 div.field {
