@@ -99,6 +99,7 @@ async fn console_operator_actions_each_with_a_dry_run() {
         .await;
     assert!(emptied.contains("solo.ops.test/A"), "{emptied}");
     assert!(b.text("#drains").await.is_none(), "drained by a preview");
+    b.shot("drains-preview").await;
     b.click("#drain-apply").await;
     let refused = b
         .until_text("#drain-error", "the refusal", |t| !t.is_empty())
