@@ -108,6 +108,7 @@ async fn console_operator_actions_each_with_a_dry_run() {
         refused.contains("would leave 1 record(s) with no answer: solo.ops.test/A"),
         "{refused}"
     );
+    b.shot("drains-refused").await;
     b.click("#drain-force").await;
     b.until_text("#drain-done", "the forced drain", |t| {
         t.contains("datacenter dc1")
@@ -138,6 +139,7 @@ async fn console_operator_actions_each_with_a_dry_run() {
         t.contains("set to error")
     })
     .await;
+    b.shot("checks-manual").await;
     b.goto(&format!("{base}/ui/records")).await;
     b.until_text(GATED, "gated Partially OK", |t| {
         t.starts_with("Partially OK")
