@@ -1088,4 +1088,5 @@ async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback()
 }
 
 mod objects;
+mod operations;
 mod screens;

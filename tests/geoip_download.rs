@@ -20,10 +20,10 @@ use tokio::{
 use crate::{cluster::Proc, geo::mmdb_bytes, support::*};
 
 /// 2026-11-01 and 2026-11-15 (UTC), seconds.
-const NOV_1: u64 = 1_793_491_200;
+pub(crate) const NOV_1: u64 = 1_793_491_200;
 const NOV_15: u64 = 1_794_700_800;
 
-fn de_db(epoch: u64) -> Vec<u8> {
+pub(crate) fn de_db(epoch: u64) -> Vec<u8> {
     mmdb_bytes(
         "DBIP-Country-Lite",
         epoch,
@@ -31,7 +31,7 @@ fn de_db(epoch: u64) -> Vec<u8> {
     )
 }
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(bytes).unwrap();
     gz.finish().unwrap()
@@ -56,7 +56,7 @@ fn broken_data_section() -> Vec<u8> {
 
 /// A plain HTTP/1.1 file server on loopback: serves what `put` gave it,
 /// 404 otherwise, and remembers the paths asked for.
-struct FileServer {
+pub(crate) struct FileServer {
     addr: SocketAddr,
     files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
     seen: Arc<Mutex<Vec<String>>>,
@@ -64,7 +64,7 @@ struct FileServer {
 }
 
 impl FileServer {
-    async fn start(ip: &str) -> Self {
+    pub(crate) async fn start(ip: &str) -> Self {
         let listener = TcpListener::bind((ip, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let files: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
@@ -116,7 +116,7 @@ impl FileServer {
         }
     }
 
-    fn put(&self, path: &str, body: Vec<u8>) {
+    pub(crate) fn put(&self, path: &str, body: Vec<u8>) {
         self.files.lock().unwrap().insert(path.to_string(), body);
     }
 
@@ -124,7 +124,7 @@ impl FileServer {
         self.seen.lock().unwrap().clone()
     }
 
-    fn source(&self) -> String {
+    pub(crate) fn source(&self) -> String {
         format!("http://{}/country-{{year}}-{{month}}.mmdb.gz", self.addr)
     }
 }
@@ -136,7 +136,7 @@ impl Drop for FileServer {
 }
 
 /// The current UTC month's and the month before's file paths.
-fn month_paths() -> (String, String) {
+pub(crate) fn month_paths() -> (String, String) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

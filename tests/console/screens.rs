@@ -506,7 +506,7 @@ addresses = [
 }
 
 /// Chooses `value` in the select `css` names.
-async fn choose(b: &Browser, select: &str, value: &str) {
+pub(super) async fn choose(b: &Browser, select: &str, value: &str) {
     b.client
         .find(Locator::Css(&format!("{select} option[value=\"{value}\"]")))
         .await
@@ -533,7 +533,7 @@ async fn answer(d: &TestDevice, name: &str) -> Vec<String> {
     a
 }
 
-async fn until_answer(d: &TestDevice, name: &str, want: &[&str]) {
+pub(super) async fn until_answer(d: &TestDevice, name: &str, want: &[&str]) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let got = answer(d, name).await;

@@ -32,6 +32,9 @@ pub const BACKGROUND_HEADER: &str = "x-gtm-background";
 pub const CSRF_FIELD: &str = "csrf";
 /// Form bodies read whole to find the CSRF field.
 const FORM_LIMIT: usize = 1 << 20;
+/// A form with a file (`multipart/form-data`: the console's GeoIP import)
+/// is read whole too, up to this: a country database is some MiB.
+pub const UPLOAD_LIMIT: usize = 64 << 20;
 
 /// The API's layer: the route needs at least `needed`.
 pub async fn api(
@@ -209,12 +212,33 @@ async fn csrf_checked(principal: &Principal, request: Request) -> Result<Request
             Err(refused())
         };
     }
-    let is_form = request
+    let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    if !is_form {
+        .unwrap_or("");
+    if let Some(boundary) = crate::multipart::boundary(content_type) {
+        let boundary = boundary.map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?;
+        let (parts, body) = request.into_parts();
+        let bytes = axum::body::to_bytes(body, UPLOAD_LIMIT)
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    ErrorKind::TooLarge,
+                    format!("the form is over {} MiB", UPLOAD_LIMIT >> 20),
+                )
+            })?;
+        let form = crate::multipart::parts(&bytes, &boundary)
+            .map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?;
+        let field = form.iter().find(|p| p.name == CSRF_FIELD).map(|p| p.body);
+        return match field {
+            Some(f) if gtm_cluster::constant_time_eq(f, session.csrf.as_bytes()) => {
+                Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
+            }
+            _ => Err(refused()),
+        };
+    }
+    if !content_type.starts_with("application/x-www-form-urlencoded") {
         return Err(refused());
     }
     let (parts, body) = request.into_parts();

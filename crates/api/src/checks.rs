@@ -39,7 +39,7 @@ pub struct CheckStateRequest {
     pub state: String,
 }
 
-pub(super) async fn set_check_state(
+pub(crate) async fn set_check_state(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Path(name): Path<String>,

@@ -59,18 +59,21 @@ impl From<gtm_node::replication::Applied> for ApplyResult {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub(super) struct DryRun {
+pub(crate) struct DryRun {
     #[serde(default)]
-    pub(super) dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 #[derive(Debug, Deserialize)]
-pub(super) struct ApplyOptions {
+pub(crate) struct ApplyOptions {
     #[serde(default)]
-    dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Apply a configuration with no domain over one that has some.
     #[serde(default)]
-    allow_empty: bool,
+    pub(crate) allow_empty: bool,
+    /// Apply only if the configuration is still at this version.
+    #[serde(default)]
+    pub(crate) version: Option<u64>,
 }
 
 pub(super) async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
@@ -125,7 +128,7 @@ pub(super) async fn validate_config(
     Ok(Json(ApplyResult::dry(0, Vec::new())))
 }
 
-pub(super) async fn apply_config(
+pub(crate) async fn apply_config(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Query(q): Query<ApplyOptions>,
@@ -161,12 +164,17 @@ pub(super) async fn apply_config(
         let engine = state.engine.clone();
         let (version, changes) =
             blocking(move || (engine.version(), engine.changes(&config))).await?;
+        if let Some(expected) = q.version
+            && expected != version
+        {
+            return Err(conflict(version, expected));
+        }
         return Ok(Json(ApplyResult::dry(version, changes)));
     }
     writable(&state)?;
     let applied = state
         .replication
-        .apply_config(state.actor(&who), text, config)
+        .apply_config(state.actor(&who), q.version, text, config)
         .await?;
     Ok(Json(ApplyResult::from(applied)))
 }

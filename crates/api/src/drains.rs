@@ -17,6 +17,7 @@ use gtm_model::error::ApiError;
 
 use super::{ApiState, blocking, record_label, writable};
 
+use gtm_engine::{RecordStatus, dry_run::DrainPreview};
 use gtm_model::drain::DrainTarget;
 use gtm_model::error::ErrorKind;
 use gtm_node::{access::Principal, command::Action};
@@ -30,6 +31,14 @@ pub struct DrainFlags {
     pub force: bool,
 }
 
+/// What a drain request did: a dry run's preview, or the drain made.
+#[derive(Debug)]
+pub(crate) enum DrainOutcome {
+    Preview(DrainPreview),
+    /// This device's record status after it.
+    Applied(Vec<RecordStatus>),
+}
+
 /// Previews, refuses or proposes a drain or undrain (every device applies
 /// it), then answers with this device's record status.
 pub(crate) async fn drain(
@@ -39,6 +48,22 @@ pub(crate) async fn drain(
     drained: bool,
     flags: DrainFlags,
 ) -> Result<Response, ApiError> {
+    Ok(
+        match drain_or_preview(state, who, target, drained, flags).await? {
+            DrainOutcome::Preview(preview) => Json(preview).into_response(),
+            DrainOutcome::Applied(status) => Json(status).into_response(),
+        },
+    )
+}
+
+/// [`drain`]'s work, for the API and the console alike.
+pub(crate) async fn drain_or_preview(
+    state: ApiState,
+    who: &Principal,
+    target: DrainTarget,
+    drained: bool,
+    flags: DrainFlags,
+) -> Result<DrainOutcome, ApiError> {
     let preview = {
         let (engine, target) = (state.engine.clone(), target.clone());
         blocking(move || engine.drain_preview(&target, drained))
@@ -46,7 +71,7 @@ pub(crate) async fn drain(
             .map_err(|e| ApiError::new(ErrorKind::NotFound, e.to_string()))?
     };
     if flags.dry_run {
-        return Ok(Json(preview).into_response());
+        return Ok(DrainOutcome::Preview(preview));
     }
     writable(&state)?;
     if drained && !flags.force && !preview.emptied.is_empty() {
@@ -67,8 +92,21 @@ pub(crate) async fn drain(
         .propose(state.actor(who), None, Action::Drain { target, drained })
         .await?;
     let engine = state.engine.clone();
-    Ok(Json(blocking(move || engine.status()).await?).into_response())
+    Ok(DrainOutcome::Applied(
+        blocking(move || engine.status()).await?,
+    ))
 }
+
+/// The target of an address drain: of every record, or of one
+/// (`www.example.test/A`, in any case).
+pub(crate) fn address_target(address: String, record: Option<&str>) -> DrainTarget {
+    let record = record.map(|r| match r.rsplit_once('/') {
+        Some((n, t)) => record_label(n, t),
+        None => r.to_string(),
+    });
+    DrainTarget::Address { record, address }
+}
+
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DrainAddress {
@@ -104,14 +142,7 @@ pub(super) async fn drain_address(
     Query(flags): Query<DrainFlags>,
     Json(req): Json<DrainAddress>,
 ) -> Result<axum::response::Response, ApiError> {
-    let record = req.record.as_deref().map(|r| match r.rsplit_once('/') {
-        Some((n, t)) => record_label(n, t),
-        None => r.to_string(),
-    });
-    let target = DrainTarget::Address {
-        record,
-        address: req.address,
-    };
+    let target = address_target(req.address, req.record.as_deref());
     let flags = DrainFlags {
         dry_run: flags.dry_run || req.dry_run,
         force: flags.force || req.force,
@@ -136,7 +167,7 @@ pub(super) async fn drain_datacenter(
 }
 
 /// The active drains, with who made them and when.
-pub(super) async fn drains(State(state): State<ApiState>) -> Json<Vec<gtm_model::operator::Drain>> {
+pub(crate) async fn drains(State(state): State<ApiState>) -> Json<Vec<gtm_model::operator::Drain>> {
     let kv = state.replication.state().await;
     Json(gtm_model::operator::state_of(&kv).drains)
 }

@@ -104,7 +104,7 @@ fn log(engine: &Engine, severity: Severity, text: String) {
 }
 
 /// `PUT /api/v1/geoip`: checks the uploaded database whole and installs it.
-pub(super) async fn import(
+pub(crate) async fn import(
     State(state): State<ApiState>,
     body: Bytes,
 ) -> Result<Json<GeoLookup>, ApiError> {
@@ -146,7 +146,7 @@ pub(super) async fn import(
 
 /// `POST /api/v1/geoip/download`: this device downloads its database from
 /// the configured source now.
-pub(super) async fn download(State(state): State<ApiState>) -> Result<Json<GeoipStatus>, ApiError> {
+pub(crate) async fn download(State(state): State<ApiState>) -> Result<Json<GeoipStatus>, ApiError> {
     writable(&state)?;
     // Downloads are configured, like everything the cluster does: without
     // a `[geoip]` table a device never reaches out, by itself or on request.

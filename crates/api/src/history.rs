@@ -69,9 +69,9 @@ pub(super) struct VersionQuery {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub(super) struct DiffQuery {
-    from: u64,
-    to: u64,
+pub(crate) struct DiffQuery {
+    pub(crate) from: u64,
+    pub(crate) to: u64,
 }
 
 /// `POST /api/v1/config/rollback`.
@@ -123,7 +123,7 @@ pub struct CommandStatus {
 }
 
 /// `GET /api/v1/config/history`: newest first.
-pub(super) async fn list(State(state): State<ApiState>) -> Json<Vec<HistoryItem>> {
+pub(crate) async fn list(State(state): State<ApiState>) -> Json<Vec<HistoryItem>> {
     let kv = state.replication.state().await;
     let mut items: Vec<HistoryItem> = machine::history_of(&kv)
         .into_iter()
@@ -146,7 +146,7 @@ pub(super) async fn export(
 }
 
 /// `GET /api/v1/config/diff?from=A&to=B`: field-level, from A to B.
-pub(super) async fn diff(
+pub(crate) async fn diff(
     State(state): State<ApiState>,
     Query(q): Query<DiffQuery>,
 ) -> Result<Json<ConfigDiff>, ApiError> {
@@ -169,7 +169,7 @@ pub(super) async fn diff(
 
 /// `POST /api/v1/config/rollback`: version N's configuration as a new
 /// version; `?dry_run=true` shows the changes from the applied one.
-pub(super) async fn rollback(
+pub(crate) async fn rollback(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     Query(q): Query<DryRun>,

@@ -24,6 +24,7 @@ mod events;
 pub(crate) mod geoip;
 mod history;
 mod metrics;
+mod multipart;
 pub mod objects;
 mod peer;
 mod records;

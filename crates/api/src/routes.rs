@@ -225,7 +225,7 @@ pub fn operations() -> Vec<Op> {
         op(Method::PUT, "/api/v1/config", Token, "Apply a whole configuration (TOML), atomically", handler!(Method::PUT, config::apply_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>))
-            .query(&[("dry_run", "boolean", "return the changes; apply nothing"), ("allow_empty", "boolean", "apply a configuration with no domain over one that has some (else 409 confirmation-needed)")]),
+            .query(&[("dry_run", "boolean", "return the changes; apply nothing"), ("allow_empty", "boolean", "apply a configuration with no domain over one that has some (else 409 confirmation-needed)"), ("version", "integer", "apply only if the configuration is still at this version (else 409 conflict)")]),
         op(Method::POST, "/api/v1/config/validate", Token, "Validate a configuration (TOML); apply nothing", handler!(Method::POST, config::validate_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>)),

@@ -17,8 +17,9 @@
 //! Objects are matched by key (name; a record by name and type; an address
 //! by IP or CNAME target), not by position, so that a domain of 100,000
 //! records diffs in linear time, and unchanged objects are only compared,
-//! never formatted. The order of the lines is the file's: datacenters,
-//! checks, scenarios, services, domains; inside each, the new file's order,
+//! never formatted. The order of the lines is: datacenters, checks,
+//! scenarios, services, domains, then the tables `geoip`, `rate_limit` and
+//! `cookies`; inside each, the new file's order,
 //! then what was removed in the old file's order; the fields of an object in
 //! name order.
 
@@ -79,6 +80,7 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
         &[],
     );
     domains(&mut out, &old.domains, &new.domains);
+    table(&mut out, "geoip", &old.geoip, &new.geoip);
     table(&mut out, "rate_limit", &old.rate_limit, &new.rate_limit);
     table(&mut out, "cookies", &old.cookies, &new.cookies);
     // Keys are unique in a valid configuration; should two objects share
@@ -610,6 +612,20 @@ addresses = [{ target = "www.example.test." }]
             diff(&Config::default(), &Config::default()),
             Vec::<String>::new()
         );
+    }
+
+    #[test]
+    fn the_geoip_table_is_compared_like_the_other_tables() {
+        let with = |table: &str| config(&format!("{table}\n{BASE}"));
+        assert_eq!(diff(&config(BASE), &with("[geoip]")), ["+ geoip"]);
+        assert_eq!(
+            diff(
+                &with("[geoip]\nupdate = \"off\""),
+                &with("[geoip]\nupdate = \"monthly\"")
+            ),
+            ["~ geoip: update \"off\" → \"monthly\""]
+        );
+        assert_eq!(diff(&with("[geoip]"), &config(BASE)), ["- geoip"]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Checks and scenarios (docs/console.md): every check instance with its
 //! state and last reason on every device side by side; **Test now** for a
 //! configured check (operators and admins; the API's own handler, one
-//! probe, nothing saved); and every scenario with its decision and its
+//! probe, nothing saved); **Set OK** / **Set Error** of a manual check
+//! (operators and admins; the API's own handler); and every scenario with its decision and its
 //! condition, each term marked true, false or unknown on this device.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +28,34 @@ type Tested = (String, Result<TestResult, ApiError>);
 
 pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
     render(&state, &who, None).await
+}
+
+/// Sets a manual check `ok` or `error` (the form's `state`), as `PUT
+/// /api/v1/checks/{name}/state` does.
+pub async fn set_state(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    Path(name): Path<String>,
+    form: Bytes,
+) -> Response {
+    let wanted = form_urlencoded::parse(&form)
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_default();
+    let done = crate::checks::set_check_state(
+        State(state.clone()),
+        Extension(who.clone()),
+        Path(name.clone()),
+        Json(crate::CheckStateRequest {
+            state: wanted.clone(),
+        }),
+    )
+    .await;
+    let set = match done {
+        Ok(_) => Ok(format!("check {name} set to {wanted} on every device")),
+        Err(e) => Err(format!("check {name}: {}", e.message)),
+    };
+    render_with(&state, &who, None, Some(set)).await
 }
 
 pub async fn test(
@@ -120,6 +149,16 @@ pub async fn test_unsaved(
 }
 
 async fn render(state: &ApiState, who: &Principal, tested: Option<Tested>) -> Response {
+    render_with(state, who, tested, None).await
+}
+
+/// The page, with what a Set OK / Set Error did (`set`) above it.
+async fn render_with(
+    state: &ApiState,
+    who: &Principal,
+    tested: Option<Tested>,
+    set: Option<Result<String, String>>,
+) -> Response {
     let engine = state.engine.clone();
     let read = tokio::task::spawn_blocking(move || {
         let probed: Vec<(String, bool)> = engine.with_config(|c| {
@@ -180,6 +219,31 @@ async fn render(state: &ApiState, who: &Principal, tested: Option<Tested>) -> Re
                                         @if !c.reason.is_empty() { span.note { " " (c.reason) } }
                                     },
                                 }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if who.allows(Role::Operator) && configured.iter().any(|(_, probed)| !probed) {
+            h2 { "Manual checks" }
+            p { "A manual check is set by an operator; every device follows it." }
+            @match &set {
+                None => {},
+                Some(Ok(text)) => p.notice role="status" #check-set { (text) },
+                Some(Err(why)) => p.error role="alert" #check-set-error { (why) },
+            }
+            ul.tests {
+                @for (name, probed) in &configured {
+                    @if !*probed {
+                        li data-manual=(name) {
+                            form.test method="post" action={ "/ui/checks/" (segment(name)) "/state" } {
+                                (csrf_field(who))
+                                strong { (name) }
+                                " "
+                                button type="submit" name="state" value="ok" data-set={ (name) "-ok" } { "Set OK" }
+                                " "
+                                button type="submit" name="state" value="error" data-set={ (name) "-error" } { "Set Error" }
                             }
                         }
                     }

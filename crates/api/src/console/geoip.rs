@@ -1,21 +1,40 @@
 //! The GeoIP card (docs/console.md): the country database each device of
 //! the cluster answers with (this device's, and each peer's as its last
-//! report said; a warning when they differ), and a look-up of an address
-//! as this device's DNS path places it (the API's own function).
+//! report said; a warning when they differ), a look-up of an address
+//! as this device's DNS path places it (the API's own function), and
+//! changing this device's database: **Download now** from the configured
+//! source (operators), **Import** of an uploaded `.mmdb` (admins), each the
+//! API's own handler; and the `[geoip]` refresh (`update`, monthly or
+//! off) switched by admins through the configuration API, dry run first.
 
 use std::net::IpAddr;
 
 use axum::{
-    Extension,
+    Extension, Json,
+    body::Bytes,
     extract::{Query, State},
+    http::{HeaderMap, header},
     response::{IntoResponse, Response},
 };
 use maud::html;
 use serde::Deserialize;
 
-use super::layout;
+use super::layout::{self, csrf_field};
 use crate::ApiState;
-use gtm_node::access::Principal;
+use gtm_model::config::{Geoip, GeoipUpdate};
+use gtm_node::access::{Principal, Role};
+
+/// What the last action did.
+enum Outcome {
+    Done(String),
+    Failed(String),
+    /// The dry run of switching the refresh: the changes, the version.
+    UpdatePreview {
+        monthly: bool,
+        version: u64,
+        changes: Vec<String>,
+    },
+}
 
 #[derive(Debug, Default, Deserialize)]
 pub struct LookupQuery {
@@ -28,6 +47,157 @@ pub async fn page(
     Extension(who): Extension<Principal>,
     Query(q): Query<LookupQuery>,
 ) -> Response {
+    render(&state, &who, &q.ip, None)
+}
+
+/// Download now, from the configured source (`POST /api/v1/geoip/download`).
+pub async fn download(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+) -> Response {
+    let outcome = match crate::geoip::download(State(state.clone())).await {
+        Ok(Json(status)) => Outcome::Done(match status.database {
+            Some(db) => format!(
+                "downloaded: this device answers with {} built {}",
+                db.name, db.built
+            ),
+            None => "downloaded".to_string(),
+        }),
+        Err(e) => Outcome::Failed(e.message),
+    };
+    render(&state, &who, "", Some(outcome))
+}
+
+/// Import an uploaded database (`PUT /api/v1/geoip`): the `file` part of a
+/// `multipart/form-data` form, or the body itself of any other type.
+pub async fn import(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let file = match crate::multipart::boundary(content_type) {
+        None => Ok(body.clone()),
+        Some(Err(e)) => Err(e.to_string()),
+        Some(Ok(boundary)) => match crate::multipart::parts(&body, &boundary) {
+            Err(e) => Err(e.to_string()),
+            Ok(parts) => parts
+                .iter()
+                .find(|p| p.name == "file")
+                // The part is a slice of `body`: no copy of the file.
+                .map(|p| body.slice_ref(p.body))
+                .ok_or_else(|| "the form has no file (field \"file\")".to_string()),
+        },
+    };
+    let outcome = match file {
+        Err(why) => Outcome::Failed(why),
+        Ok(file) if file.is_empty() => Outcome::Failed("choose a .mmdb file to import".into()),
+        Ok(file) => match crate::geoip::import(State(state.clone()), file).await {
+            Ok(Json(_)) => Outcome::Done(format!(
+                "imported: this device answers with {}",
+                state.engine.geoip().description()
+            )),
+            Err(e) => Outcome::Failed(e.message),
+        },
+    };
+    render(&state, &who, "", Some(outcome))
+}
+
+/// Switch the `[geoip]` refresh (`update`): a dry run of the configuration
+/// with it switched (`PUT /api/v1/config?dry_run=true`), then the apply
+/// with `?version=` of the dry run, refused if the configuration changed
+/// meanwhile.
+pub async fn update(
+    State(state): State<ApiState>,
+    Extension(who): Extension<Principal>,
+    form: Bytes,
+) -> Response {
+    let field = |name: &str| {
+        form_urlencoded::parse(&form)
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default()
+    };
+    let monthly = match field("update").as_str() {
+        "monthly" => true,
+        "off" => false,
+        other => {
+            let why = format!("update: \"{other}\" is neither monthly nor off");
+            return render(&state, &who, "", Some(Outcome::Failed(why)));
+        }
+    };
+    let apply = field("action") == "apply";
+    let outcome = match switched(&state, &who, monthly, apply, &field("version")).await {
+        Ok(result) if apply => Outcome::Done(format!(
+            "the GeoIP refresh is now {}: version {}",
+            if monthly { "monthly" } else { "off" },
+            result.version
+        )),
+        Ok(result) => Outcome::UpdatePreview {
+            monthly,
+            version: result.version,
+            changes: result.changes,
+        },
+        Err(why) => Outcome::Failed(why),
+    };
+    render(&state, &who, "", Some(outcome))
+}
+
+/// The configuration applied here with the refresh switched, through the
+/// configuration API: a dry run, or applied if the configuration is still
+/// at `version` (the dry run's: a change made meanwhile is refused, not
+/// overwritten).
+async fn switched(
+    state: &ApiState,
+    who: &Principal,
+    monthly: bool,
+    apply: bool,
+    version: &str,
+) -> Result<crate::ApplyResult, String> {
+    let version = match version {
+        "" => None,
+        v => Some(
+            v.parse::<u64>()
+                .map_err(|_| format!("version: \"{v}\" is not a version number"))?,
+        ),
+    };
+    let config = state.engine.config();
+    let text = tokio::task::spawn_blocking(move || {
+        let mut config = gtm_model::Config::clone(&config);
+        let geoip = config.geoip.get_or_insert_with(Geoip::default);
+        geoip.update = Some(if monthly {
+            GeoipUpdate::Monthly
+        } else {
+            GeoipUpdate::Off
+        });
+        toml::to_string_pretty(&config)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("the configuration does not serialize: {e}"))?;
+    crate::config::apply_config(
+        State(state.clone()),
+        Extension(who.clone()),
+        Query(crate::config::ApplyOptions {
+            dry_run: !apply,
+            allow_empty: false,
+            version,
+        }),
+        Bytes::from(text),
+    )
+    .await
+    .map(|Json(r)| r)
+    .map_err(|e| match e.errors.is_empty() {
+        true => e.message,
+        false => format!("{}: {}", e.message, e.errors.join("; ")),
+    })
+}
+
+fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>) -> Response {
     let geo = state.engine.geoip();
     let here = geo.description().to_string();
     let mut databases = vec![(state.engine.device().to_string(), Some(here.clone()))];
@@ -41,13 +211,14 @@ pub async fn page(
     let differ = databases
         .iter()
         .any(|(_, db)| db.as_ref().is_some_and(|d| *d != here));
-    let ip = q.ip.trim();
+    let ip = ip.trim();
     let lookup = (!ip.is_empty()).then(|| {
         ip.parse::<IpAddr>()
             .map(|ip| crate::lookup_in(&geo, ip))
             .map_err(|_| format!("\"{ip}\" is not an IP address"))
     });
     let status = crate::GeoipStatus::of(&state.engine);
+    let configured = state.engine.with_config(|c| c.geoip.is_some());
     let body = html! {
         h1 { "GeoIP" }
         h2 { "This device's database" }
@@ -62,8 +233,69 @@ pub async fn page(
                 },
                 None => { dt { "Name" } dd #geoip-name { "none: every client gets the default records" } },
             }
-            dt { "Source" } dd #geoip-source { (status.source) }
-            dt { "Update" } dd { (if status.monthly { "monthly, by each device" } else { "off" }) }
+            dt { "Source" } dd #geoip-source {
+                (status.source)
+                @if !configured { " (not configured: no device downloads without a [geoip] table)" }
+            }
+            dt { "Update" } dd #geoip-update { (if status.monthly { "monthly, by each device" } else { "off" }) }
+        }
+        @match &outcome {
+            None => {},
+            Some(Outcome::Done(text)) => p.notice role="status" #geoip-done { (text) },
+            Some(Outcome::Failed(why)) => p.error role="alert" #geoip-error { (why) },
+            Some(Outcome::UpdatePreview { monthly, version, changes }) => {
+                div.notice role="status" #update-preview {
+                    p { "Dry run: switching the refresh " (if *monthly { "to monthly" } else { "off" }) " would make these changes to version " (version) " (nothing is applied yet):" }
+                    @if changes.is_empty() { p { "no changes" } }
+                    pre.changes { @for c in changes { (c) "\n" } }
+                }
+                form method="post" action="/ui/geoip/update" {
+                    (csrf_field(who))
+                    input type="hidden" name="update" value=(if *monthly { "monthly" } else { "off" });
+                    input type="hidden" name="version" value=(version);
+                    div.actions {
+                        button type="submit" name="action" value="apply" #update-apply { "Apply" }
+                        " "
+                        a href="/ui/geoip" { "Cancel" }
+                    }
+                }
+            },
+        }
+        @if who.allows(Role::Operator) {
+            h2 { "Change this device's database" }
+            h3 { "Download" }
+            form method="post" action="/ui/geoip/download" {
+                (csrf_field(who))
+                @if configured {
+                    p { "From the configured source, on this device." }
+                } @else {
+                    p { "The configuration has no [geoip] table, so the download is refused: add one (below, or in the configuration), or import a file." }
+                }
+                div.actions { button type="submit" #geoip-download { "Download now" } }
+            }
+        }
+        @if who.allows(Role::Admin) {
+            h3 { "Import a file" }
+            form.filters method="post" action="/ui/geoip/import" enctype="multipart/form-data" {
+                (csrf_field(who))
+                div.field {
+                    label for="g-file" { "Import a country database (.mmdb, checked whole before it is used)" }
+                    input #g-file name="file" type="file" accept=".mmdb";
+                }
+                div.actions { button type="submit" #geoip-import { "Import" } }
+            }
+            h3 { "Refresh" }
+            form.filters method="post" action="/ui/geoip/update" {
+                (csrf_field(who))
+                div.field {
+                    label for="g-update" { "Refresh by each device ([geoip] update, for the whole cluster)" }
+                    select #g-update name="update" {
+                        option value="monthly" selected[status.monthly] { "monthly" }
+                        option value="off" selected[!status.monthly] { "off" }
+                    }
+                }
+                div.actions { button type="submit" name="action" value="preview" #update-preview-button { "Preview" } }
+            }
         }
         h2 { "Databases" }
         @if differ {
@@ -105,5 +337,5 @@ pub async fn page(
             },
         }
     };
-    layout::page("GeoIP", state.engine.device(), Some(&who), body).into_response()
+    layout::page("GeoIP", state.engine.device(), Some(who), body).into_response()
 }

@@ -35,6 +35,9 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                             a href="/ui/objects/scenarios" { "Scenarios" }
                             a href="/ui/objects/datacenters" { "Datacenters" }
                             a href="/ui/objects/services" { "Services" }
+                            a href="/ui/drains" { "Drains" }
+                            a href="/ui/schedules" { "Schedules" }
+                            a href="/ui/history" { "History" }
                             a href="/ui/logs" { "GTM Logs" }
                             a href="/ui/cluster" { "Cluster" }
                             a href="/ui/geoip" { "GeoIP" }

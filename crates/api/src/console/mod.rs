@@ -14,22 +14,27 @@ mod assets;
 mod checks;
 mod cluster;
 mod dashboard;
+mod drains;
 mod fields;
 mod form;
 mod geoip;
 mod headers;
+mod history;
 mod layout;
 mod login;
 mod logs;
 mod objects;
 mod preview;
 mod records;
+mod schedules;
 mod stream;
 
 mod topology;
 
 use axum::{
-    Router, middleware,
+    Router,
+    extract::DefaultBodyLimit,
+    middleware,
     response::Redirect,
     routing::{get, post},
 };
@@ -51,6 +56,9 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/cluster", get(cluster::page))
         .route("/ui/checks", get(checks::page))
         .route("/ui/geoip", get(geoip::page))
+        .route("/ui/drains", get(drains::page))
+        .route("/ui/schedules", get(schedules::page))
+        .route("/ui/history", get(history::page))
         .route("/ui/topology", get(topology::page))
         .route("/ui/topology/map", get(topology::fragment))
         .route("/ui/objects/{kind}", get(objects::list))
@@ -79,11 +87,22 @@ pub fn router(state: ApiState) -> Router {
         )
         .route("/ui/accounts/tokens", post(accounts::token))
         .route("/ui/accounts/tokens/{name}/revoke", post(accounts::revoke))
+        .route("/ui/history/rollback", post(history::roll_back))
+        .route("/ui/geoip/update", post(geoip::update))
+        .route(
+            "/ui/geoip/import",
+            post(geoip::import).layer(DefaultBodyLimit::max(auth::UPLOAD_LIMIT)),
+        )
         .route_layer(guard(Role::Admin));
     let operator = Router::new()
         .route("/ui/records/{name}/{rtype}/resume", post(preview::resume))
         .route("/ui/checks/{name}/test", post(checks::test))
         .route("/ui/checks/test", post(checks::test_unsaved))
+        .route("/ui/checks/{name}/state", post(checks::set_state))
+        .route("/ui/drains", post(drains::submit))
+        .route("/ui/schedules", post(schedules::add))
+        .route("/ui/schedules/{id}/cancel", post(schedules::cancel))
+        .route("/ui/geoip/download", post(geoip::download))
         .route_layer(guard(Role::Operator));
     let open = Router::new()
         .route("/", get(|| async { Redirect::to("/ui/") }))

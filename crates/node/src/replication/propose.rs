@@ -37,15 +37,18 @@ pub struct Applied {
 impl Replication {
     /// Proposes `text` as the configuration, as [`Replication::propose`]
     /// does, with its parse (`config`) offered to this device's machine:
-    /// the text is not parsed a second time here.
+    /// the text is not parsed a second time here. With `expect_version`,
+    /// refused (conflict) unless the committed configuration is still at
+    /// that version.
     pub async fn apply_config(
         &self,
         actor: Actor,
+        expect_version: Option<u64>,
         text: String,
         config: gtm_model::Config,
     ) -> Result<Applied, ApplyError> {
         let _offer = self.machine.offer(&text, config);
-        self.propose(actor, None, Action::ApplyConfig { text })
+        self.propose(actor, expect_version, Action::ApplyConfig { text })
             .await
     }
 
