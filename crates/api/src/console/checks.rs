@@ -197,6 +197,13 @@ async fn render_with(
         .collect();
     let body = html! {
         h1 { "Checks and scenarios" }
+        p {
+            "Their configuration: "
+            a href="/ui/objects/checks" { "the checks" } " and "
+            a href="/ui/objects/scenarios" { "the scenarios" }
+            @if who.allows(Role::Admin) { ", with their forms" }
+            "."
+        }
         h2 { "Check instances" }
         div.scroll tabindex="0" role="region" aria-label="Check instances by device" {
             table.checks {

@@ -158,6 +158,9 @@ pub async fn list(
     let body = html! {
         h1 { (kind.title) }
         p.hint { (kind.about) }
+        @if kind.path == "checks" || kind.path == "scenarios" {
+            p { "Their state on every device: " a href="/ui/checks" { "Checks and scenarios" } "." }
+        }
         @if admin {
             p { a #new-object href={ "/ui/objects/" (kind.path) "/edit" } { "New " (kind.noun) } }
         }
