@@ -907,7 +907,7 @@ async fn starts_and_stops_are_events_and_an_unclean_stop_is_named() {
 /// a pair with its severity (in its reports): `--severity warning` there
 /// finds it, and no info event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peers_warning_keeps_its_severity_on_the_other_device() {
+async fn a_peers_warning_keeps_its_severity_on_the_other_device_over_its_restart() {
     let (_root, mut a, mut b) = pair(148);
     // An apply flushes the store: gtm1's start event is on disk.
     a.apply_ok(&zone("192.0.2.90"));
@@ -933,6 +933,22 @@ async fn a_peers_warning_keeps_its_severity_on_the_other_device() {
         !seen.contains("gtm2 started"),
         "an info event passed: {seen}"
     );
+    // gtm2 restarts holding no event of gtm1's: its answer says so, and
+    // gtm1 sends its events again.
+    b.kill();
+    b.restart();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let logs = warnings_on(&b);
+        if logs.contains(unclean) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gtm2 lost gtm1's warning over its restart:\n{logs}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     a.kill();
     b.kill();
 }

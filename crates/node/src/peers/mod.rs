@@ -111,6 +111,11 @@ pub struct Report {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReportAnswer {
     pub held: Option<Held>,
+    /// The sequence number of the reporter's newest event this device
+    /// holds (0: none, as after a restart): the next report carries the
+    /// events after it. Absent from devices of an earlier version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events_through: Option<u64>,
 }
 
 /// What a peer last said it holds of this device's record states.
@@ -181,7 +186,7 @@ impl Peers {
     /// this device now holds the reporter's record states.
     pub fn receive(&self, mut report: Report) -> ReportAnswer {
         let events = std::mem::take(&mut report.events);
-        {
+        let events_through = {
             let mut all = self.events.lock().unwrap_or_else(|e| e.into_inner());
             let log = all.entry(report.device.clone()).or_default();
             for e in events {
@@ -192,7 +197,8 @@ impl Peers {
                     log.push_back(e);
                 }
             }
-        }
+            log.back().map_or(0, |e| e.seq)
+        };
         let (news, answer) = {
             let mut reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
             let old = reports.remove(&report.device);
@@ -253,6 +259,7 @@ impl Peers {
             // list, or the pages of one taken so far.
             let answer = ReportAnswer {
                 held: report.records_at.map(Held::At).or(pages),
+                events_through: Some(events_through),
             };
             reports.insert(report.device.clone(), (Instant::now(), report, list));
             (silent || changed, answer)
@@ -569,15 +576,22 @@ impl Sender<'_> {
             let answered = match request.send().await {
                 Ok(response) if response.status().is_success() => {
                     self.taken();
+                    // A device of an earlier version answers nothing.
+                    let answer = response.json::<ReportAnswer>().await.ok();
+                    // The peer holds the events it says it does: one that
+                    // restarted and holds none gets them again.
+                    let through = answer
+                        .as_ref()
+                        .and_then(|a| a.events_through)
+                        .map_or(last, |t| t.min(last));
                     self.peers
                         .sent
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(self.peer, last);
-                    // A device of an earlier version answers nothing.
-                    Some(match response.json::<ReportAnswer>().await {
-                        Ok(answer) => answer.held.map(PeerHolds::Said),
-                        Err(_) => Some(PeerHolds::Earlier),
+                        .insert(self.peer, through);
+                    Some(match answer {
+                        Some(answer) => answer.held.map(PeerHolds::Said),
+                        None => Some(PeerHolds::Earlier),
                     })
                 }
                 Ok(response) => {

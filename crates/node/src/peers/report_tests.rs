@@ -197,3 +197,29 @@ fn a_large_report_has_the_time_its_size_needs() {
     // A million records' whole list, about 100 MB: 11.5 s, not 1.5.
     assert_eq!(report_timeout(100_000_000), Duration::from_millis(11_500));
 }
+
+/// The answer says how far the reporter's events are held: a device that
+/// restarted holds none and says 0, so they are sent again.
+#[test]
+fn an_answer_says_how_far_the_reporters_events_are_held() {
+    let event = |seq: u64| Event {
+        seq,
+        time_ms: seq,
+        device: "gtm2".into(),
+        kind: gtm_engine::EventKind::Device,
+        severity: gtm_engine::Severity::Warning,
+        object: "gtm2".into(),
+        text: format!("event {seq}"),
+    };
+    let peers = Peers::default();
+    let mut r = report(None);
+    r.events = vec![event(1), event(2), event(3)];
+    assert_eq!(peers.receive(r).events_through, Some(3));
+    // Again: nothing new, nothing held twice.
+    let mut r = report(None);
+    r.events = vec![event(2), event(3)];
+    assert_eq!(peers.receive(r).events_through, Some(3));
+    assert_eq!(peers.events().len(), 3);
+    let restarted = Peers::default();
+    assert_eq!(restarted.receive(report(None)).events_through, Some(0));
+}
