@@ -123,6 +123,7 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
         tested.contains("probed from gtm1, address 127.0.112.10"),
         "{tested}"
     );
+    br.shot("check-form").await;
     // A field the configuration refuses is named beside it.
     br.fill("f-expect_status", "abc").await;
     br.click("#preview").await;
@@ -151,6 +152,7 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
         })
         .await;
     assert!(terms.contains("gtm1") && terms.contains("gtm2"), "{terms}");
+    br.shot("scenario-form").await;
     preview_and_apply(
         &br,
         "+ scenario main-down: condition \"NOT web@127.0.112.10\"",
@@ -300,12 +302,18 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
     br.fill("f-domains", "objects.test").await;
     preview_and_apply(&br, "+ service shop: domains [\"objects.test\"]").await;
     br.goto(&format!("{base}/ui/objects/services")).await;
+    br.until_text("tr[data-object=\"shop\"]", "the service listed", |t| {
+        t.contains("objects.test")
+    })
+    .await;
+    br.shot("objects-list").await;
     br.click("tr[data-object=\"shop\"] a[href$=\"/delete\"]")
         .await;
     br.until_text("#diff", "the delete's dry run", |t| {
         t.contains("- service shop")
     })
     .await;
+    br.shot("delete-preview").await;
     br.click("#confirm-delete").await;
     br.until_text("#applied", "deleted", |t| {
         t.starts_with("Deleted as version")
