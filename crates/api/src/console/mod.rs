@@ -13,6 +13,7 @@ mod accounts;
 mod assets;
 mod checks;
 mod cluster;
+mod explain;
 mod form;
 mod geoip;
 mod headers;
@@ -43,6 +44,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/records/table", get(records::table))
         .route("/ui/stream", get(stream::stream))
         .route("/ui/records/{name}/{rtype}", get(preview::page))
+        .route("/ui/records/{name}/{rtype}/explain", get(explain::page))
         .route("/ui/logs", get(logs::page))
         .route("/ui/logs/table", get(logs::table))
         .route("/ui/cluster", get(cluster::page))
