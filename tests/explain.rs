@@ -310,6 +310,7 @@ addresses = [
         let q = ecs.map_or(String::new(), |e| format!("?ecs={e}"));
         let x = explain(&d, name, &q).await;
         assert_eq!(step(&x, "place")["outcome"], place, "{ecs:?}: {x}");
+        assert_eq!(step(&x, "place-match")["outcome"], want, "{ecs:?}: {x}");
         assert_eq!(possible(&x), [[want]], "{ecs:?}: {x}");
         assert_same(&x, &ask(&d, name, ecs).await);
     }

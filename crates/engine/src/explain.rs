@@ -22,7 +22,7 @@ use gtm_model::{
 use gtm_resolve::{Answer, ModeStep, Narrowed, PlaceKey, Trace};
 
 use super::*;
-use views::{hc_text, why};
+use views::why;
 
 /// A record's resolution for one client (`gtm record explain`).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -42,7 +42,7 @@ pub struct Explain {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExplainStep {
     /// `address`, `mode`, `dr-condition`, `datacenters`, `candidates`,
-    /// `place`, `balance`, `fail-safe` or `status`.
+    /// `place`, `place-match`, `balance`, `fail-safe`, `status` or `note`.
     pub step: String,
     /// What the step is about (an address); empty for the record.
     pub subject: String,
@@ -200,18 +200,12 @@ impl Engine {
             if !s.dc_up {
                 reason.push_str("; its datacenter is down");
             }
-            let dc = a
-                .dc()
-                .and_then(|d| dcs.get(d))
-                .map_or(String::new(), |d| format!(" in {}", d.name));
-            steps.push(step(
-                "address",
-                a.display(),
-                outcome.into(),
-                format!("HC {}{dc}: {reason}", hc_text(&a.hc)),
-            ));
+            if let Some(dc) = a.dc().and_then(|d| dcs.get(d)) {
+                reason.push_str(&format!(" (in {})", dc.name));
+            }
+            steps.push(step("address", a.display(), outcome.into(), reason));
         }
-        mode_steps(&mut steps, &trace, dcs, &eval.decision);
+        mode_steps(&mut steps, &trace, dcs);
         steps.push(step(
             "candidates",
             String::new(),
@@ -332,7 +326,7 @@ fn dc_names(dcs: &[DcSpec], ids: &[usize]) -> String {
         .join(", ")
 }
 
-fn mode_steps(steps: &mut Vec<ExplainStep>, trace: &Trace, dcs: &[DcSpec], decision: &str) {
+fn mode_steps(steps: &mut Vec<ExplainStep>, trace: &Trace, dcs: &[DcSpec]) {
     let name = |d: usize| dcs.get(d).map_or("?", |d| d.name.as_str()).to_string();
     let mut push = |step: &str, outcome: String, reason: String| {
         steps.push(ExplainStep {
@@ -367,18 +361,24 @@ fn mode_steps(steps: &mut Vec<ExplainStep>, trace: &Trace, dcs: &[DcSpec], decis
                 (true, false) => "DR on",
                 (false, _) => "DR off",
             };
+            let held = if *held {
+                "; it has cleared, but failback is manual: DR stays on until an operator resumes"
+            } else {
+                ""
+            };
             push(
                 "dr-condition",
                 outcome.into(),
                 format!(
-                    "condition {condition} {}; the Main DC {} {}; {decision}",
+                    "condition {condition} {}; the Main DC {} {}{held}; answering from {}",
                     if *holds { "holds" } else { "does not hold" },
                     name(*main),
                     if *main_healthy {
                         "has a healthy address"
                     } else {
                         "has no healthy address"
-                    }
+                    },
+                    name(if *dr_on { *dr } else { *main })
                 ),
             );
         }
@@ -488,7 +488,7 @@ fn narrow_step(steering: &Steering, p: &gtm_resolve::PlaceStep, dcs: &[DcSpec]) 
         Narrowed::All => "no address is listed for this place or for no place: all of them".into(),
     };
     ExplainStep {
-        step: "place".into(),
+        step: "place-match".into(),
         subject: String::new(),
         outcome: list(steering, &p.narrowed),
         reason: format!(
@@ -507,8 +507,13 @@ fn balance_step(steering: &Steering, narrowed: &[usize], answer: &Answer) -> Exp
                 .copied()
                 .filter(|i| !among.contains(i))
                 .collect();
+            let per_answer = if max as usize >= among.len() {
+                "all of them in each answer".to_string()
+            } else {
+                format!("at most {max} per answer")
+            };
             let mut reason = format!(
-                "{} among {}, at most {max} per answer",
+                "{} among {}, {per_answer}",
                 steering.balance.as_str(),
                 list(steering, among)
             );

@@ -302,7 +302,7 @@ impl Engine {
 
 /// An HC field as the configuration writes it: `static`, `disabled`,
 /// `scenario:NAME`, `check:NAME`.
-pub(super) fn hc_text(hc: &Hc) -> String {
+fn hc_text(hc: &Hc) -> String {
     match hc {
         Hc::Static => "static".into(),
         Hc::Disabled => "disabled".into(),
