@@ -81,6 +81,29 @@ pub(super) fn answers(
             Answer::Addresses(balance_filter(steering, list))
         }
     };
+    if !steering.topology || candidates.is_empty() {
+        let answer = match trace {
+            None => finish(candidates.to_vec()),
+            Some(t) => {
+                let answer = finish(candidates.to_vec());
+                t.push(PlaceStep {
+                    key: None,
+                    place: None,
+                    nearest: None,
+                    from: candidates.to_vec(),
+                    by: Narrowed::NoTopology,
+                    narrowed: candidates.to_vec(),
+                    answer: answer.clone(),
+                });
+                answer
+            }
+        };
+        return PlaceAnswers {
+            groups: Box::new([answer]),
+            default: 0,
+            places: Box::default(),
+        };
+    }
     // One place's answer: the mode's candidates there, narrowed to the
     // place, through the balance (or the fail-safe when none is left); and
     // whether those candidates had one for the place's country.
@@ -107,29 +130,6 @@ pub(super) fn answers(
         });
         (answer, own)
     };
-    if !steering.topology || candidates.is_empty() {
-        let answer = match trace.as_deref_mut() {
-            None => finish(candidates.to_vec()),
-            Some(t) => {
-                let answer = finish(candidates.to_vec());
-                t.push(PlaceStep {
-                    key: None,
-                    place: None,
-                    nearest: None,
-                    from: candidates.to_vec(),
-                    by: Narrowed::NoTopology,
-                    narrowed: candidates.to_vec(),
-                    answer: answer.clone(),
-                });
-                answer
-            }
-        };
-        return PlaceAnswers {
-            groups: Box::new([answer]),
-            default: 0,
-            places: Box::default(),
-        };
-    }
     // The default answer is group 0.
     let mut groups = vec![decide(None, None).0];
     let mut places = Vec::new();
