@@ -489,3 +489,76 @@ async fn the_cli_prints_the_steps_and_the_answer() {
     assert!(bad.stderr.contains("\"nope\""), "{}", bad.stderr);
     d.device.stop().await;
 }
+
+/// The console's explain page, linked from the preview: the same steps
+/// and answer for the client of its form, and a bad network refused by
+/// name with the form to correct it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_page_explains_for_the_client_of_its_form() {
+    let d = TestDevice::start(&config(9, "main_dc = \"dc1\"\ndr_dc = \"dc2\"", STATIC_DR)).await;
+    let base = format!("http://{}", d.device.api_addr);
+    // Plain HTTP on loopback, redirects not followed (the login's cookie
+    // comes with one); reqwest still wants a TLS provider named.
+    let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    let web = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = web
+        .post(format!("{base}/ui/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("secret={}", d.device.token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let page = |path: String| {
+        let (web, cookie, base) = (web.clone(), cookie.clone(), base.clone());
+        async move {
+            let r = web
+                .get(format!("{base}{path}"))
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, preview) = page("/ui/records/cli.explain.test/A".into()).await;
+    assert_eq!(status, 200);
+    assert!(
+        preview.contains("href=\"/ui/records/cli.explain.test/A/explain?device=test1\""),
+        "{preview}"
+    );
+    let (status, html) =
+        page("/ui/records/cli.explain.test/A/explain?device=test1&client=192.0.2.1".into()).await;
+    assert_eq!(status, 200, "{html}");
+    for part in [
+        "for a query from 192.0.2.1",
+        "dr-condition",
+        "DR off",
+        "<ol id=\"answer\"><li>192.0.2.20</li></ol>",
+        "value=\"192.0.2.1\"",
+    ] {
+        assert!(html.contains(part), "{part:?} in {html}");
+    }
+    let (status, html) = page("/ui/records/cli.explain.test/A/explain?ecs=nope".into()).await;
+    assert_eq!(status, 400, "{html}");
+    assert!(html.contains("Refused: ecs &quot;nope&quot;"), "{html}");
+    assert!(html.contains("value=\"nope\""), "{html}");
+    d.device.stop().await;
+}
