@@ -562,3 +562,46 @@ async fn the_console_page_explains_for_the_client_of_its_form() {
     assert!(html.contains("value=\"nope\""), "{html}");
     d.device.stop().await;
 }
+
+/// `--device` asks another device of the cluster, which explains for the
+/// same client as it answers; a bad network is refused before any device
+/// is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_device_explains_as_it_answers() {
+    use crate::cluster::{pair, until_answer, zone};
+    let (_root, a, b) = pair(149);
+    a.apply_ok(&zone("192.0.2.9"));
+    until_answer(&a, "192.0.2.9").await;
+    until_answer(&b, "192.0.2.9").await;
+    let out = a.ok(&[
+        "record",
+        "explain",
+        "www.pair.test",
+        "A",
+        "--device",
+        &b.name,
+        "--client",
+        "192.0.2.1",
+        "--json",
+    ]);
+    let x: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(x["device"], b.name.as_str(), "{x}");
+    assert_eq!(x["client"], "192.0.2.1", "{x}");
+    assert_same(
+        &x,
+        &udp(b.dns(), &query("www.pair.test.", RecordType::A)).await,
+    );
+    let bad = a.gtm(&[
+        "record",
+        "explain",
+        "www.pair.test",
+        "A",
+        "--device",
+        &b.name,
+        "--ecs",
+        "10.0.0.0/40",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("\"10.0.0.0/40\""), "{stderr}");
+}
