@@ -245,5 +245,8 @@ fn print_explain(x: &Explain) {
         };
         println!("  {}{weight}", p.records.join(", "));
     }
+    if a.omitted > 0 {
+        println!("  ... and {} more", a.omitted);
+    }
     println!("rotation  {}", a.rotation);
 }

@@ -24,6 +24,10 @@ use gtm_resolve::{Answer, ModeStep, Narrowed, PlaceKey, Trace};
 use super::*;
 use views::why;
 
+/// The most possible answers listed: enough for any record read by a
+/// person, bounded for one of thousands of addresses.
+const SHOWN: usize = 64;
+
 /// A record's resolution for one client (`gtm record explain`).
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Explain {
@@ -62,6 +66,10 @@ pub struct ExplainAnswer {
     /// Each answer section the client can get now, in order. One unless
     /// the balance draws per query (round-robin, random, weighted).
     pub possible: Vec<PossibleAnswer>,
+    /// Possible answers past the first 64, not listed (a round-robin
+    /// record of n addresses has n orders of n records each).
+    #[serde(default)]
+    pub omitted: usize,
     /// How a query picks among `possible`.
     pub rotation: String,
     /// The ECS scope prefix the answer carries (with ECS only).
@@ -262,9 +270,11 @@ impl Engine {
         }
 
         let group = served.groups.get(chosen.group)?;
+        let omitted = chosen.variants.len().saturating_sub(SHOWN);
         let possible: Vec<PossibleAnswer> = chosen
             .variants
             .iter()
+            .take(SHOWN)
             .map(|&(v, weight)| PossibleAnswer {
                 records: group
                     .variant(&owner, v)
@@ -286,8 +296,9 @@ impl Engine {
             .into(),
             rcode: "NOERROR".into(),
             ttl: (!empty).then_some(group.ttl),
-            rotation: rotation(served.balance, &possible, empty),
+            rotation: rotation(served.balance, &chosen.variants, empty),
             possible: if empty { Vec::new() } else { possible },
+            omitted,
             ecs_scope: client.ecs.map(|_| chosen.scope),
         };
         Some(Explain {
@@ -576,11 +587,12 @@ fn fail_safe_step(steering: &Steering, answer: &Answer) -> ExplainStep {
     }
 }
 
-fn rotation(balance: Balance, possible: &[PossibleAnswer], empty: bool) -> String {
+/// How a query picks among `variants` (with their weights).
+fn rotation(balance: Balance, variants: &[(usize, u64)], empty: bool) -> String {
     if empty {
         return "none: NOERROR with no answer record (NODATA), the zone's SOA in authority".into();
     }
-    if possible.len() <= 1 {
+    if variants.len() <= 1 {
         return match balance {
             Balance::Persist => {
                 "persist: this client's subnet (/24, /56) always gets this answer".into()
@@ -591,17 +603,17 @@ fn rotation(balance: Balance, possible: &[PossibleAnswer], empty: bool) -> Strin
     match balance {
         Balance::RoundRobin => format!(
             "round-robin: each query gets the next of these {} orders in turn (a counter per answering thread)",
-            possible.len()
+            variants.len()
         ),
         Balance::Random => format!(
             "random: each query gets one of these {} at random",
-            possible.len()
+            variants.len()
         ),
         Balance::Weighted => {
-            let total: u64 = possible.iter().map(|p| p.weight).sum();
+            let total: u64 = variants.iter().map(|(_, w)| w).sum();
             format!(
                 "weighted: each query gets one of these {} at random, each by its weight of {total}",
-                possible.len()
+                variants.len()
             )
         }
         Balance::Priority | Balance::Persist => "every query gets this answer".into(),

@@ -144,6 +144,9 @@ fn render(x: &Explain) -> Markup {
                         }
                     }
                 }
+                @if a.omitted > 0 {
+                    p { "… and " (a.omitted) " more." }
+                }
             }
         }
     }
