@@ -205,7 +205,7 @@ pub(crate) async fn until_answer(p: &Proc, ip: &str) {
     }
 }
 
-fn pair(net: u8) -> (tempfile::TempDir, Proc, Proc) {
+pub(crate) fn pair(net: u8) -> (tempfile::TempDir, Proc, Proc) {
     let root = tempfile::tempdir().unwrap();
     let a = Proc::start(root.path(), "gtm1", "dc1", &format!("127.0.{net}.1"));
     let b = Proc::start(root.path(), "gtm2", "dc1", &format!("127.0.{net}.2"));

@@ -243,6 +243,29 @@ pub enum RecordCmd {
         #[arg(long)]
         json: bool,
     },
+    /// How the record resolves for one client, step by step, ending in the answer DNS gives it now.
+    #[command(
+        after_help = "Examples:\n  gtm record explain www.example.test A\n  gtm record explain geo.example.test A --ecs 81.2.69.0/24\n  gtm record explain www.example.test A --client 192.0.2.1 --device gtm2"
+    )]
+    Explain {
+        /// The record's owner name, e.g. www.example.test.
+        name: String,
+        /// The record type: A, AAAA, CNAME, ...
+        #[arg(value_name = "TYPE")]
+        rtype: String,
+        /// The query's source address (default 127.0.0.1, which GeoIP places nowhere).
+        #[arg(long, value_name = "IP")]
+        client: Option<String>,
+        /// The client subnet (ECS) the query carries, ADDRESS/PREFIX.
+        #[arg(long, value_name = "NET")]
+        ecs: Option<String>,
+        /// As another device of the cluster computes it.
+        #[arg(long)]
+        device: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Return to the Main DC after a manual-failback DR (failback = "manual").
     #[command(after_help = "Example:\n  gtm record resume www.example.test A")]
     Resume {

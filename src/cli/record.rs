@@ -1,5 +1,6 @@
-//! `gtm record ...`: a record's configuration, its preview, failback
-//! resume, and drains of addresses.
+//! `gtm record ...`: a record's configuration, its preview, its
+//! resolution for one client (explain), failback resume, and drains of
+//! addresses.
 
 use anyhow::Result;
 
@@ -10,7 +11,7 @@ use super::{
     output::{format_ms, table},
 };
 use gtm_api::DeviceRecordStats;
-use gtm_engine::Preview;
+use gtm_engine::{Explain, Preview};
 
 pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
     match cmd {
@@ -85,6 +86,33 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
                 for e in &p.switchovers {
                     println!("  {}  {}", format_ms(e.time_ms), e.text);
                 }
+            }
+            Ok(())
+        }
+        RecordCmd::Explain {
+            name,
+            rtype,
+            client: who,
+            ecs,
+            device,
+            json,
+        } => {
+            let client = Client::new(cli)?;
+            let mut request = client
+                .http
+                .get(client.url(&format!("/api/v1/records/{name}/{rtype}/explain")));
+            let query: Vec<(&str, &String)> = [("client", who), ("ecs", ecs), ("device", device)]
+                .into_iter()
+                .filter_map(|(k, v)| Some((k, v.as_ref()?)))
+                .collect();
+            if !query.is_empty() {
+                request = request.query(&query);
+            }
+            let x: Explain = client.send(request).await?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&x)?);
+            } else {
+                print_explain(&x);
             }
             Ok(())
         }
@@ -177,4 +205,48 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The steps, numbered, then the answer.
+fn print_explain(x: &Explain) {
+    print!(
+        "{} on {}, for a query from {}",
+        x.record, x.device, x.client
+    );
+    match &x.ecs {
+        Some(ecs) => println!(" with ECS {ecs}"),
+        None => println!(),
+    }
+    println!();
+    for (n, s) in x.steps.iter().enumerate() {
+        let of = if s.subject.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", s.subject)
+        };
+        println!("{:>2}. {}{of}: {}", n + 1, s.step, s.outcome);
+        println!("    {}", s.reason);
+    }
+    println!();
+    let a = &x.answer;
+    let ttl = a.ttl.map_or("-".into(), |t| t.to_string());
+    let scope = a
+        .ecs_scope
+        .map_or(String::new(), |s| format!(", ECS scope /{s}"));
+    println!("answer  {} ({}, TTL {ttl}{scope})", a.kind, a.rcode);
+    if a.possible.is_empty() {
+        println!("  (no record)");
+    }
+    for p in &a.possible {
+        let weight = if p.weight == 1 {
+            String::new()
+        } else {
+            format!("  (weight {})", p.weight)
+        };
+        println!("  {}{weight}", p.records.join(", "));
+    }
+    if a.omitted > 0 {
+        println!("  ... and {} more", a.omitted);
+    }
+    println!("rotation  {}", a.rotation);
 }

@@ -54,7 +54,7 @@ pub use drains::{DrainAddress, DrainDatacenter};
 pub use events::{EventFilter, event_page};
 pub use geoip::{GeoLookup, GeoipStatus, lookup_in};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
-pub(crate) use records::{DeviceQuery, preview, resume};
+pub(crate) use records::{DeviceQuery, ExplainQuery, explain, preview, resume};
 pub use stats::DeviceRecordStats;
 pub use status::{RAFT_WORKER, STORE_WORKER, StatusReport, failed_workers, health};
 

@@ -5,7 +5,7 @@
 use axum::{
     Json,
     body::Bytes,
-    extract::{Path, Request, State},
+    extract::{Path, Query, Request, State},
     middleware::Next,
     response::{IntoResponse, Response},
 };
@@ -112,6 +112,21 @@ pub(super) async fn peer_preview(
     let label = record_label(&name, &rtype);
     let (engine, what) = (state.engine.clone(), label.clone());
     blocking(move || engine.preview(&what))
+        .await?
+        .map(Json)
+        .ok_or_else(|| not_found(format!("no steered record {label}")))
+}
+
+pub(super) async fn peer_explain(
+    State(state): State<ApiState>,
+    Path((name, rtype)): Path<(String, String)>,
+    Query(q): Query<crate::records::ExplainQuery>,
+) -> Result<Json<gtm_engine::Explain>, ApiError> {
+    let client = gtm_engine::ExplainClient::parse(q.client.as_deref(), q.ecs.as_deref())
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
+    let label = record_label(&name, &rtype);
+    let (engine, what) = (state.engine.clone(), label.clone());
+    blocking(move || engine.explain(&what, client))
         .await?
         .map(Json)
         .ok_or_else(|| not_found(format!("no steered record {label}")))

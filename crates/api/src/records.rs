@@ -1,6 +1,6 @@
 //! One steered record as operators read and act on it: its preview (what
-//! it answers now and why, on this device or another) and resuming it
-//! after a manual-failback DR.
+//! it answers now and why, on this device or another), its resolution for
+//! one client (explain), and resuming it after a manual-failback DR.
 
 use axum::{
     Extension, Json,
@@ -14,7 +14,7 @@ use gtm_model::error::ApiError;
 use super::{ApiState, blocking, not_found, record_label, writable};
 
 use gtm_cluster::SECRET_HEADER;
-use gtm_engine::Preview;
+use gtm_engine::{Explain, ExplainClient, Preview};
 use gtm_model::error::ErrorKind;
 use gtm_node::{access::Principal, command::Action};
 
@@ -39,6 +39,44 @@ pub(crate) async fn preview(
     let found = {
         let label = label.clone();
         blocking(move || engine.preview(&label)).await?
+    };
+    found.map(Json).ok_or_else(|| {
+        not_found(format!(
+            "no steered record {label} (see gtm status for the records)"
+        ))
+    })
+}
+
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub(crate) struct ExplainQuery {
+    pub(crate) device: Option<String>,
+    pub(crate) client: Option<String>,
+    pub(crate) ecs: Option<String>,
+}
+
+/// Also the console's explain page (`crate::console`).
+pub(crate) async fn explain(
+    State(state): State<ApiState>,
+    Path((name, rtype)): Path<(String, String)>,
+    Query(q): Query<ExplainQuery>,
+) -> Result<Json<Explain>, ApiError> {
+    // Refused here, before any device is asked.
+    let client = ExplainClient::parse(q.client.as_deref(), q.ecs.as_deref())
+        .map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
+    if let Some(device) = q.device.as_deref().filter(|d| *d != state.engine.device()) {
+        let query: Vec<(&str, &str)> = [("client", &q.client), ("ecs", &q.ecs)]
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_deref()?)))
+            .collect();
+        return ask_device(&state, device, "explain", &name, &rtype, &query)
+            .await
+            .map(Json);
+    }
+    let label = record_label(&name, &rtype);
+    let engine = state.engine.clone();
+    let found = {
+        let label = label.clone();
+        blocking(move || engine.explain(&label, client)).await?
     };
     found.map(Json).ok_or_else(|| {
         not_found(format!(
@@ -134,6 +172,19 @@ pub(super) async fn remote_preview(
     name: &str,
     rtype: &str,
 ) -> Result<Preview, ApiError> {
+    ask_device(state, device, "preview", name, rtype, &[]).await
+}
+
+/// Asks another device of the cluster for a record's `what` (`preview`,
+/// `explain`) as it computes it, with `query`.
+async fn ask_device<T: serde::de::DeserializeOwned>(
+    state: &ApiState,
+    device: &str,
+    what: &str,
+    name: &str,
+    rtype: &str,
+    query: &[(&str, &str)],
+) -> Result<T, ApiError> {
     let status = state.replication.status();
     let Some(member) = status.members.iter().find(|m| m.info.name == device) else {
         return Err(not_found(format!(
@@ -142,7 +193,7 @@ pub(super) async fn remote_preview(
     };
     let secret = state.replication.secret_value();
     let url = format!(
-        "{}/cluster/v1/preview/{name}/{rtype}",
+        "{}/cluster/v1/{what}/{name}/{rtype}",
         member.info.api_addr.trim_end_matches('/')
     );
     let unreachable = |e: String| {
@@ -154,6 +205,7 @@ pub(super) async fn remote_preview(
     let response = state
         .peer_http
         .get(url)
+        .query(query)
         .header(SECRET_HEADER, secret)
         .timeout(std::time::Duration::from_secs(3))
         .send()
@@ -165,8 +217,16 @@ pub(super) async fn remote_preview(
             record_label(name, rtype)
         )));
     }
+    if !response.status().is_success() {
+        // The device's own refusal, as it said it.
+        let code = response.status();
+        return Err(match response.json::<ApiError>().await {
+            Ok(e) => e,
+            Err(_) => unreachable(format!("it answered {code}")),
+        });
+    }
     response
-        .json::<Preview>()
+        .json::<T>()
         .await
         .map_err(|e| unreachable(e.to_string()))
 }

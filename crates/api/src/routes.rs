@@ -17,7 +17,7 @@ use super::{
     config, dnssec, drains, events, geoip, history, objects, peer, records, schedules, stats,
     status, tsig,
 };
-use gtm_engine::{CheckStatus, Event, Preview, RecordStatus};
+use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordStatus};
 use gtm_model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 use gtm_node::access::Role;
 
@@ -359,6 +359,27 @@ pub fn operations() -> Vec<Op> {
         .query(&[("device", "string", "computed by this device of the cluster")]),
         op(
             Method::GET,
+            "/api/v1/records/{name}/{rtype}/explain",
+            Token,
+            "A record's resolution for one client, step by step (each address's health, the mode and DR condition, the datacenters, the client's place, the balance, the fail-safe), ending in the exact answer DNS gives that client now",
+            handler!(Method::GET, records::explain),
+        )
+        .returns(J(schema::<Explain>))
+        .query(&[
+            (
+                "client",
+                "string",
+                "the query's source address (default 127.0.0.1, placed nowhere)",
+            ),
+            (
+                "ecs",
+                "string",
+                "the client subnet the query carries (ECS), ADDRESS/PREFIX",
+            ),
+            ("device", "string", "computed by this device of the cluster"),
+        ]),
+        op(
+            Method::GET,
             "/api/v1/domains/{name}/dnssec",
             Token,
             "A domain's DNSSEC state on this device: signed or not, its keys as DNSKEY and DS records, when the signatures served expire",
@@ -593,6 +614,13 @@ pub fn operations() -> Vec<Op> {
             ClusterSecret,
             "A record's preview as this device computes it",
             handler!(Method::GET, peer::peer_preview),
+        ),
+        op(
+            Method::GET,
+            "/cluster/v1/explain/{name}/{rtype}",
+            ClusterSecret,
+            "A record's resolution for one client as this device computes it",
+            handler!(Method::GET, peer::peer_explain),
         ),
     ]);
     ops

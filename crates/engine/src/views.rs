@@ -243,12 +243,7 @@ impl Engine {
                 .map(|(i, a)| AddressView {
                     address: a.display(),
                     dc: a.dc().map(|d| dcs[d].name.clone()),
-                    hc: match &a.hc {
-                        Hc::Static => "static".into(),
-                        Hc::Disabled => "disabled".into(),
-                        Hc::Scenario(s) => format!("scenario:{s}"),
-                        Hc::Check(c) => format!("check:{c}"),
-                    },
+                    hc: hc_text(&a.hc),
                     healthy: state.is_some_and(|s| s.healthy.get(i).copied().unwrap_or(false)),
                     drained: resolve::HealthView::drained(&inner.health, label, a),
                     why: why(&inner.health, &a.hc),
@@ -305,8 +300,19 @@ impl Engine {
     }
 }
 
+/// An HC field as the configuration writes it: `static`, `disabled`,
+/// `scenario:NAME`, `check:NAME`.
+fn hc_text(hc: &Hc) -> String {
+    match hc {
+        Hc::Static => "static".into(),
+        Hc::Disabled => "disabled".into(),
+        Hc::Scenario(s) => format!("scenario:{s}"),
+        Hc::Check(c) => format!("check:{c}"),
+    }
+}
+
 /// Why an address with `hc` is healthy or not here, in words.
-fn why(health: &HealthState, hc: &Hc) -> String {
+pub(super) fn why(health: &HealthState, hc: &Hc) -> String {
     match hc {
         Hc::Static => "static: always a candidate".into(),
         Hc::Disabled => "disabled in the configuration".into(),

@@ -7,6 +7,7 @@
 //! the DNS path only picks among the answers decided here (see `dns`).
 
 mod place;
+mod trace;
 
 #[cfg(test)]
 mod tests;
@@ -15,7 +16,8 @@ use std::{borrow::Cow, fmt};
 
 use serde::{Deserialize, Serialize};
 
-pub use place::{PlaceAnswers, PlaceKey, place_group};
+pub use place::{PlaceAnswers, PlaceKey, place_entry, place_group};
+pub use trace::{AddressStep, ModeStep, Narrowed, PlaceStep, Trace};
 
 use gtm_model::{
     compile::{AddressSpec, DcId, DcSpec, DrCondition, DrSpec, Hc, ModeSpec, Steering},
@@ -233,6 +235,35 @@ pub fn evaluate(
     prev: Option<&RecordState>,
     operator: Operator,
 ) -> Evaluation {
+    run(label, steering, dcs, health, prev, operator, None)
+}
+
+/// [`evaluate`], writing each decision it takes into `trace` as it takes
+/// it: what `explain` shows. The same code decides; only the writing is
+/// added, so the explanation cannot drift from the answer.
+pub fn evaluate_traced(
+    label: &str,
+    steering: &Steering,
+    dcs: &[DcSpec],
+    health: &impl HealthView,
+    prev: Option<&RecordState>,
+    operator: Operator,
+    trace: &mut Trace,
+) -> Evaluation {
+    run(label, steering, dcs, health, prev, operator, Some(trace))
+}
+
+/// The evaluation itself; `trace` is `None` on every path but `explain`'s,
+/// and nothing is written (or allocated) for it then.
+fn run(
+    label: &str,
+    steering: &Steering,
+    dcs: &[DcSpec],
+    health: &impl HealthView,
+    prev: Option<&RecordState>,
+    operator: Operator,
+    mut trace: Option<&mut Trace>,
+) -> Evaluation {
     let addresses = &steering.addresses;
     // Step 1: health filtering. With no previous state, nothing has decided
     // against an address yet: unknown counts as healthy.
@@ -251,6 +282,22 @@ pub fn evaluate(
             dc_up && !drained[i] && address_healthy(a, health, last(i))
         })
         .collect();
+    if let Some(t) = trace.as_deref_mut() {
+        t.addresses = addresses
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let decided = hc_decision(a, health);
+                AddressStep {
+                    dc_up: a.dc().is_none_or(|dc| health.datacenter_up(dc)),
+                    drained: drained[i],
+                    by_hc: decided.unwrap_or(last(i)),
+                    kept_last: decided.is_none(),
+                    healthy: healthy[i],
+                }
+            })
+            .collect();
+    }
     let usable = |i: usize| healthy[i];
 
     // Step 2: mode.
@@ -308,6 +355,17 @@ pub fn evaluate(
             let held = was_on && !holds && *failback == Failback::Manual && !operator.resume;
             dr_on = holds || held;
             held_by_failback = held;
+            if let Some(t) = trace.as_deref_mut() {
+                t.mode = ModeStep::DisasterRecovery {
+                    main: *main,
+                    dr: *dr,
+                    main_healthy,
+                    condition: why.clone(),
+                    holds,
+                    held,
+                    dr_on,
+                };
+            }
             let main_name = &dcs[*main].name;
             let dr_name = &dcs[*dr].name;
             decision = Cow::Owned(match (dr_on, held) {
@@ -338,6 +396,15 @@ pub fn evaluate(
                 .count();
             partial_dcs = with_healthy.len() < with_addresses;
             let chosen: Vec<DcId> = with_healthy.iter().copied().take(*count as usize).collect();
+            if let Some(t) = trace.as_deref_mut() {
+                t.mode = ModeStep::Datacenter {
+                    order: order.to_vec(),
+                    with_healthy: with_healthy.clone(),
+                    with_addresses,
+                    count: *count,
+                    chosen: chosen.clone(),
+                };
+            }
             decision = Cow::Owned(format!(
                 "Datacenter: {} of {} datacenters with a healthy address, selecting up to {}: {}",
                 with_healthy.len(),
@@ -349,6 +416,11 @@ pub fn evaluate(
             group.iter().copied().filter(|&i| usable(i)).collect()
         }
     };
+
+    if let Some(t) = trace.as_deref_mut() {
+        t.group = group.clone();
+        t.candidates = candidates.clone();
+    }
 
     // Step 4: status.
     let status = if candidates.is_empty() {
@@ -368,8 +440,11 @@ pub fn evaluate(
     };
 
     // Step 3: the answer for each place.
-    let answers = place::answers(steering, dcs, &candidates, |place| {
-        match (&steering.mode, place) {
+    let answers = place::answers(
+        steering,
+        dcs,
+        &candidates,
+        |place| match (&steering.mode, place) {
             // Topological selection orders datacenters nearest first.
             (ModeSpec::Datacenter { order, count }, Some(place)) if steering.topology => {
                 let nearest = nearest_first(order, dcs, place);
@@ -380,11 +455,13 @@ pub fn evaluate(
                     })
                     .take(*count as usize)
                     .collect();
-                in_dcs(&candidates_all(addresses, &healthy), addresses, &chosen)
+                let list = in_dcs(&candidates_all(addresses, &healthy), addresses, &chosen);
+                (list, Some(chosen))
             }
-            _ => candidates.clone(),
-        }
-    });
+            _ => (candidates.clone(), None),
+        },
+        trace.map(|t| &mut t.places),
+    );
 
     let state = RecordState {
         healthy: healthy.into_boxed_slice(),
@@ -428,14 +505,20 @@ pub fn answered(answers: &PlaceAnswers) -> Vec<usize> {
 /// An address's health from its HC field; `last` is its last decision,
 /// kept while its check or scenario has no result (seed 000).
 fn address_healthy(a: &AddressSpec, health: &impl HealthView, last: bool) -> bool {
+    hc_decision(a, health).unwrap_or(last)
+}
+
+/// What an address's HC field decides now; `None` while its check or
+/// scenario has no result (then its last decision stands).
+fn hc_decision(a: &AddressSpec, health: &impl HealthView) -> Option<bool> {
     match &a.hc {
-        Hc::Static => true,
-        Hc::Disabled => false,
+        Hc::Static => Some(true),
+        Hc::Disabled => Some(false),
         Hc::Scenario(name) if health.scenario_decided(name) || is_builtin(name) => {
-            scenario_active(health, name)
+            Some(scenario_active(health, name))
         }
-        Hc::Scenario(_) => last,
-        Hc::Check(check) => health.check(check).truth().unwrap_or(last),
+        Hc::Scenario(_) => None,
+        Hc::Check(check) => health.check(check).truth(),
     }
 }
 

@@ -6,9 +6,9 @@
 //! and the DNS path finds a client's answer with one GeoIP lookup and a
 //! short scan.
 
-use super::{Answer, balance_filter, no_candidate_answer};
+use super::{Answer, Narrowed, PlaceStep, balance_filter, no_candidate_answer};
 use gtm_model::{
-    compile::{DcSpec, ModeSpec, Steering},
+    compile::{DcId, DcSpec, ModeSpec, Steering},
     place::{Continent, Country, Place},
 };
 
@@ -48,20 +48,31 @@ impl PlaceAnswers {
 
 /// The group of `place` in a table of places: its country's, else its
 /// continent's, else `default`.
+#[inline]
 pub fn place_group(places: &[(PlaceKey, usize)], default: usize, place: &Place) -> usize {
-    let find = |key: PlaceKey| places.iter().find(|(k, _)| *k == key).map(|(_, g)| *g);
+    place_entry(places, place).map_or(default, |(_, g)| g)
+}
+
+/// The entry of a table of places that answers a client in `place`: its
+/// country's, else its continent's; `None` for the default.
+#[inline]
+pub fn place_entry(places: &[(PlaceKey, usize)], place: &Place) -> Option<(PlaceKey, usize)> {
+    let find = |key: PlaceKey| places.iter().find(|(k, _)| *k == key).copied();
     place
         .country
         .and_then(|c| find(PlaceKey::Country(c)))
         .or_else(|| place.continent.and_then(|c| find(PlaceKey::Continent(c))))
-        .unwrap_or(default)
 }
 
+/// `mode_for_place` gives the mode's candidates for a client in a place,
+/// with the datacenters it chose nearest first when it chose by place.
+/// `trace` (only `explain`'s) gets each place's steps.
 pub(super) fn answers(
     steering: &Steering,
     dcs: &[DcSpec],
     candidates: &[usize],
-    mode_for_place: impl Fn(Option<&Place>) -> Vec<usize>,
+    mode_for_place: impl Fn(Option<&Place>) -> (Vec<usize>, Option<Vec<DcId>>),
+    mut trace: Option<&mut Vec<PlaceStep>>,
 ) -> PlaceAnswers {
     let finish = |list: Vec<usize>| -> Answer {
         if list.is_empty() {
@@ -71,14 +82,56 @@ pub(super) fn answers(
         }
     };
     if !steering.topology || candidates.is_empty() {
+        let answer = match trace {
+            None => finish(candidates.to_vec()),
+            Some(t) => {
+                let answer = finish(candidates.to_vec());
+                t.push(PlaceStep {
+                    key: None,
+                    place: None,
+                    nearest: None,
+                    from: candidates.to_vec(),
+                    by: Narrowed::NoTopology,
+                    narrowed: candidates.to_vec(),
+                    answer: answer.clone(),
+                });
+                answer
+            }
+        };
         return PlaceAnswers {
-            groups: Box::new([finish(candidates.to_vec())]),
+            groups: Box::new([answer]),
             default: 0,
             places: Box::default(),
         };
     }
+    // One place's answer: the mode's candidates there, narrowed to the
+    // place, through the balance (or the fail-safe when none is left); and
+    // whether those candidates had one for the place's country.
+    let mut decide = |key: Option<PlaceKey>, place: Option<&Place>| -> (Answer, bool) {
+        let (list, nearest) = mode_for_place(place);
+        let own = place.and_then(|p| p.country).is_some_and(|c| {
+            list.iter()
+                .any(|&i| steering.addresses[i].countries().contains(&c))
+        });
+        let Some(t) = trace.as_deref_mut() else {
+            return (finish(narrow(steering, list, place).0), own);
+        };
+        let from = list.clone();
+        let (narrowed, by) = narrow(steering, list, place);
+        let answer = finish(narrowed.clone());
+        t.push(PlaceStep {
+            key,
+            place: place.copied(),
+            nearest,
+            from,
+            by,
+            narrowed,
+            answer: answer.clone(),
+        });
+        (answer, own)
+    };
     // The default answer is group 0.
-    let mut groups = vec![finish(narrow(steering, mode_for_place(None), None))];
+    let mut groups = vec![decide(None, None).0];
     let mut places = Vec::new();
 
     let dc_mode = matches!(steering.mode, ModeSpec::Datacenter { .. });
@@ -108,7 +161,7 @@ pub(super) fn answers(
             country: None,
             continent: Some(k),
         };
-        let answer = finish(narrow(steering, mode_for_place(Some(&place)), Some(&place)));
+        let (answer, _) = decide(Some(PlaceKey::Continent(k)), Some(&place));
         let index = intern(&mut groups, answer);
         if index != 0 {
             places.push((PlaceKey::Continent(k), index));
@@ -124,13 +177,10 @@ pub(super) fn answers(
             country: Some(c),
             continent,
         };
-        let list = mode_for_place(Some(&place));
         // Records for the country come before any continent's, even when
         // they equal the default answer (seed 002 step 2).
-        let own = list
-            .iter()
-            .any(|&i| steering.addresses[i].countries().contains(&c));
-        let index = intern(&mut groups, finish(narrow(steering, list, Some(&place))));
+        let (answer, own) = decide(Some(PlaceKey::Country(c)), Some(&place));
+        let index = intern(&mut groups, answer);
         let fallback = continent
             .and_then(|k| {
                 places
@@ -162,7 +212,11 @@ fn intern(groups: &mut Vec<Answer>, answer: Answer) -> usize {
 
 /// Seed 002 step 2: the candidates for the client's country, else its
 /// continent, else those for no place in particular, else all of them.
-fn narrow(steering: &Steering, candidates: Vec<usize>, place: Option<&Place>) -> Vec<usize> {
+fn narrow(
+    steering: &Steering,
+    candidates: Vec<usize>,
+    place: Option<&Place>,
+) -> (Vec<usize>, Narrowed) {
     let a = &steering.addresses;
     let pick = |f: &dyn Fn(usize) -> bool| -> Vec<usize> {
         candidates.iter().copied().filter(|&i| f(i)).collect()
@@ -171,20 +225,20 @@ fn narrow(steering: &Steering, candidates: Vec<usize>, place: Option<&Place>) ->
         if let Some(c) = place.country {
             let by_country = pick(&|i| a[i].countries().contains(&c));
             if !by_country.is_empty() {
-                return by_country;
+                return (by_country, Narrowed::Country(c));
             }
         }
         if let Some(k) = place.continent {
             let by_continent = pick(&|i| a[i].continents().contains(&k));
             if !by_continent.is_empty() {
-                return by_continent;
+                return (by_continent, Narrowed::Continent(k));
             }
         }
     }
     let no_place = pick(&|i| a[i].countries().is_empty() && a[i].continents().is_empty());
     if no_place.is_empty() {
-        candidates
+        (candidates, Narrowed::All)
     } else {
-        no_place
+        (no_place, Narrowed::NoPlace)
     }
 }

@@ -185,17 +185,42 @@ impl Fixture {
         self.compiled.zones[0].records[self.index].label()
     }
 
+    /// Every row also evaluates traced (what `explain` reads): the trace
+    /// changes no decision, and says what was decided.
     fn eval(&self, health: &str, prev: Option<&RecordState>, resume: bool) -> Evaluation {
         let dcs = &self.compiled.datacenters;
         let h = TestHealth::parse(health, dcs);
-        evaluate(
-            &self.label(),
-            self.steering(),
+        let (label, steering) = (self.label(), self.steering());
+        let eval = evaluate(&label, steering, dcs, &h, prev, Operator { resume });
+        let mut trace = Trace::default();
+        let traced = evaluate_traced(
+            &label,
+            steering,
             dcs,
             &h,
             prev,
             Operator { resume },
-        )
+            &mut trace,
+        );
+        assert_eq!(traced.state, eval.state, "{label}: traced state");
+        assert_eq!(traced.answers, eval.answers, "{label}: traced answers");
+        assert_eq!(traced.decision, eval.decision, "{label}: traced decision");
+        assert_eq!(traced.held, eval.held, "{label}: traced hold");
+        assert_eq!(traced.events, eval.events, "{label}: traced events");
+        let healthy: Vec<bool> = trace.addresses.iter().map(|a| a.healthy).collect();
+        assert_eq!(*healthy, *eval.state.healthy, "{label}: traced health");
+        assert_eq!(
+            trace.places.first().map(|p| &p.answer),
+            Some(eval.answers.default_answer()),
+            "{label}: the trace's first place is the default answer"
+        );
+        for p in &trace.places {
+            assert!(
+                eval.answers.groups.contains(&p.answer),
+                "{label}: a traced place's answer is one of the record's"
+            );
+        }
+        eval
     }
 
     /// An answer as text: the addresses as operators read them, or

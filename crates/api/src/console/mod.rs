@@ -15,6 +15,7 @@ mod checks;
 mod cluster;
 mod dashboard;
 mod drains;
+mod explain;
 mod fields;
 mod form;
 mod geoip;
@@ -28,7 +29,6 @@ mod preview;
 mod records;
 mod schedules;
 mod stream;
-
 mod topology;
 
 use axum::{
@@ -51,6 +51,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/records/table", get(records::table))
         .route("/ui/stream", get(stream::stream))
         .route("/ui/records/{name}/{rtype}", get(preview::page))
+        .route("/ui/records/{name}/{rtype}/explain", get(explain::page))
         .route("/ui/logs", get(logs::page))
         .route("/ui/logs/table", get(logs::table))
         .route("/ui/cluster", get(cluster::page))

@@ -146,6 +146,16 @@ fn devices(state: &ApiState, label: &str, shown: &str) -> Markup {
     }
 }
 
+/// The explain page of the record on `device`.
+fn explain_href(name: &str, rtype: &str, device: &str) -> String {
+    format!(
+        "/ui/records/{}/{}/explain?device={}",
+        segment(name),
+        segment(rtype),
+        query_value(device)
+    )
+}
+
 fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> Markup {
     let class = format!("st st-{}", class_of(p.status));
     let resumable = who.allows(Role::Operator) && held;
@@ -155,6 +165,7 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
         @if who.allows(Role::Admin) {
             p { a #edit href={ "/ui/records/edit?label=" (super::layout::query_value(&p.record)) } { "Edit this record" } }
         }
+        p { a #explain href=(explain_href(name, rtype, &p.device)) { "Explain for a client" } }
         dl.facts {
             dt { "Status" } dd { span class=(class) #status { (text_of(p.status)) } }
             dt { "Mode" } dd #mode { (p.mode) }

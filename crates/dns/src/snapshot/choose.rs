@@ -91,30 +91,8 @@ impl Draw {
 /// Picks the group by the client's place and the variant by the balance
 /// algorithm.
 pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw) -> Choice {
-    let Placement {
-        addr,
-        source,
-        private,
-    } = client.placement();
-    // The scope an answer depending on the client's `width`-bit network
-    // carries: that width capped at the source prefix, or the whole source
-    // prefix for a private subnet (no resolver may share it further).
-    let cover = |width: u8, src: u8| if private { src } else { width.min(src) };
-    let mut scope = 0u8;
-    let group = if answer.places.is_empty() {
-        answer.default_group()
-    } else {
-        match addr {
-            Some(ip) => {
-                let located = geo.locate(ip);
-                if let Some(src) = source {
-                    scope = scope.max(cover(located.prefix, src));
-                }
-                place_group(&answer.places, answer.default_group(), &located.place)
-            }
-            None => answer.default_group(),
-        }
-    };
+    let placement = client.placement();
+    let (group, mut scope, _) = place_client(answer, geo, &placement);
     let g = &answer.groups[group];
     let n = g.wire.len();
     let variant = if n <= 1 {
@@ -130,27 +108,131 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
                 let r = draw.next_random() % total;
                 cumulative.partition_point(|&c| c <= r)
             }
-            Balance::Persist => match addr {
-                Some(ip) => {
-                    let (subnet, width) = persist_subnet(ip);
-                    if let Some(src) = source {
-                        scope = scope.max(cover(width, src));
-                    }
-                    {
-                        let keys = g.keys();
-                        (0..n)
-                            .max_by_key(|&i| mix(subnet ^ keys.get(i).copied().unwrap_or(0)))
-                            .unwrap_or(0)
-                    }
-                }
-                None => 0,
-            },
+            Balance::Persist => persist_variant(g, n, &placement, &mut scope),
         }
     };
     Choice {
         group,
         variant,
         scope,
+    }
+}
+
+/// The group a client is answered from, the ECS scope that depended on,
+/// and where GeoIP placed it (`None` when the record's answer does not
+/// depend on place, or the client asked not to be placed).
+#[inline]
+fn place_client(
+    answer: &RrsetAnswer,
+    geo: &Geo,
+    placement: &Placement,
+) -> (usize, u8, Option<Located>) {
+    let Placement {
+        addr,
+        source,
+        private,
+    } = *placement;
+    if answer.places.is_empty() {
+        return (answer.default_group(), 0, None);
+    }
+    let Some(ip) = addr else {
+        return (answer.default_group(), 0, None);
+    };
+    let located = geo.locate(ip);
+    let scope = source.map_or(0, |src| cover(private, located.prefix, src));
+    let group = place_group(&answer.places, answer.default_group(), &located.place);
+    (group, scope, Some(located))
+}
+
+/// The scope an answer depending on the client's `width`-bit network
+/// carries: that width capped at the source prefix, or the whole source
+/// prefix for a private subnet (no resolver may share it further).
+#[inline]
+fn cover(private: bool, width: u8, src: u8) -> u8 {
+    if private { src } else { width.min(src) }
+}
+
+/// Persist's variant of group `g` (of `n` variants) for a client, raising
+/// `scope` to the subnet it kept.
+#[inline]
+fn persist_variant(g: &Group, n: usize, placement: &Placement, scope: &mut u8) -> usize {
+    let Some(ip) = placement.addr else {
+        return 0;
+    };
+    let (subnet, width) = persist_subnet(ip);
+    if let Some(src) = placement.source {
+        *scope = (*scope).max(cover(placement.private, width, src));
+    }
+    let keys = g.keys();
+    (0..n)
+        .max_by_key(|&i| mix(subnet ^ keys.get(i).copied().unwrap_or(0)))
+        .unwrap_or(0)
+}
+
+/// What [`choose`] does for one client, without drawing: for `explain`.
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    /// The address the client is placed by: the ECS network's, else the
+    /// source's; `None` for ECS with source prefix 0.
+    pub placed_by: Option<IpAddr>,
+    /// The ECS source prefix, when the client sent one.
+    pub source: Option<u8>,
+    /// The ECS address is private: placed nowhere.
+    pub private: bool,
+    /// Where GeoIP placed it; `None` when the answer does not depend on
+    /// place (or there was no address to place).
+    pub located: Option<Located>,
+    /// The table entry it matched (`None`: the default answer).
+    pub entry: Option<PlaceKey>,
+    pub group: usize,
+    /// The ECS scope of the answer.
+    pub scope: u8,
+    /// The variants of the group the client can get, each with its weight
+    /// among them (1 each but for weighted balance): one for priority,
+    /// persist and a single answer.
+    pub variants: Vec<(usize, u64)>,
+}
+
+/// The group and the variants [`choose`] picks among for `client`: the
+/// same placement, table lookup and balance rule, listing the variants a
+/// draw would pick from instead of drawing.
+pub fn explain_choice(answer: &RrsetAnswer, geo: &Geo, client: &Client) -> Chosen {
+    let placement = client.placement();
+    let (group, mut scope, located) = place_client(answer, geo, &placement);
+    let entry = located.and_then(|l| place_entry(&answer.places, &l.place).map(|(k, _)| k));
+    let g = &answer.groups[group];
+    let n = g.wire.len();
+    let variants = if n <= 1 {
+        vec![(0, 1)]
+    } else {
+        match answer.balance {
+            Balance::RoundRobin | Balance::Random => (0..n).map(|v| (v, 1)).collect(),
+            Balance::Priority => vec![(0, 1)],
+            Balance::Weighted => {
+                let cumulative = g.cumulative();
+                (0..n)
+                    .filter_map(|v| {
+                        let below = v
+                            .checked_sub(1)
+                            .and_then(|p| cumulative.get(p).copied())
+                            .unwrap_or(0);
+                        let w = cumulative.get(v)?.saturating_sub(below);
+                        (w > 0).then_some((v, w))
+                    })
+                    .collect()
+            }
+            Balance::Persist => vec![(persist_variant(g, n, &placement, &mut scope), 1)],
+        }
+    };
+    Chosen {
+        placed_by: placement.addr,
+        source: placement.source,
+        private: placement.private,
+        located,
+        entry,
+        group,
+        scope,
+        variants,
     }
 }
 

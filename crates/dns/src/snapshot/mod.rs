@@ -30,13 +30,13 @@ use crate::{
     chunked::Chunked,
     dnssec::signer::{SignError, ZoneSigner},
 };
-use gtm_geo::{Geo, is_private};
+use gtm_geo::{Geo, Located, is_private};
 use gtm_model::{
     compile::{Compiled, Content, RecordSpec, Steering, ZoneSpec},
     config::Balance,
     value::Value,
 };
-use gtm_resolve::{Answer, PlaceAnswers, PlaceKey, place_group};
+use gtm_resolve::{Answer, PlaceAnswers, PlaceKey, place_entry, place_group};
 
 mod adopt;
 mod build;

@@ -464,3 +464,140 @@ fn records_at_the_edges_of_what_compiles_build() {
         );
     }
 }
+
+/// `explain_choice` tells what `choose` does, for every balance and for
+/// clients placed by source, by ECS, by a private ECS network or not at
+/// all: the same group and ECS scope, every variant a draw picks is one it
+/// lists, and every one it lists is drawn.
+#[test]
+fn explain_choice_names_what_choose_picks() {
+    use super::{Client, Draw, choose, explain_choice};
+    use crate::wire::Ecs;
+    use std::{collections::HashSet, net::IpAddr};
+
+    let mut text = String::from("[[domain]]\nname = \"c.test\"\nnameservers = [\"ns1.c.test\"]\n");
+    for balance in ["round-robin", "random", "weighted", "persist", "priority"] {
+        // Weighted: 1, 3 and 0 (never answered while another can be).
+        let weight = |w: u32| match balance {
+            "weighted" => format!(", weight = {w}"),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "[[domain.record]]\nname = \"{balance}\"\ntype = \"A\"\nbalance = \"{balance}\"\n\
+             addresses = [{{ ip = \"192.0.2.1\"{} }}, {{ ip = \"192.0.2.2\"{} }}, {{ ip = \"192.0.2.3\"{} }}]\n",
+            weight(1),
+            weight(3),
+            weight(0)
+        ));
+    }
+    text.push_str(
+        "[[domain.record]]\nname = \"geo\"\ntype = \"A\"\ntopology = true\naddresses = [\
+         { ip = \"192.0.2.50\", countries = [\"DE\"] }, { ip = \"192.0.2.51\", continents = [\"EU\"] },\
+         { ip = \"192.0.2.52\" }, { ip = \"192.0.2.53\" }]\n",
+    );
+    // Each record's answer as the engine makes it: evaluated with every
+    // address healthy, topology's places included.
+    struct AllUp;
+    impl gtm_resolve::HealthView for AllUp {
+        fn check(&self, _: &gtm_model::condition::CheckRef) -> gtm_resolve::CheckState {
+            gtm_resolve::CheckState::Ok
+        }
+        fn scenario_active(&self, _: &str) -> bool {
+            true
+        }
+    }
+    let compiled = compile(&gtm_model::parse(&text).unwrap()).unwrap();
+    let answer_of = |owner: &str| {
+        let spec = compiled.zones[0]
+            .records
+            .iter()
+            .find(|r| r.label() == format!("{owner}.c.test/A"))
+            .unwrap();
+        let gtm_model::compile::Content::Steered(steering) = &spec.content else {
+            panic!("{owner} is steered");
+        };
+        let eval = gtm_resolve::evaluate(
+            &spec.label(),
+            steering,
+            &compiled.datacenters,
+            &AllUp,
+            None,
+            Default::default(),
+        );
+        super::steered_answer(
+            &name(&format!("{owner}.c.test.")),
+            30,
+            steering,
+            &eval.answers,
+            None,
+        )
+        .unwrap()
+    };
+    let geo = gtm_geo::Geo::from_bytes(gtm_geo::DEMO_DATABASE.to_vec(), "demo", "test").unwrap();
+    let ecs = |net: &str, prefix: u8| {
+        let address: IpAddr = net.parse().unwrap();
+        Some(Ecs {
+            family: if address.is_ipv4() { 1 } else { 2 },
+            source_prefix: prefix,
+            address,
+        })
+    };
+    let clients = [
+        Client {
+            src: "127.0.0.1".parse().unwrap(),
+            ecs: None,
+        },
+        Client {
+            src: "2.2.2.9".parse().unwrap(),
+            ecs: None,
+        },
+        Client {
+            src: "127.0.0.1".parse().unwrap(),
+            ecs: ecs("81.2.69.0", 24),
+        },
+        Client {
+            src: "127.0.0.1".parse().unwrap(),
+            ecs: ecs("3.3.0.0", 20),
+        },
+        Client {
+            src: "127.0.0.1".parse().unwrap(),
+            ecs: ecs("10.1.2.0", 24),
+        },
+        Client {
+            src: "81.2.69.1".parse().unwrap(),
+            ecs: ecs("0.0.0.0", 0),
+        },
+    ];
+    for owner in [
+        "round-robin",
+        "random",
+        "weighted",
+        "persist",
+        "priority",
+        "geo",
+    ] {
+        let answer = answer_of(owner);
+        assert_eq!(answer.places.is_empty(), owner != "geo", "{owner}");
+        for client in &clients {
+            let told = explain_choice(&answer, &geo, client);
+            let mut draw = Draw::new(7);
+            let mut drawn = HashSet::new();
+            for _ in 0..300 {
+                let c = choose(&answer, &geo, client, &mut draw);
+                assert_eq!(
+                    (c.group, c.scope),
+                    (told.group, told.scope),
+                    "{owner} {client:?}"
+                );
+                assert!(
+                    told.variants.iter().any(|&(v, _)| v == c.variant),
+                    "{owner} {client:?}: variant {} not in {:?}",
+                    c.variant,
+                    told.variants
+                );
+                drawn.insert(c.variant);
+            }
+            assert_eq!(drawn.len(), told.variants.len(), "{owner} {client:?}");
+        }
+    }
+}
