@@ -240,6 +240,17 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
         );
     }
 
+    // Explain walks the record on gtm2 to the answer DNS gives.
+    br.goto(&format!(
+        "{base}/ui/records/shop.objects.test/A/explain?device=gtm2&client=127.0.0.1"
+    ))
+    .await;
+    let answer = br
+        .until_text("#answer", "the explained answer", |t| !t.is_empty())
+        .await;
+    assert!(answer.contains("127.0.112.20"), "{answer}");
+    br.shot("explain").await;
+
     // The dashboard counts the DR record on both devices, and lists the
     // warning of each.
     br.goto(&format!("{base}/ui/")).await;
