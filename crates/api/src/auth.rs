@@ -217,8 +217,8 @@ async fn csrf_checked(principal: &Principal, request: Request) -> Result<Request
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if let Some(boundary) = crate::multipart::boundary(content_type) {
-        let boundary = boundary.map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?;
+    if let Some(boundary) = form_boundary(content_type) {
+        let boundary = boundary.map_err(|e| ApiError::new(ErrorKind::BadRequest, e))?;
         let (parts, body) = request.into_parts();
         let bytes = axum::body::to_bytes(body, UPLOAD_LIMIT)
             .await
@@ -228,11 +228,16 @@ async fn csrf_checked(principal: &Principal, request: Request) -> Result<Request
                     format!("the form is over {} MiB", UPLOAD_LIMIT >> 20),
                 )
             })?;
-        let form = crate::multipart::parts(&bytes, &boundary)
-            .map_err(|e| ApiError::new(ErrorKind::BadRequest, e.to_string()))?;
-        let field = form.iter().find(|p| p.name == CSRF_FIELD).map(|p| p.body);
+        let field = form_field(bytes.clone(), &boundary, CSRF_FIELD)
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    ErrorKind::BadRequest,
+                    format!("reading the form for its {CSRF_FIELD} field: {e}"),
+                )
+            })?;
         return match field {
-            Some(f) if gtm_cluster::constant_time_eq(f, session.csrf.as_bytes()) => {
+            Some(f) if gtm_cluster::constant_time_eq(&f, session.csrf.as_bytes()) => {
                 Ok(Request::from_parts(parts, axum::body::Body::from(bytes)))
             }
             _ => Err(refused()),
@@ -254,6 +259,82 @@ async fn csrf_checked(principal: &Principal, request: Request) -> Result<Request
         }
         _ => Err(refused()),
     }
+}
+
+/// The boundary of a `multipart/form-data` Content-Type (RFC 7578: a
+/// browser's form with a file), read by multer; `None` for any other type.
+pub(crate) fn form_boundary(content_type: &str) -> Option<Result<String, String>> {
+    let kind = content_type.split(';').next().unwrap_or_default().trim();
+    if !kind.eq_ignore_ascii_case("multipart/form-data") {
+        return None;
+    }
+    Some(match multer::parse_boundary(content_type) {
+        Ok(b) if !b.is_empty() => Ok(b),
+        Ok(_) | Err(multer::Error::NoBoundary) => {
+            Err("the Content-Type multipart/form-data names no boundary".to_string())
+        }
+        Err(e) => Err(format!(
+            "the Content-Type multipart/form-data: {}",
+            multipart_error(&e)
+        )),
+    })
+}
+
+/// A multer error in words a form's sender can act on: its cause too (the
+/// header that did not parse), and a hint where the form ends too soon.
+fn multipart_error(e: &multer::Error) -> String {
+    let cause = std::error::Error::source(e)
+        .map(|c| format!(": {c}"))
+        .unwrap_or_default();
+    let hint = match e {
+        multer::Error::IncompleteFieldData { .. }
+        | multer::Error::IncompleteHeaders
+        | multer::Error::IncompleteStream => " (the upload was cut short?)",
+        _ => "",
+    };
+    format!("{e}{cause}{hint}")
+}
+
+/// The first field named `name` of a `multipart/form-data` body, parsed by
+/// multer. The whole form is read (it is in memory already, bounded by
+/// [`UPLOAD_LIMIT`]), so a malformed one is refused even past that field,
+/// as is a part without a field name; the error names the part.
+pub(crate) async fn form_field(
+    body: axum::body::Bytes,
+    boundary: &str,
+    name: &str,
+) -> Result<Option<axum::body::Bytes>, String> {
+    let body = futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(body) });
+    let mut form = multer::Multipart::new(body, boundary);
+    let mut found = None;
+    for n in 1_u64.. {
+        let broken = |e: multer::Error| format!("part {n} of the form: {}", multipart_error(&e));
+        let Some(mut field) = form.next_field().await.map_err(broken)? else {
+            break;
+        };
+        if field.name().is_none() {
+            return Err(format!(
+                "part {n} of the form has no field name (Content-Disposition: form-data; name=...)"
+            ));
+        }
+        // Each part is read to its end here, so that one cut short is named.
+        let wanted = found.is_none() && field.name() == Some(name);
+        let mut chunks = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(broken)? {
+            if wanted {
+                chunks.push(chunk);
+            }
+        }
+        if wanted {
+            // The body is one chunk, so a part is too: a slice of multer's
+            // buffer, no copy of a 64 MiB file.
+            found = Some(match chunks.len() {
+                1 => chunks.swap_remove(0),
+                _ => axum::body::Bytes::from(chunks.concat()),
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// Checks a login's credentials and opens a session: `secret` is the
@@ -329,4 +410,71 @@ pub fn client_of(request_extensions: &axum::http::Extensions) -> IpAddr {
 
 fn urlencode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Bytes;
+
+    const FORM: &[u8] = b"--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\ntok\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"c.mmdb\"\r\nContent-Type: application/octet-stream\r\n\r\n\x00\x01\r\n--X\xff\r\n--XyZ--\r\n";
+
+    async fn field(body: &'static [u8], name: &str) -> Result<Option<Bytes>, String> {
+        form_field(Bytes::from_static(body), "XyZ", name).await
+    }
+
+    #[tokio::test]
+    async fn a_form_with_a_file_gives_its_fields() {
+        let b = form_boundary("multipart/form-data; boundary=XyZ");
+        assert_eq!(b, Some(Ok("XyZ".to_string())));
+        let quoted = form_boundary("Multipart/Form-Data; boundary=\"XyZ\"");
+        assert_eq!(quoted, Some(Ok("XyZ".to_string())));
+        assert_eq!(field(FORM, "csrf").await, Ok(Some(Bytes::from("tok"))));
+        // A file's bytes may hold CRLF and a boundary's start.
+        let file = field(FORM, "file").await;
+        assert_eq!(file, Ok(Some(Bytes::from_static(b"\x00\x01\r\n--X\xff"))));
+        assert_eq!(field(FORM, "other").await, Ok(None));
+    }
+
+    #[tokio::test]
+    async fn other_types_and_broken_forms_are_told_apart() {
+        assert_eq!(form_boundary("application/x-www-form-urlencoded"), None);
+        assert_eq!(form_boundary(""), None);
+        for no_boundary in [
+            "multipart/form-data",
+            "multipart/form-data; boundary=\"\"",
+            "multipart/form-data; boundary=",
+        ] {
+            let got = form_boundary(no_boundary);
+            assert!(matches!(got, Some(Err(_))), "{no_boundary}: {got:?}");
+        }
+        let bad = form_boundary("multipart/form-data; boundary=a b");
+        assert!(
+            matches!(&bad, Some(Err(e)) if e.starts_with("the Content-Type multipart/form-data: failed to decode Content-Type: ")),
+            "{bad:?}"
+        );
+        let refused = |got: Result<Option<Bytes>, String>, says: &str| match got {
+            Err(e) => assert!(e.contains(says), "{e:?} does not say {says:?}"),
+            Ok(f) => panic!("taken: {f:?}"),
+        };
+        refused(field(b"nothing", "csrf").await, "part 1");
+        // Cut short in the file, after the field sought.
+        let cut: &'static [u8] = &FORM[..FORM.len() - 12];
+        refused(field(cut, "csrf").await, "part 2 of the form");
+        refused(field(cut, "file").await, "cut short");
+        refused(
+            field(b"--XyZ\r\nBad Header\r\n\r\nx\r\n--XyZ--", "csrf").await,
+            "part 1 of the form: failed to read headers: ",
+        );
+        refused(
+            field(
+                b"--XyZ\r\nContent-Type: text/plain\r\n\r\nx\r\n--XyZ--",
+                "csrf",
+            )
+            .await,
+            "part 1 of the form has no field name",
+        );
+        refused(field(b"--XyZ\r\nno end", "csrf").await, "part 1");
+        refused(field(b"", "csrf").await, "part 1");
+    }
 }

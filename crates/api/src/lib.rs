@@ -24,7 +24,6 @@ mod events;
 pub(crate) mod geoip;
 mod history;
 mod metrics;
-mod multipart;
 pub mod objects;
 mod peer;
 mod records;

@@ -80,17 +80,13 @@ pub async fn import(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let file = match crate::multipart::boundary(content_type) {
-        None => Ok(body.clone()),
-        Some(Err(e)) => Err(e.to_string()),
-        Some(Ok(boundary)) => match crate::multipart::parts(&body, &boundary) {
-            Err(e) => Err(e.to_string()),
-            Ok(parts) => parts
-                .iter()
-                .find(|p| p.name == "file")
-                // The part is a slice of `body`: no copy of the file.
-                .map(|p| body.slice_ref(p.body))
-                .ok_or_else(|| "the form has no file (field \"file\")".to_string()),
+    let file = match crate::auth::form_boundary(content_type) {
+        None => Ok(body),
+        Some(Err(e)) => Err(e),
+        Some(Ok(boundary)) => match crate::auth::form_field(body, &boundary, "file").await {
+            Ok(Some(file)) => Ok(file),
+            Ok(None) => Err("the form has no file (field \"file\")".to_string()),
+            Err(e) => Err(format!("the uploaded form: {e}")),
         },
     };
     let outcome = match file {
