@@ -262,7 +262,8 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
         "one event, logged before the kill at {killed_ms}: {times:?}\n{out}"
     );
 
-    // An apply of more changes than an entry keeps lines for: both devices
+    // An apply of more changes than an entry keeps lines for (a record
+    // added is two lines: its own and its address's): both devices
     // list its first 1,000 lines and one that counts the rest, the same
     // after a restart. Over 1 MiB (a comment pads it), so the follower
     // parses it as the entry reaches its log, before it commits, and
@@ -285,16 +286,16 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
     assert_eq!(
         on_a[1000],
         format!(
-            "… and 2 more changes (1002 in all; `gtm config diff {v6} {v7}` lists them while history keeps both texts)"
+            "… and 1004 more changes (2004 in all; `gtm config diff {v6} {v7}` lists them while history keeps both texts)"
         )
     );
     assert_eq!(changes(&b), on_a);
     // Both count them all: history's list, and each device's config event.
     for p in [&a, &b] {
-        assert_eq!(until_history(p, v7)[0]["change_count"], 1002);
+        assert_eq!(until_history(p, v7)[0]["change_count"], 2004);
         until_config_event(
             p,
-            &format!("configuration version {v7} applied: apply by admin on gtm1 (1002 changes)"),
+            &format!("configuration version {v7} applied: apply by admin on gtm1 (2004 changes)"),
         );
     }
     // The command's outcome, as each device keeps it, holds the same lines.
@@ -312,7 +313,7 @@ async fn history_rollback_and_audit_are_the_same_on_both_devices_of_a_pair() {
     b.kill();
     b.restart();
     assert_eq!(changes(&b), on_a);
-    assert_eq!(until_history(&b, v7)[0]["change_count"], 1002);
+    assert_eq!(until_history(&b, v7)[0]["change_count"], 2004);
     assert_eq!(kept(&b), Value::Array(on_a.clone()));
 }
 
