@@ -356,6 +356,34 @@ impl GtmMachine {
         self.configure(kv, index, version, current, command)
     }
 
+    /// What this machine would answer to `command`, an
+    /// [`Action::AddSchedule`], applied to `kv` now, without applying it:
+    /// the same checks as the add itself (the schedules waiting, the
+    /// times, the action and its target in the committed configuration).
+    /// A schedule's dry run asks it; nothing is written.
+    pub fn check_schedule(&self, kv: &Map, command: &Command) -> Result<(), ApiError> {
+        if !matches!(command.action, Action::AddSchedule(_)) {
+            return Err(ApiError::new(
+                ErrorKind::BadRequest,
+                "only the add of a schedule is checked without applying it",
+            ));
+        }
+        let current = self.current(kv).map_err(|e| {
+            ApiError::new(
+                ErrorKind::Cluster,
+                format!("the committed configuration does not parse on this device: {e}"),
+            )
+        })?;
+        let index = 0;
+        match schedule::run(kv, index, version_of(kv), &current.config, command) {
+            Some(Change {
+                outcome: Outcome::Rejected(e),
+                ..
+            }) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Offers `config`, parsed from `text`, for when this machine applies
     /// a command with that text: the device that receives a configuration
     /// parses it to check it before proposing it, and its own machine then

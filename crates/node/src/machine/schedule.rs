@@ -140,6 +140,21 @@ pub fn describe(action: &Action) -> String {
     }
 }
 
+/// What a schedule of `action` with an `until` fires then, in words
+/// (`None`: the action has no reverse).
+pub fn describe_reverse(action: &Action) -> Option<String> {
+    match action {
+        Action::Drain { target, drained } => Some(describe(&Action::Drain {
+            target: target.clone(),
+            drained: !drained,
+        })),
+        Action::SetCheck { check, .. } => Some(format!(
+            "set check {check} back to its state before (ok when it had none)"
+        )),
+        _ => None,
+    }
+}
+
 /// Applies a schedule command; `None` for other commands.
 pub(super) fn run(
     kv: &Map,
