@@ -342,3 +342,126 @@ fn answer_changes<'a>(
     }
     (changes, emptied)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{DnsState, Prepared};
+    use gtm_dns::snapshot::Snapshot;
+    use gtm_model::{
+        actor::Actor,
+        operator::{ManualCheck, OperatorState},
+    };
+
+    const CONFIG: &str = r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "gate"
+type = "manual"
+
+[[domain]]
+name = "a.test"
+nameservers = ["ns1.a.test"]
+
+[[domain.record]]
+name = "gated"
+type = "A"
+addresses = [
+  { ip = "192.0.2.1", dc = "dc1", hc = "check:gate" },
+  { ip = "192.0.2.2", dc = "dc2" },
+]
+
+[[domain.record]]
+name = "plain"
+type = "A"
+addresses = [{ ip = "192.0.2.3", dc = "dc1" }]
+"#;
+
+    fn engine() -> Arc<Engine> {
+        let state = DnsState::new(Snapshot::default(), gtm_geo::Geo::none(), 1232);
+        let config = gtm_model::parse(CONFIG).unwrap();
+        let prepared = Prepared::new(1, &Default::default(), config, &state).unwrap();
+        let engine = Arc::new(Engine::new("gtm1", prepared, state, None));
+        let mut operator = OperatorState::default();
+        operator.checks.insert(
+            "gate".into(),
+            ManualCheck {
+                state: "ok".into(),
+                actor: Actor {
+                    user: "admin".into(),
+                    device: "gtm1".into(),
+                },
+                time_ms: 1,
+            },
+        );
+        engine.set_operator(&operator);
+        engine
+    }
+
+    /// A check set's preview names the records reading the check, and
+    /// leaves the engine as it was: the check's state, the records'.
+    #[test]
+    fn a_check_set_preview_changes_the_records_reading_it_and_nothing_else() {
+        let engine = engine();
+        let before = engine.status();
+        let p = engine.check_preview("gate", "error").unwrap();
+        assert_eq!(p.action, "set check gate to error");
+        assert_eq!(
+            p.check,
+            Some(CheckChange {
+                check: "gate".into(),
+                before: CheckState::Ok,
+                after: CheckState::Error,
+            })
+        );
+        assert_eq!(
+            p.changes,
+            [AnswerChange {
+                record: "gated.a.test/A".into(),
+                before: vec!["192.0.2.1".into(), "192.0.2.2".into()],
+                after: vec!["192.0.2.2".into()],
+            }]
+        );
+        assert!(p.emptied.is_empty());
+        assert_eq!(engine.status(), before, "the preview changed nothing");
+        // Asked again: the same, from the same state.
+        assert_eq!(engine.check_preview("gate", "error").unwrap(), p);
+        assert!(
+            engine
+                .check_preview("gate", "ok")
+                .unwrap()
+                .changes
+                .is_empty()
+        );
+        assert!(matches!(
+            engine.check_preview("nope", "ok"),
+            Err(UnknownObject::Check(_))
+        ));
+        assert!(matches!(
+            engine.check_preview("gate", "maybe"),
+            Err(UnknownObject::State(_))
+        ));
+    }
+
+    /// A resume's preview says the record's hold now.
+    #[test]
+    fn a_resume_preview_says_the_hold() {
+        let engine = engine();
+        let p = engine.resume_preview("GATED.a.test/A").unwrap();
+        assert_eq!(p.action, "resume gated.a.test/A");
+        let hold = p.hold.unwrap();
+        assert!(!hold.held, "{hold:?}");
+        assert!(p.changes.is_empty());
+        assert!(matches!(
+            engine.resume_preview("nope.a.test/A"),
+            Err(UnknownObject::Record(_))
+        ));
+    }
+}
