@@ -264,18 +264,28 @@ async fn dry_run_of(state: &ApiState, spec: ScheduleSpec) -> Result<ScheduleDryR
             None
         }
     };
-    if let Action::Drain {
-        target,
-        drained: false,
-    } = &spec.action
-    {
+    if let Action::Drain { target, drained } = &spec.action {
         let kv = state.replication.state().await;
         let drains = gtm_model::operator::state_of(&kv).drains;
-        if !drains.iter().any(|d| d.target().as_ref() == Some(target)) {
+        let active = drains.iter().any(|d| d.target().as_ref() == Some(target));
+        if *drained && active {
+            warnings.push(format!(
+                "{target} is drained already: unless it is undrained before {at}, the drain changes nothing then"
+            ));
+        } else if !drained && !active {
             warnings.push(format!(
                 "{target} is not drained now: unless it is drained before {at}, the undrain fails then"
             ));
         }
+    }
+    if let Some(c) = now.as_ref().and_then(|p| p.check.as_ref())
+        && c.before == c.after
+    {
+        warnings.push(format!(
+            "check {} is {} already: unless it changes before {at}, the check set changes nothing then",
+            c.check,
+            c.after.as_str()
+        ));
     }
     if let Some(p) = &now
         && !p.emptied.is_empty()

@@ -429,3 +429,47 @@ fn answers(list: &[String]) -> String {
         list.join(", ")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::field_of;
+
+    /// Each refusal, the form's own or the API's, is shown beside the
+    /// field it names.
+    #[test]
+    fn refusals_find_the_fields_they_name() {
+        for (why, field) in [
+            ("at: \"tomorrow\" is not a time", Some("at")),
+            (
+                "at: give a time (2026-12-01T02:00:00Z, or +30m from now)",
+                Some("at"),
+            ),
+            ("until: \"x\" is not a time", Some("until")),
+            ("--until must be after --at", Some("until")),
+            (
+                "a resume has no reverse: schedule it without --until",
+                Some("until"),
+            ),
+            ("no datacenter named \"dc9\"", Some("datacenter")),
+            ("drain: give an address or a datacenter", Some("address")),
+            (
+                "no steered record www.a.test/A has the address 192.0.2.9",
+                Some("address"),
+            ),
+            ("no steered record nope.a.test/A", Some("record")),
+            (
+                "resume: give the record (www.example.test/A)",
+                Some("record"),
+            ),
+            ("no check named \"nope\"", Some("check")),
+            ("state \"maybe\" is not ok or error", Some("state")),
+            (
+                "1000 schedules are waiting to fire, the most there can be; cancel some first",
+                None,
+            ),
+            ("", None),
+        ] {
+            assert_eq!(field_of(why).as_deref(), field, "{why}");
+        }
+    }
+}
