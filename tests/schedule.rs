@@ -499,3 +499,195 @@ async fn a_drain_dry_run_names_the_emptied_records_and_a_drain_that_empties_one_
         bad.stderr
     );
 }
+
+const DRY_RUN: &str = r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "maint"
+type = "manual"
+
+[[domain]]
+name = "dry.test"
+nameservers = ["ns1.dry.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.1", dc = "dc1" }, { ip = "198.51.100.1", dc = "dc2" }]
+
+[[domain.record]]
+name = "only1"
+type = "A"
+addresses = [{ ip = "192.0.2.5", dc = "dc1" }]
+
+[[domain.record]]
+name = "gated"
+type = "A"
+addresses = [{ ip = "198.51.100.7", dc = "dc2", hc = "check:maint" }]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_dry_run_says_what_it_would_change_now_refuses_as_an_add_and_adds_nothing() {
+    use crate::support::{TestDevice, run_gtm};
+    use serde_json::json;
+    let d = TestDevice::start(DRY_RUN).await;
+    let http = gtm_node::tls::http_client(None, Duration::from_secs(10)).unwrap();
+    let api = std::fs::read_to_string(d.dir.path().join("api-address")).unwrap();
+    let token = std::fs::read_to_string(d.dir.path().join("api-token")).unwrap();
+    let (api, token) = (api.trim().to_string(), token.trim().to_string());
+    let post = |query: &'static str, body: serde_json::Value| {
+        let request = http
+            .post(format!("{api}/api/v1/schedules{query}"))
+            .bearer_auth(&token)
+            .json(&body);
+        async move {
+            let answer = request.send().await.unwrap();
+            let status = answer.status().as_u16();
+            (status, answer.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let list = || {
+        let request = http
+            .get(format!("{api}/api/v1/schedules"))
+            .bearer_auth(&token);
+        async move {
+            request
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let before = list().await;
+
+    // A drain: what it would be, what it would change now, the record it
+    // would leave with no answer (a warning: a schedule fires even so).
+    let drain = json!({"at": "+1h", "until": "+2h",
+        "action": {"kind": "drain-datacenter", "datacenter": "dc1", "drained": true}});
+    let (status, dry) = post("?dry_run=true", drain.clone()).await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["what"], "drain datacenter dc1", "{dry}");
+    assert_eq!(dry["reverse"], "undrain datacenter dc1", "{dry}");
+    assert!(dry["at"].as_str().unwrap().ends_with('Z'), "{dry}");
+    assert!(dry["until_ms"].as_u64() > dry["at_ms"].as_u64(), "{dry}");
+    let changed: Vec<&str> = dry["now"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["record"].as_str())
+        .collect();
+    assert!(
+        changed.contains(&"www.dry.test/A") && changed.contains(&"only1.dry.test/A"),
+        "{dry}"
+    );
+    assert_eq!(dry["now"]["emptied"], json!(["only1.dry.test/A"]), "{dry}");
+    assert!(
+        dry["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("only1.dry.test/A")),
+        "{dry}"
+    );
+
+    // A check set, with the body's flag: the check's state now and then,
+    // and the record that reads it.
+    let (status, dry) = post(
+        "",
+        json!({"at": "+1h", "dry_run": true,
+            "action": {"kind": "check-set", "check": "maint", "state": "error"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["now"]["check"]["check"], "maint", "{dry}");
+    assert_eq!(dry["now"]["check"]["after"], "Error", "{dry}");
+    assert!(dry.get("reverse").is_none(), "{dry}");
+
+    // A resume: the record's hold now.
+    let (status, dry) = post(
+        "?dry_run=true",
+        json!({"at": "+5m", "action": {"kind": "resume", "record": "www.dry.test/A"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["now"]["hold"]["record"], "www.dry.test/A", "{dry}");
+    assert_eq!(dry["now"]["hold"]["held"], false, "{dry}");
+
+    // Refused as an add is, naming what is wrong, with the add's status.
+    for (body, words) in [
+        (
+            json!({"at": "+1h", "action": {"kind": "drain-datacenter", "datacenter": "dc9", "drained": true}}),
+            "no datacenter named \"dc9\"",
+        ),
+        (
+            json!({"at": "+1h", "action": {"kind": "check-set", "check": "nope", "state": "ok"}}),
+            "no check named \"nope\"",
+        ),
+        (
+            json!({"at": "+1h", "action": {"kind": "resume", "record": "nope.dry.test/A"}}),
+            "nope.dry.test/A",
+        ),
+        (
+            json!({"at": "+2h", "until": "+1h", "action": {"kind": "drain-datacenter", "datacenter": "dc1", "drained": true}}),
+            "--until must be after --at",
+        ),
+        (
+            json!({"at": "2020-01-01T00:00:00Z", "action": {"kind": "drain-datacenter", "datacenter": "dc1", "drained": true}}),
+            "at: 2020-01-01 00:00:00 UTC is in the past",
+        ),
+    ] {
+        let (dry_status, dry) = post("?dry_run=true", body.clone()).await;
+        let (add_status, add) = post("", body.clone()).await;
+        assert!((400..500).contains(&dry_status), "{body}: {dry}");
+        assert_eq!(dry_status, add_status, "{body}: {dry} / {add}");
+        // The same words, but for the clock's reading.
+        let words_of = |v: &serde_json::Value| {
+            let m = v["message"].as_str().unwrap_or_default().to_string();
+            m.split(" (now is").next().map(str::to_string)
+        };
+        assert_eq!(words_of(&dry), words_of(&add), "{body}");
+        assert!(
+            dry["message"].as_str().is_some_and(|m| m.contains(words)),
+            "{body}: {dry}"
+        );
+    }
+    assert_eq!(list().await, before, "dry runs and refusals add nothing");
+
+    // The CLI prints the dry run as a drain's.
+    let out = tokio::task::block_in_place(|| {
+        run_gtm(
+            &d,
+            &[
+                "schedule",
+                "add",
+                "--at",
+                "+1h",
+                "--until",
+                "+2h",
+                "--dry-run",
+                "dc",
+                "drain",
+                "dc1",
+            ],
+        )
+    });
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stdout.starts_with("dry run: drain datacenter dc1 at ")
+            && out.stdout.contains("then undrain datacenter dc1 at ")
+            && out
+                .stdout
+                .contains("www.dry.test/A: 192.0.2.1 198.51.100.1 -> 198.51.100.1")
+            && out
+                .stdout
+                .contains("would leave with no answer: only1.dry.test/A"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(list().await, before, "a dry run adds nothing");
+}

@@ -10,7 +10,7 @@ use super::{
     client::Client,
     output::{format_ms, table},
 };
-use gtm_api::schedules::{ScheduleRequest, ScheduledAction};
+use gtm_api::schedules::{ScheduleDryRun, ScheduleRequest, ScheduledAction};
 use gtm_node::machine::schedule::{Schedule, ScheduleState};
 
 #[derive(Debug, Subcommand)]
@@ -26,6 +26,11 @@ pub enum ScheduleCmd {
         /// reverse), the check's previous state for a check set.
         #[arg(long, value_name = "TIME")]
         until: Option<String>,
+        /// Only print the schedule it would be and what its action would
+        /// change if it fired now (each record's answers, the records left
+        /// with no answer, a check's or a hold's state); add nothing.
+        #[arg(long)]
+        dry_run: bool,
         #[command(subcommand)]
         action: Scheduled,
     },
@@ -163,12 +168,30 @@ impl Scheduled {
 
 pub(super) async fn schedule(client: &Client, cmd: &ScheduleCmd) -> Result<()> {
     match cmd {
-        ScheduleCmd::Add { at, until, action } => {
+        ScheduleCmd::Add {
+            at,
+            until,
+            dry_run,
+            action,
+        } => {
             let body = ScheduleRequest {
                 at: at.clone(),
                 until: until.clone(),
                 action: action.action(),
+                dry_run: *dry_run,
             };
+            if *dry_run {
+                let d: ScheduleDryRun = client
+                    .send(
+                        client
+                            .http
+                            .post(client.url("/api/v1/schedules"))
+                            .json(&body),
+                    )
+                    .await?;
+                print_dry_run(&d);
+                return Ok(());
+            }
             let s: Schedule = client
                 .send(
                     client
@@ -213,6 +236,62 @@ pub(super) async fn schedule(client: &Client, cmd: &ScheduleCmd) -> Result<()> {
             println!("schedule {}: {} cancelled", s.id, s.what);
             Ok(())
         }
+    }
+}
+
+/// A schedule's dry run as `gtm drain --dry-run` prints a drain's.
+fn print_dry_run(d: &ScheduleDryRun) {
+    let reverse = match (&d.reverse, &d.until) {
+        (Some(r), Some(u)) => format!(", then {r} at {u}"),
+        (None, Some(u)) => format!(", reversed at {u}"),
+        _ => String::new(),
+    };
+    println!(
+        "dry run: {} at {}{reverse} (nothing scheduled)",
+        d.what, d.at
+    );
+    if let Some(now) = &d.now {
+        if let Some(c) = &now.check {
+            println!(
+                "check {}: {} now -> {}",
+                c.check,
+                c.before.as_str(),
+                c.after.as_str()
+            );
+        }
+        if let Some(h) = &now.hold {
+            println!(
+                "{}: {} ({})",
+                h.record,
+                if h.held {
+                    "held by manual failback now"
+                } else {
+                    "not held now"
+                },
+                h.decision
+            );
+        }
+        if now.changes.is_empty() {
+            println!("if it fired now, no record's answers would change");
+        } else {
+            println!("if it fired now:");
+        }
+        for c in &now.changes {
+            let list = |a: &[String]| {
+                if a.is_empty() {
+                    "(no answer)".to_string()
+                } else {
+                    a.join(" ")
+                }
+            };
+            println!("  {}: {} -> {}", c.record, list(&c.before), list(&c.after));
+        }
+        if !now.emptied.is_empty() {
+            println!("would leave with no answer: {}", now.emptied.join(", "));
+        }
+    }
+    for w in &d.warnings {
+        println!("warning: {w}");
     }
 }
 

@@ -62,8 +62,8 @@ const GATED: &str = "tr[data-record=\"gated.ops.test/A\"] td[data-device=\"test1
 
 /// Drains a datacenter (refused because a record would be left with no
 /// answer, then forced), undrains it; sets a manual check Error then OK;
-/// schedules a drain and cancels it; rolls a change back after its dry run
-/// and DNS answers as before; downloads and imports a GeoIP database and
+/// previews a scheduled drain, schedules it and cancels it; rolls a change
+/// back after its dry run and DNS answers as before; downloads and imports a GeoIP database and
 /// switches its refresh on, dry run first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_operator_actions_each_with_a_dry_run() {
@@ -154,12 +154,30 @@ async fn console_operator_actions_each_with_a_dry_run() {
     b.until_text(GATED, "gated OK", |t| t.starts_with("OK"))
         .await;
 
-    // A maintenance window scheduled, listed pending, cancelled.
+    // A maintenance window previewed (what it would change now), then
+    // scheduled, listed pending, cancelled.
     b.goto(&format!("{base}/ui/schedules")).await;
     choose(&b, "#s-kind", "drain").await;
     b.fill("s-at", "+1h").await;
     b.fill("s-until", "+2h").await;
     b.fill("s-datacenter", "dc2").await;
+    b.click("#schedule-preview").await;
+    let preview = b
+        .until_text("#schedule-preview-box", "the schedule's dry run", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(
+        preview.contains("drain datacenter dc2") && preview.contains("undrain datacenter dc2"),
+        "{preview}"
+    );
+    let changes = b
+        .until_text("#schedule-changes", "what it would change now", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(changes.contains("ops.test/A"), "{changes}");
+    b.shot("schedules-preview").await;
     b.click("#schedule-add").await;
     let made = b
         .until_text("#schedule-done", "the schedule made", |t| !t.is_empty())
@@ -177,12 +195,16 @@ async fn console_operator_actions_each_with_a_dry_run() {
         t.contains("drain datacenter dc2")
     })
     .await;
-    // A bad time is refused with the API's words.
+    // A bad time is refused with the API's words, beside its field.
     b.fill("s-at", "tomorrow-ish").await;
     b.fill("s-datacenter", "dc2").await;
-    b.click("#schedule-add").await;
+    b.click("#schedule-preview").await;
     b.until_text("#schedule-error", "a bad time", |t| t.starts_with("at:"))
         .await;
+    b.until_text("#err-at", "the refusal beside at", |t| {
+        t.contains("tomorrow-ish")
+    })
+    .await;
 
     // History: a change made through the API, its diff, and a rollback
     // shown as a dry run first; DNS answers as before.

@@ -472,10 +472,11 @@ pub fn operations() -> Vec<Op> {
         .returns(J(schema::<Vec<gtm_model::operator::Drain>>)),
         op(Method::GET, "/api/v1/schedules", Token, "Scheduled operator actions: pending, fired, failed and cancelled (replicated)", handler!(Method::GET, schedules::list))
             .returns(J(schema::<Vec<gtm_node::machine::schedule::Schedule>>)),
-        op(Method::POST, "/api/v1/schedules", Token, "Schedule a drain, undrain, check set or resume at a time (and its reverse at until)", handler!(Method::POST, schedules::add))
+        op(Method::POST, "/api/v1/schedules", Token, "Schedule a drain, undrain, check set or resume at a time (and its reverse at until); a dry run says what it would be and what its action would change now", handler!(Method::POST, schedules::add))
             .role(Role::Operator)
             .body(J(schema::<schedules::ScheduleRequest>))
-            .returns(J(schema::<gtm_node::machine::schedule::Schedule>)),
+            .returns(J(schema::<schedules::AddAnswer>))
+            .query(&[("dry_run", "boolean", "check it as an add does and answer the schedule it would be with what its action would change if it fired now; add nothing")]),
         op(Method::DELETE, "/api/v1/schedules/{id}", Token, "Cancel a schedule before it (or its reverse) fires", handler!(Method::DELETE, schedules::cancel))
             .role(Role::Operator)
             .returns(J(schema::<gtm_node::machine::schedule::Schedule>)),

@@ -3,23 +3,31 @@
 //! (its clock for relative ones); the state machine keeps the schedules
 //! ([`gtm_node::machine::schedule`]) and the leader fires them
 //! ([`gtm_node::workers::schedule`]).
+//!
+//! An add with `dry_run` is checked as the add itself is (the times here,
+//! then the state machine's own checks of the action and its target,
+//! [`gtm_node::machine::GtmMachine::check_schedule`]), proposes nothing,
+//! and answers the schedule it would be with what its action would change
+//! if it fired now ([`gtm_engine::dry_run`]).
 
 use axum::{
     Extension, Json,
-    extract::{Path, State},
+    extract::{Path, Query, State},
+    response::{IntoResponse, Response},
 };
 use serde::{Deserialize, Serialize};
 
 use gtm_model::error::ApiError;
 
-use super::{ApiState, record_label, writable};
+use super::{ApiState, blocking, record_label, writable};
 
+use gtm_engine::dry_run::ActionPreview;
 use gtm_model::error::ErrorKind;
 use gtm_model::{clock::now_ms, drain::DrainTarget};
 use gtm_node::{
     access::Principal,
-    command::{Action, ScheduleSpec},
-    machine::schedule::{Schedule, book_of},
+    command::{Action, Command, ScheduleSpec},
+    machine::schedule::{Schedule, book_of, describe, describe_reverse},
 };
 
 /// How far in the past `at` may be (a clock a little behind the
@@ -38,6 +46,51 @@ pub struct ScheduleRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
     pub action: ScheduledAction,
+    /// Only say what the schedule would be and what its action would
+    /// change if it fired now; add nothing (`?dry_run=true` too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+}
+
+/// `?dry_run=true`, the same as the body's flag.
+#[derive(Debug, Default, Deserialize)]
+pub struct ScheduleFlags {
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// A schedule's dry run: the schedule it would be, and what its action
+/// would change on this device if it fired now.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ScheduleDryRun {
+    /// When the action would fire, in UTC (`2026-12-01T02:00:00Z`).
+    pub at: String,
+    pub at_ms: u64,
+    /// When the reverse would fire, in UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_ms: Option<u64>,
+    /// The action in words: `drain datacenter dc1`.
+    pub what: String,
+    /// The reverse in words, with `until`: `undrain datacenter dc1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<String>,
+    /// What the action would change on this device if it fired now;
+    /// absent when this device cannot say (a warning says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now: Option<ActionPreview>,
+    /// What may differ at its time, or make it fail then: records it would
+    /// leave with no answer now, an undrain of what is not drained now.
+    pub warnings: Vec<String>,
+}
+
+/// What an add answers: the schedule made, or its dry run.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum AddAnswer {
+    Schedule(Box<Schedule>),
+    DryRun(Box<ScheduleDryRun>),
 }
 
 /// An operator action that can be scheduled.
@@ -68,7 +121,7 @@ pub enum ScheduledAction {
 }
 
 impl ScheduledAction {
-    fn action(self) -> Action {
+    pub(crate) fn action(self) -> Action {
         let label = |r: String| match r.rsplit_once('/') {
             Some((n, t)) => record_label(n, t),
             None => r,
@@ -107,10 +160,56 @@ pub(crate) async fn list(State(state): State<ApiState>) -> Json<Vec<Schedule>> {
 pub(crate) async fn add(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
-    Json(req): Json<ScheduleRequest>,
-) -> Result<Json<Schedule>, ApiError> {
-    writable(&state)?;
-    let now = now_ms();
+    Query(flags): Query<ScheduleFlags>,
+    Json(mut req): Json<ScheduleRequest>,
+) -> Result<Response, ApiError> {
+    req.dry_run |= flags.dry_run;
+    Ok(match add_or_preview(&state, &who, req).await? {
+        AddAnswer::Schedule(s) => Json(s).into_response(),
+        AddAnswer::DryRun(d) => Json(d).into_response(),
+    })
+}
+
+/// [`add`]'s work, for the API and the console alike: the dry run, or the
+/// schedule made.
+pub(crate) async fn add_or_preview(
+    state: &ApiState,
+    who: &Principal,
+    req: ScheduleRequest,
+) -> Result<AddAnswer, ApiError> {
+    let dry_run = req.dry_run;
+    if !dry_run {
+        writable(state)?;
+    }
+    let spec = spec_of(req, now_ms())?;
+    let command = Command::new(
+        state.actor(who),
+        None,
+        Action::AddSchedule(Box::new(spec.clone())),
+    );
+    if dry_run {
+        state.replication.check_schedule(command).await?;
+        return Ok(AddAnswer::DryRun(Box::new(dry_run_of(state, spec).await?)));
+    }
+    let applied = state
+        .replication
+        .propose(command.actor, None, command.action)
+        .await?;
+    // The machine says `schedule N: …`.
+    let id = applied
+        .changes
+        .first()
+        .and_then(|c| c.strip_prefix("schedule "))
+        .and_then(|c| c.split(':').next())
+        .and_then(|n| n.parse::<u64>().ok());
+    let Json(s) = find(state, id).await?;
+    Ok(AddAnswer::Schedule(Box::new(s)))
+}
+
+/// The schedule a request asks for, its times read on this device's clock
+/// (`now`): what a time is not, or a time in the past, is refused here;
+/// the state machine checks the rest.
+fn spec_of(req: ScheduleRequest, now: u64) -> Result<ScheduleSpec, ApiError> {
     let bad = |e: String| ApiError::new(ErrorKind::BadRequest, e);
     let at_ms = gtm_model::when::parse_time(&req.at, now).map_err(|e| bad(format!("at: {e}")))?;
     if at_ms.saturating_add(PAST_TOLERANCE_MS) < now {
@@ -126,23 +225,87 @@ pub(crate) async fn add(
         }
         None => None,
     };
-    let spec = ScheduleSpec {
+    Ok(ScheduleSpec {
         at_ms,
         until_ms,
         action: req.action.action(),
+    })
+}
+
+/// What a schedule that the state machine would take would be, and what
+/// its action would change on this device if it fired now.
+async fn dry_run_of(state: &ApiState, spec: ScheduleSpec) -> Result<ScheduleDryRun, ApiError> {
+    let what = describe(&spec.action);
+    let at = gtm_model::when::rfc3339(spec.at_ms);
+    let mut warnings = Vec::new();
+    let engine = state.engine.clone();
+    let action = spec.action.clone();
+    let now = blocking(move || match action {
+        Action::Drain { target, drained } => engine
+            .drain_preview(&target, drained)
+            .map(ActionPreview::from)
+            .map_err(|e| e.to_string()),
+        Action::SetCheck { check, state } => engine
+            .check_preview(&check, &state)
+            .map_err(|e| e.to_string()),
+        Action::Resume { record } => engine.resume_preview(&record).map_err(|e| e.to_string()),
+        other => Err(format!("{} cannot be previewed", describe(&other))),
+    })
+    .await?;
+    let now = match now {
+        Ok(p) => Some(p),
+        Err(why) => {
+            // The machine took it: an undrain names its target only when
+            // it fires, and this device's configuration may lag the
+            // committed one.
+            warnings.push(format!(
+                "this device cannot say what {what} would change now: {why}; if that is still so at {at}, the schedule fails then"
+            ));
+            None
+        }
     };
-    let applied = state
-        .replication
-        .propose(state.actor(&who), None, Action::AddSchedule(Box::new(spec)))
-        .await?;
-    // The machine says `schedule N: …`.
-    let id = applied
-        .changes
-        .first()
-        .and_then(|c| c.strip_prefix("schedule "))
-        .and_then(|c| c.split(':').next())
-        .and_then(|n| n.parse::<u64>().ok());
-    find(&state, id).await
+    if let Action::Drain { target, drained } = &spec.action {
+        let kv = state.replication.state().await;
+        let drains = gtm_model::operator::state_of(&kv).drains;
+        let active = drains.iter().any(|d| d.target().as_ref() == Some(target));
+        if *drained && active {
+            warnings.push(format!(
+                "{target} is drained already: unless it is undrained before {at}, the drain changes nothing then"
+            ));
+        } else if !drained && !active {
+            warnings.push(format!(
+                "{target} is not drained now: unless it is drained before {at}, the undrain fails then"
+            ));
+        }
+    }
+    if let Some(c) = now.as_ref().and_then(|p| p.check.as_ref())
+        && c.before == c.after
+    {
+        warnings.push(format!(
+            "check {} is {} already: unless it changes before {at}, the check set changes nothing then",
+            c.check,
+            c.after.as_str()
+        ));
+    }
+    if let Some(p) = &now
+        && !p.emptied.is_empty()
+    {
+        warnings.push(format!(
+            "if it fired now, {what} would leave {} record(s) with no answer: {}; a schedule fires even so, and at {at} the answers may differ",
+            p.emptied.len(),
+            p.emptied.join(", ")
+        ));
+    }
+    Ok(ScheduleDryRun {
+        at,
+        at_ms: spec.at_ms,
+        until: spec.until_ms.map(gtm_model::when::rfc3339),
+        until_ms: spec.until_ms,
+        reverse: spec.until_ms.and_then(|_| describe_reverse(&spec.action)),
+        what,
+        now,
+        warnings,
+    })
 }
 
 pub(crate) async fn cancel(

@@ -8,6 +8,13 @@ pub fn utc(ms: u64) -> String {
     format!("{date} {h:02}:{mi:02}:{s:02} UTC")
 }
 
+/// `2026-11-30T21:04:05Z`: RFC 3339 in UTC, as a schedule's time is
+/// written (what [`parse_time`] reads again, to the second).
+pub fn rfc3339(ms: u64) -> String {
+    let (date, (h, mi, s)) = civil(ms);
+    format!("{date}T{h:02}:{mi:02}:{s:02}Z")
+}
+
 /// `2026-11-30 21:04:05.123Z`, as the CLI's tables show times.
 pub fn iso_ms(ms: u64) -> String {
     let (date, (h, mi, s)) = civil(ms);
@@ -199,6 +206,8 @@ mod tests {
     fn times_absolute_with_offsets_and_relative() {
         let at = parse_time("2026-12-01T02:00:00Z", 0).unwrap();
         assert_eq!(crate::when::utc(at), "2026-12-01 02:00:00 UTC");
+        assert_eq!(rfc3339(at + 250), "2026-12-01T02:00:00Z");
+        assert_eq!(parse_time(&rfc3339(at), 0), Ok(at));
         assert_eq!(parse_time("2026-12-01T03:00:00+01:00", 0), Ok(at));
         assert_eq!(parse_time("2026-11-30T21:30:00-04:30", 0), Ok(at));
         assert_eq!(parse_time("2026-12-01T02:00:00.250Z", 0), Ok(at + 250));

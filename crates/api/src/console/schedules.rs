@@ -1,9 +1,13 @@
 //! Scheduled changes (docs/console.md): every schedule (pending, fired,
 //! failed, cancelled) with **Cancel** while something of it is left to
 //! fire, and a form to schedule a drain, an undrain, a manual check's state
-//! or a resume at a time, with an optional `until` for the reverse. The
-//! list, the add and the cancel are the API's own handlers
-//! ([`crate::schedules`]).
+//! or a resume at a time, with an optional `until` for the reverse.
+//! **Preview** is the API's dry run (the schedule it would be, what its
+//! action would change if it fired now, warnings); **Add the schedule**
+//! appears after it, and adds what was previewed (a form changed since is
+//! previewed again instead). A refusal is shown beside the field it names.
+//! The list, the dry run, the add and the cancel are the API's own
+//! handlers ([`crate::schedules`]).
 
 use axum::{
     Extension, Json,
@@ -11,12 +15,13 @@ use axum::{
     extract::{Path, State},
     response::{IntoResponse, Response},
 };
-use maud::html;
+use maud::{Markup, html};
 
+use super::fields::{Problems, errors_of};
 use super::layout::{self, csrf_field, segment};
 use crate::{
     ApiState,
-    schedules::{ScheduleRequest, ScheduledAction},
+    schedules::{AddAnswer, ScheduleDryRun, ScheduleRequest, ScheduledAction, add_or_preview},
 };
 use gtm_model::when::utc;
 use gtm_node::access::{Principal, Role};
@@ -97,33 +102,77 @@ impl Fields {
             at: self.get("at").to_string(),
             until: self.opt("until"),
             action,
+            dry_run: false,
         })
     }
+}
+
+/// What the last submission did.
+enum Outcome {
+    Preview(Box<ScheduleDryRun>),
+    /// A schedule made, or cancelled.
+    Done(String),
+    /// A refusal, beside the field it names.
+    Failed(Problems),
+}
+
+/// The form's field a refusal names (the form's own, or the API's).
+fn field_of(why: &str) -> Option<String> {
+    let field = if why.starts_with("at:") {
+        "at"
+    } else if why.starts_with("until:") || why.contains("--until") {
+        "until"
+    } else if why.contains("datacenter") && !why.contains("address") {
+        "datacenter"
+    } else if why.contains("has the address") || why.contains("give an address") {
+        "address"
+    } else if why.contains("record") {
+        "record"
+    } else if why.starts_with("state") {
+        "state"
+    } else if why.contains("check") {
+        "check"
+    } else {
+        return None;
+    };
+    Some(field.to_string())
+}
+
+fn refused(why: String) -> Outcome {
+    let mut p = Problems::default();
+    p.add(field_of(&why), why);
+    Outcome::Failed(p)
 }
 
 pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
     render(&state, &who, &Fields::default(), None).await
 }
 
+/// Preview (the dry run) or add the form's schedule.
 pub async fn add(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
     form: Bytes,
 ) -> Response {
     let fields = Fields::of(&form);
-    let outcome = match fields.request() {
-        Err(why) => Err(why),
-        Ok(request) => {
-            match crate::schedules::add(State(state.clone()), Extension(who.clone()), Json(request))
-                .await
-            {
-                Ok(Json(s)) => Ok(format!("schedule {}: {} at {}", s.id, s.what, utc(s.at_ms))),
-                Err(e) => Err(e.message),
-            }
-        }
+    let mut request = match fields.request() {
+        Ok(r) => r,
+        Err(why) => return render(&state, &who, &fields, Some(refused(why))).await,
     };
-    // A schedule made: the form is empty again; a refusal keeps it.
-    let shown = if outcome.is_ok() {
+    // Added is what was previewed: a form changed since its preview is
+    // previewed again.
+    let shown = serde_json::to_string(&request).unwrap_or_default();
+    request.dry_run = fields.get("action") != "add" || fields.get("previewed") != shown;
+    let outcome = match add_or_preview(&state, &who, request).await {
+        Ok(AddAnswer::DryRun(d)) => Outcome::Preview(d),
+        Ok(AddAnswer::Schedule(s)) => {
+            Outcome::Done(format!("schedule {}: {} at {}", s.id, s.what, utc(s.at_ms)))
+        }
+        Err(e) => refused(e.message),
+    };
+    // A schedule made: the form is empty again; a preview or a refusal
+    // keeps it.
+    let shown = if matches!(outcome, Outcome::Done(_)) {
         Fields::default()
     } else {
         fields
@@ -143,8 +192,12 @@ pub async fn cancel(
     )
     .await
     {
-        Ok(Json(s)) => Ok(format!("schedule {}: {} cancelled", s.id, s.what)),
-        Err(e) => Err(e.message),
+        Ok(Json(s)) => Outcome::Done(format!("schedule {}: {} cancelled", s.id, s.what)),
+        Err(e) => Outcome::Failed({
+            let mut p = Problems::default();
+            p.add(None, e.message);
+            p
+        }),
     };
     render(&state, &who, &Fields::default(), Some(outcome)).await
 }
@@ -174,12 +227,17 @@ async fn render(
     state: &ApiState,
     who: &Principal,
     f: &Fields,
-    outcome: Option<Result<String, String>>,
+    outcome: Option<Outcome>,
 ) -> Response {
     let Json(mut list) = crate::schedules::list(State(state.clone())).await;
     // Newest first.
     list.sort_by_key(|s| std::cmp::Reverse(s.id));
     let operator = who.allows(Role::Operator);
+    let none = Problems::default();
+    let problems = match &outcome {
+        Some(Outcome::Failed(p)) => p,
+        _ => &none,
+    };
     let kind = if f.get("kind").is_empty() {
         "drain"
     } else {
@@ -189,9 +247,11 @@ async fn render(
         h1 { "Scheduled changes" }
         p { "A schedule fires its action at its time on the leader, once for the cluster; with an until, its reverse (an undrain, the check's previous state) fires then." }
         @match &outcome {
-            None => {},
-            Some(Ok(text)) => p.notice role="status" #schedule-done { (text) },
-            Some(Err(why)) => p.error role="alert" #schedule-error { (why) },
+            None | Some(Outcome::Preview(_)) => {},
+            Some(Outcome::Done(text)) => p.notice role="status" #schedule-done { (text) },
+            Some(Outcome::Failed(p)) => div.error role="alert" #schedule-error {
+                @for why in &p.all { p { (why) } }
+            },
         }
         @if list.is_empty() {
             p #no-schedules { "Nothing is scheduled." }
@@ -241,8 +301,12 @@ async fn render(
         }
         @if operator {
             h2 { "Schedule a change" }
+            @if let Some(Outcome::Preview(d)) = &outcome { (preview_box(d)) }
             form.filters method="post" action="/ui/schedules" {
                 (csrf_field(who))
+                @if matches!(outcome, Some(Outcome::Preview(_))) && let Ok(r) = f.request() {
+                    input type="hidden" name="previewed" value=(serde_json::to_string(&r).unwrap_or_default());
+                }
                 div.field {
                     label for="s-kind" { "Action" }
                     select #s-kind name="kind" {
@@ -253,38 +317,159 @@ async fn render(
                 }
                 div.field {
                     label for="s-at" { "At (UTC, 2026-12-01T02:00:00Z, or +30m)" }
-                    input #s-at name="at" type="text" value=(f.get("at")) placeholder="+30m";
+                    input #s-at name="at" aria-invalid=[problems.has("at").then_some("true")] aria-describedby=[problems.has("at").then_some("err-at")] type="text" value=(f.get("at")) placeholder="+30m";
+                    (errors_of(problems, "at"))
                 }
                 div.field {
                     label for="s-until" { "Until (optional: the reverse then)" }
-                    input #s-until name="until" type="text" value=(f.get("until")) placeholder="+2h";
+                    input #s-until name="until" aria-invalid=[problems.has("until").then_some("true")] aria-describedby=[problems.has("until").then_some("err-until")] type="text" value=(f.get("until")) placeholder="+2h";
+                    (errors_of(problems, "until"))
                 }
                 div.field {
                     label for="s-address" { "Address (drain, undrain)" }
-                    input #s-address name="address" type="text" value=(f.get("address")) placeholder="192.0.2.10";
+                    input #s-address name="address" aria-invalid=[problems.has("address").then_some("true")] aria-describedby=[problems.has("address").then_some("err-address")] type="text" value=(f.get("address")) placeholder="192.0.2.10";
+                    (errors_of(problems, "address"))
                 }
                 div.field {
                     label for="s-datacenter" { "Or a datacenter (drain, undrain)" }
-                    input #s-datacenter name="datacenter" type="text" value=(f.get("datacenter")) placeholder="dc1";
+                    input #s-datacenter name="datacenter" aria-invalid=[problems.has("datacenter").then_some("true")] aria-describedby=[problems.has("datacenter").then_some("err-datacenter")] type="text" value=(f.get("datacenter")) placeholder="dc1";
+                    (errors_of(problems, "datacenter"))
                 }
                 div.field {
                     label for="s-record" { "Record (resume; or only this record of a drain)" }
-                    input #s-record name="record" type="text" value=(f.get("record")) placeholder="www.example.test/A";
+                    input #s-record name="record" aria-invalid=[problems.has("record").then_some("true")] aria-describedby=[problems.has("record").then_some("err-record")] type="text" value=(f.get("record")) placeholder="www.example.test/A";
+                    (errors_of(problems, "record"))
                 }
                 div.field {
                     label for="s-check" { "Manual check (check set)" }
-                    input #s-check name="check" type="text" value=(f.get("check"));
+                    input #s-check name="check" aria-invalid=[problems.has("check").then_some("true")] aria-describedby=[problems.has("check").then_some("err-check")] type="text" value=(f.get("check"));
+                    (errors_of(problems, "check"))
                 }
                 div.field {
                     label for="s-state" { "State (check set)" }
-                    select #s-state name="state" {
+                    select #s-state name="state" aria-invalid=[problems.has("state").then_some("true")] aria-describedby=[problems.has("state").then_some("err-state")] {
                         option value="error" selected[f.get("state") != "ok"] { "Error" }
                         option value="ok" selected[f.get("state") == "ok"] { "OK" }
                     }
+                    (errors_of(problems, "state"))
                 }
-                div.actions { button type="submit" #schedule-add { "Schedule" } }
+                div.actions {
+                    button type="submit" name="action" value="preview" #schedule-preview { "Preview" }
+                    @if matches!(outcome, Some(Outcome::Preview(_))) {
+                        " "
+                        button type="submit" name="action" value="add" #schedule-add { "Add the schedule" }
+                    }
+                }
             }
         }
     };
     layout::page("Schedules", state.engine.device(), Some(who), body).into_response()
+}
+
+/// The dry run above the form: the schedule it would be, what its action
+/// would change if it fired now, and what may differ at its time.
+fn preview_box(d: &ScheduleDryRun) -> Markup {
+    html! {
+        div.notice #schedule-preview-box role="status" {
+            p {
+                "Dry run: " strong { (d.what) } " at " (d.at)
+                @if let Some(until) = &d.until {
+                    ", then " strong { (d.reverse.as_deref().unwrap_or("its reverse")) } " at " (until)
+                }
+                ". Nothing is scheduled yet."
+            }
+            @if let Some(now) = &d.now {
+                @if let Some(c) = &now.check {
+                    p #schedule-check { "Check " (c.check) " is " (c.before.as_str()) " now; it would be " (c.after.as_str()) "." }
+                }
+                @if let Some(h) = &now.hold {
+                    p #schedule-hold {
+                        (h.record) ": "
+                        @if h.held { "held by manual failback now" } @else { "not held now" }
+                        " (" (h.decision) ")."
+                    }
+                }
+                @if now.changes.is_empty() {
+                    p #schedule-no-change { "If it fired now, no record would answer differently." }
+                } @else {
+                    div.scroll tabindex="0" role="region" aria-label="Answers if it fired now" {
+                        table.changes #schedule-changes {
+                            caption { "If it fired now, on this device" }
+                            thead { tr {
+                                th scope="col" { "Record" }
+                                th scope="col" { "Answers now" }
+                                th scope="col" { "Would answer" }
+                            } }
+                            tbody {
+                                @for c in &now.changes {
+                                    tr data-record=(c.record) {
+                                        th scope="row" { (c.record) }
+                                        td { (answers(&c.before)) }
+                                        td { (answers(&c.after)) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if !d.warnings.is_empty() {
+            div.error role="alert" #schedule-warnings {
+                @for w in &d.warnings { p { (w) } }
+            }
+        }
+    }
+}
+
+fn answers(list: &[String]) -> String {
+    if list.is_empty() {
+        "nothing".into()
+    } else {
+        list.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_of;
+
+    /// Each refusal, the form's own or the API's, is shown beside the
+    /// field it names.
+    #[test]
+    fn refusals_find_the_fields_they_name() {
+        for (why, field) in [
+            ("at: \"tomorrow\" is not a time", Some("at")),
+            (
+                "at: give a time (2026-12-01T02:00:00Z, or +30m from now)",
+                Some("at"),
+            ),
+            ("until: \"x\" is not a time", Some("until")),
+            ("--until must be after --at", Some("until")),
+            (
+                "a resume has no reverse: schedule it without --until",
+                Some("until"),
+            ),
+            ("no datacenter named \"dc9\"", Some("datacenter")),
+            ("drain: give an address or a datacenter", Some("address")),
+            (
+                "no steered record www.a.test/A has the address 192.0.2.9",
+                Some("address"),
+            ),
+            ("no steered record nope.a.test/A", Some("record")),
+            (
+                "resume: give the record (www.example.test/A)",
+                Some("record"),
+            ),
+            ("no check named \"nope\"", Some("check")),
+            ("state \"maybe\" is not ok or error", Some("state")),
+            (
+                "1000 schedules are waiting to fire, the most there can be; cancel some first",
+                None,
+            ),
+            ("", None),
+        ] {
+            assert_eq!(field_of(why).as_deref(), field, "{why}");
+        }
+    }
 }

@@ -356,6 +356,34 @@ impl GtmMachine {
         self.configure(kv, index, version, current, command)
     }
 
+    /// What this machine would answer to `command`, an
+    /// [`Action::AddSchedule`], applied to `kv` now, without applying it:
+    /// the same checks as the add itself (the schedules waiting, the
+    /// times, the action and its target in the committed configuration).
+    /// A schedule's dry run asks it; nothing is written.
+    pub fn check_schedule(&self, kv: &Map, command: &Command) -> Result<(), ApiError> {
+        if !matches!(command.action, Action::AddSchedule(_)) {
+            return Err(ApiError::new(
+                ErrorKind::BadRequest,
+                "only the add of a schedule is checked without applying it",
+            ));
+        }
+        let config = self.peek_current(kv).map_err(|e| {
+            ApiError::new(
+                ErrorKind::Cluster,
+                format!("the committed configuration does not parse on this device: {e}"),
+            )
+        })?;
+        let index = 0;
+        match schedule::run(kv, index, version_of(kv), &config, command) {
+            Some(Change {
+                outcome: Outcome::Rejected(e),
+                ..
+            }) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Offers `config`, parsed from `text`, for when this machine applies
     /// a command with that text: the device that receives a configuration
     /// parses it to check it before proposing it, and its own machine then
@@ -484,6 +512,25 @@ impl GtmMachine {
             p.layout = Some(layout.clone());
         }
         Some(layout)
+    }
+
+    /// The configuration committed in `kv`: the cached parse when it is
+    /// that one, else parsed here and not cached, so a look from outside
+    /// the log (a dry run, on a map that may be a little behind) never
+    /// displaces the parse a command left for the engine.
+    fn peek_current(&self, kv: &Map) -> Result<Arc<Config>, CommittedError> {
+        let Some(value) = config_value(kv) else {
+            return Ok(Arc::default());
+        };
+        let hash = text_hash(value);
+        if let Some(p) = &*self.parsed.lock().unwrap_or_else(|p| p.into_inner())
+            && p.hash == hash
+        {
+            return Ok(p.config.clone());
+        }
+        let text = config_text(kv).ok_or(CommittedError::MissingPart)?;
+        let text = std::str::from_utf8(&text).map_err(CommittedError::NotUtf8)?;
+        Ok(Arc::new(model::parse(text).map_err(CommittedError::Parse)?))
     }
 
     /// The committed configuration, parsed (cached by its value), with its

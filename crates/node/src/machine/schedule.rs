@@ -140,6 +140,21 @@ pub fn describe(action: &Action) -> String {
     }
 }
 
+/// What a schedule of `action` with an `until` fires then, in words
+/// (`None`: the action has no reverse).
+pub fn describe_reverse(action: &Action) -> Option<String> {
+    match action {
+        Action::Drain { target, drained } => Some(describe(&Action::Drain {
+            target: target.clone(),
+            drained: !drained,
+        })),
+        Action::SetCheck { check, .. } => Some(format!(
+            "set check {check} back to its state before (ok when it had none)"
+        )),
+        _ => None,
+    }
+}
+
 /// Applies a schedule command; `None` for other commands.
 pub(super) fn run(
     kv: &Map,
@@ -526,6 +541,58 @@ addresses = [
 
     fn changed(outcome: &Outcome) -> bool {
         matches!(outcome, Outcome::Applied { changed: true, .. })
+    }
+
+    /// A schedule's dry run asks the machine as the add itself does: the
+    /// same refusals, the same acceptances, and nothing written.
+    #[test]
+    fn a_dry_run_of_an_add_answers_as_the_add() {
+        let (machine, mut kv) = configured();
+        let spec = |at_ms, until_ms, action| {
+            Action::AddSchedule(Box::new(ScheduleSpec {
+                at_ms,
+                until_ms,
+                action,
+            }))
+        };
+        let nowhere = Action::Drain {
+            target: DrainTarget::Datacenter {
+                name: "nowhere".into(),
+            },
+            drained: true,
+        };
+        let set = |check: &str, state: &str| Action::SetCheck {
+            check: check.into(),
+            state: state.into(),
+        };
+        let resume = Action::Resume {
+            record: "www.example.test/A".into(),
+        };
+        for add in [
+            spec(10_000, None, nowhere),
+            spec(10_000, None, set("gate", "error")),
+            spec(10_000, None, set("gate", "maybe")),
+            spec(10_000, None, set("absent", "ok")),
+            spec(10_000, Some(20_000), resume.clone()),
+            spec(10_000, None, resume),
+            spec(20_000, Some(10_000), drain_west()),
+            spec(10_000, Some(20_000), drain_west()),
+        ] {
+            let kept = kv.clone();
+            let checked =
+                machine.check_schedule(&kv, &Command::new(actor("gtm1"), None, add.clone()));
+            assert_eq!(kv, kept, "{add:?}: a dry run writes nothing");
+            match (
+                checked,
+                apply(&machine, &mut kv, "gtm1", 5_000, add.clone()),
+            ) {
+                (Err(e), Outcome::Rejected(r)) => {
+                    assert_eq!((e.error, e.message), (r.error, r.message), "{add:?}")
+                }
+                (Ok(()), Outcome::Applied { changed: true, .. }) => {}
+                (checked, applied) => panic!("{add:?}: {checked:?} but {applied:?}"),
+            }
+        }
     }
 
     #[test]

@@ -28,11 +28,13 @@ pub use propose::Applied;
 use tokio::sync::watch;
 
 use crate::{
+    command::Command,
     identity,
     machine::{self, GtmMachine},
 };
 use gtm_cluster::{ClusterConfig, ClusterNode, ClusterStatus, LowPriority, Map, NodeInfo, Store};
 use gtm_engine::Engine;
+use gtm_model::error::ApiError;
 use install::Handled;
 use propose::local_map;
 
@@ -175,6 +177,18 @@ impl Replication {
         }
         let status = self.status();
         status.state == gtm_cluster::NodeState::Leader && status.quorum
+    }
+
+    /// Whether the state this device applied would take `command`, the add
+    /// of a schedule ([`GtmMachine::check_schedule`]): a schedule's dry
+    /// run, answered without proposing anything. Reads the committed
+    /// configuration (compiled to find the action's target) off the
+    /// async threads.
+    pub async fn check_schedule(&self, command: Command) -> Result<(), ApiError> {
+        let (machine, kv) = (self.machine.clone(), self.state().await);
+        tokio::task::spawn_blocking(move || machine.check_schedule(&kv, &command))
+            .await
+            .map_err(ApiError::internal)?
     }
 
     /// The replicated state this device applied: the cluster's map, or its
