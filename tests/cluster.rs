@@ -949,6 +949,13 @@ async fn a_peers_warning_keeps_its_severity_on_the_other_device_over_its_restart
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // One device's events alone: gtm1's, read on gtm2.
+    let only = b.ok(&["logs", "--device", "gtm1", "--kind", "device"]);
+    assert!(only.contains(unclean), "{only}");
+    assert!(
+        only.lines().all(|l| l.contains("  gtm1  ")),
+        "another device's event: {only}"
+    );
     a.kill();
     b.kill();
 }

@@ -394,7 +394,7 @@ async fn a_drain_dry_run_names_the_emptied_records_and_a_drain_that_empties_one_
     );
     assert!(
         dry.stdout
-            .contains("www.dry.test/A: 192.0.2.1 198.51.100.1 -> 198.51.100.1"),
+            .contains("www.dry.test/A: 192.0.2.1 198.51.100.1 → 198.51.100.1"),
         "{}",
         dry.stdout
     );
@@ -413,7 +413,7 @@ async fn a_drain_dry_run_names_the_emptied_records_and_a_drain_that_empties_one_
     assert!(
         address_dry
             .stdout
-            .contains("www.dry.test/A: 192.0.2.1 198.51.100.1 -> 192.0.2.1")
+            .contains("www.dry.test/A: 192.0.2.1 198.51.100.1 → 192.0.2.1")
             && !address_dry.stdout.contains("no answer:"),
         "{}",
         address_dry.stdout
@@ -682,7 +682,7 @@ async fn a_schedule_dry_run_says_what_it_would_change_now_refuses_as_an_add_and_
             && out.stdout.contains("then undrain datacenter dc1 at ")
             && out
                 .stdout
-                .contains("www.dry.test/A: 192.0.2.1 198.51.100.1 -> 198.51.100.1")
+                .contains("www.dry.test/A: 192.0.2.1 198.51.100.1 → 198.51.100.1")
             && out
                 .stdout
                 .contains("would leave with no answer: only1.dry.test/A"),

@@ -130,7 +130,7 @@ pub(super) fn print_members(status: &ClusterStatus) {
                 },
                 m.info.api_addr.clone(),
                 m.last_contact_ms
-                    .map_or("-".into(), |ms| format!("{ms} ms ago")),
+                    .map_or("-".into(), |ms| format!("{} ago", gtm_model::when::age(ms))),
             ]
         })
         .collect();

@@ -45,7 +45,7 @@ pub(super) async fn run(
                     a.join(" ")
                 }
             };
-            println!("  {}: {} -> {}", c.record, list(&c.before), list(&c.after));
+            println!("  {}: {} → {}", c.record, list(&c.before), list(&c.after));
         }
         if !p.emptied.is_empty() {
             println!(

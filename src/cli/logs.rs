@@ -47,6 +47,7 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
         record,
         kind,
         severity,
+        device,
         since,
         follow,
         limit,
@@ -66,6 +67,9 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
     }
     if let Some(s) = severity {
         query.push(("severity", s.to_string()));
+    }
+    if let Some(d) = device {
+        query.push(("device", d.clone()));
     }
     if let Some(s) = since {
         query.push(("since", s.clone()));
@@ -88,8 +92,8 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
                 p.device,
                 p.datacenter,
                 p.age_ms.map_or("never heard from".into(), |ms| format!(
-                    "last report {} s ago",
-                    ms / 1000
+                    "last report {} ago",
+                    gtm_model::when::age(ms)
                 ))
             );
         }
@@ -140,6 +144,9 @@ pub struct LogsArgs {
     /// or error.
     #[arg(long, value_parser = parse_severity)]
     pub severity: Option<Severity>,
+    /// Only the events of this device of the cluster, e.g. gtm2.
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
     /// Only events newer than this, e.g. 10m or 2h.
     #[arg(long)]
     pub since: Option<String>,

@@ -253,7 +253,7 @@ fn print_dry_run(d: &ScheduleDryRun) {
     if let Some(now) = &d.now {
         if let Some(c) = &now.check {
             println!(
-                "check {}: {} now -> {}",
+                "check {}: {} now → {}",
                 c.check,
                 c.before.as_str(),
                 c.after.as_str()
@@ -284,7 +284,7 @@ fn print_dry_run(d: &ScheduleDryRun) {
                     a.join(" ")
                 }
             };
-            println!("  {}: {} -> {}", c.record, list(&c.before), list(&c.after));
+            println!("  {}: {} → {}", c.record, list(&c.before), list(&c.after));
         }
         if !now.emptied.is_empty() {
             println!("would leave with no answer: {}", now.emptied.join(", "));
