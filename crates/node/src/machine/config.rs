@@ -26,7 +26,7 @@ use gtm_model::{Config, error::ErrorKind, text::Layout};
 struct Proposed {
     config: Config,
     text: Splice,
-    /// What history says was asked: `apply`, `put check web`, ….
+    /// What history says was asked: `apply`, `create check web`, ….
     what: String,
     version: u64,
     layout: Option<Layout>,
@@ -289,7 +289,7 @@ fn edit(
     Ok(Proposed {
         config,
         text,
-        what: describe(e),
+        what: describe(e, super::edit::existed(current, e)),
         version: version + 1,
         layout: Some(layout),
     })

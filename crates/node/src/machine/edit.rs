@@ -115,6 +115,68 @@ fn decode<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, ApiError> {
         .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("{what}: {e}")))
 }
 
+/// Whether the object an edit names is in `config` (before the edit):
+/// history says a put of one that was not there created it.
+pub fn existed(config: &Config, edit: &Edit) -> bool {
+    let record = |domain: &str, name: &str, rtype: &str| {
+        find::<Domain>(config, domain).ok().and_then(|d| {
+            let d = &config.domains[d];
+            record_index(d, name, rtype)
+                .ok()
+                .map(|r| d.records[r].clone())
+        })
+    };
+    match edit {
+        Edit::Put { kind, name, .. }
+        | Edit::Patch { kind, name, .. }
+        | Edit::Delete { kind, name } => match kind {
+            Kind::Datacenter => find::<Datacenter>(config, name).is_ok(),
+            Kind::Check => find::<Check>(config, name).is_ok(),
+            Kind::Scenario => find::<Scenario>(config, name).is_ok(),
+            Kind::Service => find::<Service>(config, name).is_ok(),
+            Kind::Domain => find::<Domain>(config, name).is_ok(),
+        },
+        Edit::PutRecord {
+            domain,
+            name,
+            rtype,
+            ..
+        }
+        | Edit::PatchRecord {
+            domain,
+            name,
+            rtype,
+            ..
+        }
+        | Edit::DeleteRecord {
+            domain,
+            name,
+            rtype,
+        } => record(domain, name, rtype).is_some(),
+        Edit::PutAddress {
+            domain,
+            name,
+            rtype,
+            key,
+            ..
+        }
+        | Edit::PatchAddress {
+            domain,
+            name,
+            rtype,
+            key,
+            ..
+        }
+        | Edit::DeleteAddress {
+            domain,
+            name,
+            rtype,
+            key,
+        } => record(domain, name, rtype)
+            .is_some_and(|r| r.addresses.iter().any(|a| same_address(a, key))),
+    }
+}
+
 /// Applies `edit` to `config`. On an error `config` may be partly changed:
 /// the caller works on a copy.
 pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {

@@ -34,7 +34,7 @@ pub struct HistoryEntry {
     pub actor: Actor,
     /// The command that made it (32 hex digits).
     pub command: String,
-    /// What was asked: `apply`, `put check web`, `rollback to 6`, ….
+    /// What was asked: `apply`, `create check web`, `rollback to 6`, ….
     pub what: String,
     /// The changes, the first 1,000 when there are more (then a last line
     /// counts the rest).

@@ -506,3 +506,63 @@ fn a_rejected_apply_keeps_the_first_errors_and_counts_the_rest() {
         outcome.encode()
     );
 }
+
+/// History names an object's first put a create, a later one an update,
+/// and a delete a delete; records and addresses alike.
+#[test]
+fn history_says_create_update_and_delete() {
+    use crate::command::{Edit, Kind};
+    let machine = GtmMachine::default();
+    let mut kv = BTreeMap::new();
+    run(
+        &machine,
+        &mut kv,
+        1,
+        10,
+        Action::ApplyConfig { text: zone(30) },
+    );
+    let check = |interval: &str| {
+        Action::Edit(Edit::Put {
+            kind: Kind::Check,
+            name: "web".into(),
+            json: format!(r#"{{"name":"web","type":"http","interval":"{interval}"}}"#),
+            keep_children: false,
+        })
+    };
+    let address = |ip: &str| {
+        Action::Edit(Edit::PutAddress {
+            domain: "h.test".into(),
+            name: "www".into(),
+            rtype: "A".into(),
+            key: ip.into(),
+            json: format!(r#"{{"ip":"{ip}","hc":"disabled"}}"#),
+        })
+    };
+    let steps = [
+        (check("10s"), "create check web"),
+        (check("20s"), "update check web"),
+        (
+            address("192.0.2.1"),
+            "update address 192.0.2.1 of www A in h.test",
+        ),
+        (
+            address("192.0.2.2"),
+            "create address 192.0.2.2 of www A in h.test",
+        ),
+        (
+            Action::Edit(Edit::Delete {
+                kind: Kind::Check,
+                name: "web".into(),
+            }),
+            "delete check web",
+        ),
+    ];
+    for (i, (action, what)) in steps.into_iter().enumerate() {
+        let index = i as u64 + 2;
+        let outcome = run(&machine, &mut kv, index, 10, action);
+        let Outcome::Applied { version, .. } = outcome else {
+            panic!("{what}: {outcome:?}");
+        };
+        assert_eq!(history_entry(&kv, version).unwrap().what, what);
+    }
+}

@@ -607,8 +607,10 @@ fn touched_domain(e: &crate::command::Edit) -> Option<&str> {
     }
 }
 
-/// `put check web`, `delete address 192.0.2.1 of www A in example.test`.
-fn describe(e: &crate::command::Edit) -> String {
+/// `create check web`, `update record www A in example.test`, `delete
+/// address 192.0.2.1 of www A in example.test`: a put or a patch creates
+/// what `existed` says was not there, and updates what was.
+fn describe(e: &crate::command::Edit, existed: bool) -> String {
     use crate::command::{Edit, Kind};
     let noun = |k: &Kind| match k {
         Kind::Datacenter => "datacenter",
@@ -617,48 +619,54 @@ fn describe(e: &crate::command::Edit) -> String {
         Kind::Service => "service",
         Kind::Domain => "domain",
     };
-    match e {
-        Edit::Put { kind, name, .. } => format!("put {} {name}", noun(kind)),
-        Edit::Delete { kind, name } => format!("delete {} {name}", noun(kind)),
+    let verb = match e {
+        Edit::Delete { .. } | Edit::DeleteRecord { .. } | Edit::DeleteAddress { .. } => "delete",
+        _ if existed => "update",
+        _ => "create",
+    };
+    let what = match e {
+        Edit::Put { kind, name, .. }
+        | Edit::Patch { kind, name, .. }
+        | Edit::Delete { kind, name } => format!("{} {name}", noun(kind)),
         Edit::PutRecord {
             domain,
             name,
             rtype,
             ..
-        } => format!("put record {name} {rtype} in {domain}"),
-        Edit::DeleteRecord {
+        }
+        | Edit::PatchRecord {
             domain,
             name,
             rtype,
-        } => format!("delete record {name} {rtype} in {domain}"),
+            ..
+        }
+        | Edit::DeleteRecord {
+            domain,
+            name,
+            rtype,
+        } => format!("record {name} {rtype} in {domain}"),
         Edit::PutAddress {
             domain,
             name,
             rtype,
             key,
             ..
-        } => format!("put address {key} of {name} {rtype} in {domain}"),
-        Edit::DeleteAddress {
-            domain,
-            name,
-            rtype,
-            key,
-        } => format!("delete address {key} of {name} {rtype} in {domain}"),
-        Edit::Patch { kind, name, .. } => format!("update {} {name}", noun(kind)),
-        Edit::PatchRecord {
-            domain,
-            name,
-            rtype,
-            ..
-        } => format!("update record {name} {rtype} in {domain}"),
-        Edit::PatchAddress {
+        }
+        | Edit::PatchAddress {
             domain,
             name,
             rtype,
             key,
             ..
-        } => format!("update address {key} of {name} {rtype} in {domain}"),
-    }
+        }
+        | Edit::DeleteAddress {
+            domain,
+            name,
+            rtype,
+            key,
+        } => format!("address {key} of {name} {rtype} in {domain}"),
+    };
+    format!("{verb} {what}")
 }
 
 #[cfg(test)]
