@@ -217,6 +217,13 @@ fn geoip_import_refuses_a_corrupt_file_and_keeps_the_old_one() {
     let out = run(&["geoip", "lookup", "81.2.69.1"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("DE") && stdout.contains("EU"), "{stdout}");
+    // The network that placed it, written whole.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("network    81.2.") && l.contains('/')),
+        "{stdout}"
+    );
     rt.block_on(d.device.stop());
 }
 

@@ -59,7 +59,7 @@ pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
                 println!("address    {}", found.ip);
                 println!("country    {}", found.country.as_deref().unwrap_or("-"));
                 println!("continent  {}", found.continent.as_deref().unwrap_or("-"));
-                println!("network    /{}", found.prefix);
+                println!("network    {}", found.network);
                 println!("database   {}", found.database);
                 if let Some(note) = found.note {
                     println!("note       {note}");

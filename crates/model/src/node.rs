@@ -111,6 +111,30 @@ pub struct Network {
 }
 
 impl Network {
+    /// The network of `prefix` bits that holds `ip`: its host bits
+    /// cleared (`81.2.69.160` and 24 give `81.2.69.0/24`). A prefix longer
+    /// than the address is cut to it.
+    pub fn of(ip: IpAddr, prefix: u8) -> Self {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => {
+                let prefix = prefix.min(32);
+                let mask = u32::MAX.checked_shl(u32::from(32 - prefix)).unwrap_or(0);
+                Self {
+                    addr: IpAddr::V4((u32::from(v4) & mask).into()),
+                    prefix,
+                }
+            }
+            IpAddr::V6(v6) => {
+                let prefix = prefix.min(128);
+                let mask = u128::MAX.checked_shl(u32::from(128 - prefix)).unwrap_or(0);
+                Self {
+                    addr: IpAddr::V6((u128::from(v6) & mask).into()),
+                    prefix,
+                }
+            }
+        }
+    }
+
     pub fn contains(&self, ip: IpAddr) -> bool {
         let bits = |ip: IpAddr| -> (u128, u8) {
             match ip.to_canonical() {
@@ -319,6 +343,17 @@ pub fn parse_log_filter(directives: &str) -> Result<tracing_subscriber::EnvFilte
 #[cfg(test)]
 mod tests {
     use super::Network;
+
+    #[test]
+    fn the_network_of_an_address_clears_its_host_bits() {
+        let of = |ip: &str, p: u8| Network::of(ip.parse().unwrap(), p).to_string();
+        assert_eq!(of("81.2.69.160", 24), "81.2.69.0/24");
+        assert_eq!(of("81.2.69.160", 0), "0.0.0.0/0");
+        assert_eq!(of("81.2.69.160", 32), "81.2.69.160/32");
+        assert_eq!(of("81.2.69.160", 40), "81.2.69.160/32");
+        assert_eq!(of("2001:db8:1:2::1", 32), "2001:db8::/32");
+        assert_eq!(of("::ffff:192.0.2.9", 24), "192.0.2.0/24");
+    }
 
     #[test]
     fn networks_parse_and_contain() {

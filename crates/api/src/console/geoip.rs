@@ -327,7 +327,7 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
                 dt { "Address" } dd { (found.ip) }
                 dt { "Country" } dd.country { (found.country.as_deref().unwrap_or("-")) }
                 dt { "Continent" } dd.continent { (found.continent.as_deref().unwrap_or("-")) }
-                dt { "Network" } dd { "/" (found.prefix) }
+                dt { "Network" } dd { (found.network) }
                 dt { "Database" } dd { (found.database) }
                 @if let Some(note) = &found.note { dt { "Note" } dd { (note) } }
             },
