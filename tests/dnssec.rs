@@ -755,3 +755,25 @@ async fn answers_changed_by_health_are_signed_as_they_change() {
     until(&["127.0.183.2", "127.0.183.3"]).await;
     drop(b);
 }
+
+/// `gtm domain ds` right after the apply that signs a domain prints its
+/// DS (it waits the moment the key takes to be made) and never tells the
+/// operator to run a command that is not needed; of a domain not signed,
+/// it says so and how to sign it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ds_of_a_domain_an_apply_signs_is_printed_right_after_it() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.186.1");
+    a.apply_ok(&zone("192.0.2.7"));
+    let unsigned = a.gtm(&["domain", "ds", "pair.test"]);
+    assert!(!unsigned.status.success());
+    let said = String::from_utf8_lossy(&unsigned.stderr);
+    assert!(said.contains("pair.test is not signed"), "{said}");
+    let signed = zone("192.0.2.7").replace(
+        "nameservers = [\"ns1.pair.test\"]",
+        "nameservers = [\"ns1.pair.test\"]\ndnssec = true",
+    );
+    a.apply_ok(&signed);
+    let ds = a.ok(&["domain", "ds", "pair.test"]);
+    assert!(ds.contains(" DS "), "{ds}");
+}

@@ -108,21 +108,9 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
             )
             .await?;
             // The key is made by the leader just after: wait for it (bounded).
-            for _ in 0..40 {
-                let state = status(&client, name).await?;
-                if !state.keys.is_empty() && state.signing {
-                    print_ds(&state);
-                    return Ok(());
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-            Err(CliError::Api {
-                kind: gtm_model::error::ErrorKind::Cluster,
-                message: format!(
-                    "{name} is signed in the configuration, but no key is in force yet; `gtm logs --kind config` says why, `gtm domain dnssec status {name}` shows it once there"
-                ),
-            }
-            .into())
+            let state = key_in_force(&client, name).await?;
+            print_ds(&state);
+            Ok(())
         }
         DomainCmd::Dnssec(DnssecCmd::Disable { name, confirm }) => {
             if !*confirm {
@@ -167,17 +155,43 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
         }
         DomainCmd::Ds { name } => {
             let state = status(&client, name).await?;
-            if state.keys.is_empty() {
+            if state.keys.is_empty() && !state.signed {
                 return Err(CliError::NotFound(format!(
-                    "{} has no DNSSEC key (gtm domain dnssec enable {} makes one)",
+                    "{} is not signed (gtm domain dnssec enable {} signs it and prints its DS)",
                     state.domain, state.domain
                 ))
                 .into());
             }
+            // Signed in the configuration: its key may be moments from
+            // being made (just after an apply). Wait for it, bounded.
+            let state = if state.keys.is_empty() || !state.signing {
+                key_in_force(&client, name).await?
+            } else {
+                state
+            };
             print_ds(&state);
             Ok(())
         }
     }
+}
+
+/// The domain's DNSSEC state once a key is in force: the leader makes it
+/// just after the configuration signs the domain. Waits up to 10 s.
+async fn key_in_force(client: &Client, name: &str) -> Result<DomainDnssec> {
+    for _ in 0..40 {
+        let state = status(client, name).await?;
+        if !state.keys.is_empty() && state.signing {
+            return Ok(state);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    Err(CliError::Api {
+        kind: gtm_model::error::ErrorKind::Cluster,
+        message: format!(
+            "{name} is signed in the configuration, but no key is in force yet; `gtm logs --kind config` says why, `gtm domain dnssec status {name}` shows it once there"
+        ),
+    }
+    .into())
 }
 
 async fn status(client: &Client, name: &str) -> Result<DomainDnssec> {
