@@ -467,11 +467,9 @@ fn run(
         healthy: healthy.into_boxed_slice(),
         dr_on,
         status,
-        active: if candidates.is_empty() {
-            Box::default()
-        } else {
-            answered(&answers).into_boxed_slice()
-        },
+        // What DNS answers: with no candidate, nothing, the fail-safe
+        // records (not addresses), or every address (on_no_healthy = all).
+        active: answered(&answers).into_boxed_slice(),
     };
     let events = match prev {
         Some(p) => transition(label, steering, p, &state),
