@@ -679,6 +679,13 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
         );
         // The hold is per-device health state: it survives a restart,
         // although Main is healthy and a fresh decision would pick it.
+        let dr_enabled = |d: &TestDevice| {
+            record_texts(d, LABEL)
+                .iter()
+                .filter(|e| e.ends_with("198.51.100.10 is enabled"))
+                .count()
+        };
+        let enabled_before = dr_enabled(&d);
         let TestDevice { device, dir } = d;
         device.stop().await;
         let d = TestDevice::start_in(&text, dir.path()).await;
@@ -695,6 +702,13 @@ async fn a_new_dr_record_answers_main_from_the_first_query(failback: &str) {
             sorted_answers(&d, "fresh.example.test.").await,
             ["198.51.100.10"],
             "held with Main healthy"
+        );
+        // The DR address never left the answer: no event says it came in.
+        assert_eq!(
+            dr_enabled(&d),
+            enabled_before,
+            "{:#?}",
+            record_texts(&d, LABEL)
         );
         let resume = gtm_node::command::Action::Resume {
             record: LABEL.to_string(),

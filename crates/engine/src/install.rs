@@ -204,11 +204,21 @@ pub(super) fn held_at_stop(
         &steering.mode,
         ModeSpec::DisasterRecovery(spec) if spec.failback == gtm_model::config::Failback::Manual
     );
+    let ModeSpec::DisasterRecovery(spec) = &steering.mode else {
+        return None;
+    };
+    // What the hold answered at the stop: the DR DC's addresses (the
+    // first evaluation logs only what differs from them).
+    let dr = |a: &gtm_model::compile::AddressSpec| {
+        a.dc() == Some(spec.dr) && a.hc != gtm_model::compile::Hc::Disabled
+    };
     (manual && holds.contains(label)).then(|| RecordState {
         healthy: vec![true; steering.addresses.len()].into(),
         dr_on: true,
         status: Status::Dr,
-        active: Box::default(),
+        active: (0..steering.addresses.len())
+            .filter(|&i| dr(&steering.addresses[i]))
+            .collect(),
     })
 }
 
