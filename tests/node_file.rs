@@ -138,6 +138,45 @@ fn node_check_passes_a_good_file_and_names_the_key_of_a_bad_one() {
         assert!(out.stderr.contains(&wanted), "{wanted}\n{}", out.stderr);
     }
 
+    // TLS files that load pass; a key of another certificate is named.
+    let (one, two) = (
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap(),
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap(),
+    );
+    let (cert, key, other) = (
+        dir.path().join("cert.pem"),
+        dir.path().join("key.pem"),
+        dir.path().join("other-key.pem"),
+    );
+    std::fs::write(&cert, one.cert.pem()).unwrap();
+    std::fs::write(&key, one.signing_key.serialize_pem()).unwrap();
+    std::fs::write(&other, two.signing_key.serialize_pem()).unwrap();
+    let tls = |name: &str, key: &Path| {
+        node_file(
+            dir.path(),
+            name,
+            &data,
+            &format!(
+                "tls_cert = \"{}\"\ntls_key = \"{}\"\n",
+                cert.display(),
+                key.display()
+            ),
+        )
+    };
+    let out = check(&tls("tls.toml", &key));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let mismatched = tls("mismatched.toml", &other);
+    let out = check(&mismatched);
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "{}: node setting tls_key: the TLS certificate and key do not match",
+            mismatched.display()
+        )),
+        "{}",
+        out.stderr
+    );
+
     // A node file that is not there.
     let out = check(&dir.path().join("none.toml"));
     assert_eq!(out.code, Some(2), "{}", out.stderr);
