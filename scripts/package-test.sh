@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Debian package and checks it on this machine (run by .ci/run,
-# as root): its contents, an install with dpkg, the installed binary
-# answering DNS on loopback, a man page, the unit verified by
-# systemd-analyze, and the package removed again. No systemd as PID 1 is
+# as root): its contents, an install with dpkg, the shipped node file
+# passing `gtm node check` and a broken copy failing it, the installed
+# binary answering DNS on loopback and the CLI finding it through its node
+# file, a man page, the unit verified by systemd-analyze, and the package
+# removed again. No systemd as PID 1 is
 # needed: the installed binary is started directly.
 #
 #   scripts/package-test.sh [--profile release|dev]
@@ -53,6 +55,30 @@ dpkg -i "$deb"
 getent passwd gtm >/dev/null || fail "postinst did not create the gtm user"
 /usr/bin/gtm --version | grep -q '^gtm ' || fail "the installed gtm does not run"
 
+echo "== the node file is checked"
+# The check the unit runs before every start: the shipped file passes.
+/usr/bin/gtm node check /etc/gtm/node.toml | grep -qx 'node file /etc/gtm/node.toml: ok' ||
+  fail "gtm node check refuses the shipped node file"
+grep -qx 'ExecStartPre=/usr/bin/gtm node check /etc/gtm/node.toml' /lib/systemd/system/gtm.service ||
+  fail "the unit does not check the node file before it starts"
+# A broken copy fails, naming the key (an unknown one, a listen address
+# without its port).
+sed 's/^datacenter = .*/&\nbogus_setting = 1/' /etc/gtm/node.toml >"$work/broken.toml"
+if /usr/bin/gtm node check "$work/broken.toml" 2>"$work/check.err"; then
+  fail "gtm node check passed a node file with an unknown key"
+fi
+grep -q 'node setting bogus_setting' "$work/check.err" || { cat "$work/check.err" >&2; fail "gtm node check did not name the unknown key"; }
+sed 's/^api_listen = .*/api_listen = "127.0.0.1"/' /etc/gtm/node.toml >"$work/broken.toml"
+if /usr/bin/gtm node check "$work/broken.toml" 2>"$work/check.err"; then
+  fail "gtm node check passed a listen address without a port"
+fi
+grep -q 'node setting api_listen' "$work/check.err" || { cat "$work/check.err" >&2; fail "gtm node check did not name api_listen"; }
+# With no flags the CLI looks where /etc/gtm/node.toml says: /var/lib/gtm.
+if env -u GTM_DATA_DIR -u GTM_NODE_FILE -u GTM_API /usr/bin/gtm status 2>"$work/status.err"; then
+  fail "gtm status answered with no device running"
+fi
+grep -q '/var/lib/gtm has no api-address' "$work/status.err" || { cat "$work/status.err" >&2; fail "the CLI did not look in the node file's data_dir"; }
+
 echo "== the installed binary serves DNS"
 cat >"$work/node.toml" <<NODE
 name = "pkgtest"
@@ -74,6 +100,10 @@ for _ in $(seq 1 60); do
   sleep 1
 done
 [ "$answer" = '"pkgtest"' ] || { cat "$work/serve.log" >&2; fail "dig got '$answer', not the device name"; }
+# The CLI finds it through its node file, no --data-dir given.
+env -u GTM_DATA_DIR -u GTM_API -u GTM_TOKEN GTM_NODE_FILE="$work/node.toml" /usr/bin/gtm whoami >"$work/whoami" ||
+  fail "the CLI did not find the device through GTM_NODE_FILE"
+grep -q ' on pkgtest$' "$work/whoami" || { cat "$work/whoami" >&2; fail "gtm whoami does not name pkgtest"; }
 kill -TERM "$pid"
 wait "$pid" || fail "gtm serve did not stop cleanly on SIGTERM"
 pid=

@@ -27,6 +27,57 @@ pub const DEMO_CONFIG: &str = include_str!("../config/demo.toml");
 pub const API_FILE: &str = "api-address";
 pub use gtm_node::identity::TOKEN_FILE;
 
+/// A node setting `Device::start` would refuse, and why.
+#[derive(Debug)]
+pub struct NodeProblem {
+    /// The node setting at fault.
+    pub key: &'static str,
+    pub error: anyhow::Error,
+}
+
+impl std::fmt::Display for NodeProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Each cause once: some errors repeat their source in their own
+        // text.
+        let mut text = String::new();
+        for cause in self.error.chain().map(ToString::to_string) {
+            if !text.ends_with(&cause) {
+                if !text.is_empty() {
+                    text.push_str(": ");
+                }
+                text.push_str(&cause);
+            }
+        }
+        // An error that names its setting already (`dns_cpus[0]`) is not
+        // named twice.
+        if text.starts_with(&format!("node setting {}", self.key)) {
+            f.write_str(&text)
+        } else {
+            write!(f, "node setting {}: {text}", self.key)
+        }
+    }
+}
+
+/// The node setting a TLS error of `settings` is about.
+fn tls_setting(settings: &NodeSettings, error: &anyhow::Error) -> &'static str {
+    use tls::TlsError as E;
+    match error.downcast_ref::<E>() {
+        Some(E::ReadCertificate { .. } | E::CertificateNotPem { .. } | E::NoCertificate { .. }) => {
+            "tls_cert"
+        }
+        Some(E::ReadTrusted { .. } | E::Trusted(_) | E::ClientVerifier(_))
+            if settings.tls_ca.is_some() =>
+        {
+            "tls_ca"
+        }
+        Some(E::ReadTrusted { .. } | E::Trusted(_) | E::ClientVerifier(_)) => "tls_cert",
+        Some(_) => "tls_key",
+        // Only one of the two given: the one missing.
+        None if settings.tls_cert.is_some() => "tls_key",
+        None => "tls_cert",
+    }
+}
+
 /// A started device.
 #[derive(Debug)]
 pub struct Device {
@@ -234,6 +285,38 @@ impl Device {
             prober,
             data_dir: dir.clone(),
         })
+    }
+
+    /// What `start` would refuse in `settings` before it binds a socket
+    /// (`gtm node check`): each problem with the node setting it is about.
+    /// Reads the files the settings name and changes nothing; whether the
+    /// listen addresses can be bound is known only by binding them.
+    pub fn check(settings: &NodeSettings) -> Vec<NodeProblem> {
+        let mut problems = Vec::new();
+        let mut check = |key: &'static str, result: Result<()>| {
+            if let Err(error) = result {
+                problems.push(NodeProblem { key, error });
+            }
+        };
+        check("data_dir", start::check_data_dir(&settings.data_dir));
+        let geo_key = if settings.geoip_file.is_some() {
+            "geoip_file"
+        } else {
+            "data_dir"
+        };
+        check(geo_key, start::open_geo(settings, false).map(drop));
+        check(
+            "dns_cpus",
+            gtm_dns::cpus::Split::new(&settings.dns_cpus)
+                .map(drop)
+                .map_err(Into::into),
+        );
+        check("dns_listen", start::dns_listen(settings, false).map(drop));
+        if let Err(error) = start::load_tls(settings) {
+            let key = tls_setting(settings, &error);
+            problems.push(NodeProblem { key, error });
+        }
+        problems
     }
 
     /// Applies what a reload (SIGHUP) of the node settings can change

@@ -32,6 +32,9 @@ pub enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// This device's node file (the settings of `gtm serve --config`).
+    #[command(subcommand)]
+    Node(NodeCmd),
     /// The replicated configuration.
     #[command(subcommand)]
     Config(ConfigCmd),
@@ -105,6 +108,21 @@ pub enum Command {
     /// TSIG keys for zone transfers and NOTIFY (docs/transfer.md).
     #[command(subcommand)]
     Tsig(tsig::TsigCmd),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCmd {
+    /// Check a node file offline: it parses as `gtm serve --config` reads
+    /// it, and passes every check serve makes before it listens (data_dir,
+    /// GeoIP file, dns_cpus, TLS files readable and matching). Binds
+    /// nothing. Exits 2 naming each setting at fault.
+    #[command(
+        after_help = "Examples:\n  gtm node check\n  gtm node check /etc/gtm/node.toml\n  GTM_NODE_FILE=./node.toml gtm node check"
+    )]
+    Check {
+        /// The node file (default: GTM_NODE_FILE, else /etc/gtm/node.toml).
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

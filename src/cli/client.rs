@@ -1,6 +1,7 @@
 //! The CLI's side of the API: the HTTP client of a device (address, token
-//! and trust from the flags or the local data directory), reading input
-//! files, and the one place errors become exit codes.
+//! and trust from the flags or the local data directory, found through the
+//! node file), reading input files, and the one place errors become exit
+//! codes.
 
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use crate::device::{API_FILE, TOKEN_FILE};
 use gtm_model as model;
 use gtm_model::{
     error::{ApiError, ErrorKind},
-    node::default_data_dir,
+    node::{NodeSettings, default_data_dir},
 };
 
 /// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
@@ -74,12 +75,57 @@ pub(super) fn bad_file(file: &std::path::Path, e: &model::ConfigErrors) -> anyho
     CliError::BadInput(lines.join("\n")).into()
 }
 
+/// Where the package installs the node file.
+pub const DEFAULT_NODE_FILE: &str = "/etc/gtm/node.toml";
+
+/// Names another node file for `gtm node check` without FILE and for
+/// finding the local device's data directory.
+pub const NODE_FILE_ENV: &str = "GTM_NODE_FILE";
+
+/// The node file looked up when none is given: `$GTM_NODE_FILE`, else
+/// /etc/gtm/node.toml.
+pub(super) fn default_node_file() -> PathBuf {
+    std::env::var_os(NODE_FILE_ENV)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(DEFAULT_NODE_FILE), PathBuf::from)
+}
+
+/// The local device's data directory when neither `--data-dir` nor
+/// `GTM_DATA_DIR` gives it: the node file's `data_dir` when the node file
+/// exists (an installed device), else the default of `gtm serve`'s demo.
+/// A node file that exists but does not read or parse is an error, not a
+/// silent fallback to another directory.
+pub(super) fn local_data_dir() -> Result<PathBuf> {
+    let file = default_node_file();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(default_data_dir()),
+        Err(e) => {
+            return Err(CliError::BadInput(format!(
+                "cannot read the node file {} for its data_dir: {e} (give --data-dir or GTM_DATA_DIR)",
+                file.display()
+            ))
+            .into());
+        }
+    };
+    match NodeSettings::parse(&text) {
+        Ok(settings) => Ok(settings.data_dir),
+        Err(e) => Err(CliError::BadInput(format!(
+            "{}: {e} (read for its data_dir: fix it, or give --data-dir or GTM_DATA_DIR)",
+            file.display()
+        ))
+        .into()),
+    }
+}
+
 /// Which device the CLI talks to, and how: the options every command
 /// takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Connect {
     /// Data directory of the local device, where the CLI finds its API
-    /// address and token (default: ~/.local/share/gtm).
+    /// address and token (default: the data_dir of the node file,
+    /// /etc/gtm/node.toml or GTM_NODE_FILE, when it exists; else
+    /// ~/.local/share/gtm).
     #[arg(long, global = true, env = "GTM_DATA_DIR", hide_env_values = true)]
     pub data_dir: Option<PathBuf>,
     /// API base URL of the device to talk to, e.g. http://127.0.0.1:8053.
@@ -102,31 +148,50 @@ pub(super) struct Client {
 
 impl Client {
     pub(super) fn new(cli: &Connect) -> Result<Self> {
-        let dir = cli.data_dir.clone().unwrap_or_else(default_data_dir);
+        // Looked up only when needed: with --api and --api-token given, an
+        // unreadable node file is none of this command's business.
+        let mut known: Option<PathBuf> = None;
+        let mut local_dir = || -> Result<PathBuf> {
+            if let Some(dir) = &known {
+                return Ok(dir.clone());
+            }
+            let dir = match &cli.data_dir {
+                Some(dir) => dir.clone(),
+                None => local_data_dir()?,
+            };
+            known = Some(dir.clone());
+            Ok(dir)
+        };
         let base = match &cli.api {
             Some(a) => a.trim_end_matches('/').to_string(),
-            None => std::fs::read_to_string(dir.join(API_FILE))
+            None => {
+                let dir = local_dir()?;
+                std::fs::read_to_string(dir.join(API_FILE))
                 .map(|s| s.trim().to_string())
-                .map_err(|_| CliError::Unreachable(format!("no local device: {} has no {API_FILE} (is `gtm serve` running? else give --api or GTM_API)", dir.display())))?,
+                .map_err(|_| CliError::Unreachable(format!("no local device: {} has no {API_FILE} (is `gtm serve` running? else give --api or GTM_API)", dir.display())))?
+            }
         };
         let token = match &cli.api_token {
             Some(t) => t.clone(),
-            None => std::fs::read_to_string(dir.join(TOKEN_FILE))
-                .map(|s| s.trim().to_string())
-                .map_err(|_| {
-                    CliError::BadInput(format!(
-                        "no API token: {} has no {TOKEN_FILE} (give --api-token or GTM_TOKEN)",
-                        dir.display()
-                    ))
-                })?,
+            None => {
+                let dir = local_dir()?;
+                std::fs::read_to_string(dir.join(TOKEN_FILE))
+                    .map(|s| s.trim().to_string())
+                    .map_err(|_| {
+                        CliError::BadInput(format!(
+                            "no API token: {} has no {TOKEN_FILE} (give --api-token or GTM_TOKEN)",
+                            dir.display()
+                        ))
+                    })?
+            }
         };
         // An https device is trusted by --ca-file, else by the certificate
         // the local device keeps in its data directory.
         let trust = if base.starts_with("https://") {
-            let path = cli
-                .ca_file
-                .clone()
-                .unwrap_or_else(|| dir.join(gtm_node::tls::CA_FILE));
+            let path = match &cli.ca_file {
+                Some(path) => path.clone(),
+                None => local_dir()?.join(gtm_node::tls::CA_FILE),
+            };
             Some(std::fs::read(&path).map_err(|e| {
                 CliError::BadInput(format!("{base} uses TLS: cannot read the certificate to trust, {}: {e} (give --ca-file)", path.display()))
             })?)

@@ -21,6 +21,7 @@ mod geoip;
 mod history;
 mod logs;
 mod manpages;
+mod node;
 mod objects;
 mod output;
 mod record;
@@ -32,7 +33,9 @@ mod tsig;
 
 use anyhow::Result;
 
-pub use args::{CheckCmd, Cli, ClusterCmd, Command, ConfigCmd, DcCmd, DeviceCmd, RecordCmd};
+pub use args::{
+    CheckCmd, Cli, ClusterCmd, Command, ConfigCmd, DcCmd, DeviceCmd, NodeCmd, RecordCmd,
+};
 pub use client::{CliError, Connect, api_exit_code, exit_code};
 
 /// Runs one command line: each noun's module does its commands.
@@ -52,6 +55,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Service(cmd) => objects::listed(connect, "services", cmd).await,
         Command::Completions { shell } => completions::run(*shell),
         Command::Manpages { dir } => manpages::run(dir),
+        Command::Node(NodeCmd::Check { file }) => node::check(file.as_deref()),
         Command::Geoip(cmd) => geoip::run(&client()?, cmd).await,
         Command::Cluster(cmd) => cluster::run(connect, cmd).await,
         Command::Device(cmd) => device::run(connect, cmd).await,

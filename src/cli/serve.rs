@@ -5,18 +5,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::client::{CliError, read};
 use crate::device::Device;
 use gtm_model::node::{NodeSettings, default_data_dir};
 
 pub(super) async fn run(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<()> {
     let (mut settings, demo) = match &config {
-        Some(path) => {
-            let text = read(path)?;
-            let settings = NodeSettings::parse(&text)
-                .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
-            (settings, false)
-        }
+        Some(path) => (super::node::load(path)?, false),
         None => (
             NodeSettings::demo(data_dir.unwrap_or_else(default_data_dir)),
             true,

@@ -37,6 +37,7 @@ use super::{API_FILE, DEMO_CONFIG, DnsServerSlot, StoreCopy, WORKER_RESTARTS};
 /// a read-only filesystem, a copy of the store to serve from (outside
 /// Raft, until the directory can be written).
 pub(super) fn prepare_data_dir(dir: &Path) -> Result<Option<StoreCopy>> {
+    check_data_dir(dir)?;
     fs::create_dir_all(dir)
         .with_context(|| format!("cannot create data directory {}", dir.display()))?;
     // The store holds DNSSEC keys and account digests: owner only. A
@@ -60,10 +61,60 @@ pub(super) fn prepare_data_dir(dir: &Path) -> Result<Option<StoreCopy>> {
     Ok(Some(copy))
 }
 
+/// Whether `dir` can be the data directory, changing nothing: a directory
+/// whose contents can be listed, or, when missing, one that can be made
+/// inside the nearest directory that exists.
+pub(super) fn check_data_dir(dir: &Path) -> Result<()> {
+    match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {
+            fs::read_dir(dir)
+                .with_context(|| format!("cannot read the directory {}", dir.display()))?;
+            Ok(())
+        }
+        Ok(_) => anyhow::bail!("{} exists and is not a directory", dir.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let Some(parent) = dir
+                .ancestors()
+                .skip(1)
+                .find(|a| a.as_os_str().is_empty() || a.exists())
+            else {
+                return Ok(());
+            };
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            if !parent.is_dir() {
+                anyhow::bail!(
+                    "{} does not exist and cannot be made: {} is not a directory",
+                    dir.display(),
+                    parent.display()
+                );
+            }
+            Ok(())
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot read {}", dir.display()))),
+    }
+}
+
+/// The API's TLS material: both `tls_cert` and `tls_key` loaded (with
+/// `tls_ca`), or neither given.
+pub(super) fn load_tls(settings: &NodeSettings) -> Result<Option<Tls>> {
+    match (&settings.tls_cert, &settings.tls_key) {
+        (Some(cert), Some(key)) => Ok(Some(Tls::load(cert, key, settings.tls_ca.as_deref())?)),
+        (None, None) => Ok(None),
+        _ => anyhow::bail!("the node settings need both tls_cert and tls_key, or neither"),
+    }
+}
+
 /// The DNS listen addresses of the node settings. In the demo, an address
 /// this machine lacks (no IPv6) is skipped; one that another program holds
 /// is an error.
 pub(super) fn dns_listen(settings: &NodeSettings, demo: bool) -> Result<Vec<SocketAddr>> {
+    if settings.dns_listen.is_empty() {
+        anyhow::bail!("no address to listen for DNS on: give at least one in dns_listen");
+    }
     let mut listen = Vec::new();
     for addr in &settings.dns_listen {
         if demo && let Err(e) = std::net::UdpSocket::bind(addr) {
@@ -118,15 +169,11 @@ pub(super) struct ApiSocket {
 /// there for the CLI.
 pub(super) async fn open_api(settings: &NodeSettings, writable: bool) -> Result<ApiSocket> {
     let dir = &settings.data_dir;
+    let tls = load_tls(settings)?;
     let listener = TcpListener::bind(settings.api_listen)
         .await
         .with_context(|| format!("cannot listen for the API on {}", settings.api_listen))?;
     let addr = listener.local_addr()?;
-    let tls = match (&settings.tls_cert, &settings.tls_key) {
-        (Some(cert), Some(key)) => Some(Tls::load(cert, key, settings.tls_ca.as_deref())?),
-        (None, None) => None,
-        _ => anyhow::bail!("the node settings need both tls_cert and tls_key, or neither"),
-    };
     let scheme = if tls.is_some() { "https" } else { "http" };
     if writable {
         write_private(&dir.join(API_FILE), &format!("{scheme}://{addr}\n"))?;

@@ -250,7 +250,7 @@ impl NodeSettings {
     }
 
     pub fn parse(text: &str) -> Result<Self, NodeSettingError> {
-        let settings: Self = toml::from_str(text).map_err(NodeSettingError::Toml)?;
+        let settings: Self = toml::from_str(text).map_err(|e| NodeSettingError::toml(text, &e))?;
         settings.validate()?;
         Ok(settings)
     }
@@ -295,9 +295,15 @@ impl NodeSettings {
 /// What is wrong with a node file.
 #[derive(Debug, thiserror::Error)]
 pub enum NodeSettingError {
-    /// Not TOML, or not the node file's keys and types.
-    #[error("{0}")]
-    Toml(toml::de::Error),
+    /// Not TOML, or not the node file's keys and types: where (the line,
+    /// from 1, and the key whose value it is, when the parser says) and
+    /// the parser's reason.
+    #[error("{}{}{message}", line.map(|l| format!("line {l}: ")).unwrap_or_default(), key.as_ref().map(|k| format!("node setting {k}: ")).unwrap_or_default())]
+    Toml {
+        line: Option<usize>,
+        key: Option<String>,
+        message: String,
+    },
     /// `nsid` does not fit a TXT character-string.
     #[error(
         "node setting nsid: \"{nsid}\" is {len} bytes; at most 255 fit in a CH TXT answer (set `nsid` to a shorter value)",
@@ -322,6 +328,30 @@ pub enum NodeSettingError {
         "node setting history_keep: 0; history keeps at least the current version (give 1 or more)"
     )]
     NoHistoryKept,
+}
+
+impl NodeSettingError {
+    /// A parser error of `text`, placed: its line, and the top-level key
+    /// whose key or value holds the place it points at (every node setting
+    /// is a top-level key).
+    fn toml(text: &str, e: &toml::de::Error) -> Self {
+        let span = e.span();
+        let line = span
+            .as_ref()
+            .map(|s| text.get(..s.start).unwrap_or(text).matches('\n').count() + 1);
+        let key = span.and_then(|span| {
+            let table = toml::de::DeTable::parse(text).ok()?;
+            table.get_ref().iter().find_map(|(k, v)| {
+                let (from, to) = (k.span().start, v.span().end);
+                (from <= span.start && span.end <= to).then(|| k.get_ref().to_string())
+            })
+        });
+        Self::Toml {
+            line,
+            key,
+            message: e.message().trim_end().to_string(),
+        }
+    }
 }
 
 /// A log filter that does not parse: `tracing_subscriber`'s reason, whose
@@ -413,6 +443,30 @@ mod tests {
             .expect("packaging/node.toml parses");
         assert!(s.dns_listen.iter().all(|a| a.port() == 53), "{s:?}");
         assert_eq!(s.data_dir, std::path::Path::new("/var/lib/gtm"));
+    }
+
+    #[test]
+    fn a_toml_error_names_its_line_and_key() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        let e = super::NodeSettings::parse(&format!("{base}dns_listen = [\"127.0.0.1\"]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 4: node setting dns_listen: "), "{e}");
+        let e = super::NodeSettings::parse(&format!("{base}\nbogus = 1\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("line 5: node setting bogus: unknown field"),
+            "{e}"
+        );
+        let e = super::NodeSettings::parse("name = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("datacenter"), "{e}");
+        let e = super::NodeSettings::parse("name = = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("line 1: "), "{e}");
     }
 
     #[test]
