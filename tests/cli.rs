@@ -389,3 +389,164 @@ fn record_drain_without_a_type_is_refused_as_bad_input() {
         "{stderr}"
     );
 }
+
+/// Continues a process stopped with SIGSTOP when dropped, so a failed
+/// assertion never leaves it stopped.
+struct Stopped(u32);
+
+impl Stopped {
+    fn stop(pid: u32) -> Self {
+        assert_ne!(pid, 0, "no process to stop");
+        // SAFETY: a signal to the PID of a child this test started and has
+        // not reaped (its `Proc` owns it until the end of the test).
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGSTOP);
+        }
+        Self(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: as in `stop`: the same child, not reaped yet.
+        unsafe {
+            libc::kill(self.0 as libc::pid_t, libc::SIGCONT);
+        }
+    }
+}
+
+/// The 32 hex digits that follow `command id is ` in `text`.
+fn command_id(text: &str) -> Option<String> {
+    let (_, rest) = text.split_once("command id is ")?;
+    let id: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+    (id.len() == 32).then_some(id)
+}
+
+#[test]
+fn a_stopped_device_fails_a_read_as_unreachable_and_a_write_as_outcome_unknown() {
+    let root = tempfile::tempdir().unwrap();
+    let p = crate::cluster::Proc::start(root.path(), "gtm1", "dc1", "127.0.213.1");
+    let file = root.path().join("dc3.toml");
+    std::fs::write(&file, "country = \"FR\"\ncontinent = \"EU\"\n").unwrap();
+    let file = file.to_str().unwrap();
+
+    let stopped = Stopped::stop(p.pid());
+    let read = p.gtm(&["--timeout", "1s", "dc", "list"]);
+    let stderr = String::from_utf8_lossy(&read.stderr);
+    assert_eq!(read.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("http://127.0.213.1:8053 did not answer GET /api/v1/datacenters within 1s"),
+        "the device, the route and the deadline: {stderr}"
+    );
+    assert!(
+        command_id(&stderr).is_none(),
+        "a read has no command: {stderr}"
+    );
+
+    let write = p.gtm(&["--timeout", "1s", "dc", "put", "dc3", "--file", file]);
+    let stderr = String::from_utf8_lossy(&write.stderr);
+    assert_eq!(write.status.code(), Some(6), "{stderr}");
+    assert!(
+        stderr.contains("did not answer PATCH /api/v1/datacenters/dc3 within 1s"),
+        "{stderr}"
+    );
+    let id = command_id(&stderr).unwrap_or_else(|| panic!("no command id: {stderr}"));
+    assert!(
+        stderr.contains(&format!("gtm command status {id}")),
+        "how to learn its fate: {stderr}"
+    );
+    drop(stopped);
+
+    // Continued, the device answers again; what became of the write is
+    // what the device's state says: applied, with dc3 there, or not.
+    let shown = p.gtm(&["dc", "show", "dc3"]);
+    let fate = p.ok(&["command", "status", &id]);
+    match shown.status.code() {
+        Some(0) => assert!(
+            fate.contains(&format!("command {id}: applied as version")),
+            "dc3 is there: {fate}"
+        ),
+        Some(5) => assert!(
+            fate.contains(&format!("command {id}: applied"))
+                || fate.contains(&format!("command {id}: unknown on this device")),
+            "{fate}"
+        ),
+        code => panic!(
+            "dc show: {code:?} {}",
+            String::from_utf8_lossy(&shown.stderr)
+        ),
+    }
+    // Sent again (a command of its own), the write applies, or changes
+    // nothing when the first did.
+    let again = p.gtm(&["dc", "put", "dc3", "--file", file]);
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    p.ok(&["dc", "show", "dc3"]);
+}
+
+#[test]
+fn nothing_listening_is_unreachable_for_a_read_and_a_write() {
+    // A port just freed: nothing listens on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let api = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dc3.toml");
+    std::fs::write(&file, "country = \"FR\"\n").unwrap();
+    for args in [
+        &["dc", "list"][..],
+        &["dc", "put", "dc3", "--file", file.to_str().unwrap()][..],
+    ] {
+        let out = gtm()
+            .args(["--api", &api, "--api-token", "t", "--timeout", "5s"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("cannot reach the device at {api}")),
+            "{stderr}"
+        );
+        assert!(command_id(&stderr).is_none(), "nothing was sent: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_made_under_a_client_id_is_applied_once_and_found_by_it() {
+    let d = TestDevice::start(ZONE).await;
+    let http = gtm_node::tls::http_client(None, None).unwrap();
+    let url = |path: &str| format!("http://{}{path}", d.device.api_addr);
+    let id = "0123456789abcdef0123456789abcdef";
+    let patch = |country: &str, id: &str| {
+        http.patch(url("/api/v1/datacenters/dc3"))
+            .bearer_auth(&d.device.token)
+            .header("x-gtm-command", id)
+            .json(&serde_json::json!({ "country": country }))
+            .send()
+    };
+    let first: serde_json::Value = patch("FR", id).await.unwrap().json().await.unwrap();
+    assert_eq!(first["applied"], true, "{first}");
+    // The same id again is the same command, delivered twice: the first
+    // outcome, and nothing applied a second time.
+    let again: serde_json::Value = patch("DE", id).await.unwrap().json().await.unwrap();
+    assert_eq!(again, first);
+    let dc = api_get(&d, "/api/v1/datacenters/dc3").await;
+    assert_eq!(dc["country"], "FR", "{dc}");
+    let fate = api_get(&d, &format!("/api/v1/commands/{id}")).await;
+    assert_eq!(fate["status"], "applied", "{fate}");
+    assert_eq!(fate["version"], first["version"], "{fate}");
+
+    let refused = patch("DE", "not-an-id").await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "bad-request", "{body}");
+    let dc = api_get(&d, "/api/v1/datacenters/dc3").await;
+    assert_eq!(dc["country"], "FR", "nothing done: {dc}");
+}

@@ -72,7 +72,7 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
                     );
                 }
             };
-            let r: gtm_api::TestResult = client.send(request).await?;
+            let r: gtm_api::TestResult = client.ask(request).await?;
             if *json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {

@@ -10,12 +10,18 @@ use super::{
     output::table,
 };
 
+/// How to learn what became of a change of members that got no answer.
+const CLUSTER_LOOK: &str = "`gtm cluster status` shows its members and leader";
+
 pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
     let client = Client::new(cli)?;
     match cmd {
         ClusterCmd::Init => {
             let r: gtm_api::ClusterMessage = client
-                .send(client.http.post(client.url("/api/v1/cluster/init")))
+                .send_device(
+                    client.http.post(client.url("/api/v1/cluster/init")),
+                    CLUSTER_LOOK,
+                )
                 .await?;
             println!("{}", r.message);
         }
@@ -36,11 +42,12 @@ pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
                 learner: *learner,
             };
             let status: ClusterStatus = client
-                .send(
+                .send_device(
                     client
                         .http
                         .post(client.url("/api/v1/cluster/join"))
                         .json(&body),
+                    CLUSTER_LOOK,
                 )
                 .await?;
             println!("joined; the cluster's configuration is applied here");
@@ -48,7 +55,10 @@ pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
         }
         ClusterCmd::Leave => {
             let _: ClusterStatus = client
-                .send(client.http.post(client.url("/api/v1/cluster/leave")))
+                .send_device(
+                    client.http.post(client.url("/api/v1/cluster/leave")),
+                    CLUSTER_LOOK,
+                )
                 .await?;
             println!("left the cluster; this device keeps serving its last configuration");
         }
@@ -101,7 +111,10 @@ pub(super) async fn run(cli: &Connect, cmd: &ClusterCmd) -> Result<()> {
                 .into());
             }
             let r: gtm_api::ClusterMessage = client
-                .send(client.http.post(client.url("/api/v1/cluster/recover")))
+                .send_device(
+                    client.http.post(client.url("/api/v1/cluster/recover")),
+                    CLUSTER_LOOK,
+                )
                 .await?;
             println!("{}", r.message);
         }

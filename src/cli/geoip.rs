@@ -43,6 +43,9 @@ pub enum GeoipCmd {
     },
 }
 
+/// How to learn what became of an import or download that got no answer.
+const GEOIP_LOOK: &str = "`gtm geoip show` shows the database the device has";
+
 pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
     match cmd {
         GeoipCmd::Lookup { ip, json } => {
@@ -71,14 +74,20 @@ pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
             let bytes = std::fs::read(file)
                 .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())))?;
             let _: GeoLookup = client
-                .send(client.http.put(client.url("/api/v1/geoip")).body(bytes))
+                .send_device(
+                    client.http.put(client.url("/api/v1/geoip")).body(bytes),
+                    GEOIP_LOOK,
+                )
                 .await?;
             println!("installed {}", file.display());
             Ok(())
         }
         GeoipCmd::Download { json } => {
             let status: GeoipStatus = client
-                .send(client.http.post(client.url("/api/v1/geoip/download")))
+                .send_device(
+                    client.http.post(client.url("/api/v1/geoip/download")),
+                    GEOIP_LOOK,
+                )
                 .await?;
             print_status(&status, *json)
         }

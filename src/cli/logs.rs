@@ -117,7 +117,7 @@ pub(super) async fn run(cli: &Connect, args: &LogsArgs) -> Result<()> {
         events.iter().for_each(print);
         return Ok(());
     }
-    let mut resp = client.response(req).await?;
+    let mut resp = client.stream(req).await?;
     let mut pending = Vec::new();
     while let Some(chunk) = resp.chunk().await? {
         pending.extend_from_slice(&chunk);

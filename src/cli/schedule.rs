@@ -182,7 +182,7 @@ pub(super) async fn schedule(client: &Client, cmd: &ScheduleCmd) -> Result<()> {
             };
             if *dry_run {
                 let d: ScheduleDryRun = client
-                    .send(
+                    .ask(
                         client
                             .http
                             .post(client.url("/api/v1/schedules"))

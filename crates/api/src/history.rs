@@ -19,6 +19,7 @@ use gtm_model as model;
 use gtm_model::actor::Actor;
 use gtm_model::error::ErrorKind;
 use gtm_node::access::Principal;
+use gtm_node::command::COMMAND_HEADER;
 use gtm_node::{
     command::{Action, CommandId, Outcome},
     machine::{self, HistorySummary},
@@ -240,24 +241,36 @@ pub(super) async fn command(
 
 /// A command id: 32 hex digits.
 fn parse_id(text: &str) -> Result<CommandId, ApiError> {
-    let bad = || {
+    text.parse().map_err(|_| {
         ApiError::new(
             ErrorKind::BadRequest,
             format!(
                 "command id \"{text}\": give the 32 hex digits an `outcome unknown` answer named"
             ),
         )
+    })
+}
+
+/// Layer: a request with [`COMMAND_HEADER`] (`x-gtm-command`) makes its command under that
+/// id; a header that is not 32 hex digits is refused (400) before anything
+/// is done.
+pub(crate) async fn client_command_id(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let Some(value) = request.headers().get(COMMAND_HEADER) else {
+        return next.run(request).await;
     };
-    let text = text.trim();
-    if text.len() != 32 || !text.is_ascii() {
-        return Err(bad());
+    let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+    match text.parse::<CommandId>() {
+        Ok(id) => gtm_node::command::with_client_id(id, next.run(request)).await,
+        Err(_) => ApiError::new(
+            ErrorKind::BadRequest,
+            format!("{COMMAND_HEADER} \"{text}\": give 32 hex digits"),
+        )
+        .into_response(),
     }
-    let mut id = [0u8; 16];
-    for (i, byte) in id.iter_mut().enumerate() {
-        let pair = text.get(2 * i..2 * i + 2).ok_or_else(bad)?;
-        *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
-    }
-    Ok(CommandId(id))
 }
 
 /// The text of a kept version, or a 404 naming what history keeps.

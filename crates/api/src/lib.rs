@@ -177,7 +177,8 @@ pub fn router(state: ApiState) -> Router {
             auth::api,
         )));
     }
-    app.layer(DefaultBodyLimit::max(BODY_LIMIT))
+    app.layer(middleware::from_fn(history::client_command_id))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state.clone())
         .merge(state.replication.rpc_router())
         .fallback(|| async { StatusCode::NOT_FOUND })

@@ -16,9 +16,12 @@ use gtm_model::{actor::Actor, drain::DrainTarget, error::ApiError};
 /// Format 2 added [`Command::history_keep`]; format 1 is still read.
 pub const FORMAT: u8 = 2;
 
-/// A command's id: 16 random bytes chosen by the device that received the
-/// request, shown as 32 hex digits. A command delivered twice (a retried
-/// forward) is applied once; the second delivery gets the first outcome.
+/// A command's id: 16 random bytes, shown as 32 hex digits, chosen by the
+/// client that sent the request (`x-gtm-command`, so it can ask what became
+/// of a write whose answer it never got) or else by the device that
+/// received it. A command delivered twice (a retried forward, a client
+/// repeating its id) is applied once; the second delivery gets the first
+/// outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CommandId(pub [u8; 16]);
 
@@ -35,6 +38,48 @@ impl CommandId {
             id
         }))
     }
+}
+
+/// Text that is not a command id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("command id \"{0}\": give 32 hex digits")]
+pub struct CommandIdError(pub String);
+
+impl std::str::FromStr for CommandId {
+    type Err = CommandIdError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || CommandIdError(text.to_string());
+        let trimmed = text.trim();
+        if trimmed.len() != 32 || !trimmed.is_ascii() {
+            return Err(bad());
+        }
+        let mut id = [0u8; 16];
+        for (i, byte) in id.iter_mut().enumerate() {
+            let pair = trimmed.get(2 * i..2 * i + 2).ok_or_else(bad)?;
+            *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
+        }
+        Ok(Self(id))
+    }
+}
+
+/// The header a client names the id of the command its write makes in,
+/// so it can ask `GET /api/v1/commands/{id}` what became of a write whose
+/// answer it never got.
+pub const COMMAND_HEADER: &str = "x-gtm-command";
+
+tokio::task_local! {
+    /// The id the client chose for the command its request makes (taken
+    /// by the first command made while serving it).
+    static CLIENT_ID: std::cell::Cell<Option<CommandId>>;
+}
+
+/// Serves a request whose client chose `id` for the command it makes:
+/// the first [`Command::new`] within `work` takes it. A request that makes
+/// more than one command gives the others ids of their own, so none is
+/// taken for a delivery of another.
+pub async fn with_client_id<F: std::future::Future>(id: CommandId, work: F) -> F::Output {
+    CLIENT_ID.scope(std::cell::Cell::new(Some(id)), work).await
 }
 
 impl std::fmt::Display for CommandId {
@@ -342,8 +387,9 @@ pub struct OutcomeError(serde_json::Error);
 impl Command {
     /// A command received now on `device` from `user`.
     pub fn new(actor: Actor, expect_version: Option<u64>, action: Action) -> Self {
+        let chosen = CLIENT_ID.try_with(|id| id.take()).ok().flatten();
         Self {
-            id: CommandId::random(),
+            id: chosen.unwrap_or_else(CommandId::random),
             actor,
             time_ms: gtm_model::clock::now_ms(),
             expect_version,
@@ -467,5 +513,24 @@ mod tests {
         let decoded = Command::decode(&bytes).unwrap();
         assert_eq!(decoded.action, command.action);
         assert_eq!(decoded.history_keep, gtm_model::node::HISTORY_KEPT as u32);
+    }
+
+    #[tokio::test]
+    async fn a_client_id_goes_to_the_first_command_of_its_request_only() {
+        let id: CommandId = "00112233445566778899aabbccddeeff".parse().unwrap();
+        assert_eq!(id.to_string(), "00112233445566778899aabbccddeeff");
+        for bad in [
+            "",
+            "0011",
+            "00112233445566778899aabbccddeegg",
+            "é0112233445566778899aabbccddeef",
+        ] {
+            assert!(bad.parse::<CommandId>().is_err(), "{bad}");
+        }
+        let make = || Command::new(Actor::default(), None, Action::Rollback { version: 1 });
+        let (first, second) = with_client_id(id, async { (make(), make()) }).await;
+        assert_eq!(first.id, id);
+        assert_ne!(second.id, id);
+        assert_ne!(make().id, id, "outside its request");
     }
 }
