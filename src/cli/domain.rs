@@ -108,7 +108,13 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
             )
             .await?;
             // The key is made by the leader just after: wait for it (bounded).
-            let state = key_in_force(&client, name).await?;
+            let Some(state) = key_in_force(&client, name).await? else {
+                return Err(CliError::Api {
+                    kind: gtm_model::error::ErrorKind::Cluster,
+                    message: no_key(name),
+                }
+                .into());
+            };
             print_ds(&state);
             Ok(())
         }
@@ -165,7 +171,9 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
             // Signed in the configuration: its key may be moments from
             // being made (just after an apply). Wait for it, bounded.
             let state = if state.keys.is_empty() || !state.signing {
-                key_in_force(&client, name).await?
+                key_in_force(&client, name)
+                    .await?
+                    .ok_or_else(|| CliError::NotFound(no_key(name)))?
             } else {
                 state
             };
@@ -176,22 +184,24 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
 }
 
 /// The domain's DNSSEC state once a key is in force: the leader makes it
-/// just after the configuration signs the domain. Waits up to 10 s.
-async fn key_in_force(client: &Client, name: &str) -> Result<DomainDnssec> {
+/// just after the configuration signs the domain. Waits up to 10 s;
+/// `None` when none came.
+async fn key_in_force(client: &Client, name: &str) -> Result<Option<DomainDnssec>> {
     for _ in 0..40 {
         let state = status(client, name).await?;
         if !state.keys.is_empty() && state.signing {
-            return Ok(state);
+            return Ok(Some(state));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    Err(CliError::Api {
-        kind: gtm_model::error::ErrorKind::Cluster,
-        message: format!(
-            "{name} is signed in the configuration, but no key is in force yet; `gtm logs --kind config` says why, `gtm domain dnssec status {name}` shows it once there"
-        ),
-    }
-    .into())
+    Ok(None)
+}
+
+/// What is said when a signed domain has no key in force.
+fn no_key(name: &str) -> String {
+    format!(
+        "{name} is signed in the configuration, but no key is in force yet; `gtm logs --kind config` says why, `gtm domain dnssec status {name}` shows it once there"
+    )
 }
 
 async fn status(client: &Client, name: &str) -> Result<DomainDnssec> {
