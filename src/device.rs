@@ -223,14 +223,21 @@ impl Device {
         )
         .await?;
         replication.set_history_keep(settings.history_keep());
-        start::spawn_replicated(&workers, &replication, &engine, tls.is_some());
+        let peers = Arc::new(Peers::default());
+        let peer_http = peer_client(Duration::from_secs(3))?;
+        let judge = Arc::new(gtm_node::judge::Judge {
+            engine: engine.clone(),
+            peers: peers.clone(),
+            replication: replication.clone(),
+            http: peer_http.clone(),
+        });
+        start::spawn_replicated(&workers, &judge, tls.is_some());
         // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).
         start::restarting(&workers, "notify", {
             let (dns, stop) = (engine.dns().clone(), workers.token());
             let sources: Vec<_> = listen.iter().map(|a| a.ip()).collect();
             move || gtm_dns::notify::run(dns.clone(), sources.clone(), stop.clone())
         });
-        let peers = Arc::new(Peers::default());
         start::spawn_peers(
             &workers,
             peer_client(Duration::from_millis(1500))?,
@@ -257,7 +264,7 @@ impl Device {
             token: token.clone().into(),
             sessions: Arc::new(gtm_node::access::sessions::Sessions::new()),
             mutual_tls: tls.is_some(),
-            peer_http: peer_client(Duration::from_secs(3))?,
+            peer_http,
             workers: workers.clone(),
             validations: Arc::default(),
         };

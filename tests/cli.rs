@@ -126,6 +126,10 @@ async fn config_apply_shows_the_diff_and_export_prints_it_back() {
             "+ address 192.0.2.71 of record *.wild.example.test/A",
             "- address 192.0.2.70 of record *.wild.example.test/A",
             "dry run: nothing applied",
+            // And what each device would answer.
+            "answers on every device:",
+            "test1:",
+            "  *.wild.example.test/A: 192.0.2.70 → 192.0.2.71",
         ],
         "{stdout}"
     );

@@ -457,8 +457,11 @@ async fn a_drain_dry_run_names_the_emptied_records_and_a_drain_that_empties_one_
         .json()
         .await
         .unwrap();
+    // One device, judged now: the judgement per device.
+    assert_eq!(preview["devices"][0]["device"], "test1", "{preview}");
+    assert_eq!(preview["devices"][0]["basis"], "now", "{preview}");
     assert_eq!(
-        preview["emptied"],
+        preview["devices"][0]["emptied"],
         serde_json::json!(["only1.dry.test/A"]),
         "{preview}"
     );

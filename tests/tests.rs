@@ -20,6 +20,7 @@ mod geoip_download;
 mod health;
 mod history;
 mod input;
+mod judge;
 mod node_file;
 mod operator;
 mod operator_cluster;

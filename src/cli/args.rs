@@ -190,13 +190,17 @@ pub enum ConfigCmd {
     Apply {
         /// The configuration file (TOML); - for stdin.
         file: PathBuf,
-        /// Show the changes without applying them.
+        /// Show the changes (the fields, and each record's answers now and
+        /// after on every device) without applying them.
         #[arg(long)]
         dry_run: bool,
         /// Apply a configuration with no domain over one that has some
         /// (it stops answering for every domain).
         #[arg(long)]
         allow_empty: bool,
+        /// Apply even if a device would answer a record with nothing.
+        #[arg(long)]
+        force: bool,
     },
     /// Print the applied configuration.
     #[command(after_help = "Example:\n  gtm config export > site.toml")]

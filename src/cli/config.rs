@@ -25,6 +25,7 @@ pub(super) async fn run(cli: &Connect, cmd: &ConfigCmd) -> Result<()> {
             file,
             dry_run,
             allow_empty,
+            force,
         } => {
             let text = read(file)?;
             let client = Client::new(cli)?;
@@ -34,6 +35,9 @@ pub(super) async fn run(cli: &Connect, cmd: &ConfigCmd) -> Result<()> {
             }
             if *allow_empty {
                 request = request.query(&[("allow_empty", "true")]);
+            }
+            if *force {
+                request = request.query(&[("force", "true")]);
             }
             let result: ApplyResult = client.send(request.body(text)).await?;
             print_apply(&result);

@@ -104,7 +104,7 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
             objects::write(
                 &client,
                 client.http.patch(client.url(&path)).json(&body),
-                false,
+                &objects::Look::default(),
             )
             .await?;
             // The key is made by the leader just after: wait for it (bounded).
@@ -130,7 +130,7 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
             objects::write(
                 &client,
                 client.http.patch(client.url(&path)).json(&body),
-                false,
+                &objects::Look::default(),
             )
             .await
         }

@@ -4,7 +4,8 @@
 use anyhow::Result;
 
 use super::client::Client;
-use gtm_engine::{RecordStatus, dry_run::DrainPreview};
+use gtm_engine::RecordStatus;
+use gtm_node::judge::{Basis, Judgement};
 
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct Look {
@@ -32,27 +33,8 @@ pub(super) async fn run(
         .put(client.url(&format!("/api/v1/drain/{kind}")))
         .json(body);
     if look.dry_run {
-        let p: DrainPreview = client.send(request).await?;
-        println!("dry run: {} (nothing changed)", p.action);
-        if p.changes.is_empty() {
-            println!("no record's answers would change");
-        }
-        for c in &p.changes {
-            let list = |a: &[String]| {
-                if a.is_empty() {
-                    "(no answer)".to_string()
-                } else {
-                    a.join(" ")
-                }
-            };
-            println!("  {}: {} → {}", c.record, list(&c.before), list(&c.after));
-        }
-        if !p.emptied.is_empty() {
-            println!(
-                "would leave with no answer: {} (a drain needs --force)",
-                p.emptied.join(", ")
-            );
-        }
+        let j: Judgement = client.send(request).await?;
+        print_judgement(&j, "a drain needs --force");
         return Ok(());
     }
     let _: Vec<RecordStatus> = client.send(request).await?;
@@ -65,6 +47,51 @@ pub(super) async fn run(
         }
     );
     Ok(())
+}
+
+/// A judgement as people read it: per device, how it was judged and each
+/// record's answers now → after; then the records some device would
+/// answer with nothing (`needs`: what that takes).
+pub(super) fn print_judgement(j: &Judgement, needs: &str) {
+    println!("dry run: {} (nothing changed)", j.action);
+    print_devices(j);
+    let lines = j.emptied_lines();
+    if !lines.is_empty() {
+        println!("would leave with no answer: {} ({needs})", lines.join("; "));
+    }
+}
+
+/// Per device: how it was judged, and each record's answers now → after.
+pub(super) fn print_devices(j: &Judgement) {
+    for d in &j.devices {
+        let how = match d.basis {
+            Basis::Now => String::new(),
+            Basis::Report => format!(
+                " (did not answer; judged from its report {} old)",
+                gtm_model::when::age(d.age_ms.unwrap_or(0))
+            ),
+            Basis::None => format!(" (not judged: {})", d.why.as_deref().unwrap_or("no answer")),
+        };
+        if d.basis == Basis::None {
+            println!("{}{how}", d.device);
+            continue;
+        }
+        if d.changes.is_empty() {
+            println!("{}{how}: no record's answers would change", d.device);
+            continue;
+        }
+        println!("{}{how}:", d.device);
+        for c in &d.changes {
+            let list = |a: &[String]| {
+                if a.is_empty() {
+                    "(no answer)".to_string()
+                } else {
+                    a.join(" ")
+                }
+            };
+            println!("  {}: {} → {}", c.record, list(&c.before), list(&c.after));
+        }
+    }
 }
 
 /// `--record NAME/TYPE` of a drain: the form is checked here, so that a

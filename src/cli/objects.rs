@@ -21,6 +21,18 @@ use super::{
 use gtm_api::ApplyResult;
 
 /// The verbs every named object has.
+/// The look before a configuration write: its dry run, and its force.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct Look {
+    /// Show the changes (the fields, and each record's answers now and
+    /// after on every device); apply nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write even if a device would answer a record with nothing.
+    #[arg(long)]
+    pub force: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ObjectCmd {
     /// Print the object as configured (TOML; --json for JSON).
@@ -49,9 +61,8 @@ pub enum ObjectCmd {
         /// defaults.
         #[arg(long)]
         replace: bool,
-        /// Show the changes; apply nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        look: Look,
     },
     /// Remove it from the configuration.
     #[command(
@@ -60,9 +71,8 @@ pub enum ObjectCmd {
     Delete {
         /// The object's name.
         name: String,
-        /// Show the changes; apply nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        look: Look,
     },
 }
 
@@ -109,9 +119,8 @@ pub enum RecordObjectCmd {
         /// defaults (addresses stay unless the file lists them).
         #[arg(long)]
         replace: bool,
-        /// Show the changes; apply nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        look: Look,
     },
     /// Remove a record.
     #[command(after_help = "Example:\n  gtm record delete api.example.test A")]
@@ -121,9 +130,8 @@ pub enum RecordObjectCmd {
         /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
-        /// Show the changes; apply nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        look: Look,
     },
     /// Add, replace or remove one address of a record.
     #[command(subcommand)]
@@ -158,9 +166,8 @@ pub enum AddressCmd {
         /// defaults.
         #[arg(long)]
         replace: bool,
-        /// Show the changes; apply nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        look: Look,
     },
     /// Remove an address from a record.
     #[command(after_help = "Example:\n  gtm record address delete www.example.test A 192.0.2.12")]
@@ -172,9 +179,8 @@ pub enum AddressCmd {
         rtype: String,
         /// The IP, or the target name of a CNAME.
         address: String,
-        /// Show the changes; apply nothing.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        look: Look,
     },
 }
 
@@ -202,20 +208,20 @@ pub async fn object(client: &Client, collection: &str, cmd: &ObjectCmd) -> Resul
             name,
             file,
             replace,
-            dry_run,
+            look,
         } => {
             let body = read_object(file)?;
             let path = format!("/api/v1/{collection}/{}", segment(name));
             write(
                 client,
                 put_or_patch(client, &path, *replace).json(&body),
-                *dry_run,
+                look,
             )
             .await
         }
-        ObjectCmd::Delete { name, dry_run } => {
+        ObjectCmd::Delete { name, look } => {
             let path = format!("/api/v1/{collection}/{}", segment(name));
-            write(client, client.http.delete(client.url(&path)), *dry_run).await
+            write(client, client.http.delete(client.url(&path)), look).await
         }
     }
 }
@@ -264,24 +270,20 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
             rtype,
             file,
             replace,
-            dry_run,
+            look,
         } => {
             let body = read_object(file)?;
             let path = record_path(client, name, rtype).await?;
             write(
                 client,
                 put_or_patch(client, &path, *replace).json(&body),
-                *dry_run,
+                look,
             )
             .await
         }
-        RecordObjectCmd::Delete {
-            name,
-            rtype,
-            dry_run,
-        } => {
+        RecordObjectCmd::Delete { name, rtype, look } => {
             let path = record_path(client, name, rtype).await?;
-            write(client, client.http.delete(client.url(&path)), *dry_run).await
+            write(client, client.http.delete(client.url(&path)), look).await
         }
         RecordObjectCmd::Address(AddressCmd::Put {
             name,
@@ -291,7 +293,7 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
             hc,
             weight,
             replace,
-            dry_run,
+            look,
         }) => {
             let path = format!(
                 "{}/addresses/{}",
@@ -311,7 +313,7 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
             write(
                 client,
                 put_or_patch(client, &path, *replace).json(&body),
-                *dry_run,
+                look,
             )
             .await
         }
@@ -319,14 +321,14 @@ pub async fn record(client: &Client, cmd: &RecordObjectCmd) -> Result<()> {
             name,
             rtype,
             address,
-            dry_run,
+            look,
         }) => {
             let path = format!(
                 "{}/addresses/{}",
                 record_path(client, name, rtype).await?,
                 segment(address)
             );
-            write(client, client.http.delete(client.url(&path)), *dry_run).await
+            write(client, client.http.delete(client.url(&path)), look).await
         }
     }
 }
@@ -412,13 +414,15 @@ pub(super) fn read_table(file: &PathBuf) -> Result<Map<String, Value>> {
 pub(super) async fn write(
     client: &Client,
     request: reqwest::RequestBuilder,
-    dry_run: bool,
+    look: &Look,
 ) -> Result<()> {
-    let request = if dry_run {
-        request.query(&[("dry_run", "true")])
-    } else {
-        request
-    };
+    let mut request = request;
+    if look.dry_run {
+        request = request.query(&[("dry_run", "true")]);
+    }
+    if look.force {
+        request = request.query(&[("force", "true")]);
+    }
     let result: ApplyResult = client.send(request).await?;
     print_apply(&result);
     Ok(())

@@ -21,6 +21,17 @@ pub(super) fn print_apply(result: &ApplyResult) {
     } else if !result.changes.is_empty() {
         println!("dry run: nothing applied");
     }
+    if let Some(j) = &result.devices {
+        println!("answers on every device:");
+        super::drain::print_devices(j);
+        let lines = j.emptied_lines();
+        if !lines.is_empty() {
+            println!(
+                "would leave with no answer: {} (an apply needs --force)",
+                lines.join("; ")
+            );
+        }
+    }
 }
 
 /// A table with as many columns as `head`, each as wide as its widest cell.

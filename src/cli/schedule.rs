@@ -31,6 +31,12 @@ pub enum ScheduleCmd {
         /// with no answer, a check's or a hold's state); add nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Add it even if its action would leave a record with no answer on
+        /// some device now, and fire it even so at its time. Without it
+        /// such an add is refused, and such a firing is skipped (a warning
+        /// on every device, shown by `gtm schedule list`).
+        #[arg(long)]
+        force: bool,
         #[command(subcommand)]
         action: Scheduled,
     },
@@ -172,6 +178,7 @@ pub(super) async fn schedule(client: &Client, cmd: &ScheduleCmd) -> Result<()> {
             at,
             until,
             dry_run,
+            force,
             action,
         } => {
             let body = ScheduleRequest {
@@ -179,6 +186,7 @@ pub(super) async fn schedule(client: &Client, cmd: &ScheduleCmd) -> Result<()> {
                 until: until.clone(),
                 action: action.action(),
                 dry_run: *dry_run,
+                force: *force,
             };
             if *dry_run {
                 let d: ScheduleDryRun = client
@@ -271,23 +279,16 @@ fn print_dry_run(d: &ScheduleDryRun) {
                 h.decision
             );
         }
-        if now.changes.is_empty() {
-            println!("if it fired now, no record's answers would change");
-        } else {
-            println!("if it fired now:");
-        }
-        for c in &now.changes {
-            let list = |a: &[String]| {
-                if a.is_empty() {
-                    "(no answer)".to_string()
-                } else {
-                    a.join(" ")
-                }
-            };
-            println!("  {}: {} → {}", c.record, list(&c.before), list(&c.after));
-        }
-        if !now.emptied.is_empty() {
-            println!("would leave with no answer: {}", now.emptied.join(", "));
+    }
+    if let Some(j) = &d.devices {
+        println!("if it fired now:");
+        super::drain::print_devices(j);
+        let lines = j.emptied_lines();
+        if !lines.is_empty() {
+            println!(
+                "would leave with no answer: {} (an add needs --force)",
+                lines.join("; ")
+            );
         }
     }
     for w in &d.warnings {
@@ -299,6 +300,7 @@ fn row(s: &Schedule) -> [String; 7] {
     let state = match s.state {
         ScheduleState::Pending => "pending",
         ScheduleState::Fired => "fired",
+        ScheduleState::Failed if s.fired.as_ref().is_some_and(|f| f.skipped) => "skipped",
         ScheduleState::Failed => "failed",
         ScheduleState::Cancelled => "cancelled",
     };

@@ -226,10 +226,10 @@ pub(super) fn spawn_health(
 /// keys are made only under mutual TLS in a cluster.
 pub(super) fn spawn_replicated(
     workers: &Workers,
-    replication: &Arc<Replication>,
-    engine: &Arc<Engine>,
+    judge: &Arc<gtm_node::judge::Judge>,
     mutual_tls: bool,
 ) {
+    let (replication, engine) = (&judge.replication, &judge.engine);
     {
         let r = replication.clone();
         workers.watch(api::RAFT_WORKER, move || match r.fault() {
@@ -245,8 +245,8 @@ pub(super) fn spawn_replicated(
     );
     let device = engine.device().to_string();
     restarting(workers, "schedule", {
-        let (r, device, stop) = (replication.clone(), device.clone(), workers.token());
-        move || gtm_node::workers::schedule::run(r.clone(), device.clone(), stop.clone())
+        let (j, device, stop) = (judge.clone(), device.clone(), workers.token());
+        move || gtm_node::workers::schedule::run(j.clone(), device.clone(), stop.clone())
     });
     // Also signs again when a new signing window begins.
     restarting(workers, "dnssec", {

@@ -29,6 +29,12 @@ pub struct ApplyResult {
     /// true.
     #[serde(default = "installed_unknown")]
     pub installed: bool,
+    /// A dry run's answer changes on every device: each record the change
+    /// touches, now → after, and those left with no answer where
+    /// (docs/operations.md, "Judged on every device"). Absent when the
+    /// change touches no steered record, and from writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices: Option<gtm_node::judge::Judgement>,
 }
 
 fn installed_unknown() -> bool {
@@ -43,6 +49,7 @@ impl ApplyResult {
             version,
             changes,
             installed: false,
+            devices: None,
         }
     }
 }
@@ -54,6 +61,7 @@ impl From<gtm_node::replication::Applied> for ApplyResult {
             version: applied.version,
             changes: applied.changes,
             installed: applied.installed,
+            devices: None,
         }
     }
 }
@@ -74,6 +82,9 @@ pub(crate) struct ApplyOptions {
     /// Apply only if the configuration is still at this version.
     #[serde(default)]
     pub(crate) version: Option<u64>,
+    /// Apply even if a device would answer a record with nothing.
+    #[serde(default)]
+    pub(crate) force: bool,
 }
 
 pub(super) async fn export_config(State(state): State<ApiState>) -> Result<String, ApiError> {
@@ -160,6 +171,11 @@ pub(crate) async fn apply_config(
             ));
         }
     }
+    let config = Arc::new(config);
+    let judged = state
+        .judge()
+        .config("apply configuration", state.engine.config(), config.clone())
+        .await;
     if q.dry_run {
         let engine = state.engine.clone();
         let (version, changes) =
@@ -169,9 +185,17 @@ pub(crate) async fn apply_config(
         {
             return Err(conflict(version, expected));
         }
-        return Ok(Json(ApplyResult::dry(version, changes)));
+        let mut result = ApplyResult::dry(version, changes);
+        result.devices = judged;
+        return Ok(Json(result));
     }
     writable(&state)?;
+    if !q.force
+        && let Some(refusal) = judged.as_ref().and_then(|j| j.refusal("apply it anyway"))
+    {
+        return Err(refusal);
+    }
+    let config = Arc::try_unwrap(config).unwrap_or_else(|shared| model::Config::clone(&shared));
     let applied = state
         .replication
         .apply_config(state.actor(&who), q.version, text, config)

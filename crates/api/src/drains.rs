@@ -1,10 +1,11 @@
 //! Drains: of an address or a datacenter, out of answers or back, and the
 //! list of active drains (replicated).
 //!
-//! Drains with a look first: `dry_run` answers what a drain or undrain
-//! would change ([`gtm_engine::dry_run`]) and changes nothing; a drain
-//! that would leave a record with no answer is refused, naming the
-//! records, unless `force` is given.
+//! Drains with a look first, on every device ([`gtm_node::judge`]):
+//! `dry_run` answers what a drain or undrain would change on each device
+//! and changes nothing; a drain that would leave a record with no answer
+//! on any device is refused, naming the records and the devices, unless
+//! `force` is given.
 
 use axum::{
     Extension, Json,
@@ -17,10 +18,13 @@ use gtm_model::error::ApiError;
 
 use super::{ApiState, blocking, record_label, writable};
 
-use gtm_engine::{RecordStatus, dry_run::DrainPreview};
+use gtm_engine::RecordStatus;
 use gtm_model::drain::DrainTarget;
-use gtm_model::error::ErrorKind;
-use gtm_node::{access::Principal, command::Action};
+use gtm_node::{
+    access::Principal,
+    command::Action,
+    judge::{Judgement, WhatIf},
+};
 
 /// `?dry_run=true&force=true`, the same as the body's flags.
 #[derive(Debug, Default, Deserialize)]
@@ -34,7 +38,7 @@ pub struct DrainFlags {
 /// What a drain request did: a dry run's preview, or the drain made.
 #[derive(Debug)]
 pub(crate) enum DrainOutcome {
-    Preview(DrainPreview),
+    Preview(Judgement),
     /// This device's record status after it.
     Applied(Vec<RecordStatus>),
 }
@@ -64,28 +68,20 @@ pub(crate) async fn drain_or_preview(
     drained: bool,
     flags: DrainFlags,
 ) -> Result<DrainOutcome, ApiError> {
-    let preview = {
-        let (engine, target) = (state.engine.clone(), target.clone());
-        blocking(move || engine.drain_preview(&target, drained))
-            .await?
-            .map_err(|e| ApiError::new(ErrorKind::NotFound, e.to_string()))?
+    let what = WhatIf::Drain {
+        target: target.clone(),
+        drained,
     };
+    let judgement = state.judge().judge(&what).await?;
     if flags.dry_run {
-        return Ok(DrainOutcome::Preview(preview));
+        return Ok(DrainOutcome::Preview(judgement));
     }
     writable(&state)?;
-    if drained && !flags.force && !preview.emptied.is_empty() {
-        let mut e = ApiError::new(
-            ErrorKind::Conflict,
-            format!(
-                "{} would leave {} record(s) with no answer: {}; nothing was changed. Give --force (force=true) to drain anyway, --dry-run (dry_run=true) to see every change",
-                preview.action,
-                preview.emptied.len(),
-                preview.emptied.join(", ")
-            ),
-        );
-        e.errors = preview.emptied;
-        return Err(e);
+    if drained
+        && !flags.force
+        && let Some(refusal) = judgement.refusal("drain anyway")
+    {
+        return Err(refusal);
     }
     state
         .replication

@@ -267,6 +267,18 @@ fn writable(state: &ApiState) -> Result<(), ApiError> {
     }
 }
 
+impl ApiState {
+    /// What judges an operator action on every device.
+    pub(crate) fn judge(&self) -> gtm_node::judge::Judge {
+        gtm_node::judge::Judge {
+            engine: self.engine.clone(),
+            peers: self.peers.clone(),
+            replication: self.replication.clone(),
+            http: self.peer_http.clone(),
+        }
+    }
+}
+
 fn not_found(what: String) -> ApiError {
     ApiError::new(ErrorKind::NotFound, what)
 }

@@ -40,6 +40,9 @@ pub struct WriteOptions {
     /// Apply only if the configuration is still at this version.
     #[serde(default)]
     pub version: Option<u64>,
+    /// Write even if a device would answer a record with nothing.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// The names of every configured object, without their contents: what a
@@ -368,28 +371,46 @@ async fn write(
     options: &WriteOptions,
     edit: Edit,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    if options.dry_run {
-        let engine = state.engine.clone();
-        let expected = options.version;
-        return super::checking(&state.validations, move |cancel| {
-            let version = engine.version();
-            if let Some(expected) = expected
-                && expected != version
-            {
-                return Err(super::config::conflict(version, expected));
-            }
-            let current = engine.config();
-            let mut config = model::Config::clone(&current);
-            edit::apply(&mut config, &edit)?;
+    let engine = state.engine.clone();
+    let (expected, dry_run) = (options.version, options.dry_run);
+    let probe = edit.clone();
+    let (current, config, dry) = super::checking(&state.validations, move |cancel| {
+        let version = engine.version();
+        if dry_run
+            && let Some(expected) = expected
+            && expected != version
+        {
+            return Err(super::config::conflict(version, expected));
+        }
+        let current = engine.config();
+        let mut config = model::Config::clone(&current);
+        edit::apply(&mut config, &probe)?;
+        let dry = if dry_run {
             model::compile_until(&config, cancel).map_err(super::refused)?;
-            Ok(Json(ApplyResult::dry(
+            Some(ApplyResult::dry(
                 version,
                 gtm_engine::diff(&current, &config),
-            )))
-        })
-        .await?;
+            ))
+        } else {
+            None
+        };
+        Ok((current, Arc::new(config), dry))
+    })
+    .await??;
+    let judged = state
+        .judge()
+        .config(&edit.describe(), current, config)
+        .await;
+    if let Some(mut dry) = dry {
+        dry.devices = judged;
+        return Ok(Json(dry));
     }
     super::writable(state)?;
+    if !options.force
+        && let Some(refusal) = judged.as_ref().and_then(|j| j.refusal("write it anyway"))
+    {
+        return Err(refusal);
+    }
     let applied = state
         .replication
         .propose(state.actor(who), options.version, Action::Edit(edit))

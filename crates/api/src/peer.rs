@@ -131,3 +131,17 @@ pub(super) async fn peer_explain(
         .map(Json)
         .ok_or_else(|| not_found(format!("no steered record {label}")))
 }
+
+/// What an operator action would change on this device, from its own state
+/// now: a peer judging the action on every device asks
+/// ([`gtm_node::judge`]).
+pub(super) async fn peer_what_if(
+    State(state): State<ApiState>,
+    Json(what): Json<gtm_node::judge::WhatIf>,
+) -> Result<Json<gtm_engine::dry_run::ActionPreview>, ApiError> {
+    let engine = state.engine.clone();
+    blocking(move || what.on(&engine))
+        .await?
+        .map(Json)
+        .map_err(not_found)
+}

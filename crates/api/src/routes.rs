@@ -71,11 +71,20 @@ pub struct Op {
 }
 
 const WRITE_QUERY: &[(&str, &str, &str)] = &[
-    ("dry_run", "boolean", "show the changes; apply nothing"),
+    (
+        "dry_run",
+        "boolean",
+        "show the changes, and each record's answers on every device; apply nothing",
+    ),
     (
         "version",
         "integer",
         "apply only if the configuration is still at this version (else 409 conflict)",
+    ),
+    (
+        "force",
+        "boolean",
+        "write even if a device would answer a record with nothing (else 409 conflict)",
     ),
 ];
 
@@ -225,7 +234,7 @@ pub fn operations() -> Vec<Op> {
         op(Method::PUT, "/api/v1/config", Token, "Apply a whole configuration (TOML), atomically", handler!(Method::PUT, config::apply_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>))
-            .query(&[("dry_run", "boolean", "return the changes; apply nothing"), ("allow_empty", "boolean", "apply a configuration with no domain over one that has some (else 409 confirmation-needed)"), ("version", "integer", "apply only if the configuration is still at this version (else 409 conflict)")]),
+            .query(&[("dry_run", "boolean", "return the changes; apply nothing"), ("allow_empty", "boolean", "apply a configuration with no domain over one that has some (else 409 confirmation-needed)"), ("version", "integer", "apply only if the configuration is still at this version (else 409 conflict)"), ("force", "boolean", "apply even if a device would answer a record with nothing (else 409 conflict)")]),
         op(Method::POST, "/api/v1/config/validate", Token, "Validate a configuration (TOML); apply nothing", handler!(Method::POST, config::validate_config))
             .body(Toml)
             .returns(J(schema::<ApplyResult>)),
@@ -476,7 +485,7 @@ pub fn operations() -> Vec<Op> {
             .role(Role::Operator)
             .body(J(schema::<schedules::ScheduleRequest>))
             .returns(J(schema::<schedules::AddAnswer>))
-            .query(&[("dry_run", "boolean", "check it as an add does and answer the schedule it would be with what its action would change if it fired now; add nothing")]),
+            .query(&[("dry_run", "boolean", "check it as an add does and answer the schedule it would be with what its action would change if it fired now; add nothing"), ("force", "boolean", "add it even if its action would leave a record with no answer on some device now, and fire it even so")]),
         op(Method::DELETE, "/api/v1/schedules/{id}", Token, "Cancel a schedule before it (or its reverse) fires", handler!(Method::DELETE, schedules::cancel))
             .role(Role::Operator)
             .returns(J(schema::<gtm_node::machine::schedule::Schedule>)),
@@ -615,6 +624,13 @@ pub fn operations() -> Vec<Op> {
             ClusterSecret,
             "A record's preview as this device computes it",
             handler!(Method::GET, peer::peer_preview),
+        ),
+        op(
+            Method::POST,
+            "/cluster/v1/what-if",
+            ClusterSecret,
+            "What an operator action would change on this device now",
+            handler!(Method::POST, peer::peer_what_if),
         ),
         op(
             Method::GET,

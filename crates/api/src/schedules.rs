@@ -4,11 +4,18 @@
 //! ([`gtm_node::machine::schedule`]) and the leader fires them
 //! ([`gtm_node::workers::schedule`]).
 //!
+//! An add is judged on every device ([`gtm_node::judge`]): one whose
+//! action would leave a record with no answer on some device if it fired
+//! now is refused without `force`, naming the records and the devices; a
+//! forced schedule's firings are not judged, an unforced one's are (and
+//! skipped when they would empty a record then).
+//!
 //! An add with `dry_run` is checked as the add itself is (the times here,
 //! then the state machine's own checks of the action and its target,
 //! [`gtm_node::machine::GtmMachine::check_schedule`]), proposes nothing,
 //! and answers the schedule it would be with what its action would change
-//! if it fired now ([`gtm_engine::dry_run`]).
+//! if it fired now, on this device ([`gtm_engine::dry_run`]) and on every
+//! device.
 
 use axum::{
     Extension, Json,
@@ -24,6 +31,7 @@ use super::{ApiState, blocking, record_label, writable};
 use gtm_engine::dry_run::ActionPreview;
 use gtm_model::error::ErrorKind;
 use gtm_model::{clock::now_ms, drain::DrainTarget};
+use gtm_node::judge::{Judgement, WhatIf};
 use gtm_node::{
     access::Principal,
     command::{Action, Command, ScheduleSpec},
@@ -50,13 +58,20 @@ pub struct ScheduleRequest {
     /// change if it fired now; add nothing (`?dry_run=true` too).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
+    /// Add it even if its action would leave a record with no answer on
+    /// some device now, and fire it even so at its time (`?force=true`
+    /// too). Without it, such a firing is skipped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
-/// `?dry_run=true`, the same as the body's flag.
+/// `?dry_run=true&force=true`, the same as the body's flags.
 #[derive(Debug, Default, Deserialize)]
 pub struct ScheduleFlags {
     #[serde(default)]
     pub dry_run: bool,
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// A schedule's dry run: the schedule it would be, and what its action
@@ -80,6 +95,10 @@ pub struct ScheduleDryRun {
     /// absent when this device cannot say (a warning says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub now: Option<ActionPreview>,
+    /// What it would change on every device if it fired now, as a drain's
+    /// dry run says it; absent when this device cannot say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devices: Option<Judgement>,
     /// What may differ at its time, or make it fail then: records it would
     /// leave with no answer now, an undrain of what is not drained now.
     pub warnings: Vec<String>,
@@ -164,6 +183,7 @@ pub(crate) async fn add(
     Json(mut req): Json<ScheduleRequest>,
 ) -> Result<Response, ApiError> {
     req.dry_run |= flags.dry_run;
+    req.force |= flags.force;
     Ok(match add_or_preview(&state, &who, req).await? {
         AddAnswer::Schedule(s) => Json(s).into_response(),
         AddAnswer::DryRun(d) => Json(d).into_response(),
@@ -177,19 +197,32 @@ pub(crate) async fn add_or_preview(
     who: &Principal,
     req: ScheduleRequest,
 ) -> Result<AddAnswer, ApiError> {
-    let dry_run = req.dry_run;
+    let (dry_run, force) = (req.dry_run, req.force);
     if !dry_run {
         writable(state)?;
     }
     let spec = spec_of(req, now_ms())?;
-    let command = Command::new(
-        state.actor(who),
-        None,
-        Action::AddSchedule(Box::new(spec.clone())),
-    );
+    let add = if force {
+        Action::AddForcedSchedule(Box::new(spec.clone()))
+    } else {
+        Action::AddSchedule(Box::new(spec.clone()))
+    };
+    let command = Command::new(state.actor(who), None, add);
     if dry_run {
         state.replication.check_schedule(command).await?;
-        return Ok(AddAnswer::DryRun(Box::new(dry_run_of(state, spec).await?)));
+        return Ok(AddAnswer::DryRun(Box::new(
+            dry_run_of(state, spec, force).await?,
+        )));
+    }
+    // The machine's own checks first (a target the configuration lacks is
+    // refused as such), then every device's answers.
+    state.replication.check_schedule(command.clone()).await?;
+    if !force
+        && let Some(what) = WhatIf::of(&spec.action)
+        && let Ok(judgement) = state.judge().judge(&what).await
+        && let Some(refusal) = judgement.refusal("schedule it anyway")
+    {
+        return Err(refusal);
     }
     let applied = state
         .replication
@@ -234,7 +267,11 @@ fn spec_of(req: ScheduleRequest, now: u64) -> Result<ScheduleSpec, ApiError> {
 
 /// What a schedule that the state machine would take would be, and what
 /// its action would change on this device if it fired now.
-async fn dry_run_of(state: &ApiState, spec: ScheduleSpec) -> Result<ScheduleDryRun, ApiError> {
+async fn dry_run_of(
+    state: &ApiState,
+    spec: ScheduleSpec,
+    force: bool,
+) -> Result<ScheduleDryRun, ApiError> {
     let what = describe(&spec.action);
     let at = gtm_model::when::rfc3339(spec.at_ms);
     let mut warnings = Vec::new();
@@ -287,14 +324,28 @@ async fn dry_run_of(state: &ApiState, spec: ScheduleSpec) -> Result<ScheduleDryR
             c.after.as_str()
         ));
     }
-    if let Some(p) = &now
-        && !p.emptied.is_empty()
-    {
-        warnings.push(format!(
-            "if it fired now, {what} would leave {} record(s) with no answer: {}; a schedule fires even so, and at {at} the answers may differ",
-            p.emptied.len(),
-            p.emptied.join(", ")
-        ));
+    let devices = match WhatIf::of(&spec.action) {
+        Some(what) if now.is_some() => state.judge().judge(&what).await.ok(),
+        _ => None,
+    };
+    if let Some(j) = &devices {
+        let lines = j.emptied_lines();
+        if !lines.is_empty() {
+            warnings.push(if force {
+                format!(
+                    "if it fired now, {what} would leave {} record(s) with no answer: {}; forced, it fires even so at {at}",
+                    lines.len(),
+                    lines.join("; ")
+                )
+            } else {
+                format!(
+                    "if it fired now, {what} would leave {} record(s) with no answer: {}; the add is refused without --force, and a firing that would still do so at {at} is skipped",
+                    lines.len(),
+                    lines.join("; ")
+                )
+            });
+        }
+        warnings.extend(j.unjudged());
     }
     Ok(ScheduleDryRun {
         at,
@@ -304,6 +355,7 @@ async fn dry_run_of(state: &ApiState, spec: ScheduleSpec) -> Result<ScheduleDryR
         reverse: spec.until_ms.and_then(|_| describe_reverse(&spec.action)),
         what,
         now,
+        devices,
         warnings,
     })
 }

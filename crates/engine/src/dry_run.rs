@@ -117,6 +117,49 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// The addresses (as displayed) `target` takes out of each steered
+    /// record of this device's configuration, by record label: what a
+    /// drain removes from a peer's reported answers when the peer cannot
+    /// be asked (`gtm_node::judge`).
+    pub fn drain_covers(
+        &self,
+        target: &DrainTarget,
+    ) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+        let inner = self.lock();
+        let mut only = super::HealthState {
+            dc_names: inner.health.dc_names.clone(),
+            ..Default::default()
+        };
+        match target {
+            DrainTarget::Address { record, address } => {
+                only.drained_addresses.insert((
+                    record.clone().unwrap_or_else(|| "*".into()),
+                    address.clone(),
+                ));
+            }
+            DrainTarget::Datacenter { name } => {
+                only.drained_dcs.insert(name.clone());
+            }
+        }
+        let mut covers = std::collections::BTreeMap::new();
+        for r in inner.records.iter() {
+            let label = r.label();
+            let drained: std::collections::BTreeSet<String> = r
+                .steering()
+                .addresses
+                .iter()
+                .filter(|a| only.drained(&label, a))
+                .map(|a| a.display())
+                .collect();
+            if !drained.is_empty() {
+                covers.insert(label, drained);
+            }
+        }
+        covers
+    }
+}
+
 /// A manual check's state now and the one a check set would give it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckChange {
@@ -297,6 +340,23 @@ impl Engine {
     }
 }
 
+/// The addresses some client is answered with (as displayed), and
+/// `fail-safe` when the record answers its fail-safe records.
+pub(super) fn shown(
+    steering: &gtm_model::compile::Steering,
+    answers: &PlaceAnswers,
+) -> Vec<String> {
+    let mut out: Vec<String> = resolve::answered(answers)
+        .into_iter()
+        .filter_map(|i| steering.addresses.get(i).map(|a| a.display()))
+        .collect();
+    let groups = std::iter::once(answers.default_answer()).chain(&answers.groups);
+    if groups.into_iter().any(|g| matches!(g, Answer::FailSafe)) {
+        out.push("fail-safe".into());
+    }
+    out
+}
+
 /// The records among `records` whose answers would change were each
 /// evaluated again now with `operator`'s say, from the health view `inner`
 /// holds; and those of them that would be left with no answer.
@@ -317,18 +377,10 @@ fn answer_changes<'a>(
             Some(&r.state),
             operator(&label),
         );
-        let shown = |answers: &PlaceAnswers| -> Vec<String> {
-            let mut out: Vec<String> = resolve::answered(answers)
-                .into_iter()
-                .filter_map(|i| r.steering().addresses.get(i).map(|a| a.display()))
-                .collect();
-            let groups = std::iter::once(answers.default_answer()).chain(&answers.groups);
-            if groups.into_iter().any(|g| matches!(g, Answer::FailSafe)) {
-                out.push("fail-safe".into());
-            }
-            out
-        };
-        let (before, after) = (shown(&r.answers), shown(&eval.answers));
+        let (before, after) = (
+            shown(r.steering(), &r.answers),
+            shown(r.steering(), &eval.answers),
+        );
         if before != after {
             if !before.is_empty() && after.is_empty() {
                 emptied.push(label.clone());

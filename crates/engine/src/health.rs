@@ -59,19 +59,30 @@ impl HealthView for HealthState {
     }
 
     fn drained(&self, record: &str, address: &AddressSpec) -> bool {
-        let dc_drained = |dc: DcId| {
-            self.dc_names
-                .get(dc)
-                .is_some_and(|n| self.drained_dcs.contains(n))
-        };
-        address.dc().is_some_and(dc_drained)
-            || self
-                .drained_addresses
-                .contains(&("*".to_string(), address.display()))
-            || self
-                .drained_addresses
-                .contains(&(record.to_string(), address.display()))
+        drained_in(
+            &self.dc_names,
+            &self.drained_dcs,
+            &self.drained_addresses,
+            record,
+            address,
+        )
     }
+}
+
+/// Whether `address` of `record` is drained: its datacenter (named by
+/// `dc_names`) is in `dcs`, or the address is in `addresses`, of every
+/// record (`*`) or of this one.
+pub(super) fn drained_in(
+    dc_names: &[String],
+    dcs: &BTreeSet<String>,
+    addresses: &BTreeSet<(String, String)>,
+    record: &str,
+    address: &AddressSpec,
+) -> bool {
+    let dc_drained = |dc: DcId| dc_names.get(dc).is_some_and(|n| dcs.contains(n));
+    address.dc().is_some_and(dc_drained)
+        || addresses.contains(&("*".to_string(), address.display()))
+        || addresses.contains(&(record.to_string(), address.display()))
 }
 
 impl HealthState {

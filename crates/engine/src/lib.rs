@@ -10,6 +10,7 @@
 
 mod answered;
 pub mod api_ops;
+pub mod config_preview;
 mod diff;
 pub mod dnssec;
 pub mod dry_run;

@@ -34,7 +34,7 @@ impl Engine {
                     self.log(
                         &mut inner,
                         EventKind::Operator,
-                        Severity::Info,
+                        r.severity,
                         r.object.clone(),
                         r.text.clone(),
                     );

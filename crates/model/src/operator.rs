@@ -72,6 +72,9 @@ pub struct Recent {
     /// The record or object the action is about (the event's subject).
     pub object: String,
     pub text: String,
+    /// `info` when absent.
+    #[serde(default, skip_serializing_if = "crate::severity::Severity::is_info")]
+    pub severity: crate::severity::Severity,
 }
 
 /// The operator state of a map (empty when none was ever set).

@@ -32,6 +32,10 @@ pub enum Severity {
 }
 
 impl Severity {
+    pub fn is_info(&self) -> bool {
+        *self == Self::Info
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Info => "info",

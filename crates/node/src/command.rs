@@ -173,6 +173,16 @@ pub enum Action {
     /// `gtm tsig add`/`delete`: a TSIG key made or removed (docs/transfer.md).
     /// Never moves the configuration version.
     Tsig(TsigChange),
+    /// `gtm schedule add --force`: as [`Action::AddSchedule`], and its
+    /// firings are not judged: one that would leave a record with no
+    /// answer on some device fires even so. Appended last.
+    AddForcedSchedule(Box<ScheduleSpec>),
+    /// Proposed by the leader instead of [`Action::FireSchedule`] when a
+    /// due schedule is not forced and its firing would leave a record with
+    /// no answer on some device (`gtm_node::judge`): the schedule is
+    /// marked skipped with `why`, a warning on every device, and nothing
+    /// else changes. Appended last.
+    SkipSchedule { id: u64, reverse: bool, why: String },
 }
 
 /// A change to a zone's DNSSEC keys. Keys are made by the device that
@@ -267,6 +277,90 @@ pub enum Kind {
     Scenario,
     Service,
     Domain,
+}
+
+impl Kind {
+    pub fn noun(self) -> &'static str {
+        match self {
+            Self::Datacenter => "datacenter",
+            Self::Check => "check",
+            Self::Scenario => "scenario",
+            Self::Service => "service",
+            Self::Domain => "domain",
+        }
+    }
+}
+
+impl Edit {
+    /// The edit in words: `write check web`, `delete record
+    /// www.example.test/A`, `write address 192.0.2.1 of
+    /// www.example.test/A`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Put { kind, name, .. } | Self::Patch { kind, name, .. } => {
+                format!("write {} {name}", kind.noun())
+            }
+            Self::Delete { kind, name } => format!("delete {} {name}", kind.noun()),
+            Self::PutRecord {
+                domain,
+                name,
+                rtype,
+                ..
+            }
+            | Self::PatchRecord {
+                domain,
+                name,
+                rtype,
+                ..
+            } => format!("write record {}", record_of(domain, name, rtype)),
+            Self::DeleteRecord {
+                domain,
+                name,
+                rtype,
+            } => format!("delete record {}", record_of(domain, name, rtype)),
+            Self::PutAddress {
+                domain,
+                name,
+                rtype,
+                key,
+                ..
+            }
+            | Self::PatchAddress {
+                domain,
+                name,
+                rtype,
+                key,
+                ..
+            } => format!("write address {key} of {}", record_of(domain, name, rtype)),
+            Self::DeleteAddress {
+                domain,
+                name,
+                rtype,
+                key,
+            } => format!("delete address {key} of {}", record_of(domain, name, rtype)),
+        }
+    }
+}
+
+/// `www.example.test/A` of a record named relative to its domain (`@`:
+/// the apex).
+fn record_of(domain: &str, name: &str, rtype: &str) -> String {
+    let domain = domain.trim_end_matches('.');
+    let owner = match name.trim_end_matches('.') {
+        "" | "@" => domain.to_string(),
+        n if n.eq_ignore_ascii_case(domain)
+            || n.to_ascii_lowercase()
+                .ends_with(&format!(".{}", domain.to_ascii_lowercase())) =>
+        {
+            n.to_string()
+        }
+        n => format!("{n}.{domain}"),
+    };
+    format!(
+        "{}/{}",
+        owner.to_ascii_lowercase(),
+        rtype.to_ascii_uppercase()
+    )
 }
 
 /// A put or delete of one object. Bodies are the object as JSON, already

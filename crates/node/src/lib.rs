@@ -1,13 +1,15 @@
 //! A device in its cluster: the commands that change replicated state
 //! ([`command`]), the state machine that applies them ([`machine`]),
 //! proposing and installing them ([`replication`]), reports between devices
-//! outside Raft ([`peers`]), the background workers ([`workers`]), the
+//! outside Raft ([`peers`]), an operator action judged on every device
+//! ([`judge`]), the background workers ([`workers`]), the
 //! device's identity on disk ([`identity`]), users, tokens and sessions
 //! ([`access`]) and TLS ([`tls`]).
 
 pub mod access;
 pub mod command;
 pub mod identity;
+pub mod judge;
 pub mod machine;
 pub mod peers;
 pub mod replication;

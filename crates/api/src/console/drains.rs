@@ -1,7 +1,8 @@
 //! Drains (docs/console.md): the active drains (who, when, what), and a
 //! form to drain or undrain an address (of every record, or of one) or a
 //! datacenter. **Preview** is the API's dry run (what each record would
-//! answer, and which records would be left with no answer); **Drain** or
+//! answer on each device, and which records would be left with no answer
+//! where); **Drain** or
 //! **Undrain** then makes it. A drain that would empty a record is refused
 //! with the API's message, and **Drain anyway (force)** is offered. Every
 //! step calls the API's own handler ([`crate::drains::drain_or_preview`]).
@@ -19,10 +20,12 @@ use crate::{
     ApiState,
     drains::{DrainFlags, DrainOutcome, address_target, drain_or_preview},
 };
-use gtm_engine::dry_run::DrainPreview;
 use gtm_model::drain::DrainTarget;
 use gtm_model::error::ErrorKind;
-use gtm_node::access::{Principal, Role};
+use gtm_node::{
+    access::{Principal, Role},
+    judge::{Basis, Judgement},
+};
 
 /// The form as sent (or as a listed drain fills it).
 #[derive(Debug, Default, Clone)]
@@ -81,7 +84,7 @@ impl Fields {
 
 /// What the last submission did.
 enum Outcome {
-    Preview(DrainPreview),
+    Preview(Judgement),
     Applied(String),
     /// Refused because records would be left with no answer: force offered.
     Emptied(String),
@@ -161,27 +164,67 @@ fn carried(who: &Principal, f: &Fields) -> Markup {
     }
 }
 
-fn preview_box(who: &Principal, f: &Fields, p: &DrainPreview) -> Markup {
+fn preview_box(who: &Principal, f: &Fields, j: &Judgement) -> Markup {
     html! {
-        div.notice #drain-preview role="status" {
-            p { "Dry run of " strong { (p.action) } " on this device: nothing is changed yet." }
-            @if p.changes.is_empty() {
-                p { "No record would answer differently." }
-            } @else {
+        div.notice role="status" { (judgement_box(j, "drain-preview", "drain-emptied")) }
+        form method="post" action="/ui/drains" {
+            (carried(who, f))
+            div.actions {
+                button type="submit" name="action" value="apply" #drain-apply { (f.verb()) }
+                " "
+                a href="/ui/drains" { "Cancel" }
+            }
+        }
+    }
+}
+
+/// What an action would change on every device: a row per device and
+/// record whose answers change, how each device was judged, and the
+/// records some device would answer with nothing (ids `id` and
+/// `emptied_id`). Shared with the schedules' preview.
+pub(super) fn judgement_box(j: &Judgement, id: &str, emptied_id: &str) -> Markup {
+    let changed = j.devices.iter().any(|d| !d.changes.is_empty());
+    let emptied = j.emptied_lines();
+    html! {
+        div id=(id) {
+            p { "Dry run of " strong { (j.action) } " on every device: nothing is changed yet." }
+            ul {
+                @for d in &j.devices {
+                    li data-device=(d.device) {
+                        strong { (d.device) } ": "
+                        @match d.basis {
+                            Basis::Now => { "asked now" }
+                            Basis::Report => {
+                                "did not answer; judged from its report "
+                                (gtm_model::when::age(d.age_ms.unwrap_or(0))) " old"
+                            }
+                            Basis::None => { "not judged: " (d.why.as_deref().unwrap_or("no answer")) }
+                        }
+                        @if d.basis != Basis::None && d.changes.is_empty() {
+                            "; no record would answer differently"
+                        }
+                    }
+                }
+            }
+            @if changed {
                 div.scroll tabindex="0" role="region" aria-label="Changed answers" {
                     table.changes {
-                        caption { "What each record would answer" }
+                        caption { "What each record would answer, per device" }
                         thead { tr {
+                            th scope="col" { "Device" }
                             th scope="col" { "Record" }
                             th scope="col" { "Answers now" }
                             th scope="col" { "Would answer" }
                         } }
                         tbody {
-                            @for c in &p.changes {
-                                tr data-record=(c.record) {
-                                    th scope="row" { (c.record) }
-                                    td { (answers(&c.before)) }
-                                    td { (answers(&c.after)) }
+                            @for d in &j.devices {
+                                @for c in &d.changes {
+                                    tr data-device=(d.device) data-record=(c.record) {
+                                        td { (d.device) }
+                                        th scope="row" { (c.record) }
+                                        td { (answers(&c.before)) }
+                                        td { (answers(&c.after)) }
+                                    }
                                 }
                             }
                         }
@@ -189,17 +232,9 @@ fn preview_box(who: &Principal, f: &Fields, p: &DrainPreview) -> Markup {
                 }
             }
         }
-        @if !p.emptied.is_empty() {
-            p.error role="alert" #drain-emptied {
-                "These records would be left with no answer: " (p.emptied.join(", "))
-            }
-        }
-        form method="post" action="/ui/drains" {
-            (carried(who, f))
-            div.actions {
-                button type="submit" name="action" value="apply" #drain-apply { (f.verb()) }
-                " "
-                a href="/ui/drains" { "Cancel" }
+        @if !emptied.is_empty() {
+            p.error role="alert" id=(emptied_id) {
+                "These records would be left with no answer: " (emptied.join("; "))
             }
         }
     }

@@ -160,6 +160,7 @@ pub async fn submit(
         Query(WriteOptions {
             dry_run: !apply,
             version,
+            force: false,
         }),
         Json(body),
     )

@@ -182,6 +182,7 @@ async fn switched(
             dry_run: !apply,
             allow_empty: false,
             version,
+            force: false,
         }),
         Bytes::from(text),
     )

@@ -103,6 +103,7 @@ impl Fields {
             until: self.opt("until"),
             action,
             dry_run: false,
+            force: self.get("force") == "on",
         })
     }
 }
@@ -209,6 +210,7 @@ fn state_word(s: &Schedule) -> &'static str {
             "fired, reverse pending"
         }
         ScheduleState::Fired => "fired",
+        ScheduleState::Failed if s.fired.as_ref().is_some_and(|f| f.skipped) => "skipped",
         ScheduleState::Failed => "failed",
         ScheduleState::Cancelled => "cancelled",
     }
@@ -353,6 +355,11 @@ async fn render(
                     }
                     (errors_of(problems, "state"))
                 }
+                div.field {
+                    input #s-force name="force" type="checkbox" value="on" checked[f.get("force") == "on"];
+                    " "
+                    label for="s-force" { "Force: add and fire it even if a device would answer a record with nothing (without it, such a firing is skipped)" }
+                }
                 div.actions {
                     button type="submit" name="action" value="preview" #schedule-preview { "Preview" }
                     @if matches!(outcome, Some(Outcome::Preview(_))) {
@@ -389,29 +396,9 @@ fn preview_box(d: &ScheduleDryRun) -> Markup {
                         " (" (h.decision) ")."
                     }
                 }
-                @if now.changes.is_empty() {
-                    p #schedule-no-change { "If it fired now, no record would answer differently." }
-                } @else {
-                    div.scroll tabindex="0" role="region" aria-label="Answers if it fired now" {
-                        table.changes #schedule-changes {
-                            caption { "If it fired now, on this device" }
-                            thead { tr {
-                                th scope="col" { "Record" }
-                                th scope="col" { "Answers now" }
-                                th scope="col" { "Would answer" }
-                            } }
-                            tbody {
-                                @for c in &now.changes {
-                                    tr data-record=(c.record) {
-                                        th scope="row" { (c.record) }
-                                        td { (answers(&c.before)) }
-                                        td { (answers(&c.after)) }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
+            }
+            @if let Some(j) = &d.devices {
+                (super::drains::judgement_box(j, "schedule-changes", "schedule-emptied"))
             }
         }
         @if !d.warnings.is_empty() {
@@ -419,14 +406,6 @@ fn preview_box(d: &ScheduleDryRun) -> Markup {
                 @for w in &d.warnings { p { (w) } }
             }
         }
-    }
-}
-
-fn answers(list: &[String]) -> String {
-    if list.is_empty() {
-        "nothing".into()
-    } else {
-        list.join(", ")
     }
 }
 

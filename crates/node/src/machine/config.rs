@@ -77,8 +77,10 @@ impl GtmMachine {
             | Action::SetCheck { .. }
             | Action::Resume { .. }
             | Action::AddSchedule(_)
+            | Action::AddForcedSchedule(_)
             | Action::CancelSchedule { .. }
             | Action::FireSchedule { .. }
+            | Action::SkipSchedule { .. }
             | Action::Dnssec(_)
             | Action::RotateCookieSecret { .. }
             | Action::Account(_)

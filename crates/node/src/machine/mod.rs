@@ -362,7 +362,10 @@ impl GtmMachine {
     /// times, the action and its target in the committed configuration).
     /// A schedule's dry run asks it; nothing is written.
     pub fn check_schedule(&self, kv: &Map, command: &Command) -> Result<(), ApiError> {
-        if !matches!(command.action, Action::AddSchedule(_)) {
+        if !matches!(
+            command.action,
+            Action::AddSchedule(_) | Action::AddForcedSchedule(_)
+        ) {
             return Err(ApiError::new(
                 ErrorKind::BadRequest,
                 "only the add of a schedule is checked without applying it",

@@ -26,11 +26,22 @@ use gtm_model::{
 
 /// Adds a GTM Logs line that every device logs when it installs the state.
 pub(super) fn note(state: &mut OperatorState, object: &str, text: String) {
+    note_as(state, object, text, gtm_model::severity::Severity::Info);
+}
+
+/// [`note`] with a severity.
+pub(super) fn note_as(
+    state: &mut OperatorState,
+    object: &str,
+    text: String,
+    severity: gtm_model::severity::Severity,
+) {
     let seq = state.recent.last().map_or(1, |r| r.seq + 1);
     state.recent.push(Recent {
         seq,
         object: object.to_string(),
         text,
+        severity,
     });
     let excess = state.recent.len().saturating_sub(RECENT_KEPT);
     state.recent.drain(..excess);

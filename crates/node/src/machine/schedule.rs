@@ -62,6 +62,10 @@ pub struct Firing {
     pub ok: bool,
     /// The change made, or why nothing was.
     pub result: String,
+    /// Not made because it would have left a record with no answer on
+    /// some device (the schedule was not forced).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -91,6 +95,11 @@ pub struct Schedule {
     /// restores (`ok` when there was none).
     #[serde(default)]
     pub previous_check: Option<String>,
+    /// Added with `--force`: its firings are not judged, and one that
+    /// would leave a record with no answer on some device fires even so.
+    /// Without it such a firing is skipped ([`Firing::skipped`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
 impl Schedule {
@@ -174,7 +183,7 @@ pub(super) fn run(
     };
     let mut book = book_of(kv);
     Some(match &command.action {
-        Action::AddSchedule(spec) => {
+        Action::AddSchedule(spec) | Action::AddForcedSchedule(spec) => {
             let open = book.schedules.iter().filter(|s| is_open(s)).count();
             if open >= OPEN_MAX {
                 return Some(rejected(
@@ -207,6 +216,7 @@ pub(super) fn run(
                 reversed: None,
                 cancelled: None,
                 previous_check: None,
+                force: matches!(command.action, Action::AddForcedSchedule(_)),
             });
             prune(&mut book);
             applied(
@@ -248,7 +258,18 @@ pub(super) fn run(
             applied(true, line, vec![put_book(&book), operator::put(&state)])
         }
         Action::FireSchedule { id, reverse } => fire(
-            kv, index, version, current, command, &mut book, *id, *reverse,
+            kv, index, version, current, command, &mut book, *id, *reverse, None,
+        ),
+        Action::SkipSchedule { id, reverse, why } => fire(
+            kv,
+            index,
+            version,
+            current,
+            command,
+            &mut book,
+            *id,
+            *reverse,
+            Some(why),
         ),
         _ => return None,
     })
@@ -305,6 +326,16 @@ fn check_spec(
     }
 }
 
+/// What a schedule's firing does: its action, or (`reverse`) the
+/// reverse's; `None` for a reverse of an action that has none.
+pub fn firing_action(s: &Schedule, reverse: bool) -> Option<Action> {
+    if reverse {
+        reverse_of(s)
+    } else {
+        Some(s.action.clone())
+    }
+}
+
 /// The reverse of a schedule's action.
 fn reverse_of(s: &Schedule) -> Option<Action> {
     match &s.action {
@@ -330,6 +361,7 @@ fn fire(
     book: &mut Book,
     id: u64,
     reverse: bool,
+    skip: Option<&String>,
 ) -> Change {
     let now = command.time_ms;
     let Some(s) = book.schedules.iter_mut().find(|s| s.id == id) else {
@@ -366,11 +398,19 @@ fn fire(
         action,
         ..command.clone()
     });
-    let result = match inner.and_then(|c| operator::run(kv, index, version, current, &c)) {
-        Some(Change {
-            writes,
-            outcome: Outcome::Applied { changes, .. },
-        }) => {
+    let run = match skip {
+        Some(_) => None,
+        None => inner.and_then(|c| operator::run(kv, index, version, current, &c)),
+    };
+    let result = match (skip, run) {
+        (Some(why), _) => Err(why.clone()),
+        (
+            None,
+            Some(Change {
+                writes,
+                outcome: Outcome::Applied { changes, .. },
+            }),
+        ) => {
             if let Some(new) = writes.iter().find_map(|w| match w {
                 Write::Put { key, value } if key == operator::OPERATOR_KEY => {
                     serde_json::from_slice::<OperatorState>(value).ok()
@@ -381,11 +421,14 @@ fn fire(
             }
             Ok(changes.join("; "))
         }
-        Some(Change {
-            outcome: Outcome::Rejected(e),
-            ..
-        }) => Err(e.message),
-        _ => Err("the action has no reverse".to_string()),
+        (
+            None,
+            Some(Change {
+                outcome: Outcome::Rejected(e),
+                ..
+            }),
+        ) => Err(e.message),
+        (None, None) => Err("the action has no reverse".to_string()),
     };
     let late_ms = now.saturating_sub(due);
     let (ok, text) = match &result {
@@ -398,6 +441,7 @@ fn fire(
         late_ms,
         ok,
         result: text.clone(),
+        skipped: skip.is_some(),
     };
     let phase = if reverse { "reverse of " } else { "" };
     let late = if late_ms >= 2000 {
@@ -424,7 +468,17 @@ fn fire(
             ScheduleState::Failed
         };
     }
-    operator::note(&mut state, &format!("schedule {id}"), line.clone());
+    let severity = if skip.is_some() {
+        gtm_model::severity::Severity::Warning
+    } else {
+        gtm_model::severity::Severity::Info
+    };
+    operator::note_as(
+        &mut state,
+        &format!("schedule {id}"),
+        line.clone(),
+        severity,
+    );
     prune(book);
     Change {
         writes: vec![put_book(book), operator::put(&state)],

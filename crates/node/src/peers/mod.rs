@@ -313,6 +313,15 @@ impl Peers {
             .collect()
     }
 
+    /// `device`'s record states as its last report left them, and how
+    /// long ago that report came.
+    pub fn last_states(&self, device: &str) -> Option<(Duration, RecordStates)> {
+        let reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+        reports
+            .get(device)
+            .map(|(at, _, list)| (at.elapsed(), list.clone()))
+    }
+
     /// The events peers sent, every device's together.
     pub fn events(&self) -> Vec<Event> {
         self.events

@@ -9,10 +9,19 @@
 //! applies once. A leader that sees no quorum proposes nothing (and a
 //! proposal that fails is tried again on the next look), so a schedule
 //! fires when quorum returns, late, and its event says how late.
+//!
+//! A schedule added without `--force` is judged on every device before it
+//! fires ([`crate::judge`]): when its firing would leave a record with no
+//! answer on some device, the leader proposes [`Action::SkipSchedule`]
+//! instead, naming the records and the devices.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use crate::{command::Action, machine::schedule::book_of, replication::Replication};
+use crate::{
+    command::Action,
+    judge::{Judge, WhatIf},
+    machine::schedule::{Schedule, book_of, firing_action},
+};
 use gtm_model::{actor::Actor, clock::now_ms};
 
 /// How often the firing device looks for due schedules.
@@ -23,11 +32,8 @@ pub const FIRING_USER: &str = "scheduler";
 
 /// Fires due schedules while this device leads (or is in no cluster), until
 /// `stop`.
-pub async fn run(
-    replication: Arc<Replication>,
-    device: String,
-    stop: tokio_util::sync::CancellationToken,
-) {
+pub async fn run(judge: Arc<Judge>, device: String, stop: tokio_util::sync::CancellationToken) {
+    let replication = &judge.replication;
     // The last failure logged per schedule: logged again only when it
     // changes, not twice a second while quorum is away.
     let mut failing: HashMap<(u64, bool), String> = HashMap::new();
@@ -44,20 +50,22 @@ pub async fn run(
             continue;
         }
         let now = now_ms();
-        let due: Vec<(u64, bool)> = book_of(&*replication.state().await)
+        let due: Vec<(Schedule, bool)> = book_of(&*replication.state().await)
             .schedules
-            .iter()
-            .filter_map(|s| s.due(now).map(|reverse| (s.id, reverse)))
+            .into_iter()
+            .filter_map(|s| s.due(now).map(|reverse| (s, reverse)))
             .collect();
-        for (id, reverse) in due {
+        for (schedule, reverse) in due {
+            let id = schedule.id;
             let actor = Actor {
                 user: FIRING_USER.into(),
                 device: device.clone(),
             };
-            match replication
-                .propose(actor, None, Action::FireSchedule { id, reverse })
-                .await
-            {
+            let action = match skip_why(&judge, &schedule, reverse).await {
+                Some(why) => Action::SkipSchedule { id, reverse, why },
+                None => Action::FireSchedule { id, reverse },
+            };
+            match replication.propose(actor, None, action).await {
                 Ok(_) => {
                     failing.remove(&(id, reverse));
                 }
@@ -71,4 +79,25 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Why a due firing is skipped: it is not forced, and it would leave a
+/// record with no answer on some device. `None` fires it (a firing that
+/// cannot be judged here fires, and the state machine says if it cannot
+/// be applied).
+async fn skip_why(judge: &Judge, schedule: &Schedule, reverse: bool) -> Option<String> {
+    if schedule.force {
+        return None;
+    }
+    let what = firing_action(schedule, reverse).and_then(|a| WhatIf::of(&a))?;
+    let judgement = judge.judge(&what).await.ok()?;
+    let lines = judgement.emptied_lines();
+    (!lines.is_empty()).then(|| {
+        format!(
+            "{} would leave {} record(s) with no answer: {} (the schedule was not added with --force)",
+            judgement.action,
+            lines.len(),
+            lines.join("; ")
+        )
+    })
 }

@@ -294,6 +294,7 @@ pub async fn submit(
         } else {
             None
         },
+        force: false,
     };
     let result = typed!(kind, T => put::<T>(
         State(state.clone()),
@@ -519,6 +520,7 @@ async fn deletion(
     let options = WriteOptions {
         dry_run: !apply,
         version,
+        force: false,
     };
     let result = typed!(kind, T => delete::<T>(
         State(state.clone()),
