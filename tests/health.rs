@@ -384,8 +384,8 @@ name = "dc1"
 name = "web"
 type = "http"
 port = {}
-interval = "100ms"
-timeout = "80ms"
+interval = "500ms"
+timeout = "500ms"
 reuse_connection = true
 
 [[domain]]
@@ -427,7 +427,7 @@ async fn every_probe_type_drives_answers() {
     let grpc = GrpcBackend::start_grpc().await;
     let check = |name: &str, kind: &str, port: u16, extra: &str| {
         format!(
-            "[[check]]\nname = \"{name}\"\ntype = \"{kind}\"\ntarget = \"127.0.0.1\"\nport = {port}\ninterval = \"300ms\"\ntimeout = \"250ms\"\nfailures = 1\nsuccesses = 1\n{extra}\n\n[[scenario]]\nname = \"{name}-up\"\ncondition = \"{name}\"\n\n"
+            "[[check]]\nname = \"{name}\"\ntype = \"{kind}\"\ntarget = \"127.0.0.1\"\nport = {port}\ninterval = \"1s\"\ntimeout = \"1s\"\nfailures = 1\nsuccesses = 1\n{extra}\n\n[[scenario]]\nname = \"{name}-up\"\ncondition = \"{name}\"\n\n"
         )
     };
     let mut cfg = String::new();
