@@ -9,7 +9,7 @@
 # all, with the features of a build without the tests' (docs/decisions.md).
 # Needs cargo, dpkg-deb, dpkg-shlibdeps and dpkg-parsechangelog (dpkg-dev)
 # and gzip: the package is a staged tree given to `dpkg-deb --build`, laid
-# out as debhelper would (docs/decisions.md, "The Debian package").
+# out as debhelper would (docs/decisions.md, Operator surface).
 #
 # The package's version is the top entry of packaging/debian/changelog,
 # whose upstream part must be the binary's version: a new version of gtm
