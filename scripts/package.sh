@@ -88,13 +88,14 @@ gunzip "$doc/operations.md.gz"
 export SOURCE_DATE_EPOCH
 SOURCE_DATE_EPOCH=$(dpkg-parsechangelog -l packaging/debian/changelog -S Timestamp)
 
-# The shared libraries' packages, at the versions the binary needs.
+# The shared libraries' packages, at the versions the binary needs
+# (dpkg-shlibdeps finds the package's root by its DEBIAN directory).
+install -d "$root/DEBIAN"
 printf 'Source: gtm\n\nPackage: gtm\nArchitecture: any\n' >"$stage/debian/control"
 shlibs=$(cd "$stage" && dpkg-shlibdeps -O "$root/usr/bin/gtm")
 shlibs=${shlibs#shlibs:Depends=}
 [ -n "$shlibs" ] || { echo "dpkg-shlibdeps found no library the binary needs" >&2; exit 1; }
 
-install -d "$root/DEBIAN"
 # The device name the node file ships: postinst leaves the unit alone
 # while the operator has not replaced it.
 shipped_name=$(sed -n 's/^name = "\([^"]*\)".*/\1/p' packaging/node.toml)
