@@ -75,10 +75,11 @@ pub enum Command {
         /// The shell the script is for.
         shell: clap_complete::Shell,
     },
-    /// Write one man page per command into DIR (for packaging).
+    /// Write the man pages into DIR/man1 (one per command) and DIR/man5
+    /// (gtm.toml, gtm-node.toml), for packaging.
     #[command(hide = true, after_help = "Example:\n  gtm manpages out/")]
     Manpages {
-        /// The directory the pages are written to (created if missing).
+        /// The directory the pages are written under (created if missing).
         dir: PathBuf,
     },
     /// GeoIP: where an address is, and the database.

@@ -85,7 +85,7 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
                 );
             }
             if !r.ok {
-                std::process::exit(1);
+                std::process::exit(super::client::exit::FAILED);
             }
             Ok(())
         }

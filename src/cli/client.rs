@@ -17,9 +17,55 @@ use gtm_model::{
 };
 use gtm_node::command::{COMMAND_HEADER, CommandId};
 
+/// The process's exit codes, each with what it means: [`exit_code`] gives
+/// only these, and [`EXIT_STATUS`] says them in the man pages and in
+/// docs/cli-reference.md.
+pub mod exit {
+    pub const DONE: i32 = 0;
+    pub const FAILED: i32 = 1;
+    pub const BAD_INPUT: i32 = 2;
+    pub const UNREACHABLE: i32 = 3;
+    pub const NO_QUORUM: i32 = 4;
+    pub const NOT_FOUND: i32 = 5;
+    pub const OUTCOME_UNKNOWN: i32 = 6;
+}
+
+/// Every exit code of `gtm` and its meaning (EXIT STATUS in gtm(1)).
+pub const EXIT_STATUS: [(i32, &str); 7] = [
+    (exit::DONE, "Done."),
+    (
+        exit::FAILED,
+        "Failed: an error none of the codes below names, a Test now probe that failed \
+         (gtm check test), or a device that cannot write its store (503 storage).",
+    ),
+    (
+        exit::BAD_INPUT,
+        "Bad input; the message says what to fix: an argument, a file, the node file, a role \
+         that does not allow the command, or a request the device refused (an HTTP 4xx).",
+    ),
+    (
+        exit::UNREACHABLE,
+        "The device, or another device a command is forwarded to, could not be reached, or a \
+         read got no answer within its deadline (--timeout).",
+    ),
+    (
+        exit::NO_QUORUM,
+        "No quorum: nothing was applied and nothing will be.",
+    ),
+    (
+        exit::NOT_FOUND,
+        "Not found: the object, version or command named does not exist.",
+    ),
+    (
+        exit::OUTCOME_UNKNOWN,
+        "Outcome unknown: a write was sent, or may have been, and no answer came; it may still \
+         apply. gtm command status ID, with the command id the message names, shows its fate.",
+    ),
+];
+
 /// Exit codes: 0 ok, 1 error, 2 bad input (clap's too), 3 unreachable,
 /// 4 no quorum, 5 not found, 6 outcome unknown (an API error's, by
-/// `api_exit_code`, or a write whose answer never came).
+/// `api_exit_code`, or a write whose answer never came): [`EXIT_STATUS`].
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     #[error("{0}")]
@@ -41,25 +87,25 @@ pub enum CliError {
 /// The process's exit code for an error of `run`.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     match e.downcast_ref::<CliError>() {
-        Some(CliError::BadInput(_)) => 2,
-        Some(CliError::Unreachable(_)) => 3,
-        Some(CliError::NoQuorum(_)) => 4,
-        Some(CliError::NotFound(_)) => 5,
-        Some(CliError::OutcomeUnknown(_)) => 6,
+        Some(CliError::BadInput(_)) => exit::BAD_INPUT,
+        Some(CliError::Unreachable(_)) => exit::UNREACHABLE,
+        Some(CliError::NoQuorum(_)) => exit::NO_QUORUM,
+        Some(CliError::NotFound(_)) => exit::NOT_FOUND,
+        Some(CliError::OutcomeUnknown(_)) => exit::OUTCOME_UNKNOWN,
         Some(CliError::Api { kind, .. }) => api_exit_code(*kind),
-        None => 1,
+        None => exit::FAILED,
     }
 }
 
 /// The exit code of each kind of API error: the one place the CLI maps them.
 pub fn api_exit_code(kind: ErrorKind) -> i32 {
     match kind {
-        ErrorKind::Unreachable => 3,
-        ErrorKind::NoQuorum => 4,
-        ErrorKind::NotFound => 5,
-        ErrorKind::OutcomeUnknown => 6,
-        k if (400..500).contains(&k.status()) => 2,
-        _ => 1,
+        ErrorKind::Unreachable => exit::UNREACHABLE,
+        ErrorKind::NoQuorum => exit::NO_QUORUM,
+        ErrorKind::NotFound => exit::NOT_FOUND,
+        ErrorKind::OutcomeUnknown => exit::OUTCOME_UNKNOWN,
+        k if (400..500).contains(&k.status()) => exit::BAD_INPUT,
+        _ => exit::FAILED,
     }
 }
 

@@ -26,6 +26,7 @@ mod objects;
 mod output;
 mod record;
 pub mod reference;
+mod roff;
 mod schedule;
 mod serve;
 mod status;

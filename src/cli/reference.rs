@@ -24,6 +24,11 @@ pub fn markdown() -> String {
     let _ = writeln!(out, "{}\n", text(root.get_about()));
     out.push_str("## Options of every command\n\n");
     args_table(&mut out, root.get_arguments().filter(|a| listed(a)));
+    out.push_str("## Exit status\n\n| code | meaning |\n|---|---|\n");
+    for (code, meaning) in super::client::EXIT_STATUS {
+        let _ = writeln!(out, "| {code} | {} |", cell(meaning));
+    }
+    out.push('\n');
     for sub in root.get_subcommands().filter(|s| s.get_name() != "help") {
         command(&mut out, sub, "gtm");
     }

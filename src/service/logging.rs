@@ -17,6 +17,14 @@ use gtm_model::node::{LogFormat, parse_log_filter};
 /// at INFO: useful when debugging a cluster, noise otherwise.
 pub const DEFAULT_FILTER: &str = "info,hickory_server=warn,hickory_proto=error,openraft=warn";
 
+/// The variables that set the filter, the first set winning over the
+/// node's `log_level` (ENVIRONMENT in the man pages).
+pub const FILTER_ENV: [&str; 2] = ["GTM_LOG", "RUST_LOG"];
+
+/// Set (to anything), the log has no colour even on a terminal
+/// (<https://no-color.org>).
+pub const NO_COLOR_ENV: &str = "NO_COLOR";
+
 static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 
 /// The filter in force: `GTM_LOG`, else `RUST_LOG`, else `log_level` (the
@@ -24,7 +32,7 @@ static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 /// does not parse is reported and skipped.
 fn filter(log_level: Option<&str>) -> (EnvFilter, Option<String>) {
     let mut warning = None;
-    for var in ["GTM_LOG", "RUST_LOG"] {
+    for var in FILTER_ENV {
         if let Ok(value) = std::env::var(var) {
             match parse_log_filter(&value) {
                 Ok(f) => return (f, warning),
@@ -42,7 +50,7 @@ fn filter(log_level: Option<&str>) -> (EnvFilter, Option<String>) {
 pub fn init(log_level: Option<&str>, format: LogFormat) {
     let (env_filter, warning) = filter(log_level);
     let (filter_layer, handle) = reload::Layer::new(env_filter);
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let colour = std::io::stderr().is_terminal() && std::env::var_os(NO_COLOR_ENV).is_none();
     let output = match format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
