@@ -239,9 +239,13 @@ pub enum ConfigCmd {
     Rollback {
         /// The version whose configuration becomes current.
         version: u64,
-        /// Show the changes from the applied configuration; apply nothing.
+        /// Show the changes from the applied configuration, and each
+        /// record's answers on every device; apply nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Roll back even if a device would answer a record with nothing.
+        #[arg(long)]
+        force: bool,
     },
 }
 

@@ -58,8 +58,10 @@ pub(super) async fn run(cli: &Connect, cmd: &ConfigCmd) -> Result<()> {
         ConfigCmd::Diff { from, to, json } => {
             history::diff(&Client::new(cli)?, *from, *to, *json).await
         }
-        ConfigCmd::Rollback { version, dry_run } => {
-            history::rollback(&Client::new(cli)?, *version, *dry_run).await
-        }
+        ConfigCmd::Rollback {
+            version,
+            dry_run,
+            force,
+        } => history::rollback(&Client::new(cli)?, *version, *dry_run, *force).await,
     }
 }

@@ -96,13 +96,21 @@ pub(super) async fn diff(client: &Client, from: u64, to: u64, json: bool) -> Res
 }
 
 /// `gtm config rollback N [--dry-run]`.
-pub(super) async fn rollback(client: &Client, version: u64, dry_run: bool) -> Result<()> {
+pub(super) async fn rollback(
+    client: &Client,
+    version: u64,
+    dry_run: bool,
+    force: bool,
+) -> Result<()> {
     let mut req = client
         .http
         .post(client.url("/api/v1/config/rollback"))
         .json(&RollbackRequest { version });
     if dry_run {
         req = req.query(&[("dry_run", "true")]);
+    }
+    if force {
+        req = req.query(&[("force", "true")]);
     }
     let result: ApplyResult = client.send(req).await?;
     print_apply(&result);

@@ -66,10 +66,14 @@ impl From<gtm_node::replication::Applied> for ApplyResult {
     }
 }
 
+/// `?dry_run=true&force=true` of a rollback.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
-pub(crate) struct DryRun {
+pub(crate) struct Look {
     #[serde(default)]
     pub(crate) dry_run: bool,
+    /// Roll back even if a device would answer a record with nothing.
+    #[serde(default)]
+    pub(crate) force: bool,
 }
 
 #[derive(Debug, Deserialize)]

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use gtm_model::error::ApiError;
 
-use super::{ApiState, ApplyResult, blocking, config::DryRun, writable};
+use super::{ApiState, ApplyResult, blocking, config::Look, writable};
 
 use gtm_model as model;
 use gtm_model::actor::Actor;
@@ -173,18 +173,45 @@ pub(crate) async fn diff(
 pub(crate) async fn rollback(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
-    Query(q): Query<DryRun>,
+    Query(q): Query<Look>,
     Json(request): Json<RollbackRequest>,
 ) -> Result<Json<ApplyResult>, ApiError> {
-    if q.dry_run {
-        let text = text_of(&*state.replication.state().await, request.version)?;
+    // The kept text as this device has it: a dry run needs it; a rollback
+    // is judged with it when it is here (the state machine checks the
+    // committed history, which a device behind may not have yet).
+    let kept = text_of(&*state.replication.state().await, request.version);
+    let target = match kept {
+        Ok(text) => Some(blocking(move || parse_kept(request.version, &text)).await??),
+        Err(e) if q.dry_run => return Err(e),
+        Err(_) => None,
+    };
+    let judged = match &target {
+        Some(config) => {
+            state
+                .judge()
+                .config(
+                    &format!("roll back to version {}", request.version),
+                    state.engine.config(),
+                    std::sync::Arc::new(config.clone()),
+                )
+                .await
+        }
+        None => None,
+    };
+    if q.dry_run
+        && let Some(config) = target
+    {
         let engine = state.engine.clone();
-        let (version, changes) = blocking(move || -> Result<_, ApiError> {
-            let config = parse_kept(request.version, &text)?;
-            Ok((engine.version(), engine.changes(&config)))
-        })
-        .await??;
-        return Ok(Json(ApplyResult::dry(version, changes)));
+        let (version, changes) =
+            blocking(move || (engine.version(), engine.changes(&config))).await?;
+        let mut result = ApplyResult::dry(version, changes);
+        result.devices = judged;
+        return Ok(Json(result));
+    }
+    if !q.force
+        && let Some(refusal) = judged.as_ref().and_then(|j| j.refusal("roll back anyway"))
+    {
+        return Err(refusal);
     }
     writable(&state)?;
     // The state machine checks the version against the committed history,

@@ -228,7 +228,7 @@ pub fn operations() -> Vec<Op> {
         op(Method::POST, "/api/v1/config/rollback", Token, "Make a kept version's configuration current again, as a new version", handler!(Method::POST, history::rollback))
             .body(J(schema::<history::RollbackRequest>))
             .returns(J(schema::<ApplyResult>))
-            .query(&[("dry_run", "boolean", "return the changes from the applied configuration; apply nothing")]),
+            .query(&[("dry_run", "boolean", "return the changes from the applied configuration, and each record's answers on every device; apply nothing"), ("force", "boolean", "roll back even if a device would answer a record with nothing (else 409 conflict)")]),
         op(Method::GET, "/api/v1/commands/{id}", Token, "What became of a command (applied, rejected or unknown), e.g. after an outcome-unknown answer", handler!(Method::GET, history::command))
             .returns(J(schema::<history::CommandStatus>)),
         op(Method::PUT, "/api/v1/config", Token, "Apply a whole configuration (TOML), atomically", handler!(Method::PUT, config::apply_config))

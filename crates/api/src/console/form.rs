@@ -63,8 +63,16 @@ pub struct EditQuery {
 
 /// What to show above the form after a submission.
 enum Outcome {
-    Preview { version: u64, changes: Vec<String> },
-    Applied { version: u64, changes: Vec<String> },
+    Preview {
+        version: u64,
+        changes: Vec<String>,
+        /// Each record's answers on every device, now → after.
+        devices: Option<Box<gtm_node::judge::Judgement>>,
+    },
+    Applied {
+        version: u64,
+        changes: Vec<String>,
+    },
 }
 
 /// The form of a record as the configuration has it (or a new one).
@@ -138,7 +146,10 @@ pub async fn submit(
     }
     // Rows added and filled are the record's own now: one spare again.
     fields.set("spare", SPARE_ROWS.to_string());
-    let apply = fields.get("action") == "apply";
+    // "force": apply even if a device would answer a record with nothing,
+    // offered when the preview says one would.
+    let force = fields.get("action") == "force";
+    let apply = fields.get("action") == "apply" || force;
     let mut problems = Problems::default();
     let built = build(&config, &fields, &mut problems);
     let Some(domain) = built.filter(|_| problems.is_empty()) else {
@@ -160,7 +171,7 @@ pub async fn submit(
         Query(WriteOptions {
             dry_run: !apply,
             version,
-            force: false,
+            force,
         }),
         Json(body),
     )
@@ -176,6 +187,7 @@ pub async fn submit(
                 Outcome::Preview {
                     version: r.version,
                     changes: r.changes,
+                    devices: r.devices.map(Box::new),
                 }
             };
             // After an apply, the form edits the record as it now is.
@@ -528,10 +540,13 @@ fn render(
         (summary(p))
         @match &outcome {
             None => {},
-            Some(Outcome::Preview { version, changes }) => div.notice #diff role="status" {
+            Some(Outcome::Preview { version, changes, devices }) => div.notice #diff role="status" {
                 p { "The changes this would make to version " (version) ":" }
                 @if changes.is_empty() { p { "no changes" } }
                 pre.changes { @for c in changes { (c) "\n" } }
+                @if let Some(j) = devices {
+                    (super::drains::judgement_box(j, "answers-preview", "answers-emptied"))
+                }
             },
             Some(Outcome::Applied { version, changes }) => div.notice #applied role="status" {
                 p { "Applied as version " (version) " (" (changes.len()) " change" @if changes.len() != 1 { "s" } ")." }
@@ -632,8 +647,12 @@ fn render(
             }
             div.actions {
                 button type="submit" name="action" value="preview" #preview { "Preview changes" }
-                @if matches!(outcome, Some(Outcome::Preview { .. })) && p.is_empty() {
-                    button type="submit" name="action" value="apply" #apply { "Apply" }
+                @if let Some(Outcome::Preview { devices, .. }) = &outcome && p.is_empty() {
+                    @if devices.as_ref().is_some_and(|j| !j.emptied_lines().is_empty()) {
+                        button type="submit" name="action" value="force" #apply-force { "Apply anyway (force)" }
+                    } @else {
+                        button type="submit" name="action" value="apply" #apply { "Apply" }
+                    }
                 }
                 @if editing && let Some((name, rtype)) = f.get("orig").rsplit_once('/') {
                     a href={ "/ui/records/" (segment(&owner(name, f.get("domain")))) "/" (segment(rtype)) } { "Cancel" }

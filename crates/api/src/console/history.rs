@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::layout::{self, csrf_field};
 use crate::{
     ApiState, RollbackRequest,
-    config::DryRun,
+    config::Look,
     history::{DiffQuery, diff, list, rollback},
 };
 use gtm_model::when::utc;
@@ -108,7 +108,10 @@ pub async fn roll_back(
             let done = rollback(
                 State(state.clone()),
                 Extension(who.clone()),
-                Query(DryRun { dry_run: !apply }),
+                Query(Look {
+                    dry_run: !apply,
+                    force: false,
+                }),
                 Json(RollbackRequest { version }),
             )
             .await;

@@ -286,7 +286,10 @@ pub async fn submit(
         let outcome = test(&state, &f, body).await;
         return render(&state, &who, kind, &f, &problems, Some(outcome));
     }
-    let apply = action == "apply";
+    // "force": apply even if a device would answer a record with nothing,
+    // offered when the preview says one would.
+    let force = action == "force";
+    let apply = action == "apply" || force;
     let options = WriteOptions {
         dry_run: !apply,
         version: if apply {
@@ -294,7 +297,7 @@ pub async fn submit(
         } else {
             None
         },
-        force: false,
+        force,
     };
     let result = typed!(kind, T => put::<T>(
         State(state.clone()),
@@ -426,6 +429,9 @@ fn render(
         format!("New {}", kind.noun)
     };
     let previewed = matches!(outcome, Some(Outcome::Preview(_))) && p.is_empty();
+    // The preview says some device would answer a record with nothing.
+    let emptying = matches!(&outcome, Some(Outcome::Preview(r))
+        if r.devices.as_ref().is_some_and(|j| !j.emptied_lines().is_empty()));
     let body = html! {
         h1 { (title) }
         p { a href={ "/ui/objects/" (kind.path) } { "All " (kind.title.to_lowercase()) } }
@@ -436,6 +442,9 @@ fn render(
                 p { "The changes this would make to version " (r.version) ":" }
                 @if r.changes.is_empty() { p { "no changes" } }
                 pre.changes { @for c in &r.changes { (c) "\n" } }
+                @if let Some(j) = &r.devices {
+                    (super::drains::judgement_box(j, "answers-preview", "answers-emptied"))
+                }
             },
             Some(Outcome::Applied(r)) => div.notice #applied role="status" {
                 p {
@@ -477,7 +486,11 @@ fn render(
             div.actions {
                 button type="submit" name="action" value="preview" #preview { "Preview changes" }
                 @if previewed {
-                    button type="submit" name="action" value="apply" #apply { "Apply" }
+                    @if emptying {
+                        button type="submit" name="action" value="force" #apply-force { "Apply anyway (force)" }
+                    } @else {
+                        button type="submit" name="action" value="apply" #apply { "Apply" }
+                    }
                 }
                 a href={ "/ui/objects/" (kind.path) } { "Cancel" }
             }
