@@ -5,11 +5,14 @@
 //! device off with nftables rules matching the sender's group id; then a
 //! checker of what the cluster acknowledged. `scripts/chaos.sh --cycles N`
 //! runs it long; docs/cluster.md ("Fault injection") says how to read it.
+//! The same harness shows that no device logs a datacenter down because it
+//! was itself paused, restarted or rejoined (`silence`).
 
 mod checker;
 mod client;
 mod devices;
 mod nemesis;
+mod silence;
 
 use std::{
     path::Path,

@@ -80,7 +80,14 @@ async fn test_now_runs_one_probe_and_saves_nothing() {
         "{}",
         ok.stdout
     );
-    assert!(ok.stdout.trim_end().ends_with(" ms"));
+    let device = d.device.engine.device().to_string();
+    assert!(
+        ok.stdout
+            .trim_end()
+            .ends_with(&format!(" ms; probed 127.0.0.2 from {device} (dc1)")),
+        "{}",
+        ok.stdout
+    );
 
     web.stop().await;
     let down = tokio::task::block_in_place(|| {

@@ -30,6 +30,7 @@ mod rrl;
 mod schedule;
 mod service;
 mod storage;
+mod test_now;
 mod transport;
 mod valid;
 mod versions;

@@ -370,12 +370,15 @@ pub enum CheckCmd {
     },
     #[command(flatten)]
     Object(objects::ObjectCmd),
-    /// Test now: run one probe without saving; prints the result, the reason and the time it took.
+    /// Test now: run one probe without saving; prints the result, the reason, the time it took and the device that probed.
     ///
     /// The check is a saved one (NAME) or one not saved, given whole in a
     /// file (--file) as the keys of a [[check]] table: it is validated with
-    /// the applied configuration and saved nowhere. Exit 1 when the probe
-    /// fails.
+    /// the applied configuration and saved nowhere. It is probed from
+    /// where it runs: a check with run_on by a device of that datacenter,
+    /// an address outside this device's probe_networks by a device that
+    /// may probe it; the result names the device and the address. Exit 1
+    /// when the probe fails.
     #[command(
         after_help = "Examples:\n  gtm check test web --address 192.0.2.10\n  gtm check test --file check.toml --address 192.0.2.10\n  printf 'type = \"tcp\"\\nport = 443\\n' | gtm check test --file - --address 192.0.2.10"
     )]

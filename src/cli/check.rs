@@ -76,12 +76,14 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
             if *json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
+                let whence = r.whence();
                 println!(
-                    "{}: {} ({}) in {:.1} ms",
+                    "{}: {} ({}) in {:.1} ms{}{whence}",
                     r.check,
                     if r.ok { "OK" } else { "Error" },
                     r.reason,
-                    r.elapsed_ms
+                    r.elapsed_ms,
+                    if whence.is_empty() { "" } else { "; " },
                 );
             }
             if !r.ok {

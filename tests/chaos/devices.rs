@@ -12,6 +12,7 @@ use std::{
 /// this harness (they run side by side).
 pub(super) const NET: &str = "127.0.77";
 pub(super) const NET_INSTALLED: &str = "127.0.78";
+pub(super) const NET_SILENCE: &str = "127.0.79";
 /// One group id per device: the partitions match it (`meta skgid`).
 const GIDS: [u32; 3] = [64001, 64002, 64003];
 

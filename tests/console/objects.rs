@@ -120,7 +120,7 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
         .await;
     assert!(tested.starts_with("OK"), "{tested}");
     assert!(
-        tested.contains("probed from gtm1, address 127.0.112.10"),
+        tested.contains("probed 127.0.112.10 from gtm1 (dc1)"),
         "{tested}"
     );
     br.shot("check-form").await;

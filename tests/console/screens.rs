@@ -280,6 +280,12 @@ async fn console_viewer_logs_and_cluster_in_a_browser() {
         .until_text("#tested", "the Test now result", |t| !t.is_empty())
         .await;
     assert!(tested.starts_with("site: OK"), "{tested}");
+    // It says where it was probed from: this device.
+    let device = d.device.engine.device().to_string();
+    assert!(
+        tested.ends_with(&format!("; probed 127.0.0.1 from {device} (dc1)")),
+        "{tested}"
+    );
     a.shot("checks").await;
     a.fill("addr-site", "127.0.0.2").await;
     a.click("button[data-check=\"site\"]").await;

@@ -9,11 +9,14 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{ApiState, not_found, writable};
+use super::{ApiState, writable};
 use gtm_engine::{CheckStatus, api_ops::TestRefused};
 use gtm_model as model;
 use gtm_model::error::{ApiError, ErrorKind};
 use gtm_node::{access::Principal, command::Action};
+use test_now::Probe;
+
+pub(crate) mod test_now;
 
 /// "Test now": which address to probe a template check against.
 #[derive(Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -30,6 +33,45 @@ pub struct TestResult {
     pub ok: bool,
     pub reason: String,
     pub elapsed_ms: f64,
+    /// The device that probed (empty from a device of an earlier version).
+    #[serde(default)]
+    pub device: String,
+    /// Its datacenter.
+    #[serde(default)]
+    pub datacenter: String,
+    /// What was probed: the address, or the name of the check's target;
+    /// empty for an exec check.
+    #[serde(default)]
+    pub address: String,
+    /// Why another device probed, when the device asked did not: the check
+    /// runs in another datacenter, or the address is outside this
+    /// device's `probe_networks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded: Option<String>,
+}
+
+impl TestResult {
+    /// Where the probe ran, as the CLI and the console say it: `probed
+    /// 192.0.2.10 from gtm3 (dc2)`, then why when another device probed
+    /// (`: check web runs in dc2`); empty from a device of an earlier
+    /// version, which does not say.
+    pub fn whence(&self) -> String {
+        if self.device.is_empty() {
+            return String::new();
+        }
+        let from = if self.address.is_empty() {
+            format!("run on {} ({})", self.device, self.datacenter)
+        } else {
+            format!(
+                "probed {} from {} ({})",
+                self.address, self.device, self.datacenter
+            )
+        };
+        match &self.forwarded {
+            Some(why) => format!("{from}: {why}"),
+            None => from,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -68,11 +110,13 @@ pub(crate) async fn test_check(
     body: Option<Json<TestRequest>>,
 ) -> Result<Json<TestResult>, ApiError> {
     let req = body.map(|Json(b)| b).unwrap_or_default();
-    let (engine, wanted) = (state.engine.clone(), name.clone());
-    let Some(spec) = super::blocking(move || engine.compiled_check(&wanted)).await? else {
-        return Err(not_found(format!("no check named \"{name}\"")));
+    let ask = Probe {
+        name: Some(name),
+        check: None,
+        address: req.address,
     };
-    probe_once(&state, spec, req.address).await.map(Json)
+    let spec = test_now::spec_of(&state, &ask).await?;
+    test_now::test_now(&state, spec, ask).await.map(Json)
 }
 
 /// A check not saved: given whole in the body, probed once.
@@ -100,11 +144,26 @@ pub(crate) async fn test_unsaved(
     if !body.contains_key("name") {
         body.insert("name".into(), UNSAVED_CHECK.into());
     }
+    let ask = Probe {
+        name: None,
+        check: Some(body),
+        address: req.address,
+    };
+    let spec = test_now::spec_of(&state, &ask).await?;
+    test_now::test_now(&state, spec, ask).await.map(Json)
+}
+
+/// The check of a Test now not saved, compiled with the configuration as
+/// if it were added.
+pub(super) async fn compile_unsaved(
+    state: &ApiState,
+    body: serde_json::Map<String, serde_json::Value>,
+) -> Result<gtm_model::compile::CheckSpec, ApiError> {
     let check: model::config::Check = serde_json::from_value(body.into())
         .map_err(|e| ApiError::new(ErrorKind::BadRequest, format!("check: {e}")))?;
     let name = check.name.clone();
     let engine = state.engine.clone();
-    let spec = super::checking(&state.validations, move |cancel| {
+    super::checking(&state.validations, move |cancel| {
         let mut config = model::Config::clone(&engine.config());
         config.checks.retain(|c| c.name != check.name);
         config.checks.push(Arc::new(check));
@@ -117,34 +176,20 @@ pub(crate) async fn test_unsaved(
                     .ok_or_else(|| ApiError::new(ErrorKind::Internal, "the tested check vanished"))
             })
     })
-    .await??;
-    probe_once(&state, spec, req.address).await.map(Json)
+    .await?
 }
 
-/// One probe of `spec` (against `address` for a template); nothing saved.
-pub(super) async fn probe_once(
+/// The instance Test now probes for `spec` against `address`.
+pub(super) fn instance_of(
     state: &ApiState,
     spec: gtm_model::compile::CheckSpec,
     address: Option<IpAddr>,
-) -> Result<TestResult, ApiError> {
-    let instance = state.engine.test_instance(spec, address).map_err(|e| {
+) -> Result<gtm_health::Instance, ApiError> {
+    state.engine.test_instance(spec, address).map_err(|e| {
         let kind = match e {
             TestRefused::Manual(_) => ErrorKind::NotProbed,
             TestRefused::NeedsAddress(_) | TestRefused::TakesNoAddress(_) => ErrorKind::BadRequest,
         };
         ApiError::new(kind, e.to_string())
-    })?;
-    let outcome = state
-        .prober
-        .probe(
-            &gtm_health::probe_spec(&instance.spec),
-            &gtm_health::target_of(&instance),
-        )
-        .await;
-    Ok(TestResult {
-        check: instance.check.to_string(),
-        ok: outcome.ok,
-        reason: outcome.reason,
-        elapsed_ms: outcome.elapsed.as_secs_f64() * 1000.0,
     })
 }

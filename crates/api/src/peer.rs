@@ -1,6 +1,7 @@
 //! Device-to-device routes (`/cluster/v1/...`): the cluster-secret and
 //! client-certificate guards, and the join, leave, report and preview
-//! calls the other devices make.
+//! calls the other devices make (Test now's `/cluster/v1/probe` is with
+//! the checks: `checks::test_now`).
 
 use axum::{
     Json,

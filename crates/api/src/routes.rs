@@ -639,6 +639,13 @@ pub fn operations() -> Vec<Op> {
             "A record's resolution for one client as this device computes it",
             handler!(Method::GET, peer::peer_explain),
         ),
+        op(
+            Method::POST,
+            "/cluster/v1/probe",
+            ClusterSecret,
+            "Test now for another device: one probe from this device, where the check runs",
+            handler!(Method::POST, checks::test_now::peer_probe),
+        ),
     ]);
     ops
 }

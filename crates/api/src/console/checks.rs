@@ -316,6 +316,8 @@ fn tested_box(name: &str, result: &Result<TestResult, ApiError>) -> Markup {
                 Ok(r) => {
                     strong { (name) ": " @if r.ok { "OK" } @else { "Error" } }
                     " — " (r.reason) " (" (format!("{:.1}", r.elapsed_ms)) " ms)"
+                    @let whence = r.whence();
+                    @if !whence.is_empty() { "; " span.whence { (whence) } }
                 }
                 Err(why) => { strong { (name) ": not tested" } " — " (why.to_string()) }
             }

@@ -336,6 +336,12 @@ impl Prober {
         self.fence.store(Arc::new(fence));
     }
 
+    /// Whether the fence lets probes reach `ip` now (Test now asks before
+    /// it probes, to ask another device when this one may not).
+    pub fn admits(&self, ip: IpAddr) -> Result<(), Fenced> {
+        self.fence.load().check(ip)
+    }
+
     /// The target with its name resolved, every address let through the
     /// fence; probers connect only to what this returns.
     /// A name whose addresses are partly refused is probed on the others.

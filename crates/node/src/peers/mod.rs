@@ -14,6 +14,8 @@
 
 pub mod combine;
 #[cfg(test)]
+mod judge_tests;
+#[cfg(test)]
 mod report_tests;
 
 use std::{
@@ -33,6 +35,7 @@ use gtm_engine::{
     record_changes::{Held, Page, RecordChanges, RecordsAt},
     record_states::RecordStates,
 };
+use gtm_model::clock::{BEAT_EVERY, Wakeful};
 
 /// How often reports go out.
 pub const REPORT_EVERY: Duration = Duration::from_secs(2);
@@ -172,9 +175,15 @@ pub struct Peers {
     failing: Mutex<std::collections::HashSet<u64>>,
     /// Per device: the pages of its list taken in so far.
     pending: Mutex<HashMap<String, Pending>>,
-    /// When this device first saw each peer in the membership: a peer
-    /// gets a grace period for its first report before it counts as silent.
-    known_since: Mutex<HashMap<String, Instant>>,
+    /// Per member id: since when this device sees it in the membership
+    /// (this time): a peer gets a grace period for its first report
+    /// before it counts as silent.
+    known_since: Mutex<HashMap<u64, Instant>>,
+    /// This device's own running time since it last stalled, started or
+    /// joined: peers are judged silent only by the time it could hear them.
+    wakeful: Wakeful,
+    /// The node id under which this device was a member when last judged.
+    joined_as: Mutex<Option<u64>>,
     /// Bumped when a peer's reported record states change, or a silent
     /// peer reports again: the console's live updates wait on it instead
     /// of polling.
@@ -334,11 +343,25 @@ impl Peers {
 
     /// Judges the checks probed in other datacenters and the datacenters
     /// themselves from the reports.
+    ///
+    /// A peer's silence counts only while this device was awake to hear it
+    /// and the peer was a member: a verdict that holds only when the time
+    /// this device itself was stopped, starting or joining counts as the
+    /// peer's silence is not taken, until the peers have had
+    /// [`DEVICE_SILENT_AFTER`] of this device's own running time to report
+    /// ([`verdict`]). So a device never declares another datacenter down
+    /// because it was itself paused.
     pub fn judge(&self, replication: &Replication, engine: &Engine, datacenter: &str) {
         let status = replication.status();
-        if status.members.is_empty() {
+        let member = status.members.iter().any(|m| m.id == status.id);
+        if !self.member_as(member.then_some(status.id)) {
             return;
         }
+        if let Some(gap) = self.wakeful.beat() {
+            stalled(gap);
+        }
+        let now = Instant::now();
+        let awake = self.wakeful.awake_at(now);
         // What judging reads: when each device reported, and its checks
         // (not its record states, which can be a million).
         let reports: HashMap<String, (Instant, Vec<CheckStatus>)> = self
@@ -348,42 +371,53 @@ impl Peers {
             .iter()
             .map(|(device, (at, r, _))| (device.clone(), (*at, r.checks.clone())))
             .collect();
-        let known: HashMap<String, Instant> = {
+        // Since when each member is one (this time: a device that left and
+        // joined again is new, and its reports from before say nothing).
+        let known: HashMap<u64, Instant> = {
             let mut known = self.known_since.lock().unwrap_or_else(|e| e.into_inner());
+            known.retain(|id, _| status.members.iter().any(|m| m.id == *id));
             for m in &status.members {
-                known
-                    .entry(m.info.name.clone())
-                    .or_insert_with(Instant::now);
+                known.entry(m.id).or_insert(now);
             }
             known.clone()
         };
-        // Silent for: since its last report, or since we know of it.
-        let age_of = |device: &str| {
-            reports
+        // Silent for: since its last report, or since it is a member when
+        // that is later.
+        let silence_of = |id: u64, device: &str| {
+            let reported = reports
                 .get(device)
-                .map(|(at, _)| at.elapsed())
-                .or_else(|| known.get(device).map(Instant::elapsed))
+                .map(|(at, _)| now.saturating_duration_since(*at));
+            let member = known.get(&id).map(|at| now.saturating_duration_since(*at));
+            match (reported, member) {
+                (Some(r), Some(m)) => Some(r.min(m)),
+                (r, m) => r.or(m),
+            }
         };
         // Datacenters with devices: down when none of them reported lately.
-        let mut dcs: HashMap<String, Vec<String>> = HashMap::new();
+        let mut dcs: HashMap<String, Vec<(u64, String)>> = HashMap::new();
         for m in status.members.iter().filter(|m| m.id != status.id) {
             dcs.entry(m.info.datacenter.clone())
                 .or_default()
-                .push(m.info.name.clone());
+                .push((m.id, m.info.name.clone()));
         }
         for (dc, devices) in &dcs {
             if dc == datacenter {
                 continue;
             }
-            let up = devices
+            let silences: Vec<Option<Duration>> = devices
                 .iter()
-                .any(|d| age_of(d).is_some_and(|a| a <= DEVICE_SILENT_AFTER));
+                .map(|(id, name)| silence_of(*id, name))
+                .collect();
+            let Some(up) = verdict(&silences, awake, heard_lately) else {
+                continue;
+            };
             let why = if up {
                 "a device there reports again".to_string()
             } else {
+                let names: Vec<&str> = devices.iter().map(|(_, n)| n.as_str()).collect();
                 format!(
                     "no report from {} for {} s",
-                    devices.join(", "),
+                    names.join(", "),
                     DEVICE_SILENT_AFTER.as_secs()
                 )
             };
@@ -399,18 +433,32 @@ impl Peers {
                 .get(&run_on)
                 .into_iter()
                 .flatten()
-                .filter_map(|device| {
+                .filter_map(|(_, device)| {
                     let (at, checks) = reports.get(device)?;
                     let check = checks.iter().find(|c| c.check == name)?;
                     from.push(format!("{device} {}", check.state));
                     Some(Reported {
                         state: check.state,
-                        age: at.elapsed(),
+                        age: now.saturating_duration_since(*at),
                     })
                 })
                 .collect();
             let lifetime = combine::lifetime(instance.spec.interval, REPORT_EVERY);
-            let state = combine(instance.spec.policy, lifetime, &reported);
+            let ages: Vec<Option<Duration>> = reported.iter().map(|r| Some(r.age)).collect();
+            let judged = verdict(&ages, awake, |ages| {
+                let seen: Vec<Reported> = reported
+                    .iter()
+                    .zip(ages)
+                    .map(|(r, age)| Reported {
+                        age: age.unwrap_or(r.age),
+                        ..*r
+                    })
+                    .collect();
+                combine(instance.spec.policy, lifetime, &seen)
+            });
+            let Some(state) = judged else {
+                continue;
+            };
             let reason = if from.is_empty() {
                 format!("runs in {run_on}; no report from there")
             } else {
@@ -419,6 +467,68 @@ impl Peers {
             engine.set_check(&instance.check, state, &reason);
         }
     }
+
+    /// Notes whether this device is a member, and under which id: `false`
+    /// when it is none (it judges nothing then). Becoming one (at start,
+    /// or by a join under a new id) counts this device's time awake again:
+    /// the peers get a full [`DEVICE_SILENT_AFTER`] to reach it.
+    fn member_as(&self, id: Option<u64>) -> bool {
+        let mut joined = self.joined_as.lock().unwrap_or_else(|e| e.into_inner());
+        if id.is_some() && *joined != id {
+            self.wakeful.restart();
+        }
+        *joined = id;
+        id.is_some()
+    }
+
+    /// This device's own timer: beats every [`BEAT_EVERY`] until `cancel`,
+    /// and says when a beat came late enough to be a stall.
+    async fn beat(&self, cancel: &CancellationToken) {
+        let mut tick = tokio::time::interval(BEAT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = cancel.cancelled() => return,
+            }
+            if let Some(gap) = self.wakeful.beat() {
+                stalled(gap);
+            }
+        }
+    }
+}
+
+/// Says that this device did not run for `gap`.
+fn stalled(gap: Duration) {
+    tracing::warn!(
+        "this device did not run for {:.1} s (stopped, frozen or starved of CPU): \
+         no peer counts as silent until it has had {} s to report",
+        gap.as_secs_f64(),
+        DEVICE_SILENT_AFTER.as_secs()
+    );
+}
+
+/// A datacenter is up when one of its devices (by their `silences`) was
+/// heard from within [`DEVICE_SILENT_AFTER`].
+fn heard_lately(silences: &[Option<Duration>]) -> bool {
+    silences
+        .iter()
+        .any(|s| s.is_some_and(|s| s <= DEVICE_SILENT_AFTER))
+}
+
+/// A verdict from what each peer's silence is (`None`: not known), taken
+/// only when it is the same whether or not the time before this device
+/// was last `awake` (its own stall, start or join) counts as the peers'
+/// silence; `None` when it is not, until fresh reports had their chance.
+fn verdict<T: PartialEq>(
+    silences: &[Option<Duration>],
+    awake: Duration,
+    judge: impl Fn(&[Option<Duration>]) -> T,
+) -> Option<T> {
+    let heard_while_awake: Vec<Option<Duration>> =
+        silences.iter().map(|s| s.map(|s| s.min(awake))).collect();
+    let judged = judge(silences);
+    (judged == judge(&heard_while_awake)).then_some(judged)
 }
 
 /// Whether `held` (the last report of a device, as taken in) is the list
@@ -491,7 +601,9 @@ fn take_page(
 }
 
 /// Sends this device's report to every peer every [`REPORT_EVERY`], and
-/// re-judges remote checks and datacenters, until `cancel`.
+/// re-judges remote checks and datacenters, until `cancel`; beside it,
+/// this device's own timer ([`Peers::beat`]), by which it knows when it
+/// was itself stalled.
 pub async fn run(
     http: reqwest::Client,
     peers: Arc<Peers>,
@@ -499,6 +611,22 @@ pub async fn run(
     engine: Arc<Engine>,
     datacenter: String,
     cancel: CancellationToken,
+) {
+    let beating = peers.clone();
+    tokio::join!(
+        beating.beat(&cancel),
+        report(http, peers, replication, engine, datacenter, &cancel)
+    );
+}
+
+/// The reports of [`run`], and the judging after each round.
+async fn report(
+    http: reqwest::Client,
+    peers: Arc<Peers>,
+    replication: Arc<Replication>,
+    engine: Arc<Engine>,
+    datacenter: String,
+    cancel: &CancellationToken,
 ) {
     let mut tick = tokio::time::interval(REPORT_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

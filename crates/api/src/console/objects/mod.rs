@@ -457,8 +457,8 @@ fn render(
             Some(Outcome::Tested(Ok(t))) => div.tested #tested role="status" .ok[t.ok] .down[!t.ok] {
                 p {
                     strong { @if t.ok { "OK" } @else { "Error" } }
-                    " — " (t.reason) " (" (format!("{:.0}", t.elapsed_ms)) " ms; probed from " (state.engine.device())
-                    @match f.get("test_address") { "" => {}, a => { ", address " (a) } }
+                    " — " (t.reason) " (" (format!("{:.0}", t.elapsed_ms)) " ms; "
+                    span.whence { (t.whence()) }
                     "; nothing was saved)"
                 }
             },
