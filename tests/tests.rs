@@ -30,6 +30,7 @@ mod schedule;
 mod service;
 mod storage;
 mod transport;
+mod typed_json;
 mod valid;
 mod versions;
 mod wire;

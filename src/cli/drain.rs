@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::client::Client;
-use gtm_engine::{RecordStatus, dry_run::DrainPreview};
+use gtm_engine::{RecordView, dry_run::DrainPreview};
 
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct Look {
@@ -55,7 +55,7 @@ pub(super) async fn run(
         }
         return Ok(());
     }
-    let _: Vec<RecordStatus> = client.send(request).await?;
+    let _: Vec<RecordView> = client.send(request).await?;
     println!(
         "{what} {}",
         if drained {

@@ -17,7 +17,7 @@ use gtm_model::error::ApiError;
 
 use super::{ApiState, blocking, record_label, writable};
 
-use gtm_engine::{RecordStatus, dry_run::DrainPreview};
+use gtm_engine::{RecordView, dry_run::DrainPreview};
 use gtm_model::drain::DrainTarget;
 use gtm_model::error::ErrorKind;
 use gtm_node::{access::Principal, command::Action};
@@ -36,7 +36,7 @@ pub struct DrainFlags {
 pub(crate) enum DrainOutcome {
     Preview(DrainPreview),
     /// This device's record status after it.
-    Applied(Vec<RecordStatus>),
+    Applied(Vec<RecordView>),
 }
 
 /// Previews, refuses or proposes a drain or undrain (every device applies
@@ -93,7 +93,7 @@ pub(crate) async fn drain_or_preview(
         .await?;
     let engine = state.engine.clone();
     Ok(DrainOutcome::Applied(
-        blocking(move || engine.status()).await?,
+        blocking(move || engine.status_view()).await?,
     ))
 }
 

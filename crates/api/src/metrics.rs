@@ -93,13 +93,13 @@ fn render(state: &ApiState) -> String {
         );
     }
 
-    let peers = state.peers.status(&state.replication);
+    let peers = state.peers.status(&state.replication, &state.engine);
     out.family(
         "gtm_record_status",
         "gauge",
         "1 for the status of each record on each device (the peers' as their last report said)",
     );
-    let own = engine.status();
+    let own = engine.status_view();
     let all_records = std::iter::once((device.as_str(), &own))
         .chain(peers.iter().map(|p| (p.device.as_str(), &p.records)));
     for (dev, records) in all_records {

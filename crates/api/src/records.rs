@@ -98,9 +98,14 @@ pub(crate) struct Holds {
 /// The manual-failback holds of `label` on this device and, by their last
 /// reports, on its peers.
 pub(crate) async fn holds(state: &ApiState, label: &str) -> Result<Holds, ApiError> {
-    let engine = state.engine.clone();
-    let here = blocking(move || engine.status()).await?;
-    let peers = state.peers.status(&state.replication);
+    let at = state.clone();
+    let (here, peers) = blocking(move || {
+        (
+            at.engine.status(),
+            at.peers.status(&at.replication, &at.engine),
+        )
+    })
+    .await?;
     let mine = here.iter().find(|r| r.record == label);
     let held = mine.is_some_and(|r| r.held)
         || peers

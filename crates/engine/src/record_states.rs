@@ -430,6 +430,7 @@ impl RecordStates {
 struct Fields<'a> {
     #[serde(borrow)]
     record: Cow<'a, str>,
+    #[serde(with = "gtm_resolve::status_label")]
     status: Option<Status>,
     #[serde(borrow)]
     active: Vec<Cow<'a, str>>,
@@ -671,6 +672,17 @@ mod tests {
         assert_eq!(json, serde_json::to_vec(&statuses).unwrap());
         let back: RecordStates = serde_json::from_slice(&json).unwrap();
         assert_eq!(back.statuses(), statuses);
+        // The status goes as its label, which every version reads; a code
+        // (the API's form) is read too.
+        let text = String::from_utf8(json).unwrap();
+        assert!(text.contains(r#""status":"OK""#), "{text}");
+        assert!(text.contains(r#""status":null"#), "{text}");
+        let coded = br#"[{"record":"a.test/A","status":"partially_ok_record_down","active":[],"decision":"up"}]"#;
+        let back: RecordStates = serde_json::from_slice(coded).unwrap();
+        assert_eq!(
+            back.statuses()[0].status,
+            Some(Status::PartiallyOkRecordDown)
+        );
         // `held` absent, from a device of an earlier version.
         let earlier = br#"[{"record":"a.test/A","status":"OK","active":[],"decision":"up"}]"#;
         let back: RecordStates = serde_json::from_slice(earlier).unwrap();
