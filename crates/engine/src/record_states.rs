@@ -12,7 +12,9 @@
 //! held once. The engine writes a page into one from its records, it is
 //! sent as the same JSON (`Serialize`), and the peer reads the JSON
 //! straight into one (`Deserialize`); [`RecordStates::statuses`] gives the
-//! `RecordStatus`es back for the API.
+//! `RecordStatus`es back, which the engine types for the API
+//! (`Engine::typed`). The status goes as its label and the answers as
+//! texts, the form devices of every version read.
 //!
 //! The buffer is cut in chunks of about [`CHUNK`] bytes: a changed state's
 //! texts are added at the last chunk's end, never moving the others (one
