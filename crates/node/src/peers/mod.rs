@@ -312,6 +312,13 @@ impl Peers {
             .collect()
     }
 
+    /// [`Peers::status`] with each peer's record states as its report
+    /// carries them, untyped: for what reads only their statuses (metrics,
+    /// manual-failback holds), without the engine.
+    pub fn reported(&self, replication: &Replication) -> Vec<(PeerStatus, Vec<RecordStatus>)> {
+        self.collect(replication, true)
+    }
+
     /// Each peer, by name, and (`with_records`) the record states it
     /// reported.
     fn collect(
