@@ -512,6 +512,25 @@ fn the_openapi_document_in_docs_is_current() {
         !paths.keys().any(|p| p.starts_with("/cluster/v1")),
         "device-to-device routes stay out"
     );
+    // Every write names the client's command id header, no read does.
+    let mut writes = 0;
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let header =
+                op["parameters"].as_array().unwrap().iter().find(|p| {
+                    p["in"] == "header" && p["name"] == gtm_node::command::COMMAND_HEADER
+                });
+            if method == "get" {
+                assert!(header.is_none(), "{method} {path}");
+                continue;
+            }
+            writes += 1;
+            let header = header.unwrap_or_else(|| panic!("{method} {path}: no x-gtm-command"));
+            assert_eq!(header["required"], false, "{method} {path}");
+            assert_eq!(header["schema"]["pattern"], "^[0-9a-fA-F]{32}$");
+        }
+    }
+    assert!(writes > 30, "{writes} writes");
 }
 
 /// Schema-driven fuzzing: requests made from the OpenAPI document (random

@@ -630,7 +630,7 @@ async fn preview_from_the_other_device(asked: &Proc, other: &Proc) {
     .unwrap();
     assert_eq!(preview["device"], other.name.as_str(), "{preview}");
     assert_eq!(preview["record"], "www.pair.test/A", "{preview}");
-    assert_eq!(preview["active"][0], "192.0.2.9", "{preview}");
+    assert_eq!(preview["active"][0]["ip"], "192.0.2.9", "{preview}");
     // An unknown record on the other device is a clear not-found.
     let missing = asked.gtm(&[
         "record",
@@ -1158,4 +1158,112 @@ async fn a_ca_rotation_by_sighup_keeps_mutual_tls_between_devices_without_a_rest
     // follower is forwarded to the leader.
     preview_from_the_other_device(&a, &b).await;
     preview_from_the_other_device(&b, &a).await;
+}
+
+/// The names of the peers `p` shows, in its order, once every one has
+/// reported.
+fn peer_order(p: &Proc, count: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status: serde_json::Value = serde_json::from_str(&p.ok(&["status", "--json"])).unwrap();
+        let peers = status["peers"].as_array().cloned().unwrap_or_default();
+        if peers.len() == count && peers.iter().all(|p| p["reachable"] == true) {
+            return peers
+                .iter()
+                .map(|p| p["device"].as_str().unwrap().to_string())
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "peers never all reported: {status:#}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Devices are shown in the order of their names (the status of every
+/// device, its table's columns), whatever their node ids and the order they
+/// joined in, and keep their places when one leaves and joins again under
+/// a new node id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_keep_their_order_across_a_rejoin() {
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.123.1");
+    let c = Proc::start(root.path(), "gtm3", "dc1", "127.0.123.3");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.123.2");
+    tokio::task::block_in_place(|| {
+        a.ok(&["cluster", "init"]);
+        c.join(&a);
+        b.join(&a);
+        a.apply_ok(&zone("192.0.2.1"));
+    });
+    until_answer(&b, "192.0.2.1").await;
+    let header = |p: &Proc| {
+        let text = p.ok(&["status"]);
+        text.lines()
+            .find(|l| l.starts_with("RECORD") && l.contains("gtm2"))
+            .unwrap_or_else(|| panic!("{text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    tokio::task::block_in_place(|| {
+        assert_eq!(peer_order(&a, 2), ["gtm2", "gtm3"]);
+        assert_eq!(header(&a), ["RECORD", "gtm1", "gtm2", "gtm3"]);
+        assert_eq!(peer_order(&c, 2), ["gtm1", "gtm2"]);
+        let id = |p: &Proc| std::fs::read_to_string(p.dir.join("node-id")).unwrap();
+        let before = id(&b);
+        b.ok(&["cluster", "leave"]);
+        b.join(&c);
+        assert_ne!(id(&b), before, "a new node id");
+        assert_eq!(peer_order(&a, 2), ["gtm2", "gtm3"]);
+        assert_eq!(header(&a), ["RECORD", "gtm1", "gtm2", "gtm3"]);
+        assert_eq!(peer_order(&c, 2), ["gtm1", "gtm2"]);
+    });
+}
+
+/// `gtm cluster join` while the cluster elects its leader (here: none can
+/// be elected until the stopped device is back) waits for the leader and
+/// joins, instead of failing at once with "retry shortly".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_during_an_election_waits_for_the_leader() {
+    let root = tempfile::tempdir().unwrap();
+    let mut a = Proc::start(root.path(), "gtm1", "dc1", "127.0.122.1");
+    let b = Proc::start(root.path(), "gtm2", "dc1", "127.0.122.2");
+    let c = Proc::start(root.path(), "gtm3", "dc1", "127.0.122.3");
+    tokio::task::block_in_place(|| {
+        a.ok(&["cluster", "init"]);
+        b.join(&a);
+        a.apply_ok(&zone("192.0.2.1"));
+    });
+    until_answer(&b, "192.0.2.1").await;
+    let token = a.ok(&["cluster", "token"]);
+    // Two voters, one stopped: the other cannot be elected.
+    a.kill();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status: serde_json::Value =
+            serde_json::from_str(&b.ok(&["cluster", "status", "--json"])).unwrap();
+        if status["leader"].is_null() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "gtm2 still follows: {status:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let join = std::process::Command::new(env!("CARGO_BIN_EXE_gtm"))
+        .arg("--data-dir")
+        .arg(&c.dir)
+        .args(["cluster", "join", &b.api(), "--token", token.trim()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::task::block_in_place(|| a.restart());
+    let out = tokio::task::block_in_place(|| join.wait_with_output().unwrap());
+    assert!(
+        out.status.success(),
+        "the join failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    until_answer(&c, "192.0.2.1").await;
 }

@@ -404,6 +404,24 @@ async fn the_geoip_table_is_validated_exported_and_required_for_downloads() {
     let out = tokio::task::block_in_place(|| run_gtm(&d, &["geoip", "download"]));
     assert_ne!(out.code, Some(0));
     assert!(out.stderr.contains("no [geoip] table"), "{}", out.stderr);
+    // Without the table the status names no source: none is used.
+    let status = tokio::task::block_in_place(|| run_gtm(&d, &["status", "--json"]));
+    let status: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(
+        status["geoip"]["source"],
+        serde_json::Value::Null,
+        "{status}"
+    );
+    assert_eq!(status["geoip"]["monthly"], false, "{status}");
+    for args in [&["status"][..], &["geoip", "show"]] {
+        let out = tokio::task::block_in_place(|| run_gtm(&d, args));
+        assert!(
+            out.stdout.contains("  source   none: no [geoip] table")
+                && !out.stdout.contains(gtm_model::config::DEFAULT_GEOIP_SOURCE),
+            "{args:?}: {}",
+            out.stdout
+        );
+    }
 
     let bad = d.dir.path().join("bad.toml");
     std::fs::write(
@@ -431,6 +449,12 @@ async fn the_geoip_table_is_validated_exported_and_required_for_downloads() {
     let out =
         tokio::task::block_in_place(|| run_gtm(&d, &["config", "apply", good.to_str().unwrap()]));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let show = tokio::task::block_in_place(|| run_gtm(&d, &["geoip", "show", "--json"]));
+    let show: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
+    assert_eq!(
+        show["source"], "https://geo.test/c-{year}-{month}.mmdb",
+        "{show}"
+    );
     let export = tokio::task::block_in_place(|| run_gtm(&d, &["config", "export"]));
     assert!(
         export.stdout.contains(

@@ -373,3 +373,50 @@ async fn a_single_device_keeps_history_and_tells_the_fate_of_a_rejected_command(
     assert_eq!(status["status"], "rejected");
     assert_eq!(status["error"]["error"], "not-found");
 }
+
+/// Version 0, the configuration a device started with (here the demo), is
+/// kept in history once the first write makes version 1: it is listed,
+/// shown, diffed against and rolled back to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configuration_a_device_started_with_is_version_0_of_its_history() {
+    use crate::support::{TestDevice, apply_text, run_gtm};
+    let d = TestDevice::start_demo().await;
+    let started = d.device.engine.config();
+    assert_eq!(d.device.engine.version(), 0);
+    let v1 = apply_text(&d.device, &zone("192.0.2.1", 60))
+        .await
+        .unwrap()
+        .version;
+    assert_eq!(v1, 1);
+
+    let run = run_gtm(&d, &["config", "history", "--json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let h: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(versions(&h), [1, 0], "{h:?}");
+    assert_eq!(h[1]["what"], "the configuration the device started with");
+    assert_eq!(h[1]["text_kept"], true);
+
+    let run = run_gtm(&d, &["config", "show", "--version", "0"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(gtm_model::parse(&run.stdout).unwrap(), *started);
+
+    let run = run_gtm(&d, &["config", "diff", "0", "1"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("pair.test"), "{}", run.stdout);
+    assert!(run.stdout.contains("example.test"), "{}", run.stdout);
+
+    let run = run_gtm(&d, &["config", "rollback", "0"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.contains("applied as version 2"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(*d.device.engine.config(), *started);
+
+    // Kept once: the next write adds no second version 0.
+    apply_text(&d.device, &zone("192.0.2.1", 30)).await.unwrap();
+    let run = run_gtm(&d, &["config", "history", "--json"]);
+    let h: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(versions(&h), [3, 2, 1, 0], "{h:?}");
+}

@@ -160,7 +160,7 @@ async fn drains_take_addresses_and_datacenters_out_and_back() {
         )
     });
     let p: serde_json::Value = serde_json::from_str(&preview.stdout).unwrap();
-    assert_eq!(p["status"], "OK", "a drained address is not a record down");
+    assert_eq!(p["status"], "ok", "a drained address is not a record down");
     tokio::task::block_in_place(|| {
         run_gtm(
             &d,
@@ -250,7 +250,8 @@ async fn manual_failback_holds_dr_until_an_operator_resumes() {
         run_gtm(&d, &["record", "preview", "dr.example.test", "A", "--json"])
     });
     let p: serde_json::Value = serde_json::from_str(&preview.stdout).unwrap();
-    assert_eq!(p["status"], "DR");
+    assert_eq!(p["status"], "dr");
+    assert_eq!(p["label"], "DR");
     assert!(
         p["decision"]
             .as_str()
@@ -390,7 +391,7 @@ addresses = [{ ip = "127.0.0.2", hc = "check:closed" }, { ip = "127.0.0.3" }]
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let p = loop {
         let p = preview();
-        if p["addresses"][0]["why"]
+        if p["addresses"][0]["reason"]
             .as_str()
             .is_some_and(|w| w.contains(": Error ("))
         {
@@ -399,12 +400,12 @@ addresses = [{ ip = "127.0.0.2", hc = "check:closed" }, { ip = "127.0.0.3" }]
         assert!(std::time::Instant::now() < deadline, "never Error: {p}");
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     };
-    let why = p["addresses"][0]["why"].as_str().unwrap();
-    assert_eq!(p["addresses"][0]["healthy"], false, "{p}");
+    let why = p["addresses"][0]["reason"].as_str().unwrap();
+    assert_eq!(p["addresses"][0]["health"], "unhealthy", "{p}");
     assert!(why.starts_with("check closed"), "{why}");
     assert!(why.contains(" since 20"), "{why}");
     assert_eq!(
-        p["addresses"][1]["why"], "static: always a candidate",
+        p["addresses"][1]["reason"], "static: always a candidate",
         "{p}"
     );
     // The table says it too.

@@ -142,8 +142,23 @@ fn record_status(viewer: &Proc, from: Option<&str>, record: &str) -> String {
         .into_iter()
         .flatten()
         .find(|r| r["record"] == record)
-        .map(|r| format!("{} {}", r["status"], r["active"]))
+        .map(|r| format!("{} {}", r["status"], without_reasons(&r["active"])))
         .unwrap_or_default()
+}
+
+/// Record states or addresses without each address's `reason`: a peer's
+/// addresses are explained by the device showing them (`answered by gtm2
+/// at its last report`), the device's own by their checks.
+fn without_reasons(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Array(list) => list.iter().map(without_reasons).collect(),
+        serde_json::Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| *k != "reason")
+            .map(|(k, v)| (k.clone(), without_reasons(v)))
+            .collect(),
+        other => other.clone(),
+    }
 }
 
 /// Waits (bounded) until `viewer` shows every record's state of `peer` as
@@ -163,7 +178,7 @@ async fn until_peer_list(viewer: &Proc, peer: &Proc) -> usize {
                 .find(|p| p["device"] == peer.name.as_str())
                 .map(|p| p["records"].clone())
                 .unwrap_or_default();
-            (own["records"].clone(), seen)
+            (without_reasons(&own["records"]), without_reasons(&seen))
         });
         let count = own.as_array().map_or(0, Vec::len);
         if count > 0 && own == seen {
@@ -284,7 +299,7 @@ async fn operator_actions_are_replicated_and_survive_restarts() {
     for (viewer, peer) in [(&b, &a), (&a, &b)] {
         let seen = until_peer_view(viewer, peer, "dr.pair.test/A").await;
         assert!(
-            seen.contains("DR") && seen.contains("198.51.100.20"),
+            seen.starts_with("\"dr\" ") && seen.contains("\"ip\":\"198.51.100.20\""),
             "{seen}"
         );
     }

@@ -44,11 +44,12 @@ fn preview(d: &TestDevice, name: &str) -> serde_json::Value {
     serde_json::from_str(&run.stdout).expect("preview JSON")
 }
 
-fn strings(v: &serde_json::Value) -> Vec<String> {
+/// The `ip` of each typed address of a list.
+fn ips(v: &serde_json::Value) -> Vec<String> {
     v.as_array()
         .expect("a list")
         .iter()
-        .map(|s| s.as_str().expect("a string").to_string())
+        .map(|a| a["ip"].as_str().expect("an ip").to_string())
         .collect()
 }
 
@@ -62,20 +63,34 @@ async fn status_and_preview_show_what_is_answered() {
     let prio = udp(d.v4(), &query("prio.example.test.", RecordType::A)).await;
     assert_eq!(answers(&prio), ["192.0.2.2"]);
     let p = preview(&d, "prio.example.test");
-    assert_eq!(strings(&p["active"]), ["192.0.2.2"], "{p}");
+    assert_eq!(ips(&p["active"]), ["192.0.2.2"], "{p}");
     assert_eq!(p["balance"], "priority", "{p}");
+    assert_eq!(p["active"][0]["health"], "healthy", "{p}");
+    assert_eq!(p["active"][0]["share"], serde_json::Value::Null, "{p}");
+    assert_eq!(p["addresses"][0]["health"], "unhealthy", "{p}");
+    assert_eq!(p["addresses"][0]["reason"], "disabled in the configuration");
 
     let p = preview(&d, "wt.example.test");
-    assert_eq!(
-        strings(&p["active"]),
-        ["192.0.2.11 (weight 3, 75%)", "192.0.2.12 (weight 1, 25%)"],
-        "{p}"
+    assert_eq!(ips(&p["active"]), ["192.0.2.11", "192.0.2.12"], "{p}");
+    assert_eq!(p["active"][0]["weight"], 3, "{p}");
+    assert_eq!(p["active"][0]["share"], 0.75, "{p}");
+    assert_eq!(p["active"][1]["share"], 0.25, "{p}");
+    assert_eq!(p["status"], "ok", "{p}");
+    assert_eq!(p["label"], "OK", "{p}");
+    let run = run_gtm(&d, &["record", "preview", "wt.example.test", "A"]);
+    assert!(
+        run.stdout
+            .contains("192.0.2.11 (weight 3, 75%), 192.0.2.12 (weight 1, 25%)"),
+        "{run:?}"
     );
 
     let safe = udp(d.v4(), &query("safe.example.test.", RecordType::A)).await;
     assert_eq!(answers(&safe), ["198.51.100.9"]);
     let p = preview(&d, "safe.example.test");
-    assert_eq!(strings(&p["active"]), ["198.51.100.9 (fail-safe)"], "{p}");
+    assert_eq!(ips(&p["active"]), ["198.51.100.9"], "{p}");
+    assert_eq!(p["active"][0]["health"], "fail_safe", "{p}");
+    assert_eq!(p["status"], "fail_safe", "{p}");
+    assert_eq!(p["label"], "Fail-safe", "{p}");
 
     let run = run_gtm(&d, &["status", "--json"]);
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -85,11 +100,13 @@ async fn status_and_preview_show_what_is_answered() {
         records
             .iter()
             .find(|r| r["record"] == label)
-            .map(|r| strings(&r["active"]))
+            .map(|r| ips(&r["active"]))
             .unwrap_or_else(|| panic!("{label} in {status}"))
     };
     assert_eq!(active("prio.example.test/A"), ["192.0.2.2"]);
-    assert_eq!(active("safe.example.test/A"), ["198.51.100.9 (fail-safe)"]);
+    assert_eq!(active("safe.example.test/A"), ["198.51.100.9"]);
+    let run = run_gtm(&d, &["status"]);
+    assert!(run.stdout.contains("198.51.100.9 (fail-safe)"), "{run:?}");
 }
 
 /// The per-address answer counts are the addresses the responses carried,
@@ -182,4 +199,86 @@ fn counted(stats: &serde_json::Value) -> BTreeMap<String, u64> {
         })
         .filter(|(_, n)| *n > 0)
         .collect()
+}
+
+/// A CNAME's status follows its targets: one whose in-zone target answers
+/// nothing (no such name, or a steered record with nothing healthy) is
+/// not OK, in `gtm status`, the API and the preview; one whose target
+/// answers, or lies outside the device's zones, is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cname_whose_in_zone_target_answers_nothing_is_not_ok() {
+    let d = TestDevice::start(
+        r#"
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+
+[[domain.record]]
+name = "app"
+type = "A"
+addresses = [{ ip = "192.0.2.1" }]
+
+[[domain.record]]
+name = "dead"
+type = "A"
+addresses = [{ ip = "192.0.2.2", hc = "disabled" }]
+
+[[domain.record]]
+name = "good"
+type = "CNAME"
+addresses = [{ target = "app.example.test" }]
+
+[[domain.record]]
+name = "away"
+type = "CNAME"
+addresses = [{ target = "www.example.net" }]
+
+[[domain.record]]
+name = "missing"
+type = "CNAME"
+addresses = [{ target = "nothing.example.test" }]
+
+[[domain.record]]
+name = "down"
+type = "CNAME"
+addresses = [{ target = "dead.example.test" }]
+"#,
+    )
+    .await;
+    let run = run_gtm(&d, &["status", "--json"]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let status: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let of = |label: &str| -> serde_json::Value {
+        status["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["record"] == label)
+            .unwrap_or_else(|| panic!("{label} in {status}"))
+            .clone()
+    };
+    assert_eq!(of("good.example.test/CNAME")["status"], "ok");
+    assert_eq!(of("away.example.test/CNAME")["status"], "ok");
+    for label in ["missing.example.test/CNAME", "down.example.test/CNAME"] {
+        let r = of(label);
+        assert_eq!(r["status"], "no_healthy", "{r}");
+        assert_eq!(r["label"], "No healthy records", "{r}");
+        assert!(
+            r["decision"].as_str().unwrap().contains("answers nothing"),
+            "{r}"
+        );
+    }
+    let run = run_gtm(
+        &d,
+        &["record", "preview", "down.example.test", "CNAME", "--json"],
+    );
+    let p: serde_json::Value = serde_json::from_str(&run.stdout).expect("preview JSON");
+    assert_eq!(p["status"], "no_healthy", "{p}");
+    let run = run_gtm(&d, &["status"]);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("missing.example.test/CNAME"))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(line.contains("No healthy records"), "{line}");
 }

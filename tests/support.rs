@@ -43,17 +43,19 @@ impl TestDevice {
         Self::start_full(config, None, data_dir, None).await
     }
 
-    async fn start_full(
-        config: &str,
-        geoip: Option<PathBuf>,
-        data_dir: &std::path::Path,
-        owned: Option<tempfile::TempDir>,
-    ) -> Self {
-        let dir = match owned {
-            Some(d) => d,
-            None => tempfile::tempdir().expect("temp dir"),
-        };
-        let settings = NodeSettings {
+    /// A device as `gtm serve` starts one without a node file: serving
+    /// the embedded demo configuration (version 0), nothing applied.
+    pub async fn start_demo() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let device = Device::start(Self::settings(dir.path(), None), true)
+            .await
+            .expect("device starts");
+        Self { device, dir }
+    }
+
+    /// The node settings of a test device: loopback, port 0.
+    fn settings(data_dir: &std::path::Path, geoip: Option<PathBuf>) -> NodeSettings {
+        NodeSettings {
             name: "test1".into(),
             dns_listen: vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()],
             api_listen: "127.0.0.1:0".parse().unwrap(),
@@ -65,7 +67,20 @@ impl TestDevice {
                 "::1".to_string().try_into().unwrap(),
             ],
             ..NodeSettings::demo(data_dir.to_path_buf())
+        }
+    }
+
+    async fn start_full(
+        config: &str,
+        geoip: Option<PathBuf>,
+        data_dir: &std::path::Path,
+        owned: Option<tempfile::TempDir>,
+    ) -> Self {
+        let dir = match owned {
+            Some(d) => d,
+            None => tempfile::tempdir().expect("temp dir"),
         };
+        let settings = Self::settings(data_dir, geoip);
         let device = Device::start(settings, false).await.expect("device starts");
         apply_text(&device, config)
             .await

@@ -32,6 +32,7 @@ mod service;
 mod storage;
 mod test_now;
 mod transport;
+mod typed_json;
 mod valid;
 mod versions;
 mod wire;

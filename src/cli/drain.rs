@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::client::Client;
-use gtm_engine::RecordStatus;
+use gtm_engine::RecordView;
 use gtm_node::judge::{Basis, Judgement};
 
 #[derive(Debug, Clone, Copy, clap::Args)]
@@ -37,7 +37,7 @@ pub(super) async fn run(
         print_judgement(&j, "a drain needs --force");
         return Ok(());
     }
-    let _: Vec<RecordStatus> = client.send(request).await?;
+    let _: Vec<RecordView> = client.send(request).await?;
     println!(
         "{what} {}",
         if drained {

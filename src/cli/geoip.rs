@@ -129,10 +129,14 @@ pub fn describe(status: &GeoipStatus) -> String {
         }
         None => out.push_str("geoip      none: every client gets the default records\n"),
     }
-    out.push_str(&format!(
-        "  source   {} (update {})\n",
-        status.source,
-        if status.monthly { "monthly" } else { "off" }
-    ));
+    match &status.source {
+        Some(source) => out.push_str(&format!(
+            "  source   {source} (update {})\n",
+            if status.monthly { "monthly" } else { "off" }
+        )),
+        None => out.push_str(
+            "  source   none: no [geoip] table, no device downloads a database (gtm geoip import loads one)\n",
+        ),
+    }
     out
 }

@@ -46,14 +46,14 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
                 if p.active.is_empty() {
                     "-".into()
                 } else {
-                    p.active.join(", ")
+                    gtm_engine::active_texts(&p.active).join(", ")
                 }
             );
             for place in &p.places {
                 let shown = if place.active.is_empty() {
                     "-".into()
                 } else {
-                    place.active.join(", ")
+                    gtm_engine::active_texts(&place.active).join(", ")
                 };
                 println!("  clients in {:<4}{shown}", place.place);
             }
@@ -65,17 +65,15 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
                 .map(|a| {
                     let health = if a.drained {
                         "drained"
-                    } else if a.healthy {
-                        "healthy"
                     } else {
-                        "unhealthy"
+                        a.health.as_str()
                     };
                     [
-                        a.address.clone(),
-                        a.dc.clone().unwrap_or_else(|| "-".into()),
+                        a.ip.clone(),
+                        a.datacenter.clone().unwrap_or_else(|| "-".into()),
                         a.hc.clone(),
                         health.into(),
-                        a.why.clone(),
+                        a.reason.clone(),
                     ]
                 })
                 .collect();

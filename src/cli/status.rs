@@ -58,7 +58,7 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
                 if r.active.is_empty() {
                     "-".into()
                 } else {
-                    r.active.join(", ")
+                    gtm_engine::active_texts(&r.active).join(", ")
                 },
             ]
         })
@@ -146,7 +146,7 @@ fn print_side_by_side(report: &StatusReport) {
             }
         }
     }
-    let cell = |list: &[gtm_engine::RecordStatus], record: &str| -> String {
+    let cell = |list: &[gtm_engine::RecordView], record: &str| -> String {
         list.iter()
             .find(|r| r.record == record)
             .and_then(|r| r.status)

@@ -18,7 +18,7 @@ use gtm_model::error::ApiError;
 
 use super::{ApiState, blocking, record_label, writable};
 
-use gtm_engine::RecordStatus;
+use gtm_engine::RecordView;
 use gtm_model::drain::DrainTarget;
 use gtm_node::{
     access::Principal,
@@ -40,7 +40,7 @@ pub struct DrainFlags {
 pub(crate) enum DrainOutcome {
     Preview(Judgement),
     /// This device's record status after it.
-    Applied(Vec<RecordStatus>),
+    Applied(Vec<RecordView>),
 }
 
 /// Previews, refuses or proposes a drain or undrain (every device applies
@@ -89,7 +89,7 @@ pub(crate) async fn drain_or_preview(
         .await?;
     let engine = state.engine.clone();
     Ok(DrainOutcome::Applied(
-        blocking(move || engine.status()).await?,
+        blocking(move || engine.status_view()).await?,
     ))
 }
 

@@ -41,8 +41,11 @@ pub struct GeoipStatus {
     pub database: Option<GeoInfo>,
     /// Whole days since it was built.
     pub age_days: Option<u64>,
-    /// The configured source template (`[geoip] source`).
-    pub source: String,
+    /// The configured source template (`[geoip] source`, or the default
+    /// one in a `[geoip]` table without it); `null` without a `[geoip]`
+    /// table, when no device downloads a database.
+    #[serde(default)]
+    pub source: Option<String>,
     /// Whether devices refresh it monthly by themselves.
     pub monthly: bool,
 }
@@ -58,8 +61,12 @@ impl GeoipStatus {
         let age_days = database
             .as_ref()
             .map(|d| now.saturating_sub(d.build_epoch) / 86_400);
-        let (source, monthly) =
-            engine.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly()));
+        let (source, monthly) = engine.with_config(|c| {
+            (
+                c.geoip.is_some().then(|| c.geoip_source().to_string()),
+                c.geoip_monthly(),
+            )
+        });
         Self {
             database,
             age_days,

@@ -93,15 +93,20 @@ fn render(state: &ApiState) -> String {
         );
     }
 
-    let peers = state.peers.status(&state.replication);
+    let (peers, peer_records): (Vec<_>, Vec<_>) =
+        state.peers.reported(&state.replication).into_iter().unzip();
     out.family(
         "gtm_record_status",
         "gauge",
         "1 for the status of each record on each device (the peers' as their last report said)",
     );
     let own = engine.status();
-    let all_records = std::iter::once((device.as_str(), &own))
-        .chain(peers.iter().map(|p| (p.device.as_str(), &p.records)));
+    let all_records = std::iter::once((device.as_str(), &own)).chain(
+        peers
+            .iter()
+            .zip(&peer_records)
+            .map(|(p, records)| (p.device.as_str(), records)),
+    );
     for (dev, records) in all_records {
         for r in records {
             let status = r.status.map_or("-".to_string(), |s| s.to_string());

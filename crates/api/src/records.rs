@@ -100,20 +100,20 @@ pub(crate) struct Holds {
 pub(crate) async fn holds(state: &ApiState, label: &str) -> Result<Holds, ApiError> {
     let engine = state.engine.clone();
     let here = blocking(move || engine.status()).await?;
-    let peers = state.peers.status(&state.replication);
+    let peers = state.peers.reported(&state.replication);
     let mine = here.iter().find(|r| r.record == label);
     let held = mine.is_some_and(|r| r.held)
         || peers
             .iter()
-            .any(|p| p.records.iter().any(|r| r.record == label && r.held));
+            .any(|(_, records)| records.iter().any(|r| r.record == label && r.held));
     let mut seen = vec![format!(
         "{} on {}",
         mine.and_then(|r| r.status)
             .map_or("-".into(), |s| s.to_string()),
         state.engine.device()
     )];
-    seen.extend(peers.iter().filter_map(|p| {
-        let r = p.records.iter().find(|r| r.record == label)?;
+    seen.extend(peers.iter().filter_map(|(p, records)| {
+        let r = records.iter().find(|r| r.record == label)?;
         Some(format!(
             "{} on {}",
             r.status.map_or("-".into(), |s| s.to_string()),

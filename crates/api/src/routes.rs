@@ -17,7 +17,7 @@ use super::{
     config, dnssec, drains, events, geoip, history, objects, peer, records, schedules, stats,
     status, tsig,
 };
-use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordStatus};
+use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordView};
 use gtm_model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
 use gtm_node::access::Role;
 
@@ -460,7 +460,7 @@ pub fn operations() -> Vec<Op> {
         )
         .role(Role::Operator)
         .body(J(schema::<DrainAddress>))
-        .returns(J(schema::<Vec<RecordStatus>>)),
+        .returns(J(schema::<Vec<RecordView>>)),
         op(
             Method::PUT,
             "/api/v1/drain/datacenter",
@@ -470,7 +470,7 @@ pub fn operations() -> Vec<Op> {
         )
         .role(Role::Operator)
         .body(J(schema::<DrainDatacenter>))
-        .returns(J(schema::<Vec<RecordStatus>>)),
+        .returns(J(schema::<Vec<RecordView>>)),
         op(
             Method::GET,
             "/api/v1/drains",
@@ -676,6 +676,9 @@ pub fn openapi() -> Value {
         parameters.extend(op.query.iter().map(|(name, kind, meaning)| {
             json!({"name": name, "in": "query", "required": false, "description": meaning, "schema": {"type": kind}})
         }));
+        if op.method != Method::GET {
+            parameters.push(command_header());
+        }
         let mut operation = json!({
             "summary": op.summary,
             "operationId": operation_id(&op.method, op.path),
@@ -716,6 +719,20 @@ pub fn openapi() -> Value {
         },
         "security": [{"token": []}],
         "paths": paths,
+    })
+}
+
+/// The client's command id, taken by every write
+/// (`history::client_command_id`): the CLI sends one with each command, so
+/// that a retried write is applied once and `GET /api/v1/commands/{id}`
+/// finds its fate after an outcome-unknown answer.
+fn command_header() -> Value {
+    json!({
+        "name": gtm_node::command::COMMAND_HEADER,
+        "in": "header",
+        "required": false,
+        "description": "The command id this write makes its command under (32 hex digits, new for each command): sent again with a retry, the write is applied once; GET /api/v1/commands/{id} says what became of it. Another value is refused (400 bad-request) before anything is done.",
+        "schema": {"type": "string", "pattern": "^[0-9a-fA-F]{32}$"},
     })
 }
 

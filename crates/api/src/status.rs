@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 use gtm_model::error::ApiError;
 
 use super::{ApiState, GeoipStatus};
-use gtm_engine::{CheckStatus, RecordStatus, ScenarioStatus};
+use gtm_engine::{CheckStatus, RecordView, ScenarioStatus};
 
 #[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusReport {
     pub device: String,
     pub version: u64,
-    pub records: Vec<RecordStatus>,
+    pub records: Vec<RecordView>,
     pub checks: Vec<CheckStatus>,
     pub scenarios: Vec<ScenarioStatus>,
     /// The other devices of the cluster, as their reports last said.
@@ -60,10 +60,10 @@ fn report(state: &ApiState) -> StatusReport {
     StatusReport {
         device: state.engine.device().to_string(),
         version: state.engine.version(),
-        records: state.engine.status(),
+        records: state.engine.status_view(),
         checks: state.engine.checks(),
         scenarios: state.engine.scenarios(),
-        peers: state.peers.status(&state.replication),
+        peers: state.peers.status(&state.replication, &state.engine),
         degraded: state.engine.install_failure(),
         storage_degraded: state.engine.storage_fault(),
         geoip: Some(GeoipStatus::of(&state.engine)),
@@ -98,7 +98,7 @@ fn geoip_warning(state: &ApiState) -> Option<String> {
     let here = state.engine.geoip().description().to_string();
     let differ: Vec<String> = state
         .peers
-        .status(&state.replication)
+        .devices(&state.replication)
         .into_iter()
         .filter_map(|p| {
             p.geoip

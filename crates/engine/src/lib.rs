@@ -41,8 +41,8 @@ use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
-pub use answered::PlaceAnswered;
-use answered::{answered_by_default, answered_by_place};
+pub use answered::{AddressHealth, AddressState, PlaceAnswered, active_texts, percents};
+use answered::{answered_by_default, answered_by_place, answered_states_by_default, reported};
 pub use diff::diff;
 pub use explain::{Explain, ExplainAnswer, ExplainClient, ExplainStep, PossibleAnswer};
 pub use health::{CheckStatus, HealthState};
@@ -59,7 +59,10 @@ use gtm_model::{
     Compiled, Config, ConfigErrors,
     clock::now_ms,
     compile,
-    compile::{Content, DrCondition, Hc, ModeSpec, RecordSpec, Steering, ZoneSpec, same_record},
+    compile::{
+        AddressSpec, Content, DrCondition, Hc, ModeSpec, RecordSpec, Steering, ZoneSpec,
+        same_record,
+    },
     condition::CheckRef,
     config::RecordType,
     names::{key_name, wire_key},
@@ -72,7 +75,7 @@ pub use gtm_model::severity::Severity;
 pub use install::{InstallFailure, NotInstalled, Prepared};
 pub use proving::{Proven, servable};
 pub use storage::Stored;
-pub use views::{AddressView, Event, EventKind, Preview, RecordStatus, ScenarioStatus};
+pub use views::{AddressView, Event, EventKind, Preview, RecordStatus, RecordView, ScenarioStatus};
 use {install::*, proving::*, storage::*};
 
 /// How many of the newest events a preview looks through for switchovers.
@@ -215,24 +218,96 @@ impl Steered {
     }
 
     /// Adds its state to `states` ([`Steered::status`], without one).
-    fn push_status(&self, states: &mut record_states::RecordStates) {
+    fn push_status(&self, states: &mut record_states::RecordStates, snapshot: &Snapshot) {
+        let (status, decision) = self.shown(snapshot);
         states.push(
             &self.label(),
-            Some(self.state.status),
+            Some(status),
             &answered_by_default(self.steering(), &self.answers),
-            &self.decision,
+            &decision,
             self.held,
         );
     }
 
-    fn status(&self) -> RecordStatus {
+    fn status(&self, snapshot: &Snapshot) -> RecordStatus {
+        let (status, decision) = self.shown(snapshot);
         RecordStatus {
             record: self.label(),
-            status: Some(self.state.status),
+            status: Some(status),
             active: answered_by_default(self.steering(), &self.answers),
-            decision: self.decision.to_string(),
+            decision: decision.into_owned(),
             held: self.held,
         }
+    }
+
+    /// Its status and decision as shown: a CNAME's follow its targets. A
+    /// CNAME answered with in-zone targets that answer nothing (no such
+    /// name, or none of its records answers anything now) leads clients
+    /// nowhere: with every target so it is `No healthy records`, with
+    /// some `Partially OK (a record is down)`, and the decision names
+    /// them. Targets out of the device's zones are not judged.
+    fn shown(&self, snapshot: &Snapshot) -> (Status, Cow<'_, str>) {
+        let status = self.state.status;
+        if self.kind() != RecordType::Cname
+            || matches!(status, Status::FailSafe | Status::NoHealthy)
+        {
+            return (status, Cow::Borrowed(&*self.decision));
+        }
+        let Some(resolve::Answer::Addresses(list)) = self.answers.groups.get(self.answers.default)
+        else {
+            return (status, Cow::Borrowed(&*self.decision));
+        };
+        let targets: Vec<&str> = list
+            .iter()
+            .filter_map(|&i| self.steering().addresses.get(i)?.target())
+            .collect();
+        let dead: Vec<&str> = targets
+            .iter()
+            .copied()
+            .filter(|t| answers_nothing(snapshot, t))
+            .collect();
+        if dead.is_empty() {
+            return (status, Cow::Borrowed(&*self.decision));
+        }
+        let shown = if dead.len() == targets.len() {
+            Status::NoHealthy
+        } else if status == Status::Ok {
+            Status::PartiallyOkRecordDown
+        } else {
+            status
+        };
+        let decision = format!(
+            "{}; in-zone target{} {} answer{} nothing",
+            self.decision,
+            if dead.len() == 1 { "" } else { "s" },
+            dead.join(", "),
+            if dead.len() == 1 { "s" } else { "" },
+        );
+        (shown, Cow::Owned(decision))
+    }
+}
+
+/// Whether `target` (a name as a CNAME writes it) is in one of the
+/// snapshot's zones and answers nothing there: no such name, or no record
+/// of it answers anything now (a steered one with nothing healthy).
+fn answers_nothing(snapshot: &Snapshot, target: &str) -> bool {
+    let Ok(mut name) = hickory_server::proto::rr::Name::from_ascii(target) else {
+        return false;
+    };
+    name.set_fqdn(true);
+    let key = wire_key(&name);
+    if snapshot.zone_at(&key).is_none() {
+        return false;
+    }
+    match snapshot.node(&key) {
+        None => true,
+        Some(node) => !node.rrsets.iter().any(|slot| {
+            slot.answer
+                .load()
+                .groups
+                .iter()
+                .any(|g| !g.values.is_empty())
+        }),
     }
 }
 

@@ -99,12 +99,13 @@ impl Engine {
                 && (inner.records_reset..=inner.records_gen).contains(&at.generation)
         };
         let total = inner.records.len();
+        let snapshot = self.dns.snapshot.load();
         // Written straight into the compact list: no `RecordStatus` per
         // record (docs/design-scale.md, "The record-state exchange").
         let page = |from: RecordsAt, start: usize| {
             let mut records = RecordStates::for_page(PAGE.min(total.saturating_sub(start)));
             for r in inner.records.iter_from(start).take(PAGE) {
-                r.push_status(&mut records);
+                r.push_status(&mut records, &snapshot);
             }
             RecordChanges::Page {
                 page: Page { from, start, total },
@@ -119,7 +120,7 @@ impl Engine {
                     .enumerate()
                     .filter(|(_, r)| r.changed > at.generation)
                     .take(PAGE + 1)
-                    .map(|(i, r)| (i, r.status()))
+                    .map(|(i, r)| (i, r.status(&snapshot)))
                     .collect();
                 if changed.len() <= PAGE {
                     return RecordChanges::Since {

@@ -12,7 +12,9 @@
 //! held once. The engine writes a page into one from its records, it is
 //! sent as the same JSON (`Serialize`), and the peer reads the JSON
 //! straight into one (`Deserialize`); [`RecordStates::statuses`] gives the
-//! `RecordStatus`es back for the API.
+//! `RecordStatus`es back, which the engine types for the API
+//! (`Engine::typed`). The status goes as its label and the answers as
+//! texts, the form devices of every version read.
 //!
 //! The buffer is cut in chunks of about [`CHUNK`] bytes: a changed state's
 //! texts are added at the last chunk's end, never moving the others (one
@@ -430,6 +432,7 @@ impl RecordStates {
 struct Fields<'a> {
     #[serde(borrow)]
     record: Cow<'a, str>,
+    #[serde(with = "gtm_resolve::status_label")]
     status: Option<Status>,
     #[serde(borrow)]
     active: Vec<Cow<'a, str>>,
@@ -671,6 +674,17 @@ mod tests {
         assert_eq!(json, serde_json::to_vec(&statuses).unwrap());
         let back: RecordStates = serde_json::from_slice(&json).unwrap();
         assert_eq!(back.statuses(), statuses);
+        // The status goes as its label, which every version reads; a code
+        // (the API's form) is read too.
+        let text = String::from_utf8(json).unwrap();
+        assert!(text.contains(r#""status":"OK""#), "{text}");
+        assert!(text.contains(r#""status":null"#), "{text}");
+        let coded = br#"[{"record":"a.test/A","status":"partially_ok_record_down","active":[],"decision":"up"}]"#;
+        let back: RecordStates = serde_json::from_slice(coded).unwrap();
+        assert_eq!(
+            back.statuses()[0].status,
+            Some(Status::PartiallyOkRecordDown)
+        );
         // `held` absent, from a device of an earlier version.
         let earlier = br#"[{"record":"a.test/A","status":"OK","active":[],"decision":"up"}]"#;
         let back: RecordStates = serde_json::from_slice(earlier).unwrap();

@@ -76,10 +76,14 @@ pub struct Event {
     pub text: String,
 }
 
-/// A record's state as `gtm status` shows it.
+/// A record's state as reports between devices carry it: the status as
+/// its label, the answered addresses as texts ([`answered`]). Devices of
+/// every version read and write this form; the API gives [`RecordView`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordStatus {
     pub record: String,
+    #[serde(with = "gtm_resolve::status_label")]
+    #[schemars(with = "Option<String>")]
     pub status: Option<Status>,
     /// What clients without a place of their own are answered: the
     /// balance's real choice (see `answered`).
@@ -91,43 +95,79 @@ pub struct RecordStatus {
     pub held: bool,
 }
 
+/// A record's state as `gtm status` and the API give it, typed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RecordView {
+    /// `www.example.test/A`.
+    pub record: String,
+    /// The status as a stable code; `null` when a device reports none.
+    pub status: Option<Status>,
+    /// The same status as people read it (`Partially OK (a record is
+    /// down)`).
+    pub label: Option<String>,
+    /// What clients without a place of their own are answered: the
+    /// balance's real choice, in answer order.
+    pub active: Vec<AddressState>,
+    /// Why, in words.
+    pub decision: String,
+    /// DR stays on only because failback is manual (`record resume` ends
+    /// it).
+    pub held: bool,
+}
+
+/// A status's label, for the typed views.
+pub(super) fn label_of(status: Option<Status>) -> Option<String> {
+    status.map(|s| s.as_str().to_string())
+}
+
 /// The record preview: what is answered now and why.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Preview {
     pub device: String,
     pub record: String,
     pub mode: String,
+    /// The status as a stable code.
     pub status: Option<Status>,
+    /// The same status as people read it.
+    pub label: Option<String>,
     /// The balance algorithm (`round-robin`, `weighted`, ...).
-    #[serde(default)]
     pub balance: String,
     /// What clients without a place of their own are answered: the
     /// balance's real choice (see `answered`).
-    pub active: Vec<String>,
+    pub active: Vec<AddressState>,
     /// Places whose clients are answered otherwise (topology).
-    #[serde(default)]
     pub places: Vec<PlaceAnswered>,
     pub decision: String,
-    /// Each address with its HC field and whether it is healthy now.
+    /// Each address of the record with its HC field and its health now.
     pub addresses: Vec<AddressView>,
     /// The latest DR and fail-safe switchovers, newest last.
     pub switchovers: Vec<Event>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+/// One address of a record in its preview.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AddressView {
-    pub address: String,
-    pub dc: Option<String>,
+    /// The address; a CNAME record's target name.
+    pub ip: String,
+    /// Its configured weight.
+    pub weight: u32,
+    /// With `weighted` balance only: its fraction (0 to 1) of the answers
+    /// clients without a place of their own get; 0 when not answered.
+    /// `null` for other balances.
+    pub share: Option<f64>,
+    pub datacenter: Option<String>,
+    /// Its HC field as configured: `static`, `disabled`, `check:NAME`,
+    /// `scenario:NAME`.
     pub hc: String,
-    pub healthy: bool,
+    /// `healthy` or `unhealthy`, drained or not.
+    pub health: AddressHealth,
+    /// An operator drained it (or its datacenter) out of answers.
     pub drained: bool,
     /// Why it is healthy or not on this device: its check's state and
     /// last result with the time of the change (`check web@192.0.2.10:
     /// Error (status 503) since 2026-12-05 21:04:05.123Z`), its scenario's
-    /// decision, `static` or `disabled`. Empty from a device of an earlier
-    /// version.
-    #[serde(default)]
-    pub why: String,
+    /// decision, `static` or `disabled`.
+    pub reason: String,
 }
 
 /// Scenario decisions as operators see them.
@@ -139,9 +179,81 @@ pub struct ScenarioStatus {
 }
 
 impl Engine {
-    /// Every steered record with its status and the addresses answered now.
+    /// Every steered record with its status and the addresses answered
+    /// now, as reports carry them.
     pub fn status(&self) -> Vec<RecordStatus> {
-        self.lock().records.iter().map(|r| r.status()).collect()
+        let snapshot = self.dns.snapshot.load();
+        self.lock()
+            .records
+            .iter()
+            .map(|r| r.status(&snapshot))
+            .collect()
+    }
+
+    /// Every steered record with its status and the addresses answered
+    /// now, typed (the API's).
+    pub fn status_view(&self) -> Vec<RecordView> {
+        let snapshot = self.dns.snapshot.load();
+        let inner = self.lock();
+        let dcs = &inner.compiled.datacenters;
+        let reason = |a: &AddressSpec| why(&inner.health, &a.hc);
+        inner
+            .records
+            .iter()
+            .map(|r| {
+                let (status, decision) = r.shown(&snapshot);
+                RecordView {
+                    record: r.label(),
+                    status: Some(status),
+                    label: label_of(Some(status)),
+                    active: answered_states_by_default(r.steering(), dcs, &r.answers, &reason),
+                    decision: decision.into_owned(),
+                    held: r.held,
+                }
+            })
+            .collect()
+    }
+
+    /// A peer's record states (`device`'s, as its report carries them),
+    /// typed: each answered address with its weight and datacenter as
+    /// this device's configuration holds the record.
+    pub fn typed(&self, device: &str, statuses: Vec<RecordStatus>) -> Vec<RecordView> {
+        if statuses.is_empty() {
+            return Vec::new();
+        }
+        let inner = self.lock();
+        let dcs = &inner.compiled.datacenters;
+        let mine: Vec<&Steered> = inner.records.iter().map(|r| &**r).collect();
+        // Found at the same place in the list, as a peer with the same
+        // configuration lists them; else by label.
+        let mut by_label: Option<HashMap<String, usize>> = None;
+        statuses
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let here = mine
+                    .get(i)
+                    .filter(|r| r.label() == s.record)
+                    .copied()
+                    .or_else(|| {
+                        let index = by_label.get_or_insert_with(|| {
+                            mine.iter()
+                                .enumerate()
+                                .map(|(k, r)| (r.label(), k))
+                                .collect()
+                        });
+                        index.get(&s.record).and_then(|&k| mine.get(k).copied())
+                    });
+                RecordView {
+                    active: reported(here.map(|r| r.steering()), dcs, &s.active, device),
+                    label: label_of(s.status),
+                    record: s.record,
+                    status: s.status,
+                    decision: s.decision,
+                    held: s.held,
+                }
+            })
+            .collect()
     }
 
     pub fn checks(&self) -> Vec<CheckStatus> {
@@ -230,23 +342,45 @@ impl Engine {
     /// The preview of one record (`www.example.test/A`).
     pub fn preview(&self, label: &str) -> Option<Preview> {
         let (preview, _) = {
+            let snapshot = self.dns.snapshot.load();
             let inner = self.lock();
             let key = RecordKey::of(label)?;
             let r = inner.records.iter().find(|r| r.is(&key))?;
             let dcs = &inner.compiled.datacenters;
             let state = Some(&r.state);
+            let (shown, decision) = r.shown(&snapshot);
+            let reason = |a: &AddressSpec| why(&inner.health, &a.hc);
+            let active = answered_states_by_default(r.steering(), dcs, &r.answers, &reason);
+            let weighted = r.steering().balance == gtm_model::config::Balance::Weighted;
             let addresses = r
                 .steering()
                 .addresses
                 .iter()
                 .enumerate()
-                .map(|(i, a)| AddressView {
-                    address: a.display(),
-                    dc: a.dc().map(|d| dcs[d].name.clone()),
-                    hc: hc_text(&a.hc),
-                    healthy: state.is_some_and(|s| s.healthy.get(i).copied().unwrap_or(false)),
-                    drained: resolve::HealthView::drained(&inner.health, label, a),
-                    why: why(&inner.health, &a.hc),
+                .map(|(i, a)| {
+                    let ip = a.display();
+                    let healthy = state.is_some_and(|s| s.healthy.get(i).copied().unwrap_or(false));
+                    let drained = resolve::HealthView::drained(&inner.health, label, a);
+                    AddressView {
+                        share: weighted.then(|| {
+                            active
+                                .iter()
+                                .find(|x| x.ip == ip && x.health != AddressHealth::FailSafe)
+                                .and_then(|x| x.share)
+                                .unwrap_or(0.0)
+                        }),
+                        ip,
+                        weight: a.weight,
+                        datacenter: answered::datacenter(dcs, a),
+                        hc: hc_text(&a.hc),
+                        health: if healthy {
+                            AddressHealth::Healthy
+                        } else {
+                            AddressHealth::Unhealthy
+                        },
+                        drained,
+                        reason: why(&inner.health, &a.hc),
+                    }
                 })
                 .collect();
             let mode = match &r.steering().mode {
@@ -267,11 +401,12 @@ impl Engine {
                     device: self.device.clone(),
                     record: label.to_string(),
                     mode,
-                    status: state.map(|s| s.status),
+                    status: Some(shown),
+                    label: label_of(Some(shown)),
                     balance: r.steering().balance.as_str().to_string(),
-                    active: answered_by_default(r.steering(), &r.answers),
-                    places: answered_by_place(r.steering(), &r.answers),
-                    decision: r.decision.to_string(),
+                    active,
+                    places: answered_by_place(r.steering(), dcs, &r.answers, &reason),
+                    decision: decision.into_owned(),
                     addresses,
                     switchovers: Vec::new(),
                 },

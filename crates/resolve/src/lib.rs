@@ -92,24 +92,36 @@ pub trait HealthView {
     }
 }
 
-/// Record status values of seed 000, in their exact wording.
+/// Record status values of seed 000. The API and `--json` give each as a
+/// stable code (`ok`, `partially_ok_record_down`, ...: the serde form) and
+/// its label, the seed's exact wording ([`Status::as_str`], what people
+/// read); reports between devices carry the label ([`status_label`]), and
+/// either form is read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum Status {
-    #[serde(rename = "OK")]
+    /// Every address of the answer group is healthy.
+    #[serde(alias = "OK")]
     Ok,
-    #[serde(rename = "Partially OK (a record is down)")]
+    /// Answered, but an address of the group is down.
+    #[serde(alias = "Partially OK (a record is down)")]
     PartiallyOkRecordDown,
-    #[serde(rename = "Partially OK")]
+    /// Answered by fewer datacenters than the mode selects.
+    #[serde(alias = "Partially OK")]
     PartiallyOk,
-    #[serde(rename = "DR")]
+    /// Disaster Recovery is on: the DR datacenter answers.
+    #[serde(alias = "DR")]
     Dr,
-    #[serde(rename = "Fail-safe")]
+    /// No healthy address: the fail-safe values are answered.
+    #[serde(alias = "Fail-safe")]
     FailSafe,
-    #[serde(rename = "No healthy records")]
+    /// No healthy address and no fail-safe values.
+    #[serde(alias = "No healthy records")]
     NoHealthy,
 }
 
 impl Status {
+    /// The seed's label, as people read it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "OK",
@@ -120,11 +132,42 @@ impl Status {
             Self::NoHealthy => "No healthy records",
         }
     }
+
+    /// The stable code, as the API names it (snake case).
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::PartiallyOkRecordDown => "partially_ok_record_down",
+            Self::PartiallyOk => "partially_ok",
+            Self::Dr => "dr",
+            Self::FailSafe => "fail_safe",
+            Self::NoHealthy => "no_healthy",
+        }
+    }
 }
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// An `Option<Status>` written as its label (`"Partially OK"`) and read
+/// as a label or a code: the form the reports between devices carry,
+/// which devices of an earlier version read (`#[serde(with)]`).
+pub mod status_label {
+    use super::Status;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(status: &Option<Status>, s: S) -> Result<S::Ok, S::Error> {
+        match status {
+            Some(status) => s.serialize_some(status.as_str()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Status>, D::Error> {
+        Option::<Status>::deserialize(d)
     }
 }
 

@@ -1721,11 +1721,13 @@ fn status_texts() {
     for (status, text) in table {
         assert_eq!(status.as_str(), text);
         assert_eq!(status.to_string(), text);
-        assert_eq!(
-            serde_json::to_string(&status).unwrap(),
-            format!("\"{text}\"")
-        );
+        // The label, as reports between devices carry it.
+        let sent = serde_json::to_value(StatusLabel(Some(status))).unwrap();
+        assert_eq!(sent, serde_json::json!(text));
     }
+
+    #[derive(serde::Serialize)]
+    struct StatusLabel(#[serde(with = "status_label")] Option<Status>);
 }
 
 #[test]
@@ -1870,4 +1872,47 @@ fn check_states_read_as_the_spec_names_them() {
         assert_eq!(state.to_string(), text);
         assert_eq!(serde_json::to_value(state).unwrap(), text);
     }
+}
+
+/// The API names each status by a stable code and people read its label;
+/// reports between devices carry the label, and both forms are read.
+#[test]
+fn a_status_is_a_code_for_the_api_and_a_label_between_devices() {
+    let all = [
+        (Status::Ok, "ok", "OK"),
+        (
+            Status::PartiallyOkRecordDown,
+            "partially_ok_record_down",
+            "Partially OK (a record is down)",
+        ),
+        (Status::PartiallyOk, "partially_ok", "Partially OK"),
+        (Status::Dr, "dr", "DR"),
+        (Status::FailSafe, "fail_safe", "Fail-safe"),
+        (Status::NoHealthy, "no_healthy", "No healthy records"),
+    ];
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Reported {
+        #[serde(with = "status_label")]
+        status: Option<Status>,
+    }
+    for (status, code, label) in all {
+        assert_eq!(status.code(), code);
+        assert_eq!(status.to_string(), label);
+        assert_eq!(serde_json::to_value(status).unwrap(), code);
+        for form in [code, label] {
+            let read: Status = serde_json::from_value(form.into()).unwrap();
+            assert_eq!(read, status, "{form}");
+            let reported: Reported =
+                serde_json::from_value(serde_json::json!({ "status": form })).unwrap();
+            assert_eq!(reported.status, Some(status), "{form}");
+        }
+        let sent = serde_json::to_value(Reported {
+            status: Some(status),
+        })
+        .unwrap();
+        assert_eq!(sent, serde_json::json!({ "status": label }));
+    }
+    let none: Reported = serde_json::from_str(r#"{"status":null}"#).unwrap();
+    assert_eq!(none.status, None);
+    assert!(serde_json::from_str::<Status>(r#""okay""#).is_err());
 }

@@ -258,7 +258,7 @@ impl Asked<'_> {
         let status = state.replication.status();
         let heard: HashSet<String> = state
             .peers
-            .status(&state.replication)
+            .devices(&state.replication)
             .into_iter()
             .filter(|p| p.reachable)
             .map(|p| p.device)

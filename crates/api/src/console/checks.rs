@@ -177,7 +177,7 @@ async fn render_with(
         )
             .into_response();
     };
-    let peers = state.peers.status(&state.replication);
+    let peers = state.peers.devices(&state.replication);
     let device = state.engine.device().to_string();
     let mut columns: Vec<(String, bool, BTreeMap<String, CheckStatus>)> = vec![(
         device.clone(),

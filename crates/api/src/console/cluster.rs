@@ -32,7 +32,7 @@ pub(super) struct Member {
 }
 
 pub(super) fn members(state: &ApiState, status: &ClusterStatus) -> Vec<Member> {
-    let peers = state.peers.status(&state.replication);
+    let peers = state.peers.devices(&state.replication);
     let leader = status.leader.as_ref().map(|(id, _)| *id);
     status
         .members

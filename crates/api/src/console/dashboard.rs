@@ -52,15 +52,17 @@ fn counts<'a>(statuses: impl Iterator<Item = &'a Option<Status>>) -> [usize; ROW
 
 pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Principal>) -> Response {
     let engine = state.engine.clone();
-    let Ok((local, configured)) = tokio::task::spawn_blocking(move || {
+    let at = state.clone();
+    let Ok((local, configured, peers)) = tokio::task::spawn_blocking(move || {
         (
-            engine.status(),
+            engine.status_view(),
             engine.with_config(|c| {
                 c.datacenters
                     .iter()
                     .map(|d| d.name.clone())
                     .collect::<Vec<_>>()
             }),
+            at.peers.status(&at.replication, &at.engine),
         )
     })
     .await
@@ -72,7 +74,6 @@ pub async fn page(State(state): State<ApiState>, Extension(who): Extension<Princ
             .into_response();
     };
     let device = state.engine.device().to_string();
-    let peers = state.peers.status(&state.replication);
     let mut columns = vec![Column {
         device: device.clone(),
         reachable: true,

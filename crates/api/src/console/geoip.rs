@@ -201,7 +201,7 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
     databases.extend(
         state
             .peers
-            .status(&state.replication)
+            .devices(&state.replication)
             .into_iter()
             .map(|p| (p.device, p.geoip)),
     );
@@ -231,7 +231,7 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
                 None => { dt { "Name" } dd #geoip-name { "none: every client gets the default records" } },
             }
             dt { "Source" } dd #geoip-source {
-                (status.source)
+                (status.source.as_deref().unwrap_or("none"))
                 @if !configured { " (not configured: no device downloads without a [geoip] table)" }
             }
             dt { "Update" } dd #geoip-update { (if status.monthly { "monthly, by each device" } else { "off" }) }

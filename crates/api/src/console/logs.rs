@@ -149,7 +149,7 @@ pub async fn page(
     devices.extend(
         state
             .peers
-            .status(&state.replication)
+            .devices(&state.replication)
             .into_iter()
             .map(|p| p.device),
     );

@@ -124,7 +124,7 @@ fn devices(state: &ApiState, label: &str, shown: &str) -> Markup {
     names.extend(
         state
             .peers
-            .status(&state.replication)
+            .devices(&state.replication)
             .into_iter()
             .map(|p| p.device),
     );
@@ -186,7 +186,7 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
                 p #active { "None: this record has no answer now." }
             } @else {
                 ul #active {
-                    @for a in &p.active { li { (a) } }
+                    @for a in gtm_engine::active_texts(&p.active) { li { (a) } }
                 }
             }
             @if !p.places.is_empty() {
@@ -195,7 +195,7 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
                     @for place in &p.places {
                         li {
                             (place.place) ": "
-                            @if place.active.is_empty() { "none" } @else { (place.active.join(", ")) }
+                            @if place.active.is_empty() { "none" } @else { (gtm_engine::active_texts(&place.active).join(", ")) }
                         }
                     }
                 }
@@ -218,15 +218,15 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
                     tbody {
                         @for a in &p.addresses {
                             tr {
-                                th scope="row" { (a.address) }
-                                td { (a.dc.as_deref().unwrap_or("—")) }
+                                th scope="row" { (a.ip) }
+                                td { (a.datacenter.as_deref().unwrap_or("—")) }
                                 td { (a.hc) }
-                                @if a.healthy {
+                                @if a.health == gtm_engine::AddressHealth::Healthy {
                                     td.st.st-ok { "Healthy" }
                                 } @else {
                                     td.st.st-down { "Unhealthy" }
                                 }
-                                td.why { (a.why) }
+                                td.why { (a.reason) }
                                 td { @if a.drained { "drained" } @else { "no" } }
                             }
                         }

@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use super::layout::{self, query_value, segment};
 use crate::ApiState;
-use gtm_engine::{CheckStatus, RecordStatus};
+use gtm_engine::{CheckStatus, RecordView};
 use gtm_model::Config;
 use gtm_model::operator::Drain;
 use gtm_node::access::Principal;
@@ -196,7 +196,7 @@ pub(super) fn catalog(config: &Config) -> Catalog {
 struct View {
     device: String,
     datacenter: String,
-    local: Vec<RecordStatus>,
+    local: Vec<RecordView>,
     peers: Vec<PeerStatus>,
     catalog: Catalog,
     drains: Vec<Drain>,
@@ -215,13 +215,16 @@ pub(super) fn failing_of(checks: Vec<CheckStatus>) -> HashMap<String, String> {
 
 async fn gather(state: &ApiState) -> Result<View, Response> {
     let engine = state.engine.clone();
+    let at = state.clone();
     // The status and the configuration are read under the engine's lock:
-    // off the async workers, as the API does.
-    let (local, checks, catalog) = tokio::task::spawn_blocking(move || {
+    // off the async workers, as the API does (the peers' records are
+    // typed under it too).
+    let (local, checks, catalog, peers) = tokio::task::spawn_blocking(move || {
         (
-            engine.status(),
+            engine.status_view(),
             engine.checks(),
             engine.with_config(catalog),
+            at.peers.status(&at.replication, &at.engine),
         )
     })
     .await
@@ -229,7 +232,6 @@ async fn gather(state: &ApiState) -> Result<View, Response> {
     let kv = state.replication.state().await;
     let drains = gtm_model::operator::state_of(&kv).drains;
     let device = state.engine.device().to_string();
-    let peers = state.peers.status(&state.replication);
     let mut failing = HashMap::from([(device.clone(), failing_of(checks))]);
     for p in &peers {
         failing.insert(p.device.clone(), failing_of(p.checks.clone()));
@@ -322,7 +324,7 @@ struct Column<'a> {
     about: String,
     stale: bool,
     local: bool,
-    records: HashMap<&'a str, &'a RecordStatus>,
+    records: HashMap<&'a str, &'a RecordView>,
 }
 
 fn columns(view: &View) -> Vec<Column<'_>> {
@@ -649,17 +651,18 @@ mod tests {
         );
     }
 
-    fn status(record: &str, status: Option<Status>) -> RecordStatus {
-        RecordStatus {
+    fn status(record: &str, status: Option<Status>) -> RecordView {
+        RecordView {
             record: record.into(),
             status,
+            label: status.map(|s| s.to_string()),
             active: Vec::new(),
             decision: String::new(),
             held: false,
         }
     }
 
-    fn view(local: Vec<RecordStatus>, peer: Vec<RecordStatus>, reachable: bool) -> View {
+    fn view(local: Vec<RecordView>, peer: Vec<RecordView>, reachable: bool) -> View {
         View {
             device: "gtm1".into(),
             datacenter: "dc1".into(),
@@ -836,7 +839,7 @@ mod tests {
 
     #[test]
     fn a_silent_peer_is_greyed_with_its_age_and_the_rows_are_paged() {
-        let many: Vec<RecordStatus> = (0..2 * PAGE_ROWS + 1)
+        let many: Vec<RecordView> = (0..2 * PAGE_ROWS + 1)
             .map(|i| status(&format!("r{i:05}.a.test/A"), Some(Status::Ok)))
             .collect();
         let v = view(many.clone(), many, false);

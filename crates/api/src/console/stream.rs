@@ -123,7 +123,7 @@ impl Watcher {
 fn reachability(state: &ApiState) -> Vec<(String, bool)> {
     state
         .peers
-        .status(&state.replication)
+        .devices(&state.replication)
         .into_iter()
         .map(|p| (p.device, p.reachable))
         .collect()

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use super::layout::{self, query_value, segment};
 use super::records::{self, Catalog};
 use crate::ApiState;
-use gtm_engine::RecordStatus;
+use gtm_engine::RecordView;
 use gtm_model::operator::Drain;
 use gtm_node::access::Principal;
 use gtm_resolve::Status;
@@ -112,7 +112,7 @@ fn health(
 }
 
 fn origins(
-    statuses: &[RecordStatus],
+    statuses: &[RecordView],
     catalog: &Catalog,
     failing: &HashMap<String, String>,
     drains: &[Drain],
@@ -126,7 +126,7 @@ fn origins(
         if info.addresses.is_empty() {
             continue;
         }
-        let answered = |a: &str| r.active.iter().any(|x| records::same_address(a, x));
+        let answered = |a: &str| r.active.iter().any(|x| records::same_address(a, &x.ip));
         let addresses: Vec<(String, String, bool)> = info
             .addresses
             .iter()
@@ -145,9 +145,9 @@ fn origins(
                 !info
                     .addresses
                     .iter()
-                    .any(|(a, _)| records::same_address(a, x))
+                    .any(|(a, _)| records::same_address(a, &x.ip))
             })
-            .cloned()
+            .map(|x| x.ip.clone())
             .collect();
         out.push(Origin {
             label: r.record.clone(),
@@ -161,9 +161,10 @@ fn origins(
 
 async fn gather(state: &ApiState, wanted: Option<&str>) -> Map {
     let engine = state.engine.clone();
-    let (local, checks, catalog, configured) = tokio::task::spawn_blocking(move || {
+    let at = state.clone();
+    let (local, checks, catalog, configured, peers) = tokio::task::spawn_blocking(move || {
         (
-            engine.status(),
+            engine.status_view(),
             engine.checks(),
             engine.with_config(records::catalog),
             engine.with_config(|c| {
@@ -172,12 +173,20 @@ async fn gather(state: &ApiState, wanted: Option<&str>) -> Map {
                     .map(|d| d.name.clone())
                     .collect::<Vec<_>>()
             }),
+            at.peers.status(&at.replication, &at.engine),
         )
     })
     .await
-    .unwrap_or_else(|_| (Vec::new(), Vec::new(), Catalog::default(), Vec::new()));
+    .unwrap_or_else(|_| {
+        (
+            Vec::new(),
+            Vec::new(),
+            Catalog::default(),
+            Vec::new(),
+            Vec::new(),
+        )
+    });
     let here = state.engine.device().to_string();
-    let peers = state.peers.status(&state.replication);
     let kv = state.replication.state().await;
     let drains = gtm_model::operator::state_of(&kv).drains;
     let mut dcs: BTreeMap<String, Vec<(String, bool)>> =

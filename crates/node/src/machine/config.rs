@@ -11,9 +11,11 @@ use gtm_cluster::{
 };
 
 use super::{
-    CONFIG_KEY, Change, Current, GtmMachine, Parsed, VERSION_KEY, describe, has_config,
+    CONFIG_KEY, Change, Current, GtmMachine, Parsed, VERSION_KEY, config_text, describe,
+    has_config,
     history::{
-        HISTORY_TEXT_BUDGET, HistoryEntry, LINES_KEPT, history_entry, history_writes, kept_changes,
+        HISTORY_TEXT_BUDGET, HistoryEntry, LINES_KEPT, history_entry, history_key, history_writes,
+        kept_changes,
     },
     invalid, operator, parts, rejected, text_hash, touched_domain, tsig,
     zone_versions::zone_version_writes,
@@ -176,6 +178,12 @@ impl GtmMachine {
             text: None,
             text_bytes: Some(text.len()),
         };
+        // The configuration the device started with (version 0: the demo
+        // or the one it was given), kept as the first version of history
+        // so that it can be shown, diffed and rolled back to.
+        let start = (version == 0 && new_version > 0 && command.history_keep > 1)
+            .then(|| start_entry(kv, command))
+            .flatten();
         // The text as parts: those it shares with the committed one are
         // not written again.
         let Some((list, mut writes)) =
@@ -201,6 +209,7 @@ impl GtmMachine {
             key: VERSION_KEY.into(),
             value: new_version.to_string().into_bytes(),
         });
+        writes.extend(start);
         writes.extend(history_writes(
             kv,
             entry,
@@ -236,6 +245,35 @@ impl GtmMachine {
             },
         }
     }
+}
+
+/// The history entry of version 0, the committed text a device started
+/// with, when the map holds that text and no entry for it yet (a cluster
+/// adopts its first version with an entry of its own). It holds its text
+/// itself: it has no parts list, and falls out of history like any other.
+fn start_entry(kv: &Map, command: &Command) -> Option<Write> {
+    if !has_config(kv) || kv.contains_key(&history_key(0)) {
+        return None;
+    }
+    let text = String::from_utf8(config_text(kv)?).ok()?;
+    let entry = HistoryEntry {
+        version: 0,
+        time_ms: command.time_ms,
+        actor: gtm_model::actor::Actor {
+            user: "start".into(),
+            device: command.actor.device.clone(),
+        },
+        command: "0".repeat(32),
+        what: "the configuration the device started with".into(),
+        changes: Vec::new(),
+        changes_in_all: None,
+        text_bytes: None,
+        text: Some(text),
+    };
+    Some(Write::Put {
+        key: history_key(0),
+        value: serde_json::to_vec(&entry).ok()?,
+    })
 }
 
 /// `gtm cluster init`: the first device's configuration, keeping its

@@ -31,7 +31,7 @@ use crate::replication::Replication;
 use combine::{Reported, combine};
 use gtm_cluster::SECRET_HEADER;
 use gtm_engine::{
-    CheckStatus, Engine, Event, RecordStatus, ScenarioStatus,
+    CheckStatus, Engine, Event, RecordStatus, RecordView, ScenarioStatus,
     record_changes::{Held, Page, RecordChanges, RecordsAt},
     record_states::RecordStates,
 };
@@ -155,7 +155,9 @@ pub struct PeerStatus {
     /// That database in detail, when the device reports it.
     #[serde(default)]
     pub geoip_info: Option<gtm_geo::GeoInfo>,
-    pub records: Vec<RecordStatus>,
+    /// Its record states at its last report, typed by this device
+    /// ([`Engine::typed`]).
+    pub records: Vec<RecordView>,
     pub checks: Vec<CheckStatus>,
 }
 
@@ -294,18 +296,55 @@ impl Peers {
         self.changed.subscribe()
     }
 
-    /// Every member but this device, with what it last reported.
-    pub fn status(&self, replication: &Replication) -> Vec<PeerStatus> {
+    /// Every member but this device, with what it last reported, its
+    /// record states typed by `engine` ([`Engine::typed`]); ordered by
+    /// device name, so that columns keep their places when a device
+    /// rejoins under a new node id.
+    pub fn status(&self, replication: &Replication, engine: &Engine) -> Vec<PeerStatus> {
+        // Typed outside the reports' lock: it takes the engine's.
+        self.collect(replication, true)
+            .into_iter()
+            .map(|(mut peer, records)| {
+                peer.records = engine.typed(&peer.device, records);
+                peer
+            })
+            .collect()
+    }
+
+    /// [`Peers::status`] without the record states (`records` empty): who
+    /// the peers are, whether they report, their GeoIP databases. Reads
+    /// nothing of the engine.
+    pub fn devices(&self, replication: &Replication) -> Vec<PeerStatus> {
+        self.collect(replication, false)
+            .into_iter()
+            .map(|(peer, _)| peer)
+            .collect()
+    }
+
+    /// [`Peers::status`] with each peer's record states as its report
+    /// carries them, untyped: for what reads only their statuses (metrics,
+    /// manual-failback holds), without the engine.
+    pub fn reported(&self, replication: &Replication) -> Vec<(PeerStatus, Vec<RecordStatus>)> {
+        self.collect(replication, true)
+    }
+
+    /// Each peer, by name, and (`with_records`) the record states it
+    /// reported.
+    fn collect(
+        &self,
+        replication: &Replication,
+        with_records: bool,
+    ) -> Vec<(PeerStatus, Vec<RecordStatus>)> {
         let status = replication.status();
         let reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
-        status
+        let mut peers: Vec<(PeerStatus, Vec<RecordStatus>)> = status
             .members
             .iter()
             .filter(|m| m.id != status.id)
             .map(|m| {
                 let latest = reports.get(&m.info.name);
                 let age = latest.map(|(at, _, _)| at.elapsed());
-                PeerStatus {
+                let peer = PeerStatus {
                     device: m.info.name.clone(),
                     datacenter: m.info.datacenter.clone(),
                     age_ms: age.map(|a| a.as_millis() as u64),
@@ -315,11 +354,18 @@ impl Peers {
                         .map(|(_, r, _)| r.geoip.clone())
                         .filter(|g| !g.is_empty()),
                     geoip_info: latest.and_then(|(_, r, _)| r.geoip_info.clone()),
-                    records: latest.map(|(_, _, l)| l.statuses()).unwrap_or_default(),
+                    records: Vec::new(),
                     checks: latest.map(|(_, r, _)| r.checks.clone()).unwrap_or_default(),
-                }
+                };
+                let records = match latest {
+                    Some((_, _, list)) if with_records => list.statuses(),
+                    _ => Vec::new(),
+                };
+                (peer, records)
             })
-            .collect()
+            .collect();
+        peers.sort_by(|(a, _), (b, _)| a.device.cmp(&b.device));
+        peers
     }
 
     /// `device`'s record states as its last report left them, and how

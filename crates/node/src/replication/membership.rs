@@ -317,20 +317,56 @@ impl Replication {
     }
 
     /// Handles a join request on the leader (a follower forwards it).
+    ///
+    /// During an election no leader is known, or the one known stops
+    /// answering: the request waits for a leader and is tried again, until
+    /// [`ADMIT_DEADLINE`] (within the time the joining device gives its
+    /// request), instead of failing at once.
     pub async fn admit(&self, request: JoinRequest) -> Result<(), ApplyError> {
-        match self
-            .node
-            .add_member(request.id, request.info.clone(), request.voter)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(ClusterError::NotLeader {
-                leader: Some((_, leader)),
-            }) => self
-                .to_leader(&leader, "join", |r| r.json(&request))
+        let deadline = tokio::time::Instant::now() + ADMIT_DEADLINE;
+        loop {
+            let (error, tried_leader) = match self
+                .node
+                .add_member(request.id, request.info.clone(), request.voter)
                 .await
-                .map(|_| ()),
-            Err(e) => Err(cluster_error(e)),
+            {
+                Ok(()) => return Ok(()),
+                Err(ClusterError::NotLeader {
+                    leader: Some((_, leader)),
+                }) => match self
+                    .send_to_leader(&leader, "join", |r| r.json(&request))
+                    .await
+                {
+                    // Its answer, refusal or not (a device that is leader
+                    // no more waits for the next itself).
+                    Ok(response) => return decode::<Written>(response).await.map(|_| ()),
+                    // The leader stopped answering.
+                    Err(e) => (e, Some(leader)),
+                },
+                Err(e @ ClusterError::NotLeader { leader: None }) => (cluster_error(e), None),
+                Err(e) => return Err(cluster_error(e)),
+            };
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Err(error);
+            }
+            // Until a leader other than the one that failed is known (or
+            // the same one again, after a new term), at most until the
+            // deadline; then once more.
+            let term = self.node.status().term;
+            let waited = self
+                .node
+                .wait_status(left.min(ADMIT_WAIT_STEP), |s| {
+                    match (&s.leader, &tried_leader) {
+                        (None, _) => false,
+                        (Some((_, now)), Some(failed)) => now != failed || s.term != term,
+                        (Some(_), None) => true,
+                    }
+                })
+                .await;
+            if waited.is_err() && tokio::time::Instant::now() >= deadline {
+                return Err(error);
+            }
         }
     }
 
@@ -374,18 +410,37 @@ impl Replication {
         route: &str,
         body: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
     ) -> Result<Written, ApplyError> {
+        let response = self.send_to_leader(leader, route, body).await?;
+        decode::<Written>(response).await
+    }
+
+    /// Sends a join or leave to the leader: its answer, or why it could
+    /// not be reached.
+    async fn send_to_leader(
+        &self,
+        leader: &NodeInfo,
+        route: &str,
+        body: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ApplyError> {
         let url = format!(
             "{}/cluster/v1/{route}",
             leader.api_addr.trim_end_matches('/')
         );
         let secret = self.secret();
-        let response = body(self.http.post(&url).header(SECRET_HEADER, secret))
+        body(self.http.post(&url).header(SECRET_HEADER, secret))
             .send()
             .await
-            .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))?;
-        decode::<Written>(response).await
+            .map_err(|e| ApplyError::Cluster(format!("cannot reach the leader {leader}: {e}")))
     }
 }
+
+/// How long a join waits for a leader during an election
+/// ([`Replication::admit`]): well within the 35 s a joining device gives
+/// its request.
+pub const ADMIT_DEADLINE: Duration = Duration::from_secs(25);
+
+/// How long one wait for a leader lasts before the join is tried again.
+const ADMIT_WAIT_STEP: Duration = Duration::from_secs(2);
 
 async fn decode<T: serde::de::DeserializeOwned>(
     response: reqwest::Response,

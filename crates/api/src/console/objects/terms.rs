@@ -49,16 +49,22 @@ fn truths(state: &ApiState) -> Vec<(String, bool, BTreeMap<String, Option<bool>>
             .map(|c| (c.check, c.state.truth()))
             .collect(),
     )];
-    devices.extend(state.peers.status(&state.replication).into_iter().map(|p| {
-        (
-            p.device,
-            p.reachable,
-            p.checks
-                .into_iter()
-                .map(|c| (c.check, c.state.truth()))
-                .collect(),
-        )
-    }));
+    devices.extend(
+        state
+            .peers
+            .devices(&state.replication)
+            .into_iter()
+            .map(|p| {
+                (
+                    p.device,
+                    p.reachable,
+                    p.checks
+                        .into_iter()
+                        .map(|c| (c.check, c.state.truth()))
+                        .collect(),
+                )
+            }),
+    );
     devices
 }
 
