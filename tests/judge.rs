@@ -296,12 +296,35 @@ async fn an_action_that_empties_a_record_on_another_device_is_refused_naming_it(
         ),
         "{err}"
     );
-    let (ok, _, err) = run(&c, &["config", "apply", file, "--force"]);
+    let (ok, out, err) = run(&c, &["config", "apply", file, "--force"]);
     assert!(ok, "{err}");
+    let forced = out
+        .lines()
+        .find_map(|l| l.strip_prefix("applied as version "))
+        .unwrap_or_else(|| panic!("{out}"))
+        .trim()
+        .to_string();
     until(&b, &[]).await;
     until(&a, &all(&["11"])).await;
     a.apply_ok(&config());
     until(&b, &all(&["22", "33"])).await;
+
+    // A rollback to that version is judged as an apply is.
+    let (ok, out, err) = run(&a, &["config", "rollback", &forced, "--dry-run"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("would leave with no answer: edge.judge.test/A on gtm2"),
+        "{out}"
+    );
+    let (ok, _, err) = run(&a, &["config", "rollback", &forced]);
+    assert!(!ok, "the rollback went through");
+    assert!(
+        err.contains(&format!(
+            "roll back to version {forced} would leave 1 record(s) with no answer: edge.judge.test/A on gtm2;"
+        )),
+        "{err}"
+    );
+    assert_eq!(answer(&b).await, all(&["22", "33"]), "refused, yet changed");
 
     // With gtm2 paused, it is judged from its last report, which says how
     // old it is; the drain is still refused naming it.
