@@ -54,15 +54,13 @@ pub(super) async fn run(
 /// answer with nothing (`needs`: what that takes).
 pub(super) fn print_judgement(j: &Judgement, needs: &str) {
     println!("dry run: {} (nothing changed)", j.action);
-    print_devices(j);
-    let lines = j.emptied_lines();
-    if !lines.is_empty() {
-        println!("would leave with no answer: {} ({needs})", lines.join("; "));
-    }
+    print_devices(j, needs);
 }
 
-/// Per device: how it was judged, and each record's answers now → after.
-pub(super) fn print_devices(j: &Judgement) {
+/// Per device: how it was judged, and each record's answers now → after;
+/// then the records some device would answer with nothing (`needs`: what
+/// that takes).
+pub(super) fn print_devices(j: &Judgement, needs: &str) {
     for d in &j.devices {
         let how = match d.basis {
             Basis::Now => String::new(),
@@ -91,6 +89,10 @@ pub(super) fn print_devices(j: &Judgement) {
             };
             println!("  {}: {} → {}", c.record, list(&c.before), list(&c.after));
         }
+    }
+    let lines = j.emptied_lines();
+    if !lines.is_empty() {
+        println!("would leave with no answer: {} ({needs})", lines.join("; "));
     }
 }
 

@@ -23,14 +23,7 @@ pub(super) fn print_apply(result: &ApplyResult) {
     }
     if let Some(j) = &result.devices {
         println!("answers on every device:");
-        super::drain::print_devices(j);
-        let lines = j.emptied_lines();
-        if !lines.is_empty() {
-            println!(
-                "would leave with no answer: {} (an apply needs --force)",
-                lines.join("; ")
-            );
-        }
+        super::drain::print_devices(j, "an apply needs --force");
     }
 }
 

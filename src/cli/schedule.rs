@@ -282,14 +282,7 @@ fn print_dry_run(d: &ScheduleDryRun) {
     }
     if let Some(j) = &d.devices {
         println!("if it fired now:");
-        super::drain::print_devices(j);
-        let lines = j.emptied_lines();
-        if !lines.is_empty() {
-            println!(
-                "would leave with no answer: {} (an add needs --force)",
-                lines.join("; ")
-            );
-        }
+        super::drain::print_devices(j, "an add needs --force");
     }
     for w in &d.warnings {
         println!("warning: {w}");

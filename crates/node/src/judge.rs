@@ -211,21 +211,30 @@ impl Judgement {
     /// `--force` does (`drain anyway`). `None` when every device keeps an
     /// answer for every record.
     pub fn refusal(&self, verb: &str) -> Option<ApiError> {
-        let lines = self.emptied_lines();
-        if lines.is_empty() {
-            return None;
-        }
+        let emptied = self.emptied_sentence()?;
         let mut e = ApiError::new(
             ErrorKind::Conflict,
             format!(
-                "{} would leave {} record(s) with no answer: {}; nothing was changed. Give --force (force=true) to {verb}, --dry-run (dry_run=true) to see every change on every device",
+                "{emptied}; nothing was changed. Give --force (force=true) to {verb}, --dry-run (dry_run=true) to see every change on every device"
+            ),
+        );
+        e.errors = self.emptied_lines();
+        Some(e)
+    }
+
+    /// `drain datacenter dc2 would leave 1 record(s) with no answer:
+    /// www.example.test/A on gtm2`; `None` when every device keeps an
+    /// answer for every record.
+    pub fn emptied_sentence(&self) -> Option<String> {
+        let lines = self.emptied_lines();
+        (!lines.is_empty()).then(|| {
+            format!(
+                "{} would leave {} record(s) with no answer: {}",
                 self.action,
                 lines.len(),
                 lines.join("; ")
-            ),
-        );
-        e.errors = lines;
-        Some(e)
+            )
+        })
     }
 
     /// A judgement of this device only, saying why no device was judged
@@ -251,40 +260,6 @@ impl Judgement {
                 )
             })
             .collect()
-    }
-}
-
-impl Judge {
-    /// A configuration change from `current` to `new` (`action` names it)
-    /// judged on every device; `None` when it touches no steered record.
-    /// A change too large to judge, or one this device cannot judge, is
-    /// said so in the judgement rather than refused.
-    pub async fn config(
-        &self,
-        action: &str,
-        current: Arc<gtm_model::Config>,
-        new: Arc<gtm_model::Config>,
-    ) -> Option<Judgement> {
-        let label = action.to_string();
-        let what = tokio::task::spawn_blocking(move || WhatIf::config(&label, &current, &new))
-            .await
-            .unwrap_or(Ok(None));
-        let device = self.engine.device();
-        match what {
-            Ok(None) => None,
-            Ok(Some(what)) => Some(
-                self.judge(&what)
-                    .await
-                    .unwrap_or_else(|e| Judgement::not_judged(device, action, e.message)),
-            ),
-            Err(count) => Some(Judgement::not_judged(
-                device,
-                action,
-                format!(
-                    "the change touches {count} records; one touching more than {CONFIG_JUDGED_MAX} is not judged"
-                ),
-            )),
-        }
     }
 }
 
@@ -412,6 +387,38 @@ impl Judge {
             why: Some(why),
             changes,
             emptied,
+        }
+    }
+
+    /// A configuration change from `current` to `new` (`action` names it)
+    /// judged on every device; `None` when it touches no steered record.
+    /// A change too large to judge, or one this device cannot judge, is
+    /// said so in the judgement rather than refused.
+    pub async fn config(
+        &self,
+        action: &str,
+        current: Arc<gtm_model::Config>,
+        new: Arc<gtm_model::Config>,
+    ) -> Option<Judgement> {
+        let label = action.to_string();
+        let what = tokio::task::spawn_blocking(move || WhatIf::config(&label, &current, &new))
+            .await
+            .unwrap_or(Ok(None));
+        let device = self.engine.device();
+        match what {
+            Ok(None) => None,
+            Ok(Some(what)) => Some(
+                self.judge(&what)
+                    .await
+                    .unwrap_or_else(|e| Judgement::not_judged(device, action, e.message)),
+            ),
+            Err(count) => Some(Judgement::not_judged(
+                device,
+                action,
+                format!(
+                    "the change touches {count} records; one touching more than {CONFIG_JUDGED_MAX} is not judged"
+                ),
+            )),
         }
     }
 }

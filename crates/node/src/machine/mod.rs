@@ -614,14 +614,7 @@ fn touched_domain(e: &crate::command::Edit) -> Option<&str> {
 /// address 192.0.2.1 of www A in example.test`: a put or a patch creates
 /// what `existed` says was not there, and updates what was.
 fn describe(e: &crate::command::Edit, existed: bool) -> String {
-    use crate::command::{Edit, Kind};
-    let noun = |k: &Kind| match k {
-        Kind::Datacenter => "datacenter",
-        Kind::Check => "check",
-        Kind::Scenario => "scenario",
-        Kind::Service => "service",
-        Kind::Domain => "domain",
-    };
+    use crate::command::Edit;
     let verb = match e {
         Edit::Delete { .. } | Edit::DeleteRecord { .. } | Edit::DeleteAddress { .. } => "delete",
         _ if existed => "update",
@@ -630,7 +623,7 @@ fn describe(e: &crate::command::Edit, existed: bool) -> String {
     let what = match e {
         Edit::Put { kind, name, .. }
         | Edit::Patch { kind, name, .. }
-        | Edit::Delete { kind, name } => format!("{} {name}", noun(kind)),
+        | Edit::Delete { kind, name } => format!("{} {name}", kind.noun()),
         Edit::PutRecord {
             domain,
             name,

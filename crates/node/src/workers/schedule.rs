@@ -91,13 +91,8 @@ async fn skip_why(judge: &Judge, schedule: &Schedule, reverse: bool) -> Option<S
     }
     let what = firing_action(schedule, reverse).and_then(|a| WhatIf::of(&a))?;
     let judgement = judge.judge(&what).await.ok()?;
-    let lines = judgement.emptied_lines();
-    (!lines.is_empty()).then(|| {
-        format!(
-            "{} would leave {} record(s) with no answer: {} (the schedule was not added with --force)",
-            judgement.action,
-            lines.len(),
-            lines.join("; ")
-        )
-    })
+    let emptied = judgement.emptied_sentence()?;
+    Some(format!(
+        "{emptied} (the schedule was not added with --force)"
+    ))
 }
