@@ -128,7 +128,7 @@ async fn an_action_that_empties_a_record_on_another_device_is_refused_naming_it(
     let _b1 = backend(&format!("{NET}.11")).await;
     let _b2 = backend(&format!("{NET}.22")).await;
     let root = tempfile::tempdir().unwrap();
-    let a = Proc::start(root.path(), "gtm1", "dc1", &format!("{NET}.1"));
+    let mut a = Proc::start(root.path(), "gtm1", "dc1", &format!("{NET}.1"));
     let fence = format!("probe_networks = [\"{NET}.22/32\", \"{NET}.33/32\"]");
     let mut b = Proc::start_with(root.path(), "gtm2", "dc1", &format!("{NET}.2"), &fence);
     let c = Proc::start(root.path(), "gtm3", "dc2", &format!("{NET}.3"));
@@ -354,6 +354,32 @@ async fn an_action_that_empties_a_record_on_another_device_is_refused_naming_it(
     until(&a, &all(&["11"])).await;
     until(&b, &[]).await;
     a.ok(&["dc", "undrain", "dc2"]);
+    until(&b, &all(&["22", "33"])).await;
+
+    // A forced schedule keeps its force across a restart of the device it
+    // was added through (the leader), and fires though it empties the
+    // record on gtm2.
+    let (ok, out, err) = run(
+        &a,
+        &[
+            "schedule", "add", "--at", "+6s", "--force", "dc", "drain", "dc2",
+        ],
+    );
+    assert!(ok, "{err}");
+    let id: u64 = out
+        .strip_prefix("schedule ")
+        .and_then(|o| o.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    tokio::task::block_in_place(|| {
+        a.terminate();
+        a.restart();
+    });
+    let s = until_done(&c, id).await;
+    assert_eq!(s["state"], "fired", "{s}");
+    assert_eq!(s["force"], true, "{s}");
+    until(&b, &[]).await;
+    c.ok(&["dc", "undrain", "dc2"]);
     until(&b, &all(&["22", "33"])).await;
     b.terminate();
 }
