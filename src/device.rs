@@ -223,6 +223,7 @@ impl Device {
         )
         .await?;
         replication.set_history_keep(settings.history_keep());
+        replication.set_mutual_tls(tls.is_some());
         let peers = Arc::new(Peers::default());
         let peer_http = peer_client(Duration::from_secs(3))?;
         let judge = Arc::new(gtm_node::judge::Judge {
@@ -231,7 +232,7 @@ impl Device {
             replication: replication.clone(),
             http: peer_http.clone(),
         });
-        start::spawn_replicated(&workers, &judge, tls.is_some());
+        start::spawn_replicated(&workers, &judge);
         // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).
         start::restarting(&workers, "notify", {
             let (dns, stop) = (engine.dns().clone(), workers.token());

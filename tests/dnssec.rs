@@ -774,6 +774,78 @@ async fn the_ds_of_a_domain_an_apply_signs_is_printed_right_after_it() {
         "nameservers = [\"ns1.pair.test\"]\ndnssec = true",
     );
     a.apply_ok(&signed);
+    // Signed from the first answer after the apply: the key came with it.
+    let m = udp(a.dns(), &with_do(query("www.pair.test.", RecordType::A))).await;
+    assert!(
+        m.answers
+            .iter()
+            .any(|r| r.record_type() == RecordType::RRSIG),
+        "{m:?}"
+    );
     let ds = a.ok(&["domain", "ds", "pair.test"]);
     assert!(ds.contains(" DS "), "{ds}");
+}
+
+/// A domain a configuration adds signed is answered signed from its first
+/// answer on every device: the device that receives the apply makes the
+/// key and sends it in the same command, so no device ever serves the
+/// zone before it holds the key. One key for the cluster, logged once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_domain_an_apply_signs_is_answered_signed_from_its_first_answer_on_every_device() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, _) = tls_pair(root.path(), 187);
+    a.apply_ok(&zone("192.0.2.7"));
+    until_answer(&b, "192.0.2.7").await;
+    // A watcher on each device asks for the new zone until it answers.
+    let first_answer = |p: &Proc| {
+        let dns = p.dns();
+        tokio::spawn(async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                let m = udp(dns, &with_do(query("www.signed.test.", RecordType::A))).await;
+                if m.response_code == ResponseCode::NoError && !m.answers.is_empty() {
+                    return m;
+                }
+                assert!(std::time::Instant::now() < deadline, "never answered");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    };
+    let (on_a, on_b) = (first_answer(&a), first_answer(&b));
+    let with_signed = format!(
+        "{}{}",
+        zone("192.0.2.7"),
+        r#"
+[[domain]]
+name = "signed.test"
+nameservers = ["ns1.signed.test"]
+dnssec = true
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.9" }]
+"#
+    );
+    // Through the follower: it makes the key, not the leader's worker.
+    b.apply_ok(&with_signed);
+    for (p, first) in [(&a, on_a), (&b, on_b)] {
+        let m = first.await.unwrap();
+        assert!(
+            m.answers
+                .iter()
+                .any(|r| r.record_type() == RecordType::RRSIG),
+            "{}'s first answer is unsigned: {m:?}",
+            p.name
+        );
+    }
+    let ds = a.ok(&["domain", "ds", "signed.test"]);
+    assert_eq!(ds, b.ok(&["domain", "ds", "signed.test"]), "one key");
+    let logs = a.ok(&["logs", "--kind", "operator"]);
+    let made: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("made for signed.test"))
+        .collect();
+    assert_eq!(made.len(), 1, "{logs}");
+    assert!(made[0].contains("on gtm2"), "{logs}");
 }

@@ -222,13 +222,8 @@ pub(super) fn spawn_health(
 
 /// Raft watched, and the workers of replicated state: what Raft commits
 /// handed to the engine; schedules fired, DNSSEC keys made and the cookie
-/// secret rotated while this device leads (or is alone). `mutual_tls`:
-/// keys are made only under mutual TLS in a cluster.
-pub(super) fn spawn_replicated(
-    workers: &Workers,
-    judge: &Arc<gtm_node::judge::Judge>,
-    mutual_tls: bool,
-) {
+/// secret rotated while this device leads (or is alone).
+pub(super) fn spawn_replicated(workers: &Workers, judge: &Arc<gtm_node::judge::Judge>) {
     let (replication, engine) = (&judge.replication, &judge.engine);
     {
         let r = replication.clone();
@@ -251,15 +246,7 @@ pub(super) fn spawn_replicated(
     // Also signs again when a new signing window begins.
     restarting(workers, "dnssec", {
         let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
-        move || {
-            gtm_node::workers::dnssec::run(
-                r.clone(),
-                e.clone(),
-                device.clone(),
-                mutual_tls,
-                stop.clone(),
-            )
-        }
+        move || gtm_node::workers::dnssec::run(r.clone(), e.clone(), device.clone(), stop.clone())
     });
     restarting(workers, "cookie-secret", {
         let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());

@@ -75,14 +75,21 @@ impl Engine {
     /// Installs the replicated keys; the answers are signed again when
     /// they changed.
     pub fn set_keys(&self, keys: Keyring) {
-        {
-            let mut held = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-            if *held == keys {
-                return;
-            }
-            *held = keys;
+        if self.hold_keys(keys) {
+            self.resign();
         }
-        self.resign();
+    }
+
+    /// Holds the replicated keys for the next build of the answers (an
+    /// install of a configuration signs with them) without signing the
+    /// answers served again; false when they are the keys held already.
+    pub fn hold_keys(&self, keys: Keyring) -> bool {
+        let mut held = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if *held == keys {
+            return false;
+        }
+        *held = keys;
+        true
     }
 
     /// Builds the answers again with the keys installed and the signing

@@ -13,8 +13,9 @@ use gtm_model::{actor::Actor, drain::DrainTarget, error::ApiError};
 
 /// The format byte in front of every encoded command. A device refuses
 /// (rejects, never applies) a command of a format it does not know.
-/// Format 2 added [`Command::history_keep`]; format 1 is still read.
-pub const FORMAT: u8 = 2;
+/// Format 2 added [`Command::history_keep`], format 3
+/// [`Command::keys`]; formats 1 and 2 are still read.
+pub const FORMAT: u8 = 3;
 
 /// A command's id: 16 random bytes, shown as 32 hex digits, chosen by the
 /// client that sent the request (`x-gtm-command`, so it can ask what became
@@ -107,6 +108,23 @@ pub struct Command {
     /// `history_keep` node setting: carried in the command so every device
     /// prunes alike.
     pub history_keep: u32,
+    /// DNSSEC keys made by the proposing device for the signed domains the
+    /// configuration this command makes would have with no key (an apply,
+    /// edit or rollback that signs a domain): the machine keeps those still
+    /// keyless when it applies, so the domain is served signed from its
+    /// first answer on every device. Empty for other commands.
+    pub keys: Vec<(String, gtm_dns::dnssec::keys::KeyMaterial)>,
+}
+
+/// A command of format 2 (before `keys`).
+#[derive(Deserialize)]
+struct CommandV2 {
+    id: CommandId,
+    actor: Actor,
+    time_ms: u64,
+    expect_version: Option<u64>,
+    action: Action,
+    history_keep: u32,
 }
 
 /// A command of format 1 (before `history_keep`).
@@ -489,6 +507,7 @@ impl Command {
             expect_version,
             action,
             history_keep: gtm_model::node::HISTORY_KEPT as u32,
+            keys: Vec::new(),
         }
     }
 
@@ -509,6 +528,18 @@ impl Command {
     pub fn decode(bytes: &[u8]) -> Result<Self, CommandError> {
         match bytes.split_first() {
             Some((&FORMAT, rest)) => decode_exact(rest),
+            Some((2, rest)) => {
+                let v2: CommandV2 = decode_exact(rest)?;
+                Ok(Self {
+                    id: v2.id,
+                    actor: v2.actor,
+                    time_ms: v2.time_ms,
+                    expect_version: v2.expect_version,
+                    action: v2.action,
+                    history_keep: v2.history_keep,
+                    keys: Vec::new(),
+                })
+            }
             Some((1, rest)) => {
                 let v1: CommandV1 = decode_exact(rest)?;
                 Ok(Self {
@@ -518,6 +549,7 @@ impl Command {
                     expect_version: v1.expect_version,
                     action: v1.action,
                     history_keep: gtm_model::node::HISTORY_KEPT as u32,
+                    keys: Vec::new(),
                 })
             }
             Some((&found, _)) => Err(CommandError::Format { found }),
@@ -607,6 +639,35 @@ mod tests {
         let decoded = Command::decode(&bytes).unwrap();
         assert_eq!(decoded.action, command.action);
         assert_eq!(decoded.history_keep, gtm_model::node::HISTORY_KEPT as u32);
+    }
+
+    #[test]
+    fn format_2_commands_still_decode_with_no_keys() {
+        #[derive(Serialize)]
+        struct V2<'a> {
+            id: CommandId,
+            actor: &'a Actor,
+            time_ms: u64,
+            expect_version: Option<u64>,
+            action: &'a Action,
+            history_keep: u32,
+        }
+        let command = Command::new(Actor::default(), Some(2), Action::Rollback { version: 1 });
+        let mut bytes = vec![2u8];
+        let v2 = V2 {
+            id: command.id,
+            actor: &command.actor,
+            time_ms: command.time_ms,
+            expect_version: Some(2),
+            action: &command.action,
+            history_keep: 9,
+        };
+        bincode::serde::encode_into_std_write(&v2, &mut bytes, bincode::config::standard())
+            .unwrap();
+        let decoded = Command::decode(&bytes).unwrap();
+        assert_eq!(decoded.action, command.action);
+        assert_eq!(decoded.history_keep, 9);
+        assert!(decoded.keys.is_empty());
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use gtm_cluster::{
 };
 
 use super::{
-    CONFIG_KEY, Change, Current, GtmMachine, Parsed, VERSION_KEY, config_text, describe,
+    CONFIG_KEY, Change, Current, GtmMachine, Parsed, VERSION_KEY, config_text, describe, dnssec,
     has_config,
     history::{
         HISTORY_TEXT_BUDGET, HistoryEntry, LINES_KEPT, history_entry, history_key, history_writes,
@@ -226,8 +226,18 @@ impl GtmMachine {
             (version, new_version),
             adopt,
         ));
-        // Operator state naming what the new configuration lacks drops out.
-        writes.extend(operator::prune(kv, &proven.compiled));
+        // The keys the command brought for the domains it signs: served
+        // signed from the first answer of the version that signs them.
+        let (keys, key_lines) = dnssec::first_keys(kv, &new, command);
+        writes.extend(keys);
+        // Operator state naming what the new configuration lacks drops
+        // out; the keys made are logged there.
+        writes.extend(operator::prune(
+            kv,
+            &proven.compiled,
+            &key_lines,
+            &command.actor,
+        ));
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parsed {
             hash,
             config: Arc::new(new),

@@ -5,7 +5,7 @@
 use gtm_cluster::Map;
 
 use super::{Change, operator, rejected};
-use crate::command::{Action, Command, DnssecChange, Outcome, RolloverStep};
+use crate::command::{Action, Command, DnssecChange, Edit, Kind, Outcome, RolloverStep};
 use gtm_cluster::Write;
 use gtm_dns::dnssec::keys::{
     KeyMaterial, KeyState, Published, ZoneKey, ZoneKeys, keyring_of, map_key,
@@ -142,6 +142,133 @@ fn add_keys(
         return rejected(ErrorKind::BadRequest, "no key to add");
     }
     applied(kv, index, version, command, writes, lines)
+}
+
+/// The keys a configuration command brought ([`Command::keys`]) for the
+/// domains `new` signs that have no key committed: their writes, and a
+/// GTM Logs line per key on `domain NAME`. A key for a domain `new` does
+/// not sign, or that has a key already (made by a command applied in
+/// between), is left out: the command still applies.
+pub(super) fn first_keys(
+    kv: &Map,
+    new: &Config,
+    command: &Command,
+) -> (Vec<Write>, Vec<(String, String)>) {
+    if command.keys.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let kept = keyring_of(kv);
+    let mut writes = Vec::new();
+    let mut lines: Vec<(String, String)> = Vec::new();
+    for (domain, key) in &command.keys {
+        let Ok((wanted, apex, _)) = signed_domain(new, domain) else {
+            continue;
+        };
+        let object = format!("domain {wanted}");
+        if kept.contains_key(&wanted) || lines.iter().any(|(o, _)| *o == object) {
+            continue;
+        }
+        let Ok(tag) = tag_of(key, &apex) else {
+            continue;
+        };
+        lines.push((
+            object,
+            format!(
+                "DNSSEC key {tag} (algorithm {}) made for {wanted}",
+                key.algorithm.number()
+            ),
+        ));
+        writes.push(put_keys(
+            &wanted,
+            &ZoneKeys::first(key.clone(), command.time_ms),
+        ));
+    }
+    (writes, lines)
+}
+
+impl super::GtmMachine {
+    /// The domains the configuration `action` makes would sign with no key
+    /// committed in `kv`, with their algorithm: the proposing device makes
+    /// their keys and sends them in the command ([`Command::keys`]). Empty
+    /// for an action that makes no configuration or signs no new domain,
+    /// and when the committed configuration or the text does not parse
+    /// (the command is refused then, or the leader's `dnssec` worker makes
+    /// the key after all).
+    pub fn keyless_after(
+        &self,
+        kv: &Map,
+        action: &Action,
+    ) -> Vec<(String, gtm_model::config::KeyAlgorithm)> {
+        let signed = |config: &Config| -> Vec<(String, gtm_model::config::KeyAlgorithm)> {
+            config
+                .domains
+                .iter()
+                .filter(|d| d.dnssec == Some(true))
+                .map(|d| {
+                    (
+                        d.name.trim_end_matches('.').to_ascii_lowercase(),
+                        d.dnssec_algorithm.unwrap_or_default(),
+                    )
+                })
+                .collect()
+        };
+        let wanted = match action {
+            Action::ApplyConfig { text } | Action::Adopt { text, .. } => {
+                match self.offered_config(text, signed) {
+                    Some(found) => found,
+                    None => match gtm_model::parse(text) {
+                        Ok(config) => signed(&config),
+                        Err(_) => return Vec::new(),
+                    },
+                }
+            }
+            // Only a domain's own put or patch can sign it.
+            Action::Edit(
+                edit @ (Edit::Put {
+                    kind: Kind::Domain,
+                    name: domain,
+                    ..
+                }
+                | Edit::Patch {
+                    kind: Kind::Domain,
+                    name: domain,
+                    ..
+                }),
+            ) => {
+                let Ok(current) = self.peek_current(kv) else {
+                    return Vec::new();
+                };
+                let mut config = (*current).clone();
+                if super::edit::apply(&mut config, edit).is_err() {
+                    return Vec::new();
+                }
+                let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+                signed(&config)
+                    .into_iter()
+                    .filter(|(d, _)| *d == domain)
+                    .collect()
+            }
+            Action::Rollback { version } => {
+                let Some(text) = super::history::history_entry(kv, *version).and_then(|e| e.text)
+                else {
+                    return Vec::new();
+                };
+                match gtm_model::parse(&text) {
+                    Ok(config) => signed(&config),
+                    Err(_) => return Vec::new(),
+                }
+            }
+            _ => return Vec::new(),
+        };
+        if wanted.is_empty() {
+            return wanted;
+        }
+        let kept = keyring_of(kv);
+        wanted
+            .into_iter()
+            .filter(|(d, _)| !kept.contains_key(d))
+            .collect()
+    }
 }
 
 fn put_keys(domain: &str, keys: &ZoneKeys) -> Write {

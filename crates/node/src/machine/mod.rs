@@ -403,6 +403,17 @@ impl GtmMachine {
         }
     }
 
+    /// `read` of the configuration offered for `text` ([`Self::offer`]),
+    /// when that is the one offered; the offer stays.
+    fn offered_config<T>(&self, text: &str, read: impl FnOnce(&Config) -> T) -> Option<T> {
+        let hash = text_hash(text.as_bytes());
+        let offered = self.offered.lock().unwrap_or_else(|p| p.into_inner());
+        offered
+            .as_ref()
+            .filter(|(h, _)| *h == hash)
+            .map(|(_, config)| read(config))
+    }
+
     /// A parse of `text`, the text of the command at `index`, made before
     /// it was applied: the one this device's API offered, else the one
     /// started when the command was appended to the log (waited for).

@@ -246,12 +246,23 @@ fn not_drained(state: &OperatorState, target: &DrainTarget) -> String {
 
 /// After a configuration change: drops the operator state that names what
 /// the new configuration no longer has (an address, a datacenter, a manual
-/// check, a record), so it does not come back with a later configuration.
-pub(super) fn prune(kv: &Map, new: &Compiled) -> Option<Write> {
-    kv.get(OPERATOR_KEY)?;
+/// check, a record), so it does not come back with a later configuration;
+/// and notes `notes` (object, line) as `actor`'s.
+pub(super) fn prune(
+    kv: &Map,
+    new: &Compiled,
+    notes: &[(String, String)],
+    actor: &gtm_model::actor::Actor,
+) -> Option<Write> {
+    if !kv.contains_key(OPERATOR_KEY) && notes.is_empty() {
+        return None;
+    }
     let old = state_of(kv);
     let records = steered(new);
     let mut state = old.clone();
+    for (object, line) in notes {
+        note(&mut state, object, format!("{line} ({actor})"));
+    }
     state.drains.retain(|d| match d.target() {
         Some(DrainTarget::Address {
             record: Some(r),

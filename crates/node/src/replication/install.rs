@@ -156,7 +156,14 @@ fn install(
         .dns()
         .tsig
         .store(std::sync::Arc::new(gtm_dns::tsig::TsigKeys::of(kv)));
-    let installed = install_config(engine, machine, kv, handled);
+    // The DNSSEC keys before the configuration: a version that signs a
+    // domain and the key made with it are built into one set of answers,
+    // signed from the first.
+    let new_keys = engine.hold_keys(gtm_dns::dnssec::keys::keyring_of(kv));
+    let (installed, built) = install_config(engine, machine, kv, handled);
+    if new_keys && !built {
+        engine.resign();
+    }
     engine
         .dns()
         .cookies
@@ -165,21 +172,23 @@ fn install(
     if machine::has_config(kv) {
         engine.set_operator(&machine::operator::state_of(kv));
     }
-    // After the configuration, which says which zones are signed.
-    engine.set_keys(gtm_dns::dnssec::keys::keyring_of(kv));
     installed
 }
 
+/// Hands the configuration of `kv` to the engine, as [`install`] does;
+/// and whether the engine built its answers from it.
 fn install_config(
     engine: &Engine,
     machine: &GtmMachine,
     kv: &Map,
     handled: Option<Handled>,
-) -> Option<Handled> {
-    let value = machine::config_value(kv)?;
+) -> (Option<Handled>, bool) {
+    let Some(value) = machine::config_value(kv) else {
+        return (None, false);
+    };
     let version = machine::version_of(kv);
     if handled.as_ref().is_some_and(|h| h.is(version, value)) {
-        return None;
+        return (None, false);
     }
     let now = Handled {
         version,
@@ -196,7 +205,7 @@ fn install_config(
     }) {
         // Handled before this device kept the value (a restart). Kept by
         // a gtm before zone versions, it is installed again with them.
-        return Some(now);
+        return (Some(now), false);
     }
     let Some(parts) = machine::config_parts(kv) else {
         // Never so in a map the machine wrote; said rather than served
@@ -205,7 +214,7 @@ fn install_config(
             version,
             "a part of its text is missing from the replicated map",
         );
-        return Some(now);
+        return (Some(now), false);
     };
     let kept = gtm_cluster::KeptConfig {
         version,
@@ -214,7 +223,8 @@ fn install_config(
     };
     // Installed or not (degraded), this version is handled: a later state
     // with the same configuration does not report it again.
-    if engine.apply_committed(kept, parsed).is_ok() {
+    let built = engine.apply_committed(kept, parsed).is_ok();
+    if built {
         let text = match machine::history_summary(kv, version) {
             Some(e) => format!(
                 "configuration version {version} applied: {} by {} ({} changes)",
@@ -234,5 +244,5 @@ fn install_config(
         // waits for it is answered): a crash right after keeps its event.
         engine.flush_storage();
     }
-    Some(now)
+    (Some(now), built)
 }

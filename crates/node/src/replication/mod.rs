@@ -58,6 +58,9 @@ pub struct Replication {
     membership: tokio::sync::Mutex<()>,
     /// This device's `history_keep` node setting, put into its commands.
     history_keep: std::sync::atomic::AtomicU32,
+    /// Device-to-device traffic is mutual TLS here: only then do DNSSEC
+    /// keys travel in this device's commands when it is clustered.
+    mutual_tls: std::sync::atomic::AtomicBool,
     /// Where committed state is installed (and a device in no cluster
     /// applies its commands): below Raft's and DNS's threads.
     install_thread: LowPriority,
@@ -107,6 +110,7 @@ impl Replication {
             stop: tokio_util::sync::CancellationToken::new(),
             membership: tokio::sync::Mutex::new(()),
             history_keep: std::sync::atomic::AtomicU32::new(gtm_model::node::HISTORY_KEPT as u32),
+            mutual_tls: std::sync::atomic::AtomicBool::new(false),
             install_thread: LowPriority::spawn("gtm-install").map_err(StartError::InstallThread)?,
         });
         if !replication.clustered() {
@@ -150,6 +154,20 @@ impl Replication {
     pub fn set_history_keep(&self, keep: u32) {
         self.history_keep
             .store(keep, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether device-to-device traffic is mutual TLS here (the node
+    /// file's `tls_cert` and `tls_key`): keys made by this device travel
+    /// in its commands only then.
+    pub fn set_mutual_tls(&self, mutual: bool) {
+        self.mutual_tls
+            .store(mutual, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether this device may make DNSSEC keys: alone, or under mutual
+    /// TLS in a cluster (keys travel in the Raft log).
+    pub fn makes_keys(&self) -> bool {
+        !self.clustered() || self.mutual_tls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether this device belongs to a cluster.

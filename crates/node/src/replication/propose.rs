@@ -52,6 +52,48 @@ impl Replication {
             .await
     }
 
+    /// Keys for the domains the configuration `action` makes would sign
+    /// with none (docs/dnssec.md): made here, so that the command that
+    /// signs a domain carries its key and every device serves it signed
+    /// from its first answer. None when this device makes no keys
+    /// ([`Replication::makes_keys`]): the leader's `dnssec` worker says
+    /// why then.
+    async fn first_keys(
+        &self,
+        action: &Action,
+    ) -> Vec<(String, gtm_dns::dnssec::keys::KeyMaterial)> {
+        if !matches!(
+            action,
+            Action::ApplyConfig { .. }
+                | Action::Adopt { .. }
+                | Action::Edit(_)
+                | Action::Rollback { .. }
+        ) || !self.makes_keys()
+        {
+            return Vec::new();
+        }
+        let kv = self.state().await;
+        let wanted = match action {
+            // Its parse is offered: a look at its domains.
+            Action::ApplyConfig { .. } => self.machine.keyless_after(&kv, action),
+            // A copy of the configuration, or a parse: off the async workers.
+            _ => {
+                let (machine, action) = (self.machine.clone(), action.clone());
+                tokio::task::spawn_blocking(move || machine.keyless_after(&kv, &action))
+                    .await
+                    .unwrap_or_default()
+            }
+        };
+        let now = gtm_model::clock::now_ms();
+        wanted
+            .into_iter()
+            .filter_map(|(domain, algorithm)| {
+                let key = gtm_dns::dnssec::keys::KeyMaterial::generate(algorithm, now).ok()?;
+                Some((domain, key))
+            })
+            .collect()
+    }
+
     /// Proposes a change on behalf of `actor` and returns its real outcome:
     /// applied (installed on this device before this returns), rejected
     /// (nothing changed anywhere), no quorum (refused before it was
@@ -64,6 +106,7 @@ impl Replication {
     ) -> Result<Applied, ApplyError> {
         let mut command = Command::new(actor, expect_version, action);
         command.history_keep = self.history_keep.load(std::sync::atomic::Ordering::Relaxed);
+        command.keys = self.first_keys(&command.action).await;
         let bytes = command
             .encode()
             .map_err(|e| ApplyError::Cluster(e.to_string()))?;

@@ -21,14 +21,16 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// The name key proposals act as, with the proposing device.
 pub const KEYS_USER: &str = "dnssec";
 
-/// Runs until `stop`. `mutual_tls`: device-to-device traffic is mutual TLS
-/// here; a clustered device makes no key without it, since keys travel in
-/// the Raft log.
+/// Runs until `stop`. A clustered device makes no key without mutual TLS
+/// between devices, since keys travel in the Raft log
+/// ([`Replication::makes_keys`]). Most keys come with the command that
+/// signs their domain ([`crate::command::Command::keys`]); this makes
+/// those that did not (a device without mutual TLS proposed it, or a
+/// configuration from before).
 pub async fn run(
     replication: Arc<Replication>,
     engine: Arc<Engine>,
     device: String,
-    mutual_tls: bool,
     stop: tokio_util::sync::CancellationToken,
 ) {
     // What was last logged about a domain: logged again only on change.
@@ -64,7 +66,7 @@ pub async fn run(
         if missing.is_empty() {
             continue;
         }
-        let why = if replication.clustered() && !mutual_tls {
+        let why = if !replication.makes_keys() {
             "not made: keys travel between devices, and device-to-device traffic is not mutual TLS here (set tls_cert and tls_key on every device, docs/cluster.md)".to_string()
         } else {
             // Every missing key in one command: the answers are signed
