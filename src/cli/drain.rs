@@ -80,14 +80,7 @@ pub(super) fn print_devices(j: &Judgement, needs: &str) {
         }
         println!("{}{how}:", d.device);
         for c in &d.changes {
-            let list = |a: &[String]| {
-                if a.is_empty() {
-                    "(no answer)".to_string()
-                } else {
-                    a.join(" ")
-                }
-            };
-            println!("  {}: {} → {}", c.record, list(&c.before), list(&c.after));
+            println!("  {}: {} → {}", c.record, c.before, c.after);
         }
     }
     let lines = j.emptied_lines();

@@ -167,7 +167,7 @@ impl Engine {
                 prev.as_ref(),
                 Operator::default(),
             );
-            let before = now.map_or_else(Vec::new, |b| shown(b.steering(), &b.answers));
+            let before = now.map_or_else(Default::default, |b| shown(b.steering(), &b.answers));
             let answers = shown(steering, &eval.answers);
             if before == answers {
                 continue;

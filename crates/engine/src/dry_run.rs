@@ -15,14 +15,58 @@ use gtm_model::{condition::CheckRef, config::CheckType, drain::DrainTarget};
 use gtm_resolve as resolve;
 use gtm_resolve::{Answer, CheckState, HealthView, Operator, PlaceAnswers};
 
-/// A record whose answers a drain would change.
+/// A record whose answers an action would change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AnswerChange {
     pub record: String,
-    /// The addresses some client is answered with (`fail-safe` when the
-    /// record answers its fail-safe records).
-    pub before: Vec<String>,
-    pub after: Vec<String>,
+    pub before: AnswerSet,
+    pub after: AnswerSet,
+}
+
+/// What a record answers its clients, taken together.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AnswerSet {
+    /// The addresses (a CNAME's targets) some client is answered with, as
+    /// the configuration names them.
+    pub addresses: Vec<String>,
+    /// Some client is answered with the record's fail-safe records.
+    #[serde(default)]
+    pub fail_safe: bool,
+}
+
+impl AnswerSet {
+    /// No client gets any answer: NOERROR with no record.
+    pub fn is_empty(&self) -> bool {
+        self.addresses.is_empty() && !self.fail_safe
+    }
+}
+
+/// Addresses only, no fail-safe.
+impl From<Vec<String>> for AnswerSet {
+    fn from(addresses: Vec<String>) -> Self {
+        Self {
+            addresses,
+            fail_safe: false,
+        }
+    }
+}
+
+/// `192.0.2.1 192.0.2.2`, `192.0.2.1 fail-safe`, or `(no answer)`: how
+/// people read it.
+impl std::fmt::Display for AnswerSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return f.write_str("(no answer)");
+        }
+        let fail_safe = self.fail_safe.then_some("fail-safe");
+        let all: Vec<&str> = self
+            .addresses
+            .iter()
+            .map(String::as_str)
+            .chain(fail_safe)
+            .collect();
+        f.write_str(&all.join(" "))
+    }
 }
 
 /// What a drain or undrain would do on this device.
@@ -340,21 +384,17 @@ impl Engine {
     }
 }
 
-/// The addresses some client is answered with (as displayed), and
-/// `fail-safe` when the record answers its fail-safe records.
-pub(super) fn shown(
-    steering: &gtm_model::compile::Steering,
-    answers: &PlaceAnswers,
-) -> Vec<String> {
-    let mut out: Vec<String> = resolve::answered(answers)
+/// What a record answers its clients with `answers`.
+pub(super) fn shown(steering: &gtm_model::compile::Steering, answers: &PlaceAnswers) -> AnswerSet {
+    let addresses = resolve::answered(answers)
         .into_iter()
         .filter_map(|i| steering.addresses.get(i).map(|a| a.display()))
         .collect();
-    let groups = std::iter::once(answers.default_answer()).chain(&answers.groups);
-    if groups.into_iter().any(|g| matches!(g, Answer::FailSafe)) {
-        out.push("fail-safe".into());
+    let mut groups = std::iter::once(answers.default_answer()).chain(&answers.groups);
+    AnswerSet {
+        addresses,
+        fail_safe: groups.any(|g| matches!(g, Answer::FailSafe)),
     }
-    out
 }
 
 /// The records among `records` whose answers would change were each
@@ -477,8 +517,8 @@ addresses = [{ ip = "192.0.2.3", dc = "dc1" }]
             p.changes,
             [AnswerChange {
                 record: "gated.a.test/A".into(),
-                before: vec!["192.0.2.1".into(), "192.0.2.2".into()],
-                after: vec!["192.0.2.2".into()],
+                before: vec!["192.0.2.1".into(), "192.0.2.2".into()].into(),
+                after: vec!["192.0.2.2".to_string()].into(),
             }]
         );
         assert!(p.emptied.is_empty());

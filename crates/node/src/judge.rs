@@ -480,8 +480,8 @@ fn estimate(
         }
         changes.push(AnswerChange {
             record: status.record,
-            before,
-            after,
+            before: before.into(),
+            after: after.into(),
         });
     }
     (changes, emptied)
@@ -525,13 +525,13 @@ mod tests {
             [
                 AnswerChange {
                     record: "a.t/A".into(),
-                    before: vec!["192.0.2.1".into(), "192.0.2.2".into()],
-                    after: vec!["192.0.2.2".into()],
+                    before: vec!["192.0.2.1".into(), "192.0.2.2".into()].into(),
+                    after: vec!["192.0.2.2".to_string()].into(),
                 },
                 AnswerChange {
                     record: "b.t/A".into(),
-                    before: vec!["192.0.2.1".into()],
-                    after: vec![],
+                    before: vec!["192.0.2.1".to_string()].into(),
+                    after: Default::default(),
                 },
             ]
         );

@@ -222,8 +222,8 @@ pub(super) fn judgement_box(j: &Judgement, id: &str, emptied_id: &str) -> Markup
                                     tr data-device=(d.device) data-record=(c.record) {
                                         td { (d.device) }
                                         th scope="row" { (c.record) }
-                                        td { (answers(&c.before)) }
-                                        td { (answers(&c.after)) }
+                                        td { (c.before) }
+                                        td { (c.after) }
                                     }
                                 }
                             }
@@ -237,14 +237,6 @@ pub(super) fn judgement_box(j: &Judgement, id: &str, emptied_id: &str) -> Markup
                 "These records would be left with no answer: " (emptied.join("; "))
             }
         }
-    }
-}
-
-fn answers(list: &[String]) -> String {
-    if list.is_empty() {
-        "nothing".into()
-    } else {
-        list.join(", ")
     }
 }
 
