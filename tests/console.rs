@@ -890,6 +890,81 @@ fn cell(record: &str, device: &str) -> String {
     format!("tr[data-record=\"{record}\"] td[data-device=\"{device}\"]")
 }
 
+/// Test now in the console of dc1's device, of a check that runs in dc2:
+/// dc2's device probes, and the result names it. Addresses 127.0.84.x.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_test_now_of_a_check_that_runs_elsewhere_is_probed_there() {
+    if !browser_tools() {
+        return;
+    }
+    let backend = "127.0.84.9";
+    let mut web = HttpBackend::start_at(format!("{backend}:0").parse().unwrap()).await;
+    let config = format!(
+        r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[check]]
+name = "web-dc2"
+type = "http"
+port = {}
+interval = "1h"
+timeout = "1s"
+run_on = "dc2"
+
+[[domain]]
+name = "elsewhere.test"
+nameservers = ["ns1.elsewhere.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{{ ip = "192.0.2.1" }}]
+"#,
+        web.addr.port()
+    );
+    let root = tempfile::tempdir().unwrap();
+    let (a, _b) = tokio::task::block_in_place(|| {
+        let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.84.1");
+        let b = Proc::start(root.path(), "gtm2", "dc2", "127.0.84.2");
+        a.ok(&["cluster", "init"]);
+        b.join(&a);
+        a.apply_ok(&config);
+        (a, b)
+    });
+    let token = std::fs::read_to_string(a.dir.join("api-token")).expect("the token");
+    let base = a.api();
+    let br = Browser::start().await;
+    br.login(&base, token.trim()).await;
+    br.goto(&format!("{base}/ui/checks")).await;
+    br.fill("addr-web-dc2", backend).await;
+    br.click("button[data-check=\"web-dc2\"]").await;
+    let tested = br
+        .until_text("#tested", "the Test now result", |t| !t.is_empty())
+        .await;
+    assert!(tested.starts_with("web-dc2"), "{tested}");
+    assert!(tested.contains(": OK"), "{tested}");
+    assert!(
+        tested.contains(&format!("probed {backend} from gtm2 (dc2)")),
+        "probed from the wrong device: {tested}"
+    );
+    // With the backend gone, the same button says Error, from gtm2 still.
+    web.stop().await;
+    br.fill("addr-web-dc2", backend).await;
+    br.click("button[data-check=\"web-dc2\"]").await;
+    let failed = br
+        .until_text("#tested", "the failed Test now", |t| t.contains(": Error"))
+        .await;
+    assert!(
+        failed.contains(&format!("probed {backend} from gtm2 (dc2)")),
+        "{failed}"
+    );
+    br.axe("checks, Test now forwarded").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_records_of_a_pair_follow_a_backend_live_and_resume_a_failback() {
     if !browser_tools() {
