@@ -101,7 +101,7 @@ pub fn answer(
                 src,
                 ecs: edns.and_then(|e| e.ecs),
             };
-            let choice = choose(&answer_guard, &geo, &client, draw);
+            let choice = choose(&answer_guard, &snapshot.topology, &geo, &client, draw);
             scope = choice.scope;
             let group = &answer_guard.groups[choice.group];
             if group.is_empty() {

@@ -74,7 +74,7 @@ pub fn lookup(
         let mut add = |out: &mut Resolved, rtype: Rt| -> Option<usize> {
             let slot = node.rrsets.iter().find(|s| s.rtype == rtype)?;
             let answer = slot.answer.load();
-            let choice = choose(&answer, geo, client, draw);
+            let choice = choose(&answer, &snap.topology, geo, client, draw);
             out.scope = out.scope.max(choice.scope);
             let group = &answer.groups[choice.group];
             if !group.is_empty() {

@@ -208,7 +208,7 @@ pub fn answered_states(
     match answer {
         Answer::Addresses(list) => states(steering, dcs, &shown(steering, list), reason),
         Answer::FailSafe => steering
-            .fail_safe
+            .fail_safe()
             .iter()
             .map(|d| fail_safe(d.to_string()))
             .collect(),
@@ -298,7 +298,7 @@ pub fn answered(steering: &Steering, answer: &Answer) -> Vec<String> {
             }
         }
         Answer::FailSafe => steering
-            .fail_safe
+            .fail_safe()
             .iter()
             .map(|d| format!("{d} (fail-safe)"))
             .collect(),
@@ -338,7 +338,7 @@ pub fn answered_by_place(
     reason: &dyn Fn(&AddressSpec) -> String,
 ) -> Vec<PlaceAnswered> {
     answers
-        .places
+        .places()
         .iter()
         .filter(|(_, g)| *g != answers.default)
         .filter_map(|(key, g)| {

@@ -152,5 +152,5 @@ fn shown(steering: &Steering) -> impl Iterator<Item = String> + '_ {
         .addresses
         .iter()
         .map(|a| a.display())
-        .chain(steering.fail_safe.iter().map(ToString::to_string))
+        .chain(steering.fail_safe().iter().map(ToString::to_string))
 }

@@ -46,7 +46,8 @@ pub struct Explain {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExplainStep {
     /// `address`, `mode`, `dr-condition`, `datacenters`, `candidates`,
-    /// `place`, `place-match`, `balance`, `fail-safe`, `status` or `note`.
+    /// `place`, `rule`, `place-match`, `balance`, `fail-safe`, `status` or
+    /// `note`.
     pub step: String,
     /// What the step is about (an address); empty for the record.
     pub subject: String,
@@ -239,15 +240,33 @@ impl Engine {
             src: client.src,
             ecs: client.ecs,
         };
-        let chosen = explain_choice(&served, &geo, &query_client);
-        let place = place_step(steering, &trace, &chosen, &geo, served.places.is_empty());
+        let chosen = explain_choice(&served, &snapshot.topology, &geo, &query_client);
+        let place = place_step(steering, &trace, &chosen, &geo, served.places().is_empty());
         let answer = trace
             .places
             .iter()
             .find(|p| p.key == chosen.entry)
             .or_else(|| trace.places.first());
         steps.push(place);
-        if let Some(p) = answer {
+        rule_steps(
+            &mut steps,
+            steering,
+            &served,
+            &snapshot.topology,
+            &chosen,
+            dcs,
+        );
+        let by_rule = chosen
+            .rule
+            .and_then(|c| eval.answers.groups.get(c.group).map(|a| (c, a)));
+        if let Some((_, ruled)) = by_rule {
+            let narrowed = match ruled {
+                Answer::Addresses(list) => list.clone(),
+                _ => Vec::new(),
+            };
+            steps.push(balance_step(steering, &narrowed, ruled));
+            steps.push(fail_safe_step(steering, ruled));
+        } else if let Some(p) = answer {
             if steering.topology && p.by != Narrowed::NoTopology {
                 steps.push(narrow_step(steering, p, dcs));
             }
@@ -284,7 +303,10 @@ impl Engine {
             })
             .collect();
         let empty = group.is_empty();
-        let fail_safe = answer.is_some_and(|p| p.answer == Answer::FailSafe);
+        let fail_safe = match by_rule {
+            Some((_, ruled)) => *ruled == Answer::FailSafe,
+            None => answer.is_some_and(|p| p.answer == Answer::FailSafe),
+        };
         let answer = ExplainAnswer {
             kind: if empty {
                 "empty"
@@ -485,6 +507,91 @@ fn place_step(
 }
 
 /// How the candidates were narrowed to the client's place.
+/// The `rule` steps of a record with topology rules: each rule that
+/// holds the client but has no candidate (skipped), then the rule that
+/// answered or that none did.
+fn rule_steps(
+    steps: &mut Vec<ExplainStep>,
+    steering: &Steering,
+    served: &gtm_dns::snapshot::RrsetAnswer,
+    topology: &gtm_model::topology::Topology,
+    chosen: &Chosen,
+    dcs: &[DcSpec],
+) {
+    let rules = steering.rules();
+    if rules.is_empty() {
+        return;
+    }
+    let Some(ip) = chosen.placed_by else {
+        steps.push(ExplainStep {
+            step: "rule".into(),
+            subject: String::new(),
+            outcome: "none".into(),
+            reason: "the client asked not to be placed (ECS /0): no topology rule applies".into(),
+        });
+        return;
+    };
+    let class = topology.class(ip);
+    let place = chosen.located.as_ref().map(|l| l.place).unwrap_or_default();
+    let describe = |i: usize| -> String {
+        let Some(r) = rules.get(i) else {
+            return String::new();
+        };
+        let client = topology
+            .matchers
+            .get(r.matcher as usize)
+            .map_or("?", |m| m.name.as_str());
+        let target = match r.target {
+            gtm_model::compile::RuleTarget::Datacenter(dc) => format!(
+                "datacenter {}",
+                dcs.get(dc).map_or("?", |d| d.name.as_str())
+            ),
+            gtm_model::compile::RuleTarget::Address(a) => format!(
+                "address {}",
+                steering
+                    .addresses
+                    .get(a as usize)
+                    .map_or_else(|| "?".to_string(), |a| a.display())
+            ),
+        };
+        format!("rule {} ({client} → {target}, weight {})", i + 1, r.weight)
+    };
+    for (i, r) in served.rules().iter().enumerate() {
+        let holds = topology
+            .closeness(r.matcher, class.id, &place, &mut false)
+            .is_some();
+        if holds && r.group.is_none() {
+            steps.push(ExplainStep {
+                step: "rule".into(),
+                subject: String::new(),
+                outcome: "skipped".into(),
+                reason: format!(
+                    "{} holds the client, but none of its addresses is a healthy candidate",
+                    describe(i)
+                ),
+            });
+        }
+    }
+    steps.push(match chosen.rule {
+        Some(c) => ExplainStep {
+            step: "rule".into(),
+            subject: String::new(),
+            outcome: describe(c.rule),
+            reason: format!(
+                "holds the client {}: of the rules that do and have a candidate, the closest (then the higher weight, then the first written)",
+                c.closeness.describe()
+            ),
+        },
+        None => ExplainStep {
+            step: "rule".into(),
+            subject: String::new(),
+            outcome: "none".into(),
+            reason: "no topology rule with a healthy candidate holds the client: answered as without rules"
+                .into(),
+        },
+    });
+}
+
 fn narrow_step(steering: &Steering, p: &gtm_resolve::PlaceStep, dcs: &[DcSpec]) -> ExplainStep {
     let nearest = p.nearest.as_ref().map_or(String::new(), |n| {
         format!("datacenters nearest first: {}; ", dc_names(dcs, n))
@@ -555,7 +662,7 @@ fn balance_step(steering: &Steering, narrowed: &[usize], answer: &Answer) -> Exp
 fn fail_safe_step(steering: &Steering, answer: &Answer) -> ExplainStep {
     let values = || {
         steering
-            .fail_safe
+            .fail_safe()
             .iter()
             .map(|d| d.to_string())
             .collect::<Vec<_>>()
@@ -564,7 +671,7 @@ fn fail_safe_step(steering: &Steering, answer: &Answer) -> ExplainStep {
     let (outcome, reason) = match answer {
         Answer::Addresses(_) => (
             "not used".to_string(),
-            if steering.fail_safe.is_empty() {
+            if steering.fail_safe().is_empty() {
                 "a candidate is left (the record has no fail-safe records)".to_string()
             } else {
                 format!("a candidate is left; fail-safe records {} wait", values())

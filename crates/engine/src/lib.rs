@@ -201,10 +201,10 @@ impl Steered {
             mode: ModeSpec::Standalone,
             balance: Default::default(),
             max_answers: 0,
-            fail_safe: Box::default(),
             on_no_healthy: Default::default(),
             topology: false,
             addresses: Box::default(),
+            extra: None,
         });
         match &self.spec.content {
             Content::Steered(steering) => steering,

@@ -40,6 +40,10 @@ pub struct Config {
     pub geoip: Option<Geoip>,
     #[serde(default, rename = "datacenter", skip_serializing_if = "Vec::is_empty")]
     pub datacenters: Vec<Arc<Datacenter>>,
+    /// Named sets of client places that topology rules name
+    /// (docs/topology.md).
+    #[serde(default, rename = "region", skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<Arc<Region>>,
     #[serde(default, rename = "check", skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Arc<Check>>,
     #[serde(default, rename = "scenario", skip_serializing_if = "Vec::is_empty")]
@@ -127,6 +131,7 @@ impl Config {
         let Config {
             geoip,
             datacenters,
+            regions,
             checks,
             scenarios,
             services,
@@ -137,6 +142,7 @@ impl Config {
         Config {
             geoip: geoip.clone(),
             datacenters: datacenters.clone(),
+            regions: regions.clone(),
             checks: checks.clone(),
             scenarios: scenarios.clone(),
             services: services.clone(),
@@ -152,6 +158,7 @@ impl Config {
         let Config {
             geoip,
             datacenters: _,
+            regions: _,
             checks: _,
             scenarios: _,
             services: _,
@@ -170,6 +177,7 @@ impl Config {
     /// domain itself.
     pub fn steers_alike(&self, other: &Config) -> bool {
         self.datacenters == other.datacenters
+            && self.regions == other.regions
             && self.checks == other.checks
             && self.scenarios == other.scenarios
             && self.services == other.services
@@ -210,6 +218,54 @@ pub struct Datacenter {
     /// AF, AN, AS, EU, NA, OC or SA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continent: Option<String>,
+}
+
+/// A named set of client places (docs/topology.md): a client is in it
+/// when one of its members holds the client and none of its exclusions
+/// does. Members of a nested region count with that region's own
+/// exclusions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    pub name: String,
+    /// Client networks, `10.20.0.0/16` or `2001:db8::/32`, host bits zero.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<String>,
+    /// ISO 3166 two-letter country codes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub countries: Vec<String>,
+    /// AF, AN, AS, EU, NA, OC or SA.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub continents: Vec<String>,
+    /// Other regions whose clients are in this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regions: Vec<String>,
+    /// Networks whose clients are not in the region.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_networks: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_countries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_continents: Vec<String>,
+}
+
+/// A topology rule (docs/topology.md): clients at `client` are answered
+/// from `datacenter`'s addresses, or `address`, when some of those are
+/// among the healthy candidates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyRule {
+    /// `10.20.0.0/16`, `region:NAME`, `country:US` or `continent:EU`.
+    pub client: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datacenter: Option<String>,
+    /// One of the record's addresses (a CNAME record's target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Among rules that match a client equally closely, the higher weight
+    /// wins (then the rule written first). Default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
 }
 
 /// How a check probes.
@@ -367,6 +423,10 @@ pub struct Domain {
     pub nameservers: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soa: Option<Soa>,
+    /// The topology rules of the domain's records that have none of their
+    /// own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topology_rules: Vec<TopologyRule>,
     #[serde(
         default,
         rename = "record",
@@ -403,6 +463,7 @@ impl Domain {
             dcs_to_select,
             nameservers,
             soa,
+            topology_rules,
             records: _,
             dnssec,
             dnssec_algorithm,
@@ -418,6 +479,7 @@ impl Domain {
             dcs_to_select: *dcs_to_select,
             nameservers: nameservers.clone(),
             soa: soa.clone(),
+            topology_rules: topology_rules.clone(),
             records: Vec::new(),
             dnssec: *dnssec,
             dnssec_algorithm: *dnssec_algorithm,
@@ -615,6 +677,10 @@ pub struct RecordFields {
     pub on_no_healthy: Option<OnNoHealthy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<bool>,
+    /// Where clients are answered from (docs/topology.md); unset: the
+    /// domain's.
+    #[serde(default, skip_serializing_if = "<[TopologyRule]>::is_empty")]
+    pub topology_rules: Box<[TopologyRule]>,
     #[serde(default, skip_serializing_if = "<[Address]>::is_empty")]
     pub addresses: Box<[Address]>,
     /// Static record data in zone-file syntax, e.g. `10 mail.example.test.`.
@@ -651,6 +717,7 @@ pub struct RecordOptions {
     pub fail_safe: Box<[String]>,
     pub on_no_healthy: Option<OnNoHealthy>,
     pub topology: Option<bool>,
+    pub topology_rules: Box<[TopologyRule]>,
     pub values: Box<[String]>,
 }
 
@@ -669,6 +736,7 @@ impl From<RecordFields> for Record {
             fail_safe,
             on_no_healthy,
             topology,
+            topology_rules,
             addresses,
             values,
         } = f;
@@ -682,6 +750,7 @@ impl From<RecordFields> for Record {
             fail_safe,
             on_no_healthy,
             topology,
+            topology_rules,
             values,
         };
         Record {
@@ -713,6 +782,7 @@ impl From<Record> for RecordFields {
             fail_safe,
             on_no_healthy,
             topology,
+            topology_rules,
             values,
         } = options.map(|o| *o).unwrap_or_default();
         RecordFields {
@@ -728,6 +798,7 @@ impl From<Record> for RecordFields {
             fail_safe,
             on_no_healthy,
             topology,
+            topology_rules,
             addresses,
             values,
         }

@@ -40,6 +40,7 @@ mod parse;
 pub mod place;
 pub mod severity;
 pub mod text;
+pub mod topology;
 pub mod value;
 
 pub use cancel::{Cancel, Cancelled, CheckError};

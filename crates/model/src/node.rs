@@ -103,7 +103,7 @@ pub enum LogFormat {
 }
 
 /// An IP network, written `ADDRESS/PREFIX` (a lone address is /32 or /128).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Network {
     pub addr: IpAddr,

@@ -16,7 +16,9 @@ use std::{borrow::Cow, fmt};
 
 use serde::{Deserialize, Serialize};
 
-pub use place::{PlaceAnswers, PlaceKey, place_entry, place_group};
+pub use place::{
+    PlaceAnswers, PlaceKey, RuleAnswer, RuleChoice, Steer, place_entry, place_group, rule_for,
+};
 pub use trace::{AddressStep, ModeStep, Narrowed, PlaceStep, Trace};
 
 use gtm_model::{
@@ -467,7 +469,7 @@ fn run(
 
     // Step 4: status.
     let status = if candidates.is_empty() {
-        if steering.fail_safe.is_empty() {
+        if steering.fail_safe().is_empty() {
             Status::NoHealthy
         } else {
             Status::FailSafe
@@ -700,7 +702,7 @@ pub(crate) fn balance_filter(steering: &Steering, candidates: Vec<usize>) -> Vec
 
 /// The answer when nothing is healthy.
 pub(crate) fn no_candidate_answer(steering: &Steering) -> Answer {
-    if !steering.fail_safe.is_empty() {
+    if !steering.fail_safe().is_empty() {
         Answer::FailSafe
     } else {
         match steering.on_no_healthy {

@@ -8,8 +8,9 @@
 
 use super::{Answer, Narrowed, PlaceStep, balance_filter, no_candidate_answer};
 use gtm_model::{
-    compile::{DcId, DcSpec, ModeSpec, Steering},
+    compile::{DcId, DcSpec, ModeSpec, RuleTarget, Steering},
     place::{Continent, Country, Place},
+    topology::{Closeness, Topology},
 };
 
 /// A place that has an answer of its own.
@@ -25,14 +26,62 @@ pub enum PlaceKey {
 pub struct PlaceAnswers {
     pub groups: Box<[Answer]>,
     pub default: usize,
+    /// Its place table and topology rules, absent when it has neither
+    /// (most records): the engine holds one per steered record.
+    pub steer: Option<Box<Steer>>,
+}
+
+/// What picks a record's group by the client's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Steer {
+    /// The group of each place with an answer of its own.
     pub places: Box<[(PlaceKey, usize)]>,
+    /// The record's topology rules, in the order written, each with the
+    /// group it answers from (`None`: none of its target's addresses is a
+    /// candidate now, so the rule is skipped).
+    pub rules: Box<[RuleAnswer]>,
+}
+
+impl Steer {
+    /// `places` and `rules` boxed, or `None` when both are empty.
+    pub fn of(places: Box<[(PlaceKey, usize)]>, rules: Box<[RuleAnswer]>) -> Option<Box<Self>> {
+        (!places.is_empty() || !rules.is_empty()).then(|| Box::new(Self { places, rules }))
+    }
+}
+
+/// A topology rule of a record, decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleAnswer {
+    /// Its client place (a matcher of the configuration's topology).
+    pub matcher: u32,
+    pub weight: u32,
+    pub group: Option<u32>,
+}
+
+/// The rule that answers a client: its index among the record's rules
+/// and its group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleChoice {
+    pub rule: usize,
+    pub group: usize,
+    pub closeness: Closeness,
 }
 
 impl PlaceAnswers {
     /// The group a client in `place` is answered from: its country's, else
     /// its continent's, else the default.
     pub fn lookup(&self, place: &Place) -> usize {
-        place_group(&self.places, self.default, place)
+        place_group(self.places(), self.default, place)
+    }
+
+    /// The places with an answer of their own, and their groups.
+    pub fn places(&self) -> &[(PlaceKey, usize)] {
+        self.steer.as_deref().map_or(&[], |s| &s.places)
+    }
+
+    /// The topology rules, with their groups.
+    pub fn rules(&self) -> &[RuleAnswer] {
+        self.steer.as_deref().map_or(&[], |s| &s.rules)
     }
 
     /// Whether clients in different places can get different answers, so
@@ -44,6 +93,45 @@ impl PlaceAnswers {
     pub fn default_answer(&self) -> &Answer {
         &self.groups[self.default]
     }
+}
+
+/// The topology rule among `rules` that answers a client of `class` in
+/// `place` (docs/topology.md): of the rules that hold the client and have
+/// a candidate, the one that holds it most closely, then the higher
+/// weight, then the first written. `geo` is set when the choice depended
+/// on the client's country or continent.
+#[inline]
+pub fn rule_for(
+    rules: &[RuleAnswer],
+    topology: &Topology,
+    class: u32,
+    place: &Place,
+    geo: &mut bool,
+) -> Option<RuleChoice> {
+    let mut best: Option<(Closeness, u32, RuleChoice)> = None;
+    for (i, r) in rules.iter().enumerate() {
+        let Some(group) = r.group else {
+            continue;
+        };
+        let Some(closeness) = topology.closeness(r.matcher, class, place, geo) else {
+            continue;
+        };
+        if best
+            .as_ref()
+            .is_none_or(|(c, w, _)| (closeness, r.weight) > (*c, *w))
+        {
+            best = Some((
+                closeness,
+                r.weight,
+                RuleChoice {
+                    rule: i,
+                    group: group as usize,
+                    closeness,
+                },
+            ));
+        }
+    }
+    best.map(|(_, _, choice)| choice)
 }
 
 /// The group of `place` in a table of places: its country's, else its
@@ -98,10 +186,12 @@ pub(super) fn answers(
                 answer
             }
         };
+        let mut groups = vec![answer];
+        let rules = rule_answers(steering, candidates, &finish, &mut groups);
         return PlaceAnswers {
-            groups: Box::new([answer]),
+            groups: groups.into_boxed_slice(),
             default: 0,
-            places: Box::default(),
+            steer: Steer::of(Box::default(), rules),
         };
     }
     // One place's answer: the mode's candidates there, narrowed to the
@@ -192,11 +282,42 @@ pub(super) fn answers(
             places.push((PlaceKey::Country(c), index));
         }
     }
+    let rules = rule_answers(steering, candidates, &finish, &mut groups);
     PlaceAnswers {
         groups: groups.into_boxed_slice(),
         default: 0,
-        places: places.into_boxed_slice(),
+        steer: Steer::of(places.into_boxed_slice(), rules),
     }
+}
+
+/// Each topology rule's answer: the candidates in its target, through the
+/// balance; `None` when none is (the rule is skipped).
+fn rule_answers(
+    steering: &Steering,
+    candidates: &[usize],
+    finish: &impl Fn(Vec<usize>) -> Answer,
+    groups: &mut Vec<Answer>,
+) -> Box<[RuleAnswer]> {
+    steering
+        .rules()
+        .iter()
+        .map(|r| {
+            let narrowed: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| match r.target {
+                    RuleTarget::Address(a) => i == a as usize,
+                    RuleTarget::Datacenter(dc) => steering.addresses[i].dc() == Some(dc),
+                })
+                .collect();
+            let group = (!narrowed.is_empty()).then(|| intern(groups, finish(narrowed)) as u32);
+            RuleAnswer {
+                matcher: r.matcher,
+                weight: r.weight,
+                group,
+            }
+        })
+        .collect()
 }
 
 /// The index of `answer` in `groups`, added if new.

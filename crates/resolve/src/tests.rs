@@ -1916,3 +1916,230 @@ fn a_status_is_a_code_for_the_api_and_a_label_between_devices() {
     assert_eq!(none.status, None);
     assert!(serde_json::from_str::<Status>(r#""okay""#).is_err());
 }
+
+// ---------------------------------------------------------------------------
+// Topology rules (docs/topology.md): the rule that answers a client.
+
+const RULES: &str = r#"
+[[region]]
+name = "branch"
+networks = ["10.20.0.0/16", "2001:db8:20::/48"]
+exclude_networks = ["10.20.99.0/24"]
+
+[[region]]
+name = "europe-but-fr"
+continents = ["EU"]
+exclude_countries = ["FR"]
+
+[[region]]
+name = "nested"
+regions = ["branch"]
+networks = ["10.30.0.0/16"]
+"#;
+
+const RULED: &str = r#"name = "www"
+type = "A"
+addresses = [
+  { ip = "192.0.2.1", dc = "dc1", hc = "check:web" },
+  { ip = "192.0.2.2", dc = "dc2" },
+  { ip = "192.0.2.3", dc = "dc3" },
+]
+topology_rules = [
+  { client = "region:branch", datacenter = "dc1" },
+  { client = "10.20.5.0/24", datacenter = "dc3" },
+  { client = "region:europe-but-fr", datacenter = "dc2" },
+  { client = "country:DE", address = "192.0.2.3" },
+  { client = "10.40.0.0/16", datacenter = "dc1" },
+  { client = "10.40.0.0/16", datacenter = "dc2", weight = 5 },
+  { client = "10.50.0.0/16", datacenter = "dc1" },
+  { client = "10.50.0.0/16", datacenter = "dc2" },
+  { client = "region:nested", datacenter = "dc2" },
+]"#;
+
+struct RuleRow {
+    case: &'static str,
+    health: &'static str,
+    client: &'static str,
+    country: Option<&'static str>,
+    continent: Option<Continent>,
+    /// The rule that answers (1-based as written), or 0 for none.
+    rule: usize,
+    answer: &'static str,
+}
+
+#[test]
+fn topology_rules_pick_the_closest_holding_rule_with_a_candidate() {
+    let compiled = compile_text(RULES, &[RULED.to_string()]);
+    let f = Fixture { compiled, index: 0 };
+    let t = |case, health, client, country, continent, rule, answer| RuleRow {
+        case,
+        health,
+        client,
+        country,
+        continent,
+        rule,
+        answer,
+    };
+    let eu = Some(Continent::Eu);
+    let all = "192.0.2.1 192.0.2.2 192.0.2.3";
+    let rows = [
+        t(
+            "a region's network",
+            "web@192.0.2.1=ok",
+            "10.20.1.1",
+            None,
+            None,
+            1,
+            "192.0.2.1",
+        ),
+        t(
+            "a longer prefix wins",
+            "web@192.0.2.1=ok",
+            "10.20.5.9",
+            None,
+            None,
+            2,
+            "192.0.2.3",
+        ),
+        t(
+            "an excluded network: no rule; without topology, every candidate",
+            "web@192.0.2.1=ok",
+            "10.20.99.1",
+            None,
+            None,
+            0,
+            all,
+        ),
+        t(
+            "IPv6 networks",
+            "web@192.0.2.1=ok",
+            "2001:db8:20::5",
+            None,
+            None,
+            1,
+            "192.0.2.1",
+        ),
+        t(
+            "a preferred datacenter with no healthy address is skipped",
+            "web@192.0.2.1=error",
+            "10.20.1.1",
+            None,
+            None,
+            9,
+            "192.0.2.2",
+        ),
+        t(
+            "a country beats a continent",
+            "web@192.0.2.1=ok",
+            "192.0.2.200",
+            Some("DE"),
+            eu,
+            4,
+            "192.0.2.3",
+        ),
+        t(
+            "a country a region excludes",
+            "web@192.0.2.1=ok",
+            "192.0.2.200",
+            Some("FR"),
+            eu,
+            0,
+            all,
+        ),
+        t(
+            "a continent",
+            "web@192.0.2.1=ok",
+            "192.0.2.200",
+            Some("IT"),
+            eu,
+            3,
+            "192.0.2.2",
+        ),
+        t(
+            "a network beats a country",
+            "web@192.0.2.1=ok",
+            "10.20.1.1",
+            Some("DE"),
+            eu,
+            1,
+            "192.0.2.1",
+        ),
+        t(
+            "a tie goes to the higher weight",
+            "web@192.0.2.1=ok",
+            "10.40.1.1",
+            None,
+            None,
+            6,
+            "192.0.2.2",
+        ),
+        t(
+            "an equal tie to the first written",
+            "web@192.0.2.1=ok",
+            "10.50.1.1",
+            None,
+            None,
+            7,
+            "192.0.2.1",
+        ),
+        t(
+            "a nested region's own network",
+            "web@192.0.2.1=ok",
+            "10.30.1.1",
+            None,
+            None,
+            9,
+            "192.0.2.2",
+        ),
+        t(
+            "outside every rule",
+            "web@192.0.2.1=ok",
+            "192.0.2.200",
+            None,
+            None,
+            0,
+            all,
+        ),
+    ];
+    for row in rows {
+        let eval = f.eval(row.health, None, false);
+        let place = Place {
+            country: row.country.and_then(Country::parse),
+            continent: row.continent,
+        };
+        let topology = &f.compiled.topology;
+        let class = topology.class(row.client.parse().unwrap());
+        let chosen = rule_for(eval.answers.rules(), topology, class.id, &place, &mut false);
+        assert_eq!(
+            chosen.map_or(0, |c| c.rule + 1),
+            row.rule,
+            "{}: the rule",
+            row.case
+        );
+        let group = chosen.map_or(eval.answers.default, |c| c.group);
+        assert_eq!(
+            f.show(&eval.answers.groups[group]),
+            row.answer,
+            "{}: the answer",
+            row.case
+        );
+    }
+}
+
+/// A rule's group exists only while its target has a candidate; every
+/// address a rule answers with counts as answered.
+#[test]
+fn a_rules_group_follows_its_targets_health() {
+    let compiled = compile_text(RULES, &[RULED.to_string()]);
+    let f = Fixture { compiled, index: 0 };
+    let up = f.eval("web@192.0.2.1=ok", None, false);
+    assert!(up.answers.rules()[0].group.is_some());
+    let down = f.eval("web@192.0.2.1=error", None, false);
+    assert_eq!(
+        down.answers.rules()[0].group,
+        None,
+        "dc1's only address is down"
+    );
+    assert!(down.answers.rules()[1].group.is_some(), "dc3 is up");
+    assert_eq!(answered(&down.answers), [1, 2]);
+}

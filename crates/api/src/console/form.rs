@@ -406,6 +406,15 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
             continents: split_list(f.get(&key("continents"))).into(),
         }));
     }
+    let at = match f.get("orig") {
+        "" => None,
+        key => find(&domain, key),
+    };
+    // The form does not show topology rules: an edit keeps the record's.
+    let topology_rules = at
+        .and_then(|i| domain.records.get(i))
+        .map(|r| r.options().topology_rules.clone())
+        .unwrap_or_default();
     let record = Record::from(RecordFields {
         name: f.get("name").into(),
         kind,
@@ -419,6 +428,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         fail_safe: split_list(f.get("fail_safe")).into(),
         on_no_healthy: parse_word(f.get("on_no_healthy")),
         topology: flag("topology"),
+        topology_rules,
         addresses: addresses.into(),
         values: f
             .get("values")
@@ -429,10 +439,6 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
             .map(str::to_string)
             .collect(),
     });
-    let at = match f.get("orig") {
-        "" => None,
-        key => find(&domain, key),
-    };
     match at {
         Some(i) => domain.records[i] = record.into(),
         None => domain.records.push(record.into()),

@@ -141,7 +141,10 @@ impl Snapshot {
         signers: &[Option<Arc<ZoneSigner>>],
         serials: &[u32],
     ) -> Result<Self, BuildError> {
-        let mut snap = Snapshot::default();
+        let mut snap = Snapshot {
+            topology: compiled.topology.clone(),
+            ..Snapshot::default()
+        };
         let serial_of =
             |zi: usize, zone: &ZoneSpec| serials.get(zi).copied().unwrap_or(zone.soa.serial);
         let mut kept = previous.kept_zones(compiled, signers, &serial_of);
@@ -379,7 +382,7 @@ impl Snapshot {
                 .addresses
                 .iter()
                 .map(|a| a.value.to_bytes())
-                .chain(steering.fail_safe.iter().map(|d| d.to_bytes()))
+                .chain(steering.fail_safe().iter().map(|d| d.to_bytes()))
                 .map(|bytes| hash_bytes(&bytes.unwrap_or_default()))
                 .collect(),
         };

@@ -88,11 +88,19 @@ impl Draw {
     }
 }
 
-/// Picks the group by the client's place and the variant by the balance
-/// algorithm.
-pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw) -> Choice {
+/// Picks the group by the client's place (its topology rules, then its
+/// place table) and the variant by the balance algorithm.
+pub fn choose(
+    answer: &RrsetAnswer,
+    topology: &Topology,
+    geo: &Geo,
+    client: &Client,
+    draw: &mut Draw,
+) -> Choice {
     let placement = client.placement();
-    let (group, mut scope, _) = place_client(answer, geo, &placement);
+    let Placed {
+        group, mut scope, ..
+    } = place_client(answer, topology, geo, &placement);
     let g = &answer.groups[group];
     let n = g.wire.len();
     let variant = if n <= 1 {
@@ -118,30 +126,88 @@ pub fn choose(answer: &RrsetAnswer, geo: &Geo, client: &Client, draw: &mut Draw)
     }
 }
 
-/// The group a client is answered from, the ECS scope that depended on,
-/// and where GeoIP placed it (`None` when the record's answer does not
-/// depend on place, or the client asked not to be placed).
+/// Where a client is answered from: the group, the ECS scope that
+/// depended on, where GeoIP placed it (`None` when the record's answer
+/// does not depend on place, or the client asked not to be placed) and
+/// the topology rule that answered, if one did.
+pub(super) struct Placed {
+    group: usize,
+    scope: u8,
+    located: Option<Located>,
+    rule: Option<RuleChoice>,
+}
+
+/// Places a client for `answer`: by its topology rules (docs/topology.md),
+/// else by its place table, else the default group.
 #[inline]
 fn place_client(
     answer: &RrsetAnswer,
+    topology: &Topology,
     geo: &Geo,
     placement: &Placement,
-) -> (usize, u8, Option<Located>) {
+) -> Placed {
     let Placement {
         addr,
         source,
         private,
     } = *placement;
-    if answer.places.is_empty() {
-        return (answer.default_group(), 0, None);
-    }
-    let Some(ip) = addr else {
-        return (answer.default_group(), 0, None);
+    let default = Placed {
+        group: answer.default_group(),
+        scope: 0,
+        located: None,
+        rule: None,
     };
+    let Some(ip) = addr else {
+        return default;
+    };
+    let rules = answer.rules();
+    if rules.is_empty() {
+        if answer.places().is_empty() {
+            return default;
+        }
+        let located = geo.locate(ip);
+        let scope = source.map_or(0, |src| cover(private, located.prefix, src));
+        let group = place_group(answer.places(), answer.default_group(), &located.place);
+        return Placed {
+            group,
+            scope,
+            located: Some(located),
+            rule: None,
+        };
+    }
+    // The widest block around the client that no network of a rule or
+    // region splits: the scope of what networks decided.
+    let class = topology.class(ip);
     let located = geo.locate(ip);
-    let scope = source.map_or(0, |src| cover(private, located.prefix, src));
-    let group = place_group(&answer.places, answer.default_group(), &located.place);
-    (group, scope, Some(located))
+    let mut geo_used = false;
+    let chosen = rule_for(rules, topology, class.id, &located.place, &mut geo_used);
+    let (group, width) = match chosen {
+        Some(choice) => (choice.group, class.block),
+        None if answer.places().is_empty() => (answer.default_group(), class.block),
+        None => {
+            geo_used = true;
+            let group = place_group(answer.places(), answer.default_group(), &located.place);
+            (group, class.block)
+        }
+    };
+    let width = if geo_used {
+        width.max(located.prefix)
+    } else {
+        width
+    };
+    let scope = source.map_or(0, |src| {
+        if private && chosen.is_none() && geo_used {
+            src
+        } else {
+            width.min(src)
+        }
+    });
+    Placed {
+        group,
+        scope,
+        located: Some(located),
+        rule: chosen,
+    }
 }
 
 /// The scope an answer depending on the client's `width`-bit network
@@ -182,8 +248,10 @@ pub struct Chosen {
     /// Where GeoIP placed it; `None` when the answer does not depend on
     /// place (or there was no address to place).
     pub located: Option<Located>,
-    /// The table entry it matched (`None`: the default answer).
+    /// The table entry it matched (`None`: the default answer, or a rule's).
     pub entry: Option<PlaceKey>,
+    /// The topology rule that answered it, if one did.
+    pub rule: Option<RuleChoice>,
     pub group: usize,
     /// The ECS scope of the answer.
     pub scope: u8,
@@ -196,10 +264,25 @@ pub struct Chosen {
 /// The group and the variants [`choose`] picks among for `client`: the
 /// same placement, table lookup and balance rule, listing the variants a
 /// draw would pick from instead of drawing.
-pub fn explain_choice(answer: &RrsetAnswer, geo: &Geo, client: &Client) -> Chosen {
+pub fn explain_choice(
+    answer: &RrsetAnswer,
+    topology: &Topology,
+    geo: &Geo,
+    client: &Client,
+) -> Chosen {
     let placement = client.placement();
-    let (group, mut scope, located) = place_client(answer, geo, &placement);
-    let entry = located.and_then(|l| place_entry(&answer.places, &l.place).map(|(k, _)| k));
+    let Placed {
+        group,
+        mut scope,
+        located,
+        rule,
+    } = place_client(answer, topology, geo, &placement);
+    let entry = match rule {
+        Some(_) => None,
+        None => located
+            .as_ref()
+            .and_then(|l| place_entry(answer.places(), &l.place).map(|(k, _)| k)),
+    };
     let g = &answer.groups[group];
     let n = g.wire.len();
     let variants = if n <= 1 {
@@ -230,6 +313,7 @@ pub fn explain_choice(answer: &RrsetAnswer, geo: &Geo, client: &Client) -> Chose
         private: placement.private,
         located,
         entry,
+        rule,
         group,
         scope,
         variants,

@@ -19,7 +19,7 @@ pub fn static_answer(
 ) -> Result<RrsetAnswer, BuildError> {
     Ok(RrsetAnswer {
         balance: Balance::Priority,
-        places: Box::default(),
+        steer: None,
         default: 0,
         groups: Box::new([group(
             owner,
@@ -58,7 +58,7 @@ pub fn steered_answer(
                     .map(|(a, i)| (a.value.clone(), a.weight, i as u32))
                     .collect(),
                 Answer::FailSafe => (steering.addresses.len()..)
-                    .zip(&steering.fail_safe)
+                    .zip(steering.fail_safe())
                     .map(|(i, d)| (Value::from(d.clone()), 1, i as u32))
                     .collect(),
                 Answer::Empty => Vec::new(),
@@ -86,7 +86,11 @@ pub fn steered_answer(
     // The query path picks `groups[default]` and `groups[places[i].1]`.
     if groups.is_empty()
         || places.default >= groups.len()
-        || places.places.iter().any(|(_, g)| *g >= groups.len())
+        || places.places().iter().any(|(_, g)| *g >= groups.len())
+        || places
+            .rules()
+            .iter()
+            .any(|r| r.group.is_some_and(|g| g as usize >= groups.len()))
     {
         return Err(BuildError::new(
             owner,
@@ -96,7 +100,7 @@ pub fn steered_answer(
     }
     Ok(RrsetAnswer {
         balance: steering.balance,
-        places: places.places.clone(),
+        steer: places.steer.clone(),
         default: u32::try_from(places.default).unwrap_or(u32::MAX),
         groups: groups.into_boxed_slice(),
     })

@@ -25,6 +25,7 @@ use hickory_server::proto::{
 
 use super::{counters::Counters, wire::Ecs};
 use gtm_model::names::{key_name, wire_key};
+use gtm_model::topology::Topology;
 
 use crate::{
     chunked::Chunked,
@@ -36,7 +37,10 @@ use gtm_model::{
     config::Balance,
     value::Value,
 };
-use gtm_resolve::{Answer, PlaceAnswers, PlaceKey, place_entry, place_group};
+use gtm_resolve::{
+    Answer, PlaceAnswers, PlaceKey, RuleAnswer, RuleChoice, Steer, place_entry, place_group,
+    rule_for,
+};
 
 mod adopt;
 mod build;
@@ -66,6 +70,9 @@ pub struct Snapshot {
     /// The index after each zone's last steered slot, counting the slots
     /// of all zones in zone order ([`Snapshot::steered_slot`]).
     steered_ends: Vec<usize>,
+    /// The configuration's regions and rule places: what the topology
+    /// rules of its answers name.
+    pub topology: Arc<gtm_model::topology::Topology>,
 }
 
 #[derive(Debug)]
@@ -180,10 +187,12 @@ impl RrsetSlot {
 #[derive(Debug)]
 pub struct RrsetAnswer {
     pub balance: Balance,
-    pub places: Box<[(PlaceKey, usize)]>,
     /// The index of the default group ([`RrsetAnswer::default_group`]), in
-    /// 32 bits: with its `Arc`, an answer fits 56 bytes.
+    /// 32 bits: with its `Arc`, an answer fits 48 bytes.
     default: u32,
+    /// Its place table and topology rules, absent when it has neither
+    /// (most records).
+    steer: Option<Box<Steer>>,
     pub groups: Box<[Group]>,
 }
 
@@ -192,6 +201,16 @@ impl RrsetAnswer {
     /// is answered from.
     pub fn default_group(&self) -> usize {
         self.default as usize
+    }
+
+    /// The places with an answer of their own, and their groups.
+    pub fn places(&self) -> &[(PlaceKey, usize)] {
+        self.steer.as_deref().map_or(&[], |s| &s.places)
+    }
+
+    /// The topology rules, with their groups.
+    pub fn rules(&self) -> &[RuleAnswer] {
+        self.steer.as_deref().map_or(&[], |s| &s.rules)
     }
 }
 

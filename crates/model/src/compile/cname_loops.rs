@@ -172,7 +172,7 @@ impl<'z> Chains<'z> {
                 Value::Other(v) => Some(&**v),
                 _ => None,
             })
-            .chain(&s.fail_safe)
+            .chain(s.fail_safe())
             .filter_map(|v| match v {
                 RData::CNAME(c) => self.next(&c.0),
                 _ => None,

@@ -30,6 +30,9 @@ pub struct Compiled {
     pub rate_limit: crate::abuse::Limits,
     /// `[cookies] rotate` with its default.
     pub cookie_rotation: Duration,
+    /// The regions and the places topology rules name, and the
+    /// classification of client addresses by them.
+    pub topology: Arc<crate::topology::Topology>,
 }
 
 #[derive(Debug, Clone)]
@@ -248,10 +251,58 @@ pub struct Steering {
     pub mode: ModeSpec,
     pub balance: Balance,
     pub max_answers: u32,
-    pub fail_safe: Box<[RData]>,
     pub on_no_healthy: OnNoHealthy,
     pub topology: bool,
     pub addresses: Box<[AddressSpec]>,
+    /// Its fail-safe values and topology rules, absent when it has
+    /// neither (most records): 8 bytes for both.
+    pub extra: Option<Box<Extra>>,
+}
+
+impl Steering {
+    /// The records answered when no address is a candidate.
+    pub fn fail_safe(&self) -> &[RData] {
+        self.extra.as_deref().map_or(&[], |e| &e.fail_safe)
+    }
+
+    /// The record's topology rules (or its domain's), in the order
+    /// written.
+    pub fn rules(&self) -> &[RuleSpec] {
+        self.extra.as_deref().map_or(&[], |e| &e.rules)
+    }
+}
+
+/// What a steered record sets beyond its addresses and mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extra {
+    pub fail_safe: Box<[RData]>,
+    pub rules: Box<[RuleSpec]>,
+}
+
+impl Extra {
+    /// `fail_safe` and `rules` boxed, or `None` when both are empty.
+    pub fn of(fail_safe: Box<[RData]>, rules: Box<[RuleSpec]>) -> Option<Box<Self>> {
+        (!fail_safe.is_empty() || !rules.is_empty()).then(|| Box::new(Self { fail_safe, rules }))
+    }
+}
+
+/// A topology rule (docs/topology.md): clients the matcher holds are
+/// answered from the target's addresses when some are candidates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSpec {
+    /// Its client place: a matcher of [`Compiled::topology`].
+    pub matcher: u32,
+    pub target: RuleTarget,
+    pub weight: u32,
+}
+
+/// What a topology rule answers from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleTarget {
+    /// The addresses of a datacenter.
+    Datacenter(DcId),
+    /// One address of the record (an index into its addresses).
+    Address(u32),
 }
 
 /// A record's mode. Its disaster recovery is boxed and its datacenter

@@ -48,9 +48,11 @@ impl Cx {
             apex: &apex,
             ttl,
             mode: d.mode.unwrap_or_default(),
+            rules: &d.topology_rules,
             dcs: &dcs,
             refs,
         };
+        self.domain_rules(&path, &d.topology_rules, refs);
         let records = self.zone_records(d, &within, kept)?;
         self.names(&path, &apex, (&soa, &nameservers), &records.checked());
         let (records, cnames, owners) = records.finish();

@@ -30,6 +30,7 @@ mod paths;
 mod rdata;
 mod record;
 mod records;
+mod regions;
 mod reuse;
 mod scenarios;
 mod secondaries;
@@ -47,11 +48,13 @@ use hickory_server::proto::rr::Name;
 
 pub use check::MAX_CHECK_INTERVAL;
 pub use compiled::{
-    AddressSpec, CheckSpec, Compiled, Content, DcId, DcSpec, DrCondition, DrSpec, Hc, ModeSpec,
-    RecordSpec, ScenarioSpec, SecondarySpec, Steering, ZoneSpec, same_record, soa_serial, zone_key,
+    AddressSpec, CheckSpec, Compiled, Content, DcId, DcSpec, DrCondition, DrSpec, Extra, Hc,
+    ModeSpec, RecordSpec, RuleSpec, RuleTarget, ScenarioSpec, SecondarySpec, Steering, ZoneSpec,
+    same_record, soa_serial, zone_key,
 };
 pub use domain::DEFAULT_TTL;
 pub use rdata::MAX_CHARACTER_STRING;
+pub use regions::rule_places;
 pub use scenarios::BUILTIN_SCENARIOS;
 pub use secondaries::SIGNED_EXPIRE_MAX;
 pub use size::MAX_NAME_BYTES;
@@ -90,12 +93,19 @@ fn compile_with(
     cancel: &Cancel,
 ) -> Result<Compiled, CheckError> {
     let kept: HashMap<&str, (&Arc<Domain>, &Arc<ZoneSpec>)> = match before {
-        Some((old, zones)) if old.steers_alike(config) && zones.len() == old.domains.len() => old
-            .domains
-            .iter()
-            .zip(zones)
-            .map(|(d, z)| (d.name.as_str(), (d, z)))
-            .collect(),
+        // Rules hold their places' matchers by index: kept only when the
+        // rules name the same places.
+        Some((old, zones))
+            if old.steers_alike(config)
+                && zones.len() == old.domains.len()
+                && rule_places(old) == rule_places(config) =>
+        {
+            old.domains
+                .iter()
+                .zip(zones)
+                .map(|(d, z)| (d.name.as_str(), (d, z)))
+                .collect()
+        }
         _ => HashMap::new(),
     };
     let mut cx = Cx {
@@ -115,10 +125,12 @@ fn compile_with(
     let scenarios = cx.scenarios(config, &check_index);
     let scenario_names: HashSet<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     cx.services(config);
+    let (topology, places) = cx.topology(config);
     let refs = Refs {
         dcs: &dc_index,
         checks: &check_index,
         scenarios: &scenario_names,
+        places: &places,
     };
     let zones = config
         .domains
@@ -150,6 +162,7 @@ fn compile_with(
             zones,
             rate_limit,
             cookie_rotation,
+            topology: Arc::new(topology),
         })
     } else {
         Err(cx.errors.finish().into())
@@ -162,6 +175,8 @@ struct Refs<'a> {
     dcs: &'a HashMap<&'a str, DcId>,
     checks: &'a HashMap<&'a str, &'a CheckSpec>,
     scenarios: &'a HashSet<&'a str>,
+    /// The matchers of regions and rule places, by their key.
+    places: &'a HashMap<String, u32>,
 }
 
 /// The compiler: every error found, in the order found.
@@ -212,6 +227,8 @@ struct DomainCx<'a> {
     ttl: u32,
     /// The domain's mode, a record's default.
     mode: Mode,
+    /// The domain's topology rules, a record's default.
+    rules: &'a [crate::config::TopologyRule],
     dcs: &'a ModeCx,
     refs: &'a Refs<'a>,
 }

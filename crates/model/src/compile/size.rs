@@ -77,7 +77,7 @@ pub(super) fn answer_size(r: &RecordSpec) -> Result<usize, SizeError> {
                 Ok(sizes.iter().take(s.max_answers as usize).sum())
             };
             let addresses = largest(&mut s.addresses.iter().map(|a| a.value.rdata()))?;
-            let fail_safe = largest(&mut s.fail_safe.iter().cloned())?;
+            let fail_safe = largest(&mut s.fail_safe().iter().cloned())?;
             Ok(addresses.max(fail_safe))
         }
     }

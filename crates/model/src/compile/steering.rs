@@ -5,8 +5,11 @@ use std::collections::HashSet;
 use hickory_server::proto::rr::RData;
 
 use super::{
-    AddressSpec, BUILTIN_SCENARIOS, Cx, DomainCx, DrCondition, DrSpec, ModeSpec, Refs, Steering,
-    address::AddressCx, rdata::answer_rdata,
+    AddressSpec, BUILTIN_SCENARIOS, Cx, DomainCx, DrCondition, DrSpec, Extra, ModeSpec, Refs,
+    RuleSpec, RuleTarget, Steering,
+    address::AddressCx,
+    rdata::answer_rdata,
+    regions::{self, read_client},
 };
 use crate::config::{Balance, Mode, Record, RecordType};
 
@@ -40,16 +43,126 @@ impl Cx {
         };
         let addresses = self.addresses(path, r, &of);
         let fail_safe = self.fail_safe(path, r);
+        let rules = self.rules(path, r, within);
         Some(Steering {
             mode: mode_spec,
             balance,
             // Beyond 2^32 - 1 candidates, as many as all.
             max_answers: u32::try_from(max_answers).unwrap_or(u32::MAX),
-            fail_safe: fail_safe.into(),
             on_no_healthy: r.options().on_no_healthy.unwrap_or_default(),
             topology,
             addresses: addresses.into(),
+            extra: Extra::of(fail_safe.into(), rules.into()),
         })
+    }
+
+    /// The record's topology rules, or its domain's when it has none of
+    /// its own (checked once, with the domain: [`Cx::domain_rules`]). A
+    /// domain's rule naming an address the record lacks does not apply to
+    /// it; the record's own must name one of its addresses.
+    fn rules(&mut self, path: &str, r: &Record, within: &DomainCx) -> Vec<RuleSpec> {
+        let own = &r.options().topology_rules;
+        let (rules, inherited) = if own.is_empty() {
+            (within.rules, true)
+        } else {
+            (&own[..], false)
+        };
+        let mut out = Vec::with_capacity(rules.len());
+        for (i, rule) in rules.iter().enumerate() {
+            let at = format!("{path} / topology rule {}", i + 1);
+            let report = !inherited;
+            let (matcher, weight) = self.rule_client(&at, rule, within.refs, report);
+            let target = match (&rule.datacenter, &rule.address) {
+                (Some(dc), None) => self.rule_dc(&at, dc, within.refs, report),
+                (None, Some(address)) => {
+                    let found = r.addresses.iter().position(|a| {
+                        a.ip.is_some_and(|ip| ip.to_string() == *address)
+                            || a.target()
+                                .is_some_and(|t| crate::config::same_name(t, address))
+                    });
+                    if found.is_none() && report {
+                        self.err(
+                            &at,
+                            format!("address \"{address}\" is not one of the record's"),
+                        );
+                    }
+                    found.map(|i| RuleTarget::Address(i as u32))
+                }
+                _ => {
+                    if report {
+                        self.err(&at, "give one of datacenter or address");
+                    }
+                    None
+                }
+            };
+            if let (Some(matcher), Some(target)) = (matcher, target) {
+                out.push(RuleSpec {
+                    matcher,
+                    target,
+                    weight,
+                });
+            }
+        }
+        out
+    }
+
+    /// Checks a domain's topology rules once (its records take them).
+    pub(super) fn domain_rules(
+        &mut self,
+        path: &str,
+        rules: &[crate::config::TopologyRule],
+        refs: &Refs,
+    ) {
+        for (i, rule) in rules.iter().enumerate() {
+            let at = format!("{path} / topology rule {}", i + 1);
+            self.rule_client(&at, rule, refs, true);
+            match (&rule.datacenter, &rule.address) {
+                (Some(dc), None) => {
+                    self.rule_dc(&at, dc, refs, true);
+                }
+                (None, Some(_)) => {}
+                _ => self.err(&at, "give one of datacenter or address"),
+            }
+        }
+    }
+
+    /// A rule's client place (its matcher) and weight; errors said when
+    /// `report`.
+    fn rule_client(
+        &mut self,
+        at: &str,
+        rule: &crate::config::TopologyRule,
+        refs: &Refs,
+        report: bool,
+    ) -> (Option<u32>, u32) {
+        let weight = rule.weight.unwrap_or(1);
+        if weight == 0 && report {
+            self.err(at, "weight must be 1 or more");
+        }
+        let matcher = match read_client(&rule.client) {
+            Ok(client) => {
+                let found = refs.places.get(&client.key()).copied();
+                if let (None, regions::Client::Region(name), true) = (found, &client, report) {
+                    self.err(at, format!("unknown region \"{name}\""));
+                }
+                found
+            }
+            Err(e) => {
+                if report {
+                    self.err(at, e);
+                }
+                None
+            }
+        };
+        (matcher, weight)
+    }
+
+    fn rule_dc(&mut self, at: &str, dc: &str, refs: &Refs, report: bool) -> Option<RuleTarget> {
+        let found = refs.dcs.get(dc).copied().map(RuleTarget::Datacenter);
+        if found.is_none() && report {
+            self.err(at, format!("unknown datacenter \"{dc}\""));
+        }
+        found
     }
 
     /// Refuses the keys of disaster recovery on a record in another mode.

@@ -1,0 +1,458 @@
+//! `[[region]]` and the places topology rules name (docs/topology.md):
+//! checked, nested regions flattened into terms, and the classification of
+//! client addresses built ([`Topology`]).
+
+use std::collections::{HashMap, HashSet};
+
+use super::{Cx, unique};
+use crate::{
+    config::{Config, Region, TopologyRule},
+    node::Network,
+    place::{Continent, Country},
+    topology::{Leaf, Matcher, Term, Topology},
+};
+
+/// A rule's `client`, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Client {
+    Region(String),
+    Network(Network),
+    Country(Country),
+    Continent(Continent),
+}
+
+impl Client {
+    /// The text the matcher of this place is known by.
+    pub(super) fn key(&self) -> String {
+        match self {
+            Self::Region(name) => format!("region:{name}"),
+            Self::Network(n) => n.to_string(),
+            Self::Country(c) => format!("country:{c}"),
+            Self::Continent(k) => format!("continent:{}", k.code()),
+        }
+    }
+}
+
+/// Reads a rule's `client`: `region:NAME`, `country:CC`, `continent:CC`
+/// or a network. The error says what is wrong with the text.
+pub(super) fn read_client(text: &str) -> Result<Client, String> {
+    if let Some(name) = text.strip_prefix("region:") {
+        return Ok(Client::Region(name.to_string()));
+    }
+    if let Some(code) = text.strip_prefix("country:") {
+        return Country::parse(code).map(Client::Country).ok_or_else(|| {
+            format!("client \"{text}\": \"{code}\" is not an ISO 3166 two-letter code")
+        });
+    }
+    if let Some(code) = text.strip_prefix("continent:") {
+        return Continent::parse(code)
+            .map(Client::Continent)
+            .ok_or_else(|| {
+                format!("client \"{text}\": \"{code}\" is not one of AF, AN, AS, EU, NA, OC, SA")
+            });
+    }
+    if !text.contains('/') {
+        return Err(format!(
+            "client \"{text}\" is not a place: write a network (10.20.0.0/16), region:NAME, country:CC or continent:CC"
+        ));
+    }
+    read_network(text).map(Client::Network)
+}
+
+/// A network as written, refused unless canonical (host bits zero).
+pub(super) fn read_network(text: &str) -> Result<Network, String> {
+    let n = Network::try_from(text.to_string()).map_err(|e| e.to_string())?;
+    let canonical = Network::of(n.addr, n.prefix);
+    if canonical != n {
+        return Err(format!(
+            "network \"{text}\" has host bits set: write {canonical}"
+        ));
+    }
+    Ok(canonical)
+}
+
+/// The rules of every domain and record, for the places they name.
+fn rules(config: &Config) -> impl Iterator<Item = &TopologyRule> {
+    config.domains.iter().flat_map(|d| {
+        d.topology_rules.iter().chain(
+            d.records
+                .iter()
+                .flat_map(|r| r.options().topology_rules.iter()),
+        )
+    })
+}
+
+/// The places the rules of `config` name, as their matchers are known
+/// (sorted): a configuration whose compiled zones are kept for the next
+/// must name the same ones, since rules hold their matchers' indexes.
+pub fn rule_places(config: &Config) -> Vec<String> {
+    let mut keys: Vec<String> = rules(config)
+        .filter_map(|r| read_client(&r.client).ok())
+        .filter(|c| !matches!(c, Client::Region(_)))
+        .map(|c| c.key())
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// What is built while flattening regions.
+#[derive(Default)]
+struct Builder {
+    networks: Vec<Network>,
+    index: HashMap<Network, u32>,
+}
+
+impl Builder {
+    fn network(&mut self, n: Network) -> u32 {
+        *self.index.entry(n).or_insert_with(|| {
+            self.networks.push(n);
+            (self.networks.len() - 1) as u32
+        })
+    }
+}
+
+/// A region's own places, read: members and exclusions.
+struct Read {
+    members: Vec<Leaf>,
+    excluded: Vec<Leaf>,
+    nested: Vec<String>,
+}
+
+impl Cx {
+    /// The regions and the places rules name, compiled; and each place's
+    /// matcher by its key ([`Client::key`]).
+    pub(super) fn topology(&mut self, config: &Config) -> (Topology, HashMap<String, u32>) {
+        unique(
+            self,
+            "region",
+            config.regions.iter().map(|r| r.name.as_str()),
+        );
+        let mut b = Builder::default();
+        let by_name: HashMap<&str, &Region> = config
+            .regions
+            .iter()
+            .map(|r| (r.name.as_str(), &**r))
+            .collect();
+        let read: HashMap<&str, Read> = config
+            .regions
+            .iter()
+            .map(|r| (r.name.as_str(), self.read_region(r, &by_name, &mut b)))
+            .collect();
+        // Flattened: each region's terms, nested regions' with their own
+        // exclusions and this one's.
+        let mut flat: HashMap<String, Vec<Term>> = HashMap::new();
+        for r in &config.regions {
+            let mut path = Vec::new();
+            if let Err(cycle) = flatten(&r.name, &read, &mut flat, &mut path)
+                && cycle.first().map(String::as_str) == Some(r.name.as_str())
+            {
+                self.err(
+                    format!("region {}", r.name),
+                    format!("includes itself: {}", cycle.join(" → ")),
+                );
+            }
+        }
+        let mut matchers = Vec::new();
+        let mut keys = HashMap::new();
+        let mut regions = Vec::new();
+        for r in &config.regions {
+            let terms = flat.remove(&r.name).unwrap_or_default();
+            let m = matchers.len() as u32;
+            matchers.push(Matcher {
+                name: format!("region:{}", r.name),
+                terms: terms.into_boxed_slice(),
+            });
+            keys.insert(format!("region:{}", r.name), m);
+            regions.push((r.name.clone(), m));
+        }
+        for place in rule_places(config) {
+            let Ok(client) = read_client(&place) else {
+                continue;
+            };
+            let leaf = match client {
+                Client::Network(n) => Leaf::Network(b.network(n)),
+                Client::Country(c) => Leaf::Country(c),
+                Client::Continent(k) => Leaf::Continent(k),
+                Client::Region(_) => continue,
+            };
+            keys.insert(place.clone(), matchers.len() as u32);
+            matchers.push(Matcher {
+                name: place,
+                terms: Box::new([Term {
+                    leaf,
+                    excluded: Box::default(),
+                }]),
+            });
+        }
+        (Topology::build(b.networks, matchers, regions), keys)
+    }
+
+    fn read_region(
+        &mut self,
+        r: &Region,
+        by_name: &HashMap<&str, &Region>,
+        b: &mut Builder,
+    ) -> Read {
+        let path = format!("region {}", r.name);
+        let mut leaves =
+            |cx: &mut Cx, networks: &[String], countries: &[String], continents: &[String]| {
+                let mut out = Vec::new();
+                for n in networks {
+                    match read_network(n) {
+                        Ok(n) => out.push(Leaf::Network(b.network(n))),
+                        Err(e) => cx.err(&path, e),
+                    }
+                }
+                for c in countries {
+                    match Country::parse(c) {
+                        Some(c) => out.push(Leaf::Country(c)),
+                        None => cx.err(
+                            &path,
+                            format!("country \"{c}\" is not an ISO 3166 two-letter code"),
+                        ),
+                    }
+                }
+                for k in continents {
+                    if let Some(k) = cx.continent(&path, k) {
+                        out.push(Leaf::Continent(k));
+                    }
+                }
+                out.sort();
+                out.dedup();
+                out
+            };
+        let members = leaves(self, &r.networks, &r.countries, &r.continents);
+        let excluded = leaves(
+            self,
+            &r.exclude_networks,
+            &r.exclude_countries,
+            &r.exclude_continents,
+        );
+        for name in &r.regions {
+            if !by_name.contains_key(name.as_str()) {
+                self.err(&path, format!("unknown region \"{name}\""));
+            }
+        }
+        if members.is_empty() && r.regions.is_empty() {
+            self.err(
+                &path,
+                "holds no client: give networks, countries, continents or regions",
+            );
+        }
+        Read {
+            members,
+            excluded,
+            nested: r
+                .regions
+                .iter()
+                .filter(|n| by_name.contains_key(n.as_str()))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// Flattens region `name` into `flat` (its nested regions first). Err:
+/// the regions of a circle, from the first one back to it.
+fn flatten(
+    name: &str,
+    read: &HashMap<&str, Read>,
+    flat: &mut HashMap<String, Vec<Term>>,
+    path: &mut Vec<String>,
+) -> Result<(), Vec<String>> {
+    if flat.contains_key(name) {
+        return Ok(());
+    }
+    if let Some(at) = path.iter().position(|p| p == name) {
+        let mut cycle = path[at..].to_vec();
+        cycle.push(name.to_string());
+        return Err(cycle);
+    }
+    let Some(r) = read.get(name) else {
+        return Ok(());
+    };
+    path.push(name.to_string());
+    let mut terms: Vec<Term> = r
+        .members
+        .iter()
+        .map(|&leaf| Term {
+            leaf,
+            excluded: r.excluded.clone().into_boxed_slice(),
+        })
+        .collect();
+    let mut failed = None;
+    for nested in &r.nested {
+        match flatten(nested, read, flat, path) {
+            Ok(()) => {
+                for t in flat.get(nested).into_iter().flatten() {
+                    let mut excluded: Vec<Leaf> = t.excluded.to_vec();
+                    excluded.extend(r.excluded.iter().copied());
+                    excluded.sort();
+                    excluded.dedup();
+                    terms.push(Term {
+                        leaf: t.leaf,
+                        excluded: excluded.into_boxed_slice(),
+                    });
+                }
+            }
+            Err(cycle) => failed = failed.or(Some(cycle)),
+        }
+    }
+    path.pop();
+    // A leaf given twice with the same exclusions is one term.
+    let mut seen = HashSet::new();
+    terms.retain(|t| seen.insert((t.leaf, t.excluded.clone())));
+    flat.insert(name.to_string(), terms);
+    failed.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::compile::{Content, compile};
+
+    fn compiled(text: &str) -> Result<crate::compile::Compiled, Vec<String>> {
+        let config = crate::parse(text).map_err(|e| e.lines())?;
+        compile(&config).map_err(|e| e.lines())
+    }
+
+    const ZONE: &str = r#"
+[[datacenter]]
+name = "east"
+
+[[datacenter]]
+name = "west"
+
+[[domain]]
+name = "t.test"
+nameservers = ["ns1.t.test"]
+"#;
+
+    #[test]
+    fn regions_are_checked_and_every_error_names_its_region() {
+        let text = format!(
+            "{ZONE}\n[[region]]\nname = \"a\"\nnetworks = [\"10.20.1.0/16\", \"nope/8\"]\ncountries = [\"USA\"]\ncontinents = [\"XX\"]\nregions = [\"b\", \"missing\"]\n\n[[region]]\nname = \"b\"\nregions = [\"a\"]\n\n[[region]]\nname = \"empty\"\n\n[[region]]\nname = \"c\"\ncountries = [\"DE\"]\n\n[[region]]\nname = \"c\"\ncountries = [\"FR\"]\n"
+        );
+        let errors = compiled(&text).unwrap_err();
+        for want in [
+            "region a: network \"10.20.1.0/16\" has host bits set: write 10.20.0.0/16",
+            "region a: \"nope/8\" is not a network",
+            "region a: country \"USA\" is not an ISO 3166 two-letter code",
+            "region a: continent \"XX\" is not one of AF, AN, AS, EU, NA, OC, SA",
+            "region a: unknown region \"missing\"",
+            "region a: includes itself: a → b → a",
+            "region empty: holds no client",
+            "region c: is defined twice",
+        ] {
+            assert!(
+                errors.iter().any(|e| e.starts_with(want)),
+                "{want}\nin {errors:#?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rules_name_known_places_datacenters_and_addresses() {
+        let text = format!(
+            r#"{ZONE}
+topology_rules = [{{ client = "region:nowhere", datacenter = "east" }}]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{{ ip = "192.0.2.1", dc = "east" }}]
+topology_rules = [
+  {{ client = "10.0.0.1/8", datacenter = "east" }},
+  {{ client = "country:USA", datacenter = "east" }},
+  {{ client = "10.0.0.0/8", datacenter = "north" }},
+  {{ client = "10.0.0.0/8", address = "192.0.2.9" }},
+  {{ client = "10.0.0.0/8" }},
+  {{ client = "somewhere", datacenter = "east", weight = 0 }},
+]
+
+[[domain.record]]
+name = "mx"
+type = "TXT"
+values = ['"x"']
+topology_rules = [{{ client = "10.0.0.0/8", datacenter = "east" }}]
+"#
+        );
+        let errors = compiled(&text).unwrap_err();
+        for want in [
+            "domain t.test / topology rule 1: unknown region \"nowhere\"",
+            "domain t.test / record www A / topology rule 1: network \"10.0.0.1/8\" has host bits set",
+            "domain t.test / record www A / topology rule 2: client \"country:USA\": \"USA\" is not an ISO 3166",
+            "domain t.test / record www A / topology rule 3: unknown datacenter \"north\"",
+            "domain t.test / record www A / topology rule 4: address \"192.0.2.9\" is not one of the record's",
+            "domain t.test / record www A / topology rule 5: give one of datacenter or address",
+            "domain t.test / record www A / topology rule 6: weight must be 1 or more",
+            "domain t.test / record www A / topology rule 6: client \"somewhere\" is not a place",
+            "topology_rules applies to A, AAAA and CNAME records only",
+        ] {
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.starts_with(want) || e.contains(want)),
+                "{want}\nin {errors:#?}"
+            );
+        }
+        // The domain's rule is said once, not per record.
+        assert_eq!(
+            errors.iter().filter(|e| e.contains("nowhere")).count(),
+            1,
+            "{errors:#?}"
+        );
+    }
+
+    #[test]
+    fn a_record_takes_its_domains_rules_for_the_addresses_it_has() {
+        let text = format!(
+            r#"{ZONE}
+topology_rules = [
+  {{ client = "region:branch", datacenter = "west" }},
+  {{ client = "country:US", address = "192.0.2.1" }},
+]
+
+[[region]]
+name = "branch"
+networks = ["10.20.0.0/16"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{{ ip = "192.0.2.1", dc = "east" }}, {{ ip = "192.0.2.2", dc = "west" }}]
+
+[[domain.record]]
+name = "api"
+type = "A"
+addresses = [{{ ip = "192.0.2.3", dc = "west" }}]
+
+[[domain.record]]
+name = "own"
+type = "A"
+addresses = [{{ ip = "192.0.2.4", dc = "east" }}]
+topology_rules = [{{ client = "10.30.0.0/16", datacenter = "east", weight = 3 }}]
+"#
+        );
+        let c = compiled(&text).expect("compiles");
+        let rules = |name: &str| {
+            let r = c.zones[0]
+                .records
+                .iter()
+                .find(|r| r.label().starts_with(name))
+                .expect("the record");
+            match &r.content {
+                Content::Steered(s) => s.rules().to_vec(),
+                Content::Static(_) => Vec::new(),
+            }
+        };
+        assert_eq!(rules("www").len(), 2);
+        assert_eq!(rules("api").len(), 1, "the address rule is not api's");
+        let own = rules("own");
+        assert_eq!(own.len(), 1);
+        assert_eq!(own[0].weight, 3);
+        let t = &c.topology;
+        assert_eq!(t.matchers[own[0].matcher as usize].name, "10.30.0.0/16");
+        assert_eq!(t.region("branch"), Some(0));
+    }
+}

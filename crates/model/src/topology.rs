@@ -1,0 +1,521 @@
+//! Where a client is, for topology rules (docs/topology.md): the compiled
+//! regions and rule places ([`Matcher`]s), and the classification of
+//! client addresses that finds, per query, which of them hold a client.
+//!
+//! Every network any matcher names cuts the address space into intervals
+//! in which the same networks hold every address: a *class*. A query's
+//! address is classed once (a binary search over the intervals); each
+//! class lists, per matcher, the network members that hold it, longest
+//! first. Countries and continents come from the client's GeoIP place.
+//! The interval around the address gives the widest block no network
+//! splits: the ECS scope an answer decided by networks can carry.
+
+use std::{collections::HashMap, net::IpAddr};
+
+use crate::{
+    node::Network,
+    place::{Continent, Country, Place},
+};
+
+/// A place a matcher holds or excludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Leaf {
+    /// An index into [`Topology::networks`].
+    Network(u32),
+    Country(Country),
+    Continent(Continent),
+}
+
+/// One way a client is in a matcher: `leaf` holds it and none of
+/// `excluded` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    pub leaf: Leaf,
+    pub excluded: Box<[Leaf]>,
+}
+
+/// A compiled client place: a named region, or the one place a rule
+/// names (`10.20.0.0/16`, `country:US`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matcher {
+    /// `region:NAME`, `10.20.0.0/16`, `country:US`, `continent:EU`.
+    pub name: String,
+    pub terms: Box<[Term]>,
+}
+
+/// How closely a client matched: a network's prefix beats a country,
+/// a country a continent. Compared within one address family only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Closeness {
+    Continent,
+    Country,
+    Network(u8),
+}
+
+impl Closeness {
+    pub fn describe(self) -> String {
+        match self {
+            Self::Continent => "by continent".into(),
+            Self::Country => "by country".into(),
+            Self::Network(p) => format!("by a /{p} network"),
+        }
+    }
+}
+
+/// What classing a client address found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Class {
+    pub id: u32,
+    /// The shortest prefix whose block around the address no network of
+    /// any matcher splits.
+    pub block: u8,
+}
+
+/// The networks that hold one class of addresses, and per matcher the
+/// terms with a network leaf among them (sorted by matcher, then longest
+/// prefix first).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct ClassInfo {
+    nets: Box<[u32]>,
+    held: Box<[(u32, u8, u32)]>,
+}
+
+/// One address family's intervals: each start (an IPv4 address widened)
+/// and its class, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Intervals {
+    starts: Box<[u128]>,
+    classes: Box<[u32]>,
+}
+
+/// The compiled regions and rule places of a configuration, and the
+/// classification of client addresses by their networks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topology {
+    pub networks: Box<[Network]>,
+    pub matchers: Box<[Matcher]>,
+    /// Named regions: their name and matcher.
+    pub regions: Box<[(String, u32)]>,
+    /// Per matcher, its terms with a country or continent leaf (term
+    /// indexes), countries first.
+    geo_terms: Box<[Box<[u32]>]>,
+    classes: Box<[ClassInfo]>,
+    v4: Intervals,
+    v6: Intervals,
+}
+
+/// An address as its family's bits.
+#[derive(Clone, Copy)]
+enum Bits {
+    V4(u32),
+    V6(u128),
+}
+
+fn bits(ip: IpAddr) -> Bits {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => Bits::V4(u32::from(v4)),
+        IpAddr::V6(v6) => Bits::V6(u128::from(v6)),
+    }
+}
+
+/// A network's first and last address, in its family's bits widened to
+/// 128, and whether it is IPv4.
+fn range(n: &Network) -> (bool, u128, u128) {
+    match bits(n.addr) {
+        Bits::V4(a) => {
+            let host = u32::MAX.checked_shr(u32::from(n.prefix)).unwrap_or(0);
+            (true, u128::from(a & !host), u128::from(a | host))
+        }
+        Bits::V6(a) => {
+            let host = u128::MAX.checked_shr(u32::from(n.prefix)).unwrap_or(0);
+            (false, a & !host, a | host)
+        }
+    }
+}
+
+impl Topology {
+    /// Builds the classification of `networks` for `matchers`. Linear in
+    /// the networks (after sorting them) and the terms.
+    pub fn build(
+        networks: Vec<Network>,
+        matchers: Vec<Matcher>,
+        regions: Vec<(String, u32)>,
+    ) -> Self {
+        let mut geo_terms = Vec::with_capacity(matchers.len());
+        // Per network, the (matcher, term) pairs whose leaf it is.
+        let mut leaf_of: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
+        for (m, matcher) in matchers.iter().enumerate() {
+            let mut countries = Vec::new();
+            let mut continents = Vec::new();
+            for (t, term) in matcher.terms.iter().enumerate() {
+                match term.leaf {
+                    Leaf::Network(n) => leaf_of.entry(n).or_default().push((m as u32, t as u32)),
+                    Leaf::Country(_) => countries.push(t as u32),
+                    Leaf::Continent(_) => continents.push(t as u32),
+                }
+            }
+            countries.extend(continents);
+            geo_terms.push(countries.into_boxed_slice());
+        }
+        let mut classes: Vec<ClassInfo> = vec![ClassInfo::default()];
+        let mut interned: HashMap<Box<[u32]>, u32> = HashMap::new();
+        interned.insert(Box::default(), 0);
+        let mut class_of = |nets: Vec<u32>| -> u32 {
+            if let Some(&id) = interned.get(nets.as_slice()) {
+                return id;
+            }
+            let mut held: Vec<(u32, u8, u32)> = nets
+                .iter()
+                .flat_map(|n| {
+                    let prefix = networks[*n as usize].prefix;
+                    leaf_of
+                        .get(n)
+                        .into_iter()
+                        .flatten()
+                        .map(move |&(m, t)| (m, prefix, t))
+                })
+                .collect();
+            held.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+            let id = classes.len() as u32;
+            classes.push(ClassInfo {
+                nets: nets.clone().into_boxed_slice(),
+                held: held.into_boxed_slice(),
+            });
+            interned.insert(nets.into_boxed_slice(), id);
+            id
+        };
+        let (v4, v6) = {
+            let mut v4 = Vec::new();
+            let mut v6 = Vec::new();
+            for (i, n) in networks.iter().enumerate() {
+                let (is_v4, first, last) = range(n);
+                let list = if is_v4 { &mut v4 } else { &mut v6 };
+                list.push((first, last, i as u32));
+            }
+            (
+                sweep(&mut v4, u128::from(u32::MAX), &mut class_of),
+                sweep(&mut v6, u128::MAX, &mut class_of),
+            )
+        };
+        Self {
+            networks: networks.into_boxed_slice(),
+            matchers: matchers.into_boxed_slice(),
+            regions: regions.into_boxed_slice(),
+            geo_terms: geo_terms.into_boxed_slice(),
+            classes: classes.into_boxed_slice(),
+            v4: Intervals {
+                starts: v4.iter().map(|(s, _)| *s).collect(),
+                classes: v4.iter().map(|(_, c)| *c).collect(),
+            },
+            v6: Intervals {
+                starts: v6.iter().map(|(s, _)| *s).collect(),
+                classes: v6.iter().map(|(_, c)| *c).collect(),
+            },
+        }
+    }
+
+    /// Whether no matcher names a network: every address is one class.
+    pub fn is_empty(&self) -> bool {
+        self.matchers.is_empty()
+    }
+
+    /// The class of `ip` and the block around it no network splits.
+    #[inline]
+    pub fn class(&self, ip: IpAddr) -> Class {
+        match bits(ip) {
+            Bits::V4(a) => {
+                let a = u128::from(a);
+                let (id, first, last) = locate(&self.v4, a, u128::from(u32::MAX));
+                Class {
+                    id,
+                    block: block(a, first, last, 32),
+                }
+            }
+            Bits::V6(a) => {
+                let (id, first, last) = locate(&self.v6, a, u128::MAX);
+                Class {
+                    id,
+                    block: block(a, first, last, 128),
+                }
+            }
+        }
+    }
+
+    /// How closely `matcher` holds a client of `class` in `place`; `None`
+    /// when it does not. `geo`: set when the answer depended on the
+    /// client's country or continent (a term whose exclusion is one was
+    /// looked at, or a country or continent decided).
+    #[inline]
+    pub fn closeness(
+        &self,
+        matcher: u32,
+        class: u32,
+        place: &Place,
+        geo: &mut bool,
+    ) -> Option<Closeness> {
+        let info = self.classes.get(class as usize)?;
+        let m = self.matchers.get(matcher as usize)?;
+        let from = info.held.partition_point(|h| h.0 < matcher);
+        for &(hm, prefix, term) in &info.held[from..] {
+            if hm != matcher {
+                break;
+            }
+            let Some(t) = m.terms.get(term as usize) else {
+                continue;
+            };
+            if !self.excluded(t, info, place, geo) {
+                return Some(Closeness::Network(prefix));
+            }
+        }
+        let terms = self.geo_terms.get(matcher as usize)?;
+        for &term in terms.iter() {
+            let Some(t) = m.terms.get(term as usize) else {
+                continue;
+            };
+            let (holds, closeness) = match t.leaf {
+                Leaf::Country(c) => (place.country == Some(c), Closeness::Country),
+                Leaf::Continent(k) => (place.continent == Some(k), Closeness::Continent),
+                Leaf::Network(_) => (false, Closeness::Continent),
+            };
+            *geo = true;
+            if holds && !self.excluded(t, info, place, geo) {
+                return Some(closeness);
+            }
+        }
+        None
+    }
+
+    fn excluded(&self, t: &Term, info: &ClassInfo, place: &Place, geo: &mut bool) -> bool {
+        t.excluded.iter().any(|x| match *x {
+            Leaf::Network(n) => info.nets.binary_search(&n).is_ok(),
+            Leaf::Country(c) => {
+                *geo = true;
+                place.country == Some(c)
+            }
+            Leaf::Continent(k) => {
+                *geo = true;
+                place.continent == Some(k)
+            }
+        })
+    }
+
+    /// The matcher of the named region `name`.
+    pub fn region(&self, name: &str) -> Option<u32> {
+        self.regions
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, m)| *m)
+    }
+}
+
+/// The class of `a` among `iv` and its interval's first and last address
+/// (`max`: the family's last address).
+#[inline]
+fn locate(iv: &Intervals, a: u128, max: u128) -> (u32, u128, u128) {
+    let i = iv.starts.partition_point(|s| *s <= a);
+    let Some(i) = i.checked_sub(1) else {
+        // Never so: the sweep starts at 0.
+        return (0, a, a);
+    };
+    let last = iv.starts.get(i + 1).map_or(max, |next| next - 1);
+    (iv.classes.get(i).copied().unwrap_or(0), iv.starts[i], last)
+}
+
+/// The shortest prefix whose block around `a` lies within `first..=last`
+/// (in a `width`-bit family).
+#[inline]
+fn block(a: u128, first: u128, last: u128, width: u8) -> u8 {
+    let fits = |p: u8| {
+        let host = if p >= width {
+            0
+        } else {
+            (u128::MAX >> (128 - u32::from(width))) >> u32::from(p)
+        };
+        (a & !host) >= first && (a | host) <= last
+    };
+    // Longer prefixes make smaller blocks: the first that fits.
+    let (mut lo, mut hi) = (0u8, width);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+/// Cuts `0..=max` into intervals by the networks `nets` (first, last,
+/// index), each with the class of the networks that hold it.
+fn sweep(
+    nets: &mut [(u128, u128, u32)],
+    max: u128,
+    class_of: &mut impl FnMut(Vec<u32>) -> u32,
+) -> Vec<(u128, u32)> {
+    // Every point where the set of holding networks may change.
+    let mut cuts: Vec<u128> = Vec::with_capacity(nets.len() * 2 + 1);
+    cuts.push(0);
+    for (first, last, _) in nets.iter() {
+        cuts.push(*first);
+        if *last < max {
+            cuts.push(last + 1);
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    // Networks by first address; those open at a cut are kept on a stack
+    // of nested ranges (networks nest or are apart).
+    nets.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut out: Vec<(u128, u32)> = Vec::with_capacity(cuts.len());
+    let mut open: Vec<(u128, u32)> = Vec::new();
+    let mut next = 0;
+    for cut in cuts {
+        open.retain(|(last, _)| *last >= cut);
+        while let Some(&(first, last, i)) = nets.get(next) {
+            if first > cut {
+                break;
+            }
+            if last >= cut {
+                open.push((last, i));
+            }
+            next += 1;
+        }
+        let mut held: Vec<u32> = open.iter().map(|(_, i)| *i).collect();
+        held.sort_unstable();
+        held.dedup();
+        let class = class_of(held);
+        if out.last().is_some_and(|(_, c)| *c == class) {
+            continue;
+        }
+        out.push((cut, class));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(text: &str) -> Network {
+        Network::try_from(text.to_string()).unwrap()
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    fn term(leaf: Leaf, excluded: &[Leaf]) -> Term {
+        Term {
+            leaf,
+            excluded: excluded.into(),
+        }
+    }
+
+    /// Two matchers: `a` holds 10.0.0.0/8 but not 10.1.0.0/16, and DE;
+    /// `b` holds 10.1.2.0/24 and the continent EU but not FR.
+    fn topology() -> Topology {
+        let networks = vec![net("10.0.0.0/8"), net("10.1.0.0/16"), net("10.1.2.0/24")];
+        let de = Country::parse("DE").unwrap();
+        let fr = Country::parse("FR").unwrap();
+        let matchers = vec![
+            Matcher {
+                name: "region:a".into(),
+                terms: Box::new([
+                    term(Leaf::Network(0), &[Leaf::Network(1)]),
+                    term(Leaf::Country(de), &[]),
+                ]),
+            },
+            Matcher {
+                name: "region:b".into(),
+                terms: Box::new([
+                    term(Leaf::Network(2), &[]),
+                    term(Leaf::Continent(Continent::Eu), &[Leaf::Country(fr)]),
+                ]),
+            },
+        ];
+        Topology::build(networks, matchers, vec![("a".into(), 0), ("b".into(), 1)])
+    }
+
+    fn closeness(t: &Topology, m: u32, addr: &str, place: Place) -> Option<Closeness> {
+        let class = t.class(ip(addr));
+        t.closeness(m, class.id, &place, &mut false)
+    }
+
+    #[test]
+    fn networks_exclusions_and_places_hold_clients_as_written() {
+        let t = topology();
+        let nowhere = Place::default();
+        let de = Place {
+            country: Country::parse("DE"),
+            continent: Some(Continent::Eu),
+        };
+        let fr = Place {
+            country: Country::parse("FR"),
+            continent: Some(Continent::Eu),
+        };
+        assert_eq!(
+            closeness(&t, 0, "10.9.9.9", nowhere),
+            Some(Closeness::Network(8))
+        );
+        // Excluded by 10.1.0.0/16, and not in DE.
+        assert_eq!(closeness(&t, 0, "10.1.9.9", nowhere), None);
+        assert_eq!(closeness(&t, 0, "10.1.9.9", de), Some(Closeness::Country));
+        assert_eq!(closeness(&t, 0, "192.0.2.1", de), Some(Closeness::Country));
+        assert_eq!(closeness(&t, 0, "192.0.2.1", nowhere), None);
+        assert_eq!(
+            closeness(&t, 1, "10.1.2.3", nowhere),
+            Some(Closeness::Network(24))
+        );
+        assert_eq!(
+            closeness(&t, 1, "192.0.2.1", de),
+            Some(Closeness::Continent)
+        );
+        assert_eq!(closeness(&t, 1, "192.0.2.1", fr), None, "FR is excluded");
+    }
+
+    #[test]
+    fn the_block_around_a_client_is_the_widest_no_network_splits() {
+        let t = topology();
+        // In 10.0.0.0/8 outside 10.1.0.0/16: the block stops short of it.
+        assert_eq!(t.class(ip("10.9.9.9")).block, 13);
+        assert_eq!(t.class(ip("10.200.0.1")).block, 9);
+        // In the /24: the /24.
+        assert_eq!(t.class(ip("10.1.2.200")).block, 24);
+        // Outside every network.
+        assert_eq!(t.class(ip("192.0.2.1")).block, 1);
+        assert_eq!(t.class(ip("11.0.0.1")).block, 8);
+        // IPv6: no network, one block.
+        assert_eq!(t.class(ip("2001:db8::1")).block, 0);
+        // The same class on both sides of a network another class cuts out.
+        assert_eq!(t.class(ip("10.0.0.1")).id, t.class(ip("10.200.0.1")).id);
+    }
+
+    #[test]
+    fn a_hundred_thousand_networks_class_each_address_by_its_own() {
+        let networks: Vec<Network> = (0..100_000u32)
+            .map(|i| Network::of(IpAddr::V4((0x0a00_0000 + (i << 8)).into()), 24))
+            .collect();
+        let matchers = vec![Matcher {
+            name: "region:many".into(),
+            terms: (0..100_000u32)
+                .map(|i| term(Leaf::Network(i), &[]))
+                .collect(),
+        }];
+        let t = Topology::build(networks, matchers, vec![("many".into(), 0)]);
+        for i in [0u32, 1, 4_999, 99_999] {
+            let a = IpAddr::V4((0x0a00_0000 + (i << 8) + 7).into());
+            let class = t.class(a);
+            assert_eq!(class.block, 24, "{a}");
+            assert_eq!(
+                t.closeness(0, class.id, &Place::default(), &mut false),
+                Some(Closeness::Network(24))
+            );
+        }
+        let past = IpAddr::V4((0x0a00_0000 + (100_000 << 8)).into());
+        assert_eq!(
+            t.closeness(0, t.class(past).id, &Place::default(), &mut false),
+            None
+        );
+    }
+}
