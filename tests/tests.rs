@@ -31,6 +31,7 @@ mod schedule;
 mod service;
 mod storage;
 mod test_now;
+mod topology;
 mod transport;
 mod typed_json;
 mod valid;

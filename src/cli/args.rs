@@ -65,6 +65,10 @@ pub enum Command {
     /// Health scenarios: configuration.
     #[command(subcommand)]
     Scenario(objects::ListedCmd),
+    /// Regions: named sets of client networks, countries and continents
+    /// that topology rules name (docs/topology.md).
+    #[command(subcommand)]
+    Region(objects::ListedCmd),
     /// Services: configuration. A service is a named group of domains (the
     /// appliance's "GTM Service"); a domain belongs to at most one.
     #[command(subcommand)]

@@ -53,6 +53,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Dc(cmd) => dc::run(connect, cmd).await,
         Command::Domain(cmd) => domain::run(connect, cmd).await,
         Command::Scenario(cmd) => objects::listed(connect, "scenarios", cmd).await,
+        Command::Region(cmd) => objects::listed(connect, "regions", cmd).await,
         Command::Service(cmd) => objects::listed(connect, "services", cmd).await,
         Command::Completions { shell } => completions::run(*shell),
         Command::Manpages { dir } => manpages::run(dir),

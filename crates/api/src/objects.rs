@@ -23,7 +23,9 @@ use gtm_model::error::ApiError;
 use super::{ApiState, ApplyResult};
 
 use gtm_model as model;
-use gtm_model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service, same_name};
+use gtm_model::config::{
+    Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, same_name,
+};
 use gtm_model::error::ErrorKind;
 use gtm_node::access::Principal;
 pub use gtm_node::machine::edit::Collection;
@@ -50,6 +52,7 @@ pub struct WriteOptions {
 #[derive(Debug, serde::Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Names {
     pub datacenters: Vec<String>,
+    pub regions: Vec<String>,
     pub checks: Vec<String>,
     pub scenarios: Vec<String>,
     pub services: Vec<String>,
@@ -65,6 +68,7 @@ pub async fn names(State(state): State<ApiState>) -> Json<Names> {
     }
     Json(state.engine.with_config(|c| Names {
         datacenters: of::<Datacenter>(c),
+        regions: of::<Region>(c),
         checks: of::<Check>(c),
         scenarios: of::<Scenario>(c),
         services: of::<Service>(c),

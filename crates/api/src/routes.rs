@@ -18,7 +18,7 @@ use super::{
     status, tsig,
 };
 use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordView};
-use gtm_model::config::{Address, Check, Datacenter, Domain, Record, Scenario, Service};
+use gtm_model::config::{Address, Check, Datacenter, Domain, Record, Region, Scenario, Service};
 use gtm_node::access::Role;
 
 /// Who may call a route.
@@ -268,6 +268,7 @@ pub fn operations() -> Vec<Op> {
         "/api/v1/datacenters",
         "/api/v1/datacenters/{name}",
     );
+    collection::<Region>(&mut ops, "/api/v1/regions", "/api/v1/regions/{name}");
     collection::<Check>(&mut ops, "/api/v1/checks", "/api/v1/checks/{name}");
     collection::<Scenario>(&mut ops, "/api/v1/scenarios", "/api/v1/scenarios/{name}");
     collection::<Service>(&mut ops, "/api/v1/services", "/api/v1/services/{name}");

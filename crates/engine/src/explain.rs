@@ -531,7 +531,8 @@ fn rule_steps(
         });
         return;
     };
-    let class = topology.class(ip);
+    let set = served.rule_set();
+    let class = topology.class(set, ip);
     let place = chosen.located.as_ref().map(|l| l.place).unwrap_or_default();
     let describe = |i: usize| -> String {
         let Some(r) = rules.get(i) else {
@@ -558,7 +559,7 @@ fn rule_steps(
     };
     for (i, r) in served.rules().iter().enumerate() {
         let holds = topology
-            .closeness(r.matcher, class.id, &place, &mut false)
+            .closeness(r.matcher, set, class.id, &place, &mut Default::default())
             .is_some();
         if holds && r.group.is_none() {
             steps.push(ExplainStep {

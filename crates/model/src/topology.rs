@@ -62,6 +62,16 @@ impl Closeness {
     }
 }
 
+/// Whether matching looked at the client's country or continent: in an
+/// exclusion of a network member, or in a member or exclusion of a
+/// country or continent one. An answer that depended on them is scoped to
+/// the GeoIP database's network too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Consulted {
+    pub by_exclusion: bool,
+    pub by_place: bool,
+}
+
 /// What classing a client address found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Class {
@@ -89,7 +99,10 @@ struct Intervals {
 }
 
 /// The compiled regions and rule places of a configuration, and the
-/// classification of client addresses by their networks.
+/// classification of client addresses by their networks: one per *rule
+/// set* (the matchers of one list of rules: a domain's, or a record's
+/// own), so that the block around a client is split only by the networks
+/// the record's own rules name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Topology {
     pub networks: Box<[Network]>,
@@ -99,6 +112,13 @@ pub struct Topology {
     /// Per matcher, its terms with a country or continent leaf (term
     /// indexes), countries first.
     geo_terms: Box<[Box<[u32]>]>,
+    /// One per rule set.
+    classifiers: Box<[Classifier]>,
+}
+
+/// The classes of the addresses for one rule set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Classifier {
     classes: Box<[ClassInfo]>,
     v4: Intervals,
     v6: Intervals,
@@ -134,22 +154,22 @@ fn range(n: &Network) -> (bool, u128, u128) {
 }
 
 impl Topology {
-    /// Builds the classification of `networks` for `matchers`. Linear in
-    /// the networks (after sorting them) and the terms.
+    /// Builds the classification of client addresses for each rule set
+    /// of `sets` (the matchers of one list of rules). Linear in the
+    /// networks (after sorting them) and the terms, per set.
     pub fn build(
         networks: Vec<Network>,
         matchers: Vec<Matcher>,
         regions: Vec<(String, u32)>,
+        sets: &[Vec<u32>],
     ) -> Self {
         let mut geo_terms = Vec::with_capacity(matchers.len());
-        // Per network, the (matcher, term) pairs whose leaf it is.
-        let mut leaf_of: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
-        for (m, matcher) in matchers.iter().enumerate() {
+        for matcher in &matchers {
             let mut countries = Vec::new();
             let mut continents = Vec::new();
             for (t, term) in matcher.terms.iter().enumerate() {
                 match term.leaf {
-                    Leaf::Network(n) => leaf_of.entry(n).or_default().push((m as u32, t as u32)),
+                    Leaf::Network(_) => {}
                     Leaf::Country(_) => countries.push(t as u32),
                     Leaf::Continent(_) => continents.push(t as u32),
                 }
@@ -157,60 +177,16 @@ impl Topology {
             countries.extend(continents);
             geo_terms.push(countries.into_boxed_slice());
         }
-        let mut classes: Vec<ClassInfo> = vec![ClassInfo::default()];
-        let mut interned: HashMap<Box<[u32]>, u32> = HashMap::new();
-        interned.insert(Box::default(), 0);
-        let mut class_of = |nets: Vec<u32>| -> u32 {
-            if let Some(&id) = interned.get(nets.as_slice()) {
-                return id;
-            }
-            let mut held: Vec<(u32, u8, u32)> = nets
-                .iter()
-                .flat_map(|n| {
-                    let prefix = networks[*n as usize].prefix;
-                    leaf_of
-                        .get(n)
-                        .into_iter()
-                        .flatten()
-                        .map(move |&(m, t)| (m, prefix, t))
-                })
-                .collect();
-            held.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-            let id = classes.len() as u32;
-            classes.push(ClassInfo {
-                nets: nets.clone().into_boxed_slice(),
-                held: held.into_boxed_slice(),
-            });
-            interned.insert(nets.into_boxed_slice(), id);
-            id
-        };
-        let (v4, v6) = {
-            let mut v4 = Vec::new();
-            let mut v6 = Vec::new();
-            for (i, n) in networks.iter().enumerate() {
-                let (is_v4, first, last) = range(n);
-                let list = if is_v4 { &mut v4 } else { &mut v6 };
-                list.push((first, last, i as u32));
-            }
-            (
-                sweep(&mut v4, u128::from(u32::MAX), &mut class_of),
-                sweep(&mut v6, u128::MAX, &mut class_of),
-            )
-        };
+        let classifiers = sets
+            .iter()
+            .map(|set| Classifier::build(&networks, &matchers, set))
+            .collect();
         Self {
             networks: networks.into_boxed_slice(),
             matchers: matchers.into_boxed_slice(),
             regions: regions.into_boxed_slice(),
             geo_terms: geo_terms.into_boxed_slice(),
-            classes: classes.into_boxed_slice(),
-            v4: Intervals {
-                starts: v4.iter().map(|(s, _)| *s).collect(),
-                classes: v4.iter().map(|(_, c)| *c).collect(),
-            },
-            v6: Intervals {
-                starts: v6.iter().map(|(s, _)| *s).collect(),
-                classes: v6.iter().map(|(_, c)| *c).collect(),
-            },
+            classifiers,
         }
     }
 
@@ -219,41 +195,43 @@ impl Topology {
         self.matchers.is_empty()
     }
 
-    /// The class of `ip` and the block around it no network splits.
+    /// The class of `ip` for rule set `set`, and the block around it no
+    /// network of the set splits.
     #[inline]
-    pub fn class(&self, ip: IpAddr) -> Class {
-        match bits(ip) {
-            Bits::V4(a) => {
-                let a = u128::from(a);
-                let (id, first, last) = locate(&self.v4, a, u128::from(u32::MAX));
-                Class {
-                    id,
-                    block: block(a, first, last, 32),
-                }
-            }
-            Bits::V6(a) => {
-                let (id, first, last) = locate(&self.v6, a, u128::MAX);
-                Class {
-                    id,
-                    block: block(a, first, last, 128),
-                }
-            }
-        }
+    pub fn class(&self, set: u32, ip: IpAddr) -> Class {
+        let Some(c) = self.classifiers.get(set as usize) else {
+            return Class { id: 0, block: 0 };
+        };
+        c.class(ip)
     }
 
-    /// How closely `matcher` holds a client of `class` in `place`; `None`
-    /// when it does not. `geo`: set when the answer depended on the
-    /// client's country or continent (a term whose exclusion is one was
-    /// looked at, or a country or continent decided).
+    /// How closely `matcher` holds a client of `class` (of rule set
+    /// `set`) in `place`; `None` when it does not. `geo` says whether the
+    /// client's country or continent was looked at, and where.
     #[inline]
     pub fn closeness(
         &self,
         matcher: u32,
+        set: u32,
         class: u32,
         place: &Place,
-        geo: &mut bool,
+        geo: &mut Consulted,
     ) -> Option<Closeness> {
-        let info = self.classes.get(class as usize)?;
+        let info = self
+            .classifiers
+            .get(set as usize)?
+            .classes
+            .get(class as usize)?;
+        self.closeness_in(matcher, info, place, geo)
+    }
+
+    fn closeness_in(
+        &self,
+        matcher: u32,
+        info: &ClassInfo,
+        place: &Place,
+        geo: &mut Consulted,
+    ) -> Option<Closeness> {
         let m = self.matchers.get(matcher as usize)?;
         let from = info.held.partition_point(|h| h.0 < matcher);
         for &(hm, prefix, term) in &info.held[from..] {
@@ -263,7 +241,7 @@ impl Topology {
             let Some(t) = m.terms.get(term as usize) else {
                 continue;
             };
-            if !self.excluded(t, info, place, geo) {
+            if !self.excluded(t, info, place, &mut geo.by_exclusion) {
                 return Some(Closeness::Network(prefix));
             }
         }
@@ -277,14 +255,16 @@ impl Topology {
                 Leaf::Continent(k) => (place.continent == Some(k), Closeness::Continent),
                 Leaf::Network(_) => (false, Closeness::Continent),
             };
-            *geo = true;
-            if holds && !self.excluded(t, info, place, geo) {
+            geo.by_place = true;
+            if holds && !self.excluded(t, info, place, &mut geo.by_place) {
                 return Some(closeness);
             }
         }
         None
     }
 
+    /// Whether an exclusion of `t` holds the client; `geo` set when one
+    /// that is a country or continent was looked at.
     fn excluded(&self, t: &Term, info: &ClassInfo, place: &Place, geo: &mut bool) -> bool {
         t.excluded.iter().any(|x| match *x {
             Leaf::Network(n) => info.nets.binary_search(&n).is_ok(),
@@ -305,6 +285,103 @@ impl Topology {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, m)| *m)
+    }
+}
+
+impl Classifier {
+    /// The classes of addresses by the networks the terms of `set`'s
+    /// matchers name (members and exclusions).
+    fn build(networks: &[Network], matchers: &[Matcher], set: &[u32]) -> Self {
+        // Per network, the (matcher, term) pairs whose leaf it is; and
+        // every network the set names.
+        let mut leaf_of: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
+        let mut named: Vec<u32> = Vec::new();
+        for &m in set {
+            let Some(matcher) = matchers.get(m as usize) else {
+                continue;
+            };
+            for (t, term) in matcher.terms.iter().enumerate() {
+                if let Leaf::Network(n) = term.leaf {
+                    leaf_of.entry(n).or_default().push((m, t as u32));
+                    named.push(n);
+                }
+                named.extend(term.excluded.iter().filter_map(|x| match x {
+                    Leaf::Network(n) => Some(*n),
+                    _ => None,
+                }));
+            }
+        }
+        named.sort_unstable();
+        named.dedup();
+        let mut classes: Vec<ClassInfo> = vec![ClassInfo::default()];
+        let mut interned: HashMap<Box<[u32]>, u32> = HashMap::new();
+        interned.insert(Box::default(), 0);
+        let mut class_of = |nets: Vec<u32>| -> u32 {
+            if let Some(&id) = interned.get(nets.as_slice()) {
+                return id;
+            }
+            let mut held: Vec<(u32, u8, u32)> = nets
+                .iter()
+                .flat_map(|n| {
+                    let prefix = networks.get(*n as usize).map_or(0, |x| x.prefix);
+                    leaf_of
+                        .get(n)
+                        .into_iter()
+                        .flatten()
+                        .map(move |&(m, t)| (m, prefix, t))
+                })
+                .collect();
+            held.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+            let id = classes.len() as u32;
+            classes.push(ClassInfo {
+                nets: nets.clone().into_boxed_slice(),
+                held: held.into_boxed_slice(),
+            });
+            interned.insert(nets.into_boxed_slice(), id);
+            id
+        };
+        let mut v4 = Vec::new();
+        let mut v6 = Vec::new();
+        for &i in &named {
+            let Some(n) = networks.get(i as usize) else {
+                continue;
+            };
+            let (is_v4, first, last) = range(n);
+            let list = if is_v4 { &mut v4 } else { &mut v6 };
+            list.push((first, last, i));
+        }
+        let v4 = sweep(&mut v4, u128::from(u32::MAX), &mut class_of);
+        let v6 = sweep(&mut v6, u128::MAX, &mut class_of);
+        let intervals = |list: Vec<(u128, u32)>| Intervals {
+            starts: list.iter().map(|(s, _)| *s).collect(),
+            classes: list.iter().map(|(_, c)| *c).collect(),
+        };
+        Self {
+            classes: classes.into_boxed_slice(),
+            v4: intervals(v4),
+            v6: intervals(v6),
+        }
+    }
+
+    #[inline]
+    fn class(&self, ip: IpAddr) -> Class {
+        match bits(ip) {
+            Bits::V4(a) => {
+                let a = u128::from(a);
+                let (id, first, last) = locate(&self.v4, a, u128::from(u32::MAX));
+                Class {
+                    id,
+                    block: block(a, first, last, 32),
+                }
+            }
+            Bits::V6(a) => {
+                let (id, first, last) = locate(&self.v6, a, u128::MAX);
+                Class {
+                    id,
+                    block: block(a, first, last, 128),
+                }
+            }
+        }
     }
 }
 
@@ -434,12 +511,17 @@ mod tests {
                 ]),
             },
         ];
-        Topology::build(networks, matchers, vec![("a".into(), 0), ("b".into(), 1)])
+        Topology::build(
+            networks,
+            matchers,
+            vec![("a".into(), 0), ("b".into(), 1)],
+            &[vec![0, 1], vec![1], Vec::new()],
+        )
     }
 
     fn closeness(t: &Topology, m: u32, addr: &str, place: Place) -> Option<Closeness> {
-        let class = t.class(ip(addr));
-        t.closeness(m, class.id, &place, &mut false)
+        let class = t.class(0, ip(addr));
+        t.closeness(m, 0, class.id, &place, &mut Consulted::default())
     }
 
     #[test]
@@ -477,18 +559,25 @@ mod tests {
     #[test]
     fn the_block_around_a_client_is_the_widest_no_network_splits() {
         let t = topology();
+        let block = |set: u32, a: &str| t.class(set, ip(a)).block;
         // In 10.0.0.0/8 outside 10.1.0.0/16: the block stops short of it.
-        assert_eq!(t.class(ip("10.9.9.9")).block, 13);
-        assert_eq!(t.class(ip("10.200.0.1")).block, 9);
+        assert_eq!(block(0, "10.9.9.9"), 13);
+        assert_eq!(block(0, "10.200.0.1"), 9);
         // In the /24: the /24.
-        assert_eq!(t.class(ip("10.1.2.200")).block, 24);
+        assert_eq!(block(0, "10.1.2.200"), 24);
         // Outside every network.
-        assert_eq!(t.class(ip("192.0.2.1")).block, 1);
-        assert_eq!(t.class(ip("11.0.0.1")).block, 8);
+        assert_eq!(block(0, "192.0.2.1"), 1);
+        assert_eq!(block(0, "11.0.0.1"), 8);
         // IPv6: no network, one block.
-        assert_eq!(t.class(ip("2001:db8::1")).block, 0);
+        assert_eq!(block(0, "2001:db8::1"), 0);
         // The same class on both sides of a network another class cuts out.
-        assert_eq!(t.class(ip("10.0.0.1")).id, t.class(ip("10.200.0.1")).id);
+        assert_eq!(
+            t.class(0, ip("10.0.0.1")).id,
+            t.class(0, ip("10.200.0.1")).id
+        );
+        // A set of b alone: its /24. A set with no network: one block.
+        assert_eq!(block(1, "10.1.2.9"), 24);
+        assert_eq!(block(2, "10.1.2.9"), 0);
     }
 
     #[test]
@@ -502,19 +591,26 @@ mod tests {
                 .map(|i| term(Leaf::Network(i), &[]))
                 .collect(),
         }];
-        let t = Topology::build(networks, matchers, vec![("many".into(), 0)]);
+        let t = Topology::build(networks, matchers, vec![("many".into(), 0)], &[vec![0]]);
+        let nowhere = Place::default();
         for i in [0u32, 1, 4_999, 99_999] {
             let a = IpAddr::V4((0x0a00_0000 + (i << 8) + 7).into());
-            let class = t.class(a);
+            let class = t.class(0, a);
             assert_eq!(class.block, 24, "{a}");
             assert_eq!(
-                t.closeness(0, class.id, &Place::default(), &mut false),
+                t.closeness(0, 0, class.id, &nowhere, &mut Consulted::default()),
                 Some(Closeness::Network(24))
             );
         }
         let past = IpAddr::V4((0x0a00_0000 + (100_000 << 8)).into());
         assert_eq!(
-            t.closeness(0, t.class(past).id, &Place::default(), &mut false),
+            t.closeness(
+                0,
+                0,
+                t.class(0, past).id,
+                &nowhere,
+                &mut Consulted::default()
+            ),
             None
         );
     }

@@ -295,6 +295,8 @@ pub enum Kind {
     Scenario,
     Service,
     Domain,
+    // Appended last: stored commands name kinds by position.
+    Region,
 }
 
 impl Kind {
@@ -305,6 +307,7 @@ impl Kind {
             Self::Scenario => "scenario",
             Self::Service => "service",
             Self::Domain => "domain",
+            Self::Region => "region",
         }
     }
 }

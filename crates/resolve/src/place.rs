@@ -10,7 +10,7 @@ use super::{Answer, Narrowed, PlaceStep, balance_filter, no_candidate_answer};
 use gtm_model::{
     compile::{DcId, DcSpec, ModeSpec, RuleTarget, Steering},
     place::{Continent, Country, Place},
-    topology::{Closeness, Topology},
+    topology::{Closeness, Consulted, Topology},
 };
 
 /// A place that has an answer of its own.
@@ -40,12 +40,25 @@ pub struct Steer {
     /// group it answers from (`None`: none of its target's addresses is a
     /// candidate now, so the rule is skipped).
     pub rules: Box<[RuleAnswer]>,
+    /// The rule set the rules are of: which classification of client
+    /// addresses they read.
+    pub rule_set: u32,
 }
 
 impl Steer {
     /// `places` and `rules` boxed, or `None` when both are empty.
-    pub fn of(places: Box<[(PlaceKey, usize)]>, rules: Box<[RuleAnswer]>) -> Option<Box<Self>> {
-        (!places.is_empty() || !rules.is_empty()).then(|| Box::new(Self { places, rules }))
+    pub fn of(
+        places: Box<[(PlaceKey, usize)]>,
+        rules: Box<[RuleAnswer]>,
+        rule_set: u32,
+    ) -> Option<Box<Self>> {
+        (!places.is_empty() || !rules.is_empty()).then(|| {
+            Box::new(Self {
+                places,
+                rules,
+                rule_set,
+            })
+        })
     }
 }
 
@@ -84,6 +97,11 @@ impl PlaceAnswers {
         self.steer.as_deref().map_or(&[], |s| &s.rules)
     }
 
+    /// The rule set of its rules.
+    pub fn rule_set(&self) -> u32 {
+        self.steer.as_deref().map_or(0, |s| s.rule_set)
+    }
+
     /// Whether clients in different places can get different answers, so
     /// that the answer depends on where the client is (ECS scope).
     pub fn depends_on_place(&self) -> bool {
@@ -95,25 +113,29 @@ impl PlaceAnswers {
     }
 }
 
-/// The topology rule among `rules` that answers a client of `class` in
-/// `place` (docs/topology.md): of the rules that hold the client and have
-/// a candidate, the one that holds it most closely, then the higher
-/// weight, then the first written. `geo` is set when the choice depended
-/// on the client's country or continent.
+/// The topology rule among `rules` (of rule set `set`) that answers a
+/// client of `class` in `place` (docs/topology.md): of the rules that
+/// hold the client and have a candidate, the one that holds it most
+/// closely, then the higher weight, then the first written. `geo` is set
+/// when the choice depended on the client's country or continent: an
+/// exclusion of one was looked at, or no network decided and one was.
 #[inline]
 pub fn rule_for(
     rules: &[RuleAnswer],
     topology: &Topology,
+    set: u32,
     class: u32,
     place: &Place,
     geo: &mut bool,
 ) -> Option<RuleChoice> {
     let mut best: Option<(Closeness, u32, RuleChoice)> = None;
+    let mut consulted = Consulted::default();
     for (i, r) in rules.iter().enumerate() {
         let Some(group) = r.group else {
             continue;
         };
-        let Some(closeness) = topology.closeness(r.matcher, class, place, geo) else {
+        let Some(closeness) = topology.closeness(r.matcher, set, class, place, &mut consulted)
+        else {
             continue;
         };
         if best
@@ -131,6 +153,8 @@ pub fn rule_for(
             ));
         }
     }
+    let by_network = matches!(best, Some((Closeness::Network(_), _, _)));
+    *geo |= consulted.by_exclusion || (consulted.by_place && !by_network);
     best.map(|(_, _, choice)| choice)
 }
 
@@ -191,7 +215,7 @@ pub(super) fn answers(
         return PlaceAnswers {
             groups: groups.into_boxed_slice(),
             default: 0,
-            steer: Steer::of(Box::default(), rules),
+            steer: Steer::of(Box::default(), rules, steering.rule_set()),
         };
     }
     // One place's answer: the mode's candidates there, narrowed to the
@@ -286,7 +310,7 @@ pub(super) fn answers(
     PlaceAnswers {
         groups: groups.into_boxed_slice(),
         default: 0,
-        steer: Steer::of(places.into_boxed_slice(), rules),
+        steer: Steer::of(places.into_boxed_slice(), rules, steering.rule_set()),
     }
 }
 

@@ -2108,8 +2108,16 @@ fn topology_rules_pick_the_closest_holding_rule_with_a_candidate() {
             continent: row.continent,
         };
         let topology = &f.compiled.topology;
-        let class = topology.class(row.client.parse().unwrap());
-        let chosen = rule_for(eval.answers.rules(), topology, class.id, &place, &mut false);
+        let set = eval.answers.rule_set();
+        let class = topology.class(set, row.client.parse().unwrap());
+        let chosen = rule_for(
+            eval.answers.rules(),
+            topology,
+            set,
+            class.id,
+            &place,
+            &mut false,
+        );
         assert_eq!(
             chosen.map_or(0, |c| c.rule + 1),
             row.rule,

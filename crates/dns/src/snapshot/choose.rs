@@ -175,12 +175,20 @@ fn place_client(
             rule: None,
         };
     }
-    // The widest block around the client that no network of a rule or
-    // region splits: the scope of what networks decided.
-    let class = topology.class(ip);
+    // The widest block around the client that no network of the record's
+    // rules splits: the scope of what networks decided.
+    let set = answer.rule_set();
+    let class = topology.class(set, ip);
     let located = geo.locate(ip);
     let mut geo_used = false;
-    let chosen = rule_for(rules, topology, class.id, &located.place, &mut geo_used);
+    let chosen = rule_for(
+        rules,
+        topology,
+        set,
+        class.id,
+        &located.place,
+        &mut geo_used,
+    );
     let (group, width) = match chosen {
         Some(choice) => (choice.group, class.block),
         None if answer.places().is_empty() => (answer.default_group(), class.block),

@@ -212,6 +212,11 @@ impl RrsetAnswer {
     pub fn rules(&self) -> &[RuleAnswer] {
         self.steer.as_deref().map_or(&[], |s| &s.rules)
     }
+
+    /// The rule set of its rules.
+    pub fn rule_set(&self) -> u32 {
+        self.steer.as_deref().map_or(0, |s| s.rule_set)
+    }
 }
 
 /// The answer for the clients of one place. Its lists are boxed slices,

@@ -270,6 +270,11 @@ impl Steering {
     pub fn rules(&self) -> &[RuleSpec] {
         self.extra.as_deref().map_or(&[], |e| &e.rules)
     }
+
+    /// The rule set of its rules.
+    pub fn rule_set(&self) -> u32 {
+        self.extra.as_deref().map_or(0, |e| e.rule_set)
+    }
 }
 
 /// What a steered record sets beyond its addresses and mode.
@@ -277,12 +282,21 @@ impl Steering {
 pub struct Extra {
     pub fail_safe: Box<[RData]>,
     pub rules: Box<[RuleSpec]>,
+    /// The rule set its rules are of (their places' classification of
+    /// client addresses in [`Compiled::topology`]).
+    pub rule_set: u32,
 }
 
 impl Extra {
     /// `fail_safe` and `rules` boxed, or `None` when both are empty.
-    pub fn of(fail_safe: Box<[RData]>, rules: Box<[RuleSpec]>) -> Option<Box<Self>> {
-        (!fail_safe.is_empty() || !rules.is_empty()).then(|| Box::new(Self { fail_safe, rules }))
+    pub fn of(fail_safe: Box<[RData]>, rules: Box<[RuleSpec]>, rule_set: u32) -> Option<Box<Self>> {
+        (!fail_safe.is_empty() || !rules.is_empty()).then(|| {
+            Box::new(Self {
+                fail_safe,
+                rules,
+                rule_set,
+            })
+        })
     }
 }
 

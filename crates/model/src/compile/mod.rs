@@ -54,7 +54,7 @@ pub use compiled::{
 };
 pub use domain::DEFAULT_TTL;
 pub use rdata::MAX_CHARACTER_STRING;
-pub use regions::rule_places;
+pub use regions::rule_sets;
 pub use scenarios::BUILTIN_SCENARIOS;
 pub use secondaries::SIGNED_EXPIRE_MAX;
 pub use size::MAX_NAME_BYTES;
@@ -93,12 +93,12 @@ fn compile_with(
     cancel: &Cancel,
 ) -> Result<Compiled, CheckError> {
     let kept: HashMap<&str, (&Arc<Domain>, &Arc<ZoneSpec>)> = match before {
-        // Rules hold their places' matchers by index: kept only when the
-        // rules name the same places.
+        // Rules hold their places' matchers and sets by index: kept only
+        // when the rules name the same ones.
         Some((old, zones))
             if old.steers_alike(config)
                 && zones.len() == old.domains.len()
-                && rule_places(old) == rule_places(config) =>
+                && rule_sets(old) == rule_sets(config) =>
         {
             old.domains
                 .iter()
@@ -125,12 +125,13 @@ fn compile_with(
     let scenarios = cx.scenarios(config, &check_index);
     let scenario_names: HashSet<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     cx.services(config);
-    let (topology, places) = cx.topology(config);
+    let (topology, places, sets) = cx.topology(config);
     let refs = Refs {
         dcs: &dc_index,
         checks: &check_index,
         scenarios: &scenario_names,
         places: &places,
+        sets: &sets,
     };
     let zones = config
         .domains
@@ -177,6 +178,8 @@ struct Refs<'a> {
     scenarios: &'a HashSet<&'a str>,
     /// The matchers of regions and rule places, by their key.
     places: &'a HashMap<String, u32>,
+    /// The rule sets, by their places.
+    sets: &'a HashMap<Vec<String>, u32>,
 }
 
 /// The compiler: every error found, in the order found.

@@ -71,29 +71,38 @@ pub(super) fn read_network(text: &str) -> Result<Network, String> {
     Ok(canonical)
 }
 
-/// The rules of every domain and record, for the places they name.
-fn rules(config: &Config) -> impl Iterator<Item = &TopologyRule> {
-    config.domains.iter().flat_map(|d| {
-        d.topology_rules.iter().chain(
-            d.records
-                .iter()
-                .flat_map(|r| r.options().topology_rules.iter()),
-        )
-    })
-}
-
-/// The places the rules of `config` name, as their matchers are known
-/// (sorted): a configuration whose compiled zones are kept for the next
-/// must name the same ones, since rules hold their matchers' indexes.
-pub fn rule_places(config: &Config) -> Vec<String> {
-    let mut keys: Vec<String> = rules(config)
+/// The places a list of rules names, as their matchers are known: sorted,
+/// each once. Rules whose client does not read are left out (the rule
+/// itself is refused).
+pub(super) fn set_key(rules: &[TopologyRule]) -> Vec<String> {
+    let mut keys: Vec<String> = rules
+        .iter()
         .filter_map(|r| read_client(&r.client).ok())
-        .filter(|c| !matches!(c, Client::Region(_)))
         .map(|c| c.key())
         .collect();
     keys.sort();
     keys.dedup();
     keys
+}
+
+/// Every rule set of `config` (the places of a domain's rules, and of each
+/// record's own), sorted, each once. A configuration whose compiled zones
+/// are kept for the next must have the same ones, since rules hold their
+/// matchers and their set by index.
+pub fn rule_sets(config: &Config) -> Vec<Vec<String>> {
+    let mut sets: Vec<Vec<String>> = config
+        .domains
+        .iter()
+        .flat_map(|d| {
+            std::iter::once(&d.topology_rules[..])
+                .chain(d.records.iter().map(|r| &r.options().topology_rules[..]))
+        })
+        .filter(|rules| !rules.is_empty())
+        .map(set_key)
+        .collect();
+    sets.sort();
+    sets.dedup();
+    sets
 }
 
 /// What is built while flattening regions.
@@ -120,9 +129,13 @@ struct Read {
 }
 
 impl Cx {
-    /// The regions and the places rules name, compiled; and each place's
-    /// matcher by its key ([`Client::key`]).
-    pub(super) fn topology(&mut self, config: &Config) -> (Topology, HashMap<String, u32>) {
+    /// The regions and the places rules name, compiled; each place's
+    /// matcher by its key ([`Client::key`]), and each rule set's index by
+    /// its places ([`set_key`]).
+    pub(super) fn topology(
+        &mut self,
+        config: &Config,
+    ) -> (Topology, HashMap<String, u32>, HashMap<Vec<String>, u32>) {
         unique(
             self,
             "region",
@@ -166,8 +179,12 @@ impl Cx {
             keys.insert(format!("region:{}", r.name), m);
             regions.push((r.name.clone(), m));
         }
-        for place in rule_places(config) {
-            let Ok(client) = read_client(&place) else {
+        let sets = rule_sets(config);
+        let mut places: Vec<&String> = sets.iter().flatten().collect();
+        places.sort();
+        places.dedup();
+        for place in places {
+            let Ok(client) = read_client(place) else {
                 continue;
             };
             let leaf = match client {
@@ -178,14 +195,27 @@ impl Cx {
             };
             keys.insert(place.clone(), matchers.len() as u32);
             matchers.push(Matcher {
-                name: place,
+                name: place.clone(),
                 terms: Box::new([Term {
                     leaf,
                     excluded: Box::default(),
                 }]),
             });
         }
-        (Topology::build(b.networks, matchers, regions), keys)
+        let matcher_sets: Vec<Vec<u32>> = sets
+            .iter()
+            .map(|set| set.iter().filter_map(|k| keys.get(k).copied()).collect())
+            .collect();
+        let set_index = sets
+            .into_iter()
+            .enumerate()
+            .map(|(i, set)| (set, i as u32))
+            .collect();
+        (
+            Topology::build(b.networks, matchers, regions, &matcher_sets),
+            keys,
+            set_index,
+        )
     }
 
     fn read_region(

@@ -43,7 +43,7 @@ impl Cx {
         };
         let addresses = self.addresses(path, r, &of);
         let fail_safe = self.fail_safe(path, r);
-        let rules = self.rules(path, r, within);
+        let (rules, rule_set) = self.rules(path, r, within);
         Some(Steering {
             mode: mode_spec,
             balance,
@@ -52,7 +52,7 @@ impl Cx {
             on_no_healthy: r.options().on_no_healthy.unwrap_or_default(),
             topology,
             addresses: addresses.into(),
-            extra: Extra::of(fail_safe.into(), rules.into()),
+            extra: Extra::of(fail_safe.into(), rules.into(), rule_set),
         })
     }
 
@@ -60,13 +60,19 @@ impl Cx {
     /// its own (checked once, with the domain: [`Cx::domain_rules`]). A
     /// domain's rule naming an address the record lacks does not apply to
     /// it; the record's own must name one of its addresses.
-    fn rules(&mut self, path: &str, r: &Record, within: &DomainCx) -> Vec<RuleSpec> {
+    fn rules(&mut self, path: &str, r: &Record, within: &DomainCx) -> (Vec<RuleSpec>, u32) {
         let own = &r.options().topology_rules;
         let (rules, inherited) = if own.is_empty() {
             (within.rules, true)
         } else {
             (&own[..], false)
         };
+        let set = within
+            .refs
+            .sets
+            .get(&regions::set_key(rules))
+            .copied()
+            .unwrap_or(0);
         let mut out = Vec::with_capacity(rules.len());
         for (i, rule) in rules.iter().enumerate() {
             let at = format!("{path} / topology rule {}", i + 1);
@@ -103,7 +109,7 @@ impl Cx {
                 });
             }
         }
-        out
+        (out, set)
     }
 
     /// Checks a domain's topology rules once (its records take them).

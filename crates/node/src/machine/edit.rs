@@ -18,7 +18,7 @@ use crate::command::{Edit, Kind};
 use gtm_model::error::{ApiError, ErrorKind};
 use gtm_model::{
     Config,
-    config::{Address, Check, Datacenter, Domain, Record, Scenario, Service, same_name},
+    config::{Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, same_name},
 };
 
 /// A top-level list of the configuration whose items have a unique name.
@@ -65,6 +65,7 @@ macro_rules! collection {
 }
 
 collection!(Datacenter, "datacenter", Datacenter, datacenters);
+collection!(Region, "region", Region, regions);
 collection!(Check, "check", Check, checks);
 collection!(Scenario, "scenario", Scenario, scenarios);
 collection!(Service, "service", Service, services);
@@ -131,6 +132,7 @@ pub fn existed(config: &Config, edit: &Edit) -> bool {
         | Edit::Patch { kind, name, .. }
         | Edit::Delete { kind, name } => match kind {
             Kind::Datacenter => find::<Datacenter>(config, name).is_ok(),
+            Kind::Region => find::<Region>(config, name).is_ok(),
             Kind::Check => find::<Check>(config, name).is_ok(),
             Kind::Scenario => find::<Scenario>(config, name).is_ok(),
             Kind::Service => find::<Service>(config, name).is_ok(),
@@ -188,6 +190,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             keep_children,
         } => match kind {
             Kind::Datacenter => put::<Datacenter>(config, name, json, *keep_children),
+            Kind::Region => put::<Region>(config, name, json, *keep_children),
             Kind::Check => put::<Check>(config, name, json, *keep_children),
             Kind::Scenario => put::<Scenario>(config, name, json, *keep_children),
             Kind::Service => put::<Service>(config, name, json, *keep_children),
@@ -195,6 +198,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
         },
         Edit::Delete { kind, name } => match kind {
             Kind::Datacenter => delete::<Datacenter>(config, name),
+            Kind::Region => delete::<Region>(config, name),
             Kind::Check => delete::<Check>(config, name),
             Kind::Scenario => delete::<Scenario>(config, name),
             Kind::Service => delete::<Service>(config, name),
@@ -268,6 +272,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
         }
         Edit::Patch { kind, name, json } => match kind {
             Kind::Datacenter => patch::<Datacenter>(config, name, json),
+            Kind::Region => patch::<Region>(config, name, json),
             Kind::Check => patch::<Check>(config, name, json),
             Kind::Scenario => patch::<Scenario>(config, name, json),
             Kind::Service => patch::<Service>(config, name, json),

@@ -99,6 +99,39 @@ pub const DATACENTERS: Kind = Kind {
     children: None,
 };
 
+pub const REGIONS: Kind = Kind {
+    path: "regions",
+    noun: "region",
+    title: "Regions",
+    about: "Named sets of client networks, countries and continents that topology rules send to a datacenter or an address; a client is in a region when a member holds it and no exclusion does.",
+    fields: &[
+        field("name", "Name", Input::Text, "branch-east"),
+        field(
+            "networks",
+            "Networks (one per line or comma-separated)",
+            Input::List,
+            "10.20.0.0/16",
+        ),
+        field("countries", "Countries (ISO codes)", Input::List, "US, CA"),
+        field("continents", "Continents (codes)", Input::List, "EU"),
+        field("regions", "Regions it includes", Input::List, "branch-west"),
+        field(
+            "exclude_networks",
+            "Networks excluded",
+            Input::List,
+            "10.20.99.0/24",
+        ),
+        field("exclude_countries", "Countries excluded", Input::List, "FR"),
+        field(
+            "exclude_continents",
+            "Continents excluded",
+            Input::List,
+            "AN",
+        ),
+    ],
+    children: None,
+};
+
 pub const SERVICES: Kind = Kind {
     path: "services",
     noun: "service",
@@ -317,7 +350,14 @@ pub const DOMAINS: Kind = Kind {
 };
 
 /// Every kind with a form, in the order the console lists them.
-pub const KINDS: [&Kind; 5] = [&DOMAINS, &CHECKS, &SCENARIOS, &DATACENTERS, &SERVICES];
+pub const KINDS: [&Kind; 6] = [
+    &DOMAINS,
+    &CHECKS,
+    &SCENARIOS,
+    &DATACENTERS,
+    &REGIONS,
+    &SERVICES,
+];
 
 pub fn by_path(path: &str) -> Option<&'static Kind> {
     KINDS.into_iter().find(|k| k.path == path)
@@ -326,7 +366,7 @@ pub fn by_path(path: &str) -> Option<&'static Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gtm_model::config::{Check, Datacenter, Domain, Scenario, Service};
+    use gtm_model::config::{Check, Datacenter, Domain, Region, Scenario, Service};
     use schemars::schema_for;
 
     /// Every field of a form is a key the configuration has.
@@ -335,6 +375,7 @@ mod tests {
         let schemas = [
             (&DATACENTERS, schema_for!(Datacenter)),
             (&SERVICES, schema_for!(Service)),
+            (&REGIONS, schema_for!(Region)),
             (&SCENARIOS, schema_for!(Scenario)),
             (&CHECKS, schema_for!(Check)),
             (&DOMAINS, schema_for!(Domain)),

@@ -1,0 +1,231 @@
+//! Topology rules over real UDP (docs/topology.md): branch offices whose
+//! resolvers have addresses of their own (127.0.130.x and 127.0.131.x on
+//! loopback, and ::1), private ECS subnets, a country from a database
+//! built here; each answer's ECS scope is the block the rule decided; a
+//! region edited as an object moves the answers; explain names the rule.
+
+use std::net::{IpAddr, SocketAddr};
+
+use hickory_server::proto::{
+    op::Message,
+    rr::{RecordType, rdata::opt::EdnsOption},
+};
+
+use crate::{geo::write_mmdb, support::*};
+
+const CONFIG: &str = r#"
+[[datacenter]]
+name = "east"
+
+[[datacenter]]
+name = "west"
+
+[[region]]
+name = "branch-a"
+networks = ["127.0.130.0/24", "10.20.0.0/16"]
+exclude_networks = ["10.20.99.0/24"]
+
+[[region]]
+name = "branch-b"
+networks = ["127.0.131.0/24", "10.30.0.0/16"]
+
+[[domain]]
+name = "topo.test"
+nameservers = ["ns1.topo.test"]
+topology_rules = [
+  { client = "region:branch-a", datacenter = "east" },
+  { client = "region:branch-b", datacenter = "west" },
+  { client = "::1/128", datacenter = "west" },
+  { client = "country:DE", address = "192.0.2.20" },
+]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.10", dc = "east" }, { ip = "192.0.2.20", dc = "west" }]
+
+[[domain.record]]
+name = "near"
+type = "A"
+addresses = [{ ip = "192.0.2.30", dc = "east" }, { ip = "192.0.2.40", dc = "west" }]
+topology_rules = [{ client = "10.20.5.0/24", datacenter = "west" }]
+"#;
+
+/// Asks `name A` of `server` from the address `from`, with `ecs` when
+/// given.
+async fn ask_from(from: IpAddr, server: SocketAddr, name: &str, ecs: Option<&str>) -> Message {
+    let mut q = query(name, RecordType::A);
+    if let Some(subnet) = ecs {
+        q = with_ecs(q, subnet);
+    }
+    let socket = tokio::net::UdpSocket::bind(SocketAddr::new(from, 0))
+        .await
+        .expect("bind the resolver's address");
+    socket.send_to(&q.to_vec().unwrap(), server).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(5), socket.recv(&mut buf))
+        .await
+        .expect("an answer within 5 s")
+        .unwrap();
+    Message::from_vec(&buf[..n]).unwrap()
+}
+
+/// The answer's addresses, sorted.
+fn sorted(m: &Message) -> Vec<String> {
+    let mut a = answers(m);
+    a.sort();
+    a
+}
+
+/// The ECS scope prefix the answer carries.
+fn scope(m: &Message) -> Option<u8> {
+    m.edns
+        .as_ref()?
+        .options()
+        .options
+        .iter()
+        .find_map(|(_, o)| match o {
+            EdnsOption::Subnet(s) => Some(s.scope_prefix()),
+            _ => None,
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn branch_offices_get_their_datacenter_by_resolver_address_and_ecs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("country.mmdb");
+    write_mmdb(&db);
+    let d = TestDevice::start_with(CONFIG, Some(db)).await;
+    let v4 = d.v4();
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+
+    // By the resolver's own address.
+    for (from, want) in [
+        ("127.0.130.7", vec!["192.0.2.10"]),
+        ("127.0.131.7", vec!["192.0.2.20"]),
+        ("127.0.132.7", vec!["192.0.2.10", "192.0.2.20"]),
+    ] {
+        let r = ask_from(ip(from), v4, "www.topo.test.", None).await;
+        assert_eq!(sorted(&r), want, "from {from}");
+        assert_eq!(scope(&r), None, "no ECS asked, none told");
+    }
+    // IPv6: the rule of ::1/128.
+    let r = ask_from(ip("::1"), d.v6(), "www.topo.test.", None).await;
+    assert_eq!(sorted(&r), ["192.0.2.20"], "from ::1");
+
+    // By ECS (private subnets, as enterprise resolvers send them), each
+    // answer scoped to the block its rule decided.
+    for (subnet, want, want_scope) in [
+        ("10.20.1.0/24", vec!["192.0.2.10"], 18),
+        ("10.20.200.0/24", vec!["192.0.2.10"], 17),
+        ("10.30.4.0/24", vec!["192.0.2.20"], 16),
+        ("10.20.99.0/24", vec!["192.0.2.10", "192.0.2.20"], 24),
+        ("81.2.69.0/24", vec!["192.0.2.20"], 24),
+    ] {
+        let r = ask_from(ip("127.0.0.1"), v4, "www.topo.test.", Some(subnet)).await;
+        assert_eq!(sorted(&r), want, "ECS {subnet}");
+        assert_eq!(scope(&r), Some(want_scope), "ECS {subnet}: scope");
+    }
+    // A record's own rule replaces the domain's: 10.20.5.0/24 goes west,
+    // the rest of branch-a has no rule there.
+    let r = ask_from(ip("127.0.0.1"), v4, "near.topo.test.", Some("10.20.5.0/24")).await;
+    assert_eq!(sorted(&r), ["192.0.2.40"]);
+    assert_eq!(scope(&r), Some(24));
+    let r = ask_from(ip("127.0.130.7"), v4, "near.topo.test.", None).await;
+    assert_eq!(sorted(&r), ["192.0.2.30", "192.0.2.40"]);
+
+    // Explain names the rule and how closely it held the client.
+    let out = run_gtm(
+        &d,
+        &[
+            "record",
+            "explain",
+            "www.topo.test",
+            "A",
+            "--ecs",
+            "10.30.4.0/24",
+            "--json",
+        ],
+    );
+    assert!(out.code == Some(0), "{}", out.stderr);
+    let explained: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let rule = explained["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "rule")
+        .expect("a rule step");
+    assert_eq!(
+        rule["outcome"], "rule 2 (region:branch-b → datacenter west, weight 1)",
+        "{explained}"
+    );
+    assert!(
+        rule["reason"]
+            .as_str()
+            .unwrap()
+            .contains("by a /16 network"),
+        "{rule}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_edited_as_an_object_moves_the_answers_and_bad_ones_are_refused() {
+    let d = TestDevice::start(CONFIG).await;
+    let v4 = d.v4();
+    let from: IpAddr = "127.0.133.7".parse().unwrap();
+    let r = ask_from(from, v4, "www.topo.test.", None).await;
+    assert_eq!(sorted(&r), ["192.0.2.10", "192.0.2.20"]);
+    // The region gains the office's resolvers: they go east.
+    let file = d.dir.path().join("region.toml");
+    std::fs::write(
+        &file,
+        "networks = [\"127.0.130.0/24\", \"127.0.133.0/24\", \"10.20.0.0/16\"]\nexclude_networks = [\"10.20.99.0/24\"]\n",
+    )
+    .unwrap();
+    let out = run_gtm(
+        &d,
+        &[
+            "region",
+            "put",
+            "branch-a",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert!(out.code == Some(0), "{} {}", out.stdout, out.stderr);
+    let r = ask_from(from, v4, "www.topo.test.", None).await;
+    assert_eq!(sorted(&r), ["192.0.2.10"]);
+    let shown = run_gtm(&d, &["region", "show", "branch-a", "--json"]);
+    assert!(shown.stdout.contains("127.0.133.0/24"), "{}", shown.stdout);
+    // A network with host bits set is refused, naming the value and the
+    // region; nothing changes.
+    std::fs::write(&file, "networks = [\"127.0.133.1/24\"]\n").unwrap();
+    let out = run_gtm(
+        &d,
+        &[
+            "region",
+            "put",
+            "branch-a",
+            "--file",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stderr.contains(
+            "region branch-a: network \"127.0.133.1/24\" has host bits set: write 127.0.133.0/24"
+        ),
+        "{}",
+        out.stderr
+    );
+    let r = ask_from(from, v4, "www.topo.test.", None).await;
+    assert_eq!(sorted(&r), ["192.0.2.10"], "nothing half-applied");
+    // A region a rule names cannot be deleted from under it.
+    let out = run_gtm(&d, &["region", "delete", "branch-b"]);
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stderr.contains("unknown region \"branch-b\""),
+        "{}",
+        out.stderr
+    );
+}
