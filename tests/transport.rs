@@ -99,11 +99,12 @@ fn framed(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Asks `www.example.test. A` over TCP from `from`: the answer, or why
-/// there was none (within 5 s).
+/// Asks `sticky.example.test. A` (addresses with no health check: its
+/// answer never depends on how long a test took) over TCP from `from`:
+/// the answer, or why there was none (within 5 s).
 async fn ask_tcp_from(from: &str, server: SocketAddr) -> Result<Vec<String>, String> {
     let mut stream = connect_from(from, server).await;
-    let q = query("www.example.test.", RecordType::A);
+    let q = query("sticky.example.test.", RecordType::A);
     stream
         .write_all(&framed(&q.to_vec().unwrap()))
         .await
