@@ -22,6 +22,16 @@
 #                        (made with the answers, not per query); DO=0 answers
 #                        of the signed zone are unchanged.  The report gives
 #                        gtm's CPU µs/query of steered-do over steered.
+#   steered-ecs: the steered query with a client subnet (ECS 10.0.1.0/24)  gtm
+#   topo-ecs: topo.bench.test A with the same ECS: 100,000 /24 networks
+#                        (10.0.0.0/24 upward) send clients to dc1's address
+#                        192.0.2.20, others get dc2's 192.0.2.21.  gtm: a
+#                        region of those networks and a topology rule
+#                        (docs/topology.md); gdnsd: the geoip plugin with a
+#                        nets map of the same networks.  The report gives
+#                        gtm's CPU µs/query of topo-ecs over steered-ecs, and
+#                        the time gtm took to apply the configuration with
+#                        the 100,000 networks and its memory after.
 #
 # Usage: scripts/bench-dns.sh [--duration N] [--runs N] [--only gtm,nsd,gdnsd]
 #                             [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
@@ -157,9 +167,23 @@ command -v ss >/dev/null 2>&1 && check_ports
 make_tmp
 
 # dnsperf query files: one query per line, repeated.
-for rec in static steered; do
+for rec in static steered topo; do
     for ((i = 0; i < 100; i++)); do echo "$rec.bench.test A"; done >"$TMP/q-$rec.txt"
 done
+# The client subnet of the -ecs records, as dnsperf -E takes it: option 8,
+# family 1, source prefix 24, scope 0, address 10.0.1.
+ECS_OPTION="8:000118000a0001"
+ECS_SUBNET="10.0.1.0/24"
+TOPO_NETS=100000   # /24 networks from 10.0.0.0/24 upward
+TOPO_IN=192.0.2.20
+TOPO_OUT=192.0.2.21
+# The networks, one per line, for both servers.
+python3 - "$TOPO_NETS" >"$TMP/topo-nets.txt" <<'PY'
+import sys
+for i in range(int(sys.argv[1])):
+    a = 0x0A000000 + (i << 8)
+    print(f"{a >> 24}.{(a >> 16) & 255}.{(a >> 8) & 255}.0/24")
+PY
 
 # Common zone head (SOA + NS), used by NSD and gdnsd.
 write_zone_head() {
@@ -220,6 +244,7 @@ if ((WANT_GDNSD)); then
         write_zone_head
         echo "static  A    $STATIC_ADDR"
         echo "steered DYNA weighted!steered"
+        echo "topo    DYNA geoip!topo"
     } >"$TMP/gdnsd/zones/bench.test"
     {
         cat <<EOF
@@ -248,12 +273,28 @@ EOF
         for i in "${!STEERED_ADDRS[@]}"; do
             printf '            a%d => [ %s, %d ]\n' "$i" "${STEERED_ADDRS[$i]}" "${STEERED_WEIGHTS[$i]}"
         done
-        cat <<'EOF'
+        cat <<EOF
+        }
+    }
+    geoip => {
+        maps => {
+            bench => {
+                datacenters => [ dc2, dc1 ]
+                nets => bench.nets
+            }
+        }
+        resources => {
+            topo => {
+                map => bench
+                dcmap => { dc1 => $TOPO_IN, dc2 => $TOPO_OUT }
+            }
         }
     }
 }
 EOF
     } >"$TMP/gdnsd/config"
+    mkdir -p "$TMP/gdnsd/geoip"
+    sed 's/$/ => dc1/' "$TMP/topo-nets.txt" >"$TMP/gdnsd/geoip/bench.nets"
     gdnsd -c "$TMP/gdnsd" checkconf >"$TMP/gdnsd/checkconf.log" 2>&1 \
         || { cat "$TMP/gdnsd/checkconf.log" >&2; die "gdnsd checkconf failed"; }
 fi
@@ -295,6 +336,23 @@ EOF
         for i in "${!STEERED_ADDRS[@]}"; do
             printf '  { ip = "%s", weight = %d },\n' "${STEERED_ADDRS[$i]}" "${STEERED_WEIGHTS[$i]}"
         done
+        echo "]"
+        cat <<EOF
+
+[[domain.record]]
+name = "topo"
+type = "A"
+addresses = [{ ip = "$TOPO_IN", dc = "dc1" }, { ip = "$TOPO_OUT", dc = "dc2" }]
+topology_rules = [{ client = "region:bench-nets", datacenter = "dc1" }]
+
+[[datacenter]]
+name = "dc2"
+
+[[region]]
+name = "bench-nets"
+networks = [
+EOF
+        sed 's/.*/  "&",/' "$TMP/topo-nets.txt"
         echo "]"
         case ${GTM_RATE_LIMIT:-default} in
             default) ;;
@@ -375,6 +433,17 @@ verify() { # name port steered(0/1)
     ((${#seen[@]} >= 2)) || die "$name: steered answers never changed address; weighting not active?"
 }
 
+# The topo record: a client in one of the networks gets dc1's address,
+# one outside (the loopback source) dc2's.
+verify_topo() { # name port
+    local name=$1 port=$2 ans
+    ans=$(dig +short +tries=1 +time=1 +subnet="$ECS_SUBNET" -p "$port" "@$ADDR" topo.bench.test A 2>/dev/null || true)
+    [[ $ans == "$TOPO_IN" ]] || die "$name: topo.bench.test A with ECS $ECS_SUBNET gave '${ans//$'\n'/ }', want $TOPO_IN"
+    ans=$(dig_short "$port" topo.bench.test)
+    [[ $ans == "$TOPO_OUT" ]] || die "$name: topo.bench.test A from $ADDR gave '${ans//$'\n'/ }', want $TOPO_OUT"
+    log "$name: topo.bench.test A: $TOPO_IN for ECS $ECS_SUBNET, $TOPO_OUT for $ADDR"
+}
+
 if ((WANT_NSD)); then
     start nsd "$TMP/nsd/stdout.log" nsd -d -c "$TMP/nsd/nsd.conf"
     PORT_OF[nsd]=$NSD_PORT
@@ -416,6 +485,7 @@ while True:
     done
     log "gdnsd: $n_up monitored addresses UP (extmon TCP connect to $ADDR:$MON_PORT)"
     verify gdnsd "$GDNSD_PORT" 1
+    verify_topo gdnsd "$GDNSD_PORT"
 fi
 
 if ((WANT_GTM)); then
@@ -426,15 +496,20 @@ if ((WANT_GTM)); then
     wait_tcp gtm "$GTM_API_PORT"
     # Apply the replicated configuration once the node is up (bounded retries).
     deadline=$((SECONDS + START_TIMEOUT))
-    until timeout 20 "$GTM_BIN" --data-dir "$TMP/gtm-data" config apply "$TMP/gtm-bench.toml" \
-        >"$TMP/gtm-apply.log" 2>&1; do
+    while :; do
+        t0=$(date +%s%N)
+        timeout 120 "$GTM_BIN" --data-dir "$TMP/gtm-data" config apply "$TMP/gtm-bench.toml" \
+            >"$TMP/gtm-apply.log" 2>&1 && break
         alive_or_die gtm
         ((SECONDS < deadline)) || { cat "$TMP/gtm-apply.log" >&2; die "gtm config apply failed"; }
         sleep 1
     done
-    log "gtm: configuration applied"
+    APPLY_S=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+    RSS_MIB=$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/${PID_OF[gtm]}/status")
+    log "gtm: configuration applied ($TOPO_NETS networks in a region) in ${APPLY_S}s; RSS ${RSS_MIB} MiB"
     wait_answering gtm "$GTM_PORT"
     verify gtm "$GTM_PORT" 1
+    verify_topo gtm "$GTM_PORT"
     # The zone's key is made just after the apply: wait (bounded) until a
     # DO query of the steered record carries its RRSIG.
     deadline=$((SECONDS + START_TIMEOUT))
@@ -468,6 +543,9 @@ run_dnsperf() { # name record seconds label
     if [[ $record == *-do ]]; then
         queries=${record%-do}
         flags=(-D)
+    elif [[ $record == *-ecs ]]; then
+        queries=${record%-ecs}
+        flags=(-E "$ECS_OPTION")
     fi
     c0=$(cpu_ticks "$pid"); t0=$(now_ns)
     # In the background + wait, so a SIGTERM/SIGINT to this script runs the
@@ -505,6 +583,9 @@ PAIRS=()
 ((WANT_GTM)) && PAIRS+=("gtm steered")
 ((WANT_GTM)) && PAIRS+=("gtm steered-do")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd steered")
+((WANT_GTM)) && PAIRS+=("gtm steered-ecs")
+((WANT_GTM)) && PAIRS+=("gtm topo-ecs")
+((WANT_GDNSD)) && PAIRS+=("gdnsd topo-ecs")
 
 total=$((${#PAIRS[@]} * (WARMUP + RUNS * DURATION)))
 log "measuring ${#PAIRS[@]} pairs: ${WARMUP}s warm-up + $RUNS x ${DURATION}s each (~${total}s)"
@@ -569,6 +650,14 @@ make_report() {
     if [[ -n $u_gtm && -n $u_gd ]]; then
         parts+=("$(ratio_line "gtm signed/unsigned steered CPU µs/query (DO=1 over DO=0):" "$u_gtm" "$u_gd")")
     fi
+    u_gtm=$(mean_of gtm topo-ecs 7); u_gd=$(mean_of gtm steered-ecs 7)
+    if [[ -n $u_gtm && -n $u_gd ]]; then
+        parts+=("$(ratio_line "gtm topology-rule/weighted CPU µs/query (both with ECS):" "$u_gtm" "$u_gd")")
+    fi
+    u_gtm=$(mean_of gtm topo-ecs 7); u_gd=$(mean_of gdnsd topo-ecs 7)
+    if [[ -n $u_gtm && -n $u_gd ]]; then
+        parts+=("$(ratio_line "gtm/gdnsd topology (100,000 networks, ECS) CPU µs/query:" "$u_gtm" "$u_gd")")
+    fi
     q_gtm=$(mean_of gtm static 4); q_gd=$(mean_of nsd static 4)
     u_gtm=$(mean_of gtm static 7); u_gd=$(mean_of nsd static 7)
     if [[ -n $q_gtm && -n $q_gd ]]; then
@@ -585,6 +674,11 @@ make_report() {
     for s in gtm nsd gdnsd; do
         [[ -n ${PID_OF[$s]:-} ]] && versions+=("$(version_of "$s")")
     done
+    if [[ -n ${APPLY_S:-} ]]; then
+        echo "gtm applied the configuration with its $TOPO_NETS-network region in ${APPLY_S} s" \
+            "(\`gtm config apply\`, wall time) and held ${RSS_MIB} MiB RSS after."
+        echo
+    fi
     echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(hostname) with nproc=$NCPU" \
         "($(printf '%s, ' "${versions[@]}")dnsperf $(dnsperf -h 2>&1 | awk '/^Version/ {print $2; exit}'))."
     echo "Server on CPU $SERVER_CPU with one worker, dnsperf on CPU $CLIENT_CPU" \
