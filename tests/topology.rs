@@ -229,3 +229,96 @@ async fn a_region_edited_as_an_object_moves_the_answers_and_bad_ones_are_refused
         out.stderr
     );
 }
+
+#[derive(serde::Serialize)]
+struct CityEntry {
+    country: IsoCode,
+    continent: ContinentCode,
+    subdivisions: Vec<IsoCode>,
+}
+
+#[derive(serde::Serialize)]
+struct IsoCode {
+    iso_code: &'static str,
+}
+
+#[derive(serde::Serialize)]
+struct ContinentCode {
+    code: &'static str,
+}
+
+/// A GeoLite2-City-shaped database: 3.3.1.0/24 in California, 3.3.2.0/24
+/// in New York (first subdivision), 3.3.3.0/24 in the US with none.
+fn write_city_mmdb(path: &std::path::Path) {
+    let mut w = mmdb_writer::Writer::new("GeoLite2-City");
+    for (net, subdivisions) in [
+        ("3.3.1.0/24", vec!["CA"]),
+        ("3.3.2.0/24", vec!["NY", "XX"]),
+        ("3.3.3.0/24", vec![]),
+    ] {
+        let net: mmdb_writer::ipnet::IpNet = net.parse().unwrap();
+        let entry = CityEntry {
+            country: IsoCode { iso_code: "US" },
+            continent: ContinentCode { code: "NA" },
+            subdivisions: subdivisions
+                .into_iter()
+                .map(|iso_code| IsoCode { iso_code })
+                .collect(),
+        };
+        w.insert(net, &entry).unwrap();
+    }
+    std::fs::write(path, w.to_bytes().unwrap()).unwrap();
+}
+
+/// US states from a City database: California's clients go west, New
+/// York's east, the rest of the US by its country rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subdivisions_of_a_city_database_steer_by_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("city.mmdb");
+    write_city_mmdb(&db);
+    let config = r#"
+[[datacenter]]
+name = "east"
+
+[[datacenter]]
+name = "west"
+
+[[region]]
+name = "west-coast"
+subdivisions = ["US-CA", "US-OR", "US-WA"]
+
+[[domain]]
+name = "states.test"
+nameservers = ["ns1.states.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [
+  { ip = "192.0.2.10", dc = "east" },
+  { ip = "192.0.2.20", dc = "west" },
+  { ip = "192.0.2.30", dc = "east" },
+]
+topology_rules = [
+  { client = "region:west-coast", datacenter = "west" },
+  { client = "subdivision:US-NY", address = "192.0.2.10" },
+  { client = "country:US", address = "192.0.2.30" },
+]
+"#;
+    let d = TestDevice::start_with(config, Some(db)).await;
+    let local: IpAddr = "127.0.0.1".parse().unwrap();
+    for (subnet, want) in [
+        ("3.3.1.0/24", "192.0.2.20"),
+        ("3.3.2.0/24", "192.0.2.10"),
+        ("3.3.3.0/24", "192.0.2.30"),
+    ] {
+        let r = ask_from(local, d.v4(), "www.states.test.", Some(subnet)).await;
+        assert_eq!(sorted(&r), [want], "ECS {subnet}");
+        assert_eq!(scope(&r), Some(24), "ECS {subnet}: the database's network");
+    }
+    let out = run_gtm(&d, &["geoip", "lookup", "3.3.1.7", "--json"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let found: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(found["subdivision"], "US-CA", "{found}");
+}

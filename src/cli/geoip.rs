@@ -62,6 +62,9 @@ pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
                 println!("address    {}", found.ip);
                 println!("country    {}", found.country.as_deref().unwrap_or("-"));
                 println!("continent  {}", found.continent.as_deref().unwrap_or("-"));
+                if let Some(d) = &found.subdivision {
+                    println!("subdivision {d}");
+                }
                 println!("network    {}", found.network);
                 println!("database   {}", found.database);
                 if let Some(note) = found.note {

@@ -26,6 +26,9 @@ pub struct GeoLookup {
     pub ip: IpAddr,
     pub country: Option<String>,
     pub continent: Option<String>,
+    /// The ISO 3166-2 subdivision (`US-CA`), from a City database.
+    #[serde(default)]
+    pub subdivision: Option<String>,
     /// The network of the database's entry that holds the address, e.g.
     /// `81.2.69.0/24`.
     pub network: String,
@@ -96,6 +99,7 @@ pub fn lookup_in(geo: &Geo, ip: IpAddr) -> GeoLookup {
         ip,
         country: located.place.country.map(|c| c.to_string()),
         continent: located.place.continent.map(|c| c.to_string()),
+        subdivision: located.place.subdivision.map(|d| d.to_string()),
         network: gtm_model::node::Network::of(ip, located.prefix).to_string(),
         prefix: located.prefix,
         database: geo.description().to_string(),

@@ -79,6 +79,35 @@ struct CountryRecord<'a> {
     registered_country: Option<Code<'a>>,
     #[serde(borrow)]
     continent: Option<ContinentCode<'a>>,
+    /// A City database's subdivisions, largest first: the first is the
+    /// one topology rules name (`US-CA`).
+    #[serde(borrow, default)]
+    subdivisions: Option<FirstCode<'a>>,
+}
+
+/// The `iso_code` of a list's first element, read without collecting the
+/// list (a query allocates nothing).
+struct FirstCode<'a>(Option<&'a str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstCode<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = FirstCode<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of subdivisions")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<Code<'de>>()?.and_then(|c| c.iso_code);
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstCode(first))
+            }
+        }
+        d.deserialize_seq(Visit(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -97,7 +126,8 @@ struct ContinentCode<'a> {
 pub const DEMO_DATABASE: &[u8] = include_bytes!("demo.mmdb");
 
 /// Databases larger than this are refused (DB-IP's country file is about
-/// 8 MiB, GeoLite2 Country 10 MiB; a city database is not needed).
+/// 8 MiB, GeoLite2 Country 10 MiB, DB-IP City Lite about 130 MiB: a City
+/// database gives subdivisions, docs/topology.md).
 pub const MAX_DATABASE_BYTES: usize = 256 * 1024 * 1024;
 
 impl Geo {
@@ -242,8 +272,15 @@ impl Geo {
             .continent
             .and_then(|c| c.code)
             .and_then(Continent::parse);
+        let subdivision = country
+            .zip(record.subdivisions.and_then(|s| s.0))
+            .and_then(|(country, code)| gtm_model::place::Subdivision::of(country, code));
         Located {
-            place: Place { country, continent },
+            place: Place {
+                country,
+                continent,
+                subdivision,
+            },
             prefix,
             unplaced: None,
         }

@@ -237,6 +237,9 @@ pub struct Region {
     /// AF, AN, AS, EU, NA, OC or SA.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub continents: Vec<String>,
+    /// ISO 3166-2 subdivisions, `US-CA` (with a City database).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subdivisions: Vec<String>,
     /// Other regions whose clients are in this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<String>,
@@ -247,6 +250,8 @@ pub struct Region {
     pub exclude_countries: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_continents: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_subdivisions: Vec<String>,
 }
 
 /// A topology rule (docs/topology.md): clients at `client` are answered
@@ -255,7 +260,8 @@ pub struct Region {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TopologyRule {
-    /// `10.20.0.0/16`, `region:NAME`, `country:US` or `continent:EU`.
+    /// `10.20.0.0/16`, `region:NAME`, `subdivision:US-CA`, `country:US` or
+    /// `continent:EU`.
     pub client: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datacenter: Option<String>,

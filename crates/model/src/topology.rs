@@ -14,7 +14,7 @@ use std::{collections::HashMap, net::IpAddr};
 
 use crate::{
     node::Network,
-    place::{Continent, Country, Place},
+    place::{Continent, Country, Place, Subdivision},
 };
 
 /// A place a matcher holds or excludes.
@@ -24,6 +24,7 @@ pub enum Leaf {
     Network(u32),
     Country(Country),
     Continent(Continent),
+    Subdivision(Subdivision),
 }
 
 /// One way a client is in a matcher: `leaf` holds it and none of
@@ -43,12 +44,14 @@ pub struct Matcher {
     pub terms: Box<[Term]>,
 }
 
-/// How closely a client matched: a network's prefix beats a country,
-/// a country a continent. Compared within one address family only.
+/// How closely a client matched: a network's prefix beats a
+/// subdivision, a subdivision a country, a country a continent. Compared
+/// within one address family only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Closeness {
     Continent,
     Country,
+    Subdivision,
     Network(u8),
 }
 
@@ -57,6 +60,7 @@ impl Closeness {
         match self {
             Self::Continent => "by continent".into(),
             Self::Country => "by country".into(),
+            Self::Subdivision => "by subdivision".into(),
             Self::Network(p) => format!("by a /{p} network"),
         }
     }
@@ -109,8 +113,8 @@ pub struct Topology {
     pub matchers: Box<[Matcher]>,
     /// Named regions: their name and matcher.
     pub regions: Box<[(String, u32)]>,
-    /// Per matcher, its terms with a country or continent leaf (term
-    /// indexes), countries first.
+    /// Per matcher, its terms with a subdivision, country or continent
+    /// leaf (term indexes), closest first.
     geo_terms: Box<[Box<[u32]>]>,
     /// One per rule set.
     classifiers: Box<[Classifier]>,
@@ -165,17 +169,20 @@ impl Topology {
     ) -> Self {
         let mut geo_terms = Vec::with_capacity(matchers.len());
         for matcher in &matchers {
+            let mut subdivisions = Vec::new();
             let mut countries = Vec::new();
             let mut continents = Vec::new();
             for (t, term) in matcher.terms.iter().enumerate() {
                 match term.leaf {
                     Leaf::Network(_) => {}
+                    Leaf::Subdivision(_) => subdivisions.push(t as u32),
                     Leaf::Country(_) => countries.push(t as u32),
                     Leaf::Continent(_) => continents.push(t as u32),
                 }
             }
-            countries.extend(continents);
-            geo_terms.push(countries.into_boxed_slice());
+            subdivisions.extend(countries);
+            subdivisions.extend(continents);
+            geo_terms.push(subdivisions.into_boxed_slice());
         }
         let classifiers = sets
             .iter()
@@ -251,6 +258,7 @@ impl Topology {
                 continue;
             };
             let (holds, closeness) = match t.leaf {
+                Leaf::Subdivision(d) => (place.subdivision == Some(d), Closeness::Subdivision),
                 Leaf::Country(c) => (place.country == Some(c), Closeness::Country),
                 Leaf::Continent(k) => (place.continent == Some(k), Closeness::Continent),
                 Leaf::Network(_) => (false, Closeness::Continent),
@@ -275,6 +283,10 @@ impl Topology {
             Leaf::Continent(k) => {
                 *geo = true;
                 place.continent == Some(k)
+            }
+            Leaf::Subdivision(d) => {
+                *geo = true;
+                place.subdivision == Some(d)
             }
         })
     }
@@ -531,10 +543,12 @@ mod tests {
         let de = Place {
             country: Country::parse("DE"),
             continent: Some(Continent::Eu),
+            subdivision: Subdivision::parse("DE-BY"),
         };
         let fr = Place {
             country: Country::parse("FR"),
             continent: Some(Continent::Eu),
+            subdivision: None,
         };
         assert_eq!(
             closeness(&t, 0, "10.9.9.9", nowhere),

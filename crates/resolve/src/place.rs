@@ -272,8 +272,8 @@ pub(super) fn answers(
     // answers differently from what its clients would get without one.
     for k in continents {
         let place = Place {
-            country: None,
             continent: Some(k),
+            ..Place::default()
         };
         let (answer, _) = decide(Some(PlaceKey::Continent(k)), Some(&place));
         let index = intern(&mut groups, answer);
@@ -290,6 +290,7 @@ pub(super) fn answers(
         let place = Place {
             country: Some(c),
             continent,
+            ..Place::default()
         };
         // Records for the country come before any continent's, even when
         // they equal the default answer (seed 002 step 2).

@@ -1449,6 +1449,7 @@ fn place(text: &str) -> Place {
     Place {
         country: (country != "-").then(|| Country::parse(country).expect("country")),
         continent: (continent != "-").then(|| Continent::parse(continent).expect("continent")),
+        subdivision: None,
     }
 }
 
@@ -2106,6 +2107,7 @@ fn topology_rules_pick_the_closest_holding_rule_with_a_candidate() {
         let place = Place {
             country: row.country.and_then(Country::parse),
             continent: row.continent,
+            subdivision: None,
         };
         let topology = &f.compiled.topology;
         let set = eval.answers.rule_set();
@@ -2150,4 +2152,58 @@ fn a_rules_group_follows_its_targets_health() {
     );
     assert!(down.answers.rules()[1].group.is_some(), "dc3 is up");
     assert_eq!(answered(&down.answers), [1, 2]);
+}
+
+/// A subdivision (a City database's) holds a client more closely than its
+/// country, less than a network.
+#[test]
+fn a_subdivision_rule_beats_its_country_and_loses_to_a_network() {
+    let record = r#"name = "www"
+type = "A"
+addresses = [
+  { ip = "192.0.2.1", dc = "dc1" },
+  { ip = "192.0.2.2", dc = "dc2" },
+  { ip = "192.0.2.3", dc = "dc3" },
+]
+topology_rules = [
+  { client = "country:US", datacenter = "dc2" },
+  { client = "subdivision:US-CA", datacenter = "dc3", weight = 1 },
+  { client = "3.3.0.0/16", datacenter = "dc1" },
+]"#;
+    let compiled = compile_text("", &[record.to_string()]);
+    let f = Fixture { compiled, index: 0 };
+    let eval = f.eval("", None, false);
+    let topology = &f.compiled.topology;
+    let set = eval.answers.rule_set();
+    let us = |sub: Option<&str>| Place {
+        country: Country::parse("US"),
+        continent: Some(Continent::Na),
+        subdivision: sub.and_then(gtm_model::place::Subdivision::parse),
+    };
+    let answer = |client: &str, place: Place| {
+        let class = topology.class(set, client.parse().unwrap());
+        let chosen = rule_for(
+            eval.answers.rules(),
+            topology,
+            set,
+            class.id,
+            &place,
+            &mut false,
+        )
+        .expect("a rule");
+        (chosen.rule + 1, f.show(&eval.answers.groups[chosen.group]))
+    };
+    assert_eq!(
+        answer("192.0.2.200", us(Some("US-CA"))),
+        (2, "192.0.2.3".into())
+    );
+    assert_eq!(
+        answer("192.0.2.200", us(Some("US-NY"))),
+        (1, "192.0.2.2".into())
+    );
+    assert_eq!(answer("192.0.2.200", us(None)), (1, "192.0.2.2".into()));
+    assert_eq!(
+        answer("3.3.1.1", us(Some("US-CA"))),
+        (3, "192.0.2.1".into())
+    );
 }

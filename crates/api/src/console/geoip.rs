@@ -328,6 +328,9 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
                 dt { "Address" } dd { (found.ip) }
                 dt { "Country" } dd.country { (found.country.as_deref().unwrap_or("-")) }
                 dt { "Continent" } dd.continent { (found.continent.as_deref().unwrap_or("-")) }
+                @if let Some(d) = &found.subdivision {
+                    dt { "Subdivision" } dd.subdivision { (d) }
+                }
                 dt { "Network" } dd { (found.network) }
                 dt { "Database" } dd { (found.database) }
                 @if let Some(note) = &found.note { dt { "Note" } dd { (note) } }

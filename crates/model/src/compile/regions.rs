@@ -8,7 +8,7 @@ use super::{Cx, unique};
 use crate::{
     config::{Config, Region, TopologyRule},
     node::Network,
-    place::{Continent, Country},
+    place::{Continent, Country, Subdivision},
     topology::{Leaf, Matcher, Term, Topology},
 };
 
@@ -17,6 +17,7 @@ use crate::{
 pub(super) enum Client {
     Region(String),
     Network(Network),
+    Subdivision(Subdivision),
     Country(Country),
     Continent(Continent),
 }
@@ -27,6 +28,7 @@ impl Client {
         match self {
             Self::Region(name) => format!("region:{name}"),
             Self::Network(n) => n.to_string(),
+            Self::Subdivision(d) => format!("subdivision:{d}"),
             Self::Country(c) => format!("country:{c}"),
             Self::Continent(k) => format!("continent:{}", k.code()),
         }
@@ -38,6 +40,13 @@ impl Client {
 pub(super) fn read_client(text: &str) -> Result<Client, String> {
     if let Some(name) = text.strip_prefix("region:") {
         return Ok(Client::Region(name.to_string()));
+    }
+    if let Some(code) = text.strip_prefix("subdivision:") {
+        return Subdivision::parse(code)
+            .map(Client::Subdivision)
+            .ok_or_else(|| {
+                format!("client \"{text}\": \"{code}\" is not an ISO 3166-2 subdivision (US-CA)")
+            });
     }
     if let Some(code) = text.strip_prefix("country:") {
         return Country::parse(code).map(Client::Country).ok_or_else(|| {
@@ -53,7 +62,7 @@ pub(super) fn read_client(text: &str) -> Result<Client, String> {
     }
     if !text.contains('/') {
         return Err(format!(
-            "client \"{text}\" is not a place: write a network (10.20.0.0/16), region:NAME, country:CC or continent:CC"
+            "client \"{text}\" is not a place: write a network (10.20.0.0/16), region:NAME, subdivision:CC-SUB, country:CC or continent:CC"
         ));
     }
     read_network(text).map(Client::Network)
@@ -189,6 +198,7 @@ impl Cx {
             };
             let leaf = match client {
                 Client::Network(n) => Leaf::Network(b.network(n)),
+                Client::Subdivision(d) => Leaf::Subdivision(d),
                 Client::Country(c) => Leaf::Country(c),
                 Client::Continent(k) => Leaf::Continent(k),
                 Client::Region(_) => continue,
@@ -225,39 +235,54 @@ impl Cx {
         b: &mut Builder,
     ) -> Read {
         let path = format!("region {}", r.name);
-        let mut leaves =
-            |cx: &mut Cx, networks: &[String], countries: &[String], continents: &[String]| {
-                let mut out = Vec::new();
-                for n in networks {
-                    match read_network(n) {
-                        Ok(n) => out.push(Leaf::Network(b.network(n))),
-                        Err(e) => cx.err(&path, e),
-                    }
+        let mut leaves = |cx: &mut Cx, lists: [&[String]; 4]| {
+            let [networks, subdivisions, countries, continents] = lists;
+            let mut out = Vec::new();
+            for n in networks {
+                match read_network(n) {
+                    Ok(n) => out.push(Leaf::Network(b.network(n))),
+                    Err(e) => cx.err(&path, e),
                 }
-                for c in countries {
-                    match Country::parse(c) {
-                        Some(c) => out.push(Leaf::Country(c)),
-                        None => cx.err(
-                            &path,
-                            format!("country \"{c}\" is not an ISO 3166 two-letter code"),
-                        ),
-                    }
+            }
+            for d in subdivisions {
+                match Subdivision::parse(d) {
+                    Some(d) => out.push(Leaf::Subdivision(d)),
+                    None => cx.err(
+                        &path,
+                        format!("subdivision \"{d}\" is not an ISO 3166-2 code (US-CA)"),
+                    ),
                 }
-                for k in continents {
-                    if let Some(k) = cx.continent(&path, k) {
-                        out.push(Leaf::Continent(k));
-                    }
+            }
+            for c in countries {
+                match Country::parse(c) {
+                    Some(c) => out.push(Leaf::Country(c)),
+                    None => cx.err(
+                        &path,
+                        format!("country \"{c}\" is not an ISO 3166 two-letter code"),
+                    ),
                 }
-                out.sort();
-                out.dedup();
-                out
-            };
-        let members = leaves(self, &r.networks, &r.countries, &r.continents);
+            }
+            for k in continents {
+                if let Some(k) = cx.continent(&path, k) {
+                    out.push(Leaf::Continent(k));
+                }
+            }
+            out.sort();
+            out.dedup();
+            out
+        };
+        let members = leaves(
+            self,
+            [&r.networks, &r.subdivisions, &r.countries, &r.continents],
+        );
         let excluded = leaves(
             self,
-            &r.exclude_networks,
-            &r.exclude_countries,
-            &r.exclude_continents,
+            [
+                &r.exclude_networks,
+                &r.exclude_subdivisions,
+                &r.exclude_countries,
+                &r.exclude_continents,
+            ],
         );
         for name in &r.regions {
             if !by_name.contains_key(name.as_str()) {
@@ -267,7 +292,7 @@ impl Cx {
         if members.is_empty() && r.regions.is_empty() {
             self.err(
                 &path,
-                "holds no client: give networks, countries, continents or regions",
+                "holds no client: give networks, subdivisions, countries, continents or regions",
             );
         }
         Read {
@@ -361,7 +386,7 @@ nameservers = ["ns1.t.test"]
     #[test]
     fn regions_are_checked_and_every_error_names_its_region() {
         let text = format!(
-            "{ZONE}\n[[region]]\nname = \"a\"\nnetworks = [\"10.20.1.0/16\", \"nope/8\"]\ncountries = [\"USA\"]\ncontinents = [\"XX\"]\nregions = [\"b\", \"missing\"]\n\n[[region]]\nname = \"b\"\nregions = [\"a\"]\n\n[[region]]\nname = \"empty\"\n\n[[region]]\nname = \"c\"\ncountries = [\"DE\"]\n\n[[region]]\nname = \"c\"\ncountries = [\"FR\"]\n"
+            "{ZONE}\n[[region]]\nname = \"a\"\nnetworks = [\"10.20.1.0/16\", \"nope/8\"]\ncountries = [\"USA\"]\ncontinents = [\"XX\"]\nsubdivisions = [\"US-CALI\"]\nregions = [\"b\", \"missing\"]\n\n[[region]]\nname = \"b\"\nregions = [\"a\"]\n\n[[region]]\nname = \"empty\"\n\n[[region]]\nname = \"c\"\ncountries = [\"DE\"]\n\n[[region]]\nname = \"c\"\ncountries = [\"FR\"]\n"
         );
         let errors = compiled(&text).unwrap_err();
         for want in [
@@ -369,6 +394,7 @@ nameservers = ["ns1.t.test"]
             "region a: \"nope/8\" is not a network",
             "region a: country \"USA\" is not an ISO 3166 two-letter code",
             "region a: continent \"XX\" is not one of AF, AN, AS, EU, NA, OC, SA",
+            "region a: subdivision \"US-CALI\" is not an ISO 3166-2 code (US-CA)",
             "region a: unknown region \"missing\"",
             "region a: includes itself: a → b → a",
             "region empty: holds no client",

@@ -112,6 +112,12 @@ pub const REGIONS: Kind = Kind {
             Input::List,
             "10.20.0.0/16",
         ),
+        field(
+            "subdivisions",
+            "Subdivisions (ISO 3166-2, City database)",
+            Input::List,
+            "US-CA, US-OR",
+        ),
         field("countries", "Countries (ISO codes)", Input::List, "US, CA"),
         field("continents", "Continents (codes)", Input::List, "EU"),
         field("regions", "Regions it includes", Input::List, "branch-west"),
@@ -120,6 +126,12 @@ pub const REGIONS: Kind = Kind {
             "Networks excluded",
             Input::List,
             "10.20.99.0/24",
+        ),
+        field(
+            "exclude_subdivisions",
+            "Subdivisions excluded",
+            Input::List,
+            "US-AK",
         ),
         field("exclude_countries", "Countries excluded", Input::List, "FR"),
         field(
