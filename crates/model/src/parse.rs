@@ -230,22 +230,35 @@ fn runs(pieces: &[(usize, usize)], threads: usize) -> Vec<&[(usize, usize)]> {
     runs
 }
 
-/// Adds what a later piece of the text holds to `config`.
+/// Adds what a later piece of the text holds to `config`. Each field is
+/// named, so that a new one is not left out.
 fn join(config: &mut Config, piece: Config) {
-    config.datacenters.extend(piece.datacenters);
-    config.checks.extend(piece.checks);
-    config.scenarios.extend(piece.scenarios);
-    config.services.extend(piece.services);
-    config.domains.extend(piece.domains);
+    let Config {
+        geoip,
+        datacenters,
+        regions,
+        checks,
+        scenarios,
+        services,
+        domains,
+        rate_limit,
+        cookies,
+    } = piece;
+    config.datacenters.extend(datacenters);
+    config.regions.extend(regions);
+    config.checks.extend(checks);
+    config.scenarios.extend(scenarios);
+    config.services.extend(services);
+    config.domains.extend(domains);
     // Each at most once in the text (see `cuts`).
-    if piece.geoip.is_some() {
-        config.geoip = piece.geoip;
+    if geoip.is_some() {
+        config.geoip = geoip;
     }
-    if piece.rate_limit.is_some() {
-        config.rate_limit = piece.rate_limit;
+    if rate_limit.is_some() {
+        config.rate_limit = rate_limit;
     }
-    if piece.cookies.is_some() {
-        config.cookies = piece.cookies;
+    if cookies.is_some() {
+        config.cookies = cookies;
     }
 }
 
@@ -609,8 +622,8 @@ mod tests {
                 .map(|p| std::fs::read_to_string(p).expect("read"))
                 .collect();
         let tricky = tricky();
-        // Before each of its 20 domains and 20 checks.
-        assert_eq!(cuts(&tricky, 1).map(|c| c.len()), Some(40));
+        // Before each of its 20 domains, 20 checks and 20 regions.
+        assert_eq!(cuts(&tricky, 1).map(|c| c.len()), Some(60));
         texts.push(tricky);
         texts.push(inline_lists());
         for text in &texts {
@@ -948,7 +961,8 @@ mod tests {
                 "# [[domain]] in a comment\n[[domain]]\nname = \"d{d}.test\"\nnameservers = [\n\"ns1.d{d}.test\",\n]\n\n\
                  [[domain.record]]\nname = \"t\"\ntype = \"TXT\"\nvalues = [\"\"\"\n[[domain]]\nname = \"x\"\n\"\"\"]\n\n\
                  [[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [\n{{ ip = \"192.0.2.{d}\" }},\n]\n\n\
-                 [[check]]\nname = \"c{d}\"\ntype = \"tcp\"\n\n"
+                 [[check]]\nname = \"c{d}\"\ntype = \"tcp\"\n\n\
+                 [[region]]\nname = \"r{d}\"\nnetworks = [\"10.{d}.0.0/16\"]\n\n"
             );
         }
         t
