@@ -26,7 +26,8 @@
 #   topo-ecs: topo.bench.test A with the same ECS: 100,000 /24 networks
 #                        (10.0.0.0/24 upward) send clients to dc1's address
 #                        192.0.2.20, others get dc2's 192.0.2.21.  gtm: a
-#                        region of those networks and a topology rule
+#                        region of those networks and topology rules (the
+#                        region to dc1, 0.0.0.0/0 to dc2)
 #                        (docs/topology.md); gdnsd: the geoip plugin with a
 #                        nets map of the same networks.  The report gives
 #                        gtm's CPU µs/query of topo-ecs over steered-ecs, and
@@ -343,7 +344,10 @@ EOF
 name = "topo"
 type = "A"
 addresses = [{ ip = "$TOPO_IN", dc = "dc1" }, { ip = "$TOPO_OUT", dc = "dc2" }]
-topology_rules = [{ client = "region:bench-nets", datacenter = "dc1" }]
+topology_rules = [
+  { client = "region:bench-nets", datacenter = "dc1" },
+  { client = "0.0.0.0/0", datacenter = "dc2" },
+]
 
 [[datacenter]]
 name = "dc2"
