@@ -322,3 +322,76 @@ topology_rules = [
     let found: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(found["subdivision"], "US-CA", "{found}");
 }
+
+/// The NOERROR answers to A queries a device has given.
+async fn answered_a(d: &TestDevice) -> u64 {
+    let text = metrics(d).await;
+    text.lines()
+        .find_map(|l| l.strip_prefix("gtm_dns_responses_total{type=\"A\",rcode=\"NOERROR\"} "))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+/// A validating-free unbound with its ECS subnet cache in front: an answer
+/// a /16 rule decided is reused for every /24 of that /16, and for no
+/// other client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resolver_caches_a_rules_answer_for_exactly_its_prefix() {
+    let Some(binary) = unbound_binary() else {
+        return;
+    };
+    let config = r#"
+[[datacenter]]
+name = "east"
+
+[[datacenter]]
+name = "west"
+
+[[region]]
+name = "office"
+networks = ["10.20.0.0/16"]
+
+[[domain]]
+name = "cache.test"
+nameservers = ["ns1.cache.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+ttl = 300
+addresses = [{ ip = "192.0.2.10", dc = "east" }, { ip = "192.0.2.20", dc = "west" }]
+topology_rules = [
+  { client = "region:office", datacenter = "east" },
+  { client = "0.0.0.0/0", datacenter = "west" },
+]
+"#;
+    let d = TestDevice::start(config).await;
+    let u = Unbound::start(&binary, "cache.test", d.v4(), ECS_CACHE).await;
+    let via = async |subnet: &str| {
+        let m = udp(
+            u.addr,
+            &with_ecs(query("www.cache.test.", RecordType::A), subnet),
+        )
+        .await;
+        sorted(&m)
+    };
+    let before = answered_a(&d).await;
+    assert_eq!(via("10.20.1.0/24").await, ["192.0.2.10"]);
+    let asked = answered_a(&d).await;
+    assert_eq!(
+        asked,
+        before + 1,
+        "the first client of the /16 is asked for"
+    );
+    // Other /24s of the same /16: from unbound's cache.
+    for subnet in ["10.20.77.0/24", "10.20.200.0/24"] {
+        assert_eq!(via(subnet).await, ["192.0.2.10"], "{subnet}");
+    }
+    assert_eq!(answered_a(&d).await, asked, "the /16's answer was reused");
+    // Just outside it: asked for, and answered otherwise.
+    assert_eq!(via("10.21.0.0/24").await, ["192.0.2.20"]);
+    assert_eq!(
+        answered_a(&d).await,
+        asked + 1,
+        "a client outside the /16 is asked for"
+    );
+}

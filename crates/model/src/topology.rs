@@ -100,7 +100,40 @@ struct ClassInfo {
 struct Intervals {
     starts: Box<[u128]>,
     classes: Box<[u32]>,
+    /// With many intervals: per value of an address's top 16 bits, the
+    /// first interval starting there or after (65,537 entries), so that a
+    /// lookup searches only the intervals of its bucket (a 100,000-network
+    /// list searched 3 MiB, missing the cache at each step).
+    buckets: Box<[u32]>,
+    /// The shift that leaves an address's top 16 bits: 16 for IPv4, 112
+    /// for IPv6.
+    shift: u32,
 }
+
+impl Intervals {
+    /// Intervals from `(start, class)` sorted by start, for a family of
+    /// `width` bits.
+    fn of(list: Vec<(u128, u32)>, width: u32) -> Self {
+        let starts: Box<[u128]> = list.iter().map(|(s, _)| *s).collect();
+        let shift = width - 16;
+        let buckets = if starts.len() > BUCKETED {
+            (0..=1u128 << 16)
+                .map(|b| starts.partition_point(|s| *s < (b << shift)) as u32)
+                .collect()
+        } else {
+            Box::default()
+        };
+        Self {
+            classes: list.iter().map(|(_, c)| *c).collect(),
+            starts,
+            buckets,
+            shift,
+        }
+    }
+}
+
+/// Lists of more intervals than this are looked up by bucket.
+const BUCKETED: usize = 1024;
 
 /// The compiled regions and rule places of a configuration, and the
 /// classification of client addresses by their networks: one per *rule
@@ -364,14 +397,10 @@ impl Classifier {
         }
         let v4 = sweep(&mut v4, u128::from(u32::MAX), &mut class_of);
         let v6 = sweep(&mut v6, u128::MAX, &mut class_of);
-        let intervals = |list: Vec<(u128, u32)>| Intervals {
-            starts: list.iter().map(|(s, _)| *s).collect(),
-            classes: list.iter().map(|(_, c)| *c).collect(),
-        };
         Self {
             classes: classes.into_boxed_slice(),
-            v4: intervals(v4),
-            v6: intervals(v6),
+            v4: Intervals::of(v4, 32),
+            v6: Intervals::of(v6, 128),
         }
     }
 
@@ -401,7 +430,17 @@ impl Classifier {
 /// (`max`: the family's last address).
 #[inline]
 fn locate(iv: &Intervals, a: u128, max: u128) -> (u32, u128, u128) {
-    let i = iv.starts.partition_point(|s| *s <= a);
+    let bucket = (a >> iv.shift) as usize;
+    let i = match (iv.buckets.get(bucket), iv.buckets.get(bucket + 1)) {
+        (Some(&lo), Some(&hi)) => {
+            let (lo, hi) = (lo as usize, hi as usize);
+            lo + iv
+                .starts
+                .get(lo..hi)
+                .map_or(0, |s| s.partition_point(|s| *s <= a))
+        }
+        _ => iv.starts.partition_point(|s| *s <= a),
+    };
     let Some(i) = i.checked_sub(1) else {
         // Never so: the sweep starts at 0.
         return (0, a, a);
@@ -614,6 +653,23 @@ mod tests {
             assert_eq!(
                 t.closeness(0, 0, class.id, &nowhere, &mut Consulted::default()),
                 Some(Closeness::Network(24))
+            );
+        }
+        // The bucketed lookup finds what a search of every interval finds.
+        let c = &t.classifiers[0];
+        assert!(!c.v4.buckets.is_empty());
+        let mut x: u32 = 0x9e37_79b9;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let a = u128::from(x % 0x0c00_0000);
+            let plain = c.v4.starts.partition_point(|s| *s <= a) - 1;
+            let (class, first, _) = locate(&c.v4, a, u128::from(u32::MAX));
+            assert_eq!(
+                (class, first),
+                (c.v4.classes[plain], c.v4.starts[plain]),
+                "{a:#x}"
             );
         }
         let past = IpAddr::V4((0x0a00_0000 + (100_000 << 8)).into());
