@@ -166,6 +166,25 @@ async fn branch_offices_get_their_datacenter_by_resolver_address_and_ecs() {
             .contains("by a /16 network"),
         "{rule}"
     );
+
+    // The preview lists the rules with what each answers now.
+    let out = run_gtm(&d, &["record", "preview", "www.topo.test", "A", "--json"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let preview: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let rules = preview["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 4, "{preview}");
+    assert_eq!(rules[0]["client"], "region:branch-a");
+    assert_eq!(rules[0]["target"], "datacenter east");
+    assert_eq!(rules[0]["skipped"], false);
+    assert_eq!(rules[0]["active"][0]["ip"], "192.0.2.10", "{preview}");
+    assert_eq!(rules[2]["client"], "::1/128");
+    let text = run_gtm(&d, &["record", "preview", "www.topo.test", "A"]);
+    assert!(
+        text.stdout
+            .contains("rule 2 region:branch-b → datacenter west (weight 1): 192.0.2.20"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,6 +57,17 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
                 };
                 println!("  clients in {:<4}{shown}", place.place);
             }
+            for rule in &p.rules {
+                let shown = if rule.skipped {
+                    "skipped (no candidate)".into()
+                } else {
+                    gtm_engine::active_texts(&rule.active).join(", ")
+                };
+                println!(
+                    "  rule {} {} → {} (weight {}): {shown}",
+                    rule.rule, rule.client, rule.target, rule.weight
+                );
+            }
             println!("decision        {}", p.decision);
             println!();
             let rows: Vec<[String; 5]> = p

@@ -33,6 +33,25 @@ pub struct PlaceAnswered {
     pub active: Vec<AddressState>,
 }
 
+/// A topology rule of a record and what it answers now (docs/topology.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RuleAnswered {
+    /// Its place in the record's rules, from 1.
+    pub rule: usize,
+    /// Its client place: `10.20.0.0/16`, `region:branch`, `country:US`.
+    pub client: String,
+    /// `datacenter east` or `address 192.0.2.1`.
+    pub target: String,
+    pub weight: u32,
+    /// What the clients it holds are answered, as in `active`; empty
+    /// when the rule is skipped.
+    pub active: Vec<AddressState>,
+    /// None of its target's addresses is a candidate now: the clients it
+    /// holds are answered by the next rule that holds them, or as without
+    /// rules.
+    pub skipped: bool,
+}
+
 /// How an address stands on the device that reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -350,6 +369,52 @@ pub fn answered_by_place(
                 },
                 active: answered_states(steering, dcs, answer, reason),
             })
+        })
+        .collect()
+}
+
+/// The record's topology rules, each with what it answers now.
+pub fn answered_by_rule(
+    steering: &Steering,
+    dcs: &[DcSpec],
+    answers: &PlaceAnswers,
+    topology: &gtm_model::topology::Topology,
+    reason: &dyn Fn(&AddressSpec) -> String,
+) -> Vec<RuleAnswered> {
+    steering
+        .rules()
+        .iter()
+        .zip(answers.rules())
+        .enumerate()
+        .map(|(i, (spec, decided))| {
+            let active = decided
+                .group
+                .and_then(|g| answers.groups.get(g as usize))
+                .map(|a| answered_states(steering, dcs, a, reason))
+                .unwrap_or_default();
+            RuleAnswered {
+                rule: i + 1,
+                client: topology
+                    .matchers
+                    .get(spec.matcher as usize)
+                    .map_or_else(|| "?".to_string(), |m| m.name.clone()),
+                target: match spec.target {
+                    gtm_model::compile::RuleTarget::Datacenter(dc) => format!(
+                        "datacenter {}",
+                        dcs.get(dc).map_or("?", |d| d.name.as_str())
+                    ),
+                    gtm_model::compile::RuleTarget::Address(a) => format!(
+                        "address {}",
+                        steering
+                            .addresses
+                            .get(a as usize)
+                            .map_or_else(|| "?".to_string(), |a| a.display())
+                    ),
+                },
+                weight: spec.weight,
+                active,
+                skipped: decided.group.is_none(),
+            }
         })
         .collect()
 }

@@ -41,8 +41,12 @@ use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
-pub use answered::{AddressHealth, AddressState, PlaceAnswered, active_texts, percents};
-use answered::{answered_by_default, answered_by_place, answered_states_by_default, reported};
+pub use answered::{
+    AddressHealth, AddressState, PlaceAnswered, RuleAnswered, active_texts, percents,
+};
+use answered::{
+    answered_by_default, answered_by_place, answered_by_rule, answered_states_by_default, reported,
+};
 pub use diff::diff;
 pub use explain::{Explain, ExplainAnswer, ExplainClient, ExplainStep, PossibleAnswer};
 pub use health::{CheckStatus, HealthState};

@@ -137,6 +137,10 @@ pub struct Preview {
     pub active: Vec<AddressState>,
     /// Places whose clients are answered otherwise (topology).
     pub places: Vec<PlaceAnswered>,
+    /// Its topology rules, each with what it answers now
+    /// (docs/topology.md).
+    #[serde(default)]
+    pub rules: Vec<RuleAnswered>,
     pub decision: String,
     /// Each address of the record with its HC field and its health now.
     pub addresses: Vec<AddressView>,
@@ -406,6 +410,13 @@ impl Engine {
                     balance: r.steering().balance.as_str().to_string(),
                     active,
                     places: answered_by_place(r.steering(), dcs, &r.answers, &reason),
+                    rules: answered_by_rule(
+                        r.steering(),
+                        dcs,
+                        &r.answers,
+                        &inner.compiled.topology,
+                        &reason,
+                    ),
                     decision: decision.into_owned(),
                     addresses,
                     switchovers: Vec::new(),

@@ -189,6 +189,17 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
                     @for a in gtm_engine::active_texts(&p.active) { li { (a) } }
                 }
             }
+            @if !p.rules.is_empty() {
+                p { "Topology rules (the closest that holds a client answers it):" }
+                ol #rules {
+                    @for rule in &p.rules {
+                        li {
+                            (rule.client) " → " (rule.target) " (weight " (rule.weight) "): "
+                            @if rule.skipped { "skipped, no candidate" } @else { (gtm_engine::active_texts(&rule.active).join(", ")) }
+                        }
+                    }
+                }
+            }
             @if !p.places.is_empty() {
                 p { "Clients in these places are answered otherwise (topology):" }
                 ul #places {
