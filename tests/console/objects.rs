@@ -99,6 +99,32 @@ async fn console_objects_are_made_from_scratch_and_a_dr_record_follows_its_backe
     br.fill("f-country", "DE").await;
     preview_and_apply(&br, "+ datacenter dc2: country \"DE\"").await;
 
+    // A region, its lists typed one per line or comma-separated.
+    br.goto(&format!("{base}/ui/objects/regions")).await;
+    br.click("#new-object").await;
+    br.until_path("the region form", |p| {
+        p.starts_with("/ui/objects/regions/edit")
+    })
+    .await;
+    br.fill("f-name", "office").await;
+    br.fill("f-networks", "10.20.0.0/16, 10.30.0.0/16").await;
+    br.fill("f-exclude_networks", "10.20.99.0/24").await;
+    br.shot("region-form").await;
+    preview_and_apply(
+        &br,
+        "+ region office: exclude_networks [\"10.20.99.0/24\"], networks [\"10.20.0.0/16\", \"10.30.0.0/16\"]",
+    )
+    .await;
+    // A network with host bits set is refused beside the form, naming it.
+    br.goto(&format!("{base}/ui/objects/regions/edit?name=office"))
+        .await;
+    br.fill("f-networks", "10.20.0.1/16").await;
+    br.click("#preview").await;
+    br.until_text("main", "the refusal", |t| {
+        t.contains("has host bits set: write 10.20.0.0/16")
+    })
+    .await;
+
     // A check: the fields of its type only; Test now before it is saved.
     br.goto(&format!("{base}/ui/objects/checks/edit")).await;
     br.fill("f-name", "web").await;

@@ -17,8 +17,8 @@
 //! Objects are matched by key (name; a record by name and type; an address
 //! by IP or CNAME target), not by position, so that a domain of 100,000
 //! records diffs in linear time, and unchanged objects are only compared,
-//! never formatted. The order of the lines is: datacenters, checks,
-//! scenarios, services, domains, then the tables `geoip`, `rate_limit` and
+//! never formatted. The order of the lines is: datacenters, regions,
+//! checks, scenarios, services, domains, then the tables `geoip`, `rate_limit` and
 //! `cookies`; inside each, the new file's order,
 //! then what was removed in the old file's order; the fields of an object in
 //! name order.
@@ -53,6 +53,14 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
         &old.datacenters,
         &new.datacenters,
         |d| d.name.as_str(),
+        &[],
+    );
+    named(
+        &mut out,
+        "region",
+        &old.regions,
+        &new.regions,
+        |r| r.name.as_str(),
         &[],
     );
     named(
@@ -846,6 +854,38 @@ addresses = [{ target = "www.example.test." }]
         assert_eq!(
             changed("condition = \"web\"", "condition = \"web and web\""),
             [r#"~ scenario dr: condition "web" → "web and web""#]
+        );
+    }
+
+    /// Regions and topology rules are diffed like the other objects and
+    /// fields, not left to "changed objects share a name".
+    #[test]
+    fn regions_and_topology_rules_diff_field_by_field() {
+        let old = config("[[region]]\nname = \"office\"\nnetworks = [\"10.20.0.0/16\"]\n");
+        let new = config(
+            "[[region]]\nname = \"office\"\nnetworks = [\"10.20.0.0/16\", \"10.30.0.0/16\"]\n\n\
+             [[region]]\nname = \"west\"\ncountries = [\"US\"]\n",
+        );
+        assert_eq!(
+            diff(&old, &new),
+            [
+                r#"+ region west: countries ["US"]"#,
+                r#"~ region office: networks ["10.20.0.0/16"] → ["10.20.0.0/16", "10.30.0.0/16"]"#,
+            ]
+        );
+        let ruled = |rules: &str| {
+            config(&format!(
+                "[[domain]]\nname = \"a.test\"\nnameservers = [\"ns1.a.test\"]\ntopology_rules = [{rules}]\n"
+            ))
+        };
+        let changed = diff(
+            &ruled(""),
+            &ruled("{ client = \"region:west\", datacenter = \"dc1\" }"),
+        );
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert!(
+            changed[0].starts_with("~ domain a.test: topology_rules"),
+            "{changed:?}"
         );
     }
 
