@@ -373,6 +373,38 @@ pub fn answered_by_place(
         .collect()
 }
 
+/// A rule's client place as written: `10.20.0.0/16`, `region:branch`.
+pub(crate) fn rule_client(
+    topology: &gtm_model::topology::Topology,
+    spec: &gtm_model::compile::RuleSpec,
+) -> String {
+    topology
+        .matchers
+        .get(spec.matcher as usize)
+        .map_or_else(|| "?".to_string(), |m| m.name.clone())
+}
+
+/// A rule's target in words: `datacenter east`, `address 192.0.2.1`.
+pub(crate) fn rule_target(
+    steering: &Steering,
+    dcs: &[DcSpec],
+    spec: &gtm_model::compile::RuleSpec,
+) -> String {
+    match spec.target {
+        gtm_model::compile::RuleTarget::Datacenter(dc) => format!(
+            "datacenter {}",
+            dcs.get(dc).map_or("?", |d| d.name.as_str())
+        ),
+        gtm_model::compile::RuleTarget::Address(a) => format!(
+            "address {}",
+            steering
+                .addresses
+                .get(a as usize)
+                .map_or_else(|| "?".to_string(), |a| a.display())
+        ),
+    }
+}
+
 /// The record's topology rules, each with what it answers now.
 pub fn answered_by_rule(
     steering: &Steering,
@@ -394,23 +426,8 @@ pub fn answered_by_rule(
                 .unwrap_or_default();
             RuleAnswered {
                 rule: i + 1,
-                client: topology
-                    .matchers
-                    .get(spec.matcher as usize)
-                    .map_or_else(|| "?".to_string(), |m| m.name.clone()),
-                target: match spec.target {
-                    gtm_model::compile::RuleTarget::Datacenter(dc) => format!(
-                        "datacenter {}",
-                        dcs.get(dc).map_or("?", |d| d.name.as_str())
-                    ),
-                    gtm_model::compile::RuleTarget::Address(a) => format!(
-                        "address {}",
-                        steering
-                            .addresses
-                            .get(a as usize)
-                            .map_or_else(|| "?".to_string(), |a| a.display())
-                    ),
-                },
+                client: rule_client(topology, spec),
+                target: rule_target(steering, dcs, spec),
                 weight: spec.weight,
                 active,
                 skipped: decided.group.is_none(),

@@ -538,23 +538,8 @@ fn rule_steps(
         let Some(r) = rules.get(i) else {
             return String::new();
         };
-        let client = topology
-            .matchers
-            .get(r.matcher as usize)
-            .map_or("?", |m| m.name.as_str());
-        let target = match r.target {
-            gtm_model::compile::RuleTarget::Datacenter(dc) => format!(
-                "datacenter {}",
-                dcs.get(dc).map_or("?", |d| d.name.as_str())
-            ),
-            gtm_model::compile::RuleTarget::Address(a) => format!(
-                "address {}",
-                steering
-                    .addresses
-                    .get(a as usize)
-                    .map_or_else(|| "?".to_string(), |a| a.display())
-            ),
-        };
+        let client = crate::answered::rule_client(topology, r);
+        let target = crate::answered::rule_target(steering, dcs, r);
         format!("rule {} ({client} → {target}, weight {})", i + 1, r.weight)
     };
     for (i, r) in served.rules().iter().enumerate() {

@@ -151,6 +151,10 @@ pub struct Topology {
     geo_terms: Box<[Box<[u32]>]>,
     /// One per rule set.
     classifiers: Box<[Classifier]>,
+    /// Per rule set: whether a matcher of it names a subdivision, country
+    /// or continent (a member or an exclusion), so that a client's GeoIP
+    /// place is looked up for it at all.
+    uses_place: Box<[bool]>,
 }
 
 /// The classes of the addresses for one rule set.
@@ -221,18 +225,35 @@ impl Topology {
             .iter()
             .map(|set| Classifier::build(&networks, &matchers, set))
             .collect();
+        let uses_place = sets
+            .iter()
+            .map(|set| {
+                set.iter()
+                    .filter_map(|m| matchers.get(*m as usize))
+                    .flat_map(|m| m.terms.iter())
+                    .flat_map(|t| std::iter::once(&t.leaf).chain(t.excluded.iter()))
+                    .any(|l| !matches!(l, Leaf::Network(_)))
+            })
+            .collect();
         Self {
             networks: networks.into_boxed_slice(),
             matchers: matchers.into_boxed_slice(),
             regions: regions.into_boxed_slice(),
             geo_terms: geo_terms.into_boxed_slice(),
             classifiers,
+            uses_place,
         }
     }
 
     /// Whether no matcher names a network: every address is one class.
     pub fn is_empty(&self) -> bool {
         self.matchers.is_empty()
+    }
+
+    /// Whether the rules of set `set` read a client's GeoIP place.
+    #[inline]
+    pub fn uses_place(&self, set: u32) -> bool {
+        self.uses_place.get(set as usize).copied().unwrap_or(false)
     }
 
     /// The class of `ip` for rule set `set`, and the block around it no

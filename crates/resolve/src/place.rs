@@ -332,7 +332,9 @@ fn rule_answers(
                 .copied()
                 .filter(|&i| match r.target {
                     RuleTarget::Address(a) => i == a as usize,
-                    RuleTarget::Datacenter(dc) => steering.addresses[i].dc() == Some(dc),
+                    RuleTarget::Datacenter(dc) => {
+                        steering.addresses.get(i).and_then(|a| a.dc()) == Some(dc)
+                    }
                 })
                 .collect();
             let group = (!narrowed.is_empty()).then(|| intern(groups, finish(narrowed)) as u32);

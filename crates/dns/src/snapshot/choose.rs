@@ -179,27 +179,22 @@ fn place_client(
     // rules splits: the scope of what networks decided.
     let set = answer.rule_set();
     let class = topology.class(set, ip);
-    let located = geo.locate(ip);
+    // Looked up only when a rule or the place table reads the place.
+    let located = (topology.uses_place(set) || !answer.places().is_empty()).then(|| geo.locate(ip));
+    let place = located.map(|l| l.place).unwrap_or_default();
     let mut geo_used = false;
-    let chosen = rule_for(
-        rules,
-        topology,
-        set,
-        class.id,
-        &located.place,
-        &mut geo_used,
-    );
+    let chosen = rule_for(rules, topology, set, class.id, &place, &mut geo_used);
     let (group, width) = match chosen {
         Some(choice) => (choice.group, class.block),
         None if answer.places().is_empty() => (answer.default_group(), class.block),
         None => {
             geo_used = true;
-            let group = place_group(answer.places(), answer.default_group(), &located.place);
+            let group = place_group(answer.places(), answer.default_group(), &place);
             (group, class.block)
         }
     };
     let width = if geo_used {
-        width.max(located.prefix)
+        width.max(located.map_or(0, |l| l.prefix))
     } else {
         width
     };
@@ -213,7 +208,7 @@ fn place_client(
     Placed {
         group,
         scope,
-        located: Some(located),
+        located,
         rule: chosen,
     }
 }
