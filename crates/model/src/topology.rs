@@ -117,8 +117,12 @@ impl Intervals {
         let starts: Box<[u128]> = list.iter().map(|(s, _)| *s).collect();
         let shift = width - 16;
         let buckets = if starts.len() > BUCKETED {
-            (0..=1u128 << 16)
+            // The entry after the last bucket is the end of the list:
+            // `1 << 16` shifted into an IPv6 address's top bits is past
+            // its 128 bits.
+            (0..1u128 << 16)
                 .map(|b| starts.partition_point(|s| *s < (b << shift)) as u32)
+                .chain([starts.len() as u32])
                 .collect()
         } else {
             Box::default()
@@ -693,6 +697,40 @@ mod tests {
                 "{a:#x}"
             );
         }
+        // IPv6 too, to its last bucket (ffff::/16).
+        let v6: Vec<Network> = (0..2_000u128)
+            .map(|i| Network::of(IpAddr::V6((0x2001_0db8_u128 << 96 | i << 64).into()), 64))
+            .chain([Network::of("ffff:1::".parse().unwrap(), 32)])
+            .collect();
+        let n = v6.len() as u32;
+        let t6 = Topology::build(
+            v6,
+            vec![Matcher {
+                name: "region:v6".into(),
+                terms: (0..n).map(|i| term(Leaf::Network(i), &[])).collect(),
+            }],
+            Vec::new(),
+            &[vec![0]],
+        );
+        assert!(!t6.classifiers[0].v6.buckets.is_empty());
+        for (a, prefix) in [("2001:db8:0:7::1", 64), ("ffff:1:2::1", 32)] {
+            let class = t6.class(0, ip(a));
+            assert_eq!(
+                t6.closeness(0, 0, class.id, &nowhere, &mut Consulted::default()),
+                Some(Closeness::Network(prefix)),
+                "{a}"
+            );
+        }
+        assert_eq!(
+            t6.closeness(
+                0,
+                0,
+                t6.class(0, ip("ffff:2::1")).id,
+                &nowhere,
+                &mut Consulted::default()
+            ),
+            None
+        );
         let past = IpAddr::V4((0x0a00_0000 + (100_000 << 8)).into());
         assert_eq!(
             t.closeness(
