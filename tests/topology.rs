@@ -414,3 +414,87 @@ topology_rules = [
         "a client outside the /16 is asked for"
     );
 }
+
+/// A pair: regions and rules are replicated configuration. A region
+/// edited through the follower moves both devices' answers, and a device
+/// killed and restarted answers by the region as edited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_region_edited_on_one_device_steers_both_and_survives_a_restart() {
+    use crate::cluster::Proc;
+    let config = r#"
+[[datacenter]]
+name = "east"
+
+[[datacenter]]
+name = "west"
+
+[[region]]
+name = "office"
+networks = ["10.20.0.0/16"]
+
+[[domain]]
+name = "pair-topo.test"
+nameservers = ["ns1.pair-topo.test"]
+topology_rules = [
+  { client = "region:office", datacenter = "east" },
+  { client = "0.0.0.0/0", datacenter = "west" },
+]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.10", dc = "east" }, { ip = "192.0.2.20", dc = "west" }]
+"#;
+    let root = tempfile::tempdir().unwrap();
+    let (a, mut b) = tokio::task::block_in_place(|| {
+        let a = Proc::start(root.path(), "gtm1", "east", "127.0.136.1");
+        let b = Proc::start(root.path(), "gtm2", "west", "127.0.136.2");
+        a.ok(&["cluster", "init"]);
+        b.join(&a);
+        a.apply_ok(config);
+        (a, b)
+    });
+    let local: IpAddr = "127.0.0.1".parse().unwrap();
+    // Waits (bounded) until `p` answers each ECS subnet as wanted.
+    let until = async |p: &Proc, want: &[(&str, &str)]| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let mut got = Vec::new();
+            for (subnet, _) in want {
+                let m = ask_from(local, p.dns(), "www.pair-topo.test.", Some(subnet)).await;
+                got.push(sorted(&m).join(" "));
+            }
+            if got.iter().zip(want).all(|(g, (_, w))| g == w) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} answers {got:?}, not {want:?}",
+                p.name
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    let before = [
+        ("10.20.1.0/24", "192.0.2.10"),
+        ("10.21.1.0/24", "192.0.2.20"),
+    ];
+    until(&a, &before).await;
+    until(&b, &before).await;
+    // Through the follower: the office moves to 10.21.0.0/16.
+    let file = root.path().join("office.toml");
+    std::fs::write(&file, "networks = [\"10.21.0.0/16\"]\n").unwrap();
+    let out = b.gtm(&["region", "put", "office", "--file", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let after = [
+        ("10.20.1.0/24", "192.0.2.20"),
+        ("10.21.1.0/24", "192.0.2.10"),
+    ];
+    until(&a, &after).await;
+    until(&b, &after).await;
+    // kill -9 and a restart: the region as edited, from the device's store.
+    b.kill();
+    b.restart();
+    until(&b, &after).await;
+    drop(a);
+}
