@@ -254,6 +254,15 @@ struct CityEntry {
     country: IsoCode,
     continent: ContinentCode,
     subdivisions: Vec<IsoCode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    location: Option<Location>,
+}
+
+#[derive(serde::Serialize)]
+struct Location {
+    latitude: f64,
+    longitude: f64,
+    accuracy_radius: u16,
 }
 
 #[derive(serde::Serialize)]
@@ -266,23 +275,50 @@ struct ContinentCode {
     code: &'static str,
 }
 
-/// A GeoLite2-City-shaped database: 3.3.1.0/24 in California, 3.3.2.0/24
-/// in New York (first subdivision), 3.3.3.0/24 in the US with none.
+/// A GeoLite2-City-shaped database: 3.3.1.0/24 in Los Angeles,
+/// California, 3.3.2.0/24 in New York (first subdivision), 3.3.3.0/24 in
+/// Denver, the US with no subdivision, 3.3.4.0/24 in Paris, 3.3.5.0/24
+/// in the US with no location.
 fn write_city_mmdb(path: &std::path::Path) {
     let mut w = mmdb_writer::Writer::new("GeoLite2-City");
-    for (net, subdivisions) in [
-        ("3.3.1.0/24", vec!["CA"]),
-        ("3.3.2.0/24", vec!["NY", "XX"]),
-        ("3.3.3.0/24", vec![]),
+    for (net, country, continent, subdivisions, location) in [
+        (
+            "3.3.1.0/24",
+            "US",
+            "NA",
+            vec!["CA"],
+            Some((34.0522, -118.2437)),
+        ),
+        (
+            "3.3.2.0/24",
+            "US",
+            "NA",
+            vec!["NY", "XX"],
+            Some((40.7128, -74.0060)),
+        ),
+        ("3.3.3.0/24", "US", "NA", vec![], Some((39.7392, -104.9903))),
+        (
+            "3.3.4.0/24",
+            "FR",
+            "EU",
+            vec!["IDF"],
+            Some((48.8566, 2.3522)),
+        ),
+        ("3.3.5.0/24", "US", "NA", vec![], None),
     ] {
         let net: mmdb_writer::ipnet::IpNet = net.parse().unwrap();
         let entry = CityEntry {
-            country: IsoCode { iso_code: "US" },
-            continent: ContinentCode { code: "NA" },
+            country: IsoCode { iso_code: country },
+            continent: ContinentCode { code: continent },
             subdivisions: subdivisions
                 .into_iter()
                 .map(|iso_code| IsoCode { iso_code })
                 .collect(),
+            location: location.map(|(latitude, longitude)| Location {
+                latitude,
+                longitude,
+                accuracy_radius: 20,
+            }),
         };
         w.insert(net, &entry).unwrap();
     }
@@ -340,6 +376,118 @@ topology_rules = [
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let found: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(found["subdivision"], "US-CA", "{found}");
+    assert_eq!(found["latitude"], 34.0522, "{found}");
+    assert_eq!(found["longitude"], -118.2437, "{found}");
+}
+
+/// Nearest by distance from a City database's locations: each client
+/// gets the datacenter nearest to it with a candidate, a drained one
+/// sends its clients to the next nearest, a rule still comes first, and
+/// a client with no location gets every candidate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_nearest_datacenter_with_a_candidate_answers_each_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("city.mmdb");
+    write_city_mmdb(&db);
+    let config = r#"
+[[datacenter]]
+name = "west"
+latitude = 37.7749
+longitude = -122.4194
+
+[[datacenter]]
+name = "east"
+latitude = 40.7128
+longitude = -74.0060
+
+[[datacenter]]
+name = "fra"
+latitude = 50.1109
+longitude = 8.6821
+
+[[domain]]
+name = "near.test"
+nameservers = ["ns1.near.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+nearest = true
+addresses = [
+  { ip = "192.0.2.10", dc = "west" },
+  { ip = "192.0.2.20", dc = "east" },
+  { ip = "192.0.2.30", dc = "fra" },
+]
+topology_rules = [{ client = "10.1.0.0/16", datacenter = "fra" }]
+"#;
+    let d = TestDevice::start_with(config, Some(db)).await;
+    let local: IpAddr = "127.0.0.1".parse().unwrap();
+    let server = d.v4();
+    let ask = |subnet: &'static str| async move {
+        let r = ask_from(local, server, "www.near.test.", Some(subnet)).await;
+        (sorted(&r), scope(&r))
+    };
+    for (subnet, want) in [
+        ("3.3.1.0/24", "192.0.2.10"),
+        ("3.3.2.0/24", "192.0.2.20"),
+        ("3.3.3.0/24", "192.0.2.10"),
+        ("3.3.4.0/24", "192.0.2.30"),
+    ] {
+        assert_eq!(
+            ask(subnet).await,
+            (vec![want.to_string()], Some(24)),
+            "ECS {subnet}: the nearest, scoped to the database's network"
+        );
+    }
+    // A rule comes first: its /16, whatever the distance.
+    assert_eq!(
+        ask("10.1.2.0/24").await,
+        (vec!["192.0.2.30".into()], Some(16))
+    );
+    // No location: every candidate.
+    let (all, _) = ask("3.3.5.0/24").await;
+    assert_eq!(all, ["192.0.2.10", "192.0.2.20", "192.0.2.30"]);
+
+    let out = run_gtm(
+        &d,
+        &[
+            "record",
+            "explain",
+            "www.near.test",
+            "A",
+            "--ecs",
+            "3.3.3.0/24",
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let explained: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let step = explained["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "nearest")
+        .unwrap_or_else(|| panic!("a nearest step: {explained}"));
+    assert_eq!(step["outcome"], "datacenter west", "{step}");
+    let reason = step["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("west 1") && reason.contains("east 2"),
+        "{reason}"
+    );
+
+    // West drained: Los Angeles and Denver go to the next nearest, east.
+    let out = run_gtm(&d, &["dc", "drain", "west"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(ask("3.3.1.0/24").await.0, ["192.0.2.20"]);
+    assert_eq!(ask("3.3.3.0/24").await.0, ["192.0.2.20"]);
+    let out = run_gtm(&d, &["record", "preview", "www.near.test", "A"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("nearest west: skipped (no candidate)")
+            && out.stdout.contains("nearest east: 192.0.2.20"),
+        "{}",
+        out.stdout
+    );
 }
 
 /// The NOERROR answers to A queries a device has given.

@@ -65,6 +65,9 @@ pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
                 if let Some(d) = &found.subdivision {
                     println!("subdivision {d}");
                 }
+                if let Some((lat, lon)) = found.latitude.zip(found.longitude) {
+                    println!("location   {lat:.4}, {lon:.4}");
+                }
                 println!("network    {}", found.network);
                 println!("database   {}", found.database);
                 if let Some(note) = found.note {

@@ -68,6 +68,18 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
                     rule.rule, rule.client, rule.target, rule.weight
                 );
             }
+            for near in &p.nearest {
+                let shown = if near.skipped {
+                    "skipped (no candidate)".into()
+                } else {
+                    gtm_engine::active_texts(&near.active).join(", ")
+                };
+                println!(
+                    "  nearest {}{}: {shown}",
+                    near.datacenter,
+                    bias_text(near.bias)
+                );
+            }
             println!("decision        {}", p.decision);
             println!();
             let rows: Vec<[String; 5]> = p
@@ -258,4 +270,13 @@ fn print_explain(x: &Explain) {
         println!("  ... and {} more", a.omitted);
     }
     println!("rotation  {}", a.rotation);
+}
+
+/// ` (bias +20)`, or nothing for no bias.
+fn bias_text(bias: i32) -> String {
+    if bias == 0 {
+        String::new()
+    } else {
+        format!(" (bias {bias:+})")
+    }
 }

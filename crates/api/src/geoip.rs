@@ -29,6 +29,12 @@ pub struct GeoLookup {
     /// The ISO 3166-2 subdivision (`US-CA`), from a City database.
     #[serde(default)]
     pub subdivision: Option<String>,
+    /// Decimal degrees north and east, from a City database's location
+    /// (what nearest by distance measures from).
+    #[serde(default)]
+    pub latitude: Option<f64>,
+    #[serde(default)]
+    pub longitude: Option<f64>,
     /// The network of the database's entry that holds the address, e.g.
     /// `81.2.69.0/24`.
     pub network: String,
@@ -100,6 +106,8 @@ pub fn lookup_in(geo: &Geo, ip: IpAddr) -> GeoLookup {
         country: located.place.country.map(|c| c.to_string()),
         continent: located.place.continent.map(|c| c.to_string()),
         subdivision: located.place.subdivision.map(|d| d.to_string()),
+        latitude: located.place.location.map(|l| l.latitude()),
+        longitude: located.place.location.map(|l| l.longitude()),
         network: gtm_model::node::Network::of(ip, located.prefix).to_string(),
         prefix: located.prefix,
         database: geo.description().to_string(),

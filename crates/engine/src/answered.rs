@@ -52,6 +52,24 @@ pub struct RuleAnswered {
     pub skipped: bool,
 }
 
+/// A datacenter a record answers from by distance (`nearest = true`),
+/// with what it answers now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NearestAnswered {
+    pub datacenter: String,
+    /// Decimal degrees north.
+    pub latitude: f64,
+    /// Decimal degrees east.
+    pub longitude: f64,
+    /// −99 to 99: distances to it count `1 − bias/100` times.
+    pub bias: i32,
+    /// What the clients nearest to it are answered; empty when skipped.
+    pub active: Vec<AddressState>,
+    /// None of its addresses is a candidate now: its clients go to the
+    /// next nearest.
+    pub skipped: bool,
+}
+
 /// How an address stands on the device that reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -432,6 +450,32 @@ pub fn answered_by_rule(
                 active,
                 skipped: decided.group.is_none(),
             }
+        })
+        .collect()
+}
+
+/// The datacenters the record answers from by distance, each with what it
+/// answers now.
+pub fn answered_by_nearest(
+    steering: &Steering,
+    dcs: &[DcSpec],
+    answers: &PlaceAnswers,
+    reason: &dyn Fn(&AddressSpec) -> String,
+) -> Vec<NearestAnswered> {
+    answers
+        .nearest()
+        .iter()
+        .map(|n| NearestAnswered {
+            datacenter: dcs.get(n.dc).map_or_else(|| "?".into(), |d| d.name.clone()),
+            latitude: n.at.latitude(),
+            longitude: n.at.longitude(),
+            bias: n.bias,
+            active: n
+                .group
+                .and_then(|g| answers.groups.get(g as usize))
+                .map(|a| answered_states(steering, dcs, a, reason))
+                .unwrap_or_default(),
+            skipped: n.group.is_none(),
         })
         .collect()
 }

@@ -256,10 +256,12 @@ impl Engine {
             &chosen,
             dcs,
         );
-        let by_rule = chosen
+        nearest_step(&mut steps, steering, &served, &chosen, &geo, dcs);
+        let decided = chosen
             .rule
-            .and_then(|c| eval.answers.groups.get(c.group).map(|a| (c, a)));
-        if let Some((_, ruled)) = by_rule {
+            .map(|c| c.group)
+            .or(chosen.nearest.map(|n| n.group));
+        if let Some(ruled) = decided.and_then(|g| eval.answers.groups.get(g)) {
             let narrowed = match ruled {
                 Answer::Addresses(list) => list.clone(),
                 _ => Vec::new(),
@@ -303,8 +305,8 @@ impl Engine {
             })
             .collect();
         let empty = group.is_empty();
-        let fail_safe = match by_rule {
-            Some((_, ruled)) => *ruled == Answer::FailSafe,
+        let fail_safe = match decided.and_then(|g| eval.answers.groups.get(g)) {
+            Some(ruled) => *ruled == Answer::FailSafe,
             None => answer.is_some_and(|p| p.answer == Answer::FailSafe),
         };
         let answer = ExplainAnswer {
@@ -454,7 +456,13 @@ fn place_step(
         (Some(ip), Some(src)) => format!("ECS network {ip}/{src}"),
         (Some(ip), None) => format!("source address {ip}"),
     };
-    let (outcome, reason) = if !steering.topology {
+    let (outcome, reason) = if !steering.topology && steering.nearest {
+        (
+            "not used".to_string(),
+            "the record has no topological selection: clients are placed by distance (nearest)"
+                .to_string(),
+        )
+    } else if !steering.topology {
         (
             "not used".to_string(),
             "the record has no topological selection: every client gets the same answer"
@@ -574,6 +582,84 @@ fn rule_steps(
             outcome: "none".into(),
             reason: "no topology rule with a healthy candidate holds the client: answered as without rules"
                 .into(),
+        },
+    });
+}
+
+/// The `nearest` step of a record with `nearest = true` that no rule
+/// answered: where the client is, each datacenter's biased distance, and
+/// the one that answers.
+fn nearest_step(
+    steps: &mut Vec<ExplainStep>,
+    steering: &Steering,
+    served: &gtm_dns::snapshot::RrsetAnswer,
+    chosen: &Chosen,
+    geo: &gtm_geo::Geo,
+    dcs: &[DcSpec],
+) {
+    if !steering.nearest || chosen.rule.is_some() {
+        return;
+    }
+    let name = |dc: usize| dcs.get(dc).map_or("?", |d| d.name.as_str());
+    let location = chosen.located.as_ref().and_then(|l| l.place.location);
+    let Some(at) = location else {
+        let why = match (chosen.placed_by, chosen.located) {
+            (None, _) => "the client asked not to be placed (ECS /0)".to_string(),
+            (Some(_), Some(l)) if l.unplaced.is_some() => format!(
+                "GeoIP ({}) has no location for the client ({})",
+                geo.description(),
+                l.unplaced.unwrap_or_default()
+            ),
+            _ => format!(
+                "GeoIP ({}) has no location for the client (a City database has them)",
+                geo.description()
+            ),
+        };
+        steps.push(ExplainStep {
+            step: "nearest".into(),
+            subject: String::new(),
+            outcome: "none".into(),
+            reason: format!("{why}: answered as without nearest"),
+        });
+        return;
+    };
+    let distances: Vec<String> = served
+        .nearest()
+        .iter()
+        .map(|n| {
+            let real = at.km_to(n.at);
+            let mut text = format!("{} {:.0} km", name(n.dc), real);
+            if n.bias != 0 {
+                text.push_str(&format!(" (bias {:+}: {:.0} km)", n.bias, n.biased_km(at)));
+            }
+            if n.group.is_none() {
+                text.push_str(" skipped, no healthy candidate");
+            }
+            text
+        })
+        .collect();
+    let place = format!("the client is at {at}");
+    steps.push(match chosen.nearest {
+        Some(c) => ExplainStep {
+            step: "nearest".into(),
+            subject: String::new(),
+            outcome: format!(
+                "datacenter {}",
+                served.nearest().get(c.index).map_or("?", |n| name(n.dc))
+            ),
+            reason: format!(
+                "{place}; {}: the nearest with a candidate answers",
+                distances.join(", ")
+            ),
+        },
+        None => ExplainStep {
+            step: "nearest".into(),
+            subject: String::new(),
+            outcome: "none".into(),
+            reason: format!(
+                "{place}; {}: no datacenter with a location has a candidate, answered as without nearest",
+                distances.join(", ")
+            ),
         },
     });
 }

@@ -42,10 +42,12 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, watch};
 
 pub use answered::{
-    AddressHealth, AddressState, PlaceAnswered, RuleAnswered, active_texts, percents,
+    AddressHealth, AddressState, NearestAnswered, PlaceAnswered, RuleAnswered, active_texts,
+    percents,
 };
 use answered::{
-    answered_by_default, answered_by_place, answered_by_rule, answered_states_by_default, reported,
+    answered_by_default, answered_by_nearest, answered_by_place, answered_by_rule,
+    answered_states_by_default, reported,
 };
 pub use diff::diff;
 pub use explain::{Explain, ExplainAnswer, ExplainClient, ExplainStep, PossibleAnswer};
@@ -207,6 +209,7 @@ impl Steered {
             max_answers: 0,
             on_no_healthy: Default::default(),
             topology: false,
+            nearest: false,
             addresses: Box::default(),
             extra: None,
         });

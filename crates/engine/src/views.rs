@@ -141,6 +141,10 @@ pub struct Preview {
     /// (docs/topology.md).
     #[serde(default)]
     pub rules: Vec<RuleAnswered>,
+    /// With `nearest = true`: each datacenter with a location, with what
+    /// the clients nearest to it are answered now (docs/topology.md).
+    #[serde(default)]
+    pub nearest: Vec<NearestAnswered>,
     pub decision: String,
     /// Each address of the record with its HC field and its health now.
     pub addresses: Vec<AddressView>,
@@ -417,6 +421,7 @@ impl Engine {
                         &inner.compiled.topology,
                         &reason,
                     ),
+                    nearest: answered_by_nearest(r.steering(), dcs, &r.answers, &reason),
                     decision: decision.into_owned(),
                     addresses,
                     switchovers: Vec::new(),

@@ -83,6 +83,16 @@ struct CountryRecord<'a> {
     /// one topology rules name (`US-CA`).
     #[serde(borrow, default)]
     subdivisions: Option<FirstCode<'a>>,
+    /// A City database's location of the network: for nearest by
+    /// distance.
+    #[serde(default)]
+    location: Option<Location>,
+}
+
+#[derive(Deserialize)]
+struct Location {
+    latitude: Option<f64>,
+    longitude: Option<f64>,
 }
 
 /// The `iso_code` of a list's first element, read without collecting the
@@ -275,11 +285,16 @@ impl Geo {
         let subdivision = country
             .zip(record.subdivisions.and_then(|s| s.0))
             .and_then(|(country, code)| gtm_model::place::Subdivision::of(country, code));
+        let location = record
+            .location
+            .and_then(|l| l.latitude.zip(l.longitude))
+            .and_then(|(lat, lon)| gtm_model::place::Coordinates::from_degrees(lat, lon));
         Located {
             place: Place {
                 country,
                 continent,
                 subdivision,
+                location,
             },
             prefix,
             unplaced: None,

@@ -218,6 +218,19 @@ pub struct Datacenter {
     /// AF, AN, AS, EU, NA, OC or SA.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continent: Option<String>,
+    /// Where it is, in decimal degrees north (−90 to 90): with
+    /// `longitude`, for records answered by the nearest datacenter
+    /// (`nearest = true`, docs/topology.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latitude: Option<crate::place::Degrees>,
+    /// Decimal degrees east (−180 to 180).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longitude: Option<crate::place::Degrees>,
+    /// −99 to 99: a client's distance to it counts as `1 − bias/100`
+    /// times the real one, so a positive bias draws clients from further
+    /// away and a negative one sends them elsewhere (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bias: Option<i32>,
 }
 
 /// A named set of client places (docs/topology.md): a client is in it
@@ -683,6 +696,11 @@ pub struct RecordFields {
     pub on_no_healthy: Option<OnNoHealthy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<bool>,
+    /// Clients no topology rule answers are answered from the nearest
+    /// datacenter with a candidate, by the client's location
+    /// (docs/topology.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nearest: Option<bool>,
     /// Where clients are answered from (docs/topology.md); unset: the
     /// domain's.
     #[serde(default, skip_serializing_if = "<[TopologyRule]>::is_empty")]
@@ -723,6 +741,7 @@ pub struct RecordOptions {
     pub fail_safe: Box<[String]>,
     pub on_no_healthy: Option<OnNoHealthy>,
     pub topology: Option<bool>,
+    pub nearest: Option<bool>,
     pub topology_rules: Box<[TopologyRule]>,
     pub values: Box<[String]>,
 }
@@ -742,6 +761,7 @@ impl From<RecordFields> for Record {
             fail_safe,
             on_no_healthy,
             topology,
+            nearest,
             topology_rules,
             addresses,
             values,
@@ -756,6 +776,7 @@ impl From<RecordFields> for Record {
             fail_safe,
             on_no_healthy,
             topology,
+            nearest,
             topology_rules,
             values,
         };
@@ -788,6 +809,7 @@ impl From<Record> for RecordFields {
             fail_safe,
             on_no_healthy,
             topology,
+            nearest,
             topology_rules,
             values,
         } = options.map(|o| *o).unwrap_or_default();
@@ -804,6 +826,7 @@ impl From<Record> for RecordFields {
             fail_safe,
             on_no_healthy,
             topology,
+            nearest,
             topology_rules,
             addresses,
             values,

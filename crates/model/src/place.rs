@@ -139,7 +139,73 @@ pub struct Place {
     pub country: Option<Country>,
     pub continent: Option<Continent>,
     pub subdivision: Option<Subdivision>,
+    /// Where on Earth, from a City database's location (nearest by
+    /// distance, docs/topology.md).
+    pub location: Option<Coordinates>,
 }
+
+/// A point on Earth in millionths of a degree (about 0.1 m), so that
+/// places compare and hash exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Coordinates {
+    lat_e6: i32,
+    lon_e6: i32,
+}
+
+/// The mean radius of the Earth (IUGG), in kilometres.
+const EARTH_RADIUS_KM: f64 = 6371.0088;
+
+impl Coordinates {
+    /// A latitude of −90 to 90 and a longitude of −180 to 180 degrees;
+    /// `None` for anything else (or not a number).
+    pub fn from_degrees(latitude: f64, longitude: f64) -> Option<Self> {
+        let ok = (-90.0..=90.0).contains(&latitude) && (-180.0..=180.0).contains(&longitude);
+        ok.then(|| Self {
+            lat_e6: (latitude * 1e6).round() as i32,
+            lon_e6: (longitude * 1e6).round() as i32,
+        })
+    }
+
+    pub fn latitude(self) -> f64 {
+        f64::from(self.lat_e6) / 1e6
+    }
+
+    pub fn longitude(self) -> f64 {
+        f64::from(self.lon_e6) / 1e6
+    }
+
+    /// The great-circle distance to `other` in kilometres (haversine, on
+    /// a sphere of the Earth's mean radius).
+    #[inline]
+    pub fn km_to(self, other: Coordinates) -> f64 {
+        let (la1, la2) = (self.latitude().to_radians(), other.latitude().to_radians());
+        let dlat = la2 - la1;
+        let dlon = (other.longitude() - self.longitude()).to_radians();
+        let h = (dlat / 2.0).sin().powi(2) + la1.cos() * la2.cos() * (dlon / 2.0).sin().powi(2);
+        2.0 * EARTH_RADIUS_KM * h.sqrt().min(1.0).asin()
+    }
+}
+
+impl fmt::Display for Coordinates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.4}, {:.4}", self.latitude(), self.longitude())
+    }
+}
+
+/// Degrees as a configuration writes them (a datacenter's latitude or
+/// longitude): a number, compared by its bits so that configurations
+/// compare exactly.
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct Degrees(pub f64);
+
+impl PartialEq for Degrees {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Degrees {}
 
 #[cfg(test)]
 mod tests {
@@ -153,6 +219,30 @@ mod tests {
         assert_eq!(Subdivision::parse("FR-75C").unwrap().to_string(), "FR-75C");
         for bad in ["US", "US-", "USA-CA", "US-CALI", "US-C A", "-CA"] {
             assert_eq!(Subdivision::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn great_circle_distances_match_known_ones() {
+        let at = |lat, lon| Coordinates::from_degrees(lat, lon).unwrap();
+        // San Francisco to New York: about 4,130 km; London to Paris 344 km.
+        let sf_ny = at(37.7749, -122.4194).km_to(at(40.7128, -74.0060));
+        assert!((4120.0..4140.0).contains(&sf_ny), "{sf_ny}");
+        let lon_par = at(51.5074, -0.1278).km_to(at(48.8566, 2.3522));
+        assert!((340.0..348.0).contains(&lon_par), "{lon_par}");
+        // Across the antimeridian, and to the antipode.
+        let fiji_samoa = at(-17.7, 178.0).km_to(at(-13.8, -172.0));
+        assert!((1100.0..1200.0).contains(&fiji_samoa), "{fiji_samoa}");
+        let half = at(0.0, 0.0).km_to(at(0.0, 180.0));
+        assert!((20010.0..20020.0).contains(&half), "{half}");
+        assert_eq!(at(10.0, 10.0).km_to(at(10.0, 10.0)), 0.0);
+        for (lat, lon) in [
+            (91.0, 0.0),
+            (0.0, 180.5),
+            (f64::NAN, 0.0),
+            (0.0, f64::INFINITY),
+        ] {
+            assert_eq!(Coordinates::from_degrees(lat, lon), None);
         }
     }
 }

@@ -811,6 +811,9 @@ mod tests {
                         name: format!("dc{}", 2 + step),
                         country: None,
                         continent: None,
+                        latitude: None,
+                        longitude: None,
+                        bias: None,
                     })),
                 }
                 let touched = match what {

@@ -608,11 +608,13 @@ mod tests {
             country: Country::parse("DE"),
             continent: Some(Continent::Eu),
             subdivision: Subdivision::parse("DE-BY"),
+            location: None,
         };
         let fr = Place {
             country: Country::parse("FR"),
             continent: Some(Continent::Eu),
             subdivision: None,
+            location: None,
         };
         assert_eq!(
             closeness(&t, 0, "10.9.9.9", nowhere),

@@ -17,7 +17,8 @@ use std::{borrow::Cow, fmt};
 use serde::{Deserialize, Serialize};
 
 pub use place::{
-    PlaceAnswers, PlaceKey, RuleAnswer, RuleChoice, Steer, place_entry, place_group, rule_for,
+    NearAnswer, NearChoice, PlaceAnswers, PlaceKey, RuleAnswer, RuleChoice, Steer, nearest_for,
+    place_entry, place_group, rule_for,
 };
 pub use trace::{AddressStep, ModeStep, Narrowed, PlaceStep, Trace};
 

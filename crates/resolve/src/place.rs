@@ -9,7 +9,7 @@
 use super::{Answer, Narrowed, PlaceStep, balance_filter, no_candidate_answer};
 use gtm_model::{
     compile::{DcId, DcSpec, ModeSpec, RuleTarget, Steering},
-    place::{Continent, Country, Place},
+    place::{Continent, Coordinates, Country, Place},
     topology::{Closeness, Consulted, Topology},
 };
 
@@ -43,23 +43,78 @@ pub struct Steer {
     /// The rule set the rules are of: which classification of client
     /// addresses they read.
     pub rule_set: u32,
+    /// With `nearest = true`: each datacenter of the record with a
+    /// location, in configuration order, with its group (`None`: no
+    /// candidate there now).
+    pub nearest: Box<[NearAnswer]>,
 }
 
 impl Steer {
-    /// `places` and `rules` boxed, or `None` when both are empty.
+    /// The parts boxed, or `None` when all are empty.
     pub fn of(
         places: Box<[(PlaceKey, usize)]>,
         rules: Box<[RuleAnswer]>,
         rule_set: u32,
+        nearest: Box<[NearAnswer]>,
     ) -> Option<Box<Self>> {
-        (!places.is_empty() || !rules.is_empty()).then(|| {
+        (!places.is_empty() || !rules.is_empty() || !nearest.is_empty()).then(|| {
             Box::new(Self {
                 places,
                 rules,
                 rule_set,
+                nearest,
             })
         })
     }
+}
+
+/// A datacenter a record with `nearest = true` can answer from, decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NearAnswer {
+    pub dc: DcId,
+    pub at: Coordinates,
+    pub bias: i32,
+    pub group: Option<u32>,
+}
+
+impl NearAnswer {
+    /// A client's distance to it in kilometres, biased: `1 − bias/100`
+    /// times the great-circle distance.
+    #[inline]
+    pub fn biased_km(&self, client: Coordinates) -> f64 {
+        client.km_to(self.at) * (1.0 - f64::from(self.bias) / 100.0)
+    }
+}
+
+/// The datacenter that answers a client at `client` by distance: its
+/// index among `near` and its group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NearChoice {
+    pub index: usize,
+    pub group: usize,
+    /// The biased distance that chose it.
+    pub km: f64,
+}
+
+/// Of the datacenters in `near` with a candidate, the one at the least
+/// biased distance from `client`; of equal ones, the first.
+#[inline]
+pub fn nearest_for(near: &[NearAnswer], client: Coordinates) -> Option<NearChoice> {
+    let mut best: Option<NearChoice> = None;
+    for (index, n) in near.iter().enumerate() {
+        let Some(group) = n.group else {
+            continue;
+        };
+        let km = n.biased_km(client);
+        if best.is_none_or(|b| km < b.km) {
+            best = Some(NearChoice {
+                index,
+                group: group as usize,
+                km,
+            });
+        }
+    }
+    best
 }
 
 /// A topology rule of a record, decided.
@@ -100,6 +155,11 @@ impl PlaceAnswers {
     /// The rule set of its rules.
     pub fn rule_set(&self) -> u32 {
         self.steer.as_deref().map_or(0, |s| s.rule_set)
+    }
+
+    /// The datacenters it answers from by distance, with their groups.
+    pub fn nearest(&self) -> &[NearAnswer] {
+        self.steer.as_deref().map_or(&[], |s| &s.nearest)
     }
 
     /// Whether clients in different places can get different answers, so
@@ -212,10 +272,11 @@ pub(super) fn answers(
         };
         let mut groups = vec![answer];
         let rules = rule_answers(steering, candidates, &finish, &mut groups);
+        let nearest = near_answers(steering, dcs, candidates, &finish, &mut groups);
         return PlaceAnswers {
             groups: groups.into_boxed_slice(),
             default: 0,
-            steer: Steer::of(Box::default(), rules, steering.rule_set()),
+            steer: Steer::of(Box::default(), rules, steering.rule_set(), nearest),
         };
     }
     // One place's answer: the mode's candidates there, narrowed to the
@@ -308,11 +369,51 @@ pub(super) fn answers(
         }
     }
     let rules = rule_answers(steering, candidates, &finish, &mut groups);
+    let nearest = near_answers(steering, dcs, candidates, &finish, &mut groups);
     PlaceAnswers {
         groups: groups.into_boxed_slice(),
         default: 0,
-        steer: Steer::of(places.into_boxed_slice(), rules, steering.rule_set()),
+        steer: Steer::of(
+            places.into_boxed_slice(),
+            rules,
+            steering.rule_set(),
+            nearest,
+        ),
     }
+}
+
+/// With `nearest = true`, each datacenter of the record's addresses that
+/// has a location, in configuration order, with the answer of its
+/// candidates through the balance (`None` when it has none now).
+fn near_answers(
+    steering: &Steering,
+    dcs: &[DcSpec],
+    candidates: &[usize],
+    finish: &impl Fn(Vec<usize>) -> Answer,
+    groups: &mut Vec<Answer>,
+) -> Box<[NearAnswer]> {
+    if !steering.nearest {
+        return Box::default();
+    }
+    dcs.iter()
+        .enumerate()
+        .filter(|(dc, _)| steering.addresses.iter().any(|a| a.dc() == Some(*dc)))
+        .filter_map(|(dc, spec)| {
+            let at = spec.location?;
+            let here: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| steering.addresses.get(i).and_then(|a| a.dc()) == Some(dc))
+                .collect();
+            let group = (!here.is_empty()).then(|| intern(groups, finish(here)) as u32);
+            Some(NearAnswer {
+                dc,
+                at,
+                bias: spec.bias,
+                group,
+            })
+        })
+        .collect()
 }
 
 /// Each topology rule's answer: the candidates in its target, through the

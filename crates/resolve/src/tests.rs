@@ -1450,6 +1450,7 @@ fn place(text: &str) -> Place {
         country: (country != "-").then(|| Country::parse(country).expect("country")),
         continent: (continent != "-").then(|| Continent::parse(continent).expect("continent")),
         subdivision: None,
+        location: None,
     }
 }
 
@@ -2108,6 +2109,7 @@ fn topology_rules_pick_the_closest_holding_rule_with_a_candidate() {
             country: row.country.and_then(Country::parse),
             continent: row.continent,
             subdivision: None,
+            location: None,
         };
         let topology = &f.compiled.topology;
         let set = eval.answers.rule_set();
@@ -2179,6 +2181,7 @@ topology_rules = [
         country: Country::parse("US"),
         continent: Some(Continent::Na),
         subdivision: sub.and_then(gtm_model::place::Subdivision::parse),
+        location: None,
     };
     let answer = |client: &str, place: Place| {
         let class = topology.class(set, client.parse().unwrap());
@@ -2206,4 +2209,192 @@ topology_rules = [
         answer("3.3.1.1", us(Some("US-CA"))),
         (3, "192.0.2.1".into())
     );
+}
+
+/// Datacenters with locations (San Francisco, New York, Frankfurt) and one
+/// without, and a record answered by the nearest; `east_bias` is New
+/// York's bias.
+fn nearest_fixture(east_bias: i32) -> Fixture {
+    let text = format!(
+        r#"
+[[datacenter]]
+name = "west"
+latitude = 37.7749
+longitude = -122.4194
+
+[[datacenter]]
+name = "east"
+latitude = 40.7128
+longitude = -74.0060
+bias = {east_bias}
+
+[[datacenter]]
+name = "fra"
+latitude = 50.1109
+longitude = 8.6821
+
+[[datacenter]]
+name = "tokyo"
+
+[[check]]
+name = "web"
+type = "http"
+
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+[[domain.record]]
+name = "www"
+type = "A"
+nearest = true
+addresses = [
+  {{ ip = "192.0.2.1", dc = "west", hc = "check:web" }},
+  {{ ip = "192.0.2.2", dc = "east" }},
+  {{ ip = "192.0.2.3", dc = "fra", hc = "check:web" }},
+  {{ ip = "192.0.2.4", dc = "tokyo" }},
+]
+"#
+    );
+    let compiled = compile(&parse(&text).expect("parses")).expect("compiles");
+    Fixture { compiled, index: 0 }
+}
+
+#[test]
+fn nearest_answers_from_the_closest_datacenter_with_a_candidate_by_biased_distance() {
+    let at = |lat, lon| gtm_model::place::Coordinates::from_degrees(lat, lon).unwrap();
+    let los_angeles = at(34.0522, -118.2437);
+    let boston = at(42.3601, -71.0589);
+    let paris = at(48.8566, 2.3522);
+    let denver = at(39.7392, -104.9903);
+    let kansas_city = at(39.0997, -94.5786);
+    let up = "web@192.0.2.1=ok web@192.0.2.3=ok";
+    // (case, east's bias, health, client, answer)
+    let rows = [
+        ("Los Angeles: west", 0, up, los_angeles, Some("192.0.2.1")),
+        ("Boston: east", 0, up, boston, Some("192.0.2.2")),
+        ("Paris: Frankfurt", 0, up, paris, Some("192.0.2.3")),
+        (
+            "west has no healthy address: Los Angeles goes to the next nearest",
+            0,
+            "web@192.0.2.1=error web@192.0.2.3=ok",
+            los_angeles,
+            Some("192.0.2.2"),
+        ),
+        (
+            "Frankfurt down: Paris goes across the Atlantic to east",
+            0,
+            "web@192.0.2.1=ok web@192.0.2.3=error",
+            paris,
+            Some("192.0.2.2"),
+        ),
+        (
+            "Denver is nearer west (1,520 km to 2,620)",
+            0,
+            up,
+            denver,
+            Some("192.0.2.1"),
+        ),
+        (
+            "east's bias of +50 draws Denver (2,620 km counts 1,310)",
+            50,
+            up,
+            denver,
+            Some("192.0.2.2"),
+        ),
+        (
+            "Kansas City is nearer east (1,760 km to 2,410)",
+            0,
+            up,
+            kansas_city,
+            Some("192.0.2.2"),
+        ),
+        (
+            "east's bias of -50 sends Kansas City west (1,760 km counts 2,640)",
+            -50,
+            up,
+            kansas_city,
+            Some("192.0.2.1"),
+        ),
+        (
+            "east's bias of -99 still keeps Boston (306 km counts 609)",
+            -99,
+            up,
+            boston,
+            Some("192.0.2.2"),
+        ),
+    ];
+    for (case, bias, health, client, want) in rows {
+        let f = nearest_fixture(bias);
+        let eval = f.eval(health, None, false);
+        let near = eval.answers.nearest();
+        // Tokyo has no location: it is never nearest.
+        assert_eq!(near.len(), 3, "{case}");
+        let got = nearest_for(near, client).map(|c| f.show(&eval.answers.groups[c.group]));
+        assert_eq!(got.as_deref(), want, "{case}");
+        // Clients with no location get every candidate, Tokyo's too.
+        let default = f.show(eval.answers.default_answer());
+        assert!(default.contains("192.0.2.4"), "{case}: {default}");
+    }
+    // Nothing has a candidate: no datacenter answers by distance.
+    let f = nearest_fixture(0);
+    let eval = f.eval("web@192.0.2.1=error web@192.0.2.3=error", None, false);
+    let near = eval.answers.nearest();
+    assert!(near[0].group.is_none() && near[1].group.is_some());
+    assert_eq!(
+        nearest_for(&near[..1], los_angeles),
+        None,
+        "a datacenter without a candidate is skipped"
+    );
+}
+
+#[test]
+fn datacenter_locations_and_nearest_are_checked() {
+    let refused = |dc: &str, record: &str| -> String {
+        let text = format!(
+            "[[datacenter]]\nname = \"a\"\n{dc}\n[[domain]]\nname = \"example.test\"\nnameservers = [\"ns1.example.test\"]\n[[domain.record]]\nname = \"www\"\ntype = \"A\"\n{record}\naddresses = [{{ ip = \"192.0.2.1\", dc = \"a\" }}]\n"
+        );
+        compile(&parse(&text).expect("parses"))
+            .expect_err("refused")
+            .to_string()
+    };
+    for (dc, record, says) in [
+        (
+            "latitude = 91.0\nlongitude = 0.0",
+            "",
+            "datacenter a: latitude 91 is not between -90 and 90",
+        ),
+        (
+            "latitude = 1.0\nlongitude = -181.5",
+            "",
+            "datacenter a: longitude -181.5 is not between -180 and 180",
+        ),
+        (
+            "latitude = 1.0",
+            "",
+            "datacenter a: latitude needs longitude",
+        ),
+        (
+            "longitude = 1.0",
+            "",
+            "datacenter a: longitude needs latitude",
+        ),
+        (
+            "latitude = 1.0\nlongitude = 1.0\nbias = 100",
+            "",
+            "datacenter a: bias 100 is not between -99 and 99",
+        ),
+        (
+            "bias = 10",
+            "",
+            "datacenter a: bias needs latitude and longitude",
+        ),
+        (
+            "",
+            "nearest = true",
+            "nearest = true needs an address in a datacenter with a latitude and longitude",
+        ),
+    ] {
+        let got = refused(dc, record);
+        assert!(got.contains(says), "{dc} / {record}: {got}");
+    }
 }

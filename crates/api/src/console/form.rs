@@ -266,6 +266,7 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
         o.on_no_healthy.map(|o| word(&o)).unwrap_or_default(),
     );
     f.set("topology", flag_text(o.topology));
+    f.set("nearest", flag_text(o.nearest));
     f.set("values", r.values().join("\n"));
     for (i, a) in r.addresses.iter().enumerate() {
         let a = a.fields();
@@ -428,6 +429,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         fail_safe: split_list(f.get("fail_safe")).into(),
         on_no_healthy: parse_word(f.get("on_no_healthy")),
         topology: flag("topology"),
+        nearest: flag("nearest"),
         topology_rules,
         addresses: addresses.into(),
         values: f
@@ -470,6 +472,7 @@ fn field_of(error: &str) -> Option<String> {
         "fail_safe",
         "on_no_healthy",
         "topology",
+        "nearest",
         "values",
     ]
     .into_iter()
@@ -580,6 +583,7 @@ fn render(
                 (select_field(f, p, "balance", "Balance", &with_default(&BALANCES, "round-robin")))
                 (text_field(f, p, "max_answers", "Answers at most", "every candidate"))
                     (select_field(f, p, "topology", "Topological selection", &flag_options("no")))
+                    (select_field(f, p, "nearest", "Nearest datacenter by distance", &flag_options("no")))
                 }
             }
             p.hint data-when=(ADDRESSED) {

@@ -200,6 +200,19 @@ fn render(p: &Preview, who: &Principal, name: &str, rtype: &str, held: bool) -> 
                     }
                 }
             }
+            @if !p.nearest.is_empty() {
+                p { "Nearest datacenter (clients no rule answers go to the nearest with a candidate):" }
+                ul #nearest {
+                    @for near in &p.nearest {
+                        li {
+                            (near.datacenter)
+                            @if near.bias != 0 { " (bias " (format!("{:+}", near.bias)) ")" }
+                            ": "
+                            @if near.skipped { "skipped, no candidate" } @else { (gtm_engine::active_texts(&near.active).join(", ")) }
+                        }
+                    }
+                }
+            }
             @if !p.places.is_empty() {
                 p { "Clients in these places are answered otherwise (topology):" }
                 ul #places {

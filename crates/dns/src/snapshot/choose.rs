@@ -128,17 +128,19 @@ pub fn choose(
 
 /// Where a client is answered from: the group, the ECS scope that
 /// depended on, where GeoIP placed it (`None` when the record's answer
-/// does not depend on place, or the client asked not to be placed) and
-/// the topology rule that answered, if one did.
+/// does not depend on place, or the client asked not to be placed), and
+/// the topology rule or the nearest datacenter that answered, if one did.
 pub(super) struct Placed {
     group: usize,
     scope: u8,
     located: Option<Located>,
     rule: Option<RuleChoice>,
+    nearest: Option<NearChoice>,
 }
 
 /// Places a client for `answer`: by its topology rules (docs/topology.md),
-/// else by its place table, else the default group.
+/// else by the nearest datacenter, else by its place table, else the
+/// default group.
 #[inline]
 fn place_client(
     answer: &RrsetAnswer,
@@ -156,47 +158,57 @@ fn place_client(
         scope: 0,
         located: None,
         rule: None,
+        nearest: None,
     };
     let Some(ip) = addr else {
         return default;
     };
     let rules = answer.rules();
-    if rules.is_empty() {
-        if answer.places().is_empty() {
-            return default;
-        }
-        let located = geo.locate(ip);
-        let scope = source.map_or(0, |src| cover(private, located.prefix, src));
-        let group = place_group(answer.places(), answer.default_group(), &located.place);
-        return Placed {
-            group,
-            scope,
-            located: Some(located),
-            rule: None,
-        };
+    let near = answer.nearest();
+    let places = answer.places();
+    if rules.is_empty() && near.is_empty() && places.is_empty() {
+        return default;
     }
     // The widest block around the client that no network of the record's
     // rules splits: the scope of what networks decided.
     let set = answer.rule_set();
-    let class = topology.class(set, ip);
-    // Looked up only when a rule or the place table reads the place.
-    let located = (topology.uses_place(set) || !answer.places().is_empty()).then(|| geo.locate(ip));
+    let class = if rules.is_empty() {
+        gtm_model::topology::Class { id: 0, block: 0 }
+    } else {
+        topology.class(set, ip)
+    };
+    // Looked up only when a rule, the nearest datacenter or the place
+    // table reads the place.
+    let reads_place =
+        (!rules.is_empty() && topology.uses_place(set)) || !near.is_empty() || !places.is_empty();
+    let located = reads_place.then(|| geo.locate(ip));
     let place = located.map(|l| l.place).unwrap_or_default();
     let mut geo_used = false;
-    let chosen = rule_for(rules, topology, set, class.id, &place, &mut geo_used);
-    let (group, width) = match chosen {
-        Some(choice) => (choice.group, class.block),
-        None if answer.places().is_empty() => (answer.default_group(), class.block),
-        None => {
+    let chosen = if rules.is_empty() {
+        None
+    } else {
+        rule_for(rules, topology, set, class.id, &place, &mut geo_used)
+    };
+    let nearest = match chosen {
+        None if !near.is_empty() => {
             geo_used = true;
-            let group = place_group(answer.places(), answer.default_group(), &place);
-            (group, class.block)
+            place.location.and_then(|at| nearest_for(near, at))
+        }
+        _ => None,
+    };
+    let group = match (chosen, nearest) {
+        (Some(choice), _) => choice.group,
+        (None, Some(n)) => n.group,
+        (None, None) if places.is_empty() => answer.default_group(),
+        (None, None) => {
+            geo_used = true;
+            place_group(places, answer.default_group(), &place)
         }
     };
     let width = if geo_used {
-        width.max(located.map_or(0, |l| l.prefix))
+        class.block.max(located.map_or(0, |l| l.prefix))
     } else {
-        width
+        class.block
     };
     let scope = source.map_or(0, |src| {
         if private && chosen.is_none() && geo_used {
@@ -210,6 +222,7 @@ fn place_client(
         scope,
         located,
         rule: chosen,
+        nearest,
     }
 }
 
@@ -255,6 +268,8 @@ pub struct Chosen {
     pub entry: Option<PlaceKey>,
     /// The topology rule that answered it, if one did.
     pub rule: Option<RuleChoice>,
+    /// The datacenter that answered it by distance, if one did.
+    pub nearest: Option<NearChoice>,
     pub group: usize,
     /// The ECS scope of the answer.
     pub scope: u8,
@@ -279,10 +294,11 @@ pub fn explain_choice(
         mut scope,
         located,
         rule,
+        nearest,
     } = place_client(answer, topology, geo, &placement);
-    let entry = match rule {
-        Some(_) => None,
-        None => located
+    let entry = match (rule, nearest) {
+        (Some(_), _) | (_, Some(_)) => None,
+        (None, None) => located
             .as_ref()
             .and_then(|l| place_entry(answer.places(), &l.place).map(|(k, _)| k)),
     };
@@ -317,6 +333,7 @@ pub fn explain_choice(
         located,
         entry,
         rule,
+        nearest,
         group,
         scope,
         variants,

@@ -91,6 +91,10 @@ pub fn steered_answer(
             .rules()
             .iter()
             .any(|r| r.group.is_some_and(|g| g as usize >= groups.len()))
+        || places
+            .nearest()
+            .iter()
+            .any(|n| n.group.is_some_and(|g| g as usize >= groups.len()))
     {
         return Err(BuildError::new(
             owner,

@@ -38,8 +38,8 @@ use gtm_model::{
     value::Value,
 };
 use gtm_resolve::{
-    Answer, PlaceAnswers, PlaceKey, RuleAnswer, RuleChoice, Steer, place_entry, place_group,
-    rule_for,
+    Answer, NearAnswer, NearChoice, PlaceAnswers, PlaceKey, RuleAnswer, RuleChoice, Steer,
+    nearest_for, place_entry, place_group, rule_for,
 };
 
 mod adopt;
@@ -216,6 +216,11 @@ impl RrsetAnswer {
     /// The rule set of its rules.
     pub fn rule_set(&self) -> u32 {
         self.steer.as_deref().map_or(0, |s| s.rule_set)
+    }
+
+    /// The datacenters it answers from by distance, with their groups.
+    pub fn nearest(&self) -> &[NearAnswer] {
+        self.steer.as_deref().map_or(&[], |s| &s.nearest)
     }
 }
 

@@ -40,6 +40,10 @@ pub struct DcSpec {
     pub name: String,
     pub country: Option<Country>,
     pub continent: Option<Continent>,
+    /// Where it is, for nearest by distance.
+    pub location: Option<crate::place::Coordinates>,
+    /// −99 to 99: a client's distance to it counts `1 − bias/100` times.
+    pub bias: i32,
 }
 
 /// A check with its defaults applied (seed 002 and 003 defaults).
@@ -253,6 +257,9 @@ pub struct Steering {
     pub max_answers: u32,
     pub on_no_healthy: OnNoHealthy,
     pub topology: bool,
+    /// Clients no rule answers go to the nearest datacenter with a
+    /// candidate (docs/topology.md).
+    pub nearest: bool,
     pub addresses: Box<[AddressSpec]>,
     /// Its fail-safe values and topology rules, absent when it has
     /// neither (most records): 8 bytes for both.

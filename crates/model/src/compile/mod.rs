@@ -128,6 +128,7 @@ fn compile_with(
     let (topology, places, sets) = cx.topology(config);
     let refs = Refs {
         dcs: &dc_index,
+        datacenters: &datacenters,
         checks: &check_index,
         scenarios: &scenario_names,
         places: &places,
@@ -173,6 +174,8 @@ fn compile_with(
 /// What the configuration defines, by name: the datacenters, checks and
 /// scenarios records refer to.
 struct Refs<'a> {
+    /// The datacenters, by [`DcId`].
+    datacenters: &'a [DcSpec],
     dcs: &'a HashMap<&'a str, DcId>,
     checks: &'a HashMap<&'a str, &'a CheckSpec>,
     scenarios: &'a HashSet<&'a str>,

@@ -96,6 +96,7 @@ impl Cx {
             (!o.fail_safe.is_empty(), "fail_safe"),
             (o.on_no_healthy.is_some(), "on_no_healthy"),
             (o.topology.is_some(), "topology"),
+            (o.nearest.is_some(), "nearest"),
             (!o.topology_rules.is_empty(), "topology_rules"),
             (!r.addresses.is_empty(), "addresses"),
         ] {

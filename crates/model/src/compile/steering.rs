@@ -44,6 +44,19 @@ impl Cx {
         let addresses = self.addresses(path, r, &of);
         let fail_safe = self.fail_safe(path, r);
         let (rules, rule_set) = self.rules(path, r, within);
+        let nearest = r.options().nearest.unwrap_or(false);
+        if nearest
+            && !addresses.iter().any(|a| {
+                a.dc()
+                    .and_then(|dc| within.refs.datacenters.get(dc))
+                    .is_some_and(|d| d.location.is_some())
+            })
+        {
+            self.err(
+                path,
+                "nearest = true needs an address in a datacenter with a latitude and longitude",
+            );
+        }
         Some(Steering {
             mode: mode_spec,
             balance,
@@ -51,6 +64,7 @@ impl Cx {
             max_answers: u32::try_from(max_answers).unwrap_or(u32::MAX),
             on_no_healthy: r.options().on_no_healthy.unwrap_or_default(),
             topology,
+            nearest,
             addresses: addresses.into(),
             extra: Extra::of(fail_safe.into(), rules.into(), rule_set),
         })
