@@ -248,11 +248,16 @@ impl Device {
             &settings.datacenter,
         );
         if store_copy.is_none() {
-            workers.spawn(
-                &tokio::runtime::Handle::current(),
-                "geoip-refresh",
-                start::geoip_refresh(engine.clone(), dir.clone(), workers.token()),
-            );
+            for (name, kind) in [
+                ("geoip-refresh", gtm_geo::Kind::Place),
+                ("asn-refresh", gtm_geo::Kind::Asn),
+            ] {
+                workers.spawn(
+                    &tokio::runtime::Handle::current(),
+                    name,
+                    start::geoip_refresh(kind, engine.clone(), dir.clone(), workers.token()),
+                );
+            }
         }
         let api_state = ApiState {
             engine: engine.clone(),

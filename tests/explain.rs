@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use hickory_server::proto::{
     op::{Message, ResponseCode},
-    rr::{RecordType, rdata::opt::EdnsOption},
+    rr::RecordType,
 };
 use serde_json::Value;
 
@@ -64,18 +64,6 @@ async fn ask(d: &TestDevice, name: &str, subnet: Option<&str>) -> Message {
     udp(d.v4(), &q).await
 }
 
-fn scope(m: &Message) -> Option<u8> {
-    m.edns
-        .as_ref()?
-        .options()
-        .options
-        .iter()
-        .find_map(|(_, o)| match o {
-            EdnsOption::Subnet(s) => Some(s.scope_prefix()),
-            _ => None,
-        })
-}
-
 /// The possible answers explain lists, as record lists.
 fn possible(x: &Value) -> Vec<Vec<String>> {
     x["answer"]["possible"]
@@ -113,7 +101,7 @@ fn assert_same(x: &Value, m: &Message) {
         assert_eq!(u64::from(r.ttl), ttl, "{x}");
     }
     if let Some(s) = x["answer"]["ecs_scope"].as_u64() {
-        assert_eq!(scope(m).map(u64::from), Some(s), "ECS scope: {x}");
+        assert_eq!(ecs_scope(m).map(u64::from), Some(s), "ECS scope: {x}");
     }
 }
 

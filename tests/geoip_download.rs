@@ -465,3 +465,182 @@ async fn the_geoip_table_is_validated_exported_and_required_for_downloads() {
     );
     d.device.stop().await;
 }
+
+/// A DB-IP ASN Lite shaped database built at `epoch`: 81.2.64.0/20 in
+/// AS64500, 2.2.0.0/16 in AS64501.
+pub(crate) fn asn_db(epoch: u64) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct AsnEntry {
+        autonomous_system_number: u32,
+        autonomous_system_organization: &'static str,
+    }
+    let built = std::time::UNIX_EPOCH + Duration::from_secs(epoch);
+    let mut w = mmdb_writer::Writer::builder("DBIP-ASN-Lite (compat=GeoLite2-ASN)")
+        .build_epoch(built)
+        .build();
+    for (net, number, org) in [
+        ("81.2.64.0/20", 64500, "Example Carrier"),
+        ("2.2.0.0/16", 64501, "Other Carrier"),
+    ] {
+        let net: mmdb_writer::ipnet::IpNet = net.parse().unwrap();
+        w.insert(
+            net,
+            &AsnEntry {
+                autonomous_system_number: number,
+                autonomous_system_organization: org,
+            },
+        )
+        .unwrap();
+    }
+    w.to_bytes().unwrap()
+}
+
+const ASN_ZONE: &str = r#"
+[[datacenter]]
+name = "dc1"
+
+[[datacenter]]
+name = "dc2"
+
+[[region]]
+name = "carriers"
+asns = ["AS64501"]
+
+[[domain]]
+name = "asn.test"
+nameservers = ["ns1.asn.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [
+  { ip = "192.0.2.61", dc = "dc1" },
+  { ip = "192.0.2.62", dc = "dc2" },
+  { ip = "192.0.2.63", dc = "dc1" },
+]
+topology_rules = [
+  { client = "asn:64500", address = "192.0.2.61" },
+  { client = "region:carriers", datacenter = "dc2" },
+]
+"#;
+
+/// The ASN database beside the country one: downloaded from its own
+/// source by each device of a pair (on request, and by the refresh
+/// worker of a device that starts with `asn_source` configured), checked
+/// as an ASN database, answering `asn:` rules and regions over UDP with
+/// the ASN network as ECS scope, shown by lookup and status, and a device
+/// with another ASN database warned about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_asn_database_is_downloaded_on_every_device_and_steers_asn_rules() {
+    let server = FileServer::start("127.0.102.13").await;
+    let (current, _) = month_paths();
+    let asn_current = current.replace("/country-", "/asn-");
+    server.put(&current, gzip(&de_db(NOV_1)));
+    server.put(&asn_current, gzip(&asn_db(NOV_1)));
+    let asn_source = server.source().replace("/country-", "/asn-");
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", "127.0.102.11");
+    let mut b = Proc::start(root.path(), "gtm2", "dc1", "127.0.102.12");
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    let config = format!(
+        "{ASN_ZONE}\n[geoip]\nsource = \"{}\"\nasn_source = \"{asn_source}\"\nupdate = \"off\"\n",
+        server.source()
+    );
+    a.apply_ok(&config);
+
+    // A country database is not an ASN one.
+    let country = root.path().join("country.mmdb");
+    std::fs::write(&country, de_db(NOV_1)).unwrap();
+    let refused = a.gtm(&["geoip", "import", "--asn", country.to_str().unwrap()]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("is not an ASN database: its type is \"DBIP-Country-Lite\""),
+        "{said}"
+    );
+
+    // On request: gtm1 downloads it from asn_source.
+    let out = a.ok(&["geoip", "download", "--asn"]);
+    assert!(
+        out.contains("asn        DBIP-ASN-Lite") && out.contains(&asn_source),
+        "{out}"
+    );
+    // By itself: gtm2 restarted with monthly updates configured fetches
+    // both databases at start.
+    a.apply_ok(&config.replace("update = \"off\"", "update = \"monthly\""));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !b.ok(&["geoip", "show"]).contains("update monthly") {
+        assert!(Instant::now() < deadline, "the update never reached gtm2");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    b.terminate();
+    b.restart();
+    let shown = until_geoip(&b, |s| s.contains("asn        DBIP-ASN-Lite"));
+    assert!(shown.contains("built 2026-11-01"), "{shown}");
+
+    for p in [&a, &b] {
+        let ask = |subnet: &'static str| async move {
+            let r = udp(
+                p.dns(),
+                &with_ecs(query("www.asn.test.", RecordType::A), subnet),
+            )
+            .await;
+            (answers(&r), ecs_scope(&r))
+        };
+        // AS64500's rule, scoped to the ASN database's /20.
+        assert_eq!(
+            ask("81.2.69.0/24").await,
+            (vec!["192.0.2.61".to_string()], Some(20)),
+            "{}",
+            p.name
+        );
+        // The region of AS64501: dc2, scoped /16.
+        assert_eq!(
+            ask("2.2.7.0/24").await,
+            (vec!["192.0.2.62".to_string()], Some(16)),
+            "{}",
+            p.name
+        );
+        // In no AS of a rule: every candidate.
+        let (mut all, _) = ask("198.51.100.0/24").await;
+        all.sort();
+        assert_eq!(
+            all,
+            ["192.0.2.61", "192.0.2.62", "192.0.2.63"],
+            "{}",
+            p.name
+        );
+        let found = p.ok(&["geoip", "lookup", "81.2.69.7"]);
+        assert!(
+            found.contains("asn        AS64500 (81.2.64.0/20)"),
+            "{found}"
+        );
+    }
+    let seen = server.seen();
+    assert_eq!(
+        seen.iter().filter(|p| **p == asn_current).count(),
+        2,
+        "each device downloaded the ASN database once: {seen:?}"
+    );
+
+    // gtm2 imports another ASN database: gtm1's status warns.
+    let other = root.path().join("asn-other.mmdb");
+    std::fs::write(&other, asn_db(NOV_15)).unwrap();
+    b.ok(&["geoip", "import", "--asn", other.to_str().unwrap()]);
+    let warned = until_status(&a, "warned", |s| s.contains("different GeoIP databases"));
+    assert!(warned.contains("gtm2"), "{warned}");
+}
+
+/// `gtm geoip show` of `p` once `check` holds (at most 30 s).
+fn until_geoip(p: &Proc, check: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = p.ok(&["geoip", "show"]);
+        if check(&out) {
+            return out;
+        }
+        assert!(Instant::now() < deadline, "{}: {out}", p.name);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

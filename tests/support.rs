@@ -514,3 +514,16 @@ pub fn tool(name: &str, package: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// The ECS scope prefix an answer carries, if it has a client subnet.
+pub fn ecs_scope(m: &Message) -> Option<u8> {
+    m.edns
+        .as_ref()?
+        .options()
+        .options
+        .iter()
+        .find_map(|(_, o)| match o {
+            EdnsOption::Subnet(s) => Some(s.scope_prefix()),
+            _ => None,
+        })
+}

@@ -6,10 +6,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use hickory_server::proto::{
-    op::Message,
-    rr::{RecordType, rdata::opt::EdnsOption},
-};
+use hickory_server::proto::{op::Message, rr::RecordType};
 
 use crate::{geo::write_mmdb, support::*};
 
@@ -77,19 +74,6 @@ fn sorted(m: &Message) -> Vec<String> {
     a
 }
 
-/// The ECS scope prefix the answer carries.
-fn scope(m: &Message) -> Option<u8> {
-    m.edns
-        .as_ref()?
-        .options()
-        .options
-        .iter()
-        .find_map(|(_, o)| match o {
-            EdnsOption::Subnet(s) => Some(s.scope_prefix()),
-            _ => None,
-        })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn branch_offices_get_their_datacenter_by_resolver_address_and_ecs() {
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +91,7 @@ async fn branch_offices_get_their_datacenter_by_resolver_address_and_ecs() {
     ] {
         let r = ask_from(ip(from), v4, "www.topo.test.", None).await;
         assert_eq!(sorted(&r), want, "from {from}");
-        assert_eq!(scope(&r), None, "no ECS asked, none told");
+        assert_eq!(ecs_scope(&r), None, "no ECS asked, none told");
     }
     // IPv6: the rule of ::1/128.
     let r = ask_from(ip("::1"), d.v6(), "www.topo.test.", None).await;
@@ -124,13 +108,13 @@ async fn branch_offices_get_their_datacenter_by_resolver_address_and_ecs() {
     ] {
         let r = ask_from(ip("127.0.0.1"), v4, "www.topo.test.", Some(subnet)).await;
         assert_eq!(sorted(&r), want, "ECS {subnet}");
-        assert_eq!(scope(&r), Some(want_scope), "ECS {subnet}: scope");
+        assert_eq!(ecs_scope(&r), Some(want_scope), "ECS {subnet}: scope");
     }
     // A record's own rule replaces the domain's: 10.20.5.0/24 goes west,
     // the rest of branch-a has no rule there.
     let r = ask_from(ip("127.0.0.1"), v4, "near.topo.test.", Some("10.20.5.0/24")).await;
     assert_eq!(sorted(&r), ["192.0.2.40"]);
-    assert_eq!(scope(&r), Some(24));
+    assert_eq!(ecs_scope(&r), Some(24));
     let r = ask_from(ip("127.0.130.7"), v4, "near.topo.test.", None).await;
     assert_eq!(sorted(&r), ["192.0.2.30", "192.0.2.40"]);
 
@@ -370,7 +354,11 @@ topology_rules = [
     ] {
         let r = ask_from(local, d.v4(), "www.states.test.", Some(subnet)).await;
         assert_eq!(sorted(&r), [want], "ECS {subnet}");
-        assert_eq!(scope(&r), Some(24), "ECS {subnet}: the database's network");
+        assert_eq!(
+            ecs_scope(&r),
+            Some(24),
+            "ECS {subnet}: the database's network"
+        );
     }
     let out = run_gtm(&d, &["geoip", "lookup", "3.3.1.7", "--json"]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
@@ -425,7 +413,7 @@ topology_rules = [{ client = "10.1.0.0/16", datacenter = "fra" }]
     let server = d.v4();
     let ask = |subnet: &'static str| async move {
         let r = ask_from(local, server, "www.near.test.", Some(subnet)).await;
-        (sorted(&r), scope(&r))
+        (sorted(&r), ecs_scope(&r))
     };
     for (subnet, want) in [
         ("3.3.1.0/24", "192.0.2.10"),

@@ -20,16 +20,26 @@ pub enum GeoipCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Validate a country .mmdb whole and install it on the device.
-    #[command(after_help = "Example:\n  gtm geoip import GeoLite2-Country.mmdb")]
+    /// Validate a country, City or ASN .mmdb whole and install it on the
+    /// device.
+    #[command(
+        after_help = "Examples:\n  gtm geoip import GeoLite2-Country.mmdb\n  gtm geoip import --asn dbip-asn-lite-2026-12.mmdb"
+    )]
     Import {
-        /// The country database (.mmdb) to install.
+        /// The database (.mmdb) to install.
         file: PathBuf,
+        /// It is an ASN database (for asn: topology rules), installed
+        /// beside the country or City one.
+        #[arg(long)]
+        asn: bool,
     },
     /// The device downloads its database from the configured source now
     /// (operator role).
-    #[command(after_help = "Example:\n  gtm geoip download")]
+    #[command(after_help = "Examples:\n  gtm geoip download\n  gtm geoip download --asn")]
     Download {
+        /// The ASN database, from `[geoip] asn_source`.
+        #[arg(long)]
+        asn: bool,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -68,6 +78,12 @@ pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
                 if let Some((lat, lon)) = found.latitude.zip(found.longitude) {
                     println!("location   {lat:.4}, {lon:.4}");
                 }
+                if let Some(asn) = found.asn {
+                    println!(
+                        "asn        AS{asn} ({})",
+                        found.asn_network.as_deref().unwrap_or("-")
+                    );
+                }
                 println!("network    {}", found.network);
                 println!("database   {}", found.database);
                 if let Some(note) = found.note {
@@ -76,22 +92,27 @@ pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
             }
             Ok(())
         }
-        GeoipCmd::Import { file } => {
+        GeoipCmd::Import { file, asn } => {
             let bytes = std::fs::read(file)
                 .map_err(|e| CliError::BadInput(format!("cannot read {}: {e}", file.display())))?;
             let _: GeoLookup = client
                 .send_device(
-                    client.http.put(client.url("/api/v1/geoip")).body(bytes),
+                    client
+                        .http
+                        .put(client.url(&format!("/api/v1/geoip{}", kind_query(*asn))))
+                        .body(bytes),
                     GEOIP_LOOK,
                 )
                 .await?;
             println!("installed {}", file.display());
             Ok(())
         }
-        GeoipCmd::Download { json } => {
+        GeoipCmd::Download { asn, json } => {
             let status: GeoipStatus = client
                 .send_device(
-                    client.http.post(client.url("/api/v1/geoip/download")),
+                    client
+                        .http
+                        .post(client.url(&format!("/api/v1/geoip/download{}", kind_query(*asn)))),
                     GEOIP_LOOK,
                 )
                 .await?;
@@ -104,6 +125,11 @@ pub async fn run(client: &Client, cmd: &GeoipCmd) -> Result<()> {
             print_status(&status, *json)
         }
     }
+}
+
+/// `?kind=asn` for the ASN database, else nothing.
+fn kind_query(asn: bool) -> &'static str {
+    if asn { "?kind=asn" } else { "" }
 }
 
 fn print_status(status: &GeoipStatus, json: bool) -> Result<()> {
@@ -143,6 +169,29 @@ pub fn describe(status: &GeoipStatus) -> String {
         None => out.push_str(
             "  source   none: no [geoip] table, no device downloads a database (gtm geoip import loads one)\n",
         ),
+    }
+    match &status.asn_database {
+        Some(db) => {
+            out.push_str(&format!(
+                "asn        {} (IPv{}), built {}{}, {} networks, sha256 {}\n",
+                db.name,
+                db.ip_version,
+                db.built,
+                status
+                    .asn_age_days
+                    .map_or(String::new(), |d| format!(" ({d} days old)")),
+                db.networks,
+                db.sha256
+            ));
+            out.push_str(&format!("  from     {}\n", db.source));
+        }
+        None if status.asn_source.is_some() => {
+            out.push_str("asn        none yet: asn: topology rules hold no client\n")
+        }
+        None => {}
+    }
+    if let Some(source) = &status.asn_source {
+        out.push_str(&format!("  source   {source}\n"));
     }
     out
 }

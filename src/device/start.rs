@@ -19,7 +19,7 @@ use gtm_cluster::Store;
 use gtm_dns::handler::DnsState;
 use gtm_engine::store_writer;
 use gtm_engine::{Engine, Prepared, Stored};
-use gtm_geo::Geo;
+use gtm_geo::{Db, Geo, Kind};
 use gtm_health::{probe::Prober, scheduler};
 use gtm_model as model;
 use gtm_model::node::NodeSettings;
@@ -431,23 +431,31 @@ pub(super) fn probe_runtime(cpus: Option<Vec<usize>>) -> Result<tokio::runtime::
         .context("starting the probe runtime")
 }
 
-/// The database a device starts with: the one it installed itself
-/// (downloaded or imported into its data directory: the operator's latest
-/// choice), else the node's `geoip_file`, else in the demo the embedded
-/// demo database, else none.
+/// The databases a device starts with. The country or City one: the one
+/// it installed itself (downloaded or imported into its data directory:
+/// the operator's latest choice), else the node's `geoip_file`, else in
+/// the demo the embedded demo database, else none. The ASN one: the one
+/// it installed, else none.
 pub(super) fn open_geo(settings: &NodeSettings, demo: bool) -> Result<Geo> {
-    if let Some(geo) = gtm_geo::install::open_installed(&settings.data_dir)? {
-        return Ok(geo);
+    let place = match gtm_geo::install::open_installed(Kind::Place, &settings.data_dir)? {
+        Some(db) => Some(db),
+        None => match &settings.geoip_file {
+            Some(p) => Some(Db::open(Kind::Place, p)?),
+            None if demo => Some(Db::from_bytes(
+                Kind::Place,
+                gtm_geo::DEMO_DATABASE.to_vec(),
+                "the embedded demo database",
+                "embedded demo database",
+            )?),
+            None => None,
+        },
+    };
+    let asn = gtm_geo::install::open_installed(Kind::Asn, &settings.data_dir)?;
+    let mut geo = Geo::none();
+    for db in place.into_iter().chain(asn) {
+        geo = geo.with(db);
     }
-    match &settings.geoip_file {
-        Some(p) => Ok(Geo::open(p)?),
-        None if demo => Ok(Geo::from_bytes(
-            gtm_geo::DEMO_DATABASE.to_vec(),
-            "the embedded demo database",
-            "embedded demo database",
-        )?),
-        None => Ok(Geo::none()),
-    }
+    Ok(geo)
 }
 
 /// Runs the worker `name` on the current runtime, restarted when it fails.
@@ -460,18 +468,29 @@ pub(super) fn restarting<F: std::future::Future<Output = ()> + Send + 'static>(
     workers.spawn_restarting(&here, name, WORKER_RESTARTS, move || Some(make()));
 }
 
-/// The task that keeps the device's database fresh (`[geoip] update`).
+/// The task that keeps the device's database of `kind` fresh (`[geoip]
+/// update`).
 pub(super) fn geoip_refresh(
+    kind: Kind,
     engine: Arc<Engine>,
     data_dir: PathBuf,
     stop: CancellationToken,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     let (settings, current, swap, log) = (engine.clone(), engine.clone(), engine.clone(), engine);
     gtm_geo::refresh::run(
+        kind,
         data_dir,
-        move || settings.with_config(|c| (c.geoip_source().to_string(), c.geoip_monthly())),
-        move || current.geoip().info().cloned(),
-        move |geo| swap.install_geoip(geo),
+        move || {
+            settings.with_config(|c| {
+                let source = match kind {
+                    Kind::Place => Some(c.geoip_source().to_string()),
+                    Kind::Asn => c.asn_source().map(str::to_string),
+                };
+                (source, c.geoip_monthly())
+            })
+        },
+        move || current.geoip().database(kind).map(|d| d.info().clone()),
+        move |db| swap.install_geoip(db),
         move |severity, text| {
             log.record_event(gtm_engine::EventKind::Geoip, severity, "geoip".into(), text)
         },

@@ -586,15 +586,17 @@ pub fn operations() -> Vec<Op> {
             "Download the GeoIP database from the configured source now, on this device",
             handler!(Method::POST, geoip::download),
         )
+        .query(&[("kind", "string", "asn: the ASN database, from [geoip] asn_source; else the country or City one")])
         .role(Role::Operator)
         .returns(J(schema::<GeoipStatus>)),
         op(
             Method::PUT,
             "/api/v1/geoip",
             Token,
-            "Install a country .mmdb (checked first)",
+            "Install a country, City or ASN .mmdb (checked first)",
             handler!(Method::PUT, geoip::import),
         )
+        .query(&[("kind", "string", "asn: an ASN database, installed beside the country or City one; else that one")])
         .body(Binary)
         .returns(J(schema::<GeoLookup>)),
         // Device to device; not in the OpenAPI document.

@@ -42,10 +42,14 @@ impl Engine {
         self.dns.geo.load_full()
     }
 
-    /// Makes `geo` the database the DNS path answers with, from the next
-    /// query on (the caller has checked it whole).
-    pub fn install_geoip(&self, geo: Geo) {
-        self.dns.geo.store(Arc::new(geo));
+    /// Makes `db` the database of its kind the DNS path answers with, from
+    /// the next query on (the caller has checked it whole); the other
+    /// kind's stays.
+    pub fn install_geoip(&self, db: gtm_geo::Db) {
+        let db = Arc::new(db);
+        self.dns
+            .geo
+            .rcu(|geo| Arc::new(geo.with_shared(Arc::clone(&db))));
     }
 
     /// The DNS path's query and response metrics, in Prometheus text.

@@ -541,7 +541,10 @@ fn rule_steps(
     };
     let set = served.rule_set();
     let class = topology.class(set, ip);
-    let place = chosen.located.as_ref().map(|l| l.place).unwrap_or_default();
+    let place = gtm_model::place::Place {
+        asn: chosen.asn,
+        ..chosen.located.as_ref().map(|l| l.place).unwrap_or_default()
+    };
     let describe = |i: usize| -> String {
         let Some(r) = rules.get(i) else {
             return String::new();

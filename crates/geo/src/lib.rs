@@ -1,18 +1,20 @@
-//! GeoIP: where a client is, as GeoDNS sees it (spec §3, seed 002).
+//! GeoIP: where a client is, as GeoDNS sees it (spec §3, seed 002), and
+//! whose network it is in.
 //!
-//! A country database in MaxMind's `.mmdb` format (DB-IP Country Lite or
-//! GeoLite2 Country layout) read with `maxminddb`. Without a database, or
-//! for private addresses, a client has no place and gets the default
-//! records. A database is checked whole before it is used ([`Geo::from_bytes`]),
-//! installed atomically by [`install`], fetched by [`download`] and kept
-//! fresh by [`refresh`].
+//! A country or City database in MaxMind's `.mmdb` format (DB-IP Country
+//! or City Lite, GeoLite2 Country or City layout) and, beside it, an ASN
+//! database (DB-IP ASN Lite, GeoLite2 ASN), read with `maxminddb`. Without
+//! a database, or for private addresses, a client has no place and gets
+//! the default records. A database is checked whole before it is used
+//! ([`Db::from_bytes`]), installed atomically by [`install`], fetched by
+//! [`download`] and kept fresh by [`refresh`], each of its [`Kind`].
 
 pub mod download;
 pub mod install;
 pub mod refresh;
 pub mod update;
 
-use std::{net::IpAddr, path::Path};
+use std::{net::IpAddr, path::Path, sync::Arc};
 
 use serde::{Deserialize, Serialize};
 
@@ -25,10 +27,54 @@ pub enum GeoError {
         path: String,
         source: maxminddb::MaxMindDbError,
     },
-    #[error("{path} is not a country database: {why}")]
-    NotCountry { path: String, why: String },
+    #[error("{path} is not {what}: {why}")]
+    WrongKind {
+        path: String,
+        what: &'static str,
+        why: String,
+    },
     #[error("{path} is damaged: {why}")]
     Damaged { path: String, why: String },
+}
+
+/// Which database a file is: where clients are, or whose network they are
+/// in. A device answers with one of each at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A country database (DB-IP Country Lite, GeoLite2 Country) or a
+    /// City one (subdivisions and locations too).
+    Place,
+    /// An ASN database (DB-IP ASN Lite, GeoLite2 ASN): the autonomous
+    /// system of a network, for `asn:` topology rules.
+    Asn,
+}
+
+impl Kind {
+    /// `a country database`, `an ASN database`: what a refused file is not.
+    pub fn article(self) -> &'static str {
+        match self {
+            Self::Place => "a country or city database",
+            Self::Asn => "an ASN database",
+        }
+    }
+
+    /// The name of its file in a data directory, without extension.
+    pub fn stem(self) -> &'static str {
+        match self {
+            Self::Place => "geoip",
+            Self::Asn => "asn",
+        }
+    }
+
+    /// Whether a database of type `database_type` (its metadata) is one.
+    fn accepts(self, database_type: &str) -> bool {
+        let t = database_type.to_ascii_lowercase();
+        match self {
+            Self::Place => t.contains("country") || t.contains("city"),
+            Self::Asn => t.contains("asn"),
+        }
+    }
 }
 
 /// Where an address is, and how wide the network it was placed by.
@@ -63,11 +109,23 @@ pub struct GeoInfo {
     pub source: String,
 }
 
-/// An open country database, or none.
-#[derive(Debug, Default)]
+/// One open, checked database.
+#[derive(Debug)]
+pub struct Db {
+    kind: Kind,
+    reader: maxminddb::Reader<Vec<u8>>,
+    info: GeoInfo,
+    description: String,
+}
+
+/// The databases a device answers with: a place one and an ASN one, each
+/// or both absent. Replaced whole when one of them is
+/// ([`Geo::with`]), so a query reads one consistent pair.
+#[derive(Debug, Default, Clone)]
 pub struct Geo {
-    reader: Option<maxminddb::Reader<Vec<u8>>>,
-    info: Option<GeoInfo>,
+    place: Option<Arc<Db>>,
+    asn: Option<Arc<Db>>,
+    /// Both databases' descriptions: what peers compare.
     description: String,
 }
 
@@ -93,6 +151,13 @@ struct CountryRecord<'a> {
 struct Location {
     latitude: Option<f64>,
     longitude: Option<f64>,
+}
+
+/// An ASN database's record (GeoLite2-ASN and DB-IP ASN Lite name the
+/// number alike); the organisation's name is not read.
+#[derive(Deserialize)]
+struct AsnRecord {
+    autonomous_system_number: Option<u32>,
 }
 
 /// The `iso_code` of a list's first element, read without collecting the
@@ -136,38 +201,40 @@ struct ContinentCode<'a> {
 pub const DEMO_DATABASE: &[u8] = include_bytes!("demo.mmdb");
 
 /// Databases larger than this are refused (DB-IP's country file is about
-/// 8 MiB, GeoLite2 Country 10 MiB, DB-IP City Lite about 130 MiB: a City
-/// database gives subdivisions, docs/topology.md).
+/// 8 MiB, GeoLite2 Country 10 MiB, DB-IP ASN Lite about 40 MiB, DB-IP City
+/// Lite about 130 MiB: a City database gives subdivisions and locations,
+/// docs/topology.md).
 pub const MAX_DATABASE_BYTES: usize = 256 * 1024 * 1024;
 
-impl Geo {
-    /// No database: every client has no place.
-    pub fn none() -> Self {
-        Self::default()
-    }
-
-    /// Opens and checks a database file (see [`Geo::from_bytes`]).
-    pub fn open(path: &Path) -> Result<Self, GeoError> {
+impl Db {
+    /// Opens and checks a database file (see [`Db::from_bytes`]).
+    pub fn open(kind: Kind, path: &Path) -> Result<Self, GeoError> {
         let shown = path.display().to_string();
-        Self::from_bytes(read_bounded(path)?, &shown, &shown)
+        Self::from_bytes(kind, read_bounded(path)?, &shown, &shown)
     }
 
-    /// Checks a whole database before it is used: it must open, be a
-    /// country (or city) database, and every network of its search tree
-    /// must be reachable and its record decode as a country record (the
+    /// Checks a whole database before it is used: it must open, be of
+    /// `kind` by its type, and every network of its search tree must be
+    /// reachable and its record decode as that kind's record (the
     /// reader's own `verify` is not used: it also refuses metadata without
-    /// a description, which real country files are allowed to lack). A damaged file is refused here rather than found by
-    /// one query after another. `shown` names it in errors; `source` is
-    /// where it came from.
-    pub fn from_bytes(bytes: Vec<u8>, shown: &str, source: &str) -> Result<Self, GeoError> {
+    /// a description, which real files are allowed to lack). A damaged
+    /// file is refused here rather than found by one query after another.
+    /// `shown` names it in errors; `source` is where it came from.
+    pub fn from_bytes(
+        kind: Kind,
+        bytes: Vec<u8>,
+        shown: &str,
+        source: &str,
+    ) -> Result<Self, GeoError> {
+        let damaged = |why: String| GeoError::Damaged {
+            path: shown.to_string(),
+            why,
+        };
         if bytes.len() > MAX_DATABASE_BYTES {
-            return Err(GeoError::Damaged {
-                path: shown.to_string(),
-                why: format!(
-                    "it is {} bytes, more than the {MAX_DATABASE_BYTES} a country database can be",
-                    bytes.len()
-                ),
-            });
+            return Err(damaged(format!(
+                "it is {} bytes, more than the {MAX_DATABASE_BYTES} a GeoIP database can be",
+                bytes.len()
+            )));
         }
         let digest = ring::digest::digest(&ring::digest::SHA256, &bytes);
         let sha256: String = digest
@@ -181,26 +248,24 @@ impl Geo {
             source,
         })?;
         let meta = reader.metadata();
-        let kind = meta.database_type.to_ascii_lowercase();
-        if !(kind.contains("country") || kind.contains("city")) {
-            return Err(GeoError::NotCountry {
+        if !kind.accepts(&meta.database_type) {
+            return Err(GeoError::WrongKind {
                 path: shown.to_string(),
+                what: kind.article(),
                 why: format!("its type is \"{}\"", meta.database_type),
             });
         }
-        let damaged = |why: String| GeoError::Damaged {
-            path: shown.to_string(),
-            why,
-        };
         let mut networks = 0u64;
         let walk = reader
             .networks(Default::default())
             .map_err(|e| damaged(e.to_string()))?;
         for found in walk {
             let found = found.map_err(|e| damaged(e.to_string()))?;
-            found
-                .decode::<CountryRecord>()
-                .map_err(|e| damaged(format!("a record does not decode: {e}")))?;
+            let decoded = match kind {
+                Kind::Place => found.decode::<CountryRecord>().map(|_| ()),
+                Kind::Asn => found.decode::<AsnRecord>().map(|_| ()),
+            };
+            decoded.map_err(|e| damaged(format!("a record does not decode: {e}")))?;
             networks += 1;
         }
         if networks == 0 {
@@ -221,29 +286,97 @@ impl Geo {
             info.name, info.ip_version, info.built, info.sha256
         );
         Ok(Self {
-            reader: Some(reader),
-            info: Some(info),
+            kind,
+            reader,
+            info,
             description,
         })
     }
 
-    /// What the database is, or `None` without one.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub fn info(&self) -> &GeoInfo {
+        &self.info
+    }
+
+    /// `type (IPv6, built 2026-11-01, sha256 …)`.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+}
+
+impl Geo {
+    /// No database: every client has no place and no ASN.
+    pub fn none() -> Self {
+        Self::default().described()
+    }
+
+    /// Only `db`.
+    pub fn of(db: Db) -> Self {
+        Self::none().with(db)
+    }
+
+    /// A place database from the file `path` (see [`Db::from_bytes`]) and
+    /// no ASN one.
+    pub fn open(path: &Path) -> Result<Self, GeoError> {
+        Db::open(Kind::Place, path).map(Self::of)
+    }
+
+    /// A place database from `bytes` (see [`Db::from_bytes`]) and no ASN
+    /// one.
+    pub fn from_bytes(bytes: Vec<u8>, shown: &str, source: &str) -> Result<Self, GeoError> {
+        Db::from_bytes(Kind::Place, bytes, shown, source).map(Self::of)
+    }
+
+    /// These databases with `db` in place of the one of its kind.
+    pub fn with(&self, db: Db) -> Self {
+        self.with_shared(Arc::new(db))
+    }
+
+    /// [`Geo::with`] for a database already shared.
+    pub fn with_shared(&self, db: Arc<Db>) -> Self {
+        let mut next = self.clone();
+        match db.kind {
+            Kind::Place => next.place = Some(db),
+            Kind::Asn => next.asn = Some(db),
+        }
+        next.described()
+    }
+
+    fn described(mut self) -> Self {
+        let place = self.place.as_ref().map_or("none", |d| d.description());
+        self.description = match &self.asn {
+            Some(asn) => format!("{place}; ASN {}", asn.description()),
+            None => place.to_string(),
+        };
+        self
+    }
+
+    /// The database of `kind`, if there is one.
+    pub fn database(&self, kind: Kind) -> Option<&Db> {
+        match kind {
+            Kind::Place => self.place.as_deref(),
+            Kind::Asn => self.asn.as_deref(),
+        }
+    }
+
+    /// What the place database is, or `None` without one.
     pub fn info(&self) -> Option<&GeoInfo> {
-        self.info.as_ref()
+        self.place.as_deref().map(Db::info)
     }
 
+    /// Whether there is a place database.
     pub fn is_loaded(&self) -> bool {
-        self.reader.is_some()
+        self.place.is_some()
     }
 
-    /// `type (IPv6, built 2026-11-01, sha256 …)`, or "none": what peers
+    /// `type (IPv6, built 2026-11-01, sha256 …)` of the place database, or
+    /// "none", then `; ASN type (…)` with an ASN database: what peers
     /// report to each other, so different databases show as different.
     pub fn description(&self) -> &str {
-        if self.reader.is_some() {
-            &self.description
-        } else {
-            "none"
-        }
+        &self.description
     }
 
     /// Places an address. Never fails: anything unknown is no place.
@@ -256,10 +389,10 @@ impl Geo {
         if is_private(ip) {
             return unplaced("private address");
         }
-        let Some(reader) = &self.reader else {
+        let Some(db) = &self.place else {
             return unplaced("no GeoIP database");
         };
-        let Ok(result) = reader.lookup(ip) else {
+        let Ok(result) = db.reader.lookup(ip) else {
             return unplaced("lookup failed");
         };
         let prefix = result.network().map(|n| n.prefix()).unwrap_or(0);
@@ -295,10 +428,31 @@ impl Geo {
                 continent,
                 subdivision,
                 location,
+                asn: None,
             },
             prefix,
             unplaced: None,
         }
+    }
+
+    /// The autonomous system of the network holding `ip` (`None` without
+    /// an ASN database, for a private address or one the database does
+    /// not hold), and the prefix length of the database network looked at
+    /// (the ECS scope of an answer that depended on it; 0 when none was).
+    /// Allocates nothing.
+    pub fn asn(&self, ip: IpAddr) -> (Option<u32>, u8) {
+        let Some(db) = self.asn.as_ref().filter(|_| !is_private(ip)) else {
+            return (None, 0);
+        };
+        let Ok(result) = db.reader.lookup(ip) else {
+            return (None, 0);
+        };
+        let prefix = result.network().map(|n| n.prefix()).unwrap_or(0);
+        let number = match result.decode::<AsnRecord>() {
+            Ok(Some(r)) => r.autonomous_system_number,
+            _ => None,
+        };
+        (number, prefix)
     }
 }
 
@@ -315,7 +469,7 @@ pub(crate) fn read_bounded(path: &Path) -> Result<Vec<u8>, GeoError> {
         return Err(GeoError::Damaged {
             path: shown.clone(),
             why: format!(
-                "it is {len} bytes, more than the {MAX_DATABASE_BYTES} a country database can be"
+                "it is {len} bytes, more than the {MAX_DATABASE_BYTES} a GeoIP database can be"
             ),
         });
     }
@@ -362,7 +516,59 @@ pub fn is_private(ip: IpAddr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_private;
+    use super::*;
+
+    /// An ASN database of one network, 81.2.64.0/20 in `asn`.
+    fn asn_db(asn: u32) -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        struct Entry {
+            autonomous_system_number: u32,
+        }
+        let mut w = mmdb_writer::Writer::new("GeoLite2-ASN");
+        let net: mmdb_writer::ipnet::IpNet = "81.2.64.0/20".parse().unwrap();
+        w.insert(
+            net,
+            &Entry {
+                autonomous_system_number: asn,
+            },
+        )
+        .unwrap();
+        w.to_bytes().unwrap()
+    }
+
+    #[test]
+    fn an_asn_database_sits_beside_the_place_one() {
+        let ip = |t: &str| -> IpAddr { t.parse().unwrap() };
+        let asn = Db::from_bytes(Kind::Asn, asn_db(64500), "asn.mmdb", "import").unwrap();
+        assert!(matches!(
+            Db::from_bytes(Kind::Place, asn_db(64500), "asn.mmdb", "import"),
+            Err(GeoError::WrongKind {
+                what: "a country or city database",
+                ..
+            })
+        ));
+        let place = Db::from_bytes(Kind::Place, DEMO_DATABASE.to_vec(), "demo", "demo").unwrap();
+        let geo = Geo::of(place).with(asn);
+        assert_eq!(geo.asn(ip("81.2.69.160")), (Some(64500), 20));
+        assert_eq!(geo.asn(ip("10.1.1.1")), (None, 0), "private");
+        assert_eq!(geo.asn(ip("2.2.2.2")).0, None, "not in the database");
+        assert_eq!(
+            geo.locate(ip("81.2.69.160")).place.country,
+            Country::parse("DE"),
+            "the place database stays"
+        );
+        assert!(
+            geo.description().contains("; ASN GeoLite2-ASN"),
+            "{}",
+            geo.description()
+        );
+        // A new ASN database replaces the old, and only it.
+        let newer = Db::from_bytes(Kind::Asn, asn_db(64501), "asn.mmdb", "import").unwrap();
+        let geo = geo.with(newer);
+        assert_eq!(geo.asn(ip("81.2.69.160")).0, Some(64501));
+        assert!(geo.is_loaded());
+        assert_eq!(Geo::none().asn(ip("81.2.69.160")), (None, 0));
+    }
 
     fn private(text: &str) -> bool {
         is_private(text.parse().expect("test literal"))

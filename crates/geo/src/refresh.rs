@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use gtm_model::clock::now_ms;
 
 use super::{
-    Geo, GeoInfo,
+    Db, GeoInfo, Kind,
     download::{self, fill, month_of, previous},
     update,
 };
@@ -81,14 +81,17 @@ impl Plan {
     }
 }
 
-/// The refresh task of a device: looks once a minute whether a download is
-/// due under the current configuration (`settings` gives the source
-/// template and whether monthly updates are on), and downloads when it is.
+/// The refresh task of a device for its database of `kind`: looks once a
+/// minute whether a download is due under the current configuration
+/// (`settings` gives the source template, `None` when none is configured
+/// for the kind, and whether monthly updates are on), and downloads when
+/// it is.
 pub async fn run(
+    kind: Kind,
     data_dir: PathBuf,
-    settings: impl Fn() -> (String, bool) + Send,
+    settings: impl Fn() -> (Option<String>, bool) + Send,
     current: impl Fn() -> Option<GeoInfo> + Send,
-    swap: impl Fn(Geo) + Send,
+    swap: impl Fn(Db) + Send,
     log: impl Fn(Severity, String) + Send,
     stop: CancellationToken,
 ) {
@@ -103,12 +106,17 @@ pub async fn run(
         }
     };
     let (template, _) = settings();
-    let mut plan = Plan::at_start(current().as_ref(), &template, now_ms());
+    let mut plan = Plan::at_start(
+        current().as_ref(),
+        template.as_deref().unwrap_or_default(),
+        now_ms(),
+    );
     loop {
-        let (template, monthly) = settings();
         let now = now_ms();
-        if plan.due(monthly, now) {
-            match update::update(&http, &data_dir, &template, now, &swap, &log).await {
+        if let (Some(template), monthly) = settings()
+            && plan.due(monthly, now)
+        {
+            match update::update(&http, kind, &data_dir, &template, now, &swap, &log).await {
                 Ok(month) => plan.succeeded(month, now),
                 Err(_) => plan.failed(now),
             }

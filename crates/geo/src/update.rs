@@ -6,7 +6,7 @@
 use gtm_model::severity::Severity;
 use std::path::Path;
 
-use super::{Geo, download, install};
+use super::{Db, Kind, download, install};
 
 /// Why an update installed nothing.
 #[derive(Debug, thiserror::Error)]
@@ -14,19 +14,21 @@ pub enum UpdateError {
     /// The source could not be read.
     #[error("download failed: {0}; the current database stays")]
     Download(String),
-    /// What it gave is not a sound country database (or cannot be written).
+    /// What it gave is not a sound database of its kind (or cannot be
+    /// written).
     #[error("refused the database from {url}: {why}")]
     Refused { url: String, why: String },
 }
 
-/// Downloads, checks and installs the database for the month of `now_ms`
-/// from `template`. Returns the month it was for.
+/// Downloads, checks and installs the database of `kind` for the month of
+/// `now_ms` from `template`. Returns the month it was for.
 pub async fn update(
     http: &reqwest::Client,
+    kind: Kind,
     data_dir: &Path,
     template: &str,
     now_ms: u64,
-    swap: impl Fn(Geo),
+    swap: impl Fn(Db),
     log: impl Fn(Severity, String),
 ) -> Result<(i64, u32), UpdateError> {
     let got = match download::fetch(http, template, now_ms).await {
@@ -48,21 +50,22 @@ pub async fn update(
     }
     let (month, url, size) = (got.month, got.url.clone(), got.bytes.len());
     let dir = data_dir.to_path_buf();
-    let installed =
-        tokio::task::spawn_blocking(move || install::install(&dir, got.bytes, &got.url, &got.url))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.map_err(|e| e.to_string()));
+    let installed = tokio::task::spawn_blocking(move || {
+        install::install(kind, &dir, got.bytes, &got.url, &got.url)
+    })
+    .await
+    .map_err(|e| e.to_string())
+    .and_then(|r| r.map_err(|e| e.to_string()));
     match installed {
-        Ok(geo) => {
+        Ok(db) => {
             log(
                 Severity::Info,
                 format!(
                     "downloaded {url} ({size} bytes): now answering with {}",
-                    geo.description()
+                    db.description()
                 ),
             );
-            swap(geo);
+            swap(db);
             Ok(month)
         }
         Err(why) => {

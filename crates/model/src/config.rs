@@ -109,7 +109,12 @@ pub struct Geoip {
     /// to Country Lite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    /// `monthly` (default) or `off`.
+    /// An http(s) URL of an ASN `.mmdb` (DB-IP ASN Lite, GeoLite2 ASN),
+    /// for `asn:` topology rules; filled like `source`. Unset: no device
+    /// downloads one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn_source: Option<String>,
+    /// `monthly` (default) or `off`, for both databases.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update: Option<GeoipUpdate>,
 }
@@ -191,6 +196,11 @@ impl Config {
             .unwrap_or(DEFAULT_GEOIP_SOURCE)
     }
 
+    /// The ASN database's source template, when one is configured.
+    pub fn asn_source(&self) -> Option<&str> {
+        self.geoip.as_ref().and_then(|g| g.asn_source.as_deref())
+    }
+
     /// Whether devices refresh their GeoIP database monthly: only with a
     /// `[geoip]` table (a device makes no download nobody asked for), and
     /// then unless `update = "off"`.
@@ -253,6 +263,9 @@ pub struct Region {
     /// ISO 3166-2 subdivisions, `US-CA` (with a City database).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subdivisions: Vec<String>,
+    /// Autonomous systems (with an ASN database): `64500` or `"AS64500"`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asns: Vec<crate::place::Asn>,
     /// Other regions whose clients are in this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<String>,
@@ -265,6 +278,8 @@ pub struct Region {
     pub exclude_continents: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_subdivisions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_asns: Vec<crate::place::Asn>,
 }
 
 /// A topology rule (docs/topology.md): clients at `client` are answered
@@ -273,8 +288,8 @@ pub struct Region {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TopologyRule {
-    /// `10.20.0.0/16`, `region:NAME`, `subdivision:US-CA`, `country:US` or
-    /// `continent:EU`.
+    /// `10.20.0.0/16`, `region:NAME`, `asn:64500`, `subdivision:US-CA`,
+    /// `country:US` or `continent:EU`.
     pub client: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datacenter: Option<String>,

@@ -1,6 +1,6 @@
 //! What each table of a configuration is deserialized as when it is
 //! checked on its own ([`Kind`]): the root, a top-level element
-//! (datacenter, check, scenario, service, domain, geoip), a record, an
+//! (datacenter, region, check, scenario, service, domain, geoip), a record, an
 //! address, a value; which of its keys hold elements of their own; how
 //! `compile` names one.
 
@@ -20,6 +20,7 @@ pub(super) enum Kind {
     Root,
     Geoip,
     Datacenter,
+    Region,
     Check,
     Scenario,
     Service,
@@ -42,6 +43,7 @@ impl Kind {
             Self::Root => de::<Config>(value),
             Self::Geoip => de::<Geoip>(value),
             Self::Datacenter => de::<Datacenter>(value),
+            Self::Region => de::<Region>(value),
             Self::Check => de::<Check>(value),
             Self::Scenario => de::<Scenario>(value),
             Self::Service => de::<Service>(value),
@@ -58,6 +60,7 @@ impl Kind {
         Some(match (self, key) {
             (Self::Root, "geoip") => (Self::Geoip, false),
             (Self::Root, "datacenter") => (Self::Datacenter, true),
+            (Self::Root, "region") => (Self::Region, true),
             (Self::Root, "check") => (Self::Check, true),
             (Self::Root, "scenario") => (Self::Scenario, true),
             (Self::Root, "service") => (Self::Service, true),
@@ -81,6 +84,7 @@ impl Kind {
             Self::Root => String::new(),
             Self::Geoip => "geoip".into(),
             Self::Datacenter => named("datacenter"),
+            Self::Region => named("region"),
             Self::Check => named("check"),
             Self::Scenario => named("scenario"),
             Self::Service => named("service"),

@@ -132,8 +132,8 @@ impl fmt::Display for Subdivision {
 
 /// Where a client is, as far as GeoDNS could tell. Every part is `None`
 /// without a database, for private addresses, or for unknown networks;
-/// the subdivision also with a country database (a City database has
-/// it).
+/// the subdivision and location also with a country database (a City
+/// database has them), the ASN without an ASN database.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Place {
     pub country: Option<Country>,
@@ -142,6 +142,9 @@ pub struct Place {
     /// Where on Earth, from a City database's location (nearest by
     /// distance, docs/topology.md).
     pub location: Option<Coordinates>,
+    /// The autonomous system of the client's network, from an ASN
+    /// database: looked up only for rules that name ASNs.
+    pub asn: Option<u32>,
 }
 
 /// A point on Earth in millionths of a degree (about 0.1 m), so that
@@ -192,6 +195,81 @@ impl fmt::Display for Coordinates {
     }
 }
 
+/// An autonomous system number as a configuration writes it: `64500` or
+/// `"AS64500"`; written back as the number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Asn(pub u32);
+
+impl Asn {
+    /// `64500`, `AS64500` or `as64500`; anything else is refused.
+    pub fn parse(text: &str) -> Option<Self> {
+        let digits = text
+            .strip_prefix("AS")
+            .or_else(|| text.strip_prefix("as"))
+            .unwrap_or(text);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok().map(Self)
+    }
+}
+
+impl fmt::Display for Asn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AS{}", self.0)
+    }
+}
+
+impl serde::Serialize for Asn {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Asn {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = Asn;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an AS number (64500 or \"AS64500\")")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Asn, E> {
+                u32::try_from(v)
+                    .map(Asn)
+                    .map_err(|_| E::custom(format!("{v} is not an AS number (at most 4294967295)")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Asn, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::custom(format!("{v} is not an AS number")))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Asn, E> {
+                Asn::parse(v.trim()).ok_or_else(|| {
+                    E::custom(format!("\"{v}\" is not an AS number (64500 or AS64500)"))
+                })
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl schemars::JsonSchema for Asn {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Asn".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An autonomous system number: 64500, or the text AS64500",
+            "oneOf": [
+                { "type": "integer", "minimum": 0, "maximum": 4294967295u64 },
+                { "type": "string", "pattern": "^(AS|as)?[0-9]+$" }
+            ],
+            "examples": [64500]
+        })
+    }
+}
+
 /// Degrees as a configuration writes them (a datacenter's latitude or
 /// longitude): a number, compared by its bits so that configurations
 /// compare exactly.
@@ -220,6 +298,26 @@ mod tests {
         for bad in ["US", "US-", "USA-CA", "US-CALI", "US-C A", "-CA"] {
             assert_eq!(Subdivision::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn as_numbers_read_with_or_without_their_prefix() {
+        assert_eq!(Asn::parse("64500"), Some(Asn(64500)));
+        assert_eq!(Asn::parse("AS64500"), Some(Asn(64500)));
+        assert_eq!(Asn::parse("as4200000000"), Some(Asn(4_200_000_000)));
+        for bad in ["", "AS", "AS-1", "64500x", "4294967296", " 1"] {
+            assert_eq!(Asn::parse(bad), None, "{bad}");
+        }
+        assert_eq!(Asn(64500).to_string(), "AS64500");
+        let read: Vec<Asn> = serde_json::from_str(r#"[64500, "AS64501"]"#).unwrap();
+        assert_eq!(read, [Asn(64500), Asn(64501)]);
+        assert_eq!(serde_json::to_string(&read).unwrap(), "[64500,64501]");
+        let bad = serde_json::from_str::<Vec<Asn>>(r#"["ASX"]"#).unwrap_err();
+        assert!(
+            bad.to_string().contains("\"ASX\" is not an AS number"),
+            "{bad}"
+        );
+        assert!(serde_json::from_str::<Vec<Asn>>("[-1]").is_err());
     }
 
     #[test]

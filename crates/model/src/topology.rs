@@ -25,6 +25,8 @@ pub enum Leaf {
     Country(Country),
     Continent(Continent),
     Subdivision(Subdivision),
+    /// An autonomous system, by its number.
+    Asn(u32),
 }
 
 /// One way a client is in a matcher: `leaf` holds it and none of
@@ -52,6 +54,7 @@ pub enum Closeness {
     Continent,
     Country,
     Subdivision,
+    Asn,
     Network(u8),
 }
 
@@ -61,6 +64,7 @@ impl Closeness {
             Self::Continent => "by continent".into(),
             Self::Country => "by country".into(),
             Self::Subdivision => "by subdivision".into(),
+            Self::Asn => "by AS number".into(),
             Self::Network(p) => format!("by a /{p} network"),
         }
     }
@@ -150,8 +154,8 @@ pub struct Topology {
     pub matchers: Box<[Matcher]>,
     /// Named regions: their name and matcher.
     pub regions: Box<[(String, u32)]>,
-    /// Per matcher, its terms with a subdivision, country or continent
-    /// leaf (term indexes), closest first.
+    /// Per matcher, its terms with an AS number, subdivision, country or
+    /// continent leaf (term indexes), closest first.
     geo_terms: Box<[Box<[u32]>]>,
     /// One per rule set.
     classifiers: Box<[Classifier]>,
@@ -159,6 +163,9 @@ pub struct Topology {
     /// or continent (a member or an exclusion), so that a client's GeoIP
     /// place is looked up for it at all.
     uses_place: Box<[bool]>,
+    /// Per rule set: whether a matcher of it names an AS number, so that
+    /// a client's ASN is looked up for it.
+    uses_asn: Box<[bool]>,
 }
 
 /// The classes of the addresses for one rule set.
@@ -210,35 +217,41 @@ impl Topology {
     ) -> Self {
         let mut geo_terms = Vec::with_capacity(matchers.len());
         for matcher in &matchers {
+            let mut asns = Vec::new();
             let mut subdivisions = Vec::new();
             let mut countries = Vec::new();
             let mut continents = Vec::new();
             for (t, term) in matcher.terms.iter().enumerate() {
                 match term.leaf {
                     Leaf::Network(_) => {}
+                    Leaf::Asn(_) => asns.push(t as u32),
                     Leaf::Subdivision(_) => subdivisions.push(t as u32),
                     Leaf::Country(_) => countries.push(t as u32),
                     Leaf::Continent(_) => continents.push(t as u32),
                 }
             }
-            subdivisions.extend(countries);
-            subdivisions.extend(continents);
-            geo_terms.push(subdivisions.into_boxed_slice());
+            asns.extend(subdivisions);
+            asns.extend(countries);
+            asns.extend(continents);
+            geo_terms.push(asns.into_boxed_slice());
         }
         let classifiers = sets
             .iter()
             .map(|set| Classifier::build(&networks, &matchers, set))
             .collect();
-        let uses_place = sets
-            .iter()
-            .map(|set| {
-                set.iter()
-                    .filter_map(|m| matchers.get(*m as usize))
-                    .flat_map(|m| m.terms.iter())
-                    .flat_map(|t| std::iter::once(&t.leaf).chain(t.excluded.iter()))
-                    .any(|l| !matches!(l, Leaf::Network(_)))
-            })
-            .collect();
+        let uses = |wanted: fn(&Leaf) -> bool| -> Box<[bool]> {
+            sets.iter()
+                .map(|set| {
+                    set.iter()
+                        .filter_map(|m| matchers.get(*m as usize))
+                        .flat_map(|m| m.terms.iter())
+                        .flat_map(|t| std::iter::once(&t.leaf).chain(t.excluded.iter()))
+                        .any(wanted)
+                })
+                .collect()
+        };
+        let uses_place = uses(|l| !matches!(l, Leaf::Network(_) | Leaf::Asn(_)));
+        let uses_asn = uses(|l| matches!(l, Leaf::Asn(_)));
         Self {
             networks: networks.into_boxed_slice(),
             matchers: matchers.into_boxed_slice(),
@@ -246,6 +259,7 @@ impl Topology {
             geo_terms: geo_terms.into_boxed_slice(),
             classifiers,
             uses_place,
+            uses_asn,
         }
     }
 
@@ -258,6 +272,12 @@ impl Topology {
     #[inline]
     pub fn uses_place(&self, set: u32) -> bool {
         self.uses_place.get(set as usize).copied().unwrap_or(false)
+    }
+
+    /// Whether the rules of set `set` read a client's AS number.
+    #[inline]
+    pub fn uses_asn(&self, set: u32) -> bool {
+        self.uses_asn.get(set as usize).copied().unwrap_or(false)
     }
 
     /// The class of `ip` for rule set `set`, and the block around it no
@@ -319,6 +339,7 @@ impl Topology {
                 Leaf::Subdivision(d) => (place.subdivision == Some(d), Closeness::Subdivision),
                 Leaf::Country(c) => (place.country == Some(c), Closeness::Country),
                 Leaf::Continent(k) => (place.continent == Some(k), Closeness::Continent),
+                Leaf::Asn(n) => (place.asn == Some(n), Closeness::Asn),
                 Leaf::Network(_) => (false, Closeness::Continent),
             };
             geo.by_place = true;
@@ -345,6 +366,10 @@ impl Topology {
             Leaf::Subdivision(d) => {
                 *geo = true;
                 place.subdivision == Some(d)
+            }
+            Leaf::Asn(n) => {
+                *geo = true;
+                place.asn == Some(n)
             }
         })
     }
@@ -601,6 +626,58 @@ mod tests {
     }
 
     #[test]
+    fn an_as_number_holds_closer_than_a_subdivision_and_less_than_a_network() {
+        let de = Country::parse("DE").unwrap();
+        let by = Subdivision::parse("DE-BY").unwrap();
+        let matchers = vec![Matcher {
+            name: "region:carriers".into(),
+            terms: Box::new([
+                term(Leaf::Network(0), &[]),
+                term(Leaf::Subdivision(by), &[]),
+                term(Leaf::Asn(64500), &[Leaf::Country(de)]),
+                term(Leaf::Asn(64501), &[]),
+            ]),
+        }];
+        let t = Topology::build(
+            vec![net("10.0.0.0/8")],
+            matchers,
+            vec![("carriers".into(), 0)],
+            &[vec![0]],
+        );
+        assert!(t.uses_asn(0) && t.uses_place(0));
+        let at = |asn: Option<u32>, country: &str, sub: Option<Subdivision>| Place {
+            asn,
+            country: Country::parse(country),
+            subdivision: sub,
+            ..Place::default()
+        };
+        let by_asn = |addr, place| closeness(&t, 0, addr, place);
+        assert_eq!(
+            by_asn("10.1.1.1", at(Some(64501), "DE", Some(by))),
+            Some(Closeness::Network(8)),
+            "a network first"
+        );
+        assert_eq!(
+            by_asn("192.0.2.1", at(Some(64501), "DE", Some(by))),
+            Some(Closeness::Asn),
+            "then the AS number, before the subdivision"
+        );
+        assert_eq!(
+            by_asn("192.0.2.1", at(Some(64500), "DE", Some(by))),
+            Some(Closeness::Subdivision),
+            "AS64500 is excluded in DE: the subdivision holds"
+        );
+        assert_eq!(
+            by_asn("192.0.2.1", at(Some(64500), "FR", None)),
+            Some(Closeness::Asn)
+        );
+        assert_eq!(by_asn("192.0.2.1", at(Some(64999), "FR", None)), None);
+        assert!(Closeness::Network(0) > Closeness::Asn && Closeness::Asn > Closeness::Subdivision);
+        // A rule set without AS numbers never looks one up.
+        assert!(!topology().uses_asn(0));
+    }
+
+    #[test]
     fn networks_exclusions_and_places_hold_clients_as_written() {
         let t = topology();
         let nowhere = Place::default();
@@ -608,13 +685,13 @@ mod tests {
             country: Country::parse("DE"),
             continent: Some(Continent::Eu),
             subdivision: Subdivision::parse("DE-BY"),
-            location: None,
+            ..Place::default()
         };
         let fr = Place {
             country: Country::parse("FR"),
             continent: Some(Continent::Eu),
             subdivision: None,
-            location: None,
+            ..Place::default()
         };
         assert_eq!(
             closeness(&t, 0, "10.9.9.9", nowhere),

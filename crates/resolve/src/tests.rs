@@ -1450,7 +1450,7 @@ fn place(text: &str) -> Place {
         country: (country != "-").then(|| Country::parse(country).expect("country")),
         continent: (continent != "-").then(|| Continent::parse(continent).expect("continent")),
         subdivision: None,
-        location: None,
+        ..Place::default()
     }
 }
 
@@ -2109,7 +2109,7 @@ fn topology_rules_pick_the_closest_holding_rule_with_a_candidate() {
             country: row.country.and_then(Country::parse),
             continent: row.continent,
             subdivision: None,
-            location: None,
+            ..Place::default()
         };
         let topology = &f.compiled.topology;
         let set = eval.answers.rule_set();
@@ -2181,7 +2181,7 @@ topology_rules = [
         country: Country::parse("US"),
         continent: Some(Continent::Na),
         subdivision: sub.and_then(gtm_model::place::Subdivision::parse),
-        location: None,
+        ..Place::default()
     };
     let answer = |client: &str, place: Place| {
         let class = topology.class(set, client.parse().unwrap());

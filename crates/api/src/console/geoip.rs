@@ -1,5 +1,5 @@
-//! The GeoIP card (docs/console.md): the country database each device of
-//! the cluster answers with (this device's, and each peer's as its last
+//! The GeoIP card (docs/console.md): the country (or City) and ASN
+//! databases each device of the cluster answers with (this device's, and each peer's as its last
 //! report said; a warning when they differ), a look-up of an address
 //! as this device's DNS path places it (the API's own function), and
 //! changing this device's database: **Download now** from the configured
@@ -50,19 +50,43 @@ pub async fn page(
     render(&state, &who, &q.ip, None)
 }
 
+/// The database a form names (`kind=asn`, else the country or City one).
+fn kind_of(text: &str) -> crate::geoip::KindQuery {
+    crate::geoip::KindQuery {
+        kind: Some(if text.trim() == "asn" {
+            gtm_geo::Kind::Asn
+        } else {
+            gtm_geo::Kind::Place
+        }),
+    }
+}
+
 /// Download now, from the configured source (`POST /api/v1/geoip/download`).
 pub async fn download(
     State(state): State<ApiState>,
     Extension(who): Extension<Principal>,
+    form: Bytes,
 ) -> Response {
-    let outcome = match crate::geoip::download(State(state.clone())).await {
-        Ok(Json(status)) => Outcome::Done(match status.database {
-            Some(db) => format!(
-                "downloaded: this device answers with {} built {}",
-                db.name, db.built
-            ),
-            None => "downloaded".to_string(),
-        }),
+    let kind = form_urlencoded::parse(&form)
+        .find(|(k, _)| k == "kind")
+        .map(|(_, v)| v.to_string())
+        .unwrap_or_default();
+    let asn = kind == "asn";
+    let outcome = match crate::geoip::download(State(state.clone()), Query(kind_of(&kind))).await {
+        Ok(Json(status)) => {
+            let db = if asn {
+                status.asn_database
+            } else {
+                status.database
+            };
+            Outcome::Done(match db {
+                Some(db) => format!(
+                    "downloaded: this device answers with {} built {}",
+                    db.name, db.built
+                ),
+                None => "downloaded".to_string(),
+            })
+        }
         Err(e) => Outcome::Failed(e.message),
     };
     render(&state, &who, "", Some(outcome))
@@ -80,25 +104,33 @@ pub async fn import(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    let mut kind = String::new();
     let file = match crate::auth::form_boundary(content_type) {
         None => Ok(body),
         Some(Err(e)) => Err(e),
-        Some(Ok(boundary)) => match crate::auth::form_field(body, &boundary, "file").await {
-            Ok(Some(file)) => Ok(file),
-            Ok(None) => Err("the form has no file (field \"file\")".to_string()),
-            Err(e) => Err(format!("the uploaded form: {e}")),
-        },
+        Some(Ok(boundary)) => {
+            if let Ok(Some(k)) = crate::auth::form_field(body.clone(), &boundary, "kind").await {
+                kind = String::from_utf8_lossy(&k).into_owned();
+            }
+            match crate::auth::form_field(body, &boundary, "file").await {
+                Ok(Some(file)) => Ok(file),
+                Ok(None) => Err("the form has no file (field \"file\")".to_string()),
+                Err(e) => Err(format!("the uploaded form: {e}")),
+            }
+        }
     };
     let outcome = match file {
         Err(why) => Outcome::Failed(why),
         Ok(file) if file.is_empty() => Outcome::Failed("choose a .mmdb file to import".into()),
-        Ok(file) => match crate::geoip::import(State(state.clone()), file).await {
-            Ok(Json(_)) => Outcome::Done(format!(
-                "imported: this device answers with {}",
-                state.engine.geoip().description()
-            )),
-            Err(e) => Outcome::Failed(e.message),
-        },
+        Ok(file) => {
+            match crate::geoip::import(State(state.clone()), Query(kind_of(&kind)), file).await {
+                Ok(Json(_)) => Outcome::Done(format!(
+                    "imported: this device answers with {}",
+                    state.engine.geoip().description()
+                )),
+                Err(e) => Outcome::Failed(e.message),
+            }
+        }
     };
     render(&state, &who, "", Some(outcome))
 }
@@ -235,6 +267,13 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
                 @if !configured { " (not configured: no device downloads without a [geoip] table)" }
             }
             dt { "Update" } dd #geoip-update { (if status.monthly { "monthly, by each device" } else { "off" }) }
+            dt { "ASN database" } dd #geoip-asn {
+                @match &status.asn_database {
+                    Some(db) => { (db.name) " (IPv" (db.ip_version) "), built " (db.built) ", " (db.networks) " networks, from " (db.source) },
+                    None => "none: asn: topology rules hold no client",
+                }
+            }
+            dt { "ASN source" } dd #geoip-asn-source { (status.asn_source.as_deref().unwrap_or("none")) }
         }
         @match &outcome {
             None => {},
@@ -268,6 +307,13 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
                 } @else {
                     p { "The configuration has no [geoip] table, so the download is refused: add one (below, or in the configuration), or import a file." }
                 }
+                div.field {
+                    label for="g-download-kind" { "Database" }
+                    select #g-download-kind name="kind" {
+                        option value="place" { "Country or City" }
+                        option value="asn" { "ASN" }
+                    }
+                }
                 div.actions { button type="submit" #geoip-download { "Download now" } }
             }
         }
@@ -276,7 +322,14 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
             form.filters method="post" action="/ui/geoip/import" enctype="multipart/form-data" {
                 (csrf_field(who))
                 div.field {
-                    label for="g-file" { "Import a country database (.mmdb, checked whole before it is used)" }
+                    label for="g-kind" { "Database" }
+                    select #g-kind name="kind" {
+                        option value="place" { "Country or City" }
+                        option value="asn" { "ASN" }
+                    }
+                }
+                div.field {
+                    label for="g-file" { "Import a database (.mmdb, checked whole before it is used)" }
                     input #g-file name="file" type="file" accept=".mmdb";
                 }
                 div.actions { button type="submit" #geoip-import { "Import" } }
@@ -302,7 +355,7 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
             }
         }
         table.geoip {
-            caption { "The country database each device answers with" }
+            caption { "The databases each device answers with" }
             thead { tr { th scope="col" { "Device" } th scope="col" { "Database" } } }
             tbody {
                 @for (device, db) in &databases {

@@ -136,6 +136,8 @@ pub(super) struct Placed {
     located: Option<Located>,
     rule: Option<RuleChoice>,
     nearest: Option<NearChoice>,
+    /// The client's AS number, when the record's rules read it.
+    asn: Option<u32>,
 }
 
 /// Places a client for `answer`: by its topology rules (docs/topology.md),
@@ -159,6 +161,7 @@ fn place_client(
         located: None,
         rule: None,
         nearest: None,
+        asn: None,
     };
     let Some(ip) = addr else {
         return default;
@@ -182,7 +185,15 @@ fn place_client(
     let reads_place =
         (!rules.is_empty() && topology.uses_place(set)) || !near.is_empty() || !places.is_empty();
     let located = reads_place.then(|| geo.locate(ip));
-    let place = located.map(|l| l.place).unwrap_or_default();
+    let (asn, asn_prefix) = if !rules.is_empty() && topology.uses_asn(set) {
+        geo.asn(ip)
+    } else {
+        (None, 0)
+    };
+    let place = gtm_model::place::Place {
+        asn,
+        ..located.map(|l| l.place).unwrap_or_default()
+    };
     let mut geo_used = false;
     let chosen = if rules.is_empty() {
         None
@@ -206,7 +217,10 @@ fn place_client(
         }
     };
     let width = if geo_used {
-        class.block.max(located.map_or(0, |l| l.prefix))
+        class
+            .block
+            .max(located.map_or(0, |l| l.prefix))
+            .max(asn_prefix)
     } else {
         class.block
     };
@@ -223,6 +237,7 @@ fn place_client(
         located,
         rule: chosen,
         nearest,
+        asn,
     }
 }
 
@@ -270,6 +285,8 @@ pub struct Chosen {
     pub rule: Option<RuleChoice>,
     /// The datacenter that answered it by distance, if one did.
     pub nearest: Option<NearChoice>,
+    /// Its AS number, when the record's rules read one.
+    pub asn: Option<u32>,
     pub group: usize,
     /// The ECS scope of the answer.
     pub scope: u8,
@@ -295,6 +312,7 @@ pub fn explain_choice(
         located,
         rule,
         nearest,
+        asn,
     } = place_client(answer, topology, geo, &placement);
     let entry = match (rule, nearest) {
         (Some(_), _) | (_, Some(_)) => None,
@@ -334,6 +352,7 @@ pub fn explain_choice(
         entry,
         rule,
         nearest,
+        asn,
         group,
         scope,
         variants,

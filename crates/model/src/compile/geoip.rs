@@ -1,16 +1,24 @@
-//! `[geoip]`: where the GeoIP database is fetched from.
+//! `[geoip]`: where the GeoIP databases are fetched from.
 
 use super::Cx;
 use crate::config::Config;
 
 impl Cx {
-    /// `[geoip] source` must be an http(s) URL whose only placeholders are
-    /// `{year}` and `{month}`.
+    /// `[geoip] source` and `asn_source` must be http(s) URLs whose only
+    /// placeholders are `{year}` and `{month}`.
     pub(super) fn geoip(&mut self, config: &Config) {
-        let Some(source) = config.geoip.as_ref().and_then(|g| g.source.as_deref()) else {
+        let Some(geoip) = &config.geoip else {
             return;
         };
-        let path = "geoip / source";
+        if let Some(source) = &geoip.source {
+            self.source_url("geoip / source", source);
+        }
+        if let Some(source) = &geoip.asn_source {
+            self.source_url("geoip / asn_source", source);
+        }
+    }
+
+    fn source_url(&mut self, path: &str, source: &str) {
         let rest = source
             .strip_prefix("https://")
             .or_else(|| source.strip_prefix("http://"));

@@ -8,7 +8,7 @@ use super::{Cx, unique};
 use crate::{
     config::{Config, Region, TopologyRule},
     node::Network,
-    place::{Continent, Country, Subdivision},
+    place::{Asn, Continent, Country, Subdivision},
     topology::{Leaf, Matcher, Term, Topology},
 };
 
@@ -17,6 +17,7 @@ use crate::{
 pub(super) enum Client {
     Region(String),
     Network(Network),
+    Asn(Asn),
     Subdivision(Subdivision),
     Country(Country),
     Continent(Continent),
@@ -28,6 +29,7 @@ impl Client {
         match self {
             Self::Region(name) => format!("region:{name}"),
             Self::Network(n) => n.to_string(),
+            Self::Asn(a) => format!("asn:{}", a.0),
             Self::Subdivision(d) => format!("subdivision:{d}"),
             Self::Country(c) => format!("country:{c}"),
             Self::Continent(k) => format!("continent:{}", k.code()),
@@ -35,11 +37,17 @@ impl Client {
     }
 }
 
-/// Reads a rule's `client`: `region:NAME`, `country:CC`, `continent:CC`
-/// or a network. The error says what is wrong with the text.
+/// Reads a rule's `client`: `region:NAME`, `asn:N`, `subdivision:CC-SUB`,
+/// `country:CC`, `continent:CC` or a network. The error says what is
+/// wrong with the text.
 pub(super) fn read_client(text: &str) -> Result<Client, String> {
     if let Some(name) = text.strip_prefix("region:") {
         return Ok(Client::Region(name.to_string()));
+    }
+    if let Some(number) = text.strip_prefix("asn:") {
+        return Asn::parse(number).map(Client::Asn).ok_or_else(|| {
+            format!("client \"{text}\": \"{number}\" is not an AS number (asn:64500)")
+        });
     }
     if let Some(code) = text.strip_prefix("subdivision:") {
         return Subdivision::parse(code)
@@ -62,7 +70,7 @@ pub(super) fn read_client(text: &str) -> Result<Client, String> {
     }
     if !text.contains('/') {
         return Err(format!(
-            "client \"{text}\" is not a place: write a network (10.20.0.0/16), region:NAME, subdivision:CC-SUB, country:CC or continent:CC"
+            "client \"{text}\" is not a place: write a network (10.20.0.0/16), region:NAME, asn:N, subdivision:CC-SUB, country:CC or continent:CC"
         ));
     }
     read_network(text).map(Client::Network)
@@ -198,6 +206,7 @@ impl Cx {
             };
             let leaf = match client {
                 Client::Network(n) => Leaf::Network(b.network(n)),
+                Client::Asn(a) => Leaf::Asn(a.0),
                 Client::Subdivision(d) => Leaf::Subdivision(d),
                 Client::Country(c) => Leaf::Country(c),
                 Client::Continent(k) => Leaf::Continent(k),
@@ -235,9 +244,9 @@ impl Cx {
         b: &mut Builder,
     ) -> Read {
         let path = format!("region {}", r.name);
-        let mut leaves = |cx: &mut Cx, lists: [&[String]; 4]| {
+        let mut leaves = |cx: &mut Cx, lists: [&[String]; 4], asns: &[Asn]| {
             let [networks, subdivisions, countries, continents] = lists;
-            let mut out = Vec::new();
+            let mut out: Vec<Leaf> = asns.iter().map(|a| Leaf::Asn(a.0)).collect();
             for n in networks {
                 match read_network(n) {
                     Ok(n) => out.push(Leaf::Network(b.network(n))),
@@ -274,6 +283,7 @@ impl Cx {
         let members = leaves(
             self,
             [&r.networks, &r.subdivisions, &r.countries, &r.continents],
+            &r.asns,
         );
         let excluded = leaves(
             self,
@@ -283,6 +293,7 @@ impl Cx {
                 &r.exclude_countries,
                 &r.exclude_continents,
             ],
+            &r.exclude_asns,
         );
         for name in &r.regions {
             if !by_name.contains_key(name.as_str()) {
@@ -292,7 +303,7 @@ impl Cx {
         if members.is_empty() && r.regions.is_empty() {
             self.err(
                 &path,
-                "holds no client: give networks, subdivisions, countries, continents or regions",
+                "holds no client: give networks, asns, subdivisions, countries, continents or regions",
             );
         }
         Read {
@@ -386,7 +397,7 @@ nameservers = ["ns1.t.test"]
     #[test]
     fn regions_are_checked_and_every_error_names_its_region() {
         let text = format!(
-            "{ZONE}\n[[region]]\nname = \"a\"\nnetworks = [\"10.20.1.0/16\", \"nope/8\"]\ncountries = [\"USA\"]\ncontinents = [\"XX\"]\nsubdivisions = [\"US-CALI\"]\nregions = [\"b\", \"missing\"]\n\n[[region]]\nname = \"b\"\nregions = [\"a\"]\n\n[[region]]\nname = \"empty\"\n\n[[region]]\nname = \"c\"\ncountries = [\"DE\"]\n\n[[region]]\nname = \"c\"\ncountries = [\"FR\"]\n"
+            "{ZONE}\n[[region]]\nname = \"a\"\nnetworks = [\"10.20.1.0/16\", \"nope/8\"]\ncountries = [\"USA\"]\ncontinents = [\"XX\"]\nsubdivisions = [\"US-CALI\"]\nregions = [\"b\", \"missing\"]\n\n[[region]]\nname = \"b\"\nregions = [\"a\"]\n\n[[region]]\nname = \"empty\"\n\n[[region]]\nname = \"c\"\ncountries = [\"DE\"]\n\n[[region]]\nname = \"c\"\ncountries = [\"FR\"]"
         );
         let errors = compiled(&text).unwrap_err();
         for want in [
@@ -408,6 +419,25 @@ nameservers = ["ns1.t.test"]
     }
 
     #[test]
+    fn a_bad_as_number_is_a_type_error_naming_its_line_region_and_value() {
+        let text = format!("{ZONE}\n[[region]]\nname = \"carriers\"\nasns = [64500, \"AS-7\"]\n");
+        assert_eq!(
+            compiled(&text).unwrap_err(),
+            ["line 14: region carriers: asns[1]: \"AS-7\" is not an AS number (64500 or AS64500)"]
+        );
+        let text = format!(
+            "{ZONE}\n[[region]]\nname = \"carriers\"\nasns = [64500, \"AS64501\"]\nexclude_asns = [64502]\n"
+        );
+        let compiled = compiled(&text).expect("compiles");
+        let m = compiled.topology.region("carriers").unwrap();
+        let terms = &compiled.topology.matchers[m as usize].terms;
+        use crate::topology::Leaf;
+        let leaves: Vec<Leaf> = terms.iter().map(|t| t.leaf).collect();
+        assert_eq!(leaves, [Leaf::Asn(64500), Leaf::Asn(64501)]);
+        assert!(terms.iter().all(|t| *t.excluded == [Leaf::Asn(64502)]));
+    }
+
+    #[test]
     fn rules_name_known_places_datacenters_and_addresses() {
         let text = format!(
             r#"{ZONE}
@@ -424,6 +454,7 @@ topology_rules = [
   {{ client = "10.0.0.0/8", address = "192.0.2.9" }},
   {{ client = "10.0.0.0/8" }},
   {{ client = "somewhere", datacenter = "east", weight = 0 }},
+  {{ client = "asn:ASX", datacenter = "east" }},
 ]
 
 [[domain.record]]
@@ -443,6 +474,7 @@ topology_rules = [{{ client = "10.0.0.0/8", datacenter = "east" }}]
             "domain t.test / record www A / topology rule 5: give one of datacenter or address",
             "domain t.test / record www A / topology rule 6: weight must be 1 or more",
             "domain t.test / record www A / topology rule 6: client \"somewhere\" is not a place",
+            "domain t.test / record www A / topology rule 7: client \"asn:ASX\": \"ASX\" is not an AS number (asn:64500)",
             "topology_rules applies to A, AAAA and CNAME records only",
         ] {
             assert!(
