@@ -478,6 +478,81 @@ topology_rules = [{ client = "10.1.0.0/16", datacenter = "fra" }]
     );
 }
 
+/// A rule that names a group answers from the group's healthy addresses,
+/// across datacenters; a group with none left is skipped; preview and
+/// explain name the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_sends_a_branch_to_a_group_of_addresses() {
+    let config = r#"
+[[datacenter]]
+name = "east"
+
+[[datacenter]]
+name = "west"
+
+[[domain]]
+name = "groups.test"
+nameservers = ["ns1.groups.test"]
+
+[[domain.record]]
+name = "app"
+type = "A"
+addresses = [
+  { ip = "192.0.2.71", dc = "east", group = "edge" },
+  { ip = "192.0.2.72", dc = "west", group = "edge" },
+  { ip = "192.0.2.73", dc = "east", group = "core" },
+]
+topology_rules = [
+  { client = "127.0.140.0/24", group = "edge" },
+  { client = "127.0.141.0/24", group = "core" },
+]
+"#;
+    let d = TestDevice::start_with(config, None).await;
+    let server = d.v4();
+    let ask = |from: &'static str| async move {
+        let from: IpAddr = from.parse().unwrap();
+        sorted(&ask_from(from, server, "app.groups.test.", None).await)
+    };
+    assert_eq!(ask("127.0.140.9").await, ["192.0.2.71", "192.0.2.72"]);
+    assert_eq!(ask("127.0.141.9").await, ["192.0.2.73"]);
+    assert_eq!(
+        ask("127.0.142.9").await,
+        ["192.0.2.71", "192.0.2.72", "192.0.2.73"]
+    );
+    // The core group drained: its branch falls through to every
+    // candidate left, and the preview says the rule is skipped.
+    let out = run_gtm(&d, &["record", "drain", "192.0.2.73", "--force"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(ask("127.0.141.9").await, ["192.0.2.71", "192.0.2.72"]);
+    let out = run_gtm(&d, &["record", "preview", "app.groups.test", "A"]);
+    assert!(
+        out.stdout
+            .contains("rule 1 127.0.140.0/24 → group edge (weight 1): 192.0.2.71")
+            && out
+                .stdout
+                .contains("rule 2 127.0.141.0/24 → group core (weight 1): skipped (no candidate)"),
+        "{}",
+        out.stdout
+    );
+    let out = run_gtm(
+        &d,
+        &[
+            "record",
+            "explain",
+            "app.groups.test",
+            "A",
+            "--client",
+            "127.0.140.9",
+        ],
+    );
+    assert!(
+        out.stdout
+            .contains("rule 1 (127.0.140.0/24 → group edge, weight 1)"),
+        "{}",
+        out.stdout
+    );
+}
+
 /// The NOERROR answers to A queries a device has given.
 async fn answered_a(d: &TestDevice) -> u64 {
     let text = metrics(d).await;

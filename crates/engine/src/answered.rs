@@ -413,6 +413,14 @@ pub(crate) fn rule_target(
             "datacenter {}",
             dcs.get(dc).map_or("?", |d| d.name.as_str())
         ),
+        gtm_model::compile::RuleTarget::Group(first) => format!(
+            "group {}",
+            steering
+                .addresses
+                .get(first as usize)
+                .and_then(|a| a.group())
+                .unwrap_or("?")
+        ),
         gtm_model::compile::RuleTarget::Address(a) => format!(
             "address {}",
             steering

@@ -293,6 +293,9 @@ pub struct TopologyRule {
     pub client: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datacenter: Option<String>,
+    /// A group of the record's addresses (their `group`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// One of the record's addresses (a CNAME record's target).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
@@ -902,6 +905,10 @@ pub struct AddressFields {
     pub countries: Box<[String]>,
     #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
     pub continents: Box<[String]>,
+    /// A name for a set of the record's addresses that a topology rule
+    /// can answer from (`group = "edge"`, docs/topology.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Box<str>>,
 }
 
 /// An address as a device holds it: its IP inline, anything else it sets
@@ -958,6 +965,11 @@ impl Address {
 
     pub fn continents(&self) -> &[String] {
         self.rest.as_ref().map_or(&[], |r| &r.continents)
+    }
+
+    /// The group of the record's addresses it is in, if any.
+    pub fn group(&self) -> Option<&str> {
+        self.rest.as_ref()?.group.as_deref()
     }
 
     /// The address as written, to change and make an address of again.

@@ -1338,7 +1338,7 @@ mod tests {
         };
         let domain = "name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `topology_rules`, `record`, `dnssec`, `dnssec_algorithm`, `secondaries";
         let record = "name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values";
-        let address = "ip`, `target`, `dc`, `hc`, `weight`, `countries`, `continents";
+        let address = "ip`, `target`, `dc`, `hc`, `weight`, `countries`, `continents`, `group";
         assert_eq!(
             lines,
             [

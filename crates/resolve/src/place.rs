@@ -433,6 +433,10 @@ fn rule_answers(
                 .copied()
                 .filter(|&i| match r.target {
                     RuleTarget::Address(a) => i == a as usize,
+                    RuleTarget::Group(first) => {
+                        let group = |at: usize| steering.addresses.get(at).and_then(|a| a.group());
+                        group(i).is_some() && group(i) == group(first as usize)
+                    }
                     RuleTarget::Datacenter(dc) => {
                         steering.addresses.get(i).and_then(|a| a.dc()) == Some(dc)
                     }

@@ -2398,3 +2398,39 @@ fn datacenter_locations_and_nearest_are_checked() {
         assert!(got.contains(says), "{dc} / {record}: {got}");
     }
 }
+
+#[test]
+fn a_group_rule_answers_from_the_healthy_addresses_of_its_group() {
+    let record = r#"name = "www"
+type = "A"
+addresses = [
+  { ip = "192.0.2.1", dc = "dc1", hc = "check:web", group = "edge" },
+  { ip = "192.0.2.2", dc = "dc2", group = "core" },
+  { ip = "192.0.2.3", dc = "dc3", group = "edge" },
+]
+topology_rules = [{ client = "10.0.0.0/8", group = "edge" }]"#;
+    let compiled = compile_text("", &[record.to_string()]);
+    let f = Fixture { compiled, index: 0 };
+    let topology = &f.compiled.topology;
+    let answer = |health: &str| {
+        let eval = f.eval(health, None, false);
+        let set = eval.answers.rule_set();
+        let class = topology.class(set, "10.1.2.3".parse().unwrap());
+        rule_for(
+            eval.answers.rules(),
+            topology,
+            set,
+            class.id,
+            &Place::default(),
+            &mut false,
+        )
+        .map(|c| f.show(&eval.answers.groups[c.group]))
+    };
+    // The group's addresses across datacenters, not the other group's.
+    assert_eq!(
+        answer("web@192.0.2.1=ok").as_deref(),
+        Some("192.0.2.1 192.0.2.3")
+    );
+    // One of them down: the other.
+    assert_eq!(answer("web@192.0.2.1=error").as_deref(), Some("192.0.2.3"));
+}

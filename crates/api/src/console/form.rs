@@ -283,6 +283,10 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
         );
         f.set(&format!("a{i}_countries"), list_text(&a.countries));
         f.set(&format!("a{i}_continents"), list_text(&a.continents));
+        f.set(
+            &format!("a{i}_group"),
+            a.group.as_deref().unwrap_or_default().to_string(),
+        );
     }
     f
 }
@@ -405,6 +409,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
             weight,
             countries: split_list(f.get(&key("countries"))).into(),
             continents: split_list(f.get(&key("continents"))).into(),
+            group: nonempty(&key("group")),
         }));
     }
     let at = match f.get("orig") {
@@ -615,6 +620,7 @@ fn render(
                             th scope="col" { "Weight" }
                             th scope="col" { "Countries" }
                             th scope="col" { "Continents" }
+                            th scope="col" { "Group" }
                         } }
                         tbody {
                             @for i in 0..n_rows {
@@ -639,6 +645,7 @@ fn render(
                                     td { input.narrow name=(k("weight")) type="text" value=(f.get(&k("weight"))) aria-label={ "Weight of address " (i + 1) }; }
                                     td { input.narrow name=(k("countries")) type="text" value=(f.get(&k("countries"))) aria-label={ "Countries of address " (i + 1) } placeholder="DE, FR"; }
                                     td { input.narrow name=(k("continents")) type="text" value=(f.get(&k("continents"))) aria-label={ "Continents of address " (i + 1) } placeholder="EU"; }
+                                    td { input.narrow name=(k("group")) type="text" value=(f.get(&k("group"))) aria-label={ "Group of address " (i + 1) } placeholder="edge"; }
                                 }
                             }
                         }

@@ -83,6 +83,7 @@ impl Cx {
                 countries,
                 continents,
             )
+            .in_group(a.group().map(Box::from))
         })
     }
 

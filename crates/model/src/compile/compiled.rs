@@ -322,6 +322,9 @@ pub struct RuleSpec {
 pub enum RuleTarget {
     /// The addresses of a datacenter.
     Datacenter(DcId),
+    /// The addresses of a group: those whose group is that of the
+    /// address at this index (the group's first).
+    Group(u32),
     /// One address of the record (an index into its addresses).
     Address(u32),
 }
@@ -369,6 +372,7 @@ struct AddressMore {
     target: Option<Box<str>>,
     countries: Box<[Country]>,
     continents: Box<[Continent]>,
+    group: Option<Box<str>>,
 }
 
 impl AddressSpec {
@@ -388,6 +392,7 @@ impl AddressSpec {
             target,
             countries,
             continents,
+            group: None,
         };
         Self {
             value,
@@ -396,6 +401,14 @@ impl AddressSpec {
             weight,
             more: (more != AddressMore::default()).then(|| Box::new(more)),
         }
+    }
+
+    /// The address in the group `group` of the record's addresses.
+    pub fn in_group(mut self, group: Option<Box<str>>) -> Self {
+        if group.is_some() {
+            self.more.get_or_insert_with(Box::default).group = group;
+        }
+        self
     }
 
     /// Its datacenter, if it names one.
@@ -416,6 +429,11 @@ impl AddressSpec {
     /// The continents whose clients get this address (topology).
     pub fn continents(&self) -> &[Continent] {
         self.more.as_ref().map_or(&[], |m| &m.continents)
+    }
+
+    /// The group of the record's addresses it is in (topology rules).
+    pub fn group(&self) -> Option<&str> {
+        self.more.as_ref()?.group.as_deref()
     }
 
     /// The value as operators read it: an IP or a target name.

@@ -455,6 +455,7 @@ topology_rules = [
   {{ client = "10.0.0.0/8" }},
   {{ client = "somewhere", datacenter = "east", weight = 0 }},
   {{ client = "asn:ASX", datacenter = "east" }},
+  {{ client = "10.0.0.0/8", group = "nope" }},
 ]
 
 [[domain.record]]
@@ -471,9 +472,10 @@ topology_rules = [{{ client = "10.0.0.0/8", datacenter = "east" }}]
             "domain t.test / record www A / topology rule 2: client \"country:USA\": \"USA\" is not an ISO 3166",
             "domain t.test / record www A / topology rule 3: unknown datacenter \"north\"",
             "domain t.test / record www A / topology rule 4: address \"192.0.2.9\" is not one of the record's",
-            "domain t.test / record www A / topology rule 5: give one of datacenter or address",
+            "domain t.test / record www A / topology rule 5: give one of datacenter, group or address",
             "domain t.test / record www A / topology rule 6: weight must be 1 or more",
             "domain t.test / record www A / topology rule 6: client \"somewhere\" is not a place",
+            "domain t.test / record www A / topology rule 8: group \"nope\" is not a group of the record's addresses",
             "domain t.test / record www A / topology rule 7: client \"asn:ASX\": \"ASX\" is not an AS number (asn:64500)",
             "topology_rules applies to A, AAAA and CNAME records only",
         ] {

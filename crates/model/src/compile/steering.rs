@@ -92,9 +92,19 @@ impl Cx {
             let at = format!("{path} / topology rule {}", i + 1);
             let report = !inherited;
             let (matcher, weight) = self.rule_client(&at, rule, within.refs, report);
-            let target = match (&rule.datacenter, &rule.address) {
-                (Some(dc), None) => self.rule_dc(&at, dc, within.refs, report),
-                (None, Some(address)) => {
+            let target = match (&rule.datacenter, &rule.group, &rule.address) {
+                (Some(dc), None, None) => self.rule_dc(&at, dc, within.refs, report),
+                (None, Some(group), None) => {
+                    let found = r.addresses.iter().position(|a| a.group() == Some(group));
+                    if found.is_none() && report {
+                        self.err(
+                            &at,
+                            format!("group \"{group}\" is not a group of the record's addresses"),
+                        );
+                    }
+                    found.map(|i| RuleTarget::Group(i as u32))
+                }
+                (None, None, Some(address)) => {
                     let found = r.addresses.iter().position(|a| {
                         a.ip.is_some_and(|ip| ip.to_string() == *address)
                             || a.target()
@@ -110,7 +120,7 @@ impl Cx {
                 }
                 _ => {
                     if report {
-                        self.err(&at, "give one of datacenter or address");
+                        self.err(&at, "give one of datacenter, group or address");
                     }
                     None
                 }
@@ -136,12 +146,12 @@ impl Cx {
         for (i, rule) in rules.iter().enumerate() {
             let at = format!("{path} / topology rule {}", i + 1);
             self.rule_client(&at, rule, refs, true);
-            match (&rule.datacenter, &rule.address) {
-                (Some(dc), None) => {
+            match (&rule.datacenter, &rule.group, &rule.address) {
+                (Some(dc), None, None) => {
                     self.rule_dc(&at, dc, refs, true);
                 }
-                (None, Some(_)) => {}
-                _ => self.err(&at, "give one of datacenter or address"),
+                (None, Some(_), None) | (None, None, Some(_)) => {}
+                _ => self.err(&at, "give one of datacenter, group or address"),
             }
         }
     }
