@@ -519,11 +519,56 @@ topology_rules = [
         ask("127.0.142.9").await,
         ["192.0.2.71", "192.0.2.72", "192.0.2.73"]
     );
+    // Each rule counted the response it decided.
+    let out = run_gtm(&d, &["record", "stats", "app.groups.test", "A", "--json"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let stats: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let rules = &stats["rules"];
+    assert_eq!(rules[0]["text"], "127.0.140.0/24 → group edge", "{stats}");
+    assert_eq!(rules[0]["answers"], 1, "{stats}");
+    assert_eq!(rules[1]["answers"], 1, "{stats}");
+    assert_eq!(stats["answers"], 3, "{stats}");
+    let metrics = metrics(&d).await;
+    let line = "gtm_topology_rule_answers_total{record=\"app.groups.test/A\",rule=\"2: 127.0.141.0/24 → group core\"} 1";
+    assert!(metrics.contains(line), "missing {line:?} in:\n{metrics}");
+
     // The core group drained: its branch falls through to every
     // candidate left, and the preview says the rule is skipped.
     let out = run_gtm(&d, &["record", "drain", "192.0.2.73", "--force"]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(ask("127.0.141.9").await, ["192.0.2.71", "192.0.2.72"]);
+    // A skipped rule decided nothing: its count stays.
+    let out = run_gtm(&d, &["record", "stats", "app.groups.test", "A"]);
+    assert!(
+        out.stdout.contains("2: 127.0.141.0/24 → group core")
+            && out
+                .stdout
+                .lines()
+                .any(|l| l.starts_with("2: 127.0.141.0/24") && l.trim_end().ends_with(" 1")),
+        "{}",
+        out.stdout
+    );
+    // Status lists every rule with its answer now and what it decided.
+    let out = run_gtm(&d, &["status"]);
+    let line = |text: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.contains(text))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        line("2: 127.0.141.0/24"),
+        "app.groups.test/A 2: 127.0.141.0/24 → group core skipped (no candidate) 1",
+        "{}",
+        out.stdout
+    );
+    assert!(
+        line("1: 127.0.140.0/24")
+            .starts_with("app.groups.test/A 1: 127.0.140.0/24 → group edge 192.0.2.71"),
+        "{}",
+        out.stdout
+    );
     let out = run_gtm(&d, &["record", "preview", "app.groups.test", "A"]);
     assert!(
         out.stdout

@@ -195,6 +195,15 @@ pub(super) async fn run(cli: &Connect, cmd: &RecordCmd) -> Result<()> {
                     .collect();
                 table(&["ADDRESS", "ANSWERS"], &rows);
             }
+            if !s.rules.is_empty() {
+                println!();
+                let rows: Vec<[String; 2]> = s
+                    .rules
+                    .iter()
+                    .map(|r| [format!("{}: {}", r.rule, r.text), r.answers.to_string()])
+                    .collect();
+                table(&["TOPOLOGY RULE", "ANSWERS"], &rows);
+            }
             Ok(())
         }
         RecordCmd::Drains { json } => {

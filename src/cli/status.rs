@@ -64,6 +64,30 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
         })
         .collect();
     table(&["RECORD", "STATUS", "ACTIVE RECORDS"], &rows);
+    if !report.rules.is_empty() {
+        println!();
+        let rows: Vec<[String; 4]> = report
+            .rules
+            .iter()
+            .map(|r| {
+                let now = if r.rule.skipped {
+                    "skipped (no candidate)".to_string()
+                } else {
+                    gtm_engine::active_texts(&r.rule.active).join(", ")
+                };
+                [
+                    r.record.clone(),
+                    format!("{}: {} → {}", r.rule.rule, r.rule.client, r.rule.target),
+                    now,
+                    r.decided.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &["RECORD", "TOPOLOGY RULE", "ANSWERS NOW", "DECIDED"],
+            &rows,
+        );
+    }
     if !report.peers.is_empty() {
         println!();
         print_side_by_side(&report);

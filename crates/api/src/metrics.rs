@@ -93,6 +93,19 @@ fn render(state: &ApiState) -> String {
         );
     }
 
+    out.family(
+        "gtm_topology_rule_answers_total",
+        "counter",
+        "Responses whose answer a topology rule of a record decided, per rule (`1: region:branch → datacenter east`; rules that decided at least once)",
+    );
+    for (record, rule, n) in engine.rule_counts() {
+        out.sample(
+            "gtm_topology_rule_answers_total",
+            &[("record", &record), ("rule", &rule)],
+            n as f64,
+        );
+    }
+
     let (peers, peer_records): (Vec<_>, Vec<_>) =
         state.peers.reported(&state.replication).into_iter().unzip();
     out.family(

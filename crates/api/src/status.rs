@@ -48,6 +48,10 @@ pub struct StatusReport {
     /// older devices.
     #[serde(default)]
     pub workers: Vec<gtm_node::workers::WorkerInfo>,
+    /// This device's topology rules, each with what it answers now and
+    /// the responses it decided (docs/topology.md); empty without rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<gtm_engine::RuleStatus>,
 }
 
 pub(super) async fn status(State(state): State<ApiState>) -> Result<Json<StatusReport>, ApiError> {
@@ -71,6 +75,7 @@ fn report(state: &ApiState) -> StatusReport {
         notify: state.engine.dns().transfers.notify_status(),
         cluster_degraded: state.replication.fault(),
         workers: state.workers.list(),
+        rules: state.engine.rule_status(),
     }
 }
 

@@ -124,6 +124,7 @@ pub fn answer(
                     &[]
                 };
                 slot.count(group, choice.variant);
+                slot.count_rule(choice.rule);
                 (body, sig, n + u16::from(signed), 0)
             }
         }

@@ -79,6 +79,7 @@ pub fn lookup(
             let group = &answer.groups[choice.group];
             if !group.is_empty() {
                 slot.count(group, choice.variant);
+                slot.count_rule(choice.rule);
             }
             // A wildcard's records take the name asked (RFC 4592 §3.3.1).
             let before = out.answers.len();

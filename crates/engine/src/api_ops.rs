@@ -87,6 +87,27 @@ impl Engine {
         out
     }
 
+    /// Every steered record's topology rules with the responses each
+    /// decided (nonzero only), as (`www.example.test/A`, `1: region:branch
+    /// → datacenter east`, count).
+    pub fn rule_counts(&self) -> Vec<(String, String, u64)> {
+        let snapshot = self.dns.snapshot.load();
+        let inner = self.lock();
+        let mut out: Vec<(String, String, u64)> = inner
+            .records
+            .iter()
+            .zip(snapshot.steered_slots())
+            .flat_map(|(r, slot)| {
+                rule_stats(r.steering(), &inner, slot.counters.rules())
+                    .into_iter()
+                    .filter(|s| s.answers > 0)
+                    .map(|s| (r.label(), format!("{}: {}", s.rule, s.text), s.answers))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     /// The answer counts of a record on this device (`gtm record stats`),
     /// `None` when no record has that name and type.
     pub fn record_stats(&self, name: &Name, rtype: RecordType) -> Option<RecordStats> {
@@ -94,17 +115,22 @@ impl Engine {
         let slot = snapshot.slot(name, rtype)?;
         let record = label(name, rtype);
         let key = RecordKey::of(&record);
-        let addresses = self
-            .lock()
+        let inner = self.lock();
+        let found = inner
             .records
             .iter()
-            .find(|r| key.as_ref().is_some_and(|key| r.is(key)))
+            .find(|r| key.as_ref().is_some_and(|key| r.is(key)));
+        let addresses = found
             .map(|r| address_stats(shown(r.steering()), slot.counters.addresses()))
+            .unwrap_or_default();
+        let rules = found
+            .map(|r| rule_stats(r.steering(), &inner, slot.counters.rules()))
             .unwrap_or_default();
         Some(RecordStats {
             record,
             answers: slot.counters.answers().load(Relaxed),
             addresses,
+            rules,
         })
     }
 
@@ -157,4 +183,28 @@ fn shown(steering: &Steering) -> impl Iterator<Item = String> + '_ {
         .iter()
         .map(|a| a.display())
         .chain(steering.fail_safe().iter().map(ToString::to_string))
+}
+
+/// Each topology rule of `steering` with its count among `counts` (the
+/// slot's rule counters, in the same order).
+fn rule_stats(
+    steering: &gtm_model::compile::Steering,
+    inner: &crate::Inner,
+    counts: &[gtm_dns::counters::AddressCount],
+) -> Vec<gtm_dns::counters::RuleStats> {
+    steering
+        .rules()
+        .iter()
+        .zip(counts)
+        .enumerate()
+        .map(|(i, (r, c))| gtm_dns::counters::RuleStats {
+            rule: i + 1,
+            text: format!(
+                "{} → {}",
+                crate::answered::rule_client(&inner.compiled.topology, r),
+                crate::answered::rule_target(steering, &inner.compiled.datacenters, r)
+            ),
+            answers: c.count.load(Relaxed),
+        })
+        .collect()
 }

@@ -81,7 +81,9 @@ pub use gtm_model::severity::Severity;
 pub use install::{InstallFailure, NotInstalled, Prepared};
 pub use proving::{Proven, servable};
 pub use storage::Stored;
-pub use views::{AddressView, Event, EventKind, Preview, RecordStatus, RecordView, ScenarioStatus};
+pub use views::{
+    AddressView, Event, EventKind, Preview, RecordStatus, RecordView, RuleStatus, ScenarioStatus,
+};
 use {install::*, proving::*, storage::*};
 
 /// How many of the newest events a preview looks through for switchovers.

@@ -115,6 +115,18 @@ pub struct RecordView {
     pub held: bool,
 }
 
+/// A topology rule of a record as `gtm status` shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RuleStatus {
+    /// `www.example.test/A`.
+    pub record: String,
+    /// The rule, with what the clients it holds are answered now.
+    #[serde(flatten)]
+    pub rule: RuleAnswered,
+    /// The responses it decided on this device since it started.
+    pub decided: u64,
+}
+
 /// A status's label, for the typed views.
 pub(super) fn label_of(status: Option<Status>) -> Option<String> {
     status.map(|s| s.as_str().to_string())
@@ -218,6 +230,40 @@ impl Engine {
                     decision: decision.into_owned(),
                     held: r.held,
                 }
+            })
+            .collect()
+    }
+
+    /// Every topology rule of every record on this device, in order: what
+    /// the clients it holds are answered now, and the responses it decided
+    /// (`gtm status`, docs/topology.md).
+    pub fn rule_status(&self) -> Vec<RuleStatus> {
+        let snapshot = self.dns.snapshot.load();
+        let inner = self.lock();
+        let dcs = &inner.compiled.datacenters;
+        let reason = |a: &AddressSpec| why(&inner.health, &a.hc);
+        inner
+            .records
+            .iter()
+            .zip(snapshot.steered_slots())
+            .filter(|(r, _)| !r.steering().rules().is_empty())
+            .flat_map(|(r, slot)| {
+                let counts = slot.counters.rules();
+                answered_by_rule(
+                    r.steering(),
+                    dcs,
+                    &r.answers,
+                    &inner.compiled.topology,
+                    &reason,
+                )
+                .into_iter()
+                .zip(counts)
+                .map(|(rule, c)| RuleStatus {
+                    record: r.label(),
+                    decided: c.count.load(std::sync::atomic::Ordering::Relaxed),
+                    rule,
+                })
+                .collect::<Vec<_>>()
             })
             .collect()
     }

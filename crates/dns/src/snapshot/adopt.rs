@@ -63,7 +63,11 @@ impl Snapshot {
                     return Ok(false);
                 };
                 if let Some(before) = counters_before(previous, key, slot.rtype) {
-                    slot.counters = Counters::carried(slot.counters.keys(), Some(&before.counters));
+                    slot.counters = Counters::carried(
+                        slot.counters.keys(),
+                        slot.counters.address_count(),
+                        Some(&before.counters),
+                    );
                 }
             }
         }

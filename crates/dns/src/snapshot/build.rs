@@ -355,7 +355,7 @@ impl Snapshot {
                 let values = data.into_iter().map(Value::from).collect();
                 let answer = static_answer(&spec.apex, ttl, values, signer)?;
                 let apex = wire_key(&spec.apex);
-                Ok(self.new_slot(previous, zone, &apex, rt, answer, Vec::new()))
+                Ok(self.new_slot(previous, zone, &apex, rt, answer, (Vec::new(), 0)))
             })
             .collect()
     }
@@ -377,14 +377,27 @@ impl Snapshot {
         };
         let answer = static_answer(&record.owner_name(), record.ttl, values, signer)?;
         let counted = match &record.content {
-            Content::Static(_) => Vec::new(),
-            Content::Steered(steering) => steering
-                .addresses
-                .iter()
-                .map(|a| a.value.to_bytes())
-                .chain(steering.fail_safe().iter().map(|d| d.to_bytes()))
-                .map(|bytes| hash_bytes(&bytes.unwrap_or_default()))
-                .collect(),
+            Content::Static(_) => (Vec::new(), 0),
+            Content::Steered(steering) => {
+                let mut keys: Vec<u64> = steering
+                    .addresses
+                    .iter()
+                    .map(|a| a.value.to_bytes())
+                    .chain(steering.fail_safe().iter().map(|d| d.to_bytes()))
+                    .map(|bytes| hash_bytes(&bytes.unwrap_or_default()))
+                    .collect();
+                let addresses = keys.len();
+                // A rule by its place and target: kept while they stay.
+                keys.extend(steering.rules().iter().map(|r| {
+                    let place = self
+                        .topology
+                        .matchers
+                        .get(r.matcher as usize)
+                        .map_or("", |m| m.name.as_str());
+                    hash_bytes(format!("{place}|{:?}", r.target).as_bytes())
+                }));
+                (keys, addresses)
+            }
         };
         Ok(self.new_slot(previous, zone, &record.owner, rt, answer, counted))
     }
@@ -399,13 +412,13 @@ impl Snapshot {
         key: &[u8],
         rtype: Rt,
         answer: RrsetAnswer,
-        counted: Vec<u64>,
+        (counted, addresses): (Vec<u64>, usize),
     ) -> Arc<RrsetSlot> {
         let before = counters_before(previous, key, rtype);
         Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
-            counters: Counters::carried(counted, before.map(|s| &s.counters)),
+            counters: Counters::carried(counted, addresses, before.map(|s| &s.counters)),
             signer: self.zones.get(zone).and_then(|z| z.signer.clone()),
         })
     }

@@ -53,7 +53,13 @@ pub struct Choice {
     pub group: usize,
     pub variant: usize,
     pub scope: u8,
+    /// The topology rule that decided the answer (its index among the
+    /// record's rules), or [`NO_RULE`].
+    pub rule: u32,
 }
+
+/// [`Choice::rule`] when no topology rule decided.
+pub const NO_RULE: u32 = u32::MAX;
 
 /// The numbers balance algorithms draw from: a round-robin counter and a
 /// random sequence, one per answering thread. Seeded, so the fast and
@@ -99,7 +105,10 @@ pub fn choose(
 ) -> Choice {
     let placement = client.placement();
     let Placed {
-        group, mut scope, ..
+        group,
+        mut scope,
+        rule,
+        ..
     } = place_client(answer, topology, geo, &placement);
     let g = &answer.groups[group];
     let n = g.wire.len();
@@ -123,6 +132,7 @@ pub fn choose(
         group,
         variant,
         scope,
+        rule: rule.map_or(NO_RULE, |r| u32::try_from(r.rule).unwrap_or(NO_RULE)),
     }
 }
 

@@ -168,6 +168,15 @@ pub struct RrsetSlot {
 }
 
 impl RrsetSlot {
+    /// Counts one response whose answer topology rule `rule` decided
+    /// (`NO_RULE`: none did).
+    #[inline]
+    pub fn count_rule(&self, rule: u32) {
+        if let Some(c) = self.counters.rules().get(rule as usize) {
+            c.count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Counts one response carrying variant `v` of `group`, an answer of
     /// this slot: the record, and each address sent.
     #[inline]
