@@ -659,5 +659,42 @@ async fn console_record_form_previews_applies_and_dns_follows() {
     })
     .await;
     until_answer(&d, "shop.example.test.", &["127.0.0.10"]).await;
+
+    // A topology rule written in the form: standalone, both addresses are
+    // candidates, and the loopback resolvers' rule answers 127.0.0.20.
+    b.goto(&format!("{base}/ui/records/shop.example.test/A"))
+        .await;
+    b.click("#edit").await;
+    b.until_path("the form", |p| p.starts_with("/ui/records/edit"))
+        .await;
+    choose(&b, "#f-mode", "standalone").await;
+    type_into(&b, "input[name=r0_client]", "127.0.0.0/8").await;
+    choose(&b, "select[name=r0_kind]", "address").await;
+    type_into(&b, "input[name=r0_to]", "127.0.0.20").await;
+    b.click("#preview").await;
+    let diff = b
+        .until_text("#diff", "the diff", |t| t.contains("topology_rules"))
+        .await;
+    assert!(diff.contains("127.0.0.0/8"), "{diff}");
+    b.axe("form-rules").await;
+    b.click("#apply").await;
+    b.until_text("#applied", "the apply", |t| {
+        t.starts_with("Applied as version")
+    })
+    .await;
+    until_answer(&d, "shop.example.test.", &["127.0.0.20"]).await;
+    // The form shows the rule as applied, with a spare row after it.
+    b.goto(&format!(
+        "{base}/ui/records/edit?domain=example.test&record=shop/A"
+    ))
+    .await;
+    b.until_attr("input[name=r0_client]", "value", "the applied rule", |v| {
+        v == "127.0.0.0/8"
+    })
+    .await;
+    assert!(
+        b.text("tr[data-rule=\"1\"]").await.is_some(),
+        "no spare rule row"
+    );
     b.close().await;
 }

@@ -31,7 +31,9 @@ use crate::{
     ApiState,
     objects::{WriteOptions, put},
 };
-use gtm_model::config::{Address, AddressFields, Config, Domain, Record, RecordFields, RecordType};
+use gtm_model::config::{
+    Address, AddressFields, Config, Domain, Record, RecordFields, RecordType, TopologyRule,
+};
 use gtm_node::access::Principal;
 
 /// Empty address rows offered below the record's own: one, and one more
@@ -288,7 +290,87 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
             a.group.as_deref().unwrap_or_default().to_string(),
         );
     }
+    for (i, rule) in r.options().topology_rules.iter().enumerate() {
+        f.set(&format!("r{i}_client"), rule.client.clone());
+        let (kind, to) = match (&rule.datacenter, &rule.group, &rule.address) {
+            (Some(dc), _, _) => ("datacenter", dc.clone()),
+            (None, Some(group), _) => ("group", group.clone()),
+            (None, None, Some(address)) => ("address", address.clone()),
+            (None, None, None) => ("datacenter", String::new()),
+        };
+        f.set(&format!("r{i}_kind"), kind);
+        f.set(&format!("r{i}_to"), to);
+        f.set(
+            &format!("r{i}_weight"),
+            rule.weight.map_or(String::new(), |w| w.to_string()),
+        );
+    }
     f
+}
+
+/// The rule rows the form holds: up to the last one with a client (the
+/// empty row after it is the spare one).
+fn rule_rows(f: &Fields) -> usize {
+    f.0.iter()
+        .filter(|(_, v)| !v.trim().is_empty())
+        .filter_map(|(k, _)| {
+            k.strip_prefix('r')?
+                .strip_suffix("_client")?
+                .parse::<usize>()
+                .ok()
+        })
+        .max()
+        .map_or(0, |m| m + 1)
+}
+
+/// The record's topology rules as the form's rule rows give them; a row
+/// without a client is left out.
+fn rules_of(f: &Fields, problems: &mut Problems) -> Vec<TopologyRule> {
+    let mut rules = Vec::new();
+    for i in 0..rule_rows(f) {
+        let key = |field: &str| format!("r{i}_{field}");
+        let client = f.get(&key("client")).trim();
+        if client.is_empty() {
+            continue;
+        }
+        let to = f.get(&key("to")).trim().to_string();
+        if to.is_empty() {
+            problems.add(
+                Some(format!("r{i}")),
+                format!(
+                    "rule row {}: give the datacenter, group or address it answers from",
+                    i + 1
+                ),
+            );
+            continue;
+        }
+        let weight = match f.get(&key("weight")).trim() {
+            "" => None,
+            w => match w.parse() {
+                Ok(w) => Some(w),
+                Err(_) => {
+                    problems.add(
+                        Some(format!("r{i}")),
+                        format!("rule row {}: weight \"{w}\" is not a whole number", i + 1),
+                    );
+                    continue;
+                }
+            },
+        };
+        let (datacenter, group, address) = match f.get(&key("kind")) {
+            "group" => (None, Some(to), None),
+            "address" => (None, None, Some(to)),
+            _ => (Some(to), None, None),
+        };
+        rules.push(TopologyRule {
+            client: client.to_string(),
+            datacenter,
+            group,
+            address,
+            weight,
+        });
+    }
+    rules
 }
 
 /// The address rows the form holds: every index with a field.
@@ -416,11 +498,11 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         "" => None,
         key => find(&domain, key),
     };
-    // The form does not show topology rules: an edit keeps the record's.
-    let topology_rules = at
-        .and_then(|i| domain.records.get(i))
-        .map(|r| r.options().topology_rules.clone())
-        .unwrap_or_default();
+    let topology_rules = if addressed {
+        rules_of(f, problems).into()
+    } else {
+        Box::default()
+    };
     let record = Record::from(RecordFields {
         name: f.get("name").into(),
         kind,
@@ -454,8 +536,17 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
 }
 
 /// The field an error of the configuration names: an address row
-/// (`... / address 3: ...`) or a record or domain key it starts with.
+/// (`... / address 3: ...`), a rule row (`... / topology rule 2: ...`) or
+/// a record or domain key it starts with.
 fn field_of(error: &str) -> Option<String> {
+    if let Some(rest) = error.split(" / topology rule ").nth(1) {
+        let n: usize = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
+        return Some(format!("r{}", n.checked_sub(1)?));
+    }
     if let Some(rest) = error.split(" / address ").nth(1) {
         let n: usize = rest
             .split(|c: char| !c.is_ascii_digit())
@@ -557,14 +648,14 @@ fn render(
             Some(Outcome::Preview { version, changes, devices }) => div.notice #diff role="status" {
                 p { "The changes this would make to version " (version) ":" }
                 @if changes.is_empty() { p { "no changes" } }
-                pre.changes { @for c in changes { (c) "\n" } }
+                pre.changes tabindex="0" { @for c in changes { (c) "\n" } }
                 @if let Some(j) = devices {
                     (super::drains::judgement_box(j, "answers-preview", "answers-emptied"))
                 }
             },
             Some(Outcome::Applied { version, changes }) => div.notice #applied role="status" {
                 p { "Applied as version " (version) " (" (changes.len()) " change" @if changes.len() != 1 { "s" } ")." }
-                pre.changes { @for c in changes { (c) "\n" } }
+                pre.changes tabindex="0" { @for c in changes { (c) "\n" } }
                 @if let Some((name, rtype)) = f.get("orig").rsplit_once('/') {
                     p { a href={ "/ui/records/" (segment(&owner(name, f.get("domain")))) "/" (segment(rtype)) } { "See the record's preview" } }
                 }
@@ -654,6 +745,46 @@ fn render(
                 p.hint { "A row left empty is dropped." }
                 button type="submit" name="action" value="add-row" #add-row formnovalidate { "Add an address row" }
             }
+            fieldset data-when=(ADDRESSED) #rules {
+                legend { "Topology rules" }
+                p.hint {
+                    "Clients at a place (a network, region:NAME, asn:N, subdivision:US-CA, country:US or continent:EU) are answered from a datacenter, a group or an address of the record; the rule that holds a client most closely answers it. "
+                    "With none of its own, the record takes its domain's. A row left without a client is dropped."
+                }
+                div.scroll tabindex="0" role="region" aria-label="Topology rules" {
+                    table.addresses {
+                        thead { tr {
+                            th scope="col" { "#" }
+                            th scope="col" { "Client" }
+                            th scope="col" { "Answers from" }
+                            th scope="col" { "Datacenter, group or address" }
+                            th scope="col" { "Weight" }
+                        } }
+                        tbody {
+                            @for i in 0..(rule_rows(f) + 1) {
+                                @let k = |field: &str| format!("r{i}_{field}");
+                                @let row_key = format!("r{i}");
+                                tr data-rule=(i) .invalid[p.by_field.contains_key(&row_key)] {
+                                    td { (i + 1) }
+                                    td {
+                                        input name=(k("client")) type="text" value=(f.get(&k("client"))) aria-label={ "Client of rule " (i + 1) } placeholder="region:branch";
+                                        (errors_of(p, &row_key))
+                                    }
+                                    td {
+                                        select name=(k("kind")) aria-label={ "What rule " (i + 1) " answers from" } {
+                                            @for (v, t) in [("datacenter", "datacenter"), ("group", "group"), ("address", "address")] {
+                                                option value=(v) selected[f.get(&k("kind")) == v] { (t) }
+                                            }
+                                        }
+                                    }
+                                    td { input name=(k("to")) type="text" value=(f.get(&k("to"))) aria-label={ "Datacenter, group or address of rule " (i + 1) } placeholder="east"; }
+                                    td { input.narrow name=(k("weight")) type="text" value=(f.get(&k("weight"))) aria-label={ "Weight of rule " (i + 1) } placeholder="1"; }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             fieldset data-when="f-type:MX,TXT,SRV,CAA" {
                 legend { "Static data (one value per line)" }
                 div.field {
@@ -710,6 +841,40 @@ mod tests {
                 .as_deref(),
             Some("values")
         );
+        assert_eq!(
+            field_of("domain example.test / record www A / topology rule 2: unknown region \"x\"")
+                .as_deref(),
+            Some("r1")
+        );
         assert_eq!(field_of("something else entirely"), None);
+    }
+
+    #[test]
+    fn rule_rows_read_as_rules_and_a_row_without_a_target_is_refused() {
+        let mut f = Fields::default();
+        for (k, v) in [
+            ("r0_client", "10.20.0.0/16"),
+            ("r0_kind", "datacenter"),
+            ("r0_to", "east"),
+            ("r1_client", " "),
+            ("r2_client", "region:branch"),
+            ("r2_kind", "group"),
+            ("r2_to", "edge"),
+            ("r2_weight", "3"),
+        ] {
+            f.set(k, v);
+        }
+        let mut problems = Problems::default();
+        let rules = rules_of(&f, &mut problems);
+        assert!(problems.is_empty());
+        assert_eq!(rules.len(), 2, "{rules:?}");
+        assert_eq!(rules[0].datacenter.as_deref(), Some("east"));
+        assert_eq!(rules[1].group.as_deref(), Some("edge"));
+        assert_eq!(rules[1].weight, Some(3));
+        f.set("r3_client", "country:US");
+        f.set("r2_weight", "x");
+        let rules = rules_of(&f, &mut problems);
+        assert_eq!(rules.len(), 1);
+        assert!(problems.by_field.contains_key("r3") && problems.by_field.contains_key("r2"));
     }
 }

@@ -283,7 +283,7 @@ fn render(state: &ApiState, who: &Principal, ip: &str, outcome: Option<Outcome>)
                 div.notice role="status" #update-preview {
                     p { "Dry run: switching the refresh " (if *monthly { "to monthly" } else { "off" }) " would make these changes to version " (version) " (nothing is applied yet):" }
                     @if changes.is_empty() { p { "no changes" } }
-                    pre.changes { @for c in changes { (c) "\n" } }
+                    pre.changes tabindex="0" { @for c in changes { (c) "\n" } }
                 }
                 form method="post" action="/ui/geoip/update" {
                     (csrf_field(who))

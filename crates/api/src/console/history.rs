@@ -136,7 +136,7 @@ pub async fn roll_back(
 fn changes_of(changes: &[String]) -> Markup {
     html! {
         @if changes.is_empty() { p { "no changes" } }
-        @else { pre.changes { @for c in changes { (c) "\n" } } }
+        @else { pre.changes tabindex="0" { @for c in changes { (c) "\n" } } }
     }
 }
 

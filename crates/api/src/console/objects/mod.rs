@@ -445,7 +445,7 @@ fn render(
             Some(Outcome::Preview(r)) => div.notice #diff role="status" {
                 p { "The changes this would make to version " (r.version) ":" }
                 @if r.changes.is_empty() { p { "no changes" } }
-                pre.changes { @for c in &r.changes { (c) "\n" } }
+                pre.changes tabindex="0" { @for c in &r.changes { (c) "\n" } }
                 @if let Some(j) = &r.devices {
                     (super::drains::judgement_box(j, "answers-preview", "answers-emptied"))
                 }
@@ -456,7 +456,7 @@ fn render(
                     @if !r.installed { "; this device has not installed it yet: its events say why" }
                     "."
                 }
-                pre.changes { @for c in &r.changes { (c) "\n" } }
+                pre.changes tabindex="0" { @for c in &r.changes { (c) "\n" } }
             },
             Some(Outcome::Tested(Ok(t))) => div.tested #tested role="status" .ok[t.ok] .down[!t.ok] {
                 p {
@@ -553,7 +553,7 @@ async fn deletion(
             h1 { (title) }
             div.notice #applied role="status" {
                 p { "Deleted as version " (r.version) "." }
-                pre.changes { @for c in &r.changes { (c) "\n" } }
+                pre.changes tabindex="0" { @for c in &r.changes { (c) "\n" } }
             }
             (back)
         },
@@ -561,7 +561,7 @@ async fn deletion(
             h1 { (title) }
             div.notice #diff role="status" {
                 p { "The changes this would make to version " (r.version) ":" }
-                pre.changes { @for c in &r.changes { (c) "\n" } }
+                pre.changes tabindex="0" { @for c in &r.changes { (c) "\n" } }
             }
             form method="post" action={ "/ui/objects/" (kind.path) "/" (segment(&name)) "/delete" } {
                 (csrf_field(&who))
