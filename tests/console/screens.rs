@@ -428,6 +428,11 @@ interval = "1s"
 failures = 1
 successes = 1
 
+[[region]]
+name = "lab"
+networks = ["127.0.0.0/8"]
+exclude_networks = ["127.0.0.2/32"]
+
 [[domain]]
 name = "map.test"
 nameservers = ["ns1.map.test"]
@@ -439,6 +444,15 @@ addresses = [
   {{ ip = "127.0.0.1", dc = "dc1", hc = "check:site" }},
   {{ ip = "127.0.0.2", dc = "dc2" }},
 ]
+
+[[domain.record]]
+name = "api"
+type = "A"
+addresses = [
+  {{ ip = "127.0.0.1", dc = "dc1", hc = "check:site" }},
+  {{ ip = "127.0.0.4", dc = "dc2" }},
+]
+topology_rules = [{{ client = "region:lab", datacenter = "dc1" }}]
 "#,
         port = backend.addr.port()
     );
@@ -472,6 +486,22 @@ addresses = [
         )
         .await;
     assert!(origin.contains("www.map.test/A"), "{origin}");
+    // The regions, and each rule with what it answers now.
+    let region = b
+        .until_text("#regions tr[data-region=\"lab\"]", "the region", |t| {
+            !t.is_empty()
+        })
+        .await;
+    assert!(
+        region.contains("networks 127.0.0.0/8") && region.contains("127.0.0.2/32"),
+        "{region}"
+    );
+    let rule = "#rules tr[data-record=\"api.map.test/A\"]";
+    let now = b
+        .until_text(rule, "the rule answering dc1", |t| t.contains("127.0.0.1"))
+        .await;
+    assert!(now.contains("1: region:lab → datacenter dc1"), "{now}");
+    b.axe("topology-rules").await;
     b.shot("topology").await;
     b.client
         .execute("window.gtmNotReloaded = true;", vec![])
@@ -492,6 +522,11 @@ addresses = [
         .await
         .expect("the marker");
     assert_eq!(kept, json!(true), "the page was reloaded");
+    // The rule's datacenter has no healthy address left: skipped, live.
+    b.until_text(rule, "the rule skipped", |t| {
+        t.contains("skipped (no candidate)")
+    })
+    .await;
     // Lines go only to what is answered: the address down has none.
     b.until_attr(
         "path[data-to=\"127.0.0.2\"]",

@@ -85,6 +85,52 @@ struct Map {
     nodes: BTreeMap<(String, String), Health>,
     /// Datacenter (or "" for addresses without one) → its devices.
     dcs: BTreeMap<String, Vec<(String, bool)>>,
+    /// The regions: name, what they hold, what they exclude.
+    regions: Vec<(String, String, String)>,
+    /// This device's topology rules; `None` when a peer is drawn (its
+    /// report does not carry them).
+    rules: Option<Vec<gtm_engine::RuleStatus>>,
+}
+
+/// A list in words, the first few of it and how many more.
+fn some_of(kind: &str, list: &[String]) -> Option<String> {
+    const SHOWN: usize = 5;
+    if list.is_empty() {
+        return None;
+    }
+    let mut text = format!("{kind} {}", list[..list.len().min(SHOWN)].join(", "));
+    if list.len() > SHOWN {
+        text.push_str(&format!(" and {} more", list.len() - SHOWN));
+    }
+    Some(text)
+}
+
+/// What a region holds and excludes, in words.
+fn region_row(r: &gtm_model::config::Region) -> (String, String, String) {
+    let asns = |l: &[gtm_model::place::Asn]| l.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let holds = [
+        some_of("networks", &r.networks),
+        some_of("ASNs", &asns(&r.asns)),
+        some_of("subdivisions", &r.subdivisions),
+        some_of("countries", &r.countries),
+        some_of("continents", &r.continents),
+        some_of("regions", &r.regions),
+    ];
+    let excludes = [
+        some_of("networks", &r.exclude_networks),
+        some_of("ASNs", &asns(&r.exclude_asns)),
+        some_of("subdivisions", &r.exclude_subdivisions),
+        some_of("countries", &r.exclude_countries),
+        some_of("continents", &r.exclude_continents),
+    ];
+    let join =
+        |parts: [Option<String>; 6]| parts.into_iter().flatten().collect::<Vec<_>>().join("; ");
+    let [e1, e2, e3, e4, e5] = excludes;
+    (
+        r.name.clone(),
+        join(holds),
+        join([e1, e2, e3, e4, e5, None]),
+    )
 }
 
 fn health(
@@ -162,30 +208,36 @@ fn origins(
 async fn gather(state: &ApiState, wanted: Option<&str>) -> Map {
     let engine = state.engine.clone();
     let at = state.clone();
-    let (local, checks, catalog, configured, peers) = tokio::task::spawn_blocking(move || {
-        (
-            engine.status_view(),
-            engine.checks(),
-            engine.with_config(records::catalog),
-            engine.with_config(|c| {
-                c.datacenters
-                    .iter()
-                    .map(|d| d.name.clone())
-                    .collect::<Vec<_>>()
-            }),
-            at.peers.status(&at.replication, &at.engine),
-        )
-    })
-    .await
-    .unwrap_or_else(|_| {
-        (
-            Vec::new(),
-            Vec::new(),
-            Catalog::default(),
-            Vec::new(),
-            Vec::new(),
-        )
-    });
+    let (local, checks, catalog, configured, peers, (regions, rules)) =
+        tokio::task::spawn_blocking(move || {
+            (
+                engine.status_view(),
+                engine.checks(),
+                engine.with_config(records::catalog),
+                engine.with_config(|c| {
+                    c.datacenters
+                        .iter()
+                        .map(|d| d.name.clone())
+                        .collect::<Vec<_>>()
+                }),
+                at.peers.status(&at.replication, &at.engine),
+                (
+                    engine.with_config(|c| c.regions.iter().map(|r| region_row(r)).collect()),
+                    engine.rule_status(),
+                ),
+            )
+        })
+        .await
+        .unwrap_or_else(|_| {
+            (
+                Vec::new(),
+                Vec::new(),
+                Catalog::default(),
+                Vec::new(),
+                Vec::new(),
+                (Vec::new(), Vec::new()),
+            )
+        });
     let here = state.engine.device().to_string();
     let kv = state.replication.state().await;
     let drains = gtm_model::operator::state_of(&kv).drains;
@@ -199,18 +251,23 @@ async fn gather(state: &ApiState, wanted: Option<&str>) -> Map {
             .or_default()
             .push((p.device.clone(), p.reachable));
     }
+    let has_rules = !rules.is_empty();
     let mut devices = vec![here.clone()];
     devices.extend(peers.iter().map(|p| p.device.clone()));
     let peer = wanted.and_then(|w| peers.into_iter().find(|p| p.device == w));
-    let (device, reachable, statuses, failing) = match peer {
+    let (device, reachable, statuses, failing, rules) = match peer {
         Some(p) => (
             p.device,
             p.reachable,
             p.records,
             records::failing_of(p.checks),
+            None,
         ),
-        None => (here, true, local, records::failing_of(checks)),
+        None => (here, true, local, records::failing_of(checks), Some(rules)),
     };
+    // The configuration is the cluster's: without rules here, a peer has
+    // none either.
+    let rules = rules.or_else(|| (!has_rules).then(Vec::new));
     let mut nodes = BTreeMap::new();
     let mut origins = origins(&statuses, &catalog, &failing, &drains, &mut nodes);
     let more = origins.len().saturating_sub(MAX_RECORDS);
@@ -223,6 +280,8 @@ async fn gather(state: &ApiState, wanted: Option<&str>) -> Map {
         more,
         nodes,
         dcs,
+        regions,
+        rules,
     }
 }
 
@@ -357,6 +416,63 @@ fn render(map: &Map) -> Markup {
                 p.count { (map.more) " more steered records are not drawn (the map shows " (MAX_RECORDS) ")." }
             }
             (table(map))
+            (rules_section(map))
+        }
+    }
+}
+
+/// The regions, and the topology rules of the device drawn with what each
+/// answers now and the responses it decided.
+fn rules_section(map: &Map) -> Markup {
+    let rules = map.rules.as_deref().unwrap_or_default();
+    if map.regions.is_empty() && rules.is_empty() && map.rules.is_some() {
+        return html! {};
+    }
+    html! {
+        section #topology-rules aria-labelledby="rules-title" {
+            h2 #rules-title { "Regions and topology rules" }
+            @if !map.regions.is_empty() {
+                div.scroll tabindex="0" role="region" aria-label="Regions" {
+                    table.objects #regions {
+                        caption { "Regions (client places the rules name)" }
+                        thead { tr { th scope="col" { "Region" } th scope="col" { "Holds" } th scope="col" { "Excludes" } } }
+                        tbody {
+                            @for (name, holds, excludes) in &map.regions {
+                                tr data-region=(name) {
+                                    th scope="row" { a href={ "/ui/objects/regions/edit?name=" (query_value(name)) } { (name) } }
+                                    td { (holds) }
+                                    td { @if excludes.is_empty() { "—" } @else { (excludes) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @match &map.rules {
+                None => p { "The rules of " (map.device) " are in its own console and its `gtm status`: its reports carry its records' answers, not its rules." },
+                Some(list) if list.is_empty() => p { "No record has topology rules." },
+                Some(list) => div.scroll tabindex="0" role="region" aria-label="Topology rules" {
+                    table.objects #rules {
+                        caption { "Topology rules on " (map.device) ": the closest that holds a client answers it" }
+                        thead { tr {
+                            th scope="col" { "Record" }
+                            th scope="col" { "Rule" }
+                            th scope="col" { "Answers now" }
+                            th scope="col" { "Decided" }
+                        } }
+                        tbody {
+                            @for r in list {
+                                tr data-record=(r.record) data-rule=(r.rule.rule) {
+                                    th scope="row" { (r.record) }
+                                    td { (r.rule.rule) ": " (r.rule.client) " → " (r.rule.target) }
+                                    td { @if r.rule.skipped { "skipped (no candidate)" } @else { (gtm_engine::active_texts(&r.rule.active).join(", ")) } }
+                                    td { (r.decided) }
+                                }
+                            }
+                        }
+                    }
+                },
+            }
         }
     }
 }
