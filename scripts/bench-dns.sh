@@ -33,13 +33,22 @@
 #                        gtm's CPU µs/query of topo-ecs over steered-ecs, and
 #                        the time gtm took to apply the configuration with
 #                        the 100,000 networks and its memory after.
+#   near-ecs: near.bench.test A with ECS 81.2.69.0/24 (public): nearest by
+#                        distance (nearest = true, three datacenters with
+#                        coordinates) from a generated City database  gtm
+#   asn-ecs: asn.bench.test A with the same ECS: an asn:64500 rule, from a
+#                        generated ASN database beside it  gtm
+#                        Both databases are written by
+#                        `examples/bench-geo.rs`; the report gives each
+#                        one's CPU µs/query over steered-ecs.
 #
 # Usage: scripts/bench-dns.sh [--duration N] [--runs N] [--only gtm,nsd,gdnsd]
 #                             [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
 #   --duration N  seconds per measured run (default 15)
 #   --runs N      measured runs per (server, record) pair (default 2)
 #   --only LIST   comma-separated subset of gtm,nsd,gdnsd (default all three)
-#   --no-build    skip `cargo build --release` (gtm binary must exist)
+#   --no-build    skip `cargo build --release` (gtm binary must exist, and
+#                 the bench-geo example beside it: examples/bench-geo)
 #   --docs FILE   where to write the results section (default docs/performance.md,
 #                 between <!-- bench-dns:begin --> and <!-- bench-dns:end -->)
 #   --no-docs     print the table only
@@ -133,11 +142,16 @@ install_missing "${tools[@]}"
 
 ((WANT_GTM)) && ! ((BUILD)) && [[ ! -x $GTM_BIN ]] \
     && die "$GTM_BIN not found; build it or drop --no-build"
+BENCH_GEO=$(dirname "$GTM_BIN")/examples/bench-geo
 
 if ((WANT_GTM && BUILD)); then
     build_gtm
     [[ -x $GTM_BIN ]] || die "build produced no $GTM_BIN"
+    (cd "$REPO_ROOT" && timeout 3600 cargo build --release --example bench-geo) \
+        || die "cargo build --example bench-geo failed"
 fi
+((WANT_GTM)) && [[ ! -x $BENCH_GEO ]] \
+    && die "$BENCH_GEO not found; build it (cargo build --release --example bench-geo) or drop --no-build"
 
 NCPU=$(nproc)
 ((NCPU >= 2)) || die "need at least 2 CPUs (server on CPU $SERVER_CPU, dnsperf on CPU $CLIENT_CPU); have $NCPU"
@@ -168,16 +182,23 @@ command -v ss >/dev/null 2>&1 && check_ports
 make_tmp
 
 # dnsperf query files: one query per line, repeated.
-for rec in static steered topo; do
+for rec in static steered topo near asn; do
     for ((i = 0; i < 100; i++)); do echo "$rec.bench.test A"; done >"$TMP/q-$rec.txt"
 done
 # The client subnet of the -ecs records, as dnsperf -E takes it: option 8,
 # family 1, source prefix 24, scope 0, address 10.0.1.
 ECS_OPTION="8:000118000a0001"
 ECS_SUBNET="10.0.1.0/24"
+# near-ecs and asn-ecs: a public subnet the generated databases place
+# (81.2.69.0/24: a location near Brest, AS64500).
+GEO_ECS_OPTION="8:00011800510245"
+GEO_ECS_SUBNET="81.2.69.0/24"
 TOPO_NETS=100000   # /24 networks from 10.0.0.0/24 upward
 TOPO_IN=192.0.2.20
 TOPO_OUT=192.0.2.21
+# near-ecs: Frankfurt (dc1), New York (dc2), Tokyo (dc3); the subnet asked
+# is in Europe, so dc1 answers.
+NEAR_ADDRS_0=192.0.2.30 NEAR_ADDRS_1=192.0.2.31 NEAR_ADDRS_2=192.0.2.32
 # The networks, one per line, for both servers.
 python3 - "$TOPO_NETS" >"$TMP/topo-nets.txt" <<'PY'
 import sys
@@ -303,10 +324,12 @@ fi
 # --- gtm: node file plus the replicated configuration. -----------------------
 if ((WANT_GTM)); then
     mkdir -p "$TMP/gtm-data"
+    "$BENCH_GEO" "$TMP" >/dev/null || die "bench-geo failed"
     cat >"$TMP/gtm-node.toml" <<EOF
 name = "bench"
 datacenter = "dc1"
 data_dir = "$TMP/gtm-data"
+geoip_file = "$TMP/city.mmdb"
 dns_listen = ["$ADDR:$GTM_PORT"]
 api_listen = "$ADDR:$GTM_API_PORT"
 udp_workers = 1
@@ -315,6 +338,8 @@ EOF
         cat <<EOF
 [[datacenter]]
 name = "dc1"
+latitude = 50.1109
+longitude = 8.6821
 
 [[domain]]
 name = "bench.test"
@@ -349,8 +374,31 @@ topology_rules = [
   { client = "0.0.0.0/0", datacenter = "dc2" },
 ]
 
+[[domain.record]]
+name = "near"
+type = "A"
+nearest = true
+addresses = [
+  { ip = "$NEAR_ADDRS_0", dc = "dc1" },
+  { ip = "$NEAR_ADDRS_1", dc = "dc2" },
+  { ip = "$NEAR_ADDRS_2", dc = "dc3" },
+]
+
+[[domain.record]]
+name = "asn"
+type = "A"
+addresses = [{ ip = "$TOPO_IN", dc = "dc1" }, { ip = "$TOPO_OUT", dc = "dc2" }]
+topology_rules = [{ client = "asn:64500", datacenter = "dc1" }]
+
 [[datacenter]]
 name = "dc2"
+latitude = 40.7128
+longitude = -74.0060
+
+[[datacenter]]
+name = "dc3"
+latitude = 35.6762
+longitude = 139.6503
 
 [[region]]
 name = "bench-nets"
@@ -437,6 +485,19 @@ verify() { # name port steered(0/1)
     ((${#seen[@]} >= 2)) || die "$name: steered answers never changed address; weighting not active?"
 }
 
+# The near and asn records: the generated databases place the public
+# subnet in Europe and in AS64500, so both answer from dc1.
+verify_geo() { # name port
+    local name=$1 port=$2 ans rec want
+    for rec in near asn; do
+        want=$TOPO_IN
+        [[ $rec == near ]] && want=$NEAR_ADDRS_0
+        ans=$(dig +short +tries=1 +time=1 +subnet="$GEO_ECS_SUBNET" -p "$port" "@$ADDR" "$rec.bench.test" A 2>/dev/null || true)
+        [[ $ans == "$want" ]] || die "$name: $rec.bench.test A with ECS $GEO_ECS_SUBNET gave '${ans//$'\n'/ }', want $want"
+    done
+    log "$name: near and asn.bench.test A answer from dc1 for ECS $GEO_ECS_SUBNET"
+}
+
 # The topo record: a client in one of the networks gets dc1's address,
 # one outside (the loopback source) dc2's.
 verify_topo() { # name port
@@ -514,6 +575,9 @@ if ((WANT_GTM)); then
     wait_answering gtm "$GTM_PORT"
     verify gtm "$GTM_PORT" 1
     verify_topo gtm "$GTM_PORT"
+    timeout 60 "$GTM_BIN" --data-dir "$TMP/gtm-data" geoip import --asn "$TMP/asn.mmdb" \
+        >"$TMP/gtm-asn.log" 2>&1 || { cat "$TMP/gtm-asn.log" >&2; die "gtm geoip import --asn failed"; }
+    verify_geo gtm "$GTM_PORT"
     # The zone's key is made just after the apply: wait (bounded) until a
     # DO query of the steered record carries its RRSIG.
     deadline=$((SECONDS + START_TIMEOUT))
@@ -547,6 +611,9 @@ run_dnsperf() { # name record seconds label
     if [[ $record == *-do ]]; then
         queries=${record%-do}
         flags=(-D)
+    elif [[ $record == near-ecs || $record == asn-ecs ]]; then
+        queries=${record%-ecs}
+        flags=(-E "$GEO_ECS_OPTION")
     elif [[ $record == *-ecs ]]; then
         queries=${record%-ecs}
         flags=(-E "$ECS_OPTION")
@@ -589,6 +656,8 @@ PAIRS=()
 ((WANT_GDNSD)) && PAIRS+=("gdnsd steered")
 ((WANT_GTM)) && PAIRS+=("gtm steered-ecs")
 ((WANT_GTM)) && PAIRS+=("gtm topo-ecs")
+((WANT_GTM)) && PAIRS+=("gtm near-ecs")
+((WANT_GTM)) && PAIRS+=("gtm asn-ecs")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd topo-ecs")
 
 total=$((${#PAIRS[@]} * (WARMUP + RUNS * DURATION)))
@@ -657,6 +726,14 @@ make_report() {
     u_gtm=$(mean_of gtm topo-ecs 7); u_gd=$(mean_of gtm steered-ecs 7)
     if [[ -n $u_gtm && -n $u_gd ]]; then
         parts+=("$(ratio_line "gtm topology-rule/weighted CPU µs/query (both with ECS):" "$u_gtm" "$u_gd")")
+    fi
+    u_gtm=$(mean_of gtm near-ecs 7); u_gd=$(mean_of gtm steered-ecs 7)
+    if [[ -n $u_gtm && -n $u_gd ]]; then
+        parts+=("$(ratio_line "gtm nearest-by-distance/weighted CPU µs/query (both with ECS):" "$u_gtm" "$u_gd")")
+    fi
+    u_gtm=$(mean_of gtm asn-ecs 7); u_gd=$(mean_of gtm steered-ecs 7)
+    if [[ -n $u_gtm && -n $u_gd ]]; then
+        parts+=("$(ratio_line "gtm ASN-rule/weighted CPU µs/query (both with ECS):" "$u_gtm" "$u_gd")")
     fi
     u_gtm=$(mean_of gtm topo-ecs 7); u_gd=$(mean_of gdnsd topo-ecs 7)
     if [[ -n $u_gtm && -n $u_gd ]]; then
