@@ -181,11 +181,24 @@ impl Coordinates {
     /// a sphere of the Earth's mean radius).
     #[inline]
     pub fn km_to(self, other: Coordinates) -> f64 {
+        Self::km_of(self.haversine(other))
+    }
+
+    /// The haversine of the central angle to `other`, 0 to 1: it orders
+    /// distances as they are ordered, without the arc sine that makes it
+    /// kilometres ([`Coordinates::km_of`]).
+    #[inline]
+    pub fn haversine(self, other: Coordinates) -> f64 {
         let (la1, la2) = (self.latitude().to_radians(), other.latitude().to_radians());
         let dlat = la2 - la1;
         let dlon = (other.longitude() - self.longitude()).to_radians();
-        let h = (dlat / 2.0).sin().powi(2) + la1.cos() * la2.cos() * (dlon / 2.0).sin().powi(2);
-        2.0 * EARTH_RADIUS_KM * h.sqrt().min(1.0).asin()
+        (dlat / 2.0).sin().powi(2) + la1.cos() * la2.cos() * (dlon / 2.0).sin().powi(2)
+    }
+
+    /// Kilometres of a haversine [`Coordinates::haversine`] gave.
+    #[inline]
+    pub fn km_of(haversine: f64) -> f64 {
+        2.0 * EARTH_RADIUS_KM * haversine.clamp(0.0, 1.0).sqrt().asin()
     }
 }
 

@@ -97,22 +97,32 @@ pub struct NearChoice {
 }
 
 /// Of the datacenters in `near` with a candidate, the one at the least
-/// biased distance from `client`; of equal ones, the first.
+/// biased distance from `client`; of equal ones, the first. Without a
+/// bias, distances are compared by their haversine, and only the chosen
+/// one is made kilometres.
 #[inline]
 pub fn nearest_for(near: &[NearAnswer], client: Coordinates) -> Option<NearChoice> {
+    let biased = near.iter().any(|n| n.bias != 0);
     let mut best: Option<NearChoice> = None;
     for (index, n) in near.iter().enumerate() {
         let Some(group) = n.group else {
             continue;
         };
-        let km = n.biased_km(client);
-        if best.is_none_or(|b| km < b.km) {
+        let score = if biased {
+            n.biased_km(client)
+        } else {
+            client.haversine(n.at)
+        };
+        if best.is_none_or(|b| score < b.km) {
             best = Some(NearChoice {
                 index,
                 group: group as usize,
-                km,
+                km: score,
             });
         }
+    }
+    if !biased && let Some(b) = best.as_mut() {
+        b.km = Coordinates::km_of(b.km);
     }
     best
 }
