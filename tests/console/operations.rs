@@ -279,6 +279,45 @@ async fn console_operator_actions_each_with_a_dry_run() {
         .until_text("#geoip-done", "the import", |t| t.starts_with("imported"))
         .await;
     assert!(imported.contains("GeoLite2-Country"), "{imported}");
+    // The ASN database, chosen as such: a country file is refused naming
+    // its type, an ASN one installed beside the country one.
+    let send = |path: std::path::PathBuf| {
+        let client = b.client.clone();
+        async move {
+            client
+                .find(Locator::Id("g-file"))
+                .await
+                .expect("the file field")
+                .send_keys(&path.display().to_string())
+                .await
+                .expect("a file chosen");
+        }
+    };
+    choose(&b, "#g-kind", "asn").await;
+    send(file.clone()).await;
+    b.click("#geoip-import").await;
+    let refused = b
+        .until_text("#geoip-error", "the refusal", |t| !t.is_empty())
+        .await;
+    assert!(refused.contains("is not an ASN database"), "{refused}");
+    let asn_file = dir.path().join("asn.mmdb");
+    std::fs::write(
+        &asn_file,
+        crate::geoip_download::asn_db(crate::geoip_download::NOV_1),
+    )
+    .expect("an ASN file");
+    choose(&b, "#g-kind", "asn").await;
+    send(asn_file).await;
+    b.click("#geoip-import").await;
+    b.until_text("#geoip-asn", "the ASN database", |t| {
+        t.contains("DBIP-ASN-Lite")
+    })
+    .await;
+    let country = b.text("#geoip-name").await.unwrap_or_default();
+    assert!(
+        country.contains("GeoLite2-Country"),
+        "the country one stays: {country}"
+    );
     choose(&b, "#g-update", "monthly").await;
     b.click("#update-preview-button").await;
     let dry = b
