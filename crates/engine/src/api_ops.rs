@@ -69,6 +69,32 @@ impl Engine {
     /// Every steered record's addresses with the responses that carried
     /// each (nonzero only), as (`www.example.test/A`, `192.0.2.10`, count).
     pub fn address_counts(&self) -> Vec<(String, String, u64)> {
+        self.slot_counts(|_, r, slot| {
+            address_stats(shown(r.steering()), slot.counters.addresses())
+                .into_iter()
+                .map(|a| (a.address, a.answers))
+                .collect()
+        })
+    }
+
+    /// Every steered record's topology rules with the responses each
+    /// decided (nonzero only), as (`www.example.test/A`, `1: region:branch
+    /// → datacenter east`, count).
+    pub fn rule_counts(&self) -> Vec<(String, String, u64)> {
+        self.slot_counts(|inner, r, slot| {
+            rule_stats(r.steering(), inner, slot.counters.rules())
+                .into_iter()
+                .map(|s| (format!("{}: {}", s.rule, s.text), s.answers))
+                .collect()
+        })
+    }
+
+    /// The named counts `of` gives for each steered record and its slot,
+    /// nonzero only, as (record, name, count), sorted.
+    fn slot_counts(
+        &self,
+        of: impl Fn(&crate::Inner, &crate::Steered, &gtm_dns::snapshot::RrsetSlot) -> Vec<(String, u64)>,
+    ) -> Vec<(String, String, u64)> {
         let snapshot = self.dns.snapshot.load();
         let inner = self.lock();
         // The snapshot's steered slots are in the order of the records.
@@ -77,31 +103,11 @@ impl Engine {
             .iter()
             .zip(snapshot.steered_slots())
             .flat_map(|(r, slot)| {
-                address_stats(shown(r.steering()), slot.counters.addresses())
+                of(&inner, r, slot)
                     .into_iter()
-                    .filter(|a| a.answers > 0)
-                    .map(|a| (r.label(), a.address, a.answers))
-            })
-            .collect();
-        out.sort();
-        out
-    }
-
-    /// Every steered record's topology rules with the responses each
-    /// decided (nonzero only), as (`www.example.test/A`, `1: region:branch
-    /// → datacenter east`, count).
-    pub fn rule_counts(&self) -> Vec<(String, String, u64)> {
-        let snapshot = self.dns.snapshot.load();
-        let inner = self.lock();
-        let mut out: Vec<(String, String, u64)> = inner
-            .records
-            .iter()
-            .zip(snapshot.steered_slots())
-            .flat_map(|(r, slot)| {
-                rule_stats(r.steering(), &inner, slot.counters.rules())
-                    .into_iter()
-                    .filter(|s| s.answers > 0)
-                    .map(|s| (r.label(), format!("{}: {}", s.rule, s.text), s.answers))
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(name, n)| (r.label(), name, n))
+                    .collect::<Vec<_>>()
             })
             .collect();
         out.sort();
