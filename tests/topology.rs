@@ -675,14 +675,18 @@ topology_rules = [
 /// edited through the follower moves both devices' answers, and a device
 /// killed and restarted answers by the region as edited.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_region_edited_on_one_device_steers_both_and_survives_a_restart() {
+async fn topology_edited_on_one_device_steers_both_and_survives_a_restart() {
     use crate::cluster::Proc;
     let config = r#"
 [[datacenter]]
 name = "east"
+latitude = 40.7128
+longitude = -74.0060
 
 [[datacenter]]
 name = "west"
+latitude = 37.7749
+longitude = -122.4194
 
 [[region]]
 name = "office"
@@ -691,33 +695,52 @@ networks = ["10.20.0.0/16"]
 [[domain]]
 name = "pair-topo.test"
 nameservers = ["ns1.pair-topo.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.10", dc = "east" }, { ip = "192.0.2.20", dc = "west" }]
 topology_rules = [
   { client = "region:office", datacenter = "east" },
   { client = "0.0.0.0/0", datacenter = "west" },
 ]
 
 [[domain.record]]
-name = "www"
+name = "near"
 type = "A"
-addresses = [{ ip = "192.0.2.10", dc = "east" }, { ip = "192.0.2.20", dc = "west" }]
+nearest = true
+addresses = [{ ip = "192.0.2.11", dc = "east" }, { ip = "192.0.2.21", dc = "west" }]
+
+[[domain.record]]
+name = "grp"
+type = "A"
+addresses = [
+  { ip = "192.0.2.12", dc = "east", group = "edge" },
+  { ip = "192.0.2.22", dc = "west", group = "edge" },
+  { ip = "192.0.2.32", dc = "west" },
+]
+topology_rules = [{ client = "region:office", group = "edge" }]
 "#;
     let root = tempfile::tempdir().unwrap();
+    let db = root.path().join("city.mmdb");
+    write_city_mmdb(&db);
+    let geo = format!("geoip_file = \"{}\"", db.display());
     let (a, mut b) = tokio::task::block_in_place(|| {
-        let a = Proc::start(root.path(), "gtm1", "east", "127.0.136.1");
-        let b = Proc::start(root.path(), "gtm2", "west", "127.0.136.2");
+        let a = Proc::start_with(root.path(), "gtm1", "east", "127.0.136.1", &geo);
+        let b = Proc::start_with(root.path(), "gtm2", "west", "127.0.136.2", &geo);
         a.ok(&["cluster", "init"]);
         b.join(&a);
         a.apply_ok(config);
         (a, b)
     });
     let local: IpAddr = "127.0.0.1".parse().unwrap();
-    // Waits (bounded) until `p` answers each ECS subnet as wanted.
-    let until = async |p: &Proc, want: &[(&str, &str)]| {
+    // Waits (bounded) until `p` answers each name and ECS subnet as wanted.
+    let until_named = async |p: &Proc, name: &str, want: &[(&str, &str)]| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             let mut got = Vec::new();
             for (subnet, _) in want {
-                let m = ask_from(local, p.dns(), "www.pair-topo.test.", Some(subnet)).await;
+                let m = ask_from(local, p.dns(), name, Some(subnet)).await;
                 got.push(sorted(&m).join(" "));
             }
             if got.iter().zip(want).all(|(g, (_, w))| g == w) {
@@ -731,6 +754,21 @@ addresses = [{ ip = "192.0.2.10", dc = "east" }, { ip = "192.0.2.20", dc = "west
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     };
+    let until = async |p: &Proc, want: &[(&str, &str)]| {
+        until_named(p, "www.pair-topo.test.", want).await;
+    };
+    // Nearest by distance: Los Angeles and Denver west, New York east; the
+    // office's group across both datacenters.
+    let near_before = [
+        ("3.3.1.0/24", "192.0.2.21"),
+        ("3.3.2.0/24", "192.0.2.11"),
+        ("3.3.3.0/24", "192.0.2.21"),
+    ];
+    let grp = [("10.20.1.0/24", "192.0.2.12 192.0.2.22")];
+    for p in [&a, &b] {
+        until_named(p, "near.pair-topo.test.", &near_before).await;
+        until_named(p, "grp.pair-topo.test.", &grp).await;
+    }
     let before = [
         ("10.20.1.0/24", "192.0.2.10"),
         ("10.21.1.0/24", "192.0.2.20"),
@@ -748,9 +786,30 @@ addresses = [{ ip = "192.0.2.10", dc = "east" }, { ip = "192.0.2.20", dc = "west
     ];
     until(&a, &after).await;
     until(&b, &after).await;
-    // kill -9 and a restart: the region as edited, from the device's store.
+    // Through the follower: east's bias of +50 draws Denver (2,620 km
+    // counts 1,310, against 1,520 to the west).
+    let east = root.path().join("east.toml");
+    std::fs::write(
+        &east,
+        "latitude = 40.7128\nlongitude = -74.0060\nbias = 50\n",
+    )
+    .unwrap();
+    let out = b.gtm(&["dc", "put", "east", "--file", east.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let near_after = [
+        ("3.3.1.0/24", "192.0.2.21"),
+        ("3.3.2.0/24", "192.0.2.11"),
+        ("3.3.3.0/24", "192.0.2.11"),
+    ];
+    until_named(&a, "near.pair-topo.test.", &near_after).await;
+    until_named(&b, "near.pair-topo.test.", &near_after).await;
+    // kill -9 and a restart: the region and the bias as edited, from the
+    // device's store.
     b.kill();
     b.restart();
     until(&b, &after).await;
+    until_named(&b, "near.pair-topo.test.", &near_after).await;
+    let grp_after = [("10.21.1.0/24", "192.0.2.12 192.0.2.22")];
+    until_named(&b, "grp.pair-topo.test.", &grp_after).await;
     drop(a);
 }
