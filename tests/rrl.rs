@@ -1,5 +1,5 @@
 //! Abuse resistance with real tools on loopback (block 127.0.161.x –
-//! 127.0.165.x): response rate limiting judged by dnsperf floods and dig,
+//! 127.0.165.x): response rate limiting judged by dnsperf floods, dig and a burst
 //! DNS cookies made by one device of a real pair and validated by the
 //! other (also across a rotation), EDNS TCP keepalive shown by dig.
 //!
@@ -14,8 +14,9 @@ use std::{
 
 use crate::{
     cluster::Proc,
-    support::{TestDevice, metrics, tool, udp_raw},
+    support::{TestDevice, metrics, query, tool, udp_raw},
 };
+use hickory_server::proto::{op::Message, rr::RecordType};
 
 const ZONE: &str = r#"
 [[domain]]
@@ -118,6 +119,46 @@ fn finish(child: std::process::Child) -> Perf {
     }
 }
 
+/// What a burst of queries from one address got back.
+#[derive(Debug)]
+struct Burst {
+    full: u64,
+    slipped: u64,
+    unanswered: u64,
+    /// The first truncated response, parsed strictly.
+    truncated: Option<Message>,
+}
+
+/// Sends `count` queries for `www.rrl.test` from `from` to `server` at once,
+/// then reads responses until none comes for a second.
+fn burst(server: SocketAddr, from: &str, count: u64) -> Burst {
+    let socket = std::net::UdpSocket::bind((from, 0)).expect("bind the burst's address");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    for _ in 0..count {
+        let q = query("www.rrl.test.", RecordType::A);
+        socket.send_to(&q.to_vec().unwrap(), server).unwrap();
+    }
+    let (mut full, mut slipped, mut truncated) = (0, 0, None);
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = socket.recv(&mut buf) {
+        let m = Message::from_vec(&buf[..n]).expect("a well-formed response");
+        if m.metadata.truncation {
+            slipped += 1;
+            truncated.get_or_insert(m);
+        } else {
+            full += 1;
+        }
+    }
+    Burst {
+        full,
+        slipped,
+        unanswered: count - full - slipped,
+        truncated,
+    }
+}
+
 /// Whether a dig answer is a full NOERROR answer of `www.rrl.test` (not
 /// truncated, the address in it).
 fn full_answer(out: &str) -> bool {
@@ -142,29 +183,18 @@ async fn a_flood_gets_the_rate_and_slips_while_other_networks_and_tcp_are_answer
     let started = Instant::now();
     let flood = dnsperf(server, "127.0.161.1", 10 * RATE, 6, &[]);
     let checks = tokio::task::spawn_blocking(move || {
-        // dig from the flooded network sees a slipped response: TC=1, the
-        // question, no records (or nothing, when its query is dropped).
-        let slipped = (0..40).find_map(|_| {
-            let out = dig(
-                server,
-                &[
-                    "-b",
-                    "127.0.161.1",
-                    "+ignore",
-                    "+time=1",
-                    "www.rrl.test",
-                    "A",
-                ],
-            );
-            let flags = out.lines().find(|l| l.contains(";; flags:"))?.to_string();
-            flags.contains(" tc").then_some(out)
-        });
-        let (mut other, mut over_tcp) = (0, 0);
+        // A burst of two seconds' rate and more from the flooded network:
+        // even across a second's turn, at least 20 of it are over the
+        // limit, and every second response over it comes back truncated.
+        let probe = burst(server, "127.0.161.1", 2 * RATE + 20);
         let mut failures = Vec::new();
-        match slipped {
-            Some(out) if out.contains("ANSWER: 0,") && out.contains("QUERY: 1,") => {}
-            other => failures.push(format!("no truncated response seen: {other:?}")),
+        match &probe.truncated {
+            Some(m) if m.answers.is_empty() && m.queries.len() == 1 => {}
+            other => failures.push(format!(
+                "no truncated response with the question and no records: {other:?}"
+            )),
         }
+        let (mut other, mut over_tcp) = (0, 0);
         for i in 0..12 {
             let out = dig(
                 server,
@@ -183,13 +213,13 @@ async fn a_flood_gets_the_rate_and_slips_while_other_networks_and_tcp_are_answer
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        (other, over_tcp, failures)
+        (other, over_tcp, failures, probe)
     });
     let perf = tokio::task::spawn_blocking(move || finish(flood))
         .await
         .unwrap();
     let elapsed = started.elapsed();
-    let (other, over_tcp, failures) = checks.await.unwrap();
+    let (other, over_tcp, failures, probe) = checks.await.unwrap();
     assert!(failures.is_empty(), "not answered in full: {failures:#?}");
     assert_eq!((other, over_tcp), (12, 12));
 
@@ -199,16 +229,16 @@ async fn a_flood_gets_the_rate_and_slips_while_other_networks_and_tcp_are_answer
     let slipped = counter(&after, "gtm_dns_rrl_slipped_total")
         - counter(&before, "gtm_dns_rrl_slipped_total");
     let (dropped, slipped) = (dropped as u64, slipped as u64);
-    eprintln!("flood: {perf:?}, dropped {dropped}, slipped {slipped}, {elapsed:?}");
+    eprintln!("flood: {perf:?}, {probe:?}, dropped {dropped}, slipped {slipped}, {elapsed:?}");
     // Every query was either answered (in full or truncated) or dropped.
-    // The counters also hold dig's queries from the flooded network: one
-    // truncated answer, and at most 40 dropped before it.
+    // The counters also hold the burst's queries.
     assert_eq!(perf.completed + perf.lost, perf.sent, "{perf:?}");
     assert!(
-        (perf.lost..=perf.lost + 40).contains(&dropped),
-        "what dnsperf lost was dropped: {perf:?}, dropped {dropped}"
+        (perf.lost..=perf.lost + probe.unanswered).contains(&dropped),
+        "what dnsperf and the burst lost was dropped: {perf:?}, {probe:?}, dropped {dropped}"
     );
-    let full = perf.completed - (slipped - 1);
+    assert!(slipped >= probe.slipped, "{probe:?}, slipped {slipped}");
+    let full = perf.completed - (slipped - probe.slipped) + probe.full;
     // The table's seconds the flood spanned: at most its wall time rounded
     // up, plus one for a second begun before it.
     let seconds = elapsed.as_secs() + 2;
