@@ -1,6 +1,6 @@
 //! Abuse resistance with real tools on loopback (block 127.0.161.x –
-//! 127.0.165.x): response rate limiting judged by dnsperf floods, dig and a burst
-//! DNS cookies made by one device of a real pair and validated by the
+//! 127.0.165.x): response rate limiting judged by dnsperf floods, dig and
+//! strictly parsed bursts, DNS cookies made by one device of a real pair and validated by the
 //! other (also across a rotation), EDNS TCP keepalive shown by dig.
 //!
 //! Addresses: flood 127.0.161.x, a second client 127.0.162.x, an exempt
