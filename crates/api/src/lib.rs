@@ -132,11 +132,17 @@ pub const API_TOKEN_NAME: &str = "admin";
 
 /// `www.Example.test.` + `a` → `www.example.test/A`, the engine's label.
 pub fn record_label(name: &str, rtype: &str) -> String {
-    format!(
-        "{}/{}",
-        name.trim_end_matches('.').to_ascii_lowercase(),
-        rtype.to_ascii_uppercase()
-    )
+    // A view's record: `A@internal` (docs/views.md).
+    let (rtype, view) = match rtype.split_once('@') {
+        Some((rtype, view)) => (rtype, Some(view)),
+        None => (rtype, None),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    let rtype = rtype.to_ascii_uppercase();
+    match view {
+        None => format!("{name}/{rtype}"),
+        Some(view) => format!("{name}/{rtype}@{view}"),
+    }
 }
 
 /// Request bodies above this are refused: a configuration of a million

@@ -33,19 +33,33 @@ pub(crate) async fn stats(
     let mut owner =
         Name::from_ascii(&name).map_err(|e| bad(format!("record name {name:?}: {e}")))?;
     owner.set_fqdn(true);
+    // A view's record: `A@internal` (docs/views.md).
+    let (rtype, view) = match rtype.split_once('@') {
+        Some((rtype, view)) => (rtype, Some(view)),
+        None => (rtype.as_str(), None),
+    };
     let kind: RecordType = rtype
         .to_ascii_uppercase()
         .parse()
         .map_err(|_| bad(format!("record type {rtype:?} is not a DNS record type")))?;
-    let stats = state.engine.record_stats(&owner, kind).ok_or_else(|| {
-        ApiError::new(
-            ErrorKind::NotFound,
-            format!(
-                "no record {}/{kind} (see gtm status for the records)",
-                name.trim_end_matches('.')
-            ),
-        )
-    })?;
+    let stats = state
+        .engine
+        .record_stats(&owner, kind, view)
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorKind::NotFound,
+                format!(
+                    "no record {} (see gtm status for the records)",
+                    super::record_label(
+                        &name,
+                        &match view {
+                            Some(v) => format!("{kind}@{v}"),
+                            None => kind.to_string(),
+                        }
+                    )
+                ),
+            )
+        })?;
     Ok(Json(DeviceRecordStats {
         device: state.engine.device().to_string(),
         stats,

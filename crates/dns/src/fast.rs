@@ -67,7 +67,16 @@ pub fn answer(
     };
 
     let snapshot = state.snapshot.load();
-    let Some((zone, node)) = snapshot.find(q.name()) else {
+    let client = Client {
+        src,
+        ecs: edns.and_then(|e| e.ecs),
+    };
+    let (view, view_scope) = if snapshot.views.is_empty() {
+        (0, 0)
+    } else {
+        snapshot.view_of(&state.geo.load(), &client)
+    };
+    let Some((zone, node)) = snapshot.find_in(q.name(), view) else {
         return false;
     };
     let Some(zone) = snapshot.zones.get(zone) else {
@@ -90,19 +99,15 @@ pub fn answer(
         }
     };
     let answer_guard;
-    let mut scope = 0;
+    let mut scope = if zone.viewed { view_scope } else { 0 };
     // The answer's bytes, the bytes after them (its signature, or a NODATA
     // body's end), and the answer and authority counts.
     let (body, sig, an, ns): (&[u8], &[u8], u16, u16) = match slot {
         Some(slot) => {
             answer_guard = slot.answer.load();
             let geo = state.geo.load();
-            let client = Client {
-                src,
-                ecs: edns.and_then(|e| e.ecs),
-            };
             let choice = choose(&answer_guard, &snapshot.topology, &geo, &client, draw);
-            scope = choice.scope;
+            scope = scope.max(choice.scope);
             let group = &answer_guard.groups[choice.group];
             if group.is_empty() {
                 // Signed, its proof must leave this type out: the general

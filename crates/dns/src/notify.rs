@@ -68,6 +68,8 @@ struct Target {
     status: NotifyStatus,
     address: SocketAddr,
     apex: Name,
+    /// Its zone's key ([`xfr::TransferZone::key`]).
+    zone: String,
     next_try: Instant,
     /// The NOTIFY in flight: its ID and the verifier of its answer.
     pending: Option<(u16, TSigVerifier)>,
@@ -78,7 +80,7 @@ struct Target {
 /// secondary knows its primary by), or from the one the system picks when
 /// the listener is a wildcard.
 pub async fn run(state: DnsState, sources: Vec<IpAddr>, stop: CancellationToken) {
-    let mut zones: HashMap<Name, Zone> = HashMap::new();
+    let mut zones: HashMap<String, Zone> = HashMap::new();
     let mut targets: Vec<Target> = Vec::new();
     let mut v4: Option<UdpSocket> = None;
     let mut v6: Option<UdpSocket> = None;
@@ -124,23 +126,23 @@ pub async fn run(state: DnsState, sources: Vec<IpAddr>, stop: CancellationToken)
         // The targets follow the configured secondaries.
         let mut wanted = Vec::new();
         for z in transfer_zones.iter() {
-            let Some(serial) = zones.get(&z.apex).map(|t| t.serial) else {
+            let Some(serial) = zones.get(&z.key).map(|t| t.serial) else {
                 continue;
             };
             for s in &z.secondaries {
-                wanted.push((z.apex.clone(), s.address, s.key.clone(), serial));
+                wanted.push((z, s.address, s.key.clone(), serial));
             }
         }
         targets.retain(|t| {
             wanted
                 .iter()
-                .any(|(apex, a, k, _)| *apex == t.apex && *a == t.address && *k == t.status.key)
+                .any(|(z, a, k, _)| z.key == t.zone && *a == t.address && *k == t.status.key)
         });
-        for (apex, address, key, serial) in wanted {
+        for (z, address, key, serial) in wanted {
             let now = Instant::now();
             match targets
                 .iter_mut()
-                .find(|t| t.apex == apex && t.address == address && t.status.key == key)
+                .find(|t| t.zone == z.key && t.address == address && t.status.key == key)
             {
                 Some(t) if t.status.serial == serial => {}
                 Some(t) => {
@@ -154,7 +156,7 @@ pub async fn run(state: DnsState, sources: Vec<IpAddr>, stop: CancellationToken)
                 }
                 None => targets.push(Target {
                     status: NotifyStatus {
-                        domain: apex.to_string().trim_end_matches('.').to_string(),
+                        domain: z.key.clone(),
                         secondary: address.to_string(),
                         key,
                         serial,
@@ -164,7 +166,8 @@ pub async fn run(state: DnsState, sources: Vec<IpAddr>, stop: CancellationToken)
                         answered_ms: None,
                     },
                     address,
-                    apex,
+                    apex: z.apex.clone(),
+                    zone: z.key.clone(),
                     next_try: now,
                     pending: None,
                 }),
@@ -222,18 +225,18 @@ async fn recv(socket: Option<&UdpSocket>, buf: &mut [u8]) -> Option<(usize, Sock
 fn look(
     snapshot: &Arc<Snapshot>,
     wanted: &[xfr::TransferZone],
-    zones: &mut HashMap<Name, Zone>,
+    zones: &mut HashMap<String, Zone>,
     journal: &Journal,
 ) {
     let address = Arc::as_ptr(snapshot) as usize;
-    zones.retain(|apex, _| wanted.iter().any(|z| z.apex == *apex));
-    journal.retain(|apex| wanted.iter().any(|z| z.apex == *apex));
+    zones.retain(|key, _| wanted.iter().any(|z| z.key == *key));
+    journal.retain(|key| wanted.iter().any(|z| z.key == key));
     for z in wanted {
-        let Some(index) = snapshot.zones.iter().position(|d| d.apex == z.apex) else {
-            zones.remove(&z.apex);
+        let Some(index) = snapshot.zone_by_key(&z.key) else {
+            zones.remove(&z.key);
             continue;
         };
-        match zones.get_mut(&z.apex) {
+        match zones.get_mut(&z.key) {
             Some(zone) if zone.snapshot == address => {
                 let same = zone
                     .steered
@@ -248,18 +251,14 @@ fn look(
                 if digest != zone.digest {
                     zone.digest = digest;
                     if let Some(serial) = reserial(snapshot, index) {
-                        tracing::info!(zone = %z.apex, serial, "a steered record's default answer changed: new serial");
+                        tracing::info!(zone = %z.key, serial, "a steered record's default answer changed: new serial");
                         zone.serial = serial;
-                        record(snapshot, index, &z.apex, &mut zone.nsec, journal);
+                        record(snapshot, index, &z.key, &mut zone.nsec, journal);
                     }
                 }
             }
             _ => {
-                let slots: Vec<Arc<RrsetSlot>> = snapshot
-                    .zones
-                    .get(index)
-                    .map(|z| z.steered.iter().cloned().collect())
-                    .unwrap_or_default();
+                let slots = snapshot.watched_slots(index);
                 // A new snapshot: its steered answers were stored after its
                 // serial was given, and may have changed before this look.
                 // A serial of its own covers whatever a transfer read since.
@@ -268,10 +267,10 @@ fn look(
                 let serial = reserial(snapshot, index)
                     .or_else(|| xfr::serial(snapshot, index))
                     .unwrap_or_default();
-                let mut nsec = zones.remove(&z.apex).map(|z| z.nsec).unwrap_or_default();
-                record(snapshot, index, &z.apex, &mut nsec, journal);
+                let mut nsec = zones.remove(&z.key).map(|z| z.nsec).unwrap_or_default();
+                record(snapshot, index, &z.key, &mut nsec, journal);
                 zones.insert(
-                    z.apex.clone(),
+                    z.key.clone(),
                     Zone {
                         snapshot: address,
                         digest: digest(&seen),
@@ -292,19 +291,19 @@ fn look(
 fn record(
     snapshot: &Snapshot,
     index: usize,
-    apex: &Name,
+    key: &str,
     nsec: &mut xfr::NsecCache,
     journal: &Journal,
 ) {
     let records = match xfr::view(snapshot, index, nsec) {
         Ok(records) => records,
         Err(e) => {
-            tracing::error!(zone = %apex, error = %e, "cannot sign the zone's transfer view; transfers serve the previous one");
+            tracing::error!(zone = %key, error = %e, "cannot sign the zone's transfer view; transfers serve the previous one");
             return;
         }
     };
-    if let Err(e) = journal.record(apex, &records) {
-        tracing::error!(zone = %apex, error = %e, "cannot record the zone's transfer view; transfers serve the previous one");
+    if let Err(e) = journal.record(key, &records) {
+        tracing::error!(zone = %key, error = %e, "cannot record the zone's transfer view; transfers serve the previous one");
     }
 }
 
@@ -326,7 +325,7 @@ fn digest(answers: &[Arc<RrsetAnswer>]) -> u64 {
 /// replaced by one with [`xfr::next_serial`]. Returns the serial.
 fn reserial(snapshot: &Snapshot, index: usize) -> Option<u32> {
     let apex = &snapshot.zones.get(index)?.apex;
-    let slot = snapshot.slot(apex, RecordType::SOA)?;
+    let slot = snapshot.apex_slot(index, RecordType::SOA)?;
     let old = slot.answer.load();
     let record = old.groups.first()?.first(apex)?;
     let RData::SOA(soa) = &record.data else {
@@ -365,7 +364,10 @@ async fn send(t: &mut Target, socket: &UdpSocket, keys: &tsig::TsigKeys, snapsho
     m.metadata.authoritative = true;
     m.add_query(Query::query(t.apex.clone(), RecordType::SOA));
     // The SOA with the new serial (RFC 1996 §3.7: a hint the secondary may use).
-    if let Some(slot) = snapshot.slot(&t.apex, RecordType::SOA) {
+    if let Some(slot) = snapshot
+        .zone_by_key(&t.zone)
+        .and_then(|z| snapshot.apex_slot(z, RecordType::SOA))
+    {
         let answer = slot.answer.load();
         if let Some(record) = answer.groups.first().and_then(|g| g.first(&t.apex)) {
             m.add_answer(record);

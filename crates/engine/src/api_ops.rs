@@ -116,10 +116,22 @@ impl Engine {
 
     /// The answer counts of a record on this device (`gtm record stats`),
     /// `None` when no record has that name and type.
-    pub fn record_stats(&self, name: &Name, rtype: RecordType) -> Option<RecordStats> {
+    pub fn record_stats(
+        &self,
+        name: &Name,
+        rtype: RecordType,
+        view: Option<&str>,
+    ) -> Option<RecordStats> {
         let snapshot = self.dns.snapshot.load();
-        let slot = snapshot.slot(name, rtype)?;
-        let record = label(name, rtype);
+        let index = match view {
+            None => 0,
+            Some(v) => snapshot.view_index(v)?,
+        };
+        let slot = snapshot.slot_in(name, rtype, index)?;
+        let record = match view {
+            None => label(name, rtype),
+            Some(_) => format!("{}@{}", label(name, rtype), snapshot.view_name(index)),
+        };
         let key = RecordKey::of(&record);
         let inner = self.lock();
         let found = inner

@@ -234,12 +234,34 @@ impl Engine {
         let geo = self.dns.geo.load();
         let owner = key_name(r.owner());
         let rtype = wire_type(r.kind());
-        let slot = snapshot.slot_at(r.owner(), rtype)?;
+        let view = match r.spec.view() {
+            Some(v) => snapshot.view_index(v)?,
+            None => 0,
+        };
+        let slot = snapshot.slot_in(&owner, rtype, view)?;
         let served = slot.answer.load();
         let query_client = Client {
             src: client.src,
             ecs: client.ecs,
         };
+        if !snapshot.views.is_empty() {
+            let (in_view, _) = snapshot.view_of(&geo, &query_client);
+            let asked = snapshot.view_name(in_view).to_string();
+            let reason = if in_view == view {
+                format!("the client is in view {asked}: it gets this record")
+            } else if snapshot
+                .slot_in(&owner, rtype, in_view)
+                .is_some_and(|s| Arc::ptr_eq(s, slot))
+            {
+                format!("the client is in view {asked}, which answers this record too")
+            } else {
+                format!(
+                    "the client is in view {asked}: it does not get this record (its view answers {} from its own records)",
+                    label.split('@').next().unwrap_or_default()
+                )
+            };
+            steps.push(step("view", String::new(), asked, reason));
+        }
         let chosen = explain_choice(&served, &snapshot.topology, &geo, &query_client);
         let place = place_step(steering, &trace, &chosen, &geo, served.places().is_empty());
         let answer = trace

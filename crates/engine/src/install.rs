@@ -136,7 +136,7 @@ pub(super) fn store_steered<'a>(
 ) {
     for ((slot, r), kept) in records {
         let before = (kept == Kept::Answer)
-            .then(|| serving.slot_at(r.owner(), slot.rtype))
+            .then(|| serving.own_slot(r.owner(), slot.rtype, r.spec.view()))
             .flatten()
             .filter(|before| same_signer(&before.signer, &slot.signer));
         if let Some(before) = before {
@@ -805,13 +805,7 @@ fn carry(
         .flatten()
         .chain(between)
         .flatten()
-        .map(|r| {
-            let key = RecordKey {
-                owner: r.owner().into(),
-                kind: r.kind(),
-            };
-            (key, r)
-        })
+        .map(|r| (RecordKey::of_spec(&r.spec), r))
         .collect();
     (carried, previous)
 }

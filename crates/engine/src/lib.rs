@@ -223,7 +223,13 @@ impl Steered {
 
     /// Whether this is the record `key` names.
     fn is(&self, key: &RecordKey) -> bool {
-        self.kind() == key.kind && *self.owner() == *key.owner
+        self.kind() == key.kind
+            && *self.owner() == *key.owner
+            && match (self.spec.view(), key.view.as_deref()) {
+                (None, None) => true,
+                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+                _ => false,
+            }
     }
 
     /// Adds its state to `states` ([`Steered::status`], without one).
@@ -326,6 +332,8 @@ fn answers_nothing(snapshot: &Snapshot, target: &str) -> bool {
 struct RecordKey {
     owner: Box<[u8]>,
     kind: RecordType,
+    /// A view's record: its view (docs/views.md).
+    view: Option<Box<str>>,
 }
 
 impl RecordKey {
@@ -333,6 +341,10 @@ impl RecordKey {
     /// no name.
     fn of(label: &str) -> Option<Self> {
         let (name, kind) = label.rsplit_once('/')?;
+        let (kind, view) = match kind.split_once('@') {
+            Some((kind, view)) => (kind, Some(view.into())),
+            None => (kind, None),
+        };
         let kind = [RecordType::A, RecordType::Aaaa, RecordType::Cname]
             .into_iter()
             .find(|k| k.as_str() == kind)?;
@@ -341,6 +353,7 @@ impl RecordKey {
         Some(Self {
             owner: wire_key(&name),
             kind,
+            view,
         })
     }
 
@@ -348,6 +361,7 @@ impl RecordKey {
         Self {
             owner: record.owner.clone(),
             kind: record.kind,
+            view: record.view().map(Box::from),
         }
     }
 }

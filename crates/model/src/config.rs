@@ -44,6 +44,10 @@ pub struct Config {
     /// (docs/topology.md).
     #[serde(default, rename = "region", skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<Arc<Region>>,
+    /// Classes of clients that get zones of their own (split horizon,
+    /// docs/views.md), tried in the order written.
+    #[serde(default, rename = "view", skip_serializing_if = "Vec::is_empty")]
+    pub views: Vec<Arc<View>>,
     #[serde(default, rename = "check", skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Arc<Check>>,
     #[serde(default, rename = "scenario", skip_serializing_if = "Vec::is_empty")]
@@ -137,6 +141,7 @@ impl Config {
             geoip,
             datacenters,
             regions,
+            views,
             checks,
             scenarios,
             services,
@@ -148,6 +153,7 @@ impl Config {
             geoip: geoip.clone(),
             datacenters: datacenters.clone(),
             regions: regions.clone(),
+            views: views.clone(),
             checks: checks.clone(),
             scenarios: scenarios.clone(),
             services: services.clone(),
@@ -164,6 +170,7 @@ impl Config {
             geoip,
             datacenters: _,
             regions: _,
+            views: _,
             checks: _,
             scenarios: _,
             services: _,
@@ -183,6 +190,7 @@ impl Config {
     pub fn steers_alike(&self, other: &Config) -> bool {
         self.datacenters == other.datacenters
             && self.regions == other.regions
+            && self.views == other.views
             && self.checks == other.checks
             && self.scenarios == other.scenarios
             && self.services == other.services
@@ -280,6 +288,18 @@ pub struct Region {
     pub exclude_subdivisions: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_asns: Vec<crate::place::Asn>,
+}
+
+/// A view (docs/views.md): the clients one of `clients` holds get the
+/// view's records, and its domains, instead of the ones every client gets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct View {
+    pub name: String,
+    /// Client places, written as a topology rule's `client`:
+    /// `10.0.0.0/8`, `region:NAME`, `asn:64500`, `subdivision:US-CA`,
+    /// `country:US` or `continent:EU`.
+    pub clients: Vec<String>,
 }
 
 /// A topology rule (docs/topology.md): clients at `client` are answered
@@ -483,6 +503,10 @@ pub struct Domain {
     /// get a NOTIFY on every new serial (docs/transfer.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secondaries: Vec<Secondary>,
+    /// The view whose clients alone are answered from this domain
+    /// (docs/views.md); unset: every client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
 }
 
 impl Domain {
@@ -505,6 +529,7 @@ impl Domain {
             dnssec,
             dnssec_algorithm,
             secondaries,
+            view,
         } = self;
         Domain {
             name: name.clone(),
@@ -521,6 +546,7 @@ impl Domain {
             dnssec: *dnssec,
             dnssec_algorithm: *dnssec_algorithm,
             secondaries: secondaries.clone(),
+            view: view.clone(),
         }
     }
 
@@ -564,6 +590,10 @@ pub struct Secondary {
     /// The TSIG key (`gtm tsig add`) its transfers and NOTIFYs are signed
     /// with.
     pub key: String,
+    /// The view whose zone it transfers (docs/views.md); unset: the zone
+    /// every client outside a view gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
 }
 
 /// The SOA fields; every one has a default.
@@ -728,6 +758,10 @@ pub struct RecordFields {
     /// Static record data in zone-file syntax, e.g. `10 mail.example.test.`.
     #[serde(default, skip_serializing_if = "<[String]>::is_empty")]
     pub values: Box<[String]>,
+    /// The view whose clients alone get this record (docs/views.md): there
+    /// the view's records at its name replace every other record there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<Box<str>>,
 }
 
 /// A record as a device holds it, one per record of every configuration
@@ -762,6 +796,7 @@ pub struct RecordOptions {
     pub nearest: Option<bool>,
     pub topology_rules: Box<[TopologyRule]>,
     pub values: Box<[String]>,
+    pub view: Option<Box<str>>,
 }
 
 impl From<RecordFields> for Record {
@@ -783,6 +818,7 @@ impl From<RecordFields> for Record {
             topology_rules,
             addresses,
             values,
+            view,
         } = f;
         let options = RecordOptions {
             mode,
@@ -797,6 +833,7 @@ impl From<RecordFields> for Record {
             nearest,
             topology_rules,
             values,
+            view,
         };
         Record {
             name,
@@ -830,6 +867,7 @@ impl From<Record> for RecordFields {
             nearest,
             topology_rules,
             values,
+            view,
         } = options.map(|o| *o).unwrap_or_default();
         RecordFields {
             name,
@@ -848,6 +886,7 @@ impl From<Record> for RecordFields {
             topology_rules,
             addresses,
             values,
+            view,
         }
     }
 }
@@ -863,6 +902,11 @@ impl Record {
     /// A static record's values, in zone-file syntax.
     pub fn values(&self) -> &[String] {
         &self.options().values
+    }
+
+    /// The view whose clients alone get the record, if it is in one.
+    pub fn view(&self) -> Option<&str> {
+        self.options().view.as_deref()
     }
 
     /// The record with no addresses.

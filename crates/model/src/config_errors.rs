@@ -104,6 +104,13 @@ impl Listing {
         }
     }
 
+    /// Forgets the listed errors said before (the same path and message).
+    pub fn dedup(&mut self) {
+        let mut seen = std::collections::HashSet::new();
+        self.listed
+            .retain(|e| seen.insert((e.path.clone(), e.message.clone())));
+    }
+
     /// The errors found so far, listed or not.
     pub fn len(&self) -> usize {
         self.listed.len().saturating_add(self.more)

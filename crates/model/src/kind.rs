@@ -1,8 +1,8 @@
 //! What each table of a configuration is deserialized as when it is
 //! checked on its own ([`Kind`]): the root, a top-level element
-//! (datacenter, region, check, scenario, service, domain, geoip), a record, an
-//! address, a value; which of its keys hold elements of their own; how
-//! `compile` names one.
+//! (datacenter, region, view, check, scenario, service, domain, geoip), a
+//! record, an address, a value; which of its keys hold elements of their
+//! own; how `compile` names one.
 
 use std::borrow::Cow;
 
@@ -21,6 +21,7 @@ pub(super) enum Kind {
     Geoip,
     Datacenter,
     Region,
+    View,
     Check,
     Scenario,
     Service,
@@ -44,6 +45,7 @@ impl Kind {
             Self::Geoip => de::<Geoip>(value),
             Self::Datacenter => de::<Datacenter>(value),
             Self::Region => de::<Region>(value),
+            Self::View => de::<View>(value),
             Self::Check => de::<Check>(value),
             Self::Scenario => de::<Scenario>(value),
             Self::Service => de::<Service>(value),
@@ -61,6 +63,7 @@ impl Kind {
             (Self::Root, "geoip") => (Self::Geoip, false),
             (Self::Root, "datacenter") => (Self::Datacenter, true),
             (Self::Root, "region") => (Self::Region, true),
+            (Self::Root, "view") => (Self::View, true),
             (Self::Root, "check") => (Self::Check, true),
             (Self::Root, "scenario") => (Self::Scenario, true),
             (Self::Root, "service") => (Self::Service, true),
@@ -85,6 +88,7 @@ impl Kind {
             Self::Geoip => "geoip".into(),
             Self::Datacenter => named("datacenter"),
             Self::Region => named("region"),
+            Self::View => named("view"),
             Self::Check => named("check"),
             Self::Scenario => named("scenario"),
             Self::Service => named("service"),

@@ -237,6 +237,7 @@ fn join(config: &mut Config, piece: Config) {
         geoip,
         datacenters,
         regions,
+        views,
         checks,
         scenarios,
         services,
@@ -246,6 +247,7 @@ fn join(config: &mut Config, piece: Config) {
     } = piece;
     config.datacenters.extend(datacenters);
     config.regions.extend(regions);
+    config.views.extend(views);
     config.checks.extend(checks);
     config.scenarios.extend(scenarios);
     config.services.extend(services);

@@ -223,10 +223,13 @@ fn same(a: &str, b: &str) -> bool {
 /// The index of the record `name/TYPE` in a domain.
 fn find(domain: &Domain, key: &str) -> Option<usize> {
     let (name, rtype) = key.rsplit_once('/')?;
-    domain
-        .records
-        .iter()
-        .position(|r| same(&r.name, name) && r.kind.as_str().eq_ignore_ascii_case(rtype))
+    let (rtype, view) = match rtype.split_once('@') {
+        Some((rtype, view)) => (rtype, Some(view)),
+        None => (rtype, None),
+    };
+    domain.records.iter().position(|r| {
+        same(&r.name, name) && r.kind.as_str().eq_ignore_ascii_case(rtype) && r.view() == view
+    })
 }
 
 fn word<T: serde::Serialize>(v: &T) -> String {
@@ -248,8 +251,15 @@ fn fields_of(domain: &Domain, record: Option<&Record>) -> Fields {
         f.set("type", "A");
         return f;
     };
-    f.set("orig", format!("{}/{}", r.name, r.kind.as_str()));
+    f.set(
+        "orig",
+        match r.view() {
+            None => format!("{}/{}", r.name, r.kind.as_str()),
+            Some(v) => format!("{}/{}@{v}", r.name, r.kind.as_str()),
+        },
+    );
     f.set("name", r.name.clone());
+    f.set("view", r.view().unwrap_or_default());
     f.set("type", r.kind.as_str());
     f.set("ttl", r.ttl.map_or(String::new(), |t| t.to_string()));
     let o = r.options();
@@ -519,6 +529,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         nearest: flag("nearest"),
         topology_rules,
         addresses: addresses.into(),
+        view: some("view").map(String::into_boxed_str),
         values: f
             .get("values")
             .lines()
@@ -674,6 +685,7 @@ fn render(
                 (text_field(f, p, "name", "Name (relative to the domain; @ for the apex)", "www"))
                 (select_field(f, p, "type", "Type", &TYPES.iter().map(|t| (t.to_string(), t.to_string())).collect::<Vec<_>>()))
                 (text_field(f, p, "ttl", "TTL (seconds)", "the domain's"))
+                (text_field(f, p, "view", "View (only its clients get this record)", "every client"))
                 div data-when=(ADDRESSED) {
                     (select_field(f, p, "mode", "Mode", &with_default(&MODES, &format!("the domain's, {domain_mode}"))))
                 (select_field(f, p, "balance", "Balance", &with_default(&BALANCES, "round-robin")))

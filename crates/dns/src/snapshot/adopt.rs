@@ -62,7 +62,7 @@ impl Snapshot {
                 let Some(slot) = Arc::get_mut(slot) else {
                     return Ok(false);
                 };
-                if let Some(before) = counters_before(previous, key, slot.rtype) {
+                if let Some(before) = counters_before(previous, key, slot.rtype, 0) {
                     slot.counters = Counters::carried(
                         slot.counters.keys(),
                         slot.counters.address_count(),

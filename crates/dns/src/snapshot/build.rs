@@ -58,8 +58,13 @@ pub(super) fn counters_before<'a>(
     previous: &'a Snapshot,
     key: &[u8],
     rtype: Rt,
+    view: u16,
 ) -> Option<&'a RrsetSlot> {
-    let (_, node) = previous.find(key)?;
+    let (zone, node) = previous.find_in(key, view)?;
+    // A view's record counts on its own counters only.
+    if previous.zones.get(zone)?.spec.view_index() != view {
+        return None;
+    }
     node.rrsets.iter().find(|s| s.rtype == rtype).map(|s| &**s)
 }
 
@@ -143,6 +148,8 @@ impl Snapshot {
     ) -> Result<Self, BuildError> {
         let mut snap = Snapshot {
             topology: compiled.topology.clone(),
+            views: compiled.views.clone().into(),
+            view_set: compiled.view_set,
             ..Snapshot::default()
         };
         let serial_of =
@@ -153,6 +160,7 @@ impl Snapshot {
             .map(|p| p.zones)
             .unwrap_or_default()
             .into_iter()
+            .filter(|z| z.spec.view.is_none())
             .map(|z| (wire_key(&z.apex), z))
             .collect();
         // NODATA bodies by their bytes, each held once.
@@ -165,10 +173,14 @@ impl Snapshot {
             }
             let mut soa = zone.soa.clone();
             soa.serial = serial_of(zi, zone);
-            if signer.is_none() && snap.derive_zone(previous, zone, &soa, &mut bodies)? {
+            // A view's zone is built whole each time: it holds slots of the
+            // zone every client gets, which are this snapshot's.
+            let alone = zone.view.is_none();
+            if alone && signer.is_none() && snap.derive_zone(previous, zone, &soa, &mut bodies)? {
                 continue;
             }
-            if signer.is_none()
+            if alone
+                && signer.is_none()
                 && let Some(data) = proven.remove(&*wire_key(&zone.apex))
                 && snap.adopt_zone(previous, zone, data, &soa)?
             {
@@ -188,6 +200,7 @@ impl Snapshot {
                 derived_from: None,
                 apex: zone.apex.clone(),
                 apex_labels: zone.apex.num_labels() as usize,
+                viewed: false,
                 nodata_tail: nodata_tail(&negative_soa)?,
                 negative_soa,
                 signer: signer.clone(),
@@ -209,6 +222,7 @@ impl Snapshot {
             if let Some(data) = snap.zones.last_mut() {
                 data.steered = Chunked::from_vec(steered);
             }
+            snap.place_inherited(&mut bodies, zi, zone)?;
         }
         snap.sign_nodata()?;
         snap.index_apexes();
@@ -236,6 +250,9 @@ impl Snapshot {
     ) -> HashMap<usize, usize> {
         let mut kept = HashMap::new();
         for (zi, zone) in compiled.zones.iter().enumerate() {
+            if zone.view.is_some() {
+                continue;
+            }
             let Some(&before) = self.apexes.get(&*wire_key(&zone.apex)) else {
                 continue;
             };
@@ -269,6 +286,7 @@ impl Snapshot {
             derived_from: None,
             apex: data.apex.clone(),
             apex_labels: data.apex_labels,
+            viewed: false,
             negative_soa: data.negative_soa.clone(),
             nodata_tail: data.nodata_tail,
             signer: data.signer.clone(),
@@ -305,15 +323,80 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Indexes the zones by apex, once they are all in.
+    /// Indexes the zones by apex, once they are all in: the zones every
+    /// client gets in `apexes`, each view's in its own map.
     pub(super) fn index_apexes(&mut self) {
+        let mut by_view: Vec<HashMap<Box<[u8]>, usize>> = vec![HashMap::new(); self.views.len()];
         for (i, zone) in self.zones.iter().enumerate() {
-            self.apexes.entry(wire_key(&zone.apex)).or_insert(i);
+            match zone.spec.view_index().checked_sub(1) {
+                None => {
+                    self.apexes.entry(wire_key(&zone.apex)).or_insert(i);
+                }
+                Some(v) => {
+                    if let Some(map) = by_view.get_mut(usize::from(v)) {
+                        map.entry(wire_key(&zone.apex)).or_insert(i);
+                    }
+                }
+            }
         }
+        // A zone whose name a view has a zone of answers per view.
+        let viewed: HashSet<Box<[u8]>> = by_view.iter().flat_map(|m| m.keys().cloned()).collect();
+        for zone in &mut self.zones {
+            zone.viewed = zone.spec.view.is_some() || viewed.contains(&*wire_key(&zone.apex));
+        }
+        self.view_apexes = by_view.into_boxed_slice();
         let mut depths: Vec<usize> = self.zones.iter().map(|z| z.apex_labels).collect();
         depths.sort_unstable_by(|a, b| b.cmp(a));
         depths.dedup();
         self.apex_depths = depths;
+    }
+
+    /// Puts into view zone `zi` the slots of the records it takes from the
+    /// zone every client gets (built before it): the same slots, so that
+    /// one answer serves both.
+    pub(super) fn place_inherited(
+        &mut self,
+        bodies: &mut HashSet<Arc<[u8]>>,
+        zi: usize,
+        zone: &ZoneSpec,
+    ) -> Result<(), BuildError> {
+        let Some(view) = &zone.view else {
+            return Ok(());
+        };
+        if view.inherited.is_empty() {
+            return Ok(());
+        }
+        let Some(base) = self
+            .zones
+            .iter()
+            .position(|z| z.spec.view.is_none() && z.apex == zone.apex)
+        else {
+            return Err(BuildError::new(
+                &zone.apex,
+                Rt::SOA,
+                "is a view's zone of a domain with no zone for every client",
+            ));
+        };
+        for record in &view.inherited {
+            let rt = wire_type(record.kind);
+            let slot = self
+                .zones
+                .get(base)
+                .and_then(|z| z.node(&record.owner))
+                .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rt))
+                .cloned();
+            match slot {
+                Some(slot) => self.place(bodies, zi, &record.owner, slot)?,
+                None => {
+                    return Err(BuildError::new(
+                        &record.owner_name(),
+                        rt,
+                        "is missing from the zone a view takes it from",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The slots of zone `zone`'s apex records (SOA and NS, and a signed
@@ -414,7 +497,8 @@ impl Snapshot {
         answer: RrsetAnswer,
         (counted, addresses): (Vec<u64>, usize),
     ) -> Arc<RrsetSlot> {
-        let before = counters_before(previous, key, rtype);
+        let view = self.zones.get(zone).map_or(0, |z| z.spec.view_index());
+        let before = counters_before(previous, key, rtype, view);
         Arc::new(RrsetSlot {
             rtype,
             answer: ArcSwap::from_pointee(answer),

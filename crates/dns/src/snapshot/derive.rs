@@ -117,6 +117,7 @@ impl Snapshot {
             derived_from: Some(from),
             apex: zone.apex.clone(),
             apex_labels: old.apex_labels,
+            viewed: false,
             nodata_tail: tail,
             negative_soa,
             signer: None,

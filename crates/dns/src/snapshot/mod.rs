@@ -73,6 +73,13 @@ pub struct Snapshot {
     /// The configuration's regions and rule places: what the topology
     /// rules of its answers name.
     pub topology: Arc<gtm_model::topology::Topology>,
+    /// The views, in the order tried, and their rule set in `topology`
+    /// (docs/views.md).
+    pub views: Arc<[gtm_model::compile::ViewSpec]>,
+    view_set: u32,
+    /// Per view (the first is view 1): its zones by apex, found before
+    /// the zones of `apexes` at each depth.
+    view_apexes: Box<[HashMap<Box<[u8]>, usize>]>,
 }
 
 #[derive(Debug)]
@@ -95,6 +102,10 @@ pub struct ZoneData {
     pub apex: Name,
     /// Labels of the apex, to find the zone of a name by its suffix.
     pub apex_labels: usize,
+    /// Its answers depend on the client's view: it is a view's zone, or a
+    /// view has a zone of the same name (the answer's ECS scope covers
+    /// the view's decision).
+    pub viewed: bool,
     /// The SOA record with the negative-caching TTL, for authority sections.
     pub negative_soa: Record,
     /// The last bytes of its encoding (serial to minimum): every NODATA
@@ -367,8 +378,19 @@ impl Snapshot {
     }
 
     /// The innermost zone holding a name given as its lower-case wire
-    /// form: its index in `zones`.
+    /// form: its index in `zones` (the zone every client outside the views
+    /// gets).
     pub fn zone_at(&self, wire_name: &[u8]) -> Option<usize> {
+        self.zone_in(wire_name, 0)
+    }
+
+    /// [`Snapshot::zone_at`] for the clients of view `view` (0: of none):
+    /// at each depth, the view's zone of that name, else the zone every
+    /// client gets.
+    pub fn zone_in(&self, wire_name: &[u8], view: u16) -> Option<usize> {
+        let own = usize::from(view)
+            .checked_sub(1)
+            .and_then(|v| self.view_apexes.get(v));
         // Where each suffix starts, by its label count.
         let mut starts = [0u8; 128];
         let mut labels = 0;
@@ -386,14 +408,98 @@ impl Snapshot {
             .filter(|&&depth| depth <= labels)
             .find_map(|&depth| {
                 let start = usize::from(*starts.get(labels - depth)?);
-                self.apexes.get(wire_name.get(start..)?).copied()
+                let suffix = wire_name.get(start..)?;
+                own.and_then(|o| o.get(suffix))
+                    .or_else(|| self.apexes.get(suffix))
+                    .copied()
             })
+    }
+
+    /// The view of `client` (0: none holds it) and the ECS scope that
+    /// decision carries: views are tried in order, and the first one a
+    /// place of which holds the client's address (the ECS subnet's, else
+    /// the source's, private or not) answers it.
+    #[inline]
+    pub fn view_of(&self, geo: &Geo, client: &Client) -> (u16, u8) {
+        if self.views.is_empty() {
+            return (0, 0);
+        }
+        let placement = client.placement();
+        let Some(ip) = placement.addr else {
+            return (0, 0);
+        };
+        let topology = &self.topology;
+        let set = self.view_set;
+        let class = topology.class(set, ip);
+        let located = topology.uses_place(set).then(|| geo.locate(ip));
+        let (asn, asn_prefix) = if topology.uses_asn(set) {
+            geo.asn(ip)
+        } else {
+            (None, 0)
+        };
+        let place = gtm_model::place::Place {
+            asn,
+            ..located.map(|l| l.place).unwrap_or_default()
+        };
+        let mut consulted = gtm_model::topology::Consulted::default();
+        let view = self
+            .views
+            .iter()
+            .position(|v| {
+                v.matchers.iter().any(|&m| {
+                    topology
+                        .closeness(m, set, class.id, &place, &mut consulted)
+                        .is_some()
+                })
+            })
+            .map_or(0, |i| u16::try_from(i + 1).unwrap_or(0));
+        let width = if consulted.by_place || consulted.by_exclusion {
+            class
+                .block
+                .max(located.map_or(0, |l| l.prefix))
+                .max(asn_prefix)
+        } else {
+            class.block
+        };
+        let scope = placement.source.map_or(0, |src| {
+            if placement.private {
+                src
+            } else {
+                width.min(src)
+            }
+        });
+        (view, scope)
+    }
+
+    /// The name of view `view` (0: `default`).
+    pub fn view_name(&self, view: u16) -> &str {
+        usize::from(view)
+            .checked_sub(1)
+            .and_then(|v| self.views.get(v))
+            .map_or(gtm_model::compile::DEFAULT_VIEW, |v| v.name.as_str())
+    }
+
+    /// The index of the view named `name` (`default`: 0).
+    pub fn view_index(&self, name: &str) -> Option<u16> {
+        if name.eq_ignore_ascii_case(gtm_model::compile::DEFAULT_VIEW) {
+            return Some(0);
+        }
+        let i = self
+            .views
+            .iter()
+            .position(|v| v.name.eq_ignore_ascii_case(name))?;
+        u16::try_from(i + 1).ok()
     }
 
     /// The node of an existing name given as its lower-case wire form,
     /// with the index of its zone (the innermost holding it).
     pub fn find(&self, wire_name: &[u8]) -> Option<(usize, &Node)> {
-        let zone = self.zone_at(wire_name)?;
+        self.find_in(wire_name, 0)
+    }
+
+    /// [`Snapshot::find`] for the clients of view `view`.
+    pub fn find_in(&self, wire_name: &[u8], view: u16) -> Option<(usize, &Node)> {
+        let zone = self.zone_in(wire_name, view)?;
         Some((zone, self.zones.get(zone)?.node(wire_name)?))
     }
 
@@ -403,22 +509,33 @@ impl Snapshot {
     }
 
     /// Every record with the responses it was answered in (nonzero only),
-    /// as `www.example.test/A`.
+    /// as `www.example.test/A` (a view's own `www.example.test/A@internal`;
+    /// a record a view's zone takes from another is counted once).
     pub fn answer_counts(&self) -> Vec<(String, u64)> {
-        let mut out: Vec<(String, u64)> = self
-            .zones
-            .iter()
-            .flat_map(|zone| zone.nodes.iter())
-            .flat_map(|(key, node)| {
-                node.rrsets.iter().filter_map(move |slot| {
+        let mut seen: HashSet<*const RrsetSlot> = HashSet::new();
+        let mut out: Vec<(String, u64)> = Vec::new();
+        for zone in &self.zones {
+            let view = zone.spec.view.as_ref().map(|v| &*v.name);
+            for (key, node) in zone.nodes.iter() {
+                for slot in &node.rrsets {
                     let n = slot
                         .counters
                         .answers()
                         .load(std::sync::atomic::Ordering::Relaxed);
-                    (n > 0).then(|| (label(&key_name(key), slot.rtype), n))
-                })
-            })
-            .collect();
+                    if n == 0 || (zone.viewed && !seen.insert(Arc::as_ptr(slot))) {
+                        continue;
+                    }
+                    let name = label(&key_name(key), slot.rtype);
+                    out.push((
+                        match view {
+                            Some(v) => format!("{name}@{v}"),
+                            None => name,
+                        },
+                        n,
+                    ));
+                }
+            }
+        }
         out.sort();
         out
     }
@@ -426,6 +543,35 @@ impl Snapshot {
     /// The slot of a record, `None` when no record has that name and type.
     pub fn slot(&self, name: &Name, rtype: Rt) -> Option<&Arc<RrsetSlot>> {
         self.slot_at(&wire_key(name), rtype)
+    }
+
+    /// The slot of the record at `wire_name` of type `rtype` in its own
+    /// zone: the zone of view `view` (by name) when given, else the zone
+    /// every client gets. `None` when that zone has no such record.
+    pub fn own_slot(
+        &self,
+        wire_name: &[u8],
+        rtype: Rt,
+        view: Option<&str>,
+    ) -> Option<&Arc<RrsetSlot>> {
+        let index = match view {
+            None => 0,
+            Some(v) => self.view_index(v)?,
+        };
+        let (zone, node) = self.find_in(wire_name, index)?;
+        if self.zones.get(zone)?.spec.view_index() != index {
+            return None;
+        }
+        node.rrsets.iter().find(|s| s.rtype == rtype)
+    }
+
+    /// The slot of a record as the clients of view `view` find it.
+    pub fn slot_in(&self, name: &Name, rtype: Rt, view: u16) -> Option<&Arc<RrsetSlot>> {
+        self.find_in(&wire_key(name), view)?
+            .1
+            .rrsets
+            .iter()
+            .find(|s| s.rtype == rtype)
     }
 
     /// [`Snapshot::slot`] of a name in its lower-case wire form.
@@ -439,6 +585,44 @@ impl Snapshot {
     /// The innermost zone holding a name.
     pub fn zone_of(&self, name: &Name) -> Option<usize> {
         self.zone_at(&wire_key(name))
+    }
+
+    /// The innermost zone holding a name for the clients of view `view`.
+    pub fn zone_of_in(&self, name: &Name, view: u16) -> Option<usize> {
+        self.zone_in(&wire_key(name), view)
+    }
+
+    /// The slot of zone `zone`'s own record of type `rtype` at its apex
+    /// (a view's zone has its own SOA).
+    pub fn apex_slot(&self, zone: usize, rtype: Rt) -> Option<&Arc<RrsetSlot>> {
+        let z = self.zones.get(zone)?;
+        z.node(&wire_key(&z.apex))?
+            .rrsets
+            .iter()
+            .find(|s| s.rtype == rtype)
+    }
+
+    /// The slots whose answers a transfer of zone `zone` carries and that
+    /// can change while the snapshot is served: its steered records', and
+    /// in a view's zone those it takes from the zone every client gets.
+    pub fn watched_slots(&self, zone: usize) -> Vec<Arc<RrsetSlot>> {
+        let Some(z) = self.zones.get(zone) else {
+            return Vec::new();
+        };
+        if z.spec.view.is_none() {
+            return z.steered.iter().cloned().collect();
+        }
+        z.nodes
+            .iter()
+            .flat_map(|(_, node)| node.rrsets.iter())
+            .filter(|s| s.rtype != Rt::SOA)
+            .cloned()
+            .collect()
+    }
+
+    /// The index of the zone whose key ([`ZoneSpec::key`]) is `key`.
+    pub fn zone_by_key(&self, key: &str) -> Option<usize> {
+        self.zones.iter().position(|z| z.spec.key() == key)
     }
 
     /// The names of zone `zone` (its index in `zones`), in no order: what a

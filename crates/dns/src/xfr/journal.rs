@@ -22,7 +22,7 @@ use std::{
 
 use hickory_server::proto::{
     ProtoError,
-    rr::{Name, RData, Record},
+    rr::{RData, Record},
     serialize::binary::{BinEncodable, BinEncoder, NameEncoding},
 };
 
@@ -139,16 +139,17 @@ impl History {
     }
 }
 
-/// The histories of the zones with secondaries, by apex.
+/// The histories of the zones with secondaries, by the zone's key (its
+/// name, and a view's zone its view's: `example.test@internal`).
 #[derive(Debug, Default)]
 pub struct Journal {
-    zones: Mutex<HashMap<Name, Arc<History>>>,
+    zones: Mutex<HashMap<String, Arc<History>>>,
 }
 
 impl Journal {
-    /// The history of zone `apex`, if a view was recorded.
-    pub fn get(&self, apex: &Name) -> Option<Arc<History>> {
-        self.lock().get(apex).cloned()
+    /// The history of zone `key`, if a view was recorded.
+    pub fn get(&self, key: &str) -> Option<Arc<History>> {
+        self.lock().get(key).cloned()
     }
 
     /// Records the view of `apex` at a new serial: `records` is the SOA
@@ -156,7 +157,7 @@ impl Journal {
     /// difference from the previous view when the history stays within its
     /// bounds; drops the oldest ones otherwise. Fails, keeping the history
     /// as it was, when a record does not encode.
-    pub fn record(&self, apex: &Name, records: &[Record]) -> Result<(), ProtoError> {
+    pub fn record(&self, key: &str, records: &[Record]) -> Result<(), ProtoError> {
         let Some((soa, rest)) = records.split_first() else {
             return Err(ProtoError::from("a zone view without its SOA"));
         };
@@ -170,7 +171,7 @@ impl Journal {
             soa: encode(soa)?,
             records: Records::encode(rest)?,
         };
-        let previous = self.get(apex);
+        let previous = self.get(key);
         let mut diffs = VecDeque::new();
         if let Some(previous) = previous.filter(|p| p.current.serial != view.serial) {
             let diff = difference(&previous.current, &view)?;
@@ -187,16 +188,16 @@ impl Journal {
             current: view,
             diffs,
         };
-        self.lock().insert(apex.clone(), Arc::new(history));
+        self.lock().insert(key.to_string(), Arc::new(history));
         Ok(())
     }
 
     /// Forgets the zones `keep` says no to (no longer transferred).
-    pub fn retain(&self, keep: impl Fn(&Name) -> bool) {
-        self.lock().retain(|apex, _| keep(apex));
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.lock().retain(|key, _| keep(key));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Name, Arc<History>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<History>>> {
         self.zones.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -228,7 +229,10 @@ fn difference(old: &View, new: &View) -> Result<Diff, ProtoError> {
 mod tests {
     use super::*;
     use hickory_server::proto::{
-        rr::rdata::{A, SOA},
+        rr::{
+            Name,
+            rdata::{A, SOA},
+        },
         serialize::binary::{BinDecodable, BinDecoder},
     };
 
@@ -275,17 +279,13 @@ mod tests {
     #[test]
     fn differences_chain_from_any_recorded_serial_to_the_current_one() {
         let journal = Journal::default();
-        let apex = name("example.test.");
+        const KEY: &str = "example.test";
         let www = |last| a("www.example.test.", last);
         let txt = a("mail.example.test.", 9);
-        journal
-            .record(&apex, &[soa(1), www(1), txt.clone()])
-            .unwrap();
-        journal
-            .record(&apex, &[soa(2), www(2), txt.clone()])
-            .unwrap();
-        journal.record(&apex, &[soa(3), www(2)]).unwrap();
-        let history = journal.get(&apex).unwrap();
+        journal.record(KEY, &[soa(1), www(1), txt.clone()]).unwrap();
+        journal.record(KEY, &[soa(2), www(2), txt.clone()]).unwrap();
+        journal.record(KEY, &[soa(3), www(2)]).unwrap();
+        let history = journal.get(KEY).unwrap();
         assert_eq!(history.current.serial, 3);
         assert!(history.since(3).unwrap().is_empty());
         assert!(history.since(99).is_none(), "a serial never recorded");
@@ -314,7 +314,7 @@ mod tests {
     #[test]
     fn differences_larger_than_the_zone_are_not_kept() {
         let journal = Journal::default();
-        let apex = name("example.test.");
+        const KEY: &str = "example.test";
         // Every record changes each time: a chain of more than a zone's
         // worth (plus the slack) drops its oldest steps.
         let zone = |serial: u32| -> Vec<Record> {
@@ -323,9 +323,9 @@ mod tests {
             v
         };
         for serial in 1..=4 {
-            journal.record(&apex, &zone(serial)).unwrap();
+            journal.record(KEY, &zone(serial)).unwrap();
         }
-        let history = journal.get(&apex).unwrap();
+        let history = journal.get(KEY).unwrap();
         assert!(history.since(3).is_some());
         assert!(
             history.since(1).is_none(),
@@ -337,10 +337,10 @@ mod tests {
     #[test]
     fn a_view_without_its_soa_first_is_refused_and_changes_nothing() {
         let journal = Journal::default();
-        let apex = name("example.test.");
-        journal.record(&apex, &[soa(1)]).unwrap();
-        assert!(journal.record(&apex, &[a("www.example.test.", 1)]).is_err());
-        assert!(journal.record(&apex, &[]).is_err());
-        assert_eq!(journal.get(&apex).unwrap().current.serial, 1);
+        const KEY: &str = "example.test";
+        journal.record(KEY, &[soa(1)]).unwrap();
+        assert!(journal.record(KEY, &[a("www.example.test.", 1)]).is_err());
+        assert!(journal.record(KEY, &[]).is_err());
+        assert_eq!(journal.get(KEY).unwrap().current.serial, 1);
     }
 }

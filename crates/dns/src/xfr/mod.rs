@@ -74,7 +74,7 @@ pub fn next_serial() -> u32 {
 /// The serial a zone's view is at: its SOA's.
 pub fn serial(snapshot: &Snapshot, zone: usize) -> Option<u32> {
     let apex = &snapshot.zones.get(zone)?.apex;
-    let slot = snapshot.slot(apex, RecordType::SOA)?;
+    let slot = snapshot.apex_slot(zone, RecordType::SOA)?;
     let answer = slot.answer.load();
     let record = answer.groups.first()?.first(apex)?;
     match &record.data {
@@ -118,19 +118,21 @@ pub fn answer_tcp(handler: &Handler, bytes: &[u8], peer: SocketAddr) -> Option<V
         }
     };
     let zones = state.transfers.zones.load();
-    let allowed = zones.iter().any(|z| {
+    // The zone of the secondary asking: a view's when it names one
+    // (docs/views.md).
+    let allowed = zones.iter().find(|z| {
         z.apex == qname
             && z.secondaries
                 .iter()
                 .any(|s| s.key == signing.key && same_ip(s.address.ip(), peer.ip()))
     });
-    if !allowed {
+    let Some(allowed) = allowed else {
         tracing::info!(zone = %qname, peer = %peer, key = %signing.key, "zone transfer refused: not a secondary of this zone with this key");
         let mut out = refused(id, &question)?;
         signing.sign(&mut out, now)?;
         return frame(vec![out]);
     };
-    let Some(history) = state.transfers.journal.get(&qname) else {
+    let Some(history) = state.transfers.journal.get(&allowed.key) else {
         // The notify worker records a zone's first view within moments of
         // its configuration (or of a start); until then there is nothing
         // consistent to send. A secondary retries.

@@ -16,6 +16,9 @@ use gtm_model::compile::{Compiled, SecondarySpec};
 #[derive(Debug, Clone)]
 pub struct TransferZone {
     pub apex: Name,
+    /// The zone's key: its name, and a view's zone its view's after `@`
+    /// ([`gtm_model::compile::ZoneSpec::key`]).
+    pub key: String,
     pub secondaries: Vec<SecondarySpec>,
 }
 
@@ -65,6 +68,7 @@ impl Transfers {
             .filter(|z| !z.secondaries.is_empty())
             .map(|z| TransferZone {
                 apex: z.apex.clone(),
+                key: z.key(),
                 secondaries: z.secondaries.clone(),
             })
             .collect();

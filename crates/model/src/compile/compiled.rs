@@ -33,6 +33,33 @@ pub struct Compiled {
     /// The regions and the places topology rules name, and the
     /// classification of client addresses by them.
     pub topology: Arc<crate::topology::Topology>,
+    /// The views, in the order they are tried (docs/views.md); a zone's
+    /// [`ZoneView::index`] counts from 1 in this list.
+    pub views: Vec<ViewSpec>,
+    /// The rule set of the views' client places in `topology`.
+    pub view_set: u32,
+}
+
+/// A view: the clients its matchers hold are answered from its zones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewSpec {
+    pub name: String,
+    /// Its client places: matchers of [`Compiled::topology`].
+    pub matchers: Box<[u32]>,
+}
+
+/// What makes a zone a view's (docs/views.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneView {
+    /// The view's place in [`Compiled::views`], counted from 1 (0 is the
+    /// zone every other client gets).
+    pub index: u16,
+    pub name: Box<str>,
+    /// The records of the domain's zone for every client that this view
+    /// answers too (those at names the view has no record at), the same
+    /// allocations: one record, one answer, in both. Empty for a domain
+    /// that is the view's alone.
+    pub inherited: Vec<Arc<RecordSpec>>,
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +156,9 @@ pub struct ZoneSpec {
     pub secondaries: Vec<SecondarySpec>,
     /// A hash of each record's owner ([`ZoneSpec::owner_hashes`]).
     pub(super) owners: OwnerHashes,
+    /// The view whose clients alone get this zone; `None`: every client
+    /// outside the views that have a zone of this name.
+    pub view: Option<Box<ZoneView>>,
 }
 
 /// A secondary server of a zone.
@@ -154,6 +184,7 @@ impl ZoneSpec {
             dnssec,
             secondaries,
             owners: _,
+            view,
         } = self;
         ZoneSpec {
             apex: apex.clone(),
@@ -167,6 +198,7 @@ impl ZoneSpec {
             dnssec: *dnssec,
             secondaries: secondaries.clone(),
             owners: OwnerHashes::default(),
+            view: view.clone(),
         }
     }
 
@@ -176,9 +208,26 @@ impl ZoneSpec {
     }
 
     /// The zone's name as keys and messages spell it: lower case, no final
-    /// dot (`example.test`).
+    /// dot (`example.test`), and a view's zone with its view's name after
+    /// `@` (`example.test@internal`).
     pub fn key(&self) -> String {
-        zone_key(&self.apex)
+        match &self.view {
+            None => zone_key(&self.apex),
+            Some(v) => format!("{}@{}", zone_key(&self.apex), v.name),
+        }
+    }
+
+    /// The view whose zone this is: its index (0: none) and name.
+    pub fn view_index(&self) -> u16 {
+        self.view.as_ref().map_or(0, |v| v.index)
+    }
+
+    /// The records a query finds in the zone: its own and, in a view's
+    /// zone, those it takes from the zone every client gets.
+    pub fn all_records(&self) -> impl Iterator<Item = &Arc<RecordSpec>> + '_ {
+        self.records
+            .iter()
+            .chain(self.view.iter().flat_map(|v| v.inherited.iter()))
     }
 
     /// The SOA serial at configuration `version`: the version, unless the
@@ -233,10 +282,23 @@ impl RecordSpec {
         key_name(&self.owner)
     }
 
-    /// `www.example.test/A`, the subject of the record's events.
+    /// `www.example.test/A`, the subject of the record's events; a view's
+    /// record with its view after `@` (`www.example.test/A@internal`).
     pub fn label(&self) -> String {
         let owner = self.owner_name().to_string();
-        format!("{}/{}", owner.trim_end_matches('.'), self.kind.as_str())
+        let owner = owner.trim_end_matches('.');
+        match self.view() {
+            None => format!("{owner}/{}", self.kind.as_str()),
+            Some(view) => format!("{owner}/{}@{view}", self.kind.as_str()),
+        }
+    }
+
+    /// The view of a steered record in a view's zone.
+    pub fn view(&self) -> Option<&str> {
+        match &self.content {
+            Content::Steered(s) => s.extra.as_deref()?.view.as_deref(),
+            Content::Static(_) => None,
+        }
     }
 }
 
@@ -292,16 +354,24 @@ pub struct Extra {
     /// The rule set its rules are of (their places' classification of
     /// client addresses in [`Compiled::topology`]).
     pub rule_set: u32,
+    /// The view of a record in a view's zone (its label names it).
+    pub view: Option<Box<str>>,
 }
 
 impl Extra {
-    /// `fail_safe` and `rules` boxed, or `None` when both are empty.
-    pub fn of(fail_safe: Box<[RData]>, rules: Box<[RuleSpec]>, rule_set: u32) -> Option<Box<Self>> {
-        (!fail_safe.is_empty() || !rules.is_empty()).then(|| {
+    /// `fail_safe`, `rules` and `view` boxed, or `None` when all are empty.
+    pub fn of(
+        fail_safe: Box<[RData]>,
+        rules: Box<[RuleSpec]>,
+        rule_set: u32,
+        view: Option<Box<str>>,
+    ) -> Option<Box<Self>> {
+        (!fail_safe.is_empty() || !rules.is_empty() || view.is_some()).then(|| {
             Box::new(Self {
                 fail_safe,
                 rules,
                 rule_set,
+                view,
             })
         })
     }

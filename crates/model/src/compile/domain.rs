@@ -1,10 +1,27 @@
 //! `[[domain]]`: a domain's zone, its settings (apex, datacenters, name
 //! servers, SOA) and its records.
 
+use std::sync::Arc;
+
 use hickory_server::proto::rr::{Name, rdata::SOA};
 
-use super::{Cx, DcId, DomainCx, ModeCx, Refs, ZoneSpec, rdata::fqdn, records::Kept, reuse};
-use crate::config::Domain;
+use super::{
+    Cx, DcId, DomainCx, ModeCx, Refs, ZoneSpec, ZoneView, rdata::fqdn, records::Kept, reuse,
+};
+use crate::config::{Domain, Record};
+
+/// The records of one view of a domain (or of none): the view's index
+/// and name, and its records.
+type Part<'a> = (Option<(u16, &'a str)>, Vec<Arc<Record>>);
+
+/// What every zone of a domain has ([`Cx::settings`]).
+struct Settings {
+    apex: Name,
+    ttl: u32,
+    dcs: ModeCx,
+    nameservers: Vec<Name>,
+    soa: SOA,
+}
 
 /// The default TTL of records (spec §6, seed 002's advice of 30–60 s).
 pub const DEFAULT_TTL: u32 = 30;
@@ -22,12 +39,7 @@ impl Cx {
     ) -> Option<ZoneSpec> {
         let path = format!("domain {}", d.name);
         let before = self.errors.len();
-        let apex = self.apex(&path, d)?;
-        let ttl = d.ttl.unwrap_or(DEFAULT_TTL);
-        let dcs = self.domain_dcs(&path, d, refs);
-        let nameservers = self.nameservers(&path, d);
-        let soa = self.soa(&path, d, &apex, ttl, &nameservers);
-        let secondaries = self.secondaries(&path, d);
+        let settings = self.settings(&path, d, refs)?;
         // The records before and after the changed ones keep their
         // compiled forms.
         let kept = compiled.and_then(|(old, zone)| {
@@ -36,38 +48,215 @@ impl Cx {
         });
         if let Some((old, zone)) = compiled
             && let Some(k) = &kept
-            && reuse::shares_a_kept_name(k.changed(d), (old, zone), (k.start, k.end), &apex)
+            && reuse::shares_a_kept_name(
+                k.changed(d),
+                (old, zone),
+                (k.start, k.end),
+                &settings.apex,
+            )
         {
             // A changed record with the name and type of a kept one: the
             // whole domain is compiled, so that the error is said as ever.
             self.errors.truncate(before);
             return self.domain(d, refs, None);
         }
-        let within = DomainCx {
-            path: &path,
-            apex: &apex,
+        let zone = self.zone(&path, d, refs, &settings, None, kept)?;
+        (self.errors.len() == before).then_some(zone)
+    }
+
+    /// The zones of a domain in a configuration with views
+    /// (docs/views.md): the zone every client gets, of the records in no
+    /// view, and one per view its records name, of those records; or, for
+    /// a domain that is one view's alone, that view's zone of all of
+    /// them. `views`: each view's index (from 1) by its name.
+    pub(super) fn domain_views(
+        &mut self,
+        d: &Domain,
+        refs: &Refs,
+        views: &[&str],
+    ) -> Vec<ZoneSpec> {
+        let path = format!("domain {}", d.name);
+        let before = self.errors.len();
+        let index = |name: &str| {
+            views
+                .iter()
+                .position(|v| *v == name)
+                .and_then(|i| u16::try_from(i + 1).ok())
+        };
+        let Some(settings) = self.settings(&path, d, refs) else {
+            return Vec::new();
+        };
+        // The domain's own view, and each record's.
+        let own = match d.view.as_deref() {
+            None => None,
+            Some(v) => match index(v) {
+                Some(i) => Some((i, v)),
+                None => {
+                    self.err(&path, format!("view: unknown view \"{v}\""));
+                    return Vec::new();
+                }
+            },
+        };
+        let mut parts: Vec<Part> = vec![(own, Vec::new())];
+        for r in &d.records {
+            let view = match (r.view(), own) {
+                (None, own) => own,
+                (Some(v), Some((_, o))) if v == o => own,
+                (Some(v), Some((_, o))) => {
+                    self.err(
+                        format!("{path} / record {} {}", r.name, r.kind.as_str()),
+                        format!("view: \"{v}\" in a domain that is view \"{o}\"'s alone"),
+                    );
+                    continue;
+                }
+                (Some(v), None) => match index(v) {
+                    Some(i) => Some((i, v)),
+                    None => {
+                        self.err(
+                            format!("{path} / record {} {}", r.name, r.kind.as_str()),
+                            format!("view: unknown view \"{v}\""),
+                        );
+                        continue;
+                    }
+                },
+            };
+            match parts.iter_mut().find(|(v, _)| *v == view) {
+                Some((_, list)) => list.push(r.clone()),
+                None => parts.push((view, vec![r.clone()])),
+            }
+        }
+        let mut zones: Vec<ZoneSpec> = Vec::new();
+        for (view, records) in parts {
+            let part = Domain {
+                records,
+                secondaries: d
+                    .secondaries
+                    .iter()
+                    .filter(|s| s.view.as_deref() == view.map(|(_, v)| v))
+                    .cloned()
+                    .collect(),
+                ..d.without_records()
+            };
+            let vpath = match view {
+                Some((_, v)) if own.is_none() => format!("{path} / view {v}"),
+                _ => path.clone(),
+            };
+            let Some(mut zone) =
+                self.zone(&vpath, &part, refs, &settings, view.map(|(_, v)| v), None)
+            else {
+                continue;
+            };
+            if let Some((index, name)) = view {
+                // The zone every client gets is first: a view's zone takes
+                // its records at the names the view leaves alone.
+                let inherited = match (own, zones.first()) {
+                    (None, Some(all)) => {
+                        let names: std::collections::HashSet<&[u8]> =
+                            zone.records.iter().map(|r| &*r.owner).collect();
+                        all.records
+                            .iter()
+                            .filter(|r| !names.contains(&*r.owner))
+                            .cloned()
+                            .collect()
+                    }
+                    _ => Vec::new(),
+                };
+                zone.view = Some(Box::new(ZoneView {
+                    index,
+                    name: name.into(),
+                    inherited,
+                }));
+            }
+            zones.push(zone);
+        }
+        let mut addresses = std::collections::HashSet::new();
+        for s in &d.secondaries {
+            if !addresses.insert(s.address.as_str()) {
+                self.err(
+                    format!("{path} / secondaries"),
+                    format!("address {} is listed twice", s.address),
+                );
+            }
+            if let Some(v) = s.view.as_deref()
+                && (index(v).is_none() || own.is_some_and(|(_, o)| o != v))
+            {
+                self.err(
+                    format!("{path} / secondaries"),
+                    format!("view: \"{v}\" is not a view of this domain"),
+                );
+            }
+        }
+        if self.errors.len() == before {
+            zones
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// What every zone of a domain has: its apex, TTL, datacenters, name
+    /// servers and SOA. `None` when the domain has no valid name.
+    fn settings(&mut self, path: &str, d: &Domain, refs: &Refs) -> Option<Settings> {
+        let apex = self.apex(path, d)?;
+        let ttl = d.ttl.unwrap_or(DEFAULT_TTL);
+        let dcs = self.domain_dcs(path, d, refs);
+        let nameservers = self.nameservers(path, d);
+        let soa = self.soa(path, d, &apex, ttl, &nameservers);
+        self.domain_rules(path, &d.topology_rules, refs);
+        Some(Settings {
+            apex,
             ttl,
+            dcs,
+            nameservers,
+            soa,
+        })
+    }
+
+    /// The zone of `d`'s records (with `settings`, its domain's), in
+    /// `view`'s zone when given; those of `kept` taken as they are.
+    fn zone(
+        &mut self,
+        path: &str,
+        d: &Domain,
+        refs: &Refs,
+        settings: &Settings,
+        view: Option<&str>,
+        kept: Option<Kept>,
+    ) -> Option<ZoneSpec> {
+        let before = self.errors.len();
+        let Settings {
+            apex,
+            ttl,
+            dcs,
+            nameservers,
+            soa,
+        } = settings;
+        let secondaries = self.secondaries(path, d);
+        let within = DomainCx {
+            path,
+            apex,
+            ttl: *ttl,
             mode: d.mode.unwrap_or_default(),
             rules: &d.topology_rules,
-            dcs: &dcs,
+            view,
+            dcs,
             refs,
         };
-        self.domain_rules(&path, &d.topology_rules, refs);
         let records = self.zone_records(d, &within, kept)?;
-        self.names(&path, &apex, (&soa, &nameservers), &records.checked());
+        self.names(path, apex, (soa, nameservers), &records.checked());
         let (records, cnames, owners) = records.finish();
-        (self.errors.len() == before).then_some(ZoneSpec {
-            apex,
-            soa,
+        (self.errors.len() == before).then(|| ZoneSpec {
+            apex: apex.clone(),
+            soa: soa.clone(),
             serial_set: d.soa.as_ref().is_some_and(|soa| soa.serial.is_some()),
-            soa_ttl: ttl,
-            nameservers,
-            ns_ttl: ttl,
+            soa_ttl: *ttl,
+            nameservers: nameservers.clone(),
+            ns_ttl: *ttl,
             cnames,
             records,
             dnssec: (d.dnssec == Some(true)).then(|| d.dnssec_algorithm.unwrap_or_default()),
             secondaries,
             owners,
+            view: None,
         })
     }
 

@@ -13,7 +13,8 @@
 //! settings), `secondaries`, `records` (the records kept from the compile
 //! before, with `reuse` and `owners`, and the ones compiled), `record`,
 //! `steering`, `address`, then `by_name` (the records at one name
-//! together) and `cname_loops` (across the zones). `rdata` reads names
+//! together) and `cname_loops` (across the zones, per view); `regions`
+//! and `views` compile the client places topology rules and views name. `rdata` reads names
 //! and record data, `size` counts their bytes, `paths` names a record in
 //! errors; `compiled` holds the types all this makes.
 
@@ -38,6 +39,7 @@ mod services;
 mod size;
 mod status;
 mod steering;
+mod views;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -49,8 +51,8 @@ use hickory_server::proto::rr::Name;
 pub use check::MAX_CHECK_INTERVAL;
 pub use compiled::{
     AddressSpec, CheckSpec, Compiled, Content, DcId, DcSpec, DrCondition, DrSpec, Extra, Hc,
-    ModeSpec, RecordSpec, RuleSpec, RuleTarget, ScenarioSpec, SecondarySpec, Steering, ZoneSpec,
-    same_record, soa_serial, zone_key,
+    ModeSpec, RecordSpec, RuleSpec, RuleTarget, ScenarioSpec, SecondarySpec, Steering, ViewSpec,
+    ZoneSpec, ZoneView, same_record, soa_serial, zone_key,
 };
 pub use domain::DEFAULT_TTL;
 pub use rdata::MAX_CHARACTER_STRING;
@@ -59,6 +61,7 @@ pub use scenarios::BUILTIN_SCENARIOS;
 pub use secondaries::SIGNED_EXPIRE_MAX;
 pub use size::MAX_NAME_BYTES;
 pub use status::{StatusSet, StatusSetError, parse_status_set};
+pub use views::DEFAULT_VIEW;
 
 use super::{
     cancel::{Cancel, CheckError},
@@ -126,6 +129,8 @@ fn compile_with(
     let scenario_names: HashSet<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
     cx.services(config);
     let (topology, places, sets) = cx.topology(config);
+    let (views, view_set) = cx.views(config, &places, &sets);
+    let view_names: Vec<&str> = views.iter().map(|v| v.name.as_str()).collect();
     let refs = Refs {
         dcs: &dc_index,
         datacenters: &datacenters,
@@ -134,25 +139,53 @@ fn compile_with(
         places: &places,
         sets: &sets,
     };
-    let zones = config
-        .domains
-        .iter()
-        .filter_map(|d| match kept.get(d.name.as_str()) {
-            _ if cx.cancel.is_cancelled() => None,
-            Some((old, zone)) if *old == d => Some(Arc::clone(zone)),
-            before => cx
-                .domain(d, &refs, before.map(|(old, zone)| (&***old, &***zone)))
-                .map(Arc::new),
-        })
-        .collect::<Vec<_>>();
+    let zones = if views.is_empty() && !config.domains.iter().any(|d| has_views(d)) {
+        config
+            .domains
+            .iter()
+            .filter_map(|d| match kept.get(d.name.as_str()) {
+                _ if cx.cancel.is_cancelled() => None,
+                Some((old, zone)) if *old == d => Some(Arc::clone(zone)),
+                before => cx
+                    .domain(d, &refs, before.map(|(old, zone)| (&***old, &***zone)))
+                    .map(Arc::new),
+            })
+            .collect::<Vec<_>>()
+    } else {
+        // With views, the zones every client gets come first, in domain
+        // order, then the views' zones (docs/views.md).
+        let mut all = Vec::new();
+        let mut of_views = Vec::new();
+        for d in &config.domains {
+            if cx.cancel.is_cancelled() {
+                break;
+            }
+            for zone in cx.domain_views(d, &refs, &view_names) {
+                match zone.view {
+                    None => all.push(Arc::new(zone)),
+                    Some(_) => of_views.push(Arc::new(zone)),
+                }
+            }
+        }
+        all.extend(of_views);
+        all
+    };
     let mut apexes = HashSet::new();
     for z in &zones {
-        if !apexes.insert(z.apex.clone()) {
+        if !apexes.insert((z.apex.clone(), z.view_index())) {
             cx.err(format!("domain {}", z.apex), "is defined twice");
         }
     }
     cancel.check()?;
-    cx.cname_loops(&zones);
+    if views.is_empty() {
+        cx.cname_loops(&zones);
+    } else {
+        // Each view's chains through the zones it is answered from.
+        for v in 0..=views.len() {
+            cx.cname_loops(&views::zones_seen(&zones, v as u16));
+        }
+        cx.errors.dedup();
+    }
     let rate_limit = super::abuse::rate_limit(&mut cx.errors, config.rate_limit.as_ref());
     let cookie_rotation = super::abuse::cookie_rotation(&mut cx.errors, config.cookies.as_ref());
     cancel.check()?;
@@ -165,6 +198,8 @@ fn compile_with(
             rate_limit,
             cookie_rotation,
             topology: Arc::new(topology),
+            views,
+            view_set,
         })
     } else {
         Err(cx.errors.finish().into())
@@ -235,8 +270,15 @@ struct DomainCx<'a> {
     mode: Mode,
     /// The domain's topology rules, a record's default.
     rules: &'a [crate::config::TopologyRule],
+    /// The view whose zone the records are of.
+    view: Option<&'a str>,
     dcs: &'a ModeCx,
     refs: &'a Refs<'a>,
+}
+
+/// Whether a domain, or a record of it, is in a view.
+fn has_views(d: &Domain) -> bool {
+    d.view.is_some() || d.records.iter().any(|r| r.view().is_some())
 }
 
 /// A name as written compared without case and final dot.

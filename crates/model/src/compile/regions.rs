@@ -92,9 +92,14 @@ pub(super) fn read_network(text: &str) -> Result<Network, String> {
 /// each once. Rules whose client does not read are left out (the rule
 /// itself is refused).
 pub(super) fn set_key(rules: &[TopologyRule]) -> Vec<String> {
-    let mut keys: Vec<String> = rules
-        .iter()
-        .filter_map(|r| read_client(&r.client).ok())
+    places_key(rules.iter().map(|r| r.client.as_str()))
+}
+
+/// The places of `clients` as their matchers are known: sorted, each
+/// once, those that do not read left out.
+pub(super) fn places_key<'a>(clients: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut keys: Vec<String> = clients
+        .filter_map(|c| read_client(c).ok())
         .map(|c| c.key())
         .collect();
     keys.sort();
@@ -116,10 +121,24 @@ pub fn rule_sets(config: &Config) -> Vec<Vec<String>> {
         })
         .filter(|rules| !rules.is_empty())
         .map(set_key)
+        .chain(view_set_key(config))
         .collect();
     sets.sort();
     sets.dedup();
     sets
+}
+
+/// The places all views name together, as a rule set's key; `None`
+/// without views.
+pub(super) fn view_set_key(config: &Config) -> Option<Vec<String>> {
+    (!config.views.is_empty()).then(|| {
+        places_key(
+            config
+                .views
+                .iter()
+                .flat_map(|v| v.clients.iter().map(String::as_str)),
+        )
+    })
 }
 
 /// What is built while flattening regions.

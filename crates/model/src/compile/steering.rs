@@ -66,7 +66,12 @@ impl Cx {
             topology,
             nearest,
             addresses: addresses.into(),
-            extra: Extra::of(fail_safe.into(), rules.into(), rule_set),
+            extra: Extra::of(
+                fail_safe.into(),
+                rules.into(),
+                rule_set,
+                within.view.map(Box::from),
+            ),
         })
     }
 

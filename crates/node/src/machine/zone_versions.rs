@@ -10,7 +10,7 @@ use std::{
 use gtm_cluster::{Map, Write};
 
 use gtm_model::{
-    compile::Compiled,
+    compile::{Compiled, ZoneSpec},
     config::{Config, Domain},
 };
 
@@ -54,9 +54,21 @@ pub(super) fn zone_version_writes(
         .collect();
     let mut writes = Vec::new();
     let mut kept = HashSet::new();
-    for (zone, domain) in compiled.zones.iter().zip(&new.domains) {
+    let domains: HashMap<String, &Arc<Domain>> = new
+        .domains
+        .iter()
+        .map(|d| (d.name.trim_end_matches('.').to_ascii_lowercase(), d))
+        .collect();
+    for zone in &compiled.zones {
         let key = zone.key();
-        let same = !adopt && globals && old.get(domain.name.as_str()) == Some(&domain);
+        let Some(domain) = domains.get(&gtm_model::compile::zone_key(&zone.apex)) else {
+            continue;
+        };
+        let same = !adopt
+            && globals
+            && old
+                .get(domain.name.as_str())
+                .is_some_and(|o| same_zone(o, domain, zone));
         let value = match (same, known.get(&key)) {
             (true, Some(_)) => None,
             (true, None) => Some(before),
@@ -79,6 +91,33 @@ pub(super) fn zone_version_writes(
             }),
     );
     writes
+}
+
+/// Whether `zone` (of domain `new`) answers as it did in `old`: the
+/// domain is the same, or its fields and the records the zone can answer
+/// are (a view's zone: its own and those in no view; the zone every client
+/// gets: those in no view), so that a change in one view leaves the other
+/// zones' serials (docs/views.md).
+fn same_zone(old: &Arc<Domain>, new: &Arc<Domain>, zone: &ZoneSpec) -> bool {
+    if old == new {
+        return true;
+    }
+    if zone.view.is_none()
+        && new.view.is_none()
+        && !new.records.iter().any(|r| r.view().is_some())
+        && !old.records.iter().any(|r| r.view().is_some())
+    {
+        return false;
+    }
+    let view = zone.view.as_ref().map(|v| &*v.name);
+    let seen = |d: &Domain| -> Vec<Arc<gtm_model::config::Record>> {
+        d.records
+            .iter()
+            .filter(|r| r.view().is_none() || r.view() == view)
+            .cloned()
+            .collect()
+    };
+    old.same_but_records(new) && seen(old) == seen(new)
 }
 
 #[cfg(test)]
