@@ -69,6 +69,11 @@ pub enum Command {
     /// that topology rules name (docs/topology.md).
     #[command(subcommand)]
     Region(objects::ListedCmd),
+    /// Views: classes of clients (by network, region, AS, subdivision,
+    /// country or continent) answered from zones of their own (split
+    /// horizon, docs/views.md).
+    #[command(subcommand)]
+    View(objects::ListedCmd),
     /// Services: configuration. A service is a named group of domains (the
     /// appliance's "GTM Service"); a domain belongs to at most one.
     #[command(subcommand)]

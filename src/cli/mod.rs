@@ -54,6 +54,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Domain(cmd) => domain::run(connect, cmd).await,
         Command::Scenario(cmd) => objects::listed(connect, "scenarios", cmd).await,
         Command::Region(cmd) => objects::listed(connect, "regions", cmd).await,
+        Command::View(cmd) => objects::listed(connect, "views", cmd).await,
         Command::Service(cmd) => objects::listed(connect, "services", cmd).await,
         Command::Completions { shell } => completions::run(*shell),
         Command::Manpages { dir } => manpages::run(dir),

@@ -24,7 +24,7 @@ use super::{ApiState, ApplyResult};
 
 use gtm_model as model;
 use gtm_model::config::{
-    Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, same_name,
+    Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, View, same_name,
 };
 use gtm_model::error::ErrorKind;
 use gtm_node::access::Principal;
@@ -53,6 +53,7 @@ pub struct WriteOptions {
 pub struct Names {
     pub datacenters: Vec<String>,
     pub regions: Vec<String>,
+    pub views: Vec<String>,
     pub checks: Vec<String>,
     pub scenarios: Vec<String>,
     pub services: Vec<String>,
@@ -69,6 +70,7 @@ pub async fn names(State(state): State<ApiState>) -> Json<Names> {
     Json(state.engine.with_config(|c| Names {
         datacenters: of::<Datacenter>(c),
         regions: of::<Region>(c),
+        views: of::<View>(c),
         checks: of::<Check>(c),
         scenarios: of::<Scenario>(c),
         services: of::<Service>(c),

@@ -18,7 +18,9 @@ use super::{
     status, tsig,
 };
 use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordView};
-use gtm_model::config::{Address, Check, Datacenter, Domain, Record, Region, Scenario, Service};
+use gtm_model::config::{
+    Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, View,
+};
 use gtm_node::access::Role;
 
 /// Who may call a route.
@@ -269,6 +271,7 @@ pub fn operations() -> Vec<Op> {
         "/api/v1/datacenters/{name}",
     );
     collection::<Region>(&mut ops, "/api/v1/regions", "/api/v1/regions/{name}");
+    collection::<View>(&mut ops, "/api/v1/views", "/api/v1/views/{name}");
     collection::<Check>(&mut ops, "/api/v1/checks", "/api/v1/checks/{name}");
     collection::<Scenario>(&mut ops, "/api/v1/scenarios", "/api/v1/scenarios/{name}");
     collection::<Service>(&mut ops, "/api/v1/services", "/api/v1/services/{name}");

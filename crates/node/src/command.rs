@@ -297,6 +297,7 @@ pub enum Kind {
     Domain,
     // Appended last: stored commands name kinds by position.
     Region,
+    View,
 }
 
 impl Kind {
@@ -308,6 +309,7 @@ impl Kind {
             Self::Service => "service",
             Self::Domain => "domain",
             Self::Region => "region",
+            Self::View => "view",
         }
     }
 }
@@ -615,6 +617,25 @@ mod tests {
         );
         assert!(Command::decode(&[]).is_err());
         assert!(Command::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    /// A stored command names its object kind by position: a kind added
+    /// later takes the next one and the others keep theirs.
+    #[test]
+    fn object_kinds_keep_their_stored_positions() {
+        let kinds = [
+            Kind::Datacenter,
+            Kind::Check,
+            Kind::Scenario,
+            Kind::Service,
+            Kind::Domain,
+            Kind::Region,
+            Kind::View,
+        ];
+        for (i, kind) in kinds.into_iter().enumerate() {
+            let bytes = bincode::serde::encode_to_vec(kind, bincode::config::standard()).unwrap();
+            assert_eq!(bytes, [i as u8], "{}", kind.noun());
+        }
     }
 
     #[test]

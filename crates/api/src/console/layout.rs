@@ -35,6 +35,7 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                             a href="/ui/objects/scenarios" { "Scenarios" }
                             a href="/ui/objects/datacenters" { "Datacenters" }
                             a href="/ui/objects/regions" { "Regions" }
+                            a href="/ui/objects/views" { "Views" }
                             a href="/ui/objects/services" { "Services" }
                             a href="/ui/drains" { "Drains" }
                             a href="/ui/schedules" { "Schedules" }

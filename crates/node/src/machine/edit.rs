@@ -18,7 +18,9 @@ use crate::command::{Edit, Kind};
 use gtm_model::error::{ApiError, ErrorKind};
 use gtm_model::{
     Config,
-    config::{Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, same_name},
+    config::{
+        Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, View, same_name,
+    },
 };
 
 /// A top-level list of the configuration whose items have a unique name.
@@ -66,6 +68,7 @@ macro_rules! collection {
 
 collection!(Datacenter, "datacenter", Datacenter, datacenters);
 collection!(Region, "region", Region, regions);
+collection!(View, "view", View, views);
 collection!(Check, "check", Check, checks);
 collection!(Scenario, "scenario", Scenario, scenarios);
 collection!(Service, "service", Service, services);
@@ -133,6 +136,7 @@ pub fn existed(config: &Config, edit: &Edit) -> bool {
         | Edit::Delete { kind, name } => match kind {
             Kind::Datacenter => find::<Datacenter>(config, name).is_ok(),
             Kind::Region => find::<Region>(config, name).is_ok(),
+            Kind::View => find::<View>(config, name).is_ok(),
             Kind::Check => find::<Check>(config, name).is_ok(),
             Kind::Scenario => find::<Scenario>(config, name).is_ok(),
             Kind::Service => find::<Service>(config, name).is_ok(),
@@ -191,6 +195,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
         } => match kind {
             Kind::Datacenter => put::<Datacenter>(config, name, json, *keep_children),
             Kind::Region => put::<Region>(config, name, json, *keep_children),
+            Kind::View => put::<View>(config, name, json, *keep_children),
             Kind::Check => put::<Check>(config, name, json, *keep_children),
             Kind::Scenario => put::<Scenario>(config, name, json, *keep_children),
             Kind::Service => put::<Service>(config, name, json, *keep_children),
@@ -199,6 +204,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
         Edit::Delete { kind, name } => match kind {
             Kind::Datacenter => delete::<Datacenter>(config, name),
             Kind::Region => delete::<Region>(config, name),
+            Kind::View => delete::<View>(config, name),
             Kind::Check => delete::<Check>(config, name),
             Kind::Scenario => delete::<Scenario>(config, name),
             Kind::Service => delete::<Service>(config, name),
@@ -273,6 +279,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
         Edit::Patch { kind, name, json } => match kind {
             Kind::Datacenter => patch::<Datacenter>(config, name, json),
             Kind::Region => patch::<Region>(config, name, json),
+            Kind::View => patch::<View>(config, name, json),
             Kind::Check => patch::<Check>(config, name, json),
             Kind::Scenario => patch::<Scenario>(config, name, json),
             Kind::Service => patch::<Service>(config, name, json),
@@ -554,5 +561,44 @@ addresses = [{ ip = "192.0.2.1", dc = "dc1", hc = "check:web" }]
         assert!(e.message.contains("type cannot change"), "{}", e.message);
         let e = apply(&mut c, &patch_address("[1]")).unwrap_err();
         assert!(e.message.contains("object"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_view_is_put_patched_and_deleted_by_name() {
+        let mut c = config();
+        let view = |json: &str| Edit::Put {
+            kind: Kind::View,
+            name: "internal".into(),
+            json: json.into(),
+            keep_children: false,
+        };
+        let put = view(r#"{"name":"internal","clients":["10.0.0.0/8"]}"#);
+        assert!(!existed(&c, &put));
+        apply(&mut c, &put).unwrap();
+        assert!(existed(&c, &put));
+        assert_eq!(c.views.len(), 1);
+        assert_eq!(c.views[0].clients, ["10.0.0.0/8"]);
+
+        let patch = Edit::Patch {
+            kind: Kind::View,
+            name: "INTERNAL".into(),
+            json: r#"{"clients":["10.0.0.0/8","country:DE"]}"#.into(),
+        };
+        apply(&mut c, &patch).unwrap();
+        assert_eq!(c.views.len(), 1);
+        assert_eq!(c.views[0].name, "internal", "the name keeps its case");
+        assert_eq!(c.views[0].clients, ["10.0.0.0/8", "country:DE"]);
+
+        let e = apply(&mut c, &view(r#"{"name":"internal","networks":[]}"#)).unwrap_err();
+        assert!(e.message.starts_with("view"), "{}", e.message);
+
+        let delete = Edit::Delete {
+            kind: Kind::View,
+            name: "internal".into(),
+        };
+        apply(&mut c, &delete).unwrap();
+        assert!(c.views.is_empty());
+        let e = apply(&mut c, &delete).unwrap_err();
+        assert!(e.message.contains("view \"internal\""), "{}", e.message);
     }
 }

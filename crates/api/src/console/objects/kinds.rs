@@ -144,6 +144,23 @@ pub const REGIONS: Kind = Kind {
     children: None,
 };
 
+pub const VIEWS: Kind = Kind {
+    path: "views",
+    noun: "view",
+    title: "Views",
+    about: "Classes of clients (by network, region, AS, subdivision, country or continent) answered from zones of their own (split horizon): a client gets the records and domains of the first view, in the order written, whose clients hold it.",
+    fields: &[
+        field("name", "Name", Input::Text, "internal"),
+        field(
+            "clients",
+            "Clients (one per line or comma-separated)",
+            Input::List,
+            "10.0.0.0/8, region:branch-east, asn:64500, country:US",
+        ),
+    ],
+    children: None,
+};
+
 pub const SERVICES: Kind = Kind {
     path: "services",
     noun: "service",
@@ -362,12 +379,13 @@ pub const DOMAINS: Kind = Kind {
 };
 
 /// Every kind with a form, in the order the console lists them.
-pub const KINDS: [&Kind; 6] = [
+pub const KINDS: [&Kind; 7] = [
     &DOMAINS,
     &CHECKS,
     &SCENARIOS,
     &DATACENTERS,
     &REGIONS,
+    &VIEWS,
     &SERVICES,
 ];
 
@@ -378,7 +396,7 @@ pub fn by_path(path: &str) -> Option<&'static Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gtm_model::config::{Check, Datacenter, Domain, Region, Scenario, Service};
+    use gtm_model::config::{Check, Datacenter, Domain, Region, Scenario, Service, View};
     use schemars::schema_for;
 
     /// Every field of a form is a key the configuration has.
@@ -388,6 +406,7 @@ mod tests {
             (&DATACENTERS, schema_for!(Datacenter)),
             (&SERVICES, schema_for!(Service)),
             (&REGIONS, schema_for!(Region)),
+            (&VIEWS, schema_for!(View)),
             (&SCENARIOS, schema_for!(Scenario)),
             (&CHECKS, schema_for!(Check)),
             (&DOMAINS, schema_for!(Domain)),
