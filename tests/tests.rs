@@ -36,6 +36,7 @@ mod transport;
 mod typed_json;
 mod valid;
 mod versions;
+mod views;
 mod wire;
 mod writes;
 mod xfr;

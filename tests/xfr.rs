@@ -948,3 +948,102 @@ async fn a_signed_zone_transfers_with_its_signatures_and_validates_at_an_nsd_sec
         nsd.log()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secondary_that_names_a_view_transfers_that_views_zone() {
+    let config = r#"
+[[view]]
+name = "internal"
+clients = ["10.0.0.0/8"]
+
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+secondaries = [
+  { address = "127.0.171.2", key = "xfr" },
+  { address = "127.0.171.3", key = "xfr", view = "internal" },
+]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.1" }]
+
+[[domain.record]]
+name = "www"
+type = "A"
+view = "internal"
+addresses = [{ ip = "10.0.0.1" }]
+
+[[domain.record]]
+name = "intranet"
+type = "A"
+view = "internal"
+addresses = [{ ip = "10.0.0.2" }]
+
+[[domain.record]]
+name = "txt"
+type = "TXT"
+values = ["hello"]
+"#;
+    let d = device(config).await;
+    let good = format!("hmac-sha256:xfr:{}", secret64());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while d.device.engine.dns().transfers.notify_status().len() < 2 {
+        assert!(Instant::now() < deadline, "the notify worker never looked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let Some(outside) = dig(&d, &["-b", NSD_IP, "-y", &good, "AXFR", "example.test"]) else {
+        return;
+    };
+    let inside = dig(&d, &["-b", OTHER_IP, "-y", &good, "AXFR", "example.test"]).unwrap();
+    for out in [&outside, &inside] {
+        assert!(!out.contains("Transfer failed"), "{out}");
+        assert!(verified(out), "{out}");
+    }
+    let records = |out: &str| -> Vec<String> {
+        let mut r: Vec<String> = transferred_records(out)
+            .into_iter()
+            .filter(|(_, t, _)| t != "SOA")
+            .map(|(name, t, data)| format!("{name} {t} {data}"))
+            .collect();
+        r.sort();
+        r.dedup();
+        r
+    };
+    assert_eq!(
+        records(&outside),
+        [
+            "example.test. NS ns1.example.test.",
+            "txt.example.test. TXT \"hello\"",
+            "www.example.test. A 192.0.2.1",
+        ]
+    );
+    assert_eq!(
+        records(&inside),
+        [
+            "example.test. NS ns1.example.test.",
+            "intranet.example.test. A 10.0.0.2",
+            "txt.example.test. TXT \"hello\"",
+            "www.example.test. A 10.0.0.1",
+        ]
+    );
+    // Each secondary's NOTIFY state names the zone it is sent.
+    let mut zones: Vec<String> = d
+        .device
+        .engine
+        .dns()
+        .transfers
+        .notify_status()
+        .into_iter()
+        .map(|s| format!("{} {}", s.domain, s.secondary))
+        .collect();
+    zones.sort();
+    assert_eq!(
+        zones,
+        [
+            "example.test 127.0.171.2:53",
+            "example.test@internal 127.0.171.3:53",
+        ]
+    );
+}
