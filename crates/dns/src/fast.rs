@@ -71,12 +71,10 @@ pub fn answer(
         src,
         ecs: edns.and_then(|e| e.ecs),
     };
-    let (view, view_scope) = if snapshot.views.is_empty() {
-        (0, 0)
-    } else {
+    let mut view = None;
+    let Some((zone, node)) = snapshot.find_for(q.name(), &mut view, || {
         snapshot.view_of(&state.geo.load(), &client)
-    };
-    let Some((zone, node)) = snapshot.find_in(q.name(), view) else {
+    }) else {
         return false;
     };
     let Some(zone) = snapshot.zones.get(zone) else {
@@ -99,7 +97,10 @@ pub fn answer(
         }
     };
     let answer_guard;
-    let mut scope = if zone.viewed { view_scope } else { 0 };
+    let mut scope = match (zone.viewed, view) {
+        (true, Some((_, scope))) => scope,
+        _ => 0,
+    };
     // The answer's bytes, the bytes after them (its signature, or a NODATA
     // body's end), and the answer and authority counts.
     let (body, sig, an, ns): (&[u8], &[u8], u16, u16) = match slot {

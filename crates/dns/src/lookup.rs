@@ -46,9 +46,10 @@ pub fn lookup(
 ) -> Resolved {
     let mut out = Resolved::default();
     let mut name = qname.to_lowercase();
-    let (view, view_scope) = snap.view_of(geo, client);
+    let mut view = None;
     for _ in 0..=MAX_CNAME_HOPS {
-        let Some(zone) = snap.zone_of_in(&name, view) else {
+        let Some(zone) = snap.zone_for(&wire_key(&name), &mut view, || snap.view_of(geo, client))
+        else {
             // Outside our zones: REFUSED for the question itself; a CNAME
             // leading out is answered as far as we know it.
             if out.answers.is_empty() {
@@ -57,8 +58,8 @@ pub fn lookup(
             return out;
         };
         let zone = &snap.zones[zone];
-        if zone.viewed {
-            out.scope = out.scope.max(view_scope);
+        if let (true, Some((_, scope))) = (zone.viewed, view) {
+            out.scope = out.scope.max(scope);
         }
         let signed = dnssec_ok && zone.signer.is_some();
         let (node, wildcard) = match find(zone, &name) {

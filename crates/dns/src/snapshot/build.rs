@@ -342,9 +342,10 @@ impl Snapshot {
         // A zone whose name a view has a zone of answers per view.
         let viewed: HashSet<Box<[u8]>> = by_view.iter().flat_map(|m| m.keys().cloned()).collect();
         for zone in &mut self.zones {
-            zone.viewed = zone.spec.view.is_some() || viewed.contains(&*wire_key(&zone.apex));
+            zone.viewed = viewed.contains(&*wire_key(&zone.apex));
         }
         self.view_apexes = by_view.into_boxed_slice();
+        self.viewed_apexes = viewed;
         let mut depths: Vec<usize> = self.zones.iter().map(|z| z.apex_labels).collect();
         depths.sort_unstable_by(|a, b| b.cmp(a));
         depths.dedup();

@@ -80,6 +80,9 @@ pub struct Snapshot {
     /// Per view (the first is view 1): its zones by apex, found before
     /// the zones of `apexes` at each depth.
     view_apexes: Box<[HashMap<Box<[u8]>, usize>]>,
+    /// The apexes some view has a zone of: only a name under one of them
+    /// needs its client's view decided.
+    viewed_apexes: HashSet<Box<[u8]>>,
 }
 
 #[derive(Debug)]
@@ -388,9 +391,33 @@ impl Snapshot {
     /// at each depth, the view's zone of that name, else the zone every
     /// client gets.
     pub fn zone_in(&self, wire_name: &[u8], view: u16) -> Option<usize> {
-        let own = usize::from(view)
-            .checked_sub(1)
-            .and_then(|v| self.view_apexes.get(v));
+        self.zone_with(wire_name, || view)
+    }
+
+    /// [`Snapshot::zone_in`] for a client whose view `decide` gives
+    /// ([`Snapshot::view_of`]): called only when the name is under an
+    /// apex some view has a zone of, and then once, `decided` keeping the
+    /// view and its ECS scope for the rest of the query (a CNAME chain
+    /// asks again).
+    #[inline]
+    pub fn zone_for(
+        &self,
+        wire_name: &[u8],
+        decided: &mut Option<(u16, u8)>,
+        decide: impl FnOnce() -> (u16, u8),
+    ) -> Option<usize> {
+        let mut decide = Some(decide);
+        self.zone_with(wire_name, || {
+            decided
+                .get_or_insert_with(|| decide.take().map_or((0, 0), |d| d()))
+                .0
+        })
+    }
+
+    /// The innermost zone holding a name: at each depth, when a view has
+    /// a zone of that name, the zone of the view `view` gives, else the
+    /// zone every client gets.
+    fn zone_with(&self, wire_name: &[u8], mut view: impl FnMut() -> u16) -> Option<usize> {
         // Where each suffix starts, by its label count.
         let mut starts = [0u8; 128];
         let mut labels = 0;
@@ -409,9 +436,14 @@ impl Snapshot {
             .find_map(|&depth| {
                 let start = usize::from(*starts.get(labels - depth)?);
                 let suffix = wire_name.get(start..)?;
-                own.and_then(|o| o.get(suffix))
-                    .or_else(|| self.apexes.get(suffix))
-                    .copied()
+                let own = if self.viewed_apexes.contains(suffix) {
+                    usize::from(view())
+                        .checked_sub(1)
+                        .and_then(|v| self.view_apexes.get(v)?.get(suffix))
+                } else {
+                    None
+                };
+                own.or_else(|| self.apexes.get(suffix)).copied()
             })
     }
 
@@ -503,6 +535,18 @@ impl Snapshot {
         Some((zone, self.zones.get(zone)?.node(wire_name)?))
     }
 
+    /// [`Snapshot::find`] for `client` ([`Snapshot::zone_for`]).
+    #[inline]
+    pub fn find_for(
+        &self,
+        wire_name: &[u8],
+        decided: &mut Option<(u16, u8)>,
+        decide: impl FnOnce() -> (u16, u8),
+    ) -> Option<(usize, &Node)> {
+        let zone = self.zone_for(wire_name, decided, decide)?;
+        Some((zone, self.zones.get(zone)?.node(wire_name)?))
+    }
+
     /// The node of an existing name.
     pub fn node(&self, wire_name: &[u8]) -> Option<&Node> {
         self.find(wire_name).map(|(_, node)| node)
@@ -585,11 +629,6 @@ impl Snapshot {
     /// The innermost zone holding a name.
     pub fn zone_of(&self, name: &Name) -> Option<usize> {
         self.zone_at(&wire_key(name))
-    }
-
-    /// The innermost zone holding a name for the clients of view `view`.
-    pub fn zone_of_in(&self, name: &Name, view: u16) -> Option<usize> {
-        self.zone_in(&wire_key(name), view)
     }
 
     /// The slot of zone `zone`'s own record of type `rtype` at its apex
