@@ -50,6 +50,21 @@ fn fast_and_general_paths_agree_on_signed_answers() {
     paths_agree(&crate::dnssec::signed_zone(), true);
 }
 
+/// With views: a private subnet is in the internal view, whose `www` and
+/// `intranet` replace and add to the others' (docs/views.md), and each
+/// path decides the view alike.
+#[test]
+fn fast_and_general_paths_agree_with_views() {
+    let config = format!(
+        "[[view]]\nname = \"internal\"\nclients = [\"10.0.0.0/8\", \"fd00::/8\"]\n{ZONE}\n\
+         [[domain.record]]\nname = \"www\"\ntype = \"A\"\nview = \"internal\"\n\
+         addresses = [{{ ip = \"10.0.0.10\" }}]\n\n\
+         [[domain.record]]\nname = \"missing\"\ntype = \"A\"\nview = \"internal\"\n\
+         addresses = [{{ ip = \"10.0.0.20\" }}]\n"
+    );
+    paths_agree(&config, false);
+}
+
 fn paths_agree(config: &str, signed: bool) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("country.mmdb");
