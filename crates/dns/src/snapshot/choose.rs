@@ -200,10 +200,7 @@ fn place_client(
     } else {
         (None, 0)
     };
-    let place = gtm_model::place::Place {
-        asn,
-        ..located.map(|l| l.place).unwrap_or_default()
-    };
+    let place = client_place(located, asn);
     let mut geo_used = false;
     let chosen = if rules.is_empty() {
         None
@@ -226,14 +223,7 @@ fn place_client(
             place_group(places, answer.default_group(), &place)
         }
     };
-    let width = if geo_used {
-        class
-            .block
-            .max(located.map_or(0, |l| l.prefix))
-            .max(asn_prefix)
-    } else {
-        class.block
-    };
+    let width = decided_width(class.block, geo_used, located, asn_prefix);
     let scope = source.map_or(0, |src| {
         if private && chosen.is_none() && geo_used {
             src
@@ -251,11 +241,39 @@ fn place_client(
     }
 }
 
+/// Where a client is as rules and views read it: its GeoIP place, and
+/// its AS number when one was looked up.
+#[inline]
+pub(super) fn client_place(located: Option<Located>, asn: Option<u32>) -> gtm_model::place::Place {
+    gtm_model::place::Place {
+        asn,
+        ..located.map(|l| l.place).unwrap_or_default()
+    }
+}
+
+/// The width of the block an answer decided by a classification of
+/// client addresses depended on: the `block` no network splits, and when
+/// the client's place was read (`geo_used`) at least the GeoIP and AS
+/// networks' prefixes.
+#[inline]
+pub(super) fn decided_width(
+    block: u8,
+    geo_used: bool,
+    located: Option<Located>,
+    asn_prefix: u8,
+) -> u8 {
+    if geo_used {
+        block.max(located.map_or(0, |l| l.prefix)).max(asn_prefix)
+    } else {
+        block
+    }
+}
+
 /// The scope an answer depending on the client's `width`-bit network
 /// carries: that width capped at the source prefix, or the whole source
 /// prefix for a private subnet (no resolver may share it further).
 #[inline]
-fn cover(private: bool, width: u8, src: u8) -> u8 {
+pub(super) fn cover(private: bool, width: u8, src: u8) -> u8 {
     if private { src } else { width.min(src) }
 }
 

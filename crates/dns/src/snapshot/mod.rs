@@ -469,10 +469,7 @@ impl Snapshot {
         } else {
             (None, 0)
         };
-        let place = gtm_model::place::Place {
-            asn,
-            ..located.map(|l| l.place).unwrap_or_default()
-        };
+        let place = client_place(located, asn);
         let mut consulted = gtm_model::topology::Consulted::default();
         let view = self
             .views
@@ -485,21 +482,11 @@ impl Snapshot {
                 })
             })
             .map_or(0, |i| u16::try_from(i + 1).unwrap_or(0));
-        let width = if consulted.by_place || consulted.by_exclusion {
-            class
-                .block
-                .max(located.map_or(0, |l| l.prefix))
-                .max(asn_prefix)
-        } else {
-            class.block
-        };
-        let scope = placement.source.map_or(0, |src| {
-            if placement.private {
-                src
-            } else {
-                width.min(src)
-            }
-        });
+        let geo_used = consulted.by_place || consulted.by_exclusion;
+        let width = decided_width(class.block, geo_used, located, asn_prefix);
+        let scope = placement
+            .source
+            .map_or(0, |src| cover(placement.private, width, src));
         (view, scope)
     }
 
