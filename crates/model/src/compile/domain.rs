@@ -8,7 +8,7 @@ use hickory_server::proto::rr::{Name, rdata::SOA};
 use super::{
     Cx, DcId, DomainCx, ModeCx, Refs, ZoneSpec, ZoneView, rdata::fqdn, records::Kept, reuse,
 };
-use crate::config::{Domain, Record};
+use crate::config::{Domain, Record, Secondary};
 
 /// The records of one view of a domain (or of none): the view's index
 /// and name, and its records.
@@ -125,6 +125,21 @@ impl Cx {
                 None => parts.push((view, vec![r.clone()])),
             }
         }
+        // A secondary's view: the one it names, in a view's own domain
+        // that view. A view no record names has a zone all the same when a
+        // secondary transfers it: the zone its clients get.
+        fn named<'a>(s: &'a Secondary, own: Option<(u16, &'a str)>) -> Option<&'a str> {
+            s.view.as_deref().or(own.map(|(_, o)| o))
+        }
+        let view_of = |s| named(s, own);
+        for s in d.secondaries.iter().filter(|_| own.is_none()) {
+            if let Some(v) = view_of(s)
+                && let Some(i) = index(v)
+                && !parts.iter().any(|(p, _)| *p == Some((i, v)))
+            {
+                parts.push((Some((i, v)), Vec::new()));
+            }
+        }
         let mut zones: Vec<ZoneSpec> = Vec::new();
         for (view, records) in parts {
             let part = Domain {
@@ -132,7 +147,7 @@ impl Cx {
                 secondaries: d
                     .secondaries
                     .iter()
-                    .filter(|s| s.view.as_deref() == view.map(|(_, v)| v))
+                    .filter(|s| view_of(s) == view.map(|(_, v)| v))
                     .cloned()
                     .collect(),
                 ..d.without_records()
@@ -169,12 +184,16 @@ impl Cx {
             }
             zones.push(zone);
         }
-        let mut addresses = std::collections::HashSet::new();
+        // An address is one secondary: of one view (within a view, each
+        // zone's own list says so).
+        let mut views_of = std::collections::HashMap::new();
         for s in &d.secondaries {
-            if !addresses.insert(s.address.as_str()) {
+            if let Some(first) = views_of.insert(s.address.as_str(), view_of(s))
+                && first != view_of(s)
+            {
                 self.err(
                     format!("{path} / secondaries"),
-                    format!("address {} is listed twice", s.address),
+                    format!("address {} is listed for two views", s.address),
                 );
             }
             if let Some(v) = s.view.as_deref()
