@@ -124,12 +124,20 @@ pub fn without_edns(mut m: Message) -> Message {
 }
 
 pub async fn udp_raw(server: SocketAddr, bytes: &[u8]) -> Vec<u8> {
-    let bind = if server.is_ipv6() {
-        "[::1]:0"
+    let from: std::net::IpAddr = if server.is_ipv6() {
+        std::net::Ipv6Addr::LOCALHOST.into()
     } else {
-        "127.0.0.1:0"
+        std::net::Ipv4Addr::LOCALHOST.into()
     };
-    let socket = UdpSocket::bind(bind).await.unwrap();
+    udp_raw_from(from, server, bytes).await
+}
+
+/// Sends `bytes` to `server` from the address `from` (a resolver of its
+/// own on loopback) and returns the answer.
+pub async fn udp_raw_from(from: std::net::IpAddr, server: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let socket = UdpSocket::bind(SocketAddr::new(from, 0))
+        .await
+        .expect("bind the resolver's address");
     socket.send_to(bytes, server).await.unwrap();
     let mut buf = vec![0u8; 65535];
     let n = tokio::time::timeout(Duration::from_secs(5), socket.recv(&mut buf))

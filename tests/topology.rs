@@ -55,16 +55,7 @@ async fn ask_from(from: IpAddr, server: SocketAddr, name: &str, ecs: Option<&str
     if let Some(subnet) = ecs {
         q = with_ecs(q, subnet);
     }
-    let socket = tokio::net::UdpSocket::bind(SocketAddr::new(from, 0))
-        .await
-        .expect("bind the resolver's address");
-    socket.send_to(&q.to_vec().unwrap(), server).await.unwrap();
-    let mut buf = vec![0u8; 4096];
-    let n = tokio::time::timeout(std::time::Duration::from_secs(5), socket.recv(&mut buf))
-        .await
-        .expect("an answer within 5 s")
-        .unwrap();
-    Message::from_vec(&buf[..n]).unwrap()
+    Message::from_vec(&udp_raw_from(from, server, &q.to_vec().unwrap()).await).unwrap()
 }
 
 /// The answer's addresses, sorted.
