@@ -41,6 +41,11 @@
 #                        Both databases are written by
 #                        `examples/bench-geo.rs`; the report gives each
 #                        one's CPU µs/query over steered-ecs.
+#   view-ecs: www.split.test A with ECS 10.0.1.0/24: a zone with a view
+#                        (docs/views.md) whose clients are 10.0.0.0/8, and
+#                        its own weighted www like steered  gtm
+#                        The report gives its CPU µs/query over
+#                        steered-ecs: the cost of deciding the view.
 #
 # Usage: scripts/bench-dns.sh [--duration N] [--runs N] [--only gtm,nsd,gdnsd]
 #                             [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
@@ -185,6 +190,7 @@ make_tmp
 for rec in static steered topo near asn; do
     for ((i = 0; i < 100; i++)); do echo "$rec.bench.test A"; done >"$TMP/q-$rec.txt"
 done
+for ((i = 0; i < 100; i++)); do echo "www.split.test A"; done >"$TMP/q-view.txt"
 # The client subnet of the -ecs records, as dnsperf -E takes it: option 8,
 # family 1, source prefix 24, scope 0, address 10.0.1.
 ECS_OPTION="8:000118000a0001"
@@ -390,6 +396,34 @@ type = "A"
 addresses = [{ ip = "$TOPO_IN", dc = "dc1" }, { ip = "$TOPO_OUT", dc = "dc2" }]
 topology_rules = [{ client = "asn:64500", datacenter = "dc1" }]
 
+[[view]]
+name = "internal"
+clients = ["10.0.0.0/8"]
+
+[[domain]]
+name = "split.test"
+ttl = 30
+nameservers = ["ns1.split.test"]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "$STATIC_ADDR" }]
+
+[[domain.record]]
+name = "www"
+type = "A"
+view = "internal"
+balance = "weighted"
+max_answers = 1
+addresses = [
+EOF
+        for i in "${!STEERED_ADDRS[@]}"; do
+            printf '  { ip = "%s", weight = %d },\n' "${STEERED_ADDRS[$i]}" "${STEERED_WEIGHTS[$i]}"
+        done
+        echo "]"
+        cat <<EOF
+
 [[datacenter]]
 name = "dc2"
 latitude = 40.7128
@@ -509,6 +543,17 @@ verify_topo() { # name port
     log "$name: topo.bench.test A: $TOPO_IN for ECS $ECS_SUBNET, $TOPO_OUT for $ADDR"
 }
 
+# gtm's view: the ECS subnet is internal (one of the weighted addresses),
+# the bench's own address is not (the static address).
+verify_view() { # name port
+    local name=$1 port=$2 ans
+    ans=$(dig +short +tries=1 +time=1 +subnet="$ECS_SUBNET" -p "$port" "@$ADDR" www.split.test A 2>/dev/null || true)
+    [[ " ${STEERED_ADDRS[*]} " == *" $ans "* ]] || die "$name: www.split.test A with ECS $ECS_SUBNET gave '${ans//$'\n'/ }', want one of ${STEERED_ADDRS[*]}"
+    ans=$(dig_short "$port" www.split.test)
+    [[ $ans == "$STATIC_ADDR" ]] || die "$name: www.split.test A from $ADDR gave '${ans//$'\n'/ }', want $STATIC_ADDR"
+    log "$name: www.split.test A: the internal view for ECS $ECS_SUBNET, the other for $ADDR"
+}
+
 if ((WANT_NSD)); then
     start nsd "$TMP/nsd/stdout.log" nsd -d -c "$TMP/nsd/nsd.conf"
     PORT_OF[nsd]=$NSD_PORT
@@ -575,6 +620,7 @@ if ((WANT_GTM)); then
     wait_answering gtm "$GTM_PORT"
     verify gtm "$GTM_PORT" 1
     verify_topo gtm "$GTM_PORT"
+    verify_view gtm "$GTM_PORT"
     timeout 60 "$GTM_BIN" --data-dir "$TMP/gtm-data" geoip import --asn "$TMP/asn.mmdb" \
         >"$TMP/gtm-asn.log" 2>&1 || { cat "$TMP/gtm-asn.log" >&2; die "gtm geoip import --asn failed"; }
     verify_geo gtm "$GTM_PORT"
@@ -658,6 +704,7 @@ PAIRS=()
 ((WANT_GTM)) && PAIRS+=("gtm topo-ecs")
 ((WANT_GTM)) && PAIRS+=("gtm near-ecs")
 ((WANT_GTM)) && PAIRS+=("gtm asn-ecs")
+((WANT_GTM)) && PAIRS+=("gtm view-ecs")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd topo-ecs")
 
 total=$((${#PAIRS[@]} * (WARMUP + RUNS * DURATION)))
@@ -734,6 +781,10 @@ make_report() {
     u_gtm=$(mean_of gtm asn-ecs 7); u_gd=$(mean_of gtm steered-ecs 7)
     if [[ -n $u_gtm && -n $u_gd ]]; then
         parts+=("$(ratio_line "gtm ASN-rule/weighted CPU µs/query (both with ECS):" "$u_gtm" "$u_gd")")
+    fi
+    u_gtm=$(mean_of gtm view-ecs 7); u_gd=$(mean_of gtm steered-ecs 7)
+    if [[ -n $u_gtm && -n $u_gd ]]; then
+        parts+=("$(ratio_line "gtm view/weighted CPU µs/query (both with ECS):" "$u_gtm" "$u_gd")")
     fi
     u_gtm=$(mean_of gtm topo-ecs 7); u_gd=$(mean_of gdnsd topo-ecs 7)
     if [[ -n $u_gtm && -n $u_gd ]]; then
