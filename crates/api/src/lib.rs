@@ -132,11 +132,7 @@ pub const API_TOKEN_NAME: &str = "admin";
 
 /// `www.Example.test.` + `a` → `www.example.test/A`, the engine's label.
 pub fn record_label(name: &str, rtype: &str) -> String {
-    // A view's record: `A@internal` (docs/views.md).
-    let (rtype, view) = match rtype.split_once('@') {
-        Some((rtype, view)) => (rtype, Some(view)),
-        None => (rtype, None),
-    };
+    let (rtype, view) = gtm_model::names::type_and_view(rtype);
     let name = name.trim_end_matches('.').to_ascii_lowercase();
     let rtype = rtype.to_ascii_uppercase();
     match view {

@@ -33,11 +33,8 @@ pub(crate) async fn stats(
     let mut owner =
         Name::from_ascii(&name).map_err(|e| bad(format!("record name {name:?}: {e}")))?;
     owner.set_fqdn(true);
-    // A view's record: `A@internal` (docs/views.md).
-    let (rtype, view) = match rtype.split_once('@') {
-        Some((rtype, view)) => (rtype, Some(view)),
-        None => (rtype.as_str(), None),
-    };
+    let label = super::record_label(&name, &rtype);
+    let (rtype, view) = gtm_model::names::type_and_view(&rtype);
     let kind: RecordType = rtype
         .to_ascii_uppercase()
         .parse()
@@ -48,16 +45,7 @@ pub(crate) async fn stats(
         .ok_or_else(|| {
             ApiError::new(
                 ErrorKind::NotFound,
-                format!(
-                    "no record {} (see gtm status for the records)",
-                    super::record_label(
-                        &name,
-                        &match view {
-                            Some(v) => format!("{kind}@{v}"),
-                            None => kind.to_string(),
-                        }
-                    )
-                ),
+                format!("no record {label} (see gtm status for the records)"),
             )
         })?;
     Ok(Json(DeviceRecordStats {

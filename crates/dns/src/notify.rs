@@ -68,8 +68,9 @@ struct Target {
     status: NotifyStatus,
     address: SocketAddr,
     apex: Name,
-    /// Its zone's key ([`xfr::TransferZone::key`]).
+    /// Its zone's key and view ([`xfr::TransferZone`]).
     zone: String,
+    view: Option<Box<str>>,
     next_try: Instant,
     /// The NOTIFY in flight: its ID and the verifier of its answer.
     pending: Option<(u16, TSigVerifier)>,
@@ -168,6 +169,7 @@ pub async fn run(state: DnsState, sources: Vec<IpAddr>, stop: CancellationToken)
                     address,
                     apex: z.apex.clone(),
                     zone: z.key.clone(),
+                    view: z.view.clone(),
                     next_try: now,
                     pending: None,
                 }),
@@ -232,7 +234,7 @@ fn look(
     zones.retain(|key, _| wanted.iter().any(|z| z.key == *key));
     journal.retain(|key| wanted.iter().any(|z| z.key == key));
     for z in wanted {
-        let Some(index) = snapshot.zone_by_key(&z.key) else {
+        let Some(index) = snapshot.zone_named(&z.apex, z.view.as_deref()) else {
             zones.remove(&z.key);
             continue;
         };
@@ -365,7 +367,7 @@ async fn send(t: &mut Target, socket: &UdpSocket, keys: &tsig::TsigKeys, snapsho
     m.add_query(Query::query(t.apex.clone(), RecordType::SOA));
     // The SOA with the new serial (RFC 1996 §3.7: a hint the secondary may use).
     if let Some(slot) = snapshot
-        .zone_by_key(&t.zone)
+        .zone_named(&t.apex, t.view.as_deref())
         .and_then(|z| snapshot.apex_slot(z, RecordType::SOA))
     {
         let answer = slot.answer.load();

@@ -341,10 +341,8 @@ impl RecordKey {
     /// no name.
     fn of(label: &str) -> Option<Self> {
         let (name, kind) = label.rsplit_once('/')?;
-        let (kind, view) = match kind.split_once('@') {
-            Some((kind, view)) => (kind, Some(view.into())),
-            None => (kind, None),
-        };
+        let (kind, view) = gtm_model::names::type_and_view(kind);
+        let view = view.map(Box::from);
         let kind = [RecordType::A, RecordType::Aaaa, RecordType::Cname]
             .into_iter()
             .find(|k| k.as_str() == kind)?;

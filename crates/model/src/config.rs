@@ -550,6 +550,12 @@ impl Domain {
         }
     }
 
+    /// Whether the domain, or a record of it, is in a view
+    /// (docs/views.md).
+    pub fn has_views(&self) -> bool {
+        self.view.is_some() || self.records.iter().any(|r| r.view().is_some())
+    }
+
     /// Whether the two are the same but for their records (their fields
     /// as [`Domain::without_records`] lists them).
     pub fn same_but_records(&self, other: &Domain) -> bool {

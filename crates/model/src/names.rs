@@ -15,6 +15,16 @@ pub fn wire_key(name: &Name) -> Box<[u8]> {
     out.into_boxed_slice()
 }
 
+/// A record type as a record's label writes it, and its view when it is
+/// a view's record: `A@internal` is `("A", Some("internal"))`
+/// (docs/views.md).
+pub fn type_and_view(text: &str) -> (&str, Option<&str>) {
+    match text.split_once('@') {
+        Some((rtype, view)) => (rtype, Some(view)),
+        None => (text, None),
+    }
+}
+
 /// The name of a key [`wire_key`] made (the root for bytes that are not
 /// one, which no key is).
 pub fn key_name(key: &[u8]) -> Name {

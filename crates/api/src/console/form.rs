@@ -223,10 +223,7 @@ fn same(a: &str, b: &str) -> bool {
 /// The index of the record `name/TYPE` in a domain.
 fn find(domain: &Domain, key: &str) -> Option<usize> {
     let (name, rtype) = key.rsplit_once('/')?;
-    let (rtype, view) = match rtype.split_once('@') {
-        Some((rtype, view)) => (rtype, Some(view)),
-        None => (rtype, None),
-    };
+    let (rtype, view) = gtm_model::names::type_and_view(rtype);
     domain.records.iter().position(|r| {
         same(&r.name, name) && r.kind.as_str().eq_ignore_ascii_case(rtype) && r.view() == view
     })

@@ -646,9 +646,12 @@ impl Snapshot {
             .collect()
     }
 
-    /// The index of the zone whose key ([`ZoneSpec::key`]) is `key`.
-    pub fn zone_by_key(&self, key: &str) -> Option<usize> {
-        self.zones.iter().position(|z| z.spec.key() == key)
+    /// The index of the zone of `apex` for view `view` (by name; `None`:
+    /// the zone of no view).
+    pub fn zone_named(&self, apex: &Name, view: Option<&str>) -> Option<usize> {
+        self.zones
+            .iter()
+            .position(|z| z.apex == *apex && z.spec.view.as_ref().map(|v| &*v.name) == view)
     }
 
     /// The names of zone `zone` (its index in `zones`), in no order: what a

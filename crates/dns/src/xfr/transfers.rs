@@ -19,6 +19,8 @@ pub struct TransferZone {
     /// The zone's key: its name, and a view's zone its view's after `@`
     /// ([`gtm_model::compile::ZoneSpec::key`]).
     pub key: String,
+    /// The view whose zone it is (docs/views.md).
+    pub view: Option<Box<str>>,
     pub secondaries: Vec<SecondarySpec>,
 }
 
@@ -69,6 +71,7 @@ impl Transfers {
             .map(|z| TransferZone {
                 apex: z.apex.clone(),
                 key: z.key(),
+                view: z.view.as_ref().map(|v| v.name.clone()),
                 secondaries: z.secondaries.clone(),
             })
             .collect();

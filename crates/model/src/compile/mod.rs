@@ -139,7 +139,7 @@ fn compile_with(
         places: &places,
         sets: &sets,
     };
-    let zones = if views.is_empty() && !config.domains.iter().any(|d| has_views(d)) {
+    let zones = if views.is_empty() && !config.domains.iter().any(|d| d.has_views()) {
         config
             .domains
             .iter()
@@ -274,11 +274,6 @@ struct DomainCx<'a> {
     view: Option<&'a str>,
     dcs: &'a ModeCx,
     refs: &'a Refs<'a>,
-}
-
-/// Whether a domain, or a record of it, is in a view.
-fn has_views(d: &Domain) -> bool {
-    d.view.is_some() || d.records.iter().any(|r| r.view().is_some())
 }
 
 /// A name as written compared without case and final dot.

@@ -102,22 +102,20 @@ fn same_zone(old: &Arc<Domain>, new: &Arc<Domain>, zone: &ZoneSpec) -> bool {
     if old == new {
         return true;
     }
-    if zone.view.is_none()
-        && new.view.is_none()
-        && !new.records.iter().any(|r| r.view().is_some())
-        && !old.records.iter().any(|r| r.view().is_some())
-    {
+    // Without views a domain is its one zone, and it changed.
+    if !old.has_views() && !new.has_views() {
         return false;
     }
-    let view = zone.view.as_ref().map(|v| &*v.name);
-    let seen = |d: &Domain| -> Vec<Arc<gtm_model::config::Record>> {
+    fn seen<'a>(
+        d: &'a Domain,
+        view: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Arc<gtm_model::config::Record>> {
         d.records
             .iter()
-            .filter(|r| r.view().is_none() || r.view() == view)
-            .cloned()
-            .collect()
-    };
-    old.same_but_records(new) && seen(old) == seen(new)
+            .filter(move |r| r.view().is_none() || r.view() == view)
+    }
+    let view = zone.view.as_ref().map(|v| &*v.name);
+    old.same_but_records(new) && seen(old, view).eq(seen(new, view))
 }
 
 #[cfg(test)]
