@@ -201,7 +201,8 @@ impl Device {
                 allow_link_local: settings.allow_link_local_probes,
                 only: settings.probe_networks.clone(),
             },
-        ));
+        )
+        .reading(engine.inputs()));
         let probes = start::probe_runtime(cpus.map(|split| split.rest))?;
         start::spawn_health(&workers, &probes, &engine, &prober, &settings);
         let info = NodeInfo {

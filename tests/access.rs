@@ -57,6 +57,7 @@ async fn each_route_admits_exactly_the_roles_it_names() {
     let admin = d.device.token.clone();
     let viewer = token(&http, &base, &admin, "view", "viewer").await;
     let operator = token(&http, &base, &admin, "ops", "operator").await;
+    let reporter = token(&http, &base, &admin, "rep", "reporter").await;
     let version_before = run_gtm(&d, &["config", "export"]).stdout;
     let mut checked = 0;
     for op in operations() {
@@ -70,7 +71,11 @@ async fn each_route_admits_exactly_the_roles_it_names() {
             .collect::<Vec<_>>()
             .join("/");
         let url = format!("{base}{path}");
-        for (who, role) in [(&viewer, Role::Viewer), (&operator, Role::Operator)] {
+        for (who, role) in [
+            (&reporter, Role::Reporter),
+            (&viewer, Role::Viewer),
+            (&operator, Role::Operator),
+        ] {
             let status = http
                 .request(op.method.clone(), &url)
                 .bearer_auth(who)
@@ -93,6 +98,7 @@ async fn each_route_admits_exactly_the_roles_it_names() {
             && op.path != "/api/v1/cluster/token"
             && op.path != "/api/v1/accounts"
             && op.path != "/api/v1/tsig"
+            && op.path != "/api/v1/whoami"
         {
             assert_eq!(op.role, Role::Viewer, "{path} reads: a viewer may");
         }

@@ -373,6 +373,8 @@ pub struct HttpReply {
     pub headers: Vec<(String, String)>,
     /// Accept and never answer.
     pub hang: bool,
+    /// Answer after this long.
+    pub delay: std::time::Duration,
 }
 
 /// One request as the HTTP backend saw it.
@@ -424,6 +426,7 @@ impl Backend<HttpState> {
                 body: "ok".to_string(),
                 headers: Vec::new(),
                 hang: false,
+                delay: std::time::Duration::ZERO,
             }),
             requests: Log::default(),
             proxy_lines: Log::default(),
@@ -453,6 +456,21 @@ impl Backend<HttpState> {
 
     pub fn set_hang(&self, hang: bool) {
         self.state.reply.lock().unwrap().hang = hang;
+    }
+
+    /// Answers after `delay` (a slow backend that still answers).
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        self.state.reply.lock().unwrap().delay = delay;
+    }
+
+    /// Answers with this header too (e.g. a content type).
+    pub fn set_header(&self, name: &str, value: &str) {
+        self.state
+            .reply
+            .lock()
+            .unwrap()
+            .headers
+            .push((name.to_string(), value.to_string()));
     }
 
     pub fn requests(&self) -> Vec<SeenRequest> {
@@ -489,6 +507,7 @@ async fn serve_http_conn(stream: TcpStream, state: Arc<HttpState>) {
             if reply.hang {
                 std::future::pending::<()>().await;
             }
+            tokio::time::sleep(reply.delay).await;
             let mut builder = Response::builder().status(reply.status);
             for (k, v) in &reply.headers {
                 builder = builder.header(k.as_str(), v.as_str());

@@ -21,6 +21,7 @@ fn spec(kind: ProbeKind) -> ProbeSpec {
     ProbeSpec {
         kind,
         timeout: Duration::from_secs(3),
+        max_latency: None,
     }
 }
 
@@ -321,6 +322,7 @@ async fn timeouts_against_hanging_backends() {
     let short = |kind| ProbeSpec {
         kind,
         timeout: Duration::from_millis(300),
+        max_latency: None,
     };
     let prober = Prober::new(false);
     let tcp = ProbeKind::Tcp {
@@ -635,6 +637,7 @@ async fn exec_checks() {
     let slow = ProbeSpec {
         kind: exec(&["sleep", "30"]),
         timeout: Duration::from_millis(300),
+        max_latency: None,
     };
     assert_outcome(&p.probe(&slow, &t).await, false, "timeout after 300 ms");
 }

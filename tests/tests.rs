@@ -20,6 +20,7 @@ mod geoip_download;
 mod health;
 mod history;
 mod input;
+mod inputs;
 mod judge;
 mod node_file;
 mod operator;

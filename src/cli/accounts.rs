@@ -41,7 +41,7 @@ pub enum UserCmd {
     Set {
         /// The user's login name.
         name: String,
-        /// The new role: viewer, operator or admin.
+        /// The new role: reporter, viewer, operator or admin.
         #[arg(long)]
         role: Option<Role>,
         /// Set a new password, read from standard input (one line).
@@ -70,8 +70,9 @@ pub enum TokenCmd {
     Create {
         /// The token's name (it names the actor of its writes).
         name: String,
-        /// viewer (read only), operator (drains, check states, failback,
-        /// Test now) or admin (everything).
+        /// reporter (only reports push checks' states and Alertmanager
+        /// alerts), viewer (read only), operator (drains, check states,
+        /// failback, Test now) or admin (everything).
         #[arg(long)]
         role: Role,
     },

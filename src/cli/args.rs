@@ -377,6 +377,23 @@ pub enum CheckCmd {
         /// Its new state: ok or error.
         state: String,
     },
+    /// Report a push check's state: ok or error (a token of any role; a
+    /// reporter token may do only this and Alertmanager's notifications).
+    #[command(
+        after_help = "Examples:\n  gtm check push beat ok --address 192.0.2.10\n  gtm check push nightly error --reason \"backup failed\""
+    )]
+    Push {
+        /// The push check.
+        name: String,
+        /// The state reported: ok or error.
+        state: String,
+        /// The address the report is for (a template check's).
+        #[arg(long)]
+        address: Option<std::net::IpAddr>,
+        /// Why, as the check's reason shows it.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     #[command(flatten)]
     Object(objects::ObjectCmd),
     /// Test now: run one probe without saving; prints the result, the reason, the time it took and the device that probed.

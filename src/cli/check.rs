@@ -41,6 +41,30 @@ pub(super) async fn run(cli: &Connect, cmd: &CheckCmd) -> Result<()> {
             println!("check {name} set to {state}");
             Ok(())
         }
+        CheckCmd::Push {
+            name,
+            state,
+            address,
+            reason,
+        } => {
+            let client = Client::new(cli)?;
+            let body = gtm_api::PushRequest {
+                state: state.clone(),
+                reason: reason.clone(),
+                address: *address,
+            };
+            let _: Vec<gtm_engine::CheckStatus> = client
+                .send(
+                    client
+                        .http
+                        .post(client.url(&format!("/api/v1/checks/{name}/push")))
+                        .json(&body),
+                )
+                .await?;
+            let at = address.map_or(String::new(), |a| format!("@{a}"));
+            println!("check {name}{at}: reported {state}");
+            Ok(())
+        }
         CheckCmd::Object(cmd) => objects::object(&Client::new(cli)?, "checks", cmd).await,
         CheckCmd::Test {
             name,

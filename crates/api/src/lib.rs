@@ -23,6 +23,7 @@ pub mod error;
 mod events;
 pub(crate) mod geoip;
 mod history;
+mod inputs;
 mod metrics;
 pub mod objects;
 mod peer;
@@ -45,6 +46,7 @@ use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware};
 
 pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
 pub use checks::{CheckStateRequest, ProbeRequest, TestRequest, TestResult};
+pub use inputs::{AlertmanagerNotification, AlertsTaken, PushRequest};
 pub(crate) use checks::{test_check, test_unsaved};
 pub(crate) use cluster::cluster_token;
 pub use cluster::{ClusterMessage, JoinCommand, TokenResponse};
@@ -151,7 +153,7 @@ const BODY_LIMIT: usize = 160 << 20;
 /// beside it by the device (outside that layer: they answer HTML).
 pub fn router(state: ApiState) -> Router {
     let (mut public, mut secret) = (Router::new(), Router::new());
-    let mut by_role: Vec<(Role, Router<ApiState>)> = [Role::Viewer, Role::Operator, Role::Admin]
+    let mut by_role: Vec<(Role, Router<ApiState>)> = Role::ALL
         .into_iter()
         .map(|r| (r, Router::new()))
         .collect();

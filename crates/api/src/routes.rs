@@ -14,7 +14,7 @@ use super::{
     ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress, DrainDatacenter,
     GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport, TestRequest,
     TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, checks, cluster,
-    config, dnssec, drains, events, geoip, history, objects, peer, records, schedules, stats,
+    config, dnssec, drains, events, geoip, history, inputs, objects, peer, records, schedules, stats,
     status, tsig,
 };
 use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordView};
@@ -437,6 +437,26 @@ pub fn operations() -> Vec<Op> {
         .returns(J(schema::<Vec<CheckStatus>>)),
         op(
             Method::POST,
+            "/api/v1/checks/{name}/push",
+            Token,
+            "Report a push check's state (ok or error), for an address or the check's target; answered once committed",
+            handler!(Method::POST, inputs::push),
+        )
+        .role(Role::Reporter)
+        .body(J(schema::<inputs::PushRequest>))
+        .returns(J(schema::<Vec<CheckStatus>>)),
+        op(
+            Method::POST,
+            "/api/v1/inputs/alertmanager",
+            Token,
+            "Alertmanager's webhook receiver: alerts firing or resolved set the alertmanager checks whose labels they carry; answered once committed",
+            handler!(Method::POST, inputs::alertmanager),
+        )
+        .role(Role::Reporter)
+        .body(J(schema::<inputs::AlertmanagerNotification>))
+        .returns(J(schema::<inputs::AlertsTaken>)),
+        op(
+            Method::POST,
             "/api/v1/checks/{name}/test",
             Token,
             "Test now: one probe, nothing saved",
@@ -493,7 +513,8 @@ pub fn operations() -> Vec<Op> {
         op(Method::DELETE, "/api/v1/schedules/{id}", Token, "Cancel a schedule before it (or its reverse) fires", handler!(Method::DELETE, schedules::cancel))
             .role(Role::Operator)
             .returns(J(schema::<gtm_node::machine::schedule::Schedule>)),
-        op(Method::GET, "/api/v1/whoami", Token, "The user or token this request acts as, and its role", handler!(Method::GET, accounts::whoami))
+        op(Method::GET, "/api/v1/whoami", Token, "The user or token this request acts as, and its role (any role)", handler!(Method::GET, accounts::whoami))
+            .role(Role::Reporter)
             .returns(J(schema::<WhoAmI>)),
         op(Method::GET, "/api/v1/accounts", Token, "Users and tokens with their roles (never a secret)", handler!(Method::GET, accounts::list))
             .role(Role::Admin)

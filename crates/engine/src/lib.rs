@@ -17,6 +17,7 @@ pub mod dry_run;
 mod events;
 mod explain;
 pub mod health;
+mod inputs;
 mod install;
 mod operator;
 mod proving;
@@ -129,6 +130,9 @@ pub struct Engine {
     /// Names this process's record generations ([`record_changes`]): a
     /// restarted device counts them anew.
     records_epoch: u64,
+    /// The committed health inputs push and alertmanager checks read.
+    inputs: Arc<gtm_health::inputs::Inputs>,
+    inputs_seen: inputs::Seen,
 }
 
 #[derive(Debug)]
@@ -422,6 +426,8 @@ impl Engine {
             replaced: Mutex::new(None),
             keys: Mutex::new(Default::default()),
             records_epoch: record_changes::new_epoch(),
+            inputs: Arc::default(),
+            inputs_seen: Default::default(),
         };
         let replaced = engine.install(&mut engine.lock(), version, config, compiled, snapshot);
         replaced.retire();

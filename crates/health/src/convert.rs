@@ -6,12 +6,14 @@ use super::{
     probe::{Host, HttpVersion, ProbeKind, ProbeSpec, Target},
 };
 use gtm_model::{
+    compare::{Comparison, Op},
     compile::{CheckSpec, parse_status_set},
     config::CheckType,
 };
 
-/// The probe a check makes, with the seeds' defaults.
-pub fn probe_spec(check: &CheckSpec) -> ProbeSpec {
+/// The probe a check instance makes, with the seeds' defaults.
+pub fn probe_spec(instance: &Instance) -> ProbeSpec {
+    let check: &CheckSpec = &instance.spec;
     let raw = &check.raw;
     let verify = raw.tls_verify.unwrap_or(true);
     let proxy = raw.proxy_protocol.unwrap_or(false);
@@ -83,10 +85,33 @@ pub fn probe_spec(check: &CheckSpec) -> ProbeSpec {
         CheckType::Manual => ProbeKind::Exec {
             command: Vec::new(),
         },
+        CheckType::Prometheus => ProbeKind::Prometheus {
+            url: raw.url.clone().unwrap_or_default(),
+            query: raw.query.clone().unwrap_or_default(),
+            // Validation refuses a check without a comparison that reads.
+            expect: raw
+                .expect
+                .as_deref()
+                .and_then(|e| e.parse().ok())
+                .unwrap_or(Comparison {
+                    op: Op::Gt,
+                    bound: 0.0,
+                }),
+        },
+        CheckType::Push => ProbeKind::Push {
+            key: instance.check.to_string(),
+            stale_after: raw
+                .stale_after
+                .map_or(check.interval.saturating_mul(3), |s| s.0),
+        },
+        CheckType::Alertmanager => ProbeKind::Alertmanager {
+            labels: raw.labels.clone(),
+        },
     };
     ProbeSpec {
         kind,
         timeout: check.timeout,
+        max_latency: raw.max_latency.map(|m| m.0),
     }
 }
 

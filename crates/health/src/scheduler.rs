@@ -125,7 +125,8 @@ async fn probe_loop<S: ResultSink>(
     instance: Instance,
     cancel: CancellationToken,
 ) {
-    let spec = probe_spec(&instance.spec);
+    let spec = probe_spec(&instance);
+    let started = Instant::now();
     let target: Target = target_of(&instance);
     let interval = instance.spec.interval;
     let spread = interval.min(Duration::from_secs(1));
@@ -136,6 +137,11 @@ async fn probe_loop<S: ResultSink>(
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
             _ = cancel.cancelled() => return,
+        }
+        if prober.waits(&spec, started.elapsed()) {
+            // A push check that nobody could have reported to yet.
+            next = next_start(next, interval, Instant::now());
+            continue;
         }
         let outcome = {
             let Ok(_permit) = permits.acquire().await else {

@@ -339,6 +339,13 @@ pub enum CheckType {
     Grpc,
     Exec,
     Manual,
+    /// A PromQL query against a Prometheus HTTP API.
+    Prometheus,
+    /// The state a backend or a monitoring system posts (docs/health.md,
+    /// "Inputs").
+    Push,
+    /// Alerts an Alertmanager posts to the device's receiver.
+    Alertmanager,
 }
 
 /// How the reports of several devices combine into one state for a check
@@ -378,7 +385,8 @@ pub struct Check {
     /// TCP/TLS request string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send: Option<String>,
-    /// TCP/TLS exact expected response.
+    /// TCP/TLS exact expected response; Prometheus checks: the comparison
+    /// every value of the query's result must meet (`< 0.05`, `>= 1`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -406,6 +414,26 @@ pub struct Check {
     /// Exec checks: program and arguments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// Prometheus checks: the Prometheus HTTP API's base URL
+    /// (`http://127.0.0.1:9090`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Prometheus checks: the PromQL query; `$address` stands for the
+    /// address (or target) checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// Alertmanager checks: the labels an alert must carry, each exactly
+    /// (`$address` stands for the address or target checked).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// Push checks: how long a report stands; after that without a new
+    /// one, each evaluation is a failure (default three intervals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_after: Option<Interval>,
+    /// Every probed type: a probe that succeeds but takes longer than
+    /// this is a failure ("slow is down").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_latency: Option<Interval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<Interval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -968,7 +968,7 @@ mod tests {
             [
                 "line 10: domain a.test / record www A / address 2: ip: \"192.0.2.300\" is not an IP address",
                 "line 10: domain a.test / record www A / address 2: weight: invalid value: integer `-1`, expected u32",
-                "line 15: check web: type: unknown variant `tcpp`, expected one of `http`, `https`, `http2`, `tcp`, `tls`, `dns`, `icmp`, `grpc`, `exec`, `manual`",
+                "line 15: check web: type: unknown variant `tcpp`, expected one of `http`, `https`, `http2`, `tcp`, `tls`, `dns`, `icmp`, `grpc`, `exec`, `manual`, `prometheus`, `push`, `alertmanager`",
                 "line 16: check web: interval: \"5x\": unknown unit \"x\" (use ms, s, m or h)",
                 "line 20: domain b.test: nameservers[1]: invalid type: integer `3`, expected a string",
                 "line 21: domain b.test: soa.serial: invalid type: string \"x\", expected u32",
@@ -1233,7 +1233,7 @@ mod tests {
                 "line 16: domain i.test / record c A / address 2: ip: \"x\" is not an IP address",
                 "line 18: domain i.test: mode: unknown variant `sideways`, expected one of `standalone`, `disaster-recovery`, `datacenter`",
                 "line 21: domain i.test: soa.serial: invalid type: string \"s\", expected u32",
-                "line 25: check c: type: unknown variant `tcpp`, expected one of `http`, `https`, `http2`, `tcp`, `tls`, `dns`, `icmp`, `grpc`, `exec`, `manual`",
+                "line 25: check c: type: unknown variant `tcpp`, expected one of `http`, `https`, `http2`, `tcp`, `tls`, `dns`, `icmp`, `grpc`, `exec`, `manual`, `prometheus`, `push`, `alertmanager`",
             ]
         );
     }

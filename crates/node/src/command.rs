@@ -201,6 +201,26 @@ pub enum Action {
     /// marked skipped with `why`, a warning on every device, and nothing
     /// else changes. Appended last.
     SkipSchedule { id: u64, reverse: bool, why: String },
+    /// `POST /api/v1/checks/{name}/push`: a push check instance's report
+    /// (docs/health.md, "Inputs"). Appended last.
+    Push {
+        check: String,
+        address: Option<std::net::IpAddr>,
+        ok: bool,
+        reason: String,
+    },
+    /// `POST /api/v1/inputs/alertmanager`: alerts an Alertmanager reported
+    /// firing or resolved. Appended last.
+    Alerts { alerts: Vec<AlertReport> },
+}
+
+/// One alert of an Alertmanager's notification.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertReport {
+    pub fingerprint: String,
+    pub firing: bool,
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub summary: String,
 }
 
 /// A change to a zone's DNSSEC keys. Keys are made by the device that

@@ -121,9 +121,14 @@ fn runs_elsewhere<'a>(state: &ApiState, instance: &'a Instance) -> Option<&'a st
 
 /// The address the fence judges before the probe: the target's when it is
 /// an address (a name is resolved, and fenced, as the probe runs); none
-/// for an exec check, which runs a command here.
+/// for a check that does not contact it: an exec check runs a command
+/// here, push and alertmanager checks read reports, a prometheus check
+/// asks its server (fenced as the probe runs).
 fn fenced_ip(instance: &Instance) -> Option<IpAddr> {
-    if instance.spec.kind == CheckType::Exec {
+    if matches!(
+        instance.spec.kind,
+        CheckType::Exec | CheckType::Prometheus | CheckType::Push | CheckType::Alertmanager
+    ) {
         return None;
     }
     match gtm_health::target_of(instance).host {
@@ -137,7 +142,7 @@ async fn probe_here(state: &ApiState, instance: &Instance) -> TestResult {
     let target = gtm_health::target_of(instance);
     let outcome = state
         .prober
-        .probe(&gtm_health::probe_spec(&instance.spec), &target)
+        .probe(&gtm_health::probe_spec(instance), &target)
         .await;
     TestResult {
         check: instance.check.to_string(),

@@ -19,7 +19,8 @@ use crate::{
 };
 use gtm_node::access::{Principal, Role};
 
-const ROLES: [Role; 3] = [Role::Viewer, Role::Operator, Role::Admin];
+/// The roles a form offers, the least that reads first (its default).
+const ROLES: [Role; 4] = [Role::Viewer, Role::Operator, Role::Admin, Role::Reporter];
 
 /// What the last form did: a notice, an error, or a token to show once.
 enum Outcome {

@@ -10,6 +10,7 @@ mod exec;
 mod grpc;
 mod http;
 mod icmp;
+mod prometheus;
 mod tcp;
 
 use std::fmt;
@@ -111,7 +112,7 @@ pub enum HttpVersion {
     Http2,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ProbeKind {
     Http {
         tls: bool,
@@ -153,12 +154,37 @@ pub enum ProbeKind {
     Exec {
         command: Vec<String>,
     },
+    /// An instant query; `$address` stands for the target.
+    Prometheus {
+        url: String,
+        query: String,
+        expect: gtm_model::compare::Comparison,
+    },
+    /// Reads the instance's last report (docs/health.md, "Inputs").
+    Push {
+        /// The instance's key (`beat@192.0.2.10`, or `beat`).
+        key: String,
+        stale_after: Duration,
+    },
+    /// Fails while an alert carrying these labels fires.
+    Alertmanager {
+        labels: std::collections::BTreeMap<String, String>,
+    },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+impl ProbeKind {
+    /// Whether the kind reads reported inputs instead of probing.
+    pub fn is_input(&self) -> bool {
+        matches!(self, Self::Push { .. } | Self::Alertmanager { .. })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProbeSpec {
     pub kind: ProbeKind,
     pub timeout: Duration,
+    /// A success slower than this is a failure ("slow is down").
+    pub max_latency: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -313,6 +339,8 @@ pub struct Prober {
     allow_exec: bool,
     /// Swapped by a reload (SIGHUP) of the node settings.
     fence: arc_swap::ArcSwap<Fence>,
+    /// The committed health inputs push and alertmanager checks read.
+    inputs: Arc<crate::inputs::Inputs>,
 }
 
 impl Prober {
@@ -328,6 +356,25 @@ impl Prober {
             tls,
             allow_exec,
             fence: arc_swap::ArcSwap::from_pointee(fence),
+            inputs: Arc::default(),
+        }
+    }
+
+    /// The prober reading `inputs` (the engine installs the committed ones
+    /// there).
+    pub fn reading(mut self, inputs: Arc<crate::inputs::Inputs>) -> Self {
+        self.inputs = inputs;
+        self
+    }
+
+    /// Whether a push instance that started `running` ago has no report
+    /// yet and is still within its `stale_after`: it gives no result.
+    pub fn waits(&self, spec: &ProbeSpec, running: Duration) -> bool {
+        match &spec.kind {
+            ProbeKind::Push { key, stale_after } => {
+                crate::inputs::waits(&self.inputs.load(), key, *stale_after, running)
+            }
+            _ => false,
         }
     }
 
@@ -392,7 +439,17 @@ impl Prober {
         };
         let elapsed = start.elapsed();
         let (ok, reason) = match result {
-            Ok(reason) => (true, reason),
+            Ok(reason) => match spec.max_latency {
+                Some(max) if elapsed > max => (
+                    false,
+                    format!(
+                        "slow: {reason} in {} ms, over max_latency {} ms",
+                        elapsed.as_millis(),
+                        max.as_millis()
+                    ),
+                ),
+                _ => (true, reason),
+            },
             Err(reason) => (false, reason),
         };
         tracing::trace!(target = %target.host, port = target.port, ok, %reason, "probe");
@@ -404,9 +461,17 @@ impl Prober {
     }
 
     async fn run(&self, kind: &ProbeKind, target: &Target, session: &mut Session) -> ProbeResult {
-        // A command runs here, not against the network: nothing to fence.
+        // A command runs here, inputs are read here, and a Prometheus
+        // check's target only names what it asks about (its server is
+        // fenced itself): nothing to fence.
         let resolved;
-        let target = if matches!(kind, ProbeKind::Exec { .. }) {
+        let target = if matches!(
+            kind,
+            ProbeKind::Exec { .. }
+                | ProbeKind::Prometheus { .. }
+                | ProbeKind::Push { .. }
+                | ProbeKind::Alertmanager { .. }
+        ) {
             target
         } else {
             resolved = self.resolve_fenced(target).await?;
@@ -486,6 +551,24 @@ impl Prober {
                 }
                 exec::probe(target, command).await
             }
+            ProbeKind::Prometheus { url, query, expect } => {
+                let address = crate::inputs::address_text(target);
+                prometheus::probe(self, url, query, expect, &address).await
+            }
+            ProbeKind::Push { key, stale_after } => {
+                crate::inputs::push_result(
+                    &self.inputs.load(),
+                    key,
+                    *stale_after,
+                    gtm_model::clock::now_ms(),
+                )
+                .unwrap_or_else(|| Err(crate::inputs::never_reported(*stale_after)))
+            }
+            ProbeKind::Alertmanager { labels } => crate::inputs::alert_result(
+                &self.inputs.load(),
+                labels,
+                &crate::inputs::address_text(target),
+            ),
         }
     }
 
@@ -613,6 +696,7 @@ mod tests {
         let spec = ProbeSpec {
             kind: ProbeKind::Icmp,
             timeout: Duration::from_secs(1),
+            max_latency: None,
         };
         let target = Target {
             host: Host::Name(String::new()),
@@ -720,6 +804,7 @@ mod tests {
                 proxy_protocol: false,
             },
             timeout: Duration::from_secs(1),
+            max_latency: None,
         };
         let empty = Target {
             host: Host::Name(String::new()),

@@ -31,6 +31,7 @@ impl Cx {
         }
         self.keys_of_other_types(&path, c);
         self.manual_keys(&path, c);
+        self.input_keys(&path, c);
         self.required_keys(&path, c);
         self.values(&path, c);
         let (interval, timeout) = self.timing(&path, c);
@@ -56,7 +57,8 @@ impl Cx {
         use CheckType::*;
         const HTTP: &[CheckType] = &[Http, Https, Http2];
         const HTTP_NAMES: &str = "http, https and http2";
-        let keys: [(bool, &str, &[CheckType], &str); 17] = [
+        const PROBED: &[CheckType] = &[Http, Https, Http2, Tcp, Tls, Dns, Icmp, Grpc, Exec, Prometheus];
+        let keys: [(bool, &str, &[CheckType], &str); 22] = [
             (c.path.is_some(), "path", HTTP, HTTP_NAMES),
             (c.expect_status.is_some(), "expect_status", HTTP, HTTP_NAMES),
             (c.expect_body.is_some(), "expect_body", HTTP, HTTP_NAMES),
@@ -67,7 +69,22 @@ impl Cx {
                 "http, https, http2, tls and grpc",
             ),
             (c.send.is_some(), "send", &[Tcp, Tls], "tcp and tls"),
-            (c.expect.is_some(), "expect", &[Tcp, Tls], "tcp and tls"),
+            (
+                c.expect.is_some(),
+                "expect",
+                &[Tcp, Tls, Prometheus],
+                "tcp, tls and prometheus",
+            ),
+            (c.url.is_some(), "url", &[Prometheus], "prometheus"),
+            (c.query.is_some(), "query", &[Prometheus], "prometheus"),
+            (!c.labels.is_empty(), "labels", &[Alertmanager], "alertmanager"),
+            (c.stale_after.is_some(), "stale_after", &[Push], "push"),
+            (
+                c.max_latency.is_some(),
+                "max_latency",
+                PROBED,
+                "probed (all but manual, push and alertmanager)",
+            ),
             (
                 c.tls_verify.is_some(),
                 "tls_verify",
@@ -130,8 +147,40 @@ impl Cx {
         }
     }
 
-    /// The keys an exec and a dns check cannot do without.
+    /// Push and Alertmanager checks are reported to, never probed: a
+    /// probe's timeout means nothing to them.
+    fn input_keys(&mut self, path: &str, c: &Check) {
+        if matches!(c.kind, CheckType::Push | CheckType::Alertmanager) && c.timeout.is_some() {
+            self.err(
+                path,
+                format!(
+                    "timeout does not apply to a {} check: it is reported to, never probed",
+                    type_name(c.kind)
+                ),
+            );
+        }
+    }
+
+    /// The keys an exec, a dns, a prometheus and an alertmanager check
+    /// cannot do without.
     fn required_keys(&mut self, path: &str, c: &Check) {
+        if c.kind == CheckType::Prometheus {
+            for (set, key, example) in [
+                (c.url.is_some(), "url", "url = \"http://127.0.0.1:9090\""),
+                (c.query.is_some(), "query", "query = 'up{instance=\"$address:9100\"}'"),
+                (c.expect.is_some(), "expect", "expect = \"== 1\""),
+            ] {
+                if !set {
+                    self.err(path, format!("a prometheus check needs {key} ({example})"));
+                }
+            }
+        }
+        if c.kind == CheckType::Alertmanager && c.labels.is_empty() {
+            self.err(
+                path,
+                "an alertmanager check needs labels = { alertname = \"...\" } (the labels an alert must carry)",
+            );
+        }
         if c.kind == CheckType::Exec && c.command.is_empty() {
             self.err(
                 path,
@@ -174,13 +223,69 @@ impl Cx {
         if c.port == Some(0) {
             self.err(path, "port 0 is not a port");
         }
+        if c.kind == CheckType::Prometheus {
+            if let Some(e) = &c.expect
+                && let Err(e) = e.parse::<crate::compare::Comparison>()
+            {
+                self.err(path, format!("expect: {e}"));
+            }
+            if let Some(url) = &c.url {
+                self.prometheus_url(path, url);
+            }
+            if c.query.as_deref().is_some_and(|q| q.trim().is_empty()) {
+                self.err(path, "query is empty");
+            }
+        }
+        for (k, v) in &c.labels {
+            if k.is_empty() || !k.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+                self.err(
+                    path,
+                    format!("labels: \"{k}\" is not a label name (letters, digits and _)"),
+                );
+            }
+            if v.matches("$address").count() > 1 {
+                self.err(
+                    path,
+                    format!("labels.{k}: \"{v}\" names $address more than once"),
+                );
+            }
+        }
+    }
+
+    /// A Prometheus server's base URL: http or https, a host, no query.
+    fn prometheus_url(&mut self, path: &str, url: &str) {
+        let rest = url
+            .strip_prefix("https://")
+            .or_else(|| url.strip_prefix("http://"));
+        let Some(rest) = rest else {
+            self.err(
+                path,
+                format!("url: \"{url}\" is not an http:// or https:// URL"),
+            );
+            return;
+        };
+        if rest.split(['/', '?', '#']).next().unwrap_or_default().is_empty() {
+            self.err(path, format!("url: \"{url}\" has no host"));
+        }
+        if url.contains(['?', '#']) || url.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+            self.err(
+                path,
+                format!(
+                    "url: \"{url}\" must be the server's base URL, without a query, a fragment or spaces (/api/v1/query is added)"
+                ),
+            );
+        }
     }
 
     /// The interval and the timeout, with their defaults: each more than
     /// 0s, the interval at most [`MAX_CHECK_INTERVAL`], the timeout within
     /// the interval.
     fn timing(&mut self, path: &str, c: &Check) -> (Duration, Duration) {
-        let interval = c.interval.map_or(Duration::from_secs(30), |i| i.0);
+        let default = match c.kind {
+            CheckType::Push | CheckType::Alertmanager => Duration::from_secs(5),
+            _ => Duration::from_secs(30),
+        };
+        let interval = c.interval.map_or(default, |i| i.0);
         let timeout = c
             .timeout
             .map_or(Duration::from_secs(3).min(interval), |i| i.0);
@@ -209,6 +314,24 @@ impl Cx {
                     Interval(interval)
                 ),
             );
+        }
+        if let Some(max) = c.max_latency {
+            if max.0.is_zero() {
+                self.err(path, "max_latency must be more than 0s");
+            } else if max.0 >= timeout {
+                self.err(
+                    path,
+                    format!(
+                        "max_latency {max} is not shorter than timeout {}: a probe that slow times out first",
+                        Interval(timeout)
+                    ),
+                );
+            }
+        }
+        if let Some(stale) = c.stale_after
+            && stale.0.is_zero()
+        {
+            self.err(path, "stale_after must be more than 0s");
         }
         (interval, timeout)
     }
@@ -241,6 +364,14 @@ impl Cx {
         }
         id
     }
+}
+
+/// A check type as the configuration writes it.
+fn type_name(kind: CheckType) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// The port a check probes when it names none.

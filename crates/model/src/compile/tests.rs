@@ -185,6 +185,55 @@ fn a_check_interval_over_a_day_is_refused_with_its_path() {
 }
 
 #[test]
+fn health_inputs_and_max_latency_are_validated_with_their_paths() {
+    let check = |body: &str| format!("[[check]]\nname = \"c\"\n{body}\n");
+    assert!(errors(&check("type = \"prometheus\"\nurl = \"http://127.0.0.1:9090\"\nquery = 'up{instance=\"$address\"}'\nexpect = \">= 1\"\nmax_latency = \"1s\"")).is_empty());
+    assert!(errors(&check("type = \"push\"\nstale_after = \"30s\"")).is_empty());
+    assert!(errors(&check("type = \"alertmanager\"\nlabels = { alertname = \"Down\", instance = \"$address:9100\" }")).is_empty());
+    assert_eq!(
+        errors(&check("type = \"prometheus\"")),
+        [
+            "check c: a prometheus check needs url (url = \"http://127.0.0.1:9090\")",
+            "check c: a prometheus check needs query (query = 'up{instance=\"$address:9100\"}')",
+            "check c: a prometheus check needs expect (expect = \"== 1\")",
+        ]
+    );
+    assert_eq!(
+        errors(&check("type = \"prometheus\"\nurl = \"ftp://p\"\nquery = \"up\"\nexpect = \"about 1\"")),
+        [
+            "check c: expect: \"about 1\" is not a comparison: write an operator (<, <=, >, >=, ==, !=) and a number, e.g. \"< 0.05\"",
+            "check c: url: \"ftp://p\" is not an http:// or https:// URL",
+        ]
+    );
+    assert_eq!(
+        errors(&check("type = \"prometheus\"\nurl = \"http://p:9090/?x=1\"\nquery = \"up\"\nexpect = \"> 0\"")),
+        ["check c: url: \"http://p:9090/?x=1\" must be the server's base URL, without a query, a fragment or spaces (/api/v1/query is added)"]
+    );
+    assert_eq!(
+        errors(&check("type = \"alertmanager\"")),
+        ["check c: an alertmanager check needs labels = { alertname = \"...\" } (the labels an alert must carry)"]
+    );
+    assert_eq!(
+        errors(&check("type = \"push\"\ntimeout = \"1s\"\nlabels = { a = \"b\" }")),
+        [
+            "check c: labels applies to alertmanager checks only",
+            "check c: timeout does not apply to a push check: it is reported to, never probed",
+        ]
+    );
+    assert_eq!(
+        errors(&check("type = \"push\"\nmax_latency = \"1s\"\nstale_after = \"0s\"")),
+        [
+            "check c: max_latency applies to probed (all but manual, push and alertmanager) checks only",
+            "check c: stale_after must be more than 0s",
+        ]
+    );
+    assert_eq!(
+        errors(&check("type = \"tcp\"\ntimeout = \"2s\"\nmax_latency = \"2s\"")),
+        ["check c: max_latency 2s is not shorter than timeout 2s: a probe that slow times out first"]
+    );
+}
+
+#[test]
 fn data_that_does_not_read_back_is_refused() {
     // Found by the `config` fuzz target: a CAA tag with a quote in it
     // is written by hickory but refused by every reader.

@@ -1,4 +1,4 @@
-//! Who may do what (docs/access.md): the three roles, the principal a
+//! Who may do what (docs/access.md): the four roles, the principal a
 //! request acts as, and the console's sessions.
 //!
 //! A request acts as a [`Principal`]: a named API token or user (with the
@@ -13,19 +13,10 @@ pub mod sessions;
 use serde::{Deserialize, Serialize};
 
 /// What a principal may do. Ordered: each role may do all the one below it
-/// may.
+/// may (the order is [`Role::ALL`]'s, not the variants': stored commands
+/// name a role by its variant's position, so a new one is appended).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -36,15 +27,43 @@ pub enum Role {
     Operator,
     /// Everything, the configuration, the cluster and the accounts included.
     Admin,
+    /// Only reports health inputs: push checks' states and Alertmanager
+    /// notifications (docs/health.md, "Inputs"); reads nothing.
+    Reporter,
 }
 
 impl Role {
+    /// Every role, least first.
+    pub const ALL: [Role; 4] = [Role::Reporter, Role::Viewer, Role::Operator, Role::Admin];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Viewer => "viewer",
             Role::Operator => "operator",
             Role::Admin => "admin",
+            Role::Reporter => "reporter",
         }
+    }
+
+    fn rank(self) -> usize {
+        match self {
+            Role::Reporter => 0,
+            Role::Viewer => 1,
+            Role::Operator => 2,
+            Role::Admin => 3,
+        }
+    }
+}
+
+impl PartialOrd for Role {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Role {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank().cmp(&other.rank())
     }
 }
 
@@ -54,9 +73,9 @@ impl std::fmt::Display for Role {
     }
 }
 
-/// A role's name that is none of the three.
+/// A role's name that is none of the four.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown role {0:?}: give viewer, operator or admin")]
+#[error("unknown role {0:?}: give reporter, viewer, operator or admin")]
 pub struct UnknownRole(pub String);
 
 impl std::str::FromStr for Role {
@@ -67,6 +86,7 @@ impl std::str::FromStr for Role {
             "viewer" => Ok(Role::Viewer),
             "operator" => Ok(Role::Operator),
             "admin" => Ok(Role::Admin),
+            "reporter" => Ok(Role::Reporter),
             other => Err(UnknownRole(other.to_string())),
         }
     }

@@ -86,7 +86,9 @@ impl GtmMachine {
             | Action::Dnssec(_)
             | Action::RotateCookieSecret { .. }
             | Action::Account(_)
-            | Action::Tsig(_) => Err(rejected(
+            | Action::Tsig(_)
+            | Action::Push { .. }
+            | Action::Alerts { .. } => Err(rejected(
                 ErrorKind::Internal,
                 "an operator command reached the configuration path",
             )),
@@ -238,6 +240,7 @@ impl GtmMachine {
             &key_lines,
             &command.actor,
         ));
+        writes.extend(super::inputs::prune(kv, &new));
         *self.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Parsed {
             hash,
             config: Arc::new(new),

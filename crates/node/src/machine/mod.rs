@@ -18,6 +18,8 @@
 //! - `operator`: JSON [`operator::OperatorState`] (drains, manual check
 //!   states, failback resumes);
 //! - `schedules`: JSON [`schedule::Book`], the scheduled operator actions;
+//! - `inputs/pushes`, `inputs/alerts`: JSON, push checks' reports and the
+//!   alerts reported firing ([`inputs`]);
 //! - `dnssec/<domain>`: JSON [`gtm_dns::dnssec::keys::ZoneKeys`], a signed
 //!   domain's keys;
 //! - `cookie-secret`: JSON, the DNS cookie secrets ([`cookies`]);
@@ -40,6 +42,7 @@ pub mod cookies;
 mod dnssec;
 pub mod edit;
 mod history;
+pub mod inputs;
 pub mod operator;
 mod parts;
 pub mod schedule;
@@ -345,6 +348,9 @@ impl GtmMachine {
             return change;
         }
         if let Some(change) = operator::run(kv, index, version, &current.config, &command) {
+            return change;
+        }
+        if let Some(change) = inputs::run(kv, index, version, &current.config, &command) {
             return change;
         }
         if let Some(change) = schedule::run(kv, index, version, &current.config, &command) {

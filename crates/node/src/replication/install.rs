@@ -172,7 +172,16 @@ fn install(
     if machine::has_config(kv) {
         engine.set_operator(&machine::operator::state_of(kv));
     }
+    set_inputs(engine, kv);
     installed
+}
+
+/// Hands the committed health inputs of `kv` to the engine's probers.
+pub(super) fn set_inputs(engine: &Engine, kv: &Map) {
+    use machine::inputs::{ALERTS_KEY, PUSHES_KEY};
+    engine.set_inputs([kv.get(PUSHES_KEY), kv.get(ALERTS_KEY)], || {
+        machine::inputs::state_of(kv)
+    });
 }
 
 /// Hands the configuration of `kv` to the engine, as [`install`] does;

@@ -119,6 +119,7 @@ impl Replication {
             replication
                 .engine
                 .set_operator(&machine::operator::state_of(&local));
+            install::set_inputs(&replication.engine, &local);
             replication
                 .engine
                 .set_keys(gtm_dns::dnssec::keys::keyring_of(&local));

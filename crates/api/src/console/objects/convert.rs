@@ -17,6 +17,11 @@ pub fn fields_of(kind: &Kind, object: &Map<String, Value>) -> Fields {
         let text = match (field.input, value) {
             (_, Value::String(s)) => s.clone(),
             (Input::Lines, Value::Array(items)) => words(items).join("\n"),
+            (Input::Labels, Value::Object(labels)) => labels
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join("\n"),
             (_, Value::Array(items)) => words(items).join(", "),
             (_, Value::Null) => String::new(),
             (_, other) => other.to_string(),
@@ -91,6 +96,21 @@ pub fn object_of(
                     .map(str::to_string)
                     .collect::<Vec<_>>(),
             ),
+            Input::Labels => {
+                let mut labels = Map::new();
+                for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                    match line.split_once('=') {
+                        Some((k, v)) => {
+                            labels.insert(k.trim().to_string(), Value::from(v.trim()));
+                        }
+                        None => problems.add(
+                            Some(field.key.to_string()),
+                            format!("{}: \"{line}\" is not name = value", field.key),
+                        ),
+                    }
+                }
+                Value::Object(labels)
+            }
         };
         base.insert(field.key.to_string(), value);
     }

@@ -17,6 +17,9 @@ pub enum Input {
     List,
     /// A list of strings, one per line (an exec check's command).
     Lines,
+    /// Names and values, `name = value` one per line (an alertmanager
+    /// check's labels).
+    Labels,
     /// One of these words, or the default.
     Choice(&'static [&'static str]),
     /// One of the configured datacenters, or none.
@@ -80,10 +83,16 @@ const fn only(
 
 const HTTP: &[&str] = &["http", "https", "http2"];
 const PROBED: &[&str] = &[
-    "http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc", "exec",
+    "http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc", "exec", "prometheus",
+];
+/// Probed or reported to: every type but manual.
+const TIMED: &[&str] = &[
+    "http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc", "exec", "prometheus", "push",
+    "alertmanager",
 ];
 const CHECK_TYPES: &[&str] = &[
     "http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc", "exec", "manual",
+    "prometheus", "push", "alertmanager",
 ];
 
 pub const DATACENTERS: Kind = Kind {
@@ -205,7 +214,7 @@ pub const CHECKS: Kind = Kind {
     path: "checks",
     noun: "check",
     title: "Checks",
-    about: "A health check: probed from the devices (every device, or those of one datacenter), or set by an operator (manual).",
+    about: "A health check: probed from the devices (every device, or those of one datacenter), asked of a Prometheus server, reported to (push, alertmanager), or set by an operator (manual).",
     fields: &[
         field("name", "Name", Input::Text, "web"),
         field("type", "Type", Input::Choice(CHECK_TYPES), ""),
@@ -214,7 +223,7 @@ pub const CHECKS: Kind = Kind {
             "Target (fixed address or name)",
             Input::Text,
             "none: each address it is the HC field of",
-            PROBED,
+            TIMED,
         ),
         only(
             "port",
@@ -242,10 +251,45 @@ pub const CHECKS: Kind = Kind {
         only("send", "Send", Input::Text, "nothing", &["tcp", "tls"]),
         only(
             "expect",
-            "Expected response",
+            "Expected response (prometheus: a comparison, < 0.05)",
             Input::Text,
             "any",
-            &["tcp", "tls"],
+            &["tcp", "tls", "prometheus"],
+        ),
+        only(
+            "url",
+            "Prometheus URL",
+            Input::Text,
+            "http://127.0.0.1:9090",
+            &["prometheus"],
+        ),
+        only(
+            "query",
+            "PromQL query ($address: the address checked)",
+            Input::Text,
+            "up{instance=\"$address:9100\"}",
+            &["prometheus"],
+        ),
+        only(
+            "labels",
+            "Alert labels (name = value, one per line)",
+            Input::Labels,
+            "alertname = BackendDown",
+            &["alertmanager"],
+        ),
+        only(
+            "stale_after",
+            "A report stands for",
+            Input::Text,
+            "three intervals",
+            &["push"],
+        ),
+        only(
+            "max_latency",
+            "Slower than this is down",
+            Input::Text,
+            "no limit",
+            PROBED,
         ),
         only(
             "tls_verify",
@@ -305,35 +349,35 @@ pub const CHECKS: Kind = Kind {
             "/usr/local/bin/probe",
             &["exec"],
         ),
-        only("interval", "Interval", Input::Text, "10s", PROBED),
+        only("interval", "Interval", Input::Text, "10s", TIMED),
         only("timeout", "Timeout", Input::Text, "the interval", PROBED),
         only(
             "failures",
             "Failures before Error",
             Input::Number,
             "1",
-            PROBED,
+            TIMED,
         ),
         only(
             "successes",
             "Successes before OK",
             Input::Number,
             "1",
-            PROBED,
+            TIMED,
         ),
         only(
             "run_on",
             "Run on",
             Input::Datacenter,
             "every device",
-            PROBED,
+            TIMED,
         ),
         only(
             "policy",
             "Devices that must agree",
             Input::Choice(&["any", "all", "majority"]),
             "",
-            PROBED,
+            TIMED,
         ),
     ],
     children: None,

@@ -397,7 +397,7 @@ fn field_markup(
         Input::Choice(_) | Input::Flag | Input::Datacenter => {
             select_field(f, p, key, field.label, &options_of(state, field.input))
         }
-        Input::Lines => html! {
+        Input::Lines | Input::Labels => html! {
             div.field .invalid[p.has(key)] {
                 label for={ "f-" (key) } { (field.label) }
                 textarea id={ "f-" (key) } name=(key) rows="3" placeholder=(field.hint) { (f.get(key)) }
