@@ -65,7 +65,8 @@ for path in ./usr/bin/gtm ./lib/systemd/system/gtm.service ./etc/gtm/node.toml \
   ./usr/share/bash-completion/completions/gtm ./usr/share/zsh/vendor-completions/_gtm \
   ./usr/share/fish/vendor_completions.d/gtm.fish \
   ./usr/share/doc/gtm/copyright ./usr/share/doc/gtm/changelog.Debian.gz \
-  ./usr/share/doc/gtm/operations.md; do
+  ./usr/share/doc/gtm/operations.md ./usr/share/gtm/monitoring/grafana-dashboard.json \
+  ./usr/share/gtm/monitoring/gtm-alerts.rules.yml; do
   grep -q " $path\$" "$work/contents" || fail "$path is not in the package"
 done
 version=$(dpkg-parsechangelog -l packaging/debian/changelog -S Version)

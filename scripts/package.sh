@@ -80,6 +80,10 @@ for page in operations configuration cli cluster health api architecture; do
   install -m 0644 "docs/$page.md" "$doc/$page.md"
 done
 install -m 0644 config/example.toml "$doc/example.toml"
+# The Grafana dashboard and Prometheus alert rules (integrations/monitoring).
+share="$root/usr/share/gtm/monitoring"
+install -D -m 0644 integrations/monitoring/grafana-dashboard.json "$share/grafana-dashboard.json"
+install -m 0644 integrations/monitoring/gtm-alerts.rules.yml integrations/monitoring/gtm-alerts.test.yml "$share/"
 gzip -9n "$doc"/*.md "$doc/example.toml"
 # The file operators are pointed at from the unit stays readable as is.
 gunzip "$doc/operations.md.gz"

@@ -21,6 +21,7 @@ mod health;
 mod history;
 mod input;
 mod inputs;
+mod integrations;
 mod judge;
 mod node_file;
 mod operator;
