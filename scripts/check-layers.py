@@ -17,7 +17,7 @@ import json, os, re, subprocess, sys
 LAYERS = [
     ["gtm-cluster"],
     ["gtm-model"],
-    ["gtm-resolve", "gtm-geo"],
+    ["gtm-resolve", "gtm-geo", "gtm-alerts"],
     ["gtm-health"],
     ["gtm-dns"],
     ["gtm-engine"],

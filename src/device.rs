@@ -234,6 +234,7 @@ impl Device {
             http: peer_http.clone(),
         });
         start::spawn_replicated(&workers, &judge);
+        let alerts = start::spawn_alerts(&workers, &engine, &replication, &settings.datacenter);
         // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).
         start::restarting(&workers, "notify", {
             let (dns, stop) = (engine.dns().clone(), workers.token());
@@ -274,6 +275,7 @@ impl Device {
             peer_http,
             workers: workers.clone(),
             validations: Arc::default(),
+            alerts,
         };
         let api_addr = api.addr;
         start::spawn_api(

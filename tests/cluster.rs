@@ -1006,7 +1006,7 @@ async fn puts_of_different_keys_through_two_devices_both_stay() {
 }
 
 /// A certificate authority of a test: its certificate (PEM) and its issuer.
-fn test_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
+pub(crate) fn test_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     params
@@ -1024,7 +1024,7 @@ fn test_ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
 /// Issues a certificate for `ip` from `ca` into `dir`'s `tls.pem` and
 /// `tls.key`, written aside and renamed as a renewal does; returns the
 /// certificate and key (PEM).
-fn issue(
+pub(crate) fn issue(
     dir: &std::path::Path,
     ip: &str,
     ca: &rcgen::Issuer<'static, rcgen::KeyPair>,

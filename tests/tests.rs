@@ -4,6 +4,7 @@
 mod support;
 
 mod access;
+mod alerts;
 mod api;
 mod backends;
 mod chaos;

@@ -56,6 +56,10 @@ pub enum Command {
     /// Checks: configuration, state of every instance, operator-set states, test now.
     #[command(subcommand)]
     Check(CheckCmd),
+    /// Alerts: each notifier's delivery state on this device; a test
+    /// message sent now.
+    #[command(subcommand)]
+    Alert(AlertCmd),
     /// Datacenters: configuration; drain one out of answers and back.
     #[command(subcommand)]
     Dc(DcCmd),
@@ -69,6 +73,10 @@ pub enum Command {
     /// that topology rules name (docs/topology.md).
     #[command(subcommand)]
     Region(objects::ListedCmd),
+    /// Notifiers: where alerts go (webhook, e-mail, syslog), with their
+    /// filters, delay and repeats (docs/operations.md, "Alerts").
+    #[command(subcommand)]
+    Notifier(objects::ListedCmd),
     /// Views: classes of clients (by network, region, AS, subdivision,
     /// country or continent) answered from zones of their own (split
     /// horizon, docs/views.md).
@@ -354,6 +362,28 @@ pub enum RecordCmd {
         /// The record type: A, AAAA, CNAME, ...
         #[arg(value_name = "TYPE")]
         rtype: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AlertCmd {
+    /// Each notifier's delivery state on this device: delivered, failed
+    /// attempts, dropped, queued, open alerts, the last error.
+    #[command(after_help = "Example:\n  gtm alert list")]
+    List {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Send a test message through a notifier now, from this device. Exit
+    /// 1 when it is not delivered.
+    #[command(after_help = "Example:\n  gtm alert test ops-webhook")]
+    Test {
+        /// The notifier.
+        name: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,

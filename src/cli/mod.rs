@@ -7,6 +7,7 @@
 //! `record`, `check`, ...) has a module with what its commands do.
 
 mod accounts;
+mod alert;
 mod args;
 mod check;
 mod client;
@@ -50,10 +51,12 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Logs(args) => logs::run(connect, args).await,
         Command::Record(cmd) => record::run(connect, cmd).await,
         Command::Check(cmd) => check::run(connect, cmd).await,
+        Command::Alert(cmd) => alert::run(connect, cmd).await,
         Command::Dc(cmd) => dc::run(connect, cmd).await,
         Command::Domain(cmd) => domain::run(connect, cmd).await,
         Command::Scenario(cmd) => objects::listed(connect, "scenarios", cmd).await,
         Command::Region(cmd) => objects::listed(connect, "regions", cmd).await,
+        Command::Notifier(cmd) => objects::listed(connect, "notifiers", cmd).await,
         Command::View(cmd) => objects::listed(connect, "views", cmd).await,
         Command::Service(cmd) => objects::listed(connect, "services", cmd).await,
         Command::Completions { shell } => completions::run(*shell),

@@ -497,3 +497,57 @@ pub(super) fn geoip_refresh(
         stop,
     )
 }
+
+/// The device's alert workers (docs/operations.md, "Alerts"): the
+/// engine's events handed to them as they are logged, the configuration's
+/// notifiers at each version, a tick four times a second. A notifier's
+/// delivery runs on its own task and never holds these up.
+pub(super) fn spawn_alerts(
+    workers: &Workers,
+    engine: &Arc<Engine>,
+    replication: &Arc<Replication>,
+    datacenter: &str,
+) -> Arc<gtm_alerts::Alerts> {
+    let leads = {
+        let r = replication.clone();
+        move || !r.clustered() || r.status().state == gtm_cluster::NodeState::Leader
+    };
+    let alerts = gtm_alerts::Alerts::new(engine.device(), datacenter, leads, workers.token());
+    alerts.configure(&engine.config().notifiers);
+    let (engine, worker, stop) = (engine.clone(), alerts.clone(), workers.token());
+    let datacenter = datacenter.to_string();
+    workers.spawn(&tokio::runtime::Handle::current(), "alerts", async move {
+        let mut events = engine.subscribe_events();
+        let mut versions = engine.applied_version();
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(e) => worker.notice(&gtm_alerts::Notice {
+                        seq: e.seq,
+                        time_ms: e.time_ms,
+                        device: e.device,
+                        datacenter: datacenter.clone(),
+                        kind: e.kind.as_str().to_string(),
+                        severity: e.severity,
+                        object: e.object,
+                        text: e.text,
+                    }),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "alerts fell behind the event log; {n} events were not judged");
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                changed = versions.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    worker.configure(&engine.config().notifiers);
+                }
+                _ = tick.tick() => worker.tick(),
+                () = stop.cancelled() => return,
+            }
+        }
+    });
+    alerts
+}

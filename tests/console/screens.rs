@@ -403,6 +403,41 @@ async fn console_geoip_card_in_a_browser() {
     b.close().await;
 }
 
+/// Alerts: each notifier's delivery state, and Send test delivering a
+/// real message to a real receiver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_alerts_page_shows_delivery_and_sends_a_test() {
+    if !browser_tools() {
+        return;
+    }
+    let hook = crate::alerts::Hook::start("127.0.193.49:0").await;
+    let zone = format!(
+        "{ZONE}\n[[notifier]]\nname = \"ops\"\ntype = \"webhook\"\nurl = \"http://{}/gtm\"\n",
+        hook.addr
+    );
+    let d = TestDevice::start(&zone).await;
+    let base = format!("http://{}", d.device.api_addr);
+    let b = Browser::start().await;
+    b.login(&base, &d.device.token).await;
+    b.goto(&format!("{base}/ui/alerts")).await;
+    b.until_text("tr[data-notifier=\"ops\"] td.state", "the notifier's state", |t| {
+        !t.is_empty()
+    })
+    .await;
+    b.click("tr[data-notifier=\"ops\"] button").await;
+    b.until_text("#alert-done", "the test delivered", |t| {
+        t == "test message of ops delivered from test1"
+    })
+    .await;
+    assert_eq!(
+        b.text("tr[data-notifier=\"ops\"] td.state").await.as_deref(),
+        Some("ok")
+    );
+    assert!(hook.messages().iter().any(|(_, m)| m["status"] == "test"));
+    b.shot("alerts").await;
+    b.close().await;
+}
+
 /// The topology map: a steered record's addresses in their datacenter,
 /// coloured by health; a backend that starts failing turns its node red
 /// without a reload.

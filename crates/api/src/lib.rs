@@ -9,6 +9,7 @@
 //! the cluster secret (and, with TLS, a device's client certificate).
 //! Errors are JSON with an HTTP status and a stable label ([`ApiError`]).
 
+mod alerts;
 pub mod console;
 
 pub(crate) mod accounts;
@@ -45,6 +46,7 @@ use std::{
 use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware};
 
 pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
+pub use alerts::AlertTest;
 pub use checks::{CheckStateRequest, ProbeRequest, TestRequest, TestResult};
 pub use inputs::{AlertmanagerNotification, AlertsTaken, PushRequest};
 pub(crate) use checks::{test_check, test_unsaved};
@@ -91,6 +93,8 @@ pub struct ApiState {
     pub workers: Arc<gtm_node::workers::Workers>,
     /// The configuration checks of requests, for `/metrics`.
     pub validations: Arc<Validations>,
+    /// This device's alert workers.
+    pub alerts: Arc<gtm_alerts::Alerts>,
 }
 
 /// Configuration checks run for requests (validate, apply, dry runs) on

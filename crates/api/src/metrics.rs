@@ -72,6 +72,50 @@ fn render(state: &ApiState) -> String {
         fault.map_or(0, |f| f.pending) as f64,
     );
 
+    let notifiers = state.alerts.statuses();
+    out.family(
+        "gtm_alert_messages_total",
+        "counter",
+        "Alert messages of each notifier on this device: delivered, failed (attempts, each retry counts) and dropped (the queue was full)",
+    );
+    for n in &notifiers {
+        for (result, count) in [
+            ("delivered", n.counts.delivered),
+            ("failed", n.counts.failures),
+            ("dropped", n.counts.dropped),
+        ] {
+            out.sample(
+                "gtm_alert_messages_total",
+                &[("device", &device), ("notifier", &n.name), ("result", result)],
+                count as f64,
+            );
+        }
+    }
+    out.family(
+        "gtm_alert_queued",
+        "gauge",
+        "Alert messages waiting to be delivered, per notifier",
+    );
+    for n in &notifiers {
+        out.sample(
+            "gtm_alert_queued",
+            &[("device", &device), ("notifier", &n.name)],
+            n.queued as f64,
+        );
+    }
+    out.family(
+        "gtm_alert_failing",
+        "gauge",
+        "1 while a notifier's last delivery attempt failed (its messages wait and are retried)",
+    );
+    for n in &notifiers {
+        out.sample(
+            "gtm_alert_failing",
+            &[("device", &device), ("notifier", &n.name)],
+            if n.counts.failing { 1.0 } else { 0.0 },
+        );
+    }
+
     out.family(
         "gtm_record_answers_total",
         "counter",

@@ -24,7 +24,8 @@ use super::{ApiState, ApplyResult};
 
 use gtm_model as model;
 use gtm_model::config::{
-    Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, View, same_name,
+    Address, Check, Datacenter, Domain, Notifier, Record, Region, Scenario, Service, View,
+    same_name,
 };
 use gtm_model::error::ErrorKind;
 use gtm_node::access::Principal;
@@ -58,6 +59,8 @@ pub struct Names {
     pub scenarios: Vec<String>,
     pub services: Vec<String>,
     pub domains: Vec<String>,
+    #[serde(default)]
+    pub notifiers: Vec<String>,
 }
 
 pub async fn names(State(state): State<ApiState>) -> Json<Names> {
@@ -75,6 +78,7 @@ pub async fn names(State(state): State<ApiState>) -> Json<Names> {
         scenarios: of::<Scenario>(c),
         services: of::<Service>(c),
         domains: of::<Domain>(c),
+        notifiers: of::<Notifier>(c),
     }))
 }
 

@@ -11,15 +11,15 @@ use serde_json::{Map, Value, json};
 use gtm_model::error::ApiError;
 
 use super::{
-    ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress, DrainDatacenter,
+    AlertTest, ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress, DrainDatacenter,
     GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport, TestRequest,
-    TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, checks, cluster,
+    TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, alerts, checks, cluster,
     config, dnssec, drains, events, geoip, history, inputs, objects, peer, records, schedules, stats,
     status, tsig,
 };
 use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordView};
 use gtm_model::config::{
-    Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, View,
+    Address, Check, Datacenter, Domain, Notifier, Record, Region, Scenario, Service, View,
 };
 use gtm_node::access::Role;
 
@@ -276,6 +276,7 @@ pub fn operations() -> Vec<Op> {
     collection::<Scenario>(&mut ops, "/api/v1/scenarios", "/api/v1/scenarios/{name}");
     collection::<Service>(&mut ops, "/api/v1/services", "/api/v1/services/{name}");
     collection::<Domain>(&mut ops, "/api/v1/domains", "/api/v1/domains/{name}");
+    collection::<Notifier>(&mut ops, "/api/v1/notifiers", "/api/v1/notifiers/{name}");
     const RECORD: &str = "/api/v1/domains/{domain}/records/{name}/{rtype}";
     const ADDRESS: &str = "/api/v1/domains/{domain}/records/{name}/{rtype}/addresses/{address}";
     ops.extend([
@@ -445,6 +446,23 @@ pub fn operations() -> Vec<Op> {
         .role(Role::Reporter)
         .body(J(schema::<inputs::PushRequest>))
         .returns(J(schema::<Vec<CheckStatus>>)),
+        op(
+            Method::GET,
+            "/api/v1/alerts",
+            Token,
+            "Each notifier's delivery state on this device: delivered, failures, dropped, queued, open alerts, the last error",
+            handler!(Method::GET, alerts::list),
+        )
+        .returns(J(schema::<Vec<gtm_alerts::NotifierStatus>>)),
+        op(
+            Method::POST,
+            "/api/v1/alerts/{name}/test",
+            Token,
+            "Send a test message through a notifier now, from this device (operator); 404 for an unknown notifier",
+            handler!(Method::POST, alerts::test),
+        )
+        .role(Role::Operator)
+        .returns(J(schema::<AlertTest>)),
         op(
             Method::POST,
             "/api/v1/inputs/alertmanager",

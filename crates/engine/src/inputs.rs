@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use gtm_cluster::Value;
-use gtm_health::inputs::Inputs;
+use gtm_health::probe::inputs::Inputs;
 use gtm_model::inputs::InputState;
 
 use super::Engine;

@@ -131,7 +131,7 @@ pub struct Engine {
     /// restarted device counts them anew.
     records_epoch: u64,
     /// The committed health inputs push and alertmanager checks read.
-    inputs: Arc<gtm_health::inputs::Inputs>,
+    inputs: Arc<gtm_health::probe::inputs::Inputs>,
     inputs_seen: inputs::Seen,
 }
 

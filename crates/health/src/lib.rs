@@ -2,7 +2,6 @@
 //! threshold state machine and scenario decisions. See docs/health.md.
 
 mod convert;
-pub mod inputs;
 mod instance;
 pub mod probe;
 pub mod scenario;

@@ -56,6 +56,10 @@ pub struct Config {
     pub services: Vec<Arc<Service>>,
     #[serde(default, rename = "domain", skip_serializing_if = "Vec::is_empty")]
     pub domains: Vec<Arc<Domain>>,
+    /// Where each device sends alerts on its events (docs/operations.md,
+    /// "Alerts").
+    #[serde(default, rename = "notifier", skip_serializing_if = "Vec::is_empty")]
+    pub notifiers: Vec<Arc<Notifier>>,
     /// Response rate limiting of UDP answers per client network
     /// (docs/configuration.md, "Rate limiting"); on by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +150,7 @@ impl Config {
             scenarios,
             services,
             domains: _,
+            notifiers,
             rate_limit,
             cookies,
         } = self;
@@ -158,6 +163,7 @@ impl Config {
             scenarios: scenarios.clone(),
             services: services.clone(),
             domains: Vec::new(),
+            notifiers: notifiers.clone(),
             rate_limit: rate_limit.clone(),
             cookies: cookies.clone(),
         }
@@ -175,10 +181,12 @@ impl Config {
             scenarios: _,
             services: _,
             domains: _,
+            notifiers,
             rate_limit,
             cookies,
         } = self;
         *geoip == other.geoip
+            && *notifiers == other.notifiers
             && self.steers_alike(other)
             && *rate_limit == other.rate_limit
             && *cookies == other.cookies
@@ -288,6 +296,97 @@ pub struct Region {
     pub exclude_subdivisions: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_asns: Vec<crate::place::Asn>,
+}
+
+/// How a notifier delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifierType {
+    /// An HTTP(S) POST of a JSON body, signed with HMAC-SHA256.
+    Webhook,
+    /// An e-mail over SMTP.
+    Email,
+    /// An RFC 5424 syslog message over UDP, TCP or TLS.
+    Syslog,
+}
+
+/// A notifier (docs/operations.md, "Alerts"): where each device sends the
+/// events of its own (and, from the leader, the cluster's) that pass its
+/// filters, with a delay, repeats and resolution messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Notifier {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: NotifierType,
+    /// Webhook: the `http://` or `https://` URL posted to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Webhook: a file on each device holding the HMAC-SHA256 key the body
+    /// is signed with (never in the configuration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_file: Option<String>,
+    /// Email: the SMTP server, `host:port` (port 587 when left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp: Option<String>,
+    /// Email: `starttls` (default), `tls` (implicit, port 465) or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smtp_tls: Option<String>,
+    /// Email: the sender.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Email: the recipients.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to: Vec<String>,
+    /// Email: the SMTP user, with `password_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Email: a file on each device holding the SMTP password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<String>,
+    /// Syslog: the receiver, `host:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Syslog: `udp` (default), `tcp` or `tls`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// Syslog: the facility (`daemon` by default, `local0`…`local7`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facility: Option<String>,
+    /// A PEM file on each device of the CAs trusted for HTTPS and TLS
+    /// (default: the web's public roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<String>,
+    /// Event kinds sent (`record`, `check`, `scenario`, `datacenter`,
+    /// `device`, `operator`, `config`, `geoip`); empty: every kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
+    /// The least severity that opens an alert: `info`, `warning`
+    /// (default) or `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<crate::severity::Severity>,
+    /// Only the events of these records (`www.example.test/A`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub records: Vec<String>,
+    /// Only the events of records in these domains.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<String>,
+    /// Only the events of devices in, and about, these datacenters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub datacenters: Vec<String>,
+    /// Only the events of these devices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
+    /// Send only if the alert is still open this long after it opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Interval>,
+    /// Send again this often while the alert is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<Interval>,
+    /// Send a message when an alert that was sent is resolved (default
+    /// true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<bool>,
 }
 
 /// A view (docs/views.md): the clients one of `clients` holds get the

@@ -1028,7 +1028,7 @@ mod tests {
         assert_eq!(
             listed(text),
             [
-                "line 1: unknown field `x`, expected one of `geoip`, `datacenter`, `region`, `view`, `check`, `scenario`, `service`, `domain`, `rate_limit`, `cookies`",
+                "line 1: unknown field `x`, expected one of `geoip`, `datacenter`, `region`, `view`, `check`, `scenario`, `service`, `domain`, `notifier`, `rate_limit`, `cookies`",
                 "line 4: datacenter #2: missing field `name`",
                 "line 5: datacenter #2: country: invalid type: integer `3`, expected a string",
             ]

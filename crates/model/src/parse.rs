@@ -242,6 +242,7 @@ fn join(config: &mut Config, piece: Config) {
         scenarios,
         services,
         domains,
+        notifiers,
         rate_limit,
         cookies,
     } = piece;
@@ -252,6 +253,7 @@ fn join(config: &mut Config, piece: Config) {
     config.scenarios.extend(scenarios);
     config.services.extend(services);
     config.domains.extend(domains);
+    config.notifiers.extend(notifiers);
     // Each at most once in the text (see `cuts`).
     if geoip.is_some() {
         config.geoip = geoip;

@@ -318,6 +318,7 @@ pub enum Kind {
     // Appended last: stored commands name kinds by position.
     Region,
     View,
+    Notifier,
 }
 
 impl Kind {
@@ -330,6 +331,7 @@ impl Kind {
             Self::Domain => "domain",
             Self::Region => "region",
             Self::View => "view",
+            Self::Notifier => "notifier",
         }
     }
 }

@@ -37,6 +37,8 @@ pub fn page(title: &str, device: &str, who: Option<&Principal>, body: Markup) ->
                             a href="/ui/objects/regions" { "Regions" }
                             a href="/ui/objects/views" { "Views" }
                             a href="/ui/objects/services" { "Services" }
+                            a href="/ui/objects/notifiers" { "Notifiers" }
+                            a href="/ui/alerts" { "Alerts" }
                             a href="/ui/drains" { "Drains" }
                             a href="/ui/schedules" { "Schedules" }
                             a href="/ui/history" { "History" }

@@ -10,6 +10,7 @@
 //! copies, so the console shows and does exactly what the API does.
 
 mod accounts;
+mod alerts;
 mod assets;
 mod checks;
 mod cluster;
@@ -58,6 +59,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/checks", get(checks::page))
         .route("/ui/geoip", get(geoip::page))
         .route("/ui/drains", get(drains::page))
+        .route("/ui/alerts", get(alerts::page))
         .route("/ui/schedules", get(schedules::page))
         .route("/ui/history", get(history::page))
         .route("/ui/topology", get(topology::page))
@@ -101,6 +103,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/ui/checks/test", post(checks::test_unsaved))
         .route("/ui/checks/{name}/state", post(checks::set_state))
         .route("/ui/drains", post(drains::submit))
+        .route("/ui/alerts/{name}/test", post(alerts::test))
         .route("/ui/schedules", post(schedules::add))
         .route("/ui/schedules/{id}/cancel", post(schedules::cancel))
         .route("/ui/geoip/download", post(geoip::download))

@@ -10,6 +10,7 @@ mod exec;
 mod grpc;
 mod http;
 mod icmp;
+pub mod inputs;
 mod prometheus;
 mod tcp;
 
@@ -340,7 +341,7 @@ pub struct Prober {
     /// Swapped by a reload (SIGHUP) of the node settings.
     fence: arc_swap::ArcSwap<Fence>,
     /// The committed health inputs push and alertmanager checks read.
-    inputs: Arc<crate::inputs::Inputs>,
+    inputs: Arc<inputs::Inputs>,
 }
 
 impl Prober {
@@ -362,7 +363,7 @@ impl Prober {
 
     /// The prober reading `inputs` (the engine installs the committed ones
     /// there).
-    pub fn reading(mut self, inputs: Arc<crate::inputs::Inputs>) -> Self {
+    pub fn reading(mut self, inputs: Arc<inputs::Inputs>) -> Self {
         self.inputs = inputs;
         self
     }
@@ -372,7 +373,7 @@ impl Prober {
     pub fn waits(&self, spec: &ProbeSpec, running: Duration) -> bool {
         match &spec.kind {
             ProbeKind::Push { key, stale_after } => {
-                crate::inputs::waits(&self.inputs.load(), key, *stale_after, running)
+                inputs::waits(&self.inputs.load(), key, *stale_after, running)
             }
             _ => false,
         }
@@ -552,22 +553,22 @@ impl Prober {
                 exec::probe(target, command).await
             }
             ProbeKind::Prometheus { url, query, expect } => {
-                let address = crate::inputs::address_text(target);
+                let address = inputs::address_text(target);
                 prometheus::probe(self, url, query, expect, &address).await
             }
             ProbeKind::Push { key, stale_after } => {
-                crate::inputs::push_result(
+                inputs::push_result(
                     &self.inputs.load(),
                     key,
                     *stale_after,
                     gtm_model::clock::now_ms(),
                 )
-                .unwrap_or_else(|| Err(crate::inputs::never_reported(*stale_after)))
+                .unwrap_or_else(|| Err(inputs::never_reported(*stale_after)))
             }
-            ProbeKind::Alertmanager { labels } => crate::inputs::alert_result(
+            ProbeKind::Alertmanager { labels } => inputs::alert_result(
                 &self.inputs.load(),
                 labels,
-                &crate::inputs::address_text(target),
+                &inputs::address_text(target),
             ),
         }
     }

@@ -40,6 +40,10 @@ mod size;
 mod status;
 mod steering;
 mod views;
+mod notifiers;
+pub use notifiers::{
+    Delivery, EVENT_KINDS, Filter, NotifierSpec, SmtpTls, SyslogTransport, notifier_spec,
+};
 
 use std::{
     collections::{HashMap, HashSet},
@@ -123,6 +127,7 @@ fn compile_with(
         .map(|(i, d)| (d.name.as_str(), i))
         .collect();
     let checks = cx.checks(config, &dc_index);
+    cx.notifiers(config);
     let check_index: HashMap<&str, &CheckSpec> =
         checks.iter().map(|c| (c.name.as_str(), c)).collect();
     let scenarios = cx.scenarios(config, &check_index);

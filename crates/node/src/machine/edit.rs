@@ -19,7 +19,8 @@ use gtm_model::error::{ApiError, ErrorKind};
 use gtm_model::{
     Config,
     config::{
-        Address, Check, Datacenter, Domain, Record, Region, Scenario, Service, View, same_name,
+        Address, Check, Datacenter, Domain, Notifier, Record, Region, Scenario, Service, View,
+        same_name,
     },
 };
 
@@ -73,6 +74,7 @@ collection!(Check, "check", Check, checks);
 collection!(Scenario, "scenario", Scenario, scenarios);
 collection!(Service, "service", Service, services);
 collection!(Domain, "domain", Domain, domains, "record" => records);
+collection!(Notifier, "notifier", Notifier, notifiers);
 
 /// `what` is not in the configuration.
 pub fn not_found(what: String) -> ApiError {
@@ -137,6 +139,7 @@ pub fn existed(config: &Config, edit: &Edit) -> bool {
             Kind::Datacenter => find::<Datacenter>(config, name).is_ok(),
             Kind::Region => find::<Region>(config, name).is_ok(),
             Kind::View => find::<View>(config, name).is_ok(),
+            Kind::Notifier => find::<Notifier>(config, name).is_ok(),
             Kind::Check => find::<Check>(config, name).is_ok(),
             Kind::Scenario => find::<Scenario>(config, name).is_ok(),
             Kind::Service => find::<Service>(config, name).is_ok(),
@@ -196,6 +199,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             Kind::Datacenter => put::<Datacenter>(config, name, json, *keep_children),
             Kind::Region => put::<Region>(config, name, json, *keep_children),
             Kind::View => put::<View>(config, name, json, *keep_children),
+            Kind::Notifier => put::<Notifier>(config, name, json, *keep_children),
             Kind::Check => put::<Check>(config, name, json, *keep_children),
             Kind::Scenario => put::<Scenario>(config, name, json, *keep_children),
             Kind::Service => put::<Service>(config, name, json, *keep_children),
@@ -205,6 +209,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             Kind::Datacenter => delete::<Datacenter>(config, name),
             Kind::Region => delete::<Region>(config, name),
             Kind::View => delete::<View>(config, name),
+            Kind::Notifier => delete::<Notifier>(config, name),
             Kind::Check => delete::<Check>(config, name),
             Kind::Scenario => delete::<Scenario>(config, name),
             Kind::Service => delete::<Service>(config, name),
@@ -280,6 +285,7 @@ pub fn apply(config: &mut Config, edit: &Edit) -> Result<(), ApiError> {
             Kind::Datacenter => patch::<Datacenter>(config, name, json),
             Kind::Region => patch::<Region>(config, name, json),
             Kind::View => patch::<View>(config, name, json),
+            Kind::Notifier => patch::<Notifier>(config, name, json),
             Kind::Check => patch::<Check>(config, name, json),
             Kind::Scenario => patch::<Scenario>(config, name, json),
             Kind::Service => patch::<Service>(config, name, json),

@@ -170,6 +170,77 @@ pub const VIEWS: Kind = Kind {
     children: None,
 };
 
+const WEBHOOK: &[&str] = &["webhook"];
+const EMAIL: &[&str] = &["email"];
+const SYSLOG: &[&str] = &["syslog"];
+
+pub const NOTIFIERS: Kind = Kind {
+    path: "notifiers",
+    noun: "notifier",
+    title: "Notifiers",
+    about: "Where each device sends alerts on its events (webhook, e-mail, syslog): which events, after what delay, how often again while open, and whether resolutions too. Delivery state: gtm alert list.",
+    fields: &[
+        field("name", "Name", Input::Text, "ops"),
+        field("type", "Type", Input::Choice(&["webhook", "email", "syslog"]), ""),
+        only("url", "URL", Input::Text, "https://hooks.example.net/gtm", WEBHOOK),
+        only(
+            "secret_file",
+            "HMAC key file (on each device)",
+            Input::Text,
+            "unsigned",
+            WEBHOOK,
+        ),
+        only("smtp", "SMTP server (host:port)", Input::Text, "mail.example.net:587", EMAIL),
+        only(
+            "smtp_tls",
+            "SMTP TLS",
+            Input::Choice(&["starttls", "tls", "none"]),
+            "",
+            EMAIL,
+        ),
+        only("from", "From", Input::Text, "gtm@example.net", EMAIL),
+        only("to", "To (comma-separated)", Input::List, "ops@example.net", EMAIL),
+        only("username", "SMTP user", Input::Text, "none", EMAIL),
+        only(
+            "password_file",
+            "SMTP password file (on each device)",
+            Input::Text,
+            "none",
+            EMAIL,
+        ),
+        only("address", "Syslog receiver (host:port)", Input::Text, "syslog.example.net:514", SYSLOG),
+        only(
+            "transport",
+            "Transport",
+            Input::Choice(&["udp", "tcp", "tls"]),
+            "",
+            SYSLOG,
+        ),
+        only("facility", "Facility", Input::Text, "daemon", SYSLOG),
+        field("ca_file", "CA file (PEM, on each device)", Input::Text, "public roots"),
+        field(
+            "kinds",
+            "Event kinds (comma-separated)",
+            Input::List,
+            "every kind: record, check, scenario, datacenter, device, operator, config, geoip",
+        ),
+        field(
+            "severity",
+            "Least severity",
+            Input::Choice(&["info", "warning", "error"]),
+            "",
+        ),
+        field("records", "Records", Input::List, "every record"),
+        field("domains", "Domains", Input::List, "every domain"),
+        field("datacenters", "Datacenters", Input::List, "every datacenter"),
+        field("devices", "Devices", Input::List, "every device"),
+        field("delay", "Send if still open after", Input::Text, "at once"),
+        field("repeat", "Send again every", Input::Text, "never"),
+        field("resolved", "Send resolutions", Input::Flag, ""),
+    ],
+    children: None,
+};
+
 pub const SERVICES: Kind = Kind {
     path: "services",
     noun: "service",
@@ -423,7 +494,7 @@ pub const DOMAINS: Kind = Kind {
 };
 
 /// Every kind with a form, in the order the console lists them.
-pub const KINDS: [&Kind; 7] = [
+pub const KINDS: [&Kind; 8] = [
     &DOMAINS,
     &CHECKS,
     &SCENARIOS,
@@ -431,6 +502,7 @@ pub const KINDS: [&Kind; 7] = [
     &REGIONS,
     &VIEWS,
     &SERVICES,
+    &NOTIFIERS,
 ];
 
 pub fn by_path(path: &str) -> Option<&'static Kind> {
@@ -440,7 +512,9 @@ pub fn by_path(path: &str) -> Option<&'static Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gtm_model::config::{Check, Datacenter, Domain, Region, Scenario, Service, View};
+    use gtm_model::config::{
+        Check, Datacenter, Domain, Notifier, Region, Scenario, Service, View,
+    };
     use schemars::schema_for;
 
     /// Every field of a form is a key the configuration has.
@@ -454,6 +528,7 @@ mod tests {
             (&SCENARIOS, schema_for!(Scenario)),
             (&CHECKS, schema_for!(Check)),
             (&DOMAINS, schema_for!(Domain)),
+            (&NOTIFIERS, schema_for!(Notifier)),
         ];
         for (kind, schema) in schemas {
             let json = serde_json::to_value(&schema).unwrap();

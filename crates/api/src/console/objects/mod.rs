@@ -34,7 +34,7 @@ use super::fields::{
 use super::layout::{self, csrf_field, query_value, segment};
 use crate::objects::{Collection, WriteOptions, delete, put};
 use crate::{ApiState, ApplyResult, ProbeRequest, TestResult};
-use gtm_model::config::{Check, Datacenter, Domain, Region, Scenario, Service, View};
+use gtm_model::config::{Check, Datacenter, Domain, Notifier, Region, Scenario, Service, View};
 use gtm_model::error::ApiError;
 use gtm_node::access::{Principal, Role};
 use kinds::{Input, Kind};
@@ -67,6 +67,10 @@ macro_rules! typed {
             }
             "views" => {
                 type $t = View;
+                $body
+            }
+            "notifiers" => {
+                type $t = Notifier;
                 $body
             }
             _ => {

@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use arc_swap::ArcSwap;
 use gtm_model::inputs::{InputState, alert_matches};
 
-use super::probe::{ProbeResult, Target};
+use super::{ProbeResult, Target};
 
 /// The committed inputs, swapped whole on each change.
 #[derive(Debug, Default)]
