@@ -595,3 +595,57 @@ severity = "info"
     assert_eq!(drains.len(), 1, "{drains:?}");
     assert_eq!(drains[0]["device"], "gtm1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn syslog_over_tls_is_octet_counted_and_verified_against_the_ca_file() {
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject};
+    use tokio::io::AsyncReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, issuer) = test_ca("syslog test CA");
+    std::fs::write(dir.path().join("ca.pem"), &ca).unwrap();
+    let (cert, key) = issue(dir.path(), "127.0.193.45", &issuer);
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()],
+        PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.193.45:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let received: Arc<Log<String>> = Arc::new(Log::default());
+    let seen = received.clone();
+    let server = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let Ok(mut tls) = acceptor.accept(stream).await else {
+                continue;
+            };
+            let mut all = Vec::new();
+            let _ = tls.read_to_end(&mut all).await;
+            seen.push(String::from_utf8_lossy(&all).into_owned());
+        }
+    });
+    let notifier = format!(
+        "[[notifier]]\nname = \"tls\"\ntype = \"syslog\"\naddress = \"127.0.193.45:{port}\"\ntransport = \"tls\"\nca_file = \"{}\"\nkinds = [\"geoip\"]\n",
+        dir.path().join("ca.pem").display()
+    );
+    let d = TestDevice::start(&format!("{}\n{notifier}", zone("127.0.193.46", 9, ""))).await;
+    let sent = run_gtm(&d, &["alert", "test", "tls"]);
+    assert_eq!(sent.code, Some(0), "{} {}", sent.stdout, sent.stderr);
+    let frame = received.wait_len(1).await.remove(0);
+    // RFC 5425: the length in octets, a space, the message.
+    let (length, message) = frame.split_once(' ').unwrap();
+    assert_eq!(length.parse::<usize>().unwrap(), message.len(), "{frame}");
+    assert!(message.starts_with("<29>1 "), "{message}");
+    assert!(message.contains(" test1 gtm - ALERT [gtm@32473 status=\"test\""), "{message}");
+    assert!(message.ends_with("] test of notifier tls from test1"), "{message}");
+    server.abort();
+}
