@@ -35,6 +35,11 @@ async fn a_json_body_with_an_unknown_field_is_refused_by_name() {
         if op.access != Access::Token || !matches!(op.body, Payload::Json(_)) {
             continue;
         }
+        // Alertmanager's notifications are in Alertmanager's format, whose
+        // fields the receiver reads past (docs/api.md, "Access").
+        if op.path == "/api/v1/inputs/alertmanager" {
+            continue;
+        }
         // Path parameters naming objects of the configuration.
         let mut path = Vec::new();
         for seg in op.path.split('/') {

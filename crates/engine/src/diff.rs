@@ -41,7 +41,9 @@ const MAX_VALUE: usize = 60;
 /// Fields of a check that are durations: printed bare (`10s`), as an
 /// operator reads them, not as the quoted string they are stored as. A test
 /// holds this list to the check's schema.
-const CHECK_DURATIONS: &[&str] = &["interval", "timeout"];
+const CHECK_DURATIONS: &[&str] = &["interval", "max_latency", "stale_after", "timeout"];
+/// The same for a notifier.
+const NOTIFIER_DURATIONS: &[&str] = &["delay", "repeat"];
 
 /// The changes from `old` to `new`, one line each (see the module doc).
 /// Empty exactly when nothing changed.
@@ -61,6 +63,14 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
         &old.regions,
         &new.regions,
         |r| r.name.as_str(),
+        &[],
+    );
+    named(
+        &mut out,
+        "view",
+        &old.views,
+        &new.views,
+        |v| v.name.as_str(),
         &[],
     );
     named(
@@ -88,6 +98,14 @@ pub fn diff(old: &Config, new: &Config) -> Vec<String> {
         &[],
     );
     domains(&mut out, &old.domains, &new.domains);
+    named(
+        &mut out,
+        "notifier",
+        &old.notifiers,
+        &new.notifiers,
+        |n| n.name.as_str(),
+        NOTIFIER_DURATIONS,
+    );
     table(&mut out, "geoip", &old.geoip, &new.geoip);
     table(&mut out, "rate_limit", &old.rate_limit, &new.rate_limit);
     table(&mut out, "cookies", &old.cookies, &new.cookies);
@@ -835,6 +853,24 @@ addresses = [{ target = "www.example.test." }]
     }
 
     #[test]
+    fn views_and_notifiers_field_by_field() {
+        let before = config(
+            "[[view]]\nname = \"internal\"\nclients = [\"10.0.0.0/8\"]\n\n[[notifier]]\nname = \"ops\"\ntype = \"webhook\"\nurl = \"https://h.test/a\"\ndelay = \"30s\"\n",
+        );
+        let after = config(
+            "[[view]]\nname = \"internal\"\nclients = [\"10.0.0.0/8\", \"192.168.0.0/16\"]\n\n[[notifier]]\nname = \"ops\"\ntype = \"webhook\"\nurl = \"https://h.test/a\"\ndelay = \"1m\"\n\n[[notifier]]\nname = \"mail\"\ntype = \"email\"\nsmtp = \"m.test\"\nfrom = \"a@b.test\"\nto = [\"c@d.test\"]\n",
+        );
+        assert_eq!(
+            diff(&before, &after),
+            [
+                r#"~ view internal: clients ["10.0.0.0/8"] → ["10.0.0.0/8", "192.168.0.0/16"]"#,
+                r#"+ notifier mail: from "a@b.test", smtp "m.test", to ["c@d.test"], type "email""#,
+                "~ notifier ops: delay 30s → 1m",
+            ]
+        );
+    }
+
+    #[test]
     fn checks_datacenters_scenarios_services_field_by_field() {
         assert_eq!(
             changed("interval = \"10s\"", "interval = \"30s\""),
@@ -966,7 +1002,7 @@ addresses = [{ target = "www.example.test." }]
     #[test]
     fn duration_fields_are_the_checks_intervals() {
         // What prints bare is exactly what the schema says is a duration,
-        // in checks and nowhere else.
+        // in checks and notifiers and nowhere else.
         fn durations(schema: schemars::Schema) -> Vec<String> {
             let value = schema.as_value();
             let props = value.get("properties").and_then(Value::as_object).unwrap();
@@ -978,6 +1014,10 @@ addresses = [{ target = "www.example.test." }]
         }
         use gtm_model::config::*;
         assert_eq!(durations(schemars::schema_for!(Check)), CHECK_DURATIONS);
+        assert_eq!(
+            durations(schemars::schema_for!(Notifier)),
+            NOTIFIER_DURATIONS
+        );
         for other in [
             schemars::schema_for!(Datacenter),
             schemars::schema_for!(Scenario),
