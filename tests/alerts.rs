@@ -236,6 +236,29 @@ async fn a_webhook_gets_signed_alerts_and_resolutions_and_its_queue_outlives_its
         metrics.contains("gtm_alert_failing{device=\"test1\",notifier=\"hook\"} 1"),
         "{metrics}"
     );
+    // Everywhere the device reports its health.
+    let health = gtm_node::tls::http_client(None, None)
+        .unwrap()
+        .get(format!("http://{}/health", d.device.api_addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        health.starts_with("degraded\n") && health.contains("alerts: notifier hook cannot deliver"),
+        "{health}"
+    );
+    let status = run_gtm(&d, &["status"]).stdout;
+    assert!(
+        status.lines().any(|l| l.starts_with("hook") && l.contains("failing")),
+        "{status}"
+    );
+    assert!(
+        status.contains("DEGRADED alerts: notifier hook cannot deliver"),
+        "{status}"
+    );
     hook.restart().await;
     until("the queued alert arrives", || async {
         with(&hook, "firing", "web@127.0.193.2").len() == 2

@@ -42,6 +42,14 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
     for worker in gtm_api::failed_workers(&report.workers) {
         println!("DEGRADED worker {worker}");
     }
+    for n in report.alerts.iter().filter(|n| n.counts.failing) {
+        println!(
+            "DEGRADED alerts: notifier {} cannot deliver ({} queued): {}",
+            n.name,
+            n.queued,
+            n.counts.last_error.as_deref().unwrap_or_default()
+        );
+    }
     if let Some(warning) = &report.geoip_warning {
         println!("WARNING: {warning}");
     }
@@ -136,6 +144,26 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
             .collect();
         table(
             &["DOMAIN", "SECONDARY (notify)", "SERIAL", "STATE", "SENT"],
+            &rows,
+        );
+    }
+    if !report.alerts.is_empty() {
+        println!();
+        let rows: Vec<[String; 5]> = report
+            .alerts
+            .iter()
+            .map(|n| {
+                [
+                    n.name.clone(),
+                    n.state.clone(),
+                    n.counts.delivered.to_string(),
+                    n.queued.to_string(),
+                    n.counts.last_error.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        table(
+            &["NOTIFIER", "STATE", "DELIVERED", "QUEUED", "LAST ERROR"],
             &rows,
         );
     }

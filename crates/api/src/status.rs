@@ -52,6 +52,10 @@ pub struct StatusReport {
     /// the responses it decided (docs/topology.md); empty without rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<gtm_engine::RuleStatus>,
+    /// Each notifier's delivery state on this device (docs/operations.md,
+    /// "Alerts"); empty without notifiers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<gtm_alerts::NotifierStatus>,
 }
 
 pub(super) async fn status(State(state): State<ApiState>) -> Result<Json<StatusReport>, ApiError> {
@@ -76,6 +80,7 @@ fn report(state: &ApiState) -> StatusReport {
         cluster_degraded: state.replication.fault(),
         workers: state.workers.list(),
         rules: state.engine.rule_status(),
+        alerts: state.alerts.statuses(),
     }
 }
 
@@ -139,6 +144,16 @@ pub async fn health(State(state): State<ApiState>) -> String {
     }
     for worker in failed_workers(&state.workers.list()) {
         conditions.push(format!("worker {worker}"));
+    }
+    for n in state.alerts.statuses() {
+        if n.counts.failing {
+            conditions.push(format!(
+                "alerts: notifier {} cannot deliver ({} queued): {}",
+                n.name,
+                n.queued,
+                n.counts.last_error.as_deref().unwrap_or_default()
+            ));
+        }
     }
     if conditions.is_empty() {
         "ok\n".to_string()
