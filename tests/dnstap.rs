@@ -379,3 +379,69 @@ async fn a_reader_that_stops_reading_never_holds_dns_back_and_a_new_one_is_conne
         assert!(yaml.contains("after.tap.test"), "{yaml}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_moves_dnstap_to_its_new_output_and_the_old_one_is_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second) = (
+        tmp.path().join("first.fstrm"),
+        tmp.path().join("second.fstrm"),
+    );
+    let d = TestDevice::start_set(CONFIG, |s| {
+        s.dnstap = Some(dnstap(|t| t.file = Some(first.clone())));
+    })
+    .await;
+    tcp(d.v4(), &query("static.tap.test.", RecordType::TXT)).await;
+    until("2 messages sent", async || sent(&d).await >= 2.0).await;
+    let mut settings = TestDevice::settings(d.dir.path(), None);
+    settings.dnstap = Some(dnstap(|t| {
+        t.file = Some(second.clone());
+        t.messages = vec![gtm_model::node::DnstapMessage::AuthResponse];
+    }));
+    d.device.reload(&settings).unwrap();
+    until("the second file", async || {
+        second.exists() && sample(&metrics(&d).await, "gtm_dnstap_connects_total") >= 2.0
+    })
+    .await;
+    tcp(d.v4(), &query("after.tap.test.", RecordType::TXT)).await;
+    until("3 messages sent", async || sent(&d).await >= 3.0).await;
+    // Off: the worker idles, the output is closed.
+    settings.dnstap = None;
+    d.device.reload(&settings).unwrap();
+    let status = api_get(&d, "/api/v1/status").await;
+    let worker = status["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "dnstap")
+        .cloned()
+        .unwrap();
+    assert_eq!(worker["state"], "idle", "{worker}");
+    // Each file is whole (START ... STOP) with its own messages.
+    let names = |file: &Path| -> Vec<String> {
+        let bytes = std::fs::read(file).unwrap();
+        assert!(
+            bytes.ends_with(&frames::control(Control::Stop, None)),
+            "{file:?}"
+        );
+        frames::data_frames(&bytes)
+            .unwrap()
+            .into_iter()
+            .map(|f| {
+                let m = message::decode(f).unwrap().message.unwrap();
+                let wire = m.query_message.or(m.response_message).unwrap();
+                let q = hickory_server::proto::op::Message::from_vec(&wire).unwrap();
+                format!("{} {}", m.r#type, q.queries[0].name())
+            })
+            .collect()
+    };
+    until("the second file closed", async || {
+        std::fs::read(&second)
+            .unwrap()
+            .ends_with(&frames::control(Control::Stop, None))
+    })
+    .await;
+    assert_eq!(names(&first), ["1 static.tap.test.", "2 static.tap.test."]);
+    assert_eq!(names(&second), ["2 after.tap.test."]);
+    d.device.stop().await;
+}

@@ -66,7 +66,7 @@ impl TestDevice {
     }
 
     /// The node settings of a test device: loopback, port 0.
-    fn settings(data_dir: &std::path::Path, geoip: Option<PathBuf>) -> NodeSettings {
+    pub fn settings(data_dir: &std::path::Path, geoip: Option<PathBuf>) -> NodeSettings {
         NodeSettings {
             name: "test1".into(),
             dns_listen: vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()],

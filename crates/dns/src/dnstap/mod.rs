@@ -225,23 +225,32 @@ impl Dnstap {
         if running.as_ref().map(|r| &r.settings) == settings.as_ref() {
             return;
         }
-        if let Some(before) = running.take() {
+        let before = running.take().map(|before| {
             self.slot.tap.store(None);
             before.stop.cancel();
-        }
+            before.writer
+        });
         let Some(settings) = settings else {
             self.slot.stats.connected.store(false, Relaxed);
             return;
         };
         let (queue, receive) = mpsc::channel(settings.buffer.max(1));
         let stop = CancellationToken::new();
-        let writer = tokio::spawn(writer::run(
+        let run = writer::run(
             settings.clone(),
             receive,
             self.slot.stats.clone(),
             self.dns.clone(),
             stop.clone(),
-        ));
+        );
+        let writer = tokio::spawn(async move {
+            // The writer before closes its output first (a file of the
+            // same path is made anew only then).
+            if let Some(before) = before {
+                let _ = tokio::time::timeout(STOP_WAIT, before).await;
+            }
+            run.await
+        });
         self.slot.tap.store(Some(Arc::new(Tap {
             settings: settings.clone(),
             queue,
