@@ -171,7 +171,7 @@ fn extras(file: &Path) -> Vec<String> {
         .into_iter()
         .map(|f| message::decode(f).expect("a dnstap message"))
         .filter_map(|m| m.extra)
-        .map(|e| String::from_utf8(e).expect("text"))
+        .map(|e| String::from_utf8(e.to_vec()).expect("text"))
         .collect()
 }
 

@@ -172,8 +172,12 @@ pub(super) fn dnstap_settings(settings: &NodeSettings) -> Option<dnstap::Setting
         responses: d.messages.contains(&DnstapMessage::AuthResponse),
         sample: d.sample(),
         buffer: d.buffer(),
-        identity: d.identity.clone().unwrap_or_else(|| settings.name.clone()),
-        version: format!("gtm {}", env!("CARGO_PKG_VERSION")),
+        identity: d
+            .identity
+            .clone()
+            .unwrap_or_else(|| settings.name.clone())
+            .into(),
+        version: format!("gtm {}", env!("CARGO_PKG_VERSION")).into(),
     })
 }
 

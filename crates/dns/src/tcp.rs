@@ -279,9 +279,9 @@ fn reply_tapped(
             client: peer,
             server: local,
             query_time,
-            query: message.to_vec(),
+            query: bytes::Bytes::copy_from_slice(message),
             response_time: SystemTime::now(),
-            response,
+            response: response.into(),
         },
         steered: note,
     });

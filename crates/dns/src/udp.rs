@@ -24,6 +24,7 @@ use std::{
     time::{Duration, SystemTime},
 };
 
+use bytes::Bytes;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::cpus::Split;
@@ -229,9 +230,9 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                             query_time: SystemTime::now()
                                 .checked_sub(received.elapsed())
                                 .unwrap_or_else(SystemTime::now),
-                            query: query.to_vec(),
+                            query: Bytes::copy_from_slice(query),
                             response_time: SystemTime::now(),
-                            response: out.clone(),
+                            response: Bytes::copy_from_slice(out),
                         },
                         steered: note,
                     });

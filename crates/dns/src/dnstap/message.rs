@@ -11,19 +11,20 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
+use bytes::Bytes;
 use prost::Message as _;
 
 /// `Dnstap`: the outer message of every frame.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Dnstap {
-    #[prost(bytes = "vec", optional, tag = "1")]
-    pub identity: Option<Vec<u8>>,
-    #[prost(bytes = "vec", optional, tag = "2")]
-    pub version: Option<Vec<u8>>,
+    #[prost(bytes = "bytes", optional, tag = "1")]
+    pub identity: Option<Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "2")]
+    pub version: Option<Bytes>,
     /// Free-form: gtm's steering decision for a steered answer
     /// (docs/operations.md, "dnstap").
-    #[prost(bytes = "vec", optional, tag = "3")]
-    pub extra: Option<Vec<u8>>,
+    #[prost(bytes = "bytes", optional, tag = "3")]
+    pub extra: Option<Bytes>,
     #[prost(message, optional, tag = "14")]
     pub message: Option<Message>,
     /// `Dnstap.Type`: always MESSAGE.
@@ -59,14 +60,14 @@ pub struct Message {
     pub query_time_sec: Option<u64>,
     #[prost(fixed32, optional, tag = "9")]
     pub query_time_nsec: Option<u32>,
-    #[prost(bytes = "vec", optional, tag = "10")]
-    pub query_message: Option<Vec<u8>>,
+    #[prost(bytes = "bytes", optional, tag = "10")]
+    pub query_message: Option<Bytes>,
     #[prost(uint64, optional, tag = "12")]
     pub response_time_sec: Option<u64>,
     #[prost(fixed32, optional, tag = "13")]
     pub response_time_nsec: Option<u32>,
-    #[prost(bytes = "vec", optional, tag = "14")]
-    pub response_message: Option<Vec<u8>>,
+    #[prost(bytes = "bytes", optional, tag = "14")]
+    pub response_message: Option<Bytes>,
 }
 
 /// `Message.Type`: the two an authoritative server sends.
@@ -103,9 +104,9 @@ pub struct Seen {
     /// The listener's address and port.
     pub server: SocketAddr,
     pub query_time: SystemTime,
-    pub query: Vec<u8>,
+    pub query: Bytes,
     pub response_time: SystemTime,
-    pub response: Vec<u8>,
+    pub response: Bytes,
 }
 
 /// The address bytes dnstap carries: 4 for IPv4 (an IPv4-mapped IPv6
@@ -122,14 +123,17 @@ fn since_epoch(t: SystemTime) -> (u64, u32) {
     (d.as_secs(), d.subsec_nanos())
 }
 
-/// One dnstap message of `seen`, encoded: `kind` says which.
-pub fn encode(
+/// One dnstap message of `seen` (`kind` says which), appended to `out` as
+/// a Frame Streams data frame. The byte fields share `seen`'s and the
+/// writer's buffers: nothing is copied but into `out`.
+pub fn push_frame(
+    out: &mut Vec<u8>,
     kind: MessageType,
     seen: &Seen,
-    identity: &[u8],
-    version: &[u8],
-    extra: Option<&[u8]>,
-) -> Vec<u8> {
+    identity: &Bytes,
+    version: &Bytes,
+    extra: Option<Bytes>,
+) {
     let (family, query_address) = address(seen.client.ip());
     let (_, response_address) = address(seen.server.ip());
     let (query_sec, query_nsec) = since_epoch(seen.query_time);
@@ -157,14 +161,38 @@ pub fn encode(
             message.response_message = Some(seen.response.clone());
         }
     }
-    Dnstap {
-        identity: (!identity.is_empty()).then(|| identity.to_vec()),
-        version: (!version.is_empty()).then(|| version.to_vec()),
-        extra: extra.map(<[u8]>::to_vec),
+    let dnstap = Dnstap {
+        identity: (!identity.is_empty()).then(|| identity.clone()),
+        version: (!version.is_empty()).then(|| version.clone()),
+        extra,
         message: Some(message),
         r#type: DnstapType::Message as i32,
-    }
-    .encode_to_vec()
+    };
+    let len = dnstap.encoded_len();
+    out.reserve(4 + len);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    // A `Vec` grows as needed: encoding into one does not fail.
+    let _ = dnstap.encode(out);
+}
+
+/// One dnstap message of `seen`, encoded alone (without its frame).
+pub fn encode(
+    kind: MessageType,
+    seen: &Seen,
+    identity: &[u8],
+    version: &[u8],
+    extra: Option<&[u8]>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    push_frame(
+        &mut out,
+        kind,
+        seen,
+        &Bytes::copy_from_slice(identity),
+        &Bytes::copy_from_slice(version),
+        extra.map(Bytes::copy_from_slice),
+    );
+    out.split_off(4)
 }
 
 /// A dnstap frame decoded; `None` when it is not one.
@@ -182,9 +210,9 @@ mod tests {
             client: "[::ffff:192.0.2.7]:5353".parse().unwrap(),
             server: "127.0.0.1:53".parse().unwrap(),
             query_time: UNIX_EPOCH + Duration::new(1_700_000_000, 5),
-            query: vec![1, 2, 3],
+            query: Bytes::from_static(&[1, 2, 3]),
             response_time: UNIX_EPOCH + Duration::new(1_700_000_001, 6),
-            response: vec![4, 5],
+            response: Bytes::from_static(&[4, 5]),
         }
     }
 

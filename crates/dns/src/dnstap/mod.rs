@@ -74,9 +74,9 @@ pub struct Settings {
     /// Queries queued for the writer at most.
     pub buffer: usize,
     /// `Dnstap.identity`.
-    pub identity: String,
+    pub identity: bytes::Bytes,
     /// `Dnstap.version`.
-    pub version: String,
+    pub version: bytes::Bytes,
 }
 
 impl Settings {

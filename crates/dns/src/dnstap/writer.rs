@@ -17,6 +17,7 @@
 
 use std::{io, sync::Arc, sync::atomic::Ordering::Relaxed, time::Duration};
 
+use bytes::Bytes;
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     sync::mpsc,
@@ -286,24 +287,30 @@ fn encode(
     buffer: &mut Vec<u8>,
 ) -> u64 {
     let geo = dns.geo.load();
-    let (identity, version) = (settings.identity.as_bytes(), settings.version.as_bytes());
+    let (identity, version) = (&settings.identity, &settings.version);
     let mut n = 0;
     for t in batch {
         if settings.queries {
-            let m = message::encode(MessageType::AuthQuery, &t.seen, identity, version, None);
-            frames::push_data(buffer, &m);
+            message::push_frame(
+                buffer,
+                MessageType::AuthQuery,
+                &t.seen,
+                identity,
+                version,
+                None,
+            );
             n += 1;
         }
         if settings.responses {
             let extra = t.steered.as_ref().and_then(|s| words.text(s, &geo));
-            let m = message::encode(
+            message::push_frame(
+                buffer,
                 MessageType::AuthResponse,
                 &t.seen,
                 identity,
                 version,
-                extra.as_deref().map(str::as_bytes),
+                extra.map(Bytes::from),
             );
-            frames::push_data(buffer, &m);
             n += 1;
         }
     }
