@@ -46,6 +46,12 @@
 #                        its own weighted www like steered  gtm
 #                        The report gives its CPU µs/query over
 #                        steered-ecs: the cost of deciding the view.
+#   dnstap on/off: gtm-tap is a second gtm, the same but for its node
+#                        file's [dnstap] (every query, both messages, to a
+#                        file: DNSTAP_FILE), asked static and steered like
+#                        gtm.  The report gives its CPU µs/query over
+#                        gtm's (the writer's thread counted: the whole
+#                        process) and the messages it wrote and dropped.
 #
 # Usage: scripts/bench-dns.sh [--duration N] [--runs N] [--only gtm,nsd,gdnsd]
 #                             [--no-build] [--docs FILE | --no-docs] [--keep-tmp]
@@ -65,7 +71,9 @@
 #   arguments (e.g. "-E 10:0123456789abcdef" for a client cookie, "-e"
 #   for EDNS alone). GTM_BIN (default target/release/gtm), GTM_PORT=15353,
 #   NSD_PORT=15354, GDNSD_PORT=15355, GTM_API_PORT=15380, MON_PORT=15390,
-#   RUST_LOG for gtm (default warn).  Needs 2+ CPUs; installs dnsperf, nsd,
+#   RUST_LOG for gtm (default warn), GTM_TAP_PORT=15356,
+#   GTM_TAP_API_PORT=15381, DNSTAP_FILE (default in the temporary
+#   directory; /dev/null leaves the disk out).  Needs 2+ CPUs; installs dnsperf, nsd,
 #   gdnsd, dnsutils with apt-get when missing (root or passwordless sudo).
 #
 # Only loopback addresses are ever contacted.  The script stops only the
@@ -92,6 +100,8 @@ GTM_PORT=${GTM_PORT:-15353}
 NSD_PORT=${NSD_PORT:-15354}
 GDNSD_PORT=${GDNSD_PORT:-15355}
 GTM_API_PORT=${GTM_API_PORT:-15380}
+GTM_TAP_PORT=${GTM_TAP_PORT:-15356}      # the dnstap pair's second gtm
+GTM_TAP_API_PORT=${GTM_TAP_API_PORT:-15381}
 MON_PORT=${MON_PORT:-15390}      # TCP listener that gdnsd's monitor checks
 GTM_BIN=${GTM_BIN:-$REPO_ROOT/target/release/gtm}
 
@@ -167,7 +177,7 @@ CLK_TCK=$(getconf CLK_TCK)
 check_ports() {
     local p
     if ((WANT_GTM)); then
-        for p in "udp $GTM_PORT" "tcp $GTM_API_PORT"; do
+        for p in "udp $GTM_PORT" "tcp $GTM_API_PORT" "udp $GTM_TAP_PORT" "tcp $GTM_TAP_API_PORT"; do
             # shellcheck disable=SC2086
             port_busy $p && die "port ${p#* } (${p% *}) on loopback is already in use"
         done
@@ -340,6 +350,15 @@ dns_listen = ["$ADDR:$GTM_PORT"]
 api_listen = "$ADDR:$GTM_API_PORT"
 udp_workers = 1
 EOF
+    # The dnstap pair: the same device but for its [dnstap] table.
+    mkdir -p "$TMP/gtm-tap-data"
+    DNSTAP_FILE=${DNSTAP_FILE:-$TMP/dnstap.fstrm}
+    sed -e 's|^name = "bench"$|name = "bench-tap"|' \
+        -e "s|^data_dir = .*|data_dir = \"$TMP/gtm-tap-data\"|" \
+        -e "s|^dns_listen = .*|dns_listen = [\"$ADDR:$GTM_TAP_PORT\"]|" \
+        -e "s|^api_listen = .*|api_listen = \"$ADDR:$GTM_TAP_API_PORT\"|" \
+        "$TMP/gtm-node.toml" >"$TMP/gtm-tap-node.toml"
+    printf '\n[dnstap]\nfile = "%s"\n' "$DNSTAP_FILE" >>"$TMP/gtm-tap-node.toml"
     {
         cat <<EOF
 [[datacenter]]
@@ -634,7 +653,31 @@ if ((WANT_GTM)); then
         sleep 0.5
     done
     log "gtm: bench.test signed; DO answers carry their RRSIG"
+
+    RUST_LOG=${RUST_LOG:-warn} start gtm-tap "$TMP/gtm-tap.log" \
+        "$GTM_BIN" serve --config "$TMP/gtm-tap-node.toml"
+    PORT_OF[gtm-tap]=$GTM_TAP_PORT
+    wait_tcp gtm-tap "$GTM_TAP_API_PORT"
+    deadline=$((SECONDS + START_TIMEOUT))
+    until timeout 120 "$GTM_BIN" --data-dir "$TMP/gtm-tap-data" config apply "$TMP/gtm-bench.toml" \
+        >"$TMP/gtm-tap-apply.log" 2>&1; do
+        alive_or_die gtm-tap
+        ((SECONDS < deadline)) || { cat "$TMP/gtm-tap-apply.log" >&2; die "gtm-tap config apply failed"; }
+        sleep 1
+    done
+    wait_answering gtm-tap "$GTM_TAP_PORT"
+    verify gtm-tap "$GTM_TAP_PORT" 1
+    log "gtm-tap: dnstap to $DNSTAP_FILE"
 fi
+
+# The dnstap messages gtm-tap wrote (sent) or dropped, from its /metrics.
+dnstap_count() { # result
+    python3 -c 'import sys, urllib.request
+text = urllib.request.urlopen("http://" + sys.argv[1] + "/metrics", timeout=10).read().decode()
+for line in text.splitlines():
+    if line.startswith("gtm_dnstap_messages_total{result=\"" + sys.argv[2] + "\"}"):
+        print(int(float(line.split()[-1])))' "$ADDR:$GTM_TAP_API_PORT" "$1"
+}
 
 # ---------------------------------------------------------------------------
 # 4. Measure.
@@ -695,9 +738,11 @@ run_dnsperf() { # name record seconds label
 # Pairs in the order used on odd runs: servers alternate from one run to the next.
 PAIRS=()
 ((WANT_GTM)) && PAIRS+=("gtm static")
+((WANT_GTM)) && PAIRS+=("gtm-tap static")
 ((WANT_NSD)) && PAIRS+=("nsd static")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd static")
 ((WANT_GTM)) && PAIRS+=("gtm steered")
+((WANT_GTM)) && PAIRS+=("gtm-tap steered")
 ((WANT_GTM)) && PAIRS+=("gtm steered-do")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd steered")
 ((WANT_GTM)) && PAIRS+=("gtm steered-ecs")
@@ -729,6 +774,12 @@ for ((run = 1; run <= RUNS; run++)); do
     done
 done
 
+if ((WANT_GTM)); then
+    DNSTAP_SENT=$(dnstap_count sent)
+    DNSTAP_DROPPED=$(dnstap_count dropped)
+    log "gtm-tap: dnstap messages sent $DNSTAP_SENT, dropped $DNSTAP_DROPPED"
+fi
+
 # ---------------------------------------------------------------------------
 # 5. Report: Markdown table, ratios, and docs/performance.md.
 # ---------------------------------------------------------------------------
@@ -736,7 +787,7 @@ version_of() {
     case $1 in
         nsd) nsd -v 2>&1 | awk 'NR == 1 {print "NSD " $3}' ;;
         gdnsd) gdnsd -c /nonexistent checkconf 2>&1 | grep -o 'gdnsd version [0-9.]*' | head -1 | sed 's/ version//' ;;
-        gtm) gtm_version ;;
+        gtm | gtm-tap) gtm_version ;;
     esac
 }
 
@@ -754,7 +805,7 @@ make_report() {
     echo "| server | record | run | q/s | lost | server CPU % | CPU µs/query |"
     echo "|---|---|---|---|---|---|---|"
     # Rows grouped gtm, gdnsd, nsd; then record; then run.
-    awk -F'\t' 'BEGIN { rank["gtm"] = 1; rank["gdnsd"] = 2; rank["nsd"] = 3 }
+    awk -F'\t' 'BEGIN { rank["gtm"] = 1; rank["gtm-tap"] = 1; rank["gdnsd"] = 2; rank["nsd"] = 3 }
                  { print rank[$1] "\t" $0 }' "$RESULTS" \
         | sort -t $'\t' -k1,1n -k3,3 -k4,4n \
         | awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $2, $3, $4, $5, $6, $7, $8 }'
@@ -786,6 +837,12 @@ make_report() {
     if [[ -n $u_gtm && -n $u_gd ]]; then
         parts+=("$(ratio_line "gtm view/weighted CPU µs/query (both with ECS):" "$u_gtm" "$u_gd")")
     fi
+    for rec in static steered; do
+        u_gtm=$(mean_of gtm-tap "$rec" 7); u_gd=$(mean_of gtm "$rec" 7)
+        if [[ -n $u_gtm && -n $u_gd ]]; then
+            parts+=("$(ratio_line "gtm dnstap on/off $rec CPU µs/query:" "$u_gtm" "$u_gd")")
+        fi
+    done
     u_gtm=$(mean_of gtm topo-ecs 7); u_gd=$(mean_of gdnsd topo-ecs 7)
     if [[ -n $u_gtm && -n $u_gd ]]; then
         parts+=("$(ratio_line "gtm/gdnsd topology (100,000 networks, ECS) CPU µs/query:" "$u_gtm" "$u_gd")")
@@ -806,6 +863,11 @@ make_report() {
     for s in gtm nsd gdnsd; do
         [[ -n ${PID_OF[$s]:-} ]] && versions+=("$(version_of "$s")")
     done
+    if [[ -n ${DNSTAP_SENT:-} ]]; then
+        echo "gtm-tap (dnstap to a file, every query, AUTH_QUERY and AUTH_RESPONSE) wrote" \
+            "$DNSTAP_SENT dnstap messages and dropped $DNSTAP_DROPPED (queue full) over all its runs."
+        echo
+    fi
     if [[ -n ${APPLY_S:-} ]]; then
         echo "gtm applied the configuration with its $TOPO_NETS-network region in ${APPLY_S} s" \
             "(\`gtm config apply\`, wall time) and held ${RSS_MIB} MiB RSS after."

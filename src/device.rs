@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use gtm_api::ApiState;
 use gtm_cluster::{NodeInfo, Store};
-use gtm_dns::{handler::DnsState, server::DnsServer};
+use gtm_dns::{dnstap::Dnstap, handler::DnsState, server::DnsServer};
 use gtm_engine::Engine;
 use gtm_health::probe::Prober;
 use gtm_model::node::NodeSettings;
@@ -97,6 +97,8 @@ pub struct Device {
     /// swapped by a reload.
     tls: Option<tls::Live>,
     prober: Arc<Prober>,
+    /// dnstap output, started and changed by the node settings.
+    dnstap: Arc<Dnstap>,
     data_dir: PathBuf,
 }
 
@@ -179,12 +181,15 @@ impl Device {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         });
         let listen = start::dns_listen(&settings, demo)?;
+        let dnstap = Arc::new(Dnstap::new(&dns_state));
+        dnstap.apply(start::dnstap_settings(&settings));
         let dns = DnsServer::start(&listen, udp_workers, cpus.as_ref(), dns_state).await?;
         let dns_addrs = dns.addrs.clone();
         let dns_names = dns.workers().to_vec();
         let dns = Arc::new(DnsServerSlot(std::sync::Mutex::new(Some(dns))));
         let workers = Arc::new(Workers::new());
         start::watch_dns_and_store(&workers, &dns, &dns_names, &engine);
+        start::watch_dnstap(&workers, &dnstap);
 
         let token = identity::api_token(dir)?;
         let api = start::open_api(&settings, store_copy.is_none()).await?;
@@ -299,6 +304,7 @@ impl Device {
             store_copy,
             tls,
             prober,
+            dnstap,
             data_dir: dir.clone(),
         })
     }
@@ -338,8 +344,9 @@ impl Device {
     /// Applies what a reload (SIGHUP) of the node settings can change
     /// without a restart: the TLS certificate, key and trusted CA, for the
     /// API's connections accepted and the connections to the other devices
-    /// made from now on, and the probe fences. Nothing is changed when the
-    /// certificate files do not load.
+    /// made from now on, the probe fences, and dnstap (a changed `[dnstap]`
+    /// starts a new output; the one before writes what it holds and
+    /// closes). Nothing is changed when the certificate files do not load.
     pub fn reload(&self, settings: &NodeSettings) -> Result<()> {
         let tls = match (&settings.tls_cert, &settings.tls_key, &self.tls) {
             (Some(cert), Some(key), Some(_)) => {
@@ -365,6 +372,7 @@ impl Device {
             allow_link_local: settings.allow_link_local_probes,
             only: settings.probe_networks.clone(),
         });
+        self.dnstap.apply(start::dnstap_settings(settings));
         Ok(())
     }
 
@@ -410,6 +418,8 @@ impl Device {
         if let Some(dns) = self.dns.take() {
             dns.stop().await;
         }
+        // After the listeners: their last answers are written too.
+        self.dnstap.stop().await;
         drop(self.store_copy);
     }
 }

@@ -38,6 +38,18 @@ impl TestDevice {
         Self::start_full(config, geoip, &path, Some(dir)).await
     }
 
+    /// A device whose node settings `set` changes from a test device's.
+    pub async fn start_set(config: &str, set: impl FnOnce(&mut NodeSettings)) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut settings = Self::settings(dir.path(), None);
+        set(&mut settings);
+        let device = Device::start(settings, false).await.expect("device starts");
+        apply_text(&device, config)
+            .await
+            .expect("test config is valid");
+        Self { device, dir }
+    }
+
     /// A device on a data directory the caller keeps (for restarts).
     pub async fn start_in(config: &str, data_dir: &std::path::Path) -> Self {
         Self::start_full(config, None, data_dir, None).await
@@ -54,7 +66,7 @@ impl TestDevice {
     }
 
     /// The node settings of a test device: loopback, port 0.
-    fn settings(data_dir: &std::path::Path, geoip: Option<PathBuf>) -> NodeSettings {
+    pub fn settings(data_dir: &std::path::Path, geoip: Option<PathBuf>) -> NodeSettings {
         NodeSettings {
             name: "test1".into(),
             dns_listen: vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()],

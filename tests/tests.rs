@@ -15,6 +15,7 @@ mod console;
 mod differential;
 mod dns;
 mod dnssec;
+mod dnstap;
 mod explain;
 mod geo;
 mod geoip_download;

@@ -390,6 +390,7 @@ mod tests {
             "tls_ca",
             "log_format",
             "probe_networks",
+            "dnstap.sample",
         ] {
             let tag = format!(".TP\n\\fB{key}\\fR\n");
             assert!(node.contains(&tag), "{key} in gtm-node.toml(5)");

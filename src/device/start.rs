@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use gtm_api as api;
 use gtm_api::ApiState;
 use gtm_cluster::Store;
-use gtm_dns::handler::DnsState;
+use gtm_dns::{dnstap, handler::DnsState};
 use gtm_engine::store_writer;
 use gtm_engine::{Engine, Prepared, Stored};
 use gtm_geo::{Db, Geo, Kind};
@@ -153,6 +153,51 @@ pub(super) fn watch_dns_and_store(
     workers.watch(api::STORE_WORKER, move || match engine.storage_fault() {
         Some(fault) => Observed::failed(fault.to_string()),
         None => Observed::running(),
+    });
+}
+
+/// The dnstap of the node settings, `None` when `[dnstap]` is absent
+/// (the settings are validated: an output is named).
+pub(super) fn dnstap_settings(settings: &NodeSettings) -> Option<dnstap::Settings> {
+    use gtm_model::node::{DnstapMessage, DnstapOutput};
+    let d = settings.dnstap.as_ref()?;
+    let output = match d.output().ok()? {
+        DnstapOutput::Unix(p) => dnstap::Output::Unix(p),
+        DnstapOutput::Tcp(a) => dnstap::Output::Tcp(a),
+        DnstapOutput::File(p) => dnstap::Output::File(p),
+    };
+    Some(dnstap::Settings {
+        output,
+        queries: d.messages.contains(&DnstapMessage::AuthQuery),
+        responses: d.messages.contains(&DnstapMessage::AuthResponse),
+        sample: d.sample(),
+        buffer: d.buffer(),
+        identity: d
+            .identity
+            .clone()
+            .unwrap_or_else(|| settings.name.clone())
+            .into(),
+        version: format!("gtm {}", env!("CARGO_PKG_VERSION")).into(),
+    })
+}
+
+/// Registers dnstap as a watched worker: idle while off, running while
+/// on, with why its output is not open as its last error.
+pub(super) fn watch_dnstap(workers: &Workers, dnstap: &Arc<dnstap::Dnstap>) {
+    let dnstap = dnstap.clone();
+    workers.watch("dnstap", move || {
+        let Some(output) = dnstap.output() else {
+            return Observed::idle();
+        };
+        let stats = dnstap.stats();
+        let mut seen = Observed::running();
+        if !stats.connected.load(std::sync::atomic::Ordering::Relaxed) {
+            seen.error = Some(match stats.error() {
+                Some(why) => format!("{output} not open: {why}"),
+                None => format!("{output} not open yet"),
+            });
+        }
+        seen
     });
 }
 

@@ -8,10 +8,11 @@
 //! differential test in `tests/` asks both paths the same questions and
 //! requires the same answers.
 
-use std::net::IpAddr;
+use std::{net::IpAddr, sync::Arc};
 
 use super::{
     cookies,
+    dnstap::{Note, Steered},
     handler::DnsState,
     snapshot::{Client, Draw, choose},
     wire::{self, EdnsInfo, OPT_TYPE},
@@ -34,6 +35,20 @@ pub fn answer(
     src: IpAddr,
     draw: &mut Draw,
     out: &mut Vec<u8>,
+) -> bool {
+    answer_noted(state, msg, src, draw, out, &mut ())
+}
+
+/// [`answer`], noting what decided a steered answer in `note` (dnstap;
+/// with `()` nothing is noted and this is [`answer`]).
+#[inline]
+pub fn answer_noted(
+    state: &DnsState,
+    msg: &[u8],
+    src: IpAddr,
+    draw: &mut Draw,
+    out: &mut Vec<u8>,
+    note: &mut impl Note,
 ) -> bool {
     if msg.len() < 17 {
         return false;
@@ -77,6 +92,7 @@ pub fn answer(
     }) else {
         return false;
     };
+    let zone_index = zone;
     let Some(zone) = snapshot.zones.get(zone) else {
         return false;
     };
@@ -131,6 +147,17 @@ pub fn answer(
                 };
                 slot.count(group, choice.variant);
                 slot.count_rule(choice.rule);
+                if slot.is_steered() {
+                    note.steered(|| Steered {
+                        snapshot: Arc::clone(&snapshot),
+                        zone: zone_index,
+                        owner: q.name().into(),
+                        rtype: q.qtype,
+                        answer: Arc::clone(&answer_guard),
+                        choice,
+                        client,
+                    });
+                }
                 (body, sig, n + u16::from(signed), 0)
             }
         }

@@ -24,6 +24,7 @@ use hickory_server::{
 };
 
 use super::{
+    dnstap::{Note, TapSlot},
     identity,
     lookup::{Resolved, lookup},
     malformed::Reason,
@@ -52,6 +53,8 @@ pub struct DnsState {
     pub tsig: Arc<ArcSwap<super::tsig::TsigKeys>>,
     /// Zone transfers: who may transfer what, the NOTIFY worker's state.
     pub transfers: Arc<super::xfr::transfers::Transfers>,
+    /// The dnstap tap, when on (`dnstap::Dnstap` starts and swaps it).
+    pub dnstap: Arc<TapSlot>,
 }
 
 impl DnsState {
@@ -66,6 +69,7 @@ impl DnsState {
             cookies: Arc::default(),
             tsig: Arc::default(),
             transfers: Arc::default(),
+            dnstap: Arc::default(),
         }
     }
 
@@ -114,6 +118,18 @@ impl Handler {
         request: &Request,
         info: Option<EdnsInfo>,
         draw: &mut Draw,
+    ) -> Decided {
+        self.decide_noted(request, info, draw, &mut ())
+    }
+
+    /// [`Handler::decide_read`], noting what decided a steered answer in
+    /// `note` (dnstap).
+    pub fn decide_noted(
+        &self,
+        request: &Request,
+        info: Option<EdnsInfo>,
+        draw: &mut Draw,
+        note: &mut impl Note,
     ) -> Decided {
         let decided = |code: ResponseCode, resolved: Resolved, edns: Option<Edns>| {
             let mut metadata = Metadata::response_from_request(&request.metadata);
@@ -233,6 +249,7 @@ impl Handler {
             &client,
             draw,
             dnssec_ok,
+            note,
         );
         let code = resolved.rcode;
         let edns = reply_edns(resolved.scope, ecs.as_ref());
@@ -285,6 +302,18 @@ pub fn answer(
     src: std::net::SocketAddr,
     transport: Transport,
     draw: &mut Draw,
+) -> Option<Vec<u8>> {
+    answer_noted(handler, bytes, src, transport, draw, &mut ())
+}
+
+/// [`answer`], noting what decided a steered answer in `note` (dnstap).
+pub fn answer_noted(
+    handler: &Handler,
+    bytes: &[u8],
+    src: std::net::SocketAddr,
+    transport: Transport,
+    draw: &mut Draw,
+    note: &mut impl Note,
 ) -> Option<Vec<u8>> {
     use hickory_server::net::xfer::Protocol;
     if bytes.len() < 12 || bytes[2] & 0x80 != 0 {
@@ -341,7 +370,7 @@ pub fn answer(
         Some(s) => s.sign(&mut out, now).map(|_| out),
         None => Some(out),
     };
-    let mut d = handler.decide_read(&request, info, draw);
+    let mut d = handler.decide_noted(&request, info, draw, note);
     super::cookies::add_options(
         &state.cookies,
         d.edns.as_mut(),

@@ -4,6 +4,7 @@
 pub mod chunked;
 pub mod cpus;
 pub mod dnssec;
+pub mod dnstap;
 
 pub mod cookies;
 pub mod counters;

@@ -17,6 +17,9 @@ use hickory_server::proto::{
     rr::{Name, RData, Record, RecordType as Rt},
 };
 
+use std::sync::Arc;
+
+use super::dnstap::{Note, Steered};
 use super::snapshot::{Client, Draw, Node, Snapshot, ZoneData, choose};
 use crate::dnssec::signer::NXNAME;
 use gtm_geo::Geo;
@@ -34,15 +37,18 @@ pub struct Resolved {
 
 const MAX_CNAME_HOPS: usize = 8;
 
-/// `dnssec_ok`: the query's DO bit.
+/// `dnssec_ok`: the query's DO bit. The first steered record answered is
+/// noted in `note` (dnstap; `()` notes nothing).
+#[expect(clippy::too_many_arguments, reason = "a query's parts, each its own")]
 pub fn lookup(
-    snap: &Snapshot,
+    snap: &Arc<Snapshot>,
     geo: &Geo,
     qname: &Name,
     qtype: Rt,
     client: &Client,
     draw: &mut Draw,
     dnssec_ok: bool,
+    note: &mut impl Note,
 ) -> Resolved {
     let mut out = Resolved::default();
     let mut name = qname.to_lowercase();
@@ -57,6 +63,7 @@ pub fn lookup(
             }
             return out;
         };
+        let zone_index = zone;
         let zone = &snap.zones[zone];
         if let (true, Some((_, scope))) = (zone.viewed, view) {
             out.scope = out.scope.max(scope);
@@ -85,6 +92,17 @@ pub fn lookup(
             if !group.is_empty() {
                 slot.count(group, choice.variant);
                 slot.count_rule(choice.rule);
+            }
+            if slot.is_steered() {
+                note.steered(|| Steered {
+                    snapshot: Arc::clone(snap),
+                    zone: zone_index,
+                    owner: wire_key(&name),
+                    rtype: u16::from(rtype),
+                    answer: Arc::clone(&answer),
+                    choice,
+                    client: *client,
+                });
             }
             // A wildcard's records take the name asked (RFC 4592 §3.3.1).
             let before = out.answers.len();

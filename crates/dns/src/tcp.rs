@@ -31,7 +31,7 @@ use std::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicU64, Ordering::Relaxed},
     },
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime},
 };
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
@@ -42,7 +42,8 @@ use tokio::{
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    handler::{DRAW, Handler, Transport, answer},
+    dnstap::{Seen, SocketProtocol, Tapped},
+    handler::{DRAW, Handler, Transport, answer, answer_noted},
     limits::IDLE,
     metrics::{DnsMetrics, TcpClosed},
 };
@@ -133,6 +134,10 @@ async fn connection(
     seat: &Seat,
 ) -> Option<TcpClosed> {
     let _ = stream.set_nodelay(true);
+    // The address dnstap names as the response's.
+    let local = stream
+        .local_addr()
+        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     let mut message = Vec::new();
@@ -153,7 +158,7 @@ async fn connection(
             Ok(Ok(())) => {}
         }
         seat.busy();
-        if let Err(ended) = respond(&message, peer, handler, &mut write, close).await {
+        if let Err(ended) = respond(&message, peer, local, handler, &mut write, close).await {
             break ended;
         }
     };
@@ -195,6 +200,7 @@ async fn read_message(
 async fn respond(
     message: &[u8],
     peer: SocketAddr,
+    local: SocketAddr,
     handler: &Handler,
     write: &mut OwnedWriteHalf,
     close: &CancellationToken,
@@ -216,7 +222,7 @@ async fn respond(
             return Ok(());
         }
     }
-    let Some(reply) = reply(handler, message, peer) else {
+    let Some(reply) = reply_tapped(handler, message, peer, local) else {
         return Ok(());
     };
     send(write, &reply, close).await?;
@@ -245,11 +251,50 @@ async fn send(
 pub fn reply(handler: &Handler, message: &[u8], peer: SocketAddr) -> Option<Vec<u8>> {
     let response =
         DRAW.with(|d| answer(handler, message, peer, Transport::Tcp, &mut d.borrow_mut()))?;
+    frame(&response)
+}
+
+/// [`reply`], handing the query and its response to dnstap when it is on
+/// and samples this one; `local` is the listener's address.
+fn reply_tapped(
+    handler: &Handler,
+    message: &[u8],
+    peer: SocketAddr,
+    local: SocketAddr,
+) -> Option<Vec<u8>> {
+    let tap = handler.state.dnstap.tap.load();
+    let Some(tap) = tap.as_deref().filter(|t| t.sampled()) else {
+        return reply(handler, message, peer);
+    };
+    let query_time = SystemTime::now();
+    let mut note = None;
+    let response = DRAW.with(|d| {
+        let draw = &mut d.borrow_mut();
+        answer_noted(handler, message, peer, Transport::Tcp, draw, &mut note)
+    })?;
+    let framed = frame(&response)?;
+    tap.send(Tapped {
+        seen: Seen {
+            protocol: SocketProtocol::Tcp,
+            client: peer,
+            server: local,
+            query_time,
+            query: bytes::Bytes::copy_from_slice(message),
+            response_time: SystemTime::now(),
+            response: response.into(),
+        },
+        steered: note,
+    });
+    Some(framed)
+}
+
+/// A response behind its two-byte length.
+fn frame(response: &[u8]) -> Option<Vec<u8>> {
     // `answer` keeps a response within 65,535 bytes over TCP.
     let len = u16::try_from(response.len()).ok()?;
     let mut framed = Vec::with_capacity(response.len() + 2);
     framed.extend_from_slice(&len.to_be_bytes());
-    framed.extend_from_slice(&response);
+    framed.extend_from_slice(response);
     Some(framed)
 }
 

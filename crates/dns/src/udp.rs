@@ -21,16 +21,18 @@ use std::{
         atomic::{AtomicBool, Ordering},
     },
     thread::JoinHandle,
-    time::Duration,
+    time::{Duration, SystemTime},
 };
 
+use bytes::Bytes;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::cpus::Split;
 
 use super::{
+    dnstap::{Seen, SocketProtocol, Tapped},
     fast,
-    handler::{DRAW, Handler, answer_udp},
+    handler::{DRAW, Handler, Transport, answer_noted, answer_udp},
     metrics::Unanswered,
     rrl::{self, Verdict},
 };
@@ -114,6 +116,12 @@ pub fn spawn(
 
 fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
     let fd = socket.as_raw_fd();
+    // The address dnstap names as the response's.
+    let local = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
     let mut inbuf = vec![[0u8; MAX_QUERY]; BATCH];
     let mut outbuf: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::with_capacity(1232)).collect();
     // SAFETY: sockaddr_storage, iovec and mmsghdr are plain C structs for
@@ -156,6 +164,8 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
         let metrics = &handler.state.metrics;
         let limits = handler.state.rrl.limits();
         let second = handler.state.rrl.second(received);
+        // Read once a batch: with dnstap off, nothing more is done for it.
+        let tap = handler.state.dnstap.tap.load();
         let mut replies = 0;
         {
             for i in 0..n as usize {
@@ -175,17 +185,32 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                     continue;
                 }
                 let out = &mut outbuf[replies];
+                // dnstap: this query tapped, and what decided its answer.
+                let tapping = tap.as_deref().filter(|t| t.sampled());
+                let mut note = None;
                 let answered = DRAW.with(|d| {
                     let draw = &mut d.borrow_mut();
                     // Over the limit: the truncated response, not the answer.
                     if verdict == Verdict::Slip {
                         return rrl::truncate_into(query, handler.state.edns_payload, out);
                     }
-                    if fast::answer(&handler.state, query, src.ip(), draw, out) {
-                        return true;
-                    }
-                    // Each path counts its own responses.
-                    match answer_udp(&handler, query, src, draw) {
+                    let general = match tapping {
+                        None => {
+                            if fast::answer(&handler.state, query, src.ip(), draw, out) {
+                                return true;
+                            }
+                            // Each path counts its own responses.
+                            answer_udp(&handler, query, src, draw)
+                        }
+                        Some(_) => {
+                            let state = &handler.state;
+                            if fast::answer_noted(state, query, src.ip(), draw, out, &mut note) {
+                                return true;
+                            }
+                            answer_noted(&handler, query, src, Transport::Udp, draw, &mut note)
+                        }
+                    };
+                    match general {
                         Some(bytes) => {
                             *out = bytes;
                             true
@@ -195,6 +220,22 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                 });
                 if !answered {
                     continue;
+                }
+                if let Some(tap) = tapping {
+                    tap.send(Tapped {
+                        seen: Seen {
+                            protocol: SocketProtocol::Udp,
+                            client: src,
+                            server: local,
+                            query_time: SystemTime::now()
+                                .checked_sub(received.elapsed())
+                                .unwrap_or_else(SystemTime::now),
+                            query: Bytes::copy_from_slice(query),
+                            response_time: SystemTime::now(),
+                            response: Bytes::copy_from_slice(out),
+                        },
+                        steered: note,
+                    });
                 }
                 send_iov[replies].iov_base = out.as_mut_ptr().cast();
                 send_iov[replies].iov_len = out.len();

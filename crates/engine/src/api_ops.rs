@@ -58,6 +58,7 @@ impl Engine {
         self.dns.rrl.write(out);
         self.dns.cookies.write(out);
         self.dns.transfers.write(out);
+        self.dns.dnstap.write(out);
     }
 
     /// Every record with the responses it was answered in (nonzero only),

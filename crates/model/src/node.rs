@@ -91,6 +91,127 @@ pub struct NodeSettings {
     /// `"text"` (default) or `"json"`: one JSON object per line.
     #[serde(default)]
     pub log_format: LogFormat,
+    /// dnstap output of the queries answered (docs/operations.md,
+    /// "dnstap"); absent: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dnstap: Option<DnstapSettings>,
+}
+
+/// `[dnstap]`: where and what this device writes as dnstap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DnstapSettings {
+    /// A Frame Streams reader's Unix socket (e.g. fstrm_capture -u).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix: Option<PathBuf>,
+    /// A Frame Streams reader's TCP address (e.g. fstrm_capture -a -p).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<SocketAddr>,
+    /// A file, made anew when dnstap starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+    /// The messages of each query tapped (default both).
+    #[serde(default = "default_dnstap_messages")]
+    pub messages: Vec<DnstapMessage>,
+    /// 1 in `sample` answered queries is tapped (default 1: every one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<u32>,
+    /// Queries queued for the output at most (default 10,000); past it
+    /// they are dropped and counted, never waited for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer: Option<usize>,
+    /// `Dnstap.identity` (default: the device name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+}
+
+/// A dnstap message type an authoritative server sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DnstapMessage {
+    AuthQuery,
+    AuthResponse,
+}
+
+/// Where dnstap goes, of the three outputs `[dnstap]` may name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DnstapOutput {
+    Unix(PathBuf),
+    Tcp(SocketAddr),
+    File(PathBuf),
+}
+
+fn default_dnstap_messages() -> Vec<DnstapMessage> {
+    vec![DnstapMessage::AuthQuery, DnstapMessage::AuthResponse]
+}
+
+/// `[dnstap] buffer` by default.
+pub const DNSTAP_BUFFER: usize = 10_000;
+/// `[dnstap] buffer` at most: a queued query holds its two messages
+/// (about 1 KiB with a large answer).
+pub const DNSTAP_MAX_BUFFER: usize = 1_000_000;
+
+impl DnstapSettings {
+    /// Its one output; an error names the settings at fault.
+    pub fn output(&self) -> Result<DnstapOutput, NodeSettingError> {
+        match (&self.unix, &self.tcp, &self.file) {
+            (Some(p), None, None) => Ok(DnstapOutput::Unix(p.clone())),
+            (None, Some(a), None) => Ok(DnstapOutput::Tcp(*a)),
+            (None, None, Some(p)) => Ok(DnstapOutput::File(p.clone())),
+            (None, None, None) => Err(NodeSettingError::Dnstap {
+                key: "unix",
+                reason: "give one output: unix, tcp or file".into(),
+            }),
+            _ => Err(NodeSettingError::Dnstap {
+                key: if self.file.is_some() { "file" } else { "tcp" },
+                reason: "give one output only: unix, tcp or file".into(),
+            }),
+        }
+    }
+
+    /// 1 in this many queries is tapped.
+    pub fn sample(&self) -> u32 {
+        self.sample.unwrap_or(1)
+    }
+
+    /// Queries queued at most.
+    pub fn buffer(&self) -> usize {
+        self.buffer.unwrap_or(DNSTAP_BUFFER)
+    }
+
+    fn validate(&self) -> Result<(), NodeSettingError> {
+        self.output()?;
+        let bad = |key: &'static str, reason: String| NodeSettingError::Dnstap { key, reason };
+        if let Some(p) = self.unix.as_ref().or(self.file.as_ref())
+            && p.as_os_str().is_empty()
+        {
+            let key = if self.unix.is_some() { "unix" } else { "file" };
+            return Err(bad(key, "an empty path".into()));
+        }
+        if self.messages.is_empty() {
+            return Err(bad(
+                "messages",
+                "no message type: give \"auth-query\", \"auth-response\" or both".into(),
+            ));
+        }
+        if self.sample == Some(0) {
+            return Err(bad("sample", "0; give 1 (every query) or more".into()));
+        }
+        if let Some(b) = self.buffer
+            && !(1..=DNSTAP_MAX_BUFFER).contains(&b)
+        {
+            return Err(bad(
+                "buffer",
+                format!("{b}; give 1 to {DNSTAP_MAX_BUFFER} queries"),
+            ));
+        }
+        if let Some(id) = &self.identity
+            && id.len() > 255
+        {
+            return Err(bad("identity", format!("{} bytes; at most 255", id.len())));
+        }
+        Ok(())
+    }
 }
 
 /// How log lines are written on standard error.
@@ -246,6 +367,7 @@ impl NodeSettings {
             nsid: None,
             log_level: None,
             log_format: LogFormat::Text,
+            dnstap: None,
         }
     }
 
@@ -277,6 +399,9 @@ impl NodeSettings {
         }
         if self.history_keep == Some(0) {
             return Err(NodeSettingError::NoHistoryKept);
+        }
+        if let Some(dnstap) = &self.dnstap {
+            dnstap.validate()?;
         }
         Ok(())
     }
@@ -328,6 +453,9 @@ pub enum NodeSettingError {
         "node setting history_keep: 0; history keeps at least the current version (give 1 or more)"
     )]
     NoHistoryKept,
+    /// A `[dnstap]` setting that cannot be used.
+    #[error("node setting dnstap.{key}: {reason}")]
+    Dnstap { key: &'static str, reason: String },
 }
 
 impl NodeSettingError {
@@ -341,9 +469,18 @@ impl NodeSettingError {
             .map(|s| text.get(..s.start).unwrap_or(text).matches('\n').count() + 1);
         let key = span.and_then(|span| {
             let table = toml::de::DeTable::parse(text).ok()?;
+            let holds = |from: usize, to: usize| from <= span.start && span.end <= to;
             table.get_ref().iter().find_map(|(k, v)| {
-                let (from, to) = (k.span().start, v.span().end);
-                (from <= span.start && span.end <= to).then(|| k.get_ref().to_string())
+                // A key of a table (`[dnstap]`) is named with its table's.
+                if let toml::de::DeValue::Table(inner) = v.get_ref()
+                    && let Some(ik) = inner
+                        .iter()
+                        .find(|(ik, iv)| holds(ik.span().start, iv.span().end))
+                        .map(|(ik, _)| ik)
+                {
+                    return Some(format!("{}.{}", k.get_ref(), ik.get_ref()));
+                }
+                holds(k.span().start, v.span().end).then(|| k.get_ref().to_string())
             })
         });
         Self::Toml {
@@ -467,6 +604,67 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("line 1: "), "{e}");
+    }
+
+    #[test]
+    fn dnstap_settings_take_one_output_and_name_what_is_wrong() {
+        use super::{DnstapMessage, DnstapOutput, NodeSettings};
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n";
+        let s = NodeSettings::parse(&format!(
+            "{base}[dnstap]\nunix = \"/run/gtm/dnstap.sock\"\nsample = 10\n"
+        ))
+        .expect("valid");
+        let d = s.dnstap.expect("dnstap");
+        assert_eq!(
+            d.output().unwrap(),
+            DnstapOutput::Unix("/run/gtm/dnstap.sock".into())
+        );
+        assert_eq!((d.sample(), d.buffer()), (10, 10_000));
+        assert_eq!(
+            d.messages,
+            [DnstapMessage::AuthQuery, DnstapMessage::AuthResponse]
+        );
+        let s = NodeSettings::parse(&format!(
+            "{base}[dnstap]\ntcp = \"127.0.0.1:6000\"\nmessages = [\"auth-response\"]\n"
+        ))
+        .expect("valid");
+        assert_eq!(s.dnstap.unwrap().messages, [DnstapMessage::AuthResponse]);
+        for (table, named) in [
+            ("", "node setting dnstap.unix: give one output"),
+            (
+                "unix = \"/a\"\nfile = \"/b\"\n",
+                "node setting dnstap.file: give one output only",
+            ),
+            ("file = \"/b\"\nsample = 0\n", "node setting dnstap.sample"),
+            ("file = \"/b\"\nbuffer = 0\n", "node setting dnstap.buffer"),
+            (
+                "file = \"/b\"\nbuffer = 1000001\n",
+                "node setting dnstap.buffer",
+            ),
+            (
+                "file = \"/b\"\nmessages = []\n",
+                "node setting dnstap.messages",
+            ),
+            ("file = \"\"\n", "node setting dnstap.file"),
+        ] {
+            let e = NodeSettings::parse(&format!("{base}[dnstap]\n{table}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(named), "{table}: {e}");
+        }
+        let e = NodeSettings::parse(&format!(
+            "{base}[dnstap]\nfile = \"/b\"\nmessages = [\"client-query\"]\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("line 6: node setting dnstap.messages: unknown variant"),
+            "{e}"
+        );
+        let e = NodeSettings::parse(&format!("{base}[dnstap]\nfile = \"/b\"\nbogus = 1\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dnstap") && e.contains("bogus"), "{e}");
     }
 
     #[test]

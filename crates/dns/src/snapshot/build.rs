@@ -148,6 +148,11 @@ impl Snapshot {
     ) -> Result<Self, BuildError> {
         let mut snap = Snapshot {
             topology: compiled.topology.clone(),
+            datacenters: compiled
+                .datacenters
+                .iter()
+                .map(|d| d.name.clone())
+                .collect(),
             views: compiled.views.clone().into(),
             view_set: compiled.view_set,
             ..Snapshot::default()

@@ -73,6 +73,9 @@ pub struct Snapshot {
     /// The configuration's regions and rule places: what the topology
     /// rules of its answers name.
     pub topology: Arc<gtm_model::topology::Topology>,
+    /// The datacenters' names, by their index in the configuration: what
+    /// a steered answer's words name (dnstap).
+    pub datacenters: Arc<[String]>,
     /// The views, in the order tried, and their rule set in `topology`
     /// (docs/views.md).
     pub views: Arc<[gtm_model::compile::ViewSpec]>,
@@ -182,6 +185,12 @@ pub struct RrsetSlot {
 }
 
 impl RrsetSlot {
+    /// A steered record's slot (a static record's counts no address).
+    #[inline]
+    pub fn is_steered(&self) -> bool {
+        self.counters.address_count() > 0
+    }
+
     /// Counts one response whose answer topology rule `rule` decided
     /// (`NO_RULE`: none did).
     #[inline]
@@ -322,8 +331,9 @@ impl Group {
         Some(self.values.first()?.record(owner, self.ttl))
     }
 
-    /// The counter indexes of the records of variant `v`.
-    fn sources(&self, v: usize) -> impl Iterator<Item = usize> {
+    /// The counter indexes of the records of variant `v`: the index of
+    /// each among the record's addresses, then its fail-safe values.
+    pub(crate) fn sources(&self, v: usize) -> impl Iterator<Item = usize> {
         let sources: &[u32] = self.more.as_ref().map_or(&[], |m| &m.sources);
         picked(self.values.len(), self.max_answers as usize, v).filter_map(move |i| {
             match sources.is_empty() {
