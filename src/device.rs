@@ -181,7 +181,7 @@ impl Device {
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         });
         let listen = start::dns_listen(&settings, demo)?;
-        let dnstap = Arc::new(Dnstap::new(&dns_state));
+        let dnstap = Arc::new(Dnstap::new(dns_state.dnstap.clone(), dns_state.geo.clone()));
         dnstap.apply(start::dnstap_settings(&settings));
         let dns = DnsServer::start(&listen, udp_workers, cpus.as_ref(), dns_state).await?;
         let dns_addrs = dns.addrs.clone();

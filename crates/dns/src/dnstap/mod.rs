@@ -25,7 +25,8 @@ use std::{
     },
 };
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwap, ArcSwapOption};
+use gtm_geo::Geo;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -193,7 +194,9 @@ pub struct Dnstap {
     /// Shared with [`crate::handler::DnsState::dnstap`].
     slot: Arc<TapSlot>,
     running: Mutex<Option<Running>>,
-    dns: crate::handler::DnsState,
+    /// The GeoIP databases the answers are placed with (the decision's
+    /// `place` and `asn`).
+    geo: Arc<ArcSwap<Geo>>,
 }
 
 #[derive(Debug)]
@@ -207,13 +210,13 @@ struct Running {
 const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Dnstap {
-    /// The dnstap of the device answering from `dns` (off until
-    /// [`Dnstap::apply`]).
-    pub fn new(dns: &crate::handler::DnsState) -> Self {
+    /// The dnstap of the device whose answer paths read `slot` and place
+    /// clients with `geo` (off until [`Dnstap::apply`]).
+    pub fn new(slot: Arc<TapSlot>, geo: Arc<ArcSwap<Geo>>) -> Self {
         Self {
-            slot: dns.dnstap.clone(),
+            slot,
             running: Mutex::new(None),
-            dns: dns.clone(),
+            geo,
         }
     }
 
@@ -240,7 +243,7 @@ impl Dnstap {
             settings.clone(),
             receive,
             self.slot.stats.clone(),
-            self.dns.clone(),
+            self.geo.clone(),
             stop.clone(),
         );
         let writer = tokio::spawn(async move {

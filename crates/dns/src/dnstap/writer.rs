@@ -17,7 +17,9 @@
 
 use std::{io, sync::Arc, sync::atomic::Ordering::Relaxed, time::Duration};
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
+use gtm_geo::Geo;
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
     sync::mpsc,
@@ -30,7 +32,6 @@ use super::{
     frames::{self, CONTENT_TYPE, Control},
     message::{self, MessageType},
 };
-use crate::handler::DnsState;
 
 /// The first wait before connecting again, doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -65,7 +66,7 @@ pub async fn run(
     settings: Settings,
     mut queue: mpsc::Receiver<Tapped>,
     stats: Arc<Stats>,
-    dns: DnsState,
+    geo: Arc<ArcSwap<Geo>>,
     stop: CancellationToken,
 ) {
     let mut words = Words::default();
@@ -84,7 +85,7 @@ pub async fn run(
                 stats.set_error(None);
                 tracing::info!(output = %settings.output, "dnstap output open");
                 let closed =
-                    serve(open, &settings, &mut queue, &stats, &dns, &stop, &mut words).await;
+                    serve(open, &settings, &mut queue, &stats, &geo, &stop, &mut words).await;
                 stats.connected.store(false, Relaxed);
                 match closed {
                     Closed::Stopped => return,
@@ -207,7 +208,7 @@ async fn serve(
     settings: &Settings,
     queue: &mut mpsc::Receiver<Tapped>,
     stats: &Stats,
-    dns: &DnsState,
+    geo: &ArcSwap<Geo>,
     stop: &CancellationToken,
     words: &mut Words,
 ) -> Closed {
@@ -241,7 +242,7 @@ async fn serve(
                 batch.push(t);
             }
         }
-        let messages = encode(&batch, settings, dns, words, &mut buffer);
+        let messages = encode(&batch, settings, geo, words, &mut buffer);
         batch.clear();
         if !buffer.is_empty() {
             // A reader that never reads holds the writer here: only a stop
@@ -282,11 +283,11 @@ async fn write_out(write: &mut Writer, bytes: &[u8]) -> io::Result<()> {
 fn encode(
     batch: &[Tapped],
     settings: &Settings,
-    dns: &DnsState,
+    geo: &ArcSwap<Geo>,
     words: &mut Words,
     buffer: &mut Vec<u8>,
 ) -> u64 {
-    let geo = dns.geo.load();
+    let geo = geo.load();
     let (identity, version) = (&settings.identity, &settings.version);
     let mut n = 0;
     for t in batch {
