@@ -16,7 +16,10 @@
 use std::{collections::HashMap, fmt::Write as _, sync::Arc};
 
 use gtm_geo::Geo;
-use gtm_model::compile::{Content, ModeSpec, RecordSpec};
+use gtm_model::{
+    compile::{Content, ModeSpec, RecordSpec},
+    value::Value,
+};
 use gtm_resolve::PlaceKey;
 
 use super::Steered;
@@ -25,9 +28,16 @@ use crate::snapshot::{NO_RULE, Snapshot, explain_choice, wire_type};
 /// Records looked up at most before the lookups are forgotten.
 const REMEMBERED: usize = 4096;
 
-/// A record as the answer path names it: its zone, its owner (lower-case
-/// wire form) and its type.
-type RecordKey = (usize, Box<[u8]>, u16);
+/// A steered record as the words name it.
+#[derive(Debug)]
+struct Known {
+    spec: Arc<RecordSpec>,
+    /// `record=`'s value.
+    label: String,
+}
+
+/// The records of one owner looked up: per zone and type, the record.
+type Owned = Vec<(usize, u16, Option<Arc<Known>>)>;
 
 /// The decisions' words, with the records already looked up in the
 /// snapshot served (a record is found by reading its zone's list).
@@ -35,21 +45,23 @@ type RecordKey = (usize, Box<[u8]>, u16);
 pub struct Words {
     /// The snapshot the remembered records are of.
     snapshot: usize,
-    records: HashMap<RecordKey, Option<Arc<RecordSpec>>>,
+    /// By owner (lower-case wire form).
+    records: HashMap<Box<[u8]>, Owned>,
+    remembered: usize,
 }
 
 impl Words {
     /// The decision of `s` as `Dnstap.extra` text; `None` when its record
     /// is not a steered record of the snapshot it was answered from.
     pub fn text(&mut self, s: &Steered, geo: &Geo) -> Option<String> {
-        let record = self.record(s)?;
-        let Content::Steered(steering) = &record.content else {
+        let known = self.record(s)?;
+        let Content::Steered(steering) = &known.spec.content else {
             return None;
         };
         let snap = &s.snapshot;
         let mut out = String::with_capacity(160);
         out.push_str("gtm record=");
-        push_value(&mut out, &record.label());
+        push_value(&mut out, &known.label);
         out.push_str(match &steering.mode {
             ModeSpec::Standalone => " mode=standalone",
             ModeSpec::DisasterRecovery(_) => " mode=disaster-recovery",
@@ -73,18 +85,20 @@ impl Words {
         if let Some(located) = &chosen.located {
             out.push_str(" place=");
             let place = &located.place;
-            let parts: Vec<String> = [
-                place.continent.map(|c| c.to_string()),
-                place.country.map(|c| c.to_string()),
-                place.subdivision.map(|c| c.to_string()),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            if parts.is_empty() {
+            let start = out.len();
+            let part = |out: &mut String, text: Option<&dyn std::fmt::Display>| {
+                if let Some(t) = text {
+                    if out.len() > start {
+                        out.push('/');
+                    }
+                    let _ = write!(out, "{t}");
+                }
+            };
+            part(&mut out, place.continent.as_ref().map(|c| c as _));
+            part(&mut out, place.country.as_ref().map(|c| c as _));
+            part(&mut out, place.subdivision.as_ref().map(|c| c as _));
+            if out.len() == start {
                 out.push_str("unknown");
-            } else {
-                out.push_str(&parts.join("/"));
             }
         }
         if let Some(asn) = chosen.asn {
@@ -135,12 +149,20 @@ impl Words {
         }
         out.push_str(" answer=");
         if let Some(g) = group {
-            let owner = gtm_model::names::key_name(&s.owner);
-            let records: Vec<String> = g
-                .variant(&owner, s.choice.variant)
-                .map(|r| r.data.to_string())
-                .collect();
-            push_list(&mut out, records.iter().map(String::as_str));
+            for (i, value) in g.variant_values(s.choice.variant).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                match value {
+                    Value::A(ip) => {
+                        let _ = write!(out, "{ip}");
+                    }
+                    Value::Aaaa(ip) => {
+                        let _ = write!(out, "{ip}");
+                    }
+                    Value::Other(data) => push_value(&mut out, &data.to_string()),
+                }
+            }
         }
         let fail_safe = sources.iter().any(|&i| i >= steering.addresses.len());
         out.push_str(match (sources.is_empty(), fail_safe) {
@@ -169,24 +191,39 @@ impl Words {
     }
 
     /// The steered record `s` answered from, remembered per snapshot.
-    fn record(&mut self, s: &Steered) -> Option<Arc<RecordSpec>> {
+    fn record(&mut self, s: &Steered) -> Option<Arc<Known>> {
         let snap: &Snapshot = &s.snapshot;
         let at = std::ptr::from_ref(snap) as usize;
-        if at != self.snapshot || self.records.len() >= REMEMBERED {
+        if at != self.snapshot || self.remembered >= REMEMBERED {
             self.records.clear();
+            self.remembered = 0;
             self.snapshot = at;
         }
-        let key = (s.zone, s.owner.clone(), s.rtype);
-        if let Some(found) = self.records.get(&key) {
-            return found.clone();
+        if let Some(found) = self
+            .records
+            .get(&*s.owner)
+            .and_then(|list| list.iter().find(|(z, t, _)| *z == s.zone && *t == s.rtype))
+        {
+            return found.2.clone();
         }
-        let found = find(snap, s.zone, &s.owner, s.rtype).or_else(|| {
-            // A view's zone answers some names from the zone every client
-            // gets: the record is that zone's.
-            let shared = snap.zone_at(&s.owner)?;
-            find(snap, shared, &s.owner, s.rtype)
-        });
-        self.records.insert(key, found.clone());
+        let found = find(snap, s.zone, &s.owner, s.rtype)
+            .or_else(|| {
+                // A view's zone answers some names from the zone every
+                // client gets: the record is that zone's.
+                let shared = snap.zone_at(&s.owner)?;
+                find(snap, shared, &s.owner, s.rtype)
+            })
+            .map(|spec| {
+                Arc::new(Known {
+                    label: spec.label(),
+                    spec,
+                })
+            });
+        self.records
+            .entry(s.owner.clone())
+            .or_default()
+            .push((s.zone, s.rtype, found.clone()));
+        self.remembered += 1;
         found
     }
 }

@@ -48,10 +48,10 @@ pub struct Message {
     pub socket_family: Option<i32>,
     #[prost(enumeration = "SocketProtocol", optional, tag = "3")]
     pub socket_protocol: Option<i32>,
-    #[prost(bytes = "vec", optional, tag = "4")]
-    pub query_address: Option<Vec<u8>>,
-    #[prost(bytes = "vec", optional, tag = "5")]
-    pub response_address: Option<Vec<u8>>,
+    #[prost(bytes = "bytes", optional, tag = "4")]
+    pub query_address: Option<Bytes>,
+    #[prost(bytes = "bytes", optional, tag = "5")]
+    pub response_address: Option<Bytes>,
     #[prost(uint32, optional, tag = "6")]
     pub query_port: Option<u32>,
     #[prost(uint32, optional, tag = "7")]
@@ -111,10 +111,33 @@ pub struct Seen {
 
 /// The address bytes dnstap carries: 4 for IPv4 (an IPv4-mapped IPv6
 /// address included), else 16; and the family they are of.
-fn address(ip: IpAddr) -> (SocketFamily, Vec<u8>) {
+fn address(ip: IpAddr) -> (SocketFamily, Bytes) {
     match ip.to_canonical() {
-        IpAddr::V4(v4) => (SocketFamily::Inet, v4.octets().to_vec()),
-        IpAddr::V6(v6) => (SocketFamily::Inet6, v6.octets().to_vec()),
+        IpAddr::V4(v4) => (SocketFamily::Inet, Bytes::copy_from_slice(&v4.octets())),
+        IpAddr::V6(v6) => (SocketFamily::Inet6, Bytes::copy_from_slice(&v6.octets())),
+    }
+}
+
+/// The addresses of a query's messages, made once for both, the
+/// listener's kept from one query to the next (most share it).
+#[derive(Debug, Default)]
+pub struct Addresses {
+    family: Option<SocketFamily>,
+    client: Bytes,
+    server_ip: Option<IpAddr>,
+    server: Bytes,
+}
+
+impl Addresses {
+    /// Makes them `seen`'s.
+    pub fn of(&mut self, seen: &Seen) {
+        let (family, client) = address(seen.client.ip());
+        self.family = Some(family);
+        self.client = client;
+        if self.server_ip != Some(seen.server.ip()) {
+            self.server_ip = Some(seen.server.ip());
+            self.server = address(seen.server.ip()).1;
+        }
     }
 }
 
@@ -130,19 +153,18 @@ pub fn push_frame(
     out: &mut Vec<u8>,
     kind: MessageType,
     seen: &Seen,
+    addresses: &Addresses,
     identity: &Bytes,
     version: &Bytes,
     extra: Option<Bytes>,
 ) {
-    let (family, query_address) = address(seen.client.ip());
-    let (_, response_address) = address(seen.server.ip());
     let (query_sec, query_nsec) = since_epoch(seen.query_time);
     let mut message = Message {
         r#type: kind as i32,
-        socket_family: Some(family as i32),
+        socket_family: addresses.family.map(|f| f as i32),
         socket_protocol: Some(seen.protocol as i32),
-        query_address: Some(query_address),
-        response_address: Some(response_address),
+        query_address: Some(addresses.client.clone()),
+        response_address: Some(addresses.server.clone()),
         query_port: Some(u32::from(seen.client.port())),
         response_port: Some(u32::from(seen.server.port())),
         query_time_sec: Some(query_sec),
@@ -184,10 +206,13 @@ pub fn encode(
     extra: Option<&[u8]>,
 ) -> Vec<u8> {
     let mut out = Vec::new();
+    let mut addresses = Addresses::default();
+    addresses.of(seen);
     push_frame(
         &mut out,
         kind,
         seen,
+        &addresses,
         &Bytes::copy_from_slice(identity),
         &Bytes::copy_from_slice(version),
         extra.map(Bytes::copy_from_slice),

@@ -40,8 +40,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 const HANDSHAKE: Duration = Duration::from_secs(5);
 /// How long a stopping writer waits for the reader's FINISH.
 const FINISH: Duration = Duration::from_secs(1);
-/// Tapped queries written in one write at most.
-const BATCH: usize = 256;
+/// Tapped queries encoded for one write at most.
+const BATCH: usize = 1024;
+/// How long the writer lets the queue fill once it has drained it: the
+/// most a message waits before it is written (a reader sees messages in
+/// bursts this far apart).
+const PACE: Duration = Duration::from_millis(20);
 
 type Reader = Box<dyn AsyncRead + Unpin + Send>;
 type Writer = Box<dyn AsyncWrite + Unpin + Send>;
@@ -223,7 +227,10 @@ async fn serve(
                 None => std::future::pending().await,
             }
         };
-        let received = tokio::select! {
+        let received = if stop.is_cancelled() {
+            0
+        } else {
+            tokio::select! {
             n = queue.recv_many(&mut batch, BATCH) => n,
             ended = reader_gone => {
                 let why = match ended {
@@ -234,6 +241,7 @@ async fn serve(
                 return Closed::Lost(why);
             }
             _ = stop.cancelled() => 0,
+            }
         };
         let stopping = received == 0;
         if stopping {
@@ -270,6 +278,17 @@ async fn serve(
         if stopping {
             return finish(open).await;
         }
+        // The queue is drained: let it fill a while before the next read.
+        // Meanwhile the writer waits on no queue, so the answer paths'
+        // sends wake nobody (one wake-up a query cost more than the rest
+        // of the tap), and the output gets a few large writes, not one per
+        // query.
+        if received < BATCH {
+            tokio::select! {
+                _ = tokio::time::sleep(PACE) => {}
+                _ = stop.cancelled() => {}
+            }
+        }
     }
 }
 
@@ -290,12 +309,15 @@ fn encode(
     let geo = geo.load();
     let (identity, version) = (&settings.identity, &settings.version);
     let mut n = 0;
+    let mut addresses = message::Addresses::default();
     for t in batch {
+        addresses.of(&t.seen);
         if settings.queries {
             message::push_frame(
                 buffer,
                 MessageType::AuthQuery,
                 &t.seen,
+                &addresses,
                 identity,
                 version,
                 None,
@@ -308,6 +330,7 @@ fn encode(
                 buffer,
                 MessageType::AuthResponse,
                 &t.seen,
+                &addresses,
                 identity,
                 version,
                 extra.map(Bytes::from),

@@ -315,6 +315,11 @@ impl Group {
             .map(move |i| self.values[i].record(owner, self.ttl))
     }
 
+    /// The values of variant `v`, in answer order.
+    pub fn variant_values(&self, v: usize) -> impl Iterator<Item = &Value> + '_ {
+        picked(self.values.len(), self.max_answers as usize, v).filter_map(|i| self.values.get(i))
+    }
+
     /// In a signed zone, per variant: the RRSIG over exactly its records.
     /// Empty when unsigned.
     pub fn sigs(&self) -> &[Signed] {
