@@ -73,7 +73,9 @@
 #   NSD_PORT=15354, GDNSD_PORT=15355, GTM_API_PORT=15380, MON_PORT=15390,
 #   RUST_LOG for gtm (default warn), GTM_TAP_PORT=15356,
 #   GTM_TAP_API_PORT=15381, DNSTAP_FILE (default in the temporary
-#   directory; /dev/null leaves the disk out).  Needs 2+ CPUs; installs dnsperf, nsd,
+#   directory; /dev/null leaves the disk out), GTM_DNSTAP=off (no gtm-tap:
+#   for a gtm binary without dnstap, compared by running it after another
+#   with GTM_BIN).  Needs 2+ CPUs; installs dnsperf, nsd,
 #   gdnsd, dnsutils with apt-get when missing (root or passwordless sudo).
 #
 # Only loopback addresses are ever contacted.  The script stops only the
@@ -93,6 +95,7 @@ DURATION=15            # seconds per measured run
 RUNS=2                 # measured runs per (server, record) pair
 WARMUP=5               # seconds of warm-up per pair, not recorded
 ONLY="gtm,nsd,gdnsd"   # servers to benchmark
+WANT_TAP=1             # the dnstap pair (GTM_DNSTAP=off: none)
 
 # Loopback ports, overridable from the environment.
 ADDR=127.0.0.1
@@ -142,6 +145,11 @@ for s in "${only_list[@]}"; do
     esac
 done
 ((WANT_GTM + WANT_NSD + WANT_GDNSD > 0)) || die "--only selects no server"
+case ${GTM_DNSTAP:-on} in
+    on) WANT_TAP=$WANT_GTM ;;
+    off) WANT_TAP=0 ;;
+    *) die "GTM_DNSTAP: expected on or off, not '$GTM_DNSTAP'" ;;
+esac
 
 # Stop the servers and helpers (STARTED_PIDS) with their forked children,
 # and remove the temporary directory, however the script ends.
@@ -653,7 +661,8 @@ if ((WANT_GTM)); then
         sleep 0.5
     done
     log "gtm: bench.test signed; DO answers carry their RRSIG"
-
+fi
+if ((WANT_TAP)); then
     RUST_LOG=${RUST_LOG:-warn} start gtm-tap "$TMP/gtm-tap.log" \
         "$GTM_BIN" serve --config "$TMP/gtm-tap-node.toml"
     PORT_OF[gtm-tap]=$GTM_TAP_PORT
@@ -738,11 +747,11 @@ run_dnsperf() { # name record seconds label
 # Pairs in the order used on odd runs: servers alternate from one run to the next.
 PAIRS=()
 ((WANT_GTM)) && PAIRS+=("gtm static")
-((WANT_GTM)) && PAIRS+=("gtm-tap static")
+((WANT_TAP)) && PAIRS+=("gtm-tap static")
 ((WANT_NSD)) && PAIRS+=("nsd static")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd static")
 ((WANT_GTM)) && PAIRS+=("gtm steered")
-((WANT_GTM)) && PAIRS+=("gtm-tap steered")
+((WANT_TAP)) && PAIRS+=("gtm-tap steered")
 ((WANT_GTM)) && PAIRS+=("gtm steered-do")
 ((WANT_GDNSD)) && PAIRS+=("gdnsd steered")
 ((WANT_GTM)) && PAIRS+=("gtm steered-ecs")
@@ -774,7 +783,7 @@ for ((run = 1; run <= RUNS; run++)); do
     done
 done
 
-if ((WANT_GTM)); then
+if ((WANT_TAP)); then
     DNSTAP_SENT=$(dnstap_count sent)
     DNSTAP_DROPPED=$(dnstap_count dropped)
     log "gtm-tap: dnstap messages sent $DNSTAP_SENT, dropped $DNSTAP_DROPPED"
