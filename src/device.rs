@@ -200,14 +200,16 @@ impl Device {
             Some(t) => tls::peer_client(&t.peer, timeout),
             None => tls::http_client(None, timeout),
         };
-        let prober = Arc::new(Prober::fenced(
-            settings.allow_exec,
-            gtm_health::probe::Fence {
-                allow_link_local: settings.allow_link_local_probes,
-                only: settings.probe_networks.clone(),
-            },
-        )
-        .reading(engine.inputs()));
+        let prober = Arc::new(
+            Prober::fenced(
+                settings.allow_exec,
+                gtm_health::probe::Fence {
+                    allow_link_local: settings.allow_link_local_probes,
+                    only: settings.probe_networks.clone(),
+                },
+            )
+            .reading(engine.inputs()),
+        );
         let probes = start::probe_runtime(cpus.map(|split| split.rest))?;
         start::spawn_health(&workers, &probes, &engine, &prober, &settings);
         let info = NodeInfo {

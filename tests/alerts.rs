@@ -179,7 +179,10 @@ async fn a_webhook_gets_signed_alerts_and_resolutions_and_its_queue_outlives_its
     assert_eq!(firing["device"], "test1");
     assert_eq!(firing["notifier"], "hook");
     assert!(
-        firing["text"].as_str().unwrap().starts_with("check web@127.0.193.2: OK → Error"),
+        firing["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("check web@127.0.193.2: OK → Error"),
         "{firing}"
     );
     assert_eq!(headers["x-gtm-delivery"], firing["id"].as_str().unwrap());
@@ -228,7 +231,10 @@ async fn a_webhook_gets_signed_alerts_and_resolutions_and_its_queue_outlives_its
     .await;
     let list = alert_list(&d);
     assert!(
-        list[0]["last_error"].as_str().unwrap().contains("127.0.193.9"),
+        list[0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.193.9"),
         "{list}"
     );
     let metrics = metrics(&d).await;
@@ -252,7 +258,9 @@ async fn a_webhook_gets_signed_alerts_and_resolutions_and_its_queue_outlives_its
     );
     let status = run_gtm(&d, &["status"]).stdout;
     assert!(
-        status.lines().any(|l| l.starts_with("hook") && l.contains("failing")),
+        status
+            .lines()
+            .any(|l| l.starts_with("hook") && l.contains("failing")),
         "{status}"
     );
     assert!(
@@ -274,11 +282,19 @@ async fn a_webhook_gets_signed_alerts_and_resolutions_and_its_queue_outlives_its
     // A test message, sent now.
     let test = run_gtm(&d, &["alert", "test", "hook"]);
     assert_eq!(test.code, Some(0), "{}", test.stderr);
-    assert!(test.stdout.contains("delivered from test1"), "{}", test.stdout);
+    assert!(
+        test.stdout.contains("delivered from test1"),
+        "{}",
+        test.stdout
+    );
     assert!(hook.messages().iter().any(|(_, m)| m["status"] == "test"));
     let unknown = run_gtm(&d, &["alert", "test", "nope"]);
     assert_ne!(unknown.code, Some(0));
-    assert!(unknown.stderr.contains("no notifier named \"nope\""), "{}", unknown.stderr);
+    assert!(
+        unknown.stderr.contains("no notifier named \"nope\""),
+        "{}",
+        unknown.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -356,7 +372,8 @@ fn free_port(ip: &str) -> u16 {
 
 /// The venv's python with aiosmtpd (`.ci/run` installs it).
 fn smtp_python() -> Option<PathBuf> {
-    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/venv-integrations/bin/python");
+    let python =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/venv-integrations/bin/python");
     let has = python.exists()
         && Command::new(&python)
             .args(["-c", "import aiosmtpd"])
@@ -415,7 +432,9 @@ async fn email_alerts_reach_a_real_smtp_server_over_starttls() {
             .unwrap(),
     );
     until("the SMTP server listens", || async {
-        tokio::net::TcpStream::connect(("127.0.193.25", port)).await.is_ok()
+        tokio::net::TcpStream::connect(("127.0.193.25", port))
+            .await
+            .is_ok()
     })
     .await;
     let notifier = format!(
@@ -426,7 +445,9 @@ async fn email_alerts_reach_a_real_smtp_server_over_starttls() {
     let test = run_gtm(&d, &["alert", "test", "mail"]);
     assert_eq!(test.code, Some(0), "{} {}", test.stdout, test.stderr);
     until("the test mail", || async { mails(&maildir).len() == 1 }).await;
-    assert!(mails(&maildir)[0].contains("Subject: [gtm TEST info] test of notifier mail from test1"));
+    assert!(
+        mails(&maildir)[0].contains("Subject: [gtm TEST info] test of notifier mail from test1")
+    );
     until("the check is OK", || async {
         d.device
             .engine
@@ -446,7 +467,10 @@ async fn email_alerts_reach_a_real_smtp_server_over_starttls() {
         .into_iter()
         .find(|m| m.contains("FIRING"))
         .unwrap();
-    assert!(mail.contains("To: ops@alert.test, oncall@alert.test"), "{mail}");
+    assert!(
+        mail.contains("To: ops@alert.test, oncall@alert.test"),
+        "{mail}"
+    );
     assert!(mail.contains("object:     web@127.0.193.22"), "{mail}");
 
     // Without the CA the server's certificate is refused: not delivered,
@@ -461,7 +485,11 @@ async fn email_alerts_reach_a_real_smtp_server_over_starttls() {
     assert_eq!(applied.code, Some(0), "{}", applied.stderr);
     let refused = run_gtm(&d, &["alert", "test", "mail"]);
     assert_eq!(refused.code, Some(1));
-    assert!(refused.stdout.contains("not delivered from test1"), "{}", refused.stdout);
+    assert!(
+        refused.stdout.contains("not delivered from test1"),
+        "{}",
+        refused.stdout
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -504,7 +532,9 @@ template(name="fields" type="string" string="%hostname%|%app-name%|%msgid%|%pri-
             .unwrap(),
     );
     until("rsyslog listens on TCP", || async {
-        tokio::net::TcpStream::connect(("127.0.193.35", tcp)).await.is_ok()
+        tokio::net::TcpStream::connect(("127.0.193.35", tcp))
+            .await
+            .is_ok()
     })
     .await;
     let notifier = format!(
@@ -528,7 +558,10 @@ template(name="fields" type="string" string="%hostname%|%app-name%|%msgid%|%pri-
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
-    until("both alerts logged by rsyslog", || async { lines().len() >= 2 }).await;
+    until("both alerts logged by rsyslog", || async {
+        lines().len() >= 2
+    })
+    .await;
     let lines = lines();
     // rsyslog parsed each as RFC 5424: host, app, msgid, facility and
     // level, structured data, message.
@@ -537,11 +570,15 @@ template(name="fields" type="string" string="%hostname%|%app-name%|%msgid%|%pri-
         "{lines:?}"
     );
     assert!(
-        lines.iter().any(|l| l.starts_with("test1|gtm|ALERT|daemon.warning|[gtm@32473 status=\"firing\"")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("test1|gtm|ALERT|daemon.warning|[gtm@32473 status=\"firing\"")),
         "{lines:?}"
     );
     assert!(
-        lines.iter().all(|l| l.contains("|check web@127.0.193.32: OK → Error")),
+        lines
+            .iter()
+            .all(|l| l.contains("|check web@127.0.193.32: OK → Error")),
         "{lines:?}"
     );
 }
@@ -593,16 +630,17 @@ severity = "info"
     // leader (a) sends it.
     b.ok(&["record", "drain", "127.0.194.20"]);
     until("the drain's alert", || async {
-        hook.messages()
-            .iter()
-            .any(|(_, m)| m["kind"] == "operator" && m["text"].as_str().unwrap().contains("drained 127.0.194.20"))
+        hook.messages().iter().any(|(_, m)| {
+            m["kind"] == "operator" && m["text"].as_str().unwrap().contains("drained 127.0.194.20")
+        })
     })
     .await;
     // Both devices logged it; give the follower's worker the same chance
     // the leader's had, then count.
     for p in [&a, &b] {
         until("both devices logged the drain", || async {
-            p.ok(&["logs", "--kind", "operator"]).contains("drained 127.0.194.20")
+            p.ok(&["logs", "--kind", "operator"])
+                .contains("drained 127.0.194.20")
         })
         .await;
     }
@@ -613,7 +651,9 @@ severity = "info"
         .messages()
         .into_iter()
         .map(|(_, m)| m)
-        .filter(|m| m["kind"] == "operator" && m["text"].as_str().unwrap().contains("drained 127.0.194.20"))
+        .filter(|m| {
+            m["kind"] == "operator" && m["text"].as_str().unwrap().contains("drained 127.0.194.20")
+        })
         .collect();
     assert_eq!(drains.len(), 1, "{drains:?}");
     assert_eq!(drains[0]["device"], "gtm1");
@@ -639,7 +679,9 @@ async fn syslog_over_tls_is_octet_counted_and_verified_against_the_ca_file() {
     )
     .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.193.45:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.193.45:0")
+        .await
+        .unwrap();
     let port = listener.local_addr().unwrap().port();
     let received: Arc<Log<String>> = Arc::new(Log::default());
     let seen = received.clone();
@@ -668,7 +710,13 @@ async fn syslog_over_tls_is_octet_counted_and_verified_against_the_ca_file() {
     let (length, message) = frame.split_once(' ').unwrap();
     assert_eq!(length.parse::<usize>().unwrap(), message.len(), "{frame}");
     assert!(message.starts_with("<29>1 "), "{message}");
-    assert!(message.contains(" test1 gtm - ALERT [gtm@32473 status=\"test\""), "{message}");
-    assert!(message.ends_with("] test of notifier tls from test1"), "{message}");
+    assert!(
+        message.contains(" test1 gtm - ALERT [gtm@32473 status=\"test\""),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("] test of notifier tls from test1"),
+        "{message}"
+    );
     server.abort();
 }

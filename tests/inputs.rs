@@ -116,8 +116,11 @@ fn check_on(p: &Proc, check: &str) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_backend_is_down_with_max_latency_and_back_when_fast() {
     let a = HttpBackend::start_at("127.0.190.2:0".parse().unwrap()).await;
-    let _b =
-        HttpBackend::start_at(SocketAddr::new("127.0.190.3".parse().unwrap(), a.addr.port())).await;
+    let _b = HttpBackend::start_at(SocketAddr::new(
+        "127.0.190.3".parse().unwrap(),
+        a.addr.port(),
+    ))
+    .await;
     let config = format!(
         r#"
 [[check]]
@@ -160,7 +163,8 @@ addresses = [
     let (state, reason) = check_of(&d, "web@127.0.190.2");
     assert_eq!(state, "Error");
     assert!(
-        reason.starts_with("slow: status 200 in ") && reason.ends_with("ms, over max_latency 60 ms"),
+        reason.starts_with("slow: status 200 in ")
+            && reason.ends_with("ms, over max_latency 60 ms"),
         "{reason}"
     );
     a.set_delay(Duration::ZERO);
@@ -192,7 +196,9 @@ async fn a_prometheus_check_drives_a_scenario_to_dr_and_back() {
     // The exporter: a real HTTP server whose metric the test changes.
     let exporter = HttpBackend::start_at("127.0.190.10:0".parse().unwrap()).await;
     exporter.set_header("content-type", "text/plain; version=0.0.4");
-    let metric = |v: u32| format!("# TYPE backend_errors gauge\nbackend_errors{{backend=\"127.0.190.20\"}} {v}\n");
+    let metric = |v: u32| {
+        format!("# TYPE backend_errors gauge\nbackend_errors{{backend=\"127.0.190.20\"}} {v}\n")
+    };
     exporter.set_body(&metric(0));
     // A real Prometheus scraping it every second.
     let dir = tempfile::tempdir().unwrap();
@@ -268,7 +274,10 @@ addresses = [
         reason.contains("backend=\"127.0.190.20\"") && reason.contains(" = 0, < 1"),
         "{reason}"
     );
-    assert_eq!(sorted_answers(d.v4(), "www.prom.test.").await, ["127.0.190.20"]);
+    assert_eq!(
+        sorted_answers(d.v4(), "www.prom.test.").await,
+        ["127.0.190.20"]
+    );
 
     // The backend's errors rise: Prometheus scrapes them, the check fails,
     // the scenario turns active and the record goes to DR.
@@ -280,8 +289,17 @@ addresses = [
     let (state, reason) = check_of(&d, "errors@127.0.190.20");
     assert_eq!(state, "Error");
     assert!(reason.contains(" = 5, not < 1"), "{reason}");
-    let events: Vec<String> = d.device.engine.events().into_iter().map(|e| e.text).collect();
-    assert!(events.contains(&"www.prom.test/A: DR is on".to_string()), "{events:?}");
+    let events: Vec<String> = d
+        .device
+        .engine
+        .events()
+        .into_iter()
+        .map(|e| e.text)
+        .collect();
+    assert!(
+        events.contains(&"www.prom.test/A: DR is on".to_string()),
+        "{events:?}"
+    );
 
     // And fall: back to Main.
     exporter.set_body(&metric(0));
@@ -291,14 +309,23 @@ addresses = [
     .await;
 
     // A query Prometheus refuses is a failure naming why.
-    let bad = zone.replace("expect = \"< 1\"", "expect = \"< 1\"\nmax_latency = \"300ms\"")
-        .replace("backend_errors{backend=\"$address\"}", "rate(backend_errors[1m]");
+    let bad = zone
+        .replace(
+            "expect = \"< 1\"",
+            "expect = \"< 1\"\nmax_latency = \"300ms\"",
+        )
+        .replace(
+            "backend_errors{backend=\"$address\"}",
+            "rate(backend_errors[1m]",
+        );
     let file = d.dir.path().join("bad.toml");
     std::fs::write(&file, bad).unwrap();
     let applied = run_gtm(&d, &["config", "apply", file.to_str().unwrap()]);
     assert_eq!(applied.code, Some(0), "{}", applied.stderr);
     until("the parse error is the reason", || async {
-        check_of(&d, "errors@127.0.190.20").1.starts_with("query failed: ")
+        check_of(&d, "errors@127.0.190.20")
+            .1
+            .starts_with("query failed: ")
     })
     .await;
 }
@@ -411,7 +438,11 @@ async fn an_alertmanager_alert_takes_an_address_out_on_both_devices_and_its_reso
             assert_eq!(r.status(), 200, "{:?}", r.text().await);
         }
     };
-    post(serde_json::json!([alert("127.0.191.20:9100", None), alert("10.9.9.9:9100", None)])).await;
+    post(serde_json::json!([
+        alert("127.0.191.20:9100", None),
+        alert("10.9.9.9:9100", None)
+    ]))
+    .await;
     for p in [&a, &b] {
         until("the alerted address left", || async {
             sorted_answers(p.dns(), "www.am.test.").await == ["127.0.191.21"]
@@ -425,13 +456,19 @@ async fn an_alertmanager_alert_takes_an_address_out_on_both_devices_and_its_reso
     }
     let logs = a.ok(&["logs", "--kind", "check"]);
     assert!(
-        logs.contains("check am@127.0.191.20: OK → Error (alert firing: 127.0.191.20:9100 is down)"),
+        logs.contains(
+            "check am@127.0.191.20: OK → Error (alert firing: 127.0.191.20:9100 is down)"
+        ),
         "{logs}"
     );
 
     // Resolved (it ended a moment ago): Alertmanager says so, and the
     // address is back on both devices.
-    post(serde_json::json!([alert("127.0.191.20:9100", Some("2000-01-01T00:00:00Z"))])).await;
+    post(serde_json::json!([alert(
+        "127.0.191.20:9100",
+        Some("2000-01-01T00:00:00Z")
+    )]))
+    .await;
     for p in [&a, &b] {
         until("the address came back", || async {
             sorted_answers(p.dns(), "www.am.test.").await == ["127.0.191.20", "127.0.191.21"]
@@ -496,7 +533,10 @@ async fn a_push_check_follows_its_reports_through_either_device_and_errs_when_th
         .await;
         assert_eq!(
             check_on(p, "beat@127.0.192.20"),
-            ("Error".to_string(), "reported: error from the backend".to_string())
+            (
+                "Error".to_string(),
+                "reported: error from the backend".to_string()
+            )
         );
     }
     // ok through the leader, with the CLI: back on both.
@@ -510,7 +550,11 @@ async fn a_push_check_follows_its_reports_through_either_device_and_errs_when_th
         "--address",
         "127.0.192.20",
     ]);
-    assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
     for p in [&a, &b] {
         until("back after the ok report", || async {
             sorted_answers(p.dns(), "www.push.test.").await == ["127.0.192.20", "127.0.192.21"]
@@ -529,7 +573,10 @@ async fn a_push_check_follows_its_reports_through_either_device_and_errs_when_th
     assert_eq!(wrong.status(), 400);
     let body: serde_json::Value = wrong.json().await.unwrap();
     assert!(
-        body["message"].as_str().unwrap().contains("is a template: name the address"),
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("is a template: name the address"),
         "{body}"
     );
     let elsewhere = http

@@ -28,7 +28,15 @@ pub(super) async fn run(cli: &Connect, cmd: &AlertCmd) -> Result<()> {
                 let c = &n.counts;
                 println!(
                     "{} ({} {}): {}; {} delivered, {} failed attempts, {} dropped, {} queued, {} open",
-                    n.name, n.kind, n.target, n.state, c.delivered, c.failures, c.dropped, n.queued, n.open
+                    n.name,
+                    n.kind,
+                    n.target,
+                    n.state,
+                    c.delivered,
+                    c.failures,
+                    c.dropped,
+                    n.queued,
+                    n.open
                 );
                 if let Some(ms) = c.last_delivered_ms {
                     println!("  last delivered {}", iso_ms(ms));

@@ -420,9 +420,11 @@ async fn console_alerts_page_shows_delivery_and_sends_a_test() {
     let b = Browser::start().await;
     b.login(&base, &d.device.token).await;
     b.goto(&format!("{base}/ui/alerts")).await;
-    b.until_text("tr[data-notifier=\"ops\"] td.state", "the notifier's state", |t| {
-        !t.is_empty()
-    })
+    b.until_text(
+        "tr[data-notifier=\"ops\"] td.state",
+        "the notifier's state",
+        |t| !t.is_empty(),
+    )
     .await;
     b.click("tr[data-notifier=\"ops\"] button").await;
     b.until_text("#alert-done", "the test delivered", |t| {
@@ -430,7 +432,9 @@ async fn console_alerts_page_shows_delivery_and_sends_a_test() {
     })
     .await;
     assert_eq!(
-        b.text("tr[data-notifier=\"ops\"] td.state").await.as_deref(),
+        b.text("tr[data-notifier=\"ops\"] td.state")
+            .await
+            .as_deref(),
         Some("ok")
     );
     assert!(hook.messages().iter().any(|(_, m)| m["status"] == "test"));

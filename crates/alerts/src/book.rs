@@ -53,7 +53,13 @@ impl Book {
                 ));
             }
             if takes(&spec.filter, notice) {
-                out.push(Message::new(&spec.name, Status::Info, notice, notice.time_ms, 0));
+                out.push(Message::new(
+                    &spec.name,
+                    Status::Info,
+                    notice,
+                    notice.time_ms,
+                    0,
+                ));
             }
             return out;
         }
@@ -102,7 +108,13 @@ impl Book {
             },
         );
         if now_send {
-            vec![Message::new(&spec.name, Status::Firing, notice, notice.time_ms, 0)]
+            vec![Message::new(
+                &spec.name,
+                Status::Firing,
+                notice,
+                notice.time_ms,
+                0,
+            )]
         } else {
             Vec::new()
         }
@@ -180,7 +192,9 @@ mod tests {
     }
 
     fn statuses(m: &[Message]) -> Vec<(Status, &str, u32)> {
-        m.iter().map(|m| (m.status, m.text.as_str(), m.repeat)).collect()
+        m.iter()
+            .map(|m| (m.status, m.text.as_str(), m.repeat))
+            .collect()
     }
 
     #[test]
@@ -189,7 +203,10 @@ mod tests {
         let sent = b.notice(&s, &notice(Severity::Warning, "DR is on"), t);
         assert_eq!(statuses(&sent), [(Status::Firing, "DR is on", 0)]);
         let news = b.notice(&s, &notice(Severity::Error, "No healthy records left"), t);
-        assert_eq!(statuses(&news), [(Status::Firing, "No healthy records left", 0)]);
+        assert_eq!(
+            statuses(&news),
+            [(Status::Firing, "No healthy records left", 0)]
+        );
         let ended = b.notice(&s, &notice(Severity::Info, "DR ended"), t);
         assert_eq!(statuses(&ended), [(Status::Resolved, "DR ended", 0)]);
         assert_eq!(b.open(), 0);
@@ -199,16 +216,28 @@ mod tests {
     fn a_delay_sends_only_what_stays_open_and_repeats_follow() {
         let (s, mut b, t) = (spec(30, Some(60)), Book::default(), Instant::now());
         let secs = Duration::from_secs;
-        assert!(b.notice(&s, &notice(Severity::Warning, "DR is on"), t).is_empty());
+        assert!(
+            b.notice(&s, &notice(Severity::Warning, "DR is on"), t)
+                .is_empty()
+        );
         assert!(b.tick(&s, t + secs(29)).is_empty());
         // Resolved within the delay: nothing at all is sent.
-        assert!(b.notice(&s, &notice(Severity::Info, "DR ended"), t + secs(29)).is_empty());
+        assert!(
+            b.notice(&s, &notice(Severity::Info, "DR ended"), t + secs(29))
+                .is_empty()
+        );
         assert!(b.tick(&s, t + secs(31)).is_empty());
         // Open past the delay: sent once, then every minute.
         b.notice(&s, &notice(Severity::Warning, "DR is on"), t);
-        assert_eq!(statuses(&b.tick(&s, t + secs(30))), [(Status::Firing, "DR is on", 0)]);
+        assert_eq!(
+            statuses(&b.tick(&s, t + secs(30))),
+            [(Status::Firing, "DR is on", 0)]
+        );
         assert!(b.tick(&s, t + secs(60)).is_empty());
-        assert_eq!(statuses(&b.tick(&s, t + secs(90))), [(Status::Firing, "DR is on", 1)]);
+        assert_eq!(
+            statuses(&b.tick(&s, t + secs(90))),
+            [(Status::Firing, "DR is on", 1)]
+        );
         assert_eq!(
             statuses(&b.notice(&s, &notice(Severity::Info, "DR ended"), t + secs(100))),
             [(Status::Resolved, "DR ended", 0)]
@@ -220,12 +249,23 @@ mod tests {
         let mut s = spec(0, None);
         s.filter.severity = Severity::Info;
         let mut b = Book::default();
-        let m = b.notice(&s, &notice(Severity::Info, "192.0.2.10 is enabled"), Instant::now());
+        let m = b.notice(
+            &s,
+            &notice(Severity::Info, "192.0.2.10 is enabled"),
+            Instant::now(),
+        );
         assert_eq!(statuses(&m), [(Status::Info, "192.0.2.10 is enabled", 0)]);
         let mut quiet = spec(0, None);
         quiet.resolved = false;
         let mut b = Book::default();
-        b.notice(&quiet, &notice(Severity::Warning, "DR is on"), Instant::now());
-        assert!(b.notice(&quiet, &notice(Severity::Info, "DR ended"), Instant::now()).is_empty());
+        b.notice(
+            &quiet,
+            &notice(Severity::Warning, "DR is on"),
+            Instant::now(),
+        );
+        assert!(
+            b.notice(&quiet, &notice(Severity::Info, "DR ended"), Instant::now())
+                .is_empty()
+        );
     }
 }

@@ -31,8 +31,8 @@ fn tls_parameters(host: &str, ca_file: Option<&Path>) -> Result<TlsParameters, S
     let mut builder = TlsParameters::builder(host.to_string());
     if let Some(path) = ca_file {
         let pem = std::fs::read(path).map_err(|e| format!("ca_file {}: {e}", path.display()))?;
-        let cert = Certificate::from_pem(&pem)
-            .map_err(|e| format!("ca_file {}: {e}", path.display()))?;
+        let cert =
+            Certificate::from_pem(&pem).map_err(|e| format!("ca_file {}: {e}", path.display()))?;
         builder = builder.add_root_certificate(cert);
     }
     builder.build_rustls().map_err(|e| e.to_string())
@@ -62,25 +62,20 @@ pub async fn send(smtp: &Smtp<'_>, message: &Message) -> Result<(), String> {
         .tls(tls)
         .timeout(Some(Duration::from_secs(20)));
     if let (Some(user), Some(path)) = (smtp.username, smtp.password_file) {
-        let password = super::webhook::secret(path)
-            .map_err(|e| e.replace("secret_file", "password_file"))?;
+        let password =
+            super::webhook::secret(path).map_err(|e| e.replace("secret_file", "password_file"))?;
         transport = transport.credentials(Credentials::new(
             user.to_string(),
             String::from_utf8_lossy(&password).into_owned(),
         ));
     }
-    transport
-        .build()
-        .send(mail)
-        .await
-        .map(drop)
-        .map_err(|e| {
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                text = format!("{text}: {s}");
-                source = s.source();
-            }
-            format!("smtp {}:{}: {text}", smtp.host, smtp.port)
-        })
+    transport.build().send(mail).await.map(drop).map_err(|e| {
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text = format!("{text}: {s}");
+            source = s.source();
+        }
+        format!("smtp {}:{}: {text}", smtp.host, smtp.port)
+    })
 }

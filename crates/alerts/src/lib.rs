@@ -75,16 +75,19 @@ pub struct Alerts {
 
 impl std::fmt::Debug for Alerts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Alerts").field("device", &self.device).finish()
+        f.debug_struct("Alerts")
+            .field("device", &self.device)
+            .finish()
     }
 }
 
 fn target_of(spec: &NotifierSpec) -> (String, String) {
     match &spec.delivery {
         Delivery::Webhook { url, .. } => ("webhook".into(), url.clone()),
-        Delivery::Email { host, port, to, .. } => {
-            ("email".into(), format!("{} via {host}:{port}", to.join(", ")))
-        }
+        Delivery::Email { host, port, to, .. } => (
+            "email".into(),
+            format!("{} via {host}:{port}", to.join(", ")),
+        ),
         Delivery::Syslog {
             host,
             port,
@@ -92,7 +95,10 @@ fn target_of(spec: &NotifierSpec) -> (String, String) {
             ..
         } => (
             "syslog".into(),
-            format!("{host}:{port} ({})", format!("{transport:?}").to_ascii_lowercase()),
+            format!(
+                "{host}:{port} ({})",
+                format!("{transport:?}").to_ascii_lowercase()
+            ),
         ),
     }
 }
@@ -227,10 +233,6 @@ impl Alerts {
             text: format!("test of notifier {name} from {}", self.device),
         };
         let message = Message::new(name, Status::Test, &notice, now, 0);
-        Some(
-            outbox::deliver(&spec, &message)
-                .await
-                .map(|()| message),
-        )
+        Some(outbox::deliver(&spec, &message).await.map(|()| message))
     }
 }

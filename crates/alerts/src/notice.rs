@@ -36,8 +36,8 @@ pub fn about(filter: &Filter, notice: &Notice) -> bool {
     let kind = filter.kinds.is_empty() || filter.kinds.contains(&notice.kind);
     let record = notice.object.to_ascii_lowercase();
     let name = record.split('/').next().unwrap_or_default();
-    let records = filter.records.is_empty()
-        || (notice.kind == "record" && filter.records.contains(&record));
+    let records =
+        filter.records.is_empty() || (notice.kind == "record" && filter.records.contains(&record));
     let domains = filter.domains.is_empty()
         || (notice.kind == "record"
             && filter
@@ -89,20 +89,32 @@ mod tests {
     fn filters_name_kinds_records_domains_datacenters_and_devices() {
         let www = notice("record", Severity::Warning, "www.example.test/A");
         assert!(takes(&filter(), &www));
-        assert!(!takes(&filter(), &notice("record", Severity::Info, "www.example.test/A")));
+        assert!(!takes(
+            &filter(),
+            &notice("record", Severity::Info, "www.example.test/A")
+        ));
         let f = Filter {
             domains: vec!["example.test".into()],
             ..filter()
         };
         assert!(takes(&f, &www));
-        assert!(!takes(&f, &notice("record", Severity::Warning, "www.other.test/A")));
-        assert!(!takes(&f, &notice("check", Severity::Warning, "web@192.0.2.1")));
+        assert!(!takes(
+            &f,
+            &notice("record", Severity::Warning, "www.other.test/A")
+        ));
+        assert!(!takes(
+            &f,
+            &notice("check", Severity::Warning, "web@192.0.2.1")
+        ));
         let f = Filter {
             kinds: vec!["check".into()],
             devices: vec!["gtm2".into()],
             ..filter()
         };
-        assert!(!takes(&f, &notice("check", Severity::Warning, "web@192.0.2.1")));
+        assert!(!takes(
+            &f,
+            &notice("check", Severity::Warning, "web@192.0.2.1")
+        ));
         let f = Filter {
             datacenters: vec!["dc2".into()],
             ..filter()
@@ -114,6 +126,9 @@ mod tests {
             ..filter()
         };
         assert!(!takes(&f, &www));
-        assert!(takes(&f, &notice("record", Severity::Error, "www.example.test/A")));
+        assert!(takes(
+            &f,
+            &notice("record", Severity::Error, "www.example.test/A")
+        ));
     }
 }

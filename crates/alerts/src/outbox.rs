@@ -22,7 +22,9 @@ const BACKOFF_MAX: Duration = Duration::from_secs(60);
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a notifier did on this device since it started.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Counts {
     pub delivered: u64,
     /// Failed attempts (each retry counts).
@@ -49,7 +51,10 @@ impl Outbox {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         if queue.len() >= QUEUE_MAX {
             queue.pop_front();
-            self.counts.lock().unwrap_or_else(|p| p.into_inner()).dropped += 1;
+            self.counts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .dropped += 1;
         }
         queue.push_back(message);
         drop(queue);
@@ -61,7 +66,10 @@ impl Outbox {
     }
 
     pub fn counts(&self) -> Counts {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.counts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn front(&self) -> Option<Message> {

@@ -15,8 +15,8 @@ use super::message::Message;
 
 /// The key a secret file holds: its bytes, without a final newline.
 pub fn secret(path: &Path) -> Result<Vec<u8>, String> {
-    let mut key = std::fs::read(path)
-        .map_err(|e| format!("secret_file {}: {e}", path.display()))?;
+    let mut key =
+        std::fs::read(path).map_err(|e| format!("secret_file {}: {e}", path.display()))?;
     while key.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
         key.pop();
     }
@@ -66,7 +66,10 @@ pub async fn send(
         .header("x-gtm-delivery", &message.id)
         .header("x-gtm-timestamp", timestamp.to_string());
     if let Some(path) = secret_file {
-        request = request.header("x-gtm-signature", signature(&secret(path)?, timestamp, &body));
+        request = request.header(
+            "x-gtm-signature",
+            signature(&secret(path)?, timestamp, &body),
+        );
     }
     let response = request
         .body(body)
@@ -104,7 +107,11 @@ mod tests {
             &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key),
             b"1700000000.{}",
         );
-        let hex: String = expected.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let hex: String = expected
+            .as_ref()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         assert_eq!(sig, format!("sha256={hex}"));
         assert_eq!(sig.len(), 7 + 64);
     }

@@ -90,7 +90,9 @@ pub(crate) async fn push(
         .replication
         .propose(state.actor(&who), None, action)
         .await?;
-    Ok(Json(checks.into_iter().filter(|c| c.check == key).collect()))
+    Ok(Json(
+        checks.into_iter().filter(|c| c.check == key).collect(),
+    ))
 }
 
 /// An Alertmanager webhook notification (`webhook_configs`, version 4).

@@ -48,7 +48,6 @@ use axum::{Router, extract::DefaultBodyLimit, http::StatusCode, middleware};
 pub use accounts::{NewToken, TokenRequest, UserRequest, WhoAmI};
 pub use alerts::AlertTest;
 pub use checks::{CheckStateRequest, ProbeRequest, TestRequest, TestResult};
-pub use inputs::{AlertmanagerNotification, AlertsTaken, PushRequest};
 pub(crate) use checks::{test_check, test_unsaved};
 pub(crate) use cluster::cluster_token;
 pub use cluster::{ClusterMessage, JoinCommand, TokenResponse};
@@ -57,6 +56,7 @@ pub use drains::{DrainAddress, DrainDatacenter};
 pub use events::{EventFilter, event_page};
 pub use geoip::{GeoLookup, GeoipStatus, lookup_in};
 pub use history::{CommandStatus, ConfigDiff, Fate, HistoryItem, RollbackRequest};
+pub use inputs::{AlertmanagerNotification, AlertsTaken, PushRequest};
 pub(crate) use records::{DeviceQuery, ExplainQuery, explain, preview, resume};
 pub use stats::DeviceRecordStats;
 pub use status::{RAFT_WORKER, STORE_WORKER, StatusReport, failed_workers, health};
@@ -157,10 +157,8 @@ const BODY_LIMIT: usize = 160 << 20;
 /// beside it by the device (outside that layer: they answer HTML).
 pub fn router(state: ApiState) -> Router {
     let (mut public, mut secret) = (Router::new(), Router::new());
-    let mut by_role: Vec<(Role, Router<ApiState>)> = Role::ALL
-        .into_iter()
-        .map(|r| (r, Router::new()))
-        .collect();
+    let mut by_role: Vec<(Role, Router<ApiState>)> =
+        Role::ALL.into_iter().map(|r| (r, Router::new())).collect();
     for op in routes::operations() {
         let group = match op.access {
             routes::Access::Public => &mut public,

@@ -86,7 +86,11 @@ fn render(state: &ApiState) -> String {
         ] {
             out.sample(
                 "gtm_alert_messages_total",
-                &[("device", &device), ("notifier", &n.name), ("result", result)],
+                &[
+                    ("device", &device),
+                    ("notifier", &n.name),
+                    ("result", result),
+                ],
                 count as f64,
             );
         }

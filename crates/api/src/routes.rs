@@ -11,11 +11,11 @@ use serde_json::{Map, Value, json};
 use gtm_model::error::ApiError;
 
 use super::{
-    AlertTest, ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress, DrainDatacenter,
-    GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport, TestRequest,
-    TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, alerts, checks, cluster,
-    config, dnssec, drains, events, geoip, history, inputs, objects, peer, records, schedules, stats,
-    status, tsig,
+    AlertTest, ApiState, ApplyResult, CheckStateRequest, ClusterMessage, DrainAddress,
+    DrainDatacenter, GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport,
+    TestRequest, TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, alerts,
+    checks, cluster, config, dnssec, drains, events, geoip, history, inputs, objects, peer,
+    records, schedules, stats, status, tsig,
 };
 use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordView};
 use gtm_model::config::{

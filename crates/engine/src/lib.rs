@@ -267,7 +267,7 @@ impl Steered {
     /// them. Targets out of the device's zones are not judged.
     fn shown(&self, snapshot: &Snapshot) -> (Status, Cow<'_, str>) {
         let status = self.state.status;
-        if self.kind() != RecordType::Cname
+        if self.kind() != RecordType::CNAME
             || matches!(status, Status::FailSafe | Status::NoHealthy)
         {
             return (status, Cow::Borrowed(&*self.decision));
@@ -347,7 +347,7 @@ impl RecordKey {
         let (name, kind) = label.rsplit_once('/')?;
         let (kind, view) = gtm_model::names::type_and_view(kind);
         let view = view.map(Box::from);
-        let kind = [RecordType::A, RecordType::Aaaa, RecordType::Cname]
+        let kind = [RecordType::A, RecordType::AAAA, RecordType::CNAME]
             .into_iter()
             .find(|k| k.as_str() == kind)?;
         let mut name = hickory_server::proto::rr::Name::from_ascii(name).ok()?;

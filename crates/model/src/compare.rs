@@ -35,7 +35,9 @@ pub struct Comparison {
 
 /// Text that is not a comparison.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("\"{0}\" is not a comparison: write an operator (<, <=, >, >=, ==, !=) and a number, e.g. \"< 0.05\"")]
+#[error(
+    "\"{0}\" is not a comparison: write an operator (<, <=, >, >=, ==, !=) and a number, e.g. \"< 0.05\""
+)]
 pub struct NotAComparison(pub String);
 
 impl std::str::FromStr for Comparison {

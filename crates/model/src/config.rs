@@ -753,52 +753,7 @@ pub struct Soa {
     pub minimum: Option<u32>,
 }
 
-/// The record types gtm serves.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum RecordType {
-    A,
-    Aaaa,
-    Cname,
-    Mx,
-    Txt,
-    Srv,
-    Caa,
-    Ns,
-}
-
-impl RecordType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::A => "A",
-            Self::Aaaa => "AAAA",
-            Self::Cname => "CNAME",
-            Self::Mx => "MX",
-            Self::Txt => "TXT",
-            Self::Srv => "SRV",
-            Self::Caa => "CAA",
-            Self::Ns => "NS",
-        }
-    }
-
-    /// A, AAAA and CNAME take `addresses` and can be steered; the rest are
-    /// static and take `values`.
-    pub fn is_steerable(self) -> bool {
-        matches!(self, Self::A | Self::Aaaa | Self::Cname)
-    }
-}
+pub use crate::rtype::RecordType;
 
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,

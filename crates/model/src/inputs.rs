@@ -82,14 +82,16 @@ pub fn alert_may_match(
 ) -> bool {
     !wanted.is_empty()
         && wanted.iter().all(|(k, v)| {
-            labels.get(k).is_some_and(|got| match v.split_once("$address") {
-                None => got == v,
-                Some((before, after)) => {
-                    got.len() >= before.len() + after.len()
-                        && got.starts_with(before)
-                        && got.ends_with(after)
-                }
-            })
+            labels
+                .get(k)
+                .is_some_and(|got| match v.split_once("$address") {
+                    None => got == v,
+                    Some((before, after)) => {
+                        got.len() >= before.len() + after.len()
+                            && got.starts_with(before)
+                            && got.ends_with(after)
+                    }
+                })
         })
 }
 

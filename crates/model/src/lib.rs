@@ -40,6 +40,7 @@ pub mod node;
 pub mod operator;
 mod parse;
 pub mod place;
+pub mod rtype;
 pub mod severity;
 pub mod text;
 pub mod topology;

@@ -453,7 +453,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         "false" => Some(false),
         _ => None,
     };
-    let addressed = matches!(kind, RecordType::A | RecordType::Aaaa | RecordType::Cname);
+    let addressed = matches!(kind, RecordType::A | RecordType::AAAA | RecordType::CNAME);
     let mut addresses = Vec::new();
     for i in 0..rows(f) {
         let key = |field: &str| format!("a{i}_{field}");
@@ -464,7 +464,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         }
         let (ip, target) = match value.parse() {
             Ok(ip) => (Some(ip), None),
-            Err(_) if kind == RecordType::Cname => (None, Some(value.to_string())),
+            Err(_) if kind == RecordType::CNAME => (None, Some(value.to_string())),
             Err(_) => {
                 problems.add(
                     Some(format!("a{i}")),

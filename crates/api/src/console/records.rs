@@ -162,7 +162,7 @@ pub(super) fn catalog(config: &Config) -> Catalog {
                 })
                 .collect();
             records.insert(
-                crate::record_label(&owner, r.kind.as_str()),
+                crate::record_label(&owner, &r.kind.as_str()),
                 RecordInfo {
                     domain: domain.clone(),
                     addresses,

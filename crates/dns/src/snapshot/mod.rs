@@ -707,15 +707,5 @@ fn labels(key: &[u8]) -> usize {
 }
 
 pub fn wire_type(kind: gtm_model::config::RecordType) -> Rt {
-    use gtm_model::config::RecordType as K;
-    match kind {
-        K::A => Rt::A,
-        K::Aaaa => Rt::AAAA,
-        K::Cname => Rt::CNAME,
-        K::Mx => Rt::MX,
-        K::Txt => Rt::TXT,
-        K::Srv => Rt::SRV,
-        K::Caa => Rt::CAA,
-        K::Ns => Rt::NS,
-    }
+    Rt::from(kind.code())
 }

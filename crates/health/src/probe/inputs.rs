@@ -136,7 +136,10 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        assert_eq!(alert_result(&state, &labels, "192.0.2.1"), Ok("no alert firing".into()));
+        assert_eq!(
+            alert_result(&state, &labels, "192.0.2.1"),
+            Ok("no alert firing".into())
+        );
         state.alerts.insert(
             "f1".into(),
             Firing {

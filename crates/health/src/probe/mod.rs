@@ -556,20 +556,16 @@ impl Prober {
                 let address = inputs::address_text(target);
                 prometheus::probe(self, url, query, expect, &address).await
             }
-            ProbeKind::Push { key, stale_after } => {
-                inputs::push_result(
-                    &self.inputs.load(),
-                    key,
-                    *stale_after,
-                    gtm_model::clock::now_ms(),
-                )
-                .unwrap_or_else(|| Err(inputs::never_reported(*stale_after)))
-            }
-            ProbeKind::Alertmanager { labels } => inputs::alert_result(
+            ProbeKind::Push { key, stale_after } => inputs::push_result(
                 &self.inputs.load(),
-                labels,
-                &inputs::address_text(target),
-            ),
+                key,
+                *stale_after,
+                gtm_model::clock::now_ms(),
+            )
+            .unwrap_or_else(|| Err(inputs::never_reported(*stale_after))),
+            ProbeKind::Alertmanager { labels } => {
+                inputs::alert_result(&self.inputs.load(), labels, &inputs::address_text(target))
+            }
         }
     }
 

@@ -209,7 +209,10 @@ mod tests {
         let s = server("http://127.0.0.1:9090").unwrap();
         assert_eq!((s.tls, s.port, s.base.as_str()), (false, 9090, ""));
         let s = server("https://[::1]/prom/").unwrap();
-        assert_eq!((s.tls, s.host.as_str(), s.port, s.base.as_str()), (true, "::1", 443, "/prom"));
+        assert_eq!(
+            (s.tls, s.host.as_str(), s.port, s.base.as_str()),
+            (true, "::1", 443, "/prom")
+        );
         assert!(server("ftp://x").is_err());
     }
 
@@ -217,15 +220,30 @@ mod tests {
     fn answers_are_judged_series_by_series() {
         let lt: Comparison = "< 0.5".parse().unwrap();
         let ok = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"instance":"a"},"value":[1,"0.1"]}]}}"#;
-        assert_eq!(judge(200, ok, &lt), Ok(r#"{instance="a"} = 0.1, < 0.5"#.into()));
+        assert_eq!(
+            judge(200, ok, &lt),
+            Ok(r#"{instance="a"} = 0.1, < 0.5"#.into())
+        );
         let bad = br#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"err"},"value":[1,"0.1"]},{"metric":{"__name__":"err","i":"b"},"value":[1,"NaN"]}]}}"#;
-        assert_eq!(judge(200, bad, &lt), Err(r#"err{i="b"} = NaN, not < 0.5"#.into()));
+        assert_eq!(
+            judge(200, bad, &lt),
+            Err(r#"err{i="b"} = NaN, not < 0.5"#.into())
+        );
         let empty = br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
-        assert_eq!(judge(200, empty, &lt), Err("the query gives no series".into()));
+        assert_eq!(
+            judge(200, empty, &lt),
+            Err("the query gives no series".into())
+        );
         let scalar = br#"{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}"#;
         assert!(judge(200, scalar, &lt).is_err());
         let failed = br#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
-        assert_eq!(judge(400, failed, &lt), Err("query failed: parse error".into()));
-        assert_eq!(judge(502, b"<html>", &lt), Err("Prometheus answered status 502".into()));
+        assert_eq!(
+            judge(400, failed, &lt),
+            Err("query failed: parse error".into())
+        );
+        assert_eq!(
+            judge(502, b"<html>", &lt),
+            Err("Prometheus answered status 502".into())
+        );
     }
 }

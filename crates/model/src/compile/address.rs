@@ -42,8 +42,8 @@ enum ValueError {
 /// The answer's data of an address of a `kind` record.
 fn address_value(kind: RecordType, a: &Address) -> Result<RData, ValueError> {
     Ok(match (kind, a.ip, a.target()) {
-        (RecordType::Cname, None, Some(t)) => answer_rdata(kind, t)?,
-        (RecordType::Cname, _, _) => return Err(ValueError::CnameWithoutTarget),
+        (RecordType::CNAME, None, Some(t)) => answer_rdata(kind, t)?,
+        (RecordType::CNAME, _, _) => return Err(ValueError::CnameWithoutTarget),
         (_, Some(ip), None) => answer_rdata(kind, &ip.to_string())?,
         (_, _, Some(_)) => return Err(ValueError::TargetNotIp(kind)),
         (_, None, None) => return Err(ValueError::NoIp),

@@ -50,16 +50,16 @@ impl Cx {
     /// A CNAME owns its name alone (RFC 1034 §3.6.2), and is never at the
     /// apex. `at`: the records at one name.
     fn cname_alone(&mut self, path: &str, apex: &Name, at_apex: bool, at: &[&RecordSpec]) {
-        let Some(cname) = at.iter().find(|r| r.kind == RecordType::Cname) else {
+        let Some(cname) = at.iter().find(|r| r.kind == RecordType::CNAME) else {
             return;
         };
         let cpath = record_path(path, apex, cname);
         if at_apex {
             self.err(&cpath, "the apex cannot be a CNAME (it holds SOA and NS)");
         } else if at.len() > 1 {
-            let others: Vec<&str> = at
+            let others: Vec<_> = at
                 .iter()
-                .filter(|r| r.kind != RecordType::Cname)
+                .filter(|r| r.kind != RecordType::CNAME)
                 .map(|r| r.kind.as_str())
                 .collect();
             self.err(
@@ -93,7 +93,7 @@ impl Cx {
         if total <= MAX_NAME_BYTES {
             return;
         }
-        let kinds: Vec<&str> = at.iter().map(|r| r.kind.as_str()).collect();
+        let kinds: Vec<_> = at.iter().map(|r| r.kind.as_str()).collect();
         let what = if at.len() == 1 {
             record_path(path, apex, at[0])
         } else {

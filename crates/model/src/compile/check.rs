@@ -57,7 +57,9 @@ impl Cx {
         use CheckType::*;
         const HTTP: &[CheckType] = &[Http, Https, Http2];
         const HTTP_NAMES: &str = "http, https and http2";
-        const PROBED: &[CheckType] = &[Http, Https, Http2, Tcp, Tls, Dns, Icmp, Grpc, Exec, Prometheus];
+        const PROBED: &[CheckType] = &[
+            Http, Https, Http2, Tcp, Tls, Dns, Icmp, Grpc, Exec, Prometheus,
+        ];
         let keys: [(bool, &str, &[CheckType], &str); 22] = [
             (c.path.is_some(), "path", HTTP, HTTP_NAMES),
             (c.expect_status.is_some(), "expect_status", HTTP, HTTP_NAMES),
@@ -77,7 +79,12 @@ impl Cx {
             ),
             (c.url.is_some(), "url", &[Prometheus], "prometheus"),
             (c.query.is_some(), "query", &[Prometheus], "prometheus"),
-            (!c.labels.is_empty(), "labels", &[Alertmanager], "alertmanager"),
+            (
+                !c.labels.is_empty(),
+                "labels",
+                &[Alertmanager],
+                "alertmanager",
+            ),
             (c.stale_after.is_some(), "stale_after", &[Push], "push"),
             (
                 c.max_latency.is_some(),
@@ -167,7 +174,11 @@ impl Cx {
         if c.kind == CheckType::Prometheus {
             for (set, key, example) in [
                 (c.url.is_some(), "url", "url = \"http://127.0.0.1:9090\""),
-                (c.query.is_some(), "query", "query = 'up{instance=\"$address:9100\"}'"),
+                (
+                    c.query.is_some(),
+                    "query",
+                    "query = 'up{instance=\"$address:9100\"}'",
+                ),
                 (c.expect.is_some(), "expect", "expect = \"== 1\""),
             ] {
                 if !set {
@@ -264,7 +275,12 @@ impl Cx {
             );
             return;
         };
-        if rest.split(['/', '?', '#']).next().unwrap_or_default().is_empty() {
+        if rest
+            .split(['/', '?', '#'])
+            .next()
+            .unwrap_or_default()
+            .is_empty()
+        {
             self.err(path, format!("url: \"{url}\" has no host"));
         }
         if url.contains(['?', '#']) || url.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {

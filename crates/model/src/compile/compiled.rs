@@ -159,6 +159,9 @@ pub struct ZoneSpec {
     /// The view whose clients alone get this zone; `None`: every client
     /// outside the views that have a zone of this name.
     pub view: Option<Box<ZoneView>>,
+    /// Its delegation points: the names its NS records hand to child
+    /// zones (`delegation::cut_of` finds the one above a name).
+    pub cuts: super::delegation::Cuts,
 }
 
 /// A secondary server of a zone.
@@ -185,6 +188,7 @@ impl ZoneSpec {
             secondaries,
             owners: _,
             view,
+            cuts,
         } = self;
         ZoneSpec {
             apex: apex.clone(),
@@ -199,7 +203,14 @@ impl ZoneSpec {
             secondaries: secondaries.clone(),
             owners: OwnerHashes::default(),
             view: view.clone(),
+            cuts: cuts.clone(),
         }
+    }
+
+    /// The delegation point at or above the name `key` (lower-case wire
+    /// form), if the name is delegated.
+    pub fn cut_of<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
+        super::delegation::cut_of(&self.cuts, key)
     }
 
     /// A hash of each record's owner, in record order ([`owners`](super::owners)).
@@ -273,7 +284,7 @@ pub struct RecordSpec {
 impl RecordSpec {
     /// A CNAME with a target: a link of a chain `Cx::cname_loops` follows.
     pub fn is_cname(&self) -> bool {
-        self.kind == RecordType::Cname
+        self.kind == RecordType::CNAME
             && matches!(&self.content, Content::Steered(s) if !s.addresses.is_empty())
     }
 

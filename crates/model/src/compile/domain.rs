@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use hickory_server::proto::rr::{Name, rdata::SOA};
 
+use super::delegation::Cuts;
 use super::{
     Cx, DcId, DomainCx, ModeCx, Refs, ZoneSpec, ZoneView, rdata::fqdn, records::Kept, reuse,
 };
@@ -176,6 +177,14 @@ impl Cx {
                     }
                     _ => Vec::new(),
                 };
+                // The delegations of the zone every client gets hold in
+                // the view's zone too.
+                if let (None, Some(all)) = (own, zones.first())
+                    && !all.cuts.is_empty()
+                {
+                    let base = all.cuts.clone();
+                    zone.cuts = self.delegations(&vpath, &zone.apex, &zone.records, &[], &base);
+                }
                 zone.view = Some(Box::new(ZoneView {
                     index,
                     name: name.into(),
@@ -261,7 +270,10 @@ impl Cx {
             refs,
         };
         let records = self.zone_records(d, &within, kept)?;
-        self.names(path, apex, (soa, nameservers), &records.checked());
+        let checked = records.checked();
+        self.names(path, apex, (soa, nameservers), &checked);
+        let cuts = self.delegations(path, apex, records.all(), &checked, &Cuts::new());
+        drop(checked);
         let (records, cnames, owners) = records.finish();
         (self.errors.len() == before).then(|| ZoneSpec {
             apex: apex.clone(),
@@ -276,6 +288,7 @@ impl Cx {
             secondaries,
             owners,
             view: None,
+            cuts,
         })
     }
 

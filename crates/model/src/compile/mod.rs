@@ -24,8 +24,10 @@ mod check;
 mod cname_loops;
 mod compiled;
 mod datacenters;
+mod delegation;
 mod domain;
 mod geoip;
+mod notifiers;
 mod owners;
 mod paths;
 mod rdata;
@@ -40,7 +42,6 @@ mod size;
 mod status;
 mod steering;
 mod views;
-mod notifiers;
 pub use notifiers::{
     Delivery, EVENT_KINDS, Filter, NotifierSpec, SmtpTls, SyslogTransport, notifier_spec,
 };
@@ -59,7 +60,7 @@ pub use compiled::{
     ZoneSpec, ZoneView, same_record, soa_serial, zone_key,
 };
 pub use domain::DEFAULT_TTL;
-pub use rdata::MAX_CHARACTER_STRING;
+pub use rdata::{MAX_CHARACTER_STRING, presentation};
 pub use regions::rule_sets;
 pub use scenarios::BUILTIN_SCENARIOS;
 pub use secondaries::SIGNED_EXPIRE_MAX;
@@ -288,3 +289,5 @@ fn normal(name: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod types_tests;

@@ -325,7 +325,11 @@ pub fn notifier_spec(n: &Notifier) -> Result<NotifierSpec, Vec<String>> {
 impl Cx {
     /// Every notifier reads, and names only datacenters that exist.
     pub(super) fn notifiers(&mut self, config: &Config) {
-        unique(self, "notifier", config.notifiers.iter().map(|n| n.name.as_str()));
+        unique(
+            self,
+            "notifier",
+            config.notifiers.iter().map(|n| n.name.as_str()),
+        );
         for n in &config.notifiers {
             let path = format!("notifier {}", n.name);
             if let Err(errors) = notifier_spec(n) {
@@ -335,7 +339,10 @@ impl Cx {
             }
             for (i, dc) in n.datacenters.iter().enumerate() {
                 if !config.datacenters.iter().any(|d| &d.name == dc) {
-                    self.err(&path, format!("datacenters[{i}]: unknown datacenter \"{dc}\""));
+                    self.err(
+                        &path,
+                        format!("datacenters[{i}]: unknown datacenter \"{dc}\""),
+                    );
                 }
             }
         }
@@ -360,7 +367,9 @@ mod tests {
         assert!(errors("[[notifier]]\nname = \"m\"\ntype = \"email\"\nsmtp = \"mail.test\"\nfrom = \"gtm@a.test\"\nto = [\"ops@a.test\"]\n").is_empty());
         assert!(errors("[[notifier]]\nname = \"s\"\ntype = \"syslog\"\naddress = \"[::1]:514\"\ntransport = \"tcp\"\nfacility = \"local3\"\n").is_empty());
         assert_eq!(
-            errors("[[notifier]]\nname = \"w\"\ntype = \"webhook\"\nsmtp = \"x\"\nkinds = [\"dns\"]\ndatacenters = [\"dc9\"]\n"),
+            errors(
+                "[[notifier]]\nname = \"w\"\ntype = \"webhook\"\nsmtp = \"x\"\nkinds = [\"dns\"]\ndatacenters = [\"dc9\"]\n"
+            ),
             [
                 "notifier w: smtp applies to email notifiers only",
                 "notifier w: a webhook notifier needs url = \"https://...\"",
@@ -369,7 +378,9 @@ mod tests {
             ]
         );
         assert_eq!(
-            errors("[[notifier]]\nname = \"m\"\ntype = \"email\"\nsmtp = \"h:0\"\nfrom = \"nobody\"\nto = [\"x y\"]\nusername = \"u\"\n"),
+            errors(
+                "[[notifier]]\nname = \"m\"\ntype = \"email\"\nsmtp = \"h:0\"\nfrom = \"nobody\"\nto = [\"x y\"]\nusername = \"u\"\n"
+            ),
             [
                 "notifier m: smtp: \"h:0\": \"0\" is not a port",
                 "notifier m: from: \"nobody\" is not an e-mail address",
@@ -378,7 +389,9 @@ mod tests {
             ]
         );
         assert_eq!(
-            errors("[[notifier]]\nname = \"s\"\ntype = \"syslog\"\naddress = \"h:514\"\ntransport = \"quic\"\nfacility = \"mars\"\nca_file = \"ca.pem\"\n"),
+            errors(
+                "[[notifier]]\nname = \"s\"\ntype = \"syslog\"\naddress = \"h:514\"\ntransport = \"quic\"\nfacility = \"mars\"\nca_file = \"ca.pem\"\n"
+            ),
             [
                 "notifier s: transport: \"quic\" is not udp, tcp or tls",
                 "notifier s: facility: \"mars\" is not a syslog facility (daemon, local0 … local7, ...)",
@@ -390,7 +403,10 @@ mod tests {
     #[test]
     fn host_and_port_read_with_defaults() {
         assert_eq!(host_port("mail.test", 587), Ok(("mail.test".into(), 587)));
-        assert_eq!(host_port("127.0.0.1:2525", 587), Ok(("127.0.0.1".into(), 2525)));
+        assert_eq!(
+            host_port("127.0.0.1:2525", 587),
+            Ok(("127.0.0.1".into(), 2525))
+        );
         assert_eq!(host_port("[::1]:514", 514), Ok(("::1".into(), 514)));
         assert_eq!(host_port("::1", 514), Ok(("::1".into(), 514)));
         assert!(host_port("", 1).is_err());

@@ -23,13 +23,10 @@ impl Cx {
         let before = self.errors.len();
         let owner = self.owner(path, r, within.apex)?;
         let ttl = r.ttl.unwrap_or(within.ttl);
-        let content = if r.kind == RecordType::Ns {
-            self.err(
-                path,
-                "NS records are not served from records: the apex NS set is the domain's nameservers, and delegation is not supported",
-            );
+        if !self.servable(path, r, &owner, within) {
             return None;
-        } else if r.kind.is_steerable() {
+        }
+        let content = if r.kind.is_steerable() {
             if !r.values().is_empty() {
                 self.err(
                     path,
@@ -49,6 +46,40 @@ impl Cx {
             ttl,
             content,
         })
+    }
+
+    /// Whether a record of this type can be at this name: the types gtm
+    /// makes or never serves are refused, and NS and DS are a delegation's
+    /// (below the apex, not at a wildcard, the same for every client).
+    fn servable(&mut self, path: &str, r: &Record, owner: &Name, within: &DomainCx) -> bool {
+        if let Some(why) = r.kind.refusal() {
+            self.err(
+                path,
+                format!("{} records cannot be configured: {why}", r.kind),
+            );
+            return false;
+        }
+        if !matches!(r.kind, RecordType::NS | RecordType::DS) {
+            return true;
+        }
+        let why = if owner == within.apex {
+            match r.kind {
+                RecordType::NS => {
+                    "the apex NS set is the domain's nameservers = [...]; an NS record delegates a name below the apex"
+                }
+                _ => {
+                    "a DS record of the apex belongs in the parent zone; here DS records sit at the delegations below the apex"
+                }
+            }
+        } else if r.name.starts_with('*') {
+            "a wildcard cannot be delegated (RFC 4592 §4.2)"
+        } else if r.view().is_some() || within.view.is_some() {
+            "a delegation is the same for every client: NS and DS records take no view"
+        } else {
+            return true;
+        };
+        self.err(path, why);
+        false
     }
 
     /// The record's name under `apex`: `@`, a relative name, or a wildcard

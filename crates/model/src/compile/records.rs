@@ -155,6 +155,11 @@ impl ZoneRecords {
         }
     }
 
+    /// Every record of the zone.
+    pub(super) fn all(&self) -> &[Arc<RecordSpec>] {
+        &self.records
+    }
+
     /// The records, how many are CNAMEs with targets, and their owners'
     /// hashes.
     pub(super) fn finish(self) -> (Vec<Arc<RecordSpec>>, usize, OwnerHashes) {

@@ -289,14 +289,14 @@ impl Cx {
         let max_answers = r.options().max_answers.unwrap_or(match balance {
             // A name has one CNAME (RFC 2181 §10.1): several targets are
             // candidates, one is answered.
-            _ if r.kind == RecordType::Cname => 1,
+            _ if r.kind == RecordType::CNAME => 1,
             Balance::RoundRobin | Balance::Random => usize::MAX,
             Balance::Weighted | Balance::Priority | Balance::Persist => 1,
         });
         if max_answers == 0 {
             self.err(path, "max_answers must be 1 or more");
         }
-        if r.kind == RecordType::Cname && max_answers > 1 {
+        if r.kind == RecordType::CNAME && max_answers > 1 {
             self.err(
                 path,
                 format!(

@@ -199,37 +199,53 @@ fn health_inputs_and_max_latency_are_validated_with_their_paths() {
         ]
     );
     assert_eq!(
-        errors(&check("type = \"prometheus\"\nurl = \"ftp://p\"\nquery = \"up\"\nexpect = \"about 1\"")),
+        errors(&check(
+            "type = \"prometheus\"\nurl = \"ftp://p\"\nquery = \"up\"\nexpect = \"about 1\""
+        )),
         [
             "check c: expect: \"about 1\" is not a comparison: write an operator (<, <=, >, >=, ==, !=) and a number, e.g. \"< 0.05\"",
             "check c: url: \"ftp://p\" is not an http:// or https:// URL",
         ]
     );
     assert_eq!(
-        errors(&check("type = \"prometheus\"\nurl = \"http://p:9090/?x=1\"\nquery = \"up\"\nexpect = \"> 0\"")),
-        ["check c: url: \"http://p:9090/?x=1\" must be the server's base URL, without a query, a fragment or spaces (/api/v1/query is added)"]
+        errors(&check(
+            "type = \"prometheus\"\nurl = \"http://p:9090/?x=1\"\nquery = \"up\"\nexpect = \"> 0\""
+        )),
+        [
+            "check c: url: \"http://p:9090/?x=1\" must be the server's base URL, without a query, a fragment or spaces (/api/v1/query is added)"
+        ]
     );
     assert_eq!(
         errors(&check("type = \"alertmanager\"")),
-        ["check c: an alertmanager check needs labels = { alertname = \"...\" } (the labels an alert must carry)"]
+        [
+            "check c: an alertmanager check needs labels = { alertname = \"...\" } (the labels an alert must carry)"
+        ]
     );
     assert_eq!(
-        errors(&check("type = \"push\"\ntimeout = \"1s\"\nlabels = { a = \"b\" }")),
+        errors(&check(
+            "type = \"push\"\ntimeout = \"1s\"\nlabels = { a = \"b\" }"
+        )),
         [
             "check c: labels applies to alertmanager checks only",
             "check c: timeout does not apply to a push check: it is reported to, never probed",
         ]
     );
     assert_eq!(
-        errors(&check("type = \"push\"\nmax_latency = \"1s\"\nstale_after = \"0s\"")),
+        errors(&check(
+            "type = \"push\"\nmax_latency = \"1s\"\nstale_after = \"0s\""
+        )),
         [
             "check c: max_latency applies to probed (all but manual, push and alertmanager) checks only",
             "check c: stale_after must be more than 0s",
         ]
     );
     assert_eq!(
-        errors(&check("type = \"tcp\"\ntimeout = \"2s\"\nmax_latency = \"2s\"")),
-        ["check c: max_latency 2s is not shorter than timeout 2s: a probe that slow times out first"]
+        errors(&check(
+            "type = \"tcp\"\ntimeout = \"2s\"\nmax_latency = \"2s\""
+        )),
+        [
+            "check c: max_latency 2s is not shorter than timeout 2s: a probe that slow times out first"
+        ]
     );
 }
 

@@ -15,9 +15,7 @@ use serde::{Deserialize, Serialize};
 /// What a principal may do. Ordered: each role may do all the one below it
 /// may (the order is [`Role::ALL`]'s, not the variants': stored commands
 /// name a role by its variant's position, so a new one is appended).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Reads everything: status, configuration, history, logs.

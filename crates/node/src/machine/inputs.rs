@@ -82,9 +82,7 @@ pub(super) fn run(
             if c.kind != CheckType::Push {
                 return Some(rejected(
                     ErrorKind::BadRequest,
-                    format!(
-                        "check \"{check}\" is not a push check; only push checks take reports"
-                    ),
+                    format!("check \"{check}\" is not a push check; only push checks take reports"),
                 ));
             }
             let key = match (address, c.target.is_some()) {
@@ -101,9 +99,7 @@ pub(super) fn run(
                 (Some(_), true) => {
                     return Some(rejected(
                         ErrorKind::BadRequest,
-                        format!(
-                            "check \"{check}\" has a target: its reports name no address"
-                        ),
+                        format!("check \"{check}\" has a target: its reports name no address"),
                     ));
                 }
             };
@@ -143,9 +139,8 @@ pub(super) fn run(
                     ),
                 ));
             }
-            let line = format!(
-                "alerts: {fired} firing, {resolved} resolved, {ignored} no check watches"
-            );
+            let line =
+                format!("alerts: {fired} firing, {resolved} resolved, {ignored} no check watches");
             let changed = firing != before;
             let writes = if changed {
                 vec![put(ALERTS_KEY, &firing)]
@@ -186,9 +181,7 @@ fn take(
             continue;
         }
         fired += 1;
-        let since_ms = firing
-            .get(&a.fingerprint)
-            .map_or(now_ms, |f| f.since_ms);
+        let since_ms = firing.get(&a.fingerprint).map_or(now_ms, |f| f.since_ms);
         firing.insert(
             a.fingerprint.clone(),
             Firing {
@@ -320,7 +313,10 @@ type = "http"
         assert!(refused(apply(&m, &mut kv, push("web", None, true))).contains("not a push check"));
         assert!(refused(apply(&m, &mut kv, push("nope", None, true))).contains("no check named"));
         assert!(refused(apply(&m, &mut kv, push("beat", None, true))).contains("is a template"));
-        assert!(refused(apply(&m, &mut kv, push("job", Some("192.0.2.1"), true))).contains("has a target"));
+        assert!(
+            refused(apply(&m, &mut kv, push("job", Some("192.0.2.1"), true)))
+                .contains("has a target")
+        );
     }
 
     fn alert(fp: &str, firing: bool, instance: &str) -> AlertReport {
@@ -350,7 +346,10 @@ type = "http"
         );
         match out {
             Outcome::Applied { changes, .. } => {
-                assert_eq!(changes, ["alerts: 1 firing, 0 resolved, 1 no check watches"])
+                assert_eq!(
+                    changes,
+                    ["alerts: 1 firing, 0 resolved, 1 no check watches"]
+                )
             }
             other => panic!("{other:?}"),
         }

@@ -83,16 +83,46 @@ const fn only(
 
 const HTTP: &[&str] = &["http", "https", "http2"];
 const PROBED: &[&str] = &[
-    "http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc", "exec", "prometheus",
+    "http",
+    "https",
+    "http2",
+    "tcp",
+    "tls",
+    "dns",
+    "icmp",
+    "grpc",
+    "exec",
+    "prometheus",
 ];
 /// Probed or reported to: every type but manual.
 const TIMED: &[&str] = &[
-    "http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc", "exec", "prometheus", "push",
+    "http",
+    "https",
+    "http2",
+    "tcp",
+    "tls",
+    "dns",
+    "icmp",
+    "grpc",
+    "exec",
+    "prometheus",
+    "push",
     "alertmanager",
 ];
 const CHECK_TYPES: &[&str] = &[
-    "http", "https", "http2", "tcp", "tls", "dns", "icmp", "grpc", "exec", "manual",
-    "prometheus", "push", "alertmanager",
+    "http",
+    "https",
+    "http2",
+    "tcp",
+    "tls",
+    "dns",
+    "icmp",
+    "grpc",
+    "exec",
+    "manual",
+    "prometheus",
+    "push",
+    "alertmanager",
 ];
 
 pub const DATACENTERS: Kind = Kind {
@@ -181,8 +211,19 @@ pub const NOTIFIERS: Kind = Kind {
     about: "Where each device sends alerts on its events (webhook, e-mail, syslog): which events, after what delay, how often again while open, and whether resolutions too. Delivery state: gtm alert list.",
     fields: &[
         field("name", "Name", Input::Text, "ops"),
-        field("type", "Type", Input::Choice(&["webhook", "email", "syslog"]), ""),
-        only("url", "URL", Input::Text, "https://hooks.example.net/gtm", WEBHOOK),
+        field(
+            "type",
+            "Type",
+            Input::Choice(&["webhook", "email", "syslog"]),
+            "",
+        ),
+        only(
+            "url",
+            "URL",
+            Input::Text,
+            "https://hooks.example.net/gtm",
+            WEBHOOK,
+        ),
         only(
             "secret_file",
             "HMAC key file (on each device)",
@@ -190,7 +231,13 @@ pub const NOTIFIERS: Kind = Kind {
             "unsigned",
             WEBHOOK,
         ),
-        only("smtp", "SMTP server (host:port)", Input::Text, "mail.example.net:587", EMAIL),
+        only(
+            "smtp",
+            "SMTP server (host:port)",
+            Input::Text,
+            "mail.example.net:587",
+            EMAIL,
+        ),
         only(
             "smtp_tls",
             "SMTP TLS",
@@ -199,7 +246,13 @@ pub const NOTIFIERS: Kind = Kind {
             EMAIL,
         ),
         only("from", "From", Input::Text, "gtm@example.net", EMAIL),
-        only("to", "To (comma-separated)", Input::List, "ops@example.net", EMAIL),
+        only(
+            "to",
+            "To (comma-separated)",
+            Input::List,
+            "ops@example.net",
+            EMAIL,
+        ),
         only("username", "SMTP user", Input::Text, "none", EMAIL),
         only(
             "password_file",
@@ -208,7 +261,13 @@ pub const NOTIFIERS: Kind = Kind {
             "none",
             EMAIL,
         ),
-        only("address", "Syslog receiver (host:port)", Input::Text, "syslog.example.net:514", SYSLOG),
+        only(
+            "address",
+            "Syslog receiver (host:port)",
+            Input::Text,
+            "syslog.example.net:514",
+            SYSLOG,
+        ),
         only(
             "transport",
             "Transport",
@@ -217,7 +276,12 @@ pub const NOTIFIERS: Kind = Kind {
             SYSLOG,
         ),
         only("facility", "Facility", Input::Text, "daemon", SYSLOG),
-        field("ca_file", "CA file (PEM, on each device)", Input::Text, "public roots"),
+        field(
+            "ca_file",
+            "CA file (PEM, on each device)",
+            Input::Text,
+            "public roots",
+        ),
         field(
             "kinds",
             "Event kinds (comma-separated)",
@@ -232,7 +296,12 @@ pub const NOTIFIERS: Kind = Kind {
         ),
         field("records", "Records", Input::List, "every record"),
         field("domains", "Domains", Input::List, "every domain"),
-        field("datacenters", "Datacenters", Input::List, "every datacenter"),
+        field(
+            "datacenters",
+            "Datacenters",
+            Input::List,
+            "every datacenter",
+        ),
         field("devices", "Devices", Input::List, "every device"),
         field("delay", "Send if still open after", Input::Text, "at once"),
         field("repeat", "Send again every", Input::Text, "never"),
@@ -436,13 +505,7 @@ pub const CHECKS: Kind = Kind {
             "1",
             TIMED,
         ),
-        only(
-            "run_on",
-            "Run on",
-            Input::Datacenter,
-            "every device",
-            TIMED,
-        ),
+        only("run_on", "Run on", Input::Datacenter, "every device", TIMED),
         only(
             "policy",
             "Devices that must agree",
@@ -512,9 +575,7 @@ pub fn by_path(path: &str) -> Option<&'static Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gtm_model::config::{
-        Check, Datacenter, Domain, Notifier, Region, Scenario, Service, View,
-    };
+    use gtm_model::config::{Check, Datacenter, Domain, Notifier, Region, Scenario, Service, View};
     use schemars::schema_for;
 
     /// Every field of a form is a key the configuration has.
