@@ -30,6 +30,7 @@ mod operator;
 mod operator_cluster;
 mod probes;
 mod reading;
+mod records;
 mod rrl;
 mod schedule;
 mod service;

@@ -32,7 +32,7 @@ pub(crate) const OTHER_IP: &str = "127.0.171.3";
 
 const SECRET: [u8; 32] = *b"0123456789abcdef0123456789abcdef";
 
-fn secret64() -> String {
+pub(crate) fn secret64() -> String {
     base64(&SECRET)
 }
 
@@ -392,7 +392,7 @@ async fn axfr_needs_the_key_of_a_listed_secondary_from_its_address() {
 
 /// Waits (bounded) until the notify worker looked at the zone (it has a
 /// NOTIFY to send): its first look gives the zone a serial of its own.
-async fn until_looked(d: &TestDevice) {
+pub(crate) async fn until_looked(d: &TestDevice) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while d.device.engine.dns().transfers.notify_status().is_empty() {
         assert!(Instant::now() < deadline, "the notify worker never looked");

@@ -4,7 +4,7 @@
 //! It takes a query only when it is plain: one question of class IN for a
 //! name that exists, at most an OPT record of EDNS version 0, and a
 //! response that fits. Anything else (wildcards, CNAME chains, NXDOMAIN,
-//! errors, truncation) it declines, and the general path answers it. The
+//! referrals, errors, truncation) it declines, and the general path answers it. The
 //! differential test in `tests/` asks both paths the same questions and
 //! requires the same answers.
 
@@ -96,6 +96,10 @@ pub fn answer_noted(
     let Some(zone) = snapshot.zones.get(zone) else {
         return false;
     };
+    // A delegated name gets a referral: the general path makes it.
+    if !zone.spec.cuts.is_empty() && zone.spec.cut_of(q.name()).is_some() {
+        return false;
+    }
     let slot = node.rrsets.iter().find(|s| u16::from(s.rtype) == q.qtype);
     if slot.is_none() && node.rrsets.iter().any(|s| u16::from(s.rtype) == TYPE_CNAME) {
         return false;

@@ -26,9 +26,10 @@ use hickory_server::{
 use super::{
     dnstap::{Note, TapSlot},
     identity,
-    lookup::{Resolved, lookup},
+    lookup::lookup,
     malformed::Reason,
     metrics::DnsMetrics,
+    resolved::Resolved,
     snapshot::{Client, Draw, Snapshot},
     tsig::Verified,
     wire::{self, EdnsInfo},
@@ -106,6 +107,8 @@ pub struct Decided {
     pub metadata: Metadata,
     pub answers: Vec<Record>,
     pub authority: Vec<Record>,
+    /// The additional section (a referral's glue).
+    pub additional: Vec<Record>,
     pub edns: Option<Edns>,
     /// False when the question itself is malformed and must not be echoed.
     pub echo_question: bool,
@@ -134,12 +137,15 @@ impl Handler {
         let decided = |code: ResponseCode, resolved: Resolved, edns: Option<Edns>| {
             let mut metadata = Metadata::response_from_request(&request.metadata);
             metadata.response_code = code;
-            // Authoritative for every answer from our zones, not for errors.
-            metadata.authoritative = matches!(code, ResponseCode::NoError | ResponseCode::NXDomain);
+            // Authoritative for every answer from our zones, not for errors
+            // nor for a referral to a child zone.
+            metadata.authoritative = matches!(code, ResponseCode::NoError | ResponseCode::NXDomain)
+                && !resolved.referral;
             Decided {
                 metadata,
                 answers: resolved.answers,
                 authority: resolved.authority,
+                additional: resolved.additional,
                 edns,
                 // A message with several questions gets FORMERR without
                 // them: echoed, they could outgrow the client's limit.
@@ -418,6 +424,7 @@ fn tsig_refused(
         metadata,
         answers: Vec::new(),
         authority: Vec::new(),
+        additional: Vec::new(),
         edns: None,
         echo_question: request.queries.queries().len() <= 1,
     };
@@ -449,17 +456,17 @@ fn encode(request: &Request, d: &Decided, records: bool) -> Option<Vec<u8>> {
     if let Some(edns) = &d.edns {
         builder.edns(edns);
     }
-    let (answers, authority): (&[Record], &[Record]) = if records {
-        (&d.answers, &d.authority)
+    let (answers, authority, additional): (&[Record], &[Record], &[Record]) = if records {
+        (&d.answers, &d.authority, &d.additional)
     } else {
-        (&[], &[])
+        (&[], &[], &[])
     };
     let message = builder.build(
         d.metadata,
         answers.iter(),
         authority.iter(),
         std::iter::empty(),
-        std::iter::empty(),
+        additional.iter(),
     );
     let mut buf = Vec::with_capacity(512);
     let mut encoder = BinEncoder::new(&mut buf);

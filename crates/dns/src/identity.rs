@@ -14,7 +14,7 @@ use hickory_server::proto::{
     },
 };
 
-use super::lookup::Resolved;
+use super::resolved::Resolved;
 
 /// The CH names answered, lower-cased wire-form for comparison.
 const NAMES: [&str; 2] = ["id.server.", "hostname.bind."];

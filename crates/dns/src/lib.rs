@@ -16,6 +16,8 @@ pub mod lookup;
 pub mod malformed;
 pub mod metrics;
 pub mod notify;
+mod referral;
+pub mod resolved;
 pub mod rrl;
 pub mod server;
 pub mod snapshot;

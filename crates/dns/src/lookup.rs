@@ -2,7 +2,7 @@
 //!
 //! Handles everything: wildcards (RFC 4592), CNAME chains across served
 //! zones, NXDOMAIN and NODATA with the SOA in authority, REFUSED outside
-//! served zones, ANY. The fast path (`fast`) answers the common questions
+//! served zones, ANY, referrals to delegated names (`referral`). The fast path (`fast`) answers the common questions
 //! from the same snapshot; a differential test keeps the two in agreement.
 //!
 //! In a signed zone, asked with DO: each RRset answered comes with its
@@ -14,26 +14,18 @@
 
 use hickory_server::proto::{
     op::ResponseCode,
-    rr::{Name, RData, Record, RecordType as Rt},
+    rr::{Name, RData, RecordType as Rt},
 };
 
 use std::sync::Arc;
 
 use super::dnstap::{Note, Steered};
+use super::referral::{Asker, refer};
+use super::resolved::Resolved;
 use super::snapshot::{Client, Draw, Node, Snapshot, ZoneData, choose};
 use crate::dnssec::signer::NXNAME;
 use gtm_geo::Geo;
 use gtm_model::names::wire_key;
-
-/// The content of a response.
-#[derive(Debug, Default)]
-pub struct Resolved {
-    pub rcode: ResponseCode,
-    pub answers: Vec<Record>,
-    pub authority: Vec<Record>,
-    /// ECS scope prefix the answer depended on.
-    pub scope: u8,
-}
 
 const MAX_CNAME_HOPS: usize = 8;
 
@@ -69,6 +61,25 @@ pub fn lookup(
             out.scope = out.scope.max(scope);
         }
         let signed = dnssec_ok && zone.signer.is_some();
+        if !zone.spec.cuts.is_empty() {
+            let key = wire_key(&name);
+            // A delegated name is referred, but for the delegation's own
+            // DS; a CNAME chain leading there ends with its CNAME.
+            if let Some(cut) = zone.spec.cut_of(&key)
+                && !(qtype == Rt::DS && *cut == *key)
+            {
+                if out.answers.is_empty() {
+                    let mut ask = Asker {
+                        snap,
+                        geo,
+                        client,
+                        draw,
+                    };
+                    refer(&mut out, zone, cut, signed, &mut ask);
+                }
+                return out;
+            }
+        }
         let (node, wildcard) = match find(zone, &name) {
             Some(found) => found,
             None => {

@@ -310,7 +310,13 @@ impl Snapshot {
                 continue;
             };
             // Built by this snapshot, so not shared, and not copied here.
+            let spec = zone.spec.clone();
             for (key, node) in zone.nodes.iter_mut() {
+                // Below a delegation a name is the child zone's: never
+                // answered here, so never denied.
+                if spec.cut_of(key).is_some_and(|cut| *cut != **key) {
+                    continue;
+                }
                 let name = key_name(key);
                 let types: Vec<Rt> = node.rrsets.iter().map(|s| s.rtype).collect();
                 let records = signer.denial(&zone.negative_soa, soa_sig, &name, &types)?;
@@ -444,7 +450,8 @@ impl Snapshot {
                 let values = data.into_iter().map(Value::from).collect();
                 let answer = static_answer(&spec.apex, ttl, values, signer)?;
                 let apex = wire_key(&spec.apex);
-                Ok(self.new_slot(previous, zone, &apex, rt, answer, (Vec::new(), 0)))
+                let signer = self.zones.get(zone).and_then(|z| z.signer.clone());
+                Ok(self.new_slot(previous, zone, &apex, rt, answer, (Vec::new(), 0), signer))
             })
             .collect()
     }
@@ -458,13 +465,26 @@ impl Snapshot {
         zone: usize,
         record: &RecordSpec,
     ) -> Result<Arc<RrsetSlot>, BuildError> {
-        let signer = self.zones.get(zone).and_then(|z| z.signer.as_deref());
+        // A delegation's NS and its glue are the child zone's data: sent
+        // unsigned in referrals (RFC 4035 §2.2); its DS is signed.
+        let delegated = self
+            .zones
+            .get(zone)
+            .and_then(|z| z.spec.cut_of(&record.owner))
+            .is_some_and(|cut| {
+                record.kind != gtm_model::config::RecordType::DS || *cut != *record.owner
+            });
+        let signer = self
+            .zones
+            .get(zone)
+            .and_then(|z| z.signer.clone())
+            .filter(|_| !delegated);
         let rt = wire_type(record.kind);
         let values = match &record.content {
             Content::Static(data) => data.iter().cloned().map(Value::from).collect(),
             Content::Steered(_) => Vec::new(),
         };
-        let answer = static_answer(&record.owner_name(), record.ttl, values, signer)?;
+        let answer = static_answer(&record.owner_name(), record.ttl, values, signer.as_deref())?;
         let counted = match &record.content {
             Content::Static(_) => (Vec::new(), 0),
             Content::Steered(steering) => {
@@ -488,12 +508,13 @@ impl Snapshot {
                 (keys, addresses)
             }
         };
-        Ok(self.new_slot(previous, zone, &record.owner, rt, answer, counted))
+        Ok(self.new_slot(previous, zone, &record.owner, rt, answer, counted, signer))
     }
 
     /// A slot of zone `zone` answering `answer` at the name `key` (lower-case
-    /// wire form). A record also in `previous` keeps counting on its
-    /// counters.
+    /// wire form), whose new answers `signer` signs. A record also in
+    /// `previous` keeps counting on its counters.
+    #[expect(clippy::too_many_arguments, reason = "a slot's parts, each its own")]
     pub(super) fn new_slot(
         &self,
         previous: &Snapshot,
@@ -502,6 +523,7 @@ impl Snapshot {
         rtype: Rt,
         answer: RrsetAnswer,
         (counted, addresses): (Vec<u64>, usize),
+        signer: Option<Arc<ZoneSigner>>,
     ) -> Arc<RrsetSlot> {
         let view = self.zones.get(zone).map_or(0, |z| z.spec.view_index());
         let before = counters_before(previous, key, rtype, view);
@@ -509,7 +531,7 @@ impl Snapshot {
             rtype,
             answer: ArcSwap::from_pointee(answer),
             counters: Counters::carried(counted, addresses, before.map(|s| &s.counters)),
-            signer: self.zones.get(zone).and_then(|z| z.signer.clone()),
+            signer,
         })
     }
 

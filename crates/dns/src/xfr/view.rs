@@ -22,6 +22,7 @@ use hickory_server::proto::{
 
 use crate::dnssec::signer::{SignError, ZoneSigner};
 use crate::snapshot::Snapshot;
+use gtm_model::names::wire_key;
 
 /// The NSEC chain's signatures of one zone, kept between views.
 #[derive(Debug, Default)]
@@ -49,7 +50,12 @@ pub fn view(
     // Per name with records: its types and its records (RRSIGs included).
     let mut names: Vec<(Name, Vec<RecordType>, Vec<Record>)> = Vec::with_capacity(nodes.len());
     let mut soa: Vec<Record> = Vec::new();
+    // Names below a delegation (glue): sent, unsigned and out of the NSEC
+    // chain, which covers the zone's own names (RFC 4035 §2.3).
+    let mut glue: Vec<Record> = Vec::new();
     for (name, node) in nodes {
+        let cut = data.spec.cut_of(&wire_key(&name)).map(|c| c.len());
+        let below_cut = cut.is_some_and(|len| len < wire_key(&name).len());
         let mut types = Vec::new();
         let mut records = Vec::new();
         for slot in &node.rrsets {
@@ -61,8 +67,11 @@ pub fn view(
             if rrset.is_empty() {
                 continue;
             }
+            // A delegation's NS set is the child's, never signed here.
+            let unsigned = below_cut || (cut.is_some() && slot.rtype == RecordType::NS);
             let sig = match (signer, group.sigs().first()) {
                 (None, _) => Vec::new(),
+                (Some(_), _) if unsigned => Vec::new(),
                 (Some(_), Some(signed)) => signed.records.clone(),
                 (Some(s), None) => vec![s.sign(&rrset)?],
             };
@@ -75,7 +84,9 @@ pub fn view(
             into.extend(rrset);
             into.extend(sig);
         }
-        if !types.is_empty() {
+        if below_cut {
+            glue.extend(records);
+        } else if !types.is_empty() {
             names.push((name, types, records));
         }
     }
@@ -92,6 +103,7 @@ pub fn view(
             out.push(sig);
         }
     }
+    out.extend(glue);
     Ok(out)
 }
 
