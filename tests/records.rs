@@ -179,7 +179,7 @@ for line in sys.stdin:
         r = ask(q, server, port=port, timeout=5)
         out = [dns.rcode.to_text(r.rcode()), dns.flags.to_text(r.flags)]
         for section in (r.answer, r.authority, r.additional):
-            out.append(" | ".join(sorted(rr.to_text() for rrset in section for rr in [rrset])))
+            out.append(" | ".join(sorted(l for rrset in section for l in rrset.to_text().splitlines())))
         if ask is dns.query.udp:
             first = out
         elif out != first:
@@ -361,8 +361,9 @@ async fn every_type_validates_signed_and_a_referral_proves_its_ds_or_its_absence
 }
 
 /// A real NSD serving `zone` from `file` on `addr`, stopped by its PID.
-struct Nsd {
+pub(crate) struct Nsd {
     child: std::process::Child,
+    addr: SocketAddr,
     _dir: tempfile::TempDir,
 }
 
@@ -374,7 +375,7 @@ impl Drop for Nsd {
 }
 
 impl Nsd {
-    fn start(zone: &str, text: &str, addr: SocketAddr) -> Self {
+    pub(crate) fn start(zone: &str, text: &str, addr: SocketAddr) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         std::fs::write(d.join("zone"), text).unwrap();
@@ -392,7 +393,15 @@ impl Nsd {
             .stderr(Stdio::null())
             .spawn()
             .expect("nsd starts");
-        Self { child, _dir: dir }
+        Self {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
     }
 }
 

@@ -45,3 +45,4 @@ mod views;
 mod wire;
 mod writes;
 mod xfr;
+mod zonefile;

@@ -66,6 +66,10 @@ pub enum Command {
     /// Domains (zones): configuration, DNSSEC.
     #[command(subcommand)]
     Domain(super::domain::DomainCmd),
+    /// Zone files: import an RFC 1035 master file into a domain, export a
+    /// served zone as one.
+    #[command(subcommand)]
+    Zone(super::zone::ZoneCmd),
     /// Health scenarios: configuration.
     #[command(subcommand)]
     Scenario(objects::ListedCmd),

@@ -32,6 +32,7 @@ mod schedule;
 mod serve;
 mod status;
 mod tsig;
+mod zone;
 
 use anyhow::Result;
 
@@ -71,5 +72,6 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Whoami => accounts::whoami(&client()?).await,
         Command::Schedule(cmd) => schedule::schedule(&client()?, cmd).await,
         Command::Tsig(cmd) => tsig::run(&client()?, cmd).await,
+        Command::Zone(cmd) => zone::run(connect, cmd).await,
     }
 }

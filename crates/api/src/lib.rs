@@ -34,6 +34,7 @@ pub mod schedules;
 mod stats;
 mod status;
 pub mod tsig;
+mod zones;
 
 use std::{
     path::PathBuf,

@@ -15,7 +15,7 @@ use super::{
     DrainDatacenter, GeoLookup, GeoipStatus, JoinCommand, NewToken, ProbeRequest, StatusReport,
     TestRequest, TestResult, TokenRequest, TokenResponse, UserRequest, WhoAmI, accounts, alerts,
     checks, cluster, config, dnssec, drains, events, geoip, history, inputs, objects, peer,
-    records, schedules, stats, status, tsig,
+    records, schedules, stats, status, tsig, zones,
 };
 use gtm_engine::{CheckStatus, Event, Explain, Preview, RecordView};
 use gtm_model::config::{
@@ -219,6 +219,9 @@ pub fn operations() -> Vec<Op> {
             .returns(Text),
         op(Method::GET, "/api/v1/openapi.json", Token, "This document", handler!(Method::GET, openapi_json))
             .returns(J(schema::<Value>)),
+        op(Method::GET, "/api/v1/zones/{name}/file", Token, "A served zone as an RFC 1035 master file, as this device answers it now (steered records as their default answer, or as comments)", handler!(Method::GET, zones::export))
+            .returns(Text)
+            .query(&[("view", "string", "the view whose zone to write (default: the zone every client gets)"), ("steered", "string", "answer (default): steered records as their default answer now; comment: as comments only")]),
         op(Method::GET, "/api/v1/config", Token, "Export the applied configuration (TOML), or a version kept in history", handler!(Method::GET, history::export))
             .returns(Toml)
             .query(&[("version", "integer", "this version's text, from the configuration history (404 when not kept)")]),

@@ -26,3 +26,4 @@ pub mod tsig;
 pub mod udp;
 pub mod wire;
 pub mod xfr;
+pub mod zonefile;

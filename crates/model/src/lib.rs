@@ -45,6 +45,7 @@ pub mod severity;
 pub mod text;
 pub mod topology;
 pub mod value;
+pub mod zonefile;
 
 pub use cancel::{Cancel, Cancelled, CheckError};
 pub use compile::{Compiled, compile, compile_until};

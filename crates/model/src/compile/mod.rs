@@ -60,7 +60,7 @@ pub use compiled::{
     ZoneSpec, ZoneView, same_record, soa_serial, zone_key,
 };
 pub use domain::DEFAULT_TTL;
-pub use rdata::{MAX_CHARACTER_STRING, presentation};
+pub use rdata::{MAX_CHARACTER_STRING, absolute, presentation, read_value};
 pub use regions::rule_sets;
 pub use scenarios::BUILTIN_SCENARIOS;
 pub use secondaries::SIGNED_EXPIRE_MAX;

@@ -233,3 +233,34 @@ fn delegations_take_ns_ds_and_glue_and_refuse_what_would_be_occluded() {
     );
     assert_eq!(RecordType::NS.code(), 2);
 }
+
+#[test]
+fn data_is_written_back_as_it_reads() {
+    use crate::compile::presentation;
+    let apex = hickory_server::proto::rr::Name::from_ascii("example.test.").unwrap();
+    for (ty, value, written) in [
+        (
+            "HTTPS",
+            "1 . port=8443 alpn=h2,h3 ipv4hint=192.0.2.1",
+            r#"1 . alpn="h2,h3" port=8443 ipv4hint=192.0.2.1"#,
+        ),
+        ("SVCB", "0 svc", "0 svc.example.test."),
+        ("TXT", r#""a \"b\"" "c""#, r#""a \"b\"" "c""#),
+        (
+            "LOC",
+            "52 22 23 N 4 53 32 E -2m",
+            "52 22 23.000 N 4 53 32.000 E -2.00m 1.00m 10000.00m 10.00m",
+        ),
+        ("TYPE65280", r"\# 4 0a000001", r"\# 4 0A000001"),
+        ("MX", "10 mail", "10 mail.example.test."),
+    ] {
+        let kind: RecordType = ty.parse().unwrap();
+        let data = read_value(kind, value, &apex).unwrap();
+        assert_eq!(presentation(kind, &data), written, "{ty} {value}");
+        assert_eq!(
+            read_value(kind, written, &apex).unwrap(),
+            data,
+            "{ty} {written}"
+        );
+    }
+}

@@ -22,6 +22,9 @@ use crate::{config::RecordType, names::NameError};
 pub mod generic;
 pub mod loc;
 mod rules;
+mod text;
+
+pub use text::presentation;
 
 /// The longest character-string of a TXT record; longer values are split
 /// into consecutive strings of this length.
@@ -259,18 +262,14 @@ fn split_txt(txt: &TXT) -> TXT {
     TXT::from_bytes(parts)
 }
 
-/// `data`, of type `kind`, in zone-file syntax: as hickory writes the types
-/// it models, LOC as RFC 1876 writes it, any other type in RFC 3597's
-/// generic form.
-pub fn presentation(kind: RecordType, data: &RData) -> String {
-    match data {
-        RData::Unknown { rdata, .. } => {
-            let bytes = &rdata.anything;
-            match kind {
-                RecordType::LOC => loc::write(bytes).unwrap_or_else(|| generic::write(bytes)),
-                _ => generic::write(bytes),
-            }
-        }
-        other => other.to_string(),
-    }
+/// A static value of type `kind` written in zone-file syntax, relative
+/// names under `origin`: its data, or what is wrong with it.
+pub fn read_value(kind: RecordType, value: &str, origin: &Name) -> Result<RData, String> {
+    static_rdata(kind, value, origin).map_err(|e| e.to_string())
+}
+
+/// `name` as a lower-case absolute name: as is when it ends in a dot, else
+/// under `origin`.
+pub fn absolute(name: &str, origin: &Name) -> Result<Name, String> {
+    fqdn(name, origin).map_err(|e| e.to_string())
 }
