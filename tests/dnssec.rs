@@ -233,6 +233,8 @@ async fn answers_carry_signatures_only_when_asked_and_nxname_is_formerr() {
     )
     .await;
     assert_eq!(nxname.metadata.response_code, ResponseCode::FormErr);
+    // RFC 9824 §3.5's Extended DNS Error: 30, Invalid Query Type.
+    assert_eq!(ede(&nxname), Some((30, String::new())));
 }
 
 /// The (inception, expiration) of every RRSIG of an answer, static,

@@ -339,6 +339,38 @@ async fn axfr_needs_the_key_of_a_listed_secondary_from_its_address() {
     assert!(out.contains("Transfer failed"), "not a secondary: {out}");
     let out = dig(&d, &["-b", NSD_IP, "-y", &good, "AXFR", "www.example.test"]).unwrap();
     assert!(out.contains("Transfer failed"), "not a zone: {out}");
+    // Each refusal says why (Extended DNS Error 18) when asked with EDNS:
+    // unsigned, and signed by a host that is not the secondary (its TSIG
+    // still verifies after the OPT); no OPT without EDNS.
+    let axfr = |edns: bool| {
+        let mut q = Message::new(9, MessageType::Query, OpCode::Query);
+        q.add_query(Query::query(
+            Name::from_ascii("example.test.").unwrap(),
+            RecordType::AXFR,
+        ));
+        if edns {
+            q.set_edns(hickory_server::proto::op::Edns::new());
+        }
+        q
+    };
+    let m = Message::from_vec(&tcp_from(OTHER_IP, d.v4(), &axfr(true).to_vec().unwrap()).await)
+        .unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    assert_eq!(ede(&m), Some((18, String::new())), "{m:?}");
+    let m = Message::from_vec(&tcp_from(OTHER_IP, d.v4(), &axfr(false).to_vec().unwrap()).await)
+        .unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    assert!(m.edns.is_none(), "{m:?}");
+    let mut q = axfr(true);
+    q.finalize(&signer(), now_secs()).unwrap();
+    let request_mac = q.signature().unwrap().data.mac.clone();
+    let raw = tcp_from(OTHER_IP, d.v4(), &q.to_vec().unwrap()).await;
+    let m = Message::from_vec(&raw).unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    assert_eq!(ede(&m), Some((18, String::new())), "{m:?}");
+    signer()
+        .verify_message_byte(&raw, Some(&request_mac), true)
+        .expect("the refusal is signed with the key");
 
     let out = dig(&d, &["-b", NSD_IP, "-y", &good, "AXFR", "example.test"]).unwrap();
     assert!(!out.contains("Transfer failed"), "{out}");
@@ -398,6 +430,22 @@ async fn until_looked(d: &TestDevice) {
         assert!(Instant::now() < deadline, "the notify worker never looked");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// One message over TCP from `from` to `server`, and its one response.
+async fn tcp_from(from: &str, server: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(server).await.unwrap();
+    stream
+        .write_all(&(bytes.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
+    stream.write_all(bytes).await.unwrap();
+    let len = stream.read_u16().await.unwrap();
+    let mut buf = vec![0; usize::from(len)];
+    stream.read_exact(&mut buf).await.unwrap();
+    buf
 }
 
 /// Asks for the zone over TCP from 127.0.171.2, signed, and verifies every

@@ -5,6 +5,7 @@ pub mod chunked;
 pub mod cpus;
 pub mod dnssec;
 pub mod dnstap;
+pub mod ede;
 
 pub mod cookies;
 pub mod counters;
@@ -24,3 +25,6 @@ pub mod tsig;
 pub mod udp;
 pub mod wire;
 pub mod xfr;
+
+#[cfg(test)]
+mod tests;

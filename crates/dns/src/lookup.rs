@@ -20,6 +20,7 @@ use hickory_server::proto::{
 use std::sync::Arc;
 
 use super::dnstap::{Note, Steered};
+use super::ede::Ede;
 use super::snapshot::{Client, Draw, Node, Snapshot, ZoneData, choose};
 use crate::dnssec::signer::NXNAME;
 use gtm_geo::Geo;
@@ -33,6 +34,8 @@ pub struct Resolved {
     pub authority: Vec<Record>,
     /// ECS scope prefix the answer depended on.
     pub scope: u8,
+    /// The Extended DNS Error the response carries (when asked with EDNS).
+    pub ede: Option<Ede>,
 }
 
 const MAX_CNAME_HOPS: usize = 8;
@@ -60,6 +63,7 @@ pub fn lookup(
             // leading out is answered as far as we know it.
             if out.answers.is_empty() {
                 out.rcode = ResponseCode::Refused;
+                out.ede = Some(Ede::NotAuthoritative);
             }
             return out;
         };
@@ -92,6 +96,9 @@ pub fn lookup(
             if !group.is_empty() {
                 slot.count(group, choice.variant);
                 slot.count_rule(choice.rule);
+            }
+            if group.is_fail_safe() {
+                out.ede = Some(Ede::FailSafe);
             }
             if slot.is_steered() {
                 note.steered(|| Steered {
