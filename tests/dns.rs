@@ -591,3 +591,43 @@ async fn extended_errors_are_read_by_kdig_and_dig_only_with_edns() {
         assert!(out.contains("EDE: 21 (Not Supported)"), "{out}");
     }
 }
+
+/// ANY (RFC 8482 §4.1) gets one RRset of the name, the same over UDP and
+/// TCP: the smallest (at the apex the MX of its SOA, NS, MX, TXT and CAA),
+/// a CNAME alone at its name, a wildcard's expansion; NXDOMAIN as for any
+/// type.
+#[tokio::test]
+async fn any_gets_one_rrset_of_the_name_over_udp_and_tcp() {
+    let d = TestDevice::start(ZONE).await;
+    web_ok(&d, true);
+    for (name, want, data) in [
+        ("example.test.", RecordType::MX, "10 mail.example.test."),
+        (
+            "alias.example.test.",
+            RecordType::CNAME,
+            "www.example.test.",
+        ),
+        ("x.wild.example.test.", RecordType::A, "192.0.2.70"),
+        ("v6.example.test.", RecordType::AAAA, "2001:db8::1"),
+    ] {
+        let m = query(name, RecordType::ANY);
+        for r in [udp(d.v4(), &m).await, tcp(d.v4(), &m).await] {
+            assert_eq!(r.metadata.response_code, ResponseCode::NoError, "{name}");
+            assert!(r.metadata.authoritative, "{name}");
+            let got: Vec<(RecordType, String)> = r
+                .answers
+                .iter()
+                .map(|a| (a.record_type(), a.data.to_string()))
+                .collect();
+            assert_eq!(got, [(want, data.to_string())], "{name}");
+        }
+    }
+    let nx = udp(d.v4(), &query("missing.example.test.", RecordType::ANY)).await;
+    assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+    assert!(matches!(nx.authorities[0].data, RData::SOA(_)));
+    // A name with no record of its own (an empty non-terminal): NODATA.
+    let ent = tcp(d.v4(), &query("_udp.example.test.", RecordType::ANY)).await;
+    assert_eq!(ent.metadata.response_code, ResponseCode::NoError);
+    assert!(ent.answers.is_empty());
+    assert!(matches!(ent.authorities[0].data, RData::SOA(_)));
+}

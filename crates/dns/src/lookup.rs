@@ -2,8 +2,9 @@
 //!
 //! Handles everything: wildcards (RFC 4592), CNAME chains across served
 //! zones, NXDOMAIN and NODATA with the SOA in authority, REFUSED outside
-//! served zones, ANY. The fast path (`fast`) answers the common questions
-//! from the same snapshot; a differential test keeps the two in agreement.
+//! served zones, ANY (one RRset, RFC 8482). The fast path (`fast`) answers
+//! the common questions from the same snapshot; a differential test keeps
+//! the two in agreement.
 //!
 //! In a signed zone, asked with DO: each RRset answered comes with its
 //! RRSIG (made with the snapshot), and a negative answer with its proof
@@ -133,7 +134,8 @@ pub fn lookup(
             Some(added)
         };
         if qtype == Rt::ANY {
-            for rtype in node.rrsets.iter().map(|s| s.rtype).collect::<Vec<_>>() {
+            // RFC 8482 §4.1: one RRset of the name, not all of them.
+            if let Some(rtype) = smallest_rrset(snap, geo, node, client) {
                 add(&mut out, rtype);
             }
             if out.answers.is_empty() {
@@ -168,6 +170,25 @@ pub fn lookup(
         }
     }
     out
+}
+
+/// The RRset an ANY question at `node` is answered with (RFC 8482 §4.1;
+/// docs/decisions.md): the one whose answer to this client takes the
+/// fewest bytes, the first of the name's in that case; `None` when every
+/// one answers empty. Sized on a draw of its own: a variant of a group
+/// holds as many records as another.
+fn smallest_rrset(snap: &Snapshot, geo: &Geo, node: &Node, client: &Client) -> Option<Rt> {
+    let mut draw = Draw::new(0);
+    node.rrsets
+        .iter()
+        .filter_map(|slot| {
+            let answer = slot.answer.load();
+            let choice = choose(&answer, &snap.topology, geo, client, &mut draw);
+            let (body, count) = answer.groups.get(choice.group)?.wire.get(choice.variant)?;
+            (count > 0).then_some((body.len(), slot.rtype))
+        })
+        .min_by_key(|&(len, _)| len)
+        .map(|(_, rtype)| rtype)
 }
 
 /// The authority section of a NODATA answer for `name` (found at `node`,

@@ -1,5 +1,6 @@
 //! Responses of the general path to whole queries: the Extended DNS Error
-//! each cause gets (crate::ede).
+//! each cause gets (crate::ede) and the one RRset an ANY question gets
+//! (RFC 8482).
 
 use hickory_server::proto::{
     op::{Edns, Message, MessageType, OpCode, Query, ResponseCode},
@@ -169,4 +170,35 @@ fn each_refusal_carries_its_extended_error_only_with_edns() {
         assert_eq!(without.metadata.response_code, rcode, "{name} {rtype}");
         assert!(without.edns.is_none(), "{name} {rtype}: no OPT added");
     }
+}
+
+/// ANY gets one RRset of the name: the smallest (at the apex the MX, at
+/// `www` its one TXT beside two addresses), and NXDOMAIN as before.
+#[test]
+fn any_is_answered_with_the_smallest_rrset_of_the_name() {
+    let h = handler();
+    for (name, want) in [("example.test.", Rt::MX), ("www.example.test.", Rt::TXT)] {
+        for edns in [true, false] {
+            let r = ask(
+                &h,
+                &question(name, Rt::ANY, DNSClass::IN, OpCode::Query, edns),
+            );
+            assert_eq!(r.metadata.response_code, ResponseCode::NoError);
+            assert!(r.metadata.authoritative);
+            let types: Vec<Rt> = r.answers.iter().map(|r| r.record_type()).collect();
+            assert_eq!(types, [want], "{name}");
+        }
+    }
+    let nx = ask(
+        &h,
+        &question(
+            "nx.example.test.",
+            Rt::ANY,
+            DNSClass::IN,
+            OpCode::Query,
+            true,
+        ),
+    );
+    assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+    assert!(nx.answers.is_empty());
 }
