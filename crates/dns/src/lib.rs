@@ -25,6 +25,7 @@ pub mod tsig;
 pub mod udp;
 pub mod wire;
 pub mod xfr;
+pub mod xot;
 
 #[cfg(test)]
 mod tests;
