@@ -73,6 +73,8 @@ pub async fn serve(
             Ok(seat) => seat,
             Err(refused) => {
                 metrics.tcp_closed(refused);
+                // A reset, as over TCP: nothing of it lingers here.
+                let _ = socket2::SockRef::from(&stream).set_linger(Some(std::time::Duration::ZERO));
                 drop(stream);
                 continue;
             }
