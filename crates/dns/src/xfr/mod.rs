@@ -1,9 +1,10 @@
 //! Zone transfers (AXFR, RFC 5936; IXFR, RFC 1995) to the secondaries a
 //! domain lists, and the serial of a transferred zone (docs/transfer.md).
 //!
-//! Only over TCP, only for a query signed with a TSIG key the domain's
-//! secondaries name, and only from the IP of a secondary with that key;
-//! anything else asking for a transfer is REFUSED. The transferred view is
+//! Only over TCP (plain, or inside TLS: `xot`), only for a query signed
+//! with a TSIG key the domain's secondaries name, and only from the IP of
+//! a secondary with that key; anything else asking for a transfer is
+//! REFUSED (with Extended DNS Error 18 when it has EDNS). The transferred view is
 //! the zone as a client of no particular place sees it ([`view`]), signed
 //! with an NSEC chain when the zone is signed. Transfers serve the views
 //! the `notify` worker recorded in the [`journal::Journal`] with each new
