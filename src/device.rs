@@ -84,6 +84,8 @@ pub struct Device {
     pub engine: Arc<Engine>,
     pub replication: Arc<Replication>,
     pub dns_addrs: Vec<SocketAddr>,
+    /// The listeners of zone transfers over TLS (`xot_listen`), bound.
+    pub xot_addrs: Vec<SocketAddr>,
     pub api_addr: SocketAddr,
     pub token: String,
     dns: Arc<DnsServerSlot>,
@@ -194,6 +196,8 @@ impl Device {
         let token = identity::api_token(dir)?;
         let api = start::open_api(&settings, store_copy.is_none()).await?;
         let tls = api.tls.map(tls::Live::new);
+        let xot_addrs =
+            start::spawn_xot(&workers, &settings.xot_listen, tls.as_ref(), engine.dns())?;
         // Clients of the other devices: with TLS they show this device's
         // certificate (mutual TLS); all share the one a reload replaces.
         let peer_client = |timeout| match &tls {
@@ -298,6 +302,7 @@ impl Device {
             engine,
             replication,
             dns_addrs,
+            xot_addrs,
             api_addr,
             token,
             dns,
@@ -345,7 +350,7 @@ impl Device {
 
     /// Applies what a reload (SIGHUP) of the node settings can change
     /// without a restart: the TLS certificate, key and trusted CA, for the
-    /// API's connections accepted and the connections to the other devices
+    /// API's and the zone transfers' over TLS connections accepted and the connections to the other devices
     /// made from now on, the probe fences, and dnstap (a changed `[dnstap]`
     /// starts a new output; the one before writes what it holds and
     /// closes). Nothing is changed when the certificate files do not load.

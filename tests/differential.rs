@@ -65,7 +65,37 @@ fn fast_and_general_paths_agree_with_views() {
     paths_agree(&config, false);
 }
 
+/// A steered record answering its fail-safe value (its one address
+/// down): the fast path writes the Extended DNS Error the general path
+/// adds (crate `ede`), and takes such questions (with and without EDNS).
+#[test]
+fn fast_and_general_paths_agree_on_fail_safe_answers() {
+    let config = format!(
+        "{ZONE}\n[[domain.record]]\nname = \"fs\"\ntype = \"A\"\n\
+         fail_safe = [\"192.0.2.250\", \"192.0.2.251\"]\n\
+         addresses = [{{ ip = \"192.0.2.20\", hc = \"check:web\" }}]\n"
+    );
+    let down = |engine: &Engine| {
+        let check = gtm_model::condition::CheckRef {
+            name: "web".into(),
+            address: Some("192.0.2.20".parse().unwrap()),
+        };
+        engine.set_check(&check, gtm_resolve::CheckState::Error, "set by the test");
+    };
+    let fast_fail_safe = paths_agree_after(&config, false, down);
+    assert!(
+        fast_fail_safe > 0,
+        "the fast path answered no fail-safe question with EDNS"
+    );
+}
+
 fn paths_agree(config: &str, signed: bool) {
+    paths_agree_after(config, signed, |_| {});
+}
+
+/// Asks both paths every question once `setup` has run on the engine;
+/// returns how many fast-path answers carried an Extended DNS Error.
+fn paths_agree_after(config: &str, signed: bool, setup: impl Fn(&Engine)) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("country.mmdb");
     crate::geo::write_mmdb(&db);
@@ -84,6 +114,7 @@ fn paths_agree(config: &str, signed: bool) {
         engine.set_keys([("example.test".to_string(), ZoneKeys::first(key, 0))].into());
         assert!(engine.signing_window().is_some());
     }
+    setup(&engine);
     let handler = Handler {
         state: engine.dns().clone(),
     };
@@ -104,6 +135,7 @@ fn paths_agree(config: &str, signed: bool) {
         "missing.example.test.",
         "x.wild.example.test.",
         "other.test.",
+        "fs.example.test.",
     ];
     let types = [
         RecordType::A,
@@ -118,6 +150,7 @@ fn paths_agree(config: &str, signed: bool) {
     ];
     let mut asked = 0;
     let mut fast_taken = 0;
+    let mut fast_ede = 0;
     for (i, name) in names.iter().enumerate() {
         for rtype in types {
             for variant in 0..7 {
@@ -172,6 +205,7 @@ fn paths_agree(config: &str, signed: bool) {
                             format!("{:?}", g.edns),
                             "{name} {rtype} variant {variant}: EDNS"
                         );
+                        fast_ede += usize::from(ede(&f).is_some());
                     }
                 }
             }
@@ -181,4 +215,5 @@ fn paths_agree(config: &str, signed: bool) {
         fast_taken * 2 > asked,
         "the fast path takes most questions: {fast_taken} of {asked}"
     );
+    fast_ede
 }

@@ -507,3 +507,127 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v
 }
+
+/// The test zone with `fs`, a record whose one address is checked and
+/// whose fail-safe value answers when it is down.
+fn fail_safe_zone() -> String {
+    format!(
+        "{ZONE}\n[[domain.record]]\nname = \"fs\"\ntype = \"A\"\n\
+         fail_safe = [\"192.0.2.250\"]\n\
+         addresses = [{{ ip = \"192.0.2.20\", hc = \"check:web\" }}]\n"
+    )
+}
+
+/// What a DNS tool (kdig or dig) prints for `args`, asked of the device's
+/// IPv4 address without recursion.
+fn said_by(tool: &std::path::Path, d: &TestDevice, args: &[&str]) -> String {
+    let port = d.v4().port().to_string();
+    let server = format!("@{}", d.v4().ip());
+    let kdig = tool.ends_with("kdig");
+    let (time, tries) = match kdig {
+        true => ("+timeout=5", "+retry=0"),
+        false => ("+time=5", "+tries=1"),
+    };
+    let mut all = vec!["-p", &port, server.as_str(), "+norec", time, tries];
+    all.extend_from_slice(args);
+    let out = tokio::task::block_in_place(|| std::process::Command::new(tool).args(&all).output())
+        .expect("the tool runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("$ {} {}\n{text}", tool.display(), all.join(" "));
+    text
+}
+
+/// Extended DNS Errors (RFC 8914) as kdig and dig read them, over UDP
+/// (a fail-safe answer from the fast path) and TCP (the general path):
+/// REFUSED outside the zones says Not Authoritative, a fail-safe answer
+/// says so in Other's text, an ordinary answer says nothing, and a query
+/// without EDNS gets no OPT at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extended_errors_are_read_by_kdig_and_dig_only_with_edns() {
+    let d = TestDevice::start(&fail_safe_zone()).await;
+    web_ok(&d, false);
+    let fs = udp(d.v4(), &query("fs.example.test.", RecordType::A)).await;
+    assert_eq!(answers(&fs), ["192.0.2.250"]);
+    assert_eq!(ede(&fs), Some((0, "fail-safe answer".to_string())));
+    for (name, package) in [("kdig", "knot-dnsutils"), ("dig", "bind9-dnsutils")] {
+        let Some(bin) = tool(name, package) else {
+            continue;
+        };
+        for transport in ["+notcp", "+tcp"] {
+            let out = said_by(&bin, &d, &[transport, "+edns", "other.test", "A"]);
+            assert!(out.contains("REFUSED"), "{name} {transport}: {out}");
+            assert!(
+                out.contains("EDE: 20 (Not Authoritative)"),
+                "{name} {transport}: {out}"
+            );
+            let out = said_by(&bin, &d, &[transport, "+noedns", "other.test", "A"]);
+            assert!(out.contains("REFUSED"), "{name} {transport}: {out}");
+            assert!(
+                !out.contains("EDE") && !out.contains("PSEUDOSECTION"),
+                "no OPT without EDNS: {name} {transport}: {out}"
+            );
+            let out = said_by(&bin, &d, &[transport, "+edns", "fs.example.test", "A"]);
+            assert!(out.contains("192.0.2.250"), "{name} {transport}: {out}");
+            assert!(
+                out.contains("EDE: 0 (Other)") && out.contains("fail-safe answer"),
+                "{name} {transport}: {out}"
+            );
+            let out = said_by(&bin, &d, &[transport, "+noedns", "fs.example.test", "A"]);
+            assert!(out.contains("192.0.2.250"), "{name} {transport}: {out}");
+            assert!(!out.contains("EDE"), "{name} {transport}: {out}");
+            let out = said_by(&bin, &d, &[transport, "+edns", "v6.example.test", "AAAA"]);
+            assert!(out.contains("2001:db8::1"), "{name} {transport}: {out}");
+            assert!(!out.contains("EDE"), "an answer says nothing: {out}");
+        }
+    }
+    // NOTIFY (an opcode gtm does not take): NOTIMP, Not Supported.
+    if let Some(bin) = tool("dig", "bind9-dnsutils") {
+        let out = said_by(&bin, &d, &["+opcode=notify", "example.test", "SOA"]);
+        assert!(out.contains("NOTIMP"), "{out}");
+        assert!(out.contains("EDE: 21 (Not Supported)"), "{out}");
+    }
+}
+
+/// ANY (RFC 8482 §4.1) gets one RRset of the name, the same over UDP and
+/// TCP: the smallest (at the apex the MX of its SOA, NS, MX, TXT and CAA),
+/// a CNAME alone at its name, a wildcard's expansion; NXDOMAIN as for any
+/// type.
+#[tokio::test]
+async fn any_gets_one_rrset_of_the_name_over_udp_and_tcp() {
+    let d = TestDevice::start(ZONE).await;
+    web_ok(&d, true);
+    for (name, want, data) in [
+        ("example.test.", RecordType::MX, "10 mail.example.test."),
+        (
+            "alias.example.test.",
+            RecordType::CNAME,
+            "www.example.test.",
+        ),
+        ("x.wild.example.test.", RecordType::A, "192.0.2.70"),
+        ("v6.example.test.", RecordType::AAAA, "2001:db8::1"),
+    ] {
+        let m = query(name, RecordType::ANY);
+        for r in [udp(d.v4(), &m).await, tcp(d.v4(), &m).await] {
+            assert_eq!(r.metadata.response_code, ResponseCode::NoError, "{name}");
+            assert!(r.metadata.authoritative, "{name}");
+            let got: Vec<(RecordType, String)> = r
+                .answers
+                .iter()
+                .map(|a| (a.record_type(), a.data.to_string()))
+                .collect();
+            assert_eq!(got, [(want, data.to_string())], "{name}");
+        }
+    }
+    let nx = udp(d.v4(), &query("missing.example.test.", RecordType::ANY)).await;
+    assert_eq!(nx.metadata.response_code, ResponseCode::NXDomain);
+    assert!(matches!(nx.authorities[0].data, RData::SOA(_)));
+    // A name with no record of its own (an empty non-terminal): NODATA.
+    let ent = tcp(d.v4(), &query("_udp.example.test.", RecordType::ANY)).await;
+    assert_eq!(ent.metadata.response_code, ResponseCode::NoError);
+    assert!(ent.answers.is_empty());
+    assert!(matches!(ent.authorities[0].data, RData::SOA(_)));
+}

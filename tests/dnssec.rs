@@ -140,6 +140,11 @@ async fn delv_validates_signed_answers_and_compact_denials() {
         // A wildcard's expansion and a CNAME to a steered name.
         ("x.wild.example.test", "A", "; fully validated"),
         ("alias.example.test", "A", "; fully validated"),
+        // ANY: one RRset with its RRSIG (RFC 8482), a wildcard's signed
+        // as its expansion.
+        ("example.test", "ANY", "; fully validated"),
+        ("w.example.test", "ANY", "; fully validated"),
+        ("x.wild.example.test", "ANY", "; fully validated"),
         // Compact denial: no such name, no such type, an empty non-terminal,
         // a steered record answering empty (its checks probe addresses
         // outside loopback, refused here: no address is healthy).
@@ -233,6 +238,27 @@ async fn answers_carry_signatures_only_when_asked_and_nxname_is_formerr() {
     )
     .await;
     assert_eq!(nxname.metadata.response_code, ResponseCode::FormErr);
+    // RFC 9824 §3.5's Extended DNS Error: 30, Invalid Query Type.
+    assert_eq!(ede(&nxname), Some((30, String::new())));
+    // ANY: one RRset and the RRSIG over it, at the apex and a wildcard.
+    for name in ["example.test.", "x.wild.example.test."] {
+        let any = tcp(d.v4(), &with_do(query(name, RecordType::ANY))).await;
+        let types: Vec<RecordType> = any.answers.iter().map(|r| r.record_type()).collect();
+        let covered: Vec<RecordType> = any
+            .answers
+            .iter()
+            .filter_map(|r| match &r.data {
+                RData::DNSSEC(DNSSECRData::RRSIG(sig)) => Some(sig.input().type_covered),
+                _ => None,
+            })
+            .collect();
+        let rrsets: Vec<&RecordType> = types.iter().filter(|t| **t != RecordType::RRSIG).collect();
+        assert_eq!(covered.len(), 1, "{name}: {types:?}");
+        assert!(
+            rrsets.iter().all(|t| **t == covered[0]),
+            "{name}: {types:?}"
+        );
+    }
 }
 
 /// The (inception, expiration) of every RRSIG of an answer, static,

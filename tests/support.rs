@@ -547,3 +547,16 @@ pub fn ecs_scope(m: &Message) -> Option<u8> {
             _ => None,
         })
 }
+
+/// The Extended DNS Error (RFC 8914) of a response: its INFO-CODE and
+/// EXTRA-TEXT, if it carries one.
+pub fn ede(m: &Message) -> Option<(u16, String)> {
+    let option = m.edns.as_ref()?.option(15u16.into())?;
+    match option {
+        EdnsOption::Unknown(15, data) => Some((
+            u16::from_be_bytes([*data.first()?, *data.get(1)?]),
+            String::from_utf8(data.get(2..)?.to_vec()).ok()?,
+        )),
+        _ => None,
+    }
+}

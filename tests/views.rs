@@ -125,6 +125,21 @@ async fn internal_resolvers_and_subnets_get_the_internal_zone_and_the_rest_the_o
     assert_eq!(said(&m), "No Error 10.0.0.30");
     let m = ask(outside, server, "wiki.corp.test.", a, None).await;
     assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    // Not this client's zone: Extended DNS Error 20, as outside every zone.
+    assert_eq!(ede(&m), Some((20, String::new())), "{m:?}");
+    if let Some(dig) = tool("dig", "bind9-dnsutils") {
+        let port = server.port().to_string();
+        let out = tokio::task::block_in_place(|| {
+            std::process::Command::new(dig)
+                .args(["-b", OUTSIDE, "-p", &port, "@127.0.0.1", "+norec"])
+                .args(["+time=5", "+tries=1", "wiki.corp.test", "A"])
+                .output()
+        })
+        .expect("dig runs");
+        let out = String::from_utf8_lossy(&out.stdout);
+        assert!(out.contains("status: REFUSED"), "{out}");
+        assert!(out.contains("EDE: 20 (Not Authoritative)"), "{out}");
+    }
 
     // By ECS: a private subnet of the view, and a public one. The scope
     // is the block the view's networks leave around the subnet: 10.0.0.0/8

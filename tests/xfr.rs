@@ -79,14 +79,20 @@ pub(crate) fn many(n: usize) -> String {
 /// A device answering DNS on 127.0.171.1, with the key `xfr` (secret
 /// [`SECRET`]) and `config`.
 pub(crate) async fn device(config: &str) -> TestDevice {
+    device_set(config, |_| {}).await
+}
+
+/// [`device`], with node settings `set` changes.
+async fn device_set(config: &str, set: impl FnOnce(&mut NodeSettings)) -> TestDevice {
     let dir = tempfile::tempdir().expect("temp dir");
-    let settings = NodeSettings {
+    let mut settings = NodeSettings {
         name: "test1".into(),
         dns_listen: vec![format!("{DEVICE_IP}:0").parse().unwrap()],
         api_listen: "127.0.0.1:0".parse().unwrap(),
         udp_workers: Some(1),
         ..NodeSettings::demo(dir.path().to_path_buf())
     };
+    set(&mut settings);
     let device = Device::start(settings, false).await.expect("device starts");
     propose(
         &device,
@@ -339,6 +345,38 @@ async fn axfr_needs_the_key_of_a_listed_secondary_from_its_address() {
     assert!(out.contains("Transfer failed"), "not a secondary: {out}");
     let out = dig(&d, &["-b", NSD_IP, "-y", &good, "AXFR", "www.example.test"]).unwrap();
     assert!(out.contains("Transfer failed"), "not a zone: {out}");
+    // Each refusal says why (Extended DNS Error 18) when asked with EDNS:
+    // unsigned, and signed by a host that is not the secondary (its TSIG
+    // still verifies after the OPT); no OPT without EDNS.
+    let axfr = |edns: bool| {
+        let mut q = Message::new(9, MessageType::Query, OpCode::Query);
+        q.add_query(Query::query(
+            Name::from_ascii("example.test.").unwrap(),
+            RecordType::AXFR,
+        ));
+        if edns {
+            q.set_edns(hickory_server::proto::op::Edns::new());
+        }
+        q
+    };
+    let m = Message::from_vec(&tcp_from(OTHER_IP, d.v4(), &axfr(true).to_vec().unwrap()).await)
+        .unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    assert_eq!(ede(&m), Some((18, String::new())), "{m:?}");
+    let m = Message::from_vec(&tcp_from(OTHER_IP, d.v4(), &axfr(false).to_vec().unwrap()).await)
+        .unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    assert!(m.edns.is_none(), "{m:?}");
+    let mut q = axfr(true);
+    q.finalize(&signer(), now_secs()).unwrap();
+    let request_mac = q.signature().unwrap().data.mac.clone();
+    let raw = tcp_from(OTHER_IP, d.v4(), &q.to_vec().unwrap()).await;
+    let m = Message::from_vec(&raw).unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+    assert_eq!(ede(&m), Some((18, String::new())), "{m:?}");
+    signer()
+        .verify_message_byte(&raw, Some(&request_mac), true)
+        .expect("the refusal is signed with the key");
 
     let out = dig(&d, &["-b", NSD_IP, "-y", &good, "AXFR", "example.test"]).unwrap();
     assert!(!out.contains("Transfer failed"), "{out}");
@@ -398,6 +436,22 @@ pub(crate) async fn until_looked(d: &TestDevice) {
         assert!(Instant::now() < deadline, "the notify worker never looked");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// One message over TCP from `from` to `server`, and its one response.
+async fn tcp_from(from: &str, server: SocketAddr, bytes: &[u8]) -> Vec<u8> {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    let mut stream = socket.connect(server).await.unwrap();
+    stream
+        .write_all(&(bytes.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
+    stream.write_all(bytes).await.unwrap();
+    let len = stream.read_u16().await.unwrap();
+    let mut buf = vec![0; usize::from(len)];
+    stream.read_exact(&mut buf).await.unwrap();
+    buf
 }
 
 /// Asks for the zone over TCP from 127.0.171.2, signed, and verifies every
@@ -513,8 +567,27 @@ impl Nsd {
     /// NSD as a secondary of example.test, transferring from `primary`
     /// with the key `xfr` (IXFR first, AXFR when it has no zone yet).
     pub(crate) fn start(binary: &PathBuf, port: u16, primary: SocketAddr) -> Self {
+        Self::start_tls(binary, port, primary, None)
+    }
+
+    /// [`Nsd::start`], transferring over TLS (XoT) when `tls` gives the
+    /// primary's certificate and a DNS name of it: verified against it.
+    pub(crate) fn start_tls(
+        binary: &PathBuf,
+        port: u16,
+        primary: SocketAddr,
+        tls: Option<(&std::path::Path, &str)>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display();
+        let (bundle, auth, auth_name) = match tls {
+            Some((cert, name)) => (
+                format!("  tls-cert-bundle: \"{}\"\n", cert.display()),
+                format!("tls-auth:\n  name: \"primary\"\n  auth-domain-name: \"{name}\"\n"),
+                " primary",
+            ),
+            None => (String::new(), String::new(), ""),
+        };
         let conf = format!(
             r#"server:
   ip-address: {NSD_IP}@{port}
@@ -531,16 +604,16 @@ impl Nsd {
   logfile: "{d}/nsd.log"
   verbosity: 2
   server-count: 1
-remote-control:
+{bundle}remote-control:
   control-enable: no
-key:
+{auth}key:
   name: "xfr"
   algorithm: hmac-sha256
   secret: "{secret}"
 zone:
   name: "example.test"
   zonefile: "example.test.zone"
-  request-xfr: {ip}@{pport} xfr
+  request-xfr: {ip}@{pport} xfr{auth_name}
   allow-notify: {ip} xfr
   outgoing-interface: {NSD_IP}
 "#,
@@ -1046,4 +1119,90 @@ values = ["hello"]
             "example.test@internal 127.0.171.3:53",
         ]
     );
+}
+
+/// Zone transfers over TLS (RFC 9103), judged by kdig and openssl: the
+/// secondary transfers the whole zone over TLS 1.3 with ALPN `dot`, kdig
+/// verifying every message's TSIG; TLS changes no permission (another
+/// host with the key is REFUSED); a plain query is answered on the same
+/// listener; TLS 1.2 and another ALPN protocol are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secondary_transfers_the_zone_over_tls_and_nobody_else_does() {
+    let Some(kdig) = tool("kdig", "knot-dnsutils") else {
+        return;
+    };
+    let certs = tempfile::tempdir().unwrap();
+    let names = vec![DEVICE_IP.to_string(), "primary.example.test".to_string()];
+    let ck = rcgen::generate_simple_self_signed(names).unwrap();
+    let (cert, key) = (certs.path().join("xot.pem"), certs.path().join("xot.key"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
+    let nsd_port = free_port(NSD_IP);
+    let config = zone(&secondary_at(&format!("{NSD_IP}:{nsd_port}")), &many(1500));
+    let d = device_set(&config, |s| {
+        s.tls_cert = Some(cert.clone());
+        s.tls_key = Some(key.clone());
+        s.xot_listen = vec![format!("{DEVICE_IP}:0").parse().unwrap()];
+    })
+    .await;
+    until_looked(&d).await;
+    let xot = d.device.xot_addrs[0];
+    let port = xot.port().to_string();
+    let good = format!("hmac-sha256:xfr:{}", secret64());
+    let kdig_tls = |from: &str, rest: &[&str]| {
+        let mut args = vec!["-p", &port, "@127.0.171.1", "-b", from, "+tls"];
+        args.extend_from_slice(rest);
+        run(&kdig, &args)
+    };
+    // SOA, NS, www, txt, 1500 hosts, SOA.
+    let out = kdig_tls(NSD_IP, &["-y", &good, "AXFR", "example.test"]);
+    assert!(out.contains("1505 records"), "{out}");
+    assert!(
+        !out.contains(";; ERROR") && !out.contains(";; WARNING"),
+        "every TSIG verified: {out}"
+    );
+    let out = kdig_tls(OTHER_IP, &["-y", &good, "AXFR", "example.test"]);
+    assert!(out.contains("REFUSED"), "{out}");
+    let out = kdig_tls(OTHER_IP, &["+norec", "txt.example.test", "TXT"]);
+    assert!(out.contains("\"hello\""), "{out}");
+    assert!(out.contains("TLS1.3"), "{out}");
+    if let Some(openssl) = tool("openssl", "openssl") {
+        let connect = format!("{xot}");
+        let handshake = |extra: &[&str]| {
+            let mut args = vec!["s_client", "-connect", &connect];
+            args.extend_from_slice(extra);
+            let out = Command::new(&openssl)
+                .args(&args)
+                .stdin(Stdio::null())
+                .output()
+                .expect("openssl runs");
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            eprintln!("$ openssl {}\n{text}", args.join(" "));
+            text
+        };
+        let out = handshake(&["-tls1_3", "-alpn", "dot"]);
+        assert!(out.contains("ALPN protocol: dot"), "{out}");
+        let out = handshake(&["-tls1_2", "-alpn", "dot"]);
+        assert!(!out.contains("ALPN protocol: dot"), "TLS 1.2: {out}");
+        let out = handshake(&["-tls1_3", "-alpn", "h2"]);
+        assert!(!out.contains("ALPN protocol"), "another ALPN: {out}");
+    }
+    // A real secondary, NSD, asking the TLS listener alone (it speaks no
+    // plain DNS) and checking the device's certificate by its name.
+    if let Some(nsd_bin) = tool("nsd", "nsd") {
+        let nsd = Nsd::start_tls(
+            &nsd_bin,
+            nsd_port,
+            xot,
+            Some((&cert, "primary.example.test")),
+        );
+        until_in_step(&d, &nsd, 0).await;
+        let m = udp(nsd.addr, &query("host1499.example.test.", RecordType::TXT)).await;
+        assert_eq!(
+            m.metadata.response_code,
+            ResponseCode::NoError,
+            "{}",
+            nsd.log()
+        );
+    }
 }

@@ -134,6 +134,36 @@ pub(super) fn dns_listen(settings: &NodeSettings, demo: bool) -> Result<Vec<Sock
     Ok(listen)
 }
 
+/// Binds the listeners of zone transfers over TLS (`xot_listen`) and
+/// serves each as the worker `dns-xot ADDR`, with the device's TLS (the
+/// settings are validated: TLS is on when there are any). Their addresses,
+/// port 0 resolved.
+pub(super) fn spawn_xot(
+    workers: &Workers,
+    listen: &[SocketAddr],
+    tls: Option<&tls::Live>,
+    dns: &gtm_dns::handler::DnsState,
+) -> Result<Vec<SocketAddr>> {
+    let Some(tls) = tls else {
+        return Ok(Vec::new());
+    };
+    let mut bound = Vec::new();
+    for addr in listen {
+        let listener = gtm_dns::tcp::bind(*addr).map_err(|e| {
+            anyhow::anyhow!("cannot listen for zone transfers over TLS on {addr}: {e}")
+        })?;
+        let local = listener.local_addr()?;
+        let handler = gtm_dns::handler::Handler { state: dns.clone() };
+        workers.spawn(
+            &tokio::runtime::Handle::current(),
+            &format!("dns-xot {local}"),
+            gtm_dns::xot::serve(listener, handler, tls.xot.clone(), workers.token()),
+        );
+        bound.push(local);
+    }
+    Ok(bound)
+}
+
 /// Registers the DNS workers and the store as watched workers.
 pub(super) fn watch_dns_and_store(
     workers: &Workers,

@@ -13,6 +13,7 @@ use std::{net::IpAddr, sync::Arc};
 use super::{
     cookies,
     dnstap::{Note, Steered},
+    ede,
     handler::DnsState,
     snapshot::{Client, Draw, choose},
     wire::{self, EdnsInfo, OPT_TYPE},
@@ -117,6 +118,8 @@ pub fn answer_noted(
         }
     };
     let answer_guard;
+    // The Extended DNS Error of a fail-safe answer, in the OPT (crate::ede).
+    let mut ede: &[u8] = &[];
     let mut scope = match (zone.viewed, view) {
         (true, Some((_, scope))) => scope,
         _ => 0,
@@ -151,6 +154,9 @@ pub fn answer_noted(
                 };
                 slot.count(group, choice.variant);
                 slot.count_rule(choice.rule);
+                if edns.is_some() && group.is_fail_safe() {
+                    ede = &ede::FAIL_SAFE_OPTION;
+                }
                 if slot.is_steered() {
                     note.steered(|| Steered {
                         snapshot: Arc::clone(&snapshot),
@@ -177,7 +183,8 @@ pub fn answer_noted(
         11 + e
             .ecs
             .map_or(0, |c| 8 + (c.source_prefix as usize).div_ceil(8))
-    }) + cookie.map_or(0, |_| cookies::COOKIE_OPTION_LEN);
+    }) + ede.len()
+        + cookie.map_or(0, |_| cookies::COOKIE_OPTION_LEN);
     let len = 12 + question.len() + body.len() + sig.len() + opt_len;
     // What does not fit goes to the general path, which truncates.
     if len > state.udp_limit(edns.as_ref()) as usize {
@@ -203,6 +210,7 @@ pub fn answer_noted(
         if let Some(ecs) = &e.ecs {
             wire::push_ecs(out, ecs, scope);
         }
+        out.extend_from_slice(ede);
         if let Some((client, server)) = &server_cookie {
             cookies::push_cookie(out, client, server);
         }

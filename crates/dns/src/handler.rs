@@ -25,6 +25,7 @@ use hickory_server::{
 
 use super::{
     dnstap::{Note, TapSlot},
+    ede::Ede,
     identity,
     lookup::lookup,
     malformed::Reason,
@@ -152,7 +153,9 @@ impl Handler {
                 echo_question: request.queries.queries().len() <= 1,
             }
         };
-        let reply_edns = |scope: u8, ecs: Option<&wire::Ecs>| -> Option<Edns> {
+        // The OPT of the response, when the query has one, with the
+        // extended error `ede` (RFC 8914; crate::ede).
+        let reply_edns = |scope: u8, ecs: Option<&wire::Ecs>, ede: Option<Ede>| -> Option<Edns> {
             let req = request.edns.as_ref()?;
             let mut e = Edns::new();
             e.set_max_payload(self.state.edns_payload);
@@ -170,6 +173,9 @@ impl Handler {
             {
                 e.options_mut().insert(EdnsOption::NSID(payload));
             }
+            if let Some(ede) = ede {
+                e.options_mut().insert(ede.option());
+            }
             Some(e)
         };
         let ecs = info.and_then(|i| i.ecs);
@@ -177,14 +183,14 @@ impl Handler {
             return decided(
                 ResponseCode::BADVERS,
                 Resolved::default(),
-                reply_edns(0, None),
+                reply_edns(0, None, None),
             );
         }
         if request.metadata.op_code != OpCode::Query {
             let mut d = decided(
                 ResponseCode::NotImp,
                 Resolved::default(),
-                reply_edns(0, ecs.as_ref()),
+                reply_edns(0, ecs.as_ref(), Some(Ede::NotSupported)),
             );
             // Nothing of the query's was done: no flag of it is echoed.
             d.metadata.recursion_desired = false;
@@ -198,7 +204,7 @@ impl Handler {
             let mut d = decided(
                 ResponseCode::NoError,
                 Resolved::default(),
-                reply_edns(0, ecs.as_ref()),
+                reply_edns(0, ecs.as_ref(), None),
             );
             d.metadata.authoritative = false;
             return d;
@@ -207,29 +213,31 @@ impl Handler {
             return decided(
                 ResponseCode::FormErr,
                 Resolved::default(),
-                reply_edns(0, ecs.as_ref()),
+                reply_edns(0, ecs.as_ref(), None),
             );
         };
         let qname: Name = query.name().clone().into();
         if query.query_class() == DNSClass::CH {
             let resolved = identity::chaos(&self.state.nsid, &qname, query.query_type());
-            let edns = reply_edns(0, ecs.as_ref());
+            let edns = reply_edns(0, ecs.as_ref(), resolved.ede);
             return decided(resolved.rcode, resolved, edns);
         }
+        // No zone of another class is served.
         if query.query_class() != DNSClass::IN {
             return decided(
                 ResponseCode::Refused,
                 Resolved::default(),
-                reply_edns(0, ecs.as_ref()),
+                reply_edns(0, ecs.as_ref(), Some(Ede::NotAuthoritative)),
             );
         }
-        // No zone transfer yet: say so instead of an empty NOERROR that a
+        // Transfers are answered over TCP (`xfr`); asked here (over UDP)
+        // they are refused, not answered with an empty NOERROR that a
         // transfer client reads as a broken zone.
         if matches!(query.query_type(), RecordType::AXFR | RecordType::IXFR) {
             return decided(
                 ResponseCode::Refused,
                 Resolved::default(),
-                reply_edns(0, ecs.as_ref()),
+                reply_edns(0, ecs.as_ref(), Some(Ede::NotSupported)),
             );
         }
         // NXNAME is a meta-type of compact denial (RFC 9824 §3.5).
@@ -237,7 +245,7 @@ impl Handler {
             return decided(
                 ResponseCode::FormErr,
                 Resolved::default(),
-                reply_edns(0, ecs.as_ref()),
+                reply_edns(0, ecs.as_ref(), Some(Ede::InvalidQueryType)),
             );
         }
         let client = Client {
@@ -258,7 +266,7 @@ impl Handler {
             note,
         );
         let code = resolved.rcode;
-        let edns = reply_edns(resolved.scope, ecs.as_ref());
+        let edns = reply_edns(resolved.scope, ecs.as_ref(), resolved.ede);
         decided(code, resolved, edns)
     }
 }

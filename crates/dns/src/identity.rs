@@ -14,7 +14,7 @@ use hickory_server::proto::{
     },
 };
 
-use super::resolved::Resolved;
+use super::{ede::Ede, resolved::Resolved};
 
 /// The CH names answered, lower-cased wire-form for comparison.
 const NAMES: [&str; 2] = ["id.server.", "hostname.bind."];
@@ -29,6 +29,7 @@ pub fn chaos(nsid: &str, name: &Name, qtype: RecordType) -> Resolved {
     if !known || !matches!(qtype, RecordType::TXT | RecordType::ANY) {
         return Resolved {
             rcode: ResponseCode::Refused,
+            ede: Some(Ede::NotAuthoritative),
             ..Resolved::default()
         };
     }

@@ -5,6 +5,7 @@ pub mod chunked;
 pub mod cpus;
 pub mod dnssec;
 pub mod dnstap;
+pub mod ede;
 
 pub mod cookies;
 pub mod counters;
@@ -26,4 +27,8 @@ pub mod tsig;
 pub mod udp;
 pub mod wire;
 pub mod xfr;
+pub mod xot;
 pub mod zonefile;
+
+#[cfg(test)]
+mod tests;

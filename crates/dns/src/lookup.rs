@@ -2,8 +2,9 @@
 //!
 //! Handles everything: wildcards (RFC 4592), CNAME chains across served
 //! zones, NXDOMAIN and NODATA with the SOA in authority, REFUSED outside
-//! served zones, ANY, referrals to delegated names (`referral`). The fast path (`fast`) answers the common questions
-//! from the same snapshot; a differential test keeps the two in agreement.
+//! served zones, ANY (one RRset, RFC 8482), referrals to delegated names
+//! (`referral`). The fast path (`fast`) answers the common questions from
+//! the same snapshot; a differential test keeps the two in agreement.
 //!
 //! In a signed zone, asked with DO: each RRset answered comes with its
 //! RRSIG (made with the snapshot), and a negative answer with its proof
@@ -20,6 +21,7 @@ use hickory_server::proto::{
 use std::sync::Arc;
 
 use super::dnstap::{Note, Steered};
+use super::ede::Ede;
 use super::referral::{Asker, refer};
 use super::resolved::Resolved;
 use super::snapshot::{Client, Draw, Node, Snapshot, ZoneData, choose};
@@ -52,6 +54,7 @@ pub fn lookup(
             // leading out is answered as far as we know it.
             if out.answers.is_empty() {
                 out.rcode = ResponseCode::Refused;
+                out.ede = Some(Ede::NotAuthoritative);
             }
             return out;
         };
@@ -104,6 +107,9 @@ pub fn lookup(
                 slot.count(group, choice.variant);
                 slot.count_rule(choice.rule);
             }
+            if group.is_fail_safe() {
+                out.ede = Some(Ede::FailSafe);
+            }
             if slot.is_steered() {
                 note.steered(|| Steered {
                     snapshot: Arc::clone(snap),
@@ -137,7 +143,8 @@ pub fn lookup(
             Some(added)
         };
         if qtype == Rt::ANY {
-            for rtype in node.rrsets.iter().map(|s| s.rtype).collect::<Vec<_>>() {
+            // RFC 8482 §4.1: one RRset of the name, not all of them.
+            if let Some(rtype) = smallest_rrset(snap, geo, node, client) {
                 add(&mut out, rtype);
             }
             if out.answers.is_empty() {
@@ -172,6 +179,25 @@ pub fn lookup(
         }
     }
     out
+}
+
+/// The RRset an ANY question at `node` is answered with (RFC 8482 §4.1;
+/// docs/decisions.md): the one whose answer to this client takes the
+/// fewest bytes, the first of the name's in that case; `None` when every
+/// one answers empty. Sized on a draw of its own: a variant of a group
+/// holds as many records as another.
+fn smallest_rrset(snap: &Snapshot, geo: &Geo, node: &Node, client: &Client) -> Option<Rt> {
+    let mut draw = Draw::new(0);
+    node.rrsets
+        .iter()
+        .filter_map(|slot| {
+            let answer = slot.answer.load();
+            let choice = choose(&answer, &snap.topology, geo, client, &mut draw);
+            let (body, count) = answer.groups.get(choice.group)?.wire.get(choice.variant)?;
+            (count > 0).then_some((body.len(), slot.rtype))
+        })
+        .min_by_key(|&(len, _)| len)
+        .map(|(_, rtype)| rtype)
 }
 
 /// The authority section of a NODATA answer for `name` (found at `node`,

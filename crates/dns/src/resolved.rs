@@ -3,6 +3,8 @@
 
 use hickory_server::proto::{op::ResponseCode, rr::Record};
 
+use super::ede::Ede;
+
 /// The content of a response.
 #[derive(Debug, Default)]
 pub struct Resolved {
@@ -15,4 +17,6 @@ pub struct Resolved {
     pub scope: u8,
     /// A referral to a delegated name: not authoritative.
     pub referral: bool,
+    /// The Extended DNS Error the response carries (when asked with EDNS).
+    pub ede: Option<Ede>,
 }

@@ -36,8 +36,8 @@ use std::{
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use tokio::{
-    io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader},
-    net::{TcpListener, TcpStream, tcp::OwnedWriteHalf},
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader},
+    net::{TcpListener, TcpStream},
 };
 use tokio_util::sync::CancellationToken;
 
@@ -73,6 +73,21 @@ pub fn bind(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
     TcpListener::from_std(socket.into())
+}
+
+/// A connection's bytes: plain TCP, or TLS over it (`xot`).
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// How dnstap names the transport.
+    const PROTOCOL: SocketProtocol;
+    /// The TCP socket underneath.
+    fn socket(&self) -> &TcpStream;
+}
+
+impl Stream for TcpStream {
+    const PROTOCOL: SocketProtocol = SocketProtocol::Tcp;
+    fn socket(&self) -> &TcpStream {
+        self
+    }
 }
 
 /// Accepts and serves connections on `listener` until `stop`.
@@ -127,19 +142,21 @@ enum Ended {
 /// it, sends no complete message for [`IDLE`], takes no response for
 /// [`WRITE`], a read or write fails, or it is closed from outside. Returns
 /// why the server closed it, if it did on its own.
-async fn connection(
-    stream: TcpStream,
+pub(crate) async fn connection<S: Stream>(
+    stream: S,
     peer: SocketAddr,
     handler: &Handler,
     seat: &Seat,
 ) -> Option<TcpClosed> {
-    let _ = stream.set_nodelay(true);
+    let _ = stream.socket().set_nodelay(true);
     // The address dnstap names as the response's.
     let local = stream
+        .socket()
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-    let (read, mut write) = stream.into_split();
-    let mut read = BufReader::new(read);
+    // Messages are read and answered in turn: one buffered stream serves
+    // both directions (writes pass through the buffer).
+    let mut read = BufReader::new(stream);
     let mut message = Vec::new();
     let close = &seat.activity.close;
     let ended = loop {
@@ -158,7 +175,7 @@ async fn connection(
             Ok(Ok(())) => {}
         }
         seat.busy();
-        if let Err(ended) = respond(&message, peer, local, handler, &mut write, close).await {
+        if let Err(ended) = respond::<S>(&message, peer, local, handler, &mut read, close).await {
             break ended;
         }
     };
@@ -169,7 +186,7 @@ async fn connection(
         ended,
         Ended::Closed | Ended::Server(TcpClosed::WriteTimeout)
     ) {
-        let _ = SockRef::from(write.as_ref()).set_linger(Some(Duration::ZERO));
+        let _ = SockRef::from(read.get_ref().socket()).set_linger(Some(Duration::ZERO));
     }
     match ended {
         Ended::Server(why) => Some(why),
@@ -197,12 +214,12 @@ async fn read_message(
 }
 
 /// Answers one message: its response, or a zone transfer's messages.
-async fn respond(
+async fn respond<S: Stream>(
     message: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
     handler: &Handler,
-    write: &mut OwnedWriteHalf,
+    write: &mut (impl AsyncWrite + Unpin),
     close: &CancellationToken,
 ) -> Result<(), Ended> {
     let start = Instant::now();
@@ -222,7 +239,7 @@ async fn respond(
             return Ok(());
         }
     }
-    let Some(reply) = reply_tapped(handler, message, peer, local) else {
+    let Some(reply) = reply_tapped(handler, message, peer, local, S::PROTOCOL) else {
         return Ok(());
     };
     send(write, &reply, close).await?;
@@ -230,14 +247,19 @@ async fn respond(
     Ok(())
 }
 
-/// Writes one framed response, within [`WRITE`].
+/// Writes one framed response, within [`WRITE`] (flushed: TLS holds
+/// what it has not sent until then).
 async fn send(
-    write: &mut OwnedWriteHalf,
+    write: &mut (impl AsyncWrite + Unpin),
     framed: &[u8],
     close: &CancellationToken,
 ) -> Result<(), Ended> {
+    let written = async {
+        write.write_all(framed).await?;
+        write.flush().await
+    };
     tokio::select! {
-        written = tokio::time::timeout(WRITE, write.write_all(framed)) => match written {
+        written = tokio::time::timeout(WRITE, written) => match written {
             Ok(Ok(())) => Ok(()),
             Ok(Err(_)) => Err(Ended::Client),
             Err(_) => Err(Ended::Server(TcpClosed::WriteTimeout)),
@@ -261,6 +283,7 @@ fn reply_tapped(
     message: &[u8],
     peer: SocketAddr,
     local: SocketAddr,
+    protocol: SocketProtocol,
 ) -> Option<Vec<u8>> {
     let tap = handler.state.dnstap.tap.load();
     let Some(tap) = tap.as_deref().filter(|t| t.sampled()) else {
@@ -275,7 +298,7 @@ fn reply_tapped(
     let framed = frame(&response)?;
     tap.send(Tapped {
         seen: Seen {
-            protocol: SocketProtocol::Tcp,
+            protocol,
             client: peer,
             server: local,
             query_time,
@@ -339,7 +362,7 @@ struct Entry {
 /// only to admit and to free; the connections mark themselves idle or
 /// busy with one atomic store.
 #[derive(Debug)]
-struct Table {
+pub(crate) struct Table {
     epoch: Instant,
     inner: Mutex<Inner>,
 }
@@ -352,7 +375,7 @@ struct Inner {
 }
 
 /// An admitted connection's place in the table, freed when dropped.
-struct Seat {
+pub(crate) struct Seat {
     table: Arc<Table>,
     id: u64,
     activity: Arc<Activity>,
@@ -360,7 +383,7 @@ struct Seat {
 }
 
 impl Table {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             epoch: Instant::now(),
             inner: Mutex::default(),
@@ -375,7 +398,7 @@ impl Table {
     /// Admits a connection from `ip`, closing the connection idle the
     /// longest of its client, then of the listener, when either is at its
     /// limit. `Err`: refused, nobody being idle.
-    fn admit(
+    pub(crate) fn admit(
         self: &Arc<Self>,
         ip: IpAddr,
         stop: &CancellationToken,

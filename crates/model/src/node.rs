@@ -25,6 +25,11 @@ pub struct NodeSettings {
     /// DNS listeners, UDP and TCP on each.
     #[serde(default = "default_dns_listen")]
     pub dns_listen: Vec<SocketAddr>,
+    /// Zone transfers over TLS (XoT, RFC 9103): DNS over TCP inside TLS
+    /// 1.3 with the device's certificate on each (needs `tls_cert` and
+    /// `tls_key`). Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xot_listen: Vec<SocketAddr>,
     #[serde(default = "default_api_listen")]
     pub api_listen: SocketAddr,
     /// The API base URL other devices use to reach this one (default:
@@ -349,6 +354,7 @@ impl NodeSettings {
             datacenter: "dc1".into(),
             data_dir,
             dns_listen: default_dns_listen(),
+            xot_listen: Vec::new(),
             api_listen: default_api_listen(),
             advertise_api: None,
             geoip_file: None,
@@ -403,6 +409,9 @@ impl NodeSettings {
         if let Some(dnstap) = &self.dnstap {
             dnstap.validate()?;
         }
+        if !self.xot_listen.is_empty() && (self.tls_cert.is_none() || self.tls_key.is_none()) {
+            return Err(NodeSettingError::XotWithoutTls);
+        }
         Ok(())
     }
 
@@ -456,6 +465,11 @@ pub enum NodeSettingError {
     /// A `[dnstap]` setting that cannot be used.
     #[error("node setting dnstap.{key}: {reason}")]
     Dnstap { key: &'static str, reason: String },
+    /// `xot_listen` without the certificate it serves TLS with.
+    #[error(
+        "node setting xot_listen: zone transfers over TLS need the device's certificate (set tls_cert and tls_key)"
+    )]
+    XotWithoutTls,
 }
 
 impl NodeSettingError {
@@ -580,6 +594,19 @@ mod tests {
             .expect("packaging/node.toml parses");
         assert!(s.dns_listen.iter().all(|a| a.port() == 53), "{s:?}");
         assert_eq!(s.data_dir, std::path::Path::new("/var/lib/gtm"));
+    }
+
+    #[test]
+    fn zone_transfers_over_tls_need_the_devices_certificate() {
+        let base = "name = \"dev-1\"\ndatacenter = \"dc1\"\ndata_dir = \"/tmp/x\"\n\
+                    xot_listen = [\"127.0.0.1:853\"]\n";
+        let e = super::NodeSettings::parse(base).unwrap_err().to_string();
+        assert!(e.starts_with("node setting xot_listen: "), "{e}");
+        let s = super::NodeSettings::parse(&format!(
+            "{base}tls_cert = \"/etc/gtm/tls.pem\"\ntls_key = \"/etc/gtm/tls.key\"\n"
+        ))
+        .expect("with a certificate");
+        assert_eq!(s.xot_listen, ["127.0.0.1:853".parse().unwrap()]);
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub const CA_FILE: &str = "api-ca.pem";
 #[derive(Debug, Clone)]
 pub struct Tls {
     pub server: Arc<rustls::ServerConfig>,
+    /// The same certificate for zone transfers over TLS (TLS 1.3, ALPN
+    /// `dot`: `gtm_dns::xot`).
+    pub xot: Arc<rustls::ServerConfig>,
     /// PEM of the certificates clients trust.
     pub trust_pem: Vec<u8>,
     /// This device's certificate chain and key, and the trusted
@@ -150,6 +153,7 @@ impl Tls {
             .with_single_cert(chain, key_der)
             .map_err(TlsError::KeyMismatch)?;
         server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let xot = gtm_dns::xot::server_config(&server).map_err(TlsError::ProtocolVersions)?;
         let peer =
             PeerCredentials::from_pem(&trust_pem, &cert_pem, &key_pem).map_err(|source| {
                 TlsError::PeerIdentity {
@@ -160,6 +164,7 @@ impl Tls {
             })?;
         Ok(Self {
             server: Arc::new(server),
+            xot: Arc::new(xot),
             trust_pem,
             peer,
         })
@@ -200,6 +205,8 @@ pub fn http_client(
 #[derive(Debug, Clone)]
 pub struct Live {
     pub server: ServerConfigs,
+    /// The server side of zone transfers over TLS.
+    pub xot: ServerConfigs,
     pub peer: Arc<PeerTls>,
 }
 
@@ -207,6 +214,7 @@ impl Live {
     pub fn new(tls: Tls) -> Self {
         Self {
             server: Arc::new(arc_swap::ArcSwap::new(tls.server)),
+            xot: Arc::new(arc_swap::ArcSwap::new(tls.xot)),
             peer: PeerTls::new(tls.peer),
         }
     }
@@ -215,6 +223,7 @@ impl Live {
     /// or made, use it. Cannot fail: `tls` was loaded and checked whole.
     pub fn replace(&self, tls: Tls) {
         self.server.store(tls.server);
+        self.xot.store(tls.xot);
         self.peer.replace(tls.peer);
     }
 }

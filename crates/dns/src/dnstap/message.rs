@@ -86,12 +86,14 @@ pub enum SocketFamily {
     Inet6 = 2,
 }
 
-/// `SocketProtocol`: the two gtm answers over.
+/// `SocketProtocol`: the transports gtm answers over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
 #[repr(i32)]
 pub enum SocketProtocol {
     Udp = 1,
     Tcp = 2,
+    /// TLS over TCP (zone transfers over TLS, `xot`).
+    Dot = 3,
 }
 
 /// What the DNS path saw of one answered query: everything a message

@@ -71,7 +71,7 @@ pub fn steered_answer(
             } else {
                 Balance::RoundRobin
             };
-            group(
+            let mut made = group(
                 owner,
                 ttl,
                 values,
@@ -80,7 +80,11 @@ pub fn steered_answer(
                 &weights,
                 sources,
                 signer,
-            )?
+            )?;
+            if matches!(answer, Answer::FailSafe) && !made.is_empty() {
+                made.more.get_or_insert_default().fail_safe = true;
+            }
+            made
         });
     }
     // The query path picks `groups[default]` and `groups[places[i].1]`.
@@ -196,6 +200,7 @@ pub(super) fn group(
             false => sources.into_boxed_slice(),
         },
         signatures: sigs.into_boxed_slice(),
+        fail_safe: false,
     };
     let lacks_more =
         more.spread.is_empty() && more.sources.is_empty() && more.signatures.is_empty();

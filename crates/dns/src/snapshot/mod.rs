@@ -290,6 +290,8 @@ struct GroupMore {
     /// In a signed zone, per variant: the RRSIG over exactly its records
     /// ([`Group::sigs`]); empty when unsigned.
     signatures: Box<[Signed]>,
+    /// Its values are the record's fail-safe values ([`Group::is_fail_safe`]).
+    fail_safe: bool,
 }
 
 impl Group {
@@ -329,6 +331,13 @@ impl Group {
     /// Answers nothing (a steered record with nothing to answer).
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
+    }
+
+    /// Answers a steered record's fail-safe values: none of its addresses
+    /// is healthy (the response says so, `ede`).
+    #[inline]
+    pub fn is_fail_safe(&self) -> bool {
+        self.more.as_ref().is_some_and(|m| m.fail_safe)
     }
 
     /// The first candidate as a record of `owner` (an SOA slot's SOA).

@@ -1,9 +1,10 @@
 //! Zone transfers (AXFR, RFC 5936; IXFR, RFC 1995) to the secondaries a
 //! domain lists, and the serial of a transferred zone (docs/transfer.md).
 //!
-//! Only over TCP, only for a query signed with a TSIG key the domain's
-//! secondaries name, and only from the IP of a secondary with that key;
-//! anything else asking for a transfer is REFUSED. The transferred view is
+//! Only over TCP (plain, or inside TLS: `xot`), only for a query signed
+//! with a TSIG key the domain's secondaries name, and only from the IP of
+//! a secondary with that key; anything else asking for a transfer is
+//! REFUSED (with Extended DNS Error 18 when it has EDNS). The transferred view is
 //! the zone as a client of no particular place sees it ([`view`]), signed
 //! with an NSEC chain when the zone is signed. Transfers serve the views
 //! the `notify` worker recorded in the [`journal::Journal`] with each new
@@ -25,7 +26,7 @@ use std::{
 use hickory_server::{
     net::xfer::Protocol,
     proto::{
-        op::{Message, MessageType, OpCode, Query, ResponseCode},
+        op::{Edns, Message, MessageType, OpCode, Query, ResponseCode},
         rr::{Name, RData, RecordType},
     },
     server::Request,
@@ -40,6 +41,7 @@ pub use transfers::{NotifyStatus, TransferZone, Transfers};
 pub use view::{NsecCache, view};
 
 use super::{
+    ede::Ede,
     handler::Handler,
     snapshot::Snapshot,
     tsig::{self, Verified},
@@ -97,8 +99,18 @@ pub fn answer_tcp(handler: &Handler, bytes: &[u8], peer: SocketAddr) -> Option<V
     let qtype = query.query_type();
     let question = Query::query(qname.clone(), qtype);
     let id = request.metadata.id;
+    // A refusal carries Extended DNS Error 18 (Prohibited) when the query
+    // has EDNS.
+    let prohibited = request.edns.as_ref().map(|e| {
+        let mut reply = Edns::new();
+        reply.set_max_payload(state.edns_payload);
+        reply.set_version(0);
+        reply.set_dnssec_ok(e.flags().dnssec_ok);
+        reply.options_mut().insert(Ede::Prohibited.option());
+        reply
+    });
     let Some(sig) = request.signature.as_deref() else {
-        return frame(vec![refused(id, &question)?]);
+        return frame(vec![refused(id, &question, prohibited)?]);
     };
     let now = tsig::now_secs();
     let signing = match tsig::verify(&state.tsig.load(), bytes, sig, now) {
@@ -128,7 +140,7 @@ pub fn answer_tcp(handler: &Handler, bytes: &[u8], peer: SocketAddr) -> Option<V
     });
     let Some(allowed) = allowed else {
         tracing::info!(zone = %qname, peer = %peer, key = %signing.key, "zone transfer refused: not a secondary of this zone with this key");
-        let mut out = refused(id, &question)?;
+        let mut out = refused(id, &question, prohibited)?;
         signing.sign(&mut out, now)?;
         return frame(vec![out]);
     };
@@ -287,8 +299,13 @@ fn error(id: u16, question: &Query, code: ResponseCode) -> Option<Vec<u8>> {
     m.to_vec().ok()
 }
 
-fn refused(id: u16, question: &Query) -> Option<Vec<u8>> {
-    error(id, question, ResponseCode::Refused)
+/// REFUSED, with the OPT `edns` when the query had one.
+fn refused(id: u16, question: &Query, edns: Option<Edns>) -> Option<Vec<u8>> {
+    let mut m = Message::new(id, MessageType::Response, OpCode::Query);
+    m.metadata.response_code = ResponseCode::Refused;
+    m.add_query(question.clone());
+    m.edns = edns;
+    m.to_vec().ok()
 }
 
 /// Each message behind its two-byte length.
