@@ -7,6 +7,7 @@ mod access;
 mod alerts;
 mod api;
 mod backends;
+mod catalog;
 mod chaos;
 mod cli;
 mod cluster;

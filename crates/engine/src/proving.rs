@@ -61,6 +61,9 @@ pub fn servable(
             }
             _ => Some(zone.clone()),
         })
+        // Zones of no domain of their own (the catalog zone, views' zones
+        // past the domains' count) are proven whole.
+        .chain(zones.iter().skip(config.domains.len()).cloned())
         .collect();
     compiled.zones = zones;
     // The version only sets SOA serials, which are always valid.

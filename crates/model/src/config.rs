@@ -68,6 +68,22 @@ pub struct Config {
     /// replaced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cookies: Option<Cookies>,
+    /// A catalog zone (RFC 9432) listing every domain with secondaries,
+    /// for secondaries that provision their zones from it
+    /// (docs/transfer.md, "Catalog zone").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<Catalog>,
+}
+
+/// The `[catalog]` table: the catalog zone's name and its own secondaries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Catalog {
+    /// The catalog zone's name, e.g. `catalog.example.test`.
+    pub name: String,
+    /// Who transfers the catalog and gets its NOTIFYs (as a domain's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secondaries: Vec<Secondary>,
 }
 
 /// The `[rate_limit]` table: response rate limiting (RRL) of UDP answers.
@@ -153,6 +169,7 @@ impl Config {
             notifiers,
             rate_limit,
             cookies,
+            catalog,
         } = self;
         Config {
             geoip: geoip.clone(),
@@ -166,6 +183,7 @@ impl Config {
             notifiers: notifiers.clone(),
             rate_limit: rate_limit.clone(),
             cookies: cookies.clone(),
+            catalog: catalog.clone(),
         }
     }
 
@@ -184,8 +202,10 @@ impl Config {
             notifiers,
             rate_limit,
             cookies,
+            catalog,
         } = self;
         *geoip == other.geoip
+            && *catalog == other.catalog
             && *notifiers == other.notifiers
             && self.steers_alike(other)
             && *rate_limit == other.rate_limit
@@ -634,6 +654,13 @@ pub struct Domain {
     /// (docs/views.md); unset: every client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<String>,
+    /// The catalog zone's `group` property of this domain (RFC 9432 §4.4.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_group: Option<String>,
+    /// The catalog zone's `coo` property: the catalog this domain moves to
+    /// (RFC 9432 §4.4.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_coo: Option<String>,
 }
 
 impl Domain {
@@ -657,6 +684,8 @@ impl Domain {
             dnssec_algorithm,
             secondaries,
             view,
+            catalog_group,
+            catalog_coo,
         } = self;
         Domain {
             name: name.clone(),
@@ -674,6 +703,8 @@ impl Domain {
             dnssec_algorithm: *dnssec_algorithm,
             secondaries: secondaries.clone(),
             view: view.clone(),
+            catalog_group: catalog_group.clone(),
+            catalog_coo: catalog_coo.clone(),
         }
     }
 

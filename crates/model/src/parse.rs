@@ -45,7 +45,7 @@ use super::{
 };
 
 /// The top-level tables that are not lists: a piece may hold one whole.
-const SINGLE_TABLES: [&str; 3] = ["geoip", "rate_limit", "cookies"];
+const SINGLE_TABLES: [&str; 4] = ["geoip", "rate_limit", "cookies", "catalog"];
 
 /// The size of text below which a piece is not cut further.
 const PIECE_BYTES: usize = 256 * 1024;
@@ -245,6 +245,7 @@ fn join(config: &mut Config, piece: Config) {
         notifiers,
         rate_limit,
         cookies,
+        catalog,
     } = piece;
     config.datacenters.extend(datacenters);
     config.regions.extend(regions);
@@ -263,6 +264,9 @@ fn join(config: &mut Config, piece: Config) {
     }
     if cookies.is_some() {
         config.cookies = cookies;
+    }
+    if catalog.is_some() {
+        config.catalog = catalog;
     }
 }
 

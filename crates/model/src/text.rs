@@ -2,7 +2,7 @@
 //! next edit can copy instead of writing again.
 //!
 //! The text is the tables before the domains, each domain, and the tables
-//! after them (`[rate_limit]`, `[cookies]`), each written alone by
+//! after them (`[rate_limit]`, `[cookies]`, `[catalog]`), each written alone by
 //! `toml::to_string_pretty` and joined by a newline: the same text that
 //! function gives for the whole configuration (a test keeps it so), made
 //! of parts. An edit changes one object, so the next text is given as an
@@ -46,11 +46,13 @@ pub fn write(
         domains: Vec::new(),
         rate_limit: None,
         cookies: None,
+        catalog: None,
         ..config.clone_globals()
     };
     let tail = Config {
         rate_limit: config.rate_limit.clone(),
         cookies: config.cookies.clone(),
+        catalog: config.catalog.clone(),
         ..Config::default()
     };
     let old = Pieces::new(before.map_or(&[][..], |b| b.text));

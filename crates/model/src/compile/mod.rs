@@ -20,6 +20,7 @@
 
 mod address;
 mod by_name;
+mod catalog;
 mod check;
 mod cname_loops;
 mod compiled;
@@ -53,6 +54,7 @@ use std::{
 
 use hickory_server::proto::rr::Name;
 
+pub use catalog::member_id;
 pub use check::MAX_CHECK_INTERVAL;
 pub use compiled::{
     AddressSpec, CheckSpec, Compiled, Content, DcId, DcSpec, DrCondition, DrSpec, Extra, Hc,
@@ -105,7 +107,7 @@ fn compile_with(
         // when the rules name the same ones.
         Some((old, zones))
             if old.steers_alike(config)
-                && zones.len() == old.domains.len()
+                && zones.len() == old.domains.len() + usize::from(old.catalog.is_some())
                 && rule_sets(old) == rule_sets(config) =>
         {
             old.domains
@@ -176,6 +178,15 @@ fn compile_with(
         all.extend(of_views);
         all
     };
+    let mut zones = zones;
+    if let Some(catalog) = cx.catalog(config, &refs) {
+        // After the zones every client gets, before the views' zones.
+        let at = zones
+            .iter()
+            .position(|z| z.view.is_some())
+            .unwrap_or(zones.len());
+        zones.insert(at, Arc::new(catalog));
+    }
     let mut apexes = HashSet::new();
     for z in &zones {
         if !apexes.insert((z.apex.clone(), z.view_index())) {

@@ -74,6 +74,13 @@ pub(super) fn run(
                 .iter()
                 .filter(|d| d.secondaries.iter().any(|s| s.key == *name))
                 .map(|d| d.name.as_str())
+                .chain(
+                    config
+                        .catalog
+                        .iter()
+                        .filter(|c| c.secondaries.iter().any(|s| s.key == *name))
+                        .map(|c| c.name.as_str()),
+                )
                 .collect();
             if !users.is_empty() {
                 return Some(rejected(
@@ -136,6 +143,19 @@ pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
                     ),
                 })
         })
+        .chain(config.catalog.iter().flat_map(|c| {
+            c.secondaries
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !keys.keys.contains_key(&s.key))
+                .map(|(i, s)| ConfigError {
+                    path: format!("catalog / secondaries[{i}]"),
+                    message: format!(
+                        "key: unknown TSIG key \"{}\" (gtm tsig list shows the cluster's keys; gtm tsig add makes one)",
+                        s.key
+                    ),
+                })
+        }))
         .collect();
     (!errors.is_empty()).then(|| ConfigErrors::from(errors))
 }
