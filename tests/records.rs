@@ -63,6 +63,16 @@ type = "LOC"
 values = ["42 21 54 N 71 06 18 W -24m 30m"]
 
 [[domain.record]]
+name = "web"
+type = "A"
+addresses = [{{ ip = "192.0.2.80" }}]
+
+[[domain.record]]
+name = "@"
+type = "A"
+alias = "web"
+
+[[domain.record]]
 name = "x"
 type = "TYPE65280"
 values = ['\# 4 0A000001']
@@ -128,6 +138,7 @@ const EXPECTED: &[(&str, &str, &str)] = &[
         "42 21 54.000 N 71 6 18.000 W -24.00m 30.00m 10000.00m 10.00m",
     ),
     ("x.types.test.", "TYPE65280", "\\# 4 0a000001"),
+    ("types.test.", "A", "192.0.2.80"),
     (
         "sub.types.test.",
         "DS",
@@ -639,4 +650,95 @@ async fn a_signed_transfer_with_a_delegation_verifies_with_ldns() {
         String::from_utf8_lossy(&checked.stdout),
         String::from_utf8_lossy(&checked.stderr)
     );
+}
+
+/// A signed zone whose apex is an alias of `www`: www answers the backend
+/// while its check passes, else a standby address.
+fn alias_zone(port: u16) -> String {
+    format!(
+        r#"
+[[check]]
+name = "web"
+type = "http"
+port = {port}
+interval = "100ms"
+timeout = "90ms"
+failures = 1
+successes = 1
+
+[[domain]]
+name = "alias.test"
+nameservers = ["ns1.alias.test"]
+dnssec = true
+
+[[domain.record]]
+name = "www"
+type = "A"
+balance = "priority"
+addresses = [{{ ip = "127.0.198.2", hc = "check:web" }}, {{ ip = "192.0.2.99" }}]
+
+[[domain.record]]
+name = "@"
+type = "A"
+alias = "www"
+
+[[domain.record]]
+name = "@"
+type = "MX"
+values = ["10 mail"]
+"#
+    )
+}
+
+/// Waits (bounded) until `name A` answers `ip` at `server`.
+async fn until_a(server: SocketAddr, name: &str, ip: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = udp(server, &query(name, RecordType::A)).await;
+        if answers(&r) == [ip] {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} answers {:?}, not {ip}",
+            answers(&r)
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apex_alias_follows_its_targets_health_and_validates_signed() {
+    use crate::backends::HttpBackend;
+    let Some(_) = delv() else { return };
+    let mut web = HttpBackend::start_at("127.0.198.2:0".parse().unwrap()).await;
+    let port = web.addr.port();
+    let d = TestDevice::start(&alias_zone(port)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let anchors = anchors(&d, dir.path(), "alias.test").await;
+    let validated = |said: &str, ip: &str| said.contains("; fully validated") && said.contains(ip);
+
+    // Up: the apex answers what www answers, under its own name, signed.
+    until_a(d.v4(), "www.alias.test.", "127.0.198.2").await;
+    until_a(d.v4(), "alias.test.", "127.0.198.2").await;
+    let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "A").await;
+    assert!(validated(&said, "127.0.198.2"), "{said}");
+
+    // Down: both move to the standby, and the apex still validates.
+    web.stop().await;
+    until_a(d.v4(), "alias.test.", "192.0.2.99").await;
+    let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "A").await;
+    assert!(validated(&said, "192.0.2.99"), "{said}");
+    // The apex's other records are as they were.
+    let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "MX").await;
+    assert!(
+        said.contains("; fully validated") && said.contains("10 mail.alias.test."),
+        "{said}"
+    );
+
+    // Up again: back to the backend.
+    let _web = HttpBackend::start_at(format!("127.0.198.2:{port}").parse().unwrap()).await;
+    until_a(d.v4(), "alias.test.", "127.0.198.2").await;
+    let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "A").await;
+    assert!(validated(&said, "127.0.198.2"), "{said}");
 }

@@ -107,6 +107,15 @@ pub fn answer_noted(
     }
     // Signatures when asked for (DO) in a signed zone.
     let signed = edns.is_some_and(|e| e.dnssec_ok) && zone.signer.is_some();
+    // An alias's answer is signed per query (the general path).
+    if signed
+        && !zone.spec.aliased.is_empty()
+        && zone
+            .spec
+            .is_alias(q.name(), gtm_model::config::RecordType::from_code(q.qtype))
+    {
+        return false;
+    }
     // A NODATA body is the node's bytes, then the zone's (serial on).
     let unsigned_nodata = (&*node.nodata_wire, &zone.nodata_tail[..], 0, 1);
     let nodata = || -> Option<(&[u8], &[u8], u16, u16)> {

@@ -126,9 +126,15 @@ pub fn lookup(
             out.answers.extend(group.variant(&name, choice.variant));
             let added = out.answers.len() - before;
             if signed && added > 0 {
-                if wildcard {
-                    // Signed as the name asked: the expansion is not known
-                    // in advance.
+                let alias = !zone.spec.aliased.is_empty()
+                    && zone.spec.is_alias(
+                        &wire_key(&name),
+                        gtm_model::config::RecordType::from_code(u16::from(rtype)),
+                    );
+                if wildcard || alias {
+                    // Signed as the name asked: a wildcard's expansion, or
+                    // an alias's answer (its target's, signed under the
+                    // target's name), is not known in advance.
                     if let Some(sig) = zone
                         .signer
                         .as_ref()

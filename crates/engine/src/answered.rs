@@ -518,7 +518,7 @@ addresses = [{addresses}]
             .iter()
             .find_map(|r| match &r.content {
                 Content::Steered(s) => Some((**s).clone()),
-                Content::Static(_) => None,
+                Content::Static(_) | Content::Alias(_) => None,
             })
             .expect("a steered record")
     }

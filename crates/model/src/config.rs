@@ -881,6 +881,11 @@ pub struct RecordFields {
     /// the view's records at its name replace every other record there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<Box<str>>,
+    /// An A or AAAA record answered with the answer of another record of
+    /// the domain, of the same type (its name, relative like `name`): an
+    /// apex alias (docs/configuration.md, "Aliases").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<Box<str>>,
 }
 
 /// A record as a device holds it, one per record of every configuration
@@ -916,6 +921,7 @@ pub struct RecordOptions {
     pub topology_rules: Box<[TopologyRule]>,
     pub values: Box<[String]>,
     pub view: Option<Box<str>>,
+    pub alias: Option<Box<str>>,
 }
 
 impl From<RecordFields> for Record {
@@ -938,6 +944,7 @@ impl From<RecordFields> for Record {
             addresses,
             values,
             view,
+            alias,
         } = f;
         let options = RecordOptions {
             mode,
@@ -953,6 +960,7 @@ impl From<RecordFields> for Record {
             topology_rules,
             values,
             view,
+            alias,
         };
         Record {
             name,
@@ -987,6 +995,7 @@ impl From<Record> for RecordFields {
             topology_rules,
             values,
             view,
+            alias,
         } = options.map(|o| *o).unwrap_or_default();
         RecordFields {
             name,
@@ -1006,6 +1015,7 @@ impl From<Record> for RecordFields {
             addresses,
             values,
             view,
+            alias,
         }
     }
 }

@@ -177,7 +177,7 @@ impl Fixture {
     fn steering(&self) -> &Steering {
         match &self.compiled.zones[0].records[self.index].content {
             Content::Steered(s) => s,
-            Content::Static(_) => panic!("record is not steered"),
+            Content::Static(_) | Content::Alias(_) => panic!("record is not steered"),
         }
     }
 

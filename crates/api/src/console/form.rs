@@ -527,6 +527,10 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         topology_rules,
         addresses: addresses.into(),
         view: some("view").map(String::into_boxed_str),
+        // Kept as the record has it: the form does not show it.
+        alias: at
+            .and_then(|i| domain.records.get(i))
+            .and_then(|r| r.options().alias.clone()),
         values: f
             .get("values")
             .lines()

@@ -46,7 +46,9 @@ impl Snapshot {
                     .map(|s| s.rtype)
                     .eq([Rt::SOA, Rt::NS])
         });
+        // An alias holds its target's slot: a zone with one is built whole.
         if !Arc::ptr_eq(&data.spec, zone)
+            || !zone.aliased.is_empty()
             || data.signer.is_some()
             || data.negative_soa_sig.is_some()
             || data.nodata_tail.get(4..) != tail.get(4..)

@@ -218,6 +218,9 @@ impl Snapshot {
             }
             let mut steered = Vec::new();
             for record in &zone.records {
+                if matches!(record.content, Content::Alias(_)) {
+                    continue;
+                }
                 let slot = snap.record_slot(previous, zi, record)?;
                 snap.place(&mut bodies, zi, &record.owner, slot.clone())?;
                 if matches!(record.content, Content::Steered(_)) {
@@ -227,6 +230,7 @@ impl Snapshot {
             if let Some(data) = snap.zones.last_mut() {
                 data.steered = Chunked::from_vec(steered);
             }
+            snap.place_aliases(&mut bodies, zi, zone)?;
             snap.place_inherited(&mut bodies, zi, zone)?;
         }
         snap.sign_nodata()?;
@@ -363,6 +367,40 @@ impl Snapshot {
         self.apex_depths = depths;
     }
 
+    /// Puts at each alias record's name of zone `zi` the slot of its
+    /// target: one answer, its target's, under two names.
+    pub(super) fn place_aliases(
+        &mut self,
+        bodies: &mut HashSet<Arc<[u8]>>,
+        zi: usize,
+        zone: &ZoneSpec,
+    ) -> Result<(), BuildError> {
+        if zone.aliased.is_empty() {
+            return Ok(());
+        }
+        for record in &zone.records {
+            let Content::Alias(target) = &record.content else {
+                continue;
+            };
+            let rt = wire_type(record.kind);
+            let slot = self
+                .zones
+                .get(zi)
+                .and_then(|z| z.node(target))
+                .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rt))
+                .cloned()
+                .ok_or_else(|| {
+                    BuildError::new(
+                        &record.owner_name(),
+                        rt,
+                        "is an alias of a record the zone lacks",
+                    )
+                })?;
+            self.place(bodies, zi, &record.owner, slot)?;
+        }
+        Ok(())
+    }
+
     /// Puts into view zone `zi` the slots of the records it takes from the
     /// zone every client gets (built before it): the same slots, so that
     /// one answer serves both.
@@ -482,11 +520,11 @@ impl Snapshot {
         let rt = wire_type(record.kind);
         let values = match &record.content {
             Content::Static(data) => data.iter().cloned().map(Value::from).collect(),
-            Content::Steered(_) => Vec::new(),
+            Content::Steered(_) | Content::Alias(_) => Vec::new(),
         };
         let answer = static_answer(&record.owner_name(), record.ttl, values, signer.as_deref())?;
         let counted = match &record.content {
-            Content::Static(_) => (Vec::new(), 0),
+            Content::Static(_) | Content::Alias(_) => (Vec::new(), 0),
             Content::Steered(steering) => {
                 let mut keys: Vec<u64> = steering
                     .addresses

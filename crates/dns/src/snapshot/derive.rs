@@ -75,6 +75,10 @@ impl Snapshot {
         soa: &SOA,
         bodies: &mut HashSet<Arc<[u8]>>,
     ) -> Result<bool, BuildError> {
+        // An alias holds its target's slot: a zone with one is built whole.
+        if !zone.aliased.is_empty() {
+            return Ok(false);
+        }
         let Some((from, old)) = previous
             .apexes
             .get(&*wire_key(&zone.apex))
@@ -93,6 +97,7 @@ impl Snapshot {
         let (apex_prefix, tail) = super::nodata_body(&zone.apex, &negative_soa)?;
         let apex_types: Vec<Rt> = apex.rrsets.iter().take(2).map(|s| s.rtype).collect();
         if old.signer.is_some()
+            || !old.spec.aliased.is_empty()
             || old.negative_soa_sig.is_some()
             || *apex.nodata_wire != *apex_prefix
             || old.nodata_tail.get(4..) != tail.get(4..)

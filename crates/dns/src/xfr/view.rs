@@ -69,9 +69,16 @@ pub fn view(
             }
             // A delegation's NS set is the child's, never signed here.
             let unsigned = below_cut || (cut.is_some() && slot.rtype == RecordType::NS);
+            // An alias's records carry its target's signature: signed anew.
+            let alias = !data.spec.aliased.is_empty()
+                && data.spec.is_alias(
+                    &wire_key(&name),
+                    gtm_model::config::RecordType::from_code(u16::from(slot.rtype)),
+                );
             let sig = match (signer, group.sigs().first()) {
                 (None, _) => Vec::new(),
                 (Some(_), _) if unsigned => Vec::new(),
+                (Some(s), _) if alias => vec![s.sign(&rrset)?],
                 (Some(_), Some(signed)) => signed.records.clone(),
                 (Some(s), None) => vec![s.sign(&rrset)?],
             };

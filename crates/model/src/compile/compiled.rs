@@ -162,6 +162,9 @@ pub struct ZoneSpec {
     /// Its delegation points: the names its NS records hand to child
     /// zones (`delegation::cut_of` finds the one above a name).
     pub cuts: super::delegation::Cuts,
+    /// Its alias records by name (lower-case wire form) and type: their
+    /// answers are their targets' under another name, so signed anew.
+    pub aliased: std::collections::BTreeSet<(Box<[u8]>, crate::config::RecordType)>,
 }
 
 /// A secondary server of a zone.
@@ -189,6 +192,7 @@ impl ZoneSpec {
             owners: _,
             view,
             cuts,
+            aliased,
         } = self;
         ZoneSpec {
             apex: apex.clone(),
@@ -204,6 +208,7 @@ impl ZoneSpec {
             owners: OwnerHashes::default(),
             view: view.clone(),
             cuts: cuts.clone(),
+            aliased: aliased.clone(),
         }
     }
 
@@ -211,6 +216,12 @@ impl ZoneSpec {
     /// form), if the name is delegated.
     pub fn cut_of<'k>(&self, key: &'k [u8]) -> Option<&'k [u8]> {
         super::delegation::cut_of(&self.cuts, key)
+    }
+
+    /// Whether the record of type `kind` at the name `key` (lower-case
+    /// wire form) is an alias.
+    pub fn is_alias(&self, key: &[u8], kind: crate::config::RecordType) -> bool {
+        !self.aliased.is_empty() && self.aliased.contains(&(Box::from(key), kind))
     }
 
     /// A hash of each record's owner, in record order ([`owners`](super::owners)).
@@ -308,7 +319,7 @@ impl RecordSpec {
     pub fn view(&self) -> Option<&str> {
         match &self.content {
             Content::Steered(s) => s.extra.as_deref()?.view.as_deref(),
-            Content::Static(_) => None,
+            Content::Static(_) | Content::Alias(_) => None,
         }
     }
 }
@@ -320,6 +331,9 @@ pub enum Content {
     /// A, AAAA, CNAME: answered by the record resolution logic (the
     /// engine's record holds the whole compiled record).
     Steered(Box<Steering>),
+    /// An A or AAAA record answered with the answer of the record of the
+    /// same type at this name (lower-case wire form) of the same zone.
+    Alias(Box<[u8]>),
 }
 
 /// Everything the record resolution logic needs about one record.

@@ -273,6 +273,7 @@ impl Cx {
         let checked = records.checked();
         self.names(path, apex, (soa, nameservers), &checked);
         let cuts = self.delegations(path, apex, records.all(), &checked, &Cuts::new());
+        let aliased = self.aliases(path, apex, records.all());
         drop(checked);
         let (records, cnames, owners) = records.finish();
         (self.errors.len() == before).then(|| ZoneSpec {
@@ -289,6 +290,7 @@ impl Cx {
             owners,
             view: None,
             cuts,
+            aliased,
         })
     }
 

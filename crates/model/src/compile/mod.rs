@@ -19,6 +19,7 @@
 //! errors; `compiled` holds the types all this makes.
 
 mod address;
+mod alias;
 mod by_name;
 mod catalog;
 mod check;

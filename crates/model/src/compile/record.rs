@@ -26,7 +26,9 @@ impl Cx {
         if !self.servable(path, r, &owner, within) {
             return None;
         }
-        let content = if r.kind.is_steerable() {
+        let content = if let Some(target) = &r.options().alias {
+            Content::Alias(self.alias(path, r, target, within)?)
+        } else if r.kind.is_steerable() {
             if !r.values().is_empty() {
                 self.err(
                     path,
@@ -80,6 +82,73 @@ impl Cx {
         };
         self.err(path, why);
         false
+    }
+
+    /// An alias record's target (lower-case wire form): a name of the
+    /// domain, written as `name` is; the record takes no other key.
+    fn alias(
+        &mut self,
+        path: &str,
+        r: &Record,
+        target: &str,
+        within: &DomainCx,
+    ) -> Option<Box<[u8]>> {
+        if !matches!(r.kind, RecordType::A | RecordType::AAAA) {
+            self.err(
+                path,
+                "alias: only A and AAAA records are aliases (a CNAME names another name itself)",
+            );
+            return None;
+        }
+        let o = r.options();
+        for (set, key) in [
+            (r.ttl.is_some(), "ttl"),
+            (!r.addresses.is_empty(), "addresses"),
+            (!o.values.is_empty(), "values"),
+            (o.view.is_some() || within.view.is_some(), "view"),
+            (o.mode.is_some(), "mode"),
+            (o.balance.is_some(), "balance"),
+            (o.max_answers.is_some(), "max_answers"),
+            (o.dr_condition.is_some(), "dr_condition"),
+            (o.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+            (o.failback.is_some(), "failback"),
+            (!o.fail_safe.is_empty(), "fail_safe"),
+            (o.on_no_healthy.is_some(), "on_no_healthy"),
+            (o.topology.is_some(), "topology"),
+            (o.nearest.is_some(), "nearest"),
+            (!o.topology_rules.is_empty(), "topology_rules"),
+        ] {
+            if set {
+                self.err(
+                    path,
+                    format!("{key}: an alias answers with its target's answer (its TTL, health and steering); it takes no {key}"),
+                );
+            }
+        }
+        let name = if target == "@" {
+            within.apex.clone()
+        } else if target.ends_with('.') {
+            match fqdn(target, &Name::root()) {
+                Ok(n) if within.apex.zone_of(&n) => n,
+                Ok(n) => {
+                    self.err(path, format!("alias: {n} is outside the domain; an alias answers from a record of its own domain"));
+                    return None;
+                }
+                Err(e) => {
+                    self.err(path, format!("alias: {e}"));
+                    return None;
+                }
+            }
+        } else {
+            match fqdn(target, within.apex) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.err(path, format!("alias: {e}"));
+                    return None;
+                }
+            }
+        };
+        Some(wire_key(&name))
     }
 
     /// The record's name under `apex`: `@`, a relative name, or a wildcard

@@ -30,7 +30,7 @@ fn wire(records: &str) -> Vec<u8> {
     let c = compiled(records).unwrap_or_else(|e| panic!("{records}: {e:?}"));
     match &c.zones[0].records[0].content {
         Content::Static(data) => data[0].to_bytes().unwrap(),
-        Content::Steered(_) => panic!("static"),
+        Content::Steered(_) | Content::Alias(_) => panic!("static"),
     }
 }
 
@@ -263,4 +263,48 @@ fn data_is_written_back_as_it_reads() {
             "{ty} {written}"
         );
     }
+}
+
+#[test]
+fn an_alias_names_a_record_of_its_type_in_its_domain() {
+    let www =
+        "[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{ ip = \"192.0.2.1\" }]\n";
+    let alias = |target: &str, extra: &str| {
+        format!("[[domain.record]]\nname = \"@\"\ntype = \"A\"\nalias = \"{target}\"\n{extra}")
+    };
+    let c = compiled(&format!("{www}{}", alias("www", ""))).unwrap();
+    let apex = crate::names::wire_key(
+        &hickory_server::proto::rr::Name::from_ascii("example.test.").unwrap(),
+    );
+    assert!(c.zones[0].is_alias(&apex, RecordType::A));
+    assert!(!c.zones[0].is_alias(&apex, RecordType::AAAA));
+    let at = "domain example.test / record @ A";
+    refused(
+        &alias("nowhere", ""),
+        at,
+        "alias: nowhere.example.test. has no A record in the domain",
+    );
+    refused(
+        &format!("{www}{}", alias("www", "ttl = 60\n")),
+        at,
+        "ttl: an alias answers with its target's answer",
+    );
+    refused(
+        &format!("{www}{}", alias("www.other.test.", "")),
+        at,
+        "is outside the domain",
+    );
+    refused(
+        &format!(
+            "{www}{}[[domain.record]]\nname = \"b\"\ntype = \"A\"\nalias = \"@\"\n",
+            alias("www", "")
+        ),
+        "domain example.test / record b A",
+        "alias: the A record of example.test. is an alias itself",
+    );
+    refused(
+        "[[domain.record]]\nname = \"@\"\ntype = \"TXT\"\nalias = \"www\"\n",
+        "domain example.test / record @ TXT",
+        "only A and AAAA records are aliases",
+    );
 }

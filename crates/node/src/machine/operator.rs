@@ -64,7 +64,7 @@ fn steered(compiled: &Compiled) -> BTreeMap<String, BTreeSet<String>> {
             Content::Steered(s) => {
                 Some((r.label(), s.addresses.iter().map(|a| a.display()).collect()))
             }
-            Content::Static(_) => None,
+            Content::Static(_) | Content::Alias(_) => None,
         })
         .collect()
 }
