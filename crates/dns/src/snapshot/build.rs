@@ -386,7 +386,7 @@ impl Snapshot {
             let slot = self
                 .zones
                 .get(zi)
-                .and_then(|z| z.node(target))
+                .and_then(|z| z.node(&target.0))
                 .and_then(|n| n.rrsets.iter().find(|s| s.rtype == rt))
                 .cloned()
                 .ok_or_else(|| {

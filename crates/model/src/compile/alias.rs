@@ -26,7 +26,7 @@ impl Cx {
         let aliases: Vec<(&RecordSpec, &[u8])> = records
             .iter()
             .filter_map(|r| match &r.content {
-                Content::Alias(target) => Some((&**r, &**target)),
+                Content::Alias(target) => Some((&**r, &*target.0)),
                 _ => None,
             })
             .collect();

@@ -327,14 +327,21 @@ impl RecordSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Content {
     /// MX, TXT, SRV, CAA: answered as configured.
-    Static(Box<[RData]>),
+    /// (Boxed twice: with three variants, a thin pointer each keeps the
+    /// record at 40 bytes.)
+    Static(Box<Box<[RData]>>),
     /// A, AAAA, CNAME: answered by the record resolution logic (the
     /// engine's record holds the whole compiled record).
     Steered(Box<Steering>),
     /// An A or AAAA record answered with the answer of the record of the
-    /// same type at this name (lower-case wire form) of the same zone.
-    Alias(Box<[u8]>),
+    /// same type at another name of the same zone.
+    Alias(Box<AliasTarget>),
 }
+
+/// The name (lower-case wire form) whose record an alias answers with;
+/// behind a box so that a record keeps its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AliasTarget(pub Box<[u8]>);
 
 /// Everything the record resolution logic needs about one record.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -58,9 +58,9 @@ use hickory_server::proto::rr::Name;
 pub use catalog::member_id;
 pub use check::MAX_CHECK_INTERVAL;
 pub use compiled::{
-    AddressSpec, CheckSpec, Compiled, Content, DcId, DcSpec, DrCondition, DrSpec, Extra, Hc,
-    ModeSpec, RecordSpec, RuleSpec, RuleTarget, ScenarioSpec, SecondarySpec, Steering, ViewSpec,
-    ZoneSpec, ZoneView, same_record, soa_serial, zone_key,
+    AddressSpec, AliasTarget, CheckSpec, Compiled, Content, DcId, DcSpec, DrCondition, DrSpec,
+    Extra, Hc, ModeSpec, RecordSpec, RuleSpec, RuleTarget, ScenarioSpec, SecondarySpec, Steering,
+    ViewSpec, ZoneSpec, ZoneView, same_record, soa_serial, zone_key,
 };
 pub use domain::DEFAULT_TTL;
 pub use rdata::{MAX_CHARACTER_STRING, absolute, presentation, read_value};

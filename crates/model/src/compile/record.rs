@@ -27,7 +27,9 @@ impl Cx {
             return None;
         }
         let content = if let Some(target) = &r.options().alias {
-            Content::Alias(self.alias(path, r, target, within)?)
+            Content::Alias(Box::new(super::AliasTarget(
+                self.alias(path, r, target, within)?,
+            )))
         } else if r.kind.is_steerable() {
             if !r.values().is_empty() {
                 self.err(
@@ -223,6 +225,6 @@ impl Cx {
                 Err(e) => self.err(format!("{path} / value {}", i + 1), e.to_string()),
             }
         }
-        Content::Static(data.into())
+        Content::Static(Box::new(data.into_boxed_slice()))
     }
 }
