@@ -72,14 +72,17 @@ pub(super) fn run(
             let users: Vec<&str> = config
                 .domains
                 .iter()
-                .filter(|d| d.secondaries.iter().any(|s| s.key == *name))
+                .filter(|d| {
+                    d.secondaries.iter().any(|s| s.key == *name)
+                        || d.updates.iter().any(|g| g.key == *name)
+                })
                 .map(|d| d.name.as_str())
                 .collect();
             if !users.is_empty() {
                 return Some(rejected(
                     ErrorKind::Conflict,
                     format!(
-                        "TSIG key \"{name}\" is used by the secondaries of domain {}: change them first",
+                        "TSIG key \"{name}\" is used by the secondaries or update grants of domain {}: change them first",
                         users.join(", ")
                     ),
                 ));
@@ -136,6 +139,19 @@ pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
                     ),
                 })
         })
+        .chain(config.domains.iter().flat_map(|d| {
+            d.updates
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| !keys.keys.contains_key(&g.key))
+                .map(move |(i, g)| ConfigError {
+                    path: format!("domain {} / updates[{i}]", d.name),
+                    message: format!(
+                        "key: unknown TSIG key \"{}\" (gtm tsig list shows the cluster's keys; gtm tsig add makes one)",
+                        g.key
+                    ),
+                })
+        }))
         .collect();
     (!errors.is_empty()).then(|| ConfigErrors::from(errors))
 }

@@ -1,0 +1,486 @@
+//! RFC 2136 dynamic updates as the state machine applies them to the
+//! committed configuration (docs/transfer.md, "Dynamic update").
+//!
+//! The zone is a domain served to every client (not a view's); the
+//! prerequisites (§3.2) are judged against the committed configuration, so
+//! they hold for the very change they guard; every change must be granted
+//! to the update's key by the domain's `updates` (§3.3: one that is not,
+//! and nothing is applied: REFUSED); the changes (§3.4) are then made to a
+//! copy of the domain, in order, and the result goes the way of every
+//! configuration change (proven servable whole, or refused whole).
+//!
+//! Records map onto the configuration's (name, type) records in no view:
+//! an A or AAAA add adds `{ ip }` to `addresses`; a CNAME add makes the
+//! record's single target; any other type's data is one of `values`, in
+//! zone-file syntax. The SOA and the apex NS set are the domain's `soa`
+//! and `nameservers`: an update naming them is REFUSED.
+//!
+//! A refusal's message starts with its response code's name
+//! ([`gtm_dns::update::refusal`]), which the device answers with.
+
+use std::{net::IpAddr, sync::Arc};
+
+use hickory_proto::rr::{Name, RData};
+
+use super::{Change, rejected};
+use gtm_dns::update::{
+    CLASS_ANY, CLASS_IN, CLASS_NONE, ResponseCode, TYPE_ANY, Update, UpdateRr, refusal,
+};
+use gtm_model::{
+    Config,
+    compile::{DEFAULT_TTL, read_value},
+    config::{Address, AddressFields, Domain, Record, RecordFields, RecordType, same_name},
+    error::ErrorKind,
+};
+
+/// A refusal answered with `code`.
+fn refuse(code: ResponseCode, why: impl std::fmt::Display) -> Change {
+    let kind = match code {
+        ResponseCode::FormErr | ResponseCode::NotZone => ErrorKind::BadRequest,
+        ResponseCode::Refused => ErrorKind::Forbidden,
+        ResponseCode::NotAuth => ErrorKind::NotFound,
+        ResponseCode::YXDomain
+        | ResponseCode::YXRRSet
+        | ResponseCode::NXDomain
+        | ResponseCode::NXRRSet => ErrorKind::Conflict,
+        _ => ErrorKind::Internal,
+    };
+    rejected(kind, refusal(code, &why.to_string()))
+}
+
+/// The zone an update changes: its domain, apex and origin.
+struct Zone<'a> {
+    domain: &'a Domain,
+    apex: String,
+    origin: Name,
+}
+
+impl Zone<'_> {
+    /// A record's owner name, lower case without the final dot.
+    fn owner(&self, record: &Record) -> String {
+        let name = record.name.to_ascii_lowercase();
+        match name.as_str() {
+            "@" | "" => self.apex.clone(),
+            n if n.ends_with('.') => n.trim_end_matches('.').to_string(),
+            n => format!("{n}.{}", self.apex),
+        }
+    }
+
+    /// A name relative to the apex (`@`: the apex itself).
+    fn relative(&self, name: &str) -> String {
+        if name == self.apex {
+            return "@".into();
+        }
+        name.strip_suffix(&self.apex)
+            .and_then(|p| p.strip_suffix('.'))
+            .unwrap_or(name)
+            .to_string()
+    }
+
+    /// The records (in no view) at `name`.
+    fn at<'b>(&'b self, d: &'b Domain, name: &'b str) -> impl Iterator<Item = &'b Arc<Record>> {
+        d.records
+            .iter()
+            .filter(move |r| r.view().is_none() && self.owner(r) == name)
+    }
+
+    fn in_use(&self, d: &Domain, name: &str) -> bool {
+        name == self.apex || self.at(d, name).next().is_some()
+    }
+
+    /// The data of the RRset at `name` of type `rtype`, as the zone holds
+    /// it (a steered record's every address), read as record data.
+    fn rrset(&self, d: &Domain, name: &str, rtype: u16) -> Vec<RData> {
+        let kind = RecordType::from_code(rtype);
+        if name == self.apex && kind == RecordType::NS {
+            return d
+                .nameservers
+                .iter()
+                .filter_map(|ns| data_of(kind, &absolute(ns), &Name::root()).ok())
+                .collect();
+        }
+        self.at(d, name)
+            .filter(|r| r.kind == kind)
+            .flat_map(|r| texts(r))
+            .filter_map(|text| data_of(kind, &text, &self.origin).ok())
+            .collect()
+    }
+
+    fn exists(&self, d: &Domain, name: &str, rtype: u16) -> bool {
+        let kind = RecordType::from_code(rtype);
+        (name == self.apex && (kind == RecordType::SOA || kind == RecordType::NS))
+            || self.at(d, name).any(|r| r.kind == kind)
+    }
+}
+
+/// A name with its final dot.
+fn absolute(name: &str) -> String {
+    format!("{}.", name.trim_end_matches('.'))
+}
+
+/// A record's data as zone-file texts: its addresses' IPs or targets, or
+/// its values.
+fn texts(r: &Record) -> Vec<String> {
+    let mut out: Vec<String> = r
+        .addresses
+        .iter()
+        .filter_map(|a| match (a.ip, a.target()) {
+            (Some(ip), _) => Some(ip.to_string()),
+            (None, Some(t)) => Some(t.to_string()),
+            _ => None,
+        })
+        .collect();
+    out.extend(r.values().iter().cloned());
+    out
+}
+
+/// Data of type `kind` in zone-file syntax, relative names under
+/// `origin`: A, AAAA and CNAME (which the configuration holds as
+/// addresses, not values) read here, any other type as a value is.
+fn data_of(kind: RecordType, text: &str, origin: &Name) -> Result<RData, String> {
+    use hickory_proto::rr::rdata::{A, AAAA, CNAME};
+    let bad = |e: &dyn std::fmt::Display| e.to_string();
+    match kind {
+        RecordType::A => text.parse().map(|ip| RData::A(A(ip))).map_err(|e| bad(&e)),
+        RecordType::AAAA => text
+            .parse()
+            .map(|ip| RData::AAAA(AAAA(ip)))
+            .map_err(|e| bad(&e)),
+        RecordType::CNAME => {
+            gtm_model::compile::absolute(text, origin).map(|n| RData::CNAME(CNAME(n)))
+        }
+        _ => read_value(kind, text, origin),
+    }
+}
+
+/// Types that are never a record of a zone: meta and question types.
+fn is_meta(rtype: u16) -> bool {
+    rtype == 0 || rtype == 41 || (128..=255).contains(&rtype)
+}
+
+/// The configuration `update` makes of `config`, or its refusal.
+pub(super) fn apply(config: &Config, update: &Update) -> Result<Config, Change> {
+    let i = config
+        .domains
+        .iter()
+        .position(|d| d.view.is_none() && same_name(&d.name, &update.zone))
+        .ok_or_else(|| {
+            refuse(
+                ResponseCode::NotAuth,
+                format!("{} is not a zone of this cluster", update.zone),
+            )
+        })?;
+    let domain = &config.domains[i];
+    let apex = domain.name.trim_end_matches('.').to_ascii_lowercase();
+    let origin = Name::from_ascii(absolute(&apex))
+        .map_err(|e| refuse(ResponseCode::NotAuth, format!("{apex}: {e}")))?;
+    let zone = Zone {
+        domain,
+        apex,
+        origin,
+    };
+    for rr in update.prerequisites.iter().chain(&update.updates) {
+        let name = rr.name.trim_end_matches('.');
+        if name != zone.apex && !name.ends_with(&format!(".{}", zone.apex)) {
+            return Err(refuse(
+                ResponseCode::NotZone,
+                format!("{} is outside zone {}", rr.name, zone.apex),
+            ));
+        }
+    }
+    prerequisites(&zone, &update.prerequisites)?;
+    prescan(&update.updates)?;
+    permitted(&zone, &update.key, &update.updates)?;
+    let mut d = Domain::clone(domain);
+    for rr in &update.updates {
+        change(&zone, &mut d, rr);
+    }
+    let mut new = config.clone();
+    new.domains[i] = Arc::new(d);
+    Ok(new)
+}
+
+/// RFC 2136 §3.2: every prerequisite holds, or the code of the first that
+/// does not.
+fn prerequisites(zone: &Zone, prereqs: &[UpdateRr]) -> Result<(), Change> {
+    let d = zone.domain;
+    // Value-dependent prerequisites, by name and type (§3.2.3): the
+    // RRsets they make must equal the zone's.
+    let mut sets: Vec<(&str, u16, Vec<RData>)> = Vec::new();
+    for rr in prereqs {
+        let name = rr.name.as_str();
+        let form = || {
+            refuse(
+                ResponseCode::FormErr,
+                format!("prerequisite {name}: malformed"),
+            )
+        };
+        if rr.ttl != 0 {
+            return Err(form());
+        }
+        match (rr.class, rr.rtype, &rr.data) {
+            (CLASS_ANY, TYPE_ANY, None) => {
+                if !zone.in_use(d, name) {
+                    return Err(refuse(
+                        ResponseCode::NXDomain,
+                        format!("{name} is not in use"),
+                    ));
+                }
+            }
+            (CLASS_ANY, t, None) if !is_meta(t) => {
+                if !zone.exists(d, name, t) {
+                    return Err(refuse(
+                        ResponseCode::NXRRSet,
+                        format!("{name} has no {} RRset", RecordType::from_code(t)),
+                    ));
+                }
+            }
+            (CLASS_NONE, TYPE_ANY, None) => {
+                if zone.in_use(d, name) {
+                    return Err(refuse(ResponseCode::YXDomain, format!("{name} is in use")));
+                }
+            }
+            (CLASS_NONE, t, None) if !is_meta(t) => {
+                if zone.exists(d, name, t) {
+                    return Err(refuse(
+                        ResponseCode::YXRRSet,
+                        format!("{name} has a {} RRset", RecordType::from_code(t)),
+                    ));
+                }
+            }
+            (CLASS_IN, t, Some(text)) if !is_meta(t) => {
+                let data =
+                    data_of(RecordType::from_code(t), text, &Name::root()).map_err(|_| form())?;
+                match sets.iter_mut().find(|(n, k, _)| *n == name && *k == t) {
+                    Some((_, _, set)) => {
+                        if !set.contains(&data) {
+                            set.push(data);
+                        }
+                    }
+                    None => sets.push((name, t, vec![data])),
+                }
+            }
+            _ => return Err(form()),
+        }
+    }
+    for (name, t, wanted) in sets {
+        let held = zone.rrset(d, name, t);
+        let same = held.len() == wanted.len() && held.iter().all(|h| wanted.contains(h));
+        if !same {
+            return Err(refuse(
+                ResponseCode::NXRRSet,
+                format!(
+                    "the {} RRset of {name} is not the one given",
+                    RecordType::from_code(t)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// RFC 2136 §3.4.1.3: the form of every change, before any is made.
+fn prescan(updates: &[UpdateRr]) -> Result<(), Change> {
+    for rr in updates {
+        let form = || {
+            refuse(
+                ResponseCode::FormErr,
+                format!("update {}: malformed", rr.name),
+            )
+        };
+        let ok = match (rr.class, &rr.data) {
+            (CLASS_IN, Some(_)) => !is_meta(rr.rtype),
+            (CLASS_ANY, None) => rr.ttl == 0 && (rr.rtype == TYPE_ANY || !is_meta(rr.rtype)),
+            (CLASS_NONE, Some(_)) => rr.ttl == 0 && !is_meta(rr.rtype),
+            _ => false,
+        };
+        if !ok {
+            return Err(form());
+        }
+        if let Some(text) = &rr.data
+            && data_of(RecordType::from_code(rr.rtype), text, &Name::root()).is_err()
+        {
+            return Err(form());
+        }
+    }
+    Ok(())
+}
+
+/// Whether the grants of `d` let `key` change `rtype` at `relative`.
+fn granted(d: &Domain, key: &str, relative: &str, rtype: RecordType) -> bool {
+    d.updates.iter().any(|g| {
+        g.key == key && covers(&g.name, g.subdomains, relative) && g.types.contains(&rtype)
+    })
+}
+
+/// Whether a grant of `name` (and, with `subdomains`, the names below it)
+/// covers the name `relative`.
+fn covers(name: &str, subdomains: bool, relative: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if name == relative {
+        return true;
+    }
+    subdomains
+        && (name == "@"
+            || relative
+                .strip_suffix(name.as_str())
+                .is_some_and(|p| p.ends_with('.')))
+}
+
+/// RFC 2136 §3.3: every change is granted to the key, or none is made.
+/// The SOA and the apex NS set are the domain's own settings, never
+/// updated. Deleting every RRset of a name needs a grant of each type
+/// the name holds.
+fn permitted(zone: &Zone, key: &str, updates: &[UpdateRr]) -> Result<(), Change> {
+    let d = zone.domain;
+    for rr in updates {
+        let name = rr.name.as_str();
+        let kind = RecordType::from_code(rr.rtype);
+        if kind == RecordType::SOA || (kind == RecordType::NS && name == zone.apex) {
+            return Err(refuse(
+                ResponseCode::Refused,
+                format!(
+                    "{name} {kind}: the SOA and the apex NS set are the domain's soa and nameservers, not updated by DNS"
+                ),
+            ));
+        }
+        let relative = zone.relative(name);
+        let kinds: Vec<RecordType> = if rr.rtype == TYPE_ANY {
+            zone.at(d, name).map(|r| r.kind).collect()
+        } else {
+            vec![kind]
+        };
+        let covered = d
+            .updates
+            .iter()
+            .any(|g| g.key == key && covers(&g.name, g.subdomains, &relative));
+        if let Some(k) = kinds
+            .iter()
+            .find(|k| !granted(d, key, &relative, **k))
+            .or((!covered).then_some(&kind))
+        {
+            return Err(refuse(
+                ResponseCode::Refused,
+                format!("key {key} is not granted {k} at {name}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The TTL a record written by an update keeps: none when it is the
+/// domain's.
+fn ttl_of(d: &Domain, ttl: u32) -> Option<u32> {
+    (ttl != d.ttl.unwrap_or(DEFAULT_TTL)).then_some(ttl)
+}
+
+/// RFC 2136 §3.4.2: one change made to `d`.
+fn change(zone: &Zone, d: &mut Domain, rr: &UpdateRr) {
+    let name = rr.name.as_str();
+    let kind = RecordType::from_code(rr.rtype);
+    let at = |d: &Domain, kind: RecordType| {
+        d.records
+            .iter()
+            .position(|r| r.view().is_none() && r.kind == kind && zone.owner(r) == name)
+    };
+    match (rr.class, &rr.data) {
+        (CLASS_IN, Some(text)) => add(zone, d, rr, text, at(d, kind)),
+        (CLASS_ANY, None) => d.records.retain(|r| {
+            !(r.view().is_none()
+                && zone.owner(r) == name
+                && (rr.rtype == TYPE_ANY || r.kind == kind))
+        }),
+        (CLASS_NONE, Some(text)) => {
+            if let Some(i) = at(d, kind) {
+                let Ok(data) = data_of(kind, text, &Name::root()) else {
+                    return;
+                };
+                let matches = |t: &str| data_of(kind, t, &zone.origin).is_ok_and(|v| v == data);
+                let mut fields = RecordFields::from(Record::clone(&d.records[i]));
+                let mut addresses = fields.addresses.into_vec();
+                addresses.retain(|a| {
+                    let t = match (a.ip, a.target()) {
+                        (Some(ip), _) => ip.to_string(),
+                        (None, Some(t)) => t.to_string(),
+                        _ => return true,
+                    };
+                    !matches(&t)
+                });
+                fields.addresses = addresses.into();
+                let mut values = fields.values.into_vec();
+                values.retain(|v| !matches(v));
+                fields.values = values.into();
+                if fields.addresses.is_empty() && fields.values.is_empty() {
+                    d.records.remove(i);
+                } else {
+                    d.records[i] = Arc::new(fields.into());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An add (§3.4.2.2): to the record of that name and type, or a new one.
+/// A CNAME replaces the record's target, and is ignored at a name with
+/// other data; other data is ignored at a name with a CNAME.
+fn add(zone: &Zone, d: &mut Domain, rr: &UpdateRr, text: &str, at: Option<usize>) {
+    let name = rr.name.as_str();
+    let kind = RecordType::from_code(rr.rtype);
+    let others = zone
+        .at(d, name)
+        .any(|r| (r.kind == RecordType::CNAME) != (kind == RecordType::CNAME));
+    if others {
+        return;
+    }
+    let Ok(data) = data_of(kind, text, &Name::root()) else {
+        return;
+    };
+    let address = |text: &str| -> Address {
+        let mut fields = AddressFields::default();
+        match text.parse::<IpAddr>() {
+            Ok(ip) => fields.ip = Some(ip),
+            Err(_) => fields.target = Some(text.into()),
+        }
+        fields.into()
+    };
+    let default_ttl = d.ttl.unwrap_or(DEFAULT_TTL);
+    let ttl = ttl_of(d, rr.ttl);
+    let Some(i) = at else {
+        let new = serde_json::json!({ "name": zone.relative(name), "type": kind.as_str() });
+        let Ok(mut fields) = serde_json::from_value::<RecordFields>(new) else {
+            return;
+        };
+        fields.ttl = ttl;
+        if kind.is_steerable() {
+            fields.addresses = vec![address(text)].into();
+        } else {
+            fields.values = vec![text.to_string()].into();
+        }
+        d.records.push(Arc::new(fields.into()));
+        return;
+    };
+    let mut fields = RecordFields::from(Record::clone(&d.records[i]));
+    if fields.ttl.unwrap_or(default_ttl) != rr.ttl {
+        fields.ttl = ttl;
+    }
+    let held = |t: &str| data_of(kind, t, &zone.origin).is_ok_and(|v| v == data);
+    if kind == RecordType::CNAME {
+        fields.addresses = vec![address(text)].into();
+    } else if kind.is_steerable() {
+        let present = fields
+            .addresses
+            .iter()
+            .any(|a| a.ip.map(|ip| ip.to_string()).is_some_and(|t| held(&t)));
+        if !present {
+            let mut addresses = fields.addresses.into_vec();
+            addresses.push(address(text));
+            fields.addresses = addresses.into();
+        }
+    } else if !fields.values.iter().any(|v| held(v)) {
+        let mut values = fields.values.into_vec();
+        values.push(text.to_string());
+        fields.values = values.into();
+    }
+    d.records[i] = Arc::new(fields.into());
+}
