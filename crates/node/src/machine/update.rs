@@ -484,3 +484,418 @@ fn add(zone: &Zone, d: &mut Domain, rr: &UpdateRr, text: &str, at: Option<usize>
     }
     d.records[i] = Arc::new(fields.into());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gtm_dns::update::{CLASS_ANY, CLASS_IN, CLASS_NONE, TYPE_ANY};
+
+    const CONFIG: &str = r#"
+[[domain]]
+name = "example.test"
+nameservers = ["ns1.example.test"]
+ttl = 60
+updates = [
+  { key = "acme", name = "_acme-challenge", subdomains = true, types = ["TXT"] },
+  { key = "dns", name = "k8s", subdomains = true, types = ["A", "TXT", "CNAME"] },
+]
+
+[[domain.record]]
+name = "_acme-challenge"
+type = "TXT"
+values = ["one"]
+
+[[domain.record]]
+name = "web.k8s"
+type = "A"
+addresses = [{ ip = "192.0.2.1" }]
+
+[[domain.record]]
+name = "web.k8s"
+type = "TXT"
+values = ["meta"]
+"#;
+
+    fn config() -> Config {
+        gtm_model::parse(CONFIG).unwrap()
+    }
+
+    fn rr(name: &str, class: u16, rtype: u16, ttl: u32, data: Option<&str>) -> UpdateRr {
+        UpdateRr {
+            name: name.into(),
+            class,
+            rtype,
+            ttl,
+            data: data.map(Into::into),
+        }
+    }
+
+    fn update(key: &str, prerequisites: Vec<UpdateRr>, updates: Vec<UpdateRr>) -> Update {
+        Update {
+            key: key.into(),
+            zone: "example.test".into(),
+            prerequisites,
+            updates,
+        }
+    }
+
+    /// The response code of a refusal, or the configuration made.
+    fn run(u: &Update) -> Result<Config, String> {
+        apply(&config(), u).map_err(|c| match c.outcome {
+            crate::command::Outcome::Rejected(e) => e.message,
+            other => panic!("{other:?}"),
+        })
+    }
+
+    fn code(u: &Update) -> String {
+        let e = run(u).expect_err("refused");
+        e.split(':').next().unwrap_or_default().to_string()
+    }
+
+    fn record<'a>(c: &'a Config, name: &str, kind: RecordType) -> Option<&'a Record> {
+        c.domains[0]
+            .records
+            .iter()
+            .find(|r| &*r.name == name && r.kind == kind)
+            .map(|r| &**r)
+    }
+
+    const TXT: u16 = 16;
+    const A: u16 = 1;
+    const CNAME: u16 = 5;
+    const ACME: &str = "_acme-challenge.example.test";
+
+    #[test]
+    fn prerequisites_answer_with_their_codes() {
+        let add = || vec![rr(ACME, CLASS_IN, TXT, 60, Some("\"two\""))];
+        let cases = [
+            (rr(ACME, CLASS_NONE, TYPE_ANY, 0, None), "YXDOMAIN"),
+            (
+                rr("gone.example.test", CLASS_ANY, TYPE_ANY, 0, None),
+                "NXDOMAIN",
+            ),
+            (rr(ACME, CLASS_ANY, A, 0, None), "NXRRSET"),
+            (rr(ACME, CLASS_NONE, TXT, 0, None), "YXRRSET"),
+            (rr(ACME, CLASS_IN, TXT, 0, Some("\"other\"")), "NXRRSET"),
+            (rr(ACME, CLASS_ANY, TXT, 5, None), "FORMERR"),
+            (rr(ACME, CLASS_ANY, TXT, 0, Some("\"x\"")), "FORMERR"),
+            (rr("elsewhere.test", CLASS_ANY, TXT, 0, None), "NOTZONE"),
+        ];
+        for (prereq, want) in cases {
+            let u = update("acme", vec![prereq.clone()], add());
+            assert_eq!(code(&u), want, "{prereq:?}");
+        }
+        // Those that hold: the apex is in use with its SOA and NS, the
+        // TXT RRset is exactly the one given.
+        for prereq in [
+            rr("example.test", CLASS_ANY, TYPE_ANY, 0, None),
+            rr("example.test", CLASS_ANY, 2, 0, None),
+            rr("example.test", CLASS_IN, 2, 0, Some("ns1.example.test.")),
+            rr(ACME, CLASS_IN, TXT, 0, Some("\"one\"")),
+            rr("new.example.test", CLASS_NONE, TYPE_ANY, 0, None),
+        ] {
+            let u = update("acme", vec![prereq.clone()], add());
+            let c = run(&u).unwrap_or_else(|e| panic!("{prereq:?}: {e}"));
+            assert_eq!(
+                record(&c, "_acme-challenge", RecordType::TXT)
+                    .unwrap()
+                    .values(),
+                ["one", "\"two\""]
+            );
+        }
+        assert_eq!(
+            code(&Update {
+                zone: "other.test".into(),
+                ..update("acme", Vec::new(), add())
+            }),
+            "NOTAUTH"
+        );
+    }
+
+    #[test]
+    fn every_change_must_be_granted_or_none_is_made() {
+        let refused = [
+            // Another key's names.
+            update(
+                "acme",
+                vec![],
+                vec![rr("a.k8s.example.test", CLASS_IN, A, 60, Some("192.0.2.9"))],
+            ),
+            // A type the grant lacks.
+            update(
+                "acme",
+                vec![],
+                vec![rr(ACME, CLASS_IN, A, 60, Some("192.0.2.9"))],
+            ),
+            // One granted and one not: nothing.
+            update(
+                "dns",
+                vec![],
+                vec![
+                    rr("a.k8s.example.test", CLASS_IN, A, 60, Some("192.0.2.9")),
+                    rr("www.example.test", CLASS_IN, A, 60, Some("192.0.2.9")),
+                ],
+            ),
+            // The apex NS set and the SOA are the domain's.
+            update(
+                "dns",
+                vec![],
+                vec![rr("example.test", CLASS_ANY, 2, 0, None)],
+            ),
+            update(
+                "dns",
+                vec![],
+                vec![rr("example.test", CLASS_ANY, 6, 0, None)],
+            ),
+            // A key no grant names.
+            update(
+                "nobody",
+                vec![],
+                vec![rr(ACME, CLASS_IN, TXT, 60, Some("\"x\""))],
+            ),
+        ];
+        for u in refused {
+            assert_eq!(code(&u), "REFUSED", "{u:?}");
+        }
+        // `k8s` itself is granted, and so is every name below it.
+        for name in ["k8s.example.test", "a.b.k8s.example.test"] {
+            let u = update(
+                "dns",
+                vec![],
+                vec![rr(name, CLASS_IN, TXT, 60, Some("\"x\""))],
+            );
+            assert!(run(&u).is_ok(), "{name}");
+        }
+        // Not a name that only ends like it.
+        let u = update(
+            "dns",
+            vec![],
+            vec![rr("xk8s.example.test", CLASS_IN, TXT, 60, Some("\"x\""))],
+        );
+        assert_eq!(code(&u), "REFUSED");
+        // Deleting every RRset of a name needs each of its types.
+        let all = |key| {
+            update(
+                key,
+                vec![],
+                vec![rr("web.k8s.example.test", CLASS_ANY, TYPE_ANY, 0, None)],
+            )
+        };
+        let c = run(&all("dns")).unwrap();
+        assert!(record(&c, "web.k8s", RecordType::A).is_none());
+        assert!(record(&c, "web.k8s", RecordType::TXT).is_none());
+        assert_eq!(code(&all("acme")), "REFUSED");
+    }
+
+    #[test]
+    fn malformed_changes_are_formerr() {
+        for bad in [
+            rr(ACME, CLASS_IN, TYPE_ANY, 60, Some("\"x\"")),
+            rr(ACME, CLASS_IN, TXT, 60, None),
+            rr(ACME, CLASS_ANY, TXT, 60, None),
+            rr(ACME, CLASS_NONE, TXT, 0, None),
+            rr(ACME, 3, TXT, 60, Some("\"x\"")),
+            rr(
+                "a.k8s.example.test",
+                CLASS_IN,
+                A,
+                60,
+                Some("not an address"),
+            ),
+        ] {
+            assert_eq!(
+                code(&update("dns", vec![], vec![bad.clone()])),
+                "FORMERR",
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn adds_and_deletes_map_onto_records() {
+        let host = "host.k8s.example.test";
+        // A new record: the update's TTL, omitted when it is the domain's.
+        let c = run(&update(
+            "dns",
+            vec![],
+            vec![
+                rr(host, CLASS_IN, A, 60, Some("192.0.2.10")),
+                rr(host, CLASS_IN, A, 60, Some("192.0.2.11")),
+                rr(host, CLASS_IN, A, 60, Some("192.0.2.10")),
+                rr("txt.k8s.example.test", CLASS_IN, TXT, 300, Some("\"v=1\"")),
+            ],
+        ))
+        .unwrap();
+        let a = record(&c, "host.k8s", RecordType::A).unwrap();
+        assert_eq!(a.ttl, None);
+        let ips: Vec<String> = a
+            .addresses
+            .iter()
+            .filter_map(|a| a.ip)
+            .map(|i| i.to_string())
+            .collect();
+        assert_eq!(ips, ["192.0.2.10", "192.0.2.11"]);
+        assert_eq!(
+            record(&c, "txt.k8s", RecordType::TXT).unwrap().ttl,
+            Some(300)
+        );
+
+        // An add to an existing record sets its TTL; delete RR removes a
+        // value, and the record goes when it is empty.
+        let c = run(&update(
+            "dns",
+            vec![],
+            vec![
+                rr("web.k8s.example.test", CLASS_IN, A, 120, Some("192.0.2.2")),
+                rr("web.k8s.example.test", CLASS_NONE, TXT, 0, Some("\"meta\"")),
+            ],
+        ))
+        .unwrap();
+        let web = record(&c, "web.k8s", RecordType::A).unwrap();
+        assert_eq!(web.ttl, Some(120));
+        assert_eq!(web.addresses.len(), 2);
+        assert!(record(&c, "web.k8s", RecordType::TXT).is_none());
+
+        // A CNAME is ignored at a name with other data, and replaces the
+        // target of a CNAME record.
+        let c = run(&update(
+            "dns",
+            vec![],
+            vec![
+                rr(
+                    "web.k8s.example.test",
+                    CLASS_IN,
+                    CNAME,
+                    60,
+                    Some("elsewhere.test."),
+                ),
+                rr(
+                    "alias.k8s.example.test",
+                    CLASS_IN,
+                    CNAME,
+                    60,
+                    Some("one.test."),
+                ),
+                rr(
+                    "alias.k8s.example.test",
+                    CLASS_IN,
+                    CNAME,
+                    60,
+                    Some("two.test."),
+                ),
+                rr(
+                    "alias.k8s.example.test",
+                    CLASS_IN,
+                    TXT,
+                    60,
+                    Some("\"ignored\""),
+                ),
+            ],
+        ))
+        .unwrap();
+        assert!(record(&c, "web.k8s", RecordType::CNAME).is_none());
+        let alias = record(&c, "alias.k8s", RecordType::CNAME).unwrap();
+        assert_eq!(alias.addresses.len(), 1);
+        assert_eq!(alias.addresses[0].target(), Some("two.test."));
+        assert!(record(&c, "alias.k8s", RecordType::TXT).is_none());
+
+        // Changes that change nothing leave the configuration as it is.
+        let same = run(&update(
+            "acme",
+            vec![],
+            vec![
+                rr(ACME, CLASS_IN, TXT, 60, Some("\"one\"")),
+                rr("x._acme-challenge.example.test", CLASS_ANY, TXT, 0, None),
+                rr(ACME, CLASS_NONE, TXT, 0, Some("\"absent\"")),
+            ],
+        ))
+        .unwrap();
+        assert_eq!(same, config());
+    }
+
+    /// Through the whole machine: grant keys must exist; an update is a
+    /// version whose actor is its key; one that changes nothing is none.
+    #[test]
+    fn an_update_is_a_version_by_its_key_and_a_no_op_is_none() {
+        use crate::command::{Action, Command, Outcome, TsigChange};
+        use crate::machine::{GtmMachine, apply_for_test, history_of};
+        let machine = GtmMachine::default();
+        let mut kv = gtm_cluster::Map::new();
+        let mut index = 0;
+        let mut run = |kv: &mut gtm_cluster::Map, actor: &str, action: Action| {
+            index += 1;
+            let mut command = Command::new(crate::updates::actor(actor, "gtm1"), None, action);
+            command.actor.user = actor.to_string();
+            apply_for_test(&machine, kv, index, &command)
+        };
+        let apply = Action::ApplyConfig {
+            text: CONFIG.into(),
+        };
+        let Outcome::Rejected(e) = run(&mut kv, "admin", apply.clone()) else {
+            panic!("grants naming unknown keys were applied");
+        };
+        let text = serde_json::to_string(&e).unwrap();
+        assert!(text.contains("domain example.test / updates[0]"), "{text}");
+        assert!(text.contains("unknown TSIG key \\\"acme\\\""), "{text}");
+        for key in ["acme", "dns"] {
+            let add = Action::Tsig(TsigChange::Add {
+                name: key.into(),
+                algorithm: gtm_dns::tsig::ALGORITHM.into(),
+                secret: gtm_dns::tsig::Secret::new(vec![1; gtm_dns::tsig::SECRET_LEN]),
+            });
+            assert!(matches!(
+                run(&mut kv, "admin", add),
+                Outcome::Applied { .. }
+            ));
+        }
+        assert!(matches!(
+            run(&mut kv, "admin", apply),
+            Outcome::Applied { version: 1, .. }
+        ));
+        let add = update(
+            "acme",
+            vec![],
+            vec![rr(ACME, CLASS_IN, TXT, 60, Some("\"two\""))],
+        );
+        let Outcome::Applied {
+            version, changed, ..
+        } = run(&mut kv, "key:acme", Action::Update(Box::new(add.clone())))
+        else {
+            panic!("not applied");
+        };
+        assert_eq!((version, changed), (2, true));
+        let last = history_of(&kv).pop().unwrap();
+        assert_eq!(last.actor.user, "key:acme");
+        assert_eq!(last.what, "dynamic update of example.test (key acme)");
+        let Outcome::Applied {
+            version, changed, ..
+        } = run(&mut kv, "key:acme", Action::Update(Box::new(add)))
+        else {
+            panic!("not applied");
+        };
+        assert_eq!((version, changed), (2, false), "the same add again");
+        // A change the configuration refuses: a CNAME to itself.
+        let refused = update(
+            "dns",
+            vec![],
+            vec![rr(
+                "loop.k8s.example.test",
+                CLASS_IN,
+                CNAME,
+                60,
+                Some("loop.k8s.example.test."),
+            )],
+        );
+        let Outcome::Rejected(e) = run(&mut kv, "key:dns", Action::Update(Box::new(refused)))
+        else {
+            panic!("an invalid change was applied: {:?}", history_of(&kv).pop());
+        };
+        assert_eq!(e.error, ErrorKind::InvalidConfig, "{e:?}");
+        // A key a grant names cannot go.
+        let delete = Action::Tsig(TsigChange::Delete { name: "dns".into() });
+        assert!(matches!(
+            run(&mut kv, "admin", delete),
+            Outcome::Rejected(_)
+        ));
+    }
+}
