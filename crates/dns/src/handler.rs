@@ -58,7 +58,7 @@ pub struct DnsState {
     /// The dnstap tap, when on (`dnstap::Dnstap` starts and swaps it).
     pub dnstap: Arc<TapSlot>,
     /// Dynamic updates: what decides them, and how many wait (`update`).
-    pub updates: Arc<super::update::Updates>,
+    pub updates: Arc<super::updater::Updates>,
 }
 
 impl DnsState {

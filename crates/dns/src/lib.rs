@@ -26,6 +26,7 @@ pub mod tcp;
 pub mod tsig;
 pub mod udp;
 pub mod update;
+pub mod updater;
 pub mod wire;
 pub mod xfr;
 pub mod xot;

@@ -20,17 +20,9 @@
 //! runtime the device gave, which sends the response from a clone of the
 //! worker's socket.
 
-use std::{
-    future::Future,
-    net::SocketAddr,
-    pin::Pin,
-    sync::{
-        Arc, OnceLock,
-        atomic::{AtomicUsize, Ordering},
-    },
-    time::Duration,
-};
+use std::{net::SocketAddr, sync::Arc};
 
+pub use super::updater::*;
 use hickory_server::{
     proto::{
         op::{Edns, Metadata, OpCode},
@@ -38,9 +30,6 @@ use hickory_server::{
     },
     server::Request,
 };
-use serde::{Deserialize, Serialize};
-
-pub use hickory_server::proto::op::ResponseCode;
 
 use super::{
     handler::{Decided, Handler, Transport, encode, tsig_refused},
@@ -48,106 +37,6 @@ use super::{
     tsig::{self, Signing, Verified},
     wire,
 };
-
-/// Updates waiting for their outcome on one device at once.
-pub const MAX_IN_FLIGHT: usize = 64;
-/// Records (prerequisites and changes together) one update may carry.
-pub const MAX_RECORDS: usize = 300;
-/// How long an update waits for its command's outcome before SERVFAIL.
-pub const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Class NONE (RFC 2136 §2.4, §2.5).
-pub const CLASS_NONE: u16 = 254;
-/// Class ANY.
-pub const CLASS_ANY: u16 = 255;
-/// Class IN.
-pub const CLASS_IN: u16 = 1;
-/// Type ANY.
-pub const TYPE_ANY: u16 = 255;
-
-/// A verified update as the replicated command carries it: names lower
-/// case without the final dot, data in zone-file syntax with absolute
-/// names. Stored in the Raft log: fields are only ever appended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Update {
-    /// The TSIG key it was signed with (as the cluster keeps its name).
-    pub key: String,
-    /// The zone section's name.
-    pub zone: String,
-    pub prerequisites: Vec<UpdateRr>,
-    pub updates: Vec<UpdateRr>,
-}
-
-/// One record of an update's prerequisite or update section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UpdateRr {
-    pub name: String,
-    pub class: u16,
-    pub rtype: u16,
-    pub ttl: u32,
-    /// `None`: no data (RDLENGTH 0).
-    pub data: Option<String>,
-}
-
-/// The outcome of an update, as its response code.
-pub type Decision = Pin<Box<dyn Future<Output = ResponseCode> + Send>>;
-
-/// Decides verified updates: the device's replicated state does.
-pub trait Updater: Send + Sync + 'static {
-    /// Applies `update` and answers with its response code. `id` names the
-    /// request (its MAC): a retransmission of the same message has the
-    /// same, so it is applied once.
-    fn update(&self, id: [u8; 16], update: Update) -> Decision;
-}
-
-/// Whether (and by what) this device decides updates, and how many wait.
-#[derive(Default)]
-pub struct Updates {
-    serving: OnceLock<Serving>,
-    in_flight: AtomicUsize,
-}
-
-struct Serving {
-    runtime: tokio::runtime::Handle,
-    updater: Arc<dyn Updater>,
-}
-
-impl std::fmt::Debug for Updates {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Updates")
-            .field("serving", &self.serving.get().is_some())
-            .field("in_flight", &self.in_flight.load(Ordering::Relaxed))
-            .finish()
-    }
-}
-
-impl Updates {
-    /// Decides updates from now on with `updater`, on `runtime`. Until
-    /// then (and when it is never called) an UPDATE gets NOTIMP. Only the
-    /// first call counts.
-    pub fn serve(&self, runtime: tokio::runtime::Handle, updater: Arc<dyn Updater>) {
-        let _ = self.serving.set(Serving { runtime, updater });
-    }
-
-    /// A place among the updates in flight, or `None` when all are taken.
-    fn seat(self: &Arc<Self>) -> Option<Seat> {
-        let before = self.in_flight.fetch_add(1, Ordering::AcqRel);
-        if before >= MAX_IN_FLIGHT {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
-            return None;
-        }
-        Some(Seat(self.clone()))
-    }
-}
-
-/// A place among the updates in flight, given back when dropped.
-struct Seat(Arc<Updates>);
-
-impl Drop for Seat {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
-}
 
 /// Whether a message is an UPDATE request (QR clear, opcode 5).
 pub fn is_update(bytes: &[u8]) -> bool {
@@ -181,7 +70,7 @@ pub fn udp(
     src: SocketAddr,
     socket: &Arc<std::net::UdpSocket>,
 ) -> Option<Option<Vec<u8>>> {
-    let serving = handler.state.updates.serving.get()?;
+    let serving = handler.state.updates.serving()?;
     Some(match read(handler, query, src, Transport::Udp) {
         Read::Done(out) => out,
         Read::Pending(pending) => match handler.state.updates.seat() {
@@ -205,7 +94,7 @@ pub fn udp(
 /// no updates (the general path answers it); else its response, if any,
 /// once decided.
 pub async fn tcp(handler: &Handler, message: &[u8], peer: SocketAddr) -> Option<Option<Vec<u8>>> {
-    handler.state.updates.serving.get()?;
+    handler.state.updates.serving()?;
     Some(match read(handler, message, peer, Transport::Tcp) {
         Read::Done(out) => out,
         Read::Pending(pending) => match handler.state.updates.seat() {
@@ -273,7 +162,7 @@ fn read(handler: &Handler, bytes: &[u8], src: SocketAddr, transport: Transport) 
 
 /// The update's outcome from the updater, within [`DEADLINE`].
 async fn decide(handler: &Handler, pending: &Pending, seat: Seat) -> ResponseCode {
-    let Some(serving) = handler.state.updates.serving.get() else {
+    let Some(serving) = handler.state.updates.serving() else {
         return ResponseCode::NotImp;
     };
     let decision = serving.updater.update(pending.id, pending.update.clone());
@@ -393,40 +282,6 @@ fn plain(name: &Name) -> String {
         .to_ascii()
         .trim_end_matches('.')
         .to_string()
-}
-
-/// The response code a refusal's message names first (`YXDOMAIN: ...`),
-/// as the state machine writes it ([`refusal`]).
-pub fn code_of(message: &str) -> Option<ResponseCode> {
-    let (name, _) = message.split_once(':')?;
-    Some(match name {
-        "FORMERR" => ResponseCode::FormErr,
-        "SERVFAIL" => ResponseCode::ServFail,
-        "NXDOMAIN" => ResponseCode::NXDomain,
-        "REFUSED" => ResponseCode::Refused,
-        "YXDOMAIN" => ResponseCode::YXDomain,
-        "YXRRSET" => ResponseCode::YXRRSet,
-        "NXRRSET" => ResponseCode::NXRRSet,
-        "NOTAUTH" => ResponseCode::NotAuth,
-        "NOTZONE" => ResponseCode::NotZone,
-        _ => return None,
-    })
-}
-
-/// A refusal's message: the response code's name, then why.
-pub fn refusal(code: ResponseCode, why: &str) -> String {
-    let name = match code {
-        ResponseCode::FormErr => "FORMERR",
-        ResponseCode::NXDomain => "NXDOMAIN",
-        ResponseCode::Refused => "REFUSED",
-        ResponseCode::YXDomain => "YXDOMAIN",
-        ResponseCode::YXRRSet => "YXRRSET",
-        ResponseCode::NXRRSet => "NXRRSET",
-        ResponseCode::NotAuth => "NOTAUTH",
-        ResponseCode::NotZone => "NOTZONE",
-        _ => "SERVFAIL",
-    };
-    format!("{name}: {why}")
 }
 
 #[cfg(test)]

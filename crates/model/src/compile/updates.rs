@@ -58,7 +58,7 @@ mod tests {
         let config = crate::parse(&text).unwrap_or_else(|e| panic!("{e}"));
         match compile(&config) {
             Ok(_) => Vec::new(),
-            Err(e) => e.errors.iter().map(|e| e.to_string()).collect(),
+            Err(e) => e.listed.iter().map(|e| e.to_string()).collect(),
         }
     }
 
