@@ -73,10 +73,10 @@ mod tests {
                 r#"[{ key = "Bad Key", name = "www", types = ["TXT"] }, { key = "k", name = "www.example.test.", types = [] }, { key = "k", name = "a..b", types = ["SOA"] }]"#
             ),
             [
-                "domain example.test / updates[0]: key: \"Bad Key\" is not a TSIG key name: labels of a-z, 0-9, - and _ (lower case), separated by dots".to_string(),
+                "domain example.test / updates[0]: key: TSIG key name \"Bad Key\" is not valid: a domain name (labels of 1 to 63 of a-z, 0-9, '-' and '_', separated by dots, no final dot)".to_string(),
                 "domain example.test / updates[1]: name: \"www.example.test.\" ends with a dot; give it relative to the domain (\"@\": the apex)".to_string(),
                 "domain example.test / updates[1]: types: list at least one record type".to_string(),
-                "domain example.test / updates[2]: name: \"a..b\" is not a valid name: Malformed label: ".to_string(),
+                "domain example.test / updates[2]: name: \"a..b\" is not a valid DNS name: Malformed label: ".to_string(),
                 "domain example.test / updates[2]: types: SOA cannot be updated: the SOA record is the domain's soa = { ... }".to_string(),
             ]
         );
