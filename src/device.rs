@@ -239,7 +239,7 @@ impl Device {
         engine.dns().updates.serve(
             tokio::runtime::Handle::current(),
             Arc::new(gtm_node::updates::DnsUpdates::new(
-                replication.clone(),
+                &replication,
                 &settings.name,
             )),
         );

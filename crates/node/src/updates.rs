@@ -5,7 +5,7 @@
 //! and answers once the command is committed and installed here, or with
 //! the response code of its refusal.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use crate::{
     command::{Action, CommandId, with_client_id},
@@ -17,15 +17,18 @@ use gtm_model::{actor::Actor, error::ErrorKind};
 /// Decides the updates this device receives through its replication.
 #[derive(Debug)]
 pub struct DnsUpdates {
-    replication: Arc<Replication>,
+    /// Weak: the DNS state that holds this is held by the engine, which
+    /// replication holds; a strong one would keep the store open after
+    /// the device stops.
+    replication: Weak<Replication>,
     /// The device's name, as history shows the actor.
     device: String,
 }
 
 impl DnsUpdates {
-    pub fn new(replication: Arc<Replication>, device: &str) -> Self {
+    pub fn new(replication: &Arc<Replication>, device: &str) -> Self {
         Self {
-            replication,
+            replication: Arc::downgrade(replication),
             device: device.to_string(),
         }
     }
@@ -41,9 +44,13 @@ pub fn actor(key: &str, device: &str) -> Actor {
 
 impl Updater for DnsUpdates {
     fn update(&self, id: [u8; 16], update: Update) -> Decision {
-        let replication = self.replication.clone();
+        let replication = self.replication.upgrade();
         let actor = actor(&update.key, &self.device);
         Box::pin(async move {
+            // The device is stopping.
+            let Some(replication) = replication else {
+                return ResponseCode::ServFail;
+            };
             let (key, zone) = (update.key.clone(), update.zone.clone());
             let proposed = replication.propose(actor, None, Action::Update(Box::new(update)));
             // The request's MAC names the command: a retransmission is
