@@ -235,6 +235,14 @@ impl Device {
         )
         .await?;
         replication.set_history_keep(settings.history_keep());
+        // RFC 2136 updates are decided by the replicated state from now on.
+        engine.dns().updates.serve(
+            tokio::runtime::Handle::current(),
+            Arc::new(gtm_node::updates::DnsUpdates::new(
+                &replication,
+                &settings.name,
+            )),
+        );
         replication.set_mutual_tls(tls.is_some());
         let peers = Arc::new(Peers::default());
         let peer_http = peer_client(Duration::from_secs(3))?;

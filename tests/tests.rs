@@ -40,6 +40,7 @@ mod test_now;
 mod topology;
 mod transport;
 mod typed_json;
+mod update;
 mod valid;
 mod versions;
 mod views;

@@ -28,7 +28,8 @@ pub enum TsigCmd {
         /// domain name: a-z, 0-9, '-', '_', dots).
         name: String,
     },
-    /// Delete a TSIG key; refused while a domain's secondaries use it.
+    /// Delete a TSIG key; refused while secondaries (a domain's or the
+    /// catalog's) or a domain's update grants name it.
     #[command(after_help = "Example:\n  gtm tsig delete xfr-ns2")]
     Delete {
         /// The key's name.

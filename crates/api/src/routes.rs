@@ -556,7 +556,7 @@ pub fn operations() -> Vec<Op> {
         op(Method::POST, "/api/v1/tsig", Token, "Add a TSIG key (HMAC-SHA256); its secret is made by the device and shown once", handler!(Method::POST, tsig::add))
             .body(J(schema::<tsig::TsigKeyRequest>))
             .returns(J(schema::<gtm_dns::tsig::NewTsigKey>)),
-        op(Method::DELETE, "/api/v1/tsig/{name}", Token, "Delete a TSIG key no domain's secondaries use", handler!(Method::DELETE, tsig::delete))
+        op(Method::DELETE, "/api/v1/tsig/{name}", Token, "Delete a TSIG key no secondaries (a domain's or the catalog's) and no update grant name", handler!(Method::DELETE, tsig::delete))
             .returns(J(schema::<Vec<gtm_dns::tsig::TsigKeyInfo>>)),
         op(
             Method::POST,

@@ -57,6 +57,8 @@ pub struct DnsState {
     pub transfers: Arc<super::xfr::transfers::Transfers>,
     /// The dnstap tap, when on (`dnstap::Dnstap` starts and swaps it).
     pub dnstap: Arc<TapSlot>,
+    /// Dynamic updates: what decides them, and how many wait (`update`).
+    pub updates: Arc<super::updater::Updates>,
 }
 
 impl DnsState {
@@ -72,6 +74,7 @@ impl DnsState {
             tsig: Arc::default(),
             transfers: Arc::default(),
             dnstap: Arc::default(),
+            updates: Arc::default(),
         }
     }
 
@@ -420,7 +423,7 @@ pub fn answer_noted(
 
 /// The NOTAUTH answer to a query whose TSIG failed (RFC 8945 §5.2): the
 /// question, and a TSIG record with the error (signed for BADTIME only).
-fn tsig_refused(
+pub(crate) fn tsig_refused(
     state: &DnsState,
     request: &Request,
     refused: Verified,
@@ -458,7 +461,7 @@ fn tsig_refused(
 
 /// Encodes a decided response, with its records or (`records` false)
 /// without any.
-fn encode(request: &Request, d: &Decided, records: bool) -> Option<Vec<u8>> {
+pub(crate) fn encode(request: &Request, d: &Decided, records: bool) -> Option<Vec<u8>> {
     let none = no_queries();
     let mut builder = MessageResponseBuilder::new(echoed(request, d, &none)?, None);
     if let Some(edns) = &d.edns {

@@ -25,6 +25,8 @@ pub mod snapshot;
 pub mod tcp;
 pub mod tsig;
 pub mod udp;
+pub mod update;
+pub mod updater;
 pub mod wire;
 pub mod xfr;
 pub mod xot;

@@ -239,6 +239,19 @@ async fn respond<S: Stream>(
             return Ok(());
         }
     }
+    // A dynamic update: answered once its change is committed, or refused.
+    if super::update::is_update(message)
+        && let Some(response) = tokio::select! {
+            r = super::update::tcp(handler, message, peer) => r,
+            _ = close.cancelled() => return Err(Ended::Closed),
+        }
+    {
+        if let Some(framed) = response.as_deref().and_then(frame) {
+            send(write, &framed, close).await?;
+            handler.state.metrics.latency.observe(start.elapsed(), 1);
+        }
+        return Ok(());
+    }
     let Some(reply) = reply_tapped(handler, message, peer, local, S::PROTOCOL) else {
         return Ok(());
     };

@@ -240,6 +240,11 @@ pub fn verify(keys: &TsigKeys, bytes: &[u8], tsig: &Record<TSIG>, now: u64) -> V
 }
 
 impl Signing {
+    /// The MAC of the request this signs the responses to.
+    pub fn request_mac(&self) -> &[u8] {
+        &self.request_mac
+    }
+
     /// Signs an encoded response (the first, or only, message): appends
     /// its TSIG record and counts it in ARCOUNT. Returns the MAC, which the
     /// next message of a transfer covers.

@@ -122,6 +122,11 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
         .ok()
         .and_then(|a| a.as_socket())
         .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+    // Dynamic updates are decided on the runtime, which answers from here.
+    let update_socket = socket
+        .try_clone()
+        .ok()
+        .map(|s| Arc::new(std::net::UdpSocket::from(s)));
     let mut inbuf = vec![[0u8; MAX_QUERY]; BATCH];
     let mut outbuf: Vec<Vec<u8>> = (0..BATCH).map(|_| Vec::with_capacity(1232)).collect();
     // SAFETY: sockaddr_storage, iovec and mmsghdr are plain C structs for
@@ -185,57 +190,68 @@ fn worker(socket: Socket, handler: Handler, stop: Arc<AtomicBool>) {
                     continue;
                 }
                 let out = &mut outbuf[replies];
-                // dnstap: this query tapped, and what decided its answer.
-                let tapping = tap.as_deref().filter(|t| t.sampled());
-                let mut note = None;
-                let answered = DRAW.with(|d| {
-                    let draw = &mut d.borrow_mut();
-                    // Over the limit: the truncated response, not the answer.
-                    if verdict == Verdict::Slip {
-                        return rrl::truncate_into(query, handler.state.edns_payload, out);
+                if super::update::is_update(query)
+                    && let Some(socket) = &update_socket
+                    && let Some(now) = super::update::udp(&handler, query, src, socket)
+                {
+                    match now {
+                        Some(bytes) => *out = bytes,
+                        None => continue,
                     }
-                    let general = match tapping {
-                        None => {
-                            if fast::answer(&handler.state, query, src.ip(), draw, out) {
-                                return true;
+                } else {
+                    // dnstap: this query tapped, and what decided its answer.
+                    let tapping = tap.as_deref().filter(|t| t.sampled());
+                    let mut note = None;
+                    let answered = DRAW.with(|d| {
+                        let draw = &mut d.borrow_mut();
+                        // Over the limit: the truncated response, not the answer.
+                        if verdict == Verdict::Slip {
+                            return rrl::truncate_into(query, handler.state.edns_payload, out);
+                        }
+                        let general = match tapping {
+                            None => {
+                                if fast::answer(&handler.state, query, src.ip(), draw, out) {
+                                    return true;
+                                }
+                                // Each path counts its own responses.
+                                answer_udp(&handler, query, src, draw)
                             }
-                            // Each path counts its own responses.
-                            answer_udp(&handler, query, src, draw)
-                        }
-                        Some(_) => {
-                            let state = &handler.state;
-                            if fast::answer_noted(state, query, src.ip(), draw, out, &mut note) {
-                                return true;
+                            Some(_) => {
+                                let state = &handler.state;
+                                if fast::answer_noted(state, query, src.ip(), draw, out, &mut note)
+                                {
+                                    return true;
+                                }
+                                answer_noted(&handler, query, src, Transport::Udp, draw, &mut note)
                             }
-                            answer_noted(&handler, query, src, Transport::Udp, draw, &mut note)
+                        };
+                        match general {
+                            Some(bytes) => {
+                                *out = bytes;
+                                true
+                            }
+                            None => false,
                         }
-                    };
-                    match general {
-                        Some(bytes) => {
-                            *out = bytes;
-                            true
-                        }
-                        None => false,
-                    }
-                });
-                if !answered {
-                    continue;
-                }
-                if let Some(tap) = tapping {
-                    tap.send(Tapped {
-                        seen: Seen {
-                            protocol: SocketProtocol::Udp,
-                            client: src,
-                            server: local,
-                            query_time: SystemTime::now()
-                                .checked_sub(received.elapsed())
-                                .unwrap_or_else(SystemTime::now),
-                            query: Bytes::copy_from_slice(query),
-                            response_time: SystemTime::now(),
-                            response: Bytes::copy_from_slice(out),
-                        },
-                        steered: note,
                     });
+                    if !answered {
+                        continue;
+                    }
+                    if let Some(tap) = tapping {
+                        tap.send(Tapped {
+                            seen: Seen {
+                                protocol: SocketProtocol::Udp,
+                                client: src,
+                                server: local,
+                                query_time: SystemTime::now()
+                                    .checked_sub(received.elapsed())
+                                    .unwrap_or_else(SystemTime::now),
+                                query: Bytes::copy_from_slice(query),
+                                response_time: SystemTime::now(),
+                                response: Bytes::copy_from_slice(out),
+                            },
+                            steered: note,
+                        });
+                    }
                 }
                 send_iov[replies].iov_base = out.as_mut_ptr().cast();
                 send_iov[replies].iov_len = out.len();

@@ -661,6 +661,10 @@ pub struct Domain {
     /// (RFC 9432 §4.4.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog_coo: Option<String>,
+    /// Who may change the zone's records by RFC 2136 dynamic update, and
+    /// which (docs/transfer.md, "Dynamic update").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub updates: Vec<UpdateGrant>,
 }
 
 impl Domain {
@@ -686,6 +690,7 @@ impl Domain {
             view,
             catalog_group,
             catalog_coo,
+            updates,
         } = self;
         Domain {
             name: name.clone(),
@@ -705,6 +710,7 @@ impl Domain {
             view: view.clone(),
             catalog_group: catalog_group.clone(),
             catalog_coo: catalog_coo.clone(),
+            updates: updates.clone(),
         }
     }
 
@@ -742,6 +748,22 @@ impl KeyAlgorithm {
             Self::Ed25519 => 15,
         }
     }
+}
+
+/// A TSIG key's permission to change some records of a domain by dynamic
+/// update (RFC 2136), like BIND's `update-policy` grants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateGrant {
+    /// The TSIG key (`gtm tsig add`) an update must be signed with.
+    pub key: String,
+    /// The name granted, relative to the domain (`@`: the apex).
+    pub name: String,
+    /// Also the names below `name`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subdomains: bool,
+    /// The record types granted (mnemonics or `TYPEnnn`).
+    pub types: Vec<RecordType>,
 }
 
 /// A secondary server of a domain.

@@ -1336,7 +1336,7 @@ mod tests {
                 "line {line}: domain a.test{path}: unknown field `{key}`, expected one of `{expected}`"
             )
         };
-        let domain = "name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `topology_rules`, `record`, `dnssec`, `dnssec_algorithm`, `secondaries`, `view`, `catalog_group`, `catalog_coo";
+        let domain = "name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `topology_rules`, `record`, `dnssec`, `dnssec_algorithm`, `secondaries`, `view`, `catalog_group`, `catalog_coo`, `updates";
         let record = "name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values`, `view`, `alias";
         let address = "ip`, `target`, `dc`, `hc`, `weight`, `countries`, `continents`, `group";
         assert_eq!(

@@ -212,6 +212,11 @@ pub enum Action {
     /// `POST /api/v1/inputs/alertmanager`: alerts an Alertmanager reported
     /// firing or resolved. Appended last.
     Alerts { alerts: Vec<AlertReport> },
+    /// An RFC 2136 dynamic update a device received, signed with a TSIG
+    /// key of the cluster (docs/transfer.md, "Dynamic update"): its
+    /// prerequisites judged and its changes made to the committed
+    /// configuration, as a new version, or refused whole. Appended last.
+    Update(Box<gtm_dns::update::Update>),
 }
 
 /// One alert of an Alertmanager's notification.

@@ -4,7 +4,8 @@
 //! outside Raft ([`peers`]), an operator action judged on every device
 //! ([`judge`]), the background workers ([`workers`]), the
 //! device's identity on disk ([`identity`]), users, tokens and sessions
-//! ([`access`]) and TLS ([`tls`]).
+//! ([`access`]), TLS ([`tls`]) and the RFC 2136 updates the DNS layer
+//! hands up ([`updates`]).
 
 pub mod access;
 pub mod command;
@@ -14,4 +15,5 @@ pub mod machine;
 pub mod peers;
 pub mod replication;
 pub mod tls;
+pub mod updates;
 pub mod workers;

@@ -225,6 +225,7 @@ impl Cx {
     /// servers and SOA. `None` when the domain has no valid name.
     fn settings(&mut self, path: &str, d: &Domain, refs: &Refs) -> Option<Settings> {
         let apex = self.apex(path, d)?;
+        self.updates(path, d, &apex);
         let ttl = d.ttl.unwrap_or(DEFAULT_TTL);
         let dcs = self.domain_dcs(path, d, refs);
         let nameservers = self.nameservers(path, d);

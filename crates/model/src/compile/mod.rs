@@ -43,6 +43,7 @@ mod services;
 mod size;
 mod status;
 mod steering;
+mod updates;
 mod views;
 pub use notifiers::{
     Delivery, EVENT_KINDS, Filter, NotifierSpec, SmtpTls, SyslogTransport, notifier_spec,

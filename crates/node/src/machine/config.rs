@@ -53,7 +53,7 @@ impl GtmMachine {
     ) -> Change {
         let list = parts::current_list(kv).unwrap_or_default();
         let pieces = match &command.action {
-            Action::Edit(_) => parts::pieces(kv, &list),
+            Action::Edit(_) | Action::Update(_) => parts::pieces(kv, &list),
             _ => None,
         };
         let committed = Committed { list, pieces };
@@ -75,6 +75,7 @@ impl GtmMachine {
             Action::ApplyConfig { .. } => self.apply(index, given, &current.config, version),
             Action::Edit(e) => edit(e, &current.config, layout.as_ref(), &committed, version),
             Action::Rollback { version: to } => rollback(kv, *to, &current.config, version),
+            Action::Update(u) => dynamic(u, &current.config, layout.as_ref(), &committed, version),
             Action::Drain { .. }
             | Action::SetCheck { .. }
             | Action::Resume { .. }
@@ -325,13 +326,58 @@ fn edit(
             outcome: Outcome::Rejected(e),
         });
     }
+    let what = describe(e, super::edit::existed(current, e));
+    written(
+        config,
+        current,
+        layout,
+        committed,
+        touched_domain(e),
+        what,
+        version,
+    )
+}
+
+/// An RFC 2136 dynamic update ([`super::update`]): its domain changed,
+/// the others copied from the text before, as for an edit.
+fn dynamic(
+    u: &gtm_dns::update::Update,
+    current: &Arc<Config>,
+    layout: Option<&Layout>,
+    committed: &Committed<'_>,
+    version: u64,
+) -> Result<Proposed, Change> {
+    let config = super::update::apply(current, u)?;
+    let what = format!("dynamic update of {} (key {})", u.zone, u.key);
+    written(
+        config,
+        current,
+        layout,
+        committed,
+        Some(&u.zone),
+        what,
+        version,
+    )
+}
+
+/// `config`, changed from `current` in the domain `touched` (or in no
+/// domain) alone, as the next version's text.
+fn written(
+    config: Config,
+    current: &Arc<Config>,
+    layout: Option<&Layout>,
+    committed: &Committed<'_>,
+    touched: Option<&str>,
+    what: String,
+    version: u64,
+) -> Result<Proposed, Change> {
     let before = layout
         .zip(committed.pieces.as_deref())
         .map(|(layout, text)| model::text::Before {
             text,
             layout,
             config: current,
-            touched: touched_domain(e),
+            touched,
         });
     let (text, layout) = model::text::write(&config, before).map_err(|e| {
         rejected(
@@ -342,7 +388,7 @@ fn edit(
     Ok(Proposed {
         config,
         text,
-        what: describe(e, super::edit::existed(current, e)),
+        what,
         version: version + 1,
         layout: Some(layout),
     })

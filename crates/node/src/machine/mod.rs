@@ -47,6 +47,7 @@ pub mod operator;
 mod parts;
 pub mod schedule;
 mod tsig;
+mod update;
 mod zone_versions;
 
 use std::sync::{Arc, Mutex};

@@ -72,7 +72,10 @@ pub(super) fn run(
             let users: Vec<&str> = config
                 .domains
                 .iter()
-                .filter(|d| d.secondaries.iter().any(|s| s.key == *name))
+                .filter(|d| {
+                    d.secondaries.iter().any(|s| s.key == *name)
+                        || d.updates.iter().any(|g| g.key == *name)
+                })
                 .map(|d| d.name.as_str())
                 .chain(
                     config
@@ -86,7 +89,7 @@ pub(super) fn run(
                 return Some(rejected(
                     ErrorKind::Conflict,
                     format!(
-                        "TSIG key \"{name}\" is used by the secondaries of domain {}: change them first",
+                        "TSIG key \"{name}\" is used by the secondaries or update grants of domain {}: change them first",
                         users.join(", ")
                     ),
                 ));
@@ -127,35 +130,38 @@ pub(super) fn run(
 /// configuration errors naming each one's path.
 pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
     let keys = TsigKeys::of(kv);
-    let errors: Vec<ConfigError> = config
+    // Every key the configuration names, with the path of its place: the
+    // domains' secondaries and update grants, the catalog's secondaries.
+    let named = config
         .domains
         .iter()
         .flat_map(|d| {
-            d.secondaries
+            let secondaries = d
+                .secondaries
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| !keys.keys.contains_key(&s.key))
-                .map(move |(i, s)| ConfigError {
-                    path: format!("domain {} / secondaries[{i}]", d.name),
-                    message: format!(
-                        "key: unknown TSIG key \"{}\" (gtm tsig list shows the cluster's keys; gtm tsig add makes one)",
-                        s.key
-                    ),
-                })
+                .map(move |(i, s)| (format!("domain {} / secondaries[{i}]", d.name), &s.key));
+            let grants = d
+                .updates
+                .iter()
+                .enumerate()
+                .map(move |(i, g)| (format!("domain {} / updates[{i}]", d.name), &g.key));
+            secondaries.chain(grants)
         })
         .chain(config.catalog.iter().flat_map(|c| {
             c.secondaries
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| !keys.keys.contains_key(&s.key))
-                .map(|(i, s)| ConfigError {
-                    path: format!("catalog / secondaries[{i}]"),
-                    message: format!(
-                        "key: unknown TSIG key \"{}\" (gtm tsig list shows the cluster's keys; gtm tsig add makes one)",
-                        s.key
-                    ),
-                })
-        }))
+                .map(|(i, s)| (format!("catalog / secondaries[{i}]"), &s.key))
+        }));
+    let errors: Vec<ConfigError> = named
+        .filter(|(_, key)| !keys.keys.contains_key(*key))
+        .map(|(path, key)| ConfigError {
+            path,
+            message: format!(
+                "key: unknown TSIG key \"{key}\" (gtm tsig list shows the cluster's keys; gtm tsig add makes one)"
+            ),
+        })
         .collect();
     (!errors.is_empty()).then(|| ConfigErrors::from(errors))
 }
