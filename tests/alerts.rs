@@ -7,9 +7,8 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::Arc,
-    time::{Duration, Instant},
 };
 
 use bytes::Bytes;
@@ -92,15 +91,6 @@ impl Hook {
             .into_iter()
             .map(|(h, b)| (h, serde_json::from_slice(&b).expect("a JSON body")))
             .collect()
-    }
-}
-
-/// Polls until `f` holds, for at most 60 s.
-async fn until<F: std::future::Future<Output = bool>>(what: &str, mut f: impl FnMut() -> F) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !f().await {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -352,24 +342,6 @@ async fn a_delayed_alert_is_sent_only_if_it_stays_open() {
     );
 }
 
-/// A daemon this test started, killed by its PID when dropped.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port(ip: &str) -> u16 {
-    std::net::TcpListener::bind((ip, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The venv's python with aiosmtpd (`.ci/run` installs it).
 fn smtp_python() -> Option<PathBuf> {
     let python =
@@ -413,7 +385,7 @@ async fn email_alerts_reach_a_real_smtp_server_over_starttls() {
     std::fs::write(dir.path().join("ca.pem"), &ca).unwrap();
     issue(dir.path(), "127.0.193.25", &issuer);
     let maildir = dir.path().join("mail");
-    let port = free_port("127.0.193.25");
+    let port = free_port_on("127.0.193.25");
     let log = std::fs::File::create(dir.path().join("smtp.log")).unwrap();
     // aiosmtpd refuses MAIL before STARTTLS when given a certificate.
     let _smtp = Daemon(
@@ -499,7 +471,7 @@ async fn syslog_alerts_reach_rsyslog_over_udp_and_tcp() {
     };
     let mut web = HttpBackend::start_at("127.0.193.32:0".parse().unwrap()).await;
     let dir = tempfile::tempdir().unwrap();
-    let (udp, tcp) = (free_port("127.0.193.35"), free_port("127.0.193.35"));
+    let (udp, tcp) = (free_port_on("127.0.193.35"), free_port_on("127.0.193.35"));
     let out = dir.path().join("received.log");
     let conf = dir.path().join("rsyslog.conf");
     std::fs::write(

@@ -15,7 +15,7 @@ use hickory_server::proto::rr::RecordType;
 use crate::{
     records::{ask_dnspython, dnspython},
     support::*,
-    xfr::{device, free_port, secret64},
+    xfr::{device, secret64},
 };
 
 const KNOT_IP: &str = "127.0.171.4";
@@ -149,7 +149,7 @@ async fn a_knot_secondary_provisions_every_domain_from_the_catalog() {
         return;
     };
     let Some(python) = dnspython() else { return };
-    let knot_port = free_port(KNOT_IP);
+    let knot_port = free_port_on(KNOT_IP);
     let knot_addr = format!("{KNOT_IP}:{knot_port}");
     let d = device(&config(
         &knot_addr,

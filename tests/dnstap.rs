@@ -8,7 +8,6 @@
 use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
-    time::{Duration, Instant},
 };
 
 use gtm_dns::dnstap::{
@@ -72,15 +71,6 @@ fn dnstap(set: impl FnOnce(&mut DnstapSettings)) -> DnstapSettings {
     };
     set(&mut d);
     d
-}
-
-/// Polls `ready` every 50 ms for at most 20 s.
-async fn until(what: &str, mut ready: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ready().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A sample of `/metrics`, 0 when absent.

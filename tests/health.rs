@@ -7,19 +7,6 @@ use hickory_server::proto::rr::RecordType;
 
 use crate::{backends::*, support::*};
 
-/// Polls until `f` holds, for at most 60 s (generous: CI runs the chaos
-/// test's processes beside these on two cores).
-async fn until<F: std::future::Future<Output = bool>>(what: &str, mut f: impl FnMut() -> F) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !f().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 async fn sorted_answers(d: &TestDevice, name: &str) -> Vec<String> {
     let mut a = answers(&udp(d.v4(), &query(name, RecordType::A)).await);
     a.sort();

@@ -7,7 +7,7 @@
 use std::{
     net::SocketAddr,
     path::Path,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -19,17 +19,6 @@ use crate::{
     support::*,
 };
 
-/// A daemon this test started (Prometheus, Alertmanager), killed by its
-/// PID when dropped.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn start_daemon(binary: &Path, args: &[String], log: &Path) -> Daemon {
     let log = std::fs::File::create(log).unwrap();
     Daemon(
@@ -40,24 +29,6 @@ fn start_daemon(binary: &Path, args: &[String], log: &Path) -> Daemon {
             .spawn()
             .unwrap(),
     )
-}
-
-/// A TCP port free on `ip` now.
-fn free_port(ip: &str) -> u16 {
-    std::net::TcpListener::bind((ip, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Polls until `f` holds, for at most 60 s.
-async fn until<F: std::future::Future<Output = bool>>(what: &str, mut f: impl FnMut() -> F) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !f().await {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Waits until `url` answers 200 (a daemon is ready).
@@ -202,7 +173,7 @@ async fn a_prometheus_check_drives_a_scenario_to_dr_and_back() {
     exporter.set_body(&metric(0));
     // A real Prometheus scraping it every second.
     let dir = tempfile::tempdir().unwrap();
-    let listen = format!("127.0.190.9:{}", free_port("127.0.190.9"));
+    let listen = format!("127.0.190.9:{}", free_port_on("127.0.190.9"));
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
         &config,
@@ -402,7 +373,7 @@ async fn an_alertmanager_alert_takes_an_address_out_on_both_devices_and_its_reso
 
     // A real Alertmanager, posting to the follower.
     let dir = tempfile::tempdir().unwrap();
-    let listen = format!("127.0.191.9:{}", free_port("127.0.191.9"));
+    let listen = format!("127.0.191.9:{}", free_port_on("127.0.191.9"));
     let config = dir.path().join("alertmanager.yml");
     std::fs::write(&config, alertmanager_config(&b.api(), token)).unwrap();
     let log = dir.path().join("alertmanager.log");

@@ -434,8 +434,36 @@ pub fn unbound_binary() -> Option<PathBuf> {
 }
 
 fn free_port() -> u16 {
-    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    udp.local_addr().unwrap().port()
+    free_port_on("127.0.0.1")
+}
+
+/// A port free on `ip` now, for UDP and for TCP.
+pub fn free_port_on(ip: &str) -> u16 {
+    let udp = std::net::UdpSocket::bind(format!("{ip}:0")).unwrap();
+    let port = udp.local_addr().unwrap().port();
+    std::net::TcpListener::bind(format!("{ip}:{port}"))
+        .map(|_| port)
+        .unwrap_or_else(|_| free_port_on(ip))
+}
+
+/// Polls `ready` every 50 ms until it holds, for at most 60 s (generous:
+/// CI runs the chaos test's processes beside these on two cores).
+pub async fn until(what: &str, mut ready: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready().await {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A daemon a test started, killed by its PID when dropped.
+pub struct Daemon(pub Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 impl Unbound {

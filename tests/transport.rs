@@ -371,7 +371,7 @@ async fn clients_that_never_read_shut_out_neither_tcp_fallback_nor_a_transfer() 
         return;
     }
     allow_descriptors(8192);
-    let port = xfr::free_port(NSD_IP);
+    let port = free_port_on(NSD_IP);
     let secondary = format!("{NSD_IP}:{port}");
     let extra = format!("{}{}", xfr::many(300), large_txt());
     let d = xfr::device(&xfr::zone(&xfr::secondary_at(&secondary), &extra)).await;

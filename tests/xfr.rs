@@ -658,21 +658,12 @@ pub(crate) async fn until_in_step(d: &TestDevice, nsd: &Nsd, after: u32) -> u32 
     }
 }
 
-pub(crate) fn free_port(ip: &str) -> u16 {
-    let udp = std::net::UdpSocket::bind(format!("{ip}:0")).unwrap();
-    let port = udp.local_addr().unwrap().port();
-    // Free for TCP too, or NSD cannot listen.
-    std::net::TcpListener::bind(format!("{ip}:{port}"))
-        .map(|_| port)
-        .unwrap_or_else(|_| free_port(ip))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_nsd_secondary_transfers_the_zone_and_follows_notify() {
     let Some(nsd_bin) = tool("nsd", "nsd") else {
         return;
     };
-    let port = free_port(NSD_IP);
+    let port = free_port_on(NSD_IP);
     let secondary = format!("{NSD_IP}:{port}");
     let d = device(&zone(&secondary_at(&secondary), &many(300))).await;
     let nsd = Nsd::start(&nsd_bin, port, d.v4());
@@ -923,7 +914,7 @@ async fn a_signed_zone_transfers_with_its_signatures_and_validates_at_an_nsd_sec
     ) else {
         return;
     };
-    let port = free_port(NSD_IP);
+    let port = free_port_on(NSD_IP);
     let secondary = format!("{NSD_IP}:{port}");
     let signed = zone(&secondary_at(&secondary), &many(40)).replace(
         "nameservers = [\"ns1.example.test\"]",
@@ -1137,7 +1128,7 @@ async fn a_secondary_transfers_the_zone_over_tls_and_nobody_else_does() {
     let (cert, key) = (certs.path().join("xot.pem"), certs.path().join("xot.key"));
     std::fs::write(&cert, ck.cert.pem()).unwrap();
     std::fs::write(&key, ck.signing_key.serialize_pem()).unwrap();
-    let nsd_port = free_port(NSD_IP);
+    let nsd_port = free_port_on(NSD_IP);
     let config = zone(&secondary_at(&format!("{NSD_IP}:{nsd_port}")), &many(1500));
     let d = device_set(&config, |s| {
         s.tls_cert = Some(cert.clone());

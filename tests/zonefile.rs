@@ -12,7 +12,6 @@ use std::{
 use crate::{
     records::{Nsd, ask_dnspython, dnspython},
     support::*,
-    xfr::free_port,
 };
 
 const DIGEST: &str = "8cb0fc6c527506a053f4f14c8464bebbd6dede2738d11468dd953d7d6a3021f1";
@@ -192,7 +191,9 @@ async fn an_imported_zone_is_served_as_nsd_serves_its_file_and_its_export_loads_
     let original = Nsd::start(
         "example.com",
         &bind_zone(),
-        format!("{nsd_ip}:{}", free_port(nsd_ip)).parse().unwrap(),
+        format!("{nsd_ip}:{}", free_port_on(nsd_ip))
+            .parse()
+            .unwrap(),
     );
     same_answers(
         &python,
@@ -259,7 +260,9 @@ async fn an_imported_zone_is_served_as_nsd_serves_its_file_and_its_export_loads_
     let again = Nsd::start(
         "example.com",
         &export.stdout,
-        format!("{nsd_ip}:{}", free_port(nsd_ip)).parse().unwrap(),
+        format!("{nsd_ip}:{}", free_port_on(nsd_ip))
+            .parse()
+            .unwrap(),
     );
     same_answers(
         &python,

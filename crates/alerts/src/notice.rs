@@ -34,16 +34,23 @@ impl Notice {
 /// domain, datacenter and device), whatever its severity.
 pub fn about(filter: &Filter, notice: &Notice) -> bool {
     let kind = filter.kinds.is_empty() || filter.kinds.contains(&notice.kind);
-    let record = notice.object.to_ascii_lowercase();
+    // Lower-cased only for a filter that names records or domains: most
+    // name neither, and each notifier judges every event.
+    let named = !filter.records.is_empty() || !filter.domains.is_empty();
+    let record = if named && notice.kind == "record" {
+        notice.object.to_ascii_lowercase()
+    } else {
+        String::new()
+    };
     let name = record.split('/').next().unwrap_or_default();
     let records =
         filter.records.is_empty() || (notice.kind == "record" && filter.records.contains(&record));
     let domains = filter.domains.is_empty()
         || (notice.kind == "record"
-            && filter
-                .domains
-                .iter()
-                .any(|d| name == d || name.ends_with(&format!(".{d}"))));
+            && filter.domains.iter().any(|d| {
+                name.strip_suffix(d.as_str())
+                    .is_some_and(|head| head.is_empty() || head.ends_with('.'))
+            }));
     let datacenters = filter.datacenters.is_empty()
         || filter.datacenters.contains(&notice.datacenter)
         || (notice.kind == "datacenter" && filter.datacenters.contains(&notice.object));

@@ -60,8 +60,7 @@ pub(crate) async fn push(
         Some(ip) => format!("{name}@{ip}"),
         None => name.clone(),
     };
-    let engine = state.engine.clone();
-    let checks = super::blocking(move || engine.checks()).await?;
+    let status = state.engine.check_status(&key);
     let is_push = state
         .engine
         .config()
@@ -71,7 +70,7 @@ pub(crate) async fn push(
     // The state machine judges the check and the form of the report; an
     // address no record checks with it is refused here, where the
     // device's instances are known.
-    if is_push && req.address.is_some() && !checks.iter().any(|c| c.check == key) {
+    if is_push && req.address.is_some() && status.is_none() {
         return Err(ApiError::new(
             ErrorKind::NotFound,
             format!(
@@ -90,9 +89,7 @@ pub(crate) async fn push(
         .replication
         .propose(state.actor(&who), None, action)
         .await?;
-    Ok(Json(
-        checks.into_iter().filter(|c| c.check == key).collect(),
-    ))
+    Ok(Json(status.into_iter().collect()))
 }
 
 /// An Alertmanager webhook notification (`webhook_configs`, version 4).

@@ -332,6 +332,32 @@ impl Engine {
             .collect()
     }
 
+    /// The state of one check instance (`web@192.0.2.10`, or a check's
+    /// name alone), when the configuration has it.
+    pub fn check_status(&self, key: &str) -> Option<CheckStatus> {
+        let instance = self
+            .instances
+            .borrow()
+            .iter()
+            .find(|i| i.check.to_string() == key)
+            .map(|i| i.check.clone())?;
+        let inner = self.lock();
+        Some(
+            inner
+                .health
+                .checks
+                .get(&instance)
+                .map(|(_, s)| s.clone())
+                .unwrap_or(CheckStatus {
+                    check: key.to_string(),
+                    state: CheckState::Preparing,
+                    reason: "no result yet".into(),
+                    since_ms: 0,
+                    restored: false,
+                }),
+        )
+    }
+
     /// The check instances this device probes itself: not those that
     /// `run_on` another datacenter.
     pub fn local_checks(&self, datacenter: &str) -> Vec<CheckStatus> {
