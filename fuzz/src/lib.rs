@@ -14,7 +14,9 @@ use hickory_server::proto::{
 
 /// A realistic configuration: steered records with DR, weighted, persist
 /// and topology balance, static records of every common type (a TXT RRset
-/// too large for 512 bytes among them), a CNAME, a wildcard, two zones.
+/// too large for 512 bytes among them), a CNAME, a wildcard, two zones, the
+/// second with an apex alias, a delegation with glue, HTTPS, LOC and a type
+/// written generically.
 pub const ZONE: &str = r#"
 [[datacenter]]
 name = "dc1"
@@ -168,6 +170,36 @@ name = "www"
 type = "A"
 balance = "round-robin"
 addresses = [{ ip = "203.0.113.1" }, { ip = "203.0.113.2" }]
+
+[[domain.record]]
+name = "@"
+type = "A"
+alias = "www"
+
+[[domain.record]]
+name = "sub"
+type = "NS"
+values = ["ns1.sub", "ns.example.net."]
+
+[[domain.record]]
+name = "ns1.sub"
+type = "A"
+addresses = [{ ip = "203.0.113.53" }]
+
+[[domain.record]]
+name = "@"
+type = "HTTPS"
+values = ["1 . alpn=h2,h3 port=8443"]
+
+[[domain.record]]
+name = "geo"
+type = "LOC"
+values = ["52 22 23 N 4 53 32 E -2m"]
+
+[[domain.record]]
+name = "x"
+type = "TYPE65280"
+values = ['\# 4 0A000001']
 "#;
 
 /// The client addresses a fuzz input picks from (its first byte): placed
