@@ -6,7 +6,7 @@
 
 use std::{
     net::SocketAddr,
-    path::{Path, PathBuf},
+    path::Path,
     process::{Command, Stdio},
     sync::Arc,
 };
@@ -342,26 +342,6 @@ async fn a_delayed_alert_is_sent_only_if_it_stays_open() {
     );
 }
 
-/// The venv's python with aiosmtpd (`.ci/run` installs it).
-fn smtp_python() -> Option<PathBuf> {
-    let python =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/venv-integrations/bin/python");
-    let has = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import aiosmtpd"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if !has {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "aiosmtpd is required in CI (.ci/run installs tests/requirements.txt into target/venv-integrations)"
-        );
-        eprintln!("aiosmtpd not installed: skipping");
-        return None;
-    }
-    Some(python)
-}
-
 /// The mails of a Maildir.
 fn mails(maildir: &Path) -> Vec<String> {
     std::fs::read_dir(maildir.join("new"))
@@ -375,7 +355,7 @@ fn mails(maildir: &Path) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn email_alerts_reach_a_real_smtp_server_over_starttls() {
-    let Some(python) = smtp_python() else {
+    let Some(python) = venv_python("aiosmtpd") else {
         return;
     };
     let mut web = HttpBackend::start_at("127.0.193.22:0".parse().unwrap()).await;

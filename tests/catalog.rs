@@ -13,7 +13,7 @@ use std::{
 use hickory_server::proto::rr::RecordType;
 
 use crate::{
-    records::{ask_dnspython, dnspython},
+    records::ask_dnspython,
     support::*,
     xfr::{device, secret64},
 };
@@ -148,7 +148,9 @@ async fn a_knot_secondary_provisions_every_domain_from_the_catalog() {
     let Some(knotd) = tool("knotd", "knot") else {
         return;
     };
-    let Some(python) = dnspython() else { return };
+    let Some(python) = venv_python("dns.message") else {
+        return;
+    };
     let knot_port = free_port_on(KNOT_IP);
     let knot_addr = format!("{KNOT_IP}:{knot_port}");
     let d = device(&config(

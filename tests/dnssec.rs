@@ -26,8 +26,13 @@ pub fn signed_zone() -> String {
 
 /// Waits (bounded) until the device signs example.test; its DS record.
 pub(crate) async fn ds_of(d: &TestDevice) -> String {
+    signed_ds(d, "example.test").await
+}
+
+/// Waits (bounded) until the device signs `zone`; its DS record.
+pub(crate) async fn signed_ds(d: &TestDevice, zone: &str) -> String {
     for _ in 0..100 {
-        if let Some(state) = d.device.engine.domain_dnssec("example.test")
+        if let Some(state) = d.device.engine.domain_dnssec(zone)
             && state.signing
             && let Some(key) = state.keys.first()
         {
@@ -35,7 +40,7 @@ pub(crate) async fn ds_of(d: &TestDevice) -> String {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("example.test was not signed within 10 s");
+    panic!("{zone} was not signed within 10 s");
 }
 
 /// delv, from bind9-dnsutils.

@@ -16,7 +16,7 @@ use hickory_server::proto::{
 };
 
 use crate::{
-    dnssec::{anchor_file, ask_delv_in, delv},
+    dnssec::{anchor_file, ask_delv_in, delv, signed_ds},
     support::*,
 };
 
@@ -147,27 +147,6 @@ const EXPECTED: &[(&str, &str, &str)] = &[
     ("10.2.0.192.in-addr.arpa.", "PTR", "host.types.test."),
 ];
 
-/// The venv's python with dnspython (`.ci/run` installs
-/// tests/requirements.txt there).
-pub(crate) fn dnspython() -> Option<PathBuf> {
-    let python =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/venv-integrations/bin/python");
-    let has = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import dns.message"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if !has {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "dnspython is required in CI (.ci/run installs tests/requirements.txt into target/venv-integrations)"
-        );
-        eprintln!("dnspython not installed: skipping");
-        return None;
-    }
-    Some(python)
-}
-
 /// Asks `server` each `(name, type)` over UDP and TCP with dnspython, which
 /// parses every response whole (a record that does not read fails it);
 /// per question: the rcode, the flags, and each section's records as
@@ -249,7 +228,9 @@ async fn kdig(server: SocketAddr, name: &str, rtype: &str, args: &[&str]) -> Str
 
 #[tokio::test]
 async fn every_type_is_served_and_read_by_dnspython_and_kdig() {
-    let Some(python) = dnspython() else { return };
+    let Some(python) = venv_python("dns.message") else {
+        return;
+    };
     let Some(_) = tool("kdig", "knot-dnsutils") else {
         return;
     };
@@ -292,7 +273,9 @@ async fn every_type_is_served_and_read_by_dnspython_and_kdig() {
 
 #[tokio::test]
 async fn a_delegation_is_a_referral_with_glue_and_its_ds_is_the_parents() {
-    let Some(python) = dnspython() else { return };
+    let Some(python) = venv_python("dns.message") else {
+        return;
+    };
     let d = TestDevice::start(&types_zone(false)).await;
     let said = ask_dnspython(
         &python,
@@ -329,22 +312,15 @@ async fn a_delegation_is_a_referral_with_glue_and_its_ds_is_the_parents() {
 
 /// The signed zone's key, as delv trusts it.
 async fn anchors(d: &TestDevice, dir: &Path, zone: &str) -> PathBuf {
-    for _ in 0..100 {
-        if let Some(state) = d.device.engine.domain_dnssec(zone)
-            && state.signing
-            && let Some(key) = state.keys.first()
-        {
-            return anchor_file(dir, &key.ds);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{zone} was not signed within 10 s");
+    anchor_file(dir, &signed_ds(d, zone).await)
 }
 
 #[tokio::test]
 async fn every_type_validates_signed_and_a_referral_proves_its_ds_or_its_absence() {
     let Some(_) = delv() else { return };
-    let Some(python) = dnspython() else { return };
+    let Some(python) = venv_python("dns.message") else {
+        return;
+    };
     let d = TestDevice::start(&types_zone(true)).await;
     let dir = tempfile::tempdir().unwrap();
     let anchors = anchors(&d, dir.path(), "types.test").await;
@@ -688,23 +664,6 @@ type = "MX"
 values = ["10 mail"]
 "#
     )
-}
-
-/// Waits (bounded) until `name A` answers `ip` at `server`.
-async fn until_a(server: SocketAddr, name: &str, ip: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = udp(server, &query(name, RecordType::A)).await;
-        if answers(&r) == [ip] {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{name} answers {:?}, not {ip}",
-            answers(&r)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -456,6 +456,45 @@ pub async fn until(what: &str, mut ready: impl AsyncFnMut() -> bool) {
     }
 }
 
+/// The python of the venv `.ci/run` makes (target/venv-integrations, with
+/// tests/requirements.txt), when it can import `module`; `None` (the test
+/// is skipped) when it cannot and CI is unset.
+pub fn venv_python(module: &str) -> Option<PathBuf> {
+    let python =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/venv-integrations/bin/python");
+    let has = python.exists()
+        && Command::new(&python)
+            .args(["-c", &format!("import {module}")])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !has {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{module} is required in CI (.ci/run installs tests/requirements.txt into target/venv-integrations)"
+        );
+        eprintln!("{module} not installed: skipping");
+        return None;
+    }
+    Some(python)
+}
+
+/// Waits (bounded) until `name A` answers `ip` alone at `server`.
+pub async fn until_a(server: SocketAddr, name: &str, ip: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = udp(server, &query(name, RecordType::A)).await;
+        if answers(&r) == [ip] {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} answers {:?}, not {ip}",
+            answers(&r)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A daemon a test started, killed by its PID when dropped.
 pub struct Daemon(pub Child);
 

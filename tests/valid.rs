@@ -3,7 +3,7 @@
 //! configuration a device cannot install leaves it serving its last good
 //! one, degraded, instead of down.
 
-use std::{net::SocketAddr, path::Path, time::Duration};
+use std::{path::Path, time::Duration};
 
 use gtm::device::Device;
 use gtm_model::node::NodeSettings;
@@ -198,22 +198,6 @@ fn zone(ip: &str) -> String {
     )
 }
 
-async fn until_answer(dns: SocketAddr, ip: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let r = udp(dns, &query("www.pair.test.", RecordType::A)).await;
-        if answers(&r) == [ip] {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never answered {ip}: {:?}",
-            answers(&r)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn gtm_cli(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gtm"))
         .arg("--data-dir")
@@ -260,7 +244,7 @@ async fn a_configuration_the_state_machine_refuses_changes_nothing_on_any_device
         .await
         .unwrap()
         .version;
-    until_answer(b.dns_addrs[0], "192.0.2.1").await;
+    until_a(b.dns_addrs[0], "www.pair.test.", "192.0.2.1").await;
 
     let looping = format!(
         "{}\n[[domain.record]]\nname = \"a\"\ntype = \"CNAME\"\naddresses = [{{ target = \"b.pair.test\" }}]\n\n[[domain.record]]\nname = \"b\"\ntype = \"CNAME\"\naddresses = [{{ target = \"a.pair.test\" }}]\n",
@@ -276,7 +260,7 @@ async fn a_configuration_the_state_machine_refuses_changes_nothing_on_any_device
     for device in [&a, &b] {
         assert_eq!(device.engine.version(), v1);
         assert!(device.engine.install_failure().is_none());
-        until_answer(device.dns_addrs[0], "192.0.2.1").await;
+        until_a(device.dns_addrs[0], "www.pair.test.", "192.0.2.1").await;
     }
     b.stop().await;
     a.stop().await;
@@ -314,7 +298,7 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
     }
     let device = Device::start(settings("test1", "127.0.95.1", dir.path()), false).await;
     let device = device.expect("starts");
-    until_answer(device.dns_addrs[0], "192.0.2.1").await;
+    until_a(device.dns_addrs[0], "www.pair.test.", "192.0.2.1").await;
     let failure = device.engine.install_failure().expect("degraded");
     assert_eq!((failure.version, failure.serving), (v1 + 1, v1));
     assert!(
@@ -356,7 +340,7 @@ async fn a_stored_configuration_that_cannot_be_installed_does_not_stop_a_start()
     assert!(device.engine.install_failure().is_none());
     let health = get("http://127.0.95.1:8053/health".into()).await;
     assert_eq!(health, "ok\n");
-    until_answer(device.dns_addrs[0], "192.0.2.2").await;
+    until_a(device.dns_addrs[0], "www.pair.test.", "192.0.2.2").await;
     device.stop().await;
 }
 

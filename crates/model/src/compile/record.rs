@@ -7,7 +7,7 @@ use super::{
     rdata::{fqdn, static_rdata},
 };
 use crate::{
-    config::{Record, RecordType},
+    config::{Record, RecordOptions, RecordType},
     names::wire_key,
 };
 
@@ -103,23 +103,13 @@ impl Cx {
             return None;
         }
         let o = r.options();
-        for (set, key) in [
+        let own = [
             (r.ttl.is_some(), "ttl"),
             (!r.addresses.is_empty(), "addresses"),
             (!o.values.is_empty(), "values"),
             (o.view.is_some() || within.view.is_some(), "view"),
-            (o.mode.is_some(), "mode"),
-            (o.balance.is_some(), "balance"),
-            (o.max_answers.is_some(), "max_answers"),
-            (o.dr_condition.is_some(), "dr_condition"),
-            (o.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
-            (o.failback.is_some(), "failback"),
-            (!o.fail_safe.is_empty(), "fail_safe"),
-            (o.on_no_healthy.is_some(), "on_no_healthy"),
-            (o.topology.is_some(), "topology"),
-            (o.nearest.is_some(), "nearest"),
-            (!o.topology_rules.is_empty(), "topology_rules"),
-        ] {
+        ];
+        for (set, key) in own.into_iter().chain(steering_keys(o)) {
             if set {
                 self.err(
                     path,
@@ -188,20 +178,10 @@ impl Cx {
     /// steering are refused.
     fn static_content(&mut self, path: &str, r: &Record, apex: &Name) -> Content {
         let o = r.options();
-        for (set, key) in [
-            (o.mode.is_some(), "mode"),
-            (o.balance.is_some(), "balance"),
-            (o.max_answers.is_some(), "max_answers"),
-            (o.dr_condition.is_some(), "dr_condition"),
-            (o.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
-            (o.failback.is_some(), "failback"),
-            (!o.fail_safe.is_empty(), "fail_safe"),
-            (o.on_no_healthy.is_some(), "on_no_healthy"),
-            (o.topology.is_some(), "topology"),
-            (o.nearest.is_some(), "nearest"),
-            (!o.topology_rules.is_empty(), "topology_rules"),
-            (!r.addresses.is_empty(), "addresses"),
-        ] {
+        for (set, key) in steering_keys(o)
+            .into_iter()
+            .chain([(!r.addresses.is_empty(), "addresses")])
+        {
             if set {
                 self.err(
                     path,
@@ -227,4 +207,21 @@ impl Cx {
         }
         Content::Static(Box::new(data.into_boxed_slice()))
     }
+}
+
+/// Each steering key of `o`, and whether it is set.
+fn steering_keys(o: &RecordOptions) -> [(bool, &'static str); 11] {
+    [
+        (o.mode.is_some(), "mode"),
+        (o.balance.is_some(), "balance"),
+        (o.max_answers.is_some(), "max_answers"),
+        (o.dr_condition.is_some(), "dr_condition"),
+        (o.dr_on_no_healthy.is_some(), "dr_on_no_healthy"),
+        (o.failback.is_some(), "failback"),
+        (!o.fail_safe.is_empty(), "fail_safe"),
+        (o.on_no_healthy.is_some(), "on_no_healthy"),
+        (o.topology.is_some(), "topology"),
+        (o.nearest.is_some(), "nearest"),
+        (!o.topology_rules.is_empty(), "topology_rules"),
+    ]
 }
