@@ -701,3 +701,107 @@ async fn an_apex_alias_follows_its_targets_health_and_validates_signed() {
     let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "A").await;
     assert!(validated(&said, "127.0.198.2"), "{said}");
 }
+
+/// Waits (bounded) until `check` holds for the answer of `name type` at
+/// `server`.
+async fn until_dns(
+    server: SocketAddr,
+    name: &str,
+    rtype: RecordType,
+    what: &str,
+    check: impl Fn(&hickory_server::proto::op::Message) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = udp(server, &query(name, rtype)).await;
+        if check(&r) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} {rtype}: not {what}: {r:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_serves_imports_delegations_aliases_and_the_catalog_alike_after_a_restart() {
+    let (dir, a, mut b) = crate::cluster::pair(199);
+    a.ok(&["tsig", "add", "xfr"]);
+    a.apply_ok(
+        r#"
+[[domain]]
+name = "alias.pair"
+nameservers = ["ns1.alias.pair"]
+secondaries = [{ address = "127.0.199.50", key = "xfr" }]
+
+[[domain.record]]
+name = "www"
+type = "A"
+addresses = [{ ip = "192.0.2.7" }]
+
+[[domain.record]]
+name = "@"
+type = "A"
+alias = "www"
+
+[catalog]
+name = "catalog.pair"
+"#,
+    );
+    // A zone file with a delegation, imported through the first device.
+    let file = dir.path().join("imp.zone");
+    std::fs::write(
+        &file,
+        "$ORIGIN imp.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 3600 600 604800 60\n@ NS ns1\nns1 A 192.0.2.53\nsub NS ns1.sub\nns1.sub A 192.0.2.54\n",
+    )
+    .unwrap();
+    a.ok(&["zone", "import", file.to_str().unwrap()]);
+
+    let member = format!(
+        "{}.zones.catalog.pair.",
+        gtm_model::compile::member_id("alias.pair")
+    );
+    let judge = async |p: &crate::cluster::Proc| {
+        until_dns(
+            p.dns(),
+            "alias.pair.",
+            RecordType::A,
+            "the alias's answer",
+            |m| answers(m) == ["192.0.2.7"] && m.metadata.authoritative,
+        )
+        .await;
+        until_dns(
+            p.dns(),
+            "www.sub.imp.test.",
+            RecordType::A,
+            "a referral with glue",
+            |m| {
+                !m.metadata.authoritative
+                    && m.answers.is_empty()
+                    && m.authorities
+                        .iter()
+                        .any(|r| r.record_type() == RecordType::NS)
+                    && m.additionals
+                        .iter()
+                        .any(|r| matches!(&r.data, RData::A(a) if a.to_string() == "192.0.2.54"))
+            },
+        )
+        .await;
+        until_dns(
+            p.dns(),
+            &member,
+            RecordType::PTR,
+            "the catalog's member",
+            |m| answers(m) == ["alias.pair."],
+        )
+        .await;
+    };
+    judge(&a).await;
+    judge(&b).await;
+    // A crash and a restart of the other device: the same answers.
+    b.kill();
+    b.restart();
+    judge(&b).await;
+}
