@@ -629,7 +629,9 @@ async fn a_signed_transfer_with_a_delegation_verifies_with_ldns() {
 }
 
 /// A signed zone whose apex is an alias of `www`: www answers the backend
-/// while its check passes, else a standby address.
+/// while its check passes, else a standby address; the apex's mail
+/// exchanger and the SRV target on the backend leave their answers while
+/// it is down, and the others stay, priorities kept.
 fn alias_zone(port: u16) -> String {
     format!(
         r#"
@@ -661,13 +663,24 @@ alias = "www"
 [[domain.record]]
 name = "@"
 type = "MX"
-values = ["10 mail"]
+addresses = [
+  {{ value = "10 mail", ip = "127.0.198.2", hc = "check:web" }},
+  {{ value = "20 backup-mail" }},
+]
+
+[[domain.record]]
+name = "_https._tcp"
+type = "SRV"
+addresses = [
+  {{ value = "0 5 {port} www", ip = "127.0.198.2", hc = "check:web" }},
+  {{ value = "10 5 443 standby" }},
+]
 "#
     )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_apex_alias_follows_its_targets_health_and_validates_signed() {
+async fn an_apex_alias_and_mx_and_srv_targets_follow_health_and_validate_signed() {
     use crate::backends::HttpBackend;
     let Some(_) = delv() else { return };
     let mut web = HttpBackend::start_at("127.0.198.2:0".parse().unwrap()).await;
@@ -676,30 +689,62 @@ async fn an_apex_alias_follows_its_targets_health_and_validates_signed() {
     let dir = tempfile::tempdir().unwrap();
     let anchors = anchors(&d, dir.path(), "alias.test").await;
     let validated = |said: &str, ip: &str| said.contains("; fully validated") && said.contains(ip);
+    let srv = format!("0 5 {port} www.alias.test.");
+    let mx = |d: &TestDevice, up: bool| {
+        let (server, srv) = (d.v4(), srv.clone());
+        let anchors = anchors.clone();
+        async move {
+            let said = ask_delv_in(server, &anchors, "alias.test", "alias.test", "MX").await;
+            let mx_ok = said.contains("; fully validated")
+                && said.contains("MX\t20 backup-mail.alias.test.")
+                && said.contains("MX\t10 mail.alias.test.") == up;
+            let said = ask_delv_in(
+                server,
+                &anchors,
+                "alias.test",
+                "_https._tcp.alias.test",
+                "SRV",
+            )
+            .await;
+            let srv_ok = said.contains("; fully validated")
+                && said.contains("SRV\t10 5 443 standby.alias.test.")
+                && said.contains(&format!("SRV\t{srv}")) == up;
+            mx_ok && srv_ok
+        }
+    };
 
     // Up: the apex answers what www answers, under its own name, signed.
     until_a(d.v4(), "www.alias.test.", "127.0.198.2").await;
     until_a(d.v4(), "alias.test.", "127.0.198.2").await;
     let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "A").await;
     assert!(validated(&said, "127.0.198.2"), "{said}");
+    until("both mail exchangers and SRV targets, signed", async || {
+        mx(&d, true).await
+    })
+    .await;
 
     // Down: both move to the standby, and the apex still validates.
     web.stop().await;
     until_a(d.v4(), "alias.test.", "192.0.2.99").await;
     let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "A").await;
     assert!(validated(&said, "192.0.2.99"), "{said}");
-    // The apex's other records are as they were.
-    let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "MX").await;
-    assert!(
-        said.contains("; fully validated") && said.contains("10 mail.alias.test."),
-        "{said}"
-    );
+    // The exchanger and the SRV target on the backend leave; the others
+    // stay with their priorities, signed.
+    until(
+        "the backup exchanger and the standby target alone",
+        async || mx(&d, false).await,
+    )
+    .await;
 
     // Up again: back to the backend.
     let _web = HttpBackend::start_at(format!("127.0.198.2:{port}").parse().unwrap()).await;
     until_a(d.v4(), "alias.test.", "127.0.198.2").await;
     let said = ask_delv_in(d.v4(), &anchors, "alias.test", "alias.test", "A").await;
     assert!(validated(&said, "127.0.198.2"), "{said}");
+    until("both exchangers and targets again", async || {
+        mx(&d, true).await
+    })
+    .await;
 }
 
 /// Waits (bounded) until `check` holds for the answer of `name type` at

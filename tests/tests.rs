@@ -38,6 +38,7 @@ mod service;
 mod storage;
 mod test_now;
 mod topology;
+mod transfer_in;
 mod transport;
 mod typed_json;
 mod update;

@@ -27,6 +27,14 @@ pub enum DomainCmd {
     /// DNSSEC: sign a domain online, stop, see its keys and signatures.
     #[command(subcommand)]
     Dnssec(DnssecCmd),
+    /// A domain transferred in from a primary keeps what it serves as its
+    /// own records, and no longer has a primary: the end of a migration
+    /// (docs/transfer.md, "Transfer in").
+    #[command(after_help = "Example:\n  gtm domain promote legacy.example.com")]
+    Promote {
+        /// The domain, e.g. legacy.example.com.
+        name: String,
+    },
     /// The DS records of a signed domain, for its parent zone.
     #[command(after_help = "Example:\n  gtm domain ds example.test")]
     Ds {
@@ -157,6 +165,14 @@ pub(super) async fn run(cli: &Connect, cmd: &DomainCmd) -> Result<()> {
             } else {
                 print_status(&state);
             }
+            Ok(())
+        }
+        DomainCmd::Promote { name } => {
+            let request = client
+                .http
+                .post(client.url(&format!("/api/v1/domains/{}/promote", segment(name))));
+            let result: gtm_api::ApplyResult = client.send(request).await?;
+            super::output::print_apply(&result);
             Ok(())
         }
         DomainCmd::Ds { name } => {

@@ -323,6 +323,26 @@ pub(super) fn spawn_replicated(workers: &Workers, judge: &Arc<gtm_node::judge::J
         let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
         move || gtm_node::workers::dnssec::run(r.clone(), e.clone(), device.clone(), stop.clone())
     });
+    // A domain's primary that cannot be transferred from degrades the
+    // device until it can.
+    let failing = Arc::new(gtm_node::workers::transfer_in::Failing::default());
+    {
+        let f = failing.clone();
+        workers.watch("zones-in", move || f.observed());
+    }
+    restarting(workers, "transfer-in", {
+        let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
+        let device = engine.device().to_string();
+        move || {
+            gtm_node::workers::transfer_in::run(
+                r.clone(),
+                e.clone(),
+                device.clone(),
+                failing.clone(),
+                stop.clone(),
+            )
+        }
+    });
     restarting(workers, "cookie-secret", {
         let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
         move || gtm_node::workers::cookie_secret::run(r.clone(), e.clone(), stop.clone())

@@ -405,6 +405,14 @@ pub fn operations() -> Vec<Op> {
         .returns(J(schema::<gtm_engine::dnssec::DomainDnssec>)),
         op(
             Method::POST,
+            "/api/v1/domains/{name}/promote",
+            Token,
+            "A domain transferred in from a primary keeps what it serves as its own records and no longer has a primary (docs/transfer.md, \"Transfer in\")",
+            handler!(Method::POST, zones::promote),
+        )
+        .returns(Payload::Json(schema::<ApplyResult>)),
+        op(
+            Method::POST,
             "/api/v1/domains/{name}/dnssec/rollover",
             Token,
             "One step of a key rollover: publish a new key, swap to it, retire the old one (each refused before its wait is over)",

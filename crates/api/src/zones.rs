@@ -61,3 +61,22 @@ pub(super) async fn export(
     .await
     .map_err(ApiError::internal)?
 }
+
+/// `POST /api/v1/domains/{name}/promote`: a domain transferred in from a
+/// primary keeps what it serves as its own records and has no primary
+/// (docs/transfer.md, "Transfer in").
+pub(crate) async fn promote(
+    State(state): State<ApiState>,
+    axum::Extension(who): axum::Extension<gtm_node::access::Principal>,
+    Path(name): Path<String>,
+) -> Result<axum::Json<super::config::ApplyResult>, ApiError> {
+    super::writable(&state)?;
+    let action = gtm_node::command::Action::Promote {
+        domain: name.trim_end_matches('.').to_string(),
+    };
+    let applied = state
+        .replication
+        .propose(state.actor(&who), None, action)
+        .await?;
+    Ok(axum::Json(applied.into()))
+}

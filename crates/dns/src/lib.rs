@@ -29,6 +29,7 @@ pub mod update;
 pub mod updater;
 pub mod wire;
 pub mod xfr;
+pub mod xfr_in;
 pub mod xot;
 pub mod zonefile;
 

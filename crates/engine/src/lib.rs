@@ -347,9 +347,15 @@ impl RecordKey {
         let (name, kind) = label.rsplit_once('/')?;
         let (kind, view) = gtm_model::names::type_and_view(kind);
         let view = view.map(Box::from);
-        let kind = [RecordType::A, RecordType::AAAA, RecordType::CNAME]
-            .into_iter()
-            .find(|k| k.as_str() == kind)?;
+        let kind = [
+            RecordType::A,
+            RecordType::AAAA,
+            RecordType::CNAME,
+            RecordType::MX,
+            RecordType::SRV,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == kind)?;
         let mut name = hickory_server::proto::rr::Name::from_ascii(name).ok()?;
         name.set_fqdn(true);
         Some(Self {

@@ -665,6 +665,11 @@ pub struct Domain {
     /// which (docs/transfer.md, "Dynamic update").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub updates: Vec<UpdateGrant>,
+    /// The primary this domain is transferred in from during a migration
+    /// (docs/transfer.md, "Transfer in"): its records marked `transferred`
+    /// are that primary's, gtm's own layered on top.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub primary: Option<Primary>,
 }
 
 impl Domain {
@@ -691,6 +696,7 @@ impl Domain {
             catalog_group,
             catalog_coo,
             updates,
+            primary,
         } = self;
         Domain {
             name: name.clone(),
@@ -711,6 +717,7 @@ impl Domain {
             catalog_group: catalog_group.clone(),
             catalog_coo: catalog_coo.clone(),
             updates: updates.clone(),
+            primary: primary.clone(),
         }
     }
 
@@ -764,6 +771,24 @@ pub struct UpdateGrant {
     pub subdomains: bool,
     /// The record types granted (mnemonics or `TYPEnnn`).
     pub types: Vec<RecordType>,
+}
+
+/// The primary server a domain is transferred in from (docs/transfer.md,
+/// "Transfer in").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Primary {
+    /// Where it answers, `IP` or `IP:port` (port 53 by default): SOA
+    /// queries and transfers go there, and NOTIFYs from this IP start one.
+    pub address: String,
+    /// The TSIG key (`gtm tsig add`) the queries and transfers are signed
+    /// with, and its answers must be; unset: unsigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The primary's SOA serial of the records transferred last; written
+    /// by the transfer (unset: none yet, so one starts at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u32>,
 }
 
 /// A secondary server of a domain.
@@ -908,6 +933,11 @@ pub struct RecordFields {
     /// apex alias (docs/configuration.md, "Aliases").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<Box<str>>,
+    /// Transferred in from the domain's `primary` (written by the
+    /// transfer, docs/transfer.md): served unless a record of gtm's own
+    /// is at its name and type; replaced by the next transfer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transferred: Option<bool>,
 }
 
 /// A record as a device holds it, one per record of every configuration
@@ -944,6 +974,7 @@ pub struct RecordOptions {
     pub values: Box<[String]>,
     pub view: Option<Box<str>>,
     pub alias: Option<Box<str>>,
+    pub transferred: Option<bool>,
 }
 
 impl From<RecordFields> for Record {
@@ -967,6 +998,7 @@ impl From<RecordFields> for Record {
             values,
             view,
             alias,
+            transferred,
         } = f;
         let options = RecordOptions {
             mode,
@@ -983,6 +1015,7 @@ impl From<RecordFields> for Record {
             values,
             view,
             alias,
+            transferred,
         };
         Record {
             name,
@@ -1018,6 +1051,7 @@ impl From<Record> for RecordFields {
             values,
             view,
             alias,
+            transferred,
         } = options.map(|o| *o).unwrap_or_default();
         RecordFields {
             name,
@@ -1038,6 +1072,7 @@ impl From<Record> for RecordFields {
             values,
             view,
             alias,
+            transferred,
         }
     }
 }
@@ -1058,6 +1093,11 @@ impl Record {
     /// The view whose clients alone get the record, if it is in one.
     pub fn view(&self) -> Option<&str> {
         self.options().view.as_deref()
+    }
+
+    /// Whether it was transferred in from the domain's primary.
+    pub fn is_transferred(&self) -> bool {
+        self.options().transferred == Some(true)
     }
 
     /// The record with no addresses.
@@ -1089,6 +1129,11 @@ pub struct AddressFields {
     /// For CNAME records: the target name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Box<str>>,
+    /// For MX and SRV records: the record's data in zone-file syntax
+    /// (`"10 mx1"`, `"0 5 5060 sip1"`); `ip` is then the address its
+    /// check probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Box<str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dc: Option<Box<str>>,
     /// `static` (default), `disabled`, `scenario:NAME` or `check:NAME`.
@@ -1140,6 +1185,11 @@ impl Address {
     /// A CNAME's target.
     pub fn target(&self) -> Option<&str> {
         self.rest.as_ref()?.target.as_deref()
+    }
+
+    /// An MX or SRV address's data, in zone-file syntax.
+    pub fn value(&self) -> Option<&str> {
+        self.rest.as_ref()?.value.as_deref()
     }
 
     pub fn dc(&self) -> Option<&str> {

@@ -974,7 +974,7 @@ mod tests {
                 "line 21: domain b.test: soa.serial: invalid type: string \"x\", expected u32",
                 "line 26: domain b.test / record mail MX / value 2: invalid type: integer `7`, expected a string",
                 "line 28: domain b.test / record #2: missing field `name`",
-                "line 30: domain b.test / record #2: unknown field `naem`, expected one of `name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values`, `view`, `alias`",
+                "line 30: domain b.test / record #2: unknown field `naem`, expected one of `name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values`, `view`, `alias`, `transferred`",
             ]
         );
     }
@@ -1226,7 +1226,7 @@ mod tests {
             [
                 "line 7: domain i.test: ttl: invalid type: string \"x\", expected u32",
                 "line 9: domain i.test / record a A / address 1: ip: \"192.0.2.300\" is not an IP address",
-                "line 10: domain i.test / record b A: unknown field `naem`, expected one of `name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values`, `view`, `alias`",
+                "line 10: domain i.test / record b A: unknown field `naem`, expected one of `name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values`, `view`, `alias`, `transferred`",
                 "line 13: domain i.test / record #3: missing field `name`",
                 "line 14: domain i.test: extra assignment between key-value pairs, expected value",
                 "line 15: domain i.test / record c A / address 1: weight: invalid value: integer `-1`, expected u32",
@@ -1336,9 +1336,10 @@ mod tests {
                 "line {line}: domain a.test{path}: unknown field `{key}`, expected one of `{expected}`"
             )
         };
-        let domain = "name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `topology_rules`, `record`, `dnssec`, `dnssec_algorithm`, `secondaries`, `view`, `catalog_group`, `catalog_coo`, `updates";
-        let record = "name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values`, `view`, `alias";
-        let address = "ip`, `target`, `dc`, `hc`, `weight`, `countries`, `continents`, `group";
+        let domain = "name`, `ttl`, `mode`, `main_dc`, `dr_dc`, `dc_order`, `dcs_to_select`, `nameservers`, `soa`, `topology_rules`, `record`, `dnssec`, `dnssec_algorithm`, `secondaries`, `view`, `catalog_group`, `catalog_coo`, `updates`, `primary";
+        let record = "name`, `type`, `ttl`, `mode`, `balance`, `max_answers`, `dr_condition`, `dr_on_no_healthy`, `failback`, `fail_safe`, `on_no_healthy`, `topology`, `nearest`, `topology_rules`, `addresses`, `values`, `view`, `alias`, `transferred";
+        let address =
+            "ip`, `target`, `value`, `dc`, `hc`, `weight`, `countries`, `continents`, `group";
         assert_eq!(
             lines,
             [

@@ -105,6 +105,12 @@ impl RecordType {
         matches!(self, Self::A | Self::AAAA | Self::CNAME)
     }
 
+    /// MX and SRV: static with `values`, or steered with `addresses`
+    /// whose `value` is the data and whose `ip` its check probes.
+    pub fn steers_values(self) -> bool {
+        matches!(self, Self::MX | Self::SRV)
+    }
+
     /// Why a record of this type cannot be configured, when it cannot.
     pub fn refusal(self) -> Option<&'static str> {
         Some(match self.0 {

@@ -217,6 +217,29 @@ pub enum Action {
     /// prerequisites judged and its changes made to the committed
     /// configuration, as a new version, or refused whole. Appended last.
     Update(Box<gtm_dns::update::Update>),
+    /// A zone transferred in from a domain's primary (docs/transfer.md,
+    /// "Transfer in"): its records replace the domain's transferred ones,
+    /// its SOA fields, TTL and apex NS set become the domain's, as a new
+    /// version, or refused whole. Appended last.
+    Transfer(Box<Transferred>),
+    /// `gtm domain promote NAME`: a domain transferred in keeps what it
+    /// serves as its own records, and no longer has a primary. Appended
+    /// last.
+    Promote { domain: String },
+}
+
+/// A zone as a transfer from a domain's primary gave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transferred {
+    /// The domain, as the configuration names it.
+    pub domain: String,
+    /// The primary's address, as the configuration gave it when the
+    /// transfer started: a domain whose primary changed since refuses it.
+    pub primary: String,
+    /// The primary's SOA serial of the zone.
+    pub serial: u32,
+    /// The zone as a master file (one record per line, absolute names).
+    pub zone: String,
 }
 
 /// One alert of an Alertmanager's notification.

@@ -493,6 +493,7 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         addresses.push(Address::from(AddressFields {
             ip,
             target: target.map(String::into_boxed_str),
+            value: None,
             dc: nonempty(&key("dc")),
             hc: nonempty(&key("hc")),
             weight,
@@ -525,7 +526,14 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
         topology: flag("topology"),
         nearest: flag("nearest"),
         topology_rules,
-        addresses: addresses.into(),
+        // A steered MX or SRV keeps its addresses as the record has them:
+        // the form shows values only for those types.
+        addresses: match at.and_then(|i| domain.records.get(i)) {
+            Some(r) if !addressed && kind.steers_values() && !r.addresses.is_empty() => {
+                r.addresses.clone()
+            }
+            _ => addresses.into(),
+        },
         view: some("view").map(String::into_boxed_str),
         // Kept as the record has it: the form does not show it.
         alias: at
@@ -539,6 +547,8 @@ fn build(config: &Config, f: &Fields, problems: &mut Problems) -> Option<Domain>
             .filter(|l| !l.is_empty())
             .map(str::to_string)
             .collect(),
+        // A record edited here is the domain's own, not the primary's.
+        transferred: None,
     });
     match at {
         Some(i) => domain.records[i] = record.into(),

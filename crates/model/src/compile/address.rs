@@ -1,7 +1,7 @@
 //! One address of a steered record: its value, datacenter, health and
 //! topology.
 
-use hickory_server::proto::rr::RData;
+use hickory_server::proto::rr::{Name, RData};
 
 use super::{
     AddressSpec, BUILTIN_SCENARIOS, Cx, DcId, Hc, ModeSpec, Refs,
@@ -15,9 +15,11 @@ use crate::{
 };
 
 /// What the addresses of a record are read against: the record's type,
-/// balance, topology and mode, and what the configuration defines.
+/// domain, balance, topology and mode, and what the configuration defines.
 pub(super) struct AddressCx<'a> {
     pub(super) kind: RecordType,
+    /// Relative names in an MX or SRV address's value are under it.
+    pub(super) apex: &'a Name,
     pub(super) balance: Balance,
     pub(super) topology: bool,
     pub(super) mode: &'a ModeSpec,
@@ -37,14 +39,30 @@ enum ValueError {
     TargetNotIp(RecordType),
     #[error("needs ip = \"...\"")]
     NoIp,
+    /// An MX or SRV address without its data.
+    #[error("{ty} addresses need value = \"...\" (the record's data, e.g. \"{example}\"); ip is the address its check probes", ty = .0.as_str(), example = if *.0 == RecordType::MX { "10 mx1" } else { "0 5 5060 sip1" })]
+    NoValue(RecordType),
+    /// A value on an A, AAAA or CNAME address.
+    #[error("value applies to MX and SRV addresses; {ty} addresses take {takes}", ty = .0.as_str(), takes = if *.0 == RecordType::CNAME { "target" } else { "ip" })]
+    ValueNotData(RecordType),
 }
 
 /// The answer's data of an address of a `kind` record.
-fn address_value(kind: RecordType, a: &Address) -> Result<RData, ValueError> {
+fn address_value(kind: RecordType, a: &Address, apex: &Name) -> Result<RData, ValueError> {
+    if kind.steers_values() {
+        return match (a.value(), a.target()) {
+            (_, Some(_)) => Err(ValueError::TargetNotIp(kind)),
+            (Some(v), None) => Ok(answer_rdata(kind, v, apex)?),
+            (None, None) => Err(ValueError::NoValue(kind)),
+        };
+    }
+    if a.value().is_some() {
+        return Err(ValueError::ValueNotData(kind));
+    }
     Ok(match (kind, a.ip, a.target()) {
-        (RecordType::CNAME, None, Some(t)) => answer_rdata(kind, t)?,
+        (RecordType::CNAME, None, Some(t)) => answer_rdata(kind, t, apex)?,
         (RecordType::CNAME, _, _) => return Err(ValueError::CnameWithoutTarget),
-        (_, Some(ip), None) => answer_rdata(kind, &ip.to_string())?,
+        (_, Some(ip), None) => answer_rdata(kind, &ip.to_string(), apex)?,
         (_, _, Some(_)) => return Err(ValueError::TargetNotIp(kind)),
         (_, None, None) => return Err(ValueError::NoIp),
     })
@@ -59,10 +77,10 @@ impl Cx {
         of: &AddressCx,
     ) -> Option<AddressSpec> {
         let before = self.errors.len();
-        let value = self.address_value(path, of.kind, a);
+        let value = self.address_value(path, of, a);
         let dc = self.address_dc(path, a, of.refs);
         self.dc_in_mode(path, a, dc, of.mode);
-        let hc = self.hc(path, a, of.refs);
+        let hc = self.hc(path, a, of);
         if a.weight().is_some() && of.balance != Balance::Weighted {
             self.err(path, "weight applies only with balance = \"weighted\"");
         }
@@ -87,9 +105,10 @@ impl Cx {
         })
     }
 
-    /// The answer's data: a CNAME's target, or the IP of an A or AAAA.
-    fn address_value(&mut self, path: &str, kind: RecordType, a: &Address) -> Option<RData> {
-        address_value(kind, a)
+    /// The answer's data: a CNAME's target, the IP of an A or AAAA, or an
+    /// MX's or SRV's value.
+    fn address_value(&mut self, path: &str, of: &AddressCx, a: &Address) -> Option<RData> {
+        address_value(of.kind, a, of.apex)
             .map_err(|e| self.err(path, e.to_string()))
             .ok()
     }
@@ -129,7 +148,8 @@ impl Cx {
 
     /// The HC field: static (the default), disabled, a scenario or a
     /// template check.
-    fn hc(&mut self, path: &str, a: &Address, refs: &Refs) -> Hc {
+    fn hc(&mut self, path: &str, a: &Address, of: &AddressCx) -> Hc {
+        let refs = of.refs;
         let text = match a.hc() {
             None | Some("static") => return Hc::Static,
             Some("disabled") => return Hc::Disabled,
@@ -148,7 +168,7 @@ impl Cx {
             }
             Hc::Scenario(Box::new(name.into()))
         } else if let Some(name) = text.strip_prefix("check:") {
-            self.hc_check(path, a, name, refs)
+            self.hc_check(path, a, name, of)
         } else {
             self.err(
                 path,
@@ -160,7 +180,8 @@ impl Cx {
 
     /// `hc = "check:NAME"`: a template check, probed against the address
     /// (a manual check against none).
-    fn hc_check(&mut self, path: &str, a: &Address, name: &str, refs: &Refs) -> Hc {
+    fn hc_check(&mut self, path: &str, a: &Address, name: &str, of: &AddressCx) -> Hc {
+        let refs = of.refs;
         match refs.checks.get(name) {
             None => self.err(path, format!("unknown check \"{name}\"")),
             Some(c) if c.target.is_some() => self.err(
@@ -170,6 +191,21 @@ impl Cx {
                 ),
             ),
             Some(_) => {}
+        }
+        if of.kind.steers_values()
+            && a.ip.is_none()
+            && refs
+                .checks
+                .get(name)
+                .is_some_and(|c| c.kind != CheckType::Manual)
+        {
+            self.err(
+                path,
+                format!(
+                    "check \"{name}\" probes an address: an {} address it checks needs ip = \"...\", the address of its target",
+                    of.kind.as_str()
+                ),
+            );
         }
         let address = match (a.ip, refs.checks.get(name)) {
             (_, Some(c)) if c.kind == CheckType::Manual => None,

@@ -40,6 +40,14 @@ impl Cx {
     ) -> Option<ZoneSpec> {
         let path = format!("domain {}", d.name);
         let before = self.errors.len();
+        self.primary(&path, d);
+        // A domain transferred in serves its own records over the
+        // transferred ones, compiled whole.
+        let layered = super::primary::layered(d);
+        let (d, compiled) = match &layered {
+            std::borrow::Cow::Owned(d) => (d, None),
+            std::borrow::Cow::Borrowed(d) => (*d, compiled),
+        };
         let settings = self.settings(&path, d, refs)?;
         // The records before and after the changed ones keep their
         // compiled forms.
@@ -78,6 +86,9 @@ impl Cx {
     ) -> Vec<ZoneSpec> {
         let path = format!("domain {}", d.name);
         let before = self.errors.len();
+        self.primary(&path, d);
+        let layered = super::primary::layered(d);
+        let d: &Domain = &layered;
         let index = |name: &str| {
             views
                 .iter()

@@ -32,6 +32,7 @@ mod geoip;
 mod notifiers;
 mod owners;
 mod paths;
+mod primary;
 mod rdata;
 mod record;
 mod records;
@@ -64,6 +65,7 @@ pub use compiled::{
     ViewSpec, ZoneSpec, ZoneView, same_record, soa_serial, zone_key,
 };
 pub use domain::DEFAULT_TTL;
+pub use primary::layered;
 pub use rdata::{MAX_CHARACTER_STRING, absolute, presentation, read_value};
 pub use regions::rule_sets;
 pub use scenarios::BUILTIN_SCENARIOS;

@@ -30,15 +30,14 @@ impl Cx {
             Content::Alias(Box::new(super::AliasTarget(
                 self.alias(path, r, target, within)?,
             )))
-        } else if r.kind.is_steerable() {
+        } else if r.kind.is_steerable() || (r.kind.steers_values() && !r.addresses.is_empty()) {
             if !r.values().is_empty() {
-                self.err(
-                    path,
-                    format!(
-                        "{} records take addresses = [...], not values",
-                        r.kind.as_str()
-                    ),
-                );
+                let why = if r.kind.steers_values() {
+                    "take values = [...] (static) or addresses = [...] (steered), not both"
+                } else {
+                    "take addresses = [...], not values"
+                };
+                self.err(path, format!("{} records {why}", r.kind.as_str()));
             }
             Content::Steered(Box::new(self.steering(path, r, within)?))
         } else {
@@ -186,7 +185,7 @@ impl Cx {
                 self.err(
                     path,
                     format!(
-                        "{key} applies to A, AAAA and CNAME records only; {} records are static and take values = [...]",
+                        "{key} applies to steered records only (A, AAAA, CNAME, and MX and SRV with addresses = [...]); {} records are static and take values = [...]",
                         r.kind.as_str()
                     ),
                 );

@@ -496,7 +496,7 @@ topology_rules = [{{ client = "10.0.0.0/8", datacenter = "east" }}]
             "domain t.test / record www A / topology rule 6: client \"somewhere\" is not a place",
             "domain t.test / record www A / topology rule 8: group \"nope\" is not a group of the record's addresses",
             "domain t.test / record www A / topology rule 7: client \"asn:ASX\": \"ASX\" is not an AS number (asn:64500)",
-            "topology_rules applies to A, AAAA and CNAME records only",
+            "topology_rules applies to steered records only",
         ] {
             assert!(
                 errors

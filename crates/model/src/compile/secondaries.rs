@@ -7,6 +7,16 @@ use crate::config::Domain;
 /// validity a transferred signature has left (docs/transfer.md).
 pub const SIGNED_EXPIRE_MAX: u32 = 604_800;
 
+/// `IP` or `IP:port` (port 53 by default).
+pub(super) fn socket_address(text: &str) -> Option<std::net::SocketAddr> {
+    text.parse::<std::net::SocketAddr>()
+        .or_else(|_| {
+            text.parse::<std::net::IpAddr>()
+                .map(|ip| std::net::SocketAddr::new(ip, 53))
+        })
+        .ok()
+}
+
 impl Cx {
     /// A domain's secondaries: addresses read, key names checked (whether
     /// the keys exist is the cluster's to say: the state machine checks it
@@ -15,14 +25,9 @@ impl Cx {
         let mut out = Vec::with_capacity(d.secondaries.len());
         for (i, s) in d.secondaries.iter().enumerate() {
             let spath = format!("{path} / secondaries[{i}]");
-            let address = s.address.parse::<std::net::SocketAddr>().or_else(|_| {
-                s.address
-                    .parse::<std::net::IpAddr>()
-                    .map(|ip| std::net::SocketAddr::new(ip, 53))
-            });
-            let address = match address {
-                Ok(a) => a,
-                Err(_) => {
+            let address = match socket_address(&s.address) {
+                Some(a) => a,
+                None => {
                     self.err(
                         &spath,
                         format!(

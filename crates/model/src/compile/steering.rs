@@ -14,7 +14,7 @@ use super::{
 use crate::config::{Balance, Mode, Record, RecordType};
 
 impl Cx {
-    /// How an A, AAAA or CNAME record of the domain `within` describes is
+    /// How a steered record (A, AAAA, CNAME; MX or SRV with addresses) of the domain `within` describes is
     /// answered. `None` when its mode cannot be: the rest is still checked
     /// where it can be.
     pub(super) fn steering(
@@ -36,13 +36,14 @@ impl Cx {
         let topology = r.options().topology.unwrap_or(false);
         let of = AddressCx {
             kind: r.kind,
+            apex: within.apex,
             balance,
             topology,
             mode: &mode_spec,
             refs: within.refs,
         };
         let addresses = self.addresses(path, r, &of);
-        let fail_safe = self.fail_safe(path, r);
+        let fail_safe = self.fail_safe(path, r, within.apex);
         let (rules, rule_set) = self.rules(path, r, within);
         let nearest = r.options().nearest.unwrap_or(false);
         if nearest
@@ -327,10 +328,15 @@ impl Cx {
     }
 
     /// The values answered when no address is healthy.
-    fn fail_safe(&mut self, path: &str, r: &Record) -> Vec<RData> {
+    fn fail_safe(
+        &mut self,
+        path: &str,
+        r: &Record,
+        apex: &hickory_server::proto::rr::Name,
+    ) -> Vec<RData> {
         let mut fail_safe = Vec::with_capacity(r.options().fail_safe.len());
         for v in &r.options().fail_safe {
-            match answer_rdata(r.kind, v) {
+            match answer_rdata(r.kind, v, apex) {
                 Ok(d) => fail_safe.push(d),
                 Err(e) => self.err(path, format!("fail_safe: {e}")),
             }

@@ -308,3 +308,83 @@ fn an_alias_names_a_record_of_its_type_in_its_domain() {
         "only A and AAAA records are aliases",
     );
 }
+
+#[test]
+fn mx_and_srv_records_with_addresses_are_steered_with_their_data_as_values() {
+    let check = "[[check]]\nname = \"smtp\"\ntype = \"tcp\"\nport = 25\n\n";
+    let mx = |addresses: &str| {
+        format!(
+            "{HEAD}{check}[[domain.record]]\nname = \"@\"\ntype = \"MX\"\naddresses = [{addresses}]\n"
+        )
+    };
+    let text = mx(
+        "{ value = \"10 mx1\", ip = \"192.0.2.25\", hc = \"check:smtp\" }, { value = \"20 mx2.other.test.\" }",
+    );
+    let c = compile(&crate::parse(&text).unwrap()).unwrap();
+    let Content::Steered(s) = &c.zones[0].records[0].content else {
+        panic!("steered");
+    };
+    let shown: Vec<String> = s.addresses.iter().map(|a| a.display()).collect();
+    assert_eq!(shown, ["10 mx1.example.test.", "20 mx2.other.test."]);
+    // The check probes the address given beside the data.
+    assert!(
+        matches!(&s.addresses[0].hc, Hc::Check(r) if r.address == Some("192.0.2.25".parse().unwrap()))
+    );
+    // Round-robin answers every candidate by default.
+    assert_eq!(s.max_answers, u32::MAX);
+
+    let errors = |text: &str| {
+        crate::parse(text)
+            .map_err(|e| e.lines())
+            .and_then(|c| compile(&c).map(|_| ()).map_err(|e| e.lines()))
+            .err()
+            .unwrap_or_default()
+    };
+    let has = |text: &str, path: &str, why: &str| {
+        let errs = errors(text);
+        assert!(
+            errs.iter().any(|e| e.starts_with(path) && e.contains(why)),
+            "wanted {path}: …{why}…\ngot {errs:?}"
+        );
+    };
+    let at = "domain example.test / record @ MX / address 1";
+    has(
+        &mx("{ value = \"10 mx1\", hc = \"check:smtp\" }"),
+        at,
+        "needs ip = \"...\", the address of its target",
+    );
+    has(
+        &mx("{ ip = \"192.0.2.25\" }"),
+        at,
+        "MX addresses need value = \"...\"",
+    );
+    has(&mx("{ value = \"mx1\" }"), at, "mx1");
+    has(
+        &mx("{ target = \"mx1\" }"),
+        at,
+        "MX addresses take ip, not target",
+    );
+    has(
+        &format!(
+            "{HEAD}[[domain.record]]\nname = \"www\"\ntype = \"A\"\naddresses = [{{ ip = \"192.0.2.1\", value = \"x\" }}]\n"
+        ),
+        "domain example.test / record www A / address 1",
+        "value applies to MX and SRV addresses; A addresses take ip",
+    );
+    has(
+        &format!(
+            "{HEAD}[[domain.record]]\nname = \"@\"\ntype = \"MX\"\nvalues = [\"10 a\"]\naddresses = [{{ value = \"20 b\" }}]\n"
+        ),
+        "domain example.test / record @ MX",
+        "take values = [...] (static) or addresses = [...] (steered), not both",
+    );
+    // SRV, with its fail-safe written as its data.
+    let srv = format!(
+        "{HEAD}[[domain.record]]\nname = \"_sip._udp\"\ntype = \"SRV\"\nfail_safe = [\"30 0 5060 last\"]\naddresses = [{{ value = \"0 5 5060 sip1\" }}]\n"
+    );
+    let c = compile(&crate::parse(&srv).unwrap()).unwrap();
+    let Content::Steered(s) = &c.zones[0].records[0].content else {
+        panic!("steered");
+    };
+    assert_eq!(s.fail_safe()[0].to_string(), "30 0 5060 last.example.test.");
+}

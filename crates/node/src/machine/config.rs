@@ -53,7 +53,9 @@ impl GtmMachine {
     ) -> Change {
         let list = parts::current_list(kv).unwrap_or_default();
         let pieces = match &command.action {
-            Action::Edit(_) | Action::Update(_) => parts::pieces(kv, &list),
+            Action::Edit(_) | Action::Update(_) | Action::Transfer(_) | Action::Promote { .. } => {
+                parts::pieces(kv, &list)
+            }
             _ => None,
         };
         let committed = Committed { list, pieces };
@@ -76,6 +78,16 @@ impl GtmMachine {
             Action::Edit(e) => edit(e, &current.config, layout.as_ref(), &committed, version),
             Action::Rollback { version: to } => rollback(kv, *to, &current.config, version),
             Action::Update(u) => dynamic(u, &current.config, layout.as_ref(), &committed, version),
+            Action::Transfer(t) => {
+                transfer(t, &current.config, layout.as_ref(), &committed, version)
+            }
+            Action::Promote { domain } => promote(
+                domain,
+                &current.config,
+                layout.as_ref(),
+                &committed,
+                version,
+            ),
             Action::Drain { .. }
             | Action::SetCheck { .. }
             | Action::Resume { .. }
@@ -355,6 +367,52 @@ fn dynamic(
         layout,
         committed,
         Some(&u.zone),
+        what,
+        version,
+    )
+}
+
+/// A zone transferred in from a domain's primary
+/// ([`super::transfer_in`]): its domain changed, as for an edit.
+fn transfer(
+    t: &crate::command::Transferred,
+    current: &Arc<Config>,
+    layout: Option<&Layout>,
+    committed: &Committed<'_>,
+    version: u64,
+) -> Result<Proposed, Change> {
+    let config = super::transfer_in::transferred(current, t)?;
+    let what = format!(
+        "transfer of {} from {} (serial {})",
+        t.domain, t.primary, t.serial
+    );
+    written(
+        config,
+        current,
+        layout,
+        committed,
+        Some(&t.domain),
+        what,
+        version,
+    )
+}
+
+/// `gtm domain promote`: the domain's transferred records its own.
+fn promote(
+    domain: &str,
+    current: &Arc<Config>,
+    layout: Option<&Layout>,
+    committed: &Committed<'_>,
+    version: u64,
+) -> Result<Proposed, Change> {
+    let config = super::transfer_in::promoted(current, domain)?;
+    let what = format!("promote {domain}: its transferred records are its own");
+    written(
+        config,
+        current,
+        layout,
+        committed,
+        Some(domain),
         what,
         version,
     )

@@ -46,6 +46,7 @@ pub mod inputs;
 pub mod operator;
 mod parts;
 pub mod schedule;
+mod transfer_in;
 mod tsig;
 mod update;
 mod zone_versions;

@@ -131,7 +131,8 @@ pub(super) fn run(
 pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
     let keys = TsigKeys::of(kv);
     // Every key the configuration names, with the path of its place: the
-    // domains' secondaries and update grants, the catalog's secondaries.
+    // domains' secondaries, update grants and primaries, the catalog's
+    // secondaries.
     let named = config
         .domains
         .iter()
@@ -146,7 +147,10 @@ pub(super) fn unknown_keys(kv: &Map, config: &Config) -> Option<ConfigErrors> {
                 .iter()
                 .enumerate()
                 .map(move |(i, g)| (format!("domain {} / updates[{i}]", d.name), &g.key));
-            secondaries.chain(grants)
+            let primary = d.primary.iter().filter_map(move |p| {
+                Some((format!("domain {} / primary", d.name), p.key.as_ref()?))
+            });
+            secondaries.chain(grants).chain(primary)
         })
         .chain(config.catalog.iter().flat_map(|c| {
             c.secondaries

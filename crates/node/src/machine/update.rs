@@ -121,17 +121,20 @@ fn absolute(name: &str) -> String {
 /// A record's data as zone-file texts: its addresses' IPs or targets, or
 /// its values.
 fn texts(r: &Record) -> Vec<String> {
-    let mut out: Vec<String> = r
-        .addresses
-        .iter()
-        .filter_map(|a| match (a.ip, a.target()) {
-            (Some(ip), _) => Some(ip.to_string()),
-            (None, Some(t)) => Some(t.to_string()),
-            _ => None,
-        })
-        .collect();
+    let mut out: Vec<String> = r.addresses.iter().filter_map(address_text).collect();
     out.extend(r.values().iter().cloned());
     out
+}
+
+/// An address's data in zone-file syntax: an MX's or SRV's value, an IP,
+/// or a CNAME's target.
+fn address_text(a: &Address) -> Option<String> {
+    match (a.value(), a.ip, a.target()) {
+        (Some(v), _, _) => Some(v.to_string()),
+        (None, Some(ip), _) => Some(ip.to_string()),
+        (None, None, Some(t)) => Some(t.to_string()),
+        _ => None,
+    }
 }
 
 /// Data of type `kind` in zone-file syntax, relative names under
@@ -398,14 +401,7 @@ fn change(zone: &Zone, d: &mut Domain, rr: &UpdateRr) {
                 let matches = |t: &str| data_of(kind, t, &zone.origin).is_ok_and(|v| v == data);
                 let mut fields = RecordFields::from(Record::clone(&d.records[i]));
                 let mut addresses = fields.addresses.into_vec();
-                addresses.retain(|a| {
-                    let t = match (a.ip, a.target()) {
-                        (Some(ip), _) => ip.to_string(),
-                        (None, Some(t)) => t.to_string(),
-                        _ => return true,
-                    };
-                    !matches(&t)
-                });
+                addresses.retain(|a| address_text(a).is_none_or(|t| !matches(&t)));
                 fields.addresses = addresses.into();
                 let mut values = fields.values.into_vec();
                 values.retain(|v| !matches(v));
@@ -475,6 +471,23 @@ fn add(zone: &Zone, d: &mut Domain, rr: &UpdateRr, text: &str, at: Option<usize>
         if !present {
             let mut addresses = fields.addresses.into_vec();
             addresses.push(address(text));
+            fields.addresses = addresses.into();
+        }
+    } else if !fields.addresses.is_empty() {
+        // A steered MX or SRV: the data is an address's value.
+        if !fields
+            .addresses
+            .iter()
+            .any(|a| a.value().is_some_and(&held))
+        {
+            let mut addresses = fields.addresses.into_vec();
+            addresses.push(
+                AddressFields {
+                    value: Some(text.into()),
+                    ..AddressFields::default()
+                }
+                .into(),
+            );
             fields.addresses = addresses.into();
         }
     } else if !fields.values.iter().any(|v| held(v)) {

@@ -88,8 +88,9 @@ pub(super) fn fqdn(name: &str, origin: &Name) -> Result<Name, NameError> {
     Ok(full.to_lowercase())
 }
 
-/// The data of an A, AAAA or CNAME answer.
-pub(super) fn answer_rdata(kind: RecordType, value: &str) -> Result<RData, DataError> {
+/// The data of a steered answer: an A, AAAA or CNAME, or an MX or SRV
+/// (relative names under `apex`).
+pub(super) fn answer_rdata(kind: RecordType, value: &str, apex: &Name) -> Result<RData, DataError> {
     match kind {
         RecordType::A => match IpAddr::from_str(value) {
             Ok(IpAddr::V4(v4)) => Ok(RData::A(A(v4))),
@@ -105,6 +106,7 @@ pub(super) fn answer_rdata(kind: RecordType, value: &str) -> Result<RData, DataE
         },
         // Targets are full names, with or without the final dot.
         RecordType::CNAME => Ok(RData::CNAME(CNAME(fqdn(value, &Name::root())?))),
+        kind if kind.steers_values() => static_rdata(kind, value, apex),
         kind => Err(DataError::NotAnAnswer { kind }),
     }
 }
