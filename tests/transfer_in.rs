@@ -114,7 +114,7 @@ async fn a_pair_serves_a_zone_transferred_in_follows_its_primary_and_promotes_it
         assert!(std::env::var_os("CI").is_none(), "nsd is not installed");
         return;
     }
-    let (_dir, a, b) = crate::cluster::pair(197);
+    let (_dir, a, mut b) = crate::cluster::pair(197);
     let secret = a
         .ok(&["tsig", "add", "legacy"])
         .lines()
@@ -162,6 +162,14 @@ addresses = [{{ ip = "192.0.2.80" }}]
     assert!(exported.contains("serial = 1"), "{exported}");
     let history = a.ok(&["config", "history"]);
     assert!(history.contains("transfer of legacy.test"), "{history}");
+
+    // A device killed and started again serves the committed transfer.
+    b.kill();
+    b.restart();
+    until("the transferred zone after a restart", async || {
+        has(&answered(&b).await, "mail.legacy.test. A", "198.51.100.25")
+    })
+    .await;
 
     // The primary changes: the pair follows at the SOA refresh.
     primary.serve(&legacy_zone(2, "new A 198.51.100.7\n"));

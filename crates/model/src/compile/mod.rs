@@ -69,7 +69,7 @@ pub use primary::layered;
 pub use rdata::{MAX_CHARACTER_STRING, absolute, presentation, read_value};
 pub use regions::rule_sets;
 pub use scenarios::BUILTIN_SCENARIOS;
-pub use secondaries::SIGNED_EXPIRE_MAX;
+pub use secondaries::{SIGNED_EXPIRE_MAX, socket_address};
 pub use size::MAX_NAME_BYTES;
 pub use status::{StatusSet, StatusSetError, parse_status_set};
 pub use views::DEFAULT_VIEW;

@@ -8,7 +8,7 @@ use crate::config::Domain;
 pub const SIGNED_EXPIRE_MAX: u32 = 604_800;
 
 /// `IP` or `IP:port` (port 53 by default).
-pub(super) fn socket_address(text: &str) -> Option<std::net::SocketAddr> {
+pub fn socket_address(text: &str) -> Option<std::net::SocketAddr> {
     text.parse::<std::net::SocketAddr>()
         .or_else(|_| {
             text.parse::<std::net::IpAddr>()

@@ -153,16 +153,8 @@ async fn refresh(
     let Some(primary) = &d.primary else {
         return Ok(false);
     };
-    let address = primary
-        .address
-        .parse::<std::net::SocketAddr>()
-        .or_else(|_| {
-            primary
-                .address
-                .parse::<std::net::IpAddr>()
-                .map(|ip| std::net::SocketAddr::new(ip, 53))
-        })
-        .map_err(|_| format!("address {:?} does not read", primary.address))?;
+    let address = gtm_model::compile::socket_address(&primary.address)
+        .ok_or_else(|| format!("address {:?} does not read", primary.address))?;
     let key = match &primary.key {
         None => None,
         Some(name) => Some(
