@@ -584,11 +584,15 @@ async fn extended_errors_are_read_by_kdig_and_dig_only_with_edns() {
             assert!(!out.contains("EDE"), "an answer says nothing: {out}");
         }
     }
-    // NOTIFY (an opcode gtm does not take): NOTIMP, Not Supported.
+    // STATUS (an opcode gtm does not take): NOTIMP, Not Supported. A
+    // NOTIFY for a domain with no primary: REFUSED, Prohibited.
     if let Some(bin) = tool("dig", "bind9-dnsutils") {
-        let out = said_by(&bin, &d, &["+opcode=notify", "example.test", "SOA"]);
+        let out = said_by(&bin, &d, &["+opcode=status", "example.test", "SOA"]);
         assert!(out.contains("NOTIMP"), "{out}");
         assert!(out.contains("EDE: 21 (Not Supported)"), "{out}");
+        let out = said_by(&bin, &d, &["+opcode=notify", "example.test", "SOA"]);
+        assert!(out.contains("status: REFUSED"), "{out}");
+        assert!(out.contains("EDE: 18 (Prohibited)"), "{out}");
     }
 }
 

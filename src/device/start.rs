@@ -325,11 +325,13 @@ pub(super) fn spawn_replicated(workers: &Workers, judge: &Arc<gtm_node::judge::J
     });
     // A domain's primary that cannot be transferred from degrades the
     // device until it can.
-    let failing = Arc::new(gtm_node::workers::transfer_in::Failing::default());
+    // It also takes the NOTIFYs the device's DNS receives.
+    let transfer_in = Arc::new(gtm_node::workers::transfer_in::TransferIn::new(engine));
     {
-        let f = failing.clone();
-        workers.watch("zones-in", move || f.observed());
+        let t = transfer_in.clone();
+        workers.watch("zones-in", move || t.observed());
     }
+    engine.dns().notices.serve(transfer_in.clone());
     restarting(workers, "transfer-in", {
         let (r, e, stop) = (replication.clone(), engine.clone(), workers.token());
         let device = engine.device().to_string();
@@ -338,7 +340,7 @@ pub(super) fn spawn_replicated(workers: &Workers, judge: &Arc<gtm_node::judge::J
                 r.clone(),
                 e.clone(),
                 device.clone(),
-                failing.clone(),
+                transfer_in.clone(),
                 stop.clone(),
             )
         }

@@ -19,14 +19,18 @@ pub const OPTION_CODE: u16 = 15;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ede {
     /// 18 Prohibited: a zone transfer asked by a client the zone does not
-    /// list as a secondary (with that key, from that address).
+    /// list as a secondary (with that key, from that address); a NOTIFY
+    /// for a domain with no primary, or not from its primary's address, or
+    /// not signed with its primary's key.
     Prohibited,
     /// 20 Not Authoritative: REFUSED for a name outside the zones served
     /// to the client (its view's included), for a class other than IN,
-    /// and for a CH name other than the identity names.
+    /// for a CH name other than the identity names, and for a NOTIFY of a
+    /// domain not served.
     NotAuthoritative,
-    /// 21 Not Supported: NOTIMP for an opcode other than QUERY (NOTIFY and
-    /// UPDATE among them), REFUSED for AXFR or IXFR over UDP.
+    /// 21 Not Supported: NOTIMP for an opcode other than QUERY, NOTIFY and
+    /// UPDATE (and for these two on a device that takes none), REFUSED
+    /// for AXFR or IXFR over UDP.
     NotSupported,
     /// 30 Invalid Query Type: FORMERR for a question of type NXNAME
     /// (RFC 9824 §3.5).

@@ -59,6 +59,8 @@ pub struct DnsState {
     pub dnstap: Arc<TapSlot>,
     /// Dynamic updates: what decides them, and how many wait (`update`).
     pub updates: Arc<super::updater::Updates>,
+    /// NOTIFYs from primaries: what takes them (`notify_in`).
+    pub notices: Arc<super::notify_in::Notices>,
 }
 
 impl DnsState {
@@ -75,6 +77,7 @@ impl DnsState {
             transfers: Arc::default(),
             dnstap: Arc::default(),
             updates: Arc::default(),
+            notices: Arc::default(),
         }
     }
 
@@ -387,6 +390,20 @@ pub fn answer_noted(
         Some(s) => s.sign(&mut out, now).map(|_| out),
         None => Some(out),
     };
+    // A NOTIFY from a primary, when this device takes them.
+    if request.metadata.op_code == OpCode::Notify
+        && let Some((code, ede)) = state
+            .notices
+            .decide(&request, signing.as_ref().map(|s| s.key.as_str()))
+    {
+        // RFC 1996 §4.7: authoritative when taken.
+        let mut d = bare(state, &request, code, ede);
+        d.metadata.authoritative = code == ResponseCode::NoError;
+        state
+            .metrics
+            .response(u16::from(RecordType::SOA), u16::from(code));
+        return sign(encode(&request, &d, false)?);
+    }
     let mut d = handler.decide_noted(&request, info, draw, note);
     super::cookies::add_options(
         &state.cookies,
@@ -419,6 +436,36 @@ pub fn answer_noted(
     // large OPT): header and OPT only.
     d.echo_question = false;
     sign(encode(&request, &d, false)?)
+}
+
+/// A response with no records (to an UPDATE or a NOTIFY): the request's
+/// header with `code`, its question, and an OPT (with the extended error
+/// `ede`) when it had one.
+pub(crate) fn bare(
+    state: &DnsState,
+    request: &Request,
+    code: ResponseCode,
+    ede: Option<Ede>,
+) -> Decided {
+    let mut metadata = Metadata::response_from_request(&request.metadata);
+    metadata.response_code = code;
+    let edns = request.edns.as_ref().map(|_| {
+        let mut e = Edns::new();
+        e.set_max_payload(state.edns_payload);
+        e.set_version(0);
+        if let Some(ede) = ede {
+            e.options_mut().insert(ede.option());
+        }
+        e
+    });
+    Decided {
+        metadata,
+        answers: Vec::new(),
+        authority: Vec::new(),
+        additional: Vec::new(),
+        edns,
+        echo_question: request.queries.queries().len() <= 1,
+    }
 }
 
 /// The NOTAUTH answer to a query whose TSIG failed (RFC 8945 §5.2): the

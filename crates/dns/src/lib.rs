@@ -17,6 +17,7 @@ pub mod lookup;
 pub mod malformed;
 pub mod metrics;
 pub mod notify;
+pub mod notify_in;
 mod referral;
 pub mod resolved;
 pub mod rrl;

@@ -25,14 +25,14 @@ use std::{net::SocketAddr, sync::Arc};
 pub use super::updater::*;
 use hickory_server::{
     proto::{
-        op::{Edns, Metadata, OpCode},
+        op::OpCode,
         rr::{DNSClass, Name, RData, Record, RecordType},
     },
     server::Request,
 };
 
 use super::{
-    handler::{Decided, Handler, Transport, encode, tsig_refused},
+    handler::{Handler, Transport, bare, encode, tsig_refused},
     malformed::Reason,
     tsig::{self, Signing, Verified},
     wire,
@@ -186,22 +186,7 @@ fn answer(
     signing: Option<&Signing>,
 ) -> Option<Vec<u8>> {
     let state = &handler.state;
-    let mut metadata = Metadata::response_from_request(&request.metadata);
-    metadata.response_code = code;
-    let edns = request.edns.as_ref().map(|_| {
-        let mut e = Edns::new();
-        e.set_max_payload(state.edns_payload);
-        e.set_version(0);
-        e
-    });
-    let d = Decided {
-        metadata,
-        answers: Vec::new(),
-        authority: Vec::new(),
-        additional: Vec::new(),
-        edns,
-        echo_question: request.queries.queries().len() <= 1,
-    };
+    let d = bare(state, request, code, None);
     state
         .metrics
         .response(u16::from(RecordType::SOA), u16::from(code));

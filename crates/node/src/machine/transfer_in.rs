@@ -49,6 +49,20 @@ pub(super) fn transferred(config: &Config, t: &Transferred) -> Result<Config, Ch
             ));
         }
     }
+    // A transfer of a serial that is not newer than the one held (two
+    // devices told by the same NOTIFY, or one that took long) changes
+    // nothing: the zone never goes back (RFC 1982).
+    let held = domain
+        .primary
+        .as_ref()
+        .and_then(|p| p.serial)
+        .filter(|_| domain.records.iter().any(|r| r.is_transferred()));
+    if let Some(held) = held {
+        use hickory_proto::rr::SerialNumber;
+        if SerialNumber::new(t.serial) <= SerialNumber::new(held) {
+            return Ok(config.clone());
+        }
+    }
     let label = format!("the transfer from {}", t.primary);
     let imported = gtm_model::zonefile::read(&t.zone, &label, Some(&domain.name))
         .map_err(|errors| rejected(ErrorKind::InvalidConfig, errors.join("\n")))?;
@@ -177,6 +191,18 @@ addresses = [{ ip = "192.0.2.80", hc = "static" }, { ip = "192.0.2.81" }]
         let www: Vec<_> = d.records.iter().filter(|r| &*r.name == "www").collect();
         assert_eq!(www.len(), 2, "the own A and the transferred TXT");
         assert_eq!(www[0].addresses.len(), 2, "the own A kept");
+
+        // The same serial again, or an older one, changes nothing.
+        assert_eq!(
+            transferred(&after, &transfer(7)).ok().as_ref(),
+            Some(&after)
+        );
+        assert_eq!(
+            transferred(&after, &transfer(6)).ok().as_ref(),
+            Some(&after)
+        );
+        let newer = transferred(&after, &transfer(8)).ok().unwrap();
+        assert_eq!(newer.domains[0].primary.as_ref().unwrap().serial, Some(8));
 
         // A transfer for another primary, or a domain without one, is refused.
         let mut other = transfer(8);

@@ -3,16 +3,20 @@
 //!
 //! The leader (or a device in no cluster) asks each primary for the zone's
 //! SOA serial when the domain has none transferred yet, then every
-//! `soa.refresh` seconds (`soa.retry` after a failure); a serial other
-//! than the one the configuration keeps starts an AXFR, and the zone is
-//! proposed as one [`Action::Transfer`] command, so every device serves
-//! what was committed and none transfers for itself. A primary that
-//! cannot be asked or transferred from is said in the device's health
-//! ([`Failing`], the `zones-in` component) until it can.
+//! `soa.refresh` seconds (`soa.retry` after a failure); a device of any
+//! role asks at once when the primary sends it a NOTIFY ([`TransferIn`]
+//! takes them from the DNS layer). A serial newer than the one the
+//! configuration keeps (RFC 1982) starts a transfer: IXFR from the zone
+//! this device transferred last, when it holds it at that serial, else
+//! AXFR. The zone is proposed as one [`Action::Transfer`] command, so
+//! every device serves what was committed. A primary that cannot be asked
+//! or transferred from is said in the device's health (the `zones-in`
+//! component) until it can.
 
 use std::{
-    collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
+    collections::{BTreeMap, BTreeSet, HashMap},
+    net::IpAddr,
+    sync::{Arc, Mutex, Weak},
     time::{Duration, Instant},
 };
 
@@ -21,9 +25,16 @@ use crate::{
     replication::{ApplyError, Replication},
     workers::Observed,
 };
-use gtm_dns::{tsig::TsigKeys, xfr_in};
+use gtm_dns::{
+    notify_in::{Refusal, Secondary},
+    tsig::TsigKeys,
+    xfr_in::{self, How, Zone},
+};
 use gtm_engine::Engine;
-use gtm_model::{actor::Actor, config::Domain};
+use gtm_model::{
+    actor::Actor,
+    config::{Domain, same_name},
+};
 
 /// How often the worker looks for due domains.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
@@ -35,10 +46,90 @@ const RETRY: u32 = 600;
 /// The name transfers act as, with the proposing device.
 pub const TRANSFER_USER: &str = "transfer-in";
 
+/// What the worker keeps across its restarts, and what takes the NOTIFYs
+/// the DNS layer receives.
+#[derive(Debug)]
+pub struct TransferIn {
+    /// Weak: the DNS state that holds this is held by the engine.
+    engine: Weak<Engine>,
+    failing: Failing,
+    /// The domains a NOTIFY named since the worker last looked.
+    notified: Mutex<BTreeSet<String>>,
+    wake: tokio::sync::Notify,
+    /// The zone this device transferred last for each domain, with the
+    /// primary it came from: what an IXFR is applied to.
+    held: Mutex<HashMap<String, (String, Arc<Zone>)>>,
+}
+
+impl TransferIn {
+    pub fn new(engine: &Arc<Engine>) -> Self {
+        Self {
+            engine: Arc::downgrade(engine),
+            failing: Failing::default(),
+            notified: Mutex::default(),
+            wake: tokio::sync::Notify::new(),
+            held: Mutex::default(),
+        }
+    }
+
+    /// The `zones-in` component's state.
+    pub fn observed(&self) -> Observed {
+        self.failing.observed()
+    }
+
+    fn take_notified(&self) -> BTreeSet<String> {
+        std::mem::take(&mut *self.notified.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The zone held for `domain` at `serial` from `primary`.
+    fn held(&self, domain: &str, primary: &str, serial: Option<u32>) -> Option<Arc<Zone>> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let (from, zone) = held.get(domain)?;
+        (from == primary && Some(zone.serial) == serial).then(|| zone.clone())
+    }
+
+    fn hold(&self, domain: &str, primary: &str, zone: Arc<Zone>) {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(domain.to_string(), (primary.to_string(), zone));
+    }
+}
+
+impl Secondary for TransferIn {
+    fn notified(&self, zone: &str, from: IpAddr, key: Option<&str>) -> Result<(), Refusal> {
+        let engine = self.engine.upgrade().ok_or(Refusal::NotServed)?;
+        let config = engine.config();
+        let domain = config
+            .domains
+            .iter()
+            .find(|d| d.view.is_none() && same_name(&d.name, zone))
+            .ok_or(Refusal::NotServed)?;
+        let primary = domain.primary.as_ref().ok_or(Refusal::NoPrimary)?;
+        let address =
+            gtm_model::compile::socket_address(&primary.address).ok_or(Refusal::NotFromPrimary)?;
+        if address.ip() != from {
+            return Err(Refusal::NotFromPrimary);
+        }
+        if let Some(wanted) = &primary.key
+            && key != Some(wanted.as_str())
+        {
+            return Err(Refusal::NotSigned);
+        }
+        // At most one mark per domain with a primary: bounded.
+        self.notified
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(domain.name.clone());
+        self.wake.notify_one();
+        Ok(())
+    }
+}
+
 /// The domains whose primary cannot be transferred from now, each with
 /// why: what the device's health says.
 #[derive(Debug, Default)]
-pub struct Failing(Mutex<BTreeMap<String, String>>);
+struct Failing(Mutex<BTreeMap<String, String>>);
 
 impl Failing {
     /// The component's state: failed while a domain's transfer is.
@@ -82,25 +173,28 @@ pub async fn run(
     replication: Arc<Replication>,
     engine: Arc<Engine>,
     device: String,
-    failing: Arc<Failing>,
+    shared: Arc<TransferIn>,
     stop: tokio_util::sync::CancellationToken,
 ) {
+    let failing = &shared.failing;
     // When each domain is due, for the primary it was due with.
     let mut due: HashMap<String, (String, Instant)> = HashMap::new();
     loop {
         tokio::select! {
             () = tokio::time::sleep(LOOK_EVERY) => {}
+            () = shared.wake.notified() => {}
             () = stop.cancelled() => return,
         }
-        if !replication.proposes_for_cluster() {
+        let notified = shared.take_notified();
+        let leads = replication.proposes_for_cluster();
+        if !leads {
             due.clear();
             failing.keep(|_| false);
-            continue;
+            if notified.is_empty() {
+                continue;
+            }
         }
-        let reader = engine.clone();
-        let Ok(config) = tokio::task::spawn_blocking(move || reader.config()).await else {
-            continue;
-        };
+        let config = engine.config();
         let domains: Vec<&Domain> = config
             .domains
             .iter()
@@ -109,18 +203,26 @@ pub async fn run(
             .collect();
         due.retain(|name, _| domains.iter().any(|d| d.name == *name));
         failing.keep(|name| domains.iter().any(|d| d.name == name));
+        shared
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|name, _| domains.iter().any(|d| d.name == *name));
         let keys = TsigKeys::of(&*replication.state().await);
         for d in domains {
             let Some(primary) = &d.primary else { continue };
             let now = Instant::now();
-            if let Some((address, at)) = due.get(&d.name)
-                && *address == primary.address
-                && now < *at
+            let noticed = notified.contains(&d.name);
+            if !noticed
+                && (!leads
+                    || due
+                        .get(&d.name)
+                        .is_some_and(|(address, at)| *address == primary.address && now < *at))
             {
                 continue;
             }
             let soa = d.soa.clone().unwrap_or_default();
-            let after = match refresh(&replication, &device, d, &keys).await {
+            let after = match refresh(&replication, &shared, &device, d, &keys).await {
                 // Asked again at once: the zone's own timers (the primary's)
                 // are in the configuration the transfer made.
                 Ok(true) => {
@@ -143,9 +245,10 @@ pub async fn run(
 }
 
 /// Asks `d`'s primary for its serial, and transfers and proposes the zone
-/// when it is not the one the configuration keeps: whether it did.
+/// when it is newer than the one the configuration keeps: whether it did.
 async fn refresh(
     replication: &Replication,
+    shared: &TransferIn,
     device: &str,
     d: &Domain,
     keys: &TsigKeys,
@@ -167,13 +270,28 @@ async fn refresh(
     let serial = xfr_in::serial(address, &zone, key.as_ref())
         .await
         .map_err(|e| format!("SOA query: {e}"))?;
-    let held = d.records.iter().any(|r| r.is_transferred());
-    if primary.serial == Some(serial) && held {
+    let kept = primary
+        .serial
+        .filter(|_| d.records.iter().any(|r| r.is_transferred()));
+    if let Some(kept) = kept {
+        use hickory_proto::rr::SerialNumber;
+        if serial == kept {
+            return Ok(false);
+        }
+        if SerialNumber::new(serial) < SerialNumber::new(kept) {
+            return Err(format!(
+                "its serial {serial} is older than the transferred {kept}: \
+                 a secondary follows newer serials only (RFC 1982)"
+            ));
+        }
+    }
+    let held = shared.held(&d.name, &primary.address, kept);
+    let (transferred, how) =
+        xfr_in::transfer(address, &zone, key.as_ref(), held.as_deref()).await?;
+    if how == How::Current {
         return Ok(false);
     }
-    let transferred = xfr_in::axfr(address, &zone, key.as_ref())
-        .await
-        .map_err(|e| format!("AXFR: {e}"))?;
+    let transferred = Arc::new(transferred);
     let actor = Actor {
         user: TRANSFER_USER.into(),
         device: device.to_string(),
@@ -182,11 +300,12 @@ async fn refresh(
         domain: d.name.clone(),
         primary: primary.address.clone(),
         serial: transferred.serial,
-        zone: transferred.text,
+        zone: transferred.text.clone(),
     }));
     match replication.propose(actor, None, action).await {
         Ok(_) => {
-            tracing::info!(domain = %d.name, serial = transferred.serial, records = transferred.records, "transferred in");
+            tracing::info!(domain = %d.name, serial = transferred.serial, how = how.as_str(), records = transferred.records, "transferred in");
+            shared.hold(&d.name, &primary.address, transferred);
             Ok(true)
         }
         Err(ApplyError::Rejected(e)) => {
