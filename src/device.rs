@@ -235,14 +235,6 @@ impl Device {
         )
         .await?;
         replication.set_history_keep(settings.history_keep());
-        // RFC 2136 updates are decided by the replicated state from now on.
-        engine.dns().updates.serve(
-            tokio::runtime::Handle::current(),
-            Arc::new(gtm_node::updates::DnsUpdates::new(
-                &replication,
-                &settings.name,
-            )),
-        );
         replication.set_mutual_tls(tls.is_some());
         let peers = Arc::new(Peers::default());
         let peer_http = peer_client(Duration::from_secs(3))?;
@@ -252,6 +244,12 @@ impl Device {
             replication: replication.clone(),
             http: peer_http.clone(),
         });
+        // RFC 2136 updates are judged on every device and decided by the
+        // replicated state from now on.
+        engine.dns().updates.serve(
+            tokio::runtime::Handle::current(),
+            Arc::new(gtm_node::updates::DnsUpdates::new(&judge, &settings.name)),
+        );
         start::spawn_replicated(&workers, &judge);
         let alerts = start::spawn_alerts(&workers, &engine, &replication, &settings.datacenter);
         // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).

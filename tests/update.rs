@@ -227,3 +227,71 @@ async fn updates_through_either_device_are_granted_judged_and_replicated() {
     b.restart();
     until(&b, "host.k8s.upd.test.", RecordType::A, &["192.0.2.10"]).await;
 }
+
+/// An update is judged on every device before it is proposed, as an API
+/// write is: gtm2 may not probe .11 (its `probe_networks` fence), so it
+/// answers `edge.k8s` from .22 alone. A delete of .22 sent to gtm1 would
+/// leave gtm2 with no answer: REFUSED, nothing changed. A delete of .11
+/// leaves both an answer: applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_that_would_empty_a_record_on_another_device_is_refused() {
+    if tool("nsupdate", "bind9-dnsutils").is_none() {
+        return;
+    }
+    const NET: &str = "127.0.188";
+    let backend = async |ip: &str| {
+        crate::backends::HttpBackend::start_at(format!("{ip}:18080").parse().unwrap()).await
+    };
+    let _b1 = backend(&format!("{NET}.11")).await;
+    let _b2 = backend(&format!("{NET}.22")).await;
+    let root = tempfile::tempdir().unwrap();
+    let a = Proc::start(root.path(), "gtm1", "dc1", &format!("{NET}.1"));
+    let fence = format!("probe_networks = [\"{NET}.22/32\"]");
+    let b = Proc::start_with(root.path(), "gtm2", "dc1", &format!("{NET}.2"), &fence);
+    a.ok(&["cluster", "init"]);
+    b.join(&a);
+    let acme = tsig_add(&a, "acme");
+    a.apply_ok(&format!(
+        r#"{ZONE}
+[[check]]
+name = "port"
+type = "tcp"
+port = 18080
+interval = "500ms"
+timeout = "400ms"
+failures = 1
+successes = 1
+
+[[domain.record]]
+name = "edge.k8s"
+type = "A"
+addresses = [{{ ip = "{NET}.11", hc = "check:port" }}, {{ ip = "{NET}.22", hc = "check:port" }}]
+"#
+    ));
+    let (eleven, twenty_two) = (format!("{NET}.11"), format!("{NET}.22"));
+    let edge = "edge.k8s.upd.test.";
+    until(&a, edge, RecordType::A, &[&eleven, &twenty_two]).await;
+    until(&b, edge, RecordType::A, &[&twenty_two]).await;
+    let key = Some(("acme", acme.as_str()));
+
+    let (ok, out) = nsupdate(
+        &a,
+        key,
+        false,
+        &format!("update delete {edge} A {twenty_two}"),
+    )
+    .await;
+    assert!(!ok, "the update went through: {out}");
+    assert!(out.contains("REFUSED"), "{out}");
+    let history = a.ok(&["config", "history"]);
+    assert!(
+        !history.contains("key:acme"),
+        "refused, yet a version: {history}"
+    );
+    until(&b, edge, RecordType::A, &[&twenty_two]).await;
+
+    let (ok, out) = nsupdate(&b, key, false, &format!("update delete {edge} A {eleven}")).await;
+    assert!(ok, "{out}");
+    until(&a, edge, RecordType::A, &[&twenty_two]).await;
+    until(&b, edge, RecordType::A, &[&twenty_two]).await;
+}

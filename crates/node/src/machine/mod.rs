@@ -79,6 +79,16 @@ const ORDER_PREFIX: &str = "outcome-order/";
 /// flight (retried) at once.
 pub const OUTCOMES_KEPT: usize = 1000;
 /// Whether the map holds a committed configuration.
+/// The configuration the RFC 2136 `update` would make of `config` if it
+/// were applied now, or `None` when the state machine would refuse it:
+/// what an update is judged by on every device before it is proposed.
+pub fn updated(
+    config: &gtm_model::Config,
+    update: &gtm_dns::update::Update,
+) -> Option<gtm_model::Config> {
+    update::apply(config, update).ok()
+}
+
 pub fn has_config(kv: &Map) -> bool {
     kv.contains_key(parts::LIST_KEY) || kv.contains_key(CONFIG_KEY)
 }
