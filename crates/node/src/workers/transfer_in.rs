@@ -36,7 +36,8 @@ use gtm_model::{
     config::{Domain, same_name},
 };
 
-/// How often the worker looks for due domains.
+/// How often the worker looks for due domains, and the least time between
+/// two looks.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// `soa.refresh` and `soa.retry` when the domain sets none (RFC 1912's
 /// advice for refresh; retry a fraction of it).
@@ -179,12 +180,23 @@ pub async fn run(
     let failing = &shared.failing;
     // When each domain is due, for the primary it was due with.
     let mut due: HashMap<String, (String, Instant)> = HashMap::new();
+    let mut looked = Instant::now();
     loop {
         tokio::select! {
             () = tokio::time::sleep(LOOK_EVERY) => {}
             () = shared.wake.notified() => {}
             () = stop.cancelled() => return,
         }
+        // At most one look a second, however many NOTIFYs come: each asks
+        // every noticed primary for its serial once.
+        let early = LOOK_EVERY.saturating_sub(looked.elapsed());
+        if !early.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(early) => {}
+                () = stop.cancelled() => return,
+            }
+        }
+        looked = Instant::now();
         let notified = shared.take_notified();
         let leads = replication.proposes_for_cluster();
         if !leads {
