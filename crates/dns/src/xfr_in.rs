@@ -49,6 +49,8 @@ pub struct Zone {
     /// data (the same zone makes the same text, however transferred).
     pub text: String,
     pub records: usize,
+    /// Its SOA's refresh: when the primary wants to be asked again.
+    pub refresh: u32,
 }
 
 /// How a transfer came.
@@ -384,6 +386,8 @@ struct Reading {
     phase: Phase,
     /// The newest serial and its SOA's line.
     newest: Option<(u32, String)>,
+    /// The newest SOA's refresh.
+    refresh: u32,
     /// The zone's records but its SOA, by identity.
     records: BTreeMap<String, String>,
     count: usize,
@@ -402,6 +406,7 @@ impl Reading {
             held: held.map(|h| h.serial),
             phase: Phase::Start,
             newest: None,
+            refresh: 0,
             records,
             count: 0,
         })
@@ -416,7 +421,7 @@ impl Reading {
         if self.count > MAX_RECORDS * 2 {
             return Err(format!("the transfer has over {} records", MAX_RECORDS * 2));
         }
-        let soa = match &r.data {
+        let (soa, refresh) = match &r.data {
             RData::SOA(soa) => {
                 if r.name != self.zone {
                     return Err(format!(
@@ -424,15 +429,16 @@ impl Reading {
                         r.name, self.zone
                     ));
                 }
-                Some(soa.serial)
+                (Some(soa.serial), soa.refresh)
             }
-            _ => None,
+            _ => (None, 0),
         };
         let (identity, text) = line(r);
         let newest = self.newest.as_ref().map(|(s, _)| *s);
         self.phase = match (self.phase, soa) {
             (Phase::Start, Some(serial)) => {
                 self.newest = Some((serial, text));
+                self.refresh = u32::try_from(refresh).unwrap_or(0);
                 if self.held == Some(serial) {
                     Phase::Done(How::Current)
                 } else {
@@ -524,6 +530,7 @@ impl Reading {
                 serial,
                 text,
                 records: body.len() + 1,
+                refresh: self.refresh,
             },
             how,
         ))

@@ -235,13 +235,13 @@ pub async fn run(
             }
             let soa = d.soa.clone().unwrap_or_default();
             let after = match refresh(&replication, &shared, &device, d, &keys).await {
-                // Asked again at once: the zone's own timers (the primary's)
-                // are in the configuration the transfer made.
-                Ok(true) => {
+                // Transferred: asked again at the refresh of the SOA it
+                // brought (the configuration's timers are the zone's now).
+                Ok(Some(refresh)) => {
                     failing.set(&d.name, None);
-                    1
+                    refresh
                 }
-                Ok(false) => {
+                Ok(None) => {
                     failing.set(&d.name, None);
                     soa.refresh.unwrap_or(REFRESH)
                 }
@@ -257,16 +257,17 @@ pub async fn run(
 }
 
 /// Asks `d`'s primary for its serial, and transfers and proposes the zone
-/// when it is newer than the one the configuration keeps: whether it did.
+/// when it is newer than the one the configuration keeps: the transferred
+/// zone's SOA refresh when it did.
 async fn refresh(
     replication: &Replication,
     shared: &TransferIn,
     device: &str,
     d: &Domain,
     keys: &TsigKeys,
-) -> Result<bool, String> {
+) -> Result<Option<u32>, String> {
     let Some(primary) = &d.primary else {
-        return Ok(false);
+        return Ok(None);
     };
     let address = gtm_model::compile::socket_address(&primary.address)
         .ok_or_else(|| format!("address {:?} does not read", primary.address))?;
@@ -288,7 +289,7 @@ async fn refresh(
     if let Some(kept) = kept {
         use hickory_proto::rr::SerialNumber;
         if serial == kept {
-            return Ok(false);
+            return Ok(None);
         }
         if SerialNumber::new(serial) < SerialNumber::new(kept) {
             return Err(format!(
@@ -301,7 +302,7 @@ async fn refresh(
     let (transferred, how) =
         xfr_in::transfer(address, &zone, key.as_ref(), held.as_deref()).await?;
     if how == How::Current {
-        return Ok(false);
+        return Ok(None);
     }
     let transferred = Arc::new(transferred);
     let actor = Actor {
@@ -317,8 +318,9 @@ async fn refresh(
     match replication.propose(actor, None, action).await {
         Ok(_) => {
             tracing::info!(domain = %d.name, serial = transferred.serial, how = how.as_str(), records = transferred.records, "transferred in");
+            let refresh = transferred.refresh;
             shared.hold(&d.name, &primary.address, transferred);
-            Ok(true)
+            Ok(Some(refresh))
         }
         Err(ApplyError::Rejected(e)) => {
             Err(format!("the transferred zone is refused: {}", e.message))
