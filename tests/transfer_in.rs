@@ -404,6 +404,21 @@ async fn a_knot_primary_notifies_either_device_and_its_differences_are_applied()
     let exported = a.ok(&["config", "export"]);
     assert!(exported.contains("serial = 3"), "{exported}");
 
+    // A configuration applied without the transferred records drops them:
+    // the leader transfers the zone again at once, not at the hourly
+    // refresh.
+    a.apply_ok(&legacy_domain(addr));
+    for p in [&a, &b] {
+        until("the zone transferred again", async || {
+            let said = answered(p).await;
+            has(&said, "new.legacy.test. A", "198.51.100.8")
+                && has(&said, "mail.legacy.test. A", "198.51.100.25")
+        })
+        .await;
+    }
+    let history = a.ok(&["config", "history"]);
+    assert_eq!(history.matches("(serial 3)").count(), 2, "{history}");
+
     // NOTIFY is taken only from the primary's address, signed with its
     // key, for a domain that has a primary (dnspython as the judge).
     let signed = Some(secret.as_str());

@@ -178,8 +178,11 @@ pub async fn run(
     stop: tokio_util::sync::CancellationToken,
 ) {
     let failing = &shared.failing;
-    // When each domain is due, for the primary it was due with.
-    let mut due: HashMap<String, (String, Instant)> = HashMap::new();
+    // When each domain is due, for the primary and the kept serial it was
+    // due with: another primary, or a configuration that went back from
+    // that serial (applied without the transferred records, or rolled
+    // back), is due now.
+    let mut due: HashMap<String, Due> = HashMap::new();
     let mut looked = Instant::now();
     loop {
         tokio::select! {
@@ -225,47 +228,77 @@ pub async fn run(
             let Some(primary) = &d.primary else { continue };
             let now = Instant::now();
             let noticed = notified.contains(&d.name);
+            let kept = kept_serial(d);
             if !noticed
                 && (!leads
-                    || due
-                        .get(&d.name)
-                        .is_some_and(|(address, at)| *address == primary.address && now < *at))
+                    || due.get(&d.name).is_some_and(|due| {
+                        due.address == primary.address && !behind(kept, due.kept) && now < due.at
+                    }))
             {
                 continue;
             }
             let soa = d.soa.clone().unwrap_or_default();
-            let after = match refresh(&replication, &shared, &device, d, &keys).await {
+            let (after, kept) = match refresh(&replication, &shared, &device, d, &keys).await {
                 // Transferred: asked again at the refresh of the SOA it
-                // brought (the configuration's timers are the zone's now).
-                Ok(Some(refresh)) => {
+                // brought (the configuration's timers are the zone's now),
+                // the serial it brought kept.
+                Ok(Some(zone)) => {
                     failing.set(&d.name, None);
-                    refresh
+                    (zone.refresh, Some(zone.serial))
                 }
                 Ok(None) => {
                     failing.set(&d.name, None);
-                    soa.refresh.unwrap_or(REFRESH)
+                    (soa.refresh.unwrap_or(REFRESH), kept)
                 }
                 Err(why) => {
                     failing.set(&d.name, Some(format!("from {}: {why}", primary.address)));
-                    soa.retry.unwrap_or(RETRY)
+                    (soa.retry.unwrap_or(RETRY), kept)
                 }
             };
             let at = now + Duration::from_secs(u64::from(after.max(1)));
-            due.insert(d.name.clone(), (primary.address.clone(), at));
+            let address = primary.address.clone();
+            due.insert(d.name.clone(), Due { address, kept, at });
         }
+    }
+}
+
+/// When a domain is next asked for, and what it was asked with.
+struct Due {
+    address: String,
+    kept: Option<u32>,
+    at: Instant,
+}
+
+/// The primary's serial `d`'s configuration keeps, when it holds the
+/// records transferred at it.
+fn kept_serial(d: &Domain) -> Option<u32> {
+    d.primary
+        .as_ref()
+        .and_then(|p| p.serial)
+        .filter(|_| d.records.iter().any(|r| r.is_transferred()))
+}
+
+/// Whether the kept serial `kept` is behind `then` (none is behind any).
+/// A serial ahead was transferred by another device: nothing to do.
+fn behind(kept: Option<u32>, then: Option<u32>) -> bool {
+    use hickory_proto::rr::SerialNumber;
+    match (kept, then) {
+        (None, Some(_)) => true,
+        (Some(k), Some(t)) => SerialNumber::new(k) < SerialNumber::new(t),
+        _ => false,
     }
 }
 
 /// Asks `d`'s primary for its serial, and transfers and proposes the zone
 /// when it is newer than the one the configuration keeps: the transferred
-/// zone's SOA refresh when it did.
+/// zone when it did.
 async fn refresh(
     replication: &Replication,
     shared: &TransferIn,
     device: &str,
     d: &Domain,
     keys: &TsigKeys,
-) -> Result<Option<u32>, String> {
+) -> Result<Option<Arc<Zone>>, String> {
     let Some(primary) = &d.primary else {
         return Ok(None);
     };
@@ -283,10 +316,7 @@ async fn refresh(
     let serial = xfr_in::serial(address, &zone, key.as_ref())
         .await
         .map_err(|e| format!("SOA query: {e}"))?;
-    let kept = primary
-        .serial
-        .filter(|_| d.records.iter().any(|r| r.is_transferred()));
-    if let Some(kept) = kept {
+    if let Some(kept) = kept_serial(d) {
         use hickory_proto::rr::SerialNumber;
         if serial == kept {
             return Ok(None);
@@ -298,7 +328,7 @@ async fn refresh(
             ));
         }
     }
-    let held = shared.held(&d.name, &primary.address, kept);
+    let held = shared.held(&d.name, &primary.address, kept_serial(d));
     let (transferred, how) =
         xfr_in::transfer(address, &zone, key.as_ref(), held.as_deref()).await?;
     if how == How::Current {
@@ -318,13 +348,33 @@ async fn refresh(
     match replication.propose(actor, None, action).await {
         Ok(_) => {
             tracing::info!(domain = %d.name, serial = transferred.serial, how = how.as_str(), records = transferred.records, "transferred in");
-            let refresh = transferred.refresh;
-            shared.hold(&d.name, &primary.address, transferred);
-            Ok(Some(refresh))
+            shared.hold(&d.name, &primary.address, transferred.clone());
+            Ok(Some(transferred))
         }
         Err(ApplyError::Rejected(e)) => {
             Err(format!("the transferred zone is refused: {}", e.message))
         }
         Err(e) => Err(format!("the transferred zone could not be committed: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::behind;
+
+    #[test]
+    fn a_kept_serial_is_behind_when_dropped_or_older_and_not_when_ahead() {
+        assert!(behind(None, Some(3)));
+        assert!(behind(Some(2), Some(3)));
+        // RFC 1982: 4294967295 is before 2.
+        assert!(behind(Some(u32::MAX), Some(2)));
+        assert!(!behind(Some(3), Some(3)));
+        assert!(
+            !behind(Some(4), Some(3)),
+            "another device transferred a newer one"
+        );
+        assert!(!behind(Some(2), Some(u32::MAX)));
+        assert!(!behind(None, None));
+        assert!(!behind(Some(1), None));
     }
 }
