@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL=(udp_query tcp_framing config condition raft_rpc peer_report zonefile)
+ALL=(udp_query tcp_framing config condition raft_rpc peer_report zonefile transfer_in)
 seconds=600
 seed=
 runs=

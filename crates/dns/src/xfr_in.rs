@@ -200,11 +200,11 @@ impl Chain {
     }
 }
 
-/// A response read (and, with a chain, checked): the message and whether
-/// its records are proven (always, unsigned).
-fn answer(bytes: &[u8], chain: &mut Option<Chain>) -> Result<(Message, bool), String> {
+/// A response read at time `now` (and, with a chain, checked): the
+/// message and whether its records are proven (always, unsigned).
+fn answer(bytes: &[u8], chain: &mut Option<Chain>, now: u64) -> Result<(Message, bool), String> {
     let (m, proven) = match chain {
-        Some(c) => c.read(bytes, now())?,
+        Some(c) => c.read(bytes, now)?,
         None => (
             Message::from_vec(bytes).map_err(|e| format!("its answer does not read: {e}"))?,
             true,
@@ -240,7 +240,7 @@ pub async fn serial(
         .await
         .map_err(|_| format!("no answer to the SOA query in {}s", READ_TIMEOUT.as_secs()))?
         .map_err(|e| format!("{e}"))?;
-    let (m, _) = answer(&buf[..n], &mut chain)?;
+    let (m, _) = answer(&buf[..n], &mut chain, now())?;
     m.answers
         .iter()
         .find_map(|r| match &r.data {
@@ -314,7 +314,7 @@ async fn over_tcp(
     } else {
         RecordType::AXFR
     };
-    let (bytes, mut chain) = query(zone, rtype, held.map(|h| h.serial), key)?;
+    let (bytes, chain) = query(zone, rtype, held.map(|h| h.serial), key)?;
     let mut stream = tokio::time::timeout(READ_TIMEOUT, TcpStream::connect(primary))
         .await
         .map_err(|_| format!("cannot connect to {primary} in {}s", READ_TIMEOUT.as_secs()))?
@@ -327,25 +327,51 @@ async fn over_tcp(
         .await
         .map_err(|e| format!("cannot send the query: {e}"))?;
     let started = Instant::now();
-    let mut reading = Reading::new(zone.clone(), held)?;
+    let mut incoming = Incoming::new(zone.clone(), held, chain)?;
     loop {
         let bytes = read_message(&mut stream).await?;
-        let (m, proven) = answer(&bytes, &mut chain)?;
-        let mut done = false;
-        for r in &m.answers {
-            if reading.record(r)? {
-                done = true;
-                break;
-            }
-        }
-        if done {
-            if !proven {
-                return Err("its last answer is not signed".into());
-            }
-            let (zone_read, how) = reading.finish()?;
+        if let Some((zone_read, how)) = incoming.message(&bytes, now())? {
             tracing::debug!(%zone, how = how.as_str(), records = zone_read.records, ms = started.elapsed().as_millis() as u64, "transferred in");
             return Ok((zone_read, how));
         }
+    }
+}
+
+/// A transfer's answers read one message at a time, without I/O: each
+/// checked with the chain (when signed) and its records read into the
+/// zone they make.
+#[derive(Debug)]
+pub struct Incoming {
+    chain: Option<Chain>,
+    reading: Reading,
+}
+
+impl Incoming {
+    /// The reading of a transfer of `zone` (an IXFR from `held` when
+    /// given) whose query `chain` checks the answers of.
+    pub fn new(zone: Name, held: Option<&Zone>, chain: Option<Chain>) -> Result<Self, String> {
+        Ok(Self {
+            chain,
+            reading: Reading::new(zone, held)?,
+        })
+    }
+
+    /// Reads one answer at time `now`: the zone, and how it came, once the
+    /// transfer is whole; an error for anything wrong with it.
+    pub fn message(&mut self, bytes: &[u8], now: u64) -> Result<Option<(Zone, How)>, String> {
+        if matches!(self.reading.phase, Phase::Done(_)) {
+            return Err("it sent more after the transfer was whole".into());
+        }
+        let (m, proven) = answer(bytes, &mut self.chain, now)?;
+        for r in &m.answers {
+            if self.reading.record(r)? {
+                if !proven {
+                    return Err("its last answer is not signed".into());
+                }
+                return self.reading.finish().map(Some);
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -508,15 +534,15 @@ impl Reading {
         Ok(matches!(self.phase, Phase::Done(_)))
     }
 
-    /// The zone read, and how.
-    fn finish(self) -> Result<(Zone, How), String> {
+    /// The zone read, and how (once: what was read is taken).
+    fn finish(&mut self) -> Result<(Zone, How), String> {
         let Phase::Done(how) = self.phase else {
             return Err("the transfer ended early".into());
         };
-        let Some((serial, soa)) = self.newest else {
+        let Some((serial, soa)) = self.newest.take() else {
             return Err("the transfer has no SOA".into());
         };
-        let body: Vec<String> = self.records.into_values().collect();
+        let body: Vec<String> = std::mem::take(&mut self.records).into_values().collect();
         let mut text =
             String::with_capacity(body.iter().map(|l| l.len() + 1).sum::<usize>() + soa.len() + 1);
         text.push_str(&soa);

@@ -70,7 +70,52 @@ fn write_all() -> bool {
     conditions();
     raft();
     reports();
+    transfers();
     true
+}
+
+/// A primary's answers to a transfer of `example.test`, framed as over
+/// TCP after the selector byte (`transfer_in`): an AXFR in two messages,
+/// an IXFR of two differences from the target's held serial 7, and the
+/// one SOA of a zone that is current.
+fn transfers() {
+    use hickory_server::proto::{
+        op::{MessageType, OpCode},
+        rr::{
+            RData, Record,
+            rdata::{A, SOA},
+        },
+    };
+    let zone = Name::from_ascii("example.test.").expect("literal name");
+    let soa = |serial: u32| {
+        let ns = Name::from_ascii("ns1.example.test.").expect("literal name");
+        let admin = Name::from_ascii("admin.example.test.").expect("literal name");
+        let data = SOA::new(ns, admin, serial, 3600, 600, 86400, 60);
+        Record::from_rdata(zone.clone(), 300, RData::SOA(data))
+    };
+    let a = |name: &str, last: u8| {
+        let owner = Name::from_ascii(format!("{name}.example.test.")).expect("literal name");
+        Record::from_rdata(owner, 60, RData::A(A::new(192, 0, 2, last)))
+    };
+    let framed = |selector: u8, messages: Vec<Vec<Record>>| {
+        let mut out = vec![selector];
+        for records in messages {
+            let mut m = Message::new(1, MessageType::Response, OpCode::Query);
+            m.answers.extend(records);
+            let bytes = m.to_vec().expect("encoding an answer");
+            out.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+            out.extend_from_slice(&bytes);
+        }
+        out
+    };
+    let axfr = vec![vec![soa(8), a("a", 1)], vec![a("b", 9), soa(8)]];
+    write("transfer_in", "axfr", &framed(0, axfr));
+    let ixfr = vec![
+        vec![soa(9), soa(7), a("www", 2), soa(8), a("www", 3)],
+        vec![soa(8), soa(9), a("c", 4), soa(9)],
+    ];
+    write("transfer_in", "ixfr", &framed(1, ixfr));
+    write("transfer_in", "current", &framed(1, vec![vec![soa(7)]]));
 }
 
 fn dns() {
