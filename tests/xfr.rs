@@ -10,8 +10,8 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gtm::device::Device;
 use base64::{Engine, engine::general_purpose::STANDARD as BASE64};
+use gtm::device::Device;
 use gtm_dns::tsig::Secret;
 use gtm_model::{actor::Actor, drain::DrainTarget, node::NodeSettings};
 use gtm_node::command::{Action, TsigChange};
