@@ -250,7 +250,8 @@ impl Device {
             tokio::runtime::Handle::current(),
             Arc::new(gtm_node::updates::DnsUpdates::new(&judge, &settings.name)),
         );
-        start::spawn_replicated(&workers, &judge);
+        let transfer_in = Arc::new(gtm_node::workers::transfer_in::TransferIn::new(&engine));
+        start::spawn_replicated(&workers, &judge, &transfer_in);
         let alerts = start::spawn_alerts(&workers, &engine, &replication, &settings.datacenter);
         // NOTIFYs to the secondaries of transferred zones (docs/transfer.md).
         start::restarting(&workers, "notify", {
@@ -293,6 +294,7 @@ impl Device {
             workers: workers.clone(),
             validations: Arc::default(),
             alerts,
+            transfer_in,
         };
         let api_addr = api.addr;
         start::spawn_api(

@@ -401,6 +401,18 @@ async fn a_knot_primary_notifies_either_device_and_its_differences_are_applied()
             && l.contains(" -> ")),
         "no IXFR was served:\n{log}"
     );
+    // The follower says what it did: the serial, and the IXFR.
+    let status: serde_json::Value = serde_json::from_str(&b.ok(&["status", "--json"])).unwrap();
+    let here = &status["transfers_in"][0];
+    assert_eq!(here["domain"], "legacy.test", "{status}");
+    assert_eq!(here["serial"], 3, "{status}");
+    assert_eq!(here["how"], "IXFR", "{status}");
+    assert!(here.get("error").is_none(), "{status}");
+    let shown = b.ok(&["status"]);
+    assert!(
+        shown.contains("PRIMARY (transfer in)") && shown.contains("IXFR, "),
+        "{shown}"
+    );
     let exported = a.ok(&["config", "export"]);
     assert!(exported.contains("serial = 3"), "{exported}");
 
@@ -557,6 +569,11 @@ async fn a_transfer_with_unsigned_messages_between_signed_ones_verifies_and_a_ch
         status.contains("DEGRADED worker zones-in") && status.contains("its TSIG does not verify")
     })
     .await;
+    let status: serde_json::Value = serde_json::from_str(&p.ok(&["status", "--json"])).unwrap();
+    let error = status["transfers_in"][0]["error"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(error.contains("its TSIG does not verify"), "{status}");
     let m = udp(p.dns(), &query("h199.legacy.test.", RecordType::A)).await;
     assert!(answers(&m).is_empty(), "{m:?}");
     drop(tampering);

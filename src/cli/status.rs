@@ -147,6 +147,44 @@ pub(super) async fn run(cli: &Connect, json: bool) -> Result<()> {
             &rows,
         );
     }
+    if !report.transfers_in.is_empty() {
+        println!();
+        let now = gtm_model::clock::now_ms();
+        let ago = |ms: Option<u64>| {
+            ms.map_or("-".into(), |ms| {
+                format!("{} ago", when::age(now.saturating_sub(ms)))
+            })
+        };
+        let rows: Vec<[String; 6]> = report
+            .transfers_in
+            .iter()
+            .map(|t| {
+                let transferred = match (&t.how, t.transferred_ms) {
+                    (Some(how), Some(_)) => format!("{how}, {}", ago(t.transferred_ms)),
+                    _ => "-".into(),
+                };
+                [
+                    t.domain.clone(),
+                    t.primary.clone(),
+                    t.serial.map_or("-".into(), |s| s.to_string()),
+                    transferred,
+                    ago(t.asked_ms),
+                    t.error.clone().unwrap_or_else(|| "-".into()),
+                ]
+            })
+            .collect();
+        table(
+            &[
+                "DOMAIN",
+                "PRIMARY (transfer in)",
+                "SERIAL",
+                "TRANSFERRED HERE",
+                "ASKED",
+                "ERROR",
+            ],
+            &rows,
+        );
+    }
     if !report.alerts.is_empty() {
         println!();
         let rows: Vec<[String; 5]> = report

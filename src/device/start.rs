@@ -298,7 +298,11 @@ pub(super) fn spawn_health(
 /// Raft watched, and the workers of replicated state: what Raft commits
 /// handed to the engine; schedules fired, DNSSEC keys made and the cookie
 /// secret rotated while this device leads (or is alone).
-pub(super) fn spawn_replicated(workers: &Workers, judge: &Arc<gtm_node::judge::Judge>) {
+pub(super) fn spawn_replicated(
+    workers: &Workers,
+    judge: &Arc<gtm_node::judge::Judge>,
+    transfer_in: &Arc<gtm_node::workers::transfer_in::TransferIn>,
+) {
     let (replication, engine) = (&judge.replication, &judge.engine);
     {
         let r = replication.clone();
@@ -326,7 +330,7 @@ pub(super) fn spawn_replicated(workers: &Workers, judge: &Arc<gtm_node::judge::J
     // A domain's primary that cannot be transferred from degrades the
     // device until it can.
     // It also takes the NOTIFYs the device's DNS receives.
-    let transfer_in = Arc::new(gtm_node::workers::transfer_in::TransferIn::new(engine));
+    let transfer_in = transfer_in.clone();
     {
         let t = transfer_in.clone();
         workers.watch("zones-in", move || t.observed());

@@ -96,6 +96,8 @@ pub struct ApiState {
     pub validations: Arc<Validations>,
     /// This device's alert workers.
     pub alerts: Arc<gtm_alerts::Alerts>,
+    /// The `transfer-in` worker's state (docs/transfer.md, "Transfer in").
+    pub transfer_in: Arc<gtm_node::workers::transfer_in::TransferIn>,
 }
 
 /// Configuration checks run for requests (validate, apply, dry runs) on

@@ -39,6 +39,12 @@ pub struct StatusReport {
     /// (docs/transfer.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notify: Vec<gtm_dns::xfr::NotifyStatus>,
+    /// The `transfer-in` worker on this device: per domain with a
+    /// `primary`, the serial the primary last answered, when this device
+    /// last asked and transferred, how, and why it failed while it does
+    /// (docs/transfer.md, "Transfer in").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transfers_in: Vec<gtm_node::workers::transfer_in::TransferInStatus>,
     /// Set while this device's Raft is stopped by a failure (its storage
     /// failed): it serves DNS from what it installed, refuses writes, and
     /// installs nothing the cluster commits until it is restarted.
@@ -77,6 +83,7 @@ fn report(state: &ApiState) -> StatusReport {
         geoip: Some(GeoipStatus::of(&state.engine)),
         geoip_warning: geoip_warning(state),
         notify: state.engine.dns().transfers.notify_status(),
+        transfers_in: state.transfer_in.status(),
         cluster_degraded: state.replication.fault(),
         workers: state.workers.list(),
         rules: state.engine.rule_status(),

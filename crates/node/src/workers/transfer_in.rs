@@ -47,6 +47,32 @@ const RETRY: u32 = 600;
 /// The name transfers act as, with the proposing device.
 pub const TRANSFER_USER: &str = "transfer-in";
 
+/// What this device last did for one domain with a primary: `gtm status`
+/// (per device: a follower asks only when a NOTIFY reaches it).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub struct TransferInStatus {
+    pub domain: String,
+    /// The primary's address, as configured.
+    pub primary: String,
+    /// The serial the primary last answered this device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u32>,
+    /// When this device last asked the primary (ms since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_ms: Option<u64>,
+    /// When this device last transferred the zone (ms since the epoch),
+    /// and how: `IXFR` or `AXFR`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transferred_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub how: Option<String>,
+    /// Why the last ask or transfer failed, while it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// What the worker keeps across its restarts, and what takes the NOTIFYs
 /// the DNS layer receives.
 #[derive(Debug)]
@@ -54,6 +80,8 @@ pub struct TransferIn {
     /// Weak: the DNS state that holds this is held by the engine.
     engine: Weak<Engine>,
     failing: Failing,
+    /// What this device last did per domain.
+    seen: Mutex<BTreeMap<String, TransferInStatus>>,
     /// The domains a NOTIFY named since the worker last looked.
     notified: Mutex<BTreeSet<String>>,
     wake: tokio::sync::Notify,
@@ -67,6 +95,7 @@ impl TransferIn {
         Self {
             engine: Arc::downgrade(engine),
             failing: Failing::default(),
+            seen: Mutex::default(),
             notified: Mutex::default(),
             wake: tokio::sync::Notify::new(),
             held: Mutex::default(),
@@ -76,6 +105,62 @@ impl TransferIn {
     /// The `zones-in` component's state.
     pub fn observed(&self) -> Observed {
         self.failing.observed()
+    }
+
+    /// What this device last did for each domain with a primary.
+    pub fn status(&self) -> Vec<TransferInStatus> {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.values().cloned().collect()
+    }
+
+    /// Notes an ask of `d`'s primary and what came of it.
+    fn note(&self, d: &Domain, primary: &str, outcome: &Result<Asked, String>) {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let s = seen
+            .entry(d.name.clone())
+            .or_insert_with(|| TransferInStatus {
+                domain: d.name.clone(),
+                primary: primary.to_string(),
+                serial: None,
+                asked_ms: None,
+                transferred_ms: None,
+                how: None,
+                error: None,
+            });
+        let now = gtm_model::clock::now_ms();
+        if s.primary != primary {
+            *s = TransferInStatus {
+                primary: primary.to_string(),
+                serial: None,
+                transferred_ms: None,
+                how: None,
+                ..s.clone()
+            };
+        }
+        s.asked_ms = Some(now);
+        match outcome {
+            Ok(asked) => {
+                s.error = None;
+                s.serial = asked.serial.or(s.serial);
+                if let Some(how) = asked.how {
+                    s.transferred_ms = Some(now);
+                    s.how = Some(how.as_str().to_string());
+                }
+            }
+            Err(why) => s.error = Some(why.clone()),
+        }
+    }
+
+    /// Keeps what it says of the domains `keep` names only.
+    fn keep(&self, keep: impl Fn(&str) -> bool) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|d, _| keep(d));
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|d, _| keep(d));
     }
 
     fn take_notified(&self) -> BTreeSet<String> {
@@ -218,11 +303,7 @@ pub async fn run(
             .collect();
         due.retain(|name, _| domains.iter().any(|d| d.name == *name));
         failing.keep(|name| domains.iter().any(|d| d.name == name));
-        shared
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|name, _| domains.iter().any(|d| d.name == *name));
+        shared.keep(|name| domains.iter().any(|d| d.name == name));
         let keys = TsigKeys::of(&*replication.state().await);
         for d in domains {
             let Some(primary) = &d.primary else { continue };
@@ -238,15 +319,20 @@ pub async fn run(
                 continue;
             }
             let soa = d.soa.clone().unwrap_or_default();
-            let (after, kept) = match refresh(&replication, &shared, &device, d, &keys).await {
+            let outcome = refresh(&replication, &shared, &device, d, &keys).await;
+            shared.note(d, &primary.address, &outcome);
+            let (after, kept) = match outcome {
                 // Transferred: asked again at the refresh of the SOA it
                 // brought (the configuration's timers are the zone's now),
                 // the serial it brought kept.
-                Ok(Some(zone)) => {
+                Ok(Asked {
+                    transferred: Some(zone),
+                    ..
+                }) => {
                     failing.set(&d.name, None);
                     (zone.refresh, Some(zone.serial))
                 }
-                Ok(None) => {
+                Ok(Asked { .. }) => {
                     failing.set(&d.name, None);
                     (soa.refresh.unwrap_or(REFRESH), kept)
                 }
@@ -289,18 +375,27 @@ fn behind(kept: Option<u32>, then: Option<u32>) -> bool {
     }
 }
 
+/// What asking a primary came to.
+#[derive(Debug, Default)]
+struct Asked {
+    /// The serial it answered.
+    serial: Option<u32>,
+    /// The zone transferred and committed, and how it came.
+    transferred: Option<Arc<Zone>>,
+    how: Option<How>,
+}
+
 /// Asks `d`'s primary for its serial, and transfers and proposes the zone
-/// when it is newer than the one the configuration keeps: the transferred
-/// zone when it did.
+/// when it is newer than the one the configuration keeps.
 async fn refresh(
     replication: &Replication,
     shared: &TransferIn,
     device: &str,
     d: &Domain,
     keys: &TsigKeys,
-) -> Result<Option<Arc<Zone>>, String> {
+) -> Result<Asked, String> {
     let Some(primary) = &d.primary else {
-        return Ok(None);
+        return Ok(Asked::default());
     };
     let address = gtm_model::compile::socket_address(&primary.address)
         .ok_or_else(|| format!("address {:?} does not read", primary.address))?;
@@ -319,7 +414,10 @@ async fn refresh(
     if let Some(kept) = kept_serial(d) {
         use hickory_proto::rr::SerialNumber;
         if serial == kept {
-            return Ok(None);
+            return Ok(Asked {
+                serial: Some(serial),
+                ..Asked::default()
+            });
         }
         if SerialNumber::new(serial) < SerialNumber::new(kept) {
             return Err(format!(
@@ -332,7 +430,10 @@ async fn refresh(
     let (transferred, how) =
         xfr_in::transfer(address, &zone, key.as_ref(), held.as_deref()).await?;
     if how == How::Current {
-        return Ok(None);
+        return Ok(Asked {
+            serial: Some(serial),
+            ..Asked::default()
+        });
     }
     let transferred = Arc::new(transferred);
     let actor = Actor {
@@ -349,7 +450,11 @@ async fn refresh(
         Ok(_) => {
             tracing::info!(domain = %d.name, serial = transferred.serial, how = how.as_str(), records = transferred.records, "transferred in");
             shared.hold(&d.name, &primary.address, transferred.clone());
-            Ok(Some(transferred))
+            Ok(Asked {
+                serial: Some(transferred.serial),
+                transferred: Some(transferred),
+                how: Some(how),
+            })
         }
         Err(ApplyError::Rejected(e)) => {
             Err(format!("the transferred zone is refused: {}", e.message))
