@@ -351,7 +351,7 @@ async fn every_type_validates_signed_and_a_referral_proves_its_ds_or_its_absence
 pub(crate) struct Nsd {
     child: std::process::Child,
     addr: SocketAddr,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Drop for Nsd {
@@ -363,28 +363,60 @@ impl Drop for Nsd {
 
 impl Nsd {
     pub(crate) fn start(zone: &str, text: &str, addr: SocketAddr) -> Self {
+        Self::launch(zone, text, addr, None)
+    }
+
+    /// [`Nsd::start`], providing transfers to loopback signed with the
+    /// TSIG key `(name, secret)` (secret in base64).
+    pub(crate) fn start_with_key(
+        zone: &str,
+        text: &str,
+        addr: SocketAddr,
+        key: (&str, &str),
+    ) -> Self {
+        Self::launch(zone, text, addr, Some(key))
+    }
+
+    fn launch(zone: &str, text: &str, addr: SocketAddr, key: Option<(&str, &str)>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         std::fs::write(d.join("zone"), text).unwrap();
+        let (key, provide) = match key {
+            Some((name, secret)) => (
+                format!(
+                    "key:\n  name: \"{name}\"\n  algorithm: hmac-sha256\n  secret: \"{secret}\"\n"
+                ),
+                format!("  provide-xfr: 127.0.0.0/8 {name}\n"),
+            ),
+            None => (String::new(), String::new()),
+        };
         let conf = format!(
-            "server:\n  ip-address: {ip}@{port}\n  port: {port}\n  do-ip6: no\n  zonesdir: \"{d}\"\n  database: \"\"\n  zonelistfile: \"{d}/zone.list\"\n  pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  xfrdir: \"{d}\"\n  username: \"\"\n  chroot: \"\"\n  verbosity: 1\n  server-count: 1\nremote-control:\n  control-enable: no\nzone:\n  name: \"{zone}\"\n  zonefile: \"{d}/zone\"\n",
+            "server:\n  ip-address: {ip}@{port}\n  port: {port}\n  do-ip6: no\n  zonesdir: \"{d}\"\n  database: \"\"\n  zonelistfile: \"{d}/zone.list\"\n  pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  xfrdir: \"{d}\"\n  username: \"\"\n  chroot: \"\"\n  verbosity: 1\n  server-count: 1\nremote-control:\n  control-enable: no\n{key}zone:\n  name: \"{zone}\"\n  zonefile: \"{d}/zone\"\n{provide}",
             ip = addr.ip(),
             port = addr.port(),
             d = d.display(),
         );
         std::fs::write(d.join("nsd.conf"), conf).unwrap();
-        let child = Command::new("/usr/sbin/nsd")
+        let child = Self::spawn(&d.join("nsd.conf"));
+        Self { child, addr, dir }
+    }
+
+    fn spawn(conf: &std::path::Path) -> std::process::Child {
+        Command::new("/usr/sbin/nsd")
             .args(["-d", "-c"])
-            .arg(d.join("nsd.conf"))
+            .arg(conf)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("nsd starts");
-        Self {
-            child,
-            addr,
-            _dir: dir,
-        }
+            .expect("nsd starts")
+    }
+
+    /// Serves `text` from now on (NSD started again on the new file).
+    pub(crate) fn serve(&mut self, text: &str) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::fs::write(self.dir.path().join("zone"), text).unwrap();
+        self.child = Self::spawn(&self.dir.path().join("nsd.conf"));
     }
 
     pub(crate) fn addr(&self) -> SocketAddr {

@@ -155,6 +155,14 @@ pub enum GeoipUpdate {
 }
 
 impl Config {
+    /// The place in `domains` of the domain named `name` that is in no
+    /// view (the one served to every client).
+    pub fn domain_index(&self, name: &str) -> Option<usize> {
+        self.domains
+            .iter()
+            .position(|d| d.view.is_none() && same_name(&d.name, name))
+    }
+
     /// A copy of everything but the domains (which can be most of it).
     pub fn clone_globals(&self) -> Config {
         let Config {

@@ -11,16 +11,14 @@ use super::{Change, rejected};
 use crate::command::Transferred;
 use gtm_model::{
     Config,
-    config::{Domain, RecordFields, Soa, same_name},
+    config::{Domain, RecordFields, Soa},
     error::ErrorKind,
 };
 
 /// The domain (in no view) named `name`, by its place in `config`.
 fn domain_at(config: &Config, name: &str) -> Result<usize, Change> {
     config
-        .domains
-        .iter()
-        .position(|d| d.view.is_none() && same_name(&d.name, name))
+        .domain_index(name)
         .ok_or_else(|| rejected(ErrorKind::NotFound, format!("no domain {name}")))
 }
 

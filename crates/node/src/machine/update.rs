@@ -29,7 +29,7 @@ use gtm_dns::update::{
 use gtm_model::{
     Config,
     compile::{DEFAULT_TTL, read_value},
-    config::{Address, AddressFields, Domain, Record, RecordFields, RecordType, same_name},
+    config::{Address, AddressFields, Domain, Record, RecordFields, RecordType},
     error::ErrorKind,
 };
 
@@ -163,16 +163,12 @@ fn is_meta(rtype: u16) -> bool {
 
 /// The configuration `update` makes of `config`, or its refusal.
 pub(super) fn apply(config: &Config, update: &Update) -> Result<Config, Change> {
-    let i = config
-        .domains
-        .iter()
-        .position(|d| d.view.is_none() && same_name(&d.name, &update.zone))
-        .ok_or_else(|| {
-            refuse(
-                ResponseCode::NotAuth,
-                format!("{} is not a zone of this cluster", update.zone),
-            )
-        })?;
+    let i = config.domain_index(&update.zone).ok_or_else(|| {
+        refuse(
+            ResponseCode::NotAuth,
+            format!("{} is not a zone of this cluster", update.zone),
+        )
+    })?;
     let domain = &config.domains[i];
     let apex = domain.name.trim_end_matches('.').to_ascii_lowercase();
     let origin = Name::from_ascii(absolute(&apex))

@@ -31,10 +31,7 @@ use gtm_dns::{
     xfr_in::{self, How, Zone},
 };
 use gtm_engine::Engine;
-use gtm_model::{
-    actor::Actor,
-    config::{Domain, same_name},
-};
+use gtm_model::{actor::Actor, config::Domain};
 
 /// How often the worker looks for due domains, and the least time between
 /// two looks.
@@ -50,7 +47,7 @@ pub const TRANSFER_USER: &str = "transfer-in";
 /// What this device last did for one domain with a primary: `gtm status`
 /// (per device: a follower asks only when a NOTIFY reaches it).
 #[derive(
-    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
 pub struct TransferInStatus {
     pub domain: String,
@@ -116,33 +113,23 @@ impl TransferIn {
     /// Notes an ask of `d`'s primary and what came of it.
     fn note(&self, d: &Domain, primary: &str, outcome: &Result<Asked, String>) {
         let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        let s = seen
-            .entry(d.name.clone())
-            .or_insert_with(|| TransferInStatus {
-                domain: d.name.clone(),
-                primary: primary.to_string(),
-                serial: None,
-                asked_ms: None,
-                transferred_ms: None,
-                how: None,
-                error: None,
-            });
-        let now = gtm_model::clock::now_ms();
+        let fresh = || TransferInStatus {
+            domain: d.name.clone(),
+            primary: primary.to_string(),
+            ..TransferInStatus::default()
+        };
+        let s = seen.entry(d.name.clone()).or_insert_with(fresh);
+        // Another primary: nothing said of the one before holds.
         if s.primary != primary {
-            *s = TransferInStatus {
-                primary: primary.to_string(),
-                serial: None,
-                transferred_ms: None,
-                how: None,
-                ..s.clone()
-            };
+            *s = fresh();
         }
+        let now = gtm_model::clock::now_ms();
         s.asked_ms = Some(now);
         match outcome {
             Ok(asked) => {
                 s.error = None;
                 s.serial = asked.serial.or(s.serial);
-                if let Some(how) = asked.how {
+                if let Some((_, how)) = &asked.transferred {
                     s.transferred_ms = Some(now);
                     s.how = Some(how.as_str().to_string());
                 }
@@ -186,11 +173,7 @@ impl Secondary for TransferIn {
     fn notified(&self, zone: &str, from: IpAddr, key: Option<&str>) -> Result<(), Refusal> {
         let engine = self.engine.upgrade().ok_or(Refusal::NotServed)?;
         let config = engine.config();
-        let domain = config
-            .domains
-            .iter()
-            .find(|d| d.view.is_none() && same_name(&d.name, zone))
-            .ok_or(Refusal::NotServed)?;
+        let domain = &config.domains[config.domain_index(zone).ok_or(Refusal::NotServed)?];
         let primary = domain.primary.as_ref().ok_or(Refusal::NoPrimary)?;
         let address =
             gtm_model::compile::socket_address(&primary.address).ok_or(Refusal::NotFromPrimary)?;
@@ -326,7 +309,7 @@ pub async fn run(
                 // brought (the configuration's timers are the zone's now),
                 // the serial it brought kept.
                 Ok(Asked {
-                    transferred: Some(zone),
+                    transferred: Some((zone, _)),
                     ..
                 }) => {
                     failing.set(&d.name, None);
@@ -381,8 +364,7 @@ struct Asked {
     /// The serial it answered.
     serial: Option<u32>,
     /// The zone transferred and committed, and how it came.
-    transferred: Option<Arc<Zone>>,
-    how: Option<How>,
+    transferred: Option<(Arc<Zone>, How)>,
 }
 
 /// Asks `d`'s primary for its serial, and transfers and proposes the zone
@@ -411,22 +393,22 @@ async fn refresh(
     let serial = xfr_in::serial(address, &zone, key.as_ref())
         .await
         .map_err(|e| format!("SOA query: {e}"))?;
-    if let Some(kept) = kept_serial(d) {
-        use hickory_proto::rr::SerialNumber;
+    let kept = kept_serial(d);
+    if let Some(kept) = kept {
         if serial == kept {
             return Ok(Asked {
                 serial: Some(serial),
                 ..Asked::default()
             });
         }
-        if SerialNumber::new(serial) < SerialNumber::new(kept) {
+        if behind(Some(serial), Some(kept)) {
             return Err(format!(
                 "its serial {serial} is older than the transferred {kept}: \
                  a secondary follows newer serials only (RFC 1982)"
             ));
         }
     }
-    let held = shared.held(&d.name, &primary.address, kept_serial(d));
+    let held = shared.held(&d.name, &primary.address, kept);
     let (transferred, how) =
         xfr_in::transfer(address, &zone, key.as_ref(), held.as_deref()).await?;
     if how == How::Current {
@@ -452,8 +434,7 @@ async fn refresh(
             shared.hold(&d.name, &primary.address, transferred.clone());
             Ok(Asked {
                 serial: Some(transferred.serial),
-                transferred: Some(transferred),
-                how: Some(how),
+                transferred: Some((transferred, how)),
             })
         }
         Err(ApplyError::Rejected(e)) => {
